@@ -1,0 +1,1 @@
+"""The agent turn: provider calls and tool calls until a final answer."""

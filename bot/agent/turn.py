@@ -1,0 +1,80 @@
+"""Values of an agent turn: the resolved per-agent bundle, per-turn state, the result.
+
+Everything stable per agent comes in :class:`AgentBundle`; everything per message is in
+:class:`TurnState`. The loop does no global lookups.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from bot.approval.gate import ApprovalGate
+from bot.config import AgentConfig
+from bot.envelope import IngressEnvelope
+from bot.progress import NullProgress, ProgressSink
+from bot.providers.base import ChatMessage, Provider
+from bot.store import Store
+from bot.tools.spec import ToolSpec
+
+
+class CancelToken:
+    """Set by ``/stop`` or shutdown; the turn checks it between steps."""
+
+    def __init__(self) -> None:
+        self._event = asyncio.Event()
+        self.reason = ""
+
+    def cancel(self, reason: str = "stopped") -> None:
+        self.reason = reason
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    async def wait(self) -> None:
+        await self._event.wait()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentBundle:
+    """What a turn needs that is stable per agent."""
+
+    provider: Provider
+    settings: AgentConfig
+    store: Store
+    gate: ApprovalGate
+    tools: Sequence[ToolSpec] = ()
+
+
+@dataclass(slots=True, kw_only=True)
+class TurnState:
+    """Per-message state of one turn."""
+
+    turn_id: str
+    session_key: str
+    envelope: IngressEnvelope
+    history: list[ChatMessage]
+    progress: ProgressSink = field(default_factory=NullProgress)
+    cancel: CancelToken = field(default_factory=CancelToken)
+
+
+class TurnStatus(enum.StrEnum):
+    COMPLETED = "completed"
+    CANCELLED = "cancelled"
+    BUDGET_EXCEEDED = "budget_exceeded"
+    PROVIDER_FAILED = "provider_failed"
+    LOOP_STOPPED = "loop_stopped"
+    ITERATION_CAP = "iteration_cap"
+    ABORTED = "aborted"  # e.g. a repeated prompt-requiring call
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnResult:
+    """What the user is told. ``text`` is always something to send (possibly an error line)."""
+
+    status: TurnStatus
+    text: str

@@ -1,0 +1,1 @@
+"""Approval: policy, the gate the pipeline asks, handlers, grants and audit."""

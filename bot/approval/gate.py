@@ -1,0 +1,91 @@
+"""The approval gate interface the tool pipeline consumes.
+
+The pipeline first asks :meth:`ApprovalGate.assess` (policy only: deny list, level,
+always_ask, grants, auto_approve) for every prepared call of a batch; if any call needs a
+person, the batch runs sequentially and :meth:`ApprovalGate.ask` is awaited for each such
+call in turn. The gate owns auditing of its decisions.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from bot.envelope import IngressEnvelope
+
+
+class Assessment(enum.StrEnum):
+    ALLOW = "allow"
+    ASK = "ask"
+    DENY = "deny"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PolicyResult:
+    assessment: Assessment
+    reason: str  # why (e.g. "deny list", "readonly level", "grant", "auto_approve")
+
+
+class Verdict(enum.StrEnum):
+    APPROVED = "approved"
+    ALWAYS = "always"  # approved, and a grant was created
+    DENIED = "denied"  # a person said no
+    EDITED = "edited"  # a person denied with replacement text
+    AUTO_DENIED = "auto_denied"  # the runtime said no: no approver reachable
+    TIMED_OUT = "timed_out"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalDecision:
+    verdict: Verdict
+    decided_by: str  # a person id, or "runtime"
+    reason: str = ""
+    replacement_text: str | None = None
+
+    @property
+    def allowed(self) -> bool:
+        return self.verdict in (Verdict.APPROVED, Verdict.ALWAYS)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalRequest:
+    """One call that wants to run. ``arguments`` are already stripped of any ``approved``
+    marker the model wrote."""
+
+    tool: str
+    arguments: Mapping[str, object]
+    call_id: str
+    turn_id: str
+    session_key: str
+    envelope: IngressEnvelope
+    requires_approval: bool
+
+    @property
+    def fingerprint(self) -> str:
+        return call_fingerprint(self.tool, self.arguments)
+
+
+def canonical_json(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                      default=str)
+
+
+def call_fingerprint(tool: str, arguments: Mapping[str, object]) -> str:
+    """Tool name + canonical arguments, hashed: what an approval is bound to."""
+    digest = hashlib.sha256(f"{tool}\0{canonical_json(dict(arguments))}".encode())
+    return digest.hexdigest()
+
+
+class ApprovalGate(Protocol):
+    async def assess(self, request: ApprovalRequest) -> PolicyResult:
+        """Policy only; never waits for a person."""
+        ...
+
+    async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
+        """Ask a person (terminal or backchannel) or auto-deny; audits the decision.
+        Must return within the approval timeout; ``CancelledError`` propagates."""
+        ...

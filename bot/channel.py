@@ -1,0 +1,164 @@
+"""The ``Channel`` protocol that every adapter in ``channels/`` implements.
+
+An adapter turns platform events into :class:`~bot.envelope.IngressEnvelope` values and
+hands them to its :class:`ChannelHost`; it renders outbound text, progress messages and
+approval cards. It decides nothing: no access policy, no LLM, no storage.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from bot.envelope import ChannelRef, DeliveryTarget, IngressEnvelope
+
+
+class HealthState(enum.StrEnum):
+    STARTING = "starting"
+    CONNECTED = "connected"
+    RECONNECTING = "reconnecting"
+    FAILED = "failed"
+    STOPPED = "stopped"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChannelHealth:
+    """Honest health: ``CONNECTED`` only once the platform accepted the credentials and the
+    event stream is live."""
+
+    state: HealthState
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SentMessage:
+    """A message the adapter posted, enough to edit it later."""
+
+    target: DeliveryTarget
+    message_id: str
+
+
+class ApprovalChoice(enum.StrEnum):
+    APPROVE = "approve"
+    DENY = "deny"
+    ALWAYS = "always"
+
+
+class CardState(enum.StrEnum):
+    PENDING = "pending"
+    APPROVED = "approved"
+    DENIED = "denied"
+    EXPIRED = "expired"
+    EDITED = "edited"  # denied with replacement text
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalCard:
+    """What an approval card shows. Built by the approval manager, already scrubbed.
+
+    ``approval_id`` is opaque; adapters put only it into button payloads. ``lines`` is the
+    argument summary (secrets masked, long values cut).
+    """
+
+    approval_id: str
+    tool: str
+    lines: tuple[str, ...]
+    reason: str
+    requested_by: str
+    state: CardState = CardState.PENDING
+    decided_by: str = ""
+    timeout_s: float = 300.0
+
+    def render_text(self) -> str:
+        """Plain-text rendering shared by adapters (they may add platform markup)."""
+        head = {
+            CardState.PENDING: f"🔐 Approval needed: {self.tool}",
+            CardState.APPROVED: f"✅ Approved: {self.tool}",
+            CardState.DENIED: f"❌ Denied: {self.tool}",
+            CardState.EXPIRED: f"⌛ Expired: {self.tool}",
+            CardState.EDITED: f"✏️ Denied with a reply: {self.tool}",
+        }[self.state]
+        body = [head, *self.lines, f"Why: {self.reason}", f"Asked by: {self.requested_by}"]
+        if self.state is CardState.PENDING:
+            minutes = max(1, round(self.timeout_s / 60))
+            body.append(f"No answer within {minutes} min means no.")
+        elif self.decided_by:
+            body.append(f"By: {self.decided_by}")
+        return "\n".join(body)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalClick:
+    """A button press or reaction on an approval card, as the adapter saw it."""
+
+    channel: ChannelRef
+    approval_id: str
+    choice: ApprovalChoice
+    user_id: str
+    user_roles: tuple[str, ...] = ()
+    replacement_text: str | None = None  # deny-with-edit
+
+
+class ClickVerdict(enum.StrEnum):
+    """What the adapter should tell the clicker (privately, where the platform allows)."""
+
+    ACCEPTED = "accepted"
+    NOT_AUTHORISED = "not_authorised"
+    SELF_APPROVAL = "self_approval"
+    ALREADY_DECIDED = "already_decided"
+    UNKNOWN = "unknown"  # expired, from before a restart, or never existed
+
+    @property
+    def message(self) -> str:
+        return {
+            ClickVerdict.ACCEPTED: "Recorded.",
+            ClickVerdict.NOT_AUTHORISED: "You are not authorised to approve this.",
+            ClickVerdict.SELF_APPROVAL: "You cannot approve your own request.",
+            ClickVerdict.ALREADY_DECIDED: "This request was already decided.",
+            ClickVerdict.UNKNOWN: "This request has expired.",
+        }[self]
+
+
+class ChannelHost(Protocol):
+    """What the daemon offers an adapter: the way in for messages and approval clicks."""
+
+    async def deliver(self, envelope: IngressEnvelope) -> None:
+        """Hand over one inbound message. Returns quickly; the turn runs elsewhere."""
+        ...
+
+    async def approval_clicked(self, click: ApprovalClick) -> ClickVerdict:
+        """Report a click or reaction on an approval card; the verdict says what to tell the
+        clicker."""
+        ...
+
+
+@runtime_checkable
+class Channel(Protocol):
+    """A platform adapter.
+
+    ``run`` connects and lives until cancelled, delivering envelopes to the host; it must set
+    ``health`` honestly. Outbound methods take markdown-ish text and render it for the platform,
+    splitting at the platform's limit without breaking code fences.
+    """
+
+    ref: ChannelRef
+
+    @property
+    def health(self) -> ChannelHealth: ...
+
+    async def run(self, host: ChannelHost) -> None: ...
+
+    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]: ...
+
+    async def edit(self, message: SentMessage, text: str) -> None: ...
+
+    async def react(self, target: DeliveryTarget, message_id: str, emoji: str) -> None: ...
+
+    async def typing(self, target: DeliveryTarget) -> None: ...
+
+    async def post_approval_card(self, target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
+        ...
+
+    async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None: ...

@@ -1,0 +1,104 @@
+"""The ingress envelope: one inbound message, normalised by a channel adapter.
+
+Adapters build envelopes and nothing else; the gateway and the agent turn read them. Every
+value here is frozen so that a turn cannot change what it was asked.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChannelRef:
+    """A configured channel: its platform ``kind`` and the config ``alias`` (``telegram.main``)."""
+
+    kind: str
+    alias: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}.{self.alias}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Sender:
+    """Who wrote the message, as the platform names them."""
+
+    id: str
+    display_name: str = ""
+    is_bot: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Attachment:
+    """Metadata of a file sent with a message; contents are downloaded on demand."""
+
+    kind: str  # "image", "file", "audio", "video", ...
+    name: str = ""
+    mime_type: str = ""
+    size: int | None = None
+    ref: str = ""  # platform file id or URL, opaque to the core
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeliveryTarget:
+    """Where answers go: a conversation, optionally a thread, optionally replying to a message."""
+
+    channel: ChannelRef
+    conversation_id: str
+    thread_id: str | None = None
+    reply_to_message_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Capabilities:
+    """What the channel can do in this conversation.
+
+    ``approval_backchannel`` is true only when an approval card can be posted here *and* an
+    approver can reach it; ``terminal_prompt`` when a person at a terminal can answer directly.
+    """
+
+    can_edit: bool = False
+    can_react: bool = False
+    inline_buttons: bool = False
+    typing: bool = False
+    max_message_chars: int = 4000
+    approval_backchannel: bool = False
+    terminal_prompt: bool = False
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IngressEnvelope:
+    """One inbound message, normalised.
+
+    ``message_id`` is the platform's id and the idempotency key: the gateway answers each
+    (channel, message_id) once. ``addressed_to_bot`` is true for a mention, a reply to the
+    bot, or a direct message. ``background`` marks turns no person started (schedules); they
+    never prompt for approval.
+    """
+
+    channel: ChannelRef
+    message_id: str
+    conversation_id: str
+    sender: Sender
+    text: str
+    reply_target: DeliveryTarget
+    thread_id: str | None = None
+    attachments: tuple[Attachment, ...] = ()
+    is_direct: bool = False
+    is_group: bool = False
+    addressed_to_bot: bool = False
+    capabilities: Capabilities = field(default_factory=Capabilities)
+    background: bool = False
+    envelope_id: str = field(default_factory=_new_id)
+    received_at: datetime = field(default_factory=_now)

@@ -1,0 +1,64 @@
+"""The error tree of hatchway.
+
+Exceptions are for broken invariants and for failures a caller must handle; a denied or
+failed tool call is an outcome value, never an exception.
+
+::
+
+    HatchwayError
+    ├── ConfigError            bad or missing configuration (names the key and the fix)
+    ├── StorageError           the database cannot be opened, migrated or written
+    ├── ProviderError          an LLM provider failed after its retries
+    │   ├── ProviderTimeout    no answer within the request timeout
+    │   └── ProviderUnavailable every provider in the fallback chain failed
+    ├── ChannelError           a channel adapter cannot start or talk to its platform
+    │   └── ChannelAuthError   the platform refused the credentials (fatal for the adapter)
+    ├── TurnBudgetExceeded     a turn outlived its wall-clock budget
+    └── RegistryError          a tool registry is inconsistent (e.g. a spec without handler)
+"""
+
+from __future__ import annotations
+
+
+class HatchwayError(Exception):
+    """Root of every error hatchway raises on purpose."""
+
+
+class ConfigError(HatchwayError):
+    """The configuration is invalid; the message names the key and how to fix it."""
+
+
+class StorageError(HatchwayError):
+    """The database cannot be opened, migrated or written."""
+
+
+class ProviderError(HatchwayError):
+    """An LLM provider failed after its retries were spent."""
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class ProviderTimeout(ProviderError):
+    """The provider did not answer within the request timeout."""
+
+
+class ProviderUnavailable(ProviderError):
+    """Every provider of the fallback chain failed."""
+
+
+class ChannelError(HatchwayError):
+    """A channel adapter cannot start or reach its platform."""
+
+
+class ChannelAuthError(ChannelError):
+    """The platform refused the adapter's credentials; the adapter stops."""
+
+
+class TurnBudgetExceeded(HatchwayError):
+    """A turn ran past its wall-clock budget."""
+
+
+class RegistryError(HatchwayError):
+    """A tool registry is inconsistent, e.g. a spec has no handler."""

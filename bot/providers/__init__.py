@@ -1,0 +1,1 @@
+"""LLM providers behind one small ``Provider`` protocol (see :mod:`bot.providers.base`)."""

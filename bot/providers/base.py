@@ -1,0 +1,88 @@
+"""The ``Provider`` protocol and the message values that cross it.
+
+A provider turns a :class:`CompletionRequest` into a :class:`ProviderReply`. Tool-call
+arguments stay raw JSON text here: parsing them (and refusing malformed ones) is the tool
+pipeline's job, so a broken reply is an outcome, never a crash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallRequest:
+    """One tool call as the model wrote it. ``arguments`` is the raw JSON text."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatMessage:
+    """One history message. Assistant messages may carry tool calls; tool messages answer
+    exactly one call by ``tool_call_id``."""
+
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCallRequest, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolDefinition:
+    """What the model is told about a tool."""
+
+    name: str
+    description: str
+    parameters: Mapping[str, object]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompletionRequest:
+    system: str
+    messages: Sequence[ChatMessage]
+    tools: Sequence[ToolDefinition] = ()
+    max_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProviderReply:
+    text: str
+    tool_calls: tuple[ToolCallRequest, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str = ""
+    model: str = ""
+
+
+StreamSink = Callable[[str], Awaitable[None]]
+"""Receives text deltas while a reply streams (for live drafts); never tool-call fragments."""
+
+
+class Provider(Protocol):
+    """An LLM endpoint.
+
+    ``complete`` retries transient failures itself (429/5xx/connection errors, honouring
+    ``Retry-After``) within its own limits and raises :class:`bot.errors.ProviderError` when
+    it gives up. It must never return a half-assembled reply. ``CancelledError`` propagates.
+    """
+
+    name: str
+
+    async def complete(
+        self, request: CompletionRequest, *, stream: StreamSink | None = None
+    ) -> ProviderReply: ...
+
+    async def aclose(self) -> None: ...

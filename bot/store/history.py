@@ -1,0 +1,98 @@
+"""Session history: the messages of each session, kept across restarts.
+
+A session key names a conversation (``telegram.main:123[:thread]``); ``/new`` bumps the
+session's generation so that older messages stop being part of the context.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+
+from bot.providers.base import ChatMessage, ToolCallRequest
+from bot.store.db import Database, Transaction
+
+
+def encode_message(message: ChatMessage) -> str:
+    body: dict[str, object] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        body["tool_calls"] = [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
+        ]
+    if message.tool_call_id is not None:
+        body["tool_call_id"] = message.tool_call_id
+    if message.name is not None:
+        body["name"] = message.name
+    return json.dumps(body, ensure_ascii=False)
+
+
+def decode_message(text: str) -> ChatMessage:
+    body = json.loads(text)
+    calls = tuple(
+        ToolCallRequest(id=c["id"], name=c["name"], arguments=c["arguments"])
+        for c in body.get("tool_calls", ())
+    )
+    return ChatMessage(
+        role=body["role"],
+        content=body.get("content", ""),
+        tool_calls=calls,
+        tool_call_id=body.get("tool_call_id"),
+        name=body.get("name"),
+    )
+
+
+class History:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def _generation(self, tx: Transaction, session_key: str) -> int:
+        row = await tx.fetchone(
+            "SELECT generation FROM sessions WHERE session_key = ?", (session_key,)
+        )
+        return int(row["generation"]) if row else 0
+
+    async def load(self, session_key: str, *, limit: int = 500) -> list[ChatMessage]:
+        """The current generation's messages, oldest first (at most ``limit`` newest)."""
+        rows = await self._db.fetchall(
+            "SELECT body FROM ("
+            "  SELECT m.id, m.body FROM messages m"
+            "  LEFT JOIN sessions s ON s.session_key = m.session_key"
+            "  WHERE m.session_key = ? AND m.generation = COALESCE(s.generation, 0)"
+            "  ORDER BY m.id DESC LIMIT ?"
+            ") ORDER BY id",
+            (session_key, limit),
+        )
+        return [decode_message(r["body"]) for r in rows]
+
+    async def append(
+        self, session_key: str, turn_id: str, messages: Sequence[ChatMessage]
+    ) -> None:
+        """Append messages atomically: all of them or none."""
+        if not messages:
+            return
+        now = time.time()
+        async with self._db.transaction() as tx:
+            generation = await self._generation(tx, session_key)
+            await tx.executemany(
+                "INSERT INTO messages (session_key, generation, turn_id, role, body, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (session_key, generation, turn_id, m.role, encode_message(m), now)
+                    for m in messages
+                ],
+            )
+            await tx.execute(
+                "INSERT INTO sessions (session_key, generation, updated_at) VALUES (?, ?, ?) "
+                "ON CONFLICT (session_key) DO UPDATE SET updated_at = excluded.updated_at",
+                (session_key, generation, now),
+            )
+
+    async def reset(self, session_key: str) -> None:
+        """Start a new session (``/new``): older messages leave the context."""
+        await self._db.execute(
+            "INSERT INTO sessions (session_key, generation, updated_at) VALUES (?, 1, ?) "
+            "ON CONFLICT (session_key) DO UPDATE SET generation = generation + 1, "
+            "updated_at = excluded.updated_at",
+            (session_key, time.time()),
+        )

@@ -1,0 +1,94 @@
+"""The persisted inbox: each (channel, platform message id) is answered once."""
+
+from __future__ import annotations
+
+import enum
+import time
+from dataclasses import dataclass
+
+from bot.store.db import Database
+
+
+class InboxStatus(enum.StrEnum):
+    RECEIVED = "received"
+    PROCESSING = "processing"
+    DONE = "done"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InboxEntry:
+    channel: str
+    message_id: str
+    envelope_id: str
+    session_key: str
+    status: InboxStatus
+    error: str | None
+
+
+class Inbox:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def admit(
+        self, *, channel: str, message_id: str, envelope_id: str, session_key: str
+    ) -> bool:
+        """Record a new inbound message. False when it was seen before (a redelivery)."""
+        now = time.time()
+        async with self._db.transaction() as tx:
+            existing = await tx.fetchone(
+                "SELECT 1 FROM inbox WHERE channel = ? AND message_id = ?", (channel, message_id)
+            )
+            if existing is not None:
+                return False
+            await tx.execute(
+                "INSERT INTO inbox (channel, message_id, envelope_id, session_key, status,"
+                " received_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (channel, message_id, envelope_id, session_key, InboxStatus.RECEIVED, now, now),
+            )
+        return True
+
+    async def mark(
+        self, *, channel: str, message_id: str, status: InboxStatus, error: str | None = None
+    ) -> None:
+        await self._db.execute(
+            "UPDATE inbox SET status = ?, error = ?, updated_at = ? "
+            "WHERE channel = ? AND message_id = ?",
+            (status, error, time.time(), channel, message_id),
+        )
+
+    async def get(self, *, channel: str, message_id: str) -> InboxEntry | None:
+        row = await self._db.fetchone(
+            "SELECT channel, message_id, envelope_id, session_key, status, error FROM inbox "
+            "WHERE channel = ? AND message_id = ?",
+            (channel, message_id),
+        )
+        if row is None:
+            return None
+        return InboxEntry(
+            channel=row["channel"],
+            message_id=row["message_id"],
+            envelope_id=row["envelope_id"],
+            session_key=row["session_key"],
+            status=InboxStatus(row["status"]),
+            error=row["error"],
+        )
+
+    async def unfinished(self) -> list[InboxEntry]:
+        """Messages received or in processing when the daemon last stopped."""
+        rows = await self._db.fetchall(
+            "SELECT channel, message_id, envelope_id, session_key, status, error FROM inbox "
+            "WHERE status IN (?, ?) ORDER BY id",
+            (InboxStatus.RECEIVED, InboxStatus.PROCESSING),
+        )
+        return [
+            InboxEntry(
+                channel=r["channel"],
+                message_id=r["message_id"],
+                envelope_id=r["envelope_id"],
+                session_key=r["session_key"],
+                status=InboxStatus(r["status"]),
+                error=r["error"],
+            )
+            for r in rows
+        ]

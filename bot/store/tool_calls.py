@@ -1,0 +1,54 @@
+"""One row per tool call: ids, tool, scrubbed arguments, outcome, duration, receipt."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from bot.store.db import Database
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallRecord:
+    turn_id: str
+    call_id: str
+    session_key: str
+    channel: str
+    tool: str
+    arguments: str
+    status: str
+    synthetic: bool
+    observation: str
+    duration_ms: float
+    receipt: str | None = None
+
+
+class ToolCalls:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def record(self, rec: ToolCallRecord) -> None:
+        await self._db.execute(
+            "INSERT INTO tool_calls (turn_id, call_id, session_key, channel, tool, arguments,"
+            " status, synthetic, observation, duration_ms, receipt, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                rec.turn_id, rec.call_id, rec.session_key, rec.channel, rec.tool,
+                rec.arguments, rec.status, int(rec.synthetic), rec.observation,
+                rec.duration_ms, rec.receipt, time.time(),
+            ),
+        )
+
+    async def for_turn(self, turn_id: str) -> list[ToolCallRecord]:
+        rows = await self._db.fetchall(
+            "SELECT * FROM tool_calls WHERE turn_id = ? ORDER BY id", (turn_id,)
+        )
+        return [
+            ToolCallRecord(
+                turn_id=r["turn_id"], call_id=r["call_id"], session_key=r["session_key"],
+                channel=r["channel"], tool=r["tool"], arguments=r["arguments"],
+                status=r["status"], synthetic=bool(r["synthetic"]),
+                observation=r["observation"], duration_ms=r["duration_ms"], receipt=r["receipt"],
+            )
+            for r in rows
+        ]

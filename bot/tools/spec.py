@@ -1,0 +1,88 @@
+"""Tool definition: :class:`ToolSpec`, the handler signature, and the typed context.
+
+Field order of :class:`ToolSpec` is public: add fields at the end, with defaults.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+
+from bot.envelope import DeliveryTarget
+from bot.errors import HatchwayError
+
+
+class ToolKind(enum.StrEnum):
+    """Scheduler bucket of a tool."""
+
+    READ_ONLY = "read_only"
+    WRITE = "write"
+    EXECUTE = "execute"
+
+
+class ToolEnvironmentError(HatchwayError):
+    """Raised by a handler when the environment is broken (backend down, disk full), as
+    opposed to the tool failing on its input. Becomes an ENV_ERROR outcome."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolOutput:
+    """A handler's rich result: the text the model sees, plus optional file paths it touched
+    (for locks and receipts)."""
+
+    text: str
+    paths: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolContext:
+    """What a tool may know about the call besides its arguments.
+
+    Only tools that need it read it; it is never the whole call.
+    """
+
+    session_key: str
+    channel: str
+    conversation_id: str
+    requester: str
+    delivery: DeliveryTarget | None = None
+    workspace: str | None = None
+    background: bool = False
+
+
+ToolResult = str | ToolOutput
+ToolHandler = Callable[[Mapping[str, object], ToolContext], Awaitable[ToolResult]]
+"""``async (arguments, context) -> str | ToolOutput``. Raises ``ToolEnvironmentError`` when the
+environment is broken; any other exception is the tool failing; ``CancelledError`` propagates."""
+
+
+def _default_requires_approval() -> bool:
+    return True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolSpec:
+    """A tool the model may call.
+
+    ``requires_approval`` defaults to True: only tools without side effects should set it
+    False. ``kind`` picks the scheduler bucket; ``concurrency_safe`` tools share the per-turn
+    gate; ``retry_safe`` tools are retried on transient OS errors; ``channel_aware`` tools get
+    missing ``channel``/``to``/``thread`` arguments filled from the envelope; a successful
+    ``completes_run`` call ends the turn; ``dedup_exempt`` tools may repeat in one iteration.
+    ``path_arguments`` names the arguments that are file paths (locked canonically).
+    """
+
+    name: str
+    description: str
+    parameters: Mapping[str, object]
+    handler: ToolHandler | None = None
+    requires_approval: bool = field(default_factory=_default_requires_approval)
+    kind: ToolKind = ToolKind.EXECUTE
+    concurrency_safe: bool = False
+    retry_safe: bool = False
+    channel_aware: bool = False
+    completes_run: bool = False
+    dedup_exempt: bool = False
+    timeout_s: float | None = None
+    path_arguments: tuple[str, ...] = ()
