@@ -57,6 +57,11 @@ ToolHandler = Callable[[Mapping[str, object], ToolContext], Awaitable[ToolResult
 environment is broken; any other exception is the tool failing; ``CancelledError`` propagates."""
 
 
+ApprovalCheck = Callable[[Mapping[str, object], ToolContext], bool]
+"""Per-call refinement of ``requires_approval``: returns whether *this* call needs a yes
+(e.g. ``send_message`` only when the target is another conversation)."""
+
+
 def _default_requires_approval() -> bool:
     return True
 
@@ -71,6 +76,7 @@ class ToolSpec:
     missing ``channel``/``to``/``thread`` arguments filled from the envelope; a successful
     ``completes_run`` call ends the turn; ``dedup_exempt`` tools may repeat in one iteration.
     ``path_arguments`` names the arguments that are file paths (locked canonically).
+    ``approval_check``, when set, decides per call whether approval is needed.
     """
 
     name: str
@@ -86,3 +92,4 @@ class ToolSpec:
     dedup_exempt: bool = False
     timeout_s: float | None = None
     path_arguments: tuple[str, ...] = ()
+    approval_check: ApprovalCheck | None = None

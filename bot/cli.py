@@ -1,0 +1,68 @@
+"""The ``hatchway`` command."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from typing import cast
+
+from bot import __version__
+from bot.errors import ConfigError, HatchwayError
+
+# Ops subcommand modules; each exposes ``register(subparsers)``.
+COMMAND_MODULES: tuple[str, ...] = (
+    "bot.commands.run",
+)
+
+Handler = Callable[[argparse.Namespace], Awaitable[int]]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hatchway",
+        description="A chat-channel bot daemon: Slack, Discord and Telegram in front of one "
+        "tool-calling agent, with in-chat approvals.",
+    )
+    parser.add_argument("--version", action="version", version=f"hatchway {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        module = importlib.import_module(name)
+        module.register(subparsers)
+    return parser
+
+
+def add_config_argument(parser: argparse.ArgumentParser) -> None:
+    """The ``--config`` option every subcommand shares."""
+    parser.add_argument(
+        "-c",
+        "--config",
+        default=None,
+        help="path to hatchway.toml (default: $HATCHWAY_CONFIG, else ./hatchway.toml if it "
+        "exists, else settings from the environment)",
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = cast(Handler | None, getattr(args, "handler", None))
+    if handler is None:
+        parser.print_help()
+        return 2
+    try:
+        return asyncio.run(handler(args))
+    except ConfigError as exc:
+        print(f"hatchway: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except HatchwayError as exc:
+        print(f"hatchway: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Channel adapters: one module per platform, each implementing ``bot.channel.Channel``."""
