@@ -130,6 +130,13 @@ class SlackChannelConfig(ChannelCommon):
     api_base_url: str = "https://slack.com/api/"
     mode: Literal["socket", "http"] = "socket"
     events_path: str = "/slack/events"
+    max_message_chars: int = Field(default=3000, ge=200, le=39_000)
+    dm_replies_in_thread: bool = False
+    user_cache_ttl_s: float = Field(default=600.0, ge=0)
+    rate_limit_retries: int = Field(default=3, ge=0, le=10)
+    ping_interval_s: float = Field(default=10.0, gt=0)
+    reconnect_base_s: float = Field(default=1.0, gt=0)
+    reconnect_max_s: float = Field(default=60.0, gt=0)
 
 
 class DiscordChannelConfig(ChannelCommon):
@@ -164,6 +171,15 @@ class WorkspaceConfig(_Model):
     allow_sensitive_files: bool = False
 
 
+class FileToolsConfig(_Model):
+    enabled: bool = True
+    max_read_bytes: int = Field(default=256_000, ge=1000)
+    max_write_bytes: int = Field(default=1_000_000, ge=1000)
+    max_list_entries: int = Field(default=500, ge=1)
+    max_search_results: int = Field(default=100, ge=1)
+    max_output_chars: int = Field(default=20_000, ge=100)
+
+
 class ShellToolConfig(_Model):
     enabled: bool = True
     timeout_s: float = Field(default=60.0, gt=0)
@@ -176,15 +192,18 @@ class HttpFetchToolConfig(_Model):
     timeout_s: float = Field(default=20.0, gt=0)
     max_bytes: int = Field(default=2_000_000, ge=1000)
     allow_hosts: list[str] = Field(default_factory=list)
+    max_output_chars: int = Field(default=20_000, ge=100)
 
 
 class MemoryToolConfig(_Model):
     enabled: bool = True
     scope: Literal["channel", "conversation"] = "channel"
+    max_note_chars: int = Field(default=4000, ge=100)
 
 
 class ToolsConfig(_Model):
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
+    files: FileToolsConfig = Field(default_factory=FileToolsConfig)
     shell: ShellToolConfig = Field(default_factory=ShellToolConfig)
     http_fetch: HttpFetchToolConfig = Field(default_factory=HttpFetchToolConfig)
     memory: MemoryToolConfig = Field(default_factory=MemoryToolConfig)
@@ -376,3 +395,17 @@ def load_settings(
         if "state_dir" not in data:
             data["state_dir"] = str(file.resolve().parent)
     return parse_settings(data, environ=environ, source=source, require_provider=require_provider)
+
+
+def resolve_config_path(
+    explicit: str | None, environ: Mapping[str, str] | None = None
+) -> Path | None:
+    """The config file to use: ``--config``, else ``$HATCHWAY_CONFIG``, else
+    ``./hatchway.toml`` when it exists, else None (defaults plus environment)."""
+    env = os.environ if environ is None else environ
+    if explicit:
+        return Path(explicit)
+    if env.get("HATCHWAY_CONFIG"):
+        return Path(env["HATCHWAY_CONFIG"])
+    local = Path("hatchway.toml")
+    return local if local.exists() else None

@@ -6,8 +6,9 @@ value here is frozen so that a turn cannot change what it was asked.
 
 from __future__ import annotations
 
+import json
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
 
@@ -102,3 +103,37 @@ class IngressEnvelope:
     background: bool = False
     envelope_id: str = field(default_factory=_new_id)
     received_at: datetime = field(default_factory=_now)
+
+
+def envelope_to_json(envelope: IngressEnvelope) -> str:
+    """Serialise an envelope for the inbox (so a restart can resume or answer it)."""
+    data = asdict(envelope)
+    data["received_at"] = envelope.received_at.isoformat()
+    return json.dumps(data, ensure_ascii=False)
+
+
+def envelope_from_json(text: str) -> IngressEnvelope:
+    data = json.loads(text)
+    target = data["reply_target"]
+    return IngressEnvelope(
+        channel=ChannelRef(**data["channel"]),
+        message_id=data["message_id"],
+        conversation_id=data["conversation_id"],
+        sender=Sender(**data["sender"]),
+        text=data["text"],
+        reply_target=DeliveryTarget(
+            channel=ChannelRef(**target["channel"]),
+            conversation_id=target["conversation_id"],
+            thread_id=target["thread_id"],
+            reply_to_message_id=target["reply_to_message_id"],
+        ),
+        thread_id=data["thread_id"],
+        attachments=tuple(Attachment(**a) for a in data["attachments"]),
+        is_direct=data["is_direct"],
+        is_group=data["is_group"],
+        addressed_to_bot=data["addressed_to_bot"],
+        capabilities=Capabilities(**data["capabilities"]),
+        background=data["background"],
+        envelope_id=data["envelope_id"],
+        received_at=datetime.fromisoformat(data["received_at"]),
+    )

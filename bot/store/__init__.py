@@ -8,10 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bot.store.approvals import Approvals
+from bot.store.audit import AuditLog
 from bot.store.channel_state import ChannelState
 from bot.store.db import Database
+from bot.store.grants import Grants
 from bot.store.history import History
 from bot.store.inbox import Inbox, InboxStatus
+from bot.store.pairings import Pairings
 from bot.store.tool_calls import ToolCallRecord, ToolCalls
 
 __all__ = ["Database", "InboxStatus", "Store", "ToolCallRecord"]
@@ -26,6 +30,10 @@ class Store:
         self.history = History(db)
         self.tool_calls = ToolCalls(db)
         self.channel_state = ChannelState(db)
+        self.approvals = Approvals(db)
+        self.grants = Grants(db)
+        self.audit = AuditLog(db)
+        self.pairings = Pairings(db)
 
     @classmethod
     async def open(cls, path: str | Path) -> Store:

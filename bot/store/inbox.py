@@ -24,6 +24,7 @@ class InboxEntry:
     session_key: str
     status: InboxStatus
     error: str | None
+    payload: str = ""
 
 
 class Inbox:
@@ -31,7 +32,13 @@ class Inbox:
         self._db = db
 
     async def admit(
-        self, *, channel: str, message_id: str, envelope_id: str, session_key: str
+        self,
+        *,
+        channel: str,
+        message_id: str,
+        envelope_id: str,
+        session_key: str,
+        payload: str = "",
     ) -> bool:
         """Record a new inbound message. False when it was seen before (a redelivery)."""
         now = time.time()
@@ -42,9 +49,12 @@ class Inbox:
             if existing is not None:
                 return False
             await tx.execute(
-                "INSERT INTO inbox (channel, message_id, envelope_id, session_key, status,"
-                " received_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (channel, message_id, envelope_id, session_key, InboxStatus.RECEIVED, now, now),
+                "INSERT INTO inbox (channel, message_id, envelope_id, session_key, payload,"
+                " status, received_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    channel, message_id, envelope_id, session_key, payload,
+                    InboxStatus.RECEIVED, now, now,
+                ),
             )
         return True
 
@@ -77,8 +87,8 @@ class Inbox:
     async def unfinished(self) -> list[InboxEntry]:
         """Messages received or in processing when the daemon last stopped."""
         rows = await self._db.fetchall(
-            "SELECT channel, message_id, envelope_id, session_key, status, error FROM inbox "
-            "WHERE status IN (?, ?) ORDER BY id",
+            "SELECT channel, message_id, envelope_id, session_key, status, error, payload "
+            "FROM inbox WHERE status IN (?, ?) ORDER BY id",
             (InboxStatus.RECEIVED, InboxStatus.PROCESSING),
         )
         return [
@@ -89,6 +99,11 @@ class Inbox:
                 session_key=r["session_key"],
                 status=InboxStatus(r["status"]),
                 error=r["error"],
+                payload=r["payload"],
             )
             for r in rows
         ]
+
+    async def counts(self) -> dict[str, int]:
+        rows = await self._db.fetchall("SELECT status, COUNT(*) AS n FROM inbox GROUP BY status")
+        return {str(r["status"]): int(r["n"]) for r in rows}

@@ -6,6 +6,7 @@ CREATE TABLE inbox (
     message_id TEXT NOT NULL,           -- platform message id (idempotency key)
     envelope_id TEXT NOT NULL,
     session_key TEXT NOT NULL,
+    payload TEXT NOT NULL DEFAULT '',   -- JSON of the envelope, to resume or answer after a restart
     status TEXT NOT NULL,               -- received | processing | done | failed
     error TEXT,
     received_at REAL NOT NULL,

@@ -1,0 +1,216 @@
+"""The composition root: settings in, a running bot out.
+
+:class:`App` opens the store, builds the provider, the approval service, the access policy,
+the tool catalog and the gateway, creates the configured channel adapters, and supervises
+their tasks. Tests build an ``App`` with an injected provider and pre-built channels;
+``hatchway run`` and ``hatchway chat`` build one from the config file.
+
+Start-up order: store → provider → channels (objects only) → approvals → access → tools →
+gateway → tasks (gateway, channels) → expire approvals left pending by a previous run →
+recover unfinished inbox entries. Shutdown reverses it: drain the gateway, expire pending
+approvals, cancel channel tasks, close the provider and the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+
+import structlog
+
+from bot.access import AccessPolicy
+from bot.agent.loop import run_turn
+from bot.agent.turn import AgentBundle, TurnState
+from bot.approval.service import ApprovalService
+from bot.channel import Channel, HealthState
+from bot.channel_registry import ChannelContext, create_channel
+from bot.config import ConsoleChannelConfig, Settings
+from bot.envelope import ChannelRef
+from bot.errors import ChannelAuthError
+from bot.gateway import Gateway, SessionControl, TurnRequest
+from bot.progress import ChannelProgress
+from bot.providers.base import Provider
+from bot.providers.factory import build_provider
+from bot.store import Store
+from bot.tools.builtin import builtin_tools
+from bot.tools.spec import ToolSpec
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_CONSOLE = ChannelRef(kind="console", alias="main")
+
+
+class App:
+    """A running hatchway: use ``async with App(settings) as app`` or start()/stop()."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        provider: Provider | None = None,
+        channels: Mapping[str, Channel] | None = None,
+        tools: list[ToolSpec] | None = None,
+        web_app: object | None = None,
+    ) -> None:
+        self.settings = settings
+        self._given_provider = provider
+        self._given_channels = dict(channels or {})
+        self._given_tools = tools
+        self._web_app = web_app
+        self.channels: dict[str, Channel] = {}
+        self._runner: asyncio.Task[None] | None = None
+        self._channel_done: dict[str, asyncio.Event] = {}
+        self._stopped = False
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    async def start(self) -> None:
+        settings = self.settings
+        self.store = await Store.open(settings.database_path())
+        try:
+            self.provider = self._given_provider or build_provider(settings)
+            self._build_channels()
+            self.approvals = ApprovalService(settings, self.store, self.channel_for)
+            self.access = AccessPolicy(settings.channels, self.store)
+            self.tools = (
+                self._given_tools
+                if self._given_tools is not None
+                else builtin_tools(
+                    settings.tools,
+                    store=self.store,
+                    outbox=None,
+                    workspace=Path(settings.state_dir) / settings.tools.workspace.path,
+                )
+            )
+            self.bundle = AgentBundle(
+                provider=self.provider,
+                settings=settings.agent,
+                store=self.store,
+                gate=self.approvals,
+                tools=self.tools,
+            )
+            self.gateway = Gateway(
+                settings=settings,
+                store=self.store,
+                access=self.access,
+                clicks=self.approvals,
+                run_turn=self._run_turn,
+                channel_for=self.channel_for,
+            )
+        except BaseException:
+            await self.store.aclose()
+            raise
+        self._runner = asyncio.create_task(self._supervise(), name="hatchway-app")
+        await asyncio.sleep(0)  # let the gateway's task group open before recovery
+        await self.approvals.expire_pending(reason="restart")
+        await self.gateway.recover()
+        log.info("app_started", channels=sorted(self.channels))
+
+    def _build_channels(self) -> None:
+        context = ChannelContext(store=self.store, web_app=self._web_app)  # type: ignore[arg-type]
+        configured = [
+            (kind, alias, cfg) for kind, alias, cfg in self.settings.channels.all() if cfg.enabled
+        ]
+        if not configured and not self._given_channels:
+            configured = [("console", "main", ConsoleChannelConfig())]
+        for kind, alias, cfg in configured:
+            name = f"{kind}.{alias}"
+            if name in self._given_channels:
+                continue
+            self.channels[name] = create_channel(kind, alias, cfg, context)
+        self.channels.update(self._given_channels)
+
+    def channel_for(self, ref: ChannelRef) -> Channel | None:
+        return self.channels.get(str(ref))
+
+    async def _supervise(self) -> None:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(self.gateway.run(), name="gateway")
+            for name, channel in self.channels.items():
+                self._channel_done[name] = asyncio.Event()
+                group.create_task(self._run_channel(name, channel), name=f"channel:{name}")
+
+    async def _run_channel(self, name: str, channel: Channel) -> None:
+        """Run one adapter; restart it with jittered backoff when it fails, except on an
+        authentication error, which stops it for good (health says why)."""
+        delay = 1.0
+        try:
+            while True:
+                try:
+                    await channel.run(self.gateway)
+                    log.info("channel_finished", channel=name)
+                    return
+                except ChannelAuthError as exc:
+                    log.error("channel_auth_failed", channel=name, error=str(exc))
+                    return
+                except Exception as exc:
+                    # Boundary: an adapter crash is logged and the adapter restarted.
+                    log.exception("channel_crashed", channel=name, error=type(exc).__name__)
+                    await asyncio.sleep(delay * (0.5 + random.random()))
+                    delay = min(delay * 2, 60.0)
+        finally:
+            self._channel_done[name].set()
+
+    async def wait_channel_done(self, name: str) -> None:
+        """Wait until the named channel's ``run`` has returned (e.g. console end of input)."""
+        await self._channel_done[name].wait()
+
+    def ready(self) -> bool:
+        """True when every channel reports CONNECTED."""
+        return all(c.health.state is HealthState.CONNECTED for c in self.channels.values())
+
+    async def _run_turn(self, request: TurnRequest, control: SessionControl) -> str | None:
+        envelope = request.envelope
+        channel = self.channel_for(envelope.channel)
+        history = await self.store.history.load(request.session_key)
+        progress = (
+            ChannelProgress(channel, envelope.reply_target, envelope.capabilities)
+            if channel is not None and not envelope.background
+            else None
+        )
+        state = TurnState(
+            turn_id=request.turn_id,
+            session_key=request.session_key,
+            envelope=envelope,
+            history=history,
+        )
+        if progress is not None:
+            state.progress = progress
+        control.on_cancel(state.cancel.cancel)
+        try:
+            result = await run_turn(self.bundle, state)
+        finally:
+            await state.progress.aclose()
+        return result.text
+
+    async def stop(self, *, drain_timeout_s: float = 30.0) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        drained = await self.gateway.drain(drain_timeout_s)
+        log.info("app_stopping", drained=drained)
+        await self.approvals.expire_pending(reason="shutdown")
+        if self._runner is not None:
+            self._runner.cancel()
+            try:
+                await self._runner
+            except asyncio.CancelledError:
+                pass
+        await self.provider.aclose()
+        await self.store.aclose()
+        log.info("app_stopped")
+
+    async def __aenter__(self) -> App:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()

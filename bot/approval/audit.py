@@ -1,0 +1,97 @@
+"""Audit rows for approval decisions, and their export formats.
+
+Every value put into a row is scrubbed here, so callers cannot forget: the argument summary
+comes from :func:`bot.approval.summary.summarise`, free text goes through ``scrub_text``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import asdict
+from datetime import UTC, datetime
+
+from bot.approval.summary import summary_json
+from bot.scrub import scrub_text
+from bot.store.approvals import ApprovalRecord
+from bot.store.audit import AuditEntry
+
+FIELDS: tuple[str, ...] = (
+    "id", "at", "channel", "conversation_id", "requester", "tool", "summary", "fingerprint",
+    "decision", "decided_by", "reason", "latency_ms",
+)
+
+
+def entry(
+    *,
+    at: float,
+    channel: str,
+    conversation_id: str,
+    requester: str,
+    tool: str,
+    lines: tuple[str, ...],
+    fingerprint: str,
+    decision: str,
+    decided_by: str,
+    reason: str = "",
+    latency_ms: float = 0.0,
+) -> AuditEntry:
+    return AuditEntry(
+        at=at, channel=channel, conversation_id=conversation_id,
+        requester=scrub_text(requester), tool=tool, summary=summary_json(lines),
+        fingerprint=fingerprint, decision=decision, decided_by=scrub_text(decided_by),
+        reason=scrub_text(reason), latency_ms=round(latency_ms, 3),
+    )
+
+
+def entry_for_record(
+    record: ApprovalRecord, *, at: float, decision: str, decided_by: str, reason: str = ""
+) -> AuditEntry:
+    return entry(
+        at=at, channel=record.channel, conversation_id=record.conversation_id,
+        requester=record.requester, tool=record.tool, lines=record.summary,
+        fingerprint=record.fingerprint, decision=decision, decided_by=decided_by,
+        reason=reason, latency_ms=max(0.0, (at - record.created_at) * 1000),
+    )
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
+
+
+def _row(e: AuditEntry) -> dict[str, object]:
+    data = asdict(e)
+    data["at"] = _iso(e.at)
+    return {k: data[k] for k in FIELDS}
+
+
+def to_jsonl(entries: Sequence[AuditEntry]) -> str:
+    return "".join(json.dumps(_row(e), ensure_ascii=False) + "\n" for e in entries)
+
+
+def to_csv(entries: Sequence[AuditEntry]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(FIELDS), lineterminator="\n")
+    writer.writeheader()
+    for e in entries:
+        writer.writerow(_row(e))
+    return out.getvalue()
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_since(text: str, now: float) -> float:
+    """``--since``: an ISO timestamp (naive means UTC) or a duration back from now
+    (``90m``, ``24h``, ``7d``). Raises ``ValueError`` on anything else."""
+    match = _DURATION.match(text)
+    if match:
+        return now - float(match.group(1)) * _UNIT_S[match.group(2)]
+    stamp = datetime.fromisoformat(text)
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=UTC)
+    return stamp.timestamp()

@@ -1,0 +1,91 @@
+"""Approval cards and decisions built from a persisted approval row.
+
+The row is the truth: the card's state, the decision the waiting turn gets, and the card
+after a restart are all derived from it, so every process shows the same outcome.
+"""
+
+from __future__ import annotations
+
+from bot.approval import reasons
+from bot.approval.gate import ApprovalDecision, Verdict
+from bot.channel import ApprovalCard, CardState
+from bot.envelope import ChannelRef
+from bot.store.approvals import ApprovalRecord, ApprovalStatus
+
+_CARD_STATE = {
+    ApprovalStatus.PENDING: CardState.PENDING,
+    ApprovalStatus.APPROVED: CardState.APPROVED,
+    ApprovalStatus.ALWAYS: CardState.APPROVED,
+    ApprovalStatus.DENIED: CardState.DENIED,
+    ApprovalStatus.EDITED: CardState.EDITED,
+    ApprovalStatus.EXPIRED: CardState.EXPIRED,
+}
+
+_RUNTIME_WORDING = {
+    reasons.AUDIT_TIMEOUT: (Verdict.TIMED_OUT, reasons.TIMED_OUT),
+    reasons.AUDIT_RESTART: (Verdict.AUTO_DENIED, reasons.RESTART),
+    reasons.AUDIT_CANCELLED: (Verdict.AUTO_DENIED, reasons.CANCELLED),
+    reasons.AUDIT_CARD_FAILED: (Verdict.AUTO_DENIED, reasons.CARD_FAILED),
+}
+
+
+def parse_channel_ref(text: str) -> ChannelRef:
+    """``kind.alias`` back to a :class:`ChannelRef` (the kind never contains a dot)."""
+    kind, _, alias = text.partition(".")
+    return ChannelRef(kind=kind, alias=alias)
+
+
+def card_for(record: ApprovalRecord, *, timeout_s: float) -> ApprovalCard:
+    decided_by = record.decided_by or ""
+    if record.status is ApprovalStatus.ALWAYS and decided_by:
+        decided_by = f"{decided_by} (always)"
+    if record.status is ApprovalStatus.EXPIRED:
+        decided_by = f"runtime ({record.reason or 'expired'})"
+    requested_by = record.requester_name or record.requester
+    if record.requester_name and record.requester_name != record.requester:
+        requested_by = f"{record.requester_name} ({record.requester})"
+    return ApprovalCard(
+        approval_id=record.id,
+        tool=record.tool,
+        lines=record.summary,
+        reason=record.ask_reason,
+        requested_by=requested_by,
+        state=_CARD_STATE[record.status],
+        decided_by=decided_by,
+        timeout_s=timeout_s,
+    )
+
+
+def decision_for(record: ApprovalRecord, fingerprint: str) -> ApprovalDecision:
+    """The decision a waiting turn gets from a decided row.
+
+    A row whose fingerprint differs from the call's is a broken invariant; it is refused
+    rather than approving a different call."""
+    if record.fingerprint != fingerprint:
+        return ApprovalDecision(
+            verdict=Verdict.AUTO_DENIED,
+            decided_by=reasons.RUNTIME,
+            reason="The approval did not match this exact call. The tool did NOT run.",
+        )
+    by = record.decided_by or reasons.RUNTIME
+    match record.status:
+        case ApprovalStatus.APPROVED:
+            return ApprovalDecision(verdict=Verdict.APPROVED, decided_by=by)
+        case ApprovalStatus.ALWAYS:
+            return ApprovalDecision(verdict=Verdict.ALWAYS, decided_by=by)
+        case ApprovalStatus.DENIED:
+            return ApprovalDecision(
+                verdict=Verdict.DENIED, decided_by=by,
+                reason=f"Denied by {by}. The tool did NOT run.",
+            )
+        case ApprovalStatus.EDITED:
+            return ApprovalDecision(
+                verdict=Verdict.EDITED, decided_by=by,
+                reason=f"Denied by {by} with a reply. The tool did NOT run.",
+                replacement_text=record.reply or "",
+            )
+        case _:
+            verdict, wording = _RUNTIME_WORDING.get(
+                record.reason or "", (Verdict.AUTO_DENIED, reasons.RESTART)
+            )
+            return ApprovalDecision(verdict=verdict, decided_by=reasons.RUNTIME, reason=wording)

@@ -1,0 +1,113 @@
+"""The approval policy: which calls run, which are refused, which need a person.
+
+Decision order (first match wins), per channel alias after applying its overrides:
+
+1. ``deny`` list → DENY (even under ``full``)
+2. level: ``readonly`` → DENY for a side-effecting call; ``full`` → ALLOW
+3. ``always_ask`` → ASK (beats grants and ``auto_approve``)
+4. an active grant for the tool in this conversation / channel / globally → ALLOW
+5. ``auto_approve`` → ALLOW
+6. a call whose tool does not require approval (read-only) → ALLOW
+7. otherwise → ASK
+
+List entries are tool names or shell-style patterns (``mcp_github_*``). The policy reads
+only the tool name and the ``requires_approval`` flag; it never reads arguments, so an
+``approved`` argument the model writes changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Literal, TypeVar
+
+from bot.approval.gate import ApprovalRequest, Assessment, PolicyResult
+from bot.config import ApprovalConfig, ChannelCommon, Settings
+from bot.envelope import ChannelRef
+from bot.store.grants import GrantRecord
+
+Level = Literal["readonly", "supervised", "full"]
+GrantLookup = Callable[[], Awaitable[GrantRecord | None]]
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EffectivePolicy:
+    """The approval settings that apply on one channel alias (global merged with overrides)."""
+
+    level: Level
+    auto_approve: tuple[str, ...]
+    always_ask: tuple[str, ...]
+    deny: tuple[str, ...]
+    self_approval: bool
+    timeout_s: float
+    grant_scope: Literal["conversation", "channel", "global"]
+    grant_ttl_s: float | None
+    dm_approvers: bool
+    approvers: tuple[str, ...]
+    approver_roles: tuple[str, ...]
+
+    @property
+    def has_approvers(self) -> bool:
+        return bool(self.approvers or self.approver_roles)
+
+
+def matches(tool: str, patterns: Sequence[str]) -> bool:
+    return any(tool == p or fnmatchcase(tool, p) for p in patterns)
+
+
+def _pick(override: _T | None, default: _T) -> _T:
+    return default if override is None else override
+
+
+def effective_policy(base: ApprovalConfig, channel: ChannelCommon | None) -> EffectivePolicy:
+    """Merge the global ``[approval]`` table with a channel's ``approval`` overrides."""
+    o = channel.approval if channel is not None else None
+
+    return EffectivePolicy(
+        level=_pick(o.level if o else None, base.level),
+        auto_approve=tuple(_pick(o.auto_approve if o else None, base.auto_approve)),
+        always_ask=tuple(_pick(o.always_ask if o else None, base.always_ask)),
+        deny=tuple(_pick(o.deny if o else None, base.deny)),
+        self_approval=_pick(o.self_approval if o else None, base.self_approval),
+        timeout_s=base.timeout_s,
+        grant_scope=base.grant_scope,
+        grant_ttl_s=base.grant_ttl_s,
+        dm_approvers=base.dm_approvers,
+        approvers=tuple(channel.approvers) if channel else (),
+        approver_roles=tuple(channel.approver_roles) if channel else (),
+    )
+
+
+class ApprovalPolicy:
+    """Evaluates the decision order for a request; owns no state besides the settings."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+
+    def for_channel(self, ref: ChannelRef) -> EffectivePolicy:
+        return effective_policy(
+            self._settings.approval, self._settings.channels.get(ref.kind, ref.alias)
+        )
+
+    async def evaluate(self, request: ApprovalRequest, grant: GrantLookup) -> PolicyResult:
+        """Apply the decision order. ``grant`` is awaited only when step 4 is reached."""
+        policy = self.for_channel(request.envelope.channel)
+        tool = request.tool
+        if matches(tool, policy.deny):
+            return PolicyResult(assessment=Assessment.DENY, reason="deny list")
+        if policy.level == "readonly" and request.requires_approval:
+            return PolicyResult(assessment=Assessment.DENY, reason="readonly level")
+        if policy.level == "full":
+            return PolicyResult(assessment=Assessment.ALLOW, reason="full level")
+        if matches(tool, policy.always_ask):
+            return PolicyResult(assessment=Assessment.ASK, reason="always_ask")
+        found = await grant()
+        if found is not None:
+            return PolicyResult(assessment=Assessment.ALLOW, reason=f"grant #{found.id}")
+        if matches(tool, policy.auto_approve):
+            return PolicyResult(assessment=Assessment.ALLOW, reason="auto_approve")
+        if not request.requires_approval:
+            return PolicyResult(assessment=Assessment.ALLOW, reason="read-only tool")
+        return PolicyResult(assessment=Assessment.ASK, reason="side-effecting tool")

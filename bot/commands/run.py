@@ -1,0 +1,93 @@
+"""``hatchway run`` (the daemon, foreground) and ``hatchway chat`` (the console alone)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+from typing import Any
+
+import structlog
+
+from bot.config import (
+    ChannelsConfig,
+    ConsoleChannelConfig,
+    Settings,
+    load_settings,
+    resolve_config_path,
+)
+from bot.logs import configure_logging
+
+log = structlog.get_logger(__name__)
+
+
+def register(subparsers: Any) -> None:
+    from bot.cli import add_config_argument
+
+    run = subparsers.add_parser("run", help="run the daemon in the foreground")
+    add_config_argument(run)
+    run.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=30.0,
+        help="seconds running turns may take to finish on SIGTERM before they are cancelled",
+    )
+    run.set_defaults(handler=_run)
+
+    chat = subparsers.add_parser("chat", help="talk to the agent in this terminal")
+    add_config_argument(chat)
+    chat.set_defaults(handler=_chat)
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return load_settings(resolve_config_path(args.config))
+
+
+async def _run(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    configure_logging(settings.logging.level, settings.logging.format)
+    from bot.app import App
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    app = App(settings)
+    await app.start()
+    try:
+        await stop.wait()
+        log.info("shutdown_requested")
+    finally:
+        await app.stop(drain_timeout_s=args.drain_timeout)
+    return 0
+
+
+async def _chat(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    # The console alone: other configured channels are not started by ``chat``.
+    console_only = settings.model_copy(
+        update={"channels": ChannelsConfig(console={"main": ConsoleChannelConfig()})}
+    )
+    configure_logging("warning", settings.logging.format)
+    from bot.app import App
+
+    app = App(console_only)
+    await app.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM,):
+        loop.add_signal_handler(sig, stop.set)
+    print(
+        "hatchway chat: type a message and press Enter. /new starts over, /stop cancels, "
+        "Ctrl-D quits.",
+        flush=True,
+    )
+    done = asyncio.ensure_future(app.wait_channel_done("console.main"))
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({done, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        done.cancel()
+        stopped.cancel()
+        await app.stop(drain_timeout_s=300.0)
+    return 0

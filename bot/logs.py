@@ -1,0 +1,72 @@
+"""structlog setup: JSON lines when stderr is not a terminal, a pretty console otherwise.
+
+Every event passes through a scrubbing processor, so a secret that slips into an event
+field is masked before it is written. Standard-library logging (used by the platform SDKs)
+is routed through the same renderer.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import MutableMapping
+from typing import Any, Literal
+
+import structlog
+
+from bot.scrub import scrub_value
+
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
+           "error": logging.ERROR}
+
+
+def _scrub_event(
+    _logger: object, _name: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    for key, value in list(event_dict.items()):
+        event_dict[key] = scrub_value(value, key=key if key != "event" else "")
+    return event_dict
+
+
+def configure_logging(
+    level: str = "info",
+    fmt: Literal["auto", "json", "console"] = "auto",
+    stream: Any = None,
+) -> None:
+    """Configure structlog and stdlib logging once per process."""
+    out = stream if stream is not None else sys.stderr
+    use_json = fmt == "json" or (fmt == "auto" and not getattr(out, "isatty", lambda: False)())
+    shared: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        _scrub_event,
+    ]
+    renderer: Any = (
+        structlog.processors.JSONRenderer()
+        if use_json
+        else structlog.dev.ConsoleRenderer(colors=False)
+    )
+    structlog.configure(
+        processors=[
+            *shared,
+            structlog.processors.format_exc_info,
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+        ],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=False,
+    )
+    formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=shared,
+        processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],
+    )
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(formatter)
+    root = logging.getLogger()
+    root.handlers = [handler]
+    root.setLevel(_LEVELS.get(level, logging.INFO))
+    # Platform SDKs are chatty at INFO; their warnings still come through.
+    for noisy in ("httpx", "httpx2", "telegram", "discord", "slack_bolt", "slack_sdk", "aiohttp",
+                  "openai", "anthropic", "apscheduler", "mcp"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))

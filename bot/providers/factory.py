@@ -1,0 +1,145 @@
+"""Building the agent's provider from configuration: primary, fallbacks, tool mode.
+
+``tool_mode = "auto"`` resolves by a fixed rule (also in ``docs/providers.md``):
+
+* ``kind = "anthropic"`` → native.
+* ``kind = "openai"`` with no ``base_url`` (api.openai.com) → native.
+* any other OpenAI-compatible endpoint → native when the model name (case-insensitive, the
+  part after the last ``/`` or ``:`` prefix ignored) contains a family known to call tools
+  natively through that API (:data:`NATIVE_TOOL_FAMILIES`), otherwise the text protocol.
+
+An API key is required unless ``base_url`` points at this machine or a private network
+(Ollama, vLLM, LM Studio, llama.cpp usually run without one); then a placeholder is sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+from collections.abc import Mapping
+from typing import Literal
+from urllib.parse import urlsplit
+
+from bot.config import ProviderConfig, Settings
+from bot.errors import ConfigError
+from bot.providers.anthropic import AnthropicProvider
+from bot.providers.base import Provider
+from bot.providers.fallback import FallbackProvider
+from bot.providers.openai_compat import OpenAICompatProvider
+from bot.providers.retry import Retrier, RetryPolicy, Sleep
+from bot.providers.text_protocol import TextProtocolProvider
+from bot.scrub import register_secret
+
+NATIVE_TOOL_FAMILIES = (
+    "gpt-",
+    "o1",
+    "o3",
+    "o4",
+    "claude",
+    "gemini",
+    "llama3.1",
+    "llama-3.1",
+    "llama3.2",
+    "llama-3.2",
+    "llama3.3",
+    "llama-3.3",
+    "llama4",
+    "llama-4",
+    "qwen2.5",
+    "qwen3",
+    "qwq",
+    "mistral-nemo",
+    "mistral-small",
+    "mistral-large",
+    "mixtral",
+    "ministral",
+    "command-r",
+    "hermes",
+    "firefunction",
+    "granite3",
+    "deepseek-v3",
+    "deepseek-chat",
+    "glm-4",
+    "kimi",
+    "gpt-oss",
+)
+
+PLACEHOLDER_KEY = "not-needed"
+
+
+def resolve_tool_mode(config: ProviderConfig) -> Literal["native", "text"]:
+    """The tool mode a provider runs in; ``auto`` follows the rule in the module doc."""
+    if config.tool_mode != "auto":
+        return config.tool_mode
+    if config.kind == "anthropic" or config.base_url is None:
+        return "native"
+    model = config.model.lower().rsplit("/", 1)[-1]
+    return "native" if any(family in model for family in NATIVE_TOOL_FAMILIES) else "text"
+
+
+def is_local_endpoint(base_url: str | None) -> bool:
+    """Whether ``base_url`` names this machine or a private network address."""
+    if not base_url:
+        return False
+    host = (urlsplit(base_url).hostname or "").lower()
+    if host in ("localhost", "host.docker.internal") or host.endswith((".local", ".localhost")):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_unspecified
+
+
+def api_key_for(name: str, config: ProviderConfig, environ: Mapping[str, str] | None) -> str:
+    """The provider's API key from the environment (registered for scrubbing), a placeholder
+    for a local endpoint without one, or :class:`ConfigError` naming the variable to set."""
+    api_key = Settings.secret(config.api_key_env, environ)
+    if api_key is None:
+        if not is_local_endpoint(config.base_url):
+            raise ConfigError(
+                f"providers.{name} needs an API key: set the environment variable "
+                f"{config.api_key_env} (or point providers.{name}.api_key_env at the one "
+                "that holds it)"
+            )
+        return PLACEHOLDER_KEY
+    register_secret(api_key)
+    return api_key
+
+
+def build_one(name: str, config: ProviderConfig, *, api_key: str, sleep: Sleep) -> Provider:
+    """One configured provider with its retries and tool-mode wrapping."""
+    policy = RetryPolicy(max_retries=config.max_retries)
+    retrier = Retrier(provider=name, policy=policy, sleep=sleep)
+    provider: Provider
+    if config.kind == "anthropic":
+        provider = AnthropicProvider(config, name=name, api_key=api_key, retrier=retrier)
+    else:
+        provider = OpenAICompatProvider(config, name=name, api_key=api_key, retrier=retrier)
+    if resolve_tool_mode(config) == "text":
+        provider = TextProtocolProvider(provider)
+    return provider
+
+
+def build_provider(
+    settings: Settings,
+    *,
+    environ: Mapping[str, str] | None = None,
+    sleep: Sleep = asyncio.sleep,
+) -> Provider:
+    """The agent's provider: ``agent.provider`` then each of ``agent.fallback`` in order,
+    wrapped in a :class:`FallbackProvider` when there is more than one.
+
+    Raises :class:`ConfigError` for an unknown provider name or a missing API key, before any
+    client is created. ``environ`` defaults to ``os.environ``; ``sleep`` is for tests.
+    """
+    names = list(dict.fromkeys([settings.agent.provider, *settings.agent.fallback]))
+    unknown = [n for n in names if n not in settings.providers]
+    if unknown:
+        raise ConfigError(
+            f"agent.provider/fallback names provider {unknown[0]!r}, but [providers] defines "
+            f"{sorted(settings.providers) or 'none'}"
+        )
+    keys = {n: api_key_for(n, settings.providers[n], environ) for n in names}
+    chain = [build_one(n, settings.providers[n], api_key=keys[n], sleep=sleep) for n in names]
+    return chain[0] if len(chain) == 1 else FallbackProvider(chain)

@@ -1,0 +1,292 @@
+"""The OpenAI-compatible provider: OpenAI, OpenRouter, Ollama, vLLM, LM Studio, llama.cpp.
+
+Built on the ``openai`` SDK with the SDK's own retries off (``max_retries=0``): retries, backoff
+and ``Retry-After`` are :mod:`bot.providers.retry`'s job. Replies from compatible servers are
+normalised here: a tool call without an id gets one, arguments sent as a JSON object instead of
+a string are serialised, ``None`` content next to tool calls becomes ``""``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+import structlog
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+
+from bot.config import ProviderConfig
+from bot.providers.base import (
+    ChatMessage,
+    CompletionRequest,
+    ProviderReply,
+    StreamSink,
+    ToolCallRequest,
+    Usage,
+)
+from bot.providers.call_id import new_call_id
+from bot.providers.retry import AttemptFailed, Retrier, classify_status, parse_retry_after
+from bot.scrub import scrub_text
+
+log = structlog.get_logger(__name__)
+
+
+def raw_arguments(value: object) -> str:
+    """Tool-call arguments as raw JSON text, whatever shape the server sent them in."""
+    if value is None:
+        return "{}"
+    if isinstance(value, str):
+        return value if value.strip() else "{}"
+    return json.dumps(value, ensure_ascii=False)
+
+
+def to_openai_messages(system: str, messages: list[ChatMessage]) -> list[dict[str, Any]]:
+    """Our history as Chat Completions messages: the system prompt first, assistant tool calls
+    as ``tool_calls``, each result as a ``tool`` message keyed by ``tool_call_id``."""
+    out: list[dict[str, Any]] = []
+    if system:
+        out.append({"role": "system", "content": system})
+    for message in messages:
+        if message.role == "tool":
+            out.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": message.tool_call_id or "",
+                    "content": message.content,
+                }
+            )
+        elif message.role == "assistant" and message.tool_calls:
+            out.append(
+                {
+                    "role": "assistant",
+                    "content": message.content or None,
+                    "tool_calls": [
+                        {
+                            "id": call.id,
+                            "type": "function",
+                            "function": {
+                                "name": call.name,
+                                "arguments": call.arguments or "{}",
+                            },
+                        }
+                        for call in message.tool_calls
+                    ],
+                }
+            )
+        else:
+            out.append({"role": message.role, "content": message.content})
+    return out
+
+
+@dataclass(slots=True)
+class _PendingCall:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class _ToolCallAssembler:
+    """Collects streamed tool-call fragments by index into whole calls.
+
+    A fragment carrying a new id for an index that already holds a different id starts a new
+    call: some servers number every call 0.
+    """
+
+    def __init__(self) -> None:
+        self._calls: list[_PendingCall] = []
+        self._by_index: dict[int, _PendingCall] = {}
+
+    def add(self, index: int | None, call_id: str | None, name: str | None, args: object) -> None:
+        slot = self._by_index.get(index) if index is not None else None
+        if slot is None and index is None and not call_id and self._calls:
+            slot = self._calls[-1]
+        if slot is not None and call_id and slot.id and call_id != slot.id:
+            slot = None
+        if slot is None:
+            slot = _PendingCall()
+            self._calls.append(slot)
+            if index is not None:
+                self._by_index[index] = slot
+        if call_id:
+            slot.id = call_id
+        if name and not slot.name:
+            slot.name = name
+        if isinstance(args, str):
+            slot.arguments.append(args)
+        elif args is not None:
+            slot.arguments = [json.dumps(args, ensure_ascii=False)]
+
+    def calls(self) -> tuple[ToolCallRequest, ...]:
+        return tuple(
+            ToolCallRequest(
+                id=call.id or new_call_id(),
+                name=call.name,
+                arguments=raw_arguments("".join(call.arguments)),
+            )
+            for call in self._calls
+        )
+
+
+class OpenAICompatProvider:
+    """A :class:`~bot.providers.base.Provider` over the Chat Completions API.
+
+    Owns its HTTP client; :meth:`aclose` releases it.
+    """
+
+    def __init__(
+        self,
+        config: ProviderConfig,
+        *,
+        name: str,
+        api_key: str,
+        retrier: Retrier,
+    ) -> None:
+        self.name = name
+        self._config = config
+        self._retrier = retrier
+        self._client = openai.AsyncOpenAI(
+            base_url=config.base_url,
+            api_key=api_key,
+            max_retries=0,
+            timeout=config.timeout_s,
+        )
+
+    async def complete(
+        self, request: CompletionRequest, *, stream: StreamSink | None = None
+    ) -> ProviderReply:
+        """One completion, retried as a whole on transient failures (see the module doc)."""
+        params = self._params(request)
+        use_stream = stream is not None or self._config.stream
+
+        async def attempt(sink: StreamSink | None) -> ProviderReply:
+            try:
+                if use_stream:
+                    return await self._streamed(params, sink)
+                response = await self._client.chat.completions.create(stream=False, **params)
+                return self._reply(response)
+            except openai.APIError as exc:
+                raise self._failure(exc) from None
+
+        return await self._retrier.run(attempt, stream)
+
+    async def aclose(self) -> None:
+        await self._client.close()
+
+    def _params(self, request: CompletionRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": self._config.model,
+            "messages": to_openai_messages(request.system, list(request.messages)),
+            "max_tokens": request.max_tokens or self._config.max_tokens,
+        }
+        if request.tools:
+            params["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": tool.name,
+                        "description": tool.description,
+                        "parameters": dict(tool.parameters),
+                    },
+                }
+                for tool in request.tools
+            ]
+        if self._config.temperature is not None:
+            params["temperature"] = self._config.temperature
+        return params
+
+    def _reply(self, response: ChatCompletion) -> ProviderReply:
+        if not response.choices:
+            raise AttemptFailed(f"{self.name} returned no choices", retryable=True)
+        choice = response.choices[0]
+        message = choice.message
+        calls = tuple(
+            ToolCallRequest(
+                id=getattr(call, "id", None) or new_call_id(),
+                name=getattr(getattr(call, "function", None), "name", None) or "",
+                arguments=raw_arguments(
+                    getattr(getattr(call, "function", None), "arguments", None)
+                ),
+            )
+            for call in message.tool_calls or ()
+        )
+        usage = response.usage
+        return ProviderReply(
+            text=message.content or "",
+            tool_calls=calls,
+            usage=Usage(
+                input_tokens=usage.prompt_tokens if usage else 0,
+                output_tokens=usage.completion_tokens if usage else 0,
+            ),
+            finish_reason=choice.finish_reason or ("tool_calls" if calls else "stop"),
+            model=response.model or self._config.model,
+        )
+
+    async def _streamed(self, params: dict[str, Any], sink: StreamSink | None) -> ProviderReply:
+        chunks = await self._client.chat.completions.create(
+            stream=True, stream_options={"include_usage": True}, **params
+        )
+        text: list[str] = []
+        assembler = _ToolCallAssembler()
+        finish_reason = ""
+        usage = Usage()
+        model = ""
+        async with chunks:
+            async for chunk in chunks:
+                model = chunk.model or model
+                usage = _chunk_usage(chunk) or usage
+                for choice in chunk.choices[:1]:
+                    delta = choice.delta
+                    if delta.content:
+                        text.append(delta.content)
+                        if sink is not None:
+                            await sink(delta.content)
+                    for part in delta.tool_calls or ():
+                        function = part.function
+                        assembler.add(
+                            getattr(part, "index", None),
+                            part.id,
+                            function.name if function else None,
+                            function.arguments if function else None,
+                        )
+                    finish_reason = choice.finish_reason or finish_reason
+        if not finish_reason:
+            raise AttemptFailed(f"{self.name} stream ended early", retryable=True)
+        return ProviderReply(
+            text="".join(text),
+            tool_calls=assembler.calls(),
+            usage=usage,
+            finish_reason=finish_reason,
+            model=model or self._config.model,
+        )
+
+    def _failure(self, exc: openai.APIError) -> AttemptFailed:
+        if isinstance(exc, openai.APITimeoutError):
+            return AttemptFailed(
+                f"{self.name} did not answer within {self._config.timeout_s:g}s",
+                retryable=True,
+                timed_out=True,
+            )
+        if isinstance(exc, openai.APIConnectionError):
+            return AttemptFailed(f"cannot reach {self.name}", retryable=True)
+        if isinstance(exc, openai.APIStatusError):
+            log.warning(
+                "provider_http_error",
+                provider=self.name,
+                status=exc.status_code,
+                detail=scrub_text(str(exc.message))[:200],
+            )
+            headers = {k.lower(): v for k, v in exc.response.headers.items()}
+            hint = parse_retry_after(headers, now=self._retrier.clock())
+            return classify_status(exc.status_code, provider=self.name, retry_after_s=hint)
+        if isinstance(exc, openai.APIResponseValidationError):
+            return AttemptFailed(f"{self.name} sent a reply we cannot read", retryable=False)
+        log.warning("provider_stream_error", provider=self.name, error_type=type(exc).__name__)
+        return AttemptFailed(f"{self.name} reported an error mid-reply", retryable=True)
+
+
+def _chunk_usage(chunk: ChatCompletionChunk) -> Usage | None:
+    usage = chunk.usage
+    if usage is None:
+        return None
+    return Usage(input_tokens=usage.prompt_tokens or 0, output_tokens=usage.completion_tokens or 0)

@@ -1,0 +1,165 @@
+"""Persisted approval requests: pending until exactly one decision moves them on.
+
+Every state change is a conditional update (``WHERE status = 'pending'``), so of two
+deciders (a click, the CLI in another process, the timeout, a restart) exactly one wins; the
+winner's audit row and grant commit in the same transaction as the status change.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bot.store.audit import AuditEntry, AuditLog
+from bot.store.db import Database, Row
+from bot.store.grants import Grants, NewGrant
+
+
+class ApprovalStatus(enum.StrEnum):
+    PENDING = "pending"
+    APPROVED = "approved"
+    ALWAYS = "always"
+    DENIED = "denied"
+    EDITED = "edited"
+    EXPIRED = "expired"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CardRef:
+    """Where one copy of an approval card was posted."""
+
+    conversation_id: str
+    thread_id: str | None
+    message_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalRecord:
+    id: str
+    channel: str
+    conversation_id: str
+    thread_id: str | None
+    session_key: str
+    requester: str
+    requester_name: str
+    tool: str
+    fingerprint: str
+    summary: tuple[str, ...]
+    ask_reason: str
+    status: ApprovalStatus
+    decided_by: str | None
+    reason: str | None
+    reply: str | None
+    card_refs: tuple[CardRef, ...]
+    created_at: float
+    expires_at: float
+    decided_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Resolution:
+    """A decision to apply to a pending row."""
+
+    status: ApprovalStatus
+    decided_by: str
+    reason: str
+    at: float
+    reply: str | None = None
+
+
+def _record(row: Row) -> ApprovalRecord:
+    refs = tuple(
+        CardRef(
+            conversation_id=str(r["conversation_id"]),
+            thread_id=r.get("thread_id"),
+            message_id=str(r["message_id"]),
+        )
+        for r in json.loads(row["card_refs"])
+    )
+    return ApprovalRecord(
+        id=row["id"], channel=row["channel"], conversation_id=row["conversation_id"],
+        thread_id=row["thread_id"], session_key=row["session_key"], requester=row["requester"],
+        requester_name=row["requester_name"], tool=row["tool"], fingerprint=row["fingerprint"],
+        summary=tuple(json.loads(row["summary"])), ask_reason=row["ask_reason"],
+        status=ApprovalStatus(row["status"]), decided_by=row["decided_by"],
+        reason=row["reason"], reply=row["reply"], card_refs=refs,
+        created_at=float(row["created_at"]), expires_at=float(row["expires_at"]),
+        decided_at=row["decided_at"],
+    )
+
+
+class Approvals:
+    """Reads and writes the ``approvals`` table."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def create(self, rec: ApprovalRecord) -> None:
+        await self._db.execute(
+            "INSERT INTO approvals (id, channel, conversation_id, thread_id, session_key,"
+            " requester, requester_name, tool, fingerprint, summary, ask_reason, status,"
+            " card_refs, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
+            " ?, ?, ?)",
+            (
+                rec.id, rec.channel, rec.conversation_id, rec.thread_id, rec.session_key,
+                rec.requester, rec.requester_name, rec.tool, rec.fingerprint,
+                json.dumps(list(rec.summary)), rec.ask_reason, ApprovalStatus.PENDING,
+                "[]", rec.created_at, rec.expires_at,
+            ),
+        )
+
+    async def set_card_refs(self, approval_id: str, refs: Sequence[CardRef]) -> None:
+        payload = json.dumps(
+            [
+                {"conversation_id": r.conversation_id, "thread_id": r.thread_id,
+                 "message_id": r.message_id}
+                for r in refs
+            ]
+        )
+        await self._db.execute(
+            "UPDATE approvals SET card_refs = ? WHERE id = ?", (payload, approval_id)
+        )
+
+    async def get(self, approval_id: str) -> ApprovalRecord | None:
+        row = await self._db.fetchone("SELECT * FROM approvals WHERE id = ?", (approval_id,))
+        return _record(row) if row else None
+
+    async def list(self, *, status: ApprovalStatus | None = None) -> list[ApprovalRecord]:
+        if status is None:
+            rows = await self._db.fetchall("SELECT * FROM approvals ORDER BY created_at")
+        else:
+            rows = await self._db.fetchall(
+                "SELECT * FROM approvals WHERE status = ? ORDER BY created_at", (status,)
+            )
+        return [_record(r) for r in rows]
+
+    async def resolve(
+        self,
+        approval_id: str,
+        resolution: Resolution,
+        *,
+        audit: AuditEntry,
+        grant: NewGrant | None = None,
+    ) -> bool:
+        """Move a pending row to ``resolution`` and append ``audit`` (and create ``grant``)
+        atomically. False, with nothing written, when the row is not pending any more."""
+        async with self._db.transaction() as tx:
+            row = await tx.fetchone(
+                "SELECT status FROM approvals WHERE id = ?", (approval_id,)
+            )
+            if row is None or row["status"] != ApprovalStatus.PENDING:
+                return False
+            await tx.execute(
+                "UPDATE approvals SET status = ?, decided_by = ?, reason = ?, reply = ?,"
+                " decided_at = ? WHERE id = ? AND status = ?",
+                (
+                    resolution.status, resolution.decided_by, resolution.reason,
+                    resolution.reply, resolution.at, approval_id, ApprovalStatus.PENDING,
+                ),
+            )
+            await AuditLog.append_in(tx, audit)
+            if grant is not None:
+                await Grants.create_in(tx, grant)
+        return True

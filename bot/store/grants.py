@@ -1,0 +1,109 @@
+"""Grants: standing "always" decisions for one tool within a scope, optionally expiring.
+
+A grant covers ``(tool, scope, scope_key)`` where ``scope`` is ``conversation``, ``channel``
+or ``global`` and ``scope_key`` names the conversation or channel ("" for global). Revoked
+and expired grants are kept for the record and never match.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bot.store.db import Database, Row, Transaction
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewGrant:
+    tool: str
+    scope: str
+    scope_key: str
+    granted_by: str
+    created_at: float
+    expires_at: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GrantRecord:
+    id: int
+    tool: str
+    scope: str
+    scope_key: str
+    granted_by: str
+    created_at: float
+    expires_at: float | None
+    revoked_at: float | None
+
+    def active(self, now: float) -> bool:
+        return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
+
+
+_INSERT = (
+    "INSERT INTO grants (tool, scope, scope_key, granted_by, created_at, expires_at)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
+)
+
+
+def _record(row: Row) -> GrantRecord:
+    return GrantRecord(
+        id=int(row["id"]), tool=row["tool"], scope=row["scope"], scope_key=row["scope_key"],
+        granted_by=row["granted_by"], created_at=float(row["created_at"]),
+        expires_at=row["expires_at"], revoked_at=row["revoked_at"],
+    )
+
+
+class Grants:
+    """Creates, finds, lists and revokes grants."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def create(self, grant: NewGrant) -> int:
+        async with self._db.transaction() as tx:
+            return await self.create_in(tx, grant)
+
+    @staticmethod
+    async def create_in(tx: Transaction, grant: NewGrant) -> int:
+        return await tx.execute(
+            _INSERT,
+            (grant.tool, grant.scope, grant.scope_key, grant.granted_by, grant.created_at,
+             grant.expires_at),
+        )
+
+    async def find_active(
+        self, tool: str, scopes: Sequence[tuple[str, str]], now: float
+    ) -> GrantRecord | None:
+        """The newest active grant for ``tool`` in any of ``scopes`` ((scope, key) pairs)."""
+        if not scopes:
+            return None
+        clause = " OR ".join("(scope = ? AND scope_key = ?)" for _ in scopes)
+        params: list[object] = [tool]
+        for scope, key in scopes:
+            params += [scope, key]
+        params.append(now)
+        row = await self._db.fetchone(
+            f"SELECT * FROM grants WHERE tool = ? AND ({clause}) AND revoked_at IS NULL"
+            " AND (expires_at IS NULL OR expires_at > ?) ORDER BY id DESC LIMIT 1",
+            params,
+        )
+        return _record(row) if row else None
+
+    async def get(self, grant_id: int) -> GrantRecord | None:
+        row = await self._db.fetchone("SELECT * FROM grants WHERE id = ?", (grant_id,))
+        return _record(row) if row else None
+
+    async def list(self, *, now: float, include_inactive: bool = False) -> list[GrantRecord]:
+        rows = await self._db.fetchall("SELECT * FROM grants ORDER BY id")
+        records = [_record(r) for r in rows]
+        return records if include_inactive else [g for g in records if g.active(now)]
+
+    async def revoke(self, grant_id: int, now: float) -> bool:
+        """Revoke an active grant; False when it does not exist or was already revoked."""
+        async with self._db.transaction() as tx:
+            row = await tx.fetchone(
+                "SELECT 1 FROM grants WHERE id = ? AND revoked_at IS NULL", (grant_id,)
+            )
+            if row is None:
+                return False
+            await tx.execute("UPDATE grants SET revoked_at = ? WHERE id = ?", (now, grant_id))
+        return True

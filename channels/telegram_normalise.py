@@ -1,0 +1,240 @@
+"""Telegram payloads → hatchway values, as pure functions over python-telegram-bot objects.
+
+Contracts:
+
+- :func:`normalise_message` turns one new message into a complete :class:`IngressEnvelope`,
+  or ``None`` when the message is not one to answer (the bot's own messages, service messages
+  without text or media, channel posts). Other bots' messages are kept with ``is_bot=True``;
+  the gateway drops them.
+- ``message_id`` is ``"{chat_id}:{message_id}"`` because Telegram numbers messages per chat.
+  :func:`parse_message_id` accepts that form or a bare message number.
+- Forum topics: ``message_thread_id`` becomes ``thread_id`` (only for topic messages; reply
+  chains in ordinary groups also carry the field and are not threads), and the reply target
+  keeps it so the answer lands in the same topic.
+- Callback data is ``ap:<approval_id>:<a|d|w>`` (Telegram allows 64 bytes); ids too long for
+  that are replaced by a short digest that :class:`CallbackCodec` remembers for this process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from telegram import Message, MessageEntity, MessageReactionUpdated, ReactionTypeEmoji
+from telegram.constants import ChatType
+
+from bot.channel import ApprovalChoice
+from bot.envelope import (
+    Attachment,
+    Capabilities,
+    ChannelRef,
+    DeliveryTarget,
+    IngressEnvelope,
+    Sender,
+)
+
+CALLBACK_PREFIX = "ap"
+CALLBACK_MAX_BYTES = 64
+_CHOICE_CODES = {ApprovalChoice.APPROVE: "a", ApprovalChoice.DENY: "d", ApprovalChoice.ALWAYS: "w"}
+_CODE_CHOICES = {code: choice for choice, code in _CHOICE_CODES.items()}
+
+APPROVE_REACTIONS = frozenset({"✅", "👍", "👌"})
+DENY_REACTIONS = frozenset({"❌", "👎"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BotIdentity:
+    """Who the bot is, from ``getMe``: used to ignore itself and to recognise mentions."""
+
+    id: int
+    username: str
+
+
+class CallbackCodec:
+    """Encodes approval ids into callback data and back.
+
+    Ids that fit are carried verbatim, so buttons keep working after a restart; longer ids
+    are carried as a digest known only to this process (a tap after a restart then reports an
+    unknown approval, which is the right answer for a card from before the restart).
+    """
+
+    def __init__(self) -> None:
+        self._long_ids: dict[str, str] = {}
+
+    def encode(self, approval_id: str, choice: ApprovalChoice) -> str:
+        data = f"{CALLBACK_PREFIX}:{approval_id}:{_CHOICE_CODES[choice]}"
+        if len(data.encode()) <= CALLBACK_MAX_BYTES and ":" not in approval_id:
+            return data
+        digest = "#" + hashlib.sha256(approval_id.encode()).hexdigest()[:24]
+        self._long_ids[digest] = approval_id
+        return f"{CALLBACK_PREFIX}:{digest}:{_CHOICE_CODES[choice]}"
+
+    def decode(self, data: str | None) -> tuple[str, ApprovalChoice] | None:
+        """``(approval_id, choice)``, or ``None`` for data that is not an approval button."""
+        if not data:
+            return None
+        parts = data.split(":")
+        if len(parts) != 3 or parts[0] != CALLBACK_PREFIX or parts[2] not in _CODE_CHOICES:
+            return None
+        approval_id = parts[1]
+        if approval_id.startswith("#"):
+            approval_id = self._long_ids.get(approval_id, approval_id)
+        return approval_id, _CODE_CHOICES[parts[2]]
+
+
+def message_key(chat_id: int | str, message_id: int | str) -> str:
+    return f"{chat_id}:{message_id}"
+
+
+def parse_message_id(value: str) -> int:
+    """The Telegram message number of ``"{chat}:{message}"`` or of a bare ``"{message}"``."""
+    return int(value.rsplit(":", 1)[-1])
+
+
+def thread_of(message: Message) -> int | None:
+    """The forum topic of ``message``, or ``None`` outside forum topics."""
+    return message.message_thread_id if message.is_topic_message else None
+
+
+def _display_name(message: Message) -> str:
+    user = message.from_user
+    if user is None:
+        return ""
+    return user.full_name or (f"@{user.username}" if user.username else str(user.id))
+
+
+def _mentions_bot(message: Message, me: BotIdentity) -> bool:
+    wanted = f"@{me.username}".lower()
+    kinds: list[str | None] = [
+        MessageEntity.MENTION,
+        MessageEntity.TEXT_MENTION,
+        MessageEntity.BOT_COMMAND,
+    ]
+    found = {**message.parse_entities(kinds), **message.parse_caption_entities(kinds)}
+    for entity, text in found.items():
+        if entity.type == MessageEntity.TEXT_MENTION:
+            if entity.user is not None and entity.user.id == me.id:
+                return True
+        elif entity.type == MessageEntity.BOT_COMMAND:
+            if text.lower().endswith(wanted):
+                return True
+        elif text.lower() == wanted:
+            return True
+    return False
+
+
+def _replies_to_bot(message: Message, me: BotIdentity) -> bool:
+    replied = message.reply_to_message
+    if replied is None or replied.from_user is None:
+        return False
+    # In forum topics every message "replies" to the topic's creation message; that is not
+    # a reply to the bot unless the bot's own message is the one replied to.
+    if message.is_topic_message and replied.forum_topic_created is not None:
+        return False
+    return replied.from_user.id == me.id
+
+
+def _strip_mention(text: str, me: BotIdentity) -> str:
+    """Remove ``@botname`` from the text (also from ``/command@botname``)."""
+    if not me.username:
+        return text
+    lowered = text.lower()
+    needle = f"@{me.username}".lower()
+    out: list[str] = []
+    start = 0
+    while (idx := lowered.find(needle, start)) != -1:
+        end = idx + len(needle)
+        if end < len(text) and (text[end].isalnum() or text[end] == "_"):
+            out.append(text[start:end])
+        else:
+            out.append(text[start:idx])
+        start = end
+    out.append(text[start:])
+    return re.sub(r"[ \t]{2,}", " ", "".join(out)).strip()
+
+
+def attachments_of(message: Message) -> tuple[Attachment, ...]:
+    """File metadata of a message; ``ref`` is the Telegram ``file_id`` (download on demand)."""
+    found: list[Attachment] = []
+    if message.photo:
+        largest = max(message.photo, key=lambda p: p.width * p.height)
+        found.append(
+            Attachment(kind="image", mime_type="image/jpeg", size=largest.file_size,
+                       ref=largest.file_id)
+        )
+    if message.document is not None:
+        doc = message.document
+        found.append(
+            Attachment(kind="file", name=doc.file_name or "", mime_type=doc.mime_type or "",
+                       size=doc.file_size, ref=doc.file_id)
+        )
+    for kind, media in (("audio", message.audio), ("video", message.video),
+                        ("audio", message.voice), ("video", message.animation)):
+        if media is not None:
+            found.append(
+                Attachment(kind=kind, name=getattr(media, "file_name", None) or "",
+                           mime_type=media.mime_type or "", size=media.file_size,
+                           ref=media.file_id)
+            )
+    if message.video_note is not None:
+        note = message.video_note
+        found.append(Attachment(kind="video", size=note.file_size, ref=note.file_id))
+    if message.sticker is not None:
+        sticker = message.sticker
+        found.append(Attachment(kind="sticker", name=sticker.emoji or "", size=sticker.file_size,
+                                ref=sticker.file_id))
+    return tuple(found)
+
+
+def normalise_message(
+    message: Message, *, ref: ChannelRef, me: BotIdentity, capabilities: Capabilities
+) -> IngressEnvelope | None:
+    """The envelope for a new message, or ``None`` if it is not one to hand to the gateway."""
+    user = message.from_user
+    if user is None or user.id == me.id:
+        return None
+    chat = message.chat
+    if chat.type == ChatType.CHANNEL:
+        return None
+    text = message.text or message.caption or ""
+    attachments = attachments_of(message)
+    if not text and not attachments:
+        return None
+    is_direct = chat.type == ChatType.PRIVATE
+    thread = thread_of(message)
+    thread_id = str(thread) if thread is not None else None
+    conversation_id = str(chat.id)
+    return IngressEnvelope(
+        channel=ref,
+        message_id=message_key(chat.id, message.message_id),
+        conversation_id=conversation_id,
+        thread_id=thread_id,
+        sender=Sender(id=str(user.id), display_name=_display_name(message), is_bot=user.is_bot),
+        text=_strip_mention(text, me),
+        attachments=attachments,
+        is_direct=is_direct,
+        is_group=chat.type in (ChatType.GROUP, ChatType.SUPERGROUP),
+        addressed_to_bot=is_direct or _mentions_bot(message, me) or _replies_to_bot(message, me),
+        reply_target=DeliveryTarget(
+            channel=ref,
+            conversation_id=conversation_id,
+            thread_id=thread_id,
+            reply_to_message_id=None if is_direct else str(message.message_id),
+        ),
+        capabilities=capabilities,
+    )
+
+
+def reaction_choice(update: MessageReactionUpdated) -> ApprovalChoice | None:
+    """The approval choice a newly added reaction expresses, if any."""
+    old = {r.emoji for r in update.old_reaction if isinstance(r, ReactionTypeEmoji)}
+    for reaction in update.new_reaction:
+        if not isinstance(reaction, ReactionTypeEmoji) or reaction.emoji in old:
+            continue
+        emoji = reaction.emoji.replace("\ufe0f", "")
+        if emoji in APPROVE_REACTIONS:
+            return ApprovalChoice.APPROVE
+        if emoji in DENY_REACTIONS:
+            return ApprovalChoice.DENY
+    return None

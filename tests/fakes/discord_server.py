@@ -1,0 +1,385 @@
+"""A loopback fake of Discord's REST API and gateway, for driving the real discord.py.
+
+The fake serves ``/api/v10/...`` REST routes and a ``/gateway`` WebSocket on 127.0.0.1. It
+records every REST call (method, path, JSON body) and offers :meth:`FakeDiscord.wait_for_call`;
+tests push gateway events with :meth:`FakeDiscord.dispatch` and the payload builders below.
+
+Facts discord.py 2.7 relies on (see ``docs/design/channels.md``): REST replies carry
+``Content-Type: application/json`` exactly; gateway frames are text; IDENTIFY is answered with
+READY and then one GUILD_CREATE per guild; heartbeats (op 1) get op 11; an interaction
+callback answers with an ``{"interaction": …, "resource": …}`` body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from aiohttp import WSMsgType, web
+
+JSON = dict[str, Any]
+TIMESTAMP = "2025-01-01T00:00:00.000000+00:00"
+BOT_TOKEN = "fake-discord-token"
+
+
+def _json(data: object, status: int = 200) -> web.Response:
+    return web.Response(
+        body=json.dumps(data).encode(), status=status, headers={"Content-Type": "application/json"}
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Call:
+    """One REST request the fake received."""
+
+    method: str
+    path: str
+    body: JSON | None
+    query: Mapping[str, str]
+
+
+@dataclass(slots=True, kw_only=True)
+class FakeGuild:
+    id: str
+    name: str = "hatchway-test"
+    channels: dict[str, str] = field(default_factory=dict)  # id -> name
+    roles: dict[str, str] = field(default_factory=dict)  # id -> name (besides @everyone)
+
+
+class FakeDiscord:
+    """The fake platform. Use as ``async with FakeDiscord() as fake``."""
+
+    def __init__(self, *, token: str = BOT_TOKEN, bot_id: str = "900000000000000001") -> None:
+        self.token = token
+        self.bot_user: JSON = {
+            "id": bot_id, "username": "hatchway", "discriminator": "0", "global_name": None,
+            "avatar": None, "bot": True,
+        }
+        self.application_id = "900000000000000002"
+        self.guilds: list[FakeGuild] = []
+        self.calls: list[Call] = []
+        self.messages: dict[str, JSON] = {}
+        self.identify_close_code: int | None = None
+        self.identifies = 0
+        self.resumes = 0
+        self.base_url = ""
+        self.gateway_url = ""
+        self._ids = itertools.count(950_000_000_000_000_000)
+        self._seq = itertools.count(1)
+        self._ws: web.WebSocketResponse | None = None
+        self._ws_ready = asyncio.Event()
+        self._changed = asyncio.Condition()
+        self._runner: web.AppRunner | None = None
+
+    # lifecycle -------------------------------------------------------------------------
+
+    async def __aenter__(self) -> FakeDiscord:
+        app = web.Application()
+        app.router.add_get("/gateway", self._gateway)
+        app.router.add_route("*", "/api/v10/{tail:.*}", self._rest)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        server = cast(Any, site._server)
+        port = server.sockets[0].getsockname()[1]
+        self.base_url = f"http://127.0.0.1:{port}/api/v10"
+        self.gateway_url = f"ws://127.0.0.1:{port}/gateway"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._ws is not None:
+            await self._ws.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def new_id(self) -> str:
+        return str(next(self._ids))
+
+    def add_guild(self, *, channels: Mapping[str, str], roles: Mapping[str, str] = {}) -> FakeGuild:
+        guild = FakeGuild(id=self.new_id(), channels=dict(channels), roles=dict(roles))
+        self.guilds.append(guild)
+        return guild
+
+    # waiting ---------------------------------------------------------------------------
+
+    async def wait_for_call(
+        self, method: str, path_regex: str, *, count: int = 1, timeout: float = 10.0
+    ) -> list[Call]:
+        """Wait until ``count`` calls matching method and path (regex, full match) arrived."""
+        pattern = re.compile(path_regex)
+
+        def matching() -> list[Call]:
+            return [c for c in self.calls if c.method == method and pattern.fullmatch(c.path)]
+
+        async with asyncio.timeout(timeout), self._changed:
+            await self._changed.wait_for(lambda: len(matching()) >= count)
+        return matching()
+
+    def calls_to(self, method: str, path_regex: str) -> list[Call]:
+        pattern = re.compile(path_regex)
+        return [c for c in self.calls if c.method == method and pattern.fullmatch(c.path)]
+
+    async def wait_for_gateway(self, *, identifies: int = 1, timeout: float = 10.0) -> None:
+        async with asyncio.timeout(timeout), self._changed:
+            await self._changed.wait_for(lambda: self.identifies >= identifies)
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    # gateway ---------------------------------------------------------------------------
+
+    async def dispatch(self, event: str, data: JSON) -> None:
+        """Send one DISPATCH (op 0) event to the connected client."""
+        await asyncio.wait_for(self._ws_ready.wait(), 10)
+        assert self._ws is not None
+        frame = {"op": 0, "s": next(self._seq), "t": event, "d": data}
+        await self._ws.send_str(json.dumps(frame))
+
+    async def drop_connection(self, code: int = 4000) -> None:
+        """Close the gateway socket with ``code`` (4000: unknown error, resumable)."""
+        ws = self._ws
+        self._ws_ready.clear()
+        if ws is not None:
+            await ws.close(code=code)
+
+    async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        self._ws = ws
+        await ws.send_str(json.dumps({"op": 10, "d": {"heartbeat_interval": 45_000}}))
+        async for msg in ws:
+            if msg.type is not WSMsgType.TEXT:
+                continue
+            payload = json.loads(msg.data)
+            op = payload.get("op")
+            if op == 1:
+                await ws.send_str(json.dumps({"op": 11}))
+            elif op == 2:
+                await self._identify(ws, payload["d"])
+            elif op == 6:
+                self.resumes += 1
+                self._ws_ready.set()
+                frame = {"op": 0, "s": next(self._seq), "t": "RESUMED", "d": {}}
+                await ws.send_str(json.dumps(frame))
+                await self._notify()
+        return ws
+
+    async def _identify(self, ws: web.WebSocketResponse, data: JSON) -> None:
+        self.identifies += 1
+        await self._notify()
+        if data.get("token") != self.token or self.identify_close_code is not None:
+            await ws.close(code=self.identify_close_code or 4004)
+            return
+        ready = {
+            "v": 10, "user": self.bot_user, "session_id": "fake-session",
+            "resume_gateway_url": self.gateway_url, "shard": [0, 1],
+            "guilds": [{"id": g.id, "unavailable": True} for g in self.guilds],
+            "application": {"id": self.application_id, "flags": 0},
+        }
+        await ws.send_str(json.dumps({"op": 0, "s": next(self._seq), "t": "READY", "d": ready}))
+        for guild in self.guilds:
+            frame = {"op": 0, "s": next(self._seq), "t": "GUILD_CREATE", "d": self.guild_payload(guild)}
+            await ws.send_str(json.dumps(frame))
+        self._ws_ready.set()
+
+    # REST ------------------------------------------------------------------------------
+
+    async def _rest(self, request: web.Request) -> web.Response:
+        path = "/" + request.match_info["tail"]
+        body: JSON | None = None
+        if request.can_read_body:
+            raw = await request.read()
+            body = cast(JSON, json.loads(raw)) if raw else None
+        self.calls.append(Call(method=request.method, path=path, body=body,
+                               query=dict(request.query)))
+        try:
+            if request.headers.get("Authorization") != f"Bot {self.token}" and not path.startswith(
+                "/interactions/"
+            ):
+                return _json({"message": "401: Unauthorized", "code": 0}, 401)
+            return self._route(request.method, path, body or {})
+        finally:
+            await self._notify()
+
+    def _route(self, method: str, path: str, body: JSON) -> web.Response:
+        if (method, path) == ("GET", "/users/@me"):
+            return _json(self.bot_user)
+        if (method, path) == ("GET", "/oauth2/applications/@me"):
+            return _json(self.application_payload())
+        if m := re.fullmatch(r"/channels/(\d+)/messages", path):
+            if method == "POST":
+                return _json(self._store_message(m[1], body))
+        if m := re.fullmatch(r"/channels/(\d+)/messages/(\d+)", path):
+            stored = self.messages.get(m[2])
+            if stored is None:
+                return _json({"message": "Unknown Message", "code": 10008}, 404)
+            if method == "PATCH":
+                stored.update({k: body[k] for k in ("content", "components") if k in body})
+                stored["edited_timestamp"] = TIMESTAMP
+            return _json(stored)
+        if re.fullmatch(r"/channels/\d+/messages/\d+/reactions/[^/]+/@me", path):
+            return web.Response(status=204)
+        if re.fullmatch(r"/channels/\d+/typing", path):
+            return web.Response(status=204)
+        if m := re.fullmatch(r"/channels/(\d+)/messages/(\d+)/threads", path):
+            return _json({
+                "id": m[2], "type": 11, "parent_id": m[1], "name": body.get("name", ""),
+                "owner_id": self.bot_user["id"], "guild_id": self.guild_of(m[1]),
+                "thread_metadata": {"archived": False, "auto_archive_duration": 1440,
+                                    "archive_timestamp": TIMESTAMP, "locked": False},
+                "message_count": 0, "member_count": 1, "rate_limit_per_user": 0,
+            }, 201)
+        if m := re.fullmatch(r"/interactions/(\d+)/[^/]+/callback", path):
+            message = body.get("data")
+            resource: JSON = {"type": body.get("type")}
+            if isinstance(message, dict):
+                resource["message"] = self._message_payload("0", message)
+            return _json({
+                "interaction": {"id": m[1], "type": 3,
+                                "response_message_ephemeral": bool(
+                                    isinstance(message, dict) and message.get("flags", 0) & 64)},
+                "resource": resource,
+            })
+        return _json({"message": f"fake has no route {method} {path}", "code": 0}, 404)
+
+    def _store_message(self, channel_id: str, body: JSON) -> JSON:
+        message = self._message_payload(channel_id, body)
+        self.messages[message["id"]] = message
+        return message
+
+    def _message_payload(self, channel_id: str, body: JSON) -> JSON:
+        payload = message_payload(
+            id=self.new_id(), channel_id=channel_id, author=self.bot_user,
+            content=str(body.get("content") or ""), guild_id=self.guild_of(channel_id),
+        )
+        payload["components"] = body.get("components") or []
+        return payload
+
+    def guild_of(self, channel_id: str) -> str | None:
+        for guild in self.guilds:
+            if channel_id in guild.channels:
+                return guild.id
+        return None
+
+    # payloads --------------------------------------------------------------------------
+
+    def application_payload(self) -> JSON:
+        return {
+            "id": self.application_id, "name": "hatchway", "icon": None, "description": "",
+            "rpc_origins": [], "bot_public": True, "bot_require_code_grant": False,
+            "verify_key": "0" * 64, "flags": 0, "team": None,
+            "owner": {k: self.bot_user[k] for k in ("id", "username", "discriminator", "avatar")},
+        }
+
+    def guild_payload(self, guild: FakeGuild) -> JSON:
+        everyone = {"id": guild.id, "name": "@everyone", "permissions": "0", "position": 0,
+                    "color": 0, "hoist": False, "managed": False, "mentionable": False}
+        roles = [everyone] + [
+            {**everyone, "id": rid, "name": name, "position": i + 1}
+            for i, (rid, name) in enumerate(guild.roles.items())
+        ]
+        channels = [
+            {"id": cid, "type": 0, "name": name, "position": i, "guild_id": guild.id,
+             "permission_overwrites": [], "nsfw": False, "parent_id": None}
+            for i, (cid, name) in enumerate(guild.channels.items())
+        ]
+        return {
+            "id": guild.id, "name": guild.name, "owner_id": "1", "roles": roles,
+            "channels": channels, "threads": [], "emojis": [], "stickers": [], "features": [],
+            "member_count": 2, "large": False, "unavailable": False, "voice_states": [],
+            "presences": [], "verification_level": 0, "default_message_notifications": 0,
+            "explicit_content_filter": 0, "mfa_level": 0, "premium_tier": 0,
+            "preferred_locale": "en-US", "nsfw_level": 0, "joined_at": TIMESTAMP,
+            "members": [{"user": self.bot_user, "roles": [], "joined_at": TIMESTAMP,
+                         "deaf": False, "mute": False}],
+        }
+
+
+def user_payload(user_id: str, name: str, *, bot: bool = False) -> JSON:
+    return {"id": user_id, "username": name, "discriminator": "0", "global_name": name,
+            "avatar": None, "bot": bot}
+
+
+def message_payload(
+    *,
+    id: str,
+    channel_id: str,
+    author: JSON,
+    content: str,
+    guild_id: str | None = None,
+    mentions: list[JSON] | None = None,
+    member_roles: list[str] | None = None,
+    referenced: JSON | None = None,
+    attachments: list[JSON] | None = None,
+) -> JSON:
+    """A MESSAGE_CREATE payload (and the shape of REST message replies)."""
+    payload: JSON = {
+        "id": id, "channel_id": channel_id, "author": author, "content": content,
+        "timestamp": TIMESTAMP, "edited_timestamp": None, "tts": False,
+        "mention_everyone": False, "mentions": mentions or [], "mention_roles": [],
+        "attachments": attachments or [], "embeds": [], "pinned": False, "type": 0, "flags": 0,
+        "components": [],
+    }
+    if guild_id is not None:
+        payload["guild_id"] = guild_id
+        payload["member"] = {"roles": member_roles or [], "joined_at": TIMESTAMP,
+                             "deaf": False, "mute": False}
+    if referenced is not None:
+        payload["type"] = 19
+        payload["referenced_message"] = referenced
+        payload["message_reference"] = {"message_id": referenced["id"],
+                                        "channel_id": referenced["channel_id"]}
+    return payload
+
+
+def component_interaction(
+    *,
+    id: str,
+    message: JSON,
+    custom_id: str,
+    user: JSON,
+    guild_id: str | None = None,
+    roles: list[str] | None = None,
+    application_id: str = "900000000000000002",
+) -> JSON:
+    """An INTERACTION_CREATE payload for a button (type 3, component_type 2) on ``message``."""
+    channel_type = 0 if guild_id else 1
+    payload: JSON = {
+        "id": id, "application_id": application_id, "type": 3, "token": f"itoken{id}",
+        "version": 1, "channel_id": message["channel_id"],
+        "channel": {"id": message["channel_id"], "type": channel_type},
+        "message": message, "data": {"custom_id": custom_id, "component_type": 2},
+        "locale": "en-US", "app_permissions": "0", "entitlements": [],
+        "authorizing_integration_owners": {}, "attachment_size_limit": 8_388_608,
+    }
+    if guild_id is not None:
+        payload["guild_id"] = guild_id
+        payload["guild_locale"] = "en-US"
+        payload["member"] = {"user": user, "roles": roles or [], "joined_at": TIMESTAMP,
+                             "deaf": False, "mute": False, "permissions": "0", "flags": 0}
+    else:
+        payload["user"] = user
+    return payload
+
+
+def reaction_add(
+    *, message: JSON, user: JSON, emoji: str, guild_id: str | None = None,
+    roles: list[str] | None = None,
+) -> JSON:
+    """A MESSAGE_REACTION_ADD payload for a unicode ``emoji`` on ``message``."""
+    payload: JSON = {
+        "user_id": user["id"], "channel_id": message["channel_id"], "message_id": message["id"],
+        "emoji": {"id": None, "name": emoji}, "burst": False, "type": 0,
+    }
+    if guild_id is not None:
+        payload["guild_id"] = guild_id
+        payload["member"] = {"user": user, "roles": roles or [], "joined_at": TIMESTAMP,
+                             "deaf": False, "mute": False}
+    return payload
