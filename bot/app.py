@@ -14,6 +14,7 @@ approvals, cancel channel tasks, close the provider and the store.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,12 +26,13 @@ from bot.access import AccessPolicy
 from bot.agent.loop import run_turn
 from bot.agent.turn import AgentBundle, TurnState
 from bot.approval.service import ApprovalService
-from bot.channel import Channel, HealthState
+from bot.channel import Channel, ChannelHealth, HealthState
 from bot.channel_registry import ChannelContext, create_channel
 from bot.config import ConsoleChannelConfig, Settings
 from bot.envelope import ChannelRef
 from bot.errors import ChannelAuthError
 from bot.gateway import Gateway, SessionControl, TurnRequest
+from bot.metrics import MeteredGate, Metrics
 from bot.progress import ChannelProgress
 from bot.providers.base import Provider
 from bot.providers.factory import build_provider
@@ -54,8 +56,10 @@ class App:
         channels: Mapping[str, Channel] | None = None,
         tools: list[ToolSpec] | None = None,
         web_app: object | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self.settings = settings
+        self.metrics = metrics
         self._given_provider = provider
         self._given_channels = dict(channels or {})
         self._given_tools = tools
@@ -75,21 +79,14 @@ class App:
             self._build_channels()
             self.approvals = ApprovalService(settings, self.store, self.channel_for)
             self.access = AccessPolicy(settings.channels, self.store)
-            self.tools = (
-                self._given_tools
-                if self._given_tools is not None
-                else builtin_tools(
-                    settings.tools,
-                    store=self.store,
-                    outbox=None,
-                    workspace=Path(settings.state_dir) / settings.tools.workspace.path,
-                )
-            )
+            self.tools = self._build_tools(settings)
             self.bundle = AgentBundle(
                 provider=self.provider,
                 settings=settings.agent,
                 store=self.store,
-                gate=self.approvals,
+                gate=self.approvals if self.metrics is None else MeteredGate(
+                    self.approvals, self.metrics
+                ),
                 tools=self.tools,
             )
             self.gateway = Gateway(
@@ -108,6 +105,16 @@ class App:
         await self.approvals.expire_pending(reason="restart")
         await self.gateway.recover()
         log.info("app_started", channels=sorted(self.channels))
+
+    def _build_tools(self, settings: Settings) -> list[ToolSpec]:
+        if self._given_tools is not None:
+            return self._given_tools
+        return builtin_tools(
+            settings.tools,
+            store=self.store,
+            outbox=None,
+            workspace=Path(settings.state_dir) / settings.tools.workspace.path,
+        )
 
     def _build_channels(self) -> None:
         context = ChannelContext(store=self.store, web_app=self._web_app)  # type: ignore[arg-type]
@@ -162,6 +169,40 @@ class App:
         """True when every channel reports CONNECTED."""
         return all(c.health.state is HealthState.CONNECTED for c in self.channels.values())
 
+    # -- operations (daemon, health, metrics) -------------------------------------------
+
+    def channel_health(self) -> dict[str, ChannelHealth]:
+        """Each running channel's health, by ``kind.alias``."""
+        return {name: channel.health for name, channel in self.channels.items()}
+
+    def turn_load(self) -> tuple[int, int]:
+        """(running turns, messages queued behind them)."""
+        return self.gateway.active_turns, self.gateway.queue_depth()
+
+    async def check_database(self) -> None:
+        """Return when the database accepts a write transaction; StorageError otherwise."""
+        async with self.store.db.transaction():
+            pass
+
+    async def inbox_counts(self) -> Mapping[str, int]:
+        return await self.store.inbox.counts()
+
+    def reload(self, settings: Settings) -> None:
+        """Apply a reloaded configuration to every message admitted from now on: access
+        (allow-lists, DM/group policy), approvers and approval policy, agent and tool
+        settings. Everything new is built first, then swapped in with no ``await`` in
+        between, so no message sees half of it; a build error (``HatchwayError``) leaves the
+        old configuration in place. Channels, providers, storage and the HTTP server keep
+        their start-up settings (see :func:`bot.daemon.restart_only_changes`)."""
+        tools = self._build_tools(settings)
+        bundle = dataclasses.replace(self.bundle, settings=settings.agent, tools=tools)
+        self.settings = settings
+        self.tools = tools
+        self.bundle = bundle
+        self.access.update_settings(settings.channels)
+        self.approvals.update_settings(settings)
+        self.gateway.update_settings(settings)
+
     async def _run_turn(self, request: TurnRequest, control: SessionControl) -> str | None:
         envelope = request.envelope
         channel = self.channel_for(envelope.channel)
@@ -184,6 +225,8 @@ class App:
             result = await run_turn(self.bundle, state)
         finally:
             await state.progress.aclose()
+        if self.metrics is not None:
+            self.metrics.turn_finished(result.status.value)
         return result.text
 
     async def stop(self, *, drain_timeout_s: float = 30.0) -> None:

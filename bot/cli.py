@@ -15,6 +15,11 @@ from bot.errors import ConfigError, HatchwayError
 # Ops subcommand modules; each exposes ``register(subparsers)``.
 COMMAND_MODULES: tuple[str, ...] = (
     "bot.commands.run",
+    "bot.commands.doctor",
+    "bot.commands.approvals",
+    "bot.commands.grants",
+    "bot.commands.audit",
+    "bot.commands.pairing",
 )
 
 Handler = Callable[[argparse.Namespace], Awaitable[int]]

@@ -121,6 +121,10 @@ class TelegramChannelConfig(ChannelCommon):
     webhook_path: str = "/telegram"
     webhook_secret_env: str = "HATCHWAY_TELEGRAM_WEBHOOK_SECRET"
     poll_timeout_s: int = Field(default=30, ge=0)
+    reconnect_initial_s: float = Field(default=1.0, gt=0)
+    reconnect_max_s: float = Field(default=60.0, gt=0)
+    retry_after_max_s: float = Field(default=60.0, ge=0)
+    send_attempts: int = Field(default=3, ge=1, le=10)
 
 
 class SlackChannelConfig(ChannelCommon):
@@ -145,6 +149,7 @@ class DiscordChannelConfig(ChannelCommon):
     gateway_url: str | None = None
     allowed_guilds: list[str] = Field(default_factory=list)
     thread_per_request: bool = False
+    guild_ready_timeout_s: float = Field(default=2.0, gt=0)
 
 
 class ChannelsConfig(_Model):

@@ -1,16 +1,46 @@
 """Progress lines: what the bot shows while it works.
 
 The agent turn reports to a :class:`ProgressSink`; the gateway builds one per turn from the
-channel's capabilities (an edited message where the platform can edit, batched lines
-elsewhere). Lines never contain raw tool output.
+channel's capabilities — :class:`ChannelProgress` edits one progress message where the
+platform can edit and batches lines elsewhere. Lines never contain raw tool output: a start
+line shows one argument (command, path, query or url, scrubbed and cut), an end line the
+duration and a short reason.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+import asyncio
+import contextlib
+import math
+import re
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from types import TracebackType
+from typing import Protocol, TypeVar
+
+import structlog
+
+from bot.channel import Channel, SentMessage
+from bot.envelope import Capabilities, DeliveryTarget
+from bot.errors import ChannelError
+from bot.scrub import scrub_text
+
+log = structlog.get_logger(__name__)
+
+HINT_KEYS = ("command", "cmd", "path", "file", "query", "url", "pattern", "name")
+HINT_CHARS = 60
+_SPACES = re.compile(r"\s+")
+T = TypeVar("T")
 
 
 class ProgressSink(Protocol):
+    """Where a turn reports progress. Calls must return quickly (buffer, don't block on the
+    platform) and must not raise. ``wants_stream`` asks the turn to stream reply text into
+    :meth:`stream_text`."""
+
+    @property
+    def wants_stream(self) -> bool: ...
+
     async def tool_started(self, *, call_id: str, tool: str, hint: str) -> None: ...
 
     async def tool_finished(
@@ -28,6 +58,10 @@ class ProgressSink(Protocol):
 
 class NullProgress:
     """A sink that shows nothing (background turns, tests)."""
+
+    @property
+    def wants_stream(self) -> bool:
+        return False
 
     async def tool_started(self, *, call_id: str, tool: str, hint: str) -> None:
         return None
@@ -48,3 +82,219 @@ class NullProgress:
 
     async def aclose(self) -> None:
         return None
+
+
+# -- lines -------------------------------------------------------------------------------
+
+
+def cut(text: str, limit: int = HINT_CHARS) -> str:
+    text = _SPACES.sub(" ", text).strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def progress_hint(arguments: Mapping[str, object]) -> str:
+    """The first command/path/query/url-like argument, scrubbed and cut to ~60 chars."""
+    for key in HINT_KEYS:
+        value = arguments.get(key)
+        if isinstance(value, str) and value.strip():
+            return cut(scrub_text(value))
+    return ""
+
+
+def started_line(tool: str, hint: str) -> str:
+    return f"⏳ {tool}: {hint}" if hint else f"⏳ {tool}"
+
+
+def finished_line(tool: str, *, ok: bool, duration_s: float, reason: str = "") -> str:
+    took = f"({duration_s:.1f}s)"
+    if ok:
+        return f"✅ {tool} {took}"
+    return f"❌ {tool} {took}: {cut(reason)}" if reason else f"❌ {tool} {took}"
+
+
+def waiting_line(tool: str) -> str:
+    return f"🔐 waiting for approval: {tool}"
+
+
+# -- channel sink ------------------------------------------------------------------------
+
+
+class ChannelProgress:
+    """Progress for one turn in one conversation.
+
+    With ``capabilities.can_edit`` one progress message is sent and then edited, at most
+    once per ``edit_interval_s``; otherwise new lines are batched and sent at most once per
+    ``batch_interval_s``. Pending text is always flushed by :meth:`aclose`. With
+    ``capabilities.typing`` the typing indicator is refreshed every ``typing_interval_s``
+    while the turn works and paused while it waits for an approval. :meth:`start` (or
+    ``async with``) starts the one owned background task; :meth:`aclose` cancels it.
+    """
+
+    def __init__(
+        self,
+        channel: Channel,
+        target: DeliveryTarget,
+        capabilities: Capabilities,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        edit_interval_s: float = 1.0,
+        batch_interval_s: float = 3.0,
+        typing_interval_s: float = 4.0,
+        tick_s: float = 0.25,
+        stream: bool = False,
+    ) -> None:
+        self._channel = channel
+        self._target = target
+        self._caps = capabilities
+        self._clock = clock
+        self._interval = edit_interval_s if capabilities.can_edit else batch_interval_s
+        self._typing_interval = typing_interval_s
+        self._tick_s = tick_s
+        self._stream = stream
+        self._lines: dict[str, str] = {}  # edit mode: key → current line
+        self._pending: list[str] = []  # batch mode: lines not yet sent
+        self._draft = ""
+        self._dirty = False
+        self._message: SentMessage | None = None
+        self._last_flush = -math.inf
+        self._last_typing = -math.inf
+        self._waiting = 0
+        self._closed = False
+        self._lock = asyncio.Lock()
+        self._ticker: asyncio.Task[None] | None = None
+
+    @property
+    def wants_stream(self) -> bool:
+        return self._stream and self._caps.can_edit
+
+    async def start(self) -> None:
+        """Start the ticker (typing refresh and throttled flushes)."""
+        if self._ticker is None and not self._closed:
+            self._ticker = asyncio.create_task(self._tick_forever(), name="progress-ticker")
+
+    async def __aenter__(self) -> ChannelProgress:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- sink --------------------------------------------------------------------------
+
+    async def tool_started(self, *, call_id: str, tool: str, hint: str) -> None:
+        self._show(call_id, started_line(tool, hint))
+        await self._flush_if_due()
+
+    async def tool_finished(
+        self, *, call_id: str, tool: str, ok: bool, duration_s: float, reason: str = ""
+    ) -> None:
+        self._show(call_id, finished_line(tool, ok=ok, duration_s=duration_s, reason=reason))
+        await self._flush_if_due()
+
+    async def waiting_for_approval(self, *, tool: str) -> None:
+        self._waiting += 1
+        self._show(f"approval:{tool}", waiting_line(tool))
+        await self._flush_if_due()
+
+    async def approval_resolved(self, *, tool: str) -> None:
+        self._waiting = max(0, self._waiting - 1)
+        if self._lines.pop(f"approval:{tool}", None) is not None:
+            self._dirty = True
+
+    async def stream_text(self, delta: str) -> None:
+        if self.wants_stream and delta:
+            self._draft += delta
+            self._dirty = True
+            await self._flush_if_due()
+
+    async def pulse(self) -> None:
+        """One tick: refresh typing when due (not while waiting for approval), flush when
+        the throttle allows."""
+        now = self._clock()
+        if (
+            self._caps.typing
+            and not self._waiting
+            and now - self._last_typing >= self._typing_interval
+        ):
+            self._last_typing = now
+            await self._call(self._channel.typing(self._target), "typing")
+        await self._flush_if_due()
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._ticker is not None:
+            self._ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._ticker
+        await self._flush()
+
+    @property
+    def waiting(self) -> bool:
+        return self._waiting > 0
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _show(self, key: str, line: str) -> None:
+        if self._caps.can_edit:
+            self._lines[key] = line
+        else:
+            self._pending.append(line)
+        self._dirty = True
+
+    async def _tick_forever(self) -> None:
+        while True:
+            await self.pulse()
+            await asyncio.sleep(self._tick_s)
+
+    async def _flush_if_due(self) -> None:
+        if self._dirty and self._clock() - self._last_flush >= self._interval:
+            await self._flush()
+
+    async def _flush(self) -> None:
+        async with self._lock:
+            if not self._dirty:
+                return
+            self._dirty = False
+            self._last_flush = self._clock()
+            if not self._caps.can_edit:
+                text = "\n".join(self._pending)
+                self._pending.clear()
+                if text:
+                    await self._call(self._channel.send(self._target, text), "send")
+                return
+            text = self._render()
+            if not text:
+                return
+            if self._message is None:
+                sent = await self._call(self._channel.send(self._target, text), "send")
+                self._message = sent[0] if sent else None
+                if self._message is None:
+                    self._dirty = True  # not shown yet: try again on the next flush
+            else:
+                await self._call(self._channel.edit(self._message, text), "edit")
+
+    def _render(self) -> str:
+        lines = list(self._lines.values())
+        if self._draft:
+            lines.append(cut(self._draft[-400:], 400))
+        limit = max(self._caps.max_message_chars - 2, 100)
+        text = "\n".join(lines)
+        while len(text) > limit and len(lines) > 1:
+            lines = lines[1:]
+            text = "…\n" + "\n".join(lines)
+        return text[:limit]
+
+    async def _call(self, action: Awaitable[T], what: str) -> T | None:
+        """Run one platform call; a platform failure never breaks the turn."""
+        try:
+            return await action
+        except ChannelError as exc:
+            log.warning("progress_update_failed", action=what, error=scrub_text(str(exc)))
+            return None

@@ -23,6 +23,7 @@ _BULLET = re.compile(r"^(\s*)[-*+]\s+(?=\S)")
 _QUOTE = re.compile(r"^\s{0,3}>\s?(.*)$")
 _INLINE_CODE = re.compile(r"`([^`\n]+)`")
 _LINK = re.compile(r"\[([^\]\n]+)\]\(([^)\s]+)\)")
+_BOLD_ITALIC = re.compile(r"\*\*\*(?=\S)(.+?)(?<=\S)\*\*\*")
 _BOLD = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
 _ITALIC_STAR = re.compile(r"(?<![*\w])\*(?=[^\s*])(.+?)(?<=[^\s*])\*(?![*\w])")
 _STRIKE = re.compile(r"~~(?=\S)(.+?)(?<=\S)~~")
@@ -58,6 +59,7 @@ def _inline(line: str) -> str:
     text = _INLINE_CODE.sub(code, line)
     text = _LINK.sub(link, text)
     text = escape(text)
+    text = _BOLD_ITALIC.sub(lambda m: f"{_BOLD_MARK}_{m.group(1)}_{_BOLD_MARK}", text)
     text = _BOLD.sub(lambda m: f"{_BOLD_MARK}{m.group(2)}{_BOLD_MARK}", text)
     text = _ITALIC_STAR.sub(r"_\1_", text)
     text = _STRIKE.sub(r"~\1~", text)
@@ -74,7 +76,7 @@ def _block_line(line: str) -> str:
         return f"*{title}*"
     bullet = _BULLET.match(line)
     if bullet:
-        return f"{bullet.group(1)}• {_inline(line[bullet.end():])}"
+        return f"{bullet.group(1)}• {_inline(line[bullet.end() :])}"
     quote = _QUOTE.match(line)
     if quote:
         return f"> {_inline(quote.group(1))}"

@@ -87,7 +87,7 @@ def _block_line(line: str) -> str:
         return f"<b>{_inline(heading.group(1))}</b>"
     bullet = _BULLET.match(line)
     if bullet:
-        return f"{bullet.group(1)}• {_inline(line[bullet.end():])}"
+        return f"{bullet.group(1)}• {_inline(line[bullet.end() :])}"
     return _inline(line)
 
 

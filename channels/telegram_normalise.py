@@ -160,30 +160,50 @@ def attachments_of(message: Message) -> tuple[Attachment, ...]:
     if message.photo:
         largest = max(message.photo, key=lambda p: p.width * p.height)
         found.append(
-            Attachment(kind="image", mime_type="image/jpeg", size=largest.file_size,
-                       ref=largest.file_id)
+            Attachment(
+                kind="image", mime_type="image/jpeg", size=largest.file_size, ref=largest.file_id
+            )
         )
     if message.document is not None:
         doc = message.document
         found.append(
-            Attachment(kind="file", name=doc.file_name or "", mime_type=doc.mime_type or "",
-                       size=doc.file_size, ref=doc.file_id)
+            Attachment(
+                kind="file",
+                name=doc.file_name or "",
+                mime_type=doc.mime_type or "",
+                size=doc.file_size,
+                ref=doc.file_id,
+            )
         )
-    for kind, media in (("audio", message.audio), ("video", message.video),
-                        ("audio", message.voice), ("video", message.animation)):
+    for kind, media in (
+        ("audio", message.audio),
+        ("video", message.video),
+        ("audio", message.voice),
+        ("video", message.animation),
+    ):
         if media is not None:
             found.append(
-                Attachment(kind=kind, name=getattr(media, "file_name", None) or "",
-                           mime_type=media.mime_type or "", size=media.file_size,
-                           ref=media.file_id)
+                Attachment(
+                    kind=kind,
+                    name=getattr(media, "file_name", None) or "",
+                    mime_type=media.mime_type or "",
+                    size=media.file_size,
+                    ref=media.file_id,
+                )
             )
     if message.video_note is not None:
         note = message.video_note
         found.append(Attachment(kind="video", size=note.file_size, ref=note.file_id))
     if message.sticker is not None:
         sticker = message.sticker
-        found.append(Attachment(kind="sticker", name=sticker.emoji or "", size=sticker.file_size,
-                                ref=sticker.file_id))
+        found.append(
+            Attachment(
+                kind="sticker",
+                name=sticker.emoji or "",
+                size=sticker.file_size,
+                ref=sticker.file_id,
+            )
+        )
     return tuple(found)
 
 

@@ -53,9 +53,8 @@ class WebhookReceiver:
             await runner.cleanup()
             raise
         self._runner = runner
-        server = site._server
-        sockets = getattr(server, "sockets", None) or ()
-        self._port = int(sockets[0].getsockname()[1]) if sockets else port
+        addresses = runner.addresses
+        self._port = int(addresses[0][1]) if addresses else port
 
     async def aclose(self) -> None:
         if self._runner is not None:
@@ -65,8 +64,11 @@ class WebhookReceiver:
     async def _receive(self, request: web.Request) -> web.Response:
         given = request.headers.get(SECRET_HEADER, "").encode()
         if not hmac.compare_digest(given, self._secret):
-            log.warning("telegram_webhook_refused", reason="secret token missing or wrong",
-                        remote=request.remote)
+            log.warning(
+                "telegram_webhook_refused",
+                reason="secret token missing or wrong",
+                remote=request.remote,
+            )
             return web.Response(status=403, text="forbidden")
         try:
             data = json.loads(await request.read())

@@ -1,44 +1,187 @@
-"""The turn loop: ``run_turn`` calls the provider until it returns final text.
+"""The turn loop: provider calls and tool batches until the turn ends.
 
-This first version has no tools; the tool pipeline extends it.
+A turn ends on final text, on a ``completes_run`` tool's success, on cancel, on the loop
+detector, on a repeated refused prompt, or at ``max_tool_iterations`` — where the model is
+asked once more with tools disabled for a final answer. The whole turn runs within
+``turn_timeout_s``; when the budget expires mid-batch, the batch is salvaged so that
+history stays well-formed (every assistant tool-call message followed by exactly one result
+per call id). Provider failures and budget expiry become a :class:`TurnResult`, never an
+exception.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 import structlog
 
+from bot.agent.context_window import fit_history
 from bot.agent.turn import AgentBundle, TurnResult, TurnState, TurnStatus
-from bot.errors import ProviderError
-from bot.providers.base import ChatMessage, CompletionRequest
+from bot.errors import ConfigError, ProviderError
+from bot.providers.base import ChatMessage, CompletionRequest, ProviderReply, ToolDefinition
+from bot.tools.cancellation import until_cancelled
+from bot.tools.pipeline import BatchVerdict, PipelineServices, ToolPipeline, TurnFacts
+from bot.tools.receipt import ReceiptSigner
+from bot.tools.registry import ToolRegistry, ToolScope
+from bot.tools.spec import ToolContext
 
 log = structlog.get_logger(__name__)
 
 BUDGET_MESSAGE = "⌛ Sorry, this took too long and was stopped. Please try again."
-PROVIDER_MESSAGE = "⚠️ The language model is not answering right now ({reason}). Please try again later."
+PROVIDER_MESSAGE = (
+    "⚠️ The language model is not answering right now ({reason}). Please try again later."
+)
 CANCELLED_MESSAGE = "⏹ Stopped."
+LOOP_MESSAGE = "⚠️ I stopped because I kept repeating the same step without progress."
+ABORTED_MESSAGE = (
+    "⚠️ I stopped: I tried an action again that needs an approval that was already refused."
+)
+CAP_MESSAGE = "⚠️ I reached the limit of {count} tool steps for one message without an answer."
 
 
 async def run_turn(bundle: AgentBundle, state: TurnState) -> TurnResult:
-    """Run one turn within the configured wall-clock budget. Never raises for provider
-    failures or budget expiry: those become a :class:`TurnResult` the user sees."""
-    user = ChatMessage(role="user", content=state.envelope.text)
-    await bundle.store.history.append(state.session_key, state.turn_id, [user])
-    messages = [*state.history, user]
+    """Run one turn within the configured wall-clock budget.
+
+    Appends the user message, every tool batch and the final answer to the store (and to
+    ``state.history``). Raises :class:`bot.errors.RegistryError` before any provider call
+    when an offered tool has no handler; never raises for provider failures, budget expiry
+    or tool failures.
+    """
+    settings = bundle.settings
+    envelope = state.envelope
+    scope = ToolScope.for_turn(
+        envelope=envelope,
+        excluded=(*settings.excluded_tools, *state.excluded_tools),
+        restrict_to=state.restrict_to,
+        hide_unapprovable_tools=settings.hide_unapprovable_tools,
+    )
+    registry = (bundle.registry or ToolRegistry(bundle.tools)).scoped(scope)
+    executor = registry.executor()
+    pipeline = ToolPipeline(
+        services=PipelineServices(
+            store=bundle.store,
+            gate=bundle.gate,
+            settings=settings,
+            hooks=bundle.hooks,
+            observer=bundle.observer,
+            scheduler=bundle.scheduler,
+            locks=bundle.path_locks,
+            signer=_signer(bundle),
+            retry=bundle.retry,
+        ),
+        executor=executor,
+        facts=TurnFacts(
+            turn_id=state.turn_id,
+            session_key=state.session_key,
+            envelope=envelope,
+            context=ToolContext(
+                session_key=state.session_key,
+                channel=str(envelope.channel),
+                conversation_id=envelope.conversation_id,
+                requester=envelope.sender.id,
+                delivery=envelope.reply_target,
+                workspace=bundle.workspace,
+                background=envelope.background,
+            ),
+        ),
+        progress=state.progress,
+        cancel=state.cancel,
+    )
+    user = ChatMessage(role="user", content=envelope.text)
+    await _remember(bundle, state, [user])
     try:
-        async with asyncio.timeout(bundle.settings.turn_timeout_s):
-            reply = await bundle.provider.complete(
-                CompletionRequest(system=bundle.settings.system_prompt, messages=messages)
-            )
+        async with asyncio.timeout(settings.turn_timeout_s) as budget:
+            return await _iterate(bundle, state, pipeline, registry.definitions())
     except TimeoutError:
-        log.warning("turn_budget_exceeded", budget_s=bundle.settings.turn_timeout_s)
+        if not budget.expired():
+            raise
+        log.warning("turn_budget_exceeded", budget_s=settings.turn_timeout_s)
+        await _salvage(bundle, state, pipeline)
         return TurnResult(status=TurnStatus.BUDGET_EXCEEDED, text=BUDGET_MESSAGE)
-    except ProviderError as exc:
-        log.warning("provider_failed", error=str(exc))
+    except asyncio.CancelledError:
+        await _salvage(bundle, state, pipeline)
+        raise
+
+
+async def _iterate(
+    bundle: AgentBundle,
+    state: TurnState,
+    pipeline: ToolPipeline,
+    definitions: Sequence[ToolDefinition],
+) -> TurnResult:
+    settings = bundle.settings
+    cap = settings.max_tool_iterations
+    iterations = 0
+    while True:
+        at_cap = iterations >= cap
+        try:
+            reply = await until_cancelled(
+                bundle.provider.complete(
+                    CompletionRequest(
+                        system=settings.system_prompt,
+                        messages=fit_history(state.history, settings.history_max_tokens),
+                        tools=() if at_cap else definitions,
+                    ),
+                    stream=state.progress.stream_text if state.progress.wants_stream else None,
+                ),
+                state.cancel,
+            )
+        except ProviderError as exc:
+            log.warning("provider_failed", error=str(exc), retryable=exc.retryable)
+            return TurnResult(
+                status=TurnStatus.PROVIDER_FAILED, text=PROVIDER_MESSAGE.format(reason=str(exc))
+            )
+        if reply is None:
+            return TurnResult(status=TurnStatus.CANCELLED, text=CANCELLED_MESSAGE)
+        if not reply.tool_calls or at_cap:
+            return await _answer(bundle, state, reply, at_cap=at_cap, cap=cap)
+        iterations += 1
+        report = await pipeline.run_batch(reply.text, reply.tool_calls)
+        state.history.extend(report.messages)
+        if report.verdict is BatchVerdict.ABORTED:
+            return TurnResult(status=TurnStatus.ABORTED, text=ABORTED_MESSAGE)
+        if report.verdict is BatchVerdict.LOOP_STOPPED:
+            return TurnResult(status=TurnStatus.LOOP_STOPPED, text=LOOP_MESSAGE)
+        if report.verdict is BatchVerdict.COMPLETED_RUN:
+            return TurnResult(status=TurnStatus.COMPLETED, text=reply.text.strip())
+        if state.cancel.cancelled:
+            return TurnResult(status=TurnStatus.CANCELLED, text=CANCELLED_MESSAGE)
+
+
+async def _answer(
+    bundle: AgentBundle, state: TurnState, reply: ProviderReply, *, at_cap: bool, cap: int
+) -> TurnResult:
+    """The final answer; at the cap, tool calls the model still wrote are ignored."""
+    text = reply.text.strip()
+    if at_cap:
+        log.info("turn_iteration_cap", cap=cap, ignored_calls=len(reply.tool_calls))
+    if text:
+        await _remember(bundle, state, [ChatMessage(role="assistant", content=reply.text)])
+    if at_cap:
         return TurnResult(
-            status=TurnStatus.PROVIDER_FAILED, text=PROVIDER_MESSAGE.format(reason=str(exc))
+            status=TurnStatus.ITERATION_CAP, text=text or CAP_MESSAGE.format(count=cap)
         )
-    answer = ChatMessage(role="assistant", content=reply.text)
-    await bundle.store.history.append(state.session_key, state.turn_id, [answer])
-    return TurnResult(status=TurnStatus.COMPLETED, text=reply.text)
+    return TurnResult(status=TurnStatus.COMPLETED, text=text)
+
+
+async def _remember(bundle: AgentBundle, state: TurnState, messages: list[ChatMessage]) -> None:
+    await bundle.store.history.append(state.session_key, state.turn_id, messages)
+    state.history.extend(messages)
+
+
+async def _salvage(bundle: AgentBundle, state: TurnState, pipeline: ToolPipeline) -> None:
+    """Complete an interrupted batch in history (outside the expired budget)."""
+    report = await pipeline.salvage()
+    if report is not None:
+        state.history.extend(report.messages)
+
+
+def _signer(bundle: AgentBundle) -> ReceiptSigner | None:
+    if bundle.signer is not None or not bundle.settings.receipts:
+        return bundle.signer
+    try:
+        return ReceiptSigner.from_settings(bundle.settings)
+    except ConfigError as exc:
+        log.error("receipt_key_missing", error=str(exc))
+        return None

@@ -14,9 +14,16 @@ from dataclasses import dataclass, field
 from bot.approval.gate import ApprovalGate
 from bot.config import AgentConfig
 from bot.envelope import IngressEnvelope
+from bot.observe import ExecutionHistory, ToolObserver
 from bot.progress import NullProgress, ProgressSink
 from bot.providers.base import ChatMessage, Provider
 from bot.store import Store
+from bot.tools.execution import RetryPolicy
+from bot.tools.file_locks import PathLocks
+from bot.tools.hooks import ToolHooks
+from bot.tools.receipt import ReceiptSigner
+from bot.tools.registry import ToolRegistry
+from bot.tools.scheduler import ToolScheduler
 from bot.tools.spec import ToolSpec
 
 
@@ -41,18 +48,39 @@ class CancelToken:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentBundle:
-    """What a turn needs that is stable per agent."""
+    """What a turn needs that is stable per agent.
+
+    ``registry`` (when set) is used instead of building one from ``tools``; build it once at
+    start so that a bad spec fails there. ``scheduler`` and ``path_locks`` must be shared by
+    every turn of the process (one bundle per agent does that). ``signer`` is required when
+    ``settings.receipts`` is on (see :meth:`ReceiptSigner.from_settings`). ``workspace`` is
+    the directory relative tool paths resolve against.
+    """
 
     provider: Provider
     settings: AgentConfig
     store: Store
     gate: ApprovalGate
     tools: Sequence[ToolSpec] = ()
+    registry: ToolRegistry | None = None
+    hooks: ToolHooks = field(default_factory=ToolHooks)
+    observer: ToolObserver = field(default_factory=ExecutionHistory)
+    scheduler: ToolScheduler = field(default_factory=ToolScheduler)
+    path_locks: PathLocks = field(default_factory=PathLocks)
+    signer: ReceiptSigner | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    workspace: str | None = None
 
 
 @dataclass(slots=True, kw_only=True)
 class TurnState:
-    """Per-message state of one turn."""
+    """Per-message state of one turn.
+
+    ``history`` is the session's context before this message; ``run_turn`` extends it in
+    place with what the turn appends to the store. ``excluded_tools`` adds the channel's and
+    the conversation's exclusions to the agent's; ``restrict_to`` (when set) narrows the
+    offered tools to those names for this run.
+    """
 
     turn_id: str
     session_key: str
@@ -60,6 +88,8 @@ class TurnState:
     history: list[ChatMessage]
     progress: ProgressSink = field(default_factory=NullProgress)
     cancel: CancelToken = field(default_factory=CancelToken)
+    excluded_tools: tuple[str, ...] = ()
+    restrict_to: frozenset[str] | None = None
 
 
 class TurnStatus(enum.StrEnum):

@@ -20,8 +20,18 @@ from bot.store.approvals import ApprovalRecord
 from bot.store.audit import AuditEntry
 
 FIELDS: tuple[str, ...] = (
-    "id", "at", "channel", "conversation_id", "requester", "tool", "summary", "fingerprint",
-    "decision", "decided_by", "reason", "latency_ms",
+    "id",
+    "at",
+    "channel",
+    "conversation_id",
+    "requester",
+    "tool",
+    "summary",
+    "fingerprint",
+    "decision",
+    "decided_by",
+    "reason",
+    "latency_ms",
 )
 
 
@@ -40,10 +50,17 @@ def entry(
     latency_ms: float = 0.0,
 ) -> AuditEntry:
     return AuditEntry(
-        at=at, channel=channel, conversation_id=conversation_id,
-        requester=scrub_text(requester), tool=tool, summary=summary_json(lines),
-        fingerprint=fingerprint, decision=decision, decided_by=scrub_text(decided_by),
-        reason=scrub_text(reason), latency_ms=round(latency_ms, 3),
+        at=at,
+        channel=channel,
+        conversation_id=conversation_id,
+        requester=scrub_text(requester),
+        tool=tool,
+        summary=summary_json(lines),
+        fingerprint=fingerprint,
+        decision=decision,
+        decided_by=scrub_text(decided_by),
+        reason=scrub_text(reason),
+        latency_ms=round(latency_ms, 3),
     )
 
 
@@ -51,10 +68,17 @@ def entry_for_record(
     record: ApprovalRecord, *, at: float, decision: str, decided_by: str, reason: str = ""
 ) -> AuditEntry:
     return entry(
-        at=at, channel=record.channel, conversation_id=record.conversation_id,
-        requester=record.requester, tool=record.tool, lines=record.summary,
-        fingerprint=record.fingerprint, decision=decision, decided_by=decided_by,
-        reason=reason, latency_ms=max(0.0, (at - record.created_at) * 1000),
+        at=at,
+        channel=record.channel,
+        conversation_id=record.conversation_id,
+        requester=record.requester,
+        tool=record.tool,
+        lines=record.summary,
+        fingerprint=record.fingerprint,
+        decision=decision,
+        decided_by=decided_by,
+        reason=reason,
+        latency_ms=max(0.0, (at - record.created_at) * 1000),
     )
 
 

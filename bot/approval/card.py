@@ -75,12 +75,14 @@ def decision_for(record: ApprovalRecord, fingerprint: str) -> ApprovalDecision:
             return ApprovalDecision(verdict=Verdict.ALWAYS, decided_by=by)
         case ApprovalStatus.DENIED:
             return ApprovalDecision(
-                verdict=Verdict.DENIED, decided_by=by,
+                verdict=Verdict.DENIED,
+                decided_by=by,
                 reason=f"Denied by {by}. The tool did NOT run.",
             )
         case ApprovalStatus.EDITED:
             return ApprovalDecision(
-                verdict=Verdict.EDITED, decided_by=by,
+                verdict=Verdict.EDITED,
+                decided_by=by,
                 reason=f"Denied by {by} with a reply. The tool did NOT run.",
                 replacement_text=record.reply or "",
             )

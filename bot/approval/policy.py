@@ -86,6 +86,10 @@ class ApprovalPolicy:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
 
+    def update_settings(self, settings: Settings) -> None:
+        """Swap in reloaded settings (SIGHUP); later evaluations use them."""
+        self._settings = settings
+
     def for_channel(self, ref: ChannelRef) -> EffectivePolicy:
         return effective_policy(
             self._settings.approval, self._settings.channels.get(ref.kind, ref.alias)

@@ -16,8 +16,19 @@ from bot.scrub import scrub_value
 
 #: Keys shown first, in this order: what a reviewer must see.
 PRIORITY_KEYS: tuple[str, ...] = (
-    "path", "paths", "file", "filename", "directory", "dir", "cwd", "source", "destination",
-    "target", "command", "cmd", "url",
+    "path",
+    "paths",
+    "file",
+    "filename",
+    "directory",
+    "dir",
+    "cwd",
+    "source",
+    "destination",
+    "target",
+    "command",
+    "cmd",
+    "url",
 )
 MAX_VALUE_CHARS = 200
 MAX_LINES = 12

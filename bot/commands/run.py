@@ -32,6 +32,13 @@ def register(subparsers: Any) -> None:
         default=30.0,
         help="seconds running turns may take to finish on SIGTERM before they are cancelled",
     )
+    run.add_argument(
+        "--ready-timeout",
+        type=float,
+        default=30.0,
+        help="seconds to wait for every channel to connect before signalling readiness anyway "
+        "(with a status naming what is not connected)",
+    )
     run.set_defaults(handler=_run)
 
     chat = subparsers.add_parser("chat", help="talk to the agent in this terminal")
@@ -44,22 +51,14 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    settings = _settings(args)
-    configure_logging(settings.logging.level, settings.logging.format)
-    from bot.app import App
+    from bot.daemon import DaemonOptions, run_daemon
 
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    app = App(settings)
-    await app.start()
-    try:
-        await stop.wait()
-        log.info("shutdown_requested")
-    finally:
-        await app.stop(drain_timeout_s=args.drain_timeout)
-    return 0
+    options = DaemonOptions(
+        config_path=resolve_config_path(args.config),
+        drain_timeout_s=args.drain_timeout,
+        ready_timeout_s=args.ready_timeout,
+    )
+    return await run_daemon(options)
 
 
 async def _chat(args: argparse.Namespace) -> int:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anthropic
+import httpx2
 import structlog
 from anthropic.types import Message, RawMessageStreamEvent
 
@@ -28,7 +29,15 @@ from bot.providers.base import (
     Usage,
 )
 from bot.providers.call_id import new_call_id
-from bot.providers.retry import AttemptFailed, Retrier, classify_status, parse_retry_after
+from bot.providers.retry import (
+    AttemptFailed,
+    Retrier,
+    classify_status,
+    connection_failure,
+    parse_retry_after,
+    timeout_failure,
+    transport_failure,
+)
 from bot.scrub import scrub_text
 
 log = structlog.get_logger(__name__)
@@ -140,6 +149,10 @@ class AnthropicProvider:
                 return self._reply(message)
             except anthropic.APIError as exc:
                 raise self._failure(exc) from None
+            except httpx2.TransportError as exc:
+                raise transport_failure(
+                    exc, provider=self.name, timeout_s=self._config.timeout_s
+                ) from None
 
         return await self._retrier.run(attempt, stream)
 
@@ -235,13 +248,9 @@ class AnthropicProvider:
 
     def _failure(self, exc: anthropic.APIError) -> AttemptFailed:
         if isinstance(exc, anthropic.APITimeoutError):
-            return AttemptFailed(
-                f"{self.name} did not answer within {self._config.timeout_s:g}s",
-                retryable=True,
-                timed_out=True,
-            )
+            return timeout_failure(self.name, self._config.timeout_s)
         if isinstance(exc, anthropic.APIConnectionError):
-            return AttemptFailed(f"cannot reach {self.name}", retryable=True)
+            return connection_failure(self.name)
         if isinstance(exc, anthropic.APIStatusError):
             log.warning(
                 "provider_http_error",

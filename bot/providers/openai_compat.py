@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx2
 import openai
 import structlog
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
@@ -26,7 +27,15 @@ from bot.providers.base import (
     Usage,
 )
 from bot.providers.call_id import new_call_id
-from bot.providers.retry import AttemptFailed, Retrier, classify_status, parse_retry_after
+from bot.providers.retry import (
+    AttemptFailed,
+    Retrier,
+    classify_status,
+    connection_failure,
+    parse_retry_after,
+    timeout_failure,
+    transport_failure,
+)
 from bot.scrub import scrub_text
 
 log = structlog.get_logger(__name__)
@@ -86,11 +95,19 @@ class _PendingCall:
     arguments: list[str] = field(default_factory=list)
 
 
+def _starts_new_call(slot: _PendingCall, call_id: str | None, name: str | None) -> bool:
+    """A fragment opens a new call when it brings a different id, or a name without a
+    matching id, to a slot that already has one (servers that number every call 0)."""
+    if call_id and slot.id and call_id != slot.id:
+        return True
+    return bool(name and slot.name and not (call_id and call_id == slot.id))
+
+
 class _ToolCallAssembler:
     """Collects streamed tool-call fragments by index into whole calls.
 
-    A fragment carrying a new id for an index that already holds a different id starts a new
-    call: some servers number every call 0.
+    Fragments normally continue the call at their index; see :func:`_starts_new_call` for
+    servers that number every call 0.
     """
 
     def __init__(self) -> None:
@@ -101,7 +118,7 @@ class _ToolCallAssembler:
         slot = self._by_index.get(index) if index is not None else None
         if slot is None and index is None and not call_id and self._calls:
             slot = self._calls[-1]
-        if slot is not None and call_id and slot.id and call_id != slot.id:
+        if slot is not None and _starts_new_call(slot, call_id, name):
             slot = None
         if slot is None:
             slot = _PendingCall()
@@ -167,6 +184,10 @@ class OpenAICompatProvider:
                 return self._reply(response)
             except openai.APIError as exc:
                 raise self._failure(exc) from None
+            except httpx2.TransportError as exc:
+                raise transport_failure(
+                    exc, provider=self.name, timeout_s=self._config.timeout_s
+                ) from None
 
         return await self._retrier.run(attempt, stream)
 
@@ -262,13 +283,9 @@ class OpenAICompatProvider:
 
     def _failure(self, exc: openai.APIError) -> AttemptFailed:
         if isinstance(exc, openai.APITimeoutError):
-            return AttemptFailed(
-                f"{self.name} did not answer within {self._config.timeout_s:g}s",
-                retryable=True,
-                timed_out=True,
-            )
+            return timeout_failure(self.name, self._config.timeout_s)
         if isinstance(exc, openai.APIConnectionError):
-            return AttemptFailed(f"cannot reach {self.name}", retryable=True)
+            return connection_failure(self.name)
         if isinstance(exc, openai.APIStatusError):
             log.warning(
                 "provider_http_error",

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TypeVar
 
+import httpx2
 import structlog
 
 from bot.errors import ProviderError, ProviderTimeout
@@ -54,7 +55,7 @@ class RetryPolicy:
     def backoff(self, retry_index: int, *, jitter: float) -> float:
         """The wait before retry ``retry_index`` when the server gave no hint;
         ``jitter`` is in [0, 1)."""
-        ceiling = min(self.max_delay_s, self.base_delay_s * (2**retry_index))
+        ceiling = min(self.max_delay_s, self.base_delay_s * 2.0**retry_index)
         return ceiling / 2 + ceiling / 2 * jitter
 
 
@@ -125,6 +126,25 @@ def classify_status(status: int, *, provider: str, retry_after_s: float | None) 
         retry_after_s=retry_after_s,
         status=status,
     )
+
+
+def timeout_failure(provider: str, timeout_s: float) -> AttemptFailed:
+    return AttemptFailed(
+        f"{provider} did not answer within {timeout_s:g}s", retryable=True, timed_out=True
+    )
+
+
+def connection_failure(provider: str) -> AttemptFailed:
+    return AttemptFailed(f"cannot reach {provider} (connection failed or was cut)", retryable=True)
+
+
+def transport_failure(
+    exc: httpx2.TransportError, *, provider: str, timeout_s: float
+) -> AttemptFailed:
+    """A raw transport error that escaped the SDK (e.g. a stream cut while being read)."""
+    if isinstance(exc, httpx2.TimeoutException):
+        return timeout_failure(provider, timeout_s)
+    return connection_failure(provider)
 
 
 class Retrier:

@@ -22,6 +22,7 @@ from bot.providers.base import (
     CompletionRequest,
     Provider,
     ProviderReply,
+    Role,
     StreamSink,
     ToolCallRequest,
     ToolDefinition,
@@ -113,6 +114,7 @@ def render_history(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
     names = {call.id: call.name for m in messages for call in m.tool_calls}
     out: list[ChatMessage] = []
     for message in messages:
+        role: Role
         if message.role == "tool":
             name = message.name or names.get(message.tool_call_id or "", "")
             role = "user"

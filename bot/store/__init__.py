@@ -15,6 +15,7 @@ from bot.store.db import Database
 from bot.store.grants import Grants
 from bot.store.history import History
 from bot.store.inbox import Inbox, InboxStatus
+from bot.store.memory import MemoryNotes
 from bot.store.pairings import Pairings
 from bot.store.tool_calls import ToolCallRecord, ToolCalls
 
@@ -30,6 +31,7 @@ class Store:
         self.history = History(db)
         self.tool_calls = ToolCalls(db)
         self.channel_state = ChannelState(db)
+        self.memory = MemoryNotes(db)
         self.approvals = Approvals(db)
         self.grants = Grants(db)
         self.audit = AuditLog(db)

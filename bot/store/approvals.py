@@ -79,13 +79,24 @@ def _record(row: Row) -> ApprovalRecord:
         for r in json.loads(row["card_refs"])
     )
     return ApprovalRecord(
-        id=row["id"], channel=row["channel"], conversation_id=row["conversation_id"],
-        thread_id=row["thread_id"], session_key=row["session_key"], requester=row["requester"],
-        requester_name=row["requester_name"], tool=row["tool"], fingerprint=row["fingerprint"],
-        summary=tuple(json.loads(row["summary"])), ask_reason=row["ask_reason"],
-        status=ApprovalStatus(row["status"]), decided_by=row["decided_by"],
-        reason=row["reason"], reply=row["reply"], card_refs=refs,
-        created_at=float(row["created_at"]), expires_at=float(row["expires_at"]),
+        id=row["id"],
+        channel=row["channel"],
+        conversation_id=row["conversation_id"],
+        thread_id=row["thread_id"],
+        session_key=row["session_key"],
+        requester=row["requester"],
+        requester_name=row["requester_name"],
+        tool=row["tool"],
+        fingerprint=row["fingerprint"],
+        summary=tuple(json.loads(row["summary"])),
+        ask_reason=row["ask_reason"],
+        status=ApprovalStatus(row["status"]),
+        decided_by=row["decided_by"],
+        reason=row["reason"],
+        reply=row["reply"],
+        card_refs=refs,
+        created_at=float(row["created_at"]),
+        expires_at=float(row["expires_at"]),
         decided_at=row["decided_at"],
     )
 
@@ -103,18 +114,32 @@ class Approvals:
             " card_refs, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
             " ?, ?, ?)",
             (
-                rec.id, rec.channel, rec.conversation_id, rec.thread_id, rec.session_key,
-                rec.requester, rec.requester_name, rec.tool, rec.fingerprint,
-                json.dumps(list(rec.summary)), rec.ask_reason, ApprovalStatus.PENDING,
-                "[]", rec.created_at, rec.expires_at,
+                rec.id,
+                rec.channel,
+                rec.conversation_id,
+                rec.thread_id,
+                rec.session_key,
+                rec.requester,
+                rec.requester_name,
+                rec.tool,
+                rec.fingerprint,
+                json.dumps(list(rec.summary)),
+                rec.ask_reason,
+                ApprovalStatus.PENDING,
+                "[]",
+                rec.created_at,
+                rec.expires_at,
             ),
         )
 
     async def set_card_refs(self, approval_id: str, refs: Sequence[CardRef]) -> None:
         payload = json.dumps(
             [
-                {"conversation_id": r.conversation_id, "thread_id": r.thread_id,
-                 "message_id": r.message_id}
+                {
+                    "conversation_id": r.conversation_id,
+                    "thread_id": r.thread_id,
+                    "message_id": r.message_id,
+                }
                 for r in refs
             ]
         )
@@ -146,17 +171,20 @@ class Approvals:
         """Move a pending row to ``resolution`` and append ``audit`` (and create ``grant``)
         atomically. False, with nothing written, when the row is not pending any more."""
         async with self._db.transaction() as tx:
-            row = await tx.fetchone(
-                "SELECT status FROM approvals WHERE id = ?", (approval_id,)
-            )
+            row = await tx.fetchone("SELECT status FROM approvals WHERE id = ?", (approval_id,))
             if row is None or row["status"] != ApprovalStatus.PENDING:
                 return False
             await tx.execute(
                 "UPDATE approvals SET status = ?, decided_by = ?, reason = ?, reply = ?,"
                 " decided_at = ? WHERE id = ? AND status = ?",
                 (
-                    resolution.status, resolution.decided_by, resolution.reason,
-                    resolution.reply, resolution.at, approval_id, ApprovalStatus.PENDING,
+                    resolution.status,
+                    resolution.decided_by,
+                    resolution.reason,
+                    resolution.reply,
+                    resolution.at,
+                    approval_id,
+                    ApprovalStatus.PENDING,
                 ),
             )
             await AuditLog.append_in(tx, audit)

@@ -37,18 +37,34 @@ _INSERT = (
 
 def _params(entry: AuditEntry) -> tuple[object, ...]:
     return (
-        entry.at, entry.channel, entry.conversation_id, entry.requester, entry.tool,
-        entry.summary, entry.fingerprint, entry.decision, entry.decided_by, entry.reason,
+        entry.at,
+        entry.channel,
+        entry.conversation_id,
+        entry.requester,
+        entry.tool,
+        entry.summary,
+        entry.fingerprint,
+        entry.decision,
+        entry.decided_by,
+        entry.reason,
         entry.latency_ms,
     )
 
 
 def _entry(row: Row) -> AuditEntry:
     return AuditEntry(
-        id=int(row["id"]), at=float(row["at"]), channel=row["channel"],
-        conversation_id=row["conversation_id"], requester=row["requester"], tool=row["tool"],
-        summary=row["summary"], fingerprint=row["fingerprint"], decision=row["decision"],
-        decided_by=row["decided_by"], reason=row["reason"], latency_ms=float(row["latency_ms"]),
+        id=int(row["id"]),
+        at=float(row["at"]),
+        channel=row["channel"],
+        conversation_id=row["conversation_id"],
+        requester=row["requester"],
+        tool=row["tool"],
+        summary=row["summary"],
+        fingerprint=row["fingerprint"],
+        decision=row["decision"],
+        decided_by=row["decided_by"],
+        reason=row["reason"],
+        latency_ms=float(row["latency_ms"]),
     )
 
 

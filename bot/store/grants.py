@@ -46,9 +46,14 @@ _INSERT = (
 
 def _record(row: Row) -> GrantRecord:
     return GrantRecord(
-        id=int(row["id"]), tool=row["tool"], scope=row["scope"], scope_key=row["scope_key"],
-        granted_by=row["granted_by"], created_at=float(row["created_at"]),
-        expires_at=row["expires_at"], revoked_at=row["revoked_at"],
+        id=int(row["id"]),
+        tool=row["tool"],
+        scope=row["scope"],
+        scope_key=row["scope_key"],
+        granted_by=row["granted_by"],
+        created_at=float(row["created_at"]),
+        expires_at=row["expires_at"],
+        revoked_at=row["revoked_at"],
     )
 
 
@@ -66,8 +71,14 @@ class Grants:
     async def create_in(tx: Transaction, grant: NewGrant) -> int:
         return await tx.execute(
             _INSERT,
-            (grant.tool, grant.scope, grant.scope_key, grant.granted_by, grant.created_at,
-             grant.expires_at),
+            (
+                grant.tool,
+                grant.scope,
+                grant.scope_key,
+                grant.granted_by,
+                grant.created_at,
+                grant.expires_at,
+            ),
         )
 
     async def find_active(

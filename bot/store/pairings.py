@@ -29,10 +29,15 @@ class PairingRecord:
 
 def _record(row: Row) -> PairingRecord:
     return PairingRecord(
-        code=row["code"], channel=row["channel"], user_id=row["user_id"],
-        display_name=row["display_name"], status=row["status"],
-        created_at=float(row["created_at"]), expires_at=float(row["expires_at"]),
-        approved_by=row["approved_by"], approved_at=row["approved_at"],
+        code=row["code"],
+        channel=row["channel"],
+        user_id=row["user_id"],
+        display_name=row["display_name"],
+        status=row["status"],
+        created_at=float(row["created_at"]),
+        expires_at=float(row["expires_at"]),
+        approved_by=row["approved_by"],
+        approved_at=row["approved_at"],
     )
 
 
@@ -46,8 +51,7 @@ class Pairings:
         await self._db.execute(
             "INSERT INTO pairings (code, channel, user_id, display_name, status, created_at,"
             " expires_at) VALUES (?, ?, ?, ?, 'pending', ?, ?)",
-            (rec.code, rec.channel, rec.user_id, rec.display_name, rec.created_at,
-             rec.expires_at),
+            (rec.code, rec.channel, rec.user_id, rec.display_name, rec.created_at, rec.expires_at),
         )
 
     async def get(self, code: str) -> PairingRecord | None:
@@ -57,8 +61,7 @@ class Pairings:
     async def for_user(self, channel: str, user_id: str) -> list[PairingRecord]:
         """Every pairing of one user on one channel, newest first."""
         rows = await self._db.fetchall(
-            "SELECT * FROM pairings WHERE channel = ? AND user_id = ?"
-            " ORDER BY created_at DESC",
+            "SELECT * FROM pairings WHERE channel = ? AND user_id = ? ORDER BY created_at DESC",
             (channel, user_id),
         )
         return [_record(r) for r in rows]
@@ -81,8 +84,7 @@ class Pairings:
         """Approve a pending, unexpired code; None when there is no such code."""
         async with self._db.transaction() as tx:
             row = await tx.fetchone(
-                "SELECT * FROM pairings WHERE code = ? AND status = 'pending'"
-                " AND expires_at > ?",
+                "SELECT * FROM pairings WHERE code = ? AND status = 'pending' AND expires_at > ?",
                 (code, now),
             )
             if row is None:

@@ -90,7 +90,10 @@ async def run_before_hooks(hooks: ToolHooks, call: HookCall) -> HookResult:
         require = strictest(require, decision.require)
         if decision.cancel:
             return HookResult(
-                name=name, arguments=arguments, cancelled=True, rewritten=rewritten,
+                name=name,
+                arguments=arguments,
+                cancelled=True,
+                rewritten=rewritten,
                 require=require,
             )
         if decision.name is not None and decision.name != name:

@@ -8,6 +8,7 @@ few, so the cache stays small).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any, cast
 
 from jsonschema import exceptions as schema_errors
 from jsonschema import validators
@@ -23,16 +24,20 @@ class ArgumentValidator:
     __slots__ = ("_validator",)
 
     def __init__(self, schema: Mapping[str, object]) -> None:
-        cls = validators.validator_for(schema)
+        # JSON values are typed as ``object`` here; the library's stubs want ``Any``
+        document = cast(dict[str, Any], schema)
+        cls = validators.validator_for(document)
         try:
-            cls.check_schema(schema)
+            cls.check_schema(document)
         except schema_errors.SchemaError as exc:
             raise RegistryError(f"invalid parameters schema: {exc.message}") from None
-        self._validator = cls(schema)
+        self._validator = cls(document)
 
     def problem(self, arguments: Mapping[str, object]) -> str | None:
         """``None`` when valid, else a short description of the most relevant error."""
-        error = schema_errors.best_match(self._validator.iter_errors(arguments))
+        error = schema_errors.best_match(
+            self._validator.iter_errors(cast(Mapping[str, Any], arguments))
+        )
         if error is None:
             return None
         where = "/".join(str(p) for p in error.absolute_path)

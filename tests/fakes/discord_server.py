@@ -13,14 +13,19 @@ callback answers with an ``{"interaction": …, "resource": …}`` body.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from aiohttp import WSMsgType, web
+
+from bot.channel import ApprovalClick, Channel, ChannelHost, ClickVerdict, HealthState
+from bot.envelope import IngressEnvelope
 
 JSON = dict[str, Any]
 TIMESTAMP = "2025-01-01T00:00:00.000000+00:00"
@@ -49,6 +54,7 @@ class FakeGuild:
     name: str = "hatchway-test"
     channels: dict[str, str] = field(default_factory=dict)  # id -> name
     roles: dict[str, str] = field(default_factory=dict)  # id -> name (besides @everyone)
+    threads: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (parent, owner)
 
 
 class FakeDiscord:
@@ -57,8 +63,12 @@ class FakeDiscord:
     def __init__(self, *, token: str = BOT_TOKEN, bot_id: str = "900000000000000001") -> None:
         self.token = token
         self.bot_user: JSON = {
-            "id": bot_id, "username": "hatchway", "discriminator": "0", "global_name": None,
-            "avatar": None, "bot": True,
+            "id": bot_id,
+            "username": "hatchway",
+            "discriminator": "0",
+            "global_name": None,
+            "avatar": None,
+            "bot": True,
         }
         self.application_id = "900000000000000002"
         self.guilds: list[FakeGuild] = []
@@ -67,6 +77,8 @@ class FakeDiscord:
         self.identify_close_code: int | None = None
         self.identifies = 0
         self.resumes = 0
+        self.resume_gate = asyncio.Event()  # cleared by a test to hold RESUME unanswered
+        self.resume_gate.set()
         self.base_url = ""
         self.gateway_url = ""
         self._ids = itertools.count(950_000_000_000_000_000)
@@ -101,15 +113,27 @@ class FakeDiscord:
     def new_id(self) -> str:
         return str(next(self._ids))
 
-    def add_guild(self, *, channels: Mapping[str, str], roles: Mapping[str, str] = {}) -> FakeGuild:
-        guild = FakeGuild(id=self.new_id(), channels=dict(channels), roles=dict(roles))
+    def add_guild(
+        self,
+        *,
+        channels: Mapping[str, str],
+        roles: Mapping[str, str] | None = None,
+        threads: Mapping[str, tuple[str, str]] | None = None,
+        guild_id: str | None = None,
+    ) -> FakeGuild:
+        guild = FakeGuild(
+            id=guild_id or self.new_id(),
+            channels=dict(channels),
+            roles=dict(roles or {}),
+            threads=dict(threads or {}),
+        )
         self.guilds.append(guild)
         return guild
 
     # waiting ---------------------------------------------------------------------------
 
     async def wait_for_call(
-        self, method: str, path_regex: str, *, count: int = 1, timeout: float = 10.0
+        self, method: str, path_regex: str, *, count: int = 1, within: float = 10.0
     ) -> list[Call]:
         """Wait until ``count`` calls matching method and path (regex, full match) arrived."""
         pattern = re.compile(path_regex)
@@ -117,7 +141,7 @@ class FakeDiscord:
         def matching() -> list[Call]:
             return [c for c in self.calls if c.method == method and pattern.fullmatch(c.path)]
 
-        async with asyncio.timeout(timeout), self._changed:
+        async with asyncio.timeout(within), self._changed:
             await self._changed.wait_for(lambda: len(matching()) >= count)
         return matching()
 
@@ -125,8 +149,8 @@ class FakeDiscord:
         pattern = re.compile(path_regex)
         return [c for c in self.calls if c.method == method and pattern.fullmatch(c.path)]
 
-    async def wait_for_gateway(self, *, identifies: int = 1, timeout: float = 10.0) -> None:
-        async with asyncio.timeout(timeout), self._changed:
+    async def wait_for_gateway(self, *, identifies: int = 1, within: float = 10.0) -> None:
+        async with asyncio.timeout(within), self._changed:
             await self._changed.wait_for(lambda: self.identifies >= identifies)
 
     async def _notify(self) -> None:
@@ -164,6 +188,7 @@ class FakeDiscord:
             elif op == 2:
                 await self._identify(ws, payload["d"])
             elif op == 6:
+                await self.resume_gate.wait()
                 self.resumes += 1
                 self._ws_ready.set()
                 frame = {"op": 0, "s": next(self._seq), "t": "RESUMED", "d": {}}
@@ -178,14 +203,22 @@ class FakeDiscord:
             await ws.close(code=self.identify_close_code or 4004)
             return
         ready = {
-            "v": 10, "user": self.bot_user, "session_id": "fake-session",
-            "resume_gateway_url": self.gateway_url, "shard": [0, 1],
+            "v": 10,
+            "user": self.bot_user,
+            "session_id": "fake-session",
+            "resume_gateway_url": self.gateway_url,
+            "shard": [0, 1],
             "guilds": [{"id": g.id, "unavailable": True} for g in self.guilds],
             "application": {"id": self.application_id, "flags": 0},
         }
         await ws.send_str(json.dumps({"op": 0, "s": next(self._seq), "t": "READY", "d": ready}))
         for guild in self.guilds:
-            frame = {"op": 0, "s": next(self._seq), "t": "GUILD_CREATE", "d": self.guild_payload(guild)}
+            frame = {
+                "op": 0,
+                "s": next(self._seq),
+                "t": "GUILD_CREATE",
+                "d": self.guild_payload(guild),
+            }
             await ws.send_str(json.dumps(frame))
         self._ws_ready.set()
 
@@ -197,8 +230,9 @@ class FakeDiscord:
         if request.can_read_body:
             raw = await request.read()
             body = cast(JSON, json.loads(raw)) if raw else None
-        self.calls.append(Call(method=request.method, path=path, body=body,
-                               query=dict(request.query)))
+        self.calls.append(
+            Call(method=request.method, path=path, body=body, query=dict(request.query))
+        )
         try:
             if request.headers.get("Authorization") != f"Bot {self.token}" and not path.startswith(
                 "/interactions/"
@@ -213,9 +247,8 @@ class FakeDiscord:
             return _json(self.bot_user)
         if (method, path) == ("GET", "/oauth2/applications/@me"):
             return _json(self.application_payload())
-        if m := re.fullmatch(r"/channels/(\d+)/messages", path):
-            if method == "POST":
-                return _json(self._store_message(m[1], body))
+        if (m := re.fullmatch(r"/channels/(\d+)/messages", path)) and method == "POST":
+            return _json(self._store_message(m[1], body))
         if m := re.fullmatch(r"/channels/(\d+)/messages/(\d+)", path):
             stored = self.messages.get(m[2])
             if stored is None:
@@ -229,24 +262,28 @@ class FakeDiscord:
         if re.fullmatch(r"/channels/\d+/typing", path):
             return web.Response(status=204)
         if m := re.fullmatch(r"/channels/(\d+)/messages/(\d+)/threads", path):
-            return _json({
-                "id": m[2], "type": 11, "parent_id": m[1], "name": body.get("name", ""),
-                "owner_id": self.bot_user["id"], "guild_id": self.guild_of(m[1]),
-                "thread_metadata": {"archived": False, "auto_archive_duration": 1440,
-                                    "archive_timestamp": TIMESTAMP, "locked": False},
-                "message_count": 0, "member_count": 1, "rate_limit_per_user": 0,
-            }, 201)
+            thread = thread_payload(m[2], m[1], self.bot_user["id"], self.guild_of(m[1]))
+            for guild in self.guilds:
+                if m[1] in guild.channels:
+                    guild.threads[m[2]] = (m[1], self.bot_user["id"])
+            return _json({**thread, "name": body.get("name", "")}, 201)
         if m := re.fullmatch(r"/interactions/(\d+)/[^/]+/callback", path):
             message = body.get("data")
             resource: JSON = {"type": body.get("type")}
             if isinstance(message, dict):
                 resource["message"] = self._message_payload("0", message)
-            return _json({
-                "interaction": {"id": m[1], "type": 3,
-                                "response_message_ephemeral": bool(
-                                    isinstance(message, dict) and message.get("flags", 0) & 64)},
-                "resource": resource,
-            })
+            return _json(
+                {
+                    "interaction": {
+                        "id": m[1],
+                        "type": 3,
+                        "response_message_ephemeral": bool(
+                            isinstance(message, dict) and message.get("flags", 0) & 64
+                        ),
+                    },
+                    "resource": resource,
+                }
+            )
         return _json({"message": f"fake has no route {method} {path}", "code": 0}, 404)
 
     def _store_message(self, channel_id: str, body: JSON) -> JSON:
@@ -256,15 +293,18 @@ class FakeDiscord:
 
     def _message_payload(self, channel_id: str, body: JSON) -> JSON:
         payload = message_payload(
-            id=self.new_id(), channel_id=channel_id, author=self.bot_user,
-            content=str(body.get("content") or ""), guild_id=self.guild_of(channel_id),
+            id=self.new_id(),
+            channel_id=channel_id,
+            author=self.bot_user,
+            content=str(body.get("content") or ""),
+            guild_id=self.guild_of(channel_id),
         )
         payload["components"] = body.get("components") or []
         return payload
 
     def guild_of(self, channel_id: str) -> str | None:
         for guild in self.guilds:
-            if channel_id in guild.channels:
+            if channel_id in guild.channels or channel_id in guild.threads:
                 return guild.id
         return None
 
@@ -272,39 +312,117 @@ class FakeDiscord:
 
     def application_payload(self) -> JSON:
         return {
-            "id": self.application_id, "name": "hatchway", "icon": None, "description": "",
-            "rpc_origins": [], "bot_public": True, "bot_require_code_grant": False,
-            "verify_key": "0" * 64, "flags": 0, "team": None,
+            "id": self.application_id,
+            "name": "hatchway",
+            "icon": None,
+            "description": "",
+            "rpc_origins": [],
+            "bot_public": True,
+            "bot_require_code_grant": False,
+            "verify_key": "0" * 64,
+            "flags": 0,
+            "team": None,
             "owner": {k: self.bot_user[k] for k in ("id", "username", "discriminator", "avatar")},
         }
 
     def guild_payload(self, guild: FakeGuild) -> JSON:
-        everyone = {"id": guild.id, "name": "@everyone", "permissions": "0", "position": 0,
-                    "color": 0, "hoist": False, "managed": False, "mentionable": False}
+        everyone = {
+            "id": guild.id,
+            "name": "@everyone",
+            "permissions": "0",
+            "position": 0,
+            "color": 0,
+            "hoist": False,
+            "managed": False,
+            "mentionable": False,
+        }
         roles = [everyone] + [
             {**everyone, "id": rid, "name": name, "position": i + 1}
             for i, (rid, name) in enumerate(guild.roles.items())
         ]
         channels = [
-            {"id": cid, "type": 0, "name": name, "position": i, "guild_id": guild.id,
-             "permission_overwrites": [], "nsfw": False, "parent_id": None}
+            {
+                "id": cid,
+                "type": 0,
+                "name": name,
+                "position": i,
+                "guild_id": guild.id,
+                "permission_overwrites": [],
+                "nsfw": False,
+                "parent_id": None,
+            }
             for i, (cid, name) in enumerate(guild.channels.items())
         ]
+        threads = [
+            thread_payload(tid, parent, owner, guild.id)
+            for tid, (parent, owner) in guild.threads.items()
+        ]
         return {
-            "id": guild.id, "name": guild.name, "owner_id": "1", "roles": roles,
-            "channels": channels, "threads": [], "emojis": [], "stickers": [], "features": [],
-            "member_count": 2, "large": False, "unavailable": False, "voice_states": [],
-            "presences": [], "verification_level": 0, "default_message_notifications": 0,
-            "explicit_content_filter": 0, "mfa_level": 0, "premium_tier": 0,
-            "preferred_locale": "en-US", "nsfw_level": 0, "joined_at": TIMESTAMP,
-            "members": [{"user": self.bot_user, "roles": [], "joined_at": TIMESTAMP,
-                         "deaf": False, "mute": False}],
+            "id": guild.id,
+            "name": guild.name,
+            "owner_id": "1",
+            "roles": roles,
+            "channels": channels,
+            "threads": threads,
+            "emojis": [],
+            "stickers": [],
+            "features": [],
+            "member_count": 2,
+            "large": False,
+            "unavailable": False,
+            "voice_states": [],
+            "presences": [],
+            "verification_level": 0,
+            "default_message_notifications": 0,
+            "explicit_content_filter": 0,
+            "mfa_level": 0,
+            "premium_tier": 0,
+            "preferred_locale": "en-US",
+            "nsfw_level": 0,
+            "joined_at": TIMESTAMP,
+            "members": [
+                {
+                    "user": self.bot_user,
+                    "roles": [],
+                    "joined_at": TIMESTAMP,
+                    "deaf": False,
+                    "mute": False,
+                    "flags": 0,
+                }
+            ],
         }
 
 
+def thread_payload(thread_id: str, parent_id: str, owner_id: str, guild_id: str | None) -> JSON:
+    """A public thread channel object."""
+    return {
+        "id": thread_id,
+        "type": 11,
+        "parent_id": parent_id,
+        "name": "thread",
+        "owner_id": owner_id,
+        "guild_id": guild_id,
+        "message_count": 0,
+        "member_count": 1,
+        "rate_limit_per_user": 0,
+        "thread_metadata": {
+            "archived": False,
+            "auto_archive_duration": 1440,
+            "archive_timestamp": TIMESTAMP,
+            "locked": False,
+        },
+    }
+
+
 def user_payload(user_id: str, name: str, *, bot: bool = False) -> JSON:
-    return {"id": user_id, "username": name, "discriminator": "0", "global_name": name,
-            "avatar": None, "bot": bot}
+    return {
+        "id": user_id,
+        "username": name,
+        "discriminator": "0",
+        "global_name": name,
+        "avatar": None,
+        "bot": bot,
+    }
 
 
 def message_payload(
@@ -321,21 +439,39 @@ def message_payload(
 ) -> JSON:
     """A MESSAGE_CREATE payload (and the shape of REST message replies)."""
     payload: JSON = {
-        "id": id, "channel_id": channel_id, "author": author, "content": content,
-        "timestamp": TIMESTAMP, "edited_timestamp": None, "tts": False,
-        "mention_everyone": False, "mentions": mentions or [], "mention_roles": [],
-        "attachments": attachments or [], "embeds": [], "pinned": False, "type": 0, "flags": 0,
+        "id": id,
+        "channel_id": channel_id,
+        "author": author,
+        "content": content,
+        "timestamp": TIMESTAMP,
+        "edited_timestamp": None,
+        "tts": False,
+        "mention_everyone": False,
+        "mentions": mentions or [],
+        "mention_roles": [],
+        "attachments": attachments or [],
+        "embeds": [],
+        "pinned": False,
+        "type": 0,
+        "flags": 0,
         "components": [],
     }
     if guild_id is not None:
         payload["guild_id"] = guild_id
-        payload["member"] = {"roles": member_roles or [], "joined_at": TIMESTAMP,
-                             "deaf": False, "mute": False}
+        payload["member"] = {
+            "roles": member_roles or [],
+            "joined_at": TIMESTAMP,
+            "deaf": False,
+            "mute": False,
+            "flags": 0,
+        }
     if referenced is not None:
         payload["type"] = 19
         payload["referenced_message"] = referenced
-        payload["message_reference"] = {"message_id": referenced["id"],
-                                        "channel_id": referenced["channel_id"]}
+        payload["message_reference"] = {
+            "message_id": referenced["id"],
+            "channel_id": referenced["channel_id"],
+        }
     return payload
 
 
@@ -352,34 +488,132 @@ def component_interaction(
     """An INTERACTION_CREATE payload for a button (type 3, component_type 2) on ``message``."""
     channel_type = 0 if guild_id else 1
     payload: JSON = {
-        "id": id, "application_id": application_id, "type": 3, "token": f"itoken{id}",
-        "version": 1, "channel_id": message["channel_id"],
+        "id": id,
+        "application_id": application_id,
+        "type": 3,
+        "token": f"itoken{id}",
+        "version": 1,
+        "channel_id": message["channel_id"],
         "channel": {"id": message["channel_id"], "type": channel_type},
-        "message": message, "data": {"custom_id": custom_id, "component_type": 2},
-        "locale": "en-US", "app_permissions": "0", "entitlements": [],
-        "authorizing_integration_owners": {}, "attachment_size_limit": 8_388_608,
+        "message": message,
+        "data": {"custom_id": custom_id, "component_type": 2},
+        "locale": "en-US",
+        "app_permissions": "0",
+        "entitlements": [],
+        "authorizing_integration_owners": {},
+        "attachment_size_limit": 8_388_608,
     }
     if guild_id is not None:
         payload["guild_id"] = guild_id
         payload["guild_locale"] = "en-US"
-        payload["member"] = {"user": user, "roles": roles or [], "joined_at": TIMESTAMP,
-                             "deaf": False, "mute": False, "permissions": "0", "flags": 0}
+        payload["member"] = {
+            "user": user,
+            "roles": roles or [],
+            "joined_at": TIMESTAMP,
+            "deaf": False,
+            "mute": False,
+            "permissions": "0",
+            "flags": 0,
+        }
     else:
         payload["user"] = user
     return payload
 
 
 def reaction_add(
-    *, message: JSON, user: JSON, emoji: str, guild_id: str | None = None,
+    *,
+    message: JSON,
+    user: JSON,
+    emoji: str,
+    guild_id: str | None = None,
     roles: list[str] | None = None,
 ) -> JSON:
     """A MESSAGE_REACTION_ADD payload for a unicode ``emoji`` on ``message``."""
     payload: JSON = {
-        "user_id": user["id"], "channel_id": message["channel_id"], "message_id": message["id"],
-        "emoji": {"id": None, "name": emoji}, "burst": False, "type": 0,
+        "user_id": user["id"],
+        "channel_id": message["channel_id"],
+        "message_id": message["id"],
+        "emoji": {"id": None, "name": emoji},
+        "burst": False,
+        "type": 0,
     }
     if guild_id is not None:
         payload["guild_id"] = guild_id
-        payload["member"] = {"user": user, "roles": roles or [], "joined_at": TIMESTAMP,
-                             "deaf": False, "mute": False}
+        payload["member"] = {
+            "user": user,
+            "roles": roles or [],
+            "joined_at": TIMESTAMP,
+            "deaf": False,
+            "mute": False,
+            "flags": 0,
+        }
     return payload
+
+
+# test-side helpers -------------------------------------------------------------------------
+
+
+class RecordingHost:
+    """A real :class:`~bot.channel.ChannelHost`: records envelopes and clicks, and answers a
+    click ACCEPTED for configured approvers (user id or role), NOT_AUTHORISED for others and
+    UNKNOWN for approval ids it does not hold."""
+
+    def __init__(
+        self,
+        *,
+        approvers: Sequence[str] = (),
+        approver_roles: Sequence[str] = (),
+        pending: Sequence[str] = (),
+    ) -> None:
+        self.envelopes: list[IngressEnvelope] = []
+        self.clicks: list[ApprovalClick] = []
+        self.approvers = set(approvers)
+        self.approver_roles = set(approver_roles)
+        self.pending = set(pending)
+        self._changed = asyncio.Condition()
+
+    async def deliver(self, envelope: IngressEnvelope) -> None:
+        self.envelopes.append(envelope)
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def approval_clicked(self, click: ApprovalClick) -> ClickVerdict:
+        self.clicks.append(click)
+        async with self._changed:
+            self._changed.notify_all()
+        if click.approval_id not in self.pending:
+            return ClickVerdict.UNKNOWN
+        if click.user_id in self.approvers or self.approver_roles & set(click.user_roles):
+            return ClickVerdict.ACCEPTED
+        return ClickVerdict.NOT_AUTHORISED
+
+    async def wait_envelopes(self, count: int, *, within: float = 10.0) -> list[IngressEnvelope]:
+        async with asyncio.timeout(within), self._changed:
+            await self._changed.wait_for(lambda: len(self.envelopes) >= count)
+        return self.envelopes
+
+    async def wait_clicks(self, count: int, *, within: float = 10.0) -> list[ApprovalClick]:
+        async with asyncio.timeout(within), self._changed:
+            await self._changed.wait_for(lambda: len(self.clicks) >= count)
+        return self.clicks
+
+
+async def wait_for_health(channel: Channel, *states: HealthState, within: float = 10.0) -> None:
+    """Wait until the channel's health is one of ``states``."""
+    async with asyncio.timeout(within):
+        # Health is a plain property with no change notification, so it is polled.
+        while channel.health.state not in states:  # noqa: ASYNC110
+            await asyncio.sleep(0.005)
+
+
+@asynccontextmanager
+async def running(channel: Channel, host: ChannelHost) -> AsyncIterator[asyncio.Task[None]]:
+    """Run ``channel`` until the block ends (then cancel it and wait for it to stop)."""
+    task = asyncio.create_task(channel.run(host))
+    try:
+        await wait_for_health(channel, HealthState.CONNECTED, HealthState.FAILED)
+        yield task
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

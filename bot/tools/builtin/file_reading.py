@@ -52,9 +52,7 @@ def _is_binary(head: bytes) -> bool:
     return b"\0" in head[:BINARY_PROBE_BYTES]
 
 
-def _read_lines(
-    file: Path, shown: str, args: FileReadArguments, max_bytes: int
-) -> str:
+def _read_lines(file: Path, shown: str, args: FileReadArguments, max_bytes: int) -> str:
     if file.is_dir():
         raise ToolFailed(f"{shown} is a directory; use file_list")
     if not file.is_file():
@@ -80,13 +78,13 @@ def _read_lines(
             last = number
     text = b"".join(picked).decode("utf-8", errors="replace")
     if not picked:
-        return f"[{shown}: no lines in range {args.start_line}-{args.end_line or 'end'}; " \
-               f"the file has {total} lines]"
+        return (
+            f"[{shown}: no lines in range {args.start_line}-{args.end_line or 'end'}; "
+            f"the file has {total} lines]"
+        )
     header = f"[{shown}: lines {args.start_line}-{last} of {total}]"
     if truncated:
-        header += (
-            f" [output capped at {max_bytes} bytes; read further with start_line={last + 1}]"
-        )
+        header += f" [output capped at {max_bytes} bytes; read further with start_line={last + 1}]"
     return f"{header}\n{text}"
 
 
@@ -94,9 +92,7 @@ def _glob_matches(relative: str, glob: str) -> bool:
     return glob in ("", "*", "**") or PurePosixPath(relative).match(glob)
 
 
-def _list(
-    workspace: Workspace, args: FileListArguments, cfg: FileToolsConfig
-) -> str:
+def _list(workspace: Workspace, args: FileListArguments, cfg: FileToolsConfig) -> str:
     root = workspace.real_root()
     top = workspace.resolve(args.path)
     if not top.is_dir():
@@ -137,9 +133,7 @@ def _compile(args: FileSearchArguments) -> re.Pattern[str]:
         raise ToolFailed(f"invalid regex {args.pattern!r}: {exc}") from None
 
 
-def _search(
-    workspace: Workspace, args: FileSearchArguments, cfg: FileToolsConfig
-) -> str:
+def _search(workspace: Workspace, args: FileSearchArguments, cfg: FileToolsConfig) -> str:
     root = workspace.real_root()
     top = workspace.resolve(args.path)
     pattern = _compile(args)

@@ -69,7 +69,7 @@ class OutputCapture:
         return head + tail
 
 
-def _signal_group(pgid: int, sig: signal.Signals) -> bool:
+def _signal_group(pgid: int, sig: int) -> bool:
     """Send ``sig`` to the group; False when no process of it is left."""
     try:
         os.killpg(pgid, sig)
@@ -81,19 +81,41 @@ def _signal_group(pgid: int, sig: signal.Signals) -> bool:
     return True
 
 
+def _group_alive(pgid: int) -> bool:
+    """Whether a live (non-zombie) process is left in the group. Zombies count as gone: an
+    orphaned child waits for init to reap it, which some container inits do slowly."""
+    proc_dir = Path("/proc")
+    if not proc_dir.is_dir():
+        return _signal_group(pgid, 0)
+    for entry in proc_dir.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # pid (comm) state ppid pgrp ...; comm may contain spaces and parentheses
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) >= 3 and int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            return True
+    return False
+
+
 async def terminate_group(pgid: int, *, grace_s: float) -> None:
     """SIGTERM the group, wait up to ``grace_s`` for it to vanish, then SIGKILL whatever is
     left. The SIGKILL is sent even if this coroutine is cancelled while it waits."""
     if not _signal_group(pgid, signal.SIGTERM):
         return
     deadline = time.monotonic() + grace_s
+    gone = False
     try:
         while time.monotonic() < deadline:
             await asyncio.sleep(POLL_S)
-            if not _signal_group(pgid, signal.Signals(0)):
+            if not _group_alive(pgid):
+                gone = True
                 return
     finally:
-        if _signal_group(pgid, signal.SIGKILL):
+        if not gone and _signal_group(pgid, signal.SIGKILL):
             log.info("shell_group_killed", pgid=pgid)
 
 
@@ -135,9 +157,11 @@ async def run_command(
             capture.feed(chunk)
 
     async def wait_then_reap_group() -> None:
-        await proc.wait()
-        # The call owns everything it started: background children die with it.
-        await terminate_group(pgid, grace_s=grace_s)
+        # Not proc.wait(): on 3.11 it also waits for the pipes to close, which a background
+        # child holding stdout delays until it exits; asyncio offers no exit-only event.
+        while proc.returncode is None:  # noqa: ASYNC110
+            await asyncio.sleep(POLL_S)
+
 
     timed_out = False
     try:
@@ -152,7 +176,6 @@ async def run_command(
             async with asyncio.timeout(grace_s):
                 await read_all()
     except BaseException:
-        await terminate_group(pgid, grace_s=grace_s)
         raise
     finally:
         _close_transport(proc)
@@ -161,8 +184,13 @@ async def run_command(
             async with asyncio.timeout(grace_s):
                 await proc.wait()
     duration = time.monotonic() - started
-    log.info("shell_finished", pid=proc.pid, exit_code=proc.returncode, timed_out=timed_out,
-             duration_ms=round(duration * 1000, 1))
+    log.info(
+        "shell_finished",
+        pid=proc.pid,
+        exit_code=proc.returncode,
+        timed_out=timed_out,
+        duration_ms=round(duration * 1000, 1),
+    )
     return CommandResult(
         exit_code=None if timed_out else proc.returncode,
         output=capture.text(),

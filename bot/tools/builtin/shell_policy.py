@@ -22,10 +22,17 @@ _RM_FLAGS = r"(?:-{1,2}[\w-]+\s+)*"
 _ROOTS = r"(?:/|/\*|~/?|~/\*|\$HOME/?|\$\{HOME\}/?|/(?:bin|boot|etc|lib\w*|usr|var|home|root)/?)"
 _END = r"(?=$|[\s;&|)])"
 # command position: start, after a separator or substitution, optionally behind a wrapper
-_CMD = r"(?:^|[;&|(`\n]|\$\()\s*(?:(?:sudo|exec|nohup|command|env)\s+(?:-\S+\s+)*)*(?:/usr)?(?:/s?bin/)?"
+_CMD = (
+    r"(?:^|[;&|(`\n]|\$\()\s*"
+    r"(?:(?:sudo|exec|nohup|command|env)\s+(?:-\S+\s+)*)*"
+    r"(?:/usr)?(?:/s?bin/)?"
+)
 
 DEFAULT_DENY_PATTERNS: tuple[tuple[str, str], ...] = (
-    ("recursive rm of / or $HOME", rf"\brm\s+{_RM_FLAGS}-[\w-]*[rR][\w-]*\s+{_RM_FLAGS}{_ROOTS}{_END}"),
+    (
+        "recursive rm of / or $HOME",
+        rf"\brm\s+{_RM_FLAGS}-[\w-]*[rR][\w-]*\s+{_RM_FLAGS}{_ROOTS}{_END}",
+    ),
     ("rm --no-preserve-root", r"\brm\b.*--no-preserve-root"),
     ("fork bomb", r":\s*\(\s*\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;?\s*:"),
     ("mkfs", rf"{_CMD}mkfs(?:\.\w+)?{_END}"),
@@ -35,19 +42,44 @@ DEFAULT_DENY_PATTERNS: tuple[tuple[str, str], ...] = (
     ("shutdown/reboot", rf"{_CMD}(?:shutdown|reboot|halt|poweroff){_END}"),
     ("init runlevel 0/6", r"\b(?:init|telinit)\s+[06]\b"),
     ("systemctl power action", r"\bsystemctl\s+(?:\S+\s+)*(?:poweroff|reboot|halt|kexec)\b"),
-    ("recursive chmod/chown of /", rf"\bch(?:mod|own)\s+{_RM_FLAGS}-[\w-]*R[\w-]*\s+\S+\s+/\*?{_END}"),
+    (
+        "recursive chmod/chown of /",
+        rf"\bch(?:mod|own)\s+{_RM_FLAGS}-[\w-]*R[\w-]*\s+\S+\s+/\*?{_END}",
+    ),
 )
 """Built-in deny rules as ``(label, regex)``; matched case-insensitively against the command
 with whitespace collapsed."""
 
 KEPT_VARIABLES = frozenset(
-    {"PATH", "HOME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "USER", "LOGNAME",
-     "SHELL", "TMPDIR"}
+    {
+        "PATH",
+        "HOME",
+        "LANG",
+        "LANGUAGE",
+        "LC_ALL",
+        "LC_CTYPE",
+        "TERM",
+        "TZ",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "TMPDIR",
+    }
 )
 """Variables a command keeps even when another rule would drop them."""
 
-DROPPED_PREFIXES = ("HATCHWAY_", "OPENAI_", "ANTHROPIC_", "AWS_", "AZURE_", "GOOGLE_", "GCP_",
-                    "SLACK_", "DISCORD_", "TELEGRAM_")
+DROPPED_PREFIXES = (
+    "HATCHWAY_",
+    "OPENAI_",
+    "ANTHROPIC_",
+    "AWS_",
+    "AZURE_",
+    "GOOGLE_",
+    "GCP_",
+    "SLACK_",
+    "DISCORD_",
+    "TELEGRAM_",
+)
 
 _SECRETISH_NAME = re.compile(r"(?i)(key|pass|secret|token|cred|auth|private|cookie|session)")
 

@@ -1,0 +1,346 @@
+"""The inline backchannel: post an approval card, wait for one decision, edit the card.
+
+Contract:
+
+* each :meth:`Backchannel.ask` creates a new approval row with a fresh opaque id bound to the
+  call's fingerprint; a click decides only that row, once (conditional update in the store);
+* the waiting ask wakes on an in-process click and also re-reads the row about once per
+  ``poll_interval_s``, so a decision written by another process (``hatchway approvals
+  approve``) is noticed;
+* on timeout the runtime expires the row (unless someone decided first) and the card shows it;
+* the card is edited to the outcome by the asking side; a restart is handled by
+  :meth:`expire_pending`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Callable
+
+import structlog
+
+from bot.approval import audit, reasons
+from bot.approval.approvers import refusal
+from bot.approval.card import card_for, decision_for, parse_channel_ref
+from bot.approval.gate import ApprovalDecision, ApprovalRequest
+from bot.approval.grants import new_grant
+from bot.approval.policy import EffectivePolicy
+from bot.channel import ApprovalChoice, ApprovalClick, Channel, ClickVerdict, SentMessage
+from bot.envelope import ChannelRef, DeliveryTarget
+from bot.errors import ChannelError
+from bot.scrub import scrub_text
+from bot.store import Store
+from bot.store.approvals import ApprovalRecord, ApprovalStatus, CardRef, Resolution
+
+log = structlog.get_logger(__name__)
+
+ChannelLookup = Callable[[ChannelRef], Channel | None]
+PolicyLookup = Callable[[ChannelRef], EffectivePolicy]
+#: What a failing adapter may raise while posting or editing a card.
+CHANNEL_FAILURES = (ChannelError, OSError, TimeoutError)
+
+
+class Backchannel:
+    """Approval cards in chat. One per daemon; holds the in-process wake-up events."""
+
+    def __init__(
+        self,
+        store: Store,
+        channel_for: ChannelLookup,
+        policy_for: PolicyLookup,
+        clock: Callable[[], float],
+        *,
+        poll_interval_s: float = 1.0,
+    ) -> None:
+        self._store = store
+        self._channel_for = channel_for
+        self._policy_for = policy_for
+        self._clock = clock
+        self._poll_s = poll_interval_s
+        self._wakeups: dict[str, asyncio.Event] = {}
+
+    async def ask(
+        self,
+        request: ApprovalRequest,
+        channel: Channel,
+        policy: EffectivePolicy,
+        lines: tuple[str, ...],
+        why: str,
+    ) -> ApprovalDecision:
+        env = request.envelope
+        now = self._clock()
+        record = ApprovalRecord(
+            id=secrets.token_urlsafe(12),
+            channel=str(env.channel),
+            conversation_id=env.conversation_id,
+            thread_id=env.thread_id,
+            session_key=request.session_key,
+            requester=env.sender.id,
+            requester_name=scrub_text(env.sender.display_name),
+            tool=request.tool,
+            fingerprint=request.fingerprint,
+            summary=lines,
+            ask_reason=why,
+            status=ApprovalStatus.PENDING,
+            decided_by=None,
+            reason=None,
+            reply=None,
+            card_refs=(),
+            created_at=now,
+            expires_at=now + policy.timeout_s,
+        )
+        await self._store.approvals.create(record)
+        wakeup = self._wakeups[record.id] = asyncio.Event()
+        log.info(
+            "approval_requested",
+            approval_id=record.id,
+            tool=request.tool,
+            fingerprint=record.fingerprint[:16],
+            channel=record.channel,
+        )
+        try:
+            refs = await self._post_cards(channel, record, policy, env.reply_target)
+            if refs:
+                # Shielded: a cancel landing inside a write must not leave it half done.
+                await asyncio.shield(self._store.approvals.set_card_refs(record.id, refs))
+                await self._wait(record, wakeup, policy.timeout_s)
+            else:
+                await self.expire(record, reasons.AUDIT_CARD_FAILED)
+        except asyncio.CancelledError:
+            await self.expire(record, reasons.AUDIT_CANCELLED)
+            await self.edit_cards(record.id)
+            raise
+        finally:
+            self._wakeups.pop(record.id, None)
+        final = await self.edit_cards(record.id)
+        decision = decision_for(final or record, request.fingerprint)
+        log.info(
+            "approval_decided",
+            approval_id=record.id,
+            tool=request.tool,
+            verdict=decision.verdict,
+            decided_by=decision.decided_by,
+        )
+        return decision
+
+    async def _post_cards(
+        self,
+        channel: Channel,
+        record: ApprovalRecord,
+        policy: EffectivePolicy,
+        target: DeliveryTarget,
+    ) -> list[CardRef]:
+        card = card_for(record, timeout_s=policy.timeout_s)
+        try:
+            sent = await channel.post_approval_card(target, card)
+        except CHANNEL_FAILURES as exc:
+            log.warning("approval_card_failed", approval_id=record.id, error=scrub_text(str(exc)))
+            return []
+        refs = [_ref(sent)]
+        if policy.dm_approvers:
+            # Adapters treat a DeliveryTarget whose conversation_id is a user id as that
+            # user's DM.
+            for approver in policy.approvers:
+                dm = DeliveryTarget(channel=target.channel, conversation_id=approver)
+                try:
+                    refs.append(_ref(await channel.post_approval_card(dm, card)))
+                except CHANNEL_FAILURES as exc:
+                    log.warning(
+                        "approval_dm_card_failed",
+                        approval_id=record.id,
+                        approver=approver,
+                        error=scrub_text(str(exc)),
+                    )
+        return refs
+
+    async def _wait(self, record: ApprovalRecord, wakeup: asyncio.Event, timeout_s: float) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while True:
+            wakeup.clear()  # before reading, so a click landing after the read still wakes us
+            current = await self._store.approvals.get(record.id)
+            if current is None or current.status is not ApprovalStatus.PENDING:
+                return
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                await self.expire(current, reasons.AUDIT_TIMEOUT)
+                return
+            try:
+                async with asyncio.timeout(min(self._poll_s, remaining)):
+                    await wakeup.wait()
+            except TimeoutError:
+                pass
+
+    async def expire(self, record: ApprovalRecord, why: str) -> bool:
+        """Runtime decision: mark a pending row expired (audited). False if already decided."""
+        at = self._clock()
+        won = await self._store.approvals.resolve(
+            record.id,
+            Resolution(
+                status=ApprovalStatus.EXPIRED, decided_by=reasons.RUNTIME, reason=why, at=at
+            ),
+            audit=audit.entry_for_record(
+                record, at=at, decision="expired", decided_by=reasons.RUNTIME, reason=why
+            ),
+        )
+        if won:
+            self._wake(record.id)
+            log.info("approval_expired", approval_id=record.id, tool=record.tool, reason=why)
+        return won
+
+    async def edit_cards(self, approval_id: str) -> ApprovalRecord | None:
+        """Edit every posted copy of the card to the row's current state; returns the row."""
+        record = await self._store.approvals.get(approval_id)
+        if record is None or not record.card_refs:
+            return record
+        ref = parse_channel_ref(record.channel)
+        channel = self._channel_for(ref)
+        if channel is None:
+            return record
+        card = card_for(record, timeout_s=self._policy_for(ref).timeout_s)
+        for cref in record.card_refs:
+            target = DeliveryTarget(
+                channel=ref, conversation_id=cref.conversation_id, thread_id=cref.thread_id
+            )
+            try:
+                await channel.update_approval_card(
+                    SentMessage(target=target, message_id=cref.message_id), card
+                )
+            except CHANNEL_FAILURES as exc:
+                log.warning(
+                    "approval_card_edit_failed", approval_id=approval_id, error=scrub_text(str(exc))
+                )
+        return record
+
+    async def click(self, click: ApprovalClick) -> ClickVerdict:
+        """Apply one click. Unknown, foreign-channel, late and repeated clicks change
+        nothing; refused clicks are audited."""
+        record = await self._store.approvals.get(click.approval_id)
+        if record is None or record.channel != str(click.channel):
+            return ClickVerdict.UNKNOWN
+        policy = self._policy_for(click.channel)
+        now = self._clock()
+        refused = refusal(
+            policy, user_id=click.user_id, roles=click.user_roles, requester=record.requester
+        )
+        if refused is not None:
+            await self._store.audit.append(
+                audit.entry_for_record(
+                    record,
+                    at=now,
+                    decision=f"click_refused:{click.choice}",
+                    decided_by=click.user_id,
+                    reason=refused.value,
+                )
+            )
+            log.warning(
+                "approval_click_refused",
+                approval_id=record.id,
+                user_id=click.user_id,
+                verdict=refused,
+            )
+            return refused
+        if record.status is not ApprovalStatus.PENDING:
+            if record.status is ApprovalStatus.EXPIRED:
+                return ClickVerdict.UNKNOWN
+            return ClickVerdict.ALREADY_DECIDED
+        if now >= record.expires_at:
+            return ClickVerdict.UNKNOWN
+        status, grant, reply = ApprovalStatus.APPROVED, None, None
+        if click.choice is ApprovalChoice.DENY:
+            reply = scrub_text(click.replacement_text) if click.replacement_text else None
+            status = ApprovalStatus.EDITED if reply else ApprovalStatus.DENIED
+        elif click.choice is ApprovalChoice.ALWAYS:
+            status = ApprovalStatus.ALWAYS
+            grant = new_grant(
+                tool=record.tool,
+                scope=policy.grant_scope,
+                channel=record.channel,
+                conversation_id=record.conversation_id,
+                granted_by=click.user_id,
+                now=now,
+                ttl_s=policy.grant_ttl_s,
+            )
+        won = await self._store.approvals.resolve(
+            record.id,
+            Resolution(
+                status=status, decided_by=click.user_id, reason="click", at=now, reply=reply
+            ),
+            audit=audit.entry_for_record(
+                record, at=now, decision=status.value, decided_by=click.user_id, reason="click"
+            ),
+            grant=grant,
+        )
+        if not won:
+            return ClickVerdict.ALREADY_DECIDED
+        self._wake(record.id)
+        log.info("approval_clicked", approval_id=record.id, user_id=click.user_id, decision=status)
+        return ClickVerdict.ACCEPTED
+
+    async def decide_as_operator(
+        self, approval_id: str, approve: bool, operator: str
+    ) -> ClickVerdict:
+        """A decision from the CLI: the operator is trusted; single use like any other."""
+        record = await self._store.approvals.get(approval_id)
+        if record is None:
+            return ClickVerdict.UNKNOWN
+        if record.status is not ApprovalStatus.PENDING:
+            return (
+                ClickVerdict.UNKNOWN
+                if record.status is ApprovalStatus.EXPIRED
+                else ClickVerdict.ALREADY_DECIDED
+            )
+        now = self._clock()
+        status = ApprovalStatus.APPROVED if approve else ApprovalStatus.DENIED
+        won = await self._store.approvals.resolve(
+            approval_id,
+            Resolution(status=status, decided_by=operator, reason="cli", at=now),
+            audit=audit.entry_for_record(
+                record, at=now, decision=status.value, decided_by=operator, reason="cli"
+            ),
+        )
+        if not won:
+            return ClickVerdict.ALREADY_DECIDED
+        self._wake(approval_id)
+        return ClickVerdict.ACCEPTED
+
+    async def expire_pending(self, why: str) -> int:
+        """Expire every pending row (restart or shutdown), edit its cards and tell its
+        conversation to ask again. Returns how many were expired."""
+        count = 0
+        for record in await self._store.approvals.list(status=ApprovalStatus.PENDING):
+            if not await self.expire(record, why):
+                continue
+            count += 1
+            await self.edit_cards(record.id)
+            await self._notify_expired(record)
+        return count
+
+    async def _notify_expired(self, record: ApprovalRecord) -> None:
+        ref = parse_channel_ref(record.channel)
+        channel = self._channel_for(ref)
+        if channel is None:
+            return
+        target = DeliveryTarget(
+            channel=ref, conversation_id=record.conversation_id, thread_id=record.thread_id
+        )
+        try:
+            await channel.send(target, reasons.RESTART_NOTICE.format(tool=record.tool))
+        except CHANNEL_FAILURES as exc:
+            log.warning(
+                "approval_expiry_notice_failed", approval_id=record.id, error=scrub_text(str(exc))
+            )
+
+    def _wake(self, approval_id: str) -> None:
+        event = self._wakeups.get(approval_id)
+        if event is not None:
+            event.set()
+
+
+def _ref(sent: SentMessage) -> CardRef:
+    return CardRef(
+        conversation_id=sent.target.conversation_id,
+        thread_id=sent.target.thread_id,
+        message_id=sent.message_id,
+    )

@@ -1,0 +1,247 @@
+"""The approval service: the :class:`~bot.approval.gate.ApprovalGate` the pipeline uses.
+
+It composes the policy (:mod:`bot.approval.policy`), grants, and the three ways of answering
+"ask": the terminal prompt, the inline backchannel, and the runtime's auto-deny. The handler
+is chosen per envelope, in this order:
+
+1. ``envelope.background`` → auto-deny (scheduled work never prompts);
+2. ``capabilities.terminal_prompt`` and the channel implements :class:`TerminalPrompter`
+   → terminal;
+3. ``capabilities.approval_backchannel``, the channel is running, and the alias has approvers
+   → approval card;
+4. otherwise → auto-deny at once.
+
+Every decision is audited; the daemon calls :meth:`expire_pending` at start and shutdown, the
+gateway's ``ChannelHost.approval_clicked`` delegates to :meth:`click`, and the CLI uses
+:meth:`decide_from_cli`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+import structlog
+
+from bot.approval import audit, reasons
+from bot.approval.backchannel import Backchannel, ChannelLookup
+from bot.approval.gate import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Assessment,
+    PolicyResult,
+    Verdict,
+)
+from bot.approval.grants import GrantBook, new_grant
+from bot.approval.policy import ApprovalPolicy, EffectivePolicy
+from bot.approval.summary import summarise
+from bot.approval.terminal import TerminalAnswer, TerminalPrompter, parse_answer, render_prompt
+from bot.channel import ApprovalClick, ClickVerdict
+from bot.config import Settings
+from bot.store import Store
+
+log = structlog.get_logger(__name__)
+
+
+class ApprovalService:
+    """Policy, handlers and audit for tool approvals. One per daemon (or CLI invocation)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        channel_for: ChannelLookup,
+        clock: Callable[[], float] = time.time,
+        *,
+        poll_interval_s: float = 1.0,
+    ) -> None:
+        self._settings = settings
+        self._store = store
+        self._channel_for = channel_for
+        self._clock = clock
+        self._policy = ApprovalPolicy(settings)
+        self._grants = GrantBook(store, clock)
+        self._backchannel = Backchannel(
+            store, channel_for, self._policy.for_channel, clock, poll_interval_s=poll_interval_s
+        )
+
+    def update_settings(self, settings: Settings) -> None:
+        """Swap in reloaded settings (SIGHUP): approvers and policy of later requests."""
+        self._settings = settings
+        self._policy.update_settings(settings)
+
+    async def assess(self, request: ApprovalRequest) -> PolicyResult:
+        """Policy only. DENY results and ALLOWs of side-effecting calls are audited."""
+        result = await self._policy.evaluate(
+            request, lambda: self._grants.find(request.tool, request.envelope)
+        )
+        log.debug(
+            "approval_assessed",
+            tool=request.tool,
+            assessment=result.assessment,
+            reason=result.reason,
+        )
+        if result.assessment is Assessment.DENY or (
+            result.assessment is Assessment.ALLOW and request.requires_approval
+        ):
+            decision = "allow" if result.assessment is Assessment.ALLOW else "deny"
+            await self._audit(
+                request,
+                decision=decision,
+                decided_by=reasons.RUNTIME,
+                reason=f"policy: {result.reason}",
+            )
+        return result
+
+    async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
+        """Ask the person the envelope allows (terminal or card) or auto-deny at once."""
+        env = request.envelope
+        policy = self._policy.for_channel(env.channel)
+        lines = summarise(request.arguments)
+        why = "it has side effects" if request.requires_approval else "the policy asks for it"
+        if env.background:
+            return await self._auto_deny(
+                request,
+                reasons.BACKGROUND,
+                reasons.AUDIT_BACKGROUND,
+                hint=f"add {request.tool!r} to approval.auto_approve or create a grant; "
+                "background turns never prompt",
+            )
+        channel = self._channel_for(env.channel)
+        if env.capabilities.terminal_prompt and isinstance(channel, TerminalPrompter):
+            return await self._ask_terminal(request, channel, policy, lines, why)
+        if env.capabilities.approval_backchannel and channel is not None:
+            if policy.has_approvers:
+                return await self._backchannel.ask(request, channel, policy, lines, why)
+            return await self._auto_deny(
+                request,
+                reasons.NO_APPROVER,
+                reasons.AUDIT_NO_APPROVER,
+                hint=f"set channels.{env.channel.kind}.{env.channel.alias}.approvers, or add "
+                f"{request.tool!r} to approval.auto_approve",
+            )
+        return await self._auto_deny(
+            request,
+            reasons.NO_APPROVER,
+            reasons.AUDIT_NO_BACKCHANNEL,
+            hint=f"this conversation has no approval backchannel; add {request.tool!r} to "
+            f"channels.{env.channel.kind}.{env.channel.alias}.approval.auto_approve or use "
+            "a channel with approvers",
+        )
+
+    async def click(self, click: ApprovalClick) -> ClickVerdict:
+        """A click or reaction on a card; the verdict says what to tell the clicker."""
+        return await self._backchannel.click(click)
+
+    async def expire_pending(self, reason: str = reasons.AUDIT_RESTART) -> int:
+        """Expire all pending approvals (daemon start and shutdown), edit their cards and tell
+        their conversations to ask again. Returns the number expired."""
+        count = await self._backchannel.expire_pending(reason)
+        if count:
+            log.info("approvals_expired_pending", count=count, reason=reason)
+        return count
+
+    async def decide_from_cli(self, approval_id: str, approve: bool, operator: str) -> ClickVerdict:
+        """``hatchway approvals approve|deny ID``; ``operator`` is recorded as the decider.
+        The waiting turn (possibly in another process) notices within its poll interval."""
+        return await self._backchannel.decide_as_operator(approval_id, approve, operator)
+
+    async def _ask_terminal(
+        self,
+        request: ApprovalRequest,
+        prompter: TerminalPrompter,
+        policy: EffectivePolicy,
+        lines: tuple[str, ...],
+        why: str,
+    ) -> ApprovalDecision:
+        started = self._clock()
+        prompt = render_prompt(
+            tool=request.tool, lines=lines, reason=why, timeout_s=policy.timeout_s
+        )
+        try:
+            async with asyncio.timeout(policy.timeout_s):
+                answer = parse_answer(await prompter.ask_line(prompt))
+        except TimeoutError:
+            await self._audit(
+                request,
+                decision="expired",
+                decided_by=reasons.RUNTIME,
+                reason=reasons.AUDIT_TIMEOUT,
+                started=started,
+            )
+            return ApprovalDecision(
+                verdict=Verdict.TIMED_OUT, decided_by=reasons.RUNTIME, reason=reasons.TIMED_OUT
+            )
+        who = request.envelope.sender.id or "terminal"
+        if answer is TerminalAnswer.NO:
+            await self._audit(
+                request, decision="denied", decided_by=who, reason="terminal", started=started
+            )
+            return ApprovalDecision(
+                verdict=Verdict.DENIED,
+                decided_by=who,
+                reason=f"Denied by {who}. The tool did NOT run.",
+            )
+        if answer is TerminalAnswer.ALWAYS:
+            env = request.envelope
+            await self._store.grants.create(
+                new_grant(
+                    tool=request.tool,
+                    scope=policy.grant_scope,
+                    channel=env.channel,
+                    conversation_id=env.conversation_id,
+                    granted_by=who,
+                    now=self._clock(),
+                    ttl_s=policy.grant_ttl_s,
+                )
+            )
+        verdict = Verdict.ALWAYS if answer is TerminalAnswer.ALWAYS else Verdict.APPROVED
+        await self._audit(
+            request, decision=verdict.value, decided_by=who, reason="terminal", started=started
+        )
+        return ApprovalDecision(verdict=verdict, decided_by=who)
+
+    async def _auto_deny(
+        self, request: ApprovalRequest, wording: str, why: str, *, hint: str
+    ) -> ApprovalDecision:
+        await self._audit(
+            request, decision=Verdict.AUTO_DENIED.value, decided_by=reasons.RUNTIME, reason=why
+        )
+        log.warning(
+            "approval_auto_denied",
+            tool=request.tool,
+            reason=why,
+            hint=hint,
+            channel=str(request.envelope.channel),
+        )
+        return ApprovalDecision(
+            verdict=Verdict.AUTO_DENIED, decided_by=reasons.RUNTIME, reason=wording
+        )
+
+    async def _audit(
+        self,
+        request: ApprovalRequest,
+        *,
+        decision: str,
+        decided_by: str,
+        reason: str,
+        started: float | None = None,
+    ) -> None:
+        now = self._clock()
+        env = request.envelope
+        await self._store.audit.append(
+            audit.entry(
+                at=now,
+                channel=str(env.channel),
+                conversation_id=env.conversation_id,
+                requester=env.sender.id,
+                tool=request.tool,
+                lines=summarise(request.arguments),
+                fingerprint=request.fingerprint,
+                decision=decision,
+                decided_by=decided_by,
+                reason=reason,
+                latency_ms=0.0 if started is None else (now - started) * 1000,
+            )
+        )

@@ -1,0 +1,71 @@
+"""``hatchway approvals list|approve ID|deny ID``: decide pending approvals as the operator.
+
+A waiting turn in the running daemon notices the decision within about a second and edits
+the card itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+from typing import Any
+
+from bot.approval.service import ApprovalService
+from bot.channel import ClickVerdict
+from bot.commands.operator import operator_name, operator_store
+from bot.store.approvals import ApprovalStatus
+
+
+def register(subparsers: Any) -> None:
+    from bot.cli import add_config_argument
+
+    parser = subparsers.add_parser("approvals", help="list and decide approval requests")
+    sub = parser.add_subparsers(dest="approvals_command", metavar="ACTION", required=True)
+    listing = sub.add_parser("list", help="show approval requests (pending by default)")
+    listing.add_argument("--all", action="store_true", help="include decided requests")
+    add_config_argument(listing)
+    listing.set_defaults(handler=_list)
+    for action, help_text in (
+        ("approve", "approve a pending request"),
+        ("deny", "deny a pending request"),
+    ):
+        cmd = sub.add_parser(action, help=help_text)
+        cmd.add_argument("approval_id", metavar="ID")
+        add_config_argument(cmd)
+        cmd.set_defaults(handler=_decide, approve=action == "approve")
+
+
+def _when(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
+
+
+async def _list(args: argparse.Namespace) -> int:
+    async with operator_store(args) as (_settings, store):
+        status = None if args.all else ApprovalStatus.PENDING
+        records = await store.approvals.list(status=status)
+    if not records:
+        print("no approval requests" if args.all else "no pending approval requests")
+        return 0
+    for r in records:
+        print(
+            f"{r.id}  {r.status:<8}  {r.tool}  {r.channel} {r.conversation_id}  "
+            f"by {r.requester}  created {_when(r.created_at)}  expires {_when(r.expires_at)}"
+            + (f"  decided by {r.decided_by}" if r.decided_by else "")
+        )
+        for line in r.summary:
+            print(f"    {line}")
+    return 0
+
+
+async def _decide(args: argparse.Namespace) -> int:
+    async with operator_store(args) as (settings, store):
+        service = ApprovalService(settings, store, lambda _ref: None)
+        verdict = await service.decide_from_cli(args.approval_id, args.approve, operator_name())
+    if verdict is ClickVerdict.ACCEPTED:
+        print(f"{'approved' if args.approve else 'denied'} {args.approval_id}")
+        return 0
+    if verdict is ClickVerdict.ALREADY_DECIDED:
+        print(f"{args.approval_id} was already decided")
+    else:
+        print(f"{args.approval_id}: no pending request with that id (expired or unknown)")
+    return 1

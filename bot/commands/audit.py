@@ -1,0 +1,42 @@
+"""``hatchway audit [--since ISO|DURATION] [--format jsonl|csv]``: export the audit trail."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from bot.approval.audit import parse_since, to_csv, to_jsonl
+from bot.commands.operator import operator_store
+
+
+def register(subparsers: Any) -> None:
+    from bot.cli import add_config_argument
+
+    parser = subparsers.add_parser("audit", help="list and export approval decisions")
+    parser.add_argument(
+        "--since",
+        default=None,
+        help="an ISO timestamp (UTC if no zone) or a duration back: 90m, 24h, 7d",
+    )
+    parser.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
+    add_config_argument(parser)
+    parser.set_defaults(handler=_audit)
+
+
+async def _audit(args: argparse.Namespace) -> int:
+    since = 0.0
+    if args.since:
+        try:
+            since = parse_since(args.since, time.time())
+        except ValueError:
+            print(
+                f"hatchway: --since {args.since!r} is neither an ISO time nor a duration like 24h",
+                file=sys.stderr,
+            )
+            return 2
+    async with operator_store(args) as (_settings, store):
+        entries = await store.audit.since(since)
+    sys.stdout.write(to_csv(entries) if args.format == "csv" else to_jsonl(entries))
+    return 0

@@ -1,0 +1,56 @@
+"""``hatchway grants list|revoke ID``: the standing "always" decisions."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from bot.commands.operator import operator_store
+
+
+def register(subparsers: Any) -> None:
+    from bot.cli import add_config_argument
+
+    parser = subparsers.add_parser("grants", help='list and revoke "always" grants')
+    sub = parser.add_subparsers(dest="grants_command", metavar="ACTION", required=True)
+    listing = sub.add_parser("list", help="show active grants")
+    listing.add_argument("--all", action="store_true", help="include revoked and expired")
+    add_config_argument(listing)
+    listing.set_defaults(handler=_list)
+    revoke = sub.add_parser("revoke", help="revoke a grant")
+    revoke.add_argument("grant_id", metavar="ID", type=int)
+    add_config_argument(revoke)
+    revoke.set_defaults(handler=_revoke)
+
+
+def _when(ts: float | None) -> str:
+    return "never" if ts is None else datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
+
+
+async def _list(args: argparse.Namespace) -> int:
+    now = time.time()
+    async with operator_store(args) as (_settings, store):
+        grants = await store.grants.list(now=now, include_inactive=args.all)
+    if not grants:
+        print("no grants")
+        return 0
+    for g in grants:
+        state = "active" if g.active(now) else ("revoked" if g.revoked_at else "expired")
+        where = g.scope_key or "everywhere"
+        print(
+            f"{g.id}  {state:<7}  {g.tool}  {g.scope}:{where}  by {g.granted_by}  "
+            f"created {_when(g.created_at)}  expires {_when(g.expires_at)}"
+        )
+    return 0
+
+
+async def _revoke(args: argparse.Namespace) -> int:
+    async with operator_store(args) as (_settings, store):
+        revoked = await store.grants.revoke(args.grant_id, time.time())
+    if revoked:
+        print(f"revoked grant {args.grant_id}")
+        return 0
+    print(f"grant {args.grant_id}: no active grant with that id")
+    return 1

@@ -1,0 +1,55 @@
+"""``hatchway pairing list|approve CODE``: let a stranger who DMed the bot in."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from bot.access import AccessPolicy
+from bot.commands.operator import operator_name, operator_store
+
+
+def register(subparsers: Any) -> None:
+    from bot.cli import add_config_argument
+
+    parser = subparsers.add_parser("pairing", help="list and approve pairing codes")
+    sub = parser.add_subparsers(dest="pairing_command", metavar="ACTION", required=True)
+    listing = sub.add_parser("list", help="show pending and approved pairings")
+    listing.add_argument("--all", action="store_true", help="include expired codes")
+    add_config_argument(listing)
+    listing.set_defaults(handler=_list)
+    approve = sub.add_parser("approve", help="approve a pairing code")
+    approve.add_argument("code", metavar="CODE")
+    add_config_argument(approve)
+    approve.set_defaults(handler=_approve)
+
+
+def _when(ts: float) -> str:
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
+
+
+async def _list(args: argparse.Namespace) -> int:
+    now = time.time()
+    async with operator_store(args) as (_settings, store):
+        records = await store.pairings.list(now=now, include_inactive=args.all)
+    if not records:
+        print("no pairings")
+        return 0
+    for p in records:
+        state = "pending" if p.pending_at(now) else p.status
+        if p.status == "pending" and not p.pending_at(now):
+            state = "expired"
+        who = f"{p.display_name} ({p.user_id})" if p.display_name else p.user_id
+        tail = f"approved by {p.approved_by}" if p.approved_by else f"expires {_when(p.expires_at)}"
+        print(f"{p.code}  {state:<8}  {p.channel}  {who}  {tail}")
+    return 0
+
+
+async def _approve(args: argparse.Namespace) -> int:
+    async with operator_store(args) as (settings, store):
+        access = AccessPolicy(settings.channels, store)
+        outcome = await access.approve_pairing(args.code, operator_name())
+    print(outcome.message)
+    return 0 if outcome.approved else 1

@@ -1,0 +1,261 @@
+"""``hatchway run``: the App under supervision — signals, readiness, sd_notify, HTTP, drain.
+
+Lifecycle::
+
+    STATUS=starting → App.start → HTTP server → wait for channels (bounded) → READY=1
+      ├─ SIGHUP: reload the config file; an invalid file keeps the old config
+      └─ SIGTERM/SIGINT: STOPPING=1, STATUS=draining → drain → App.stop → exit 0
+            └─ a second SIGTERM/SIGINT while draining cuts the drain short
+
+**When READY is sent.** After ``App.start`` returned (store open, channels created and their
+tasks running) the daemon waits up to ``ready_timeout_s`` for every channel to report
+``CONNECTED``, and stops waiting early when a channel can never get there (``FAILED``: the
+platform refused the credentials; ``STOPPED``). Then it sends ``READY=1`` either way, with a
+``STATUS`` of ``ready: N channels`` or ``degraded: …`` naming each channel that is not
+connected. A platform outage therefore neither fails the start (systemd would restart the
+service in a loop) nor hides: ``/readyz`` stays 503 and the status line says why.
+
+**Drain.** New messages are refused at once; running turns get ``drain_timeout_s`` to finish,
+then they are cancelled as interrupted; pending approvals are expired; the database is
+closed. A second signal skips the rest of the wait. The watchdog keeps pinging throughout.
+
+**Reload.** Only what is read per message changes (see :meth:`bot.app.App.reload`); keys that
+need a restart are named in the ``config_reloaded`` event (:func:`restart_only_changes`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+from collections.abc import AsyncIterator, Coroutine, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+from bot.app import App
+from bot.channel import ChannelHealth, HealthState
+from bot.config import ChannelCommon, Settings, load_settings
+from bot.errors import HatchwayError
+from bot.health import HealthRoutes, add_health_routes
+from bot.metrics import MeteredProvider, Metrics
+from bot.notify import SystemdNotifier, watchdog_pings
+from bot.providers.factory import build_provider
+from bot.web import HttpServer
+
+log = structlog.get_logger(__name__)
+
+READY_POLL_S = 0.1
+STATUS_REFRESH_S = 5.0
+HEALTH_ROUTES = 3
+# Sections that are read once at start: a change is logged and takes effect on restart.
+RESTART_ONLY = ("providers", "storage", "server", "logging", "mcp", "schedules", "state_dir")
+RESTART_ONLY_AGENT = ("provider", "fallback", "max_concurrent_turns")
+_COMMON_FIELDS = frozenset(ChannelCommon.model_fields)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DaemonOptions:
+    """How ``hatchway run`` was asked to behave."""
+
+    config_path: Path | None
+    drain_timeout_s: float = 30.0
+    ready_timeout_s: float = 30.0
+
+
+def restart_only_changes(old: Settings, new: Settings) -> list[str]:
+    """Dotted keys that differ between ``old`` and ``new`` but are only read at start."""
+    changed = [key for key in RESTART_ONLY if getattr(old, key) != getattr(new, key)]
+    changed += [
+        f"agent.{key}"
+        for key in RESTART_ONLY_AGENT
+        if getattr(old.agent, key) != getattr(new.agent, key)
+    ]
+    before = {(k, a): c for k, a, c in old.channels.all()}
+    after = {(k, a): c for k, a, c in new.channels.all()}
+    for kind, alias in sorted(before.keys() | after.keys()):
+        a, b = before.get((kind, alias)), after.get((kind, alias))
+        if a is None or b is None or a.enabled != b.enabled or _platform(a) != _platform(b):
+            changed.append(f"channels.{kind}.{alias}")
+    return changed
+
+
+def _platform(config: ChannelCommon) -> dict[str, object]:
+    """The adapter's own settings (tokens, URLs, modes): everything but the access fields."""
+    return {k: v for k, v in config.model_dump().items() if k not in _COMMON_FIELDS}
+
+
+def status_line(health: Mapping[str, ChannelHealth]) -> str:
+    """``ready: N channels`` when all are connected, else ``degraded: …`` naming the rest."""
+    down = {n: h for n, h in sorted(health.items()) if h.state is not HealthState.CONNECTED}
+    total = len(health)
+    if not down:
+        return f"ready: {total} channel{'s' if total != 1 else ''}"
+    parts = [
+        f"{n} {h.state.value}" + (f" ({h.detail})" if h.detail else "") for n, h in down.items()
+    ]
+    return f"degraded: {total - len(down)}/{total} channels connected; " + "; ".join(parts)
+
+
+class Daemon:
+    """One run of the daemon; :meth:`run` returns the process exit code."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        options: DaemonOptions,
+        *,
+        notifier: SystemdNotifier,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self.settings = settings
+        self.options = options
+        self.notifier = notifier
+        self.metrics = metrics or Metrics()
+        self.server = HttpServer(settings.server)
+        self._signals: asyncio.Queue[signal.Signals] = asyncio.Queue()
+
+    async def run(self) -> int:
+        self._install_signal_handlers()
+        self.notifier.status("starting")
+        try:
+            async with _owned(watchdog_pings(self.notifier), "watchdog"):
+                return await self._lifecycle()
+        finally:
+            self._remove_signal_handlers()
+            self.notifier.close()
+
+    async def _lifecycle(self) -> int:
+        provider = MeteredProvider(build_provider(self.settings), self.metrics)
+        app = App(self.settings, provider=provider, web_app=self.server.app, metrics=self.metrics)
+        routes = HealthRoutes(app, self.metrics)
+        add_health_routes(self.server.app, routes)
+        await app.start()
+        try:
+            await self._serve_http()
+            self.metrics.track(app)
+            await self._wait_for_channels(app)
+            status = status_line(app.channel_health())
+            self.notifier.ready(status)
+            log.info("daemon_ready", status=status)
+            async with _owned(self._refresh_status(app, status), "status"):
+                await self._handle_signals_until_stop(app)
+            routes.draining = True
+            await self._drain(app)
+        finally:
+            await app.stop(drain_timeout_s=0)
+            await self.server.aclose()
+        self.notifier.status("stopped")
+        log.info("daemon_stopped")
+        return 0
+
+    async def _serve_http(self) -> None:
+        adapter_routes = len(self.server.app.router.routes()) > HEALTH_ROUTES
+        if self.settings.server.enabled or adapter_routes:
+            await self.server.start()
+
+    async def _wait_for_channels(self, app: App) -> None:
+        """Until every channel is connected, one can never be, a signal arrives, or
+        ``ready_timeout_s`` passes."""
+        try:
+            async with asyncio.timeout(self.options.ready_timeout_s):
+                while self._signals.empty():
+                    states = [h.state for h in app.channel_health().values()]
+                    if all(s is HealthState.CONNECTED for s in states):
+                        return
+                    if any(s in (HealthState.FAILED, HealthState.STOPPED) for s in states):
+                        return
+                    await asyncio.sleep(READY_POLL_S)
+        except TimeoutError:
+            log.warning("channels_not_ready", status=status_line(app.channel_health()))
+
+    async def _refresh_status(self, app: App, status: str) -> None:
+        """Keep systemd's STATUS line in step with channel health."""
+        while True:
+            await asyncio.sleep(STATUS_REFRESH_S)
+            current = status_line(app.channel_health())
+            if current != status:
+                status = current
+                self.notifier.status(status)
+                log.info("daemon_status", status=status)
+
+    async def _handle_signals_until_stop(self, app: App) -> None:
+        while True:
+            received = await self._signals.get()
+            if received is signal.SIGHUP:
+                await self._reload(app)
+                continue
+            log.info("shutdown_requested", signal=received.name)
+            return
+
+    async def _reload(self, app: App) -> None:
+        self.notifier.reloading()
+        path = self.options.config_path
+        try:
+            settings = await asyncio.to_thread(load_settings, path)
+            restart_needed = restart_only_changes(app.settings, settings)
+            app.reload(settings)
+        except HatchwayError as exc:
+            self.metrics.reloads.labels(result="failed").inc()
+            log.error("config_reload_failed", path=str(path), error=str(exc))
+        else:
+            self.metrics.reloads.labels(result="applied").inc()
+            log.info("config_reloaded", path=str(path), needs_restart=restart_needed)
+        self.notifier.reloaded(status_line(app.channel_health()))
+
+    async def _drain(self, app: App) -> None:
+        running, queued = app.turn_load()
+        self.notifier.stopping(f"draining: {running} running turns")
+        log.info(
+            "drain_started", running=running, queued=queued, timeout_s=self.options.drain_timeout_s
+        )
+        drain = asyncio.create_task(app.gateway.drain(self.options.drain_timeout_s))
+        async with _owned(self._next_stop_signal(), "second-signal") as second:
+            try:
+                await asyncio.wait({drain, second}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                if not drain.done():
+                    drain.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await drain
+                    log.info("drain_shortened")
+        if not drain.cancelled():
+            log.info("drain_finished", all_turns_finished=drain.result())
+
+    async def _next_stop_signal(self) -> None:
+        while (await self._signals.get()) is signal.SIGHUP:
+            log.info("reload_ignored_while_draining")
+
+    def _install_signal_handlers(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            loop.add_signal_handler(sig, self._signals.put_nowait, sig)
+
+    def _remove_signal_handlers(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            loop.remove_signal_handler(sig)
+
+
+@contextlib.asynccontextmanager
+async def _owned(coro: Coroutine[None, None, None], name: str) -> AsyncIterator[asyncio.Task[None]]:
+    """Run ``coro`` as a task for the duration of the block; cancel and await it after."""
+    task = asyncio.create_task(coro, name=name)
+    try:
+        yield task
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def run_daemon(options: DaemonOptions) -> int:
+    """Load the config, set up logging and sd_notify, and run until stopped."""
+    from bot.logs import configure_logging
+
+    settings = load_settings(options.config_path)
+    configure_logging(settings.logging.level, settings.logging.format)
+    notifier = SystemdNotifier.from_environ(os.environ, unset=True)
+    return await Daemon(settings, options, notifier=notifier).run()

@@ -1,0 +1,112 @@
+"""Liveness, readiness and metrics over HTTP: ``/healthz``, ``/readyz``, ``/metrics``.
+
+* ``/healthz`` — 200 while the event loop answers (the process is alive).
+* ``/readyz`` — 200 only when every configured channel reports ``CONNECTED``, the database
+  accepts a write transaction, and the daemon is not draining; otherwise 503. Both answers
+  carry a JSON body naming each check, so ``curl`` shows what is not ready.
+* ``/metrics`` — the Prometheus text of :class:`bot.metrics.Metrics`.
+
+The routes read a :class:`ReadinessSource` (the App) at request time; they are added to the
+daemon's aiohttp application by :func:`add_health_routes`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from aiohttp import web
+
+from bot.channel import ChannelHealth, HealthState
+from bot.errors import StorageError
+from bot.metrics import CONTENT_TYPE, Metrics
+
+DB_CHECK_TIMEOUT_S = 3.0
+
+
+class ReadinessSource(Protocol):
+    """What readiness is judged from."""
+
+    def channel_health(self) -> Mapping[str, ChannelHealth]: ...
+
+    async def check_database(self) -> None:
+        """Return when the database accepts a write; raise StorageError otherwise."""
+        ...
+
+    async def inbox_counts(self) -> Mapping[str, int]: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Readiness:
+    """The verdict of one readiness check; ``problems`` name what is not ready."""
+
+    ready: bool
+    channels: Mapping[str, str]
+    database: str
+    problems: tuple[str, ...]
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "ready": self.ready,
+            "channels": dict(self.channels),
+            "database": self.database,
+            "problems": list(self.problems),
+        }
+
+
+async def assess_readiness(source: ReadinessSource, *, draining: bool = False) -> Readiness:
+    """Check channels, the database and the draining flag."""
+    problems: list[str] = []
+    channels: dict[str, str] = {}
+    for name, health in sorted(source.channel_health().items()):
+        channels[name] = health.state.value
+        if health.state is not HealthState.CONNECTED:
+            detail = f": {health.detail}" if health.detail else ""
+            problems.append(f"channel {name} is {health.state.value}{detail}")
+    database = "writable"
+    try:
+        async with asyncio.timeout(DB_CHECK_TIMEOUT_S):
+            await source.check_database()
+    except TimeoutError:
+        database = "timeout"
+        problems.append(f"database did not accept a write within {DB_CHECK_TIMEOUT_S:g}s")
+    except StorageError as exc:
+        database = "not writable"
+        problems.append(f"database: {exc}")
+    if draining:
+        problems.append("daemon is draining (shutting down)")
+    return Readiness(
+        ready=not problems, channels=channels, database=database, problems=tuple(problems)
+    )
+
+
+class HealthRoutes:
+    """The three handlers. ``draining`` is flipped by the daemon when shutdown starts."""
+
+    def __init__(self, source: ReadinessSource, metrics: Metrics) -> None:
+        self._source = source
+        self._metrics = metrics
+        self.draining = False
+
+    async def healthz(self, request: web.Request) -> web.Response:
+        return web.json_response({"alive": True})
+
+    async def readyz(self, request: web.Request) -> web.Response:
+        verdict = await assess_readiness(self._source, draining=self.draining)
+        return web.json_response(verdict.as_json(), status=200 if verdict.ready else 503)
+
+    async def metrics(self, request: web.Request) -> web.Response:
+        # While the database closes, the other metrics are still worth serving.
+        with contextlib.suppress(StorageError):
+            self._metrics.set_inbox_counts(await self._source.inbox_counts())
+        return web.Response(body=self._metrics.render(), headers={"Content-Type": CONTENT_TYPE})
+
+
+def add_health_routes(app: web.Application, routes: HealthRoutes) -> None:
+    """Mount the handlers; call before the application starts serving."""
+    app.router.add_get("/healthz", routes.healthz)
+    app.router.add_get("/readyz", routes.readyz)
+    app.router.add_get("/metrics", routes.metrics)

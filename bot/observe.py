@@ -1,0 +1,149 @@
+"""Observer events of tool calls and a bounded in-memory execution history with stats.
+
+The pipeline reports every call to a :class:`ToolObserver`: ``tool_started`` when a handler
+launches, ``tool_finished`` for every outcome (also for calls that never launched). Events
+carry only scrubbed text: secrets never reach logs or events. Structured-logging setup lives
+in ``bot.logs``; this module only emits events.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from dataclasses import dataclass
+from typing import Protocol
+
+import structlog
+
+from bot.scrub import scrub_text
+
+log = structlog.get_logger(__name__)
+
+MAX_EVENT_RESULT_CHARS = 500
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallStarted:
+    tool: str
+    call_id: str
+    channel: str
+    conversation_id: str
+    turn_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallFinished:
+    """``result`` is scrubbed and cut; build it with :meth:`of`."""
+
+    tool: str
+    call_id: str
+    channel: str
+    conversation_id: str
+    turn_id: str
+    status: str
+    synthetic: bool
+    duration_s: float
+    result: str
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        tool: str,
+        call_id: str,
+        channel: str,
+        conversation_id: str,
+        turn_id: str,
+        status: str,
+        synthetic: bool,
+        duration_s: float,
+        result: str,
+    ) -> ToolCallFinished:
+        """Scrub first, then cut, so that a cut never exposes the start of a secret."""
+        clean = scrub_text(result)
+        if len(clean) > MAX_EVENT_RESULT_CHARS:
+            clean = clean[:MAX_EVENT_RESULT_CHARS] + "…"
+        return cls(
+            tool=tool,
+            call_id=call_id,
+            channel=channel,
+            conversation_id=conversation_id,
+            turn_id=turn_id,
+            status=status,
+            synthetic=synthetic,
+            duration_s=duration_s,
+            result=clean,
+        )
+
+
+class ToolObserver(Protocol):
+    """Receives tool-call events. Must be quick and must not raise."""
+
+    def tool_started(self, event: ToolCallStarted) -> None: ...
+
+    def tool_finished(self, event: ToolCallFinished) -> None: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExecutionStats:
+    """Figures over the calls still held in the history window."""
+
+    calls: int
+    by_status: dict[str, int]
+    by_tool: dict[str, int]
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+
+
+class ExecutionHistory:
+    """An observer that logs each event and keeps the last ``capacity`` finished calls."""
+
+    def __init__(self, capacity: int = 1000) -> None:
+        self._recent: deque[ToolCallFinished] = deque(maxlen=capacity)
+        self.started = 0
+
+    def tool_started(self, event: ToolCallStarted) -> None:
+        self.started += 1
+        log.debug(
+            "tool_call_started",
+            tool=event.tool,
+            call_id=event.call_id,
+            channel=event.channel,
+            conversation=event.conversation_id,
+            turn_id=event.turn_id,
+        )
+
+    def tool_finished(self, event: ToolCallFinished) -> None:
+        self._recent.append(event)
+        log.info(
+            "tool_call_finished",
+            tool=event.tool,
+            call_id=event.call_id,
+            channel=event.channel,
+            conversation=event.conversation_id,
+            turn_id=event.turn_id,
+            status=event.status,
+            synthetic=event.synthetic,
+            duration_ms=round(event.duration_s * 1000, 2),
+        )
+
+    def recent(self) -> tuple[ToolCallFinished, ...]:
+        return tuple(self._recent)
+
+    def stats(self) -> ExecutionStats:
+        events = list(self._recent)
+        durations = sorted(e.duration_s * 1000 for e in events)
+
+        def pick(q: float) -> float:
+            if not durations:
+                return 0.0
+            return durations[min(len(durations) - 1, int(q * len(durations)))]
+
+        return ExecutionStats(
+            calls=len(events),
+            by_status=dict(Counter(e.status for e in events)),
+            by_tool=dict(Counter(e.tool for e in events)),
+            p50_ms=pick(0.5),
+            p99_ms=pick(0.99),
+            max_ms=durations[-1] if durations else 0.0,
+        )

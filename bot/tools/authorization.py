@@ -1,0 +1,56 @@
+"""Authorization: the ``approved`` marker and turning approval decisions into outcomes.
+
+Only the runtime sets the approved state of a call, so any ``approved`` key the model wrote is
+stripped before the gate sees the arguments. The gate's policy assessment and a person's (or
+the runtime's) decision become NOT_EXECUTED outcomes when they say no; the operator's hint
+(which setting would allow the call) goes to the log only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import structlog
+
+from bot.approval.gate import ApprovalDecision, Verdict
+from bot.tools.outcome import OutcomeReason, ToolOutcome, edited, not_executed
+from bot.tools.spec import ToolContext, ToolSpec
+
+log = structlog.get_logger(__name__)
+
+APPROVED_MARKER = "approved"
+
+
+def strip_marker(arguments: Mapping[str, object]) -> Mapping[str, object]:
+    """``arguments`` without the ``approved`` marker (the same object when absent)."""
+    if APPROVED_MARKER not in arguments:
+        return arguments
+    return {k: v for k, v in arguments.items() if k != APPROVED_MARKER}
+
+
+def needs_approval(spec: ToolSpec, arguments: Mapping[str, object], context: ToolContext) -> bool:
+    """``spec.approval_check`` decides per call when set; otherwise ``requires_approval``."""
+    if spec.approval_check is not None:
+        return spec.approval_check(arguments, context)
+    return spec.requires_approval
+
+
+def policy_denial(*, call_id: str, tool: str, reason: str) -> ToolOutcome:
+    """The policy (deny list, readonly level) or a hook refused the call outright."""
+    log.info("tool_call_policy_denied", tool=tool, call_id=call_id, reason=reason)
+    return not_executed(OutcomeReason.POLICY_DENIED, call_id=call_id, tool=tool)
+
+
+def decision_outcome(decision: ApprovalDecision, *, call_id: str, tool: str) -> ToolOutcome | None:
+    """``None`` when the decision lets the call run, else its NOT_EXECUTED outcome."""
+    if decision.allowed:
+        return None
+    if decision.verdict is Verdict.EDITED:
+        return edited(call_id=call_id, tool=tool, replacement=decision.replacement_text or "")
+    if decision.verdict is Verdict.DENIED:
+        return not_executed(OutcomeReason.DENIED_BY_PERSON, call_id=call_id, tool=tool)
+    if decision.verdict is Verdict.TIMED_OUT:
+        return not_executed(OutcomeReason.APPROVAL_TIMED_OUT, call_id=call_id, tool=tool)
+    # the runtime's "no": the operator's fix goes to the log, not to the model
+    log.info("tool_call_auto_denied", tool=tool, call_id=call_id, hint=decision.reason)
+    return not_executed(OutcomeReason.AUTO_DENIED, call_id=call_id, tool=tool)

@@ -1,0 +1,64 @@
+"""The built-in tools and their catalog.
+
+:func:`builtin_tools` is the one place that decides which built-ins exist for a daemon and
+with which policy: it reads ``[tools]`` from ``hatchway.toml`` and returns plain
+:class:`~bot.tools.spec.ToolSpec` values for the registry. Every built-in lives in its own
+module; see ``docs/tools.md`` ("Built-in tools") for their defaults.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bot.config import ToolsConfig
+from bot.store import Store
+from bot.tools.builtin.calculator import calculator_tool
+from bot.tools.builtin.clock import current_time_tool
+from bot.tools.builtin.file_reading import file_list_tool, file_read_tool, file_search_tool
+from bot.tools.builtin.file_writing import file_edit_tool, file_write_tool
+from bot.tools.builtin.http_fetch import http_fetch_tool
+from bot.tools.builtin.memory import memory_recall_tool, memory_store_tool
+from bot.tools.builtin.messaging import Outbox, send_message_tool
+from bot.tools.builtin.shell import shell_tool
+from bot.tools.builtin.workspace import Workspace
+from bot.tools.spec import ToolSpec
+
+__all__ = ["Outbox", "builtin_tools"]
+
+
+def builtin_tools(
+    tools_config: ToolsConfig, *, store: Store, outbox: Outbox | None, workspace: Path
+) -> list[ToolSpec]:
+    """Every enabled built-in, in a stable order.
+
+    ``workspace`` is the resolved workspace directory (the daemon resolves
+    ``tools.workspace.path`` against its state directory); it is created if missing.
+    ``send_message`` is included only with an ``outbox``. A bad ``tools.shell.deny_patterns``
+    regex raises ``ConfigError``.
+    """
+    workspace.mkdir(parents=True, exist_ok=True)
+    ws = Workspace(
+        root=workspace, allow_sensitive_files=tools_config.workspace.allow_sensitive_files
+    )
+    tools = [current_time_tool(), calculator_tool()]
+    files = tools_config.files
+    if files.enabled:
+        tools += [
+            file_read_tool(ws, files),
+            file_list_tool(ws, files),
+            file_search_tool(ws, files),
+            file_write_tool(ws, files),
+            file_edit_tool(ws, files),
+        ]
+    if tools_config.shell.enabled:
+        tools.append(shell_tool(ws, tools_config.shell))
+    if tools_config.http_fetch.enabled:
+        tools.append(http_fetch_tool(tools_config.http_fetch))
+    if tools_config.memory.enabled:
+        tools += [
+            memory_store_tool(store.memory, tools_config.memory),
+            memory_recall_tool(store.memory, tools_config.memory),
+        ]
+    if outbox is not None:
+        tools.append(send_message_tool(outbox))
+    return tools

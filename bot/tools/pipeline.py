@@ -1,0 +1,467 @@
+"""The tool pipeline: the one module that orders the stages of ``pipeline.md``.
+
+Per batch (one model reply's tool calls):
+
+1. parsing (ids normalised first, so every call has one id to answer);
+2. preparation, per call in the model's order: turn admission → lookup and schema
+   validation → before-hooks (a rewrite is validated again; hooks only tighten) → delivery
+   defaults → ``approved`` marker stripped → approval (policy assessment, then a person or
+   the runtime for ASK; the repeated-prompt guard runs before asking) → duplicate guard;
+3. execution: sequential unless parallel tools are on, more than one call is runnable, none
+   needed a prompt and no ``tool_search`` is in the batch; each call passes the per-turn gate,
+   the process-wide scheduler and its path locks, then runs with its timeout and retries;
+4. recording, per call in the model's order: observer finish event → after-hooks →
+   receipt → result bounded → ``tool_calls`` row → loop detection;
+5. history: the assistant tool-call message and one result per call id, appended at once.
+
+A batch interrupted from outside (the turn's wall-clock budget) is completed by
+:meth:`ToolPipeline.salvage`, which fills open slots with INTERRUPTED results so that history
+stays well-formed.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import structlog
+
+from bot.approval.gate import (
+    ApprovalGate,
+    ApprovalRequest,
+    Assessment,
+    canonical_json,
+)
+from bot.config import AgentConfig
+from bot.envelope import IngressEnvelope
+from bot.observe import ExecutionHistory, ToolCallFinished, ToolCallStarted, ToolObserver
+from bot.progress import ProgressSink, progress_hint
+from bot.providers.base import ChatMessage, ToolCallRequest
+from bot.scrub import scrub_mapping, scrub_text
+from bot.store import Store, ToolCallRecord
+from bot.tools.admission import TurnAdmission
+from bot.tools.authorization import (
+    decision_outcome,
+    needs_approval,
+    policy_denial,
+    strip_marker,
+)
+from bot.tools.call import ParsedCall, PreparedCall
+from bot.tools.cancellation import CancelSignal, until_cancelled
+from bot.tools.delivery import with_delivery_defaults
+from bot.tools.dispatch import dispatch
+from bot.tools.duplicates import DuplicateGuard
+from bot.tools.execution import Invocation, RetryPolicy, execute
+from bot.tools.file_locks import PathLocks, path_arguments
+from bot.tools.hooks import HookCall, ToolHooks, run_after_hooks, run_before_hooks, strictest
+from bot.tools.outcome import (
+    OutcomeReason,
+    OutcomeStatus,
+    ToolOutcome,
+    interrupted,
+    not_executed,
+)
+from bot.tools.parsing import normalise_ids, parse_call
+from bot.tools.receipt import ReceiptSigner
+from bot.tools.registry import ToolEntry, ToolExecutor
+from bot.tools.repetition import LOOP_WARNING, LoopDetector, Repetition
+from bot.tools.scheduler import ToolScheduler
+from bot.tools.slots import ResultSlots
+from bot.tools.spec import ToolContext
+from bot.tools.transcript import assistant_message, result_messages
+from bot.tools.truncation import bound_text
+from bot.tools.turn_gate import TurnGate
+from bot.tools.validation import resolve
+
+log = structlog.get_logger(__name__)
+
+T = TypeVar("T")
+
+SEQUENTIAL_TOOLS = frozenset({"tool_search"})
+MAX_RAW_ARGUMENT_CHARS = 2000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PipelineServices:
+    """What the pipeline uses that is stable per agent (scheduler and locks are shared by
+    every turn of the process)."""
+
+    store: Store
+    gate: ApprovalGate
+    settings: AgentConfig
+    hooks: ToolHooks = field(default_factory=ToolHooks)
+    observer: ToolObserver = field(default_factory=ExecutionHistory)
+    scheduler: ToolScheduler = field(default_factory=ToolScheduler)
+    locks: PathLocks = field(default_factory=PathLocks)
+    signer: ReceiptSigner | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnFacts:
+    """Who and where this turn is."""
+
+    turn_id: str
+    session_key: str
+    envelope: IngressEnvelope
+    context: ToolContext
+
+
+class BatchVerdict(enum.StrEnum):
+    CONTINUE = "continue"
+    COMPLETED_RUN = "completed_run"  # a completes_run tool succeeded
+    LOOP_STOPPED = "loop_stopped"  # the loop detector stopped the turn
+    ABORTED = "aborted"  # a refused prompt-requiring call was repeated
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchReport:
+    """What one batch did. ``messages`` were appended to history (assistant first)."""
+
+    outcomes: tuple[ToolOutcome, ...]
+    messages: tuple[ChatMessage, ...]
+    verdict: BatchVerdict
+
+
+class _Batch:
+    """Book-keeping of the batch in flight."""
+
+    __slots__ = ("arguments", "asked", "final", "keys", "slots", "text", "verdict")
+
+    def __init__(self, text: str, requests: Sequence[ToolCallRequest]) -> None:
+        self.text = text
+        self.slots = ResultSlots(requests)
+        self.arguments: dict[int, Mapping[str, object]] = {}
+        self.keys: dict[int, tuple[str, str]] = {}
+        self.final: dict[int, ToolOutcome] = {}
+        self.asked = False
+        self.verdict = BatchVerdict.CONTINUE
+
+
+class ToolPipeline:
+    """Runs the tool calls of one turn, batch by batch. One instance per turn."""
+
+    def __init__(
+        self,
+        *,
+        services: PipelineServices,
+        executor: ToolExecutor,
+        facts: TurnFacts,
+        progress: ProgressSink,
+        cancel: CancelSignal,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self._services = services
+        self._executor = executor
+        self._facts = facts
+        self._progress = progress
+        self._cancel = cancel
+        self._clock = clock
+        self._admission = TurnAdmission()
+        self._guard = DuplicateGuard()
+        self._loops = LoopDetector()
+        self._turn_gate = TurnGate()
+        self._batch: _Batch | None = None
+        self._channel = str(facts.envelope.channel)
+
+    # -- batch -------------------------------------------------------------------------
+
+    async def run_batch(self, text: str, requests: Sequence[ToolCallRequest]) -> BatchReport:
+        """Run one reply's tool calls and append them with their results to history."""
+        batch = self._batch = _Batch(text, normalise_ids(requests))
+        self._guard.new_iteration()
+        runnable: list[PreparedCall] = []
+        for index, request in enumerate(batch.slots.requests):
+            if batch.verdict is BatchVerdict.ABORTED or self._cancel.cancelled:
+                break
+            prepared = await self._prepare(batch, index, request)
+            if isinstance(prepared, PreparedCall):
+                runnable.append(prepared)
+            else:
+                batch.slots.fill(index, prepared)
+        if batch.verdict is BatchVerdict.ABORTED:
+            runnable = []
+        parallel = (
+            self._services.settings.parallel_tools
+            and len(runnable) > 1
+            and not batch.asked
+            and not any(r.name in SEQUENTIAL_TOOLS for r in batch.slots.requests)
+        )
+        await dispatch(runnable, self._run_one, batch.slots, self._cancel, parallel=parallel)
+        batch.slots.fill_interrupted()
+        return await self._finish(batch)
+
+    async def salvage(self) -> BatchReport | None:
+        """Complete a batch interrupted from outside: open slots become INTERRUPTED, every
+        call is recorded once, and history gets the calls with one result each."""
+        batch = self._batch
+        if batch is None:
+            return None
+        batch.slots.fill_interrupted()
+        return await self._finish(batch)
+
+    async def _finish(self, batch: _Batch) -> BatchReport:
+        outcomes: list[ToolOutcome] = []
+        for index, outcome in enumerate(batch.slots.outcomes()):
+            final = batch.final.get(index)
+            if final is None:
+                final = await self._record(batch, index, outcome)
+            outcomes.append(final)
+        messages = [
+            assistant_message(batch.text, batch.slots.requests),
+            *result_messages(outcomes),
+        ]
+        self._batch = None
+        await self._services.store.history.append(
+            self._facts.session_key, self._facts.turn_id, messages
+        )
+        return BatchReport(
+            outcomes=tuple(outcomes), messages=tuple(messages), verdict=batch.verdict
+        )
+
+    # -- preparation -------------------------------------------------------------------
+
+    async def _prepare(
+        self, batch: _Batch, index: int, request: ToolCallRequest
+    ) -> PreparedCall | ToolOutcome:
+        parsed = parse_call(request, index)
+        if isinstance(parsed, ToolOutcome):
+            return parsed
+        batch.arguments[index] = parsed.arguments
+        call_id, name = parsed.call_id, parsed.name
+        if not self._admission.admit():
+            return not_executed(
+                OutcomeReason.BATCH_FULL,
+                call_id=call_id,
+                tool=name,
+                detail=str(self._admission.limit),
+                retryable=True,
+            )
+        found = resolve(self._executor, call_id=call_id, name=name, arguments=parsed.arguments)
+        if isinstance(found, ToolOutcome):
+            return found
+        entry, arguments, require = found, parsed.arguments, Assessment.ALLOW
+        if self._services.hooks.before:
+            hooked = await run_before_hooks(self._services.hooks, self._hook_call(parsed))
+            if hooked.cancelled:
+                return not_executed(OutcomeReason.HOOK_CANCELLED, call_id=call_id, tool=name)
+            if hooked.rewritten:
+                found = resolve(
+                    self._executor,
+                    call_id=call_id,
+                    name=hooked.name,
+                    arguments=hooked.arguments,
+                    after_hook=True,
+                )
+                if isinstance(found, ToolOutcome):
+                    return found
+                entry, arguments = found, hooked.arguments
+            require = hooked.require
+        arguments = with_delivery_defaults(entry.spec, arguments, self._facts.envelope)
+        arguments = strip_marker(arguments)
+        batch.arguments[index] = arguments
+        key = (entry.spec.name, canonical_json(dict(arguments)))
+        batch.keys[index] = key
+        return await self._authorize(batch, parsed, entry, arguments, key, require)
+
+    async def _authorize(
+        self,
+        batch: _Batch,
+        parsed: ParsedCall,
+        entry: ToolEntry,
+        arguments: Mapping[str, object],
+        key: tuple[str, str],
+        require: Assessment,
+    ) -> PreparedCall | ToolOutcome:
+        spec, call_id = entry.spec, parsed.call_id
+        request = ApprovalRequest(
+            tool=spec.name,
+            arguments=arguments,
+            call_id=call_id,
+            turn_id=self._facts.turn_id,
+            session_key=self._facts.session_key,
+            envelope=self._facts.envelope,
+            requires_approval=needs_approval(spec, arguments, self._facts.context),
+        )
+        policy = await self._services.gate.assess(request)
+        assessment = strictest(policy.assessment, require)
+        if assessment is Assessment.DENY:
+            return policy_denial(call_id=call_id, tool=spec.name, reason=policy.reason)
+        duplicate = self._guard.seen(key) and not spec.dedup_exempt
+        if duplicate:
+            return not_executed(OutcomeReason.DUPLICATE, call_id=call_id, tool=spec.name)
+        if assessment is Assessment.ALLOW:
+            return PreparedCall(call=parsed, spec=spec, arguments=arguments)
+        batch.asked = True
+        if self._guard.refused_before(key):
+            log.warning("turn_aborted_repeated_prompt", tool=spec.name, call_id=call_id)
+            batch.verdict = BatchVerdict.ABORTED
+            return not_executed(OutcomeReason.REPEATED_PROMPT, call_id=call_id, tool=spec.name)
+        await self._progress.waiting_for_approval(tool=spec.name)
+        decision = await until_cancelled(self._services.gate.ask(request), self._cancel)
+        await self._progress.approval_resolved(tool=spec.name)
+        if decision is None:  # cancelled while waiting: the slot is filled as interrupted
+            return interrupted(call_id=call_id, tool=spec.name, before_launch=True)
+        refusal = decision_outcome(decision, call_id=call_id, tool=spec.name)
+        if refusal is not None:
+            self._guard.remember_refusal(key)
+            return refusal
+        return PreparedCall(
+            call=parsed,
+            spec=spec,
+            arguments=arguments,
+            prompted=True,
+            approved_by=decision.decided_by,
+        )
+
+    def _hook_call(self, call: ParsedCall) -> HookCall:
+        return HookCall(
+            call_id=call.call_id,
+            name=call.name,
+            arguments=call.arguments,
+            turn_id=self._facts.turn_id,
+            session_key=self._facts.session_key,
+            envelope=self._facts.envelope,
+        )
+
+    # -- execution ---------------------------------------------------------------------
+
+    async def _run_one(self, call: PreparedCall) -> ToolOutcome:
+        spec = call.spec
+        # the turn gate is entered first, before any await: tasks start in model order
+        async with self._turn_gate.hold(exclusive=not spec.concurrency_safe):
+            lease = self._services.scheduler.enqueue(self._facts.session_key, spec.kind)
+            if lease is None:
+                log.warning("tool_scheduler_full", tool=spec.name)
+                return not_executed(
+                    OutcomeReason.BUSY, call_id=call.call_id, tool=spec.name, retryable=True
+                )
+            async with lease:
+                paths = path_arguments(spec.path_arguments, call.arguments)
+                if not paths:
+                    return await self._launch(call)
+                async with self._services.locks.hold(paths, base=self._facts.context.workspace):
+                    return await self._launch(call)
+
+    async def _launch(self, call: PreparedCall) -> ToolOutcome:
+        assert self._batch is not None
+        spec, facts = call.spec, self._facts
+        self._batch.slots.mark_launched(call.call.index)
+        self._services.observer.tool_started(
+            ToolCallStarted(
+                tool=spec.name,
+                call_id=call.call_id,
+                channel=self._channel,
+                conversation_id=facts.envelope.conversation_id,
+                turn_id=facts.turn_id,
+            )
+        )
+        await self._progress.tool_started(
+            call_id=call.call_id, tool=spec.name, hint=progress_hint(call.arguments)
+        )
+        handler = self._executor.lookup(spec.name)
+        assert handler is not None
+        outcome = await execute(
+            Invocation(
+                call_id=call.call_id,
+                tool=spec.name,
+                handler=handler.handler,
+                arguments=call.arguments,
+                context=facts.context,
+                timeout_s=spec.timeout_s or self._services.settings.tool_timeout_s,
+                retry_safe=spec.retry_safe,
+            ),
+            cancel=self._cancel,
+            retry=self._services.retry,
+            clock=self._clock,
+        )
+        await self._progress.tool_finished(
+            call_id=call.call_id,
+            tool=spec.name,
+            ok=outcome.ok,
+            duration_s=outcome.duration_s,
+            reason=_progress_reason(outcome),
+        )
+        return outcome
+
+    # -- recording ---------------------------------------------------------------------
+
+    async def _record(self, batch: _Batch, index: int, outcome: ToolOutcome) -> ToolOutcome:
+        services, facts = self._services, self._facts
+        batch.final[index] = outcome  # recorded at most once, even if interrupted below
+        arguments = batch.arguments.get(index)
+        services.observer.tool_finished(
+            ToolCallFinished.of(
+                tool=outcome.tool,
+                call_id=outcome.call_id,
+                channel=self._channel,
+                conversation_id=facts.envelope.conversation_id,
+                turn_id=facts.turn_id,
+                status=outcome.status.value,
+                synthetic=outcome.synthetic,
+                duration_s=outcome.duration_s,
+                result=outcome.observation,
+            )
+        )
+        if services.hooks.after:
+            hook_call = HookCall(
+                call_id=outcome.call_id,
+                name=outcome.tool,
+                arguments=arguments or {},
+                turn_id=facts.turn_id,
+                session_key=facts.session_key,
+                envelope=facts.envelope,
+            )
+            await run_after_hooks(services.hooks, hook_call, outcome)
+        receipt = None
+        if services.signer is not None and outcome.ok and arguments is not None:
+            receipt = services.signer.sign(outcome.tool, arguments, outcome.observation)
+        bounded = bound_text(outcome.observation, services.settings.max_tool_result_chars)
+        if arguments is not None:
+            recorded_args = canonical_json(scrub_mapping(arguments))
+        else:
+            raw = batch.slots.requests[index].arguments
+            recorded_args = scrub_text(raw[:MAX_RAW_ARGUMENT_CHARS])
+        await services.store.tool_calls.record(
+            ToolCallRecord(
+                turn_id=facts.turn_id,
+                call_id=outcome.call_id,
+                session_key=facts.session_key,
+                channel=self._channel,
+                tool=outcome.tool,
+                arguments=recorded_args,
+                status=outcome.status.value,
+                synthetic=outcome.synthetic,
+                observation=scrub_text(bounded),
+                duration_ms=outcome.duration_s * 1000,
+                receipt=receipt,
+            )
+        )
+        final = outcome if bounded is outcome.observation else outcome.with_observation(bounded)
+        key = batch.keys.get(index)
+        if outcome.ok and key is not None:
+            repetition, count = self._loops.observe(key, outcome.observation)
+            if repetition is Repetition.STOP:
+                log.warning("turn_loop_detected", tool=outcome.tool, repeats=count)
+                if batch.verdict is not BatchVerdict.ABORTED:
+                    batch.verdict = BatchVerdict.LOOP_STOPPED
+            elif repetition is Repetition.WARN:
+                final = final.with_observation(final.observation + LOOP_WARNING.format(count=count))
+            entry = self._executor.lookup(outcome.tool)
+            completes = entry is not None and entry.spec.completes_run
+            if completes and batch.verdict is BatchVerdict.CONTINUE:
+                batch.verdict = BatchVerdict.COMPLETED_RUN
+        batch.final[index] = final
+        return final
+
+
+def _progress_reason(outcome: ToolOutcome) -> str:
+    """A short reason for a ❌ line — never the raw tool output."""
+    if outcome.ok:
+        return ""
+    if outcome.status is OutcomeStatus.EXECUTED:
+        return outcome.observation.split(":", 1)[0][:60]
+    return outcome.status.value.replace("_", " ")

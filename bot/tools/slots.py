@@ -1,0 +1,67 @@
+"""Result slots: one per original call of a batch, in the model's order.
+
+Preparation fills the slots of calls that never run; execution fills the rest. A slot is
+filled exactly once, so no call is ever reported twice. Slots also remember which calls were
+launched, so that salvaging an interrupted batch can say "before launch" truthfully.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from bot.providers.base import ToolCallRequest
+from bot.tools.outcome import ToolOutcome, interrupted
+
+
+class SlotAlreadyFilled(RuntimeError):
+    """A broken invariant: a call's result was reported twice."""
+
+
+class ResultSlots:
+    __slots__ = ("_launched", "_outcomes", "requests")
+
+    def __init__(self, requests: Sequence[ToolCallRequest]) -> None:
+        self.requests = tuple(requests)
+        self._outcomes: list[ToolOutcome | None] = [None] * len(self.requests)
+        self._launched: set[int] = set()
+
+    def __len__(self) -> int:
+        return len(self.requests)
+
+    def fill(self, index: int, outcome: ToolOutcome) -> None:
+        if self._outcomes[index] is not None:
+            raise SlotAlreadyFilled(f"slot {index} ({self.requests[index].id}) filled twice")
+        self._outcomes[index] = outcome
+
+    def get(self, index: int) -> ToolOutcome | None:
+        return self._outcomes[index]
+
+    def mark_launched(self, index: int) -> None:
+        self._launched.add(index)
+
+    def launched(self, index: int) -> bool:
+        return index in self._launched
+
+    def open_indexes(self) -> list[int]:
+        return [i for i, o in enumerate(self._outcomes) if o is None]
+
+    def complete(self) -> bool:
+        return all(o is not None for o in self._outcomes)
+
+    def fill_interrupted(self) -> list[int]:
+        """Fill every open slot with INTERRUPTED (before launch unless it was launched);
+        returns the indexes filled."""
+        filled = self.open_indexes()
+        for index in filled:
+            request = self.requests[index]
+            self._outcomes[index] = interrupted(
+                call_id=request.id, tool=request.name, before_launch=index not in self._launched
+            )
+        return filled
+
+    def outcomes(self) -> list[ToolOutcome]:
+        """Every outcome in the model's order; raises if a slot is still open."""
+        missing = self.open_indexes()
+        if missing:
+            raise RuntimeError(f"result slots {missing} are still open")
+        return [o for o in self._outcomes if o is not None]

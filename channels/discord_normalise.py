@@ -1,0 +1,179 @@
+"""Discord message → :class:`~bot.envelope.IngressEnvelope`.
+
+Two steps: :func:`facts_from_message` reads the few values hatchway needs off a
+``discord.Message`` into :class:`MessageFacts` (plain, frozen data), and
+:func:`envelope_from_facts` is a pure function from facts to an envelope, easy to test and
+fuzz without a gateway.
+
+Conversation model: ``conversation_id`` is the text channel (the parent channel for a thread,
+the DM channel for a DM); ``thread_id`` is the thread channel, and answers go there. With
+``thread_per_request`` a guild message outside a thread gets a thread opened from it on the
+first answer; Discord gives such a thread the id of its starter message, so ``thread_id`` is
+the message id from the start and follow-ups in the thread share the session.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import discord
+
+from bot.envelope import (
+    Attachment,
+    Capabilities,
+    ChannelRef,
+    DeliveryTarget,
+    IngressEnvelope,
+    Sender,
+)
+
+MAX_MESSAGE_CHARS = 2000
+_USER_MENTION = re.compile(r"<@!?(\d+)>")
+_ROLE_MENTION = re.compile(r"<@&(\d+)>")
+_CONVERSATIONAL_TYPES = (discord.MessageType.default, discord.MessageType.reply)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MessageFacts:
+    """What hatchway reads off one Discord message. Ids are decimal strings."""
+
+    message_id: str
+    channel_id: str
+    guild_id: str | None = None
+    thread_parent_id: str | None = None  # set when the message is in a thread
+    thread_owner_id: str | None = None
+    author_id: str
+    author_name: str = ""
+    author_is_bot: bool = False
+    content: str = ""
+    mentioned_users: tuple[tuple[str, str], ...] = ()  # (id, display name)
+    mentioned_roles: tuple[tuple[str, str], ...] = ()  # (id, name)
+    bot_role_id: str | None = None  # the bot's managed role in this guild
+    replied_to_author_id: str | None = None
+    attachments: tuple[Attachment, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NormaliseOptions:
+    """Per-channel settings the envelope depends on."""
+
+    channel: ChannelRef
+    bot_user_id: str
+    thread_per_request: bool = False
+    approval_backchannel: bool = False
+
+
+def is_conversational(message: discord.Message) -> bool:
+    """True for user-written messages (plain or replies); false for joins, pins, etc."""
+    return message.type in _CONVERSATIONAL_TYPES
+
+
+def _attachment(item: discord.Attachment) -> Attachment:
+    mime = item.content_type or ""
+    major = mime.split("/", 1)[0]
+    kind = major if major in ("image", "audio", "video") else "file"
+    return Attachment(kind=kind, name=item.filename, mime_type=mime, size=item.size, ref=item.url)
+
+
+def facts_from_message(message: discord.Message) -> MessageFacts:
+    """Read a ``discord.Message`` into :class:`MessageFacts` (no network access)."""
+    channel = message.channel
+    thread = channel if isinstance(channel, discord.Thread) else None
+    guild = message.guild
+    bot_role = guild.self_role if guild is not None else None
+    replied = message.reference.resolved if message.reference is not None else None
+    return MessageFacts(
+        message_id=str(message.id),
+        channel_id=str(channel.id),
+        guild_id=str(guild.id) if guild is not None else None,
+        thread_parent_id=str(thread.parent_id) if thread is not None else None,
+        thread_owner_id=str(thread.owner_id) if thread is not None and thread.owner_id else None,
+        author_id=str(message.author.id),
+        author_name=message.author.display_name,
+        author_is_bot=message.author.bot,
+        content=message.content,
+        mentioned_users=tuple((str(u.id), u.display_name) for u in message.mentions),
+        mentioned_roles=tuple((str(r.id), r.name) for r in message.role_mentions),
+        bot_role_id=str(bot_role.id) if bot_role is not None else None,
+        replied_to_author_id=(
+            str(replied.author.id) if isinstance(replied, discord.Message) else None
+        ),
+        attachments=tuple(_attachment(a) for a in message.attachments),
+    )
+
+
+def clean_text(facts: MessageFacts, bot_user_id: str) -> str:
+    """The message text with the bot's own mentions removed and other mentions as @names."""
+    users = dict(facts.mentioned_users)
+    roles = dict(facts.mentioned_roles)
+
+    def user(match: re.Match[str]) -> str:
+        uid = match[1]
+        if uid == bot_user_id:
+            return ""
+        return f"@{users[uid]}" if uid in users else match[0]
+
+    def role(match: re.Match[str]) -> str:
+        rid = match[1]
+        if rid == facts.bot_role_id:
+            return ""
+        return f"@{roles[rid]}" if rid in roles else match[0]
+
+    text = _ROLE_MENTION.sub(role, _USER_MENTION.sub(user, facts.content))
+    return re.sub(r"[ \t]{2,}", " ", text).strip()
+
+
+def is_addressed(facts: MessageFacts, bot_user_id: str) -> bool:
+    """A DM, a mention of the bot (or its managed role), a reply to the bot, or a message in
+    a thread the bot opened."""
+    if facts.guild_id is None:
+        return True
+    if any(uid == bot_user_id for uid, _ in facts.mentioned_users):
+        return True
+    if facts.bot_role_id is not None and any(
+        rid == facts.bot_role_id for rid, _ in facts.mentioned_roles
+    ):
+        return True
+    return bot_user_id in (facts.replied_to_author_id, facts.thread_owner_id)
+
+
+def envelope_from_facts(facts: MessageFacts, options: NormaliseOptions) -> IngressEnvelope:
+    """The envelope for one message. Pure: same facts and options, same envelope fields."""
+    is_direct = facts.guild_id is None
+    if facts.thread_parent_id is not None:
+        conversation_id, thread_id = facts.thread_parent_id, facts.channel_id
+    elif options.thread_per_request and not is_direct:
+        conversation_id, thread_id = facts.channel_id, facts.message_id
+    else:
+        conversation_id, thread_id = facts.channel_id, None
+    reply_target = DeliveryTarget(
+        channel=options.channel,
+        conversation_id=conversation_id,
+        thread_id=thread_id,
+        reply_to_message_id=facts.message_id,
+    )
+    return IngressEnvelope(
+        channel=options.channel,
+        message_id=facts.message_id,
+        conversation_id=conversation_id,
+        thread_id=thread_id,
+        sender=Sender(
+            id=facts.author_id, display_name=facts.author_name, is_bot=facts.author_is_bot
+        ),
+        text=clean_text(facts, options.bot_user_id),
+        attachments=facts.attachments,
+        is_direct=is_direct,
+        is_group=not is_direct,
+        addressed_to_bot=is_addressed(facts, options.bot_user_id),
+        reply_target=reply_target,
+        capabilities=Capabilities(
+            can_edit=True,
+            can_react=True,
+            inline_buttons=True,
+            typing=True,
+            max_message_chars=MAX_MESSAGE_CHARS,
+            approval_backchannel=options.approval_backchannel,
+            terminal_prompt=False,
+        ),
+    )

@@ -1,0 +1,232 @@
+"""Slack's inbound side: bolt listeners that only enqueue, and the worker that delivers.
+
+Bolt acknowledges events before its listeners run, and the action listener acknowledges
+first thing; the listeners here then only deduplicate and drop the payload into a bounded
+queue, so nothing (a users.info lookup, a slow gateway) can delay an ack past Slack's
+3 seconds. :meth:`SlackInbound.run` drains the queue in order until cancelled.
+
+Deduplication: by ``event_id`` (Slack's retries, ``X-Slack-Retry-Num``) and by
+``channel:ts`` (the ``message``/``app_mention`` pair Slack sends for one mention). Both are
+in-memory and bounded; the gateway's persisted inbox is the durable guarantee.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import structlog
+from slack_bolt.app.async_app import AsyncApp
+from slack_bolt.context.ack.async_ack import AsyncAck
+
+from bot.channel import ApprovalChoice, ApprovalClick, ChannelHost, ClickVerdict
+from bot.config import SlackChannelConfig
+from bot.envelope import Capabilities, ChannelRef
+from bot.errors import ChannelAuthError, ChannelError
+from channels.slack_api import DisplayNames, SlackWebApi
+from channels.slack_blocks import ACTION_PATTERN, parse_click, parse_reaction
+from channels.slack_cards import CardIndex
+from channels.slack_normalise import (
+    BotIdentity,
+    build_envelope,
+    ignore_reason,
+    message_key,
+    parse_message,
+)
+
+log = structlog.get_logger(__name__)
+
+
+class RecentKeys:
+    """A bounded memory of keys already seen (the oldest is forgotten first)."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._keys: OrderedDict[str, None] = OrderedDict()
+
+    def seen(self, key: str) -> bool:
+        """True if ``key`` was seen before; records it either way."""
+        if key in self._keys:
+            self._keys.move_to_end(key)
+            return True
+        self._keys[key] = None
+        if len(self._keys) > self._size:
+            self._keys.popitem(last=False)
+        return False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Inbound:
+    """One acknowledged payload waiting for the worker."""
+
+    kind: Literal["message", "click", "reaction"]
+    body: Mapping[str, Any]
+
+
+class SlackInbound:
+    """Acknowledged payloads → envelopes and approval clicks for the host."""
+
+    def __init__(
+        self,
+        *,
+        ref: ChannelRef,
+        config: SlackChannelConfig,
+        api: SlackWebApi,
+        cards: CardIndex,
+        queue_size: int = 1000,
+    ) -> None:
+        self._ref = ref
+        self._config = config
+        self._api = api
+        self._cards = cards
+        self._names = DisplayNames(api, ttl_s=config.user_cache_ttl_s)
+        self._queue: asyncio.Queue[_Inbound] = asyncio.Queue(maxsize=queue_size)
+        self._events = RecentKeys()
+        self._messages = RecentKeys()
+
+    def register(self, app: AsyncApp) -> None:
+        app.event("message")(self._on_message)
+        app.event("app_mention")(self._on_message)
+        app.event("reaction_added")(self._on_reaction)
+        app.action(ACTION_PATTERN)(self._on_action)
+
+    # -- listeners: run after (or as) the ack; they must stay fast ---------------------------
+
+    def _enqueue(self, item: _Inbound) -> None:
+        try:
+            self._queue.put_nowait(item)
+        except asyncio.QueueFull:
+            log.warning("slack_inbound_dropped", channel=str(self._ref), kind=item.kind)
+
+    def _is_retry(self, body: Mapping[str, Any]) -> bool:
+        event_id = str(body.get("event_id") or "")
+        if event_id and self._events.seen(event_id):
+            log.info("slack_duplicate_event", channel=str(self._ref), event_id=event_id)
+            return True
+        return False
+
+    async def _on_message(self, body: dict[str, Any]) -> None:
+        event = body.get("event")
+        if not isinstance(event, dict) or self._is_retry(body):
+            return
+        key = message_key(str(event.get("channel") or ""), str(event.get("ts") or ""))
+        if self._messages.seen(key):
+            log.info("slack_duplicate_message", channel=str(self._ref), message_id=key)
+            return
+        self._enqueue(_Inbound(kind="message", body=body))
+
+    async def _on_reaction(self, body: dict[str, Any]) -> None:
+        event = body.get("event")
+        if not self._config.reactions_for_approval or not isinstance(event, dict):
+            return
+        if not self._is_retry(body):
+            self._enqueue(_Inbound(kind="reaction", body=event))
+
+    async def _on_action(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        self._enqueue(_Inbound(kind="click", body=body))
+
+    # -- the worker --------------------------------------------------------------------------
+
+    async def run(self, host: ChannelHost, bot: BotIdentity) -> None:
+        """Deliver queued payloads in order until cancelled. A failed Slack call is logged
+        and the next payload handled; a refused token ends the run."""
+        while True:
+            item = await self._queue.get()
+            try:
+                if item.kind == "message":
+                    await self._deliver(host, bot, item.body)
+                elif item.kind == "click":
+                    await self._click(host, item.body)
+                else:
+                    await self._reaction(host, bot, item.body)
+            except ChannelAuthError:
+                raise
+            except ChannelError as exc:
+                log.warning("slack_inbound_failed", channel=str(self._ref), error=str(exc))
+
+    def capabilities(self) -> Capabilities:
+        config = self._config
+        return Capabilities(
+            can_edit=True,
+            can_react=True,
+            inline_buttons=True,
+            typing=False,
+            max_message_chars=config.max_message_chars,
+            approval_backchannel=bool(config.approvers or config.approver_roles),
+        )
+
+    async def _deliver(self, host: ChannelHost, bot: BotIdentity, body: Mapping[str, Any]) -> None:
+        callback = parse_message(body)
+        if callback is None:
+            log.info("slack_event_malformed", channel=str(self._ref))
+            return
+        reason = ignore_reason(callback.event, bot)
+        if reason is not None:
+            log.debug("slack_message_ignored", channel=str(self._ref), reason=reason)
+            return
+        user = callback.event.user
+        envelope = build_envelope(
+            callback,
+            ref=self._ref,
+            bot=bot,
+            display_name=await self._names.get(user) if user else "",
+            capabilities=self.capabilities(),
+            dm_replies_in_thread=self._config.dm_replies_in_thread,
+        )
+        await host.deliver(envelope)
+
+    async def _answer(
+        self,
+        host: ChannelHost,
+        *,
+        approval_id: str,
+        choice: ApprovalChoice,
+        user_id: str,
+        channel_id: str,
+        thread_ts: str | None,
+    ) -> None:
+        click = ApprovalClick(
+            channel=self._ref, approval_id=approval_id, choice=choice, user_id=user_id
+        )
+        verdict = await host.approval_clicked(click)
+        log.info("slack_approval_answer", channel=str(self._ref), verdict=verdict.value)
+        if verdict is not ClickVerdict.ACCEPTED:
+            await self._api.post_ephemeral(
+                channel=channel_id, user=user_id, text=verdict.message, thread_ts=thread_ts
+            )
+
+    async def _click(self, host: ChannelHost, body: Mapping[str, Any]) -> None:
+        click = parse_click(body)
+        if click is None:
+            log.info("slack_click_malformed", channel=str(self._ref))
+            return
+        await self._answer(
+            host,
+            approval_id=click.approval_id,
+            choice=click.choice,
+            user_id=click.user_id,
+            channel_id=click.channel_id,
+            thread_ts=click.thread_ts,
+        )
+
+    async def _reaction(
+        self, host: ChannelHost, bot: BotIdentity, event: Mapping[str, Any]
+    ) -> None:
+        reaction = parse_reaction(event)
+        if reaction is None or reaction.user_id == bot.user_id:
+            return
+        card = await self._cards.find(reaction.channel_id, reaction.message_ts)
+        if card is None:
+            return
+        await self._answer(
+            host,
+            approval_id=card.approval_id,
+            choice=reaction.choice,
+            user_id=reaction.user_id,
+            channel_id=reaction.channel_id,
+            thread_ts=card.thread_ts,
+        )

@@ -1,0 +1,401 @@
+"""The Telegram channel, on python-telegram-bot 22.x.
+
+Inbound: long polling (default) with a ``getUpdates`` loop of our own, or a webhook guarded by
+the secret token (:mod:`channels.telegram_webhook`). The polling offset lives in
+``store.channel_state`` and is advanced only after an update was handed to the host, so a
+restart neither repeats nor loses updates (a crash between handing over and saving repeats
+that one update, which the gateway's dedupe on ``message_id`` absorbs).
+
+Updates used: new messages, callback queries (approval buttons) and, with
+``reactions_for_approval``, message reactions. Edited messages are ignored on purpose: the
+original was already answered, and answering an edit would answer twice.
+
+Health: ``STARTING`` → ``CONNECTED`` once ``getMe`` accepted the token and the first
+``getUpdates`` (or ``setWebhook``) succeeded; ``RECONNECTING`` with the reason on network
+errors or a ``409 Conflict`` (another poller on the same token); ``FAILED`` when the token is
+refused, and :meth:`TelegramChannel.run` raises :class:`~bot.errors.ChannelAuthError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Mapping, Sequence
+
+import structlog
+from telegram import Bot, CallbackQuery, MessageReactionUpdated, Update
+from telegram.error import Conflict, InvalidToken, NetworkError, RetryAfter, TelegramError
+from telegram.ext import Application
+
+from bot.channel import (
+    ApprovalCard,
+    ApprovalClick,
+    ChannelHealth,
+    ChannelHost,
+    ClickVerdict,
+    HealthState,
+    SentMessage,
+)
+from bot.channel_registry import ChannelContext
+from bot.config import ChannelCommon, Settings, TelegramChannelConfig
+from bot.envelope import Capabilities, ChannelRef, DeliveryTarget
+from bot.errors import ChannelAuthError, ChannelError, ConfigError
+from bot.scrub import register_secret
+from channels.telegram_markup import TELEGRAM_LIMIT
+from channels.telegram_normalise import BotIdentity, normalise_message, reaction_choice
+from channels.telegram_outbound import TelegramOutbound
+from channels.telegram_ratelimit import backoff_delay, retry_after_seconds
+from channels.telegram_webhook import WebhookReceiver
+
+log = structlog.get_logger(__name__)
+
+OFFSET_KEY = "update_offset"
+# Telegram may restart update ids after a week without updates; an older offset is void.
+OFFSET_MAX_AGE_S = 6 * 24 * 3600
+CONFLICT_DETAIL = (
+    "409 Conflict from getUpdates: another process is polling this bot token (or a webhook "
+    "is set). Only one poller may run per token; stop the other one."
+)
+
+
+class TelegramChannel:
+    """A Telegram bot: receives updates and delegates sending to :class:`TelegramOutbound`."""
+
+    def __init__(
+        self,
+        ref: ChannelRef,
+        config: TelegramChannelConfig,
+        context: ChannelContext,
+        *,
+        token: str,
+        webhook_secret: str | None = None,
+    ) -> None:
+        register_secret(token)
+        register_secret(webhook_secret)
+        app = (
+            Application.builder()
+            .token(token)
+            .base_url(config.api_base_url)
+            .base_file_url(config.file_base_url)
+            .updater(None)
+            .build()
+        )
+        self.ref = ref
+        self._config = config
+        self._app = app
+        self._out = TelegramOutbound(ref=ref, config=config, bot=app.bot)
+        self._me = BotIdentity(id=0, username="")
+        self._context = context
+        self._webhook_secret = webhook_secret
+        self._health = ChannelHealth(state=HealthState.STARTING)
+        self._webhook: WebhookReceiver | None = None
+
+    @property
+    def health(self) -> ChannelHealth:
+        return self._health
+
+    @property
+    def webhook_port(self) -> int:
+        """The port the webhook receiver is bound to (0 when not serving)."""
+        return self._webhook.port if self._webhook is not None else 0
+
+    def _set_health(self, state: HealthState, detail: str = "") -> None:
+        if self._health.state != state or self._health.detail != detail:
+            log.info("channel_health", channel=str(self.ref), state=str(state), detail=detail)
+        self._health = ChannelHealth(state=state, detail=detail)
+
+    def _capabilities(self) -> Capabilities:
+        return Capabilities(
+            can_edit=True,
+            can_react=True,
+            inline_buttons=True,
+            typing=True,
+            max_message_chars=TELEGRAM_LIMIT,
+            approval_backchannel=bool(self._config.approvers or self._config.approver_roles),
+            terminal_prompt=False,
+        )
+
+    def _allowed_updates(self) -> list[str]:
+        kinds = [Update.MESSAGE, Update.CALLBACK_QUERY]
+        if self._config.reactions_for_approval:
+            kinds.append(Update.MESSAGE_REACTION)
+        return kinds
+
+    async def run(self, host: ChannelHost) -> None:
+        """Connect, then receive until cancelled."""
+        try:
+            await self._connect()
+            if self._config.mode == "webhook":
+                await self._serve_webhook(host)
+            else:
+                await self._poll(host)
+        finally:
+            if self._webhook is not None:
+                await self._webhook.aclose()
+                self._webhook = None
+            await self._app.shutdown()
+            if self._health.state is not HealthState.FAILED:
+                self._set_health(HealthState.STOPPED)
+
+    async def _connect(self) -> None:
+        """``getMe`` until it answers; a refused token is fatal."""
+        attempt = 0
+        while True:
+            try:
+                await self._app.initialize()
+            except InvalidToken as exc:
+                detail = (
+                    "Telegram refused the bot token (getMe answered 401/404); check "
+                    f"the {self._config.token_env} environment variable"
+                )
+                self._set_health(HealthState.FAILED, detail)
+                raise ChannelAuthError(f"{self.ref}: {detail}") from exc.__cause__
+            except RetryAfter as exc:
+                await asyncio.sleep(retry_after_seconds(exc))
+                continue
+            except NetworkError as exc:
+                await self._reconnect_pause(attempt, f"cannot reach the Bot API: {exc}")
+                attempt += 1
+                continue
+            break
+        bot = self._app.bot
+        self._me = BotIdentity(id=bot.id, username=bot.username or "")
+        log.info("telegram_connected", channel=str(self.ref), bot=self._me.username)
+
+    async def _reconnect_pause(self, attempt: int, reason: str) -> None:
+        self._set_health(HealthState.RECONNECTING, reason)
+        delay = backoff_delay(
+            attempt, initial_s=self._config.reconnect_initial_s, max_s=self._config.reconnect_max_s
+        )
+        log.warning(
+            "telegram_reconnecting", channel=str(self.ref), reason=reason, delay_s=round(delay, 2)
+        )
+        await asyncio.sleep(delay)
+
+    # -- polling ------------------------------------------------------------------------------
+
+    async def _load_offset(self) -> int | None:
+        raw = await self._context.store.channel_state.get(str(self.ref), OFFSET_KEY)
+        if raw is None:
+            return None
+        try:
+            stored = json.loads(raw)
+            offset, saved_at = int(stored["offset"]), float(stored["saved_at"])
+        except (ValueError, KeyError, TypeError):
+            log.warning("telegram_offset_unreadable", channel=str(self.ref))
+            return None
+        if time.time() - saved_at > OFFSET_MAX_AGE_S:
+            return None
+        return offset
+
+    async def _save_offset(self, offset: int) -> None:
+        value = json.dumps({"offset": offset, "saved_at": time.time()})
+        await self._context.store.channel_state.set(str(self.ref), OFFSET_KEY, value)
+
+    async def _commit_offset(self, offset: int) -> None:
+        """Persist ``offset``; a cancellation arriving meanwhile waits for the write, so a
+        graceful stop right after a delivery does not repeat that update."""
+        saving = asyncio.ensure_future(self._save_offset(offset))
+        try:
+            await asyncio.shield(saving)
+        except asyncio.CancelledError:
+            await saving
+            raise
+
+    async def _poll(self, host: ChannelHost) -> None:
+        bot: Bot = self._app.bot
+        await bot.delete_webhook(drop_pending_updates=False)
+        offset = await self._load_offset()
+        failures = 0
+        while True:
+            # The first call after (re)connecting does not wait, so health turns honest fast.
+            live = self._health.state is HealthState.CONNECTED
+            try:
+                updates = await bot.get_updates(
+                    offset=offset,
+                    timeout=self._config.poll_timeout_s if live else 0,
+                    allowed_updates=self._allowed_updates(),
+                )
+            except InvalidToken as exc:
+                detail = "Telegram refused the bot token while polling"
+                self._set_health(HealthState.FAILED, detail)
+                raise ChannelAuthError(f"{self.ref}: {detail}") from exc.__cause__
+            except RetryAfter as exc:
+                await asyncio.sleep(retry_after_seconds(exc))
+                continue
+            except Conflict:
+                await self._reconnect_pause(failures, CONFLICT_DETAIL)
+                failures += 1
+                continue
+            except NetworkError as exc:
+                await self._reconnect_pause(failures, f"getUpdates failed: {exc}")
+                failures += 1
+                continue
+            failures = 0
+            self._set_health(HealthState.CONNECTED)
+            for update in updates:
+                await self._handle(update, host)
+                offset = update.update_id + 1
+                await self._commit_offset(offset)
+
+    # -- webhook ------------------------------------------------------------------------------
+
+    async def _serve_webhook(self, host: ChannelHost) -> None:
+        if not self._webhook_secret:
+            raise ChannelError(
+                f"{self.ref}: webhook mode needs a secret token in the "
+                f"{self._config.webhook_secret_env} environment variable"
+            )
+        if not self._config.webhook_url:
+            raise ChannelError(f"{self.ref}: webhook mode needs webhook_url (the public URL)")
+
+        async def on_update(data: Mapping[str, object]) -> None:
+            update = Update.de_json(dict(data), self._app.bot)
+            if update is not None:
+                await self._handle(update, host)
+
+        self._webhook = WebhookReceiver(
+            path=self._config.webhook_path, secret=self._webhook_secret, on_update=on_update
+        )
+        await self._webhook.start(self._config.webhook_listen, self._config.webhook_port)
+        await self._app.bot.set_webhook(
+            url=self._config.webhook_url,
+            secret_token=self._webhook_secret,
+            allowed_updates=self._allowed_updates(),
+        )
+        self._set_health(HealthState.CONNECTED)
+        await asyncio.Event().wait()
+
+    # -- outbound, delegated -----------------------------------------------------------------
+
+    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
+        return await self._out.send(target, text)
+
+    async def edit(self, message: SentMessage, text: str) -> None:
+        await self._out.edit(message, text)
+
+    async def react(self, target: DeliveryTarget, message_id: str, emoji: str) -> None:
+        await self._out.react(target, message_id, emoji)
+
+    async def typing(self, target: DeliveryTarget) -> None:
+        await self._out.typing(target)
+
+    async def post_approval_card(self, target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
+        return await self._out.post_approval_card(target, card)
+
+    async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:
+        await self._out.update_approval_card(message, card)
+
+    async def download(self, file_ref: str) -> bytes:
+        """The contents of an attachment (``Attachment.ref`` is the Telegram file id)."""
+        file = await self._app.bot.get_file(file_ref)
+        return bytes(await file.download_as_bytearray())
+
+    # -- inbound dispatch ---------------------------------------------------------------------
+
+    async def _handle(self, update: Update, host: ChannelHost) -> None:
+        """Hand one update to the host. Raises what the host raises (the update is then
+        not marked as done and comes again after a restart)."""
+        if update.message is not None:
+            envelope = normalise_message(
+                update.message, ref=self.ref, me=self._me, capabilities=self._capabilities()
+            )
+            if envelope is not None:
+                await host.deliver(envelope)
+        elif update.callback_query is not None:
+            await self._on_callback(update.callback_query, host)
+        elif update.message_reaction is not None:
+            if self._config.reactions_for_approval:
+                await self._on_reaction(update.message_reaction, host)
+        else:
+            log.debug(
+                "telegram_update_ignored",
+                channel=str(self.ref),
+                update_id=update.update_id,
+                edited=update.edited_message is not None,
+            )
+
+    async def _roles(self, chat_id: int, user_id: int) -> tuple[str, ...]:
+        """The clicker's member status in the chat (``creator``, ``administrator``, ...), asked
+        only when approver roles are configured."""
+        if not self._config.approver_roles:
+            return ()
+        try:
+            member = await self._app.bot.get_chat_member(chat_id=chat_id, user_id=user_id)
+        except TelegramError as exc:
+            log.warning("telegram_member_lookup_failed", channel=str(self.ref), error=exc.message)
+            return ()
+        return (str(member.status),)
+
+    async def _on_callback(self, query: CallbackQuery, host: ChannelHost) -> None:
+        decoded = self._out.codec.decode(query.data)
+        if decoded is None:
+            await self._answer(query.id, None)
+            return
+        approval_id, choice = decoded
+        chat_id = query.message.chat.id if query.message is not None else query.from_user.id
+        click = ApprovalClick(
+            channel=self.ref,
+            approval_id=approval_id,
+            choice=choice,
+            user_id=str(query.from_user.id),
+            user_roles=await self._roles(chat_id, query.from_user.id),
+        )
+        verdict = await host.approval_clicked(click)
+        log.info(
+            "telegram_approval_click",
+            channel=str(self.ref),
+            approval_id=approval_id,
+            choice=str(choice),
+            verdict=str(verdict),
+        )
+        await self._answer(query.id, verdict)
+
+    async def _answer(self, query_id: str, verdict: ClickVerdict | None) -> None:
+        text = verdict.message if verdict is not None else None
+        alert = verdict is not None and verdict is not ClickVerdict.ACCEPTED
+        try:
+            await self._app.bot.answer_callback_query(query_id, text=text, show_alert=alert)
+        except TelegramError as exc:  # e.g. "query is too old": the click still counted
+            log.warning("telegram_answer_callback_failed", channel=str(self.ref), error=exc.message)
+
+    async def _on_reaction(self, reaction: MessageReactionUpdated, host: ChannelHost) -> None:
+        approval_id = self._out.approval_for(reaction.chat.id, reaction.message_id)
+        choice = reaction_choice(reaction)
+        if approval_id is None or choice is None or reaction.user is None:
+            return
+        click = ApprovalClick(
+            channel=self.ref,
+            approval_id=approval_id,
+            choice=choice,
+            user_id=str(reaction.user.id),
+            user_roles=await self._roles(reaction.chat.id, reaction.user.id),
+        )
+        verdict = await host.approval_clicked(click)
+        # A reaction has no private answer on Telegram; the card edit shows accepted ones.
+        log.info(
+            "telegram_approval_reaction",
+            channel=str(self.ref),
+            approval_id=approval_id,
+            choice=str(choice),
+            verdict=str(verdict),
+        )
+
+
+def create(ref: ChannelRef, config: ChannelCommon, context: ChannelContext) -> TelegramChannel:
+    """Build the adapter for ``[channels.telegram.<alias>]``; the token comes from the
+    environment variable the config names."""
+    if not isinstance(config, TelegramChannelConfig):
+        raise ConfigError(f"channels.{ref}: expected a Telegram channel configuration")
+    token = Settings.secret(config.token_env)
+    if token is None:
+        raise ConfigError(
+            f"channels.{ref}: the bot token is missing; set the {config.token_env} "
+            "environment variable (BotFather gives the token)"
+        )
+    secret = Settings.secret(config.webhook_secret_env) if config.mode == "webhook" else None
+    return TelegramChannel(ref, config, context, token=token, webhook_secret=secret)
+
+
+__all__ = ["TelegramChannel", "create"]

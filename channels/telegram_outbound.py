@@ -1,0 +1,238 @@
+"""Everything the Telegram channel sends: messages, edits, reactions, typing, approval cards.
+
+Text is rendered as Telegram HTML in chunks of at most 4,096 characters
+(:mod:`channels.telegram_markup`); a chunk Telegram cannot parse is sent again as plain text.
+Every call honours ``RetryAfter`` (:mod:`channels.telegram_ratelimit`). Answers go to the
+target's forum topic and, for the first chunk, reply to the target message. Edits are safe to
+repeat: an unchanged text is not sent again, and "message is not modified" counts as success.
+Reactions and typing are best effort: a refusal is logged, never raised.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
+
+import structlog
+from telegram import (
+    Bot,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    Message,
+    ReactionTypeEmoji,
+    ReplyParameters,
+)
+from telegram.constants import ChatAction, ParseMode
+from telegram.error import BadRequest, RetryAfter, TelegramError
+
+from bot.channel import ApprovalCard, ApprovalChoice, CardState, SentMessage
+from bot.config import TelegramChannelConfig
+from bot.envelope import ChannelRef, DeliveryTarget
+from bot.errors import ChannelError
+from channels.telegram_markup import TELEGRAM_LIMIT, plain_card, render_chunks
+from channels.telegram_normalise import CallbackCodec, message_key, parse_message_id
+from channels.telegram_ratelimit import with_retry_after
+
+log = structlog.get_logger(__name__)
+
+T = TypeVar("T")
+
+_TAG = re.compile(r"<[^>]+>")
+# Telegram accepts only a fixed set of reaction emoji; map the core's to allowed ones.
+_REACTION_ALIASES = {"✅": "👍", "❌": "👎", "⏳": "👀", "🔐": "🤔"}
+_BUTTONS = (
+    ("✅ Approve", ApprovalChoice.APPROVE),
+    ("❌ Deny", ApprovalChoice.DENY),
+    ("♾️ Always", ApprovalChoice.ALWAYS),
+)
+
+
+def _plain(rendered: str) -> str:
+    return html.unescape(_TAG.sub("", rendered))
+
+
+def _not_modified(exc: BadRequest) -> bool:
+    return "not modified" in exc.message.lower()
+
+
+def _unparsable(exc: BadRequest) -> bool:
+    return "can't parse entities" in exc.message.lower()
+
+
+class TelegramOutbound:
+    """Outbound calls of one bot. Holds the approval keyboard codec and the map from card
+    messages to approval ids (for reactions)."""
+
+    def __init__(self, *, ref: ChannelRef, config: TelegramChannelConfig, bot: Bot) -> None:
+        self._ref = ref
+        self._config = config
+        self._bot = bot
+        self.codec = CallbackCodec()
+        self._cards: dict[str, str] = {}
+        self._last_edit: dict[str, str] = {}
+
+    def approval_for(self, chat_id: int, message_id: int) -> str | None:
+        """The approval id of a card this process posted, if ``message_id`` is one."""
+        return self._cards.get(message_key(chat_id, message_id))
+
+    async def _call(self, method: str, call: Callable[[], Awaitable[T]]) -> T:
+        try:
+            return await with_retry_after(
+                method,
+                call,
+                attempts=self._config.send_attempts,
+                max_wait_s=self._config.retry_after_max_s,
+            )
+        except BadRequest:
+            raise
+        except TelegramError as exc:
+            raise ChannelError(f"telegram {method} failed: {exc.message}") from exc
+
+    async def _send_one(
+        self,
+        target: DeliveryTarget,
+        rendered: str,
+        *,
+        reply: bool,
+        markup: InlineKeyboardMarkup | None = None,
+    ) -> Message:
+        chat_id = int(target.conversation_id)
+        thread = int(target.thread_id) if target.thread_id else None
+        reply_to = (
+            ReplyParameters(
+                message_id=parse_message_id(target.reply_to_message_id),
+                allow_sending_without_reply=True,
+            )
+            if reply and target.reply_to_message_id
+            else None
+        )
+
+        async def send(text: str, parse_mode: str | None) -> Message:
+            return await self._call(
+                "sendMessage",
+                lambda: self._bot.send_message(
+                    chat_id=chat_id,
+                    text=text,
+                    parse_mode=parse_mode,
+                    message_thread_id=thread,
+                    reply_parameters=reply_to,
+                    reply_markup=markup,
+                ),
+            )
+
+        try:
+            return await send(rendered, ParseMode.HTML)
+        except BadRequest as exc:
+            if not _unparsable(exc):
+                raise ChannelError(f"telegram sendMessage refused: {exc.message}") from exc
+            log.warning("telegram_html_refused", channel=str(self._ref), error=exc.message)
+            return await send(_plain(rendered), None)
+
+    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
+        sent: list[SentMessage] = []
+        for index, chunk in enumerate(render_chunks(text, TELEGRAM_LIMIT)):
+            message = await self._send_one(target, chunk, reply=index == 0)
+            sent.append(
+                SentMessage(
+                    target=target, message_id=message_key(message.chat_id, message.message_id)
+                )
+            )
+        return sent
+
+    async def _edit_html(
+        self, message: SentMessage, rendered: str, markup: InlineKeyboardMarkup | None
+    ) -> None:
+        key = message_key(message.target.conversation_id, parse_message_id(message.message_id))
+        if markup is None and self._last_edit.get(key) == rendered:
+            return
+
+        async def edit(text: str, parse_mode: str | None) -> None:
+            await self._call(
+                "editMessageText",
+                lambda: self._bot.edit_message_text(
+                    chat_id=int(message.target.conversation_id),
+                    message_id=parse_message_id(message.message_id),
+                    text=text,
+                    parse_mode=parse_mode,
+                    reply_markup=markup,
+                ),
+            )
+
+        try:
+            await edit(rendered, ParseMode.HTML)
+        except BadRequest as exc:
+            if _unparsable(exc):
+                await self._edit_plain(edit, rendered)
+            elif not _not_modified(exc):
+                raise ChannelError(f"telegram editMessageText refused: {exc.message}") from exc
+        self._last_edit[key] = rendered
+
+    async def _edit_plain(
+        self, edit: Callable[[str, str | None], Awaitable[None]], rendered: str
+    ) -> None:
+        try:
+            await edit(_plain(rendered), None)
+        except BadRequest as exc:
+            if not _not_modified(exc):
+                raise ChannelError(f"telegram editMessageText refused: {exc.message}") from exc
+
+    async def edit(self, message: SentMessage, text: str) -> None:
+        chunks = render_chunks(text, TELEGRAM_LIMIT)
+        if len(chunks) > 1:  # an edited message cannot grow into several; cut it short
+            chunks = [render_chunks(text, TELEGRAM_LIMIT - 2)[0] + "\n…"]
+        await self._edit_html(message, chunks[0] if chunks else "…", None)
+
+    async def react(self, target: DeliveryTarget, message_id: str, emoji: str) -> None:
+        emoji = _REACTION_ALIASES.get(emoji, emoji)
+        try:
+            await self._call(
+                "setMessageReaction",
+                lambda: self._bot.set_message_reaction(
+                    chat_id=int(target.conversation_id),
+                    message_id=parse_message_id(message_id),
+                    reaction=[ReactionTypeEmoji(emoji)],
+                ),
+            )
+        except (BadRequest, ChannelError) as exc:
+            log.warning("telegram_reaction_refused", channel=str(self._ref), error=str(exc))
+
+    async def typing(self, target: DeliveryTarget) -> None:
+        thread = int(target.thread_id) if target.thread_id else None
+        try:
+            await self._bot.send_chat_action(
+                chat_id=int(target.conversation_id),
+                action=ChatAction.TYPING,
+                message_thread_id=thread,
+            )
+        except RetryAfter:
+            return  # a skipped typing pulse is harmless; the next one comes in seconds
+        except TelegramError as exc:
+            log.debug("telegram_typing_failed", channel=str(self._ref), error=exc.message)
+
+    def _keyboard(self, card: ApprovalCard) -> InlineKeyboardMarkup:
+        row = [
+            InlineKeyboardButton(label, callback_data=self.codec.encode(card.approval_id, c))
+            for label, c in _BUTTONS
+        ]
+        return InlineKeyboardMarkup([row])
+
+    async def post_approval_card(self, target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
+        markup = self._keyboard(card) if card.state is CardState.PENDING else None
+        message = await self._send_one(
+            target, plain_card(card.render_text()), reply=True, markup=markup
+        )
+        key = message_key(message.chat_id, message.message_id)
+        self._cards[key] = card.approval_id
+        return SentMessage(target=target, message_id=key)
+
+    async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:
+        """Show the card's new state; a decided card loses its buttons."""
+        pending = card.state is CardState.PENDING
+        # Editing the text without a keyboard removes the buttons.
+        markup = self._keyboard(card) if pending else None
+        await self._edit_html(message, plain_card(card.render_text()), markup)
+        if not pending:
+            key = message_key(message.target.conversation_id, parse_message_id(message.message_id))
+            self._cards.pop(key, None)

@@ -1,0 +1,97 @@
+"""Fixtures for approval tests: a real SQLite store, settings, a fake backchannel channel."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.approval.gate import ApprovalRequest
+from bot.approval.service import ApprovalService
+from bot.channel import Channel
+from bot.config import Settings, parse_settings
+from bot.envelope import Capabilities, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
+from bot.store import Store
+from tests.approval.fake_channel import FakeBackchannel
+
+SLACK = ChannelRef(kind="slack", alias="team")
+APPROVER = "U_ADMIN"
+REQUESTER = "U_ALICE"
+
+
+def make_settings(policy: Mapping[str, Any] | None = None, **channel: Any) -> Settings:
+    team: dict[str, Any] = {"allowed_users": ["*"], "approvers": [APPROVER]}
+    team.update(channel)
+    data: dict[str, Any] = {
+        "approval": {"timeout_s": 5.0, **(policy or {})},
+        "channels": {"slack": {"team": team}},
+    }
+    return parse_settings(data, environ={}, require_provider=False)
+
+
+def make_envelope(
+    *,
+    conversation: str = "C1",
+    sender: str = REQUESTER,
+    backchannel: bool = True,
+    terminal: bool = False,
+    background: bool = False,
+    channel: ChannelRef = SLACK,
+) -> IngressEnvelope:
+    return IngressEnvelope(
+        channel=channel,
+        message_id="msg-1",
+        conversation_id=conversation,
+        sender=Sender(id=sender, display_name="Alice"),
+        text="please do it",
+        reply_target=DeliveryTarget(channel=channel, conversation_id=conversation, thread_id="T1"),
+        thread_id="T1",
+        is_group=True,
+        addressed_to_bot=True,
+        capabilities=Capabilities(approval_backchannel=backchannel, terminal_prompt=terminal),
+        background=background,
+    )
+
+
+def make_request(
+    tool: str = "shell",
+    arguments: Mapping[str, object] | None = None,
+    *,
+    requires_approval: bool = True,
+    envelope: IngressEnvelope | None = None,
+    call_id: str = "call-1",
+) -> ApprovalRequest:
+    return ApprovalRequest(
+        tool=tool,
+        arguments=dict(arguments if arguments is not None else {"command": "ls -la"}),
+        call_id=call_id,
+        turn_id="turn-1",
+        session_key="slack.team:C1:T1",
+        envelope=envelope or make_envelope(),
+        requires_approval=requires_approval,
+    )
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "state" / "hatchway.db"
+
+
+@pytest.fixture
+async def store(db_path: Path) -> AsyncIterator[Store]:
+    async with await Store.open(db_path) as opened:
+        yield opened
+
+
+@pytest.fixture
+def channel() -> FakeBackchannel:
+    return FakeBackchannel(SLACK)
+
+
+def service_for(
+    settings: Settings, store: Store, *channels: Channel, poll_interval_s: float = 0.02
+) -> ApprovalService:
+    by_ref = {c.ref: c for c in channels}
+    return ApprovalService(settings, store, by_ref.get, poll_interval_s=poll_interval_s)

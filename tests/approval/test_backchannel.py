@@ -1,0 +1,291 @@
+"""Inline backchannel approvals through the service, with a fake channel clicked as users."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from bot.approval import reasons
+from bot.approval.gate import Assessment, Verdict
+from bot.channel import ApprovalChoice, CardState, ClickVerdict
+from bot.store import Store
+from bot.store.approvals import ApprovalStatus
+from tests.approval.conftest import (
+    APPROVER,
+    REQUESTER,
+    make_envelope,
+    make_request,
+    make_settings,
+    service_for,
+)
+from tests.approval.fake_channel import FakeBackchannel
+
+
+async def test_approver_click_approves_and_edits_card(
+    store: Store, channel: FakeBackchannel
+) -> None:
+    service = service_for(make_settings(), store, channel)
+    async with asyncio.TaskGroup() as tg:
+        task = tg.create_task(service.ask(make_request()))
+        posted = await channel.next_card()
+        assert posted.target.thread_id == "T1"
+        assert posted.card.state is CardState.PENDING
+        assert await service.click(channel.click(posted, APPROVER)) is ClickVerdict.ACCEPTED
+    decision = task.result()
+    assert decision.verdict is Verdict.APPROVED
+    assert decision.decided_by == APPROVER
+    assert [card.state for _, card in channel.edits] == [CardState.APPROVED]
+    rows = await store.audit.since()
+    assert [(r.decision, r.decided_by) for r in rows] == [("approved", APPROVER)]
+
+
+async def test_unauthorised_click_is_refused_and_audited(
+    store: Store, channel: FakeBackchannel
+) -> None:
+    service = service_for(make_settings(), store, channel)
+    async with asyncio.TaskGroup() as tg:
+        task = tg.create_task(service.ask(make_request()))
+        posted = await channel.next_card()
+        stranger = channel.click(posted, "U_MALLORY")
+        assert await service.click(stranger) is ClickVerdict.NOT_AUTHORISED
+        row = await store.approvals.get(posted.card.approval_id)
+        assert row is not None and row.status is ApprovalStatus.PENDING
+        await service.click(channel.click(posted, APPROVER, ApprovalChoice.DENY))
+    assert task.result().verdict is Verdict.DENIED
+    rows = await store.audit.since()
+    assert [(r.decision, r.decided_by, r.reason) for r in rows] == [
+        ("click_refused:approve", "U_MALLORY", "not_authorised"),
+        ("denied", APPROVER, "click"),
+    ]
+
+
+async def test_approver_role_may_decide(store: Store, channel: FakeBackchannel) -> None:
+    service = service_for(make_settings(approver_roles=["ops"]), store, channel)
+    async with asyncio.TaskGroup() as tg:
+        task = tg.create_task(service.ask(make_request()))
+        posted = await channel.next_card()
+        click = channel.click(posted, "U_BOB", roles=("ops",))
+        assert await service.click(click) is ClickVerdict.ACCEPTED
+    assert task.result().decided_by == "U_BOB"
+
+
+@pytest.mark.parametrize(
+    ("self_approval", "expected"),
+    [(False, ClickVerdict.SELF_APPROVAL), (True, ClickVerdict.ACCEPTED)],
+)
+async def test_self_approval(
+    store: Store, channel: FakeBackchannel, self_approval: bool, expected: ClickVerdict
+) -> None:
+    settings = make_settings(
+        {"self_approval": self_approval, "timeout_s": 0.2}, approvers=[REQUESTER, APPROVER]
+    )
+    service = service_for(settings, store, channel)
+    async with asyncio.TaskGroup() as tg:
+        task = tg.create_task(service.ask(make_request()))
+        posted = await channel.next_card()
+        assert await service.click(channel.click(posted, REQUESTER)) is expected
+    allowed = expected is ClickVerdict.ACCEPTED
+    assert task.result().allowed is allowed
+
+
+async def test_click_binds_to_one_call_and_cannot_approve_changed_arguments(
+    store: Store, channel: FakeBackchannel
+) -> None:
+    settings = make_settings({"timeout_s": 0.2})
+    service = service_for(settings, store, channel)
+    async with asyncio.TaskGroup() as tg:
+        first = tg.create_task(service.ask(make_request(arguments={"command": "ls"})))
+        old = await channel.next_card()
+        await service.click(channel.click(old, APPROVER, ApprovalChoice.DENY))
+    assert first.result().verdict is Verdict.DENIED
+
+    changed = make_request(arguments={"command": "rm -rf /"})
+    async with asyncio.TaskGroup() as tg:
+        second = tg.create_task(service.ask(changed))
+        new = await channel.next_card()
+        assert new.card.approval_id != old.card.approval_id
+        # The approver's earlier card cannot be re-used for the changed call.
+        again = channel.click(old, APPROVER, ApprovalChoice.APPROVE)
+        assert await service.click(again) is ClickVerdict.ALREADY_DECIDED
+    assert second.result().verdict is Verdict.TIMED_OUT
+    row = await store.approvals.get(new.card.approval_id)
+    assert row is not None and row.fingerprint == changed.fingerprint
+
+
+async def test_replayed_click_is_refused(store: Store, channel: FakeBackchannel) -> None:
+    service = service_for(make_settings({"timeout_s": 0.2}), store, channel)
+    async with asyncio.TaskGroup() as tg:
+        task = tg.create_task(service.ask(make_request()))
+        posted = await channel.next_card()
+        click = channel.click(posted, APPROVER)
+        assert await service.click(click) is ClickVerdict.ACCEPTED
+    assert task.result().verdict is Verdict.APPROVED
+    assert await service.click(click) is ClickVerdict.ALREADY_DECIDED
+    # The identical call asked again gets a new card; the old click does not decide it.
+    async with asyncio.TaskGroup() as tg:
+        again = tg.create_task(service.ask(make_request()))
+        await channel.next_card()
+        assert await service.click(click) is ClickVerdict.ALREADY_DECIDED
+    assert again.result().verdict is Verdict.TIMED_OUT
+
+
+async def test_timeout_denies_with_runtime_wording(store: Store, channel: FakeBackchannel) -> None:
+    service = service_for(make_settings({"timeout_s": 0.05}), store, channel)
+    decision = await service.ask(make_request())
+    assert decision.verdict is Verdict.TIMED_OUT
+    assert decision.decided_by == "runtime"
+    assert decision.reason == reasons.TIMED_OUT
+    assert "did NOT run" in decision.reason
+    assert [card.state for _, card in channel.edits] == [CardState.EXPIRED]
+    late = channel.click(channel.posted[-1], APPROVER)
+    assert await service.click(late) is ClickVerdict.UNKNOWN
+    rows = await store.audit.since()
+    assert [(r.decision, r.decided_by, r.reason) for r in rows] == [
+        ("expired", "runtime", "timeout")
+    ]
+
+
+async def test_deny_with_edit_gives_replacement_text(
+    store: Store, channel: FakeBackchannel
+) -> None:
+    service = service_for(make_settings(), store, channel)
+    async with asyncio.TaskGroup() as tg:
+        task = tg.create_task(service.ask(make_request()))
+        posted = await channel.next_card()
+        click = channel.click(
+            posted, APPROVER, ApprovalChoice.DENY, replacement_text="use ls without -a"
+        )
+        await service.click(click)
+    decision = task.result()
+    assert decision.verdict is Verdict.EDITED
+    assert decision.replacement_text == "use ls without -a"
+    assert channel.edits[-1][1].state is CardState.EDITED
+
+
+async def test_always_creates_conversation_grant(store: Store, channel: FakeBackchannel) -> None:
+    service = service_for(make_settings(), store, channel)
+    request = make_request()
+    assert (await service.assess(request)).assessment is Assessment.ASK
+    async with asyncio.TaskGroup() as tg:
+        task = tg.create_task(service.ask(request))
+        posted = await channel.next_card()
+        await service.click(channel.click(posted, APPROVER, ApprovalChoice.ALWAYS))
+    assert task.result().verdict is Verdict.ALWAYS
+
+    same = await service.assess(make_request(call_id="call-2"))
+    assert same.assessment is Assessment.ALLOW
+    assert same.reason.startswith("grant #")
+    elsewhere = make_request(envelope=make_envelope(conversation="C2"))
+    assert (await service.assess(elsewhere)).assessment is Assessment.ASK
+    other_tool = make_request(tool="file_write", arguments={"path": "x"})
+    assert (await service.assess(other_tool)).assessment is Assessment.ASK
+    grants = await store.grants.list(now=0)
+    assert [(g.tool, g.scope, g.scope_key, g.granted_by) for g in grants] == [
+        ("shell", "conversation", "slack.team:C1", APPROVER)
+    ]
+
+
+async def test_always_ask_beats_grant(store: Store, channel: FakeBackchannel) -> None:
+    service = service_for(make_settings({"always_ask": ["shell"]}), store, channel)
+    async with asyncio.TaskGroup() as tg:
+        task = tg.create_task(service.ask(make_request()))
+        posted = await channel.next_card()
+        await service.click(channel.click(posted, APPROVER, ApprovalChoice.ALWAYS))
+    assert task.result().verdict is Verdict.ALWAYS
+    assert len(await store.grants.list(now=0)) == 1
+    result = await service.assess(make_request(call_id="call-2"))
+    assert (result.assessment, result.reason) == (Assessment.ASK, "always_ask")
+
+
+async def test_dm_approvers_get_copies_and_all_copies_are_edited(
+    store: Store, channel: FakeBackchannel
+) -> None:
+    settings = make_settings({"dm_approvers": True}, approvers=[APPROVER, "U_BOB"])
+    service = service_for(settings, store, channel)
+    async with asyncio.TaskGroup() as tg:
+        task = tg.create_task(service.ask(make_request()))
+        while len(channel.posted) < 3:
+            await channel.next_card()
+        await service.click(channel.click(channel.posted[2], "U_BOB"))
+    assert task.result().verdict is Verdict.APPROVED
+    assert [p.target.conversation_id for p in channel.posted] == ["C1", APPROVER, "U_BOB"]
+    assert sorted(mid for mid, _ in channel.edits) == sorted(p.message_id for p in channel.posted)
+
+
+async def test_restart_expires_pending_and_edits_cards(
+    db_path: Path, store: Store, channel: FakeBackchannel
+) -> None:
+    settings = make_settings()
+    before = service_for(settings, store, channel)
+    async with asyncio.TaskGroup() as tg:
+        task = tg.create_task(before.ask(make_request()))
+        posted = await channel.next_card()
+        # A new daemon on the same file, with its own connection to the platform.
+        after_channel = FakeBackchannel(channel.ref)
+        async with await Store.open(db_path) as second:
+            after = service_for(settings, second, after_channel)
+            assert await after.expire_pending(reason="restart") == 1
+            assert await after.expire_pending(reason="restart") == 0
+            late = after_channel.click(posted, APPROVER)
+            assert await after.click(late) is ClickVerdict.UNKNOWN
+    decision = task.result()
+    assert decision.verdict is Verdict.AUTO_DENIED
+    assert decision.reason == reasons.RESTART
+    assert [(mid, c.state) for mid, c in after_channel.edits] == [
+        (posted.message_id, CardState.EXPIRED)
+    ]
+    assert [(t.conversation_id, t.thread_id) for t, _ in after_channel.sent] == [("C1", "T1")]
+    assert "bot restarted; please ask again" in after_channel.sent[0][1]
+    rows = await store.audit.since()
+    assert [(r.decision, r.reason) for r in rows] == [("expired", "restart")]
+
+
+async def test_cli_decision_from_another_store_resolves_waiting_ask(
+    db_path: Path, store: Store, channel: FakeBackchannel
+) -> None:
+    settings = make_settings()
+    service = service_for(settings, store, channel)
+    async with asyncio.TaskGroup() as tg:
+        task = tg.create_task(service.ask(make_request()))
+        posted = await channel.next_card()
+        async with await Store.open(db_path) as other:
+            cli = service_for(settings, other)  # no channels: like the CLI process
+            verdict = await cli.decide_from_cli(posted.card.approval_id, True, "operator:ops")
+            assert verdict is ClickVerdict.ACCEPTED
+            again = await cli.decide_from_cli(posted.card.approval_id, False, "operator:ops")
+            assert again is ClickVerdict.ALREADY_DECIDED
+    decision = task.result()
+    assert (decision.verdict, decision.decided_by) == (Verdict.APPROVED, "operator:ops")
+    assert channel.edits[-1][1].state is CardState.APPROVED
+
+
+async def test_click_from_another_channel_alias_is_unknown(
+    store: Store, channel: FakeBackchannel
+) -> None:
+    from bot.envelope import ChannelRef
+
+    service = service_for(make_settings({"timeout_s": 0.2}), store, channel)
+    async with asyncio.TaskGroup() as tg:
+        task = tg.create_task(service.ask(make_request()))
+        posted = await channel.next_card()
+        foreign = FakeBackchannel(ChannelRef(kind="slack", alias="other"))
+        assert await service.click(foreign.click(posted, APPROVER)) is ClickVerdict.UNKNOWN
+    assert task.result().verdict is Verdict.TIMED_OUT
+
+
+async def test_cancelled_ask_expires_row(store: Store, channel: FakeBackchannel) -> None:
+    service = service_for(make_settings(), store, channel)
+    task = asyncio.get_running_loop().create_task(service.ask(make_request()))
+    posted = await channel.next_card()
+    row = await store.approvals.get(posted.card.approval_id)
+    while row is not None and not row.card_refs:  # wait until the ask is waiting
+        await asyncio.sleep(0.01)
+        row = await store.approvals.get(posted.card.approval_id)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    row = await store.approvals.get(posted.card.approval_id)
+    assert row is not None and row.status is ApprovalStatus.EXPIRED
+    assert channel.edits[-1][1].state is CardState.EXPIRED

@@ -1,0 +1,131 @@
+"""Handler choice: terminal, backchannel, or the runtime's auto-deny."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bot.approval import reasons
+from bot.approval.gate import Verdict
+from bot.approval.terminal import TerminalAnswer, parse_answer
+from bot.store import Store
+from tests.approval.conftest import SLACK, make_envelope, make_request, make_settings, service_for
+from tests.approval.fake_channel import FakeBackchannel, FakeTerminal
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("y", TerminalAnswer.YES),
+        (" YES ", TerminalAnswer.YES),
+        ("n", TerminalAnswer.NO),
+        ("no", TerminalAnswer.NO),
+        ("a", TerminalAnswer.ALWAYS),
+        ("always", TerminalAnswer.ALWAYS),
+        ("", TerminalAnswer.NO),
+        ("sure", TerminalAnswer.NO),
+        (None, TerminalAnswer.NO),
+    ],
+)
+def test_parse_answer(line: str | None, expected: TerminalAnswer) -> None:
+    assert parse_answer(line) is expected
+
+
+@pytest.mark.parametrize(
+    ("answer", "verdict", "grants"),
+    [
+        ("y", Verdict.APPROVED, 0),
+        ("n", Verdict.DENIED, 0),
+        ("a", Verdict.ALWAYS, 1),
+        ("", Verdict.DENIED, 0),
+        (None, Verdict.DENIED, 0),
+    ],
+)
+async def test_terminal_answers(
+    store: Store, answer: str | None, verdict: Verdict, grants: int
+) -> None:
+    terminal = FakeTerminal(SLACK, [answer])
+    service = service_for(make_settings(), store, terminal)
+    envelope = make_envelope(terminal=True, backchannel=False)
+    request = make_request(
+        arguments={"path": "/srv/app.py", "api_token": "tok-123456789", "body": "x" * 500},
+        envelope=envelope,
+    )
+    decision = await service.ask(request)
+    assert decision.verdict is verdict
+    assert len(await store.grants.list(now=0)) == grants
+    (prompt,) = terminal.prompts
+    lines = prompt.splitlines()
+    assert lines[0] == "🔐 Approve shell?"
+    assert lines[1] == "  path: /srv/app.py"  # paths first
+    assert "tok-123456789" not in prompt and "api_token: ***" in prompt
+    assert "x" * 300 not in prompt and "(500 chars)" in prompt
+    assert terminal.posted == []
+
+
+async def test_terminal_timeout(store: Store) -> None:
+    terminal = FakeTerminal(SLACK, [])
+    service = service_for(make_settings({"timeout_s": 0.05}), store, terminal)
+    decision = await service.ask(make_request(envelope=make_envelope(terminal=True)))
+    assert (decision.verdict, decision.reason) == (Verdict.TIMED_OUT, reasons.TIMED_OUT)
+
+
+@pytest.mark.parametrize(
+    ("envelope_kwargs", "settings_kwargs", "audit_reason", "wording"),
+    [
+        pytest.param(
+            {"backchannel": False}, {}, "no backchannel", reasons.NO_APPROVER, id="no backchannel"
+        ),
+        pytest.param(
+            {}, {"approvers": []}, "no approver configured", reasons.NO_APPROVER, id="no approver"
+        ),
+        pytest.param(
+            {"background": True}, {}, "background turn", reasons.BACKGROUND, id="background"
+        ),
+        pytest.param(
+            {"background": True, "terminal": True},
+            {},
+            "background turn",
+            reasons.BACKGROUND,
+            id="background beats terminal",
+        ),
+    ],
+)
+async def test_auto_deny_at_once(
+    store: Store,
+    channel: FakeBackchannel,
+    envelope_kwargs: dict[str, Any],
+    settings_kwargs: dict[str, list[str]],
+    audit_reason: str,
+    wording: str,
+) -> None:
+    # A long timeout: the test would hang if the service waited.
+    service = service_for(make_settings({"timeout_s": 300}, **settings_kwargs), store, channel)
+    request = make_request(envelope=make_envelope(**envelope_kwargs))
+    decision = await service.ask(request)
+    assert decision.verdict is Verdict.AUTO_DENIED
+    assert decision.decided_by == "runtime"
+    assert decision.reason == wording
+    assert "did NOT run" in decision.reason and "denied by user" not in decision.reason
+    assert channel.posted == []
+    rows = await store.audit.since()
+    assert [(r.decision, r.decided_by, r.reason) for r in rows] == [
+        ("auto_denied", "runtime", audit_reason)
+    ]
+
+
+async def test_channel_not_running_auto_denies(store: Store) -> None:
+    service = service_for(make_settings(), store)  # no channel objects at all
+    decision = await service.ask(make_request())
+    assert decision.verdict is Verdict.AUTO_DENIED
+
+
+async def test_model_approved_argument_does_not_skip_asking(store: Store) -> None:
+    service = service_for(make_settings(), store)
+    request = make_request(
+        arguments={"command": "rm -rf /tmp/x", "approved": True},
+        envelope=make_envelope(backchannel=False),
+    )
+    decision = await service.ask(request)
+    assert decision.verdict is Verdict.AUTO_DENIED

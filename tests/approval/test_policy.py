@@ -1,0 +1,250 @@
+"""The decision order: deny list → level → always_ask → grants → auto_approve → ask."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bot.approval.gate import Assessment
+from bot.approval.grants import GrantScope, new_grant
+from bot.store import Store
+from tests.approval.conftest import SLACK, make_request, make_settings, service_for
+
+CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, bool, bool, Assessment, str]] = [
+    # id, [approval], channel override, tool, requires_approval, granted, expected, reason
+    (
+        "deny beats full",
+        {"level": "full", "deny": ["shell"]},
+        {},
+        "shell",
+        True,
+        False,
+        Assessment.DENY,
+        "deny list",
+    ),
+    (
+        "deny beats grant",
+        {"deny": ["shell"]},
+        {},
+        "shell",
+        True,
+        True,
+        Assessment.DENY,
+        "deny list",
+    ),
+    (
+        "deny pattern",
+        {"deny": ["mcp_*"]},
+        {},
+        "mcp_github_push",
+        True,
+        False,
+        Assessment.DENY,
+        "deny list",
+    ),
+    (
+        "readonly refuses side effects",
+        {"level": "readonly"},
+        {},
+        "shell",
+        True,
+        True,
+        Assessment.DENY,
+        "readonly level",
+    ),
+    (
+        "readonly runs read-only tools",
+        {"level": "readonly"},
+        {},
+        "file_read",
+        False,
+        False,
+        Assessment.ALLOW,
+        "auto_approve",
+    ),
+    ("full allows", {"level": "full"}, {}, "shell", True, False, Assessment.ALLOW, "full level"),
+    (
+        "always_ask beats grant",
+        {"always_ask": ["shell"]},
+        {},
+        "shell",
+        True,
+        True,
+        Assessment.ASK,
+        "always_ask",
+    ),
+    (
+        "always_ask beats auto_approve",
+        {"always_ask": ["file_read"]},
+        {},
+        "file_read",
+        False,
+        False,
+        Assessment.ASK,
+        "always_ask",
+    ),
+    ("grant allows", {}, {}, "shell", True, True, Assessment.ALLOW, "grant #1"),
+    (
+        "auto_approve allows",
+        {"auto_approve": ["shell"]},
+        {},
+        "shell",
+        True,
+        False,
+        Assessment.ALLOW,
+        "auto_approve",
+    ),
+    (
+        "read-only tool allowed under supervised",
+        {"auto_approve": []},
+        {},
+        "lookup",
+        False,
+        False,
+        Assessment.ALLOW,
+        "read-only tool",
+    ),
+    ("side effect asks", {}, {}, "shell", True, False, Assessment.ASK, "side-effecting tool"),
+    (
+        "channel override level",
+        {},
+        {"level": "readonly"},
+        "shell",
+        True,
+        False,
+        Assessment.DENY,
+        "readonly level",
+    ),
+    (
+        "channel override deny",
+        {},
+        {"deny": ["shell"]},
+        "shell",
+        True,
+        False,
+        Assessment.DENY,
+        "deny list",
+    ),
+    (
+        "channel override auto_approve",
+        {},
+        {"auto_approve": ["shell"]},
+        "shell",
+        True,
+        False,
+        Assessment.ALLOW,
+        "auto_approve",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("approval", "override", "tool", "requires", "granted", "expected", "reason"),
+    [pytest.param(*case[1:], id=case[0]) for case in CASES],
+)
+async def test_decision_order(
+    store: Store,
+    approval: dict[str, Any],
+    override: dict[str, Any],
+    tool: str,
+    requires: bool,
+    granted: bool,
+    expected: Assessment,
+    reason: str,
+) -> None:
+    settings = make_settings(approval, approval=override)
+    service = service_for(settings, store)
+    if granted:
+        await store.grants.create(
+            new_grant(
+                tool=tool,
+                scope="conversation",
+                channel=SLACK,
+                conversation_id="C1",
+                granted_by="U_ADMIN",
+                now=1.0,
+                ttl_s=None,
+            )
+        )
+    result = await service.assess(make_request(tool, {"x": 1}, requires_approval=requires))
+    assert (result.assessment, result.reason) == (expected, reason)
+
+
+@pytest.mark.parametrize(
+    ("scope", "conversation", "matches"),
+    [
+        ("conversation", "C1", True),
+        ("conversation", "C2", False),
+        ("channel", "C2", True),
+        ("global", "C9", True),
+    ],
+)
+async def test_grant_scopes(
+    store: Store, scope: GrantScope, conversation: str, matches: bool
+) -> None:
+    from tests.approval.conftest import make_envelope
+
+    service = service_for(make_settings(), store)
+    await store.grants.create(
+        new_grant(
+            tool="shell",
+            scope=scope,
+            channel=SLACK,
+            conversation_id="C1",
+            granted_by="U_ADMIN",
+            now=1.0,
+            ttl_s=None,
+        )
+    )
+    request = make_request(envelope=make_envelope(conversation=conversation))
+    expected = Assessment.ALLOW if matches else Assessment.ASK
+    assert (await service.assess(request)).assessment is expected
+
+
+async def test_expired_and_revoked_grants_do_not_match(store: Store) -> None:
+    now = [1000.0]
+    settings = make_settings()
+    from bot.approval.service import ApprovalService
+
+    service = ApprovalService(settings, store, lambda _ref: None, clock=lambda: now[0])
+    grant_id = await store.grants.create(
+        new_grant(
+            tool="shell",
+            scope="conversation",
+            channel=SLACK,
+            conversation_id="C1",
+            granted_by="U_ADMIN",
+            now=now[0],
+            ttl_s=60,
+        )
+    )
+    assert (await service.assess(make_request())).assessment is Assessment.ALLOW
+    now[0] += 61
+    assert (await service.assess(make_request())).assessment is Assessment.ASK
+    now[0] -= 61
+    assert await store.grants.revoke(grant_id, now[0])
+    assert not await store.grants.revoke(grant_id, now[0])
+    assert (await service.assess(make_request())).assessment is Assessment.ASK
+
+
+async def test_model_approved_argument_changes_nothing(store: Store) -> None:
+    service = service_for(make_settings(), store)
+    plain = make_request(arguments={"command": "rm x"})
+    marked = make_request(arguments={"command": "rm x", "approved": True})
+    assert (await service.assess(marked)).assessment is Assessment.ASK
+    assert (await service.assess(plain)).assessment is Assessment.ASK
+    # The marker is just another argument: it changes the fingerprint, never the decision.
+    assert marked.fingerprint != plain.fingerprint
+
+
+async def test_policy_denials_and_unprompted_side_effects_are_audited(store: Store) -> None:
+    service = service_for(make_settings({"deny": ["shell"], "auto_approve": ["file_write"]}), store)
+    await service.assess(make_request("shell"))
+    await service.assess(make_request("file_write", {"path": "a"}))
+    await service.assess(make_request("file_read", {"path": "a"}, requires_approval=False))
+    rows = await store.audit.since()
+    assert [(r.tool, r.decision, r.decided_by, r.reason) for r in rows] == [
+        ("shell", "deny", "runtime", "policy: deny list"),
+        ("file_write", "allow", "runtime", "policy: auto_approve"),
+    ]

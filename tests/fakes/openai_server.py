@@ -1,0 +1,342 @@
+"""A scripted OpenAI-compatible Chat Completions server on loopback, for tests.
+
+Usage::
+
+    async with OpenAIFake() as fake:
+        fake.queue_text("hello")                        # one reply, JSON or SSE as requested
+        fake.queue_tool_calls([("file_read", {"path": "a.md"})])
+        fake.queue_error(429, headers={"Retry-After": "2"})
+        fake.queue_hang()                               # never answers (until the fake stops)
+        client = AsyncOpenAI(base_url=fake.base_url, api_key="test", max_retries=0)
+        ...
+        fake.requests[0].body["messages"]               # every request body, in order
+
+Each request to ``POST /v1/chat/completions`` takes the next queued item. Replies are sent as
+JSON, or as an SSE stream of ``chat.completion.chunk`` events ending in ``data: [DONE]`` when
+the request has ``"stream": true``. ``cut_after=N`` sends N stream events and then drops the
+connection mid-body (a non-streamed request gets its connection dropped with no reply). For
+exact control: ``queue_json(body)`` and ``queue_stream(chunks)``, with :func:`chunk` to build
+chunks. An unscripted request gets HTTP 500 ``fake script exhausted``.
+
+:class:`ScriptedServer` is the API-agnostic machinery, shared with the Anthropic fake.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+from aiohttp import web
+
+JsonObject = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecordedRequest:
+    path: str
+    headers: Mapping[str, str]
+    body: JsonObject
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reply:
+    """A reply rendered by the fake in the request's mode (JSON or SSE)."""
+
+    text: str = ""
+    tool_calls: tuple[tuple[str, Mapping[str, object]], ...] = ()
+    cut_after: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RawJson:
+    body: JsonObject
+    status: int = 200
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RawStream:
+    events: tuple[str, ...]
+    cut_after: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HttpError:
+    status: int
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: JsonObject = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Hang:
+    pass
+
+
+ScriptItem = Reply | RawJson | RawStream | HttpError | Hang
+
+
+class ScriptedServer:
+    """An aiohttp app on 127.0.0.1 (port 0) answering one POST route from a queue.
+
+    Subclasses set ``route`` and implement :meth:`render_json`, :meth:`render_stream` and
+    :meth:`error_body`; they may override :meth:`check_auth`.
+    """
+
+    route = "/"
+
+    def __init__(self) -> None:
+        self.requests: list[RecordedRequest] = []
+        self._script: deque[ScriptItem] = deque()
+        self._closing = asyncio.Event()
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    @property
+    def origin(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def pending(self) -> int:
+        """Queued items not yet consumed."""
+        return len(self._script)
+
+    async def __aenter__(self) -> ScriptedServer:
+        app = web.Application()
+        app.router.add_post(self.route, self._handle)
+        self._runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=1)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        server = site._server
+        assert server is not None
+        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._closing.set()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def queue(self, item: ScriptItem) -> None:
+        self._script.append(item)
+
+    def queue_error(
+        self, status: int, headers: Mapping[str, str] | None = None, message: str = "error"
+    ) -> None:
+        """An HTTP error with the given headers (e.g. ``{"Retry-After": "3"}``)."""
+        self.queue(
+            HttpError(
+                status=status, headers=dict(headers or {}), body=self.error_body(status, message)
+            )
+        )
+
+    def queue_hang(self) -> None:
+        """A request that is never answered; the handler ends when the client gives up."""
+        self.queue(Hang())
+
+    def queue_json(self, body: JsonObject, status: int = 200) -> None:
+        self.queue(RawJson(body=body, status=status))
+
+    # -- subclass hooks --------------------------------------------------------------
+
+    def check_auth(self, headers: Mapping[str, str]) -> bool:
+        return True
+
+    def error_body(self, status: int, message: str) -> JsonObject:
+        raise NotImplementedError
+
+    def render_json(self, reply: Reply, request: JsonObject) -> JsonObject:
+        raise NotImplementedError
+
+    def render_stream(self, reply: Reply, request: JsonObject) -> list[str]:
+        raise NotImplementedError
+
+    # -- handler ---------------------------------------------------------------------
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        body: JsonObject = await request.json()
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        self.requests.append(RecordedRequest(path=request.path, headers=headers, body=body))
+        if not self.check_auth(headers):
+            return web.json_response(self.error_body(401, "missing credentials"), status=401)
+        if not self._script:
+            return web.json_response(self.error_body(500, "fake script exhausted"), status=500)
+        item = self._script.popleft()
+        if isinstance(item, Hang):
+            await self._closing.wait()
+            return web.json_response(self.error_body(503, "shutting down"), status=503)
+        if isinstance(item, HttpError):
+            return web.json_response(item.body, status=item.status, headers=dict(item.headers))
+        if isinstance(item, RawJson):
+            return web.json_response(item.body, status=item.status)
+        streamed = bool(body.get("stream"))
+        if isinstance(item, RawStream):
+            return await self._send_stream(request, list(item.events), item.cut_after)
+        if streamed:
+            return await self._send_stream(request, self.render_stream(item, body), item.cut_after)
+        if item.cut_after is not None:
+            return self._drop(request)
+        return web.json_response(self.render_json(item, body))
+
+    async def _send_stream(
+        self, request: web.Request, events: Sequence[str], cut_after: int | None
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for index, event in enumerate(events):
+            if cut_after is not None and index >= cut_after:
+                return self._drop(request)
+            await response.write(event.encode())
+        await response.write_eof()
+        return response
+
+    @staticmethod
+    def _drop(request: web.Request) -> web.StreamResponse:
+        transport = request.transport
+        if transport is not None:
+            transport.abort()
+        raise asyncio.CancelledError  # aiohttp ends the handler quietly on a dropped peer
+
+
+def chunk(
+    *,
+    content: str | None = None,
+    tool_calls: list[JsonObject] | None = None,
+    finish_reason: str | None = None,
+    usage: JsonObject | None = None,
+    model: str = "fake-model",
+) -> JsonObject:
+    """One ``chat.completion.chunk`` object for :meth:`OpenAIFake.queue_stream`."""
+    delta: JsonObject = {}
+    if content is not None:
+        delta["content"] = content
+    if tool_calls is not None:
+        delta["tool_calls"] = tool_calls
+    out: JsonObject = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+    }
+    if usage is not None:
+        out["usage"] = usage
+        out["choices"] = []
+    return out
+
+
+class OpenAIFake(ScriptedServer):
+    """The scripted Chat Completions server (see the module doc). ``base_url`` ends in /v1."""
+
+    route = "/v1/chat/completions"
+
+    def __init__(self, *, text_chunk_chars: int = 4, model: str = "fake-model") -> None:
+        super().__init__()
+        self.text_chunk_chars = text_chunk_chars
+        self.model = model
+        self._call_counter = 0
+
+    async def __aenter__(self) -> OpenAIFake:
+        await super().__aenter__()
+        return self
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.origin}/v1"
+
+    def queue_text(self, text: str, *, cut_after: int | None = None) -> None:
+        """A plain answer."""
+        self.queue(Reply(text=text, cut_after=cut_after))
+
+    def queue_tool_calls(
+        self,
+        calls: Sequence[tuple[str, Mapping[str, object]]],
+        *,
+        text: str = "",
+        cut_after: int | None = None,
+    ) -> None:
+        """An answer calling ``calls`` (name, arguments) in order, with optional text."""
+        self.queue(Reply(text=text, tool_calls=tuple(calls), cut_after=cut_after))
+
+    def queue_stream(
+        self, chunks: Sequence[JsonObject], *, cut_after: int | None = None, done: bool = True
+    ) -> None:
+        """Exactly these chunks as SSE (then ``[DONE]`` unless ``done=False``)."""
+        events = [self._sse(c) for c in chunks] + (["data: [DONE]\n\n"] if done else [])
+        self.queue(RawStream(events=tuple(events), cut_after=cut_after))
+
+    def error_body(self, status: int, message: str) -> JsonObject:
+        return {"error": {"message": message, "type": "fake_error", "code": status}}
+
+    def _next_id(self) -> str:
+        self._call_counter += 1
+        return f"call_fake_{self._call_counter}"
+
+    def render_json(self, reply: Reply, request: JsonObject) -> JsonObject:
+        message: JsonObject = {"role": "assistant", "content": reply.text or None}
+        if reply.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": self._next_id(),
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(args)},
+                }
+                for name, args in reply.tool_calls
+            ]
+        return {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion",
+            "created": 0,
+            "model": self.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+        }
+
+    def render_stream(self, reply: Reply, request: JsonObject) -> list[str]:
+        chunks: list[JsonObject] = []
+        size = self.text_chunk_chars
+        for start in range(0, len(reply.text), size):
+            chunks.append(chunk(content=reply.text[start : start + size], model=self.model))
+        for index, (name, args) in enumerate(reply.tool_calls):
+            raw = json.dumps(args)
+            third = max(1, len(raw) // 3)
+            pieces = [raw[:third], raw[third : 2 * third], raw[2 * third :]]
+            head = {
+                "index": index,
+                "id": self._next_id(),
+                "type": "function",
+                "function": {"name": name, "arguments": ""},
+            }
+            chunks.append(chunk(tool_calls=[head], model=self.model))
+            chunks.extend(
+                chunk(tool_calls=[{"index": index, "function": {"arguments": p}}], model=self.model)
+                for p in pieces
+            )
+        finish = "tool_calls" if reply.tool_calls else "stop"
+        chunks.append(chunk(finish_reason=finish, model=self.model))
+        chunks.append(
+            chunk(
+                usage={"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
+                model=self.model,
+            )
+        )
+        return [self._sse(c) for c in chunks] + ["data: [DONE]\n\n"]
+
+    @staticmethod
+    def _sse(payload: JsonObject) -> str:
+        return f"data: {json.dumps(payload)}\n\n"

@@ -1,0 +1,391 @@
+"""A fake Telegram Bot API server on loopback, for driving python-telegram-bot for real.
+
+Serves ``POST /bot{token}/{method}`` (form fields, each JSON-decoded when it parses) and
+``GET /file/bot{token}/{path}``. It records every call, holds ``getUpdates`` until an update
+is queued or the poll timeout passes, and can be told to fail the next calls of a method
+(``429`` with ``retry_after``, ``409`` Conflict, ...). A wrong token gets ``401``.
+
+``forget_confirmed=False`` keeps updates the client confirmed with ``offset``; it models a
+client that crashed before its confirming ``getUpdates`` reached Telegram, so only the
+client's own persisted offset keeps it from seeing them again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from bot.channel import ApprovalClick, ClickVerdict
+from bot.envelope import IngressEnvelope
+
+BOT_ID = 7000001
+BOT_USERNAME = "hatchbot"
+JSON = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ApiCall:
+    method: str
+    params: JSON
+    at: float = field(default_factory=time.monotonic)
+
+
+@dataclass(slots=True)
+class _Failure:
+    status: int
+    description: str
+    parameters: JSON | None
+    times: int
+
+
+def _decode(value: str) -> Any:
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+class FakeTelegram:
+    """The fake server. Use as ``async with FakeTelegram(token) as tg:``."""
+
+    def __init__(self, token: str, *, forget_confirmed: bool = True) -> None:
+        self.token = token
+        self.forget_confirmed = forget_confirmed
+        self.calls: list[ApiCall] = []
+        self.files: dict[str, bytes] = {}
+        self._updates: list[JSON] = []
+        self._update_ids = itertools.count(1000)
+        self._message_ids = itertools.count(500)
+        self._chats: dict[int, JSON] = {}
+        self._texts: dict[tuple[int, int], str] = {}
+        self._failures: dict[str, list[_Failure]] = {}
+        self._changed = asyncio.Condition()
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def __aenter__(self) -> FakeTelegram:
+        app = web.Application()
+        app.router.add_post("/bot{token}/{method}", self._api)
+        app.router.add_get("/file/bot{token}/{path:.*}", self._file)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = int(self._runner.addresses[0][1])
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/bot"
+
+    @property
+    def file_base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/file/bot"
+
+    # -- test controls -----------------------------------------------------------------------
+
+    async def push(self, update: JSON) -> int:
+        """Queue an update (``update_id`` assigned here) and wake a waiting ``getUpdates``."""
+        update_id = next(self._update_ids)
+        for value in update.values():
+            if isinstance(value, dict) and isinstance(value.get("chat"), dict):
+                self._chats[int(value["chat"]["id"])] = value["chat"]
+        async with self._changed:
+            self._updates.append({"update_id": update_id, **update})
+            self._changed.notify_all()
+        return update_id
+
+    def fail_next(
+        self,
+        method: str,
+        status: int,
+        description: str,
+        *,
+        parameters: JSON | None = None,
+        times: int = 1,
+    ) -> None:
+        """The next ``times`` calls of ``method`` get this error answer."""
+        failure = _Failure(status, description, parameters, times)
+        self._failures.setdefault(method, []).append(failure)
+
+    def calls_of(self, method: str) -> list[ApiCall]:
+        return [c for c in self.calls if c.method == method]
+
+    async def wait_for(
+        self,
+        method: str,
+        where: Callable[[ApiCall], bool] = lambda _c: True,
+        *,
+        count: int = 1,
+        wait_s: float = 10.0,
+    ) -> list[ApiCall]:
+        """Wait until ``count`` calls of ``method`` matching ``where`` were received."""
+
+        def found() -> list[ApiCall]:
+            return [c for c in self.calls_of(method) if where(c)]
+
+        async with asyncio.timeout(wait_s), self._changed:
+            await self._changed.wait_for(lambda: len(found()) >= count)
+        return found()
+
+    # -- HTTP --------------------------------------------------------------------------------
+
+    async def _file(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] != self.token:
+            return web.Response(status=401)
+        data = self.files.get(request.match_info["path"])
+        return web.Response(status=404) if data is None else web.Response(body=data)
+
+    async def _api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        form = await request.post()
+        params = {k: _decode(v) for k, v in form.items() if isinstance(v, str)}
+        async with self._changed:
+            self.calls.append(ApiCall(method, params))
+            self._changed.notify_all()
+        if request.match_info["token"] != self.token:
+            return self._error(401, "Unauthorized")
+        queued = self._failures.get(method)
+        if queued:
+            failure = queued[0]
+            failure.times -= 1
+            if failure.times <= 0:
+                queued.pop(0)
+            return self._error(failure.status, failure.description, failure.parameters)
+        if method == "getUpdates":
+            return self._ok(await self._get_updates(params))
+        if method == "editMessageText" and "reply_markup" not in params:
+            key = (int(params["chat_id"]), int(params["message_id"]))
+            if self._texts.get(key) == params.get("text"):
+                return self._error(
+                    400,
+                    "Bad Request: message is not modified: specified new "
+                    "message content and reply markup are exactly the same",
+                )
+        return self._ok(self._answer(method, params))
+
+    @staticmethod
+    def _ok(result: Any) -> web.Response:
+        return web.json_response({"ok": True, "result": result})
+
+    @staticmethod
+    def _error(status: int, description: str, parameters: JSON | None = None) -> web.Response:
+        body: JSON = {"ok": False, "error_code": status, "description": description}
+        if parameters:
+            body["parameters"] = parameters
+        return web.json_response(body, status=status)
+
+    async def _get_updates(self, params: Mapping[str, Any]) -> list[JSON]:
+        offset = int(params.get("offset") or 0)
+        timeout = float(params.get("timeout") or 0)
+
+        def pending() -> list[JSON]:
+            return [u for u in self._updates if u["update_id"] >= offset]
+
+        async with self._changed:
+            if offset and self.forget_confirmed:
+                self._updates = pending()
+            if not pending() and timeout > 0:
+                try:
+                    async with asyncio.timeout(timeout):
+                        await self._changed.wait_for(lambda: bool(pending()))
+                except TimeoutError:
+                    pass
+            return pending()
+
+    def _message(self, params: Mapping[str, Any], message_id: int) -> JSON:
+        chat_id = int(params["chat_id"])
+        message: JSON = {
+            "message_id": message_id,
+            "date": int(time.time()),
+            "chat": self._chats.get(chat_id, {"id": chat_id, "type": "private"}),
+            "from": {"id": BOT_ID, "is_bot": True, "first_name": "Hatch", "username": BOT_USERNAME},
+            "text": str(params.get("text", "")),
+        }
+        if params.get("message_thread_id"):
+            message["message_thread_id"] = int(params["message_thread_id"])
+            message["is_topic_message"] = True
+        if params.get("reply_markup"):
+            message["reply_markup"] = params["reply_markup"]
+        return message
+
+    def _answer(self, method: str, params: Mapping[str, Any]) -> Any:
+        if method == "getMe":
+            return {
+                "id": BOT_ID,
+                "is_bot": True,
+                "first_name": "Hatch",
+                "username": BOT_USERNAME,
+                "can_join_groups": True,
+                "can_read_all_group_messages": False,
+                "supports_inline_queries": False,
+            }
+        if method == "sendMessage":
+            message = self._message(params, next(self._message_ids))
+            self._texts[(int(params["chat_id"]), message["message_id"])] = message["text"]
+            return message
+        if method == "editMessageText":
+            key = (int(params["chat_id"]), int(params["message_id"]))
+            self._texts[key] = str(params.get("text", ""))
+            return self._message(params, key[1])
+        if method == "getFile":
+            path = f"documents/{params['file_id']}"
+            size = len(self.files.get(path, b""))
+            return {
+                "file_id": params["file_id"],
+                "file_unique_id": "u" + str(params["file_id"]),
+                "file_size": size,
+                "file_path": path,
+            }
+        if method == "getChatMember":
+            return {
+                "status": "administrator",
+                "user": {"id": int(params["user_id"]), "is_bot": False, "first_name": "A"},
+                "can_be_edited": False,
+                "is_anonymous": False,
+                "can_manage_chat": True,
+                "can_delete_messages": True,
+                "can_manage_video_chats": True,
+                "can_restrict_members": True,
+                "can_promote_members": False,
+                "can_change_info": True,
+                "can_invite_users": True,
+                "can_post_stories": False,
+                "can_edit_stories": False,
+                "can_delete_stories": False,
+            }
+        return True
+
+
+class HostCrash(Exception):
+    """Raised by :class:`RecordingHost` to model the daemon dying while handling a message."""
+
+
+class RecordingHost:
+    """A real ``ChannelHost``: records envelopes and clicks; the test picks the verdicts.
+
+    ``crash_on`` names a message text whose delivery raises :class:`HostCrash`.
+    """
+
+    def __init__(
+        self,
+        verdict: Callable[[ApprovalClick], ClickVerdict] = lambda _c: ClickVerdict.ACCEPTED,
+        *,
+        crash_on: str | None = None,
+    ) -> None:
+        self.envelopes: list[IngressEnvelope] = []
+        self.clicks: list[ApprovalClick] = []
+        self._verdict = verdict
+        self._crash_on = crash_on
+        self._changed = asyncio.Condition()
+
+    async def deliver(self, envelope: IngressEnvelope) -> None:
+        if envelope.text == self._crash_on:
+            raise HostCrash(envelope.message_id)
+        async with self._changed:
+            self.envelopes.append(envelope)
+            self._changed.notify_all()
+
+    async def approval_clicked(self, click: ApprovalClick) -> ClickVerdict:
+        async with self._changed:
+            self.clicks.append(click)
+            self._changed.notify_all()
+        return self._verdict(click)
+
+    async def wait_envelopes(self, count: int, wait_s: float = 10.0) -> list[IngressEnvelope]:
+        async with asyncio.timeout(wait_s), self._changed:
+            await self._changed.wait_for(lambda: len(self.envelopes) >= count)
+        return list(self.envelopes)
+
+    async def wait_clicks(self, count: int, wait_s: float = 10.0) -> list[ApprovalClick]:
+        async with asyncio.timeout(wait_s), self._changed:
+            await self._changed.wait_for(lambda: len(self.clicks) >= count)
+        return list(self.clicks)
+
+
+# -- payload builders -----------------------------------------------------------------------
+
+_dates = itertools.count(1_700_000_000)
+
+
+def user(user_id: int, first_name: str = "Ann", *, is_bot: bool = False) -> JSON:
+    return {
+        "id": user_id,
+        "is_bot": is_bot,
+        "first_name": first_name,
+        "username": first_name.lower(),
+    }
+
+
+def private_chat(user_id: int) -> JSON:
+    return {"id": user_id, "type": "private", "first_name": "Ann"}
+
+
+def forum_chat(chat_id: int = -100200300) -> JSON:
+    return {"id": chat_id, "type": "supergroup", "title": "team", "is_forum": True}
+
+
+def message(
+    chat: JSON,
+    sender: JSON,
+    text: str,
+    *,
+    message_id: int,
+    thread_id: int | None = None,
+    reply_to: JSON | None = None,
+    entities: list[JSON] | None = None,
+    **extra: Any,
+) -> JSON:
+    """A Message payload; ``text=""`` leaves the text out (for captions and media)."""
+    payload: JSON = {
+        "message_id": message_id,
+        "date": next(_dates),
+        "chat": chat,
+        "from": sender,
+        **extra,
+    }
+    if text:
+        payload["text"] = text
+    if thread_id is not None:
+        payload["message_thread_id"] = thread_id
+        payload["is_topic_message"] = True
+    if reply_to is not None:
+        payload["reply_to_message"] = reply_to
+    if entities:
+        payload["entities"] = entities
+    return payload
+
+
+def mention(text: str, username: str = BOT_USERNAME) -> list[JSON]:
+    """The ``mention`` entity of ``@username`` in ``text`` (ASCII text assumed)."""
+    handle = f"@{username}"
+    return [{"type": "mention", "offset": text.index(handle), "length": len(handle)}]
+
+
+def callback(query_id: str, sender: JSON, data: str, on_message: JSON) -> JSON:
+    return {
+        "callback_query": {
+            "id": query_id,
+            "from": sender,
+            "chat_instance": "ci",
+            "data": data,
+            "message": on_message,
+        }
+    }
+
+
+def bot_message(chat: JSON, message_id: int, text: str = "card") -> JSON:
+    return message(chat, user(BOT_ID, "Hatch", is_bot=True), text, message_id=message_id)

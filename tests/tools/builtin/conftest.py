@@ -1,0 +1,58 @@
+"""Fixtures for built-in tool tests: a workspace under tmp_path and a call context (the real
+SQLite ``store`` fixture comes from ``tests/tools/conftest.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.envelope import ChannelRef, DeliveryTarget
+from bot.tools.builtin.workspace import Workspace
+from bot.tools.spec import ToolContext
+
+ORIGIN = DeliveryTarget(
+    channel=ChannelRef(kind="slack", alias="team"), conversation_id="C-ORIGIN", thread_id="T-1"
+)
+
+
+def make_context(
+    *,
+    channel: str = "slack.team",
+    conversation: str = "C-ORIGIN",
+    delivery: DeliveryTarget | None = ORIGIN,
+    workspace: str | None = None,
+) -> ToolContext:
+    return ToolContext(
+        session_key=f"{channel}:{conversation}",
+        channel=channel,
+        conversation_id=conversation,
+        requester="U_ALICE",
+        delivery=delivery,
+        workspace=workspace,
+    )
+
+
+@pytest.fixture
+def context() -> ToolContext:
+    return make_context()
+
+
+@pytest.fixture
+def workspace_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "workspace"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def outside_dir(tmp_path: Path) -> Path:
+    other = tmp_path / "outside"
+    other.mkdir()
+    (other / "secret.txt").write_text("outside secret\n")
+    return other
+
+
+@pytest.fixture
+def workspace(workspace_dir: Path) -> Workspace:
+    return Workspace(root=workspace_dir)

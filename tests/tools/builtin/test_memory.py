@@ -1,0 +1,139 @@
+"""Memory notes in real SQLite: bm25 ranking, scope isolation, FTS syntax made inert."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pytest
+
+from bot.config import MemoryToolConfig
+from bot.store import Store
+from bot.store.memory import fts_query
+from bot.tools.builtin.memory import memory_recall_tool, memory_store_tool
+from bot.tools.builtin.observation import ToolFailed
+from bot.tools.spec import ToolContext, ToolKind, ToolOutput, ToolSpec
+from tests.tools.builtin.conftest import make_context
+
+
+async def call(spec: ToolSpec, arguments: Mapping[str, object], context: ToolContext) -> str:
+    assert spec.handler is not None
+    result = await spec.handler(arguments, context)
+    return result.text if isinstance(result, ToolOutput) else result
+
+
+def test_policy_fields(store: Store) -> None:
+    stored = memory_store_tool(store.memory, MemoryToolConfig())
+    recalled = memory_recall_tool(store.memory, MemoryToolConfig())
+    assert stored.requires_approval is False and stored.kind is ToolKind.WRITE
+    assert recalled.requires_approval is False and recalled.kind is ToolKind.READ_ONLY
+
+
+async def test_recall_ranks_the_best_note_first(store: Store, context: ToolContext) -> None:
+    cfg = MemoryToolConfig()
+    save, recall = memory_store_tool(store.memory, cfg), memory_recall_tool(store.memory, cfg)
+    notes = [
+        ("The office wifi password is on the fridge", ["office"]),
+        ("Deploys happen on Tuesday after standup", ["deploy"]),
+        ("The deploy key for staging rotates monthly; staging deploy needs VPN", ["staging"]),
+        ("Lunch order: pizza on Fridays", []),
+    ]
+    ids = []
+    for content, tags in notes:
+        text = await call(save, {"content": content, "tags": tags}, context)
+        ids.append(int(text.removeprefix("stored note #")))
+    found = (await call(recall, {"query": "staging deploy"}, context)).splitlines()
+    assert found[0].startswith(f"[#{ids[2]}] The deploy key for staging")
+    assert found[1].startswith(f"[#{ids[1]}] Deploys happen")
+    assert len(found) == 2
+    assert (await call(recall, {"query": "pizza"}, context)).startswith(f"[#{ids[3]}]")
+    assert await call(recall, {"query": "kubernetes"}, context) == "no matching notes"
+
+
+async def test_tags_are_searchable(store: Store, context: ToolContext) -> None:
+    cfg = MemoryToolConfig()
+    await call(memory_store_tool(store.memory, cfg), {"content": "x", "tags": ["billing"]}, context)
+    text = await call(memory_recall_tool(store.memory, cfg), {"query": "billing"}, context)
+    assert text.endswith("x (tags: billing)")
+
+
+@pytest.mark.parametrize(
+    ("scope", "visible_to"),
+    [
+        ("channel", [("slack.team", "C-OTHER", True), ("slack.other", "C-ORIGIN", False)]),
+        ("conversation", [("slack.team", "C-OTHER", False), ("slack.team", "C-ORIGIN", True)]),
+    ],
+)
+async def test_scope_isolation(
+    store: Store, scope: str, visible_to: list[tuple[str, str, bool]]
+) -> None:
+    cfg = MemoryToolConfig.model_validate({"scope": scope})
+    writer = make_context(channel="slack.team", conversation="C-ORIGIN")
+    await call(memory_store_tool(store.memory, cfg), {"content": "the build uses bazel"}, writer)
+    recall = memory_recall_tool(store.memory, cfg)
+    for channel, conversation, visible in visible_to:
+        reader = make_context(channel=channel, conversation=conversation)
+        for query in ("bazel", ""):
+            text = await call(recall, {"query": query}, reader)
+            assert ("bazel" in text) is visible, (channel, conversation, query)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        '"unbalanced',
+        "deploy AND OR NOT",
+        "content:deploy",
+        "*",
+        "NEAR(deploy key)",
+        "-deploy",
+        "deploy^2",
+        "tags : x",
+        "'; DROP TABLE memory; --",
+        "(((",
+    ],
+)
+async def test_fts_syntax_in_queries_is_inert(
+    store: Store, context: ToolContext, query: str
+) -> None:
+    cfg = MemoryToolConfig()
+    await call(memory_store_tool(store.memory, cfg), {"content": "deploy key rotates"}, context)
+    text = await call(memory_recall_tool(store.memory, cfg), {"query": query}, context)
+    assert text.startswith("[#") or text == "no matching notes"
+    assert (await store.memory.recent(scope_key="channel:slack.team"))[0].content
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("staging deploy", '"staging" OR "deploy"'),
+        ('say "hi" AND bye', '"say" OR "hi" OR "and" OR "bye"'),
+        ("***", ""),
+        ("Déjà vu", '"déjà" OR "vu"'),
+    ],
+)
+def test_fts_query_table(text: str, expected: str) -> None:
+    assert fts_query(text) == expected
+
+
+async def test_secrets_are_scrubbed_before_storing(store: Store, context: ToolContext) -> None:
+    cfg = MemoryToolConfig()
+    await call(
+        memory_store_tool(store.memory, cfg),
+        {"content": "our key is sk-abcdefghijklmnopqrstuvwx"},
+        context,
+    )
+    (note,) = await store.memory.recent(scope_key="channel:slack.team")
+    assert "sk-abcdefghijklmnopqrstuvwx" not in note.content and "***" in note.content
+
+
+async def test_note_size_limit(store: Store, context: ToolContext) -> None:
+    spec = memory_store_tool(store.memory, MemoryToolConfig(max_note_chars=100))
+    with pytest.raises(ToolFailed, match="limit is 100"):
+        await call(spec, {"content": "x" * 101}, context)
+
+
+async def test_delete_is_scoped(store: Store) -> None:
+    note_id = await store.memory.add(scope_key="channel:a", content="alpha note")
+    assert await store.memory.delete(scope_key="channel:b", note_id=note_id) is False
+    assert await store.memory.delete(scope_key="channel:a", note_id=note_id) is True
+    assert await store.memory.search(scope_key="channel:a", query="alpha") == []

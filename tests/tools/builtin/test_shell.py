@@ -1,0 +1,232 @@
+"""``shell`` with real processes: output, caps, deny list, scrubbed environment, and the
+process group killed whole on timeout and on cancellation."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from bot.config import ShellToolConfig
+from bot.errors import ConfigError
+from bot.tools.builtin.observation import ToolFailed, ToolRefused
+from bot.tools.builtin.shell import shell_tool
+from bot.tools.builtin.shell_policy import ShellPolicy, child_environment
+from bot.tools.builtin.workspace import Workspace
+from bot.tools.spec import ToolContext, ToolEnvironmentError, ToolKind, ToolOutput, ToolSpec
+
+
+def process_alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie (zombies wait for init to reap them)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat[stat.rfind(")") + 2] not in ("Z", "X")
+
+
+def has_content(path: Path) -> bool:
+    return path.exists() and bool(path.read_text().strip())
+
+
+async def wait_for_file(path: Path) -> None:
+    for _ in range(500):
+        if has_content(path):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{path} never appeared")
+
+
+def real_path(path: Path) -> str:
+    return str(path.resolve())
+
+
+def pids_in(folder: Path) -> list[int]:
+    return [int(p.read_text()) for p in sorted(folder.glob("*.pid"))]
+
+
+async def run(spec: ToolSpec, command: str, context: ToolContext) -> str:
+    assert spec.handler is not None
+    result = await spec.handler({"command": command}, context)
+    return result.text if isinstance(result, ToolOutput) else result
+
+
+def make_shell(
+    workspace: Workspace,
+    *,
+    environ: Mapping[str, str] | None = None,
+    **cfg: object,
+) -> ToolSpec:
+    return shell_tool(workspace, ShellToolConfig.model_validate(cfg), environ=environ, grace_s=0.3)
+
+
+def test_policy_fields(workspace: Workspace) -> None:
+    spec = make_shell(workspace)
+    assert spec.name == "shell"
+    assert spec.requires_approval is True
+    assert spec.kind is ToolKind.EXECUTE
+    assert not spec.concurrency_safe and not spec.retry_safe
+    assert spec.timeout_s is not None and spec.timeout_s > 60.0
+
+
+async def test_runs_in_workspace_with_exit_code(
+    workspace: Workspace, workspace_dir: Path, context: ToolContext
+) -> None:
+    text = await run(make_shell(workspace), "pwd; echo oops >&2; exit 3", context)
+    assert text.splitlines() == ["exit code 3", real_path(workspace_dir), "oops"]
+
+
+async def test_output_is_capped_head_and_tail(workspace: Workspace, context: ToolContext) -> None:
+    command = "echo FIRST; yes filler | head -n 50000; echo LAST"
+    text = await run(make_shell(workspace, max_output_chars=1000), command, context)
+    assert "FIRST" in text and "LAST" in text
+    assert "bytes of output omitted" in text
+    assert len(text) < 1500
+
+
+async def test_output_is_scrubbed(workspace: Workspace, context: ToolContext) -> None:
+    text = await run(make_shell(workspace), "echo key sk-abcdefghijklmnopqrstuvwx", context)
+    assert "sk-abcdefghijklmnopqrstuvwx" not in text
+    assert "***" in text
+
+
+async def test_timeout_kills_children_and_grandchildren(
+    workspace: Workspace, workspace_dir: Path, context: ToolContext
+) -> None:
+    command = (
+        "sleep 60 & echo $! > child.pid; "
+        "sh -c 'sleep 60 & echo $! > grandchild.pid; wait' & "
+        "echo started; wait"
+    )
+    with pytest.raises(ToolFailed, match="timed out after 1s") as caught:
+        await run(make_shell(workspace, timeout_s=1.0), command, context)
+    assert "started" in str(caught.value)
+    pids = pids_in(workspace_dir)
+    assert len(pids) == 2
+    assert not any(process_alive(pid) for pid in pids)
+
+
+async def test_sigterm_ignoring_group_gets_sigkill(
+    workspace: Workspace, workspace_dir: Path, context: ToolContext
+) -> None:
+    command = "trap '' TERM; sh -c \"trap '' TERM; echo \\$\\$ > stubborn.pid; sleep 60\"& wait"
+    with pytest.raises(ToolFailed, match="timed out"):
+        await run(make_shell(workspace, timeout_s=1.0), command, context)
+    (pid,) = pids_in(workspace_dir)
+    assert not process_alive(pid)
+
+
+async def test_cancellation_leaves_no_process(
+    workspace: Workspace, workspace_dir: Path, context: ToolContext
+) -> None:
+    command = "sleep 60 & echo $! > child.pid; sh -c 'echo $$ > inner.pid; sleep 60' & wait"
+    task = asyncio.create_task(run(make_shell(workspace), command, context))
+    await wait_for_file(workspace_dir / "child.pid")
+    await wait_for_file(workspace_dir / "inner.pid")
+    pids = pids_in(workspace_dir)
+    assert all(process_alive(pid) for pid in pids)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not any(process_alive(pid) for pid in pids)
+
+
+async def test_background_process_does_not_outlive_the_call(
+    workspace: Workspace, workspace_dir: Path, context: ToolContext
+) -> None:
+    text = await run(make_shell(workspace), "sleep 60 > /dev/null & echo $! > bg.pid", context)
+    assert text.startswith("exit code 0")
+    (pid,) = pids_in(workspace_dir)
+    assert not process_alive(pid)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "rm -rf /",
+        "rm -rf /*",
+        "rm -fr ~",
+        "sudo rm -r -f / ",
+        "rm -rf --no-preserve-root /",
+        ":(){ :|:& };:",
+        "mkfs.ext4 /dev/sda1",
+        "dd if=/dev/zero of=/dev/sda bs=1M",
+        "shutdown -h now",
+        "echo bye; reboot",
+        "systemctl poweroff",
+        "chmod -R 777 /",
+    ],
+)
+async def test_deny_list_refuses_before_running(
+    workspace: Workspace, workspace_dir: Path, context: ToolContext, command: str
+) -> None:
+    with pytest.raises(ToolRefused, match="refused by policy"):
+        await run(make_shell(workspace), f"touch ran.txt; {command}", context)
+    assert not (workspace_dir / "ran.txt").exists()
+
+
+async def test_configured_deny_pattern_refuses(
+    workspace: Workspace, workspace_dir: Path, context: ToolContext
+) -> None:
+    spec = make_shell(workspace, deny_patterns=[r"\bcurl\b"])
+    with pytest.raises(ToolRefused, match=r"deny_patterns\[0\]"):
+        await run(spec, "touch ran.txt && curl http://example.com", context)
+    assert not (workspace_dir / "ran.txt").exists()
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["rm -rf ./build", "rm -rf /tmp/hatchway-test", "echo reboot-notes", "grep shutdown log"],
+)
+def test_deny_list_lets_ordinary_commands_through(command: str) -> None:
+    assert ShellPolicy.from_patterns().refusal(command) is None
+
+
+def test_bad_deny_pattern_is_a_config_error(workspace: Workspace) -> None:
+    with pytest.raises(ConfigError, match=r"deny_patterns\[0\]"):
+        make_shell(workspace, deny_patterns=["(unclosed"])
+
+
+async def test_child_cannot_see_daemon_secrets(
+    workspace: Workspace, context: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HATCHWAY_TEST_TOKEN", "hatchway-secret-value")
+    monkeypatch.setenv("OPENAI_API_KEY", "openai-secret-value")
+    monkeypatch.setenv("DEPLOY_PASSWORD", "password-secret-value")
+    monkeypatch.setenv("INNOCENT_NAME", "sk-abcdefghijklmnopqrstuvwx")
+    monkeypatch.setenv("PLAIN_SETTING", "visible")
+    text = await run(make_shell(workspace), "env", context)
+    names = {line.split("=", 1)[0] for line in text.splitlines()[1:] if "=" in line}
+    assert "PLAIN_SETTING" in names and "PATH" in names and "HOME" in names
+    for hidden in ("HATCHWAY_TEST_TOKEN", "OPENAI_API_KEY", "DEPLOY_PASSWORD", "INNOCENT_NAME"):
+        assert hidden not in names
+    assert "secret-value" not in text
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "kept"),
+    [
+        ("PATH", "/usr/bin", True),
+        ("HOME", "/home/bot", True),
+        ("LANG", "C.UTF-8", True),
+        ("EDITOR", "vi", True),
+        ("HATCHWAY_STATE_DIR", "/var/lib/hatchway", False),
+        ("ANTHROPIC_BASE_URL", "http://x", False),
+        ("GITHUB_TOKEN", "abc", False),
+        ("DB_PASS", "abc", False),
+        ("SIGNING_KEY", "abc", False),
+        ("HARMLESS", "Bearer abcdefghijklmnop", False),
+    ],
+)
+def test_child_environment_table(name: str, value: str, kept: bool) -> None:
+    assert (name in child_environment({name: value})) is kept
+
+
+async def test_missing_workspace_is_an_environment_error(
+    tmp_path: Path, context: ToolContext
+) -> None:
+    spec = make_shell(Workspace(root=tmp_path / "absent"))
+    with pytest.raises(ToolEnvironmentError, match="does not exist"):
+        await run(spec, "true", context)

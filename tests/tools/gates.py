@@ -1,0 +1,78 @@
+"""Small real approval gates for pipeline and loop tests."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+
+from bot.approval.gate import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Assessment,
+    PolicyResult,
+    Verdict,
+)
+
+APPROVED = ApprovalDecision(verdict=Verdict.APPROVED, decided_by="alice")
+DENIED = ApprovalDecision(verdict=Verdict.DENIED, decided_by="alice")
+AUTO_DENIED = ApprovalDecision(
+    verdict=Verdict.AUTO_DENIED, decided_by="runtime", reason="set approvers for this channel"
+)
+TIMED_OUT = ApprovalDecision(verdict=Verdict.TIMED_OUT, decided_by="runtime")
+
+
+class PolicyGate:
+    """Assesses by a table (tool → assessment); calls whose ``requires_approval`` is set are
+    ASK unless the table says otherwise; answers asks from a decision table (default
+    approved). Records every request."""
+
+    def __init__(
+        self,
+        policy: Mapping[str, Assessment] | None = None,
+        decisions: Mapping[str, ApprovalDecision] | None = None,
+    ) -> None:
+        self.policy = dict(policy or {})
+        self.decisions = dict(decisions or {})
+        self.assessed: list[ApprovalRequest] = []
+        self.asked: list[ApprovalRequest] = []
+
+    async def assess(self, request: ApprovalRequest) -> PolicyResult:
+        self.assessed.append(request)
+        found = self.policy.get(request.tool)
+        if found is None:
+            found = Assessment.ASK if request.requires_approval else Assessment.ALLOW
+        return PolicyResult(assessment=found, reason="table")
+
+    async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
+        self.asked.append(request)
+        return self.decisions.get(request.tool, APPROVED)
+
+
+class AllowAllGate:
+    """Allows everything without asking (the bench's auto-approval)."""
+
+    async def assess(self, request: ApprovalRequest) -> PolicyResult:
+        return PolicyResult(assessment=Assessment.ALLOW, reason="auto_approve")
+
+    async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
+        raise AssertionError("AllowAllGate never asks")
+
+
+class WaitingGate(PolicyGate):
+    """Every ask waits until :attr:`answer` is set; :attr:`waiting` is set while it waits."""
+
+    def __init__(self, decision: ApprovalDecision = APPROVED) -> None:
+        super().__init__()
+        self.decision = decision
+        self.waiting = asyncio.Event()
+        self.answer = asyncio.Event()
+
+    async def assess(self, request: ApprovalRequest) -> PolicyResult:
+        self.assessed.append(request)
+        return PolicyResult(assessment=Assessment.ASK, reason="always_ask")
+
+    async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
+        self.asked.append(request)
+        self.waiting.set()
+        await self.answer.wait()
+        return self.decision

@@ -1,0 +1,173 @@
+"""Recording (pipeline.md §7): events, after-hooks, rows, receipts, bounding, loop
+detection, history — and that secrets never reach any of them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bot.config import AgentConfig
+from bot.errors import ConfigError
+from bot.store import Store
+from bot.tools.hooks import HookCall, ToolHooks
+from bot.tools.outcome import ToolOutcome
+from bot.tools.pipeline import BatchVerdict
+from bot.tools.receipt import ReceiptSigner
+from bot.tools.repetition import LoopDetector, Repetition
+from bot.tools.spec import ToolContext, ToolResult
+from bot.tools.transcript import well_formed
+from bot.tools.truncation import bound_text
+from tests.fakes.scripted_provider import call
+from tests.tools.harness import Harness, Recorder, spec
+
+SECRET = "sk-abcdefghijklmnopqrstuvwxyz123456"
+KEY = b"0123456789abcdef0123456789abcdef"
+
+
+async def test_secrets_never_reach_events_or_rows(store: Store) -> None:
+    async def leaky(arguments: Mapping[str, object], context: ToolContext) -> ToolResult:
+        return f"the key is {SECRET}"
+
+    harness = Harness(store, [spec("leaky", leaky)])
+    (outcome,) = (await harness.run(call("leaky", {"api_key": "hunter22", "q": SECRET}))).outcomes
+    assert SECRET in outcome.observation  # the model sees the real result
+    (event,) = harness.observer.recent()
+    assert SECRET not in event.result
+    (row,) = await store.tool_calls.for_turn(harness.turn_id)
+    assert SECRET not in row.observation
+    assert SECRET not in row.arguments and "hunter22" not in row.arguments
+
+
+async def test_recording_order_events_then_after_hooks_then_row(store: Store) -> None:
+    seen: list[tuple[int, int]] = []
+    harness: Harness
+
+    async def after(hook_call: HookCall, outcome: ToolOutcome) -> None:
+        rows = await store.tool_calls.for_turn(harness.turn_id)
+        seen.append((len(harness.observer.recent()), len(rows)))
+
+    harness = Harness(store, [spec("echo", Recorder())], hooks=ToolHooks(after=(after,)))
+    await harness.run(call("echo"))
+    assert seen == [(1, 0)]  # the finish event came first, the row after the hook
+    assert harness.observer.started == 1
+    assert len(await store.tool_calls.for_turn(harness.turn_id)) == 1
+
+
+async def test_receipts_prove_successful_results_only(store: Store) -> None:
+    signer = ReceiptSigner(KEY)
+
+    async def fails(arguments: Mapping[str, object], context: ToolContext) -> ToolResult:
+        raise RuntimeError("nope")
+
+    harness = Harness(store, [spec("echo", Recorder()), spec("fails", fails)], signer=signer)
+    await harness.run(call("echo", {"a": 1}), call("fails"))
+    ok_row, failed_row = await store.tool_calls.for_turn(harness.turn_id)
+    assert ok_row.receipt is not None and failed_row.receipt is None
+    assert signer.verify(ok_row.receipt, "echo", {"a": 1}, "ok")
+    assert not signer.verify(ok_row.receipt, "echo", {"a": 2}, "ok")
+    assert not signer.verify(ok_row.receipt, "echo", {"a": 1}, "forged")
+    assert not ReceiptSigner(b"another-key-of-32-bytes-length!!").verify(
+        ok_row.receipt, "echo", {"a": 1}, "ok"
+    )
+
+
+@pytest.mark.parametrize(("receipts", "env", "expect"), [
+    (False, {}, "none"),
+    (True, {"HATCHWAY_RECEIPT_KEY": "k" * 32}, "signer"),
+    (True, {}, "error"),
+])
+def test_receipt_signer_from_settings(receipts: bool, env: dict[str, str], expect: str) -> None:
+    settings = AgentConfig(receipts=receipts)
+    if expect == "error":
+        with pytest.raises(ConfigError, match="HATCHWAY_RECEIPT_KEY"):
+            ReceiptSigner.from_settings(settings, env)
+        return
+    signer = ReceiptSigner.from_settings(settings, env)
+    assert (signer is not None) is (expect == "signer")
+
+
+async def test_results_are_bounded_in_history_and_rows(store: Store) -> None:
+    big = "A" * 300 + "B" * 300
+
+    harness = Harness(
+        store,
+        [spec("big", Recorder(answer=lambda a: _const(big)))],
+        settings=AgentConfig(max_tool_result_chars=200),
+    )
+    (outcome,) = (await harness.run(call("big"))).outcomes
+    assert len(outcome.observation) <= 200
+    assert outcome.observation.startswith("A") and outcome.observation.endswith("B")
+    assert "characters cut" in outcome.observation
+    (row,) = await store.tool_calls.for_turn(harness.turn_id)
+    assert row.observation == outcome.observation
+
+
+async def _const(text: str) -> ToolResult:
+    return text
+
+
+@given(st.text(min_size=0, max_size=3000), st.integers(min_value=60, max_value=2500))
+def test_bound_text_never_exceeds_the_limit_nor_splits_a_pair(text: str, limit: int) -> None:
+    bounded = bound_text(text, limit)
+    assert len(bounded) <= limit
+    if len(text) <= limit:
+        assert bounded == text
+    else:
+        head, _, tail = bounded.partition("\n…[")
+        assert text.startswith(head)
+        assert text.endswith(tail.split("]…\n", 1)[1])
+
+
+def test_bound_text_keeps_surrogate_pairs_whole() -> None:
+    pair = "\ud83d\ude00"  # one emoji as a UTF-16 surrogate pair (e.g. from JSON \\u escapes)
+    text = pair * 200
+    bounded = bound_text(text, 100)
+    head, _, rest = bounded.partition("\n…[")
+    tail = rest.split("]…\n", 1)[1]
+    for part in (head, tail):
+        assert len(part) % 2 == 0 and (not part or part.startswith("\ud83d"))
+
+
+def test_loop_detector_warns_at_three_and_stops_at_five() -> None:
+    detector = LoopDetector()
+    key = ("echo", "{}")
+    verdicts = [detector.observe(key, "same")[0] for _ in range(5)]
+    assert verdicts == [Repetition.NONE, Repetition.NONE, Repetition.WARN, Repetition.WARN,
+                        Repetition.STOP]
+    assert detector.observe(key, "different")[0] is Repetition.NONE
+
+
+async def test_loop_detection_through_the_pipeline(store: Store) -> None:
+    harness = Harness(store, [spec("echo", Recorder())])
+    verdicts, warned = [], []
+    for _ in range(5):
+        report = await harness.run(call("echo", {"q": 1}))
+        verdicts.append(report.verdict)
+        warned.append("runtime note" in report.outcomes[0].observation)
+    assert warned[:4] == [False, False, True, True]
+    assert verdicts[:4] == [BatchVerdict.CONTINUE] * 4
+    assert verdicts[4] is BatchVerdict.LOOP_STOPPED
+
+
+async def test_completes_run_verdict_only_on_success(store: Store) -> None:
+    async def fails(arguments: Mapping[str, object], context: ToolContext) -> ToolResult:
+        raise RuntimeError("not delivered")
+
+    harness = Harness(store, [spec("done", Recorder(), completes_run=True),
+                              spec("done_fails", fails, completes_run=True)])
+    assert (await harness.run(call("done_fails"))).verdict is BatchVerdict.CONTINUE
+    assert (await harness.run(call("done"))).verdict is BatchVerdict.COMPLETED_RUN
+
+
+async def test_history_gets_the_call_message_then_one_result_per_id(store: Store) -> None:
+    harness = Harness(store, [spec("echo", Recorder())])
+    report = await harness.run(call("echo", {"n": 1}), call("nope"), call("echo", "{bad"),
+                               text="let me check")
+    history = await store.history.load(harness.session_key)
+    assert history == list(report.messages)
+    assert history[0].role == "assistant" and history[0].content == "let me check"
+    assert [m.tool_call_id for m in history[1:]] == [c.id for c in history[0].tool_calls]
+    assert well_formed(history)

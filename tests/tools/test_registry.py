@@ -1,0 +1,76 @@
+"""Registry and per-turn scoping (pipeline.md §1–2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.envelope import Capabilities
+from bot.errors import RegistryError
+from bot.tools.registry import ToolRegistry, ToolScope
+from bot.tools.schema import validator_for
+from tests.tools.harness import Recorder, make_envelope, spec, text_schema
+
+
+def test_executor_refuses_to_build_when_a_spec_has_no_handler() -> None:
+    registry = ToolRegistry([spec("a", Recorder()), spec("remote", None), spec("b", None)])
+    with pytest.raises(RegistryError, match="b, remote"):
+        registry.executor()
+    assert registry.definitions()[1].name == "remote"  # the model may still see it
+
+
+def test_executor_of_a_scope_without_the_handlerless_spec_builds() -> None:
+    registry = ToolRegistry([spec("a", Recorder()), spec("remote", None)])
+    executor = registry.scoped(ToolScope(excluded=frozenset({"remote"}))).executor()
+    assert executor.lookup("a") is not None
+    assert executor.lookup("remote") is None and executor.is_withheld("remote")
+
+
+def test_duplicate_names_and_bad_schemas_are_refused() -> None:
+    with pytest.raises(RegistryError, match="twice"):
+        ToolRegistry([spec("a", Recorder()), spec("a", Recorder())])
+    with pytest.raises(RegistryError, match="'bad'"):
+        ToolRegistry([spec("bad", Recorder(), parameters={"type": "no-such-type"})])
+
+
+def test_excluded_and_restrict_to_narrow_the_offer() -> None:
+    registry = ToolRegistry([spec(n, Recorder()) for n in ("a", "b", "c", "d")])
+    scope = ToolScope.for_turn(
+        envelope=make_envelope(), excluded=("b",), restrict_to=("a", "b", "c")
+    )
+    names = [d.name for d in registry.scoped(scope).definitions()]
+    assert names == ["a", "c"]
+
+
+@pytest.mark.parametrize(
+    ("capabilities", "background", "hide", "offered"),
+    [
+        (Capabilities(), False, False, True),  # offered; the auto-deny explains itself
+        (Capabilities(), False, True, False),
+        (Capabilities(terminal_prompt=True), False, True, True),
+        (Capabilities(approval_backchannel=True), False, True, True),
+        (Capabilities(approval_backchannel=True), True, True, False),  # background
+    ],
+)
+def test_hide_unapprovable_tools(
+    capabilities: Capabilities, background: bool, hide: bool, offered: bool
+) -> None:
+    registry = ToolRegistry(
+        [
+            spec("shell", Recorder(), requires_approval=True),
+            spec("send", Recorder(), requires_approval=True, approval_check=lambda a, c: False),
+            spec("clock", Recorder()),
+        ]
+    )
+    envelope = make_envelope(capabilities=capabilities, background=background)
+    scope = ToolScope.for_turn(envelope=envelope, hide_unapprovable_tools=hide)
+    names = {d.name for d in registry.scoped(scope).definitions()}
+    assert ("shell" in names) is offered
+    assert {"send", "clock"} <= names  # per-call approval and safe tools always stay
+
+
+def test_validators_are_compiled_once_per_schema() -> None:
+    schema = text_schema("q")
+    assert validator_for(schema) is validator_for(schema)
+    first = ToolRegistry([spec("a", Recorder(), parameters=schema)])
+    second = ToolRegistry([spec("a", Recorder(), parameters=schema)])
+    assert first.executor().lookup("a").validator is second.executor().lookup("a").validator  # type: ignore[union-attr]
