@@ -3,8 +3,9 @@
 Inbound: Socket Mode by default (app-level token, see :mod:`channels.slack_socket`), or the
 HTTP Events API mounted on the daemon's aiohttp app at ``events_path`` (bolt checks the
 signature and timestamp: a bad or stale request gets 401). Every request is acknowledged at
-once; bolt listeners only drop the payload into a bounded queue that :meth:`SlackChannel.run`
-drains, so a slow gateway never delays the ack past Slack's 3 seconds. Retries are no-ops:
+once; bolt listeners only drop the payload into a bounded queue that a worker owned by
+:meth:`SlackChannel.run` drains (see :mod:`channels.slack_inbound`), so a slow gateway never
+delays the ack past Slack's 3 seconds. Retries are no-ops:
 payloads are deduplicated by ``event_id`` and by ``channel:ts`` (also the envelope's
 ``message_id``, so the ``message``/``app_mention`` pair of one mention yields one envelope).
 
@@ -168,10 +169,13 @@ class SlackChannel:
                 await asyncio.sleep(self._backoff.delay(attempt))
 
     async def _serve(self, app: AsyncApp) -> None:
+        """Receive events until cancelled: HTTP requests through the mounted route, or the
+        Socket Mode connection."""
         if self._config.mode == "http":
             self._app = app
             self._report(HealthState.CONNECTED, f"HTTP events at {self._config.events_path}")
             await asyncio.Event().wait()
+            return
         if self._creds.app_token is None:
             raise ChannelAuthError("socket mode needs an app-level token")
         session = SocketSession(

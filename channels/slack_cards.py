@@ -2,8 +2,8 @@
 
 A reaction names a message (channel and ``ts``), not an approval; this index maps a posted
 card back to its approval id (and thread, for the ephemeral answer). It lives in the store's
-small per-channel state, so a reaction on a card from before a restart still reaches the
-host, which answers that the request has expired. A decided card is forgotten.
+small per-channel state rather than in memory, so it does not depend on the process that
+posted the card. A decided card is forgotten: reactions on it change nothing.
 """
 
 from __future__ import annotations

@@ -135,6 +135,9 @@ class TelegramChannel:
                 await self._webhook.aclose()
                 self._webhook = None
             await self._app.shutdown()
+            # A failed initialize leaves the Application uninitialised but its HTTP clients
+            # open; the bot closes them (a no-op after a full shutdown).
+            await self._app.bot.shutdown()
             if self._health.state is not HealthState.FAILED:
                 self._set_health(HealthState.STOPPED)
 

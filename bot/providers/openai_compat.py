@@ -88,6 +88,37 @@ def to_openai_messages(system: str, messages: list[ChatMessage]) -> list[dict[st
     return out
 
 
+def completion_params(config: ProviderConfig, request: CompletionRequest) -> dict[str, Any]:
+    """The Chat Completions request body (minus ``stream``) for ``request``.
+
+    OpenAI's own API gets ``max_completion_tokens`` (its reasoning models refuse
+    ``max_tokens``); compatible servers get the ``max_tokens`` they all understand.
+    """
+    official = config.base_url is None or "api.openai.com" in config.base_url
+    params: dict[str, Any] = {
+        "model": config.model,
+        "messages": to_openai_messages(request.system, list(request.messages)),
+        "max_completion_tokens" if official else "max_tokens": (
+            request.max_tokens or config.max_tokens
+        ),
+    }
+    if request.tools:
+        params["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": dict(tool.parameters),
+                },
+            }
+            for tool in request.tools
+        ]
+    if config.temperature is not None:
+        params["temperature"] = config.temperature
+    return params
+
+
 @dataclass(slots=True)
 class _PendingCall:
     id: str = ""
@@ -173,7 +204,7 @@ class OpenAICompatProvider:
         self, request: CompletionRequest, *, stream: StreamSink | None = None
     ) -> ProviderReply:
         """One completion, retried as a whole on transient failures (see the module doc)."""
-        params = self._params(request)
+        params = completion_params(self._config, request)
         use_stream = stream is not None or self._config.stream
 
         async def attempt(sink: StreamSink | None) -> ProviderReply:
@@ -193,28 +224,6 @@ class OpenAICompatProvider:
 
     async def aclose(self) -> None:
         await self._client.close()
-
-    def _params(self, request: CompletionRequest) -> dict[str, Any]:
-        params: dict[str, Any] = {
-            "model": self._config.model,
-            "messages": to_openai_messages(request.system, list(request.messages)),
-            "max_tokens": request.max_tokens or self._config.max_tokens,
-        }
-        if request.tools:
-            params["tools"] = [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": dict(tool.parameters),
-                    },
-                }
-                for tool in request.tools
-            ]
-        if self._config.temperature is not None:
-            params["temperature"] = self._config.temperature
-        return params
 
     def _reply(self, response: ChatCompletion) -> ProviderReply:
         if not response.choices:

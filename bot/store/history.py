@@ -71,22 +71,31 @@ class History:
         """Append messages atomically: all of them or none."""
         if not messages:
             return
-        now = time.time()
         async with self._db.transaction() as tx:
-            generation = await self._generation(tx, session_key)
-            await tx.executemany(
-                "INSERT INTO messages (session_key, generation, turn_id, role, body, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    (session_key, generation, turn_id, m.role, encode_message(m), now)
-                    for m in messages
-                ],
-            )
-            await tx.execute(
-                "INSERT INTO sessions (session_key, generation, updated_at) VALUES (?, ?, ?) "
-                "ON CONFLICT (session_key) DO UPDATE SET updated_at = excluded.updated_at",
-                (session_key, generation, now),
-            )
+            await self.append_in(tx, session_key, turn_id, messages)
+
+    async def append_in(
+        self, tx: Transaction, session_key: str, turn_id: str, messages: Sequence[ChatMessage]
+    ) -> None:
+        """:meth:`append` inside a transaction the caller holds (to commit messages together
+        with other rows, e.g. the ``tool_calls`` rows of the same tool batch)."""
+        if not messages:
+            return
+        now = time.time()
+        generation = await self._generation(tx, session_key)
+        await tx.executemany(
+            "INSERT INTO messages (session_key, generation, turn_id, role, body, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (session_key, generation, turn_id, m.role, encode_message(m), now)
+                for m in messages
+            ],
+        )
+        await tx.execute(
+            "INSERT INTO sessions (session_key, generation, updated_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (session_key) DO UPDATE SET updated_at = excluded.updated_at",
+            (session_key, generation, now),
+        )
 
     async def reset(self, session_key: str) -> None:
         """Start a new session (``/new``): older messages leave the context."""

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.store.db import Database
+from bot.store.db import Database, Transaction
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -23,21 +24,33 @@ class ToolCallRecord:
     receipt: str | None = None
 
 
+_INSERT = (
+    "INSERT INTO tool_calls (turn_id, call_id, session_key, channel, tool, arguments,"
+    " status, synthetic, observation, duration_ms, receipt, created_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _row(rec: ToolCallRecord, now: float) -> tuple[object, ...]:
+    return (
+        rec.turn_id, rec.call_id, rec.session_key, rec.channel, rec.tool, rec.arguments,
+        rec.status, int(rec.synthetic), rec.observation, rec.duration_ms, rec.receipt, now,
+    )
+
+
 class ToolCalls:
     def __init__(self, db: Database) -> None:
         self._db = db
 
     async def record(self, rec: ToolCallRecord) -> None:
-        await self._db.execute(
-            "INSERT INTO tool_calls (turn_id, call_id, session_key, channel, tool, arguments,"
-            " status, synthetic, observation, duration_ms, receipt, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                rec.turn_id, rec.call_id, rec.session_key, rec.channel, rec.tool,
-                rec.arguments, rec.status, int(rec.synthetic), rec.observation,
-                rec.duration_ms, rec.receipt, time.time(),
-            ),
-        )
+        await self._db.execute(_INSERT, _row(rec, time.time()))
+
+    async def record_in(self, tx: Transaction, recs: Sequence[ToolCallRecord]) -> None:
+        """Insert several rows inside a transaction the caller holds (one tool batch's rows
+        committed together with its history messages)."""
+        if recs:
+            now = time.time()
+            await tx.executemany(_INSERT, [_row(rec, now) for rec in recs])
 
     async def for_turn(self, turn_id: str) -> list[ToolCallRecord]:
         rows = await self._db.fetchall(

@@ -129,7 +129,7 @@ class BatchReport:
 class _Batch:
     """Book-keeping of the batch in flight."""
 
-    __slots__ = ("arguments", "asked", "final", "keys", "slots", "text", "verdict")
+    __slots__ = ("arguments", "asked", "final", "keys", "rows", "slots", "text", "verdict")
 
     def __init__(self, text: str, requests: Sequence[ToolCallRequest]) -> None:
         self.text = text
@@ -137,6 +137,7 @@ class _Batch:
         self.arguments: dict[int, Mapping[str, object]] = {}
         self.keys: dict[int, tuple[str, str]] = {}
         self.final: dict[int, ToolOutcome] = {}
+        self.rows: list[ToolCallRecord] = []
         self.asked = False
         self.verdict = BatchVerdict.CONTINUE
 
@@ -215,9 +216,13 @@ class ToolPipeline:
             *result_messages(outcomes),
         ]
         self._batch = None
-        await self._services.store.history.append(
-            self._facts.session_key, self._facts.turn_id, messages
-        )
+        store = self._services.store
+        # the batch's rows and its history messages commit together: all or none
+        async with store.db.transaction() as tx:
+            await store.tool_calls.record_in(tx, batch.rows)
+            await store.history.append_in(
+                tx, self._facts.session_key, self._facts.turn_id, messages
+            )
         return BatchReport(
             outcomes=tuple(outcomes), messages=tuple(messages), verdict=batch.verdict
         )
@@ -425,7 +430,7 @@ class ToolPipeline:
         else:
             raw = batch.slots.requests[index].arguments
             recorded_args = scrub_text(raw[:MAX_RAW_ARGUMENT_CHARS])
-        await services.store.tool_calls.record(
+        batch.rows.append(
             ToolCallRecord(
                 turn_id=facts.turn_id,
                 call_id=outcome.call_id,

@@ -244,7 +244,7 @@ async def test_progress_edit_typing_and_reaction(fake: FakeDiscord, store: Store
             "PATCH", f"/channels/{GENERAL}/messages/{progress.message_id}", count=3
         )
     assert fake.calls_to("POST", f"/channels/{GENERAL}/typing")
-    assert edits[0].body == {"content": "⏳ working\n🔧 shell: ls"}
+    assert edits[0].body is not None and edits[0].body["content"] == "⏳ working\n🔧 shell: ls"
     assert edits[2].body is not None and len(edits[2].body["content"]) <= 2000
     [reaction] = fake.calls_to("PUT", rf"/channels/{GENERAL}/messages/\d+/reactions/.+/@me")
     assert envelope.message_id in reaction.path

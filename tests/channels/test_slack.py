@@ -24,6 +24,7 @@ from bot.channel import (
     ApprovalCard,
     ApprovalClick,
     CardState,
+    Channel,
     ChannelHost,
     ClickVerdict,
     HealthState,
@@ -35,6 +36,7 @@ from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelAuthError, ConfigError
 from bot.store import Store
 from channels.slack import SlackChannel, SlackCredentials, create
+from channels.slack_socket import Backoff
 from tests.fakes.slack_server import (
     BOT_USER,
     FakeSlack,
@@ -521,6 +523,7 @@ async def test_create_reads_secrets_from_the_environment(
         create(REF, config, context)
     monkeypatch.setenv("HATCHWAY_SLACK_BOT_TOKEN", BOT_TOKEN)
     channel = create(REF, config, context)
+    assert isinstance(channel, Channel)
     host = RecordingHost()
     async with running(channel, host):
         await slack.push("events_api", event_callback(message_event("hi", channel="D0001")))
@@ -532,3 +535,10 @@ async def test_create_reads_secrets_from_the_environment(
     monkeypatch.setenv("HATCHWAY_SLACK_SIGNING_SECRET", SECRET)
     with pytest.raises(ConfigError, match="server"):
         create(REF, http_config, context)
+
+
+@pytest.mark.parametrize(("attempt", "ceiling"), [(0, 1.0), (1, 1.0), (2, 2.0), (4, 8.0), (9, 8.0)])
+def test_reconnect_backoff_grows_to_its_cap(attempt: int, ceiling: float) -> None:
+    backoff = Backoff(base_s=1.0, cap_s=8.0)
+    assert backoff.delay(attempt, rng=lambda: 1.0) == ceiling
+    assert backoff.delay(attempt, rng=lambda: 0.25) == ceiling / 4

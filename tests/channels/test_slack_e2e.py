@@ -124,8 +124,10 @@ async def test_mention_approval_and_threaded_answer(slack: FakeSlack, tmp_path: 
         await slack.push("interactive", click(APPROVER))
         await slack.wait_for(
             "chat.update",
-            where=lambda p: any(b.get("type") == "section" for b in p.get("blocks") or [])
-            and "Approved" in str(p["blocks"][0]["text"]["text"]),
+            where=lambda p: (
+                any(b.get("type") == "section" for b in p.get("blocks") or [])
+                and "Approved" in str(p["blocks"][0]["text"]["text"])
+            ),
         )
         (answer,) = await slack.wait_for(
             "chat.postMessage", where=lambda p: "done" in str(p.get("text"))

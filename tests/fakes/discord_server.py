@@ -17,7 +17,7 @@ import contextlib
 import itertools
 import json
 import re
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -144,6 +144,19 @@ class FakeDiscord:
         async with asyncio.timeout(within), self._changed:
             await self._changed.wait_for(lambda: len(matching()) >= count)
         return matching()
+
+    async def wait_until(self, predicate: Callable[[], bool], *, within: float = 10.0) -> None:
+        """Wait until ``predicate`` holds; it is re-checked after every REST call."""
+        async with asyncio.timeout(within), self._changed:
+            await self._changed.wait_for(predicate)
+
+    def posted(self, channel_id: str) -> list[str]:
+        """The contents of every message posted to ``channel_id``, in order."""
+        return [
+            str(c.body.get("content"))
+            for c in self.calls_to("POST", rf"/channels/{channel_id}/messages")
+            if c.body is not None
+        ]
 
     def calls_to(self, method: str, path_regex: str) -> list[Call]:
         pattern = re.compile(path_regex)
@@ -336,11 +349,11 @@ class FakeDiscord:
             "managed": False,
             "mentionable": False,
         }
-        roles = [everyone] + [
+        roles: list[JSON] = [everyone] + [
             {**everyone, "id": rid, "name": name, "position": i + 1}
             for i, (rid, name) in enumerate(guild.roles.items())
         ]
-        channels = [
+        channels: list[JSON] = [
             {
                 "id": cid,
                 "type": 0,

@@ -133,15 +133,26 @@ class DaemonProcess:
     async def wait_stdout(self, needle: str) -> None:
         await self.wait_until(lambda: any(needle in line for line in self.stdout), repr(needle))
 
-    async def wait_notify(self, key: str, value: str | None = None) -> dict[str, str]:
-        def match(m: dict[str, str]) -> bool:
-            return key in m and (value is None or m[key] == value)
+    async def wait_notify(
+        self, key: str, value: str | None = None, count: int = 1
+    ) -> dict[str, str]:
+        """The first datagram carrying ``key`` (``=value``), once ``count`` of them arrived."""
 
-        async with asyncio.timeout(WAIT_S):
-            while not any(match(m) for m in self.notify.messages):
-                self.notify.changed.clear()
-                await self.notify.changed.wait()
-        return next(m for m in self.notify.messages if match(m))
+        def matches() -> list[dict[str, str]]:
+            return [
+                m for m in self.notify.messages if key in m and (value is None or m[key] == value)
+            ]
+
+        try:
+            async with asyncio.timeout(WAIT_S):
+                while len(matches()) < count:
+                    self.notify.changed.clear()
+                    await self.notify.changed.wait()
+        except TimeoutError:
+            raise AssertionError(
+                f"timed out waiting for {key}; datagrams: {self.notify.messages}"
+            ) from None
+        return matches()[0]
 
     async def port(self) -> int:
         return int((await self.wait_event("http_listening"))["port"])

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
+from bot.config import ProviderConfig
 from bot.providers.base import ChatMessage, CompletionRequest, ToolCallRequest, ToolDefinition
-from bot.providers.openai_compat import raw_arguments
+from bot.providers.openai_compat import completion_params, raw_arguments
 from tests.fakes.openai_server import OpenAIFake, chunk
 from tests.providers.conftest import OpenAIFactory
 from tests.providers.recorders import TEST_KEY, RecordedSleep, SinkRecorder
@@ -306,3 +307,21 @@ async def test_retry_with_different_text_stops_the_draft(
 )
 def test_raw_arguments(value: object, expected: str) -> None:
     assert raw_arguments(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("base_url", "key"),
+    [
+        (None, "max_completion_tokens"),
+        ("https://api.openai.com/v1", "max_completion_tokens"),
+        ("http://localhost:11434/v1", "max_tokens"),
+        ("https://openrouter.ai/api/v1", "max_tokens"),
+    ],
+)
+def test_reply_cap_parameter_depends_on_the_endpoint(base_url: str | None, key: str) -> None:
+    config = ProviderConfig(base_url=base_url, model="m", max_tokens=99, temperature=0.2)
+    params = completion_params(config, HELLO)
+    assert params[key] == 99
+    (other,) = {"max_tokens", "max_completion_tokens"} - {key}
+    assert other not in params
+    assert params["temperature"] == 0.2

@@ -161,7 +161,8 @@ async def run_command(
         # child holding stdout delays until it exits; asyncio offers no exit-only event.
         while proc.returncode is None:  # noqa: ASYNC110
             await asyncio.sleep(POLL_S)
-
+        # The call owns everything it started: background children die with it.
+        await terminate_group(pgid, grace_s=grace_s)
 
     timed_out = False
     try:
@@ -176,6 +177,7 @@ async def run_command(
             async with asyncio.timeout(grace_s):
                 await read_all()
     except BaseException:
+        await terminate_group(pgid, grace_s=grace_s)
         raise
     finally:
         _close_transport(proc)

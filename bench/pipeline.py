@@ -1,0 +1,153 @@
+"""Overhead of the tool pipeline per no-op tool call.
+
+Runs no-op calls through the real pipeline — parsing, admission, schema validation,
+policy auto-approval through a gate, the duplicate guard, the per-turn gate, the
+process-wide scheduler, execution with its timeout, observer events, the ``tool_calls`` row
+and the history append on a real SQLite file (one transaction per batch) — and prints
+median and p99 per call: wall clock, and the event-loop thread's own CPU (which leaves out
+waiting for SQLite's worker thread and for other processes on a busy machine).
+
+    python bench/pipeline.py [--calls 10000]
+
+Targets on a 2-core machine: median < 1 ms, p99 < 5 ms per call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import structlog
+
+from bot.agent.turn import CancelToken
+from bot.approval.gate import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Assessment,
+    PolicyResult,
+    Verdict,
+)
+from bot.config import AgentConfig
+from bot.envelope import Capabilities, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
+from bot.observe import ExecutionHistory
+from bot.progress import NullProgress
+from bot.providers.base import ToolCallRequest
+from bot.store import Store
+from bot.tools.pipeline import PipelineServices, ToolPipeline, TurnFacts
+from bot.tools.registry import ToolRegistry
+from bot.tools.spec import ToolContext, ToolKind, ToolResult, ToolSpec
+
+CALLS_PER_TURN = 60  # under the 64-per-turn admission limit
+
+
+class AutoApprove:
+    """A policy that auto-approves, as ``auto_approve`` does for read-only tools."""
+
+    async def assess(self, request: ApprovalRequest) -> PolicyResult:
+        return PolicyResult(assessment=Assessment.ALLOW, reason="auto_approve")
+
+    async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
+        return ApprovalDecision(verdict=Verdict.DENIED, decided_by="runtime")
+
+
+async def noop(arguments: Mapping[str, object], context: ToolContext) -> ToolResult:
+    return "ok"
+
+
+NOOP = ToolSpec(
+    name="noop",
+    description="does nothing",
+    parameters={"type": "object", "properties": {"n": {"type": "integer"}}},
+    handler=noop,
+    requires_approval=False,
+    kind=ToolKind.READ_ONLY,
+    concurrency_safe=True,
+)
+CHANNEL = ChannelRef(kind="console", alias="main")
+ENVELOPE = IngressEnvelope(
+    channel=CHANNEL,
+    message_id="m",
+    conversation_id="c",
+    sender=Sender(id="u"),
+    text="bench",
+    reply_target=DeliveryTarget(channel=CHANNEL, conversation_id="c"),
+    capabilities=Capabilities(terminal_prompt=True),
+)
+
+
+def new_pipeline(services: PipelineServices, turn: int) -> ToolPipeline:
+    session = "console.main:c"
+    return ToolPipeline(
+        services=services,
+        executor=ToolRegistry([NOOP]).executor(),
+        facts=TurnFacts(
+            turn_id=f"turn-{turn}",
+            session_key=session,
+            envelope=ENVELOPE,
+            context=ToolContext(
+                session_key=session, channel="console.main", conversation_id="c", requester="u"
+            ),
+        ),
+        progress=NullProgress(),
+        cancel=CancelToken(),
+    )
+
+
+async def measure(
+    store: Store, calls: int, batch_size: int, clock: Callable[[], float] = time.perf_counter
+) -> list[float]:
+    """Seconds per call by ``clock``, one sample per batch (batch time / batch size).
+    With ``time.thread_time`` only the event loop thread's own CPU counts: the pipeline's
+    work without the wait for SQLite's thread and for other processes."""
+    services = PipelineServices(
+        store=store, gate=AutoApprove(), settings=AgentConfig(), observer=ExecutionHistory()
+    )
+    samples: list[float] = []
+    pipeline = new_pipeline(services, 0)
+    in_turn = 0
+    n = 0
+    while n < calls:
+        if in_turn + batch_size > CALLS_PER_TURN:
+            pipeline = new_pipeline(services, n)
+            in_turn = 0
+        batch = [
+            ToolCallRequest(id=f"c{n + i}", name="noop", arguments=f'{{"n": {n + i}}}')
+            for i in range(batch_size)
+        ]
+        started = clock()
+        await pipeline.run_batch("", batch)
+        samples.append((clock() - started) / batch_size)
+        in_turn += batch_size
+        n += batch_size
+    return samples
+
+
+def report(label: str, samples: list[float]) -> None:
+    ordered = sorted(samples)
+    median = statistics.median(ordered) * 1000
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000
+    print(f"{label:<36} n={len(samples):>6}  median={median:6.3f} ms  p99={p99:6.3f} ms")
+
+
+async def main(calls: int) -> None:
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    with tempfile.TemporaryDirectory() as folder:
+        async with await Store.open(Path(folder) / "bench.db") as store:
+            await measure(store, 500, 1)  # warm-up
+            for size in (1, 10):
+                label = f"{size} call(s)/batch, wall clock"
+                report(label, await measure(store, calls, size))
+                label = f"{size} call(s)/batch, loop-thread CPU"
+                report(label, await measure(store, calls, size, time.thread_time))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=10_000)
+    asyncio.run(main(parser.parse_args().calls))

@@ -1,0 +1,137 @@
+"""End to end: the whole daemon (gateway, approvals, agent loop) behind the Discord channel,
+built from settings through the channel registry, against the loopback Discord fake.
+
+A scripted model asks for a side-effecting tool; the approval card with buttons is posted in
+the conversation; a non-approver's click is refused ephemerally and audited; the approver's
+click (INTERACTION_CREATE) runs the tool, the card shows the outcome, and the answer follows.
+A DM turn with a long answer arrives split under 2,000 characters with code fences intact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.app import App
+from bot.channel import ClickVerdict, HealthState
+from bot.config import Settings, parse_settings
+from bot.tools.spec import ToolContext, ToolSpec
+from channels.discord import DiscordChannel
+from channels.discord_markup import render_chunks
+from tests.channels.test_discord import ALICE, BOT, BOT_ID, DM, GENERAL, said
+from tests.channels.test_discord_approval import BOB, CAROL, click, ephemeral_text
+from tests.fakes.discord_server import BOT_TOKEN, FakeDiscord, wait_for_health
+from tests.fakes.scripted_provider import ScriptedProvider, call, reply
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HATCHWAY_DISCORD_TOKEN", BOT_TOKEN)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeDiscord]:
+    async with FakeDiscord(bot_id=BOT_ID) as server:
+        server.add_guild(channels={GENERAL: "general"})
+        yield server
+
+
+def settings_for(fake: FakeDiscord, tmp_path: Path) -> Settings:
+    discord_main: dict[str, Any] = {
+        "api_base_url": fake.base_url,
+        "gateway_url": fake.gateway_url,
+        "guild_ready_timeout_s": 0.05,
+        "allowed_users": [ALICE["id"]],
+        "approvers": [BOB["id"]],
+    }
+    return parse_settings(
+        {
+            "state_dir": str(tmp_path),
+            "approval": {"timeout_s": 30},
+            "channels": {"discord": {"main": discord_main}},
+        },
+        environ={},
+        require_provider=False,
+    )
+
+
+def deploy_tool(ran: list[Mapping[str, object]]) -> ToolSpec:
+    async def deploy(arguments: Mapping[str, object], context: ToolContext) -> str:
+        ran.append(dict(arguments))
+        return "deployed v2"
+
+    return ToolSpec(
+        name="deploy",
+        description="Deploy a version.",
+        parameters={
+            "type": "object",
+            "properties": {"version": {"type": "string"}},
+            "required": ["version"],
+        },
+        handler=deploy,
+    )
+
+
+async def test_mention_approval_click_runs_the_tool(fake: FakeDiscord, tmp_path: Path) -> None:
+    ran: list[Mapping[str, object]] = []
+    provider = ScriptedProvider(
+        [reply("", call("deploy", {"version": "v2"})), reply("Deployed **v2** & done.")]
+    )
+    app = App(settings_for(fake, tmp_path), provider=provider, tools=[deploy_tool(ran)])
+    async with app:
+        channel = app.channels["discord.main"]
+        assert isinstance(channel, DiscordChannel)
+        await wait_for_health(channel, HealthState.CONNECTED)
+        mention = said(fake, f"<@{BOT_ID}> deploy v2", mentions=[BOT])
+        await fake.dispatch("MESSAGE_CREATE", mention)
+
+        await fake.wait_until(lambda: any(m["components"] for m in fake.messages.values()))
+        [card] = [m for m in fake.messages.values() if m["components"]]
+        assert card["channel_id"] == GENERAL and "deploy" in card["content"]
+
+        refused = await click(fake, card["id"], "a", CAROL)
+        assert ephemeral_text(refused) == ClickVerdict.NOT_AUTHORISED.message
+        assert ran == []
+
+        accepted = await click(fake, card["id"], "a", BOB)
+        assert accepted.body == {"type": 6}
+        await fake.wait_until(lambda: "Deployed **v2** & done." in fake.posted(GENERAL))
+        assert ran == [{"version": "v2"}]
+        card_edits = [
+            e.body
+            for e in fake.calls_to("PATCH", rf"/channels/{GENERAL}/messages/{card['id']}")
+            if e.body is not None
+        ]
+        assert any(
+            "Approved: deploy" in e.get("content", "") and e.get("components") == []
+            for e in card_edits
+        )
+
+        rows = await app.store.audit.since()
+        decisions = {(row.decision, row.decided_by) for row in rows}
+        assert ("click_refused:approve", CAROL["id"]) in decisions
+        assert any(by == BOB["id"] and "refused" not in d for d, by in decisions)
+
+
+async def test_dm_turn_with_a_long_answer(fake: FakeDiscord, tmp_path: Path) -> None:
+    code = "\n".join(f"step_{i} = run({i})" for i in range(120))
+    long_answer = "Here is the plan.\n\n```python\n" + code + "\n```\n\n" + "All done. " * 150
+    assert len(long_answer) > 3000
+    provider = ScriptedProvider([reply(long_answer)])
+    app = App(settings_for(fake, tmp_path), provider=provider, tools=[])
+    async with app:
+        channel = app.channels["discord.main"]
+        await wait_for_health(channel, HealthState.CONNECTED)
+        await fake.dispatch("MESSAGE_CREATE", said(fake, "plan it please", channel_id=DM))
+        expected = render_chunks(long_answer)
+        await fake.wait_until(lambda: fake.posted(DM)[-len(expected) :] == expected)
+    assert len(expected) >= 2
+    assert all(len(chunk) <= 2000 for chunk in expected)
+    assert all(chunk.count("```") % 2 == 0 for chunk in expected)
+    joined = "".join(expected)
+    assert "step_0 = run(0)" in joined and "step_119 = run(119)" in joined
+    assert provider.requests[0].messages[-1].content == "plan it please"

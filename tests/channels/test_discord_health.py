@@ -1,0 +1,115 @@
+"""Discord adapter health with the real discord.py: honest CONNECTED, clear failures for a bad
+token or a missing privileged intent, and reconnect/resume surfaced while it happens."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bot.channel import HealthState
+from bot.errors import ChannelAuthError
+from bot.store import Store
+from tests.channels.test_discord import BOT_ID, GENERAL, make_channel, said
+from tests.fakes.discord_server import (
+    BOT_TOKEN,
+    FakeDiscord,
+    RecordingHost,
+    running,
+    wait_for_health,
+)
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HATCHWAY_DISCORD_TOKEN", BOT_TOKEN)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeDiscord]:
+    async with FakeDiscord(bot_id=BOT_ID) as server:
+        server.add_guild(channels={GENERAL: "general"})
+        yield server
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    async with await Store.open(tmp_path / "hatchway.db") as opened:
+        yield opened
+
+
+async def test_connected_only_after_ready_and_stopped_after_cancel(
+    fake: FakeDiscord, store: Store
+) -> None:
+    channel = make_channel(fake, store)
+    before = channel.health.state
+    async with running(channel, RecordingHost()):
+        during = channel.health.state
+        assert fake.identifies == 1 and fake.calls_to("GET", "/users/@me")
+        assert "1 guild" in channel.health.detail
+    assert (before, during) == (HealthState.STARTING, HealthState.CONNECTED)
+    assert channel.health.state is HealthState.STOPPED
+
+
+async def test_invalid_token_fails_with_auth_error(
+    fake: FakeDiscord, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "not-the-right-token-0123456789"
+    monkeypatch.setenv("HATCHWAY_DISCORD_TOKEN", secret)
+    channel = make_channel(fake, store)
+    with pytest.raises(ChannelAuthError, match="refused the bot token"):
+        await asyncio.wait_for(channel.run(RecordingHost()), 10)
+    assert channel.health.state is HealthState.FAILED
+    assert "401" in channel.health.detail and secret not in channel.health.detail
+    assert fake.identifies == 0  # never reached the gateway
+
+
+async def test_missing_token_variable_fails_clearly(
+    fake: FakeDiscord, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HATCHWAY_DISCORD_TOKEN")
+    channel = make_channel(fake, store)
+    with pytest.raises(ChannelAuthError, match="HATCHWAY_DISCORD_TOKEN"):
+        await channel.run(RecordingHost())
+    assert channel.health.state is HealthState.FAILED
+    assert fake.calls == []
+
+
+@pytest.mark.parametrize(
+    ("close_code", "detail"),
+    [
+        (4014, "Message Content intent"),
+        (4004, "refused the bot token"),
+    ],
+)
+async def test_gateway_refusal_fails_with_a_clear_detail(
+    fake: FakeDiscord, store: Store, close_code: int, detail: str
+) -> None:
+    fake.identify_close_code = close_code
+    channel = make_channel(fake, store)
+    with pytest.raises(ChannelAuthError):
+        await asyncio.wait_for(channel.run(RecordingHost()), 10)
+    assert channel.health.state is HealthState.FAILED
+    assert detail in channel.health.detail
+    assert fake.identifies == 1  # no retry loop against a fatal close
+
+
+async def test_dropped_gateway_is_reconnecting_until_resumed(
+    fake: FakeDiscord, store: Store
+) -> None:
+    host = RecordingHost()
+    channel = make_channel(fake, store)
+    async with running(channel, host):
+        fake.resume_gate.clear()
+        await fake.drop_connection(4000)
+        await wait_for_health(channel, HealthState.RECONNECTING)
+        assert "resum" in channel.health.detail
+        fake.resume_gate.set()
+        await wait_for_health(channel, HealthState.CONNECTED)
+        await fake.dispatch("MESSAGE_CREATE", said(fake, "after the resume"))
+        [envelope] = await host.wait_envelopes(1)
+    assert fake.resumes == 1 and fake.identifies == 1
+    assert envelope.text == "after the resume"

@@ -1,0 +1,186 @@
+"""Progress lines and the channel progress sink (throttling with a fake clock)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import pytest
+
+from bot.channel import (
+    ApprovalCard,
+    ChannelHealth,
+    ChannelHost,
+    HealthState,
+    SentMessage,
+)
+from bot.envelope import Capabilities, ChannelRef, DeliveryTarget
+from bot.errors import ChannelError
+from bot.progress import (
+    ChannelProgress,
+    finished_line,
+    progress_hint,
+    started_line,
+    waiting_line,
+)
+
+REF = ChannelRef(kind="fake", alias="main")
+TARGET = DeliveryTarget(channel=REF, conversation_id="c1")
+
+
+class FakeChannel:
+    """Records outbound calls; ``fail`` makes sends raise ChannelError."""
+
+    ref = REF
+
+    def __init__(self, *, fail: bool = False) -> None:
+        self.sent: list[str] = []
+        self.edits: list[str] = []
+        self.typing_calls = 0
+        self.fail = fail
+        self.typed = asyncio.Event()
+
+    @property
+    def health(self) -> ChannelHealth:
+        return ChannelHealth(state=HealthState.CONNECTED)
+
+    async def run(self, host: ChannelHost) -> None:
+        return None
+
+    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
+        if self.fail:
+            raise ChannelError("platform down")
+        self.sent.append(text)
+        return [SentMessage(target=target, message_id=f"m{len(self.sent)}")]
+
+    async def edit(self, message: SentMessage, text: str) -> None:
+        self.edits.append(text)
+
+    async def react(self, target: DeliveryTarget, message_id: str, emoji: str) -> None:
+        return None
+
+    async def typing(self, target: DeliveryTarget) -> None:
+        self.typing_calls += 1
+        self.typed.set()
+
+    async def post_approval_card(self, target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
+        raise NotImplementedError
+
+    async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:
+        raise NotImplementedError
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.mark.parametrize(
+    ("arguments", "hint"),
+    [
+        ({"command": "ls -la /tmp"}, "ls -la /tmp"),
+        ({"path": "notes.md", "command": "x"}, "x"),
+        ({"url": "https://example.com/" + "a" * 100}, "https://example.com/" + "a" * 39 + "…"),
+        ({"query": "line one\n  line two"}, "line one line two"),
+        ({"command": "curl -H 'Authorization: Bearer abcdefghijklmnop'"}, None),
+        ({"count": 3}, ""),
+    ],
+)
+def test_progress_hint(arguments: dict[str, object], hint: str | None) -> None:
+    found = progress_hint(arguments)
+    if hint is None:
+        assert "abcdefghijklmnop" not in found
+    else:
+        assert found == hint
+    assert len(found) <= 60
+
+
+def test_line_formats() -> None:
+    assert started_line("shell", "ls") == "⏳ shell: ls"
+    assert started_line("clock", "") == "⏳ clock"
+    assert finished_line("shell", ok=True, duration_s=1.234) == "✅ shell (1.2s)"
+    assert finished_line("shell", ok=False, duration_s=0.5, reason="exit 2") == (
+        "❌ shell (0.5s): exit 2"
+    )
+    assert waiting_line("shell").startswith("🔐 waiting for approval")
+
+
+async def test_editable_channel_gets_one_message_edited_at_most_once_a_second() -> None:
+    channel, clock = FakeChannel(), Clock()
+    progress = ChannelProgress(channel, TARGET, Capabilities(can_edit=True), clock)
+    await progress.tool_started(call_id="1", tool="shell", hint="ls")
+    assert channel.sent == ["⏳ shell: ls"]
+    clock.now += 0.3
+    await progress.tool_finished(call_id="1", tool="shell", ok=True, duration_s=0.3)
+    clock.now += 0.3
+    await progress.tool_started(call_id="2", tool="file_read", hint="a.txt")
+    assert channel.edits == []  # throttled
+    clock.now += 0.5
+    await progress.pulse()
+    assert channel.edits == ["✅ shell (0.3s)\n⏳ file_read: a.txt"]
+    clock.now += 0.1
+    await progress.tool_finished(call_id="2", tool="file_read", ok=False, duration_s=0.1,
+                                 reason="FileNotFoundError")
+    await progress.aclose()  # final flush ignores the throttle
+    assert channel.edits[-1] == "✅ shell (0.3s)\n❌ file_read (0.1s): FileNotFoundError"
+    assert len(channel.sent) == 1
+
+
+async def test_other_channels_get_batched_lines() -> None:
+    channel, clock = FakeChannel(), Clock()
+    progress = ChannelProgress(channel, TARGET, Capabilities(can_edit=False), clock)
+    await progress.tool_started(call_id="1", tool="a", hint="")
+    await progress.tool_finished(call_id="1", tool="a", ok=True, duration_s=0.0)
+    await progress.tool_started(call_id="2", tool="b", hint="")
+    assert channel.sent == ["⏳ a"]
+    await progress.aclose()
+    assert channel.sent == ["⏳ a", "✅ a (0.0s)\n⏳ b"]
+    assert channel.edits == []
+
+
+async def test_waiting_for_approval_shows_and_pauses_typing() -> None:
+    channel, clock = FakeChannel(), Clock()
+    progress = ChannelProgress(channel, TARGET, Capabilities(can_edit=True, typing=True), clock)
+    await progress.pulse()
+    assert channel.typing_calls == 1
+    await progress.waiting_for_approval(tool="shell")
+    assert channel.sent == ["🔐 waiting for approval: shell"]
+    clock.now += 10
+    await progress.pulse()
+    assert channel.typing_calls == 1  # paused while waiting
+    await progress.approval_resolved(tool="shell")
+    await progress.pulse()
+    assert channel.typing_calls == 2
+    await progress.aclose()
+
+
+async def test_the_owned_ticker_refreshes_typing_and_stops_on_close() -> None:
+    channel = FakeChannel()
+    async with ChannelProgress(channel, TARGET, Capabilities(typing=True), tick_s=0.01):
+        await channel.typed.wait()
+    count = channel.typing_calls
+    await asyncio.sleep(0.05)
+    assert channel.typing_calls == count  # the task is gone
+
+
+async def test_platform_failures_never_break_the_turn() -> None:
+    channel = FakeChannel(fail=True)
+    progress = ChannelProgress(channel, TARGET, Capabilities(can_edit=True), Clock())
+    await progress.tool_started(call_id="1", tool="a", hint="")
+    await progress.aclose()
+    assert channel.sent == []
+
+
+async def test_streamed_text_is_shown_only_when_asked_for() -> None:
+    channel, clock = FakeChannel(), Clock()
+    progress = ChannelProgress(channel, TARGET, Capabilities(can_edit=True), clock, stream=True)
+    assert progress.wants_stream
+    await progress.stream_text("Hello ")
+    clock.now += 2
+    await progress.stream_text("world")
+    assert channel.edits == ["Hello world"]
+    quiet = ChannelProgress(FakeChannel(), TARGET, Capabilities(can_edit=True), clock)
+    assert not quiet.wants_stream
