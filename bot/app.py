@@ -36,6 +36,7 @@ from bot.metrics import MeteredGate, Metrics
 from bot.progress import ChannelProgress
 from bot.providers.base import Provider
 from bot.providers.factory import build_provider
+from bot.outbox import ChannelOutbox
 from bot.store import Store
 from bot.tools.builtin import builtin_tools
 from bot.tools.spec import ToolSpec
@@ -112,7 +113,7 @@ class App:
         return builtin_tools(
             settings.tools,
             store=self.store,
-            outbox=None,
+            outbox=ChannelOutbox(lambda: self.settings, self.channel_for),
             workspace=Path(settings.state_dir) / settings.tools.workspace.path,
         )
 

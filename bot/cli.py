@@ -6,8 +6,8 @@ import argparse
 import asyncio
 import importlib
 import sys
-from collections.abc import Awaitable, Callable, Sequence
-from typing import cast
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, cast
 
 from bot import __version__
 from bot.errors import ConfigError, HatchwayError
@@ -22,7 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "bot.commands.pairing",
 )
 
-Handler = Callable[[argparse.Namespace], Awaitable[int]]
+Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 
 
 def build_parser() -> argparse.ArgumentParser:

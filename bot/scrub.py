@@ -29,7 +29,8 @@ _SECRET_PATTERNS = [
     re.compile(r"\bAKIA[0-9A-Z]{16}\b"),  # AWS access key ids
     re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"),
     re.compile(
-        r"(?i)\b(password|passwd|secret|token|api[_-]?key)\s*[=:]\s*['\"]?[^\s'\"&]{4,}"
+        r"(?i)\b[A-Za-z0-9_.-]*(password|passwd|secret|token|api[_-]?key)\s*[=:]\s*['\"]?"
+        r"[^\s'\"&]{4,}"
     ),
 ]
 

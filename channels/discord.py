@@ -97,6 +97,7 @@ class DiscordChannel:
         self._cards: dict[str, str] = {}  # card message id -> approval id
         self._pending_threads: OrderedDict[str, _PendingThread] = OrderedDict()
         self._thread_lock = asyncio.Lock()
+        self._bot_threads: OrderedDict[str, None] = OrderedDict()  # threads posted in
         self._log = log.bind(channel=str(ref))
 
     @property
@@ -221,9 +222,11 @@ class DiscordChannel:
             channel=self.ref,
             bot_user_id=str(client.user.id),
             thread_per_request=self._config.thread_per_request,
+            thread_counts_as_mention=self._config.thread_counts_as_mention,
             approval_backchannel=bool(self._config.approvers or self._config.approver_roles),
         )
-        envelope = envelope_from_facts(facts_from_message(message), options)
+        facts = facts_from_message(message, bot_threads=self._bot_threads)
+        envelope = envelope_from_facts(facts, options)
         if guild is not None and envelope.thread_id == envelope.message_id:
             name = (envelope.text.splitlines() or [""])[0][:80].strip() or "hatchway"
             self._remember_thread(
@@ -313,8 +316,13 @@ class DiscordChannel:
 
     async def _destination(self, target: DeliveryTarget) -> discord.PartialMessageable:
         client = self._connected_client()
-        if target.thread_id is not None and target.thread_id in self._pending_threads:
-            await self._open_thread(client, target.thread_id)
+        if target.thread_id is not None:
+            if target.thread_id in self._pending_threads:
+                await self._open_thread(client, target.thread_id)
+            self._bot_threads[target.thread_id] = None
+            self._bot_threads.move_to_end(target.thread_id)
+            if len(self._bot_threads) > _SEEN_LIMIT:
+                self._bot_threads.popitem(last=False)
         return client.get_partial_messageable(int(target.thread_id or target.conversation_id))
 
     async def _open_thread(self, client: GatewayClient, thread_id: str) -> None:

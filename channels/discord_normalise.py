@@ -15,6 +15,7 @@ the message id from the start and follow-ups in the thread share the session.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import discord
@@ -43,6 +44,7 @@ class MessageFacts:
     guild_id: str | None = None
     thread_parent_id: str | None = None  # set when the message is in a thread
     thread_owner_id: str | None = None
+    bot_posted_in_thread: bool = False  # the adapter has answered in this thread before
     author_id: str
     author_name: str = ""
     author_is_bot: bool = False
@@ -61,6 +63,7 @@ class NormaliseOptions:
     channel: ChannelRef
     bot_user_id: str
     thread_per_request: bool = False
+    thread_counts_as_mention: bool = True
     approval_backchannel: bool = False
 
 
@@ -76,8 +79,11 @@ def _attachment(item: discord.Attachment) -> Attachment:
     return Attachment(kind=kind, name=item.filename, mime_type=mime, size=item.size, ref=item.url)
 
 
-def facts_from_message(message: discord.Message) -> MessageFacts:
-    """Read a ``discord.Message`` into :class:`MessageFacts` (no network access)."""
+def facts_from_message(
+    message: discord.Message, *, bot_threads: Collection[str] = ()
+) -> MessageFacts:
+    """Read a ``discord.Message`` into :class:`MessageFacts` (no network access).
+    ``bot_threads`` are the thread ids the adapter has posted in."""
     channel = message.channel
     thread = channel if isinstance(channel, discord.Thread) else None
     guild = message.guild
@@ -89,6 +95,7 @@ def facts_from_message(message: discord.Message) -> MessageFacts:
         guild_id=str(guild.id) if guild is not None else None,
         thread_parent_id=str(thread.parent_id) if thread is not None else None,
         thread_owner_id=str(thread.owner_id) if thread is not None and thread.owner_id else None,
+        bot_posted_in_thread=thread is not None and str(thread.id) in bot_threads,
         author_id=str(message.author.id),
         author_name=message.author.display_name,
         author_is_bot=message.author.bot,
@@ -124,9 +131,10 @@ def clean_text(facts: MessageFacts, bot_user_id: str) -> str:
     return re.sub(r"[ \t]{2,}", " ", text).strip()
 
 
-def is_addressed(facts: MessageFacts, bot_user_id: str) -> bool:
-    """A DM, a mention of the bot (or its managed role), a reply to the bot, or a message in
-    a thread the bot opened."""
+def is_addressed(facts: MessageFacts, bot_user_id: str, *, threads_count: bool = True) -> bool:
+    """A DM, a mention of the bot (or its managed role), a reply to the bot, or — when
+    ``threads_count`` (``thread_counts_as_mention``) — a message in a thread the bot opened
+    or has answered in."""
     if facts.guild_id is None:
         return True
     if any(uid == bot_user_id for uid, _ in facts.mentioned_users):
@@ -135,7 +143,10 @@ def is_addressed(facts: MessageFacts, bot_user_id: str) -> bool:
         rid == facts.bot_role_id for rid, _ in facts.mentioned_roles
     ):
         return True
-    return bot_user_id in (facts.replied_to_author_id, facts.thread_owner_id)
+    if facts.replied_to_author_id == bot_user_id:
+        return True
+    in_bot_thread = facts.thread_owner_id == bot_user_id or facts.bot_posted_in_thread
+    return threads_count and facts.thread_parent_id is not None and in_bot_thread
 
 
 def envelope_from_facts(facts: MessageFacts, options: NormaliseOptions) -> IngressEnvelope:
@@ -165,7 +176,9 @@ def envelope_from_facts(facts: MessageFacts, options: NormaliseOptions) -> Ingre
         attachments=facts.attachments,
         is_direct=is_direct,
         is_group=not is_direct,
-        addressed_to_bot=is_addressed(facts, options.bot_user_id),
+        addressed_to_bot=is_addressed(
+            facts, options.bot_user_id, threads_count=options.thread_counts_as_mention
+        ),
         reply_target=reply_target,
         capabilities=Capabilities(
             can_edit=True,

@@ -147,6 +147,8 @@ class TelegramChannel:
         while True:
             try:
                 await self._app.initialize()
+                if self._config.mode == "polling":
+                    await self._app.bot.delete_webhook(drop_pending_updates=False)
             except InvalidToken as exc:
                 detail = (
                     "Telegram refused the bot token (getMe answered 401/404); check "
@@ -208,7 +210,6 @@ class TelegramChannel:
 
     async def _poll(self, host: ChannelHost) -> None:
         bot: Bot = self._app.bot
-        await bot.delete_webhook(drop_pending_updates=False)
         offset = await self._load_offset()
         failures = 0
         while True:
@@ -254,9 +255,13 @@ class TelegramChannel:
             raise ChannelError(f"{self.ref}: webhook mode needs webhook_url (the public URL)")
 
         async def on_update(data: Mapping[str, object]) -> None:
-            update = Update.de_json(dict(data), self._app.bot)
-            if update is not None:
-                await self._handle(update, host)
+            try:
+                update = Update.de_json(dict(data), self._app.bot)
+            except (KeyError, TypeError, ValueError) as exc:
+                # Only Telegram knows the secret; a malformed update will not improve on retry.
+                log.warning("telegram_update_malformed", channel=str(self.ref), error=str(exc))
+                return
+            await self._handle(update, host)
 
         self._webhook = WebhookReceiver(
             path=self._config.webhook_path, secret=self._webhook_secret, on_update=on_update

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow  # each command is a fresh Python process
 def config(tmp_path: Path) -> Path:
     path = tmp_path / "hatchway.toml"
     path.write_text(
-        '[storage]\npath = "state/hatchway.db"\n\n[approval]\ntimeout_s = 30\n\n'
+        '[storage]\npath = "state/hatchway.db"\n\n[approval]\ntimeout_s = 600\n\n'
         '[channels.slack.team]\nallowed_users = ["*"]\napprovers = ["U_ADMIN"]\n',
         encoding="utf-8",
     )

@@ -221,10 +221,16 @@ async def test_thread_per_request_opens_a_thread_on_the_first_answer(
         await channel.send(envelope.reply_target, "done")
         [opened] = fake.calls_to("POST", r"/channels/\d+/messages/\d+/threads")
         answers = await fake.wait_for_call("POST", f"/channels/{message['id']}/messages", count=2)
+        follow_up = said(fake, "and the errors?", channel_id=message["id"])
+        await fake.dispatch("MESSAGE_CREATE", follow_up)
+        [_, in_thread] = await host.wait_envelopes(2)
     assert opened.path == f"/channels/{GENERAL}/messages/{message['id']}/threads"
     assert opened.body is not None and opened.body["name"] == "summarise the logs"
     assert envelope.thread_id == message["id"] and envelope.conversation_id == GENERAL
     assert all(a.body is not None and "message_reference" not in a.body for a in answers)
+    # a follow-up in the bot's thread needs no mention and continues the same conversation
+    assert in_thread.addressed_to_bot
+    assert (in_thread.conversation_id, in_thread.thread_id) == (GENERAL, message["id"])
 
 
 async def test_progress_edit_typing_and_reaction(fake: FakeDiscord, store: Store) -> None:

@@ -119,7 +119,9 @@ async def test_mention_approval_click_runs_the_tool(fake: FakeDiscord, tmp_path:
 
 async def test_dm_turn_with_a_long_answer(fake: FakeDiscord, tmp_path: Path) -> None:
     code = "\n".join(f"step_{i} = run({i})" for i in range(120))
-    long_answer = "Here is the plan.\n\n```python\n" + code + "\n```\n\n" + "All done. " * 150
+    long_answer = (
+        "Here is the plan.\n\n```python\n" + code + "\n```\n\n" + " ".join(["All done."] * 150)
+    )
     assert len(long_answer) > 3000
     provider = ScriptedProvider([reply(long_answer)])
     app = App(settings_for(fake, tmp_path), provider=provider, tools=[])

@@ -53,10 +53,25 @@ def facts(**changes: object) -> MessageFacts:
         ({"mentioned_users": (), "replied_to_author_id": "8"}, False),
         ({"mentioned_users": (), "thread_parent_id": "10", "thread_owner_id": BOT}, True),
         ({"mentioned_users": (), "thread_parent_id": "10", "thread_owner_id": "8"}, False),
+        ({"mentioned_users": (), "thread_parent_id": "10", "bot_posted_in_thread": True}, True),
     ],
 )
 def test_addressed_to_bot(changes: dict[str, object], addressed: bool) -> None:
     assert is_addressed(facts(**changes), BOT) is addressed
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"thread_parent_id": "10", "thread_owner_id": BOT},
+        {"thread_parent_id": "10", "bot_posted_in_thread": True},
+    ],
+)
+def test_bot_threads_count_only_when_configured(changes: dict[str, object]) -> None:
+    quiet = facts(mentioned_users=(), **changes)
+    assert not is_addressed(quiet, BOT, threads_count=False)
+    options = dataclasses.replace(OPTIONS, thread_counts_as_mention=False)
+    assert not envelope_from_facts(quiet, options).addressed_to_bot
 
 
 @pytest.mark.parametrize(

@@ -166,6 +166,27 @@ def _bot_reply() -> dict[str, Any]:
         ("@HatchBot hi", {"entities": mention("@HatchBot hi", "HatchBot")}, True, "hi"),
         ("@otherbot hi", {"entities": mention("@otherbot hi", "otherbot")}, False, "@otherbot hi"),
         ("what about this?", {"reply_to": "bot"}, True, "what about this?"),
+        (
+            "/deploy@hatchbot now",
+            {"entities": [{"type": "bot_command", "offset": 0, "length": 16}]},
+            True,
+            "/deploy now",
+        ),
+        (
+            "hey Hatch",
+            {
+                "entities": [
+                    {
+                        "type": "text_mention",
+                        "offset": 4,
+                        "length": 5,
+                        "user": {"id": 7000001, "is_bot": True, "first_name": "Hatch"},
+                    }
+                ]
+            },
+            True,
+            "hey Hatch",
+        ),
     ],
 )
 async def test_group_addressing_and_topic(
@@ -307,6 +328,20 @@ async def test_conflict_is_reported_then_recovers(tg: FakeTelegram, store: Store
         assert "another process is polling" in channel.health.detail
         await wait_health(channel, HealthState.CONNECTED)
         assert len(tg.calls_of("getUpdates")) >= 4
+    finally:
+        task.cancel()
+        with suppress(asyncio.CancelledError):
+            await task
+
+
+async def test_network_errors_reconnect(tg: FakeTelegram, store: Store) -> None:
+    tg.fail_next("getUpdates", 502, "Bad Gateway", times=2)
+    channel = channel_for(tg, store)
+    task = asyncio.create_task(channel.run(RecordingHost()))
+    try:
+        await wait_health(channel, HealthState.RECONNECTING)
+        assert "Bad Gateway" in channel.health.detail
+        await wait_health(channel, HealthState.CONNECTED)
     finally:
         task.cancel()
         with suppress(asyncio.CancelledError):

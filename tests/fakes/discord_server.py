@@ -251,7 +251,12 @@ class FakeDiscord:
                 "/interactions/"
             ):
                 return _json({"message": "401: Unauthorized", "code": 0}, 401)
-            return self._route(request.method, path, body or {})
+            response = self._route(request.method, path, body or {})
+            if response.status == 201 and path.endswith("/threads"):
+                # Discord tells the creator's gateway about the new thread, as it does here.
+                thread = json.loads(cast(bytes, response.body))
+                await self.dispatch("THREAD_CREATE", {**thread, "newly_created": True})
+            return response
         finally:
             await self._notify()
 

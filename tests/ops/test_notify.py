@@ -50,6 +50,7 @@ def test_a_vanished_socket_does_not_raise(tmp_path: Path) -> None:
     notifier = SystemdNotifier.from_environ({"NOTIFY_SOCKET": str(tmp_path / "gone.sock")})
     assert notifier.enabled
     assert not notifier.status("still running")
+    notifier.close()
 
 
 def test_unset_removes_the_variables_for_child_processes(tmp_path: Path) -> None:
@@ -57,6 +58,7 @@ def test_unset_removes_the_variables_for_child_processes(tmp_path: Path) -> None
     notifier = SystemdNotifier.from_environ(environ, unset=True)
     assert environ == {"PATH": "/bin"}
     assert notifier.watchdog_s == 2.0
+    notifier.close()
 
 
 @pytest.mark.parametrize(
@@ -92,7 +94,8 @@ async def test_watchdog_pings_come_from_the_event_loop(
 ) -> None:
     sock, address = listener
     sock.setblocking(False)
-    notifier = SystemdNotifier(address, watchdog_s=0.1)
+    notifier = SystemdNotifier.from_environ({"NOTIFY_SOCKET": address, "WATCHDOG_USEC": "200000"})
+    assert notifier.watchdog_s == 0.2
     task = asyncio.create_task(watchdog_pings(notifier))
     loop = asyncio.get_running_loop()
     try:

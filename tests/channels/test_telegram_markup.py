@@ -1,0 +1,120 @@
+"""Markdown → Telegram HTML, and chunking under the 4,096-character limit."""
+
+from __future__ import annotations
+
+import html
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from channels.telegram_markup import plain_card, render_chunks, to_html
+
+_TAG = re.compile(r"<(/?)([a-z]+)[^>]*>")
+_ALLOWED = {"b", "i", "s", "code", "pre", "a", "blockquote"}
+
+
+def well_formed(rendered: str) -> bool:
+    """Only Telegram's tags, properly nested, and no bare ``<``/``>``/``&`` outside them."""
+    stack: list[str] = []
+    for closing, name in _TAG.findall(rendered):
+        if name not in _ALLOWED:
+            return False
+        if not closing:
+            stack.append(name)
+        elif not stack or stack.pop() != name:
+            return False
+    text = _TAG.sub("", rendered)
+    bare_amp = re.search(r"&(?!amp;|lt;|gt;|quot;)", text)
+    return not stack and "<" not in text and ">" not in text and bare_amp is None
+
+
+@pytest.mark.parametrize(
+    ("markdown", "expected"),
+    [
+        ("plain & simple <tag>", "plain &amp; simple &lt;tag&gt;"),
+        ("**bold** and __also__", "<b>bold</b> and <b>also</b>"),
+        ("*it* and _it_", "<i>it</i> and <i>it</i>"),
+        ("~~gone~~", "<s>gone</s>"),
+        ("snake_case_name stays", "snake_case_name stays"),
+        ("2 * 3 * 4", "2 * 3 * 4"),
+        ("use `a < b` here", "use <code>a &lt; b</code> here"),
+        ("`**not bold**`", "<code>**not bold**</code>"),
+        ("[docs](https://x.test/?a=1&b=2)", '<a href="https://x.test/?a=1&amp;b=2">docs</a>'),
+        ("[bad](javascript:alert(1))", "[bad](javascript:alert(1))"),
+        ("# Title", "<b>Title</b>"),
+        ("- one\n- two", "• one\n• two"),
+        ("> quoted\n> more", "<blockquote>quoted\nmore</blockquote>"),
+        (
+            "```python\nif a < b:\n    pass\n```",
+            '<pre><code class="language-python">if a &lt; b:\n    pass</code></pre>',
+        ),
+        ("```\nraw **text**\n```", "<pre><code>raw **text**</code></pre>"),
+        ("**a *b** c*", "**a *b** c*"),
+    ],
+)
+def test_to_html(markdown: str, expected: str) -> None:
+    rendered = to_html(markdown)
+    assert rendered == expected
+    assert well_formed(rendered)
+
+
+def test_unclosed_fence_still_renders_as_code() -> None:
+    assert (
+        to_html("```sh\necho <hi>") == '<pre><code class="language-sh">echo &lt;hi&gt;</code></pre>'
+    )
+
+
+def test_blank_text_gives_no_chunks() -> None:
+    assert render_chunks("   \n") == []
+
+
+def test_escaping_heavy_text_still_fits() -> None:
+    text = "<&>" * 3000  # escaping makes it ~4x longer
+    chunks = render_chunks(text, 4096)
+    assert len(chunks) >= 3
+    assert all(len(c) <= 4096 and well_formed(c) for c in chunks)
+    assert html.unescape("".join(chunks)).replace("\n", "").replace(" ", "") == text
+
+
+def test_card_text_is_escaped_with_a_bold_head() -> None:
+    assert plain_card("🔐 Approval needed: <x>\nrm a&b") == (
+        "<b>🔐 Approval needed: &lt;x&gt;</b>\nrm a&amp;b"
+    )
+
+
+_pieces = st.sampled_from(
+    [
+        "**",
+        "*",
+        "_",
+        "__",
+        "~~",
+        "`",
+        "```",
+        "```py",
+        "\n",
+        "\n\n",
+        "<",
+        ">",
+        "&",
+        "[a](",
+        "https://x.test)",
+        "# ",
+        "- ",
+        "> ",
+        "word",
+        " ",
+        "é",
+        "🙂",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_pieces, max_size=120), st.integers(min_value=40, max_value=300))
+def test_every_chunk_is_valid_and_within_the_limit(parts: list[str], limit: int) -> None:
+    for chunk in render_chunks("".join(parts), limit):
+        assert len(chunk) <= limit
+        assert well_formed(chunk)

@@ -1,0 +1,113 @@
+"""``hatchway doctor`` against loopback fakes of Telegram and an OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from bot.cli import build_parser
+from tests.fakes.openai_server import OpenAIFake
+from tests.fakes.telegram_server import BOT_USERNAME, FakeTelegram
+
+TOKEN = "12345:good-token"
+
+
+def doctor_config(tmp_path: Path, *, telegram: str, llm: str, state_dir: Path) -> Path:
+    path = tmp_path / "hatchway.toml"
+    path.write_text(
+        f"""
+state_dir = "{state_dir}"
+
+[providers.default]
+kind = "openai"
+base_url = "{llm}"
+model = "gpt-4o-mini"
+api_key_env = "DOCTOR_TEST_KEY"
+
+[channels.telegram.main]
+token_env = "DOCTOR_TELEGRAM_TOKEN"
+api_base_url = "{telegram}"
+allowed_users = ["1"]
+""",
+        encoding="utf-8",
+    )
+    return path
+
+
+async def run_doctor(config: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    args = build_parser().parse_args(["doctor", "--config", str(config)])
+    code = await args.handler(args)
+    return code, capsys.readouterr().out
+
+
+async def test_good_configuration_passes_every_check(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DOCTOR_TELEGRAM_TOKEN", TOKEN)
+    monkeypatch.setenv("DOCTOR_TEST_KEY", "sk-test")
+    state = tmp_path / "state"
+    state.mkdir()
+    with sqlite3.connect(state / "hatchway.db") as conn:
+        conn.execute("CREATE TABLE t (x)")
+    async with FakeTelegram(TOKEN) as tg, OpenAIFake(model="gpt-4o-mini") as llm:
+        llm.queue_text("p")  # the endpoint has no model list: a 1-token completion is asked
+        config = doctor_config(tmp_path, telegram=tg.base_url, llm=llm.base_url, state_dir=state)
+        code, out = await run_doctor(config, capsys)
+        assert llm.requests[0].body["max_tokens"] == 1
+    assert code == 0, out
+    lines = out.splitlines()
+    assert lines[0].startswith("✓ config:")
+    assert f"✓ channel telegram.main: token accepted for @{BOT_USERNAME}" in lines
+    assert any(line.startswith("✓ provider default:") for line in lines)
+    assert any(line.startswith("✓ database:") and "integrity ok" in line for line in lines)
+    assert any(line.startswith("✓ workspace:") for line in lines)
+    assert lines[-1] == "all checks passed"
+    assert "sk-test" not in out and TOKEN not in out
+
+
+async def test_bad_credentials_fail_with_what_to_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DOCTOR_TELEGRAM_TOKEN", "999:wrong-token")
+    monkeypatch.setenv("DOCTOR_TEST_KEY", "sk-wrong")
+    state = tmp_path / "state"
+    async with FakeTelegram(TOKEN) as tg, OpenAIFake() as llm:
+        llm.queue_error(401, message="invalid api key")
+        config = doctor_config(tmp_path, telegram=tg.base_url, llm=llm.base_url, state_dir=state)
+        code, out = await run_doctor(config, capsys)
+    assert code == 1
+    assert "✗ channel telegram.main: getMe refused the token (HTTP 401)" in out
+    assert "fix: put a valid token from @BotFather into DOCTOR_TELEGRAM_TOKEN" in out
+    assert "✗ provider default: 1-token completion failed (HTTP 401: invalid api key)" in out
+    assert "✓ database:" in out  # a missing database only needs a writable directory
+    assert "sk-wrong" not in out and "wrong-token" not in out
+
+
+async def test_missing_secret_and_unreachable_endpoint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DOCTOR_TELEGRAM_TOKEN", raising=False)
+    monkeypatch.setenv("DOCTOR_TEST_KEY", "sk-test")
+    config = doctor_config(
+        tmp_path,
+        telegram="http://127.0.0.1:9/bot",
+        llm="http://127.0.0.1:9/v1",
+        state_dir=tmp_path,
+    )
+    code, out = await run_doctor(config, capsys)
+    assert code == 1
+    assert "✗ channel telegram.main: bot token: the environment variable " in out
+    assert "✗ provider default: cannot reach the endpoint" in out
+
+
+async def test_invalid_config_fails_naming_the_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "hatchway.toml"
+    config.write_text("[agent]\nmax_tool_iterations = 0\n", encoding="utf-8")
+    code, out = await run_doctor(config, capsys)
+    assert code == 1
+    assert out.startswith("✗ config:")
+    assert "agent.max_tool_iterations" in out
