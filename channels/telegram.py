@@ -24,16 +24,14 @@ import time
 from collections.abc import Mapping, Sequence
 
 import structlog
-from telegram import Bot, CallbackQuery, MessageReactionUpdated, Update
-from telegram.error import Conflict, InvalidToken, NetworkError, RetryAfter, TelegramError
+from telegram import Bot, Update
+from telegram.error import Conflict, InvalidToken, NetworkError, RetryAfter
 from telegram.ext import Application
 
 from bot.channel import (
     ApprovalCard,
-    ApprovalClick,
     ChannelHealth,
     ChannelHost,
-    ClickVerdict,
     HealthState,
     SentMessage,
 )
@@ -43,9 +41,10 @@ from bot.envelope import Capabilities, ChannelRef, DeliveryTarget
 from bot.errors import ChannelAuthError, ChannelError, ConfigError
 from bot.scrub import register_secret
 from channels.telegram_markup import TELEGRAM_LIMIT
-from channels.telegram_normalise import BotIdentity, normalise_message, reaction_choice
+from channels.telegram_normalise import BotIdentity, normalise_message
 from channels.telegram_outbound import TelegramOutbound
 from channels.telegram_ratelimit import backoff_delay, retry_after_seconds
+from channels.telegram_taps import ApprovalTaps
 from channels.telegram_webhook import WebhookReceiver
 
 log = structlog.get_logger(__name__)
@@ -85,6 +84,7 @@ class TelegramChannel:
         self._config = config
         self._app = app
         self._out = TelegramOutbound(ref=ref, config=config, bot=app.bot)
+        self._taps = ApprovalTaps(ref=ref, config=config, bot=app.bot, outbound=self._out)
         self._me = BotIdentity(id=0, username="")
         self._context = context
         self._webhook_secret = webhook_secret
@@ -312,10 +312,10 @@ class TelegramChannel:
             if envelope is not None:
                 await host.deliver(envelope)
         elif update.callback_query is not None:
-            await self._on_callback(update.callback_query, host)
+            await self._taps.on_callback(update.callback_query, host)
         elif update.message_reaction is not None:
             if self._config.reactions_for_approval:
-                await self._on_reaction(update.message_reaction, host)
+                await self._taps.on_reaction(update.message_reaction, host)
         else:
             log.debug(
                 "telegram_update_ignored",
@@ -323,72 +323,6 @@ class TelegramChannel:
                 update_id=update.update_id,
                 edited=update.edited_message is not None,
             )
-
-    async def _roles(self, chat_id: int, user_id: int) -> tuple[str, ...]:
-        """The clicker's member status in the chat (``creator``, ``administrator``, ...), asked
-        only when approver roles are configured."""
-        if not self._config.approver_roles:
-            return ()
-        try:
-            member = await self._app.bot.get_chat_member(chat_id=chat_id, user_id=user_id)
-        except TelegramError as exc:
-            log.warning("telegram_member_lookup_failed", channel=str(self.ref), error=exc.message)
-            return ()
-        return (str(member.status),)
-
-    async def _on_callback(self, query: CallbackQuery, host: ChannelHost) -> None:
-        decoded = self._out.codec.decode(query.data)
-        if decoded is None:
-            await self._answer(query.id, None)
-            return
-        approval_id, choice = decoded
-        chat_id = query.message.chat.id if query.message is not None else query.from_user.id
-        click = ApprovalClick(
-            channel=self.ref,
-            approval_id=approval_id,
-            choice=choice,
-            user_id=str(query.from_user.id),
-            user_roles=await self._roles(chat_id, query.from_user.id),
-        )
-        verdict = await host.approval_clicked(click)
-        log.info(
-            "telegram_approval_click",
-            channel=str(self.ref),
-            approval_id=approval_id,
-            choice=str(choice),
-            verdict=str(verdict),
-        )
-        await self._answer(query.id, verdict)
-
-    async def _answer(self, query_id: str, verdict: ClickVerdict | None) -> None:
-        text = verdict.message if verdict is not None else None
-        alert = verdict is not None and verdict is not ClickVerdict.ACCEPTED
-        try:
-            await self._app.bot.answer_callback_query(query_id, text=text, show_alert=alert)
-        except TelegramError as exc:  # e.g. "query is too old": the click still counted
-            log.warning("telegram_answer_callback_failed", channel=str(self.ref), error=exc.message)
-
-    async def _on_reaction(self, reaction: MessageReactionUpdated, host: ChannelHost) -> None:
-        approval_id = self._out.approval_for(reaction.chat.id, reaction.message_id)
-        choice = reaction_choice(reaction)
-        if approval_id is None or choice is None or reaction.user is None:
-            return
-        click = ApprovalClick(
-            channel=self.ref,
-            approval_id=approval_id,
-            choice=choice,
-            user_id=str(reaction.user.id),
-            user_roles=await self._roles(reaction.chat.id, reaction.user.id),
-        )
-        verdict = await host.approval_clicked(click)
-        # A reaction has no private answer on Telegram; the card edit shows accepted ones.
-        log.info(
-            "telegram_approval_reaction",
-            channel=str(self.ref),
-            approval_id=approval_id,
-            choice=str(choice),
-            verdict=str(verdict),
-        )
 
 
 def create(ref: ChannelRef, config: ChannelCommon, context: ChannelContext) -> TelegramChannel:

@@ -1,0 +1,113 @@
+"""Approval taps on Telegram: inline-keyboard button presses and reactions on cards.
+
+A tap is decoded (:class:`~channels.telegram_normalise.CallbackCodec`), reported to the host
+as an :class:`~bot.channel.ApprovalClick`, and answered with ``answerCallbackQuery``: silently
+with "Recorded." when accepted, as an alert with the verdict's message otherwise (not
+authorised, own request, already decided, expired). The adapter decides nothing; the host's
+verdict is the answer. Reactions (``reactions_for_approval``) count only on cards this process
+posted and get no private answer (Telegram has none for reactions).
+
+When approver roles are configured the clicker's chat member status (``creator``,
+``administrator``, ``member``, ...) is looked up and passed as their role.
+"""
+
+from __future__ import annotations
+
+import structlog
+from telegram import Bot, CallbackQuery, MessageReactionUpdated
+from telegram.error import TelegramError
+
+from bot.channel import ApprovalClick, ChannelHost, ClickVerdict
+from bot.config import TelegramChannelConfig
+from bot.envelope import ChannelRef
+from channels.telegram_normalise import reaction_choice
+from channels.telegram_outbound import TelegramOutbound
+
+log = structlog.get_logger(__name__)
+
+
+class ApprovalTaps:
+    """Turns taps and reactions on approval cards into host calls and answers."""
+
+    def __init__(
+        self,
+        *,
+        ref: ChannelRef,
+        config: TelegramChannelConfig,
+        bot: Bot,
+        outbound: TelegramOutbound,
+    ) -> None:
+        self._ref = ref
+        self._config = config
+        self._bot = bot
+        self._outbound = outbound
+
+    async def _roles(self, chat_id: int, user_id: int) -> tuple[str, ...]:
+        """The clicker's member status in the chat (``creator``, ``administrator``, ...), asked
+        only when approver roles are configured."""
+        if not self._config.approver_roles:
+            return ()
+        try:
+            member = await self._bot.get_chat_member(chat_id=chat_id, user_id=user_id)
+        except TelegramError as exc:
+            log.warning("telegram_member_lookup_failed", channel=str(self._ref), error=exc.message)
+            return ()
+        return (str(member.status),)
+
+    async def on_callback(self, query: CallbackQuery, host: ChannelHost) -> None:
+        """Report an approval button tap and answer it: an alert unless it was accepted."""
+        decoded = self._outbound.codec.decode(query.data)
+        if decoded is None:
+            await self._answer(query.id, None)
+            return
+        approval_id, choice = decoded
+        chat_id = query.message.chat.id if query.message is not None else query.from_user.id
+        click = ApprovalClick(
+            channel=self._ref,
+            approval_id=approval_id,
+            choice=choice,
+            user_id=str(query.from_user.id),
+            user_roles=await self._roles(chat_id, query.from_user.id),
+        )
+        verdict = await host.approval_clicked(click)
+        log.info(
+            "telegram_approval_click",
+            channel=str(self._ref),
+            approval_id=approval_id,
+            choice=str(choice),
+            verdict=str(verdict),
+        )
+        await self._answer(query.id, verdict)
+
+    async def _answer(self, query_id: str, verdict: ClickVerdict | None) -> None:
+        text = verdict.message if verdict is not None else None
+        alert = verdict is not None and verdict is not ClickVerdict.ACCEPTED
+        try:
+            await self._bot.answer_callback_query(query_id, text=text, show_alert=alert)
+        except TelegramError as exc:  # e.g. "query is too old": the click still counted
+            log.warning(
+                "telegram_answer_callback_failed", channel=str(self._ref), error=exc.message
+            )
+
+    async def on_reaction(self, reaction: MessageReactionUpdated, host: ChannelHost) -> None:
+        """Report an approve/deny reaction on a card this process posted."""
+        approval_id = self._outbound.approval_for(reaction.chat.id, reaction.message_id)
+        choice = reaction_choice(reaction)
+        if approval_id is None or choice is None or reaction.user is None:
+            return
+        click = ApprovalClick(
+            channel=self._ref,
+            approval_id=approval_id,
+            choice=choice,
+            user_id=str(reaction.user.id),
+            user_roles=await self._roles(reaction.chat.id, reaction.user.id),
+        )
+        verdict = await host.approval_clicked(click)
+        # A reaction has no private answer on Telegram; the card edit shows accepted ones.
+        log.info(
+            "telegram_approval_reaction",
+            channel=str(self._ref),
+            approval_id=approval_id,
+            choice=str(choice),
+            verdict=str(verdict),
+        )
