@@ -67,7 +67,7 @@ class ConsoleChannel:
 
     async def run(self, host: ChannelHost) -> None:
         """Read lines until end of input, delivering each as an envelope."""
-        reader = await self._open_reader()
+        reader, transport = await self._open_reader()
         self._health = ChannelHealth(state=HealthState.CONNECTED, detail="reading stdin")
         try:
             while True:
@@ -82,23 +82,26 @@ class ConsoleChannel:
                     continue
                 await host.deliver(self._envelope(line))
         finally:
+            if transport is not None:
+                transport.close()
             self._eof.set()
             if self._prompt is not None and not self._prompt.done():
                 self._prompt.set_result(None)
             self._health = ChannelHealth(state=HealthState.STOPPED, detail="end of input")
 
-    async def _open_reader(self) -> asyncio.StreamReader:
+    async def _open_reader(self) -> tuple[asyncio.StreamReader, asyncio.BaseTransport | None]:
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader()
         protocol = asyncio.StreamReaderProtocol(reader)
         try:
-            await loop.connect_read_pipe(lambda: protocol, self._stdin)
+            transport, _ = await loop.connect_read_pipe(lambda: protocol, self._stdin)
         except (ValueError, OSError):
             # A regular file on stdin cannot be watched by the event loop: read it whole.
             data = await asyncio.to_thread(self._stdin.read)
             reader.feed_data(data.encode("utf-8"))
             reader.feed_eof()
-        return reader
+            return reader, None
+        return reader, transport
 
     def _envelope(self, text: str) -> IngressEnvelope:
         return IngressEnvelope(

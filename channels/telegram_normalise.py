@@ -68,6 +68,8 @@ class CallbackCodec:
             return data
         digest = "#" + hashlib.sha256(approval_id.encode()).hexdigest()[:24]
         self._long_ids[digest] = approval_id
+        if len(self._long_ids) > 4096:  # bounded: the oldest cards are long decided
+            self._long_ids.pop(next(iter(self._long_ids)))
         return f"{CALLBACK_PREFIX}:{digest}:{_CHOICE_CODES[choice]}"
 
     def decode(self, data: str | None) -> tuple[str, ApprovalChoice] | None:

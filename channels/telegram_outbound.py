@@ -49,6 +49,17 @@ _BUTTONS = (
 )
 
 
+# Memory bound of the per-message caches (last edited text, card → approval id).
+REMEMBERED = 2048
+
+
+def _remember(cache: dict[str, str], key: str, value: str) -> None:
+    cache.pop(key, None)
+    cache[key] = value
+    while len(cache) > REMEMBERED:
+        cache.pop(next(iter(cache)))
+
+
 def _plain(rendered: str) -> str:
     return html.unescape(_TAG.sub("", rendered))
 
@@ -167,7 +178,7 @@ class TelegramOutbound:
                 await self._edit_plain(edit, rendered)
             elif not _not_modified(exc):
                 raise ChannelError(f"telegram editMessageText refused: {exc.message}") from exc
-        self._last_edit[key] = rendered
+        _remember(self._last_edit, key, rendered)
 
     async def _edit_plain(
         self, edit: Callable[[str, str | None], Awaitable[None]], rendered: str
@@ -224,7 +235,7 @@ class TelegramOutbound:
             target, plain_card(card.render_text()), reply=True, markup=markup
         )
         key = message_key(message.chat_id, message.message_id)
-        self._cards[key] = card.approval_id
+        _remember(self._cards, key, card.approval_id)
         return SentMessage(target=target, message_id=key)
 
     async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:

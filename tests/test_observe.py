@@ -7,8 +7,15 @@ from bot.observe import ExecutionHistory, ToolCallFinished
 
 def finished(tool: str, status: str, duration_s: float, result: str = "ok") -> ToolCallFinished:
     return ToolCallFinished.of(
-        tool=tool, call_id="c", channel="console.main", conversation_id="c1", turn_id="t",
-        status=status, synthetic=False, duration_s=duration_s, result=result,
+        tool=tool,
+        call_id="c",
+        channel="console.main",
+        conversation_id="c1",
+        turn_id="t",
+        status=status,
+        synthetic=False,
+        duration_s=duration_s,
+        result=result,
     )
 
 

@@ -122,8 +122,9 @@ async def test_editable_channel_gets_one_message_edited_at_most_once_a_second() 
     await progress.pulse()
     assert channel.edits == ["✅ shell (0.3s)\n⏳ file_read: a.txt"]
     clock.now += 0.1
-    await progress.tool_finished(call_id="2", tool="file_read", ok=False, duration_s=0.1,
-                                 reason="FileNotFoundError")
+    await progress.tool_finished(
+        call_id="2", tool="file_read", ok=False, duration_s=0.1, reason="FileNotFoundError"
+    )
     await progress.aclose()  # final flush ignores the throttle
     assert channel.edits[-1] == "✅ shell (0.3s)\n❌ file_read (0.1s): FileNotFoundError"
     assert len(channel.sent) == 1

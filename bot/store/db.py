@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 import structlog
@@ -22,6 +22,7 @@ from bot.errors import StorageError
 
 log = structlog.get_logger(__name__)
 
+T = TypeVar("T")
 Params = Sequence[Any]
 Row = sqlite3.Row
 
@@ -122,24 +123,35 @@ class Database:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Transaction]:
-        """Serialised write transaction (``BEGIN IMMEDIATE`` … ``COMMIT``)."""
+        """Serialised write transaction (``BEGIN IMMEDIATE`` … ``COMMIT``).
+
+        A task cancelled while it waits on ``BEGIN`` or ``COMMIT`` still lets that statement
+        settle (and rolls back), so the shared connection never stays inside a transaction.
+        """
         async with self._lock:
             self._check_open()
             try:
-                await self._conn.execute("BEGIN IMMEDIATE")
+                await _settle(self._conn.execute("BEGIN IMMEDIATE"))
+            except asyncio.CancelledError:
+                await _settle(self._rollback())
+                raise
             except sqlite3.Error as exc:
                 raise StorageError(f"database {self.path} is not writable: {exc}") from None
             tx = Transaction(self._conn)
             try:
                 yield tx
             except BaseException:
-                await self._conn.execute("ROLLBACK")
+                await _settle(self._rollback())
                 raise
             try:
-                await self._conn.execute("COMMIT")
+                await _settle(self._conn.execute("COMMIT"))
             except sqlite3.Error as exc:
-                await self._conn.execute("ROLLBACK")
+                await _settle(self._rollback())
                 raise StorageError(f"commit failed on {self.path}: {exc}") from None
+
+    async def _rollback(self) -> None:
+        if self._conn.in_transaction:
+            await self._conn.execute("ROLLBACK")
 
     async def execute(self, sql: str, params: Params = ()) -> int:
         """One statement in its own transaction; returns ``lastrowid``."""
@@ -176,6 +188,21 @@ class Database:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+async def _settle(awaitable: Awaitable[T]) -> T:
+    """Await ``awaitable`` to completion even if the caller is cancelled meanwhile; the
+    cancellation is re-raised once it has settled."""
+    task = asyncio.ensure_future(awaitable)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        while not task.done():
+            try:
+                await asyncio.shield(task)
+            except asyncio.CancelledError:
+                continue
+        raise
 
 
 def _split_sql(script: str) -> list[str]:

@@ -46,9 +46,7 @@ arguments = st.one_of(
     ),
 )
 ids = st.one_of(st.just(""), st.just("dup"), st.uuids().map(str))
-calls = st.builds(
-    lambda i, n, a: ToolCallRequest(id=i, name=n, arguments=a), ids, names, arguments
-)
+calls = st.builds(lambda i, n, a: ToolCallRequest(id=i, name=n, arguments=a), ids, names, arguments)
 replies: st.SearchStrategy[Step] = st.one_of(
     st.builds(
         lambda t, c: ProviderReply(text=t, tool_calls=tuple(c)),
@@ -65,9 +63,7 @@ replies: st.SearchStrategy[Step] = st.one_of(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 @given(script=st.lists(replies, min_size=1, max_size=6), cap=st.integers(1, 4))
-async def test_any_reply_sequence_leaves_history_well_formed(
-    script: list[Step], cap: int
-) -> None:
+async def test_any_reply_sequence_leaves_history_well_formed(script: list[Step], cap: int) -> None:
     with tempfile.TemporaryDirectory() as folder:
         async with await Store.open(Path(folder) / "db.sqlite") as store:
             bundle = AgentBundle(

@@ -52,7 +52,7 @@ def state_for(text: str = "hi", **kwargs: object) -> TurnState:
 
 
 async def test_final_text_completes_the_turn(store: Store) -> None:
-    bundle, provider = bundle_for(store, [reply("hello there")])
+    bundle, _ = bundle_for(store, [reply("hello there")])
     state = state_for()
     result = await run_turn(bundle, state)
     assert result.status is TurnStatus.COMPLETED and result.text == "hello there"
@@ -146,7 +146,8 @@ async def test_cancel_during_tools_stops_after_the_batch(store: Store) -> None:
         return "stopping"
 
     bundle, provider = bundle_for(
-        store, [reply("", call("stop"), call("echo")), reply("unused")],
+        store,
+        [reply("", call("stop"), call("echo")), reply("unused")],
         [spec("stop", stop), spec("echo", Recorder())],
         settings=AgentConfig(parallel_tools=False),
     )
@@ -178,9 +179,7 @@ async def test_turn_budget_keeps_history_well_formed(store: Store) -> None:
     assert result.status is TurnStatus.BUDGET_EXCEEDED
     history = await store.history.load("console.main:c1")
     assert well_formed(history)
-    assert [m.content for m in history if m.role == "tool"] == [
-        "quick", INTERRUPTED_BEFORE_RESULT
-    ]
+    assert [m.content for m in history if m.role == "tool"] == ["quick", INTERRUPTED_BEFORE_RESULT]
     rows = await store.tool_calls.for_turn("turn-1")
     assert [r.status for r in rows] == ["executed", "interrupted"]
 
@@ -222,12 +221,14 @@ async def test_turn_exclusions_and_restrictions_shape_the_offer(store: Store) ->
 
 async def test_history_window_seam_is_used(store: Store) -> None:
     """The request is built through fit_history: old units drop out under a tiny budget."""
-    bundle, provider = bundle_for(store, [reply("ok")], settings=AgentConfig(history_max_tokens=500))
+    bundle, provider = bundle_for(
+        store, [reply("ok")], settings=AgentConfig(history_max_tokens=500)
+    )
     from bot.providers.base import ChatMessage
 
-    old = [ChatMessage(role="user", content="x" * 4000), ChatMessage(role="assistant",
-                                                                       content="y")]
-    state = TurnState(turn_id="t", session_key="s", envelope=make_envelope("new"),
-                      history=list(old))
+    old = [ChatMessage(role="user", content="x" * 4000), ChatMessage(role="assistant", content="y")]
+    state = TurnState(
+        turn_id="t", session_key="s", envelope=make_envelope("new"), history=list(old)
+    )
     await run_turn(bundle, state)
     assert [m.content for m in provider.requests[0].messages] == ["y", "new"]

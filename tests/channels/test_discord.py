@@ -256,6 +256,20 @@ async def test_progress_edit_typing_and_reaction(fake: FakeDiscord, store: Store
     assert envelope.message_id in reaction.path
 
 
+async def test_rate_limited_send_is_retried_after_retry_after(
+    fake: FakeDiscord, store: Store
+) -> None:
+    host = RecordingHost()
+    channel = make_channel(fake, store)
+    async with running(channel, host):
+        await fake.dispatch("MESSAGE_CREATE", said(fake, "hi", channel_id=DM))
+        [envelope] = await host.wait_envelopes(1)
+        fake.rate_limits.append(0.05)
+        sent = await channel.send(envelope.reply_target, "hello")
+    attempts = fake.calls_to("POST", f"/channels/{DM}/messages")
+    assert len(sent) == 1 and len(attempts) == 2  # one 429, then the retry
+
+
 async def test_attachments_are_metadata_only(fake: FakeDiscord, store: Store) -> None:
     host = RecordingHost()
     channel = make_channel(fake, store)

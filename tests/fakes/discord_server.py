@@ -38,6 +38,12 @@ def _json(data: object, status: int = 200) -> web.Response:
     )
 
 
+def _rate_limited(retry_after: float) -> web.Response:
+    body = {"message": "You are being rate limited.", "retry_after": retry_after, "global": False}
+    headers = {"Content-Type": "application/json", "Via": "1.1 google", "X-RateLimit-Scope": "user"}
+    return web.Response(body=json.dumps(body).encode(), status=429, headers=headers)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Call:
     """One REST request the fake received."""
@@ -75,6 +81,7 @@ class FakeDiscord:
         self.calls: list[Call] = []
         self.messages: dict[str, JSON] = {}
         self.identify_close_code: int | None = None
+        self.rate_limits: list[float] = []  # retry_after of the next REST replies, as 429s
         self.identifies = 0
         self.resumes = 0
         self.resume_gate = asyncio.Event()  # cleared by a test to hold RESUME unanswered
@@ -251,6 +258,8 @@ class FakeDiscord:
                 "/interactions/"
             ):
                 return _json({"message": "401: Unauthorized", "code": 0}, 401)
+            if self.rate_limits:
+                return _rate_limited(self.rate_limits.pop(0))
             response = self._route(request.method, path, body or {})
             if response.status == 201 and path.endswith("/threads"):
                 # Discord tells the creator's gateway about the new thread, as it does here.

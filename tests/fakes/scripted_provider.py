@@ -30,9 +30,9 @@ Step = (
 _ids = itertools.count(1)
 
 
-def call(name: str, arguments: Mapping[str, object] | str | None = None, *, id: str = "") -> (
-    ToolCallRequest
-):
+def call(
+    name: str, arguments: Mapping[str, object] | str | None = None, *, id: str = ""
+) -> ToolCallRequest:
     """A tool call; ``id`` defaults to a fresh ``call_N``. Pass ``id=""`` explicitly via
     :class:`ToolCallRequest` to test missing ids."""
     raw = arguments if isinstance(arguments, str) else json.dumps(dict(arguments or {}))

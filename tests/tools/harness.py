@@ -23,7 +23,7 @@ from bot.tools.pipeline import BatchReport, PipelineServices, ToolPipeline, Turn
 from bot.tools.receipt import ReceiptSigner
 from bot.tools.registry import ToolRegistry, ToolScope
 from bot.tools.scheduler import ToolScheduler
-from bot.tools.spec import ToolContext, ToolHandler, ToolKind, ToolResult, ToolSpec
+from bot.tools.spec import ToolContext, ToolHandler, ToolResult, ToolSpec
 from tests.tools.gates import PolicyGate
 
 CHANNEL = ChannelRef(kind="console", alias="main")

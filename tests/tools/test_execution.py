@@ -61,7 +61,8 @@ async def test_parallel_calls_finishing_out_of_order_land_in_model_order(store: 
         return "fast result"
 
     harness = Harness(
-        store, [spec("slow", slow, concurrency_safe=True), spec("fast", fast, concurrency_safe=True)]
+        store,
+        [spec("slow", slow, concurrency_safe=True), spec("fast", fast, concurrency_safe=True)],
     )
     a, b = call("slow"), call("fast")
     report = await harness.run(a, b)
@@ -130,7 +131,12 @@ async def test_a_queued_write_is_never_overtaken_by_a_later_read(store: Store) -
     report = await task
     assert all(o.ok for o in report.outcomes)
     assert overlap.log == [
-        "start read1", "end read1", "start write", "end write", "start read2", "end read2"
+        "start read1",
+        "end read1",
+        "start write",
+        "end write",
+        "start read2",
+        "end read2",
     ]
 
 
@@ -168,8 +174,10 @@ async def test_cancel_during_a_parallel_batch_interrupts_only_unfinished_calls(
 
     harness = Harness(
         store,
-        [spec("quick", quick, concurrency_safe=True), spec("blocked", blocked,
-                                                          concurrency_safe=True)],
+        [
+            spec("quick", quick, concurrency_safe=True),
+            spec("blocked", blocked, concurrency_safe=True),
+        ],
     )
     a, b = call("quick"), call("blocked")
     task = harness.run_task(a, b)

@@ -11,8 +11,9 @@ import pytest
 from bot.tools.file_locks import PathLocks, canonical_paths, path_arguments
 
 
-async def _holder(locks: PathLocks, paths: list[str], log: list[str], name: str,
-                  release: asyncio.Event, base: str) -> None:
+async def _holder(
+    locks: PathLocks, paths: list[str], log: list[str], name: str, release: asyncio.Event, base: str
+) -> None:
     async with locks.hold(paths, base=base):
         log.append(f"in {name}")
         await release.wait()
@@ -112,11 +113,19 @@ async def test_pipeline_locks_path_arguments(tmp_path: Path) -> None:
     async with await Store.open(tmp_path / "db.sqlite") as store:
         harness = Harness(
             store,
-            [spec("touch", touch, parameters=text_schema("path"), concurrency_safe=True,
-                  path_arguments=("path",))],
+            [
+                spec(
+                    "touch",
+                    touch,
+                    parameters=text_schema("path"),
+                    concurrency_safe=True,
+                    path_arguments=("path",),
+                )
+            ],
             workspace=str(tmp_path),
         )
-        report = await harness.run(call("touch", {"path": "f.txt"}),
-                                   call("touch", {"path": "alias.txt"}))
+        report = await harness.run(
+            call("touch", {"path": "f.txt"}), call("touch", {"path": "alias.txt"})
+        )
     assert all(o.ok for o in report.outcomes)
     assert peak == 1

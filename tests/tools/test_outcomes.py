@@ -26,7 +26,10 @@ from tests.tools.harness import Harness, Recorder, make_envelope, spec, text_sch
         (ToolCallRequest(id="c1", name="nope", arguments="{}"), OutcomeReason.UNKNOWN_TOOL),
         (ToolCallRequest(id="c1", name="hidden", arguments="{}"), OutcomeReason.EXCLUDED_TOOL),
         (ToolCallRequest(id="c1", name="echo", arguments='{"x": 1}'), OutcomeReason.BAD_ARGUMENTS),
-        (ToolCallRequest(id="c1", name="echo", arguments="{not json"), OutcomeReason.MALFORMED_JSON),
+        (
+            ToolCallRequest(id="c1", name="echo", arguments="{not json"),
+            OutcomeReason.MALFORMED_JSON,
+        ),
         (ToolCallRequest(id="c1", name="echo", arguments="[1, 2]"), OutcomeReason.MALFORMED_JSON),
         (ToolCallRequest(id="c1", name="", arguments="{}"), OutcomeReason.NO_TOOL_CALL),
     ],

@@ -139,9 +139,7 @@ async def test_delivery_defaults_fill_only_what_is_missing(
     store: Store, arguments: dict[str, object], expected: dict[str, object]
 ) -> None:
     send = Recorder()
-    harness = Harness(
-        store, [spec("send", send, parameters=SEND_SCHEMA, channel_aware=True)]
-    )
+    harness = Harness(store, [spec("send", send, parameters=SEND_SCHEMA, channel_aware=True)])
     await harness.run(call("send", arguments))
     assert send.calls == [expected]
 

@@ -74,11 +74,14 @@ async def test_receipts_prove_successful_results_only(store: Store) -> None:
     )
 
 
-@pytest.mark.parametrize(("receipts", "env", "expect"), [
-    (False, {}, "none"),
-    (True, {"HATCHWAY_RECEIPT_KEY": "k" * 32}, "signer"),
-    (True, {}, "error"),
-])
+@pytest.mark.parametrize(
+    ("receipts", "env", "expect"),
+    [
+        (False, {}, "none"),
+        (True, {"HATCHWAY_RECEIPT_KEY": "k" * 32}, "signer"),
+        (True, {}, "error"),
+    ],
+)
 def test_receipt_signer_from_settings(receipts: bool, env: dict[str, str], expect: str) -> None:
     settings = AgentConfig(receipts=receipts)
     if expect == "error":
@@ -135,8 +138,13 @@ def test_loop_detector_warns_at_three_and_stops_at_five() -> None:
     detector = LoopDetector()
     key = ("echo", "{}")
     verdicts = [detector.observe(key, "same")[0] for _ in range(5)]
-    assert verdicts == [Repetition.NONE, Repetition.NONE, Repetition.WARN, Repetition.WARN,
-                        Repetition.STOP]
+    assert verdicts == [
+        Repetition.NONE,
+        Repetition.NONE,
+        Repetition.WARN,
+        Repetition.WARN,
+        Repetition.STOP,
+    ]
     assert detector.observe(key, "different")[0] is Repetition.NONE
 
 
@@ -156,16 +164,22 @@ async def test_completes_run_verdict_only_on_success(store: Store) -> None:
     async def fails(arguments: Mapping[str, object], context: ToolContext) -> ToolResult:
         raise RuntimeError("not delivered")
 
-    harness = Harness(store, [spec("done", Recorder(), completes_run=True),
-                              spec("done_fails", fails, completes_run=True)])
+    harness = Harness(
+        store,
+        [
+            spec("done", Recorder(), completes_run=True),
+            spec("done_fails", fails, completes_run=True),
+        ],
+    )
     assert (await harness.run(call("done_fails"))).verdict is BatchVerdict.CONTINUE
     assert (await harness.run(call("done"))).verdict is BatchVerdict.COMPLETED_RUN
 
 
 async def test_history_gets_the_call_message_then_one_result_per_id(store: Store) -> None:
     harness = Harness(store, [spec("echo", Recorder())])
-    report = await harness.run(call("echo", {"n": 1}), call("nope"), call("echo", "{bad"),
-                               text="let me check")
+    report = await harness.run(
+        call("echo", {"n": 1}), call("nope"), call("echo", "{bad"), text="let me check"
+    )
     history = await store.history.load(harness.session_key)
     assert history == list(report.messages)
     assert history[0].role == "assistant" and history[0].content == "let me check"

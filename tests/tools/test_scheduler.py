@@ -21,15 +21,14 @@ async def test_two_sessions_saturating_the_scheduler_alternate() -> None:
             order.append(name)
             await asyncio.sleep(0)
 
-    async with asyncio.TaskGroup() as group:
-        async with blocker:
-            # session A queues all its calls first, then session B
-            for name in ("a1", "a2", "a3", "b1", "b2", "b3"):
-                lease = scheduler.enqueue(name[0], ToolKind.EXECUTE)
-                assert lease is not None
-                group.create_task(work(name, lease))
-            await asyncio.sleep(0)
-            assert order == []
+    async with asyncio.TaskGroup() as group, blocker:
+        # session A queues all its calls first, then session B
+        for name in ("a1", "a2", "a3", "b1", "b2", "b3"):
+            lease = scheduler.enqueue(name[0], ToolKind.EXECUTE)
+            assert lease is not None
+            group.create_task(work(name, lease))
+        await asyncio.sleep(0)
+        assert order == []
     assert order == ["a1", "b1", "a2", "b2", "a3", "b3"]
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 
 from bot.providers.base import ChatMessage, ToolCallRequest
-
 from bot.tools.transcript import well_formed
 
-CALLS = (ToolCallRequest(id="a", name="t", arguments="{}"),
-         ToolCallRequest(id="b", name="t", arguments="{}"))
+CALLS = (
+    ToolCallRequest(id="a", name="t", arguments="{}"),
+    ToolCallRequest(id="b", name="t", arguments="{}"),
+)
 ASK = ChatMessage(role="assistant", tool_calls=CALLS)
 USER = ChatMessage(role="user", content="hi")
 

@@ -7,8 +7,9 @@ import asyncio
 from bot.tools.turn_gate import TurnGate
 
 
-async def _enter(gate: TurnGate, name: str, exclusive: bool, log: list[str],
-                 release: asyncio.Event) -> None:
+async def _enter(
+    gate: TurnGate, name: str, exclusive: bool, log: list[str], release: asyncio.Event
+) -> None:
     async with gate.hold(exclusive=exclusive):
         log.append(f"in {name}")
         await release.wait()

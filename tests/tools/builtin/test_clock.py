@@ -10,8 +10,7 @@ from bot.tools.builtin.clock import current_time_tool
 from bot.tools.schema import validator_for
 from bot.tools.spec import ToolContext
 
-CONTEXT = ToolContext(session_key="s", channel="console.main", conversation_id="c",
-                      requester="u")
+CONTEXT = ToolContext(session_key="s", channel="console.main", conversation_id="c", requester="u")
 MOMENT = datetime(2025, 1, 31, 13, 5, 9, tzinfo=UTC)
 
 

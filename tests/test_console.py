@@ -1,0 +1,183 @@
+"""Walking skeleton, end to end in one process: the console channel, the gateway, the agent
+loop, the real ``openai`` SDK against a scripted server on loopback, and a real SQLite file."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import IO
+
+import pytest
+
+from bot.app import App
+from bot.config import Settings, parse_settings
+from bot.envelope import ChannelRef, IngressEnvelope, Sender
+from channels.console import ConsoleChannel
+from tests.fakes.openai_server import OpenAIFake
+
+CONSOLE = ChannelRef(kind="console", alias="main")
+
+
+class Screen(io.StringIO):
+    """What the console printed; tests wait for text to appear."""
+
+    async def wait_for(self, needle: str, *, count: int = 1, timeout: float = 20.0) -> str:
+        async with asyncio.timeout(timeout):
+            while self.getvalue().count(needle) < count:
+                await asyncio.sleep(0.01)
+        return self.getvalue()
+
+
+class Terminal:
+    """A console channel wired to a pipe the test types into."""
+
+    def __init__(self) -> None:
+        read_fd, self._write_fd = os.pipe()
+        self._reader: IO[str] = os.fdopen(read_fd, "r")
+        self.screen = Screen()
+        self.channel = ConsoleChannel(CONSOLE, stdin=self._reader, stdout=self.screen, user="ana")
+
+    def type(self, line: str) -> None:
+        os.write(self._write_fd, f"{line}\n".encode())
+
+    def close(self) -> None:
+        if self._write_fd >= 0:
+            os.close(self._write_fd)
+            self._write_fd = -1
+
+
+def settings_for(fake: OpenAIFake, tmp_path: Path, **agent: object) -> Settings:
+    return parse_settings(
+        {
+            "state_dir": str(tmp_path),
+            "agent": {"turn_timeout_s": 30.0, **agent},
+            "providers": {
+                "default": {
+                    "kind": "openai",
+                    "base_url": fake.base_url,
+                    "model": "scripted",
+                    "api_key_env": "HATCHWAY_TEST_OPENAI_KEY",
+                    "max_retries": 2,
+                    "tool_mode": "native",
+                }
+            },
+        },
+        environ={"HATCHWAY_TEST_OPENAI_KEY": "sk-test-not-a-real-key-000"},
+    )
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HATCHWAY_TEST_OPENAI_KEY", "sk-test-not-a-real-key-000")
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[OpenAIFake]:
+    async with OpenAIFake() as server:
+        yield server
+
+
+async def test_conversation_survives_a_restart(fake: OpenAIFake, tmp_path: Path) -> None:
+    settings = settings_for(fake, tmp_path)
+    fake.queue_text("Hello Ana!")
+    terminal = Terminal()
+    async with App(settings, channels={"console.main": terminal.channel}):
+        terminal.type("hi, I am Ana")
+        await terminal.screen.wait_for("Hello Ana!")
+        terminal.close()
+    # a new process of the bot: same database, new app
+    fake.queue_text("You are Ana.")
+    terminal = Terminal()
+    async with App(settings, channels={"console.main": terminal.channel}):
+        terminal.type("who am I?")
+        await terminal.screen.wait_for("You are Ana.")
+        terminal.close()
+    sent = [m["content"] for m in fake.requests[-1].body["messages"] if m["role"] != "system"]
+    assert sent == ["hi, I am Ana", "Hello Ana!", "who am I?"]
+
+
+async def test_new_session_forgets(fake: OpenAIFake, tmp_path: Path) -> None:
+    settings = settings_for(fake, tmp_path)
+    fake.queue_text("one")
+    fake.queue_text("two")
+    terminal = Terminal()
+    async with App(settings, channels={"console.main": terminal.channel}):
+        terminal.type("first")
+        await terminal.screen.wait_for("one")
+        terminal.type("/new")
+        await terminal.screen.wait_for("New session")
+        terminal.type("second")
+        await terminal.screen.wait_for("two")
+        terminal.close()
+    sent = [m["content"] for m in fake.requests[-1].body["messages"] if m["role"] != "system"]
+    assert sent == ["second"]
+
+
+async def test_provider_500_is_retried(fake: OpenAIFake, tmp_path: Path) -> None:
+    settings = settings_for(fake, tmp_path)
+    fake.queue_error(500)
+    fake.queue_text("after a retry")
+    terminal = Terminal()
+    async with App(settings, channels={"console.main": terminal.channel}):
+        terminal.type("hello")
+        await terminal.screen.wait_for("after a retry")
+        terminal.close()
+    assert len(fake.requests) == 2
+
+
+async def test_provider_that_never_answers_hits_the_turn_budget(
+    fake: OpenAIFake, tmp_path: Path
+) -> None:
+    settings = settings_for(fake, tmp_path, turn_timeout_s=0.5)
+    fake.queue_hang()
+    fake.queue_text("still here")
+    terminal = Terminal()
+    async with App(settings, channels={"console.main": terminal.channel}):
+        terminal.type("hello?")
+        text = await terminal.screen.wait_for("took too long")
+        assert "still here" not in text
+        terminal.type("and now?")
+        await terminal.screen.wait_for("still here")
+        terminal.close()
+
+
+async def test_provider_down_gets_a_clear_message(fake: OpenAIFake, tmp_path: Path) -> None:
+    settings = settings_for(fake, tmp_path)
+    for _ in range(3):
+        fake.queue_error(503)
+    terminal = Terminal()
+    async with App(settings, channels={"console.main": terminal.channel}):
+        terminal.type("hello")
+        text = await terminal.screen.wait_for("not answering")
+        terminal.close()
+    assert "sk-test" not in text
+
+
+async def test_duplicate_message_id_is_answered_once(fake: OpenAIFake, tmp_path: Path) -> None:
+    settings = settings_for(fake, tmp_path)
+    fake.queue_text("only once")
+    fake.queue_text("second answer must not happen")
+    terminal = Terminal()
+    async with App(settings, channels={"console.main": terminal.channel}) as app:
+        envelope = IngressEnvelope(
+            channel=CONSOLE,
+            message_id="platform-42",
+            conversation_id="terminal",
+            sender=Sender(id="ana"),
+            text="hi",
+            reply_target=terminal.channel.target,
+            is_direct=True,
+            addressed_to_bot=True,
+        )
+        await app.gateway.deliver(envelope)
+        await app.gateway.deliver(envelope)
+        await terminal.screen.wait_for("only once")
+        # a redelivery after the answer is still a no-op
+        await app.gateway.deliver(envelope)
+        await app.gateway.drain(5.0)
+        terminal.close()
+    assert terminal.screen.getvalue().count("only once") == 1
+    assert len(fake.requests) == 1
