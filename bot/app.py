@@ -14,6 +14,7 @@ approvals, cancel channel tasks, close the provider and the store.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import random
 from collections.abc import Mapping
@@ -33,10 +34,10 @@ from bot.envelope import ChannelRef
 from bot.errors import ChannelAuthError
 from bot.gateway import Gateway, SessionControl, TurnRequest
 from bot.metrics import MeteredGate, Metrics
+from bot.outbox import ChannelOutbox
 from bot.progress import ChannelProgress
 from bot.providers.base import Provider
 from bot.providers.factory import build_provider
-from bot.outbox import ChannelOutbox
 from bot.store import Store
 from bot.tools.builtin import builtin_tools
 from bot.tools.spec import ToolSpec
@@ -85,9 +86,9 @@ class App:
                 provider=self.provider,
                 settings=settings.agent,
                 store=self.store,
-                gate=self.approvals if self.metrics is None else MeteredGate(
-                    self.approvals, self.metrics
-                ),
+                gate=self.approvals
+                if self.metrics is None
+                else MeteredGate(self.approvals, self.metrics),
                 tools=self.tools,
             )
             self.gateway = Gateway(
@@ -239,10 +240,8 @@ class App:
         await self.approvals.expire_pending(reason="shutdown")
         if self._runner is not None:
             self._runner.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await self._runner
-            except asyncio.CancelledError:
-                pass
         await self.provider.aclose()
         await self.store.aclose()
         log.info("app_stopped")

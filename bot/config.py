@@ -55,8 +55,14 @@ class ProviderConfig(_Model):
 class ApprovalConfig(_Model):
     level: Literal["readonly", "supervised", "full"] = "supervised"
     auto_approve: list[str] = Field(
-        default_factory=lambda: ["current_time", "calculator", "file_read", "file_list",
-                                 "file_search", "memory_recall"]
+        default_factory=lambda: [
+            "current_time",
+            "calculator",
+            "file_read",
+            "file_list",
+            "file_search",
+            "memory_recall",
+        ]
     )
     always_ask: list[str] = Field(default_factory=list)
     deny: list[str] = Field(default_factory=list)
@@ -278,8 +284,6 @@ class Settings(_Model):
         """Read a secret from the environment by the variable name the config gives."""
         value = (os.environ if environ is None else environ).get(env_name, "")
         return value or None
-
-
 
 
 def _provider_from_env(environ: Mapping[str, str]) -> dict[str, ProviderConfig]:

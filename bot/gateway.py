@@ -178,9 +178,7 @@ class Gateway:
         if not admitted:
             log.info("envelope_duplicate", message_id=envelope.message_id)
             return
-        request = TurnRequest(
-            envelope=envelope, session_key=session_key, turn_id=uuid.uuid4().hex
-        )
+        request = TurnRequest(envelope=envelope, session_key=session_key, turn_id=uuid.uuid4().hex)
         self._enqueue(request)
 
     def _enqueue(self, request: TurnRequest) -> None:
@@ -205,15 +203,18 @@ class Gateway:
             if entry.status is InboxStatus.RECEIVED:
                 self._enqueue(
                     TurnRequest(
-                        envelope=envelope, session_key=entry.session_key,
+                        envelope=envelope,
+                        session_key=entry.session_key,
                         turn_id=uuid.uuid4().hex,
                     )
                 )
                 requeued += 1
             else:
                 await self._store.inbox.mark(
-                    channel=entry.channel, message_id=entry.message_id,
-                    status=InboxStatus.FAILED, error="interrupted by restart",
+                    channel=entry.channel,
+                    message_id=entry.message_id,
+                    status=InboxStatus.FAILED,
+                    error="interrupted by restart",
                 )
                 await self._send(envelope, SHUTDOWN_MESSAGE)
                 interrupted += 1
@@ -278,7 +279,8 @@ class Gateway:
         try:
             with bound:
                 await self._store.inbox.mark(
-                    channel=channel_name, message_id=envelope.message_id,
+                    channel=channel_name,
+                    message_id=envelope.message_id,
                     status=InboxStatus.PROCESSING,
                 )
                 try:
@@ -287,15 +289,18 @@ class Gateway:
                     # Boundary: a failing turn is logged and reported, never fatal.
                     log.exception("turn_failed")
                     await self._store.inbox.mark(
-                        channel=channel_name, message_id=envelope.message_id,
-                        status=InboxStatus.FAILED, error=type(exc).__name__,
+                        channel=channel_name,
+                        message_id=envelope.message_id,
+                        status=InboxStatus.FAILED,
+                        error=type(exc).__name__,
                     )
                     await self._send(envelope, FAILURE_MESSAGE)
                     return
                 if reply:
                     await self._send(envelope, reply)
                 await self._store.inbox.mark(
-                    channel=channel_name, message_id=envelope.message_id,
+                    channel=channel_name,
+                    message_id=envelope.message_id,
                     status=InboxStatus.DONE,
                 )
         finally:

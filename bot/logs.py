@@ -16,8 +16,12 @@ import structlog
 
 from bot.scrub import scrub_value
 
-_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
-           "error": logging.ERROR}
+_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+}
 
 
 def _scrub_event(
@@ -67,6 +71,17 @@ def configure_logging(
     root.handlers = [handler]
     root.setLevel(_LEVELS.get(level, logging.INFO))
     # Platform SDKs are chatty at INFO; their warnings still come through.
-    for noisy in ("httpx", "httpx2", "telegram", "discord", "slack_bolt", "slack_sdk", "aiohttp",
-                  "openai", "anthropic", "apscheduler", "mcp"):
+    for noisy in (
+        "httpx",
+        "httpx2",
+        "telegram",
+        "discord",
+        "slack_bolt",
+        "slack_sdk",
+        "aiohttp",
+        "openai",
+        "anthropic",
+        "apscheduler",
+        "mcp",
+    ):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))

@@ -24,10 +24,20 @@ CONSOLE = ChannelRef(kind="console", alias="main")
 class Screen(io.StringIO):
     """What the console printed; tests wait for text to appear."""
 
-    async def wait_for(self, needle: str, *, count: int = 1, timeout: float = 20.0) -> str:
-        async with asyncio.timeout(timeout):
+    def __init__(self) -> None:
+        super().__init__()
+        self._changed = asyncio.Event()
+
+    def write(self, text: str) -> int:
+        written = super().write(text)
+        self._changed.set()
+        return written
+
+    async def wait_for(self, needle: str, *, count: int = 1, within_s: float = 20.0) -> str:
+        async with asyncio.timeout(within_s):
             while self.getvalue().count(needle) < count:
-                await asyncio.sleep(0.01)
+                self._changed.clear()
+                await self._changed.wait()
         return self.getvalue()
 
 
@@ -54,6 +64,7 @@ def settings_for(fake: OpenAIFake, tmp_path: Path, **agent: object) -> Settings:
         {
             "state_dir": str(tmp_path),
             "agent": {"turn_timeout_s": 30.0, **agent},
+            "channels": {"console": {"main": {}}},
             "providers": {
                 "default": {
                     "kind": "openai",

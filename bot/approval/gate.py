@@ -70,8 +70,7 @@ class ApprovalRequest:
 
 
 def canonical_json(value: object) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      default=str)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def call_fingerprint(tool: str, arguments: Mapping[str, object]) -> str:

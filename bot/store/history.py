@@ -65,9 +65,7 @@ class History:
         )
         return [decode_message(r["body"]) for r in rows]
 
-    async def append(
-        self, session_key: str, turn_id: str, messages: Sequence[ChatMessage]
-    ) -> None:
+    async def append(self, session_key: str, turn_id: str, messages: Sequence[ChatMessage]) -> None:
         """Append messages atomically: all of them or none."""
         if not messages:
             return
@@ -86,10 +84,7 @@ class History:
         await tx.executemany(
             "INSERT INTO messages (session_key, generation, turn_id, role, body, created_at)"
             " VALUES (?, ?, ?, ?, ?, ?)",
-            [
-                (session_key, generation, turn_id, m.role, encode_message(m), now)
-                for m in messages
-            ],
+            [(session_key, generation, turn_id, m.role, encode_message(m), now) for m in messages],
         )
         await tx.execute(
             "INSERT INTO sessions (session_key, generation, updated_at) VALUES (?, ?, ?) "

@@ -52,8 +52,14 @@ class Inbox:
                 "INSERT INTO inbox (channel, message_id, envelope_id, session_key, payload,"
                 " status, received_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
-                    channel, message_id, envelope_id, session_key, payload,
-                    InboxStatus.RECEIVED, now, now,
+                    channel,
+                    message_id,
+                    envelope_id,
+                    session_key,
+                    payload,
+                    InboxStatus.RECEIVED,
+                    now,
+                    now,
                 ),
             )
         return True

@@ -33,8 +33,18 @@ _INSERT = (
 
 def _row(rec: ToolCallRecord, now: float) -> tuple[object, ...]:
     return (
-        rec.turn_id, rec.call_id, rec.session_key, rec.channel, rec.tool, rec.arguments,
-        rec.status, int(rec.synthetic), rec.observation, rec.duration_ms, rec.receipt, now,
+        rec.turn_id,
+        rec.call_id,
+        rec.session_key,
+        rec.channel,
+        rec.tool,
+        rec.arguments,
+        rec.status,
+        int(rec.synthetic),
+        rec.observation,
+        rec.duration_ms,
+        rec.receipt,
+        now,
     )
 
 
@@ -58,10 +68,17 @@ class ToolCalls:
         )
         return [
             ToolCallRecord(
-                turn_id=r["turn_id"], call_id=r["call_id"], session_key=r["session_key"],
-                channel=r["channel"], tool=r["tool"], arguments=r["arguments"],
-                status=r["status"], synthetic=bool(r["synthetic"]),
-                observation=r["observation"], duration_ms=r["duration_ms"], receipt=r["receipt"],
+                turn_id=r["turn_id"],
+                call_id=r["call_id"],
+                session_key=r["session_key"],
+                channel=r["channel"],
+                tool=r["tool"],
+                arguments=r["arguments"],
+                status=r["status"],
+                synthetic=bool(r["synthetic"]),
+                observation=r["observation"],
+                duration_ms=r["duration_ms"],
+                receipt=r["receipt"],
             )
             for r in rows
         ]
