@@ -221,22 +221,55 @@ class ToolsConfig(_Model):
 
 
 class McpServerConfig(_Model):
+    """One MCP server: a stdio ``command`` or a streamable-HTTP ``url`` (see docs/mcp.md).
+
+    ``env`` holds plain values for the server process; ``env_from`` maps a server variable to
+    the daemon's environment variable that holds its (secret) value. ``headers_from`` does
+    the same for HTTP headers. Secret values are never logged."""
+
     command: list[str] = Field(default_factory=list)
     url: str | None = None
     env: dict[str, str] = Field(default_factory=dict)
     requires_approval: bool = True
     auto_approve: list[str] = Field(default_factory=list)
+    enabled: bool = True
+    env_from: dict[str, str] = Field(default_factory=dict)
+    headers_from: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    call_timeout_s: float = Field(default=60.0, gt=0)
+    ping_interval_s: float = Field(default=15.0, gt=0)
+    restart_initial_s: float = Field(default=1.0, gt=0)
+    restart_max_s: float = Field(default=60.0, gt=0)
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if bool(self.command) == bool(self.url):
+            raise ValueError("set exactly one of command (stdio) or url (streamable HTTP)")
+        return self
+
+
+class McpToolFilterGroup(_Model):
+    """MCP tools (``server__tool`` names or fnmatch patterns) offered ``always``, or only
+    when a ``keyword`` appears in the message (``mode = "keyword"``)."""
+
+    mode: Literal["always", "keyword"] = "always"
+    tools: list[str] = Field(default_factory=list)
+    keywords: list[str] = Field(default_factory=list)
 
 
 class McpConfig(_Model):
     servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     deferred_threshold: int = Field(default=20, ge=0)
+    tool_filter_groups: list[McpToolFilterGroup] = Field(default_factory=list)
+    search_limit: int = Field(default=5, ge=1, le=50)
 
 
 class SchedulesConfig(_Model):
     enabled: bool = True
     missed_run_policy: Literal["skip", "run_once"] = "run_once"
     tick_s: float = Field(default=1.0, gt=0)
+    max_jobs_per_conversation: int = Field(default=20, ge=1)
+    misfire_grace_s: float = Field(default=60.0, ge=0)
 
 
 class LoggingConfig(_Model):

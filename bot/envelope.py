@@ -85,7 +85,8 @@ class IngressEnvelope:
     ``message_id`` is the platform's id and the idempotency key: the gateway answers each
     (channel, message_id) once. ``addressed_to_bot`` is true for a mention, a reply to the
     bot, or a direct message. ``background`` marks turns no person started (schedules); they
-    never prompt for approval.
+    never prompt for approval. ``announce`` False means the turn's final answer is kept in
+    history but not sent (a scheduled job with delivery mode ``none``).
     """
 
     channel: ChannelRef
@@ -103,6 +104,7 @@ class IngressEnvelope:
     background: bool = False
     envelope_id: str = field(default_factory=_new_id)
     received_at: datetime = field(default_factory=_now)
+    announce: bool = True
 
 
 def envelope_to_json(envelope: IngressEnvelope) -> str:
@@ -136,4 +138,5 @@ def envelope_from_json(text: str) -> IngressEnvelope:
         background=data["background"],
         envelope_id=data["envelope_id"],
         received_at=datetime.fromisoformat(data["received_at"]),
+        announce=data.get("announce", True),
     )

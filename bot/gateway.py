@@ -296,7 +296,7 @@ class Gateway:
                     )
                     await self._send(envelope, FAILURE_MESSAGE)
                     return
-                if reply:
+                if reply and envelope.announce:
                     await self._send(envelope, reply)
                 await self._store.inbox.mark(
                     channel=channel_name,
@@ -310,9 +310,11 @@ class Gateway:
                 self._idle.set()
 
     async def _send(self, envelope: IngressEnvelope, text: str) -> None:
-        channel = self._channel_for(envelope.channel)
+        # the reply target's channel: a scheduled job may announce to another channel
+        target_channel = envelope.reply_target.channel
+        channel = self._channel_for(target_channel)
         if channel is None:
-            log.warning("reply_dropped_no_channel", channel=str(envelope.channel))
+            log.warning("reply_dropped_no_channel", channel=str(target_channel))
             return
         try:
             await channel.send(envelope.reply_target, text)

@@ -242,6 +242,10 @@ class ChannelProgress:
     # -- internals ---------------------------------------------------------------------
 
     def _show(self, key: str, line: str) -> None:
+        if self._ticker is None and not self._closed:
+            # started lazily when the owner did not call start(): the task is still owned
+            # and cancelled by aclose()
+            self._ticker = asyncio.create_task(self._tick_forever(), name="progress-ticker")
         if self._caps.can_edit:
             self._lines[key] = line
         else:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 import sys
 import uuid
 from collections.abc import Sequence
@@ -92,16 +93,16 @@ class ConsoleChannel:
     async def _open_reader(self) -> tuple[asyncio.StreamReader, asyncio.BaseTransport | None]:
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader()
-        protocol = asyncio.StreamReaderProtocol(reader)
-        try:
+        if _watchable(self._stdin):
+            protocol = asyncio.StreamReaderProtocol(reader)
             transport, _ = await loop.connect_read_pipe(lambda: protocol, self._stdin)
-        except (ValueError, OSError):
-            # A regular file on stdin cannot be watched by the event loop: read it whole.
-            data = await asyncio.to_thread(self._stdin.read)
-            reader.feed_data(data.encode("utf-8"))
-            reader.feed_eof()
-            return reader, None
-        return reader, transport
+            return reader, transport
+        # A regular file or /dev/null (a service without a terminal) cannot be watched by
+        # the event loop: read it whole; end of input follows.
+        data = await asyncio.to_thread(self._stdin.read)
+        reader.feed_data(data.encode("utf-8"))
+        reader.feed_eof()
+        return reader, None
 
     def _envelope(self, text: str) -> IngressEnvelope:
         return IngressEnvelope(
@@ -154,6 +155,16 @@ class ConsoleChannel:
                 return await self._prompt
             finally:
                 self._prompt = None
+
+
+def _watchable(stream: IO[str]) -> bool:
+    """Pipes, sockets and terminals can be watched by the event loop; files cannot."""
+    try:
+        fd = stream.fileno()
+        mode = os.fstat(fd).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
 
 
 def create(ref: ChannelRef, config: ChannelCommon, context: ChannelContext) -> ConsoleChannel:

@@ -56,7 +56,11 @@ async def run_turn(bundle: AgentBundle, state: TurnState) -> TurnResult:
         restrict_to=state.restrict_to,
         hide_unapprovable_tools=settings.hide_unapprovable_tools,
     )
-    registry = (bundle.registry or ToolRegistry(bundle.tools)).scoped(scope)
+    if bundle.registry is not None:
+        registry = bundle.registry.scoped(scope)
+    else:
+        dynamic = bundle.dynamic.specs() if bundle.dynamic is not None else ()
+        registry = ToolRegistry([*bundle.tools, *dynamic]).scoped(scope)
     executor = registry.executor()
     pipeline = ToolPipeline(
         services=PipelineServices(
@@ -83,6 +87,7 @@ async def run_turn(bundle: AgentBundle, state: TurnState) -> TurnResult:
                 delivery=envelope.reply_target,
                 workspace=bundle.workspace,
                 background=envelope.background,
+                turn_id=state.turn_id,
             ),
         ),
         progress=state.progress,
@@ -102,6 +107,9 @@ async def run_turn(bundle: AgentBundle, state: TurnState) -> TurnResult:
     except asyncio.CancelledError:
         await _salvage(bundle, state, pipeline)
         raise
+    finally:
+        if bundle.dynamic is not None:
+            bundle.dynamic.finish_turn(state.turn_id)
 
 
 async def _iterate(
@@ -121,7 +129,7 @@ async def _iterate(
                     CompletionRequest(
                         system=settings.system_prompt,
                         messages=fit_history(state.history, settings.history_max_tokens),
-                        tools=() if at_cap else definitions,
+                        tools=() if at_cap else _offered(bundle, state, definitions),
                     ),
                     stream=state.progress.stream_text if state.progress.wants_stream else None,
                 ),
@@ -147,6 +155,17 @@ async def _iterate(
             return TurnResult(status=TurnStatus.COMPLETED, text=reply.text.strip())
         if state.cancel.cancelled:
             return TurnResult(status=TurnStatus.CANCELLED, text=CANCELLED_MESSAGE)
+
+
+def _offered(
+    bundle: AgentBundle, state: TurnState, definitions: Sequence[ToolDefinition]
+) -> Sequence[ToolDefinition]:
+    """What the model is shown this iteration (deferred tools appear once activated)."""
+    if bundle.dynamic is None:
+        return definitions
+    return bundle.dynamic.offered(
+        turn_id=state.turn_id, text=state.envelope.text, definitions=definitions
+    )
 
 
 async def _answer(

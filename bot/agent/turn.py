@@ -10,13 +10,14 @@ import asyncio
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from bot.approval.gate import ApprovalGate
 from bot.config import AgentConfig
 from bot.envelope import IngressEnvelope
 from bot.observe import ExecutionHistory, ToolObserver
 from bot.progress import NullProgress, ProgressSink
-from bot.providers.base import ChatMessage, Provider
+from bot.providers.base import ChatMessage, Provider, ToolDefinition
 from bot.store import Store
 from bot.tools.execution import RetryPolicy
 from bot.tools.file_locks import PathLocks
@@ -46,6 +47,25 @@ class CancelToken:
         await self._event.wait()
 
 
+class DynamicTools(Protocol):
+    """Tools whose set changes while the daemon runs (MCP servers connect, crash and come
+    back), some of which may be deferred: runnable, but shown to the model only once
+    activated (``tool_search``, keyword groups).
+
+    ``specs`` is read once at turn start and joins the bundle's static tools; ``offered`` is
+    asked before every provider call with everything the turn's scope allows and returns
+    what the model is shown this iteration; ``finish_turn`` is called once when the turn
+    ends. None of them may block or raise."""
+
+    def specs(self) -> Sequence[ToolSpec]: ...
+
+    def offered(
+        self, *, turn_id: str, text: str, definitions: Sequence[ToolDefinition]
+    ) -> Sequence[ToolDefinition]: ...
+
+    def finish_turn(self, turn_id: str) -> None: ...
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AgentBundle:
     """What a turn needs that is stable per agent.
@@ -54,7 +74,8 @@ class AgentBundle:
     start so that a bad spec fails there. ``scheduler`` and ``path_locks`` must be shared by
     every turn of the process (one bundle per agent does that). ``signer`` is required when
     ``settings.receipts`` is on (see :meth:`ReceiptSigner.from_settings`). ``workspace`` is
-    the directory relative tool paths resolve against.
+    the directory relative tool paths resolve against. ``dynamic`` adds tools that come and
+    go at run time (MCP) and decides which of them are shown each iteration.
     """
 
     provider: Provider
@@ -70,6 +91,7 @@ class AgentBundle:
     signer: ReceiptSigner | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     workspace: str | None = None
+    dynamic: DynamicTools | None = None
 
 
 @dataclass(slots=True, kw_only=True)

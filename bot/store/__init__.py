@@ -17,6 +17,7 @@ from bot.store.history import History
 from bot.store.inbox import Inbox, InboxStatus
 from bot.store.memory import MemoryNotes
 from bot.store.pairings import Pairings
+from bot.store.schedules import Schedules
 from bot.store.tool_calls import ToolCallRecord, ToolCalls
 
 __all__ = ["Database", "InboxStatus", "Store", "ToolCallRecord"]
@@ -36,6 +37,7 @@ class Store:
         self.grants = Grants(db)
         self.audit = AuditLog(db)
         self.pairings = Pairings(db)
+        self.schedules = Schedules(db)
 
     @classmethod
     async def open(cls, path: str | Path) -> Store:

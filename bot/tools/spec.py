@@ -49,6 +49,7 @@ class ToolContext:
     delivery: DeliveryTarget | None = None
     workspace: str | None = None
     background: bool = False
+    turn_id: str = ""
 
 
 ToolResult = str | ToolOutput

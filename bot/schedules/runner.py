@@ -1,0 +1,158 @@
+"""The scheduler task: turns due jobs into background envelopes for the gateway.
+
+Each :meth:`ScheduleRunner.tick` reads the jobs due at the clock's "now" and, per job:
+
+1. decides what to do with the occurrence: run it when it is on time (at most
+   ``schedules.misfire_grace_s`` late); when it is later than that (the daemon was down),
+   apply ``schedules.missed_run_policy`` — ``run_once`` runs one catch-up occurrence and
+   continues from now, ``skip`` records the miss and continues from now;
+2. delivers a background :class:`~bot.envelope.IngressEnvelope` through the gateway (access
+   check, inbox dedupe, the session queue — the turn runs like any other, never prompts, and
+   its answer goes to the job's target, or nowhere for delivery mode ``none``);
+3. stores the next run (one-shot jobs are disabled after their run).
+
+The envelope's ``message_id`` is ``schedule:{job_id}:{occurrence_epoch}``, and the envelope is
+delivered *before* the next run is stored: a restart in between re-delivers the same
+occurrence, which the gateway's inbox recognises, so an occurrence never runs twice.
+
+:meth:`run` ticks every ``schedules.tick_s`` until cancelled; tests drive :meth:`tick` with
+their own clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import time
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+
+import structlog
+
+from bot.config import SchedulesConfig
+from bot.envelope import Capabilities, IngressEnvelope, Sender
+from bot.schedules.book import ScheduleBook
+from bot.schedules.job import DeliveryMode, ScheduledJob, ScheduleError
+from bot.schedules.recurrence import next_run
+
+log = structlog.get_logger(__name__)
+
+Deliver = Callable[[IngressEnvelope], Awaitable[None]]
+"""The gateway's ``deliver``: admits an envelope (or refuses it) and returns once queued."""
+
+
+class Occurrence(enum.StrEnum):
+    ON_TIME = "on_time"
+    CATCH_UP = "catch_up"  # late beyond the grace period; run once under ``run_once``
+    SKIPPED = "skipped"  # late beyond the grace period under ``skip``
+
+
+def job_message_id(job_id: str, run_at: float) -> str:
+    """The idempotency key of one occurrence of a job."""
+    return f"schedule:{job_id}:{int(run_at)}"
+
+
+def job_envelope(job: ScheduledJob, run_at: float, now: float) -> IngressEnvelope:
+    """The background envelope of one occurrence: in the origin conversation, from the
+    creator, answered to the job's target, with no way to prompt anyone."""
+    spec = job.spec
+    origin = spec.origin.target()
+    label = f' "{spec.name}"' if spec.name else ""
+    text = (
+        f"[Scheduled job {job.id}{label}, {spec.when()}] It is due now; nobody is waiting "
+        f"at the keyboard and nothing can be approved. Task: {spec.prompt}"
+    )
+    return IngressEnvelope(
+        channel=origin.channel,
+        message_id=job_message_id(job.id, run_at),
+        conversation_id=origin.conversation_id,
+        thread_id=origin.thread_id,
+        sender=Sender(id=spec.creator_id, display_name=spec.creator_name),
+        text=text,
+        reply_target=spec.target.target(),
+        is_direct=spec.origin_is_direct,
+        is_group=spec.origin_is_group,
+        addressed_to_bot=True,
+        capabilities=Capabilities(),
+        background=True,
+        announce=spec.delivery is DeliveryMode.ANNOUNCE,
+        received_at=datetime.fromtimestamp(now, UTC),
+    )
+
+
+class ScheduleRunner:
+    """Runs due jobs through ``deliver``. One per daemon."""
+
+    def __init__(
+        self,
+        *,
+        book: ScheduleBook,
+        deliver: Deliver,
+        settings: SchedulesConfig,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._book = book
+        self._deliver = deliver
+        self._settings = settings
+        self._clock = clock
+
+    def update_settings(self, settings: SchedulesConfig) -> None:
+        """Swap in reloaded settings (policy and grace apply from the next tick)."""
+        self._settings = settings
+
+    async def run(self) -> None:
+        """Tick every ``tick_s`` until cancelled. A failing tick is logged, never fatal."""
+        log.info("scheduler_started", missed_run_policy=self._settings.missed_run_policy)
+        while True:
+            try:
+                await self.tick()
+            except Exception:
+                # Boundary: the scheduler survives a bad tick (e.g. the database is busy).
+                log.exception("scheduler_tick_failed")
+            await asyncio.sleep(self._settings.tick_s)
+
+    async def tick(self) -> int:
+        """Handle every job due now; returns how many occurrences were delivered."""
+        now = self._clock()
+        delivered = 0
+        for job in await self._book.due(now):
+            if await self._handle(job, now):
+                delivered += 1
+        return delivered
+
+    def _classify(self, run_at: float, now: float) -> Occurrence:
+        if now - run_at <= self._settings.misfire_grace_s:
+            return Occurrence.ON_TIME
+        if self._settings.missed_run_policy == "run_once":
+            return Occurrence.CATCH_UP
+        return Occurrence.SKIPPED
+
+    async def _handle(self, job: ScheduledJob, now: float) -> bool:
+        assert job.next_run_at is not None
+        run_at = job.next_run_at
+        occurrence = self._classify(run_at, now)
+        try:
+            following = next_run(job.spec, now)
+        except ScheduleError as exc:
+            log.error("schedule_invalid", job_id=job.id, error=str(exc))
+            await self._book.mark_run(job.id, last_run_at=None, next_run_at=None)
+            return False
+        bound = structlog.contextvars.bound_contextvars(job_id=job.id)
+        with bound:
+            if occurrence is Occurrence.SKIPPED:
+                log.info("schedule_run_skipped", run_at=run_at, late_s=round(now - run_at))
+                await self._book.mark_run(job.id, last_run_at=None, next_run_at=following)
+                return False
+            if occurrence is Occurrence.CATCH_UP:
+                log.info("schedule_run_catch_up", run_at=run_at, late_s=round(now - run_at))
+            envelope = job_envelope(job, run_at, now)
+            await self._deliver(envelope)
+            await self._book.mark_run(job.id, last_run_at=now, next_run_at=following)
+            log.info(
+                "schedule_run_delivered",
+                run_at=run_at,
+                occurrence=occurrence.value,
+                delivery=job.spec.delivery.value,
+                next_run_at=following,
+            )
+            return True

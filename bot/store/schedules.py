@@ -1,0 +1,108 @@
+"""Scheduled jobs: one row per job in ``schedules``.
+
+The job definition is stored as JSON in ``spec`` (its shape belongs to
+:mod:`bot.schedules.job`; this repository does not interpret it). ``next_run_at`` and
+``last_run_at`` are epoch seconds; a job whose ``next_run_at`` is NULL or that is disabled
+never comes due. Removing a job deletes its row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from bot.store.db import Database, Row
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScheduleRow:
+    """A stored job as the database holds it."""
+
+    id: str
+    spec: str
+    next_run_at: float | None
+    last_run_at: float | None
+    enabled: bool
+    created_at: float
+
+
+def _row(row: Row) -> ScheduleRow:
+    return ScheduleRow(
+        id=row["id"],
+        spec=row["spec"],
+        next_run_at=row["next_run_at"],
+        last_run_at=row["last_run_at"],
+        enabled=bool(row["enabled"]),
+        created_at=float(row["created_at"]),
+    )
+
+
+_COLUMNS = "id, spec, next_run_at, last_run_at, enabled, created_at"
+
+
+class Schedules:
+    """The ``schedules`` table."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def add(self, row: ScheduleRow) -> None:
+        await self._db.execute(
+            f"INSERT INTO schedules ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                row.id,
+                row.spec,
+                row.next_run_at,
+                row.last_run_at,
+                int(row.enabled),
+                row.created_at,
+            ),
+        )
+
+    async def get(self, job_id: str) -> ScheduleRow | None:
+        found = await self._db.fetchone(
+            f"SELECT {_COLUMNS} FROM schedules WHERE id = ?", (job_id,)
+        )
+        return None if found is None else _row(found)
+
+    async def list(self) -> Sequence[ScheduleRow]:
+        """Every job, oldest first."""
+        rows = await self._db.fetchall(
+            f"SELECT {_COLUMNS} FROM schedules ORDER BY created_at, id"
+        )
+        return [_row(r) for r in rows]
+
+    async def due(self, now: float) -> Sequence[ScheduleRow]:
+        """Enabled jobs whose next run is at or before ``now``, earliest first."""
+        rows = await self._db.fetchall(
+            f"SELECT {_COLUMNS} FROM schedules WHERE enabled = 1 AND next_run_at IS NOT NULL"
+            " AND next_run_at <= ? ORDER BY next_run_at, id",
+            (now,),
+        )
+        return [_row(r) for r in rows]
+
+    async def next_due_at(self) -> float | None:
+        """The earliest ``next_run_at`` of an enabled job (None when nothing is pending)."""
+        found = await self._db.fetchone(
+            "SELECT MIN(next_run_at) FROM schedules WHERE enabled = 1"
+        )
+        return None if found is None or found[0] is None else float(found[0])
+
+    async def mark_run(
+        self, job_id: str, *, last_run_at: float | None, next_run_at: float | None
+    ) -> None:
+        """Record a run (or a skip): the job is disabled when there is no next run."""
+        await self._db.execute(
+            "UPDATE schedules SET last_run_at = COALESCE(?, last_run_at), next_run_at = ?,"
+            " enabled = ? WHERE id = ?",
+            (last_run_at, next_run_at, int(next_run_at is not None), job_id),
+        )
+
+    async def remove(self, job_id: str) -> bool:
+        """Delete a job; False when there was none with that id."""
+        async with self._db.transaction() as tx:
+            found = await tx.fetchone("SELECT 1 FROM schedules WHERE id = ?", (job_id,))
+            if found is None:
+                return False
+            await tx.execute("DELETE FROM schedules WHERE id = ?", (job_id,))
+            return True
