@@ -209,8 +209,14 @@ class App:
         envelope = request.envelope
         channel = self.channel_for(envelope.channel)
         history = await self.store.history.load(request.session_key)
+        primary = self.settings.providers.get(self.settings.agent.provider)
         progress = (
-            ChannelProgress(channel, envelope.reply_target, envelope.capabilities)
+            ChannelProgress(
+                channel,
+                envelope.reply_target,
+                envelope.capabilities,
+                stream=bool(primary and primary.stream),
+            )
             if channel is not None and not envelope.background
             else None
         )
@@ -222,6 +228,7 @@ class App:
         )
         if progress is not None:
             state.progress = progress
+            await progress.start()
         control.on_cancel(state.cancel.cancel)
         try:
             result = await run_turn(self.bundle, state)

@@ -88,6 +88,7 @@ async def run_turn(bundle: AgentBundle, state: TurnState) -> TurnResult:
                 workspace=bundle.workspace,
                 background=envelope.background,
                 turn_id=state.turn_id,
+                is_direct=envelope.is_direct,
             ),
         ),
         progress=state.progress,

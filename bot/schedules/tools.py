@@ -121,10 +121,8 @@ def schedule_tools(
                 origin=StoredTarget.of(origin),
                 target=StoredTarget.of(target),
                 creator_id=context.requester,
-                origin_is_direct=context.session_key.count(":") == 1
-                and not origin.thread_id
-                and _is_direct(context),
-                origin_is_group=not _is_direct(context),
+                origin_is_direct=context.is_direct,
+                origin_is_group=not context.is_direct,
             )
             job = await book.add(spec, now=clock())
         except ScheduleError as exc:

@@ -50,6 +50,7 @@ class ToolContext:
     workspace: str | None = None
     background: bool = False
     turn_id: str = ""
+    is_direct: bool = False
 
 
 ToolResult = str | ToolOutput
