@@ -37,8 +37,8 @@ from bot.config import AgentConfig
 from bot.envelope import Capabilities, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
 from bot.observe import ExecutionHistory
 from bot.progress import NullProgress
-from bot.providers.base import ToolCallRequest
-from bot.store import Store
+from bot.providers.base import ChatMessage, ToolCallRequest
+from bot.store import Store, ToolCallRecord
 from bot.tools.pipeline import PipelineServices, ToolPipeline, TurnFacts
 from bot.tools.registry import ToolRegistry
 from bot.tools.spec import ToolContext, ToolKind, ToolResult, ToolSpec
@@ -128,6 +128,37 @@ async def measure(
     return samples
 
 
+async def measure_commit(store: Store, steps: int) -> list[float]:
+    """The step's commit alone: one ``tool_calls`` row and two history messages in one
+    transaction (the store's cost, paid once per step whatever its size)."""
+    record = ToolCallRecord(
+        turn_id="t",
+        call_id="c",
+        session_key="s",
+        channel="console.main",
+        tool="noop",
+        arguments="{}",
+        status="executed",
+        synthetic=False,
+        observation="ok",
+        duration_ms=0.0,
+    )
+    messages = [
+        ChatMessage(
+            role="assistant", tool_calls=(ToolCallRequest(id="c", name="noop", arguments="{}"),)
+        ),
+        ChatMessage(role="tool", content="ok", tool_call_id="c", name="noop"),
+    ]
+    samples: list[float] = []
+    for _ in range(steps):
+        started = time.perf_counter()
+        async with store.db.transaction() as tx:
+            await store.tool_calls.record_in(tx, [record])
+            await store.history.append_in(tx, "bench:commit", "t", messages)
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
 def report(label: str, samples: list[float]) -> None:
     ordered = sorted(samples)
     median = statistics.median(ordered) * 1000
@@ -145,6 +176,7 @@ async def main(calls: int) -> None:
                 report(label, await measure(store, calls, size))
                 label = f"{size} call(s)/batch, loop-thread CPU"
                 report(label, await measure(store, calls, size, time.thread_time))
+            report("per-step commit alone, wall clock", await measure_commit(store, calls))
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ import asyncio
 import contextlib
 import dataclasses
 import random
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 
@@ -33,11 +34,15 @@ from bot.config import ConsoleChannelConfig, Settings
 from bot.envelope import ChannelRef
 from bot.errors import ChannelAuthError
 from bot.gateway import Gateway, SessionControl, TurnRequest
+from bot.mcp.catalog import McpCatalog
 from bot.metrics import MeteredGate, Metrics
 from bot.outbox import ChannelOutbox
 from bot.progress import ChannelProgress
 from bot.providers.base import Provider
 from bot.providers.factory import build_provider
+from bot.schedules.book import ScheduleBook
+from bot.schedules.runner import ScheduleRunner
+from bot.schedules.tools import schedule_tools
 from bot.store import Store
 from bot.tools.builtin import builtin_tools
 from bot.tools.spec import ToolSpec
@@ -59,8 +64,10 @@ class App:
         tools: list[ToolSpec] | None = None,
         web_app: object | None = None,
         metrics: Metrics | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings
+        self._clock = clock  # wall clock of the scheduler (tests control it)
         self.metrics = metrics
         self._given_provider = provider
         self._given_channels = dict(channels or {})
@@ -81,6 +88,11 @@ class App:
             self._build_channels()
             self.approvals = ApprovalService(settings, self.store, self.channel_for)
             self.access = AccessPolicy(settings.channels, self.store)
+            self.mcp = McpCatalog(settings.mcp)
+            self.schedule_book = ScheduleBook(
+                self.store.schedules,
+                max_per_conversation=settings.schedules.max_jobs_per_conversation,
+            )
             self.tools = self._build_tools(settings)
             self.bundle = AgentBundle(
                 provider=self.provider,
@@ -90,6 +102,7 @@ class App:
                 if self.metrics is None
                 else MeteredGate(self.approvals, self.metrics),
                 tools=self.tools,
+                dynamic=self.mcp,
             )
             self.gateway = Gateway(
                 settings=settings,
@@ -98,6 +111,12 @@ class App:
                 clicks=self.approvals,
                 run_turn=self._run_turn,
                 channel_for=self.channel_for,
+            )
+            self.scheduler = ScheduleRunner(
+                book=self.schedule_book,
+                deliver=self.gateway.deliver,
+                settings=settings.schedules,
+                clock=self._clock,
             )
         except BaseException:
             await self.store.aclose()
@@ -111,12 +130,16 @@ class App:
     def _build_tools(self, settings: Settings) -> list[ToolSpec]:
         if self._given_tools is not None:
             return self._given_tools
-        return builtin_tools(
+        outbox = ChannelOutbox(lambda: self.settings, self.channel_for)
+        tools = builtin_tools(
             settings.tools,
             store=self.store,
-            outbox=ChannelOutbox(lambda: self.settings, self.channel_for),
+            outbox=outbox,
             workspace=Path(settings.state_dir) / settings.tools.workspace.path,
         )
+        if settings.schedules.enabled:
+            tools += schedule_tools(self.schedule_book, allows=outbox.allows, clock=self._clock)
+        return tools
 
     def _build_channels(self) -> None:
         context = ChannelContext(store=self.store, web_app=self._web_app)  # type: ignore[arg-type]
@@ -138,6 +161,9 @@ class App:
     async def _supervise(self) -> None:
         async with asyncio.TaskGroup() as group:
             group.create_task(self.gateway.run(), name="gateway")
+            group.create_task(self.mcp.run(), name="mcp")
+            if self.settings.schedules.enabled:
+                group.create_task(self.scheduler.run(), name="schedules")
             for name, channel in self.channels.items():
                 self._channel_done[name] = asyncio.Event()
                 group.create_task(self._run_channel(name, channel), name=f"channel:{name}")
@@ -204,6 +230,8 @@ class App:
         self.access.update_settings(settings.channels)
         self.approvals.update_settings(settings)
         self.gateway.update_settings(settings)
+        self.mcp.update_settings(settings.mcp)
+        self.scheduler.update_settings(settings.schedules)
 
     async def _run_turn(self, request: TurnRequest, control: SessionControl) -> str | None:
         envelope = request.envelope

@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "bot.commands.grants",
     "bot.commands.audit",
     "bot.commands.pairing",
+    "bot.commands.schedules",
 )
 
 Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]

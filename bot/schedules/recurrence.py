@@ -80,6 +80,6 @@ def describe(epoch: float | None, timezone: str) -> str:
     """``epoch`` as an ISO time in ``timezone`` (or "never")."""
     if epoch is None:
         return "never"
-    return datetime.fromtimestamp(epoch, UTC).astimezone(zone(timezone)).isoformat(
-        timespec="minutes"
+    return (
+        datetime.fromtimestamp(epoch, UTC).astimezone(zone(timezone)).isoformat(timespec="minutes")
     )

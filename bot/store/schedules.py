@@ -60,16 +60,12 @@ class Schedules:
         )
 
     async def get(self, job_id: str) -> ScheduleRow | None:
-        found = await self._db.fetchone(
-            f"SELECT {_COLUMNS} FROM schedules WHERE id = ?", (job_id,)
-        )
+        found = await self._db.fetchone(f"SELECT {_COLUMNS} FROM schedules WHERE id = ?", (job_id,))
         return None if found is None else _row(found)
 
     async def list(self) -> Sequence[ScheduleRow]:
         """Every job, oldest first."""
-        rows = await self._db.fetchall(
-            f"SELECT {_COLUMNS} FROM schedules ORDER BY created_at, id"
-        )
+        rows = await self._db.fetchall(f"SELECT {_COLUMNS} FROM schedules ORDER BY created_at, id")
         return [_row(r) for r in rows]
 
     async def due(self, now: float) -> Sequence[ScheduleRow]:
@@ -83,9 +79,7 @@ class Schedules:
 
     async def next_due_at(self) -> float | None:
         """The earliest ``next_run_at`` of an enabled job (None when nothing is pending)."""
-        found = await self._db.fetchone(
-            "SELECT MIN(next_run_at) FROM schedules WHERE enabled = 1"
-        )
+        found = await self._db.fetchone("SELECT MIN(next_run_at) FROM schedules WHERE enabled = 1")
         return None if found is None or found[0] is None else float(found[0])
 
     async def mark_run(

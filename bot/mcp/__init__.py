@@ -1,0 +1,15 @@
+"""MCP tool servers as tools of the agent.
+
+Modules: :mod:`~bot.mcp.connection` (one supervised client per configured server, stdio or
+streamable HTTP, restarted with backoff), :mod:`~bot.mcp.adapter` (remote tools as
+``server__tool`` :class:`~bot.tools.spec.ToolSpec` values with policy from config),
+:mod:`~bot.mcp.activation` (deferred activation: ``tool_search`` and
+``tool_filter_groups``) and :mod:`~bot.mcp.catalog` (all of it behind
+:class:`bot.agent.turn.DynamicTools`). See ``docs/mcp.md``.
+
+::
+
+    HatchwayError
+    ├── ToolEnvironmentError   (bot.tools.spec) the server is down or died mid-call → ENV_ERROR
+    └── McpCallFailed          the server answered with an error → failed execution
+"""

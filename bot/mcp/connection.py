@@ -1,0 +1,255 @@
+"""One MCP server, supervised: connect, list its tools, serve calls, restart when it dies.
+
+:meth:`McpConnection.run` owns the client session for the life of the daemon (the ``mcp``
+SDK's client is entered and left in that one task): it connects over stdio (``command``) or
+streamable HTTP (``url``), lists the server's tools, then watches the connection — a call that
+finds it closed, or a failed ping every ``ping_interval_s``, ends the session — and
+reconnects with jittered exponential backoff (``restart_initial_s`` doubling up to
+``restart_max_s``; reset after a session that stayed up for a while).
+
+While the server is down its tools stay known (from the last listing) but every call raises
+:class:`~bot.tools.spec.ToolEnvironmentError`, which the pipeline reports as ENV_ERROR. A
+call cut off because the server died mid-call raises the same and triggers the restart.
+
+Secrets: values named by ``env_from`` / ``headers_from`` are read from the daemon's
+environment at each connect and never logged; log events name the server and the error type.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import os
+import random
+import sys
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+from typing import TextIO
+
+import anyio
+import structlog
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+# the SDK's HTTP client factory (its default MCP timeouts); not re-exported publicly
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp_types import CallToolResult, Tool
+from mcp_types.jsonrpc import CONNECTION_CLOSED
+
+from bot.config import McpServerConfig
+from bot.errors import HatchwayError
+from bot.tools.spec import ToolEnvironmentError
+
+log = structlog.get_logger(__name__)
+
+STABLE_AFTER_S = 30.0
+MAX_LIST_PAGES = 50
+
+
+class McpCallFailed(HatchwayError):
+    """The server answered a call with a protocol error (unknown tool, invalid params) or a
+    tool result flagged as an error; the model sees it as a failed execution."""
+
+
+class ServerState(enum.StrEnum):
+    STARTING = "starting"
+    READY = "ready"
+    RESTARTING = "restarting"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RemoteTool:
+    """A tool as the server lists it."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, object]
+    read_only: bool = False
+
+    @classmethod
+    def of(cls, tool: Tool) -> RemoteTool:
+        hints = tool.annotations
+        return cls(
+            name=tool.name,
+            description=tool.description or tool.title or "",
+            input_schema=dict(tool.input_schema),
+            read_only=bool(hints is not None and hints.read_only_hint),
+        )
+
+
+_CLOSED = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)
+
+
+class McpConnection:
+    """A supervised client of one configured server. Start :meth:`run` in a task group."""
+
+    def __init__(
+        self,
+        name: str,
+        config: McpServerConfig,
+        *,
+        environ: Mapping[str, str] | None = None,
+        errlog: TextIO | None = None,
+        on_tools: Callable[[McpConnection], None] | None = None,
+    ) -> None:
+        self.name = name
+        self.config = config
+        self._environ = os.environ if environ is None else environ
+        self._errlog = errlog
+        self._on_tools = on_tools
+        self._client: Client | None = None
+        self._tools: tuple[RemoteTool, ...] = ()
+        self._state = ServerState.STARTING
+        self._ready = asyncio.Event()
+        self._broken = asyncio.Event()
+        self.restarts = 0
+
+    @property
+    def state(self) -> ServerState:
+        return self._state
+
+    @property
+    def tools(self) -> tuple[RemoteTool, ...]:
+        """The tools of the last successful listing (kept while the server restarts)."""
+        return self._tools
+
+    async def wait_ready(self) -> None:
+        """Return once the server is connected and its tools are listed."""
+        await self._ready.wait()
+
+    # -- supervision -------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Connect and serve until cancelled, restarting the server whenever it fails."""
+        delay = self.config.restart_initial_s
+        while True:
+            started = time.monotonic()
+            try:
+                await self._serve()
+            except Exception as exc:
+                # Boundary: a server that fails to start or dies is restarted, never fatal.
+                log.warning("mcp_server_down", server=self.name, error=_describe(exc))
+            finally:
+                self._client = None
+                self._ready.clear()
+                self._state = ServerState.RESTARTING
+            if time.monotonic() - started >= STABLE_AFTER_S:
+                delay = self.config.restart_initial_s
+            self.restarts += 1
+            wait = delay * (0.5 + random.random() / 2)
+            log.info("mcp_server_restarting", server=self.name, in_s=round(wait, 2))
+            await asyncio.sleep(wait)
+            delay = min(delay * 2, self.config.restart_max_s)
+
+    async def _serve(self) -> None:
+        async with self._open() as client:
+            tools = await _list_tools(client)
+            self._tools = tools
+            self._broken.clear()
+            self._client = client
+            self._state = ServerState.READY
+            self._ready.set()
+            log.info("mcp_server_ready", server=self.name, tools=len(tools))
+            if self._on_tools is not None:
+                self._on_tools(self)
+            await self._watch(client)
+
+    async def _watch(self, client: Client) -> None:
+        interval = self.config.ping_interval_s
+        while True:
+            try:
+                async with asyncio.timeout(interval):
+                    await self._broken.wait()
+            except TimeoutError:
+                async with asyncio.timeout(min(interval, 10.0)):
+                    await client.send_ping()
+                continue
+            log.warning("mcp_server_connection_lost", server=self.name)
+            return
+
+    @asynccontextmanager
+    async def _open(self) -> AsyncIterator[Client]:
+        async with AsyncExitStack() as stack:
+            if self.config.command:
+                env = dict(self.config.env)
+                env.update(self._secrets(self.config.env_from))
+                server = StdioServerParameters(
+                    command=self.config.command[0],
+                    args=list(self.config.command[1:]),
+                    env=env,
+                    cwd=self.config.cwd,
+                )
+                errlog = self._errlog if self._errlog is not None else sys.stderr
+                client = Client(stdio_client(server, errlog=errlog), mode="legacy")
+            else:
+                assert self.config.url is not None
+                http = await stack.enter_async_context(
+                    create_mcp_http_client(headers=self._secrets(self.config.headers_from))
+                )
+                client = Client(
+                    streamable_http_client(self.config.url, http_client=http), mode="auto"
+                )
+            yield await stack.enter_async_context(client)
+
+    def _secrets(self, names: Mapping[str, str]) -> dict[str, str]:
+        values: dict[str, str] = {}
+        for key, env_name in names.items():
+            value = self._environ.get(env_name)
+            if value:
+                values[key] = value
+            else:
+                log.warning("mcp_secret_missing", server=self.name, key=key, env=env_name)
+        return values
+
+    # -- calls -------------------------------------------------------------------------
+
+    async def call(self, tool: str, arguments: Mapping[str, object]) -> CallToolResult:
+        """Call ``tool``. Raises ``ToolEnvironmentError`` when the server is down or dies
+        during the call, :class:`McpCallFailed` when it answers with a protocol error."""
+        client = self._client
+        if client is None or self._state is not ServerState.READY:
+            raise ToolEnvironmentError(
+                f"MCP server {self.name!r} is unavailable ({self._state.value}); it is being "
+                "restarted, try again later"
+            )
+        try:
+            return await client.call_tool(tool, dict(arguments))
+        except MCPError as exc:
+            if exc.code == CONNECTION_CLOSED:
+                self._lost()
+                raise ToolEnvironmentError(
+                    f"MCP server {self.name!r} stopped during the call; it is being restarted"
+                ) from None
+            raise McpCallFailed(f"MCP server {self.name!r}: {exc.message}") from None
+        except _CLOSED:
+            self._lost()
+            raise ToolEnvironmentError(
+                f"MCP server {self.name!r} connection closed during the call; it is being restarted"
+            ) from None
+
+    def _lost(self) -> None:
+        self._state = ServerState.RESTARTING
+        self._broken.set()
+
+
+async def _list_tools(client: Client) -> tuple[RemoteTool, ...]:
+    tools: list[RemoteTool] = []
+    cursor: str | None = None
+    for _ in range(MAX_LIST_PAGES):
+        page = await client.list_tools(cursor=cursor)
+        tools.extend(RemoteTool.of(t) for t in page.tools)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return tuple(tools)
+
+
+def _describe(exc: BaseException) -> str:
+    """The error type(s) only: messages may quote configuration (URLs with credentials)."""
+    if isinstance(exc, BaseExceptionGroup):
+        inner: Sequence[BaseException] = exc.exceptions
+        return ",".join(sorted({_describe(e) for e in inner}))
+    return type(exc).__name__

@@ -1,0 +1,138 @@
+"""Fixtures for schedule tests: a controlled clock, a recording chat channel, and an App
+with the scripted model on a real SQLite file."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.app import App
+from bot.channel import SentMessage
+from bot.config import Settings, parse_settings
+from bot.envelope import Capabilities, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
+from tests.approval.fake_channel import FakeBackchannel
+from tests.fakes.scripted_provider import ScriptedProvider
+
+TELEGRAM = ChannelRef(kind="telegram", alias="main")
+USER = "4242"
+CHAT = "4242"
+
+
+class Clock:
+    """Wall clock the test moves by hand (epoch seconds)."""
+
+    def __init__(self, start: datetime) -> None:
+        self.now = start.timestamp()
+
+    def __call__(self) -> float:
+        return self.now
+
+    def set(self, when: datetime) -> None:
+        self.now = when.timestamp()
+
+
+class RecordingChannel(FakeBackchannel):
+    """A chat channel (no approval backchannel) that records sent text and lets a test wait
+    for it."""
+
+    def __init__(self, ref: ChannelRef) -> None:
+        super().__init__(ref)
+        self._changed = asyncio.Event()
+
+    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
+        sent = await super().send(target, text)
+        self._changed.set()
+        return sent
+
+    async def wait_for(self, needle: str, *, within_s: float = 20.0) -> DeliveryTarget:
+        async with asyncio.timeout(within_s):
+            while True:
+                for target, text in self.sent:
+                    if needle in text:
+                        return target
+                self._changed.clear()
+                await self._changed.wait()
+
+
+async def wait_until(check: Callable[[], Awaitable[bool]], *, within_s: float = 20.0) -> None:
+    """Wait for a condition the system reaches on its own (never a timing assertion)."""
+    async with asyncio.timeout(within_s):
+        while not await check():
+            await asyncio.sleep(0.01)
+
+
+def make_settings(tmp_path: Path, **schedules: Any) -> Settings:
+    return parse_settings(
+        {
+            "state_dir": str(tmp_path),
+            "agent": {"turn_timeout_s": 30.0, "parallel_tools": False},
+            "channels": {"telegram": {"main": {"allowed_users": [USER]}}},
+            "schedules": {"tick_s": 3600.0, **schedules},
+        },
+        environ={},
+        require_provider=False,
+    )
+
+
+def message(text: str, message_id: str = "1") -> IngressEnvelope:
+    """A direct message from the allowed Telegram user."""
+    return IngressEnvelope(
+        channel=TELEGRAM,
+        message_id=message_id,
+        conversation_id=CHAT,
+        sender=Sender(id=USER, display_name="Ana"),
+        text=text,
+        reply_target=DeliveryTarget(channel=TELEGRAM, conversation_id=CHAT),
+        is_direct=True,
+        addressed_to_bot=True,
+        capabilities=Capabilities(inline_buttons=True),
+    )
+
+
+START = datetime(2030, 3, 29, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock(START)
+
+
+@pytest.fixture
+def provider() -> ScriptedProvider:
+    return ScriptedProvider()
+
+
+@pytest.fixture
+def channel() -> RecordingChannel:
+    return RecordingChannel(TELEGRAM)
+
+
+AppFactory = Callable[..., Awaitable[App]]
+
+
+@pytest.fixture
+async def start_app(
+    tmp_path: Path, clock: Clock, provider: ScriptedProvider, channel: RecordingChannel
+) -> AsyncIterator[AppFactory]:
+    """Start Apps on one database; every started App is stopped at the end."""
+    started: list[App] = []
+
+    async def start(**schedules: Any) -> App:
+        app = App(
+            make_settings(tmp_path, **schedules),
+            provider=provider,
+            channels={"telegram.main": channel},
+            clock=clock,
+        )
+        await app.start()
+        started.append(app)
+        return app
+
+    yield start
+    for app in started:
+        await app.stop(drain_timeout_s=5.0)
