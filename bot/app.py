@@ -34,7 +34,6 @@ from bot.config import ConsoleChannelConfig, Settings
 from bot.envelope import ChannelRef
 from bot.errors import ChannelAuthError
 from bot.gateway import Gateway, SessionControl, TurnRequest
-from bot.mcp.catalog import McpCatalog
 from bot.metrics import MeteredGate, Metrics
 from bot.outbox import ChannelOutbox
 from bot.progress import ChannelProgress
@@ -88,6 +87,9 @@ class App:
             self._build_channels()
             self.approvals = ApprovalService(settings, self.store, self.channel_for)
             self.access = AccessPolicy(settings.channels, self.store)
+            # The MCP SDK takes about a second to import; ``import bot.app`` does not pay it.
+            from bot.mcp.catalog import McpCatalog
+
             self.mcp = McpCatalog(settings.mcp)
             self.schedule_book = ScheduleBook(
                 self.store.schedules,

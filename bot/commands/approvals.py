@@ -10,10 +10,7 @@ import argparse
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.approval.service import ApprovalService
-from bot.channel import ClickVerdict
 from bot.commands.operator import operator_name, operator_store
-from bot.store.approvals import ApprovalStatus
 
 
 def register(subparsers: Any) -> None:
@@ -40,6 +37,8 @@ def _when(ts: float) -> str:
 
 
 async def _list(args: argparse.Namespace) -> int:
+    from bot.store.approvals import ApprovalStatus
+
     async with operator_store(args) as (_settings, store):
         status = None if args.all else ApprovalStatus.PENDING
         records = await store.approvals.list(status=status)
@@ -58,6 +57,9 @@ async def _list(args: argparse.Namespace) -> int:
 
 
 async def _decide(args: argparse.Namespace) -> int:
+    from bot.approval.service import ApprovalService
+    from bot.channel import ClickVerdict
+
     async with operator_store(args) as (settings, store):
         service = ApprovalService(settings, store, lambda _ref: None)
         verdict = await service.decide_from_cli(args.approval_id, args.approve, operator_name())

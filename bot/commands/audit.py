@@ -7,7 +7,6 @@ import sys
 import time
 from typing import Any
 
-from bot.approval.audit import parse_since, to_csv, to_jsonl
 from bot.commands.operator import operator_store
 
 
@@ -26,6 +25,8 @@ def register(subparsers: Any) -> None:
 
 
 async def _audit(args: argparse.Namespace) -> int:
+    from bot.approval.audit import parse_since, to_csv, to_jsonl
+
     since = 0.0
     if args.since:
         try:

@@ -26,23 +26,23 @@ import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
-
-from bot.config import (
-    ChannelCommon,
-    DiscordChannelConfig,
-    ProviderConfig,
-    Settings,
-    SlackChannelConfig,
-    TelegramChannelConfig,
-    load_settings,
-    resolve_config_path,
-)
 from bot.errors import ConfigError, HatchwayError
-from bot.providers.factory import api_key_for
-from bot.store import Database
+
+if TYPE_CHECKING:
+    # aiohttp, the settings models and the provider factory are imported when the doctor
+    # runs, not when ``hatchway --help`` builds the command line.
+    import aiohttp
+
+    from bot.config import (
+        ChannelCommon,
+        DiscordChannelConfig,
+        ProviderConfig,
+        Settings,
+        SlackChannelConfig,
+        TelegramChannelConfig,
+    )
 
 HTTP_TIMEOUT_S = 15.0
 DISCORD_API = "https://discord.com/api/v10"
@@ -74,6 +74,8 @@ def register(subparsers: Any) -> None:
 
 
 async def _doctor(args: argparse.Namespace) -> int:
+    from bot.config import load_settings, resolve_config_path
+
     path = resolve_config_path(args.config)
     source = str(path) if path is not None else "the environment (no config file)"
     try:
@@ -95,6 +97,8 @@ def _config_fix() -> str:
 
 async def run_checks(settings: Settings) -> list[CheckResult]:
     """Every check after the config one, printed as each finishes."""
+    import aiohttp
+
     results: list[CheckResult] = []
 
     def emit(result: CheckResult) -> None:
@@ -117,6 +121,8 @@ async def run_checks(settings: Settings) -> list[CheckResult]:
 
 
 async def _guard(name: str, check: Awaitable[tuple[bool, str, str]]) -> CheckResult:
+    import aiohttp
+
     try:
         ok, detail, fix = await check
     except (aiohttp.ClientError, TimeoutError) as exc:
@@ -145,6 +151,8 @@ async def _channel_check(kind: str, cfg: ChannelCommon, http: aiohttp.ClientSess
 
 
 def _secret(env_name: str, what: str) -> str:
+    from bot.config import Settings
+
     value = Settings.secret(env_name)
     if value is None:
         raise ConfigError(f"{what}: the environment variable {env_name} is not set")
@@ -218,6 +226,8 @@ async def _discord(cfg: DiscordChannelConfig, http: aiohttp.ClientSession) -> Ou
 
 
 async def _provider_check(name: str, cfg: ProviderConfig, http: aiohttp.ClientSession) -> Outcome:
+    from bot.providers.factory import api_key_for
+
     key = api_key_for(name, cfg, None)
     if cfg.kind == "anthropic":
         base = (cfg.base_url or ANTHROPIC_API).rstrip("/")
@@ -293,6 +303,8 @@ async def _database_check(path: Path) -> Outcome:
             f"{path} does not exist and {parent} is not writable",
             ("create the directory and give the service user write access"),
         )
+    from bot.store import Database
+
     db = await Database.open(path)
     try:
         integrity = await db.integrity_check()

@@ -11,10 +11,12 @@ import getpass
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
-from bot.config import Settings, load_settings, resolve_config_path
-from bot.logs import configure_logging
-from bot.store import Store
+if TYPE_CHECKING:
+    # Imported when a command runs, not when ``hatchway --help`` builds the command line.
+    from bot.config import Settings
+    from bot.store import Store
 
 
 def operator_name() -> str:
@@ -29,6 +31,8 @@ def operator_name() -> str:
 
 
 def settings_for(args: argparse.Namespace) -> Settings:
+    from bot.config import load_settings, resolve_config_path
+
     return load_settings(resolve_config_path(args.config), require_provider=False)
 
 
@@ -36,6 +40,9 @@ def settings_for(args: argparse.Namespace) -> Settings:
 async def operator_store(args: argparse.Namespace) -> AsyncIterator[tuple[Settings, Store]]:
     """The settings and the open store named by ``--config`` (or its defaults). Logs go to
     stderr at warning level or above, so the command's output stays machine-readable."""
+    from bot.logs import configure_logging
+    from bot.store import Store
+
     settings = settings_for(args)
     level = settings.logging.level if settings.logging.level != "info" else "warning"
     configure_logging(level, settings.logging.format)

@@ -7,7 +7,6 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.access import AccessPolicy
 from bot.commands.operator import operator_name, operator_store
 
 
@@ -48,6 +47,8 @@ async def _list(args: argparse.Namespace) -> int:
 
 
 async def _approve(args: argparse.Namespace) -> int:
+    from bot.access import AccessPolicy
+
     async with operator_store(args) as (settings, store):
         access = AccessPolicy(settings.channels, store)
         outcome = await access.approve_pairing(args.code, operator_name())

@@ -5,20 +5,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import signal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import structlog
-
-from bot.config import (
-    ChannelsConfig,
-    ConsoleChannelConfig,
-    Settings,
-    load_settings,
-    resolve_config_path,
-)
-from bot.logs import configure_logging
-
-log = structlog.get_logger(__name__)
+if TYPE_CHECKING:
+    # Imported when a command runs, not when ``hatchway --help`` builds the command line.
+    from bot.config import Settings
 
 
 def register(subparsers: Any) -> None:
@@ -47,10 +38,13 @@ def register(subparsers: Any) -> None:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
+    from bot.config import load_settings, resolve_config_path
+
     return load_settings(resolve_config_path(args.config))
 
 
 async def _run(args: argparse.Namespace) -> int:
+    from bot.config import resolve_config_path
     from bot.daemon import DaemonOptions, run_daemon
 
     options = DaemonOptions(
@@ -62,6 +56,9 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 async def _chat(args: argparse.Namespace) -> int:
+    from bot.config import ChannelsConfig, ConsoleChannelConfig
+    from bot.logs import configure_logging
+
     settings = _settings(args)
     # The console alone: other configured channels are not started by ``chat``.
     console_only = settings.model_copy(

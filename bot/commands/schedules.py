@@ -6,8 +6,6 @@ import argparse
 from typing import Any
 
 from bot.commands.operator import operator_name, operator_store
-from bot.schedules.book import ScheduleBook
-from bot.schedules.recurrence import describe
 
 
 def register(subparsers: Any) -> None:
@@ -26,6 +24,9 @@ def register(subparsers: Any) -> None:
 
 
 async def _list(args: argparse.Namespace) -> int:
+    from bot.schedules.book import ScheduleBook
+    from bot.schedules.recurrence import describe
+
     async with operator_store(args) as (_settings, store):
         jobs = await ScheduleBook(store.schedules).jobs()
     shown = [j for j in jobs if j.enabled or args.all]
@@ -50,6 +51,8 @@ async def _list(args: argparse.Namespace) -> int:
 
 
 async def _remove(args: argparse.Namespace) -> int:
+    from bot.schedules.book import ScheduleBook
+
     async with operator_store(args) as (_settings, store):
         removed = await ScheduleBook(store.schedules).remove(args.job_id)
     if removed:

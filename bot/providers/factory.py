@@ -22,10 +22,8 @@ from urllib.parse import urlsplit
 
 from bot.config import ProviderConfig, Settings
 from bot.errors import ConfigError
-from bot.providers.anthropic import AnthropicProvider
 from bot.providers.base import Provider
 from bot.providers.fallback import FallbackProvider
-from bot.providers.openai_compat import OpenAICompatProvider
 from bot.providers.retry import Retrier, RetryPolicy, Sleep
 from bot.providers.text_protocol import TextProtocolProvider
 from bot.scrub import register_secret
@@ -108,13 +106,20 @@ def api_key_for(name: str, config: ProviderConfig, environ: Mapping[str, str] | 
 
 
 def build_one(name: str, config: ProviderConfig, *, api_key: str, sleep: Sleep) -> Provider:
-    """One configured provider with its retries and tool-mode wrapping."""
+    """One configured provider with its retries and tool-mode wrapping.
+
+    The vendor SDK (``anthropic`` or ``openai``, each a second or more to import) is imported
+    here, when a provider of that kind is built, not when this module is."""
     policy = RetryPolicy(max_retries=config.max_retries)
     retrier = Retrier(provider=name, policy=policy, sleep=sleep)
     provider: Provider
     if config.kind == "anthropic":
+        from bot.providers.anthropic import AnthropicProvider
+
         provider = AnthropicProvider(config, name=name, api_key=api_key, retrier=retrier)
     else:
+        from bot.providers.openai_compat import OpenAICompatProvider
+
         provider = OpenAICompatProvider(config, name=name, api_key=api_key, retrier=retrier)
     if resolve_tool_mode(config) == "text":
         provider = TextProtocolProvider(provider)

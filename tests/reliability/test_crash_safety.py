@@ -36,6 +36,7 @@ import pytest
 
 from bot.gateway import SHUTDOWN_MESSAGE
 from tests.fakes.telegram_server import (
+    ApiCall,
     FakeTelegram,
     bot_message,
     callback,
@@ -116,7 +117,7 @@ def texts_to(tg: FakeTelegram, chat: int) -> list[str]:
     ]
 
 
-def is_card(chat: int) -> object:
+def is_card(chat: int) -> Callable[[ApiCall], bool]:
     return lambda c: c.params.get("chat_id") == chat and "reply_markup" in c.params
 
 
@@ -176,8 +177,9 @@ async def test_kill_9_mid_flight_loses_nothing_and_repeats_nothing(
             await push_text(tg, CHATS["tool"], "q-tool", 4)
             shell_pid = int(await poll(lambda: file_text(ran), "the shell command"))
             await push_text(tg, CHATS["approve"], "q-approve", 5)
-            [card] = await tg.wait_for("sendMessage", is_card(CHATS["approve"]), wait_s=WAIT_S)  # type: ignore[arg-type]
+            [card] = await tg.wait_for("sendMessage", is_card(CHATS["approve"]), wait_s=WAIT_S)
             await wait_admitted(first, "q-queued")
+            card_id = await poll(lambda: card_message_id(db), "the card's reference")
             first.proc.kill()  # SIGKILL: no drain, no cleanup
             assert await first.wait_exit() == -signal.SIGKILL
             logs += [str(e) for e in first.events] + first.stdout
@@ -274,4 +276,4 @@ def card_message_id(db: Path) -> int | None:
     with sqlite3.connect(db) as conn:
         rows = conn.execute("SELECT status, card_refs FROM approvals").fetchall()
     refs = [json.loads(r) for status, r in rows if status == "pending"]
-    return int(refs[0][0]["message_id"]) if refs and refs[0] else None
+    return int(str(refs[0][0]["message_id"]).split(":")[-1]) if refs and refs[0] else None

@@ -94,7 +94,7 @@ def message(text: str, message_id: str = "1") -> IngressEnvelope:
     )
 
 
-START = datetime(2030, 3, 29, 12, 0, tzinfo=UTC)
+START = datetime(2030, 4, 10, 12, 0, tzinfo=UTC)
 
 
 @pytest.fixture

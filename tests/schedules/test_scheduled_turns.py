@@ -19,7 +19,7 @@ from tests.schedules.conftest import (
     wait_until,
 )
 
-NINE_BERLIN_NEXT_DAY = datetime(2030, 3, 30, 7, 0, 30, tzinfo=UTC)  # 09:00:30 CEST
+NINE_BERLIN_NEXT_DAY = datetime(2030, 4, 11, 7, 0, 30, tzinfo=UTC)  # 09:00:30 CEST
 
 
 async def create_daily_job(
@@ -54,7 +54,7 @@ async def test_job_from_a_conversation_announces_back_there(
     job_id = await create_daily_job(app, provider, channel)
     job = await app.schedule_book.get(job_id)
     assert job is not None
-    assert job.next_run_at == datetime(2030, 3, 30, 7, 0, tzinfo=UTC).timestamp()
+    assert job.next_run_at == datetime(2030, 4, 11, 7, 0, tzinfo=UTC).timestamp()
 
     assert await app.scheduler.tick() == 0  # not due yet
     provider.add(reply("🧘 Time to stretch, everyone!"))
@@ -69,7 +69,7 @@ async def test_job_from_a_conversation_announces_back_there(
     after = await app.schedule_book.get(job_id)
     assert after is not None
     assert after.last_run_at == clock.now
-    assert after.next_run_at == datetime(2030, 3, 31, 7, 0, tzinfo=UTC).timestamp()
+    assert after.next_run_at == datetime(2030, 4, 12, 7, 0, tzinfo=UTC).timestamp()
     assert await app.scheduler.tick() == 0  # the same occurrence does not run again
 
 
@@ -134,7 +134,7 @@ async def test_delivery_none_records_without_posting(
     provider.add(reply("quiet result"))
     clock.set(NINE_BERLIN_NEXT_DAY)
     await app.scheduler.tick()
-    occurrence = job_message_id(job_id, datetime(2030, 3, 30, 7, 0, tzinfo=UTC).timestamp())
+    occurrence = job_message_id(job_id, datetime(2030, 4, 11, 7, 0, tzinfo=UTC).timestamp())
 
     async def done() -> bool:
         entry = await app.store.inbox.get(channel=str(TELEGRAM), message_id=occurrence)
@@ -155,7 +155,7 @@ async def test_restart_preserves_jobs_and_never_repeats_an_occurrence(
     clock.set(NINE_BERLIN_NEXT_DAY)
     await first.scheduler.tick()
     await channel.wait_for("first stretch call")
-    occurrence = datetime(2030, 3, 30, 7, 0, tzinfo=UTC).timestamp()
+    occurrence = datetime(2030, 4, 11, 7, 0, tzinfo=UTC).timestamp()
     # a crash between delivering an occurrence and storing the next run
     await first.store.schedules.mark_run(job_id, last_run_at=None, next_run_at=occurrence)
     await first.stop()
@@ -170,7 +170,7 @@ async def test_restart_preserves_jobs_and_never_repeats_an_occurrence(
     assert job is not None and job.next_run_at is not None and job.next_run_at > clock.now
 
     provider.add(reply("second stretch call"))
-    clock.set(datetime(2030, 3, 31, 7, 0, 5, tzinfo=UTC))
+    clock.set(datetime(2030, 4, 12, 7, 0, 5, tzinfo=UTC))
     assert await second.scheduler.tick() == 1
     await channel.wait_for("second stretch call")
 

@@ -16,7 +16,6 @@ from bot.tools.builtin.calculator import calculator_tool
 from bot.tools.builtin.clock import current_time_tool
 from bot.tools.builtin.file_reading import file_list_tool, file_read_tool, file_search_tool
 from bot.tools.builtin.file_writing import file_edit_tool, file_write_tool
-from bot.tools.builtin.http_fetch import http_fetch_tool
 from bot.tools.builtin.memory import memory_recall_tool, memory_store_tool
 from bot.tools.builtin.messaging import Outbox, send_message_tool
 from bot.tools.builtin.shell import shell_tool
@@ -53,6 +52,10 @@ def builtin_tools(
     if tools_config.shell.enabled:
         tools.append(shell_tool(ws, tools_config.shell))
     if tools_config.http_fetch.enabled:
+        # aiohttp is imported with the tool that needs it, not with this package (whose
+        # helper modules, e.g. ``arguments``, are imported by every tool module).
+        from bot.tools.builtin.http_fetch import http_fetch_tool
+
         tools.append(http_fetch_tool(tools_config.http_fetch))
     if tools_config.memory.enabled:
         tools += [
