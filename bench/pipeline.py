@@ -9,10 +9,17 @@ waiting for SQLite's worker thread and for other processes on a busy machine).
 
     python bench/pipeline.py [--calls 10000]
 
+(from the project root; ``python -m bench.pipeline`` works too)
+
 Targets on a 2-core machine: median < 1 ms, p99 < 5 ms per call.
 """
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import argparse
 import asyncio
@@ -21,10 +28,10 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Mapping
-from pathlib import Path
 
 import structlog
 
+from bench.machine import describe_machine
 from bot.agent.turn import CancelToken
 from bot.approval.gate import (
     ApprovalDecision,
@@ -34,7 +41,13 @@ from bot.approval.gate import (
     Verdict,
 )
 from bot.config import AgentConfig
-from bot.envelope import Capabilities, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
+from bot.envelope import (
+    Capabilities,
+    ChannelRef,
+    DeliveryTarget,
+    IngressEnvelope,
+    Sender,
+)
 from bot.observe import ExecutionHistory
 from bot.progress import NullProgress
 from bot.providers.base import ChatMessage, ToolCallRequest
@@ -168,6 +181,7 @@ def report(label: str, samples: list[float]) -> None:
 
 async def main(calls: int) -> None:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    print(describe_machine())
     with tempfile.TemporaryDirectory() as folder:
         async with await Store.open(Path(folder) / "bench.db") as store:
             await measure(store, 500, 1)  # warm-up

@@ -30,7 +30,7 @@ from bot.agent.turn import AgentBundle, TurnState
 from bot.approval.service import ApprovalService
 from bot.channel import Channel, ChannelHealth, HealthState
 from bot.channel_registry import ChannelContext, create_channel
-from bot.config import ConsoleChannelConfig, Settings
+from bot.config import ChannelsConfig, ConsoleChannelConfig, Settings
 from bot.envelope import ChannelRef
 from bot.errors import ChannelAuthError
 from bot.gateway import Gateway, SessionControl, TurnRequest
@@ -51,6 +51,15 @@ log = structlog.get_logger(__name__)
 DEFAULT_CONSOLE = ChannelRef(kind="console", alias="main")
 
 
+def with_default_channel(settings: Settings, *, given: bool = False) -> Settings:
+    """With no channel configured (and none given), the console is the embedded default:
+    it is added to the settings so that access policy and approvals see it too."""
+    if given or any(cfg.enabled for _, _, cfg in settings.channels.all()):
+        return settings
+    channels = ChannelsConfig(console={"main": ConsoleChannelConfig()})
+    return settings.model_copy(update={"channels": channels})
+
+
 class App:
     """A running hatchway: use ``async with App(settings) as app`` or start()/stop()."""
 
@@ -65,7 +74,7 @@ class App:
         metrics: Metrics | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.settings = settings
+        self.settings = with_default_channel(settings, given=bool(channels))
         self._clock = clock  # wall clock of the scheduler (tests control it)
         self.metrics = metrics
         self._given_provider = provider
@@ -148,8 +157,6 @@ class App:
         configured = [
             (kind, alias, cfg) for kind, alias, cfg in self.settings.channels.all() if cfg.enabled
         ]
-        if not configured and not self._given_channels:
-            configured = [("console", "main", ConsoleChannelConfig())]
         for kind, alias, cfg in configured:
             name = f"{kind}.{alias}"
             if name in self._given_channels:
@@ -224,6 +231,7 @@ class App:
         between, so no message sees half of it; a build error (``HatchwayError``) leaves the
         old configuration in place. Channels, providers, storage and the HTTP server keep
         their start-up settings (see :func:`bot.daemon.restart_only_changes`)."""
+        settings = with_default_channel(settings, given=bool(self._given_channels))
         tools = self._build_tools(settings)
         bundle = dataclasses.replace(self.bundle, settings=settings.agent, tools=tools)
         self.settings = settings

@@ -126,6 +126,8 @@ class Gateway:
         self._accepting = True
         self._active = 0
         self._idle = asyncio.Event()
+        # envelope ids queued or running in this process: recovery must not queue them again
+        self._live: set[str] = set()
         self._idle.set()
 
     def update_settings(self, settings: Settings) -> None:
@@ -182,6 +184,7 @@ class Gateway:
         self._enqueue(request)
 
     def _enqueue(self, request: TurnRequest) -> None:
+        self._live.add(request.envelope.envelope_id)
         session = self._sessions.get(request.session_key)
         if session is None:
             session = _Session(queue=asyncio.Queue())
@@ -197,7 +200,7 @@ class Gateway:
         messages whose turn was interrupted to ask again. Returns (requeued, interrupted)."""
         requeued = interrupted = 0
         for entry in await self._store.inbox.unfinished():
-            if not entry.payload:
+            if not entry.payload or entry.envelope_id in self._live:
                 continue
             envelope = envelope_from_json(entry.payload)
             if entry.status is InboxStatus.RECEIVED:
@@ -230,6 +233,7 @@ class Gateway:
             if session:
                 while not session.queue.empty():
                     request = session.queue.get_nowait()
+                    self._live.discard(request.envelope.envelope_id)
                     dropped += 1
                     await self._store.inbox.mark(
                         channel=str(request.envelope.channel),
@@ -305,6 +309,7 @@ class Gateway:
                 )
         finally:
             session.control = None
+            self._live.discard(envelope.envelope_id)
             self._active -= 1
             if self._active == 0:
                 self._idle.set()

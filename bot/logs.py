@@ -53,6 +53,9 @@ def configure_logging(
     )
     structlog.configure(
         processors=[
+            # drop an event below the level before any processor (scrubbing walks every
+            # field) spends time on it
+            structlog.stdlib.filter_by_level,
             *shared,
             structlog.processors.format_exc_info,
             structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
@@ -72,6 +75,7 @@ def configure_logging(
     root.setLevel(_LEVELS.get(level, logging.INFO))
     # Platform SDKs are chatty at INFO; their warnings still come through.
     for noisy in (
+        "aiosqlite",
         "httpx",
         "httpx2",
         "telegram",

@@ -192,3 +192,13 @@ async def test_duplicate_message_id_is_answered_once(fake: OpenAIFake, tmp_path:
         terminal.close()
     assert terminal.screen.getvalue().count("only once") == 1
     assert len(fake.requests) == 1
+
+
+async def test_an_empty_model_answer_is_never_silent(fake: OpenAIFake, tmp_path: Path) -> None:
+    settings = settings_for(fake, tmp_path)
+    fake.queue_text("")
+    terminal = Terminal()
+    async with App(settings, channels={"console.main": terminal.channel}):
+        terminal.type("hello")
+        await terminal.screen.wait_for("empty answer")
+        terminal.close()

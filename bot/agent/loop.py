@@ -33,6 +33,7 @@ PROVIDER_MESSAGE = (
     "⚠️ The language model is not answering right now ({reason}). Please try again later."
 )
 CANCELLED_MESSAGE = "⏹ Stopped."
+EMPTY_MESSAGE = "🤷 The model returned an empty answer. Please rephrase or try again."
 LOOP_MESSAGE = "⚠️ I stopped because I kept repeating the same step without progress."
 ABORTED_MESSAGE = (
     "⚠️ I stopped: I tried an action again that needs an approval that was already refused."
@@ -182,6 +183,9 @@ async def _answer(
         return TurnResult(
             status=TurnStatus.ITERATION_CAP, text=text or CAP_MESSAGE.format(count=cap)
         )
+    if not text:
+        log.warning("provider_empty_answer", finish_reason=reply.finish_reason)
+        return TurnResult(status=TurnStatus.COMPLETED, text=EMPTY_MESSAGE)
     return TurnResult(status=TurnStatus.COMPLETED, text=text)
 
 

@@ -3,7 +3,7 @@
 :meth:`McpConnection.run` owns the client session for the life of the daemon (the ``mcp``
 SDK's client is entered and left in that one task): it connects over stdio (``command``) or
 streamable HTTP (``url``), lists the server's tools, then watches the connection — a call that
-finds it closed, or a failed ping every ``ping_interval_s``, ends the session — and
+finds it closed, or a failed tool listing every ``ping_interval_s``, ends the session — and
 reconnects with jittered exponential backoff (``restart_initial_s`` doubling up to
 ``restart_max_s``; reset after a session that stayed up for a while).
 
@@ -105,6 +105,7 @@ class McpConnection:
         self._state = ServerState.STARTING
         self._ready = asyncio.Event()
         self._broken = asyncio.Event()
+        self._changed = asyncio.Condition()
         self.restarts = 0
 
     @property
@@ -119,6 +120,15 @@ class McpConnection:
     async def wait_ready(self) -> None:
         """Return once the server is connected and its tools are listed."""
         await self._ready.wait()
+
+    async def wait_until(self, check: Callable[[McpConnection], bool]) -> None:
+        """Return once ``check(self)`` holds; re-checked on every state change."""
+        async with self._changed:
+            await self._changed.wait_for(lambda: check(self))
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
 
     # -- supervision -------------------------------------------------------------------
 
@@ -139,6 +149,7 @@ class McpConnection:
             if time.monotonic() - started >= STABLE_AFTER_S:
                 delay = self.config.restart_initial_s
             self.restarts += 1
+            await self._notify()
             wait = delay * (0.5 + random.random() / 2)
             log.info("mcp_server_restarting", server=self.name, in_s=round(wait, 2))
             await asyncio.sleep(wait)
@@ -152,6 +163,7 @@ class McpConnection:
             self._client = client
             self._state = ServerState.READY
             self._ready.set()
+            await self._notify()
             log.info("mcp_server_ready", server=self.name, tools=len(tools))
             if self._on_tools is not None:
                 self._on_tools(self)
@@ -164,8 +176,14 @@ class McpConnection:
                 async with asyncio.timeout(interval):
                     await self._broken.wait()
             except TimeoutError:
+                # liveness probe: a fresh listing (ping is deprecated in newer protocol
+                # revisions); a changed listing is picked up on the way
                 async with asyncio.timeout(min(interval, 10.0)):
-                    await client.send_ping()
+                    tools = await _list_tools(client, refresh=True)
+                if tools != self._tools:
+                    self._tools = tools
+                    if self._on_tools is not None:
+                        self._on_tools(self)
                 continue
             log.warning("mcp_server_connection_lost", server=self.name)
             return
@@ -182,7 +200,7 @@ class McpConnection:
                     env=env,
                     cwd=self.config.cwd,
                 )
-                errlog = self._errlog if self._errlog is not None else sys.stderr
+                errlog = self._errlog if self._errlog is not None else _server_log()
                 client = Client(stdio_client(server, errlog=errlog), mode="legacy")
             else:
                 assert self.config.url is not None
@@ -235,16 +253,29 @@ class McpConnection:
         self._broken.set()
 
 
-async def _list_tools(client: Client) -> tuple[RemoteTool, ...]:
+async def _list_tools(client: Client, *, refresh: bool = False) -> tuple[RemoteTool, ...]:
     tools: list[RemoteTool] = []
     cursor: str | None = None
     for _ in range(MAX_LIST_PAGES):
-        page = await client.list_tools(cursor=cursor)
+        page = await client.list_tools(cursor=cursor, cache_mode="refresh" if refresh else "use")
         tools.extend(RemoteTool.of(t) for t in page.tools)
         cursor = page.next_cursor
         if cursor is None:
             break
     return tuple(tools)
+
+
+def _server_log() -> TextIO:
+    """Where a stdio server's stderr goes: the daemon's stderr (the journal under systemd).
+    A replaced ``sys.stderr`` without a file descriptor falls back to the original one."""
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.fileno()
+                return stream
+        except (OSError, ValueError, AttributeError):
+            continue
+    raise ToolEnvironmentError("no stderr to give an MCP server process")
 
 
 def _describe(exc: BaseException) -> str:

@@ -214,7 +214,10 @@ class TextProtocolProvider:
         reply = await self.inner.complete(inner_request, stream=sink)
         if visible_filter is not None:
             await visible_filter.flush()
-        visible, calls = parse_tool_calls(reply.text)
+        visible, parsed = parse_tool_calls(reply.text)
+        # Some servers extract tool calls from the text themselves and return them natively:
+        # honour those too, so that no call the model made is silently dropped.
+        calls = [*reply.tool_calls, *parsed]
         return ProviderReply(
             text=visible,
             tool_calls=tuple(calls),

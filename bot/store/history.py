@@ -46,12 +46,6 @@ class History:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def _generation(self, tx: Transaction, session_key: str) -> int:
-        row = await tx.fetchone(
-            "SELECT generation FROM sessions WHERE session_key = ?", (session_key,)
-        )
-        return int(row["generation"]) if row else 0
-
     async def load(self, session_key: str, *, limit: int = 500) -> list[ChatMessage]:
         """The current generation's messages, oldest first (at most ``limit`` newest)."""
         rows = await self._db.fetchall(
@@ -80,16 +74,18 @@ class History:
         if not messages:
             return
         now = time.time()
-        generation = await self._generation(tx, session_key)
+        # The session's generation is read by the INSERT itself (no round trip to ask
+        # first); both statements are queued and travel with the transaction's commit.
         await tx.executemany(
             "INSERT INTO messages (session_key, generation, turn_id, role, body, created_at)"
-            " VALUES (?, ?, ?, ?, ?, ?)",
-            [(session_key, generation, turn_id, m.role, encode_message(m), now) for m in messages],
+            " VALUES (?, COALESCE((SELECT generation FROM sessions WHERE session_key = ?), 0),"
+            " ?, ?, ?, ?)",
+            [(session_key, session_key, turn_id, m.role, encode_message(m), now) for m in messages],
         )
-        await tx.execute(
-            "INSERT INTO sessions (session_key, generation, updated_at) VALUES (?, ?, ?) "
+        await tx.executemany(
+            "INSERT INTO sessions (session_key, generation, updated_at) VALUES (?, 0, ?) "
             "ON CONFLICT (session_key) DO UPDATE SET updated_at = excluded.updated_at",
-            (session_key, generation, now),
+            [(session_key, now)],
         )
 
     async def reset(self, session_key: str) -> None:

@@ -42,27 +42,23 @@ class Inbox:
     ) -> bool:
         """Record a new inbound message. False when it was seen before (a redelivery)."""
         now = time.time()
-        async with self._db.transaction() as tx:
-            existing = await tx.fetchone(
-                "SELECT 1 FROM inbox WHERE channel = ? AND message_id = ?", (channel, message_id)
-            )
-            if existing is not None:
-                return False
-            await tx.execute(
-                "INSERT INTO inbox (channel, message_id, envelope_id, session_key, payload,"
-                " status, received_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    channel,
-                    message_id,
-                    envelope_id,
-                    session_key,
-                    payload,
-                    InboxStatus.RECEIVED,
-                    now,
-                    now,
-                ),
-            )
-        return True
+        # One statement, one round trip: a redelivery conflicts and returns no row.
+        row = await self._db.execute_returning(
+            "INSERT INTO inbox (channel, message_id, envelope_id, session_key, payload,"
+            " status, received_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (channel, message_id) DO NOTHING RETURNING id",
+            (
+                channel,
+                message_id,
+                envelope_id,
+                session_key,
+                payload,
+                InboxStatus.RECEIVED,
+                now,
+                now,
+            ),
+        )
+        return row is not None
 
     async def mark(
         self, *, channel: str, message_id: str, status: InboxStatus, error: str | None = None

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bot.app import App
+from bot.channel import SentMessage
 from bot.config import Settings, parse_settings
 from bot.envelope import Capabilities, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
 from tests.approval.fake_channel import FakeTerminal
@@ -62,10 +63,20 @@ def console_message(text: str, message_id: str) -> IngressEnvelope:
 class Terminal(FakeTerminal):
     """The console: answers approval prompts from a script and records replies."""
 
+    def __init__(self, ref: ChannelRef, answers: Sequence[str | None]) -> None:
+        super().__init__(ref, answers)
+        self._changed = asyncio.Event()
+
+    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
+        sent = await super().send(target, text)
+        self._changed.set()
+        return sent
+
     async def wait_for(self, needle: str) -> None:
         async with asyncio.timeout(30):
             while not any(needle in text for _, text in self.sent):
-                await asyncio.sleep(0.01)
+                self._changed.clear()
+                await self._changed.wait()
 
 
 AppFactory = Callable[..., Awaitable[tuple[App, Terminal]]]
@@ -83,9 +94,9 @@ async def start_app(
     monkeypatch.setenv("HATCHWAY_TEST_DEMO_TOKEN", SECRET)
     started: list[App] = []
 
-    async def start(mcp: dict[str, Any], answers: tuple[str | None, ...] = ()) -> tuple[
-        App, Terminal
-    ]:
+    async def start(
+        mcp: dict[str, Any], answers: tuple[str | None, ...] = ()
+    ) -> tuple[App, Terminal]:
         terminal = Terminal(CONSOLE, list(answers))
         app = App(
             make_settings(tmp_path, mcp), provider=provider, channels={"console.main": terminal}

@@ -13,7 +13,7 @@ async def test_tools_are_listed_called_approved_and_recorded(
     start_app: AppFactory, provider: ScriptedProvider, capsys: pytest.CaptureFixture[str]
 ) -> None:
     app, terminal = await start_app(
-        {"servers": {"demo": demo_config(auto_approve=["echo", "has_env"])}}, answers=("y",)
+        {"servers": {"demo": demo_config(auto_approve=["echo", "has_env"])}}, answers=("y", "y")
     )
     provider.add(
         reply(
@@ -31,9 +31,10 @@ async def test_tools_are_listed_called_approved_and_recorded(
     offered = {t.name for t in provider.requests[0].tools}
     assert {"demo__add", "demo__echo", "demo__fail", "demo__crash"} <= offered
     assert "tool_search" not in offered  # few tools: nothing deferred
-    # only demo__add prompted (echo and has_env are auto-approved by the server's config)
-    assert len(terminal.prompts) == 2 - 1
+    # echo and has_env are auto-approved by the server's config; add and fail prompted
+    assert len(terminal.prompts) == 2
     assert "demo__add" in terminal.prompts[0]
+    assert "demo__fail" in terminal.prompts[1]
 
     rows = await app.store.db.fetchall(
         "SELECT tool, status, observation FROM tool_calls ORDER BY id"
@@ -41,9 +42,8 @@ async def test_tools_are_listed_called_approved_and_recorded(
     recorded = {r["tool"]: (r["status"], r["observation"]) for r in rows}
     assert recorded["demo__add"] == ("executed", "5")
     assert recorded["demo__echo"] == ("executed", "hello")
-    assert recorded["demo__fail"][0] == "executed"
-    assert "McpCallFailed" in recorded["demo__fail"][1]
-    assert "no such thing" in recorded["demo__fail"][1]
+    # the server's error result is a failed execution (this server hides the reason)
+    assert recorded["demo__fail"] == ("executed", "McpCallFailed: Error executing tool fail")
     assert recorded["demo__has_env"] == ("executed", f"set ({len(SECRET)} chars)")
 
     audit = {e.tool: e for e in await app.store.audit.since()}
@@ -86,9 +86,7 @@ async def test_deferred_activation_through_tool_search(
     await app.gateway.deliver(console_message("please parrot this", "m2"))
     await terminal.wait_for("Second turn.")
 
-    first, after_search, final, next_turn = (
-        {t.name for t in r.tools} for r in provider.requests
-    )
+    first, after_search, final, next_turn = ({t.name for t in r.tools} for r in provider.requests)
     assert "tool_search" in first
     assert "demo__add" not in first
     assert "demo__has_env" in first  # an "always" group

@@ -11,20 +11,46 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict, deque
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from aiohttp import web
 
-from tests.fakes.openai_server import Hang, OpenAIFake, Reply, ScriptItem
+from tests.fakes.openai_server import (
+    Hang,
+    OpenAIFake,
+    RecordedRequest,
+    Reply,
+    ScriptItem,
+    chunk,
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Garbage:
+    """A 200 answer whose body is not JSON at all."""
+
+    body: str = '{"choices": [ {"message": '
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Endless:
+    """A stream that sends a content delta every ``every_s`` and never finishes."""
+
+    every_s: float = 0.02
+
+
+Fault = Garbage | Endless
 
 
 class RoutedOpenAI(OpenAIFake):
     def __init__(self) -> None:
         super().__init__(model="gpt-4o-mini")
-        self._routes: dict[str, deque[ScriptItem]] = defaultdict(deque)
+        self._routes: dict[str, deque[ScriptItem | Fault]] = defaultdict(deque)
+        self.endless_chunks = 0
         self.arrivals: dict[str, int] = defaultdict(int)
         self._changed = asyncio.Condition()
 
-    def answer(self, key: str, *items: ScriptItem) -> None:
+    def answer(self, key: str, *items: ScriptItem | Fault) -> None:
         self._routes[key].extend(items)
 
     def route_text(self, key: str, text: str) -> None:
@@ -65,6 +91,26 @@ class RoutedOpenAI(OpenAIFake):
                 self._changed.notify_all()
             queue = self._routes[key]
             if queue:
+                item = queue.popleft()
+                if isinstance(item, Garbage):
+                    self._record(request, body)
+                    return web.Response(text=item.body, content_type="application/json")
+                if isinstance(item, Endless):
+                    self._record(request, body)
+                    return await self._endless(request, item)
                 # no await between queueing and the base handler's pop (the body is cached)
-                self._script.appendleft(queue.popleft())
+                self._script.appendleft(item)
         return await super()._handle(request)
+
+    def _record(self, request: web.Request, body: dict[str, object]) -> None:
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        self.requests.append(RecordedRequest(path=request.path, headers=headers, body=body))
+
+    async def _endless(self, request: web.Request, item: Endless) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        while not self._closing.is_set():
+            await response.write(self._sse(chunk(content="and on ", model=self.model)).encode())
+            self.endless_chunks += 1
+            await asyncio.sleep(item.every_s)
+        return response

@@ -12,8 +12,8 @@ from bot.schedules.recurrence import check_cron, first_run, next_cron_run, parse
 ORIGIN = StoredTarget(channel="telegram.main", conversation_id="1")
 
 
-def ts(*args: int) -> float:
-    return datetime(*args, tzinfo=UTC).timestamp()  # type: ignore[misc]
+def ts(year: int, month: int, day: int, hour: int, minute: int) -> float:
+    return datetime(year, month, day, hour, minute, tzinfo=UTC).timestamp()
 
 
 @pytest.mark.parametrize(

@@ -24,8 +24,8 @@ OTHER = StoredTarget(channel="telegram.main", conversation_id="99")
 START = datetime(2030, 1, 1, 10, 30, tzinfo=UTC)
 
 
-def ts(*args: int) -> float:
-    return datetime(*args, tzinfo=UTC).timestamp()  # type: ignore[misc]
+def ts(year: int, month: int, day: int, hour: int, minute: int) -> float:
+    return datetime(year, month, day, hour, minute, tzinfo=UTC).timestamp()
 
 
 @pytest.fixture
@@ -60,7 +60,11 @@ def runner(
     book = ScheduleBook(store.schedules)
     recorder = Recorder()
     settings = SchedulesConfig(missed_run_policy=policy, misfire_grace_s=60)
-    return ScheduleRunner(book=book, deliver=recorder, settings=settings, clock=clock), recorder, book
+    return (
+        ScheduleRunner(book=book, deliver=recorder, settings=settings, clock=clock),
+        recorder,
+        book,
+    )
 
 
 async def test_on_time_run_builds_a_background_envelope(store: Store) -> None:
@@ -144,7 +148,7 @@ async def test_unreadable_row_is_skipped_not_fatal(store: Store) -> None:
     from bot.store.schedules import ScheduleRow
 
     clock = Clock(START)
-    run, recorder, book = runner(store, clock)
+    run, _recorder, book = runner(store, clock)
     await store.schedules.add(
         ScheduleRow(
             id="broken",

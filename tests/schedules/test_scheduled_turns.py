@@ -188,8 +188,7 @@ async def test_schedule_list_and_remove_from_the_conversation(
     await app.gateway.deliver(message("stop the stretch reminder", message_id="2"))
     await channel.wait_for("Removed.")
     observations = await app.store.db.fetchall(
-        "SELECT tool, status, observation FROM tool_calls WHERE tool LIKE 'schedule_%'"
-        " ORDER BY id"
+        "SELECT tool, status, observation FROM tool_calls WHERE tool LIKE 'schedule_%' ORDER BY id"
     )
     listed = [r for r in observations if r["tool"] == "schedule_list"]
     assert job_id in listed[0]["observation"]

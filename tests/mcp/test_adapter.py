@@ -1,0 +1,61 @@
+"""Wrapping remote tools: names, policy from config, result text."""
+
+from __future__ import annotations
+
+import pytest
+from mcp_types import CallToolResult, ImageContent, TextContent
+from pydantic import ValidationError
+
+from bot.config import McpServerConfig
+from bot.mcp.adapter import needs_approval, result_text, wrapped_name
+
+
+@pytest.mark.parametrize(
+    ("server", "tool", "expected"),
+    [
+        ("docs", "search", "docs__search"),
+        ("my.server", "get file", "my_server__get_file"),
+        ("s", "x" * 100, ("s__" + "x" * 100)[:64]),
+    ],
+)
+def test_wrapped_names(server: str, tool: str, expected: str) -> None:
+    assert wrapped_name(server, tool) == expected
+
+
+@pytest.mark.parametrize(
+    ("config", "tool", "needed"),
+    [
+        ({}, "search", True),
+        ({"auto_approve": ["search"]}, "search", False),
+        ({"auto_approve": ["docs__search"]}, "search", False),
+        ({"auto_approve": ["get_*"]}, "get_page", False),
+        ({"auto_approve": ["get_*"]}, "delete_page", True),
+        ({"requires_approval": False}, "delete_page", False),
+    ],
+)
+def test_approval_policy_from_config(config: dict[str, object], tool: str, needed: bool) -> None:
+    server = McpServerConfig.model_validate({"command": ["srv"], **config})
+    assert needs_approval(server, "docs", tool) is needed
+
+
+def test_server_needs_exactly_one_transport() -> None:
+    with pytest.raises(ValidationError, match="exactly one"):
+        McpServerConfig()
+    with pytest.raises(ValidationError, match="exactly one"):
+        McpServerConfig(command=["srv"], url="http://127.0.0.1/mcp")
+
+
+def test_result_text_joins_blocks_and_summarises_others() -> None:
+    result = CallToolResult(
+        content=[
+            TextContent(type="text", text="line one"),
+            ImageContent(type="image", data="AAAA", mime_type="image/png"),
+            TextContent(type="text", text="line two"),
+        ]
+    )
+    assert result_text(result) == "line one\n[image: image/png]\nline two"
+
+
+def test_structured_content_when_there_is_no_text() -> None:
+    result = CallToolResult(content=[], structured_content={"b": 1, "a": 2})
+    assert result_text(result) == '{"a": 2, "b": 1}'

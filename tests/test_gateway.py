@@ -1,0 +1,214 @@
+"""The gateway on its own: queues, ordering, /stop, the concurrency cap, and recovery."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from bot.channel import ApprovalCard, ApprovalClick, ClickVerdict, SentMessage
+from bot.config import Settings, parse_settings
+from bot.envelope import ChannelRef, DeliveryTarget, IngressEnvelope, Sender
+from bot.gateway import Gateway, SessionControl, TurnRequest
+from bot.store import InboxStatus, Store
+
+REF = ChannelRef(kind="console", alias="main")
+
+
+@dataclass(frozen=True, slots=True)
+class Allowed:
+    allowed: bool = True
+    reply: str | None = None
+    reason: str = "allowed"
+
+
+class AllowAll:
+    async def check(self, envelope: IngressEnvelope) -> Allowed:
+        return Allowed()
+
+
+class NoClicks:
+    async def click(self, click: ApprovalClick) -> ClickVerdict:
+        return ClickVerdict.UNKNOWN
+
+
+@dataclass
+class Outbox:
+    """A minimal real channel: records what is sent."""
+
+    ref: ChannelRef = REF
+    sent: list[str] = field(default_factory=list)
+
+    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
+        self.sent.append(text)
+        return [SentMessage(target=target, message_id=str(len(self.sent)))]
+
+    async def edit(self, message: SentMessage, text: str) -> None:
+        return None
+
+    async def react(self, target: DeliveryTarget, message_id: str, emoji: str) -> None:
+        return None
+
+    async def typing(self, target: DeliveryTarget) -> None:
+        return None
+
+    async def post_approval_card(self, target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
+        return SentMessage(target=target, message_id="card")
+
+    async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:
+        return None
+
+
+class Turns:
+    """Turn runner whose turns finish when the test releases them."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+        self.release: dict[str, asyncio.Event] = {}
+        self.cancelled: list[str] = []
+        self.running = 0
+        self.peak = 0
+
+    async def __call__(self, request: TurnRequest, control: SessionControl) -> str | None:
+        text = request.envelope.text
+        self.started.append(text)
+        gate = self.release.setdefault(text, asyncio.Event())
+        control.on_cancel(lambda reason: (self.cancelled.append(text), gate.set()))
+        self.running += 1
+        self.peak = max(self.peak, self.running)
+        try:
+            await gate.wait()
+        finally:
+            self.running -= 1
+        return f"answer to {text}"
+
+    def finish(self, text: str) -> None:
+        self.release.setdefault(text, asyncio.Event()).set()
+
+
+def envelope(
+    text: str, *, conversation: str = "c1", message_id: str | None = None
+) -> IngressEnvelope:
+    return IngressEnvelope(
+        channel=REF,
+        message_id=message_id or f"{conversation}:{text}",
+        conversation_id=conversation,
+        sender=Sender(id="u1"),
+        text=text,
+        reply_target=DeliveryTarget(channel=REF, conversation_id=conversation),
+        is_direct=True,
+        addressed_to_bot=True,
+    )
+
+
+def settings(tmp_path: Path, max_turns: int = 32) -> Settings:
+    return parse_settings(
+        {"state_dir": str(tmp_path), "agent": {"max_concurrent_turns": max_turns}},
+        require_provider=False,
+    )
+
+
+@dataclass
+class Rig:
+    gateway: Gateway
+    turns: Turns
+    outbox: Outbox
+    store: Store
+
+
+@pytest.fixture
+async def rig(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Rig]:
+    max_turns = getattr(request, "param", 32)
+    store = await Store.open(tmp_path / "h.db")
+    turns, outbox = Turns(), Outbox()
+    gateway = Gateway(
+        settings=settings(tmp_path, max_turns),
+        store=store,
+        access=AllowAll(),
+        clicks=NoClicks(),
+        run_turn=turns,
+        channel_for=lambda ref: outbox,  # type: ignore[arg-type,return-value]
+    )
+    task = asyncio.create_task(gateway.run())
+    await asyncio.sleep(0)
+    try:
+        yield Rig(gateway, turns, outbox, store)
+    finally:
+        for event in turns.release.values():
+            event.set()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await store.aclose()
+
+
+async def until(predicate: Callable[[], bool], within_s: float = 10.0) -> None:
+    """Yield to the event loop until ``predicate`` holds (fails after ``within_s``)."""
+    async with asyncio.timeout(within_s):
+        for _ in itertools.count():
+            if predicate():
+                return
+            await asyncio.sleep(0)
+
+
+async def test_one_turn_at_a_time_per_session_in_order(rig: Rig) -> None:
+    for text in ("a", "b", "c"):
+        await rig.gateway.deliver(envelope(text))
+    await until(lambda: rig.turns.started == ["a"])
+    rig.turns.finish("a")
+    await until(lambda: rig.turns.started == ["a", "b"])
+    rig.turns.finish("b")
+    rig.turns.finish("c")
+    await until(lambda: len(rig.outbox.sent) == 3)
+    assert rig.outbox.sent == ["answer to a", "answer to b", "answer to c"]
+    entry = await rig.store.inbox.get(channel="console.main", message_id="c1:c")
+    assert entry is not None and entry.status is InboxStatus.DONE
+
+
+@pytest.mark.parametrize("rig", [2], indirect=True)
+async def test_global_cap_on_concurrent_turns(rig: Rig) -> None:
+    for n in range(5):
+        await rig.gateway.deliver(envelope("x", conversation=f"c{n}"))
+    await until(lambda: len(rig.turns.started) == 2)
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert rig.turns.running == 2
+    rig.turns.finish("x")
+    await until(lambda: len(rig.outbox.sent) == 5)
+    assert rig.turns.peak == 2
+
+
+async def test_stop_cancels_the_running_turn_and_drops_the_queue(rig: Rig) -> None:
+    await rig.gateway.deliver(envelope("long"))
+    await rig.gateway.deliver(envelope("queued"))
+    await until(lambda: rig.turns.started == ["long"])
+    await rig.gateway.deliver(envelope("/stop"))
+    await until(lambda: rig.turns.cancelled == ["long"])
+    await until(lambda: rig.gateway.active_turns == 0)
+    assert rig.turns.started == ["long"]
+    entry = await rig.store.inbox.get(channel="console.main", message_id="c1:queued")
+    assert entry is not None and entry.status is InboxStatus.FAILED
+
+
+async def test_redelivery_is_a_no_op(rig: Rig) -> None:
+    await rig.gateway.deliver(envelope("hi", message_id="m1"))
+    await rig.gateway.deliver(envelope("hi", message_id="m1"))
+    rig.turns.finish("hi")
+    await until(lambda: rig.outbox.sent == ["answer to hi"])
+    await rig.gateway.deliver(envelope("hi", message_id="m1"))
+    await rig.gateway.drain(5.0)
+    assert rig.turns.started == ["hi"]
+
+
+async def test_recovery_does_not_requeue_what_is_already_queued(rig: Rig) -> None:
+    """A message admitted before start-up recovery runs must not be queued twice."""
+    await rig.gateway.deliver(envelope("early"))
+    requeued, interrupted = await rig.gateway.recover()
+    assert (requeued, interrupted) == (0, 0)
+    rig.turns.finish("early")
+    await until(lambda: rig.outbox.sent == ["answer to early"])
+    assert rig.turns.started == ["early"]
