@@ -4,7 +4,9 @@ The real daemon (``hatchway run``, a subprocess with a fake ``NOTIFY_SOCKET``) p
 loopback fake of the Telegram Bot API with the real ``python-telegram-bot`` client and asks
 a loopback fake of the OpenAI API through the real ``openai`` SDK. Both fakes run in this
 process, so their work does not compete with the daemon's event loop. For each turn a DM is
-pushed and the answer awaited (one turn at a time):
+pushed (by default from a new user each time, so every turn starts a conversation; with
+``--same-chat`` all in one DM, so the history sent to the model grows) and the answer awaited,
+one turn at a time:
 
 * delivered: the fake hands the update out in a ``getUpdates`` answer;
 * replied: the fake receives the ``sendMessage`` carrying the answer;
@@ -15,7 +17,7 @@ policy, inbox, session queue, history, the SDK request and response, rendering, 
 request. With ``--tool`` each turn first makes one auto-approved tool call (``current_time``)
 and so asks the model twice.
 
-    python bench/e2e_telegram.py [--turns 200] [--tool]
+    python bench/e2e_telegram.py [--turns 200] [--tool] [--same-chat]
 
 Target on a 2-core machine: p50 under 30 ms.
 """
@@ -105,7 +107,7 @@ max_retries = 0
 token_env = "{TOKEN_ENV}"
 api_base_url = "{tg.base_url}"
 file_base_url = "{tg.file_base_url}"
-allowed_users = ["{REQUESTER}"]
+allowed_users = ["*"]
 
 [logging]
 level = "info"
@@ -116,8 +118,11 @@ format = "json"
     return path
 
 
-async def one_turn(tg: TimedTelegram, llm: TimedOpenAI, n: int, with_tool: bool) -> float:
+async def one_turn(
+    tg: TimedTelegram, llm: TimedOpenAI, n: int, with_tool: bool, same_chat: bool
+) -> float:
     """hatchway's share of one turn, in seconds."""
+    person = REQUESTER if same_chat else REQUESTER + 1 + n
     answer = f"{ANSWER} {n}"
     if with_tool:
         llm.queue_tool_calls([("current_time", {})])
@@ -127,7 +132,7 @@ async def one_turn(tg: TimedTelegram, llm: TimedOpenAI, n: int, with_tool: bool)
     update_id = await tg.push(
         {
             "message": message(
-                private_chat(REQUESTER), user(REQUESTER), f"question {n}", message_id=10_000 + n
+                private_chat(person), user(person), f"question {n}", message_id=10_000 + n
             )
         }
     )
@@ -148,13 +153,16 @@ async def main(args: argparse.Namespace) -> None:
             async with start_daemon(config) as daemon:
                 await daemon.wait_notify("READY", "1")
                 for n in range(args.warmup):
-                    await one_turn(tg, llm, -1 - n, args.tool)
-                samples = [await one_turn(tg, llm, n, args.tool) for n in range(args.turns)]
+                    await one_turn(tg, llm, args.turns + n, args.tool, args.same_chat)
+                samples = [
+                    await one_turn(tg, llm, n, args.tool, args.same_chat) for n in range(args.turns)
+                ]
                 daemon.signal(signal.SIGTERM)
                 await daemon.wait_exit()
     ordered = sorted(s * 1000 for s in samples)
     kind = "1 tool call + answer (2 LLM requests)" if args.tool else "plain answer (1 LLM request)"
-    print(f"telegram DM turns, one at a time, {kind}: n={len(ordered)}")
+    chats = "all in one DM (history grows)" if args.same_chat else "each in a new DM"
+    print(f"telegram DM turns, one at a time, {kind}, {chats}: n={len(ordered)}")
     print(
         f"hatchway's latency (update delivered -> answer sent, minus the fake LLM's time): "
         f"p50={percentile(ordered, 0.5):.1f} ms  p99={percentile(ordered, 0.99):.1f} ms  "
@@ -167,4 +175,9 @@ if __name__ == "__main__":
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--tool", action="store_true", help="one tool call per turn")
+    parser.add_argument(
+        "--same-chat",
+        action="store_true",
+        help="every turn in the same DM, so the history sent to the model grows",
+    )
     asyncio.run(main(parser.parse_args()))

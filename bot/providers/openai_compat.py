@@ -88,6 +88,12 @@ def to_openai_messages(system: str, messages: list[ChatMessage]) -> list[dict[st
     return out
 
 
+# The request body is plain JSON built by :func:`completion_params`, so it is posted as it is:
+# ``chat.completions.create`` first walks every message and tool schema against the SDK's
+# TypedDicts, which takes about 0.4 ms per history message (80 ms for 200 messages).
+CHAT_COMPLETIONS = "/chat/completions"
+
+
 def completion_params(config: ProviderConfig, request: CompletionRequest) -> dict[str, Any]:
     """The Chat Completions request body (minus ``stream``) for ``request``.
 
@@ -211,7 +217,9 @@ class OpenAICompatProvider:
             try:
                 if use_stream:
                     return await self._streamed(params, sink)
-                response = await self._client.chat.completions.create(stream=False, **params)
+                response = await self._client.post(
+                    CHAT_COMPLETIONS, body={**params, "stream": False}, cast_to=ChatCompletion
+                )
                 return self._reply(response)
             except openai.APIError as exc:
                 raise self._failure(exc) from None
@@ -259,8 +267,12 @@ class OpenAICompatProvider:
         )
 
     async def _streamed(self, params: dict[str, Any], sink: StreamSink | None) -> ProviderReply:
-        chunks = await self._client.chat.completions.create(
-            stream=True, stream_options={"include_usage": True}, **params
+        chunks = await self._client.post(
+            CHAT_COMPLETIONS,
+            body={**params, "stream": True, "stream_options": {"include_usage": True}},
+            cast_to=ChatCompletion,
+            stream=True,
+            stream_cls=openai.AsyncStream[ChatCompletionChunk],
         )
         text: list[str] = []
         assembler = _ToolCallAssembler()

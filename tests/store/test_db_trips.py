@@ -1,0 +1,104 @@
+"""Transactions sent to SQLite's thread in few trips: still atomic, ordered and cancel-safe."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from bot.errors import StorageError
+from bot.providers.base import ChatMessage
+from bot.store import Database, Store
+
+CREATE = "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT UNIQUE)"
+
+
+async def values(db: Database) -> list[str]:
+    return [r["v"] for r in await db.fetchall("SELECT v FROM t ORDER BY id")]
+
+
+async def test_queued_statements_run_in_order_before_a_read(tmp_path: Path) -> None:
+    async with await Database.open(tmp_path / "d.db") as db:
+        await db.execute(CREATE)
+        async with db.transaction() as tx:
+            await tx.executemany("INSERT INTO t (v) VALUES (?)", [("a",), ("b",)])
+            row = await tx.fetchone("SELECT COUNT(*) AS n FROM t")
+            assert row is not None and row["n"] == 2
+            await tx.executemany("INSERT INTO t (v) VALUES (?)", [("c",)])
+        assert await values(db) == ["a", "b", "c"]
+
+
+async def test_a_failing_queued_statement_rolls_back_everything(tmp_path: Path) -> None:
+    async with await Database.open(tmp_path / "d.db") as db:
+        await db.execute(CREATE)
+        with pytest.raises(sqlite3.IntegrityError):
+            async with db.transaction() as tx:
+                await tx.execute("INSERT INTO t (v) VALUES ('x')")
+                await tx.executemany("INSERT INTO t (v) VALUES (?)", [("y",), ("y",)])
+        assert await values(db) == []
+        async with db.transaction() as tx:  # the connection is not left in a transaction
+            await tx.executemany("INSERT INTO t (v) VALUES (?)", [("z",)])
+        assert await values(db) == ["z"]
+
+
+async def test_an_error_in_the_body_discards_queued_statements(tmp_path: Path) -> None:
+    async with await Database.open(tmp_path / "d.db") as db:
+        await db.execute(CREATE)
+        with pytest.raises(RuntimeError):
+            async with db.transaction() as tx:
+                await tx.executemany("INSERT INTO t (v) VALUES (?)", [("a",)])
+                raise RuntimeError("boom")
+        assert await values(db) == []
+
+
+async def test_cancelled_while_committing_leaves_no_open_transaction(tmp_path: Path) -> None:
+    async with await Database.open(tmp_path / "d.db") as db:
+        await db.execute(CREATE)
+
+        async def write(n: int) -> None:
+            async with db.transaction() as tx:
+                await tx.executemany("INSERT INTO t (v) VALUES (?)", [(f"v{n}",)])
+
+        for n in range(50):
+            task = asyncio.ensure_future(write(n))
+            for _ in range(n % 4):
+                await asyncio.sleep(0)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        await write(999)  # BEGIN would fail if a transaction had been left open
+        assert "v999" in await values(db)
+
+
+async def test_single_statements_keep_their_answers(tmp_path: Path) -> None:
+    async with await Database.open(tmp_path / "d.db") as db:
+        await db.execute(CREATE)
+        assert await db.execute("INSERT INTO t (v) VALUES ('a')") == 1
+        row = await db.execute_returning(
+            "INSERT INTO t (v) VALUES ('a') ON CONFLICT (v) DO NOTHING RETURNING id"
+        )
+        assert row is None
+        with pytest.raises(sqlite3.IntegrityError):
+            await db.execute("INSERT INTO t (v) VALUES ('a')")
+        assert await values(db) == ["a"]
+
+
+async def test_closed_database_refuses_statements(tmp_path: Path) -> None:
+    db = await Database.open(tmp_path / "d.db")
+    await db.aclose()
+    with pytest.raises(StorageError):
+        await db.fetchall("SELECT 1")
+    with pytest.raises(StorageError):
+        await db.execute("SELECT 1")
+
+
+async def test_history_appends_use_the_current_generation(tmp_path: Path) -> None:
+    async with await Store.open(tmp_path / "h.db") as store:
+        await store.history.append("s", "t1", [ChatMessage(role="user", content="old")])
+        await store.history.reset("s")
+        await store.history.append("s", "t2", [ChatMessage(role="user", content="new")])
+        assert [m.content for m in await store.history.load("s")] == ["new"]
+        rows = await store.db.fetchall("SELECT generation FROM messages ORDER BY id")
+        assert [r["generation"] for r in rows] == [0, 1]
