@@ -219,7 +219,8 @@ class Gateway:
                     status=InboxStatus.FAILED,
                     error="interrupted by restart",
                 )
-                await self._send(envelope, SHUTDOWN_MESSAGE)
+                if envelope.announce:
+                    await self._send(envelope, SHUTDOWN_MESSAGE)
                 interrupted += 1
         if requeued or interrupted:
             log.info("inbox_recovered", requeued=requeued, interrupted=interrupted)
@@ -298,7 +299,8 @@ class Gateway:
                         status=InboxStatus.FAILED,
                         error=type(exc).__name__,
                     )
-                    await self._send(envelope, FAILURE_MESSAGE)
+                    if envelope.announce:
+                        await self._send(envelope, FAILURE_MESSAGE)
                     return
                 if reply and envelope.announce:
                     await self._send(envelope, reply)
