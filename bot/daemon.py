@@ -79,9 +79,6 @@ def restart_only_changes(old: Settings, new: Settings) -> list[str]:
         a, b = before.get((kind, alias)), after.get((kind, alias))
         if a is None or b is None or a.enabled != b.enabled or _platform(a) != _platform(b):
             changed.append(f"channels.{kind}.{alias}")
-    # MCP server processes are started once; their list and commands need a restart.
-    if old.mcp.servers != new.mcp.servers:
-        changed.append("mcp.servers")
     return changed
 
 
