@@ -8,6 +8,7 @@ same info string. Every chunk is at most ``limit`` characters.
 from __future__ import annotations
 
 FENCE = "```"
+MAX_INFO_CHARS = 20
 
 
 def _cut_point(text: str, limit: int) -> int:
@@ -30,6 +31,14 @@ def _open_fence(chunk: str, opened: str | None) -> str | None:
         if stripped.startswith(FENCE):
             state = None if state is not None else stripped
     return state
+
+
+def _reopener(fence_line: str) -> str:
+    """The line that reopens a fence in the next chunk: the opener itself when it is a short
+    info line (```python), else the bare marker. Repeating a long opener (code written on the
+    fence line itself) would leave no room in the next chunk and split it a character at a
+    time, past the limit."""
+    return fence_line if len(fence_line) <= len(FENCE) + MAX_INFO_CHARS else FENCE
 
 
 def split_message(text: str, limit: int) -> list[str]:
@@ -56,7 +65,7 @@ def split_message(text: str, limit: int) -> list[str]:
         still_open = _open_fence(piece, None)
         if still_open is not None:
             piece = piece.rstrip("\n") + "\n" + FENCE
-            fence = still_open
+            fence = _reopener(still_open)
         else:
             fence = None
         piece = piece.rstrip() if still_open is None else piece

@@ -262,7 +262,12 @@ class Gateway:
             while not session.queue.empty():
                 request = session.queue.get_nowait()
                 async with self._slots:
-                    await self._process(request, session)
+                    try:
+                        await self._process(request, session)
+                    except Exception:
+                        # Boundary: the turn's bookkeeping failed (e.g. the database stayed
+                        # locked); the other sessions and the gateway itself carry on.
+                        log.exception("turn_bookkeeping_failed", session=session_key)
         finally:
             session.worker_running = False
             if session.queue.empty() and self._sessions.get(session_key) is session:
@@ -293,14 +298,15 @@ class Gateway:
                 except Exception as exc:
                     # Boundary: a failing turn is logged and reported, never fatal.
                     log.exception("turn_failed")
+                    # tell the sender first: marking the row may fail for the same reason
+                    if envelope.announce:
+                        await self._send(envelope, FAILURE_MESSAGE)
                     await self._store.inbox.mark(
                         channel=channel_name,
                         message_id=envelope.message_id,
                         status=InboxStatus.FAILED,
                         error=type(exc).__name__,
                     )
-                    if envelope.announce:
-                        await self._send(envelope, FAILURE_MESSAGE)
                     return
                 if reply and envelope.announce:
                     await self._send(envelope, reply)
