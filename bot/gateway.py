@@ -16,6 +16,7 @@ The gateway owns the session worker tasks (one task group, started by :meth:`Gat
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -26,10 +27,12 @@ import structlog
 from bot.channel import ApprovalClick, Channel, ClickVerdict
 from bot.config import Settings
 from bot.envelope import ChannelRef, IngressEnvelope, envelope_from_json, envelope_to_json
+from bot.errors import StorageError
 from bot.store import InboxStatus, Store
 
 log = structlog.get_logger(__name__)
 
+ADMIT_ATTEMPTS = 3
 FAILURE_MESSAGE = "⚠️ Something went wrong while answering; the error was logged. Please try again."
 SHUTDOWN_MESSAGE = "⏹ The bot is restarting; this request was interrupted. Please ask again."
 
@@ -142,11 +145,25 @@ class Gateway:
             envelope_id=envelope.envelope_id, channel=str(envelope.channel)
         )
         with bound:
-            try:
-                await self._admit(envelope)
-            except Exception:
-                # Boundary: one bad envelope never takes the adapter down.
-                log.exception("envelope_failed")
+            for attempt in range(1, ADMIT_ATTEMPTS + 1):
+                try:
+                    await self._admit(envelope)
+                    return
+                except (StorageError, sqlite3.Error) as exc:
+                    # The database is busy or failing: try again a little later, then tell
+                    # the sender instead of dropping the message without a word.
+                    if attempt < ADMIT_ATTEMPTS:
+                        log.warning("envelope_storage_retry", attempt=attempt, error=str(exc))
+                        await asyncio.sleep(0.5 * attempt)
+                        continue
+                    log.error("envelope_failed", error=str(exc))
+                    if envelope.announce:
+                        await self._send(envelope, FAILURE_MESSAGE)
+                    return
+                except Exception:
+                    # Boundary: one bad envelope never takes the adapter down.
+                    log.exception("envelope_failed")
+                    return
 
     async def approval_clicked(self, click: ApprovalClick) -> ClickVerdict:
         return await self._clicks.click(click)

@@ -1,4 +1,4 @@
-"""Telegram flood control: ``RetryAfter`` honoured with a bounded number of waits.
+"""Telegram flood control and server errors: bounded retries.
 
 Telegram answers ``429`` with ``parameters.retry_after`` (seconds); python-telegram-bot raises
 :class:`telegram.error.RetryAfter`. :func:`with_retry_after` sleeps that long and tries again,
@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import structlog
-from telegram.error import RetryAfter
+from telegram.error import BadRequest, NetworkError, RetryAfter, TimedOut
 from telegram.warnings import PTBDeprecationWarning
 
 from bot.errors import ChannelError
@@ -51,10 +51,21 @@ async def with_retry_after(
     attempts: int = 3,
     max_wait_s: float = 60.0,
 ) -> T:
-    """Run ``call``; on ``RetryAfter`` wait as asked and run it again (bounded)."""
+    """Run ``call``; on ``RetryAfter`` wait as asked and run it again (bounded). A server
+    error (5xx, reported by PTB as a plain ``NetworkError``) is retried the same number of
+    times with a short jittered backoff; a rejected request (``BadRequest``) and a timeout
+    (the message may have been delivered) are not."""
     for attempt in range(1, attempts + 1):
         try:
             return await call()
+        except (BadRequest, TimedOut):
+            raise
+        except NetworkError as exc:
+            if attempt == attempts:
+                raise
+            delay = backoff_delay(attempt - 1, initial_s=0.5, max_s=4.0)
+            log.warning("telegram_server_error", method=method, error=exc.message, attempt=attempt)
+            await asyncio.sleep(delay)
         except RetryAfter as exc:
             wait = retry_after_seconds(exc)
             if attempt == attempts or wait > max_wait_s:

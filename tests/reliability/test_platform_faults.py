@@ -34,12 +34,6 @@ from tests.fakes.scripted_provider import ScriptedProvider, reply
 from tests.fakes.slack_server import FakeSlack, event_callback, message_event
 from tests.fakes.telegram_server import FakeTelegram, message, private_chat, user
 
-NO_5XX_RETRY = pytest.mark.xfail(
-    strict=True,
-    reason="channels/telegram_outbound.py TelegramOutbound._call retries only RetryAfter "
-    "(429); one 5xx on sendMessage drops the answer (gateway logs reply_send_failed)",
-)
-
 
 def held(text: str) -> tuple[asyncio.Event, asyncio.Event, ScriptedProvider]:
     """A model whose answer waits until the test releases it."""
@@ -113,8 +107,8 @@ async def test_discord_gateway_dropped_mid_turn_still_delivers_once(
 @pytest.mark.parametrize(
     ("status", "description", "parameters"),
     [
-        pytest.param(502, "Bad Gateway", None, marks=NO_5XX_RETRY),
-        pytest.param(500, "Internal Server Error", None, marks=NO_5XX_RETRY),
+        (502, "Bad Gateway", None),
+        (500, "Internal Server Error", None),
         (429, "Too Many Requests: retry after 1", {"retry_after": 1}),
     ],
 )

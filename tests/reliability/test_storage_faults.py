@@ -92,12 +92,6 @@ def check_database(db: Path) -> list[str]:
         return [s for (s,) in conn.execute("SELECT status FROM inbox ORDER BY id")]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bot/gateway.py Gateway.deliver: a StorageError while admitting a message is "
-    "logged (envelope_failed) and the message is dropped without telling the sender; "
-    "polling adapters then confirm the update, so it is lost",
-)
 async def test_message_arriving_while_the_database_is_locked_is_not_lost(
     tmp_path: Path,
 ) -> None:
