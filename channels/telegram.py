@@ -306,9 +306,17 @@ class TelegramChannel:
         """Hand one update to the host. Raises what the host raises (the update is then
         not marked as done and comes again after a restart)."""
         if update.message is not None:
-            envelope = normalise_message(
-                update.message, ref=self.ref, me=self._me, capabilities=self._capabilities()
-            )
+            try:
+                envelope = normalise_message(
+                    update.message, ref=self.ref, me=self._me, capabilities=self._capabilities()
+                )
+            except Exception:
+                # A payload we cannot read is skipped (and its offset confirmed): retrying it
+                # after a restart would fail the same way, forever.
+                log.exception(
+                    "telegram_update_unreadable", channel=str(self.ref), update_id=update.update_id
+                )
+                return
             if envelope is not None:
                 await host.deliver(envelope)
         elif update.callback_query is not None:
