@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -45,6 +46,9 @@ from bot.schedules.tools import schedule_tools
 from bot.store import Store
 from bot.tools.builtin import builtin_tools
 from bot.tools.spec import ToolSpec
+
+if TYPE_CHECKING:
+    from bot.mcp.catalog import McpCatalog
 
 log = structlog.get_logger(__name__)
 
@@ -96,10 +100,7 @@ class App:
             self._build_channels()
             self.approvals = ApprovalService(settings, self.store, self.channel_for)
             self.access = AccessPolicy(settings.channels, self.store)
-            # The MCP SDK takes about a second to import; ``import bot.app`` does not pay it.
-            from bot.mcp.catalog import McpCatalog
-
-            self.mcp = McpCatalog(settings.mcp)
+            self.mcp = self._build_mcp(settings)
             self.schedule_book = ScheduleBook(
                 self.store.schedules,
                 max_per_conversation=settings.schedules.max_jobs_per_conversation,
@@ -152,6 +153,16 @@ class App:
             tools += schedule_tools(self.schedule_book, allows=outbox.allows, clock=self._clock)
         return tools
 
+    @staticmethod
+    def _build_mcp(settings: Settings) -> McpCatalog | None:
+        """The MCP catalog, only when a server is configured: the MCP SDK takes about a
+        second to import, which a bot without MCP servers should not pay at start-up."""
+        if not any(server.enabled for server in settings.mcp.servers.values()):
+            return None
+        from bot.mcp.catalog import McpCatalog
+
+        return McpCatalog(settings.mcp)
+
     def _build_channels(self) -> None:
         context = ChannelContext(store=self.store, web_app=self._web_app)  # type: ignore[arg-type]
         configured = [
@@ -170,7 +181,8 @@ class App:
     async def _supervise(self) -> None:
         async with asyncio.TaskGroup() as group:
             group.create_task(self.gateway.run(), name="gateway")
-            group.create_task(self.mcp.run(), name="mcp")
+            if self.mcp is not None:
+                group.create_task(self.mcp.run(), name="mcp")
             if self.settings.schedules.enabled:
                 group.create_task(self.scheduler.run(), name="schedules")
             for name, channel in self.channels.items():
@@ -240,7 +252,8 @@ class App:
         self.access.update_settings(settings.channels)
         self.approvals.update_settings(settings)
         self.gateway.update_settings(settings)
-        self.mcp.update_settings(settings.mcp)
+        if self.mcp is not None:
+            self.mcp.update_settings(settings.mcp)
         self.scheduler.update_settings(settings.schedules)
 
     async def _run_turn(self, request: TurnRequest, control: SessionControl) -> str | None:
