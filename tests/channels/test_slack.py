@@ -37,10 +37,10 @@ from bot.errors import ChannelAuthError, ConfigError
 from bot.store import Store
 from channels.slack import SlackChannel, SlackCredentials, create
 from channels.slack_socket import Backoff
+from tests.fakes.recording_host import RecordingHost
 from tests.fakes.slack_server import (
     BOT_USER,
     FakeSlack,
-    RecordingHost,
     block_actions,
     event_callback,
     message_event,

@@ -29,10 +29,9 @@ from bot.envelope import Attachment, ChannelRef, DeliveryTarget
 from bot.errors import ChannelAuthError
 from bot.store import Store
 from channels.telegram import TelegramChannel
+from tests.fakes.recording_host import HostCrash, RecordingHost
 from tests.fakes.telegram_server import (
     FakeTelegram,
-    HostCrash,
-    RecordingHost,
     bot_message,
     callback,
     forum_chat,

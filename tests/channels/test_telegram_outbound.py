@@ -15,7 +15,8 @@ from bot.errors import ChannelError
 from bot.store import Store
 from channels.telegram import TelegramChannel
 from tests.channels.test_telegram import REF, TOKEN, channel_for, running
-from tests.fakes.telegram_server import FakeTelegram, RecordingHost
+from tests.fakes.recording_host import RecordingHost
+from tests.fakes.telegram_server import FakeTelegram
 
 CHAT = -100777
 TOPIC_TARGET = DeliveryTarget(

@@ -24,8 +24,9 @@ from typing import Any, cast
 
 from aiohttp import WSMsgType, web
 
-from bot.channel import ApprovalClick, Channel, ChannelHost, ClickVerdict, HealthState
-from bot.envelope import IngressEnvelope
+from bot.channel import Channel, ChannelHost, HealthState
+from tests.fakes.recording_host import RecordingHost as SharedRecordingHost
+from tests.fakes.recording_host import approver_verdict
 
 JSON = dict[str, Any]
 TIMESTAMP = "2025-01-01T00:00:00.000000+00:00"
@@ -580,10 +581,10 @@ def reaction_add(
 # test-side helpers -------------------------------------------------------------------------
 
 
-class RecordingHost:
-    """A real :class:`~bot.channel.ChannelHost`: records envelopes and clicks, and answers a
-    click ACCEPTED for configured approvers (user id or role), NOT_AUTHORISED for others and
-    UNKNOWN for approval ids it does not hold."""
+class RecordingHost(SharedRecordingHost):
+    """The shared recording host, answering clicks like the approval rules would: ACCEPTED
+    for configured approvers (user id or role) on a pending id, NOT_AUTHORISED for others,
+    UNKNOWN for ids it does not hold."""
 
     def __init__(
         self,
@@ -592,37 +593,9 @@ class RecordingHost:
         approver_roles: Sequence[str] = (),
         pending: Sequence[str] = (),
     ) -> None:
-        self.envelopes: list[IngressEnvelope] = []
-        self.clicks: list[ApprovalClick] = []
-        self.approvers = set(approvers)
-        self.approver_roles = set(approver_roles)
-        self.pending = set(pending)
-        self._changed = asyncio.Condition()
-
-    async def deliver(self, envelope: IngressEnvelope) -> None:
-        self.envelopes.append(envelope)
-        async with self._changed:
-            self._changed.notify_all()
-
-    async def approval_clicked(self, click: ApprovalClick) -> ClickVerdict:
-        self.clicks.append(click)
-        async with self._changed:
-            self._changed.notify_all()
-        if click.approval_id not in self.pending:
-            return ClickVerdict.UNKNOWN
-        if click.user_id in self.approvers or self.approver_roles & set(click.user_roles):
-            return ClickVerdict.ACCEPTED
-        return ClickVerdict.NOT_AUTHORISED
-
-    async def wait_envelopes(self, count: int, *, within: float = 10.0) -> list[IngressEnvelope]:
-        async with asyncio.timeout(within), self._changed:
-            await self._changed.wait_for(lambda: len(self.envelopes) >= count)
-        return self.envelopes
-
-    async def wait_clicks(self, count: int, *, within: float = 10.0) -> list[ApprovalClick]:
-        async with asyncio.timeout(within), self._changed:
-            await self._changed.wait_for(lambda: len(self.clicks) >= count)
-        return self.clicks
+        super().__init__(
+            approver_verdict(approvers=approvers, approver_roles=approver_roles, pending=pending)
+        )
 
 
 async def wait_for_health(channel: Channel, *states: HealthState, within: float = 10.0) -> None:

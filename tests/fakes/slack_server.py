@@ -24,9 +24,6 @@ from typing import Any
 from aiohttp import WSMsgType, web
 from slack_sdk.signature import SignatureVerifier
 
-from bot.channel import ApprovalClick, ClickVerdict
-from bot.envelope import IngressEnvelope
-
 JSON = dict[str, Any]
 BOT_USER = "UBOT"
 BOT_ID = "BBOT"
@@ -299,48 +296,6 @@ def signed_headers(
         headers["X-Slack-Retry-Num"] = str(retry)
         headers["X-Slack-Retry-Reason"] = "http_timeout"
     return headers
-
-
-class RecordingHost:
-    """A real ChannelHost: records envelopes and clicks; ``verdict`` decides the answer.
-
-    ``hold`` (when given) makes :meth:`deliver` wait for it, to model a slow gateway.
-    """
-
-    def __init__(
-        self,
-        verdict: Callable[[ApprovalClick], ClickVerdict] = lambda _: ClickVerdict.ACCEPTED,
-        *,
-        hold: asyncio.Event | None = None,
-    ) -> None:
-        self.verdict = verdict
-        self.hold = hold
-        self.envelopes: list[IngressEnvelope] = []
-        self.clicks: list[ApprovalClick] = []
-        self._changed = asyncio.Condition()
-
-    async def deliver(self, envelope: IngressEnvelope) -> None:
-        if self.hold is not None:
-            await self.hold.wait()
-        async with self._changed:
-            self.envelopes.append(envelope)
-            self._changed.notify_all()
-
-    async def approval_clicked(self, click: ApprovalClick) -> ClickVerdict:
-        async with self._changed:
-            self.clicks.append(click)
-            self._changed.notify_all()
-        return self.verdict(click)
-
-    async def wait_envelopes(self, count: int, wait_s: float = 10.0) -> list[IngressEnvelope]:
-        async with asyncio.timeout(wait_s), self._changed:
-            await self._changed.wait_for(lambda: len(self.envelopes) >= count)
-        return list(self.envelopes)
-
-    async def wait_clicks(self, count: int, wait_s: float = 10.0) -> list[ApprovalClick]:
-        async with asyncio.timeout(wait_s), self._changed:
-            await self._changed.wait_for(lambda: len(self.clicks) >= count)
-        return list(self.clicks)
 
 
 def params_match(expected: Mapping[str, Any]) -> Callable[[JSON], bool]:

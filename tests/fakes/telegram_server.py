@@ -22,9 +22,6 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.channel import ApprovalClick, ClickVerdict
-from bot.envelope import IngressEnvelope
-
 BOT_ID = 7000001
 BOT_USERNAME = "hatchbot"
 JSON = dict[str, Any]
@@ -268,52 +265,6 @@ class FakeTelegram:
                 "can_delete_stories": False,
             }
         return True
-
-
-class HostCrash(Exception):
-    """Raised by :class:`RecordingHost` to model the daemon dying while handling a message."""
-
-
-class RecordingHost:
-    """A real ``ChannelHost``: records envelopes and clicks; the test picks the verdicts.
-
-    ``crash_on`` names a message text whose delivery raises :class:`HostCrash`.
-    """
-
-    def __init__(
-        self,
-        verdict: Callable[[ApprovalClick], ClickVerdict] = lambda _c: ClickVerdict.ACCEPTED,
-        *,
-        crash_on: str | None = None,
-    ) -> None:
-        self.envelopes: list[IngressEnvelope] = []
-        self.clicks: list[ApprovalClick] = []
-        self._verdict = verdict
-        self._crash_on = crash_on
-        self._changed = asyncio.Condition()
-
-    async def deliver(self, envelope: IngressEnvelope) -> None:
-        if envelope.text == self._crash_on:
-            raise HostCrash(envelope.message_id)
-        async with self._changed:
-            self.envelopes.append(envelope)
-            self._changed.notify_all()
-
-    async def approval_clicked(self, click: ApprovalClick) -> ClickVerdict:
-        async with self._changed:
-            self.clicks.append(click)
-            self._changed.notify_all()
-        return self._verdict(click)
-
-    async def wait_envelopes(self, count: int, wait_s: float = 10.0) -> list[IngressEnvelope]:
-        async with asyncio.timeout(wait_s), self._changed:
-            await self._changed.wait_for(lambda: len(self.envelopes) >= count)
-        return list(self.envelopes)
-
-    async def wait_clicks(self, count: int, wait_s: float = 10.0) -> list[ApprovalClick]:
-        async with asyncio.timeout(wait_s), self._changed:
-            await self._changed.wait_for(lambda: len(self.clicks) >= count)
-        return list(self.clicks)
 
 
 # -- payload builders -----------------------------------------------------------------------

@@ -1,0 +1,88 @@
+"""A real :class:`~bot.channel.ChannelHost` for adapter tests, shared by the platform fakes.
+
+It records every envelope and approval click; ``verdict`` decides what a click is told.
+``hold`` makes :meth:`RecordingHost.deliver` wait for an event (a slow gateway);
+``crash_on`` names a message text whose delivery raises :class:`HostCrash` (the daemon
+dying while it handles that message).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+
+from bot.channel import ApprovalClick, ClickVerdict
+from bot.envelope import IngressEnvelope
+
+Verdict = Callable[[ApprovalClick], ClickVerdict]
+
+
+class HostCrash(Exception):
+    """Raised by :class:`RecordingHost` to model the daemon dying while handling a message."""
+
+
+def accept_all(_click: ApprovalClick) -> ClickVerdict:
+    return ClickVerdict.ACCEPTED
+
+
+def approver_verdict(
+    *,
+    approvers: Sequence[str] = (),
+    approver_roles: Sequence[str] = (),
+    pending: Sequence[str] = (),
+) -> Verdict:
+    """ACCEPTED for an approver (by user id or role) on a pending approval id,
+    NOT_AUTHORISED for anyone else, UNKNOWN for ids that are not pending."""
+    users, roles, open_ids = set(approvers), set(approver_roles), set(pending)
+
+    def verdict(click: ApprovalClick) -> ClickVerdict:
+        if click.approval_id not in open_ids:
+            return ClickVerdict.UNKNOWN
+        if click.user_id in users or roles & set(click.user_roles):
+            return ClickVerdict.ACCEPTED
+        return ClickVerdict.NOT_AUTHORISED
+
+    return verdict
+
+
+class RecordingHost:
+    """Records envelopes and clicks and lets a test wait for them."""
+
+    def __init__(
+        self,
+        verdict: Verdict = accept_all,
+        *,
+        hold: asyncio.Event | None = None,
+        crash_on: str | None = None,
+    ) -> None:
+        self.verdict = verdict
+        self.hold = hold
+        self.crash_on = crash_on
+        self.envelopes: list[IngressEnvelope] = []
+        self.clicks: list[ApprovalClick] = []
+        self._changed = asyncio.Condition()
+
+    async def deliver(self, envelope: IngressEnvelope) -> None:
+        if self.hold is not None:
+            await self.hold.wait()
+        if self.crash_on is not None and envelope.text == self.crash_on:
+            raise HostCrash(envelope.message_id)
+        async with self._changed:
+            self.envelopes.append(envelope)
+            self._changed.notify_all()
+
+    async def approval_clicked(self, click: ApprovalClick) -> ClickVerdict:
+        async with self._changed:
+            self.clicks.append(click)
+            self._changed.notify_all()
+        return self.verdict(click)
+
+    async def wait_envelopes(self, count: int, wait_s: float = 10.0) -> list[IngressEnvelope]:
+        async with asyncio.timeout(wait_s), self._changed:
+            await self._changed.wait_for(lambda: len(self.envelopes) >= count)
+        return list(self.envelopes)
+
+    async def wait_clicks(self, count: int, wait_s: float = 10.0) -> list[ApprovalClick]:
+        async with asyncio.timeout(wait_s), self._changed:
+            await self._changed.wait_for(lambda: len(self.clicks) >= count)
+        return list(self.clicks)
