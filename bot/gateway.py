@@ -157,8 +157,7 @@ class Gateway:
                         await asyncio.sleep(0.5 * attempt)
                         continue
                     log.error("envelope_failed", error=str(exc))
-                    if envelope.announce:
-                        await self._send(envelope, FAILURE_MESSAGE)
+                    await self._send(envelope, FAILURE_MESSAGE)
                     return
                 except Exception:
                     # Boundary: one bad envelope never takes the adapter down.
@@ -236,8 +235,7 @@ class Gateway:
                     status=InboxStatus.FAILED,
                     error="interrupted by restart",
                 )
-                if envelope.announce:
-                    await self._send(envelope, SHUTDOWN_MESSAGE)
+                await self._send(envelope, SHUTDOWN_MESSAGE)
                 interrupted += 1
         if requeued or interrupted:
             log.info("inbox_recovered", requeued=requeued, interrupted=interrupted)
@@ -316,8 +314,7 @@ class Gateway:
                     # Boundary: a failing turn is logged and reported, never fatal.
                     log.exception("turn_failed")
                     # tell the sender first: marking the row may fail for the same reason
-                    if envelope.announce:
-                        await self._send(envelope, FAILURE_MESSAGE)
+                    await self._send(envelope, FAILURE_MESSAGE)
                     await self._store.inbox.mark(
                         channel=channel_name,
                         message_id=envelope.message_id,
@@ -325,7 +322,7 @@ class Gateway:
                         error=type(exc).__name__,
                     )
                     return
-                if reply and envelope.announce:
+                if reply:
                     await self._send(envelope, reply)
                 await self._store.inbox.mark(
                     channel=channel_name,
@@ -340,7 +337,11 @@ class Gateway:
                 self._idle.set()
 
     async def _send(self, envelope: IngressEnvelope, text: str) -> None:
-        # the reply target's channel: a scheduled job may announce to another channel
+        """Send to the envelope's reply target: nothing at all for a silent scheduled job
+        (``announce`` false), and through the reply target's channel, since a scheduled job
+        may announce to another channel."""
+        if not envelope.announce:
+            return
         target_channel = envelope.reply_target.channel
         channel = self._channel_for(target_channel)
         if channel is None:
