@@ -223,12 +223,6 @@ class OpenAICompatProvider:
                 return self._reply(response)
             except openai.APIError as exc:
                 raise self._failure(exc) from None
-            except json.JSONDecodeError:
-                # a 200 whose body (or SSE data line) is not JSON: garbled in transit or by a
-                # proxy; retried like a cut stream instead of escaping as a turn failure
-                raise AttemptFailed(
-                    f"{self.name} sent a reply that is not valid JSON", retryable=True
-                ) from None
             except httpx2.TransportError as exc:
                 raise transport_failure(
                     exc, provider=self.name, timeout_s=self._config.timeout_s

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -184,28 +185,35 @@ class Retrier:
         while True:
             try:
                 return await attempt(draft.attempt() if draft is not None else None)
-            except AttemptFailed as failure:
-                if not failure.retryable or retries >= self.policy.max_retries:
-                    log.warning(
-                        "provider_gave_up",
-                        provider=self.provider,
-                        attempts=retries + 1,
-                        status=failure.status,
-                        reason=str(failure),
-                    )
-                    error_type = ProviderTimeout if failure.timed_out else ProviderError
-                    raise error_type(str(failure), retryable=failure.retryable) from None
-                delay = self._delay(failure, retries)
+            except AttemptFailed as exc:
+                failure = exc
+            except json.JSONDecodeError:
+                # A 200 whose body (or an SSE data line) is not JSON: garbled in transit or by
+                # a proxy. Every SDK lets this escape; it is retried like a cut stream.
+                failure = AttemptFailed(
+                    f"{self.provider} sent a reply that is not valid JSON", retryable=True
+                )
+            if not failure.retryable or retries >= self.policy.max_retries:
                 log.warning(
-                    "provider_retry",
+                    "provider_gave_up",
                     provider=self.provider,
-                    attempt=retries + 1,
+                    attempts=retries + 1,
                     status=failure.status,
-                    delay_s=round(delay, 3),
                     reason=str(failure),
                 )
-                retries += 1
-                await self._sleep(delay)
+                error_type = ProviderTimeout if failure.timed_out else ProviderError
+                raise error_type(str(failure), retryable=failure.retryable) from None
+            delay = self._delay(failure, retries)
+            log.warning(
+                "provider_retry",
+                provider=self.provider,
+                attempt=retries + 1,
+                status=failure.status,
+                delay_s=round(delay, 3),
+                reason=str(failure),
+            )
+            retries += 1
+            await self._sleep(delay)
 
     def _delay(self, failure: AttemptFailed, retry_index: int) -> float:
         if failure.retry_after_s is not None:

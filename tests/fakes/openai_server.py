@@ -76,7 +76,14 @@ class Hang:
     pass
 
 
-ScriptItem = Reply | RawJson | RawStream | HttpError | Hang
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Garbled:
+    """A 200 that claims to be JSON but is not (a broken proxy)."""
+
+    text: str = "<html>502 bad gateway</html>"
+
+
+ScriptItem = Reply | RawJson | RawStream | HttpError | Hang | Garbled
 
 
 class ScriptedServer:
@@ -144,6 +151,10 @@ class ScriptedServer:
     def queue_json(self, body: JsonObject, status: int = 200) -> None:
         self.queue(RawJson(body=body, status=status))
 
+    def queue_garbled(self) -> None:
+        """A 200 reply whose body is not JSON."""
+        self.queue(Garbled())
+
     # -- subclass hooks --------------------------------------------------------------
 
     def check_auth(self, headers: Mapping[str, str]) -> bool:
@@ -176,6 +187,8 @@ class ScriptedServer:
             return web.json_response(item.body, status=item.status, headers=dict(item.headers))
         if isinstance(item, RawJson):
             return web.json_response(item.body, status=item.status)
+        if isinstance(item, Garbled):
+            return web.Response(text=item.text, content_type="application/json")
         streamed = bool(body.get("stream"))
         if isinstance(item, RawStream):
             return await self._send_stream(request, list(item.events), item.cut_after)

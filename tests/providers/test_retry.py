@@ -9,8 +9,9 @@ import pytest
 from bot.errors import ProviderError, ProviderTimeout
 from bot.providers.base import ChatMessage, CompletionRequest
 from bot.providers.retry import RetryPolicy, parse_retry_after
+from tests.fakes.anthropic_server import AnthropicFake
 from tests.fakes.openai_server import OpenAIFake
-from tests.providers.conftest import BASE_DELAY_S, OpenAIFactory
+from tests.providers.conftest import BASE_DELAY_S, AnthropicFactory, OpenAIFactory
 from tests.providers.recorders import TEST_KEY, RecordedSleep
 
 HELLO = CompletionRequest(system="", messages=[ChatMessage(role="user", content="hi")])
@@ -160,3 +161,25 @@ async def test_unreachable_server_is_a_retryable_connection_error(
         await provider.complete(HELLO)
     assert str(caught.value) == "cannot reach primary (connection failed or was cut)"
     assert len(sleep.waits) == 2
+
+
+async def test_openai_reply_that_is_not_json_is_retried(
+    openai_fake: OpenAIFake, make_openai: OpenAIFactory, sleep: RecordedSleep
+) -> None:
+    openai_fake.queue_garbled()
+    openai_fake.queue_text("recovered")
+    reply = await make_openai().complete(HELLO)
+
+    assert reply.text == "recovered"
+    assert len(sleep.waits) == 1
+
+
+async def test_anthropic_reply_that_is_not_json_is_retried(
+    anthropic_fake: AnthropicFake, make_anthropic: AnthropicFactory, sleep: RecordedSleep
+) -> None:
+    anthropic_fake.queue_garbled()
+    anthropic_fake.queue_text("recovered")
+    reply = await make_anthropic().complete(HELLO)
+
+    assert reply.text == "recovered"
+    assert len(sleep.waits) == 1
