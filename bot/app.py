@@ -48,6 +48,8 @@ from bot.tools.builtin import builtin_tools
 from bot.tools.spec import ToolSpec
 
 if TYPE_CHECKING:
+    from aiohttp import web
+
     from bot.mcp.catalog import McpCatalog
 
 log = structlog.get_logger(__name__)
@@ -74,7 +76,7 @@ class App:
         provider: Provider | None = None,
         channels: Mapping[str, Channel] | None = None,
         tools: list[ToolSpec] | None = None,
-        web_app: object | None = None,
+        web_app: web.Application | None = None,
         metrics: Metrics | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -164,7 +166,7 @@ class App:
         return McpCatalog(settings.mcp)
 
     def _build_channels(self) -> None:
-        context = ChannelContext(store=self.store, web_app=self._web_app)  # type: ignore[arg-type]
+        context = ChannelContext(store=self.store, web_app=self._web_app)
         configured = [
             (kind, alias, cfg) for kind, alias, cfg in self.settings.channels.all() if cfg.enabled
         ]
