@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -267,10 +267,11 @@ class Gateway:
 
     # -- execution --------------------------------------------------------------------
 
-    def _spawn(self, coro: Awaitable[None]) -> None:
+    def _spawn(self, coro: Coroutine[object, object, None]) -> None:
         if self._group is None:
+            coro.close()
             raise RuntimeError("Gateway.run() is not running")
-        self._group.create_task(coro)  # type: ignore[arg-type]
+        self._group.create_task(coro)
 
     async def _session_worker(self, session_key: str, session: _Session) -> None:
         try:
