@@ -3,6 +3,7 @@
 Lifecycle::
 
     STATUS=starting → App.start → HTTP server → wait for channels (bounded) → READY=1
+      → import the provider SDK and build its client (in a worker thread)
       ├─ SIGHUP: reload the config file; an invalid file keeps the old config
       └─ SIGTERM/SIGINT: STOPPING=1, STATUS=draining → drain → App.stop → exit 0
             └─ a second SIGTERM/SIGINT while draining cuts the drain short
@@ -13,7 +14,9 @@ tasks running) the daemon waits up to ``ready_timeout_s`` for every channel to r
 platform refused the credentials; ``STOPPED``). Then it sends ``READY=1`` either way, with a
 ``STATUS`` of ``ready: N channels`` or ``degraded: …`` naming each channel that is not
 connected. A platform outage therefore neither fails the start (systemd would restart the
-service in a loop) nor hides: ``/readyz`` stays 503 and the status line says why.
+service in a loop) nor hides: ``/readyz`` stays 503 and the status line says why. The
+provider's SDK is imported after READY (:mod:`bot.providers.deferred`): messages that arrive
+meanwhile are admitted at once and their turns wait for it.
 
 **Drain.** New messages are refused at once; running turns get ``drain_timeout_s`` to finish,
 then they are cancelled as interrupted; pending approvals are expired; the database is
@@ -42,12 +45,12 @@ from bot.errors import HatchwayError
 from bot.health import HealthRoutes, add_health_routes
 from bot.metrics import MeteredProvider, Metrics
 from bot.notify import SystemdNotifier, watchdog_pings
-from bot.providers.factory import build_provider
+from bot.providers.factory import defer_provider
 from bot.web import HttpServer
 
 log = structlog.get_logger(__name__)
 
-READY_POLL_S = 0.1
+READY_POLL_S = 0.02
 STATUS_REFRESH_S = 5.0
 HEALTH_ROUTES = 3
 # Sections that are read once at start: a change is logged and takes effect on restart.
@@ -128,7 +131,8 @@ class Daemon:
             self.notifier.close()
 
     async def _lifecycle(self) -> int:
-        provider = MeteredProvider(build_provider(self.settings), self.metrics)
+        deferred = defer_provider(self.settings)
+        provider = MeteredProvider(deferred, self.metrics)
         app = App(self.settings, provider=provider, web_app=self.server.app, metrics=self.metrics)
         routes = HealthRoutes(app, self.metrics)
         add_health_routes(self.server.app, routes)
@@ -140,7 +144,10 @@ class Daemon:
             status = status_line(app.channel_health())
             self.notifier.ready(status)
             log.info("daemon_ready", status=status)
-            async with _owned(self._refresh_status(app, status), "status"):
+            async with (
+                _owned(self._refresh_status(app, status), "status"),
+                _owned(deferred.warm(), "provider-warm"),
+            ):
                 await self._handle_signals_until_stop(app)
             routes.draining = True
             await self._drain(app)

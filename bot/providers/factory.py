@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 from bot.config import ProviderConfig, Settings
 from bot.errors import ConfigError
 from bot.providers.base import Provider
+from bot.providers.deferred import DeferredProvider
 from bot.providers.fallback import FallbackProvider
 from bot.providers.retry import Retrier, RetryPolicy, Sleep
 from bot.providers.text_protocol import TextProtocolProvider
@@ -126,6 +127,26 @@ def build_one(name: str, config: ProviderConfig, *, api_key: str, sleep: Sleep) 
     return provider
 
 
+def _check_chain(settings: Settings, environ: Mapping[str, str] | None) -> dict[str, str]:
+    """Each provider name of the chain with its API key; :class:`ConfigError` for an unknown
+    name or a missing key."""
+    names = list(dict.fromkeys([settings.agent.provider, *settings.agent.fallback]))
+    unknown = [n for n in names if n not in settings.providers]
+    if unknown:
+        raise ConfigError(
+            f"agent.provider/fallback names provider {unknown[0]!r}, but [providers] defines "
+            f"{sorted(settings.providers) or 'none'}"
+        )
+    return {n: api_key_for(n, settings.providers[n], environ) for n in names}
+
+
+def sdk_module(config: ProviderConfig) -> str:
+    """The module that imports a provider's vendor SDK."""
+    if config.kind == "anthropic":
+        return "bot.providers.anthropic"
+    return "bot.providers.openai_compat"
+
+
 def build_provider(
     settings: Settings,
     *,
@@ -138,13 +159,26 @@ def build_provider(
     Raises :class:`ConfigError` for an unknown provider name or a missing API key, before any
     client is created. ``environ`` defaults to ``os.environ``; ``sleep`` is for tests.
     """
-    names = list(dict.fromkeys([settings.agent.provider, *settings.agent.fallback]))
-    unknown = [n for n in names if n not in settings.providers]
-    if unknown:
-        raise ConfigError(
-            f"agent.provider/fallback names provider {unknown[0]!r}, but [providers] defines "
-            f"{sorted(settings.providers) or 'none'}"
-        )
-    keys = {n: api_key_for(n, settings.providers[n], environ) for n in names}
-    chain = [build_one(n, settings.providers[n], api_key=keys[n], sleep=sleep) for n in names]
+    keys = _check_chain(settings, environ)
+    chain = [build_one(n, settings.providers[n], api_key=k, sleep=sleep) for n, k in keys.items()]
     return chain[0] if len(chain) == 1 else FallbackProvider(chain)
+
+
+def defer_provider(
+    settings: Settings,
+    *,
+    environ: Mapping[str, str] | None = None,
+    sleep: Sleep = asyncio.sleep,
+) -> DeferredProvider:
+    """:func:`build_provider`, with the vendor SDK imports and client construction deferred
+    to :meth:`DeferredProvider.warm` or the first completion (see :mod:`bot.providers.deferred`).
+
+    Configuration errors are raised now, exactly as :func:`build_provider` raises them.
+    """
+    keys = _check_chain(settings, environ)
+    modules = dict.fromkeys(sdk_module(settings.providers[n]) for n in keys)
+
+    def build() -> Provider:
+        return build_provider(settings, environ=environ, sleep=sleep)
+
+    return DeferredProvider(settings.agent.provider, build, modules)
