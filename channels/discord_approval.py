@@ -1,15 +1,18 @@
 """Approval cards on Discord: message text, persistent buttons, and reaction choices.
 
-Buttons are a ``discord.ui.DynamicItem`` whose ``custom_id`` carries only the opaque approval
-id and the choice (``hatchway:ap:<id>:<a|d|w>``). The item class is registered with
-``client.add_dynamic_items``, so discord.py routes a click by matching the ``custom_id``
-against the template — no in-memory view is needed, and cards posted before a restart are
-still routed after it (the approvals core then says whether the request is still pending).
+Buttons are ``discord.ui.DynamicItem`` s whose ``custom_id`` carries only the opaque approval
+id and a choice code (``hatchway:ap:<id>:<a|d|w|e>``: approve, deny, always, reply instead).
+The item classes are registered with ``client.add_dynamic_items``, so discord.py routes a
+click by matching the ``custom_id`` against the template — no in-memory view is needed, and
+cards posted before a restart are still routed after it (the approvals core then says whether
+the request is still pending). "✏️ Reply instead" opens the modal of
+:mod:`channels.discord_reply`; its submission is answered there, not here.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any, Self
 
 import discord
@@ -17,11 +20,16 @@ import discord
 from bot.channel import ApprovalCard, ApprovalChoice, CardState
 from bot.errors import ChannelError
 from channels.discord_client import GatewayClient
+from channels.discord_reply import reply_modal
 
 CUSTOM_ID_PREFIX = "hatchway:ap:"
-CUSTOM_ID_TEMPLATE = r"hatchway:ap:(?P<id>[A-Za-z0-9_.\-]+):(?P<choice>[adw])"
+_ID = r"(?P<id>[A-Za-z0-9_.\-]+)"
+CUSTOM_ID_TEMPLATE = rf"hatchway:ap:{_ID}:(?P<choice>[adw])"
+REPLY_ID_TEMPLATE = rf"hatchway:ap:{_ID}:e"
 MAX_CUSTOM_ID = 100  # Discord's limit for component custom ids
 MAX_CONTENT = 2000
+REPLY_LABEL = "✏️ Reply instead"
+NO_LONGER_OPEN = "This request is no longer open."
 
 _CHOICE_CODES: dict[ApprovalChoice, str] = {
     ApprovalChoice.APPROVE: "a",
@@ -45,12 +53,21 @@ REACTION_CHOICES: dict[str, ApprovalChoice] = {
 CARD_REACTIONS: tuple[str, ...] = ("✅", "❌", "♾️")
 
 
+def _carried(custom_id: str, template: str, approval_id: str) -> str:
+    if len(custom_id) > MAX_CUSTOM_ID or not re.fullmatch(template, custom_id):
+        raise ChannelError(f"approval id {approval_id!r} cannot be carried in a Discord button")
+    return custom_id
+
+
 def approval_custom_id(approval_id: str, choice: ApprovalChoice) -> str:
     """The button ``custom_id`` for one choice; fails loudly if the id cannot be carried."""
     custom_id = f"{CUSTOM_ID_PREFIX}{approval_id}:{_CHOICE_CODES[choice]}"
-    if len(custom_id) > MAX_CUSTOM_ID or not re.fullmatch(CUSTOM_ID_TEMPLATE, custom_id):
-        raise ChannelError(f"approval id {approval_id!r} cannot be carried in a Discord button")
-    return custom_id
+    return _carried(custom_id, CUSTOM_ID_TEMPLATE, approval_id)
+
+
+def reply_custom_id(approval_id: str) -> str:
+    """The ``custom_id`` of the "Reply instead" button, and of the modal it opens."""
+    return _carried(f"{CUSTOM_ID_PREFIX}{approval_id}:e", REPLY_ID_TEMPLATE, approval_id)
 
 
 def parse_custom_id(custom_id: str) -> tuple[str, ApprovalChoice] | None:
@@ -59,6 +76,23 @@ def parse_custom_id(custom_id: str) -> tuple[str, ApprovalChoice] | None:
     if match is None:
         return None
     return match["id"], _CODE_CHOICES[match["choice"]]
+
+
+def parse_reply_id(custom_id: str) -> str | None:
+    """The approval id from a "Reply instead" button or modal ``custom_id``, or None."""
+    match = re.fullmatch(REPLY_ID_TEMPLATE, custom_id)
+    return match["id"] if match is not None else None
+
+
+def approval_ids_in(custom_ids: Iterable[str]) -> set[str]:
+    """The approval ids that a message's component ``custom_id`` s belong to."""
+    found: set[str] = set()
+    for custom_id in custom_ids:
+        parsed = parse_custom_id(custom_id)
+        approval_id = parsed[0] if parsed is not None else parse_reply_id(custom_id)
+        if approval_id is not None:
+            found.add(approval_id)
+    return found
 
 
 class ApprovalButton(
@@ -92,6 +126,36 @@ class ApprovalButton(
             await client.listener.approval_button(interaction, self.approval_id, self.choice)
 
 
+class ReplyButton(
+    discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], template=REPLY_ID_TEMPLATE
+):
+    """The "✏️ Reply instead" button: opens the deny-with-a-reply modal. Anyone may open it;
+    whether the submission counts is decided when it arrives, like any click."""
+
+    def __init__(self, approval_id: str) -> None:
+        super().__init__(
+            discord.ui.Button(
+                label=REPLY_LABEL,
+                style=discord.ButtonStyle.secondary,
+                custom_id=reply_custom_id(approval_id),
+            )
+        )
+        self.approval_id = approval_id
+
+    @classmethod
+    async def from_custom_id(
+        cls,
+        interaction: discord.Interaction[Any],
+        item: discord.ui.Item[Any],
+        match: re.Match[str],
+        /,
+    ) -> Self:
+        return cls(match["id"])
+
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        await interaction.response.send_modal(reply_modal(reply_custom_id(self.approval_id)))
+
+
 def card_content(card: ApprovalCard) -> str:
     """The card's message text: the shared rendering with a bold headline, within 2,000."""
     head, _, rest = card.render_text().partition("\n")
@@ -101,6 +165,15 @@ def card_content(card: ApprovalCard) -> str:
     return text
 
 
+def closed_content(content: str) -> str:
+    """A card's text with the "no longer open" line added (once), within 2,000."""
+    if content.endswith(NO_LONGER_OPEN):
+        return content
+    room = MAX_CONTENT - len(NO_LONGER_OPEN) - 1
+    head = content if len(content) <= room else content[: room - 1] + "…"
+    return f"{head}\n{NO_LONGER_OPEN}" if head else NO_LONGER_OPEN
+
+
 def card_view(card: ApprovalCard) -> discord.ui.View | None:
     """Buttons while the card is pending; None (buttons removed) once it is decided."""
     if card.state is not CardState.PENDING:
@@ -108,4 +181,5 @@ def card_view(card: ApprovalCard) -> discord.ui.View | None:
     view = discord.ui.View(timeout=None)
     for choice, _, _ in _BUTTONS:
         view.add_item(ApprovalButton(card.approval_id, choice))
+    view.add_item(ReplyButton(card.approval_id))
     return view

@@ -2,7 +2,8 @@
 
 :class:`GatewayClient` is a ``discord.Client`` that forwards the few gateway events the adapter
 needs to a :class:`GatewayListener` and can talk to a configurable REST base and gateway URL
-(for an egress proxy, or a loopback fake in tests).
+(for an egress proxy, or a loopback fake in tests). :class:`Connection` is where the adapter's
+parts find the running client and host.
 
 Why endpoints are rewritten per client instead of setting ``discord.http.Route.BASE`` and
 ``DiscordWebSocket.DEFAULT_GATEWAY``: those are class attributes shared by every client in the
@@ -27,7 +28,7 @@ import yarl
 from discord.http import HTTPClient, Route
 from discord.webhook.async_ import AsyncWebhookAdapter, async_context
 
-from bot.channel import ApprovalChoice
+from bot.channel import ApprovalChoice, ChannelHost
 
 log = structlog.get_logger(__name__)
 
@@ -48,6 +49,8 @@ class GatewayListener(Protocol):
     async def approval_button(
         self, interaction: discord.Interaction, approval_id: str, choice: ApprovalChoice
     ) -> None: ...
+
+    async def modal_submitted(self, interaction: discord.Interaction) -> None: ...
 
 
 def gateway_intents(*, reactions: bool) -> discord.Intents:
@@ -120,6 +123,22 @@ def endpoint_scope(api_base: str | None) -> Iterator[None]:
         async_context.reset(token)
 
 
+class Connection:
+    """The running client and the host, while the adapter's ``run`` lives (None otherwise).
+    Only ``run`` sets them; the adapter's inbound and outbound parts read them."""
+
+    __slots__ = ("client", "host")
+
+    def __init__(self) -> None:
+        self.client: GatewayClient | None = None
+        self.host: ChannelHost | None = None
+
+    def connected(self) -> GatewayClient | None:
+        """The client once it has logged in and knows its own user, else None."""
+        client = self.client
+        return client if client is not None and client.user is not None else None
+
+
 class GatewayClient(discord.Client):
     """A ``discord.Client`` forwarding events to one :class:`GatewayListener`."""
 
@@ -161,6 +180,12 @@ class GatewayClient(discord.Client):
 
     async def on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
         await self.listener.reaction_added(payload)
+
+    async def on_interaction(self, interaction: discord.Interaction) -> None:
+        # Buttons are routed by their DynamicItems; modal submissions are answered here,
+        # statelessly (see channels.discord_reply).
+        if interaction.type is discord.InteractionType.modal_submit:
+            await self.listener.modal_submitted(interaction)
 
     async def on_error(self, event_method: str, /, *args: Any, **kwargs: Any) -> None:
         log.exception("discord_event_failed", event=event_method)

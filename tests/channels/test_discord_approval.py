@@ -128,7 +128,7 @@ def ephemeral_text(call: Call) -> str:
 # -- adapter level ---------------------------------------------------------------------------
 
 
-async def test_card_carries_three_buttons_with_only_the_approval_id(
+async def test_card_carries_four_buttons_with_only_the_approval_id(
     fake: FakeDiscord, store: Store
 ) -> None:
     host = RecordingHost()
@@ -142,6 +142,7 @@ async def test_card_carries_three_buttons_with_only_the_approval_id(
         ("Approve", f"hatchway:ap:{APPROVAL_ID}:a"),
         ("Deny", f"hatchway:ap:{APPROVAL_ID}:d"),
         ("Always", f"hatchway:ap:{APPROVAL_ID}:w"),
+        ("✏️ Reply instead", f"hatchway:ap:{APPROVAL_ID}:e"),
     ]
     assert message["content"].startswith("**🔐 Approval needed: shell**\n")
     assert "command: rm -rf build" in message["content"]

@@ -4,6 +4,7 @@ built from settings through the channel registry, against the loopback Discord f
 A scripted model asks for a side-effecting tool; the approval card with buttons is posted in
 the conversation; a non-approver's click is refused ephemerally and audited; the approver's
 click (INTERACTION_CREATE) runs the tool, the card shows the outcome, and the answer follows.
+An approver's "Deny with a reply" keeps the tool from running and the model gets the text.
 A DM turn with a long answer arrives split under 2,000 characters with code fences intact.
 """
 
@@ -23,6 +24,7 @@ from channels.discord import DiscordChannel
 from channels.discord_markup import render_chunks
 from tests.channels.test_discord import ALICE, BOT, BOT_ID, DM, GENERAL, said
 from tests.channels.test_discord_approval import BOB, CAROL, click, ephemeral_text
+from tests.channels.test_discord_reply import submit_reply
 from tests.fakes.discord_server import BOT_TOKEN, FakeDiscord, wait_for_health
 from tests.fakes.scripted_provider import ScriptedProvider, call, reply
 
@@ -115,6 +117,40 @@ async def test_mention_approval_click_runs_the_tool(fake: FakeDiscord, tmp_path:
         decisions = {(row.decision, row.decided_by) for row in rows}
         assert ("click_refused:approve", CAROL["id"]) in decisions
         assert any(by == BOB["id"] and "refused" not in d for d, by in decisions)
+
+
+async def test_deny_with_a_reply_keeps_the_tool_from_running(
+    fake: FakeDiscord, tmp_path: Path
+) -> None:
+    ran: list[Mapping[str, object]] = []
+    provider = ScriptedProvider(
+        [reply("", call("deploy", {"version": "v2"})), reply("Understood, staying on v1.")]
+    )
+    app = App(settings_for(fake, tmp_path), provider=provider, tools=[deploy_tool(ran)])
+    async with app:
+        channel = app.channels["discord.main"]
+        await wait_for_health(channel, HealthState.CONNECTED)
+        await fake.dispatch("MESSAGE_CREATE", said(fake, f"<@{BOT_ID}> deploy v2", mentions=[BOT]))
+        await fake.wait_until(lambda: any(m["components"] for m in fake.messages.values()))
+        [card] = [m for m in fake.messages.values() if m["components"]]
+        [pending] = await app.store.approvals.list()
+
+        opened = await click(fake, card["id"], "e", BOB)
+        assert opened.body is not None and opened.body["type"] == 9
+        answer = "Stay on v1 until Monday."
+        submitted = await submit_reply(fake, card["id"], answer, BOB, approval_id=pending.id)
+        assert ephemeral_text(submitted) == ClickVerdict.ACCEPTED.message
+        await fake.wait_until(lambda: "Understood, staying on v1." in fake.posted(GENERAL))
+        card_edits = [
+            e.body.get("content", "")
+            for e in fake.calls_to("PATCH", rf"/channels/{GENERAL}/messages/{card['id']}")
+            if e.body is not None
+        ]
+    assert ran == []
+    assert any("Denied with a reply: deploy" in text for text in card_edits)
+    tool_message = provider.requests[1].messages[-1]
+    assert tool_message.role == "tool"
+    assert tool_message.content == f"Not executed: the approver answered instead: {answer}"
 
 
 async def test_dm_turn_with_a_long_answer(fake: FakeDiscord, tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""Pure parts of the Discord adapter: normalisation from facts, markup and chunking, and the
-approval button ids."""
+"""Pure parts of the Discord adapter: normalisation from facts, markup and chunking, the
+approval button ids, reading a submitted reply, and when a stale card is closed."""
 
 from __future__ import annotations
 
@@ -9,10 +9,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.channel import ApprovalChoice
+from bot.channel import ApprovalChoice, ClickVerdict
 from bot.envelope import Attachment, ChannelRef
 from bot.errors import ChannelError
-from channels.discord_approval import approval_custom_id, parse_custom_id
+from channels.discord_approval import (
+    MAX_CONTENT,
+    NO_LONGER_OPEN,
+    approval_custom_id,
+    approval_ids_in,
+    closed_content,
+    parse_custom_id,
+    parse_reply_id,
+    reply_custom_id,
+)
+from channels.discord_clicks import CardClosing, closing_for
 from channels.discord_markup import render_chunks, render_single, to_discord
 from channels.discord_normalise import (
     MessageFacts,
@@ -21,6 +31,7 @@ from channels.discord_normalise import (
     envelope_from_facts,
     is_addressed,
 )
+from channels.discord_reply import FIELD_ID, ReplySubmission, submitted_reply
 
 BOT = "900"
 REF = ChannelRef(kind="discord", alias="main")
@@ -181,3 +192,89 @@ def test_foreign_custom_ids_are_not_ours(custom_id: str) -> None:
 def test_uncarriable_approval_ids_fail_loudly(approval_id: str) -> None:
     with pytest.raises(ChannelError):
         approval_custom_id(approval_id, ApprovalChoice.APPROVE)
+
+
+@pytest.mark.parametrize("approval_id", ["abc123", "Xy_9-abcDEF012345", "a.b"])
+def test_reply_id_round_trip(approval_id: str) -> None:
+    custom_id = reply_custom_id(approval_id)
+    assert custom_id == f"hatchway:ap:{approval_id}:e"
+    assert parse_reply_id(custom_id) == approval_id
+    assert parse_custom_id(custom_id) is None  # not an Approve / Deny / Always button
+
+
+@pytest.mark.parametrize("custom_id", ["hatchway:ap:x:a", "hatchway:ap::e", "hatchway:ap:x:e:1"])
+def test_other_ids_are_not_reply_ids(custom_id: str) -> None:
+    assert parse_reply_id(custom_id) is None
+
+
+def test_approval_ids_in_a_cards_components() -> None:
+    ids = [approval_custom_id("one", c) for c in ApprovalChoice] + [reply_custom_id("one")]
+    assert approval_ids_in([*ids, "someone:else", reply_custom_id("two")]) == {"one", "two"}
+
+
+def _text(custom_id: str, value: object) -> dict[str, object]:
+    return {"type": 4, "id": 2, "custom_id": custom_id, "value": value}
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (
+            {"custom_id": "m", "components": [{"type": 18, "component": _text(FIELD_ID, "hi")}]},
+            ReplySubmission(custom_id="m", text="hi"),
+        ),
+        (
+            {"custom_id": "m", "components": [{"type": 1, "components": [_text(FIELD_ID, "x")]}]},
+            ReplySubmission(custom_id="m", text="x"),
+        ),
+        (  # the field is missing: an empty reply, refused by the adapter
+            {"custom_id": "m", "components": [{"type": 18, "component": _text("other", "x")}]},
+            ReplySubmission(custom_id="m", text=""),
+        ),
+        ({"custom_id": "m"}, ReplySubmission(custom_id="m", text="")),
+        ({"custom_id": "", "components": []}, None),
+        ({"components": []}, None),
+        ({"custom_id": "m", "components": [{"type": "label"}]}, None),
+        (None, None),
+    ],
+)
+def test_submitted_reply(data: dict[str, object] | None, expected: ReplySubmission | None) -> None:
+    assert submitted_reply(data) == expected
+
+
+CARD_IDS = [approval_custom_id("ap1", c) for c in ApprovalChoice] + [reply_custom_id("ap1")]
+
+
+@pytest.mark.parametrize(
+    ("verdict", "bot_authored", "custom_ids", "expected"),
+    [
+        (ClickVerdict.UNKNOWN, True, CARD_IDS, CardClosing(content=f"card\n{NO_LONGER_OPEN}")),
+        (ClickVerdict.ALREADY_DECIDED, True, CARD_IDS, CardClosing(content=None)),
+        (ClickVerdict.ACCEPTED, True, CARD_IDS, None),
+        (ClickVerdict.NOT_AUTHORISED, True, CARD_IDS, None),
+        (ClickVerdict.SELF_APPROVAL, True, CARD_IDS, None),
+        (ClickVerdict.UNKNOWN, False, CARD_IDS, None),  # not the bot's message
+        (ClickVerdict.UNKNOWN, True, [], None),  # buttons already gone
+        (ClickVerdict.UNKNOWN, True, [reply_custom_id("other")], None),  # another card
+    ],
+)
+def test_when_a_stale_card_is_closed(
+    verdict: ClickVerdict,
+    bot_authored: bool,
+    custom_ids: list[str],
+    expected: CardClosing | None,
+) -> None:
+    closing = closing_for(
+        verdict, "ap1", bot_authored=bot_authored, content="card", custom_ids=custom_ids
+    )
+    assert closing == expected
+
+
+@pytest.mark.parametrize(
+    "content", ["", "short card", "x" * MAX_CONTENT, f"already\n{NO_LONGER_OPEN}"]
+)
+def test_closed_content_adds_the_line_once_within_the_limit(content: str) -> None:
+    closed = closed_content(content)
+    assert closed.endswith(NO_LONGER_OPEN) and closed.count(NO_LONGER_OPEN) == 1
+    assert len(closed) <= MAX_CONTENT
+    assert closed_content(closed) == closed

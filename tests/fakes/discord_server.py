@@ -8,6 +8,12 @@ Facts discord.py 2.7 relies on (see ``docs/design/channels.md``): REST replies c
 ``Content-Type: application/json`` exactly; gateway frames are text; IDENTIFY is answered with
 READY and then one GUILD_CREATE per guild; heartbeats (op 1) get op 11; an interaction
 callback answers with an ``{"interaction": …, "resource": …}`` body.
+
+Checks the real Discord makes and this fake makes too (a 400 with code 50035 or 40060): an
+interaction is answered once, and only if it was dispatched; a MODAL callback (type 9) is
+refused for a MODAL_SUBMIT and must carry a title (≤ 45), a ``custom_id`` (≤ 100) and one to
+five text inputs (in a Label, type 18, or an action row); message components keep to five
+per row, labels to 80 characters and unique ``custom_id`` s of at most 100.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import contextlib
 import itertools
 import json
 import re
+import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -39,6 +46,10 @@ def _json(data: object, status: int = 200) -> web.Response:
     )
 
 
+def _invalid(message: str, code: int = 50035) -> web.Response:
+    return _json({"message": message, "code": code}, 400)
+
+
 def _rate_limited(retry_after: float) -> web.Response:
     body = {"message": "You are being rate limited.", "retry_after": retry_after, "global": False}
     headers = {"Content-Type": "application/json", "Via": "1.1 google", "X-RateLimit-Scope": "user"}
@@ -47,12 +58,14 @@ def _rate_limited(retry_after: float) -> web.Response:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Call:
-    """One REST request the fake received."""
+    """One REST request the fake received, and when (``time.monotonic()``, once its body was
+    read)."""
 
     method: str
     path: str
     body: JSON | None
     query: Mapping[str, str]
+    at: float = field(default_factory=time.monotonic)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -81,6 +94,9 @@ class FakeDiscord:
         self.guilds: list[FakeGuild] = []
         self.calls: list[Call] = []
         self.messages: dict[str, JSON] = {}
+        self.interactions: dict[str, int] = {}  # dispatched interaction id -> type
+        self.modals: dict[str, JSON] = {}  # interaction id -> the modal it was answered with
+        self._answered: set[str] = set()
         self.identify_close_code: int | None = None
         self.rate_limits: list[float] = []  # retry_after of the next REST replies, as 429s
         self.identifies = 0
@@ -184,6 +200,8 @@ class FakeDiscord:
         """Send one DISPATCH (op 0) event to the connected client."""
         await asyncio.wait_for(self._ws_ready.wait(), 10)
         assert self._ws is not None
+        if event == "INTERACTION_CREATE":
+            self.interactions[str(data["id"])] = int(data["type"])
         frame = {"op": 0, "s": next(self._seq), "t": event, "d": data}
         await self._ws.send_str(json.dumps(frame))
 
@@ -276,12 +294,16 @@ class FakeDiscord:
         if (method, path) == ("GET", "/oauth2/applications/@me"):
             return _json(self.application_payload())
         if (m := re.fullmatch(r"/channels/(\d+)/messages", path)) and method == "POST":
+            if problem := components_problem(body.get("components")):
+                return _invalid(problem)
             return _json(self._store_message(m[1], body))
         if m := re.fullmatch(r"/channels/(\d+)/messages/(\d+)", path):
             stored = self.messages.get(m[2])
-            if stored is None:
+            if stored is None or stored["channel_id"] != m[1]:
                 return _json({"message": "Unknown Message", "code": 10008}, 404)
             if method == "PATCH":
+                if problem := components_problem(body.get("components")):
+                    return _invalid(problem)
                 stored.update({k: body[k] for k in ("content", "components") if k in body})
                 stored["edited_timestamp"] = TIMESTAMP
             return _json(stored)
@@ -296,23 +318,39 @@ class FakeDiscord:
                     guild.threads[m[2]] = (m[1], self.bot_user["id"])
             return _json({**thread, "name": body.get("name", "")}, 201)
         if m := re.fullmatch(r"/interactions/(\d+)/[^/]+/callback", path):
-            message = body.get("data")
-            resource: JSON = {"type": body.get("type")}
-            if isinstance(message, dict):
-                resource["message"] = self._message_payload("0", message)
-            return _json(
-                {
-                    "interaction": {
-                        "id": m[1],
-                        "type": 3,
-                        "response_message_ephemeral": bool(
-                            isinstance(message, dict) and message.get("flags", 0) & 64
-                        ),
-                    },
-                    "resource": resource,
-                }
-            )
+            return self._interaction_callback(m[1], body)
         return _json({"message": f"fake has no route {method} {path}", "code": 0}, 404)
+
+    def _interaction_callback(self, interaction_id: str, body: JSON) -> web.Response:
+        kind = self.interactions.get(interaction_id)
+        if kind is None:
+            return _json({"message": "Unknown interaction", "code": 10062}, 404)
+        if interaction_id in self._answered:
+            return _invalid("Interaction has already been acknowledged.", 40060)
+        data = body.get("data")
+        if body.get("type") == 9:
+            if kind == 5:
+                return _invalid("Invalid Form Body: a modal cannot answer a modal submit")
+            if problem := modal_problem(data):
+                return _invalid(problem)
+            assert isinstance(data, dict)
+            self.modals[interaction_id] = data
+        self._answered.add(interaction_id)
+        resource: JSON = {"type": body.get("type")}
+        if isinstance(data, dict) and body.get("type") in (4, 7):
+            resource["message"] = self._message_payload("0", data)
+        return _json(
+            {
+                "interaction": {
+                    "id": interaction_id,
+                    "type": kind,
+                    "response_message_ephemeral": bool(
+                        isinstance(data, dict) and data.get("flags", 0) & 64
+                    ),
+                },
+                "resource": resource,
+            }
+        )
 
     def _store_message(self, channel_id: str, body: JSON) -> JSON:
         message = self._message_payload(channel_id, body)
@@ -421,6 +459,71 @@ class FakeDiscord:
         }
 
 
+def components_problem(rows: object) -> str | None:
+    """Why Discord would refuse these message components (action rows of buttons), or None."""
+    if rows is None:
+        return None
+    if not isinstance(rows, list) or len(rows) > 5:
+        return "components: at most 5 action rows"
+    seen: set[str] = set()
+    for row in rows:
+        children = row.get("components") if isinstance(row, dict) else None
+        if row.get("type") != 1 or not isinstance(children, list) or not 1 <= len(children) <= 5:
+            return "components: an action row holds 1 to 5 components"
+        for child in children:
+            custom_id = child.get("custom_id")
+            if not isinstance(custom_id, str) or not 1 <= len(custom_id) <= 100:
+                return "components: custom_id must be 1 to 100 characters"
+            if custom_id in seen:
+                return "components: custom_id values must be unique"
+            seen.add(custom_id)
+            if len(str(child.get("label") or "")) > 80:
+                return "components: a button label is at most 80 characters"
+    return None
+
+
+def _text_input_problem(field: object, *, labelled: bool) -> str | None:
+    if not isinstance(field, dict) or field.get("type") != 4:
+        return "a modal field must be a text input (type 4)"
+    custom_id = field.get("custom_id")
+    if not isinstance(custom_id, str) or not 1 <= len(custom_id) <= 100:
+        return "a text input needs a custom_id of 1 to 100 characters"
+    if field.get("style") not in (1, 2):
+        return "a text input style is 1 (short) or 2 (paragraph)"
+    if not 0 <= int(field.get("min_length", 0)) <= int(field.get("max_length", 4000)) <= 4000:
+        return "text input lengths must satisfy 0 <= min_length <= max_length <= 4000"
+    if not labelled and not 1 <= len(str(field.get("label") or "")) <= 45:
+        return "a text input outside a Label needs a label of 1 to 45 characters"
+    return None
+
+
+def modal_problem(data: object) -> str | None:
+    """Why Discord would refuse this MODAL callback ``data``, or None."""
+    if not isinstance(data, dict):
+        return "a modal callback needs data"
+    custom_id, title = data.get("custom_id"), data.get("title")
+    if not isinstance(custom_id, str) or not 1 <= len(custom_id) <= 100:
+        return "modal custom_id must be 1 to 100 characters"
+    if not isinstance(title, str) or not 1 <= len(title) <= 45:
+        return "modal title must be 1 to 45 characters"
+    components = data.get("components")
+    if not isinstance(components, list) or not 1 <= len(components) <= 5:
+        return "a modal holds 1 to 5 components"
+    for component in components:
+        kind = component.get("type") if isinstance(component, dict) else None
+        if kind == 18:
+            if not 1 <= len(str(component.get("label") or "")) <= 45:
+                return "a Label needs a label of 1 to 45 characters"
+            problem = _text_input_problem(component.get("component"), labelled=True)
+        elif kind == 1 and len(component.get("components") or []) == 1:
+            problem = _text_input_problem(component["components"][0], labelled=False)
+        else:
+            problem = "a modal component is a Label (18) or an action row (1) of one input"
+        if problem:
+            return problem
+    return None
+
+
 def thread_payload(thread_id: str, parent_id: str, owner_id: str, guild_id: str | None) -> JSON:
     """A public thread channel object."""
     return {
@@ -514,23 +617,86 @@ def component_interaction(
     application_id: str = "900000000000000002",
 ) -> JSON:
     """An INTERACTION_CREATE payload for a button (type 3, component_type 2) on ``message``."""
+    data: JSON = {"custom_id": custom_id, "component_type": 2}
+    return _interaction(
+        id=id,
+        kind=3,
+        channel_id=message["channel_id"],
+        message=message,
+        data=data,
+        user=user,
+        guild_id=guild_id,
+        roles=roles,
+        application_id=application_id,
+    )
+
+
+def modal_submit_interaction(
+    *,
+    id: str,
+    custom_id: str,
+    values: Mapping[str, str],
+    user: JSON,
+    channel_id: str,
+    message: JSON | None = None,
+    guild_id: str | None = None,
+    roles: list[str] | None = None,
+    in_labels: bool = True,
+    application_id: str = "900000000000000002",
+) -> JSON:
+    """An INTERACTION_CREATE payload for a submitted modal (type 5): one text input per value,
+    each in a Label (type 18, ``in_labels``) or an action row (type 1). ``message`` is the
+    message whose button opened the modal (Discord includes it in that case)."""
+    components: list[JSON] = []
+    for n, (field_id, value) in enumerate(values.items()):
+        text: JSON = {"type": 4, "id": 2 * n + 2, "custom_id": field_id, "value": value}
+        if in_labels:
+            components.append({"type": 18, "id": 2 * n + 1, "component": text})
+        else:
+            components.append({"type": 1, "id": 2 * n + 1, "components": [text]})
+    return _interaction(
+        id=id,
+        kind=5,
+        channel_id=channel_id,
+        message=message,
+        data={"custom_id": custom_id, "components": components},
+        user=user,
+        guild_id=guild_id,
+        roles=roles,
+        application_id=application_id,
+    )
+
+
+def _interaction(
+    *,
+    id: str,
+    kind: int,
+    channel_id: str,
+    message: JSON | None,
+    data: JSON,
+    user: JSON,
+    guild_id: str | None,
+    roles: list[str] | None,
+    application_id: str,
+) -> JSON:
     channel_type = 0 if guild_id else 1
     payload: JSON = {
         "id": id,
         "application_id": application_id,
-        "type": 3,
+        "type": kind,
         "token": f"itoken{id}",
         "version": 1,
-        "channel_id": message["channel_id"],
-        "channel": {"id": message["channel_id"], "type": channel_type},
-        "message": message,
-        "data": {"custom_id": custom_id, "component_type": 2},
+        "channel_id": channel_id,
+        "channel": {"id": channel_id, "type": channel_type},
+        "data": data,
         "locale": "en-US",
         "app_permissions": "0",
         "entitlements": [],
         "authorizing_integration_owners": {},
         "attachment_size_limit": 8_388_608,
     }
+    if message is not None:
+        payload["message"] = message
     if guild_id is not None:
         payload["guild_id"] = guild_id
         payload["guild_locale"] = "en-US"

@@ -1,0 +1,165 @@
+"""Everything the Discord adapter posts: answers, edits, reactions, typing, approval cards.
+
+Text is rendered by :mod:`channels.discord_markup` and split under 2,000 characters; the first
+chunk of an answer replies to the request message (except in a thread opened from it, where
+the starter is not in the thread). A :class:`~bot.envelope.DeliveryTarget` with a thread posts
+into the thread, opening it first when :class:`~channels.discord_threads.ThreadBook` says it
+is still pending. Failures the caller should know about raise
+:class:`~bot.errors.ChannelError`; a vanished message or a refused reaction is only logged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import discord
+import structlog
+
+from bot.channel import ApprovalCard, CardState, SentMessage
+from bot.channel_registry import ChannelContext
+from bot.envelope import ChannelRef, DeliveryTarget
+from bot.errors import ChannelError
+from channels.discord_approval import CARD_REACTIONS, card_content, card_view
+from channels.discord_client import Connection, GatewayClient
+from channels.discord_markup import render_chunks, render_single
+from channels.discord_threads import ThreadBook
+
+log = structlog.get_logger(__name__)
+
+
+class CardIndex:
+    """Which approval a card message belongs to, for reactions: in memory for the cards this
+    process posted, and in the store when reactions decide (so a card from before a restart
+    is still found)."""
+
+    def __init__(self, ref: ChannelRef, context: ChannelContext) -> None:
+        self._ref = ref
+        self._context = context
+        self._cards: dict[str, str] = {}  # card message id -> approval id
+
+    async def remember(self, message_id: str, approval_id: str, *, persist: bool) -> None:
+        self._cards[message_id] = approval_id
+        if persist:
+            await self._context.store.channel_state.set(
+                str(self._ref), f"card:{message_id}", approval_id
+            )
+
+    async def approval_for(self, message_id: str) -> str | None:
+        known = self._cards.get(message_id)
+        if known is not None:
+            return known
+        return await self._context.store.channel_state.get(str(self._ref), f"card:{message_id}")
+
+
+class Outbound:
+    """The sending half of :class:`~channels.discord.DiscordChannel` (its ``Channel`` methods)."""
+
+    def __init__(
+        self,
+        ref: ChannelRef,
+        connection: Connection,
+        threads: ThreadBook,
+        cards: CardIndex,
+        *,
+        reactions_for_approval: bool,
+    ) -> None:
+        self.ref = ref
+        self._connection = connection
+        self._threads = threads
+        self._cards = cards
+        self._reactions = reactions_for_approval
+        self._log = log.bind(channel=str(ref))
+
+    def _connected_client(self) -> GatewayClient:
+        client = self._connection.connected()
+        if client is None:
+            raise ChannelError(f"{self.ref}: not connected to Discord")
+        return client
+
+    async def _destination(self, target: DeliveryTarget) -> discord.PartialMessageable:
+        client = self._connected_client()
+        if target.thread_id is not None:
+            await self._threads.before_posting(client, target.thread_id)
+        return client.get_partial_messageable(int(target.thread_id or target.conversation_id))
+
+    @staticmethod
+    def _reference(target: DeliveryTarget) -> discord.MessageReference | None:
+        reply_to = target.reply_to_message_id
+        if reply_to is None or reply_to == target.thread_id:
+            return None  # a thread opened from the request: the starter is not in the thread
+        return discord.MessageReference(
+            message_id=int(reply_to),
+            channel_id=int(target.thread_id or target.conversation_id),
+            fail_if_not_exists=False,
+        )
+
+    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
+        destination = await self._destination(target)
+        reference = self._reference(target)
+        sent: list[SentMessage] = []
+        for chunk in render_chunks(text):
+            try:
+                if reference is not None and not sent:
+                    message = await destination.send(chunk, reference=reference)
+                else:
+                    message = await destination.send(chunk)
+            except discord.HTTPException as exc:
+                raise ChannelError(f"{self.ref}: sending failed: HTTP {exc.status}") from exc
+            sent.append(SentMessage(target=target, message_id=str(message.id)))
+        return sent
+
+    async def edit(self, message: SentMessage, text: str) -> None:
+        destination = await self._destination(message.target)
+        partial = destination.get_partial_message(int(message.message_id))
+        try:
+            await partial.edit(content=render_single(text))
+        except discord.NotFound:
+            self._log.warning("discord_edit_target_gone", message_id=message.message_id)
+        except discord.HTTPException as exc:
+            raise ChannelError(f"{self.ref}: editing failed: HTTP {exc.status}") from exc
+
+    async def react(self, target: DeliveryTarget, message_id: str, emoji: str) -> None:
+        destination = await self._destination(target)
+        try:
+            await destination.get_partial_message(int(message_id)).add_reaction(emoji)
+        except discord.HTTPException as exc:
+            self._log.warning("discord_react_failed", status=exc.status, code=exc.code)
+
+    async def typing(self, target: DeliveryTarget) -> None:
+        destination = await self._destination(target)
+        try:
+            await destination.typing()
+        except discord.HTTPException as exc:
+            self._log.warning("discord_typing_failed", status=exc.status, code=exc.code)
+
+    async def post_approval_card(self, target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
+        destination = await self._destination(target)
+        view = card_view(card)
+        try:
+            if view is not None:
+                message = await destination.send(card_content(card), view=view)
+            else:
+                message = await destination.send(card_content(card))
+        except discord.HTTPException as exc:
+            raise ChannelError(
+                f"{self.ref}: posting an approval card failed: HTTP {exc.status}"
+            ) from exc
+        message_id = str(message.id)
+        with_reactions = self._reactions and card.state is CardState.PENDING
+        await self._cards.remember(message_id, card.approval_id, persist=with_reactions)
+        if with_reactions:
+            for emoji in CARD_REACTIONS:
+                await self.react(target, message_id, emoji)
+        return SentMessage(target=target, message_id=message_id)
+
+    async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:
+        destination = await self._destination(message.target)
+        partial = destination.get_partial_message(int(message.message_id))
+        try:
+            await partial.edit(content=card_content(card), view=card_view(card))
+        except discord.NotFound:
+            self._log.warning("discord_card_gone", message_id=message.message_id)
+        except discord.HTTPException as exc:
+            raise ChannelError(
+                f"{self.ref}: updating an approval card failed: HTTP {exc.status}"
+            ) from exc

@@ -1,0 +1,358 @@
+"""Deny with a reply on Discord, and stale cards, with the real discord.py against the fake.
+
+"✏️ Reply instead" answers with a modal (callback type 9); its submission (MODAL_SUBMIT over the
+gateway) reaches the host as a DENY with the text and is answered ephemerally. Empty replies
+are refused. A click whose approval is unknown or already decided closes the card it came
+from when that card still offers buttons — first against a recording host, then through the
+real approval service on a SQLite file (a card left behind by a crash).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bot.approval.card import card_for
+from bot.approval.gate import Verdict
+from bot.channel import ApprovalChoice, ClickVerdict
+from bot.store import Store
+from bot.store.approvals import ApprovalRecord, ApprovalStatus
+from channels.discord_approval import NO_LONGER_OPEN
+from channels.discord_clicks import EMPTY_REPLY
+from channels.discord_reply import FIELD_ID
+from tests.channels.test_discord import BOT_ID, GENERAL, make_channel
+from tests.channels.test_discord_approval import (
+    APPROVAL_ID,
+    APPROVER_ROLE,
+    BOB,
+    CAROL,
+    ServiceHost,
+    approval_service,
+    click,
+    ephemeral_text,
+    pending_card,
+    react,
+    request_turn,
+    shell_request,
+)
+from tests.fakes.discord_server import (
+    BOT_TOKEN,
+    JSON,
+    Call,
+    FakeDiscord,
+    RecordingHost,
+    modal_submit_interaction,
+    running,
+)
+
+REPLY = "Use the staging build instead; production is frozen today."
+
+
+@pytest.fixture(autouse=True)
+def _env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HATCHWAY_DISCORD_TOKEN", BOT_TOKEN)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeDiscord]:
+    async with FakeDiscord(bot_id=BOT_ID) as server:
+        server.add_guild(channels={GENERAL: "general"}, roles={APPROVER_ROLE: "approvers"})
+        yield server
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    async with await Store.open(tmp_path / "hatchway.db") as opened:
+        yield opened
+
+
+async def submit_reply(
+    fake: FakeDiscord,
+    message_id: str,
+    text: str,
+    user: JSON,
+    roles: list[str] | None = None,
+    *,
+    approval_id: str = APPROVAL_ID,
+    in_labels: bool = True,
+) -> Call:
+    """Submit the "Deny with a reply" modal opened from the card ``message_id`` (Discord sends
+    the card as it is now); return the callback the adapter answered the submission with."""
+    message = fake.messages[message_id]
+    interaction_id = fake.new_id()
+    payload = modal_submit_interaction(
+        id=interaction_id,
+        custom_id=f"hatchway:ap:{approval_id}:e",
+        values={FIELD_ID: text},
+        user=user,
+        channel_id=message["channel_id"],
+        message=message,
+        guild_id=fake.guild_of(message["channel_id"]),
+        roles=roles,
+        in_labels=in_labels,
+    )
+    await fake.dispatch("INTERACTION_CREATE", payload)
+    [call] = await fake.wait_for_call("POST", rf"/interactions/{interaction_id}/[^/]+/callback")
+    return call
+
+
+# -- the modal -------------------------------------------------------------------------------
+
+
+async def test_reply_button_opens_the_modal_without_deciding(
+    fake: FakeDiscord, store: Store
+) -> None:
+    host = RecordingHost(approvers=[BOB["id"]], pending=[APPROVAL_ID])
+    channel = make_channel(fake, store, approvers=[BOB["id"]])
+    async with running(channel, host):
+        envelope = await request_turn(fake, host)
+        sent = await channel.post_approval_card(envelope.reply_target, pending_card())
+        callback = await click(fake, sent.message_id, "e", BOB)
+    assert callback.body == {
+        "type": 9,
+        "data": {
+            "custom_id": f"hatchway:ap:{APPROVAL_ID}:e",
+            "title": "Deny with a reply",
+            "components": [
+                {
+                    "type": 18,
+                    "label": "What should the assistant be told instead?",
+                    "component": {
+                        "type": 4,
+                        "style": 2,  # paragraph
+                        "label": None,
+                        "custom_id": FIELD_ID,
+                        "required": True,
+                        "max_length": 2000,
+                    },
+                }
+            ],
+        },
+    }
+    assert host.clicks == []  # opening the dialog decides nothing
+
+
+@pytest.mark.parametrize("in_labels", [True, False])
+async def test_approvers_reply_reaches_the_host_as_a_deny_with_the_text(
+    fake: FakeDiscord, store: Store, in_labels: bool
+) -> None:
+    host = RecordingHost(approver_roles=["approvers"], pending=[APPROVAL_ID])
+    channel = make_channel(fake, store, approver_roles=["approvers"])
+    async with running(channel, host):
+        envelope = await request_turn(fake, host)
+        sent = await channel.post_approval_card(envelope.reply_target, pending_card())
+        await click(fake, sent.message_id, "e", CAROL, [APPROVER_ROLE])
+        callback = await submit_reply(
+            fake, sent.message_id, REPLY, CAROL, [APPROVER_ROLE], in_labels=in_labels
+        )
+    [seen] = host.clicks
+    assert (seen.approval_id, seen.choice, seen.user_id) == (
+        APPROVAL_ID,
+        ApprovalChoice.DENY,
+        CAROL["id"],
+    )
+    assert seen.replacement_text == REPLY
+    assert "approvers" in seen.user_roles
+    assert ephemeral_text(callback) == ClickVerdict.ACCEPTED.message
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t \n"])
+async def test_an_empty_reply_is_refused_and_not_reported(
+    fake: FakeDiscord, store: Store, text: str
+) -> None:
+    host = RecordingHost(approvers=[BOB["id"]], pending=[APPROVAL_ID])
+    channel = make_channel(fake, store, approvers=[BOB["id"]])
+    async with running(channel, host):
+        envelope = await request_turn(fake, host)
+        sent = await channel.post_approval_card(envelope.reply_target, pending_card())
+        callback = await submit_reply(fake, sent.message_id, text, BOB)
+    assert ephemeral_text(callback) == EMPTY_REPLY
+    assert host.clicks == []
+
+
+async def test_a_strangers_reply_is_not_authorised(fake: FakeDiscord, store: Store) -> None:
+    host = RecordingHost(approvers=[BOB["id"]], pending=[APPROVAL_ID])
+    channel = make_channel(fake, store, approvers=[BOB["id"]])
+    async with running(channel, host):
+        envelope = await request_turn(fake, host)
+        sent = await channel.post_approval_card(envelope.reply_target, pending_card())
+        callback = await submit_reply(fake, sent.message_id, REPLY, CAROL)
+    assert [(c.user_id, c.replacement_text) for c in host.clicks] == [(CAROL["id"], REPLY)]
+    assert ephemeral_text(callback) == ClickVerdict.NOT_AUTHORISED.message
+
+
+async def test_a_dialog_opened_before_a_restart_still_counts_after_it(
+    fake: FakeDiscord, store: Store
+) -> None:
+    before = make_channel(fake, store, approvers=[BOB["id"]])
+    first_host = RecordingHost()
+    async with running(before, first_host):
+        envelope = await request_turn(fake, first_host)
+        sent = await before.post_approval_card(envelope.reply_target, pending_card())
+        await click(fake, sent.message_id, "e", BOB)  # the dialog is open when the bot stops
+    after = make_channel(fake, store, approvers=[BOB["id"]])
+    host = RecordingHost(approvers=[BOB["id"]], pending=[APPROVAL_ID])
+    async with running(after, host):
+        callback = await submit_reply(fake, sent.message_id, REPLY, BOB)
+    assert fake.identifies == 2
+    assert [(c.choice, c.replacement_text) for c in host.clicks] == [(ApprovalChoice.DENY, REPLY)]
+    assert ephemeral_text(callback) == ClickVerdict.ACCEPTED.message
+
+
+# -- stale cards -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("via", ["a", "d", "w", "reply"])
+async def test_an_answer_on_an_unknown_approval_closes_that_card(
+    fake: FakeDiscord, store: Store, via: str
+) -> None:
+    host = RecordingHost(approvers=[BOB["id"]], pending=[])  # the core knows no such request
+    channel = make_channel(fake, store, approvers=[BOB["id"]])
+    async with running(channel, host):
+        envelope = await request_turn(fake, host)
+        sent = await channel.post_approval_card(envelope.reply_target, pending_card())
+        posted = fake.messages[sent.message_id]["content"]
+        if via == "reply":
+            callback = await submit_reply(fake, sent.message_id, REPLY, BOB)
+        else:
+            callback = await click(fake, sent.message_id, via, BOB)
+        card_path = rf"/channels/{GENERAL}/messages/{sent.message_id}"
+        [edit] = await fake.wait_for_call("PATCH", card_path)
+    assert ephemeral_text(callback) == ClickVerdict.UNKNOWN.message
+    assert fake.calls_to("GET", card_path)  # the card was re-read before it was changed
+    assert edit.body is not None and edit.body["components"] == []
+    assert edit.body["content"] == f"{posted}\n{NO_LONGER_OPEN}"
+    assert fake.messages[sent.message_id]["components"] == []
+
+
+async def test_an_answer_on_a_decided_approval_removes_only_the_buttons(
+    fake: FakeDiscord, store: Store
+) -> None:
+    host = RecordingHost()
+    host.verdict = lambda _click: ClickVerdict.ALREADY_DECIDED
+    channel = make_channel(fake, store, approvers=[BOB["id"]])
+    async with running(channel, host):
+        envelope = await request_turn(fake, host)
+        sent = await channel.post_approval_card(envelope.reply_target, pending_card())
+        posted = fake.messages[sent.message_id]["content"]
+        callback = await click(fake, sent.message_id, "a", BOB)
+        [edit] = await fake.wait_for_call(
+            "PATCH", rf"/channels/{GENERAL}/messages/{sent.message_id}"
+        )
+    assert ephemeral_text(callback) == ClickVerdict.ALREADY_DECIDED.message
+    # The text is left alone: the winning decision's own card edit may still be on its way.
+    assert edit.body is not None and edit.body["components"] == [] and "content" not in edit.body
+    assert fake.messages[sent.message_id]["content"] == posted
+
+
+async def test_a_reaction_on_an_unknown_approval_closes_that_card(
+    fake: FakeDiscord, store: Store
+) -> None:
+    host = RecordingHost(approvers=[BOB["id"]], pending=[])
+    channel = make_channel(fake, store, approvers=[BOB["id"]], reactions_for_approval=True)
+    async with running(channel, host):
+        envelope = await request_turn(fake, host)
+        sent = await channel.post_approval_card(envelope.reply_target, pending_card())
+        await react(fake, sent.message_id, "✅", BOB)
+        [edit] = await fake.wait_for_call(
+            "PATCH", rf"/channels/{GENERAL}/messages/{sent.message_id}"
+        )
+    assert edit.body is not None and edit.body["components"] == []
+    assert edit.body["content"].endswith(f"\n{NO_LONGER_OPEN}")
+
+
+# -- through the real approval service -------------------------------------------------------
+
+
+async def test_service_takes_the_approvers_reply_after_refusing_a_stranger(
+    fake: FakeDiscord, store: Store
+) -> None:
+    channel = make_channel(fake, store, approvers=[BOB["id"]], approver_roles=["approvers"])
+    service = approval_service(fake, store, channel)
+    host = ServiceHost(service)
+    async with running(channel, host):
+        envelope = await request_turn(fake, host)
+        ask = asyncio.create_task(service.ask(shell_request(envelope)))
+        await fake.wait_until(lambda: any(m["components"] for m in fake.messages.values()))
+        card_id = next(m for m in fake.messages if fake.messages[m]["components"])
+        [pending] = await store.approvals.list()
+        approval_id = pending.id
+        refused = await submit_reply(fake, card_id, "just run it", CAROL, approval_id=approval_id)
+        assert ephemeral_text(refused) == ClickVerdict.NOT_AUTHORISED.message
+        [still] = await store.approvals.list()
+        assert still.status is ApprovalStatus.PENDING and still.reply is None
+
+        accepted = await submit_reply(fake, card_id, REPLY, BOB, approval_id=approval_id)
+        assert ephemeral_text(accepted) == ClickVerdict.ACCEPTED.message
+        decision = await asyncio.wait_for(ask, 10)
+        [edit] = await fake.wait_for_call("PATCH", rf"/channels/{GENERAL}/messages/{card_id}")
+        again = await submit_reply(fake, card_id, "later", BOB, approval_id=approval_id)
+    assert decision.verdict is Verdict.EDITED and decision.replacement_text == REPLY
+    assert decision.decided_by == BOB["id"]
+    assert edit.body is not None and edit.body["components"] == []
+    assert edit.body["content"].startswith("**✏️ Denied with a reply: shell**")
+    assert f"By: {BOB['id']}" in edit.body["content"]
+    assert ephemeral_text(again) == ClickVerdict.ALREADY_DECIDED.message  # single use
+    [record] = await store.approvals.list()
+    assert record.status is ApprovalStatus.EDITED and record.reply == REPLY
+    decisions = [(a.decided_by, a.decision) for a in await store.audit.since(0.0)]
+    assert (CAROL["id"], "click_refused:deny") in decisions
+    assert (BOB["id"], "edited") in decisions
+
+
+async def test_card_left_by_a_crash_before_its_reference_was_stored_is_closed_by_a_click(
+    fake: FakeDiscord, store: Store
+) -> None:
+    # The first process created the request and posted its card, then died before it
+    # stored the card's reference: the core has no way to edit that card.
+    before = make_channel(fake, store, approvers=[BOB["id"]])
+    first_host = RecordingHost()
+    async with running(before, first_host):
+        envelope = await request_turn(fake, first_host)
+        request = shell_request(envelope)
+        now = time.time()
+        record = ApprovalRecord(
+            id=APPROVAL_ID,
+            channel=str(before.ref),
+            conversation_id=envelope.conversation_id,
+            thread_id=envelope.thread_id,
+            session_key=request.session_key,
+            requester=envelope.sender.id,
+            requester_name=envelope.sender.display_name,
+            tool="shell",
+            fingerprint=request.fingerprint,
+            summary=("command: rm -rf build",),
+            ask_reason="it has side effects",
+            status=ApprovalStatus.PENDING,
+            decided_by=None,
+            reason=None,
+            reply=None,
+            card_refs=(),
+            created_at=now,
+            expires_at=now + 30,
+        )
+        await store.approvals.create(record)
+        sent = await before.post_approval_card(
+            envelope.reply_target, card_for(record, timeout_s=30)
+        )
+    posted = fake.messages[sent.message_id]["content"]
+    after = make_channel(fake, store, approvers=[BOB["id"]])
+    service = approval_service(fake, store, after)
+    host = ServiceHost(service)
+    async with running(after, host):
+        assert await service.expire_pending() == 1
+        assert fake.messages[sent.message_id]["components"]  # the core could not reach it
+        callback = await click(fake, sent.message_id, "a", BOB)
+        [edit] = await fake.wait_for_call(
+            "PATCH", rf"/channels/{GENERAL}/messages/{sent.message_id}"
+        )
+    assert ephemeral_text(callback) == ClickVerdict.UNKNOWN.message
+    assert edit.body is not None and edit.body["components"] == []
+    assert edit.body["content"] == f"{posted}\n{NO_LONGER_OPEN}"
+    [expired] = await store.approvals.list()
+    assert expired.status is ApprovalStatus.EXPIRED
