@@ -9,7 +9,9 @@ approval cards), :mod:`~channels.discord_outbound` (everything posted), sharing 
 :class:`~channels.discord_client.Connection` and one
 :class:`~channels.discord_threads.ThreadBook`.
 
-Health: ``STARTING`` until READY (credentials accepted, guilds received) → ``CONNECTED``; a
+Health: ``STARTING`` until the gateway's READY (credentials accepted, session established;
+messages flow from then on, before discord.py's ``on_ready``, which waits
+``guild_ready_timeout_s`` for the guilds' details) → ``CONNECTED``; a
 dropped gateway → ``RECONNECTING`` until discord.py resumes or re-identifies (it backs off
 with jitter); a refused token (401 on login, gateway close 4004) or a missing privileged
 intent (close 4014) → ``FAILED`` and :class:`~bot.errors.ChannelAuthError` from :meth:`run`.
@@ -160,6 +162,14 @@ class DiscordChannel:
             delay = min(delay * 2, 60.0)
 
     # gateway events (GatewayListener) --------------------------------------------------
+
+    async def gateway_connected(self) -> None:
+        # Messages are dispatched from the gateway's READY on, so the channel is connected
+        # then; discord.py's own "ready" only adds the wait for the guilds' details.
+        client = self._connection.connected()
+        if client is None:
+            return
+        self._set_health(HealthState.CONNECTED, f"connected as {client.user}")
 
     async def gateway_ready(self) -> None:
         client = self._connection.connected()

@@ -36,6 +36,8 @@ log = structlog.get_logger(__name__)
 class GatewayListener(Protocol):
     """What the adapter handles; called from discord.py's event tasks."""
 
+    async def gateway_connected(self) -> None: ...
+
     async def gateway_ready(self) -> None: ...
 
     async def gateway_resumed(self) -> None: ...
@@ -165,6 +167,19 @@ class GatewayClient(discord.Client):
         if isinstance(http, _RebasingHTTPClient):
             http.hatchway_api_base = api_base_url
             http.hatchway_gateway_url = gateway_url
+
+    async def close(self) -> None:
+        # discord.py's close() leaves its guild wait (``_delay_ready``) running, which would
+        # then dispatch "ready" into the closed client. Private attribute: recheck on upgrade.
+        ready_wait = self._connection._ready_task
+        if ready_wait is not None:
+            ready_wait.cancel()
+        await super().close()
+
+    async def on_connect(self) -> None:
+        # discord.py dispatches this on the gateway's READY (session established) and
+        # dispatches messages from then on; ``on_ready`` waits guild_ready_timeout longer.
+        await self.listener.gateway_connected()
 
     async def on_ready(self) -> None:
         await self.listener.gateway_ready()

@@ -57,11 +57,9 @@ async def store(tmp_path: Path) -> AsyncIterator[Store]:
 
 
 def make_channel(fake: FakeDiscord, store: Store, **options: Any) -> DiscordChannel:
+    options.setdefault("guild_ready_timeout_s", 0.05)
     config = DiscordChannelConfig(
-        api_base_url=fake.base_url,
-        gateway_url=fake.gateway_url,
-        guild_ready_timeout_s=0.05,
-        **options,
+        api_base_url=fake.base_url, gateway_url=fake.gateway_url, **options
     )
     channel = create_channel("discord", "main", config, ChannelContext(store=store))
     assert isinstance(channel, DiscordChannel)

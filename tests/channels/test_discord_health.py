@@ -12,7 +12,7 @@ import pytest
 from bot.channel import HealthState
 from bot.errors import ChannelAuthError
 from bot.store import Store
-from tests.channels.test_discord import BOT_ID, GENERAL, make_channel, said
+from tests.channels.test_discord import BOT, BOT_ID, GENERAL, make_channel, said
 from tests.fakes.discord_server import (
     BOT_TOKEN,
     FakeDiscord,
@@ -49,9 +49,28 @@ async def test_connected_only_after_ready_and_stopped_after_cancel(
     async with running(channel, RecordingHost()):
         during = channel.health.state
         assert fake.identifies == 1 and fake.calls_to("GET", "/users/@me")
-        assert "1 guild" in channel.health.detail
+        async with asyncio.timeout(10):
+            while "1 guild" not in channel.health.detail:  # noqa: ASYNC110 (no notification)
+                await asyncio.sleep(0.005)
+        assert channel.health.state is HealthState.CONNECTED
     assert (before, during) == (HealthState.STARTING, HealthState.CONNECTED)
     assert channel.health.state is HealthState.STOPPED
+
+
+async def test_connected_and_serving_before_discord_py_waits_out_guild_ready_timeout(
+    fake: FakeDiscord, store: Store
+) -> None:
+    # discord.py holds on_ready until guild_ready_timeout has passed with no new guild; the
+    # adapter is connected from the gateway's READY, when messages start to flow.
+    channel = make_channel(fake, store, guild_ready_timeout_s=60)
+    host = RecordingHost()
+    async with running(channel, host):
+        assert channel.health.state is HealthState.CONNECTED
+        assert "guild" not in channel.health.detail  # on_ready has not run
+        message = said(fake, f"<@{BOT_ID}> hello", mentions=[BOT])
+        await fake.dispatch("MESSAGE_CREATE", message)
+        [envelope] = await host.wait_envelopes(1)
+    assert envelope.text == "hello"
 
 
 async def test_invalid_token_fails_with_auth_error(
