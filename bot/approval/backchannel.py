@@ -249,7 +249,9 @@ class Backchannel:
             return ClickVerdict.UNKNOWN
         status, grant, reply = ApprovalStatus.APPROVED, None, None
         if click.choice is ApprovalChoice.DENY:
-            reply = scrub_text(click.replacement_text) if click.replacement_text else None
+            # A blank reply is a plain deny: the model is told nothing it could act on.
+            text = (click.replacement_text or "").strip()
+            reply = scrub_text(text) if text else None
             status = ApprovalStatus.EDITED if reply else ApprovalStatus.DENIED
         elif click.choice is ApprovalChoice.ALWAYS:
             status = ApprovalStatus.ALWAYS

@@ -164,6 +164,20 @@ async def test_deny_with_edit_gives_replacement_text(
     assert channel.edits[-1][1].state is CardState.EDITED
 
 
+@pytest.mark.parametrize("blank", ["", "   ", "\n\t "])
+async def test_a_blank_replacement_text_is_a_plain_deny(
+    store: Store, channel: FakeBackchannel, blank: str
+) -> None:
+    service = service_for(make_settings(), store, channel)
+    async with asyncio.TaskGroup() as tg:
+        task = tg.create_task(service.ask(make_request()))
+        posted = await channel.next_card()
+        click = channel.click(posted, APPROVER, ApprovalChoice.DENY, replacement_text=blank)
+        assert await service.click(click) is ClickVerdict.ACCEPTED
+    assert task.result().verdict is Verdict.DENIED
+    assert channel.edits[-1][1].state is CardState.DENIED
+
+
 async def test_always_creates_conversation_grant(store: Store, channel: FakeBackchannel) -> None:
     service = service_for(make_settings(), store, channel)
     request = make_request()
