@@ -12,9 +12,10 @@ payloads are deduplicated by ``event_id`` and by ``channel:ts`` (also the envelo
 Outbound: markdown is rendered to ``mrkdwn`` and split under ``max_message_chars``; answers go
 in the thread of the triggering message. Approval cards are Block Kit (see
 :mod:`channels.slack_blocks`); clicks and, optionally, reactions go to the host, and a
-refused clicker gets an ephemeral message. Health is ``CONNECTED`` only after ``auth.test``
-accepted the bot token and the event stream is live; a refused token sets ``FAILED`` and
-``run`` raises :class:`~bot.errors.ChannelAuthError`.
+refused clicker gets an ephemeral message. "✏️ Reply instead" opens a modal whose text
+becomes a deny-with-a-reply (:mod:`channels.slack_modal`). Health is ``CONNECTED`` only
+after ``auth.test`` accepted the bot token and the event stream is live; a refused token
+sets ``FAILED`` and ``run`` raises :class:`~bot.errors.ChannelAuthError`.
 """
 
 from __future__ import annotations
@@ -138,6 +139,9 @@ class SlackChannel:
         try:
             bot = await self._authenticate()
             app = AsyncApp(
+                # Without a name, AsyncApp calls inspect.stack(), which reads the source of
+                # every frame: about half a second of start-up.
+                name="hatchway",
                 client=self._api.client,
                 signing_secret=self._creds.signing_secret or "",
                 request_verification_enabled=self._config.mode == "http",

@@ -3,8 +3,14 @@
 A card says what will run (tool and argument summary), why it needs approval, who asked,
 and, while pending, that no answer means no. Its buttons carry only the opaque approval id
 (``value``) and an ``action_id`` of ``hatchway_approve`` / ``hatchway_deny`` /
-``hatchway_always``. Parsing of ``block_actions`` payloads and ``reaction_added`` events is
-pure and validated; anything malformed parses to None.
+``hatchway_always``, plus ``hatchway_reply`` ("✏️ Reply instead"), which opens the
+deny-with-a-reply modal (:mod:`channels.slack_modal`) rather than deciding anything itself.
+Parsing of ``block_actions`` payloads and ``reaction_added`` events is pure and validated;
+anything malformed parses to None.
+
+:func:`closed_card` turns a card message as Slack returns it into the same message without
+its buttons, for a card the approval service can no longer edit (see
+:meth:`channels.slack_inbound.SlackInbound`).
 """
 
 from __future__ import annotations
@@ -12,11 +18,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.channel import ApprovalCard, ApprovalChoice, CardState
 from channels.slack_markup import escape
+from channels.slack_normalise import BotIdentity
 
 ACTION_IDS: dict[ApprovalChoice, str] = {
     ApprovalChoice.APPROVE: "hatchway_approve",
@@ -24,6 +32,13 @@ ACTION_IDS: dict[ApprovalChoice, str] = {
     ApprovalChoice.ALWAYS: "hatchway_always",
 }
 ACTION_PATTERN = re.compile(r"^hatchway_(approve|deny|always)$")
+#: The "✏️ Reply instead" button: opens the modal, decides nothing by itself.
+REPLY_ACTION_ID = "hatchway_reply"
+REPLY_LABEL = "✏️ Reply instead"
+#: The line a card gets when the adapter closes it (see :func:`closed_card`).
+CLOSED_NOTE = "This request is no longer open."
+_NOTE_BLOCK_ID = "hatchway_note"
+_OWN_ACTION = re.compile(r"^hatchway_")
 REACTION_CHOICES: dict[str, ApprovalChoice] = {
     "white_check_mark": ApprovalChoice.APPROVE,
     "heavy_check_mark": ApprovalChoice.APPROVE,
@@ -58,10 +73,10 @@ def _section_text(card: ApprovalCard) -> str:
     return f"{head}{body}{tail}"
 
 
-def _button(choice: ApprovalChoice, label: str, approval_id: str, style: str | None) -> Block:
+def _button(action_id: str, label: str, approval_id: str, style: str | None = None) -> Block:
     button: Block = {
         "type": "button",
-        "action_id": ACTION_IDS[choice],
+        "action_id": action_id,
         "text": {"type": "plain_text", "text": label, "emoji": True},
         "value": approval_id,
     }
@@ -80,15 +95,23 @@ def card_blocks(card: ApprovalCard, *, reactions: bool = False) -> list[Block]:
         note = f"No answer within {minutes} min means no."
         if reactions:
             note += " Approvers may also react with :white_check_mark: or :x:."
-        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": note}]})
+        blocks.append(
+            {
+                "type": "context",
+                "block_id": _NOTE_BLOCK_ID,
+                "elements": [{"type": "mrkdwn", "text": note}],
+            }
+        )
+        approval_id = card.approval_id
         blocks.append(
             {
                 "type": "actions",
-                "block_id": f"hatchway_approval:{card.approval_id}"[:255],
+                "block_id": f"hatchway_approval:{approval_id}"[:255],
                 "elements": [
-                    _button(ApprovalChoice.APPROVE, "Approve", card.approval_id, "primary"),
-                    _button(ApprovalChoice.DENY, "Deny", card.approval_id, "danger"),
-                    _button(ApprovalChoice.ALWAYS, "Always", card.approval_id, None),
+                    _button(ACTION_IDS[ApprovalChoice.APPROVE], "Approve", approval_id, "primary"),
+                    _button(ACTION_IDS[ApprovalChoice.DENY], "Deny", approval_id, "danger"),
+                    _button(ACTION_IDS[ApprovalChoice.ALWAYS], "Always", approval_id),
+                    _button(REPLY_ACTION_ID, REPLY_LABEL, approval_id),
                 ],
             }
         )
@@ -118,15 +141,27 @@ class _Action(_Payload):
 
 
 class _Message(_Payload):
+    ts: str | None = None
     thread_ts: str | None = None
 
 
 class _BlockActions(_Payload):
     user: _Id
     channel: _Id | None = None
+    trigger_id: str = ""
     container: _Container = Field(default_factory=_Container)
     message: _Message = Field(default_factory=_Message)
     actions: list[_Action] = Field(min_length=1)
+
+
+class _CardMessage(_Payload):
+    """A card message as ``conversations.replies`` returns it."""
+
+    ts: str
+    text: str = ""
+    user: str | None = None
+    bot_id: str | None = None
+    blocks: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class _ReactionItem(_Payload):
@@ -142,14 +177,41 @@ class _Reaction(_Payload):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CardClick:
-    """A button press on a card: who, which choice, and where to answer them privately."""
+class CardPlace:
+    """Which approval a card is for and where it is: its conversation, its message ``ts``
+    (when Slack said) and its thread (for answering privately in the right place)."""
 
     approval_id: str
+    channel_id: str
+    message_ts: str | None = None
+    thread_ts: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CardClick:
+    """A press of Approve / Deny / Always on a card: who, which choice, on which card."""
+
+    place: CardPlace
     choice: ApprovalChoice
     user_id: str
-    channel_id: str
-    thread_ts: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplyClick:
+    """A press of "✏️ Reply instead": who, on which card, and the ``trigger_id`` (valid for
+    3 seconds) that lets the adapter open the modal for them."""
+
+    place: CardPlace
+    user_id: str
+    trigger_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClosedCard:
+    """A card message with its buttons removed and :data:`CLOSED_NOTE` added."""
+
+    text: str
+    blocks: list[Block]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -162,23 +224,88 @@ class CardReaction:
     message_ts: str
 
 
-def parse_click(body: Mapping[str, object]) -> CardClick | None:
+def _block_actions(body: Mapping[str, object]) -> tuple[_BlockActions, CardPlace] | None:
+    """The payload and the card it was on, if ``body`` is a well-formed button press."""
     try:
         payload = _BlockActions.model_validate(body)
     except ValidationError:
         return None
     action = payload.actions[0]
-    match = ACTION_PATTERN.match(action.action_id)
     channel_id = payload.channel.id if payload.channel else payload.container.channel_id
-    if match is None or not action.value or not channel_id:
+    if not action.value or not channel_id:
         return None
-    return CardClick(
+    place = CardPlace(
         approval_id=action.value,
-        choice=ApprovalChoice(match.group(1)),
-        user_id=payload.user.id,
         channel_id=channel_id,
+        message_ts=payload.container.message_ts or payload.message.ts,
         thread_ts=payload.container.thread_ts or payload.message.thread_ts,
     )
+    return payload, place
+
+
+def parse_click(body: Mapping[str, object]) -> CardClick | None:
+    parsed = _block_actions(body)
+    if parsed is None:
+        return None
+    payload, place = parsed
+    match = ACTION_PATTERN.match(payload.actions[0].action_id)
+    if match is None:
+        return None
+    return CardClick(place=place, choice=ApprovalChoice(match.group(1)), user_id=payload.user.id)
+
+
+def parse_reply_click(body: Mapping[str, object]) -> ReplyClick | None:
+    parsed = _block_actions(body)
+    if parsed is None:
+        return None
+    payload, place = parsed
+    if payload.actions[0].action_id != REPLY_ACTION_ID or not payload.trigger_id:
+        return None
+    return ReplyClick(place=place, user_id=payload.user.id, trigger_id=payload.trigger_id)
+
+
+def _buttons_of(block: Mapping[str, Any]) -> set[str]:
+    """The approval ids hatchway's buttons in ``block`` carry (empty for other blocks)."""
+    elements = block.get("elements")
+    if block.get("type") != "actions" or not isinstance(elements, list):
+        return set()
+    return {
+        str(e.get("value") or "")
+        for e in elements
+        if isinstance(e, dict) and _OWN_ACTION.match(str(e.get("action_id") or ""))
+    }
+
+
+def closed_card(
+    message: Mapping[str, object], bot: BotIdentity, approval_id: str
+) -> ClosedCard | None:
+    """``message`` (as Slack returns it) without its approval buttons and pending note, with
+    :data:`CLOSED_NOTE` added. None unless it is the bot's own message and still shows
+    buttons for ``approval_id``, so another message, another approval's card, or a card the
+    service already edited is never touched."""
+    try:
+        card = _CardMessage.model_validate(message)
+    except ValidationError:
+        return None
+    own = (bool(card.user) and card.user == bot.user_id) or (
+        bool(card.bot_id) and card.bot_id == bot.bot_id
+    )
+    if not own or {approval_id} != set().union(*(_buttons_of(b) for b in card.blocks)):
+        return None
+    kept: list[Block] = [
+        dict(block)
+        for block in card.blocks
+        if not _buttons_of(block) and block.get("block_id") != _NOTE_BLOCK_ID
+    ]
+    kept.append(
+        {
+            "type": "context",
+            "block_id": "hatchway_closed",
+            "elements": [{"type": "mrkdwn", "text": CLOSED_NOTE}],
+        }
+    )
+    text = f"{card.text}\n{CLOSED_NOTE}" if card.text else CLOSED_NOTE
+    return ClosedCard(text=text, blocks=kept)
 
 
 def parse_reaction(event: Mapping[str, object]) -> CardReaction | None:

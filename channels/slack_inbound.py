@@ -5,6 +5,18 @@ first thing; the listeners here then only deduplicate and drop the payload into 
 queue, so nothing (a users.info lookup, a slow gateway) can delay an ack past Slack's
 3 seconds. :meth:`SlackInbound.run` drains the queue in order until cancelled.
 
+Two interactions are handled in their listener rather than queued, because they cannot wait
+behind the gateway: "✏️ Reply instead" opens its modal right after the ack (the
+``trigger_id`` expires 3 seconds after the press), and a modal submission is validated
+before its ack, since the ack is what shows a field error (see :mod:`channels.slack_modal`).
+The submission itself is then queued like a click.
+
+A click, reaction or reply that the host answers with ``UNKNOWN`` or ``ALREADY_DECIDED``
+also closes the card it came from, if that card still offers buttons: this covers cards the
+approval service cannot edit (the daemon died between posting a card and storing where it
+is). The card is re-read first and only the bot's own message is edited, so a card the
+service already edited to its outcome is left alone.
+
 Deduplication: by ``event_id`` (Slack's retries, ``X-Slack-Retry-Num``) and by
 ``channel:ts`` (the ``message``/``app_mention`` pair Slack sends for one mention). Both are
 in-memory and bounded; the gateway's persisted inbox is the durable guarantee.
@@ -27,8 +39,24 @@ from bot.config import SlackChannelConfig
 from bot.envelope import Capabilities, ChannelRef
 from bot.errors import ChannelAuthError, ChannelError
 from channels.slack_api import DisplayNames, SlackWebApi
-from channels.slack_blocks import ACTION_PATTERN, parse_click, parse_reaction
+from channels.slack_blocks import (
+    ACTION_PATTERN,
+    REPLY_ACTION_ID,
+    CardPlace,
+    closed_card,
+    parse_click,
+    parse_reaction,
+    parse_reply_click,
+)
 from channels.slack_cards import CardIndex
+from channels.slack_modal import (
+    CALLBACK_ID,
+    INPUT_BLOCK_ID,
+    ReplySubmission,
+    parse_submission,
+    reply_error,
+    reply_modal,
+)
 from channels.slack_normalise import (
     BotIdentity,
     build_envelope,
@@ -38,6 +66,12 @@ from channels.slack_normalise import (
 )
 
 log = structlog.get_logger(__name__)
+
+#: Verdicts after which the clicked card should no longer offer buttons.
+_CLOSED_VERDICTS = frozenset({ClickVerdict.UNKNOWN, ClickVerdict.ALREADY_DECIDED})
+#: How long closing a card may hold up the inbound worker (a re-read and an edit).
+_CLOSE_TIMEOUT_S = 5.0
+MODAL_FAILED = "The reply form could not be opened. Press ✏️ Reply instead again."
 
 
 class RecentKeys:
@@ -83,7 +117,7 @@ class SlackInbound:
         self._api = api
         self._cards = cards
         self._names = DisplayNames(api, ttl_s=config.user_cache_ttl_s)
-        self._queue: asyncio.Queue[_Inbound] = asyncio.Queue(maxsize=queue_size)
+        self._queue: asyncio.Queue[_Inbound | ReplySubmission] = asyncio.Queue(maxsize=queue_size)
         self._events = RecentKeys()
         self._messages = RecentKeys()
 
@@ -92,14 +126,17 @@ class SlackInbound:
         app.event("app_mention")(self._on_message)
         app.event("reaction_added")(self._on_reaction)
         app.action(ACTION_PATTERN)(self._on_action)
+        app.action(REPLY_ACTION_ID)(self._on_reply_action)
+        app.view_submission(CALLBACK_ID)(self._on_reply_submitted)
 
     # -- listeners: run after (or as) the ack; they must stay fast ---------------------------
 
-    def _enqueue(self, item: _Inbound) -> None:
+    def _enqueue(self, item: _Inbound | ReplySubmission) -> None:
         try:
             self._queue.put_nowait(item)
         except asyncio.QueueFull:
-            log.warning("slack_inbound_dropped", channel=str(self._ref), kind=item.kind)
+            kind = item.kind if isinstance(item, _Inbound) else "reply"
+            log.warning("slack_inbound_dropped", channel=str(self._ref), kind=kind)
 
     def _is_retry(self, body: Mapping[str, Any]) -> bool:
         event_id = str(body.get("event_id") or "")
@@ -129,6 +166,34 @@ class SlackInbound:
         await ack()
         self._enqueue(_Inbound(kind="click", body=body))
 
+    async def _on_reply_action(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        """Open the reply modal now: the trigger expires before a queued item would run."""
+        await ack()
+        click = parse_reply_click(body)
+        if click is None:
+            log.info("slack_click_malformed", channel=str(self._ref))
+            return
+        try:
+            await self._api.open_view(trigger_id=click.trigger_id, view=reply_modal(click.place))
+        except ChannelError as exc:
+            log.warning("slack_reply_modal_failed", channel=str(self._ref), error=str(exc))
+            await self._tell(click.place, click.user_id, MODAL_FAILED)
+
+    async def _on_reply_submitted(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        """Refuse an empty reply in the modal (the ack carries the error); otherwise close
+        the modal and queue the reply for the host."""
+        submission = parse_submission(body)
+        if submission is None:
+            await ack()
+            log.info("slack_reply_malformed", channel=str(self._ref))
+            return
+        error = reply_error(submission.text)
+        if error is not None:
+            await ack(response_action="errors", errors={INPUT_BLOCK_ID: error})
+            return
+        await ack()
+        self._enqueue(submission)
+
     # -- the worker --------------------------------------------------------------------------
 
     async def run(self, host: ChannelHost, bot: BotIdentity) -> None:
@@ -137,10 +202,12 @@ class SlackInbound:
         while True:
             item = await self._queue.get()
             try:
-                if item.kind == "message":
+                if isinstance(item, ReplySubmission):
+                    await self._reply(host, bot, item)
+                elif item.kind == "message":
                     await self._deliver(host, bot, item.body)
                 elif item.kind == "click":
-                    await self._click(host, item.body)
+                    await self._click(host, bot, item.body)
                 else:
                     await self._reaction(host, bot, item.body)
             except ChannelAuthError:
@@ -182,35 +249,78 @@ class SlackInbound:
     async def _answer(
         self,
         host: ChannelHost,
+        bot: BotIdentity,
+        place: CardPlace,
         *,
-        approval_id: str,
         choice: ApprovalChoice,
         user_id: str,
-        channel_id: str,
-        thread_ts: str | None,
+        replacement_text: str | None = None,
     ) -> None:
         click = ApprovalClick(
-            channel=self._ref, approval_id=approval_id, choice=choice, user_id=user_id
+            channel=self._ref,
+            approval_id=place.approval_id,
+            choice=choice,
+            user_id=user_id,
+            replacement_text=replacement_text,
         )
         verdict = await host.approval_clicked(click)
         log.info("slack_approval_answer", channel=str(self._ref), verdict=verdict.value)
+        if verdict in _CLOSED_VERDICTS:
+            await self._close_card(place, bot)
         if verdict is not ClickVerdict.ACCEPTED:
-            await self._api.post_ephemeral(
-                channel=channel_id, user=user_id, text=verdict.message, thread_ts=thread_ts
-            )
+            await self._tell(place, user_id, verdict.message)
 
-    async def _click(self, host: ChannelHost, body: Mapping[str, Any]) -> None:
+    async def _tell(self, place: CardPlace, user_id: str, text: str) -> None:
+        """An ephemeral note to ``user_id`` beside the card; a failure is only logged."""
+        try:
+            await self._api.post_ephemeral(
+                channel=place.channel_id, user=user_id, text=text, thread_ts=place.thread_ts
+            )
+        except ChannelAuthError:
+            raise
+        except ChannelError as exc:
+            log.warning("slack_ephemeral_failed", channel=str(self._ref), error=str(exc))
+
+    async def _close_card(self, place: CardPlace, bot: BotIdentity) -> None:
+        """Remove the buttons from the card at ``place`` if it is the bot's and still has
+        them. Best effort and bounded in time: a failure is logged, never raised."""
+        if not place.message_ts:
+            return
+        channel, ts = place.channel_id, place.message_ts
+        try:
+            async with asyncio.timeout(_CLOSE_TIMEOUT_S):
+                message = await self._api.find_message(channel=channel, ts=ts)
+                closed = (
+                    closed_card(message, bot, place.approval_id) if message is not None else None
+                )
+                if closed is None:
+                    return
+                await self._api.update_message(
+                    channel=channel, ts=ts, text=closed.text, blocks=closed.blocks
+                )
+        except ChannelAuthError:
+            raise
+        except (ChannelError, TimeoutError) as exc:
+            log.warning("slack_card_close_failed", channel=str(self._ref), error=str(exc))
+            return
+        await self._cards.forget(channel, ts)  # reactions on it no longer count either
+        log.info("slack_card_closed", channel=str(self._ref), approval_id=place.approval_id)
+
+    async def _click(self, host: ChannelHost, bot: BotIdentity, body: Mapping[str, Any]) -> None:
         click = parse_click(body)
         if click is None:
             log.info("slack_click_malformed", channel=str(self._ref))
             return
+        await self._answer(host, bot, click.place, choice=click.choice, user_id=click.user_id)
+
+    async def _reply(self, host: ChannelHost, bot: BotIdentity, reply: ReplySubmission) -> None:
         await self._answer(
             host,
-            approval_id=click.approval_id,
-            choice=click.choice,
-            user_id=click.user_id,
-            channel_id=click.channel_id,
-            thread_ts=click.thread_ts,
+            bot,
+            reply.place,
+            choice=ApprovalChoice.DENY,
+            user_id=reply.user_id,
+            replacement_text=reply.text,
         )
 
     async def _reaction(
@@ -222,11 +332,10 @@ class SlackInbound:
         card = await self._cards.find(reaction.channel_id, reaction.message_ts)
         if card is None:
             return
-        await self._answer(
-            host,
+        place = CardPlace(
             approval_id=card.approval_id,
-            choice=reaction.choice,
-            user_id=reaction.user_id,
             channel_id=reaction.channel_id,
+            message_ts=reaction.message_ts,
             thread_ts=card.thread_ts,
         )
+        await self._answer(host, bot, place, choice=reaction.choice, user_id=reaction.user_id)

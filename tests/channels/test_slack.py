@@ -28,7 +28,6 @@ from bot.channel import (
     ChannelHost,
     ClickVerdict,
     HealthState,
-    SentMessage,
 )
 from bot.channel_registry import ChannelContext
 from bot.config import SlackChannelConfig
@@ -303,7 +302,10 @@ async def test_card_clicks_reach_the_host_and_refusals_are_ephemeral(
             "hatchway_approve": "apr-7f3a",
             "hatchway_deny": "apr-7f3a",
             "hatchway_always": "apr-7f3a",
+            "hatchway_reply": "apr-7f3a",
         }
+        labels = [b["text"]["text"] for b in actions["elements"]]
+        assert labels == ["Approve", "Deny", "Always", "✏️ Reply instead"]
 
         click = block_actions(
             "hatchway_approve",
@@ -419,7 +421,7 @@ async def test_rate_limit_retry_after_is_honoured_per_method(
 async def test_edit_and_react(slack: FakeSlack, store: Store) -> None:
     channel = channel_for(slack, store)
     target = DeliveryTarget(channel=REF, conversation_id="C0001", thread_id="1.1")
-    message = SentMessage(target=target, message_id="1700000009.000100")
+    (message,) = await channel.send(target, "⏳ starting")
     await channel.edit(message, "⏳ running `shell`")
     await channel.edit(message, "⏳ running `shell`")
     await channel.edit(message, "✅ `shell` done")

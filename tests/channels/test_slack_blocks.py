@@ -7,8 +7,17 @@ from typing import Any
 import pytest
 
 from bot.channel import ApprovalCard, ApprovalChoice, CardState
-from channels.slack_blocks import card_blocks, parse_click, parse_reaction
-from tests.fakes.slack_server import block_actions
+from channels.slack_blocks import (
+    CLOSED_NOTE,
+    card_blocks,
+    closed_card,
+    parse_click,
+    parse_reaction,
+    parse_reply_click,
+)
+from channels.slack_modal import EMPTY_REPLY, parse_submission, reply_error
+from channels.slack_normalise import BotIdentity
+from tests.fakes.slack_server import BOT_ID, BOT_USER, block_actions
 
 
 def card(**overrides: Any) -> ApprovalCard:
@@ -97,3 +106,96 @@ def test_reaction_parsing(name: str, choice: ApprovalChoice | None) -> None:
     event = {"user": "U1", "reaction": name, "item": {"type": "message", "channel": "C", "ts": "1"}}
     reaction = parse_reaction(event)
     assert (reaction.choice if reaction else None) == choice
+
+
+def test_reply_button_parses_to_a_reply_click_not_a_decision() -> None:
+    body = block_actions(
+        "hatchway_reply",
+        "apr-1",
+        user="U1",
+        channel="C1",
+        message_ts="1.1",
+        trigger_id="9.9.abc",
+        thread_ts="0.5",
+    )
+    assert parse_click(body) is None
+    reply = parse_reply_click(body)
+    assert reply is not None
+    assert (reply.place.approval_id, reply.place.message_ts, reply.place.thread_ts) == (
+        "apr-1",
+        "1.1",
+        "0.5",
+    )
+    assert (reply.user_id, reply.trigger_id) == ("U1", "9.9.abc")
+    assert parse_reply_click({**body, "trigger_id": ""}) is None
+
+
+BOT = BotIdentity(user_id=BOT_USER, bot_id=BOT_ID)
+
+
+def posted(blocks: list[Any]) -> dict[str, Any]:
+    return {"ts": "1.1", "text": "card text", "user": BOT_USER, "bot_id": BOT_ID, "blocks": blocks}
+
+
+@pytest.mark.parametrize(
+    ("message", "approval_id"),
+    [
+        ({**posted(card_blocks(card())), "user": "USOMEONE", "bot_id": "BOTHER"}, "apr-1"),
+        (posted(card_blocks(card(state=CardState.APPROVED, decided_by="U9"))), "apr-1"),
+        (posted(card_blocks(card())), "apr-other"),
+        ({"text": "no ts"}, "apr-1"),
+    ],
+    ids=["not the bot's", "already edited", "another approval", "malformed"],
+)
+def test_cards_that_must_not_be_closed(message: dict[str, Any], approval_id: str) -> None:
+    assert closed_card(message, BOT, approval_id) is None
+
+
+def test_closing_keeps_the_text_and_drops_buttons_and_the_pending_note() -> None:
+    blocks: Any = card_blocks(card(), reactions=True)
+    closed = closed_card(posted(blocks), BOT, "apr-1")
+    assert closed is not None
+    assert closed.text == f"card text\n{CLOSED_NOTE}"
+    section, note = closed.blocks
+    assert section == blocks[0]
+    assert note["elements"] == [{"type": "mrkdwn", "text": CLOSED_NOTE}]
+
+
+def submission(text: str | None, metadata: str) -> dict[str, Any]:
+    values = {"hatchway_reply": {"text": {"type": "plain_text_input", "value": text}}}
+    return {
+        "type": "view_submission",
+        "user": {"id": "U1"},
+        "view": {
+            "callback_id": "hatchway_reply",
+            "private_metadata": metadata,
+            "state": {"values": values},
+        },
+    }
+
+
+GOOD_METADATA = '{"approval_id":"apr-1","channel_id":"C1","message_ts":"1.1","thread_ts":null}'
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "error"),
+    [
+        ("  Use v1.\n", "Use v1.", None),
+        (" \n\t ", "", EMPTY_REPLY),
+        (None, "", EMPTY_REPLY),
+        ("x" * 2001, "x" * 2001, "Keep the reply to at most 2000 characters."),
+    ],
+)
+def test_submissions_are_stripped_and_blank_ones_refused(
+    text: str | None, expected: str, error: str | None
+) -> None:
+    parsed = parse_submission(submission(text, GOOD_METADATA))
+    assert parsed is not None
+    assert (parsed.text, parsed.user_id, parsed.place.approval_id) == (expected, "U1", "apr-1")
+    assert parsed.place.thread_ts is None
+    assert reply_error(parsed.text) == error
+
+
+@pytest.mark.parametrize("metadata", ["", "not json", "{}", '{"approval_id":"apr-1"}'])
+def test_submissions_with_broken_metadata_parse_to_none(metadata: str) -> None:
+    assert parse_submission(submission("text", metadata)) is None

@@ -3,6 +3,8 @@
 A scripted model asks for a side-effecting tool; the approval card is posted in the thread of
 the mention over the real slack_sdk client; a non-approver's click is refused ephemerally and
 audited; the approver's click runs the tool, the card changes, and the answer is threaded.
+Deny with a reply goes through the modal to the model; a card left with buttons by a crash
+(posted, but never recorded) loses them when clicked after the restart.
 """
 
 from __future__ import annotations
@@ -15,14 +17,20 @@ from typing import Any
 import pytest
 
 from bot.app import App
+from bot.approval.card import card_for
+from bot.approval.reasons import RESTART_NOTICE
 from bot.channel import ClickVerdict, HealthState
-from bot.config import SlackChannelConfig, parse_settings
-from bot.envelope import ChannelRef
+from bot.config import Settings, SlackChannelConfig, parse_settings
+from bot.envelope import ChannelRef, DeliveryTarget
+from bot.store import Store
+from bot.store.approvals import ApprovalRecord, ApprovalStatus
 from bot.tools.spec import ToolContext, ToolSpec
 from channels.slack import SlackChannel, SlackCredentials
+from channels.slack_blocks import CLOSED_NOTE
 from tests.fakes.scripted_provider import ScriptedProvider, call, reply
 from tests.fakes.slack_server import (
     BOT_USER,
+    JSON,
     FakeSlack,
     block_actions,
     event_callback,
@@ -53,8 +61,8 @@ async def wait_health(channel: SlackChannel, state: HealthState, wait_s: float =
             await asyncio.sleep(0.01)
 
 
-async def test_mention_approval_and_threaded_answer(slack: FakeSlack, tmp_path: Path) -> None:
-    channel_values: dict[str, Any] = {
+def channel_values(slack: FakeSlack) -> dict[str, Any]:
+    return {
         "api_base_url": slack.api_base_url,
         "allowed_users": [REQUESTER],
         "approvers": [APPROVER],
@@ -62,22 +70,34 @@ async def test_mention_approval_and_threaded_answer(slack: FakeSlack, tmp_path: 
         "reconnect_base_s": 0.01,
         "reconnect_max_s": 0.05,
     }
-    settings = parse_settings(
+
+
+def daemon_settings(slack: FakeSlack, tmp_path: Path) -> Settings:
+    return parse_settings(
         {
             "state_dir": str(tmp_path),
             "approval": {"timeout_s": 30},
-            "channels": {"slack": {"main": channel_values}},
+            "channels": {"slack": {"main": channel_values(slack)}},
         },
         environ={},
         require_provider=False,
     )
-    ran: list[Mapping[str, object]] = []
 
+
+def slack_channel(slack: FakeSlack) -> SlackChannel:
+    return SlackChannel(
+        ref=REF,
+        config=SlackChannelConfig.model_validate(channel_values(slack)),
+        credentials=SlackCredentials(bot_token=BOT_TOKEN, app_token=APP_TOKEN),
+    )
+
+
+def deploy_tool(ran: list[Mapping[str, object]]) -> ToolSpec:
     async def deploy(arguments: Mapping[str, object], context: ToolContext) -> str:
         ran.append(dict(arguments))
-        return "deployed v2"
+        return "deployed"
 
-    tool = ToolSpec(
+    return ToolSpec(
         name="deploy",
         description="Deploy a version.",
         parameters={
@@ -87,15 +107,24 @@ async def test_mention_approval_and_threaded_answer(slack: FakeSlack, tmp_path: 
         },
         handler=deploy,
     )
+
+
+def has_buttons(message: JSON) -> bool:
+    return any(block.get("type") == "actions" for block in message.get("blocks") or [])
+
+
+async def test_mention_approval_and_threaded_answer(slack: FakeSlack, tmp_path: Path) -> None:
+    ran: list[Mapping[str, object]] = []
     provider = ScriptedProvider(
         [reply("", call("deploy", {"version": "v2"})), reply("Deployed **v2** & done.")]
     )
-    channel = SlackChannel(
-        ref=REF,
-        config=SlackChannelConfig.model_validate(channel_values),
-        credentials=SlackCredentials(bot_token=BOT_TOKEN, app_token=APP_TOKEN),
+    channel = slack_channel(slack)
+    app = App(
+        daemon_settings(slack, tmp_path),
+        provider=provider,
+        channels={str(REF): channel},
+        tools=[deploy_tool(ran)],
     )
-    app = App(settings, provider=provider, channels={str(REF): channel}, tools=[tool])
     async with app:
         await wait_health(channel, HealthState.CONNECTED)
         mention = message_event(f"<@{BOT_USER}> deploy v2", kind="app_mention", ts=MENTION_TS)
@@ -142,3 +171,115 @@ async def test_mention_approval_and_threaded_answer(slack: FakeSlack, tmp_path: 
         assert ("click_refused:approve", STRANGER) in decisions
         assert any(by == APPROVER and "refused" not in d for d, by in decisions)
         assert all(row.requester == REQUESTER for row in rows)
+
+
+# -- deny with a reply, and cards from before a crash ---------------------------------------------
+
+
+async def reply_through_the_modal(slack: FakeSlack, card_ts: str, user: str, text: str) -> None:
+    views = len(slack.views)
+    pressed = slack.press("C0001", card_ts, "hatchway_reply", user=user)
+    await slack.wait_ack(await slack.push("interactive", pressed))
+    view = await slack.wait_view(views + 1)
+    assert await slack.submit_view(view["id"], user=user, text=text) == {}
+
+
+async def test_deny_with_a_reply_reaches_the_model_instead_of_the_tool(
+    slack: FakeSlack, tmp_path: Path
+) -> None:
+    ran: list[Mapping[str, object]] = []
+    provider = ScriptedProvider(
+        [reply("", call("deploy", {"version": "v2"})), reply("Understood: staying on v1.")]
+    )
+    channel = slack_channel(slack)
+    app = App(
+        daemon_settings(slack, tmp_path),
+        provider=provider,
+        channels={str(REF): channel},
+        tools=[deploy_tool(ran)],
+    )
+    async with app:
+        await wait_health(channel, HealthState.CONNECTED)
+        mention = message_event(f"<@{BOT_USER}> deploy v2", kind="app_mention", ts=MENTION_TS)
+        await slack.push("events_api", event_callback(mention))
+        await slack.wait_for("chat.postMessage", where=lambda p: "blocks" in p)
+        (card_ts,) = [ts for (_, ts), m in slack.messages.items() if m.get("blocks")]
+
+        await reply_through_the_modal(slack, card_ts, STRANGER, "deploy anyway")
+        (ephemeral,) = await slack.wait_for("chat.postEphemeral")
+        assert ephemeral.params["user"] == STRANGER
+        assert ephemeral.params["text"] == ClickVerdict.NOT_AUTHORISED.message
+        assert has_buttons(slack.messages[("C0001", card_ts)])
+
+        instead = "Do not deploy v2; it is broken. Stay on v1."
+        await reply_through_the_modal(slack, card_ts, APPROVER, instead)
+        (answer,) = await slack.wait_for(
+            "chat.postMessage", where=lambda p: "staying on v1" in str(p.get("text"))
+        )
+        assert answer.params["thread_ts"] == MENTION_TS
+        card = slack.messages[("C0001", card_ts)]
+        assert not has_buttons(card)
+        assert "Denied with a reply" in card["blocks"][0]["text"]["text"]
+        assert f"<@{APPROVER}>" in card["blocks"][-1]["elements"][0]["text"]
+
+        rows = await app.store.audit.since()
+        decisions = {(row.decision, row.decided_by) for row in rows}
+        assert ("click_refused:deny", STRANGER) in decisions
+        assert (ApprovalStatus.EDITED.value, APPROVER) in decisions
+    assert ran == []
+    tool_messages = [m for m in provider.requests[1].messages if m.role == "tool"]
+    assert [m.content for m in tool_messages] == [
+        f"Not executed: the approver answered instead: {instead}"
+    ]
+    assert len(slack.calls_of("chat.postEphemeral")) == 1
+
+
+async def test_a_card_posted_just_before_a_crash_loses_its_buttons_when_clicked(
+    slack: FakeSlack, tmp_path: Path
+) -> None:
+    settings = daemon_settings(slack, tmp_path)
+    # The previous process created the approval and posted its card, then died before it
+    # stored where the card is: the service will not be able to edit that card.
+    record = ApprovalRecord(
+        id="apr-before-crash",
+        channel=str(REF),
+        conversation_id="C0001",
+        thread_id=MENTION_TS,
+        session_key="slack.main:C0001:" + MENTION_TS,
+        requester=REQUESTER,
+        requester_name="Ann",
+        tool="deploy",
+        fingerprint="0" * 64,
+        summary=("version: v2",),
+        ask_reason="deploy has side effects",
+        status=ApprovalStatus.PENDING,
+        decided_by=None,
+        reason=None,
+        reply=None,
+        card_refs=(),
+        created_at=1.0,
+        expires_at=10**12,
+    )
+    async with await Store.open(settings.database_path()) as store:
+        await store.approvals.create(record)
+    target = DeliveryTarget(channel=REF, conversation_id="C0001", thread_id=MENTION_TS)
+    posted = await slack_channel(slack).post_approval_card(target, card_for(record, timeout_s=30))
+
+    channel = slack_channel(slack)
+    app = App(settings, provider=ScriptedProvider(), channels={str(REF): channel}, tools=[])
+    async with app:
+        await wait_health(channel, HealthState.CONNECTED)
+        notice = RESTART_NOTICE.format(tool="deploy")
+        await slack.wait_for("chat.postMessage", where=lambda p: p.get("text") == notice)
+        expired = await app.store.approvals.get(record.id)
+        assert expired is not None and expired.status is ApprovalStatus.EXPIRED
+        assert has_buttons(slack.messages[("C0001", posted.message_id)])
+
+        pressed = slack.press("C0001", posted.message_id, "hatchway_approve", user=APPROVER)
+        await slack.push("interactive", pressed)
+        (ephemeral,) = await slack.wait_for("chat.postEphemeral")
+        assert ephemeral.params["text"] == ClickVerdict.UNKNOWN.message
+    card = slack.messages[("C0001", posted.message_id)]
+    assert not has_buttons(card)
+    assert "deploy" in card["blocks"][0]["text"]["text"]
+    assert card["blocks"][-1]["elements"][0]["text"] == CLOSED_NOTE

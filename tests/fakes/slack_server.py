@@ -6,8 +6,18 @@ Serves the Web API at ``POST /api/{method}`` (JSON or form bodies, token in
 method with ``429`` + ``Retry-After``, refuses wrong tokens with ``invalid_auth``, sends
 ``hello`` on connect, pushes ``events_api`` / ``interactive`` envelopes and records acks.
 
-Also here: payload builders for events and clicks, request signing for HTTP mode, and
-:class:`RecordingHost`, a real :class:`~bot.channel.ChannelHost` that records what it gets.
+It keeps the messages the bot posts, as Slack does: ``chat.update`` edits only a message that
+exists (``message_not_found``) and is the bot's (``cant_update_message``), and
+``conversations.replies`` returns them (the thread's parent first, as Slack always does).
+Modals: :meth:`FakeSlack.press` clicks a button on a stored message and, like Slack, gives
+the payload a fresh ``trigger_id``; ``views.open`` accepts each trigger once
+(``invalid_trigger_id`` / ``exchanged_trigger_id`` / ``expired_trigger_id``), checks the view
+against Slack's limits and keeps it; :meth:`FakeSlack.submit_view` then does what Slack's
+client does on "Submit" (refuses an empty required field or an over-long one, like the
+client) and pushes the ``view_submission``; an ack without ``response_action: errors``
+closes the view.
+
+Also here: payload builders for events and clicks, and request signing for HTTP mode.
 """
 
 from __future__ import annotations
@@ -23,6 +33,8 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 from slack_sdk.signature import SignatureVerifier
+
+from tests.fakes.slack_views import view_problems, view_submission
 
 JSON = dict[str, Any]
 BOT_USER = "UBOT"
@@ -57,7 +69,13 @@ class FakeSlack:
         self.calls: list[ApiCall] = []
         self.users: dict[str, JSON] = {}
         self.acks: dict[str, JSON] = {}
+        self.messages: dict[tuple[str, str], JSON] = {}
+        self.views: dict[str, JSON] = {}
+        self.closed_views: set[str] = set()
         self.connections = 0
+        self._triggers: dict[str, str] = {}  # trigger_id -> "fresh" | "exchanged" | "expired"
+        self._trigger_ids = itertools.count(1)
+        self._view_ids = itertools.count(1)
         self._limits: dict[str, list[int]] = {}
         self._ts = itertools.count(1)
         self._socket: web.WebSocketResponse | None = None
@@ -144,6 +162,68 @@ class FakeSlack:
         if self._socket is not None:
             await self._socket.close()
 
+    def add_message(self, channel: str, ts: str, *, user: str, text: str, **extra: Any) -> None:
+        """A message someone else posted (the bot cannot edit it)."""
+        self.messages[(channel, ts)] = {"type": "message", "ts": ts, "user": user, "text": text}
+        self.messages[(channel, ts)].update(extra)
+
+    def issue_trigger(self) -> str:
+        trigger_id = f"{next(self._trigger_ids)}.{int(time.time())}.{uuid.uuid4().hex[:12]}"
+        self._triggers[trigger_id] = "fresh"
+        return trigger_id
+
+    def expire_triggers(self) -> None:
+        """Every trigger issued so far is now past Slack's 3 seconds."""
+        for trigger_id, state in self._triggers.items():
+            if state == "fresh":
+                self._triggers[trigger_id] = "expired"
+
+    def press(self, channel: str, ts: str, action_id: str, *, user: str) -> JSON:
+        """The ``block_actions`` payload of ``user`` pressing the button ``action_id`` on the
+        stored message at ``ts``, with the message as Slack holds it and a fresh trigger."""
+        message = self.messages[(channel, ts)]
+        buttons = [
+            element
+            for block in message.get("blocks") or []
+            if block.get("type") == "actions"
+            for element in block.get("elements") or []
+        ]
+        (button,) = [b for b in buttons if b.get("action_id") == action_id]
+        extra = {"thread_ts": message["thread_ts"]} if message.get("thread_ts") else {}
+        return block_actions(
+            action_id,
+            str(button.get("value")),
+            user=user,
+            channel=channel,
+            message_ts=ts,
+            trigger_id=self.issue_trigger(),
+            message=json.loads(json.dumps(message)),
+            **extra,
+        )
+
+    def view_submission(self, view_id: str, *, user: str, text: str) -> JSON:
+        """What Slack sends when ``user`` types ``text`` into the view's text input and
+        presses Submit (see :func:`tests.fakes.slack_views.view_submission`)."""
+        assert view_id not in self.closed_views, "the view is closed"
+        return view_submission(
+            self.views[view_id], user=user, text=text, trigger_id=self.issue_trigger()
+        )
+
+    async def submit_view(self, view_id: str, *, user: str, text: str) -> JSON:
+        """Submit the view over the socket and wait for the ack; returns the ack's payload
+        (``{}`` for a plain ack). As on Slack, an ack without errors closes the view."""
+        payload = self.view_submission(view_id, user=user, text=text)
+        ack = await self.wait_ack(await self.push("interactive", payload))
+        response = ack.get("payload") or {}
+        if response.get("response_action") != "errors":
+            self.closed_views.add(view_id)
+        return dict(response)
+
+    async def wait_view(self, count: int = 1, wait_s: float = 10.0) -> JSON:
+        """Wait until ``count`` views were opened; returns the last one."""
+        await self._wait(lambda: len(self.views) >= count, wait_s)
+        return list(self.views.values())[-1]
+
     # -- the socket ----------------------------------------------------------------------------
 
     async def _ws(self, request: web.Request) -> web.WebSocketResponse:
@@ -207,9 +287,25 @@ class FakeSlack:
         if method == "apps.connections.open":
             return 200, {"ok": True, "url": f"ws://127.0.0.1:{self.port}/socket"}
         if method == "chat.postMessage":
-            return 200, {"ok": True, "channel": channel, "ts": ts, "message": {"ts": ts}}
+            message: JSON = {
+                "type": "message",
+                "ts": ts,
+                "user": BOT_USER,
+                "bot_id": BOT_ID,
+                "app_id": "A0001",
+                "text": params.get("text", ""),
+                "blocks": params.get("blocks") or [],
+            }
+            if params.get("thread_ts"):
+                message["thread_ts"] = params["thread_ts"]
+            self.messages[(channel, ts)] = message
+            return 200, {"ok": True, "channel": channel, "ts": ts, "message": message}
         if method == "chat.update":
-            return 200, {"ok": True, "channel": channel, "ts": params.get("ts")}
+            return self._update(channel, params)
+        if method == "conversations.replies":
+            return self._replies(channel, params)
+        if method == "views.open":
+            return self._open_view(params)
         if method == "chat.postEphemeral":
             return 200, {"ok": True, "message_ts": ts}
         if method == "users.info":
@@ -218,6 +314,87 @@ class FakeSlack:
                 return 200, {"ok": False, "error": "user_not_found"}
             return 200, {"ok": True, "user": user}
         return 200, {"ok": True}
+
+    def _update(self, channel: str, params: JSON) -> tuple[int, JSON]:
+        message = self.messages.get((channel, str(params.get("ts"))))
+        if message is None:
+            return 200, {"ok": False, "error": "message_not_found"}
+        if message.get("user") != BOT_USER:
+            return 200, {"ok": False, "error": "cant_update_message"}
+        message["text"] = params.get("text", message.get("text", ""))
+        if "blocks" in params:  # Slack keeps the old blocks when none are sent
+            message["blocks"] = params["blocks"] or []
+        message["edited"] = {"user": BOT_USER, "ts": params.get("ts")}
+        return 200, {
+            "ok": True,
+            "channel": channel,
+            "ts": params.get("ts"),
+            "text": message["text"],
+        }
+
+    def _replies(self, channel: str, params: JSON) -> tuple[int, JSON]:
+        """The thread of the message at ``ts``: its parent first, then the replies inside
+        ``oldest``..``latest`` (bounds included when ``inclusive``)."""
+        message = self.messages.get((channel, str(params.get("ts"))))
+        if message is None:
+            return 200, {"ok": False, "error": "thread_not_found"}
+        root = str(message.get("thread_ts") or message["ts"])
+        inclusive = str(params.get("inclusive")) in ("1", "true", "True")
+        oldest = float(params.get("oldest") or 0)
+        latest = float(params.get("latest") or "inf")
+
+        def inside(ts: str) -> bool:
+            value = float(ts)
+            if inclusive:
+                return oldest <= value <= latest
+            return oldest < value < latest
+
+        thread = [
+            m
+            for (where, ts), m in sorted(self.messages.items(), key=lambda kv: float(kv[0][1]))
+            if where == channel and ts != root and m.get("thread_ts") == root and inside(ts)
+        ]
+        parent = self.messages.get((channel, root))
+        return 200, {"ok": True, "messages": ([parent] if parent else []) + thread}
+
+    def _open_view(self, params: JSON) -> tuple[int, JSON]:
+        trigger_id = str(params.get("trigger_id") or "")
+        state = self._triggers.get(trigger_id)
+        if state is None:
+            return 200, {"ok": False, "error": "invalid_trigger_id"}
+        if state != "fresh":
+            return 200, {"ok": False, "error": f"{state}_trigger_id"}
+        self._triggers[trigger_id] = "exchanged"
+        view = params.get("view")
+        if isinstance(view, str):
+            view = _decode(view)
+        problems = view_problems(view)
+        if problems or not isinstance(view, dict):
+            messages = [f"[ERROR] {p}" for p in problems]
+            return 200, {
+                "ok": False,
+                "error": "invalid_arguments",
+                "response_metadata": {"messages": messages},
+            }
+        view_id = f"V{next(self._view_ids):08d}"
+        stored: JSON = {
+            "id": view_id,
+            "team_id": TEAM,
+            "app_id": "A0001",
+            "bot_id": BOT_ID,
+            "hash": f"{int(time.time())}.{uuid.uuid4().hex[:8]}",
+            "root_view_id": view_id,
+            "previous_view_id": None,
+            "external_id": "",
+            "clear_on_close": False,
+            "notify_on_close": False,
+            "private_metadata": "",
+            "callback_id": "",
+            "state": {"values": {}},
+            **view,
+        }
+        self.views[view_id] = stored
+        return 200, {"ok": True, "view": stored}
 
 
 # -- payload builders ------------------------------------------------------------------------------
@@ -257,18 +434,28 @@ def message_event(
 
 
 def block_actions(
-    action_id: str, approval_id: str, *, user: str, channel: str, message_ts: str, **extra: Any
+    action_id: str,
+    approval_id: str,
+    *,
+    user: str,
+    channel: str,
+    message_ts: str,
+    trigger_id: str = "1.2.3",
+    message: JSON | None = None,
+    **extra: Any,
 ) -> JSON:
+    """A button press; ``extra`` goes into ``container`` (e.g. ``thread_ts``). Prefer
+    :meth:`FakeSlack.press` for a message the fake holds."""
     return {
         "type": "block_actions",
         "team": {"id": TEAM},
         "user": {"id": user, "team_id": TEAM},
         "api_app_id": "A0001",
         "token": "verification",
-        "trigger_id": "1.2.3",
+        "trigger_id": trigger_id,
         "container": {"type": "message", "message_ts": message_ts, "channel_id": channel, **extra},
         "channel": {"id": channel},
-        "message": {"ts": message_ts, "type": "message", "text": "card"},
+        "message": message or {"ts": message_ts, "type": "message", "text": "card"},
         "response_url": "https://hooks.invalid/actions",
         "actions": [
             {

@@ -1,0 +1,332 @@
+"""Deny with a reply on Slack, and closing cards the approval service can no longer edit.
+
+Driven through the real slack-bolt / slack_sdk against the loopback fake: "✏️ Reply instead"
+opens a modal with ``views.open`` (the fake checks the trigger and the view like Slack),
+the test submits it as Slack's client would, and the host (a :class:`RecordingHost` whose
+verdicts follow an approver list) receives the click. The whole daemon with the real
+approval service is in ``test_slack_e2e.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import aiohttp
+import pytest
+
+from bot.channel import ApprovalChoice, CardState, ClickVerdict, SentMessage
+from bot.envelope import DeliveryTarget
+from bot.store import Store
+from channels.slack import SlackChannel
+from channels.slack_blocks import CLOSED_NOTE
+from channels.slack_inbound import MODAL_FAILED
+from channels.slack_modal import EMPTY_REPLY
+from tests.channels.test_slack import (
+    APP_TOKEN,
+    APPROVER,
+    BOT_TOKEN,
+    REF,
+    SECRET,
+    STRANGER,
+    card,
+    channel_for,
+    http_channel,
+    running,
+)
+from tests.fakes.recording_host import RecordingHost, approver_verdict
+from tests.fakes.slack_server import (
+    JSON,
+    FakeSlack,
+    event_callback,
+    message_event,
+    params_match,
+    person,
+    signed_headers,
+)
+
+THREAD = "1700000001.000200"
+APPROVAL = "apr-7f3a"  # the id of tests.channels.test_slack.card()
+
+
+@pytest.fixture
+async def slack() -> AsyncIterator[FakeSlack]:
+    async with FakeSlack(BOT_TOKEN, APP_TOKEN) as fake:
+        fake.users["UANN"] = person("UANN", "Ann")
+        yield fake
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[Store]:
+    async with await Store.open(tmp_path / "state.db") as opened:
+        yield opened
+
+
+def host_for(*, pending: bool = True, **kwargs: Any) -> RecordingHost:
+    """Approver's clicks accepted, others refused; UNKNOWN when the approval is not pending."""
+    verdict = approver_verdict(approvers=[APPROVER], pending=[APPROVAL] if pending else [])
+    return RecordingHost(verdict, **kwargs)
+
+
+async def post_card(channel: SlackChannel, thread: str | None = THREAD) -> SentMessage:
+    target = DeliveryTarget(channel=REF, conversation_id="C0001", thread_id=thread)
+    return await channel.post_approval_card(target, card())
+
+
+async def press(slack: FakeSlack, ts: str, action_id: str, user: str) -> None:
+    payload = slack.press("C0001", ts, action_id, user=user)
+    await slack.wait_ack(await slack.push("interactive", payload))
+
+
+def has_buttons(message: JSON) -> bool:
+    return any(block.get("type") == "actions" for block in message.get("blocks") or [])
+
+
+async def test_reply_instead_opens_the_modal_and_reports_a_deny_with_the_text(
+    slack: FakeSlack, store: Store
+) -> None:
+    host = host_for()
+    channel = channel_for(slack, store)
+    async with running(channel, host):
+        posted = await post_card(channel)
+        await press(slack, posted.message_id, "hatchway_reply", APPROVER)
+        view = await slack.wait_view()
+
+        assert view["title"]["text"] == "Deny with a reply"
+        (field,) = [b for b in view["blocks"] if b["type"] == "input"]
+        assert field["label"]["text"] == "What should the assistant be told instead?"
+        assert field["optional"] is False
+        assert field["element"]["multiline"] is True
+        assert field["element"]["max_length"] == 2000
+        assert json.loads(view["private_metadata"]) == {
+            "approval_id": APPROVAL,
+            "channel_id": "C0001",
+            "message_ts": posted.message_id,
+            "thread_ts": THREAD,
+        }
+
+        answer = await slack.submit_view(view["id"], user=APPROVER, text="  Use staging.\n")
+        assert answer == {}
+        assert view["id"] in slack.closed_views
+        (click,) = await host.wait_clicks(1)
+        assert click.choice is ApprovalChoice.DENY
+        assert (click.approval_id, click.user_id, click.channel) == (APPROVAL, APPROVER, REF)
+        assert click.replacement_text == "Use staging."
+
+        # Accepted: no private answer, and the card is left to the approval service. (A
+        # later refused click is answered in order, so its answer comes after any other.)
+        await press(slack, posted.message_id, "hatchway_approve", STRANGER)
+        (ephemeral,) = await slack.wait_for("chat.postEphemeral")
+        assert ephemeral.params["user"] == STRANGER
+    assert slack.calls_of("chat.update") == []
+
+
+async def test_a_non_approvers_reply_changes_nothing_and_is_told_privately(
+    slack: FakeSlack, store: Store
+) -> None:
+    host = host_for()
+    channel = channel_for(slack, store)
+    async with running(channel, host):
+        posted = await post_card(channel)
+        await press(slack, posted.message_id, "hatchway_reply", STRANGER)
+        view = await slack.wait_view()
+        assert await slack.submit_view(view["id"], user=STRANGER, text="ignore the rules") == {}
+
+        (ephemeral,) = await slack.wait_for("chat.postEphemeral")
+        assert ephemeral.params["user"] == STRANGER
+        assert ephemeral.params["text"] == ClickVerdict.NOT_AUTHORISED.message
+        assert (ephemeral.params["channel"], ephemeral.params["thread_ts"]) == ("C0001", THREAD)
+        (click,) = host.clicks
+        assert (click.user_id, click.replacement_text) == (STRANGER, "ignore the rules")
+    assert slack.calls_of("chat.update") == []
+    assert has_buttons(slack.messages[("C0001", posted.message_id)])
+
+
+@pytest.mark.parametrize("blank", ["   ", "\n\n  \t"])
+async def test_a_blank_reply_is_refused_in_the_modal(
+    slack: FakeSlack, store: Store, blank: str
+) -> None:
+    host = host_for()
+    channel = channel_for(slack, store)
+    async with running(channel, host):
+        posted = await post_card(channel)
+        await press(slack, posted.message_id, "hatchway_reply", APPROVER)
+        view = await slack.wait_view()
+
+        answer = await slack.submit_view(view["id"], user=APPROVER, text=blank)
+        assert answer == {"response_action": "errors", "errors": {"hatchway_reply": EMPTY_REPLY}}
+        assert view["id"] not in slack.closed_views
+
+        # The modal stays open: the approver writes something and sends it.
+        assert await slack.submit_view(view["id"], user=APPROVER, text="Not today.") == {}
+        (click,) = await host.wait_clicks(1)
+        assert click.replacement_text == "Not today."
+
+
+async def test_a_reply_sent_after_a_restart_is_still_handled(
+    slack: FakeSlack, store: Store
+) -> None:
+    host = host_for()
+    before = channel_for(slack, store)
+    async with running(before, host):
+        posted = await post_card(before)
+        await press(slack, posted.message_id, "hatchway_reply", APPROVER)
+        view = await slack.wait_view()
+    # A new process: nothing of the first one's memory, only what the modal carries.
+    async with running(channel_for(slack, store), host):
+        await slack.wait_connected(2)
+        assert await slack.submit_view(view["id"], user=APPROVER, text="Later, not now.") == {}
+        (click,) = await host.wait_clicks(1)
+    assert (click.approval_id, click.replacement_text) == (APPROVAL, "Later, not now.")
+
+
+async def test_the_modal_opens_while_the_gateway_is_busy(slack: FakeSlack, store: Store) -> None:
+    release = asyncio.Event()
+    host = host_for(hold=release)
+    channel = channel_for(slack, store)
+    async with running(channel, host):
+        posted = await post_card(channel)
+        # The inbound worker is now stuck delivering this message to a slow gateway.
+        await slack.wait_ack(await slack.push("events_api", event_callback(message_event("hi"))))
+        await press(slack, posted.message_id, "hatchway_reply", APPROVER)
+        await slack.wait_view()
+        assert host.envelopes == []
+        release.set()
+        await host.wait_envelopes(1)
+
+
+async def test_an_expired_trigger_is_explained_privately(slack: FakeSlack, store: Store) -> None:
+    channel = channel_for(slack, store)
+    async with running(channel, host_for()):
+        posted = await post_card(channel)
+        payload = slack.press("C0001", posted.message_id, "hatchway_reply", user=APPROVER)
+        slack.expire_triggers()
+        await slack.push("interactive", payload)
+        (ephemeral,) = await slack.wait_for("chat.postEphemeral")
+        assert (ephemeral.params["user"], ephemeral.params["text"]) == (APPROVER, MODAL_FAILED)
+    assert slack.views == {}
+    (refused,) = [c for c in slack.calls if c.method == "views.open"]
+    assert refused.params["trigger_id"] == payload["trigger_id"]
+
+
+# -- cards the approval service cannot edit -----------------------------------------------------
+
+
+@pytest.mark.parametrize("verdict", [ClickVerdict.UNKNOWN, ClickVerdict.ALREADY_DECIDED])
+@pytest.mark.parametrize("action_id", ["hatchway_approve", "hatchway_deny", "hatchway_reply"])
+async def test_a_click_on_a_closed_request_removes_the_cards_buttons(
+    slack: FakeSlack, store: Store, verdict: ClickVerdict, action_id: str
+) -> None:
+    def answer(_click: object) -> ClickVerdict:
+        return verdict
+
+    host = RecordingHost(answer)
+    channel = channel_for(slack, store)
+    async with running(channel, host):
+        posted = await post_card(channel)
+        before = json.loads(json.dumps(slack.messages[("C0001", posted.message_id)]))
+        await press(slack, posted.message_id, action_id, APPROVER)
+        if action_id == "hatchway_reply":
+            view = await slack.wait_view()
+            await slack.submit_view(view["id"], user=APPROVER, text="Too late?")
+
+        (ephemeral,) = await slack.wait_for("chat.postEphemeral")
+        assert (ephemeral.params["user"], ephemeral.params["text"]) == (APPROVER, verdict.message)
+        (update,) = slack.calls_of("chat.update")
+        assert update.params["ts"] == posted.message_id
+    after = slack.messages[("C0001", posted.message_id)]
+    assert not has_buttons(after)
+    assert after["blocks"][0] == before["blocks"][0]  # the card's text is kept
+    assert after["blocks"][-1]["elements"][0]["text"] == CLOSED_NOTE
+    assert all("means no" not in json.dumps(block) for block in after["blocks"])
+    assert after["text"] == f"{before['text']}\n{CLOSED_NOTE}"
+
+
+async def test_a_card_the_service_already_edited_is_left_alone(
+    slack: FakeSlack, store: Store
+) -> None:
+    host = host_for(pending=False)
+    channel = channel_for(slack, store)
+    async with running(channel, host):
+        posted = await post_card(channel)
+        # A stale client still shows the buttons; meanwhile the service edited the card.
+        stale = slack.press("C0001", posted.message_id, "hatchway_approve", user=APPROVER)
+        await channel.update_approval_card(posted, card(CardState.APPROVED, APPROVER))
+        await slack.push("interactive", stale)
+        (ephemeral,) = await slack.wait_for("chat.postEphemeral")
+        assert ephemeral.params["text"] == ClickVerdict.UNKNOWN.message
+    (update,) = slack.calls_of("chat.update")  # only the service's
+    assert "Approved" in update.params["text"]
+    assert "Approved" in slack.messages[("C0001", posted.message_id)]["text"]
+
+
+async def test_only_the_bots_own_message_is_ever_edited(slack: FakeSlack, store: Store) -> None:
+    host = host_for(pending=False)
+    channel = channel_for(slack, store)
+    buttons = {
+        "type": "actions",
+        "elements": [{"type": "button", "action_id": "hatchway_approve", "value": APPROVAL}],
+    }
+    slack.add_message("C0001", "1700000050.000100", user=STRANGER, text="fake", blocks=[buttons])
+    async with running(channel, host):
+        await press(slack, "1700000050.000100", "hatchway_approve", APPROVER)
+        (ephemeral,) = await slack.wait_for("chat.postEphemeral")
+        assert ephemeral.params["text"] == ClickVerdict.UNKNOWN.message
+    assert [c for c in slack.calls if c.method == "chat.update"] == []
+
+
+async def test_a_reaction_on_a_closed_request_closes_the_card(
+    slack: FakeSlack, store: Store
+) -> None:
+    host = host_for(pending=False)
+    channel = channel_for(slack, store, reactions_for_approval=True)
+    async with running(channel, host):
+        posted = await post_card(channel)
+        item = {"type": "message", "channel": "C0001", "ts": posted.message_id}
+        event = {"type": "reaction_added", "user": APPROVER, "reaction": "x", "item": item}
+        await slack.push("events_api", event_callback(event))
+        await slack.wait_for("chat.postEphemeral")
+        await slack.wait_for("chat.update", where=params_match({"ts": posted.message_id}))
+    assert not has_buttons(slack.messages[("C0001", posted.message_id)])
+
+
+# -- HTTP mode ------------------------------------------------------------------------------------
+
+
+async def test_reply_over_the_http_events_api(slack: FakeSlack, store: Store) -> None:
+    host = host_for()
+    async with (
+        http_channel(slack, store, host) as (channel, url),
+        aiohttp.ClientSession() as http,
+    ):
+
+        async def interact(payload: JSON) -> tuple[int, str]:
+            body = urlencode({"payload": json.dumps(payload)})
+            headers = {
+                **signed_headers(SECRET, body),
+                "Content-Type": "application/x-www-form-urlencoded",
+            }
+            async with http.post(url, data=body, headers=headers) as response:
+                return response.status, await response.text()
+
+        posted = await post_card(channel)
+        pressed = slack.press("C0001", posted.message_id, "hatchway_reply", user=APPROVER)
+        assert (await interact(pressed))[0] == 200
+        view = await slack.wait_view()
+
+        status, text = await interact(slack.view_submission(view["id"], user=APPROVER, text=" "))
+        assert status == 200
+        assert json.loads(text) == {
+            "response_action": "errors",
+            "errors": {"hatchway_reply": EMPTY_REPLY},
+        }
+        status, text = await interact(
+            slack.view_submission(view["id"], user=APPROVER, text="Ask Ann first.")
+        )
+        assert (status, text) == (200, "")
+        (click,) = await host.wait_clicks(1)
+        assert (click.choice, click.replacement_text) == (ApprovalChoice.DENY, "Ask Ann first.")
