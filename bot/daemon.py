@@ -52,7 +52,6 @@ log = structlog.get_logger(__name__)
 
 READY_POLL_S = 0.02
 STATUS_REFRESH_S = 5.0
-HEALTH_ROUTES = 3
 # Sections that are read once at start: a change is logged and takes effect on restart.
 RESTART_ONLY = ("providers", "storage", "server", "logging", "mcp", "schedules", "state_dir")
 RESTART_ONLY_AGENT = ("provider", "fallback", "max_concurrent_turns")
@@ -136,9 +135,10 @@ class Daemon:
         app = App(self.settings, provider=provider, web_app=self.server.app, metrics=self.metrics)
         routes = HealthRoutes(app, self.metrics)
         add_health_routes(self.server.app, routes)
+        own_routes = len(self.server.app.router.routes())
         await app.start()
         try:
-            await self._serve_http()
+            await self._serve_http(own_routes)
             self.metrics.track(app)
             await self._wait_for_channels(app)
             status = status_line(app.channel_health())
@@ -158,8 +158,9 @@ class Daemon:
         log.info("daemon_stopped")
         return 0
 
-    async def _serve_http(self) -> None:
-        adapter_routes = len(self.server.app.router.routes()) > HEALTH_ROUTES
+    async def _serve_http(self, own_routes: int) -> None:
+        """Listen when ``[server]`` is enabled or an adapter added routes (webhooks)."""
+        adapter_routes = len(self.server.app.router.routes()) > own_routes
         if self.settings.server.enabled or adapter_routes:
             await self.server.start()
 

@@ -52,6 +52,7 @@ def write_config(
     llm_url: str,
     allowed_users: list[str],
     extra: str = "",
+    server: bool = True,
 ) -> Path:
     """A daemon config: console channel with the given allow-list (DMs by allow-list),
     loopback HTTP on a free port, JSON logs, the state next to the file."""
@@ -73,7 +74,7 @@ allowed_users = [{users}]
 dm_policy = "allowlist"
 
 [server]
-enabled = true
+enabled = {str(server).lower()}
 host = "127.0.0.1"
 port = 0
 

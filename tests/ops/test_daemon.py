@@ -51,6 +51,20 @@ def db_rows(path: Path, sql: str) -> list[tuple[object, ...]]:
         return list(conn.execute(sql))
 
 
+async def test_no_http_listener_unless_the_server_or_a_webhook_asks_for_one(
+    tmp_path: Path, llm: HeldOpenAI
+) -> None:
+    config = write_config(
+        tmp_path / "hatchway.toml", llm_url=llm.base_url, allowed_users=[USER], server=False
+    )
+    async with start_daemon(config) as daemon:
+        await daemon.wait_notify("READY", "1")
+        daemon.signal(signal.SIGTERM)
+        assert await daemon.wait_exit() == 0
+    assert "daemon_ready" in [e.get("event") for e in daemon.events]
+    assert "http_listening" not in [e.get("event") for e in daemon.events]
+
+
 async def test_ready_watchdog_reload_and_readiness(tmp_path: Path, llm: HeldOpenAI) -> None:
     config = write_config(
         tmp_path / "hatchway.toml", llm_url=llm.base_url, allowed_users=["someone-else"]
