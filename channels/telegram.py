@@ -2,13 +2,12 @@
 
 Inbound: long polling (default) with a ``getUpdates`` loop of our own, or a webhook guarded by
 the secret token (:mod:`channels.telegram_webhook`). The polling offset lives in
-``store.channel_state`` and is advanced only after an update was handed to the host, so a
-restart neither repeats nor loses updates (a crash between handing over and saving repeats
-that one update, which the gateway's dedupe on ``message_id`` absorbs).
+``store.channel_state`` and is advanced only after an update was handed to the host
+(:mod:`channels.telegram_offset`), so a restart neither repeats nor loses updates.
 
 Updates used: new messages, callback queries (approval buttons) and, with
-``reactions_for_approval``, message reactions. Edited messages are ignored on purpose: the
-original was already answered, and answering an edit would answer twice.
+``reactions_for_approval``, message reactions; :mod:`channels.telegram_inbound` routes them
+(a reply to an approval card is a deny-with-edit, :mod:`channels.telegram_replies`).
 
 Health: ``STARTING`` → ``CONNECTED`` once ``getMe`` accepted the token and the first
 ``getUpdates`` (or ``setWebhook``) succeeded; ``RECONNECTING`` with the reason on network
@@ -19,8 +18,6 @@ refused, and :meth:`TelegramChannel.run` raises :class:`~bot.errors.ChannelAuthE
 from __future__ import annotations
 
 import asyncio
-import json
-import time
 from collections.abc import Mapping, Sequence
 
 import structlog
@@ -37,21 +34,21 @@ from bot.channel import (
 )
 from bot.channel_registry import ChannelContext
 from bot.config import ChannelCommon, Settings, TelegramChannelConfig
-from bot.envelope import Capabilities, ChannelRef, DeliveryTarget
+from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelAuthError, ChannelError, ConfigError
 from bot.scrub import register_secret
-from channels.telegram_markup import TELEGRAM_LIMIT
-from channels.telegram_normalise import BotIdentity, normalise_message
+from channels.telegram_cards import CardIndex
+from channels.telegram_inbound import UpdateRouter, allowed_updates
+from channels.telegram_normalise import BotIdentity
+from channels.telegram_offset import PollingOffset
 from channels.telegram_outbound import TelegramOutbound
 from channels.telegram_ratelimit import backoff_delay, retry_after_seconds
+from channels.telegram_replies import CardReplies
 from channels.telegram_taps import ApprovalTaps
 from channels.telegram_webhook import WebhookReceiver
 
 log = structlog.get_logger(__name__)
 
-OFFSET_KEY = "update_offset"
-# Telegram may restart update ids after a week without updates; an older offset is void.
-OFFSET_MAX_AGE_S = 6 * 24 * 3600
 CONFLICT_DETAIL = (
     "409 Conflict from getUpdates: another process is polling this bot token (or a webhook "
     "is set). Only one poller may run per token; stop the other one."
@@ -83,10 +80,12 @@ class TelegramChannel:
         self.ref = ref
         self._config = config
         self._app = app
-        self._out = TelegramOutbound(ref=ref, config=config, bot=app.bot)
-        self._taps = ApprovalTaps(ref=ref, config=config, bot=app.bot, outbound=self._out)
-        self._me = BotIdentity(id=0, username="")
-        self._context = context
+        cards = CardIndex(context.store.channel_state, str(ref))
+        self._out = TelegramOutbound(ref=ref, config=config, bot=app.bot, cards=cards)
+        taps = ApprovalTaps(ref=ref, config=config, bot=app.bot, outbound=self._out)
+        replies = CardReplies(ref=ref, outbound=self._out, roles=taps.roles)
+        self._inbound = UpdateRouter(ref=ref, config=config, taps=taps, replies=replies)
+        self._offset = PollingOffset(context.store.channel_state, str(ref))
         self._webhook_secret = webhook_secret
         self._health = ChannelHealth(state=HealthState.STARTING)
         self._webhook: WebhookReceiver | None = None
@@ -104,23 +103,6 @@ class TelegramChannel:
         if self._health.state != state or self._health.detail != detail:
             log.info("channel_health", channel=str(self.ref), state=str(state), detail=detail)
         self._health = ChannelHealth(state=state, detail=detail)
-
-    def _capabilities(self) -> Capabilities:
-        return Capabilities(
-            can_edit=True,
-            can_react=True,
-            inline_buttons=True,
-            typing=True,
-            max_message_chars=TELEGRAM_LIMIT,
-            approval_backchannel=bool(self._config.approvers or self._config.approver_roles),
-            terminal_prompt=False,
-        )
-
-    def _allowed_updates(self) -> list[str]:
-        kinds = [Update.MESSAGE, Update.CALLBACK_QUERY]
-        if self._config.reactions_for_approval:
-            kinds.append(Update.MESSAGE_REACTION)
-        return kinds
 
     async def run(self, host: ChannelHost) -> None:
         """Connect, then receive until cancelled."""
@@ -165,8 +147,8 @@ class TelegramChannel:
                 continue
             break
         bot = self._app.bot
-        self._me = BotIdentity(id=bot.id, username=bot.username or "")
-        log.info("telegram_connected", channel=str(self.ref), bot=self._me.username)
+        self._inbound.me = BotIdentity(id=bot.id, username=bot.username or "")
+        log.info("telegram_connected", channel=str(self.ref), bot=bot.username)
 
     async def _reconnect_pause(self, attempt: int, reason: str) -> None:
         self._set_health(HealthState.RECONNECTING, reason)
@@ -180,37 +162,9 @@ class TelegramChannel:
 
     # -- polling ------------------------------------------------------------------------------
 
-    async def _load_offset(self) -> int | None:
-        raw = await self._context.store.channel_state.get(str(self.ref), OFFSET_KEY)
-        if raw is None:
-            return None
-        try:
-            stored = json.loads(raw)
-            offset, saved_at = int(stored["offset"]), float(stored["saved_at"])
-        except (ValueError, KeyError, TypeError):
-            log.warning("telegram_offset_unreadable", channel=str(self.ref))
-            return None
-        if time.time() - saved_at > OFFSET_MAX_AGE_S:
-            return None
-        return offset
-
-    async def _save_offset(self, offset: int) -> None:
-        value = json.dumps({"offset": offset, "saved_at": time.time()})
-        await self._context.store.channel_state.set(str(self.ref), OFFSET_KEY, value)
-
-    async def _commit_offset(self, offset: int) -> None:
-        """Persist ``offset``; a cancellation arriving meanwhile waits for the write, so a
-        graceful stop right after a delivery does not repeat that update."""
-        saving = asyncio.ensure_future(self._save_offset(offset))
-        try:
-            await asyncio.shield(saving)
-        except asyncio.CancelledError:
-            await saving
-            raise
-
     async def _poll(self, host: ChannelHost) -> None:
         bot: Bot = self._app.bot
-        offset = await self._load_offset()
+        offset = await self._offset.load()
         failures = 0
         while True:
             # The first call after (re)connecting does not wait, so health turns honest fast.
@@ -219,7 +173,7 @@ class TelegramChannel:
                 updates = await bot.get_updates(
                     offset=offset,
                     timeout=self._config.poll_timeout_s if live else 0,
-                    allowed_updates=self._allowed_updates(),
+                    allowed_updates=allowed_updates(self._config),
                 )
             except InvalidToken as exc:
                 detail = "Telegram refused the bot token while polling"
@@ -239,9 +193,9 @@ class TelegramChannel:
             failures = 0
             self._set_health(HealthState.CONNECTED)
             for update in updates:
-                await self._handle(update, host)
+                await self._inbound.route(update, host)
                 offset = update.update_id + 1
-                await self._commit_offset(offset)
+                await self._offset.commit(offset)
 
     # -- webhook ------------------------------------------------------------------------------
 
@@ -261,7 +215,7 @@ class TelegramChannel:
                 # Only Telegram knows the secret; a malformed update will not improve on retry.
                 log.warning("telegram_update_malformed", channel=str(self.ref), error=str(exc))
                 return
-            await self._handle(update, host)
+            await self._inbound.route(update, host)
 
         self._webhook = WebhookReceiver(
             path=self._config.webhook_path, secret=self._webhook_secret, on_update=on_update
@@ -270,7 +224,7 @@ class TelegramChannel:
         await self._app.bot.set_webhook(
             url=self._config.webhook_url,
             secret_token=self._webhook_secret,
-            allowed_updates=self._allowed_updates(),
+            allowed_updates=allowed_updates(self._config),
         )
         self._set_health(HealthState.CONNECTED)
         await asyncio.Event().wait()
@@ -299,38 +253,6 @@ class TelegramChannel:
         """The contents of an attachment (``Attachment.ref`` is the Telegram file id)."""
         file = await self._app.bot.get_file(file_ref)
         return bytes(await file.download_as_bytearray())
-
-    # -- inbound dispatch ---------------------------------------------------------------------
-
-    async def _handle(self, update: Update, host: ChannelHost) -> None:
-        """Hand one update to the host. Raises what the host raises (the update is then
-        not marked as done and comes again after a restart)."""
-        if update.message is not None:
-            try:
-                envelope = normalise_message(
-                    update.message, ref=self.ref, me=self._me, capabilities=self._capabilities()
-                )
-            except Exception:
-                # A payload we cannot read is skipped (and its offset confirmed): retrying it
-                # after a restart would fail the same way, forever.
-                log.exception(
-                    "telegram_update_unreadable", channel=str(self.ref), update_id=update.update_id
-                )
-                return
-            if envelope is not None:
-                await host.deliver(envelope)
-        elif update.callback_query is not None:
-            await self._taps.on_callback(update.callback_query, host)
-        elif update.message_reaction is not None:
-            if self._config.reactions_for_approval:
-                await self._taps.on_reaction(update.message_reaction, host)
-        else:
-            log.debug(
-                "telegram_update_ignored",
-                channel=str(self.ref),
-                update_id=update.update_id,
-                edited=update.edited_message is not None,
-            )
 
 
 def create(ref: ChannelRef, config: ChannelCommon, context: ChannelContext) -> TelegramChannel:

@@ -11,8 +11,9 @@ Contracts:
 - Forum topics: ``message_thread_id`` becomes ``thread_id`` (only for topic messages; reply
   chains in ordinary groups also carry the field and are not threads), and the reply target
   keeps it so the answer lands in the same topic.
-- Callback data is ``ap:<approval_id>:<a|d|w>`` (Telegram allows 64 bytes); ids too long for
-  that are replaced by a short digest that :class:`CallbackCodec` remembers for this process.
+- Callback data is ``ap:<approval_id>:<a|d|w|r>`` (approve, deny, always, "reply instead";
+  Telegram allows 64 bytes); ids too long for that are replaced by a short digest that
+  :class:`CallbackCodec` remembers for this process.
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from telegram import Message, MessageEntity, MessageReactionUpdated, ReactionTypeEmoji
+from telegram import (
+    InlineKeyboardMarkup,
+    Message,
+    MessageEntity,
+    MessageReactionUpdated,
+    ReactionTypeEmoji,
+)
 from telegram.constants import ChatType
 
 from bot.channel import ApprovalChoice
@@ -38,6 +45,7 @@ CALLBACK_PREFIX = "ap"
 CALLBACK_MAX_BYTES = 64
 _CHOICE_CODES = {ApprovalChoice.APPROVE: "a", ApprovalChoice.DENY: "d", ApprovalChoice.ALWAYS: "w"}
 _CODE_CHOICES = {code: choice for choice, code in _CHOICE_CODES.items()}
+_REPLY_CODE = "r"  # the "reply instead" button: decides nothing, explains how to reply
 
 APPROVE_REACTIONS = frozenset({"✅", "👍", "👌"})
 DENY_REACTIONS = frozenset({"❌", "👎"})
@@ -63,26 +71,54 @@ class CallbackCodec:
         self._long_ids: dict[str, str] = {}
 
     def encode(self, approval_id: str, choice: ApprovalChoice) -> str:
-        data = f"{CALLBACK_PREFIX}:{approval_id}:{_CHOICE_CODES[choice]}"
+        return self._encode(approval_id, _CHOICE_CODES[choice])
+
+    def encode_reply(self, approval_id: str) -> str:
+        """The data of the "reply instead" button of ``approval_id``'s card."""
+        return self._encode(approval_id, _REPLY_CODE)
+
+    def _encode(self, approval_id: str, code: str) -> str:
+        data = f"{CALLBACK_PREFIX}:{approval_id}:{code}"
         if len(data.encode()) <= CALLBACK_MAX_BYTES and ":" not in approval_id:
             return data
         digest = "#" + hashlib.sha256(approval_id.encode()).hexdigest()[:24]
         self._long_ids[digest] = approval_id
         if len(self._long_ids) > 4096:  # bounded: the oldest cards are long decided
             self._long_ids.pop(next(iter(self._long_ids)))
-        return f"{CALLBACK_PREFIX}:{digest}:{_CHOICE_CODES[choice]}"
+        return f"{CALLBACK_PREFIX}:{digest}:{code}"
 
-    def decode(self, data: str | None) -> tuple[str, ApprovalChoice] | None:
-        """``(approval_id, choice)``, or ``None`` for data that is not an approval button."""
+    def _split(self, data: str | None) -> tuple[str, str] | None:
         if not data:
             return None
         parts = data.split(":")
-        if len(parts) != 3 or parts[0] != CALLBACK_PREFIX or parts[2] not in _CODE_CHOICES:
+        if len(parts) != 3 or parts[0] != CALLBACK_PREFIX or not parts[1]:
             return None
         approval_id = parts[1]
         if approval_id.startswith("#"):
             approval_id = self._long_ids.get(approval_id, approval_id)
-        return approval_id, _CODE_CHOICES[parts[2]]
+        return approval_id, parts[2]
+
+    def decode(self, data: str | None) -> tuple[str, ApprovalChoice] | None:
+        """``(approval_id, choice)``, or ``None`` for data that is not a decision button."""
+        split = self._split(data)
+        if split is None or split[1] not in _CODE_CHOICES:
+            return None
+        return split[0], _CODE_CHOICES[split[1]]
+
+    def reply_request(self, data: str | None) -> str | None:
+        """The approval id when ``data`` is a "reply instead" button, else ``None``."""
+        split = self._split(data)
+        return split[0] if split is not None and split[1] == _REPLY_CODE else None
+
+    def approval_in(self, markup: InlineKeyboardMarkup | None) -> str | None:
+        """The approval id a card's inline keyboard carries, if ``markup`` is one."""
+        for row in markup.inline_keyboard if markup is not None else ():
+            for button in row:
+                data = button.callback_data if isinstance(button.callback_data, str) else None
+                split = self._split(data)
+                if split is not None and (split[1] in _CODE_CHOICES or split[1] == _REPLY_CODE):
+                    return split[0]
+        return None
 
 
 def message_key(chat_id: int | str, message_id: int | str) -> str:
@@ -126,7 +162,8 @@ def _mentions_bot(message: Message, me: BotIdentity) -> bool:
     return False
 
 
-def _replies_to_bot(message: Message, me: BotIdentity) -> bool:
+def replies_to_bot(message: Message, me: BotIdentity) -> bool:
+    """True when ``message`` is a reply to one of the bot's own messages."""
     replied = message.reply_to_message
     if replied is None or replied.from_user is None:
         return False
@@ -237,7 +274,7 @@ def normalise_message(
         attachments=attachments,
         is_direct=is_direct,
         is_group=chat.type in (ChatType.GROUP, ChatType.SUPERGROUP),
-        addressed_to_bot=is_direct or _mentions_bot(message, me) or _replies_to_bot(message, me),
+        addressed_to_bot=is_direct or _mentions_bot(message, me) or replies_to_bot(message, me),
         reply_target=DeliveryTarget(
             channel=ref,
             conversation_id=conversation_id,

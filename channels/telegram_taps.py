@@ -4,8 +4,15 @@ A tap is decoded (:class:`~channels.telegram_normalise.CallbackCodec`), reported
 as an :class:`~bot.channel.ApprovalClick`, and answered with ``answerCallbackQuery``: silently
 with "Recorded." when accepted, as an alert with the verdict's message otherwise (not
 authorised, own request, already decided, expired). The adapter decides nothing; the host's
-verdict is the answer. Reactions (``reactions_for_approval``) count only on cards this process
-posted and get no private answer (Telegram has none for reactions).
+verdict is the answer. When the verdict says the approval is no longer open (unknown or
+already decided) the tapped card's buttons are taken off
+(:meth:`~channels.telegram_outbound.TelegramOutbound.retire_card`): the approval service
+cannot edit a card whose message reference it never stored (a crash right after posting).
+
+The "✏️ Reply instead" button decides nothing: its answer says how to deny with a reply
+(:mod:`channels.telegram_replies`). Reactions (``reactions_for_approval``) count only on cards
+still open in the :class:`~channels.telegram_cards.CardIndex` and get no private answer
+(Telegram has none for reactions).
 
 When approver roles are configured the clicker's chat member status (``creator``,
 ``administrator``, ``member``, ...) is looked up and passed as their role.
@@ -14,7 +21,7 @@ When approver roles are configured the clicker's chat member status (``creator``
 from __future__ import annotations
 
 import structlog
-from telegram import Bot, CallbackQuery, MessageReactionUpdated
+from telegram import Bot, CallbackQuery, Message, MessageReactionUpdated
 from telegram.error import TelegramError
 
 from bot.channel import ApprovalClick, ChannelHost, ClickVerdict
@@ -24,6 +31,8 @@ from channels.telegram_normalise import reaction_choice
 from channels.telegram_outbound import TelegramOutbound
 
 log = structlog.get_logger(__name__)
+
+REPLY_HINT = "Reply to this card with the text to send instead."
 
 
 class ApprovalTaps:
@@ -42,7 +51,7 @@ class ApprovalTaps:
         self._bot = bot
         self._outbound = outbound
 
-    async def _roles(self, chat_id: int, user_id: int) -> tuple[str, ...]:
+    async def roles(self, chat_id: int, user_id: int) -> tuple[str, ...]:
         """The clicker's member status in the chat (``creator``, ``administrator``, ...), asked
         only when approver roles are configured."""
         if not self._config.approver_roles:
@@ -56,9 +65,12 @@ class ApprovalTaps:
 
     async def on_callback(self, query: CallbackQuery, host: ChannelHost) -> None:
         """Report an approval button tap and answer it: an alert unless it was accepted."""
+        if self._outbound.codec.reply_request(query.data) is not None:
+            await self._answer_text(query.id, REPLY_HINT, alert=True)
+            return
         decoded = self._outbound.codec.decode(query.data)
         if decoded is None:
-            await self._answer(query.id, None)
+            await self._answer_text(query.id, None, alert=False)
             return
         approval_id, choice = decoded
         chat_id = query.message.chat.id if query.message is not None else query.from_user.id
@@ -67,7 +79,7 @@ class ApprovalTaps:
             approval_id=approval_id,
             choice=choice,
             user_id=str(query.from_user.id),
-            user_roles=await self._roles(chat_id, query.from_user.id),
+            user_roles=await self.roles(chat_id, query.from_user.id),
         )
         verdict = await host.approval_clicked(click)
         log.info(
@@ -77,11 +89,20 @@ class ApprovalTaps:
             choice=str(choice),
             verdict=str(verdict),
         )
-        await self._answer(query.id, verdict)
+        await self._answer_text(
+            query.id, verdict.message, alert=verdict is not ClickVerdict.ACCEPTED
+        )
+        card = query.message
+        if card is None:  # inline-mode messages are never cards
+            return
+        if isinstance(card, Message) and card.reply_markup is None:
+            return  # the buttons are already gone (the tap came from a stale screen)
+        shown = card.text_html if isinstance(card, Message) and card.text else None
+        await self._outbound.retire_card(
+            card.chat.id, card.message_id, verdict=verdict, shown_html=shown
+        )
 
-    async def _answer(self, query_id: str, verdict: ClickVerdict | None) -> None:
-        text = verdict.message if verdict is not None else None
-        alert = verdict is not None and verdict is not ClickVerdict.ACCEPTED
+    async def _answer_text(self, query_id: str, text: str | None, *, alert: bool) -> None:
         try:
             await self._bot.answer_callback_query(query_id, text=text, show_alert=alert)
         except TelegramError as exc:  # e.g. "query is too old": the click still counted
@@ -90,17 +111,20 @@ class ApprovalTaps:
             )
 
     async def on_reaction(self, reaction: MessageReactionUpdated, host: ChannelHost) -> None:
-        """Report an approve/deny reaction on a card this process posted."""
-        approval_id = self._outbound.approval_for(reaction.chat.id, reaction.message_id)
+        """Report an approve/deny reaction on a card that still offers buttons."""
         choice = reaction_choice(reaction)
-        if approval_id is None or choice is None or reaction.user is None:
+        if choice is None or reaction.user is None:
             return
+        card = await self._outbound.cards.find(reaction.chat.id, reaction.message_id)
+        if card is None or not card.open:
+            return
+        approval_id = card.approval_id
         click = ApprovalClick(
             channel=self._ref,
             approval_id=approval_id,
             choice=choice,
             user_id=str(reaction.user.id),
-            user_roles=await self._roles(reaction.chat.id, reaction.user.id),
+            user_roles=await self.roles(reaction.chat.id, reaction.user.id),
         )
         verdict = await host.approval_clicked(click)
         # A reaction has no private answer on Telegram; the card edit shows accepted ones.
@@ -110,4 +134,8 @@ class ApprovalTaps:
             approval_id=approval_id,
             choice=str(choice),
             verdict=str(verdict),
+        )
+        # The reaction names no text to keep; retiring removes only the buttons.
+        await self._outbound.retire_card(
+            reaction.chat.id, reaction.message_id, verdict=verdict, shown_html=None
         )

@@ -4,9 +4,13 @@ built from settings through the channel registry, against the loopback Bot API f
 A DM turn asks for a side-effecting tool: the approval card (inline keyboard) is posted in the
 requester's DM and the approver's DM; the requester's tap is refused with an alert; the
 approver's tap runs the tool, the cards show the outcome, progress is edited in place and the
-answer arrives as Telegram HTML. In a forum group, a message without a mention is ignored and
-one with a mention is answered in the same topic. A long answer with code is split under
-4,096 characters with every chunk valid on its own.
+answer arrives as Telegram HTML. Deny with a reply: the requester's reply to a card is
+refused and never reaches the model; the approver's reply denies the call, the model gets the
+text and both cards show "✏️ Denied with a reply". A card posted just before a crash (its
+message reference never stored) loses its buttons when tapped after the restart. In a forum
+group, a message without a mention is ignored and one with a mention is answered in the same
+topic. A long answer with code is split under 4,096 characters with every chunk valid on its
+own.
 """
 
 from __future__ import annotations
@@ -19,13 +23,17 @@ from typing import Any
 import pytest
 
 from bot.app import App
+from bot.approval.card import card_for
 from bot.channel import ClickVerdict, HealthState
 from bot.config import Settings, parse_settings
+from bot.envelope import DeliveryTarget
+from bot.store.approvals import ApprovalRecord, ApprovalStatus
 from bot.tools.spec import ToolContext, ToolSpec
 from channels.telegram import TelegramChannel
 from tests.channels.test_telegram import wait_health
 from tests.fakes.scripted_provider import ScriptedProvider, call, reply
 from tests.fakes.telegram_server import (
+    JSON,
     ApiCall,
     FakeTelegram,
     bot_message,
@@ -102,6 +110,12 @@ async def started(app: App) -> TelegramChannel:
 
 def is_card(c: ApiCall) -> bool:
     return "reply_markup" in c.params
+
+
+def card_shown_in(tg: FakeTelegram, chat_id: int) -> JSON:
+    """The approval card in ``chat_id`` as Telegram shows it (to reply to or tap)."""
+    [card] = [m for m in tg.bot_messages(chat_id) if m["text"].startswith("🔐 Approval needed")]
+    return card
 
 
 async def test_dm_turn_with_approval(tg: FakeTelegram, tmp_path: Path) -> None:
@@ -201,3 +215,125 @@ async def test_long_answer_with_code_is_split(tg: FakeTelegram, tmp_path: Path) 
     joined = "".join(chunks)
     assert "if a &lt; 0 and b &gt; 0: total += 0" in joined
     assert "if a &lt; 199 and b &gt; 199: total += 199" in joined
+
+
+async def test_dm_reply_to_card_denies_with_text(tg: FakeTelegram, tmp_path: Path) -> None:
+    ran: list[Mapping[str, object]] = []
+    provider = ScriptedProvider(
+        [reply("", call("deploy", {"version": "v2"})), reply("Understood: v3 it is.")]
+    )
+    app = App(settings_for(tg, tmp_path), provider=provider, tools=[deploy_tool(ran)])
+    async with app:
+        await started(app)
+        dm, approver_dm = private_chat(REQUESTER), private_chat(APPROVER)
+        await tg.push({"message": message(dm, user(REQUESTER, "Ann"), "deploy v2", message_id=10)})
+        await tg.wait_for("sendMessage", is_card, count=2)
+
+        own = message(
+            dm,
+            user(REQUESTER, "Ann"),
+            "just run it",
+            message_id=11,
+            reply_to=card_shown_in(tg, REQUESTER),
+        )
+        await tg.push({"message": own})
+        [refused] = await tg.wait_for(
+            "sendMessage", lambda c: c.params["text"] == ClickVerdict.NOT_AUTHORISED.message
+        )
+        assert refused.params["chat_id"] == REQUESTER
+        assert refused.params["reply_parameters"]["message_id"] == 11
+
+        answer_text = "Use v3, v2 is broken."
+        approver_reply = message(
+            approver_dm,
+            user(APPROVER, "Boss"),
+            answer_text,
+            message_id=12,
+            reply_to=card_shown_in(tg, APPROVER),
+        )
+        await tg.push({"message": approver_reply})
+        [final] = await tg.wait_for("sendMessage", lambda c: "v3 it is" in str(c.params["text"]))
+        edits = await tg.wait_for(
+            "editMessageText",
+            lambda c: "Denied with a reply: deploy" in str(c.params["text"]),
+            count=2,
+        )
+        [ack] = await tg.wait_for("setMessageReaction", lambda c: c.params["chat_id"] == APPROVER)
+        own_entry = await app.store.inbox.get(channel="telegram.main", message_id=f"{REQUESTER}:11")
+        rows = await app.store.audit.since()
+
+    assert ran == []
+    assert final.params["chat_id"] == REQUESTER
+    assert {e.params["chat_id"] for e in edits} == {REQUESTER, APPROVER}
+    assert all("reply_markup" not in e.params for e in edits)
+    assert all(m["text"].startswith("✏️ Denied with a reply") for m in tg.bot_messages(APPROVER))
+    assert ack.params["message_id"] == 12
+    assert ack.params["reaction"] == [{"type": "emoji", "emoji": "👍"}]
+    [_, second] = provider.requests
+    seen = [str(m.content) for m in second.messages]
+    assert f"Not executed: the approver answered instead: {answer_text}" in seen[-1]
+    assert not any(
+        "just run it" in text
+        for request in provider.requests
+        for text in (str(m.content) for m in request.messages)
+    )
+    assert own_entry is None  # the requester's reply never entered the inbox
+    decisions = {(row.decision, row.decided_by) for row in rows}
+    assert ("click_refused:deny", str(REQUESTER)) in decisions
+    assert ("edited", str(APPROVER)) in decisions
+
+
+async def test_card_left_with_buttons_by_a_crash_loses_them(
+    tg: FakeTelegram, tmp_path: Path
+) -> None:
+    """The daemon died after posting a card and before storing its message reference: the
+    restart expires the approval but cannot edit that card. A tap on it is told the request
+    expired, and the adapter takes the buttons off that very card."""
+    ran: list[Mapping[str, object]] = []
+    app = App(settings_for(tg, tmp_path), provider=ScriptedProvider([]), tools=[deploy_tool(ran)])
+    async with app:
+        channel = await started(app)
+        now = 1_900_000_000.0
+        record = ApprovalRecord(
+            id="crash-1",
+            channel="telegram.main",
+            conversation_id=str(REQUESTER),
+            thread_id=None,
+            session_key=f"telegram.main:{REQUESTER}",
+            requester=str(REQUESTER),
+            requester_name="Ann",
+            tool="deploy",
+            fingerprint="f" * 64,
+            summary=("version: v2",),
+            ask_reason="deploy is not auto-approved",
+            status=ApprovalStatus.PENDING,
+            decided_by=None,
+            reason=None,
+            reply=None,
+            card_refs=(),
+            created_at=now,
+            expires_at=now + 300,
+        )
+        await app.store.approvals.create(record)
+        target = DeliveryTarget(channel=channel.ref, conversation_id=str(APPROVER))
+        await channel.post_approval_card(target, card_for(record, timeout_s=300))
+        [posted] = await tg.wait_for("sendMessage", is_card)
+        assert await app.approvals.expire_pending() == 1  # what the restart does
+
+        card = card_shown_in(tg, APPROVER)
+        assert "reply_markup" in card  # the restart could not reach it
+        approve = card["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
+        await tg.push(callback("q-after", user(APPROVER, "Boss"), approve, card))
+        [answer] = await tg.wait_for("answerCallbackQuery")
+        [edit] = await tg.wait_for(
+            "editMessageText", lambda c: c.params["message_id"] == card["message_id"]
+        )
+        row = await app.store.approvals.get("crash-1")
+
+    assert answer.params["text"] == ClickVerdict.UNKNOWN.message
+    assert answer.params["show_alert"] is True
+    assert edit.params["text"].startswith(posted.params["text"])
+    assert edit.params["text"].endswith("This request is no longer open.</i>")
+    assert "reply_markup" not in tg.bot_message_now(APPROVER, card["message_id"])
+    assert row is not None and row.status is ApprovalStatus.EXPIRED
+    assert ran == []

@@ -162,8 +162,9 @@ async def test_card_is_posted_then_shows_the_outcome(
     assert post.params["text"].startswith("<b>🔐 Approval needed: shell</b>")
     assert "rm -rf build &lt;tmp&gt;" in post.params["text"]
     assert post.params["message_thread_id"] == 12
-    [row] = post.params["reply_markup"]["inline_keyboard"]
-    assert [b["callback_data"] for b in row] == ["ap:Zx_9-q:a", "ap:Zx_9-q:d", "ap:Zx_9-q:w"]
+    decide, reply = post.params["reply_markup"]["inline_keyboard"]
+    assert [b["callback_data"] for b in decide] == ["ap:Zx_9-q:a", "ap:Zx_9-q:d", "ap:Zx_9-q:w"]
+    assert reply == [{"text": "✏️ Reply instead", "callback_data": "ap:Zx_9-q:r"}]
 
     decided = ApprovalCard(
         approval_id=CARD.approval_id,
@@ -189,5 +190,7 @@ async def test_long_approval_ids_still_fit_callback_data(
     card = ApprovalCard(approval_id=long_id, tool="t", lines=(), reason="r", requested_by="A")
     await live.post_approval_card(DM_TARGET, card)
     [post] = tg.calls_of("sendMessage")
-    datas = [b["callback_data"] for b in post.params["reply_markup"]["inline_keyboard"][0]]
+    rows = post.params["reply_markup"]["inline_keyboard"]
+    datas = [b["callback_data"] for row in rows for b in row]
+    assert len(datas) == 4
     assert all(len(d.encode()) <= 64 for d in datas)

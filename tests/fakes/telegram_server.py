@@ -5,6 +5,13 @@ Serves ``POST /bot{token}/{method}`` (form fields, each JSON-decoded when it par
 is queued or the poll timeout passes, and can be told to fail the next calls of a method
 (``429`` with ``retry_after``, ``409`` Conflict, ...). A wrong token gets ``401``.
 
+Like Telegram, it keeps each message the bot sent as a Message (HTML parsed into plain text and
+``entities``, the inline keyboard as ``reply_markup``), updates it on ``editMessageText`` and
+``editMessageReplyMarkup`` (an edit without ``reply_markup`` removes the keyboard), and answers
+an edit that changes neither text nor keyboard with "message is not modified".
+:meth:`FakeTelegram.bot_message_now` gives a message's current state, to put into a callback
+query or a ``reply_to_message`` as Telegram would.
+
 ``forget_confirmed=False`` keeps updates the client confirmed with ``offset``; it models a
 client that crashed before its confirming ``getUpdates`` reached Telegram, so only the
 client's own persisted offset keeps it from seeing them again.
@@ -13,11 +20,13 @@ client's own persisted offset keeps it from seeing them again.
 from __future__ import annotations
 
 import asyncio
+import copy
 import itertools
 import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from typing import Any
 
 from aiohttp import web
@@ -49,6 +58,75 @@ def _decode(value: str) -> Any:
         return value
 
 
+_ENTITY_TAGS = {
+    "b": "bold",
+    "strong": "bold",
+    "i": "italic",
+    "em": "italic",
+    "u": "underline",
+    "s": "strikethrough",
+    "code": "code",
+    "pre": "pre",
+    "a": "text_link",
+    "blockquote": "blockquote",
+}
+
+
+def _utf16_len(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+class _HtmlEntities(HTMLParser):
+    """Telegram's HTML parse mode: plain text plus entities with UTF-16 offsets."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.text = ""
+        self.entities: list[JSON] = []
+        self._open: list[tuple[str, int, JSON]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        kind = _ENTITY_TAGS.get(tag)
+        if kind is None:
+            return
+        entity: JSON = {"type": kind}
+        if tag == "a":
+            entity["url"] = dict(attrs).get("href") or ""
+        if tag == "code" and self._open and self._open[-1][0] == "pre":
+            language = (dict(attrs).get("class") or "").removeprefix("language-")
+            if language:
+                self._open[-1][2]["language"] = language
+            return
+        self._open.append((tag, _utf16_len(self.text), entity))
+
+    def handle_endtag(self, tag: str) -> None:
+        if not self._open or self._open[-1][0] != tag:
+            return
+        _, start, entity = self._open.pop()
+        length = _utf16_len(self.text) - start
+        if length:
+            self.entities.append({**entity, "offset": start, "length": length})
+
+    def handle_data(self, data: str) -> None:
+        self.text += data
+
+
+def _parse_html(markup: str) -> tuple[str, list[JSON]]:
+    parser = _HtmlEntities()
+    parser.feed(markup)
+    parser.close()
+    return parser.text, sorted(parser.entities, key=lambda e: (e["offset"], -e["length"]))
+
+
+@dataclass(slots=True)
+class _Sent:
+    """A message the bot sent: what was asked (for "not modified") and what Telegram shows."""
+
+    raw_text: str
+    markup: Any
+    message: JSON
+
+
 class FakeTelegram:
     """The fake server. Use as ``async with FakeTelegram(token) as tg:``."""
 
@@ -61,7 +139,7 @@ class FakeTelegram:
         self._update_ids = itertools.count(1000)
         self._message_ids = itertools.count(500)
         self._chats: dict[int, JSON] = {}
-        self._texts: dict[tuple[int, int], str] = {}
+        self._sent: dict[tuple[int, int], _Sent] = {}
         self._failures: dict[str, list[_Failure]] = {}
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
@@ -121,6 +199,18 @@ class FakeTelegram:
     def calls_of(self, method: str) -> list[ApiCall]:
         return [c for c in self.calls if c.method == method]
 
+    def bot_messages(self, chat_id: int) -> list[JSON]:
+        """The current state of every message the bot sent to ``chat_id``, oldest first."""
+        return [
+            copy.deepcopy(sent.message)
+            for (chat, _), sent in sorted(self._sent.items())
+            if chat == chat_id
+        ]
+
+    def bot_message_now(self, chat_id: int, message_id: int) -> JSON:
+        """One message the bot sent, as Telegram shows it now (text, entities, keyboard)."""
+        return copy.deepcopy(self._sent[(chat_id, message_id)].message)
+
     async def wait_for(
         self,
         method: str,
@@ -164,15 +254,20 @@ class FakeTelegram:
             return self._error(failure.status, failure.description, failure.parameters)
         if method == "getUpdates":
             return self._ok(await self._get_updates(params))
-        if method == "editMessageText" and "reply_markup" not in params:
-            key = (int(params["chat_id"]), int(params["message_id"]))
-            if self._texts.get(key) == params.get("text"):
-                return self._error(
-                    400,
-                    "Bad Request: message is not modified: specified new "
-                    "message content and reply markup are exactly the same",
-                )
+        if method in ("editMessageText", "editMessageReplyMarkup") and self._unchanged(params):
+            return self._error(
+                400,
+                "Bad Request: message is not modified: specified new "
+                "message content and reply markup are exactly the same",
+            )
         return self._ok(self._answer(method, params))
+
+    def _unchanged(self, params: Mapping[str, Any]) -> bool:
+        sent = self._sent.get((int(params["chat_id"]), int(params["message_id"])))
+        if sent is None:
+            return False
+        same_text = str(params.get("text", sent.raw_text)) == sent.raw_text
+        return same_text and bool(params.get("reply_markup") == sent.markup)
 
     @staticmethod
     def _ok(result: Any) -> web.Response:
@@ -205,13 +300,19 @@ class FakeTelegram:
 
     def _message(self, params: Mapping[str, Any], message_id: int) -> JSON:
         chat_id = int(params["chat_id"])
+        text = str(params.get("text", ""))
+        entities: list[JSON] = []
+        if params.get("parse_mode") == "HTML":
+            text, entities = _parse_html(text)
         message: JSON = {
             "message_id": message_id,
             "date": int(time.time()),
             "chat": self._chats.get(chat_id, {"id": chat_id, "type": "private"}),
             "from": {"id": BOT_ID, "is_bot": True, "first_name": "Hatch", "username": BOT_USERNAME},
-            "text": str(params.get("text", "")),
+            "text": text,
         }
+        if entities:
+            message["entities"] = entities
         if params.get("message_thread_id"):
             message["message_thread_id"] = int(params["message_thread_id"])
             message["is_topic_message"] = True
@@ -232,12 +333,29 @@ class FakeTelegram:
             }
         if method == "sendMessage":
             message = self._message(params, next(self._message_ids))
-            self._texts[(int(params["chat_id"]), message["message_id"])] = message["text"]
+            key = (int(params["chat_id"]), message["message_id"])
+            self._sent[key] = _Sent(str(params["text"]), params.get("reply_markup"), message)
             return message
         if method == "editMessageText":
             key = (int(params["chat_id"]), int(params["message_id"]))
-            self._texts[key] = str(params.get("text", ""))
-            return self._message(params, key[1])
+            message = self._message(params, key[1])
+            previous = self._sent.get(key)
+            if previous is not None:  # an edit keeps where the message was posted
+                for kept in ("message_thread_id", "is_topic_message", "date"):
+                    if kept in previous.message:
+                        message[kept] = previous.message[kept]
+            self._sent[key] = _Sent(str(params["text"]), params.get("reply_markup"), message)
+            return message
+        if method == "editMessageReplyMarkup":
+            key = (int(params["chat_id"]), int(params["message_id"]))
+            sent = self._sent.get(key)
+            if sent is None:
+                return self._message({"chat_id": key[0], **params}, key[1])
+            sent.markup = params.get("reply_markup")
+            sent.message.pop("reply_markup", None)
+            if sent.markup:
+                sent.message["reply_markup"] = sent.markup
+            return copy.deepcopy(sent.message)
         if method == "getFile":
             path = f"documents/{params['file_id']}"
             size = len(self.files.get(path, b""))
