@@ -52,9 +52,10 @@ from bot.observe import ExecutionHistory
 from bot.progress import NullProgress
 from bot.providers.base import ChatMessage, ToolCallRequest
 from bot.store import Store, ToolCallRecord
-from bot.tools.pipeline import PipelineServices, ToolPipeline, TurnFacts
+from bot.tools.pipeline import PipelineServices, ToolPipeline
 from bot.tools.registry import ToolRegistry
 from bot.tools.spec import ToolContext, ToolKind, ToolResult, ToolSpec
+from bot.tools.turn_facts import TurnFacts
 
 CALLS_PER_TURN = 60  # under the 64-per-turn admission limit
 

@@ -1,5 +1,9 @@
 """Dispatch: running prepared calls sequentially or in parallel, and cancelling them.
 
+A batch runs in parallel only when all of these hold (:func:`runs_in_parallel`): parallel
+tools are enabled, more than one call is runnable, no call of the batch needed a prompt, and
+no call of the batch is ``tool_search`` (it changes which tools are on offer).
+
 Sequential dispatch checks the cancel token before each call and launches nothing more once
 it is set. Parallel dispatch starts every call in the model's order; when the token is set,
 calls that already finished keep their real result and only unfinished ones become
@@ -9,7 +13,7 @@ INTERRUPTED. Each call's task is owned by one TaskGroup; every slot is filled on
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 
 from bot.tools.call import PreparedCall
 from bot.tools.cancellation import CancelSignal
@@ -17,6 +21,21 @@ from bot.tools.outcome import ToolOutcome, interrupted
 from bot.tools.slots import ResultSlots
 
 RunOne = Callable[[PreparedCall], Coroutine[object, object, ToolOutcome]]
+
+SEQUENTIAL_TOOLS = frozenset({"tool_search"})
+
+
+def runs_in_parallel(
+    calls: Sequence[PreparedCall], batch_tools: Iterable[str], *, enabled: bool, asked: bool
+) -> bool:
+    """Whether ``calls`` may run in parallel. ``batch_tools`` names every call of the batch,
+    runnable or not; ``asked`` says a call of the batch needed a prompt."""
+    return (
+        enabled
+        and len(calls) > 1
+        and not asked
+        and not any(name in SEQUENTIAL_TOOLS for name in batch_tools)
+    )
 
 
 async def dispatch(

@@ -17,71 +17,55 @@ Per batch (one model reply's tool calls):
 A batch interrupted from outside (the turn's wall-clock budget) is completed by
 :meth:`ToolPipeline.salvage`, which fills open slots with INTERRUPTED results so that history
 stays well-formed.
+
+Each stage is its own module and imports no other stage; what the pipeline keeps between
+stages is a :class:`~bot.tools.batch.Batch`, and what it records outside history is built by
+:mod:`bot.tools.call_record`.
 """
 
 from __future__ import annotations
 
-import enum
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
 
 import structlog
 
-from bot.approval.gate import (
-    ApprovalGate,
-    ApprovalRequest,
-    Assessment,
-    canonical_json,
-)
+from bot.approval.gate import ApprovalGate, ApprovalRequest, Assessment, canonical_json
 from bot.config import AgentConfig
-from bot.envelope import IngressEnvelope
-from bot.observe import ExecutionHistory, ToolCallFinished, ToolCallStarted, ToolObserver
+from bot.observe import ExecutionHistory, ToolObserver
 from bot.progress import ProgressSink, progress_hint
-from bot.providers.base import ChatMessage, ToolCallRequest
-from bot.scrub import scrub_mapping, scrub_text
-from bot.store import Store, ToolCallRecord
+from bot.providers.base import ToolCallRequest
+from bot.store import Store
 from bot.tools.admission import TurnAdmission
-from bot.tools.authorization import (
-    decision_outcome,
-    needs_approval,
-    policy_denial,
-    strip_marker,
-)
+from bot.tools.authorization import decision_outcome, needs_approval, policy_denial, strip_marker
+from bot.tools.batch import Batch, BatchReport, BatchVerdict
 from bot.tools.call import ParsedCall, PreparedCall
+from bot.tools.call_record import finished_event, started_event, tool_call_row
 from bot.tools.cancellation import CancelSignal, until_cancelled
 from bot.tools.delivery import with_delivery_defaults
-from bot.tools.dispatch import dispatch
+from bot.tools.dispatch import dispatch, runs_in_parallel
 from bot.tools.duplicates import DuplicateGuard
 from bot.tools.execution import Invocation, RetryPolicy, execute
 from bot.tools.file_locks import PathLocks, path_arguments
 from bot.tools.hooks import HookCall, ToolHooks, run_after_hooks, run_before_hooks, strictest
-from bot.tools.outcome import (
-    OutcomeReason,
-    OutcomeStatus,
-    ToolOutcome,
-    interrupted,
-    not_executed,
-)
+from bot.tools.outcome import OutcomeReason, OutcomeStatus, ToolOutcome, interrupted, not_executed
 from bot.tools.parsing import normalise_ids, parse_call
 from bot.tools.receipt import ReceiptSigner
 from bot.tools.registry import ToolEntry, ToolExecutor
 from bot.tools.repetition import LOOP_WARNING, LoopDetector, Repetition
 from bot.tools.scheduler import ToolScheduler
-from bot.tools.slots import ResultSlots
-from bot.tools.spec import ToolContext
 from bot.tools.transcript import assistant_message, result_messages
 from bot.tools.truncation import bound_text
+from bot.tools.turn_facts import TurnFacts
 from bot.tools.turn_gate import TurnGate
 from bot.tools.validation import resolve
 
+# BatchReport, BatchVerdict and TurnFacts moved to bot.tools.batch and bot.tools.turn_facts;
+# they are re-exported here because bot.agent.loop still imports them from this module.
+__all__ = ["BatchReport", "BatchVerdict", "PipelineServices", "ToolPipeline", "TurnFacts"]
+
 log = structlog.get_logger(__name__)
-
-T = TypeVar("T")
-
-SEQUENTIAL_TOOLS = frozenset({"tool_search"})
-MAX_RAW_ARGUMENT_CHARS = 2000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -98,48 +82,6 @@ class PipelineServices:
     locks: PathLocks = field(default_factory=PathLocks)
     signer: ReceiptSigner | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TurnFacts:
-    """Who and where this turn is."""
-
-    turn_id: str
-    session_key: str
-    envelope: IngressEnvelope
-    context: ToolContext
-
-
-class BatchVerdict(enum.StrEnum):
-    CONTINUE = "continue"
-    COMPLETED_RUN = "completed_run"  # a completes_run tool succeeded
-    LOOP_STOPPED = "loop_stopped"  # the loop detector stopped the turn
-    ABORTED = "aborted"  # a refused prompt-requiring call was repeated
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BatchReport:
-    """What one batch did. ``messages`` were appended to history (assistant first)."""
-
-    outcomes: tuple[ToolOutcome, ...]
-    messages: tuple[ChatMessage, ...]
-    verdict: BatchVerdict
-
-
-class _Batch:
-    """Book-keeping of the batch in flight."""
-
-    __slots__ = ("arguments", "asked", "final", "keys", "rows", "slots", "text", "verdict")
-
-    def __init__(self, text: str, requests: Sequence[ToolCallRequest]) -> None:
-        self.text = text
-        self.slots = ResultSlots(requests)
-        self.arguments: dict[int, Mapping[str, object]] = {}
-        self.keys: dict[int, tuple[str, str]] = {}
-        self.final: dict[int, ToolOutcome] = {}
-        self.rows: list[ToolCallRecord] = []
-        self.asked = False
-        self.verdict = BatchVerdict.CONTINUE
 
 
 class ToolPipeline:
@@ -165,31 +107,30 @@ class ToolPipeline:
         self._guard = DuplicateGuard()
         self._loops = LoopDetector()
         self._turn_gate = TurnGate()
-        self._batch: _Batch | None = None
-        self._channel = str(facts.envelope.channel)
+        self._batch: Batch | None = None
 
     # -- batch -------------------------------------------------------------------------
 
     async def run_batch(self, text: str, requests: Sequence[ToolCallRequest]) -> BatchReport:
         """Run one reply's tool calls and append them with their results to history."""
-        batch = self._batch = _Batch(text, normalise_ids(requests))
+        batch = self._batch = Batch(text, normalise_ids(requests))
         self._guard.new_iteration()
         runnable: list[PreparedCall] = []
         for index, request in enumerate(batch.slots.requests):
-            if batch.verdict is BatchVerdict.ABORTED or self._cancel.cancelled:
+            if batch.aborted or self._cancel.cancelled:
                 break
             prepared = await self._prepare(batch, index, request)
             if isinstance(prepared, PreparedCall):
                 runnable.append(prepared)
             else:
                 batch.slots.fill(index, prepared)
-        if batch.verdict is BatchVerdict.ABORTED:
+        if batch.aborted:
             runnable = []
-        parallel = (
-            self._services.settings.parallel_tools
-            and len(runnable) > 1
-            and not batch.asked
-            and not any(r.name in SEQUENTIAL_TOOLS for r in batch.slots.requests)
+        parallel = runs_in_parallel(
+            runnable,
+            (r.name for r in batch.slots.requests),
+            enabled=self._services.settings.parallel_tools,
+            asked=batch.asked,
         )
         await dispatch(runnable, self._run_one, batch.slots, self._cancel, parallel=parallel)
         batch.slots.fill_interrupted()
@@ -204,7 +145,7 @@ class ToolPipeline:
         batch.slots.fill_interrupted()
         return await self._finish(batch)
 
-    async def _finish(self, batch: _Batch) -> BatchReport:
+    async def _finish(self, batch: Batch) -> BatchReport:
         outcomes: list[ToolOutcome] = []
         for index, outcome in enumerate(batch.slots.outcomes()):
             final = batch.final.get(index)
@@ -230,7 +171,7 @@ class ToolPipeline:
     # -- preparation -------------------------------------------------------------------
 
     async def _prepare(
-        self, batch: _Batch, index: int, request: ToolCallRequest
+        self, batch: Batch, index: int, request: ToolCallRequest
     ) -> PreparedCall | ToolOutcome:
         parsed = parse_call(request, index)
         if isinstance(parsed, ToolOutcome):
@@ -250,7 +191,8 @@ class ToolPipeline:
             return found
         entry, arguments, require = found, parsed.arguments, Assessment.ALLOW
         if self._services.hooks.before:
-            hooked = await run_before_hooks(self._services.hooks, self._hook_call(parsed))
+            hook_call = self._hook_call(call_id, name, parsed.arguments)
+            hooked = await run_before_hooks(self._services.hooks, hook_call)
             if hooked.cancelled:
                 return not_executed(OutcomeReason.HOOK_CANCELLED, call_id=call_id, tool=name)
             if hooked.rewritten:
@@ -274,7 +216,7 @@ class ToolPipeline:
 
     async def _authorize(
         self,
-        batch: _Batch,
+        batch: Batch,
         parsed: ParsedCall,
         entry: ToolEntry,
         arguments: Mapping[str, object],
@@ -303,7 +245,7 @@ class ToolPipeline:
         batch.asked = True
         if self._guard.refused_before(key):
             log.warning("turn_aborted_repeated_prompt", tool=spec.name, call_id=call_id)
-            batch.verdict = BatchVerdict.ABORTED
+            batch.abort()
             return not_executed(OutcomeReason.REPEATED_PROMPT, call_id=call_id, tool=spec.name)
         await self._progress.waiting_for_approval(tool=spec.name)
         decision = await until_cancelled(self._services.gate.ask(request), self._cancel)
@@ -322,14 +264,15 @@ class ToolPipeline:
             approved_by=decision.decided_by,
         )
 
-    def _hook_call(self, call: ParsedCall) -> HookCall:
+    def _hook_call(self, call_id: str, name: str, arguments: Mapping[str, object]) -> HookCall:
+        facts = self._facts
         return HookCall(
-            call_id=call.call_id,
-            name=call.name,
-            arguments=call.arguments,
-            turn_id=self._facts.turn_id,
-            session_key=self._facts.session_key,
-            envelope=self._facts.envelope,
+            call_id=call_id,
+            name=name,
+            arguments=arguments,
+            turn_id=facts.turn_id,
+            session_key=facts.session_key,
+            envelope=facts.envelope,
         )
 
     # -- execution ---------------------------------------------------------------------
@@ -356,13 +299,7 @@ class ToolPipeline:
         spec, facts = call.spec, self._facts
         self._batch.slots.mark_launched(call.call.index)
         self._services.observer.tool_started(
-            ToolCallStarted(
-                tool=spec.name,
-                call_id=call.call_id,
-                channel=self._channel,
-                conversation_id=facts.envelope.conversation_id,
-                turn_id=facts.turn_id,
-            )
+            started_event(facts, call_id=call.call_id, tool=spec.name)
         )
         await self._progress.tool_started(
             call_id=call.call_id, tool=spec.name, hint=progress_hint(call.arguments)
@@ -394,54 +331,25 @@ class ToolPipeline:
 
     # -- recording ---------------------------------------------------------------------
 
-    async def _record(self, batch: _Batch, index: int, outcome: ToolOutcome) -> ToolOutcome:
+    async def _record(self, batch: Batch, index: int, outcome: ToolOutcome) -> ToolOutcome:
         services, facts = self._services, self._facts
         batch.final[index] = outcome  # recorded at most once, even if interrupted below
         arguments = batch.arguments.get(index)
-        services.observer.tool_finished(
-            ToolCallFinished.of(
-                tool=outcome.tool,
-                call_id=outcome.call_id,
-                channel=self._channel,
-                conversation_id=facts.envelope.conversation_id,
-                turn_id=facts.turn_id,
-                status=outcome.status.value,
-                synthetic=outcome.synthetic,
-                duration_s=outcome.duration_s,
-                result=outcome.observation,
-            )
-        )
+        services.observer.tool_finished(finished_event(facts, outcome))
         if services.hooks.after:
-            hook_call = HookCall(
-                call_id=outcome.call_id,
-                name=outcome.tool,
-                arguments=arguments or {},
-                turn_id=facts.turn_id,
-                session_key=facts.session_key,
-                envelope=facts.envelope,
-            )
+            hook_call = self._hook_call(outcome.call_id, outcome.tool, arguments or {})
             await run_after_hooks(services.hooks, hook_call, outcome)
         receipt = None
         if services.signer is not None and outcome.ok and arguments is not None:
             receipt = services.signer.sign(outcome.tool, arguments, outcome.observation)
         bounded = bound_text(outcome.observation, services.settings.max_tool_result_chars)
-        if arguments is not None:
-            recorded_args = canonical_json(scrub_mapping(arguments))
-        else:
-            raw = batch.slots.requests[index].arguments
-            recorded_args = scrub_text(raw[:MAX_RAW_ARGUMENT_CHARS])
         batch.rows.append(
-            ToolCallRecord(
-                turn_id=facts.turn_id,
-                call_id=outcome.call_id,
-                session_key=facts.session_key,
-                channel=self._channel,
-                tool=outcome.tool,
-                arguments=recorded_args,
-                status=outcome.status.value,
-                synthetic=outcome.synthetic,
-                observation=scrub_text(bounded),
-                duration_ms=outcome.duration_s * 1000,
+            tool_call_row(
+                facts,
+                outcome,
+                arguments=arguments,
+                raw_arguments=batch.slots.requests[index].arguments,
+                observation=bounded,
                 receipt=receipt,
             )
         )
@@ -451,14 +359,12 @@ class ToolPipeline:
             repetition, count = self._loops.observe(key, outcome.observation)
             if repetition is Repetition.STOP:
                 log.warning("turn_loop_detected", tool=outcome.tool, repeats=count)
-                if batch.verdict is not BatchVerdict.ABORTED:
-                    batch.verdict = BatchVerdict.LOOP_STOPPED
+                batch.stop_for_loop()
             elif repetition is Repetition.WARN:
                 final = final.with_observation(final.observation + LOOP_WARNING.format(count=count))
             entry = self._executor.lookup(outcome.tool)
-            completes = entry is not None and entry.spec.completes_run
-            if completes and batch.verdict is BatchVerdict.CONTINUE:
-                batch.verdict = BatchVerdict.COMPLETED_RUN
+            if entry is not None and entry.spec.completes_run:
+                batch.complete_run()
         batch.final[index] = final
         return final
 

@@ -1,4 +1,10 @@
-"""The ops commands, run as real separate processes against the daemon's database file."""
+"""The ops commands against the daemon's database file.
+
+Each command runs through :func:`bot.cli.main` — the real parser, handlers and SQLite file —
+on a thread of its own with its own event loop and its own connection, as a separate process
+would, and its stdout is read with ``capsys``. The tests marked slow run the entry point
+itself (``python -m bot.cli``) as a separate process next to a waiting daemon.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +12,21 @@ import asyncio
 import csv
 import io
 import json
+import logging
 import os
 import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
+import structlog
 
 from bot.approval.gate import Verdict
 from bot.approval.grants import new_grant
 from bot.channel import CardState
-from bot.config import load_settings
+from bot.cli import main
+from bot.config import Settings, load_settings
 from bot.envelope import Sender
 from bot.pairing import PairingBook
 from bot.store import Store
@@ -23,7 +34,11 @@ from tests.approval.conftest import SLACK, make_request, service_for
 from tests.approval.fake_channel import FakeBackchannel
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.slow  # each command is a fresh Python process
+WAIT_S = 15.0  # a decision is noticed within one 50 ms poll; this only bounds a failure
+PROCESS_WAIT_S = 60.0  # a fresh interpreter importing the CLI, on a loaded machine
+
+T = TypeVar("T")
+Hatchway = Callable[..., Awaitable[tuple[int, str]]]
 
 
 @pytest.fixture
@@ -37,85 +52,199 @@ def config(tmp_path: Path) -> Path:
     return path
 
 
-async def hatchway(config: Path, *args: str) -> tuple[int, str]:
+@pytest.fixture
+def settings(config: Path) -> Settings:
+    return load_settings(config, require_provider=False, environ={})
+
+
+@pytest.fixture
+def kept_logging() -> Iterator[None]:
+    """A command configures logging for its process; in-process, undo it afterwards."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    levels = {
+        name: logger.level
+        for name, logger in logging.Logger.manager.loggerDict.items()
+        if isinstance(logger, logging.Logger)
+    }
+    structlog_config = structlog.get_config()
+    yield
+    structlog.configure(**structlog_config)
+    root.handlers, root.level = handlers, level
+    for name, logger in logging.Logger.manager.loggerDict.items():
+        if isinstance(logger, logging.Logger):
+            logger.setLevel(levels.get(name, logging.NOTSET))
+
+
+def command(config: Path, args: tuple[str, ...]) -> list[str]:
+    """``ARGS`` with ``--config CONFIG`` added before a ``--`` separator (else at the end).
+
+    Approval ids are passed after ``--``: an id is ``secrets.token_urlsafe``, and one in 64
+    starts with "-", which argparse takes for an option."""
+    cut = args.index("--") if "--" in args else len(args)
+    return [*args[:cut], "--config", str(config), *args[cut:]]
+
+
+@pytest.fixture
+def hatchway(
+    config: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    kept_logging: None,
+) -> Hatchway:
+    """``hatchway ARGS --config CONFIG`` as operator ``ops``: its exit code and stdout."""
+    monkeypatch.setenv("USER", "ops")
+    monkeypatch.delenv("HATCHWAY_CONFIG", raising=False)
+
+    async def run(*args: str) -> tuple[int, str]:
+        capsys.readouterr()  # only this command's output
+        code = await asyncio.to_thread(main, command(config, args))
+        return code, capsys.readouterr().out
+
+    return run
+
+
+async def entry_point(config: Path, *args: str) -> tuple[int, str]:
+    """``python -m bot.cli ARGS --config CONFIG`` in a separate process, as ``ops``."""
     env = {**os.environ, "USER": "ops", "PYTHONPATH": str(ROOT)}
     env.pop("HATCHWAY_CONFIG", None)
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "bot.cli",
-        *args,
-        "--config",
-        str(config),
+        *command(config, args),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env=env,
     )
-    out, _err = await proc.communicate()
-    assert proc.returncode is not None
+    try:
+        async with asyncio.timeout(PROCESS_WAIT_S):
+            out, err = await proc.communicate()
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise
+    assert proc.returncode is not None, err.decode()
     return proc.returncode, out.decode()
 
 
-async def test_cli_approve_resolves_waiting_ask_in_daemon(config: Path) -> None:
-    settings = load_settings(config, require_provider=False, environ={})
+async def within(awaitable: Awaitable[T], seconds: float = WAIT_S) -> T:
+    async with asyncio.timeout(seconds):
+        return await awaitable
+
+
+@pytest.fixture
+async def store(settings: Settings) -> AsyncIterator[Store]:
+    async with await Store.open(settings.database_path()) as opened:
+        yield opened
+
+
+# -- approvals ---------------------------------------------------------------------------
+
+
+async def test_approvals_list_and_approve_resolve_a_waiting_ask(
+    settings: Settings, store: Store, hatchway: Hatchway
+) -> None:
     channel = FakeBackchannel(SLACK)
-    async with await Store.open(settings.database_path()) as store:
-        service = service_for(settings, store, channel, poll_interval_s=0.05)
-        async with asyncio.TaskGroup() as tg:
-            task = tg.create_task(service.ask(make_request()))
-            posted = await channel.next_card()
-            approval_id = posted.card.approval_id
-            code, listing = await hatchway(config, "approvals", "list")
-            assert code == 0 and approval_id in listing and "command: ls -la" in listing
-            code, out = await hatchway(config, "approvals", "approve", approval_id)
-            assert (code, out.strip()) == (0, f"approved {approval_id}")
-        decision = task.result()
-        assert (decision.verdict, decision.decided_by) == (Verdict.APPROVED, "operator:ops")
-        assert channel.edits[-1][1].state is CardState.APPROVED
-        code, _ = await hatchway(config, "approvals", "deny", approval_id)
-        assert code == 1
+    service = service_for(settings, store, channel, poll_interval_s=0.05)
+    async with asyncio.TaskGroup() as tg:
+        task = tg.create_task(within(service.ask(make_request())))
+        approval_id = (await within(channel.next_card())).card.approval_id
+        code, listing = await hatchway("approvals", "list")
+        assert code == 0 and approval_id in listing and "command: ls -la" in listing
+        code, out = await hatchway("approvals", "approve", "--", approval_id)
+        assert (code, out.strip()) == (0, f"approved {approval_id}")
+    decision = task.result()
+    assert (decision.verdict, decision.decided_by) == (Verdict.APPROVED, "operator:ops")
+    assert channel.edits[-1][1].state is CardState.APPROVED
+    assert await hatchway("approvals", "list") == (0, "no pending approval requests\n")
+    code, out = await hatchway("approvals", "deny", "--", approval_id)
+    assert (code, out.strip()) == (1, f"{approval_id} was already decided")
 
 
-async def test_cli_grants_audit_and_pairing(config: Path) -> None:
-    settings = load_settings(config, require_provider=False, environ={})
-    async with await Store.open(settings.database_path()) as store:
-        grant_id = await store.grants.create(
-            new_grant(
-                tool="shell",
-                scope="channel",
-                channel=SLACK,
-                conversation_id="C1",
-                granted_by="U_ADMIN",
-                now=1.0,
-                ttl_s=None,
-            )
+async def test_approvals_deny_of_an_unknown_id_fails(hatchway: Hatchway, store: Store) -> None:
+    code, out = await hatchway("approvals", "deny", "nope")
+    assert code == 1 and "no pending request with that id" in out
+
+
+# -- grants ------------------------------------------------------------------------------
+
+
+async def test_grants_list_and_revoke(store: Store, hatchway: Hatchway) -> None:
+    grant_id = await store.grants.create(
+        new_grant(
+            tool="shell",
+            scope="channel",
+            channel=SLACK,
+            conversation_id="C1",
+            granted_by="U_ADMIN",
+            now=1.0,
+            ttl_s=None,
         )
-        service = service_for(settings, store)
-        await service.ask(make_request())  # auto-denied: no channel running
-        pairing = await PairingBook(store, lambda: 4e9).issue(SLACK, Sender(id="U_EVE"))
-        assert pairing is not None
-
-    code, out = await hatchway(config, "grants", "list")
+    )
+    code, out = await hatchway("grants", "list")
     assert code == 0 and f"{grant_id}  active" in out and "channel:slack.team" in out
-    assert (await hatchway(config, "grants", "revoke", str(grant_id)))[0] == 0
-    assert (await hatchway(config, "grants", "revoke", str(grant_id)))[0] == 1
-    assert (await hatchway(config, "grants", "list"))[1].strip() == "no grants"
+    assert await hatchway("grants", "revoke", str(grant_id)) == (0, f"revoked grant {grant_id}\n")
+    assert (await hatchway("grants", "revoke", str(grant_id)))[0] == 1
+    assert await hatchway("grants", "list") == (0, "no grants\n")
 
-    code, out = await hatchway(config, "audit", "--since", "1h")
+
+# -- audit -------------------------------------------------------------------------------
+
+
+async def test_audit_exports_decisions(
+    settings: Settings, store: Store, hatchway: Hatchway
+) -> None:
+    await service_for(settings, store).ask(make_request())  # auto-denied: no channel running
+
+    code, out = await hatchway("audit", "--since", "1h")
     rows = [json.loads(line) for line in out.splitlines()]
     assert code == 0
     assert [(r["tool"], r["decision"], r["decided_by"]) for r in rows] == [
         ("shell", "auto_denied", "runtime")
     ]
-    code, out = await hatchway(config, "audit", "--format", "csv", "--since", "2000-01-01")
+    code, out = await hatchway("audit", "--format", "csv", "--since", "2000-01-01")
+    assert code == 0
     assert [r["decision"] for r in csv.DictReader(io.StringIO(out))] == ["auto_denied"]
-    assert (await hatchway(config, "audit", "--since", "yesterday"))[0] == 2
+    assert await hatchway("audit", "--since", "yesterday") == (2, "")
 
-    code, out = await hatchway(config, "pairing", "list")
+
+# -- pairing -----------------------------------------------------------------------------
+
+
+async def test_pairing_list_and_approve(store: Store, hatchway: Hatchway) -> None:
+    pairing = await PairingBook(store, lambda: 4e9).issue(SLACK, Sender(id="U_EVE"))
+    assert pairing is not None
+
+    code, out = await hatchway("pairing", "list")
     assert code == 0 and pairing.code in out and "pending" in out
-    code, out = await hatchway(config, "pairing", "approve", pairing.code)
+    code, out = await hatchway("pairing", "approve", pairing.code)
     assert code == 0 and "Paired" in out
-    async with await Store.open(settings.database_path()) as store:
-        assert await store.pairings.is_paired(str(SLACK), "U_EVE")
-        (record,) = await store.pairings.for_user(str(SLACK), "U_EVE")
-        assert record.approved_by == "operator:ops"
+    assert await store.pairings.is_paired(str(SLACK), "U_EVE")
+    (record,) = await store.pairings.for_user(str(SLACK), "U_EVE")
+    assert record.approved_by == "operator:ops"
+
+
+# -- the entry point, as a separate process ----------------------------------------------
+
+
+@pytest.mark.slow
+async def test_entry_point_decides_for_a_daemon_from_another_process(
+    config: Path, settings: Settings, store: Store
+) -> None:
+    channel = FakeBackchannel(SLACK)
+    service = service_for(settings, store, channel, poll_interval_s=0.05)
+    async with asyncio.TaskGroup() as tg:
+        asking = tg.create_task(within(service.ask(make_request()), PROCESS_WAIT_S))
+        approval_id = (await within(channel.next_card())).card.approval_id
+        # two independent processes at once: one decides, one fails (its status must reach
+        # the shell through ``sys.exit``)
+        (code, out), (failed, _) = await asyncio.gather(
+            entry_point(config, "approvals", "approve", "--", approval_id),
+            entry_point(config, "approvals", "deny", "no-such-id"),
+        )
+        assert (code, out.strip()) == (0, f"approved {approval_id}")
+        assert failed == 1
+    decision = asking.result()
+    assert (decision.verdict, decision.decided_by) == (Verdict.APPROVED, "operator:ops")
+    assert channel.edits[-1][1].state is CardState.APPROVED

@@ -16,14 +16,16 @@ from bot.envelope import Capabilities, ChannelRef, DeliveryTarget, IngressEnvelo
 from bot.observe import ExecutionHistory
 from bot.providers.base import ToolCallRequest
 from bot.store import Store
+from bot.tools.batch import BatchReport
 from bot.tools.execution import RetryPolicy
 from bot.tools.file_locks import PathLocks
 from bot.tools.hooks import ToolHooks
-from bot.tools.pipeline import BatchReport, PipelineServices, ToolPipeline, TurnFacts
+from bot.tools.pipeline import PipelineServices, ToolPipeline
 from bot.tools.receipt import ReceiptSigner
 from bot.tools.registry import ToolRegistry, ToolScope
 from bot.tools.scheduler import ToolScheduler
 from bot.tools.spec import ToolContext, ToolHandler, ToolResult, ToolSpec
+from bot.tools.turn_facts import TurnFacts
 from tests.tools.gates import PolicyGate
 
 CHANNEL = ChannelRef(kind="console", alias="main")
@@ -154,12 +156,13 @@ class Harness:
         retry: RetryPolicy | None = None,
         workspace: str | None = None,
         session_key: str = "console.main:c1",
+        observer: ExecutionHistory | None = None,
     ) -> None:
         self.store = store
         self.gate = gate or PolicyGate()
         self.settings = settings or AgentConfig()
         self.envelope = envelope or make_envelope()
-        self.observer = ExecutionHistory()
+        self.observer = observer or ExecutionHistory()
         self.progress = RecordingProgress()
         self.cancel = CancelToken()
         self.turn_id = f"turn-{next(_turns)}"

@@ -9,9 +9,9 @@ import pytest
 
 from bot.approval.gate import Assessment
 from bot.store import Store
+from bot.tools.batch import BatchVerdict
 from bot.tools.hooks import HookCall, HookDecision, ToolHooks
 from bot.tools.outcome import OutcomeReason
-from bot.tools.pipeline import BatchVerdict
 from bot.tools.registry import ToolScope
 from bot.tools.spec import ToolContext
 from tests.fakes.scripted_provider import call

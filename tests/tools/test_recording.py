@@ -11,10 +11,12 @@ from hypothesis import strategies as st
 
 from bot.config import AgentConfig
 from bot.errors import ConfigError
+from bot.observe import ExecutionHistory, ToolCallStarted
 from bot.store import Store
+from bot.tools.batch import BatchVerdict
+from bot.tools.call_record import MAX_RAW_ARGUMENT_CHARS
 from bot.tools.hooks import HookCall, ToolHooks
 from bot.tools.outcome import ToolOutcome
-from bot.tools.pipeline import BatchVerdict
 from bot.tools.receipt import ReceiptSigner
 from bot.tools.repetition import LoopDetector, Repetition
 from bot.tools.spec import ToolContext, ToolResult
@@ -39,6 +41,50 @@ async def test_secrets_never_reach_events_or_rows(store: Store) -> None:
     (row,) = await store.tool_calls.for_turn(harness.turn_id)
     assert SECRET not in row.observation
     assert SECRET not in row.arguments and "hunter22" not in row.arguments
+
+
+class StartRecorder(ExecutionHistory):
+    """Keeps the start events too."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.starts: list[ToolCallStarted] = []
+
+    def tool_started(self, event: ToolCallStarted) -> None:
+        super().tool_started(event)
+        self.starts.append(event)
+
+
+async def test_events_and_rows_name_the_turn_they_belong_to(store: Store) -> None:
+    observer = StartRecorder()
+    harness = Harness(store, [spec("echo", Recorder())], observer=observer, session_key="s-1")
+    await harness.run(call("echo", {"q": 1}, id="c-1"), call("nope", id="c-2"))
+    expected = ("console.main", "c1", harness.turn_id)
+    (started,) = observer.starts
+    assert (started.tool, started.call_id) == ("echo", "c-1")
+    assert (started.channel, started.conversation_id, started.turn_id) == expected
+    finished = observer.recent()
+    assert [(e.tool, e.call_id, e.status, e.synthetic) for e in finished] == [
+        ("echo", "c-1", "executed", False),
+        ("nope", "c-2", "not_executed", True),
+    ]
+    assert all((e.channel, e.conversation_id, e.turn_id) == expected for e in finished)
+    rows = await store.tool_calls.for_turn(harness.turn_id)
+    assert [(r.call_id, r.tool, r.status, r.synthetic) for r in rows] == [
+        ("c-1", "echo", "executed", False),
+        ("c-2", "nope", "not_executed", True),
+    ]
+    assert all((r.session_key, r.channel) == ("s-1", "console.main") for r in rows)
+    assert rows[0].arguments == '{"q":1}' and rows[0].observation == "ok"
+
+
+async def test_rows_keep_undecoded_arguments_as_raw_text_clipped(store: Store) -> None:
+    raw = '{"q": "' + "x" * (2 * MAX_RAW_ARGUMENT_CHARS)  # never closed: not JSON
+    harness = Harness(store, [spec("echo", Recorder())])
+    await harness.run(call("echo", raw))
+    (row,) = await store.tool_calls.for_turn(harness.turn_id)
+    assert row.status == "not_executed"
+    assert row.arguments == raw[:MAX_RAW_ARGUMENT_CHARS]
 
 
 async def test_recording_order_events_then_after_hooks_then_row(store: Store) -> None:
@@ -158,6 +204,19 @@ async def test_loop_detection_through_the_pipeline(store: Store) -> None:
     assert warned[:4] == [False, False, True, True]
     assert verdicts[:4] == [BatchVerdict.CONTINUE] * 4
     assert verdicts[4] is BatchVerdict.LOOP_STOPPED
+
+
+@pytest.mark.parametrize("done_first", [True, False])
+async def test_loop_stop_outranks_completes_run(store: Store, done_first: bool) -> None:
+    harness = Harness(
+        store, [spec("echo", Recorder()), spec("done", Recorder(), completes_run=True)]
+    )
+    for _ in range(4):
+        await harness.run(call("echo", {"q": 1}))
+    calls = [call("done"), call("echo", {"q": 1})]
+    report = await harness.run(*(calls if done_first else reversed(calls)))
+    assert all(o.ok for o in report.outcomes)
+    assert report.verdict is BatchVerdict.LOOP_STOPPED
 
 
 async def test_completes_run_verdict_only_on_success(store: Store) -> None:

@@ -1,0 +1,100 @@
+"""``hatchway doctor``: check a configuration against the outside world before running it.
+
+One line per check, ``✓`` or ``✗``, and for each failure what to fix. This module is the
+command's driver and the one place that orders the checks; each area is its own module:
+
+1. the config file parses and validates (:mod:`.configuration`);
+2. each enabled channel's credentials, asked of the platform's own API at the configured base
+   URL (Telegram ``getMe``, Slack ``auth.test`` and, in socket mode, the app token with
+   ``apps.connections.open``, Discord ``GET /users/@me``) (:mod:`.credentials`);
+3. each provider of the agent's chain: its model list, or a 1-token completion when the
+   endpoint has no model list (:mod:`.provider`);
+4. the database: it opens, ``PRAGMA integrity_check`` says ok, and it accepts a write
+   (a missing file only needs a writable directory) (:mod:`.database`);
+5. the tool workspace directory is writable (:mod:`.workspace`).
+
+A failing config stops the run; every later check runs even when an earlier one failed, and
+a check that cannot reach its endpoint or raises a :class:`~bot.errors.HatchwayError` becomes
+a failed line, never a traceback. Exit status 1 when any check fails. Run it as the
+service user (``sudo -u hatchway hatchway doctor``) so that files it opens keep the right
+owner. Secrets are sent only to the endpoints they belong to and never printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Awaitable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bot.commands.doctor.configuration import config_check
+from bot.commands.doctor.credentials import channel_check
+from bot.commands.doctor.database import database_check
+from bot.commands.doctor.endpoint import open_session
+from bot.commands.doctor.provider import provider_check
+from bot.commands.doctor.report import CheckResult, Outcome
+from bot.commands.doctor.workspace import workspace_check
+from bot.errors import HatchwayError
+
+if TYPE_CHECKING:
+    from bot.config import Settings
+
+__all__ = ["CheckResult", "register", "run_checks"]
+
+
+def register(subparsers: Any) -> None:
+    from bot.cli import add_config_argument
+
+    doctor = subparsers.add_parser("doctor", help="check the config, credentials and storage")
+    add_config_argument(doctor)
+    doctor.set_defaults(handler=_doctor)
+
+
+async def _doctor(args: argparse.Namespace) -> int:
+    settings, first = config_check(args.config)
+    if settings is None:
+        print(first.render())
+        return 1
+    results = [first]
+    print(first.render(), flush=True)
+    results += await run_checks(settings)
+    failed = sum(not r.ok for r in results)
+    print(f"{len(results) - failed} passed, {failed} failed" if failed else "all checks passed")
+    return 1 if failed else 0
+
+
+async def run_checks(settings: Settings) -> list[CheckResult]:
+    """Every check after the config one, printed as each finishes."""
+    results: list[CheckResult] = []
+
+    def emit(result: CheckResult) -> None:
+        results.append(result)
+        print(result.render(), flush=True)
+
+    async with open_session() as http:
+        for kind, alias, cfg in settings.channels.all():
+            if cfg.enabled:
+                emit(await _guard(f"channel {kind}.{alias}", channel_check(kind, cfg, http)))
+        for name in dict.fromkeys([settings.agent.provider, *settings.agent.fallback]):
+            config = settings.providers.get(name)
+            if config is not None:
+                emit(await _guard(f"provider {name}", provider_check(name, config, http)))
+    emit(await _guard("database", database_check(settings.database_path())))
+    workspace = Path(settings.state_dir) / settings.tools.workspace.path
+    ok, detail, fix = workspace_check(workspace)
+    emit(CheckResult(name="workspace", ok=ok, detail=detail, fix=fix))
+    return results
+
+
+async def _guard(name: str, check: Awaitable[Outcome]) -> CheckResult:
+    """Run one check; an unreachable endpoint or a ``HatchwayError`` is a failed line."""
+    import aiohttp
+
+    try:
+        ok, detail, fix = await check
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        ok, detail = False, f"cannot reach the endpoint: {type(exc).__name__} {exc}".strip()
+        fix = "check the base URL in the config, DNS, proxy settings and the firewall"
+    except HatchwayError as exc:
+        ok, detail, fix = False, str(exc), "see the message"
+    return CheckResult(name=name, ok=ok, detail=detail, fix=fix)

@@ -1,0 +1,75 @@
+"""One batch in flight: the per-call state the pipeline carries between its stages, and the
+report of a finished batch.
+
+A batch is one model reply's tool calls. Preparation notes, per call index, the arguments
+as they will run (the row, the receipt and the after-hooks use them; a call whose arguments
+never decoded has none) and the call's key (the loop detector counts by it). Recording
+notes each call's final outcome the moment it starts recording it, so that a call is
+recorded at most once even when the batch is salvaged halfway, and collects the rows that
+are written together with the batch's history messages.
+
+The verdict only ever moves towards stopping the turn: a repeated refused prompt
+(ABORTED) outranks the loop detector (LOOP_STOPPED), which outranks a ``completes_run``
+tool's success (COMPLETED_RUN). A batch is owned by one pipeline and is not shared.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from bot.providers.base import ChatMessage, ToolCallRequest
+from bot.store import ToolCallRecord
+from bot.tools.outcome import ToolOutcome
+from bot.tools.slots import ResultSlots
+
+
+class BatchVerdict(enum.StrEnum):
+    CONTINUE = "continue"
+    COMPLETED_RUN = "completed_run"  # a completes_run tool succeeded
+    LOOP_STOPPED = "loop_stopped"  # the loop detector stopped the turn
+    ABORTED = "aborted"  # a refused prompt-requiring call was repeated
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchReport:
+    """What one batch did. ``messages`` were appended to history (assistant first)."""
+
+    outcomes: tuple[ToolOutcome, ...]
+    messages: tuple[ChatMessage, ...]
+    verdict: BatchVerdict
+
+
+class Batch:
+    """Book-keeping of the batch in flight, indexed by the call's position in the reply."""
+
+    __slots__ = ("arguments", "asked", "final", "keys", "rows", "slots", "text", "verdict")
+
+    def __init__(self, text: str, requests: Sequence[ToolCallRequest]) -> None:
+        self.text = text
+        self.slots = ResultSlots(requests)
+        self.arguments: dict[int, Mapping[str, object]] = {}
+        self.keys: dict[int, tuple[str, str]] = {}
+        self.final: dict[int, ToolOutcome] = {}
+        self.rows: list[ToolCallRecord] = []
+        self.asked = False  # a call of this batch needed a prompt: it runs sequentially
+        self.verdict = BatchVerdict.CONTINUE
+
+    @property
+    def aborted(self) -> bool:
+        return self.verdict is BatchVerdict.ABORTED
+
+    def abort(self) -> None:
+        """A refused prompt-requiring call was repeated: nothing more of this batch runs."""
+        self.verdict = BatchVerdict.ABORTED
+
+    def stop_for_loop(self) -> None:
+        """The loop detector stopped the turn (unless the batch was already aborted)."""
+        if self.verdict is not BatchVerdict.ABORTED:
+            self.verdict = BatchVerdict.LOOP_STOPPED
+
+    def complete_run(self) -> None:
+        """A ``completes_run`` tool succeeded (unless the turn already stops otherwise)."""
+        if self.verdict is BatchVerdict.CONTINUE:
+            self.verdict = BatchVerdict.COMPLETED_RUN

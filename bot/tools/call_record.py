@@ -1,0 +1,80 @@
+"""The record of a call outside history: the observer's start and finish events and the
+call's ``tool_calls`` row.
+
+Secrets never reach either. A finish event carries the result scrubbed, then cut
+(:meth:`ToolCallFinished.of`). A row carries the arguments as they ran, scrubbed and in
+canonical JSON; for a call whose arguments never decoded, the raw argument text clipped to
+:data:`MAX_RAW_ARGUMENT_CHARS`, then scrubbed; and the observation as the model sees it,
+scrubbed. These functions only build values: the pipeline decides when an event is emitted
+and writes the rows of a batch together with its history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from bot.approval.gate import canonical_json
+from bot.observe import ToolCallFinished, ToolCallStarted
+from bot.scrub import scrub_mapping, scrub_text
+from bot.store import ToolCallRecord
+from bot.tools.outcome import ToolOutcome
+from bot.tools.turn_facts import TurnFacts
+
+MAX_RAW_ARGUMENT_CHARS = 2000
+
+
+def started_event(facts: TurnFacts, *, call_id: str, tool: str) -> ToolCallStarted:
+    """The event of a handler launching."""
+    return ToolCallStarted(
+        tool=tool,
+        call_id=call_id,
+        channel=facts.channel,
+        conversation_id=facts.envelope.conversation_id,
+        turn_id=facts.turn_id,
+    )
+
+
+def finished_event(facts: TurnFacts, outcome: ToolOutcome) -> ToolCallFinished:
+    """The event of an outcome, also of a call that never launched."""
+    return ToolCallFinished.of(
+        tool=outcome.tool,
+        call_id=outcome.call_id,
+        channel=facts.channel,
+        conversation_id=facts.envelope.conversation_id,
+        turn_id=facts.turn_id,
+        status=outcome.status.value,
+        synthetic=outcome.synthetic,
+        duration_s=outcome.duration_s,
+        result=outcome.observation,
+    )
+
+
+def tool_call_row(
+    facts: TurnFacts,
+    outcome: ToolOutcome,
+    *,
+    arguments: Mapping[str, object] | None,
+    raw_arguments: str,
+    observation: str,
+    receipt: str | None,
+) -> ToolCallRecord:
+    """The row of one call. ``arguments`` are ``None`` when they never decoded; then
+    ``raw_arguments`` (the model's text) is recorded instead. ``observation`` is the
+    bounded result the model sees."""
+    if arguments is not None:
+        recorded_arguments = canonical_json(scrub_mapping(arguments))
+    else:
+        recorded_arguments = scrub_text(raw_arguments[:MAX_RAW_ARGUMENT_CHARS])
+    return ToolCallRecord(
+        turn_id=facts.turn_id,
+        call_id=outcome.call_id,
+        session_key=facts.session_key,
+        channel=facts.channel,
+        tool=outcome.tool,
+        arguments=recorded_arguments,
+        status=outcome.status.value,
+        synthetic=outcome.synthetic,
+        observation=scrub_text(observation),
+        duration_ms=outcome.duration_s * 1000,
+        receipt=receipt,
+    )
