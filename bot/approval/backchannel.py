@@ -71,7 +71,9 @@ class Backchannel:
         env = request.envelope
         now = self._clock()
         record = ApprovalRecord(
-            id=secrets.token_urlsafe(12),
+            # Hex, not urlsafe base64: an id starting with "-" reads as an option to
+            # `hatchway approvals approve ID`.
+            id=secrets.token_hex(12),
             channel=str(env.channel),
             conversation_id=env.conversation_id,
             thread_id=env.thread_id,

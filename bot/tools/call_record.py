@@ -3,10 +3,11 @@ call's ``tool_calls`` row.
 
 Secrets never reach either. A finish event carries the result scrubbed, then cut
 (:meth:`ToolCallFinished.of`). A row carries the arguments as they ran, scrubbed and in
-canonical JSON; for a call whose arguments never decoded, the raw argument text clipped to
-:data:`MAX_RAW_ARGUMENT_CHARS`, then scrubbed; and the observation as the model sees it,
-scrubbed. These functions only build values: the pipeline decides when an event is emitted
-and writes the rows of a batch together with its history.
+canonical JSON; for a call whose arguments never decoded, the raw argument text scrubbed,
+then clipped to :data:`MAX_RAW_ARGUMENT_CHARS`; and the observation scrubbed, then bounded
+as the model sees it. (Scrubbing first matters: a secret that crosses a cut would otherwise
+keep its first characters.) These functions only build values: the pipeline decides when
+an event is emitted and writes the rows of a batch together with its history.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from bot.observe import ToolCallFinished, ToolCallStarted
 from bot.scrub import scrub_mapping, scrub_text
 from bot.store import ToolCallRecord
 from bot.tools.outcome import ToolOutcome
+from bot.tools.truncation import bound_text
 from bot.tools.turn_facts import TurnFacts
 
 MAX_RAW_ARGUMENT_CHARS = 2000
@@ -55,16 +57,16 @@ def tool_call_row(
     *,
     arguments: Mapping[str, object] | None,
     raw_arguments: str,
-    observation: str,
+    max_observation_chars: int,
     receipt: str | None,
 ) -> ToolCallRecord:
     """The row of one call. ``arguments`` are ``None`` when they never decoded; then
-    ``raw_arguments`` (the model's text) is recorded instead. ``observation`` is the
-    bounded result the model sees."""
+    ``raw_arguments`` (the model's text) is recorded instead. The observation is bounded to
+    ``max_observation_chars`` like the one the model sees."""
     if arguments is not None:
         recorded_arguments = canonical_json(scrub_mapping(arguments))
     else:
-        recorded_arguments = scrub_text(raw_arguments[:MAX_RAW_ARGUMENT_CHARS])
+        recorded_arguments = scrub_text(raw_arguments)[:MAX_RAW_ARGUMENT_CHARS]
     return ToolCallRecord(
         turn_id=facts.turn_id,
         call_id=outcome.call_id,
@@ -74,7 +76,7 @@ def tool_call_row(
         arguments=recorded_arguments,
         status=outcome.status.value,
         synthetic=outcome.synthetic,
-        observation=scrub_text(observation),
+        observation=bound_text(scrub_text(outcome.observation), max_observation_chars),
         duration_ms=outcome.duration_s * 1000,
         receipt=receipt,
     )

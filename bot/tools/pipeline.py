@@ -349,7 +349,7 @@ class ToolPipeline:
                 outcome,
                 arguments=arguments,
                 raw_arguments=batch.slots.requests[index].arguments,
-                observation=bounded,
+                max_observation_chars=services.settings.max_tool_result_chars,
                 receipt=receipt,
             )
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 import pytest
@@ -162,6 +163,19 @@ async def test_deny_with_edit_gives_replacement_text(
     assert decision.verdict is Verdict.EDITED
     assert decision.replacement_text == "use ls without -a"
     assert channel.edits[-1][1].state is CardState.EDITED
+
+
+async def test_approval_ids_can_be_typed_as_a_cli_argument(
+    store: Store, channel: FakeBackchannel
+) -> None:
+    # `hatchway approvals approve ID`: an id starting with "-" would read as an option.
+    service = service_for(make_settings(), store, channel)
+    async with asyncio.TaskGroup() as tg:
+        task = tg.create_task(service.ask(make_request()))
+        posted = await channel.next_card()
+        await service.click(channel.click(posted, APPROVER, ApprovalChoice.DENY))
+    assert task.result().verdict is Verdict.DENIED
+    assert re.fullmatch(r"[0-9a-f]{24}", posted.card.approval_id)
 
 
 @pytest.mark.parametrize("blank", ["", "   ", "\n\t "])

@@ -77,12 +77,8 @@ def kept_logging() -> Iterator[None]:
 
 
 def command(config: Path, args: tuple[str, ...]) -> list[str]:
-    """``ARGS`` with ``--config CONFIG`` added before a ``--`` separator (else at the end).
-
-    Approval ids are passed after ``--``: an id is ``secrets.token_urlsafe``, and one in 64
-    starts with "-", which argparse takes for an option."""
-    cut = args.index("--") if "--" in args else len(args)
-    return [*args[:cut], "--config", str(config), *args[cut:]]
+    """``ARGS`` with ``--config CONFIG`` added at the end."""
+    return [*args, "--config", str(config)]
 
 
 @pytest.fixture
@@ -152,13 +148,13 @@ async def test_approvals_list_and_approve_resolve_a_waiting_ask(
         approval_id = (await within(channel.next_card())).card.approval_id
         code, listing = await hatchway("approvals", "list")
         assert code == 0 and approval_id in listing and "command: ls -la" in listing
-        code, out = await hatchway("approvals", "approve", "--", approval_id)
+        code, out = await hatchway("approvals", "approve", approval_id)
         assert (code, out.strip()) == (0, f"approved {approval_id}")
     decision = task.result()
     assert (decision.verdict, decision.decided_by) == (Verdict.APPROVED, "operator:ops")
     assert channel.edits[-1][1].state is CardState.APPROVED
     assert await hatchway("approvals", "list") == (0, "no pending approval requests\n")
-    code, out = await hatchway("approvals", "deny", "--", approval_id)
+    code, out = await hatchway("approvals", "deny", approval_id)
     assert (code, out.strip()) == (1, f"{approval_id} was already decided")
 
 
@@ -240,7 +236,7 @@ async def test_entry_point_decides_for_a_daemon_from_another_process(
         # two independent processes at once: one decides, one fails (its status must reach
         # the shell through ``sys.exit``)
         (code, out), (failed, _) = await asyncio.gather(
-            entry_point(config, "approvals", "approve", "--", approval_id),
+            entry_point(config, "approvals", "approve", approval_id),
             entry_point(config, "approvals", "deny", "no-such-id"),
         )
         assert (code, out.strip()) == (0, f"approved {approval_id}")

@@ -55,6 +55,29 @@ class StartRecorder(ExecutionHistory):
         self.starts.append(event)
 
 
+async def test_a_secret_across_a_cut_leaves_no_fragment_in_the_row(store: Store) -> None:
+    # The key crosses the head/tail cut of the bounded result and the clip of raw arguments;
+    # scrubbing after cutting would keep its first characters.
+    limit = 200
+    head_room = (limit - len(" …[9999 characters cut]… ")) * 2 // 3
+    result = "A" * (head_room - 9) + " " + SECRET + " " + "B" * 600
+    raw = "{" + "x" * (MAX_RAW_ARGUMENT_CHARS - 9) + " " + SECRET  # never closed: not JSON
+
+    async def leaky(arguments: Mapping[str, object], context: ToolContext) -> ToolResult:
+        return result
+
+    harness = Harness(
+        store, [spec("leaky", leaky)], settings=AgentConfig(max_tool_result_chars=limit)
+    )
+    await harness.run(call("leaky", {"q": 1}), call("leaky", raw))
+    rows = await store.tool_calls.for_turn(harness.turn_id)
+    assert len(rows) == 2
+    fragment = SECRET[:8]
+    for row in rows:
+        assert fragment not in row.observation and fragment not in row.arguments
+        assert len(row.observation) <= limit and len(row.arguments) <= MAX_RAW_ARGUMENT_CHARS
+
+
 async def test_events_and_rows_name_the_turn_they_belong_to(store: Store) -> None:
     observer = StartRecorder()
     harness = Harness(store, [spec("echo", Recorder())], observer=observer, session_key="s-1")
