@@ -2,13 +2,123 @@
 
 Splits prefer paragraph, then line, then word boundaries, and never leave a code fence open:
 a chunk that ends inside a fenced block closes it, and the next chunk reopens it with the
-same info string. Every chunk is at most ``limit`` characters.
+same language. Every chunk is at most ``limit`` characters.
+
+What counts as a fence is decided here, once, by :func:`fence_opening` and
+:meth:`Fence.closed_by`; the platform converters in ``channels/`` use the same two, so the
+splitter and the converters never disagree about where code starts and ends. The rule is
+CommonMark's, at any indentation: an opening fence is a line of three or more backticks and
+an info string without backticks (so ```` ```ls -la``` ```` on a line of its own is inline
+code, not a fence), and only a line of backticks alone, at least as long as the opening run,
+closes it.
 """
 
 from __future__ import annotations
 
+import re
+from bisect import bisect_right
+from dataclasses import dataclass
+
 FENCE = "```"
 MAX_INFO_CHARS = 20
+
+_OPENING = re.compile(r"\s*(`{3,})([^`]*)")
+_CLOSING = re.compile(r"\s*(`{3,})\s*")
+_TICK_RUN = re.compile(r"`{3,}")
+_LANGUAGE = re.compile(rf"[\w+#.-]{{1,{MAX_INFO_CHARS}}}")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fence:
+    """An opening code fence: its backtick run and the info string after it."""
+
+    marker: str
+    info: str
+
+    @property
+    def language(self) -> str:
+        """The info string when it is one short word (``python``, ``c++``), else ``""``: text
+        such as ```` ```ls -la```` is code written on the fence line, not a language."""
+        return self.info if _LANGUAGE.fullmatch(self.info) else ""
+
+    def closed_by(self, line: str) -> bool:
+        """True when ``line`` closes this fence (backticks alone, at least as many)."""
+        closing = _CLOSING.fullmatch(line)
+        return closing is not None and len(closing.group(1)) >= len(self.marker)
+
+    def close_line(self, limit: int) -> str:
+        """The line that closes this fence at a cut: its own marker, unless that alone would
+        take more than a quarter of a chunk (then the chunk ends in ```, which is all
+        Slack and Discord look for anyway)."""
+        return self.marker if len(self.marker) <= limit // 4 else FENCE
+
+    def reopen_line(self, limit: int) -> str:
+        """The line that reopens this fence in the next chunk: the marker and the language,
+        never code written on the fence line (it would be repeated in every chunk)."""
+        return self.close_line(limit) + self.language
+
+
+def fence_opening(line: str) -> Fence | None:
+    """The fence ``line`` opens, or None when it is not an opening fence line."""
+    opening = _OPENING.fullmatch(line)
+    if opening is None:
+        return None
+    return Fence(marker=opening.group(1), info=opening.group(2).strip())
+
+
+def open_fence(text: str) -> Fence | None:
+    """The fence still open at the end of ``text`` (None when every fence is closed)."""
+    state: Fence | None = None
+    for line in text.split("\n"):
+        if state is None:
+            state = fence_opening(line)
+        elif state.closed_by(line):
+            state = None
+    return state
+
+
+class _FenceMap:
+    """Which fence the original text is inside at any offset, decided on whole lines: the
+    rest of a line cut by the splitter never reopens a fence that line does not open."""
+
+    def __init__(self, text: str) -> None:
+        self.starts: list[int] = []
+        self.inside: list[Fence | None] = []  # the fence a line opens or belongs to
+        self.after: list[Fence | None] = []  # the fence still open after the line
+        state: Fence | None = None
+        offset = 0
+        for line in text.split("\n"):
+            self.starts.append(offset)
+            offset += len(line) + 1
+            if state is None:
+                state = fence_opening(line)
+                self.inside.append(state)
+            else:
+                self.inside.append(state)
+                state = None if state.closed_by(line) else state
+            self.after.append(state)
+
+    def _line(self, offset: int) -> int:
+        return bisect_right(self.starts, offset) - 1
+
+    def line_start(self, offset: int) -> bool:
+        return offset == self.starts[self._line(offset)]
+
+    def fence_at(self, offset: int) -> Fence | None:
+        """The fence whose code goes on at ``offset``."""
+        i = self._line(offset)
+        if offset != self.starts[i]:
+            return self.inside[i]
+        return self.after[i - 1] if i else None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Chunk:
+    """One piece of a split message; ``continues_line`` when its first line is the rest of a
+    line cut at the end of the previous piece (so it is not a heading, quote or list item)."""
+
+    text: str
+    continues_line: bool
 
 
 def _cut_point(text: str, limit: int) -> int:
@@ -23,55 +133,49 @@ def _cut_point(text: str, limit: int) -> int:
     return limit
 
 
-def _open_fence(chunk: str, opened: str | None) -> str | None:
-    """The info line of the fence still open at the end of ``chunk`` (or None)."""
-    state = opened
-    for line in chunk.split("\n"):
-        stripped = line.strip()
-        if stripped.startswith(FENCE):
-            state = None if state is not None else stripped
-    return state
+def split_chunks(text: str, limit: int) -> list[Chunk]:
+    """Split ``text`` into chunks of at most ``limit`` characters, each with its fences closed.
 
-
-def _reopener(fence_line: str) -> str:
-    """The line that reopens a fence in the next chunk: the opener itself when it is a short
-    info line (```python), else the bare marker. Repeating a long opener (code written on the
-    fence line itself) would leave no room in the next chunk and split it a character at a
-    time, past the limit."""
-    return fence_line if len(fence_line) <= len(FENCE) + MAX_INFO_CHARS else FENCE
+    A chunk that ends inside a fence closes it (by what the chunk itself reads as: a line cut
+    in two may look like a fence on its own); the next chunk reopens a fence only when the
+    original text really is inside one there.
+    """
+    if limit < 40:
+        raise ValueError("limit must be at least 40 characters")
+    fences = _FenceMap(text)
+    content_end = len(text.rstrip())
+    chunks: list[Chunk] = []
+    pos = 0
+    while pos < len(text):
+        fence = fences.fence_at(pos)
+        continues_line = fence is None and not fences.line_start(pos)
+        prefix = f"{fence.reopen_line(limit)}\n" if fence else ""
+        if len(prefix) + len(text) - pos <= limit and open_fence(prefix + text[pos:]) is None:
+            chunks.append(Chunk(text=prefix + text[pos:], continues_line=continues_line))
+            break
+        # leave room to close whichever fence may be open at the cut
+        window = prefix + text[pos : pos + limit - len(prefix)]
+        longest = max((len(run) for run in _TICK_RUN.findall(window)), default=0)
+        reserve = 1 + max(len(FENCE), min(longest, limit // 4))
+        budget = max(1, limit - len(prefix) - reserve)
+        end = pos + _cut_point(text[pos : pos + budget + 1], budget)
+        piece = prefix + text[pos:end]
+        still_open = open_fence(piece)
+        if still_open is not None:
+            piece = piece.rstrip("\n") + "\n" + still_open.close_line(limit)
+        else:
+            piece = piece.rstrip()
+        if piece.strip():
+            chunks.append(Chunk(text=piece, continues_line=continues_line))
+        if end >= content_end:  # only white space is left
+            break
+        pos = end
+        if fences.fence_at(pos) is None:
+            while pos < len(text) and text[pos] == "\n":
+                pos += 1
+    return chunks or [Chunk(text="", continues_line=False)]
 
 
 def split_message(text: str, limit: int) -> list[str]:
     """Split ``text`` into chunks of at most ``limit`` characters without breaking fences."""
-    if limit < 40:
-        raise ValueError("limit must be at least 40 characters")
-    if not text:
-        return [""]
-    chunks: list[str] = []
-    rest = text
-    fence: str | None = None  # fence line open at the start of ``rest``
-    while rest:
-        prefix = f"{fence}\n" if fence else ""
-        budget = limit - len(prefix)
-        # reserve room to close a fence that may be open at the cut
-        reserve = len(FENCE) + 1
-        if len(prefix) + len(rest) <= limit and _open_fence(prefix + rest, None) is None:
-            chunks.append(prefix + rest)
-            break
-        cut = _cut_point(rest, max(1, budget - reserve))
-        body = rest[:cut]
-        rest = rest[cut:]
-        piece = prefix + body
-        still_open = _open_fence(piece, None)
-        if still_open is not None:
-            piece = piece.rstrip("\n") + "\n" + FENCE
-            fence = _reopener(still_open)
-        else:
-            fence = None
-        piece = piece.rstrip() if still_open is None else piece
-        if piece.strip():
-            chunks.append(piece)
-        if not rest.strip():
-            break
-        rest = rest.lstrip("\n") if fence is None else rest
-    return chunks or [""]
+    return [chunk.text for chunk in split_chunks(text, limit)]

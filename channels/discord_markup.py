@@ -1,43 +1,68 @@
 """Markdown → Discord message markdown, and splitting under Discord's 2,000-character limit.
 
 Discord renders most of CommonMark (emphasis, code spans, fenced blocks, quotes, lists,
-``#``–``###`` headings, masked links), so the conversion is small: deeper headings become
-bold lines, thematic breaks become a line of box-drawing characters, and images become their
-link. Nothing inside a fenced code block is touched. Conversion never lengthens a line, and
-splitting happens after it, so every chunk is within the limit and no code fence is broken.
+``#``–``###`` headings, masked links), so the conversion is small and everything else is
+passed through as written: deeper headings become bold lines, thematic breaks become a line
+of box-drawing characters, images become their link, and a code span written with three
+backticks (which Discord would show as a block) gets one. Parsing is
+:mod:`channels.markdown`'s. Inside a code block nothing changes but a stray run of three
+backticks, defused because Discord would end the block there. Splitting happens after
+conversion, so every chunk is within the limit and no code fence is broken.
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Iterable
 
 from bot.chunking import split_message
+from channels import markdown as md
 
 MESSAGE_LIMIT = 2000
 
-_DEEP_HEADING = re.compile(r"^ {0,3}#{4,6}\s+(.+?)\s*#*\s*$")
-_THEMATIC_BREAK = re.compile(r"^ {0,3}([-*_])(?:\s*\1){2,}\s*$")
-_IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")
+
+def _code_span(code: md.Code) -> str:
+    """The span as written, unless it uses three backticks or more: then the shortest run
+    Discord reads as inline code (one or two backticks) when the code allows it."""
+    if code.source.startswith("```"):
+        for ticks in ("`", "``"):
+            if ticks not in code.text and not code.text.startswith("`"):
+                return f"{ticks}{code.text}{ticks}"
+    return md.defuse_fences(code.source)
 
 
-def _convert_line(line: str) -> str:
-    if m := _DEEP_HEADING.match(line):
-        return f"**{m[1]}**"
-    if _THEMATIC_BREAK.match(line):
-        return "───"
-    return _IMAGE.sub(lambda m: f"{m[1]} {m[2]}" if m[1] else m[2], line)
+def _inline(nodes: Iterable[md.Inline]) -> str:
+    out: list[str] = []
+    for node in nodes:
+        match node:
+            case md.Text(text=text):
+                out.append(md.defuse_fences(text))
+            case md.Code() as code:
+                out.append(_code_span(code))
+            case md.Link(source=written):
+                out.append(written)
+            case md.Image(alt=alt, url=url):
+                out.append(f"{alt} {url}" if alt else url)
+            case md.Styled(marker=marker, children=children):
+                out.append(f"{marker}{_inline(children)}{marker}")
+    return "".join(out)
 
 
 def to_discord(text: str) -> str:
     """Convert markdown-ish text to what Discord renders, leaving code blocks alone."""
     out: list[str] = []
-    in_fence = False
-    for line in text.split("\n"):
-        if line.lstrip().startswith("```"):
-            in_fence = not in_fence
-            out.append(line)
-            continue
-        out.append(line if in_fence else _convert_line(line))
+    for block in md.parse_blocks(text):
+        match block:
+            case md.CodeBlock(language=language, code_lines=lines, closer=closer):
+                out.append(f"```{language}")
+                out.extend(md.defuse_fences(line) for line in lines)
+                if closer is not None:
+                    out.append("```")
+            case md.Heading(level=level, text=title) if level > 3:
+                out.append(f"**{_inline(md.parse_inline(title))}**")
+            case md.Rule():
+                out.append("───")
+            case _:
+                out.append(_inline(md.parse_inline(block.source)))
     return "\n".join(out)
 
 

@@ -1,9 +1,11 @@
-"""Telegram markup: the bot's markdown-ish text rendered as Telegram HTML, in sized chunks.
+"""Telegram markup: the bot's markdown rendered as Telegram HTML, in sized chunks.
 
 Telegram's HTML parse mode accepts a small tag set (``b``, ``i``, ``s``, ``code``, ``pre``,
-``a``, ``blockquote``) and rejects a whole message whose tags do not nest. So the renderer
-produces only those tags, escapes ``& < >`` everywhere else, and checks the nesting of every
-line it built; a line whose inline markers do not pair up cleanly is sent as escaped text.
+``a``, ``blockquote``) and rejects a whole message whose tags do not nest. The renderer
+produces only those tags, from :mod:`channels.markdown`'s tokens (which nest by construction),
+and escapes ``& < >`` everywhere else. Telegram lets ``b``/``i``/``s`` hold anything but no
+entity may sit inside ``code``, and a link may not hold code: code in a link label is shown
+as its text. (MarkdownV2 is not used: HTML needs three escapes, MarkdownV2 eighteen.)
 
 :func:`render_chunks` splits the markdown first (never inside a code fence, see
 :mod:`bot.chunking`) and converts each piece, so every chunk is valid HTML on its own and at
@@ -13,121 +15,86 @@ most ``limit`` characters long after conversion.
 from __future__ import annotations
 
 import html
-import re
+from collections.abc import Iterable
+from dataclasses import replace
 
-from bot.chunking import split_message
+from bot.chunking import Chunk, split_chunks
+from channels import markdown as md
 
 TELEGRAM_LIMIT = 4096
 
-_FENCE = re.compile(r"^\s*```\s*([\w+#.-]*)\s*$")
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
-_BULLET = re.compile(r"^(\s*)[-*+]\s+(?=\S)")
-_QUOTE = re.compile(r"^\s{0,3}>\s?(.*)$")
-_INLINE_CODE = re.compile(r"`([^`\n]+)`")
-_LINK = re.compile(r"\[([^\]\n]+)\]\(([^)\s]+)\)")
-_BOLD = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
-_ITALIC_STAR = re.compile(r"(?<![*\w])\*(?=\S)(.+?)(?<=\S)\*(?![*\w])")
-_ITALIC_UNDERSCORE = re.compile(r"(?<![_\w])_(?=\S)(.+?)(?<=\S)_(?![_\w])")
-_STRIKE = re.compile(r"~~(?=\S)(.+?)(?<=\S)~~")
-_PLACEHOLDER = re.compile("\x00(\\d+)\x00")
-_TAG = re.compile(r"<(/?)([a-z]+)(?:\s[^>]*)?>")
 _SAFE_SCHEMES = ("http://", "https://", "tg://", "mailto:")
+_TAGS = {md.Style.STRONG: "b", md.Style.EMPHASIS: "i", md.Style.STRIKE: "s"}
 
 
 def _escape(text: str) -> str:
     return html.escape(text, quote=False)
 
 
-def _balanced(fragment: str) -> bool:
-    """True when the tags of ``fragment`` nest properly (every opened tag closed in order)."""
-    stack: list[str] = []
-    for match in _TAG.finditer(fragment):
-        closing, name = match.group(1), match.group(2)
-        if not closing:
-            stack.append(name)
-        elif not stack or stack.pop() != name:
-            return False
-    return not stack
+def _link(url: str, label: str, written: str) -> str:
+    if not url.lower().startswith(_SAFE_SCHEMES):
+        return _escape(written)
+    return f'<a href="{html.escape(url, quote=True)}">{label}</a>'
 
 
-def _inline(line: str) -> str:
-    """Convert the inline markup of one line outside code blocks."""
-    line = line.replace("\x00", "")
-    kept: list[str] = []
-
-    def keep(rendered: str) -> str:
-        kept.append(rendered)
-        return f"\x00{len(kept) - 1}\x00"
-
-    def code(match: re.Match[str]) -> str:
-        return keep(f"<code>{_escape(match.group(1))}</code>")
-
-    def link(match: re.Match[str]) -> str:
-        label, url = match.group(1), match.group(2)
-        if not url.lower().startswith(_SAFE_SCHEMES):
-            return match.group(0)
-        href = html.escape(url, quote=True)
-        return keep(f'<a href="{href}">{_escape(label)}</a>')
-
-    text = _INLINE_CODE.sub(code, line)
-    text = _LINK.sub(link, text)
-    text = _escape(text)
-    text = _BOLD.sub(r"<b>\2</b>", text)
-    text = _STRIKE.sub(r"<s>\1</s>", text)
-    text = _ITALIC_STAR.sub(r"<i>\1</i>", text)
-    text = _ITALIC_UNDERSCORE.sub(r"<i>\1</i>", text)
-    if not _balanced(_PLACEHOLDER.sub("", text)):
-        text = _escape(_PLACEHOLDER.sub("", _INLINE_CODE.sub(code, line)))
-    return _PLACEHOLDER.sub(lambda m: kept[int(m.group(1))], text)
-
-
-def _block_line(line: str) -> str:
-    heading = _HEADING.match(line)
-    if heading:
-        return f"<b>{_inline(heading.group(1))}</b>"
-    bullet = _BULLET.match(line)
-    if bullet:
-        return f"{bullet.group(1)}• {_inline(line[bullet.end() :])}"
-    return _inline(line)
-
-
-def to_html(markdown: str) -> str:
-    """Render markdown-ish text as Telegram HTML (no size limit applied)."""
+def _inline(nodes: Iterable[md.Inline], in_link: bool = False) -> str:
     out: list[str] = []
-    code_lines: list[str] | None = None
-    language = ""
-    quote: list[str] = []
+    for node in nodes:
+        match node:
+            case md.Text(text=text):
+                out.append(_escape(text))
+            case md.Code(text=text) if in_link:  # Telegram: a link may not hold code
+                out.append(_escape(text))
+            case md.Code(text=text):
+                out.append(f"<code>{_escape(text)}</code>")
+            case md.Link(label=label, url=url, source=written):
+                out.append(_link(url, _inline(label, in_link=True), written))
+            case md.Image(alt=alt, url=url, source=written):
+                out.append(_link(url, _escape(alt or url), written))
+            case md.Styled(style=style, children=children):
+                tag = _TAGS[style]
+                out.append(f"<{tag}>{_inline(children, in_link)}</{tag}>")
+    return "".join(out)
 
-    def flush_quote() -> None:
+
+def _line(line: md.Line) -> str:
+    match line:
+        case md.Heading(text=title):
+            return f"<b>{_inline(md.parse_inline(title))}</b>"
+        case md.ListItem(indent=indent, text=item):
+            return f"{indent}• {_inline(md.parse_inline(item))}"
+        case md.Rule(source=text) | md.Plain(source=text) | md.Quote(source=text):
+            return _inline(md.parse_inline(text))
+
+
+def _pre(block: md.CodeBlock) -> str:
+    language = block.language
+    attr = f' class="language-{html.escape(language, quote=True)}"' if language else ""
+    return f"<pre><code{attr}>{_escape(chr(10).join(block.code_lines))}</code></pre>"
+
+
+def to_html(markdown: str, *, continues_line: bool = False) -> str:
+    """Render markdown-ish text as Telegram HTML (no size limit applied).
+
+    ``continues_line``: the first line is the rest of a line cut by the splitter, shown as
+    text even when it starts like a heading, quote or list item (a fence stays a fence: the
+    splitter closed it as one).
+    """
+    out: list[str] = []
+    quote: list[str] = []
+    blocks = md.parse_blocks(markdown)
+    if continues_line and blocks and not isinstance(blocks[0], md.CodeBlock):
+        blocks[0] = md.Plain(source=blocks[0].source)
+    for block in blocks:
+        if isinstance(block, md.Quote):  # a run of quoted lines is one blockquote
+            quote.append(_line(md.classify(block.text)))
+            continue
         if quote:
             out.append("<blockquote>" + "\n".join(quote) + "</blockquote>")
             quote.clear()
-
-    for line in markdown.split("\n"):
-        fence = _FENCE.match(line)
-        if code_lines is not None:
-            if fence and not fence.group(1):
-                body = _escape("\n".join(code_lines))
-                attr = f' class="language-{html.escape(language, quote=True)}"' if language else ""
-                out.append(f"<pre><code{attr}>{body}</code></pre>")
-                code_lines = None
-            else:
-                code_lines.append(line)
-            continue
-        if fence:
-            flush_quote()
-            code_lines, language = [], fence.group(1)
-            continue
-        quoted = _QUOTE.match(line)
-        if quoted:
-            quote.append(_block_line(quoted.group(1)))
-            continue
-        flush_quote()
-        out.append(_block_line(line))
-    flush_quote()
-    if code_lines is not None:  # an unclosed fence still renders as code
-        attr = f' class="language-{html.escape(language, quote=True)}"' if language else ""
-        out.append(f"<pre><code{attr}>{_escape(chr(10).join(code_lines))}</code></pre>")
+        out.append(_pre(block) if isinstance(block, md.CodeBlock) else _line(block))
+    if quote:
+        out.append("<blockquote>" + "\n".join(quote) + "</blockquote>")
     return "\n".join(out).strip("\n")
 
 
@@ -143,16 +110,18 @@ def _cut_escaped(text: str, limit: int) -> list[str]:
     return [*chunks, current] if current else chunks
 
 
-def _render(markdown: str, limit: int) -> list[str]:
-    rendered = to_html(markdown)
+def _render(chunk: Chunk, limit: int) -> list[str]:
+    rendered = to_html(chunk.text, continues_line=chunk.continues_line)
     if len(rendered) <= limit:
         return [rendered] if rendered.strip() else []
     # Escaping grew the text past the limit: split the markdown finer, in proportion.
+    markdown = chunk.text
     budget = max(40, min(len(markdown) - 1, int(len(markdown) * limit / len(rendered) * 0.9)))
-    pieces = split_message(markdown, budget)
+    pieces = split_chunks(markdown, budget)
     if len(pieces) == 1:  # cannot split further: escaped text, cut between characters
         return _cut_escaped(markdown, limit)
-    return [chunk for piece in pieces for chunk in _render(piece, limit)]
+    first = replace(pieces[0], continues_line=chunk.continues_line)
+    return [html for piece in (first, *pieces[1:]) for html in _render(piece, limit)]
 
 
 def render_chunks(markdown: str, limit: int = TELEGRAM_LIMIT) -> list[str]:
@@ -160,7 +129,7 @@ def render_chunks(markdown: str, limit: int = TELEGRAM_LIMIT) -> list[str]:
 
     An empty or blank text yields no chunks (Telegram refuses empty messages).
     """
-    return [chunk for piece in split_message(markdown, limit) for chunk in _render(piece, limit)]
+    return [html for chunk in split_chunks(markdown, limit) for html in _render(chunk, limit)]
 
 
 def plain_card(text: str) -> str:

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bot.chunking import open_fence
 from channels.slack_markup import render_chunks, to_mrkdwn
 
 
@@ -28,6 +29,25 @@ from channels.slack_markup import render_chunks, to_mrkdwn
         ("```\nunclosed", "```\nunclosed\n```"),
         ("snake_case_name stays", "snake_case_name stays"),
         ("2 * 3 * 4", "2 * 3 * 4"),
+        # a one-line triple-backtick span is inline code, not an unclosed fence
+        ("```ls -la```\nafter **bold**", "`ls -la`\nafter *bold*"),
+        ("```sh\nls\n```\n```ls -la```", "```\nls\n```\n`ls -la`"),
+        ("```ls -la\nmore", "```\nls -la\nmore\n```"),  # code on the fence line is kept
+        ("````md\n```py\n````", "```\n`\u200b`\u200b`py\n```"),
+        ("use ``` for blocks", "use `\u200b`\u200b` for blocks"),
+        ("[**bold** label](https://x.test)", "<https://x.test|bold label>"),
+        (
+            "[w](https://en.wikipedia.org/wiki/Foo_(bar))",
+            "<https://en.wikipedia.org/wiki/Foo_(bar)|w>",
+        ),
+        ("[a|b](https://x.test)", "<https://x.test|a/b>"),
+        ("[x](https://x.test/a|b)", "[x](https://x.test/a|b)"),
+        ("![chart](https://x.test/c.png)", "<https://x.test/c.png|chart>"),
+        ("https://x.test/_a_b_/ and_this_", "https://x.test/_a_b_/ and_this_"),
+        ("*a **b** c*", "_a *b* c_"),
+        ("# Title with **bold** and *it*", "*Title with bold and _it_*"),
+        ("* * *", "* * *"),
+        ("a\x00b\x01c", "a\x00b\x01c"),
     ],
 )
 def test_conversion_table(markdown: str, mrkdwn: str) -> None:
@@ -49,7 +69,17 @@ def test_code_block_split_keeps_fences_balanced() -> None:
     assert all(f"line {i} &lt;tag&gt; &amp; more" in joined for i in range(200))
 
 
-TOKENS = [*"ab <>&*_~`#-[]()|", "\n", "```", "```py\n", "http://x.y", "**", "[t](https://u.v)"]
+TOKENS = [
+    *"ab <>&*_~`#-[]()|",
+    "\n",
+    "```",
+    "```py\n",
+    "````",
+    "```x```",
+    "http://x.y",
+    "**",
+    "[t](https://u.v)",
+]
 
 
 @settings(max_examples=200, deadline=None)
@@ -60,5 +90,8 @@ TOKENS = [*"ab <>&*_~`#-[]()|", "\n", "```", "```py\n", "http://x.y", "**", "[t]
 def test_chunks_fit_and_never_leave_a_fence_open(text: str, limit: int) -> None:
     for chunk in render_chunks(text, limit):
         assert 0 < len(chunk) <= limit
+        assert open_fence(chunk) is None
+        # Slack pairs ``` anywhere: the only ones left are the fence lines
         fences = sum(1 for line in chunk.split("\n") if line.strip().startswith("```"))
         assert fences % 2 == 0
+        assert chunk.count("```") == fences

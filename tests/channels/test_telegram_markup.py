@@ -51,7 +51,28 @@ def well_formed(rendered: str) -> bool:
             '<pre><code class="language-python">if a &lt; b:\n    pass</code></pre>',
         ),
         ("```\nraw **text**\n```", "<pre><code>raw **text**</code></pre>"),
-        ("**a *b** c*", "**a *b** c*"),
+        # markers never cross: the bold pairs, the stray stars stay text (was: all literal)
+        ("**a *b** c*", "<b>a *b</b> c*"),
+        ("***both***", "<b><i>both</i></b>"),  # was sent literally
+        # a one-line triple-backtick span is inline code, not an unclosed fence
+        ("```ls -la```\nafter **bold**", "<code>ls -la</code>\nafter <b>bold</b>"),
+        ("```ls -la\nmore", "<pre><code>ls -la\nmore</code></pre>"),
+        (
+            "````md\n```py\nx\n```\n````",
+            '<pre><code class="language-md">```py\nx\n```</code></pre>',
+        ),
+        ("[**bold** label](https://x.test)", '<a href="https://x.test"><b>bold</b> label</a>'),
+        ("[`code` label](https://x.test)", '<a href="https://x.test">code label</a>'),
+        (
+            "[w](https://en.wikipedia.org/wiki/Foo_(bar))",
+            '<a href="https://en.wikipedia.org/wiki/Foo_(bar)">w</a>',
+        ),
+        ('[q](https://x.test/?a="1"&b)', '<a href="https://x.test/?a=&quot;1&quot;&amp;b">q</a>'),
+        ("![chart](https://x.test/c.png)", '<a href="https://x.test/c.png">chart</a>'),
+        ("https://x.test/_a_b_/ and_this_", "https://x.test/_a_b_/ and_this_"),
+        ("# C# &lt;tips&gt;", "<b>C# &amp;lt;tips&amp;gt;</b>"),
+        ("> > nested", "<blockquote>&gt; nested</blockquote>"),
+        ("***", "***"),
     ],
 )
 def test_to_html(markdown: str, expected: str) -> None:
@@ -64,6 +85,15 @@ def test_unclosed_fence_still_renders_as_code() -> None:
     assert (
         to_html("```sh\necho <hi>") == '<pre><code class="language-sh">echo &lt;hi&gt;</code></pre>'
     )
+
+
+def test_a_line_cut_by_the_splitter_goes_on_as_text() -> None:
+    # the splitter cuts inside a long line; the rest must not become a quote, heading or list
+    for tail in ("> not a quote", "# not a heading", "- not an item"):
+        chunks = render_chunks("x" * 74 + " " + tail + " " + "y" * 20, 80)  # cut at the space
+        assert len(chunks) == 2
+        assert chunks[1] == html.escape(tail, quote=False) + " " + "y" * 20
+        assert to_html(tail, continues_line=True) == html.escape(tail, quote=False)
 
 
 def test_blank_text_gives_no_chunks() -> None:
@@ -108,6 +138,9 @@ _pieces = st.sampled_from(
         " ",
         "é",
         "🙂",
+        "```x```",
+        "````",
+        "***",
     ]
 )
 

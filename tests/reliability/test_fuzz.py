@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from telegram import Message
 
-from bot.chunking import split_message
+from bot.chunking import open_fence, split_message
 from bot.config import ToolsConfig
 from bot.envelope import Capabilities, ChannelRef
 from bot.providers.text_protocol import CLOSE_TAG, OPEN_TAG, parse_tool_calls
@@ -249,8 +249,10 @@ _markdown_piece = st.one_of(
 
 
 def fences_balanced(chunk: str) -> bool:
-    """Even number of fence lines (platforms break lines on ``\n`` only)."""
-    return sum(1 for line in chunk.split("\n") if line.strip().startswith("```")) % 2 == 0
+    """No code fence left open, by the CommonMark rule the splitter and the converters share
+    (``bot.chunking.open_fence``, tested on its own in ``tests/test_chunking.py``): a line
+    such as ```` ```ls``` ```` is inline code, not a fence."""
+    return open_fence(chunk) is None
 
 
 def test_a_long_first_line_in_a_fence_splits_into_few_chunks_within_the_limit() -> None:
