@@ -15,7 +15,7 @@ one turn at a time:
 hatchway's own latency is ``replied - delivered - LLM``: normalising the update, access
 policy, inbox, session queue, history, the SDK request and response, rendering, the Bot API
 request. With ``--tool`` each turn first makes one auto-approved tool call (``current_time``)
-and so asks the model twice.
+and so asks the model twice. The harness is :mod:`bench.e2e_harness`.
 
     python bench/e2e_telegram.py [--turns 200] [--tool] [--same-chat]
 
@@ -29,36 +29,28 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import argparse
-import asyncio
-import os
-import signal
-import tempfile
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
-from aiohttp import web
-
-from bench.machine import describe_machine, percentile
-from tests.fakes.openai_server import OpenAIFake
+from bench.e2e_harness import REPLY_WAIT_S, Exchange, run_bench
 from tests.fakes.telegram_server import FakeTelegram, message, private_chat, user
-from tests.ops.daemon_process import start_daemon
 
 TOKEN = "616161:AAbench-token-for-the-fake-bot-api-abcdefg"
 TOKEN_ENV = "BENCH_TELEGRAM_TOKEN"
 REQUESTER = 4242
-ANSWER = "Bench answer"
 
 
-class TimedTelegram(FakeTelegram):
-    """The Bot API fake, noting when each update is handed out and each answer arrives."""
+class TelegramBench(FakeTelegram):
+    """The Bot API fake, noting when each update is handed out."""
+
+    kind: ClassVar[str] = "telegram"
+    measured: ClassVar[str] = "update delivered -> answer sent"
+    secrets: ClassVar[Mapping[str, str]] = {TOKEN_ENV: TOKEN}
 
     def __init__(self) -> None:
         super().__init__(TOKEN)
         self.delivered: dict[int, float] = {}
-        self.replied: dict[str, float] = {}
-        self.reply_arrived = asyncio.Event()
 
     async def _get_updates(self, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         updates = await super()._get_updates(params)
@@ -67,117 +59,27 @@ class TimedTelegram(FakeTelegram):
             self.delivered.setdefault(int(update["update_id"]), now)
         return updates
 
-    def _answer(self, method: str, params: Mapping[str, Any]) -> Any:
-        text = str(params.get("text", ""))
-        if method == "sendMessage" and text.startswith(ANSWER):
-            self.replied.setdefault(text, time.monotonic())
-            self.reply_arrived.set()
-        return super()._answer(method, params)
-
-
-class TimedOpenAI(OpenAIFake):
-    """The OpenAI fake, adding up the time spent in its handler."""
-
-    def __init__(self) -> None:
-        super().__init__(model="gpt-4o-mini")
-        self.busy_s = 0.0
-
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
-        started = time.monotonic()
-        try:
-            return await super()._handle(request)
-        finally:
-            self.busy_s += time.monotonic() - started
-
-
-def write_config(folder: Path, tg: FakeTelegram, llm: OpenAIFake) -> Path:
-    path = folder / "hatchway.toml"
-    path.write_text(
-        f"""
-[agent]
-system_prompt = "bench"
-
-[providers.default]
-kind = "openai"
-base_url = "{llm.base_url}"
-model = "gpt-4o-mini"
-max_retries = 0
-
-[channels.telegram.main]
-token_env = "{TOKEN_ENV}"
-api_base_url = "{tg.base_url}"
-file_base_url = "{tg.file_base_url}"
-allowed_users = ["*"]
-
-[logging]
-level = "info"
-format = "json"
-""",
-        encoding="utf-8",
-    )
-    return path
-
-
-async def one_turn(
-    tg: TimedTelegram, llm: TimedOpenAI, n: int, with_tool: bool, same_chat: bool
-) -> float:
-    """hatchway's share of one turn, in seconds."""
-    person = REQUESTER if same_chat else REQUESTER + 1 + n
-    answer = f"{ANSWER} {n}"
-    if with_tool:
-        llm.queue_tool_calls([("current_time", {})])
-    llm.queue_text(answer)
-    busy_before = llm.busy_s
-    tg.reply_arrived.clear()
-    update_id = await tg.push(
-        {
-            "message": message(
-                private_chat(person), user(person), f"question {n}", message_id=10_000 + n
-            )
+    def channel_settings(self) -> Mapping[str, str | float]:
+        return {
+            "token_env": TOKEN_ENV,
+            "api_base_url": self.base_url,
+            "file_base_url": self.file_base_url,
         }
-    )
-    async with asyncio.timeout(60):
-        while answer not in tg.replied:
-            tg.reply_arrived.clear()
-            await tg.reply_arrived.wait()
-    llm_s = llm.busy_s - busy_before
-    return tg.replied[answer] - tg.delivered[update_id] - llm_s
 
-
-async def main(args: argparse.Namespace) -> None:
-    print(describe_machine())
-    os.environ[TOKEN_ENV] = TOKEN
-    async with TimedTelegram() as tg, TimedOpenAI() as llm:
-        with tempfile.TemporaryDirectory() as folder:
-            config = write_config(Path(folder), tg, llm)
-            async with start_daemon(config) as daemon:
-                await daemon.wait_notify("READY", "1")
-                for n in range(args.warmup):
-                    await one_turn(tg, llm, args.turns + n, args.tool, args.same_chat)
-                samples = [
-                    await one_turn(tg, llm, n, args.tool, args.same_chat) for n in range(args.turns)
-                ]
-                daemon.signal(signal.SIGTERM)
-                await daemon.wait_exit()
-    ordered = sorted(s * 1000 for s in samples)
-    kind = "1 tool call + answer (2 LLM requests)" if args.tool else "plain answer (1 LLM request)"
-    chats = "all in one DM (history grows)" if args.same_chat else "each in a new DM"
-    print(f"telegram DM turns, one at a time, {kind}, {chats}: n={len(ordered)}")
-    print(
-        f"hatchway's latency (update delivered -> answer sent, minus the fake LLM's time): "
-        f"p50={percentile(ordered, 0.5):.1f} ms  p99={percentile(ordered, 0.99):.1f} ms  "
-        f"min={ordered[0]:.1f} ms  max={ordered[-1]:.1f} ms"
-    )
+    async def exchange(self, *, person: int, message_no: int, text: str, answer: str) -> Exchange:
+        sender = REQUESTER + person
+        update_id = await self.push(
+            {
+                "message": message(
+                    private_chat(sender), user(sender), text, message_id=10_000 + message_no
+                )
+            }
+        )
+        [sent] = await self.wait_for(
+            "sendMessage", lambda call: call.params.get("text") == answer, wait_s=REPLY_WAIT_S
+        )
+        return Exchange(delivered=self.delivered[update_id], replied=sent.at)
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--turns", type=int, default=200)
-    parser.add_argument("--warmup", type=int, default=10)
-    parser.add_argument("--tool", action="store_true", help="one tool call per turn")
-    parser.add_argument(
-        "--same-chat",
-        action="store_true",
-        help="every turn in the same DM, so the history sent to the model grows",
-    )
-    asyncio.run(main(parser.parse_args()))
+    run_bench(__doc__, TelegramBench)
