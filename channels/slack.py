@@ -137,20 +137,8 @@ class SlackChannel:
         """Check the bot token, then receive events until cancelled."""
         self._report(HealthState.STARTING, "checking the bot token")
         try:
-            bot = await self._authenticate()
-            app = AsyncApp(
-                # Without a name, AsyncApp calls inspect.stack(), which reads the source of
-                # every frame: about half a second of start-up.
-                name="hatchway",
-                client=self._api.client,
-                signing_secret=self._creds.signing_secret or "",
-                request_verification_enabled=self._config.mode == "http",
-                process_before_response=False,
-            )
-            self._inbound.register(app)
-            async with asyncio.TaskGroup() as tasks:
-                tasks.create_task(self._inbound.run(host, bot))
-                tasks.create_task(self._serve(app))
+            async with self._api.kept_alive():
+                await self._run(host)
         except* ChannelAuthError as group:
             error = group.exceptions[0]
             self._report(HealthState.FAILED, f"{error}; check the tokens in the environment")
@@ -159,6 +147,22 @@ class SlackChannel:
             self._app = None
             if self._health.state is not HealthState.FAILED:
                 self._report(HealthState.STOPPED, "stopped")
+
+    async def _run(self, host: ChannelHost) -> None:
+        bot = await self._authenticate()
+        app = AsyncApp(
+            # Without a name, AsyncApp calls inspect.stack(), which reads the source of
+            # every frame: about half a second of start-up.
+            name="hatchway",
+            client=self._api.client,
+            signing_secret=self._creds.signing_secret or "",
+            request_verification_enabled=self._config.mode == "http",
+            process_before_response=False,
+        )
+        self._inbound.register(app)
+        async with asyncio.TaskGroup() as tasks:
+            tasks.create_task(self._inbound.run(host, bot))
+            tasks.create_task(self._serve(app))
 
     async def _authenticate(self) -> BotIdentity:
         attempt = 0

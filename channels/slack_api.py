@@ -13,10 +13,11 @@ in logs or error messages.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -119,6 +120,19 @@ class SlackWebApi:
         self.limiter = MethodRateLimiter(rate_limit_retries)
         handlers: list[AsyncRetryHandler] = [AsyncConnectionErrorRetryHandler(), self.limiter]
         self.client = AsyncWebClient(token=token, base_url=base_url, retry_handlers=handlers)
+
+    @contextlib.asynccontextmanager
+    async def kept_alive(self) -> AsyncIterator[None]:
+        """Every call made while the block runs shares one HTTP session, so connections to
+        Slack are reused. Without it slack_sdk opens and closes a session per call: a new
+        TCP and TLS handshake for every message, edit and reaction."""
+        timeout = aiohttp.ClientTimeout(total=self.client.timeout)
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            self.client.session = session
+            try:
+                yield
+            finally:
+                self.client.session = None
 
     async def _call(
         self, method: str, invoke: Callable[[], Awaitable[AsyncSlackResponse]]

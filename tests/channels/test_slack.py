@@ -432,6 +432,25 @@ async def test_edit_and_react(slack: FakeSlack, store: Store) -> None:
     assert reaction.params == {"channel": "C0001", "timestamp": "1700000001.000200", "name": "eyes"}
 
 
+async def test_a_running_channel_reuses_its_connection_to_slack(
+    slack: FakeSlack, store: Store
+) -> None:
+    channel = channel_for(slack, store)
+    target = DeliveryTarget(channel=REF, conversation_id="C0001", thread_id="1.1")
+    (stopped,) = await channel.send(target, "before run: a session per call")
+    await channel.edit(stopped, "edited before run")
+    before = {c.peer for c in slack.calls_of("chat.postMessage") + slack.calls_of("chat.update")}
+    async with running(channel, RecordingHost()):
+        (message,) = await channel.send(target, "one")
+        await channel.edit(message, "two")
+        await channel.send(target, "three")
+        await channel.react(target, "C0001:1700000001.000200", "👀")
+    during = [c for c in slack.calls if c.at > slack.calls_of("auth.test")[-1].at]
+    during = [c for c in during if c.method in ("chat.postMessage", "chat.update", "reactions.add")]
+    assert len(before) == 2  # outside run(): slack_sdk's own session per call
+    assert len(during) == 4 and len({c.peer for c in during}) == 1
+
+
 # -- HTTP Events API ------------------------------------------------------------------------------
 
 

@@ -48,6 +48,7 @@ class ApiCall:
     params: JSON
     status: int
     at: float = field(default_factory=time.monotonic)
+    peer: str = ""  # the client's address and port: one per TCP connection
 
 
 def _decode(value: str) -> Any:
@@ -258,7 +259,9 @@ class FakeSlack:
         token = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
         status, body = self._answer(method, params, token)
         async with self._changed:
-            self.calls.append(ApiCall(method=method, params=params, status=status))
+            peername = request.transport.get_extra_info("peername") if request.transport else None
+            peer = f"{peername[0]}:{peername[1]}" if peername else ""
+            self.calls.append(ApiCall(method=method, params=params, status=status, peer=peer))
             self._changed.notify_all()
         headers = {}
         if status == 429:
