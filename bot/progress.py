@@ -29,6 +29,7 @@ log = structlog.get_logger(__name__)
 
 HINT_KEYS = ("command", "cmd", "path", "file", "query", "url", "pattern", "name")
 HINT_CHARS = 60
+CLOSE_WAIT_S = 5.0  # how long aclose lets a progress send or edit in flight finish
 _SPACES = re.compile(r"\s+")
 T = TypeVar("T")
 
@@ -128,6 +129,10 @@ class ChannelProgress:
     ``capabilities.typing`` the typing indicator is refreshed every ``typing_interval_s``
     while the turn works and paused while it waits for an approval. :meth:`start` (or
     ``async with``) starts the one owned background task; :meth:`aclose` cancels it.
+
+    The sink methods never wait for the platform: they update the text and wake the
+    background task, which sends or edits. A turn's tool calls therefore do not queue behind
+    a progress round trip to Slack, Discord or Telegram.
     """
 
     def __init__(
@@ -161,6 +166,7 @@ class ChannelProgress:
         self._waiting = 0
         self._closed = False
         self._lock = asyncio.Lock()
+        self._wake = asyncio.Event()
         self._ticker: asyncio.Task[None] | None = None
 
     @property
@@ -188,29 +194,25 @@ class ChannelProgress:
 
     async def tool_started(self, *, call_id: str, tool: str, hint: str) -> None:
         self._show(call_id, started_line(tool, hint))
-        await self._flush_if_due()
 
     async def tool_finished(
         self, *, call_id: str, tool: str, ok: bool, duration_s: float, reason: str = ""
     ) -> None:
         self._show(call_id, finished_line(tool, ok=ok, duration_s=duration_s, reason=reason))
-        await self._flush_if_due()
 
     async def waiting_for_approval(self, *, tool: str) -> None:
         self._waiting += 1
         self._show(f"approval:{tool}", waiting_line(tool))
-        await self._flush_if_due()
 
     async def approval_resolved(self, *, tool: str) -> None:
         self._waiting = max(0, self._waiting - 1)
         if self._lines.pop(f"approval:{tool}", None) is not None:
-            self._dirty = True
+            self._changed()
 
     async def stream_text(self, delta: str) -> None:
         if self.wants_stream and delta:
             self._draft += delta
-            self._dirty = True
-            await self._flush_if_due()
+            self._changed()
 
     async def pulse(self) -> None:
         """One tick: refresh typing when due (not while waiting for approval), flush when
@@ -226,11 +228,18 @@ class ChannelProgress:
         await self._flush_if_due()
 
     async def aclose(self) -> None:
+        """Stop the ticker and show the final text. A send or edit already in flight is
+        allowed to finish (up to :data:`CLOSE_WAIT_S`): cut off, it could leave a message on
+        the platform that this sink does not know about, and the final flush would post a
+        second one."""
         if self._closed:
             return
         self._closed = True
         if self._ticker is not None:
-            self._ticker.cancel()
+            self._wake.set()
+            done, _ = await asyncio.wait({self._ticker}, timeout=CLOSE_WAIT_S)
+            if not done:
+                self._ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._ticker
         await self._flush()
@@ -250,12 +259,20 @@ class ChannelProgress:
             self._lines[key] = line
         else:
             self._pending.append(line)
+        self._changed()
+
+    def _changed(self) -> None:
         self._dirty = True
+        self._wake.set()
 
     async def _tick_forever(self) -> None:
-        while True:
+        while not self._closed:
             await self.pulse()
-            await asyncio.sleep(self._tick_s)
+            # Sleep one tick, or less when a sink method changed the text.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._tick_s):
+                    await self._wake.wait()
+            self._wake.clear()
 
     async def _flush_if_due(self) -> None:
         if self._dirty and self._clock() - self._last_flush >= self._interval:

@@ -112,6 +112,8 @@ async def test_editable_channel_gets_one_message_edited_at_most_once_a_second() 
     channel, clock = FakeChannel(), Clock()
     progress = ChannelProgress(channel, TARGET, Capabilities(can_edit=True), clock)
     await progress.tool_started(call_id="1", tool="shell", hint="ls")
+    assert channel.sent == []  # the sink never waits for the platform: the ticker sends
+    await progress.pulse()
     assert channel.sent == ["⏳ shell: ls"]
     clock.now += 0.3
     await progress.tool_finished(call_id="1", tool="shell", ok=True, duration_s=0.3)
@@ -134,9 +136,11 @@ async def test_other_channels_get_batched_lines() -> None:
     channel, clock = FakeChannel(), Clock()
     progress = ChannelProgress(channel, TARGET, Capabilities(can_edit=False), clock)
     await progress.tool_started(call_id="1", tool="a", hint="")
+    await progress.pulse()
     await progress.tool_finished(call_id="1", tool="a", ok=True, duration_s=0.0)
     await progress.tool_started(call_id="2", tool="b", hint="")
-    assert channel.sent == ["⏳ a"]
+    await progress.pulse()
+    assert channel.sent == ["⏳ a"]  # batched: at most one send per interval
     await progress.aclose()
     assert channel.sent == ["⏳ a", "✅ a (0.0s)\n⏳ b"]
     assert channel.edits == []
@@ -148,6 +152,7 @@ async def test_waiting_for_approval_shows_and_pauses_typing() -> None:
     await progress.pulse()
     assert channel.typing_calls == 1
     await progress.waiting_for_approval(tool="shell")
+    await progress.pulse()
     assert channel.sent == ["🔐 waiting for approval: shell"]
     clock.now += 10
     await progress.pulse()
@@ -167,6 +172,31 @@ async def test_the_owned_ticker_refreshes_typing_and_stops_on_close() -> None:
     assert channel.typing_calls == count  # the task is gone
 
 
+async def test_a_slow_platform_never_holds_up_the_turn() -> None:
+    channel = FakeChannel()
+    release = asyncio.Event()
+    send = channel.send
+
+    async def slow_send(target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
+        await release.wait()
+        return await send(target, text)
+
+    channel.send = slow_send  # type: ignore[method-assign]
+    progress = ChannelProgress(channel, TARGET, Capabilities(can_edit=True), tick_s=0.01)
+    await progress.start()
+    async with asyncio.timeout(5):  # returns while the platform has not answered
+        await progress.tool_started(call_id="1", tool="shell", hint="ls")
+        await progress.tool_finished(call_id="1", tool="shell", ok=True, duration_s=0.1)
+        await asyncio.sleep(0.05)  # the ticker is now stuck in the send
+        await progress.tool_started(call_id="2", tool="file_read", hint="a")
+    assert channel.sent == []
+    release.set()
+    await progress.aclose()
+    # the send in flight finished (not cut off, so no second message), then the final edit
+    assert channel.sent == ["✅ shell (0.1s)"]
+    assert channel.edits == ["✅ shell (0.1s)\n⏳ file_read: a"]
+
+
 async def test_platform_failures_never_break_the_turn() -> None:
     channel = FakeChannel(fail=True)
     progress = ChannelProgress(channel, TARGET, Capabilities(can_edit=True), Clock())
@@ -180,8 +210,10 @@ async def test_streamed_text_is_shown_only_when_asked_for() -> None:
     progress = ChannelProgress(channel, TARGET, Capabilities(can_edit=True), clock, stream=True)
     assert progress.wants_stream
     await progress.stream_text("Hello ")
+    await progress.pulse()
     clock.now += 2
     await progress.stream_text("world")
-    assert channel.edits == ["Hello world"]
+    await progress.pulse()
+    assert channel.sent == ["Hello"] and channel.edits == ["Hello world"]
     quiet = ChannelProgress(FakeChannel(), TARGET, Capabilities(can_edit=True), clock)
     assert not quiet.wants_stream
