@@ -9,8 +9,9 @@ All messages are delivered at once, as a burst of ``--conversations`` users woul
 
 Prints turns per second (completed turns / wall time from the first delivery to the last
 reply), envelope-to-reply latency (p50, p99: from ``deliver`` to the channel's ``send``; it
-includes queueing behind the concurrency cap), the event loop thread's CPU per turn, and the
-process's peak RSS.
+includes queueing behind the concurrency cap), the event loop thread's CPU per turn, the
+whole process's CPU per turn (the loop plus SQLite's worker thread), SQLite round trips
+(worker-thread trips) per turn, and the process's peak RSS.
 
     python bench/throughput.py [--conversations 1000] [--max-concurrent-turns 32]
                                [--log-level warning] [--rounds 3]
@@ -33,6 +34,7 @@ import resource
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from bench.machine import describe_machine, percentile
 from bot.app import App
@@ -168,7 +170,8 @@ async def one_round(
     channel.expected = conversations
     envelopes = [envelope(round_no, n) for n in range(conversations)]
     delivered: dict[str, float] = {}
-    cpu0 = time.thread_time()
+    trips0 = trips(app)
+    cpu0, process0 = time.thread_time(), time.process_time()
     started = time.perf_counter()
 
     async def deliver(env: IngressEnvelope) -> None:
@@ -178,7 +181,12 @@ async def one_round(
     await asyncio.gather(*(deliver(e) for e in envelopes))
     await asyncio.wait_for(channel.all_replied.wait(), timeout=600)
     finished = max(channel.replied.values())
-    cpu = time.thread_time() - cpu0
+    cpu, process = time.thread_time() - cpu0, time.process_time() - process0
+    for _ in range(60_000):  # the last turns' "done" marks come after their replies
+        if not app.gateway.active_turns:
+            break
+        await asyncio.sleep(0.001)
+    round_trips = trips(app) - trips0
     latencies = sorted(channel.replied[c] - delivered[c] for c in delivered)
     wall = finished - started
     return {
@@ -188,7 +196,24 @@ async def one_round(
         "p50_ms": percentile(latencies, 0.50) * 1000,
         "p99_ms": percentile(latencies, 0.99) * 1000,
         "cpu_ms_per_turn": cpu / conversations * 1000,
+        "process_cpu_ms_per_turn": process / conversations * 1000,
+        "trips_per_turn": round_trips / conversations,
     }
+
+
+def trips(app: App) -> int:
+    """SQLite round trips so far (``Database.trips``; counted here on trees without it)."""
+    db = app.store.db
+    if not hasattr(db, "trips"):
+        submit = db._submit
+        db.trips = 0  # type: ignore[attr-defined]
+
+        def counted(fn: Any) -> Any:
+            db.trips += 1  # type: ignore[attr-defined]
+            return submit(fn)
+
+        db._submit = counted  # type: ignore[method-assign]
+    return int(db.trips)
 
 
 async def check_persisted(app: App, rounds: int, conversations: int, warmup: int) -> str:
@@ -242,7 +267,9 @@ async def main(args: argparse.Namespace) -> None:
                     f"({figures['turns']:.0f} turns in {figures['wall_s']:.2f} s)  "
                     f"deliver->reply p50={figures['p50_ms']:7.1f} ms  "
                     f"p99={figures['p99_ms']:7.1f} ms  "
-                    f"loop CPU {figures['cpu_ms_per_turn']:.2f} ms/turn"
+                    f"loop CPU {figures['cpu_ms_per_turn']:.2f} ms/turn  "
+                    f"process CPU {figures['process_cpu_ms_per_turn']:.2f} ms/turn  "
+                    f"{figures['trips_per_turn']:.2f} trips/turn"
                 )
             print(await check_persisted(app, args.rounds, args.conversations, args.warmup))
             if profiler is not None:
@@ -252,7 +279,9 @@ async def main(args: argparse.Namespace) -> None:
     median = best[len(best) // 2]
     print(
         f"median round: {median['turns_per_s']:.1f} turns/s, "
-        f"p50={median['p50_ms']:.1f} ms, p99={median['p99_ms']:.1f} ms; "
+        f"p50={median['p50_ms']:.1f} ms, p99={median['p99_ms']:.1f} ms, "
+        f"loop CPU {median['cpu_ms_per_turn']:.2f} ms/turn, "
+        f"{median['trips_per_turn']:.2f} trips/turn; "
         f"peak RSS {rss_mb():.0f} MB"
     )
 

@@ -261,7 +261,6 @@ class App:
     async def _run_turn(self, request: TurnRequest, control: SessionControl) -> str | None:
         envelope = request.envelope
         channel = self.channel_for(envelope.channel)
-        history = await self.store.history.load(request.session_key)
         primary = self.settings.providers.get(self.settings.agent.provider)
         progress = (
             ChannelProgress(
@@ -277,7 +276,7 @@ class App:
             turn_id=request.turn_id,
             session_key=request.session_key,
             envelope=envelope,
-            history=history,
+            inbox=request.inbox,
         )
         if progress is not None:
             state.progress = progress

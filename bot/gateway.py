@@ -28,7 +28,7 @@ from bot.channel import ApprovalClick, Channel, ClickVerdict
 from bot.config import Settings
 from bot.envelope import ChannelRef, IngressEnvelope, envelope_from_json, envelope_to_json
 from bot.errors import StorageError
-from bot.store import InboxStatus, Store
+from bot.store import InboxKey, InboxStatus, Store
 
 log = structlog.get_logger(__name__)
 
@@ -66,9 +66,20 @@ class TurnRequest:
     session_key: str
     turn_id: str
 
+    @property
+    def inbox(self) -> InboxKey:
+        """The message's inbox entry."""
+        return InboxKey(channel=str(self.envelope.channel), message_id=self.envelope.message_id)
+
 
 TurnRunner = Callable[[TurnRequest, "SessionControl"], Awaitable[str | None]]
-"""Runs one turn and returns the text to send back (None: nothing to send)."""
+"""Runs one turn and returns the text to send back (None: nothing to send).
+
+The runner marks the request's inbox entry (:attr:`TurnRequest.inbox`) ``processing`` in
+the same transaction as the turn's first record (:func:`bot.agent.loop.run_turn` does it
+with the user message): an entry still ``received`` after a crash left no trace and is run
+again by :meth:`Gateway.recover`; a ``processing`` one was cut off and its sender is told.
+The gateway marks the entry ``done`` after sending the reply, or ``failed``."""
 
 
 @dataclass(slots=True)
@@ -304,11 +315,7 @@ class Gateway:
         )
         try:
             with bound:
-                await self._store.inbox.mark(
-                    channel=channel_name,
-                    message_id=envelope.message_id,
-                    status=InboxStatus.PROCESSING,
-                )
+                # the runner marks the entry "processing" with its first record (TurnRunner)
                 try:
                     reply = await self._run_turn(request, control)
                 except Exception as exc:

@@ -12,9 +12,10 @@ import pytest
 
 from bot.channel import ApprovalCard, ApprovalClick, ClickVerdict, SentMessage
 from bot.config import Settings, parse_settings
-from bot.envelope import ChannelRef, DeliveryTarget, IngressEnvelope, Sender
-from bot.gateway import Gateway, SessionControl, TurnRequest
-from bot.store import InboxStatus, Store
+from bot.envelope import ChannelRef, DeliveryTarget, IngressEnvelope, Sender, envelope_to_json
+from bot.gateway import SHUTDOWN_MESSAGE, Gateway, SessionControl, TurnRequest
+from bot.providers.base import ChatMessage
+from bot.store import InboxKey, InboxStatus, Store
 
 REF = ChannelRef(kind="console", alias="main")
 
@@ -212,3 +213,44 @@ async def test_recovery_does_not_requeue_what_is_already_queued(rig: Rig) -> Non
     rig.turns.finish("early")
     await until(lambda: rig.outbox.sent == ["answer to early"])
     assert rig.turns.started == ["early"]
+
+
+async def test_the_runner_not_the_gateway_marks_the_entry_processing(rig: Rig) -> None:
+    """The runner marks it together with its first record (bot.agent.loop); a runner that
+    records nothing leaves the entry ``received`` until the gateway marks it done."""
+    await rig.gateway.deliver(envelope("hi", message_id="m1"))
+    await until(lambda: rig.turns.started == ["hi"])
+    entry = await rig.store.inbox.get(channel="console.main", message_id="m1")
+    assert entry is not None and entry.status is InboxStatus.RECEIVED
+    rig.turns.finish("hi")
+    await until(lambda: rig.gateway.active_turns == 0)
+    entry = await rig.store.inbox.get(channel="console.main", message_id="m1")
+    assert entry is not None and entry.status is InboxStatus.DONE
+
+
+async def test_recovery_runs_unstarted_messages_and_tells_cut_off_senders(rig: Rig) -> None:
+    """What a crash leaves: an entry whose turn had begun (``processing``, committed with
+    its user message) and one queued behind it that never started (``received``)."""
+    started, queued = envelope("cut off", message_id="m1"), envelope("waiting", message_id="m2")
+    for env in (started, queued):
+        await rig.store.inbox.admit(
+            channel=str(env.channel),
+            message_id=env.message_id,
+            envelope_id=env.envelope_id,
+            session_key="console.main:c1",
+            payload=envelope_to_json(env),
+        )
+    async with rig.store.db.transaction() as tx:
+        await rig.store.inbox.mark_in(
+            tx, InboxKey(channel="console.main", message_id="m1"), InboxStatus.PROCESSING
+        )
+        await rig.store.history.append_in(
+            tx, "console.main:c1", "t1", [ChatMessage(role="user", content="cut off")]
+        )
+    assert await rig.gateway.recover() == (1, 1)
+    await until(lambda: rig.turns.started == ["waiting"])
+    rig.turns.finish("waiting")
+    await until(lambda: len(rig.outbox.sent) == 2)
+    assert rig.outbox.sent == [SHUTDOWN_MESSAGE, "answer to waiting"]
+    cut_off = await rig.store.inbox.get(channel="console.main", message_id="m1")
+    assert cut_off is not None and cut_off.status is InboxStatus.FAILED

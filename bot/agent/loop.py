@@ -16,11 +16,12 @@ from collections.abc import Sequence
 
 import structlog
 
+from bot.agent.cancel_scope import unless_cancelled
 from bot.agent.context_window import fit_history
 from bot.agent.turn import AgentBundle, TurnResult, TurnState, TurnStatus
 from bot.errors import ConfigError, ProviderError
 from bot.providers.base import ChatMessage, CompletionRequest, ProviderReply, ToolDefinition
-from bot.tools.cancellation import until_cancelled
+from bot.store import InboxStatus
 from bot.tools.pipeline import BatchVerdict, PipelineServices, ToolPipeline, TurnFacts
 from bot.tools.receipt import ReceiptSigner
 from bot.tools.registry import ToolRegistry, ToolScope
@@ -45,9 +46,10 @@ async def run_turn(bundle: AgentBundle, state: TurnState) -> TurnResult:
     """Run one turn within the configured wall-clock budget.
 
     Appends the user message, every tool batch and the final answer to the store (and to
-    ``state.history``). Raises :class:`bot.errors.RegistryError` before any provider call
-    when an offered tool has no handler; never raises for provider failures, budget expiry
-    or tool failures.
+    ``state.history``); the user message commits together with ``state.inbox`` becoming
+    ``processing`` (see :func:`_begin`). Raises :class:`bot.errors.RegistryError` before
+    any provider call when an offered tool has no handler; never raises for provider
+    failures, budget expiry or tool failures.
     """
     settings = bundle.settings
     envelope = state.envelope
@@ -95,8 +97,7 @@ async def run_turn(bundle: AgentBundle, state: TurnState) -> TurnResult:
         progress=state.progress,
         cancel=state.cancel,
     )
-    user = ChatMessage(role="user", content=envelope.text)
-    await _remember(bundle, state, [user])
+    await _begin(bundle, state, ChatMessage(role="user", content=envelope.text))
     try:
         async with asyncio.timeout(settings.turn_timeout_s) as budget:
             return await _iterate(bundle, state, pipeline, registry.definitions())
@@ -126,11 +127,11 @@ async def _iterate(
     while True:
         at_cap = iterations >= cap
         try:
-            reply = await until_cancelled(
+            reply = await unless_cancelled(
                 bundle.provider.complete(
                     CompletionRequest(
                         system=settings.system_prompt,
-                        messages=fit_history(state.history, settings.history_max_tokens),
+                        messages=fit_history(_history(state), settings.history_max_tokens),
                         tools=() if at_cap else _offered(bundle, state, definitions),
                     ),
                     stream=state.progress.stream_text if state.progress.wants_stream else None,
@@ -148,7 +149,7 @@ async def _iterate(
             return await _answer(bundle, state, reply, at_cap=at_cap, cap=cap)
         iterations += 1
         report = await pipeline.run_batch(reply.text, reply.tool_calls)
-        state.history.extend(report.messages)
+        _history(state).extend(report.messages)
         if report.verdict is BatchVerdict.ABORTED:
             return TurnResult(status=TurnStatus.ABORTED, text=ABORTED_MESSAGE)
         if report.verdict is BatchVerdict.LOOP_STOPPED:
@@ -189,16 +190,41 @@ async def _answer(
     return TurnResult(status=TurnStatus.COMPLETED, text=text)
 
 
+async def _begin(bundle: AgentBundle, state: TurnState, user: ChatMessage) -> None:
+    """The turn's first record, one transaction in one trip to SQLite: the inbox entry
+    becomes ``processing``, the user message is appended, and (when not given) the
+    session's history is read, ending with that message. After a crash an entry is
+    ``processing`` exactly when its turn had begun (recovery tells the sender it was
+    interrupted) and still ``received`` when nothing of it was recorded (recovery runs it
+    again)."""
+    store = bundle.store
+    async with store.db.transaction() as tx:
+        if state.inbox is not None:
+            await store.inbox.mark_in(tx, state.inbox, InboxStatus.PROCESSING)
+        await store.history.append_in(tx, state.session_key, state.turn_id, [user])
+        if state.history is None:
+            state.history = await store.history.load_in(tx, state.session_key, last=True)
+            return
+    state.history.append(user)
+
+
+def _history(state: TurnState) -> list[ChatMessage]:
+    """``state.history``, known from :func:`_begin` on."""
+    if state.history is None:
+        raise RuntimeError("the turn's history is used before the turn began")
+    return state.history
+
+
 async def _remember(bundle: AgentBundle, state: TurnState, messages: list[ChatMessage]) -> None:
     await bundle.store.history.append(state.session_key, state.turn_id, messages)
-    state.history.extend(messages)
+    _history(state).extend(messages)
 
 
 async def _salvage(bundle: AgentBundle, state: TurnState, pipeline: ToolPipeline) -> None:
     """Complete an interrupted batch in history (outside the expired budget)."""
     report = await pipeline.salvage()
     if report is not None:
-        state.history.extend(report.messages)
+        _history(state).extend(report.messages)
 
 
 def _signer(bundle: AgentBundle) -> ReceiptSigner | None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -18,7 +19,7 @@ from bot.envelope import IngressEnvelope
 from bot.observe import ExecutionHistory, ToolObserver
 from bot.progress import NullProgress, ProgressSink
 from bot.providers.base import ChatMessage, Provider, ToolDefinition
-from bot.store import Store
+from bot.store import InboxKey, Store
 from bot.tools.execution import RetryPolicy
 from bot.tools.file_locks import PathLocks
 from bot.tools.hooks import ToolHooks
@@ -34,10 +35,23 @@ class CancelToken:
     def __init__(self) -> None:
         self._event = asyncio.Event()
         self.reason = ""
+        self._callbacks: list[Callable[[], None]] = []
 
     def cancel(self, reason: str = "stopped") -> None:
         self.reason = reason
         self._event.set()
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` once, from :meth:`cancel` (at once if already cancelled);
+        returns the function that unregisters it."""
+        if self.cancelled:
+            callback()
+            return _nothing
+        self._callbacks.append(callback)
+        return functools.partial(_discard, self._callbacks, callback)
 
     @property
     def cancelled(self) -> bool:
@@ -45,6 +59,15 @@ class CancelToken:
 
     async def wait(self) -> None:
         await self._event.wait()
+
+
+def _nothing() -> None:
+    return None
+
+
+def _discard(callbacks: list[Callable[[], None]], callback: Callable[[], None]) -> None:
+    if callback in callbacks:
+        callbacks.remove(callback)
 
 
 class DynamicTools(Protocol):
@@ -99,19 +122,24 @@ class TurnState:
     """Per-message state of one turn.
 
     ``history`` is the session's context before this message; ``run_turn`` extends it in
-    place with what the turn appends to the store. ``excluded_tools`` adds the channel's and
-    the conversation's exclusions to the agent's; ``restrict_to`` (when set) narrows the
-    offered tools to those names for this run.
+    place with what the turn appends to the store. Left ``None``, ``run_turn`` reads it from
+    the store in the transaction that records the user message (one trip to SQLite for
+    both) and sets it. ``excluded_tools`` adds the channel's and the conversation's
+    exclusions to the agent's; ``restrict_to`` (when set) narrows the offered tools to those
+    names for this run. ``inbox`` names the inbox entry the turn answers (None: none, e.g.
+    in tests): ``run_turn`` marks it ``processing`` in the same transaction as the user
+    message.
     """
 
     turn_id: str
     session_key: str
     envelope: IngressEnvelope
-    history: list[ChatMessage]
+    history: list[ChatMessage] | None = None
     progress: ProgressSink = field(default_factory=NullProgress)
     cancel: CancelToken = field(default_factory=CancelToken)
     excluded_tools: tuple[str, ...] = ()
     restrict_to: frozenset[str] | None = None
+    inbox: InboxKey | None = None
 
 
 class TurnStatus(enum.StrEnum):

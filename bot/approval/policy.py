@@ -10,6 +10,9 @@ Decision order (first match wins), per channel alias after applying its override
 6. a call whose tool does not require approval (read-only) → ALLOW
 7. otherwise → ASK
 
+Grants are looked up (a database read) only when they can change the outcome: a call that
+step 5 or 6 allows anyway is allowed with that reason without reading them.
+
 List entries are tool names or shell-style patterns (``mcp_github_*``). The policy reads
 only the tool name and the ``requires_approval`` flag; it never reads arguments, so an
 ``approved`` argument the model writes changes nothing.
@@ -17,7 +20,8 @@ only the tool name and the ``requires_approval`` flag; it never reads arguments,
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import functools
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Literal, TypeVar
@@ -53,7 +57,10 @@ class EffectivePolicy:
         return bool(self.approvers or self.approver_roles)
 
 
-def matches(tool: str, patterns: Sequence[str]) -> bool:
+@functools.lru_cache(maxsize=4096)
+def matches(tool: str, patterns: tuple[str, ...]) -> bool:
+    """Whether ``tool`` is one of ``patterns`` (names or shell-style patterns); asked several
+    times per tool call with the same few lists, hence remembered."""
     return any(tool == p or fnmatchcase(tool, p) for p in patterns)
 
 
@@ -85,18 +92,26 @@ class ApprovalPolicy:
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
+        # merged once per channel alias (settings are immutable; a reload starts afresh)
+        self._merged: dict[ChannelRef, EffectivePolicy] = {}
 
     def update_settings(self, settings: Settings) -> None:
         """Swap in reloaded settings (SIGHUP); later evaluations use them."""
         self._settings = settings
+        self._merged = {}
 
     def for_channel(self, ref: ChannelRef) -> EffectivePolicy:
-        return effective_policy(
-            self._settings.approval, self._settings.channels.get(ref.kind, ref.alias)
-        )
+        merged = self._merged.get(ref)
+        if merged is None:
+            merged = effective_policy(
+                self._settings.approval, self._settings.channels.get(ref.kind, ref.alias)
+            )
+            self._merged[ref] = merged
+        return merged
 
     async def evaluate(self, request: ApprovalRequest, grant: GrantLookup) -> PolicyResult:
-        """Apply the decision order. ``grant`` is awaited only when step 4 is reached."""
+        """Apply the decision order. ``grant`` is awaited only when step 4 is reached and
+        steps 5 and 6 would not allow the call anyway."""
         policy = self.for_channel(request.envelope.channel)
         tool = request.tool
         if matches(tool, policy.deny):
@@ -107,11 +122,12 @@ class ApprovalPolicy:
             return PolicyResult(assessment=Assessment.ALLOW, reason="full level")
         if matches(tool, policy.always_ask):
             return PolicyResult(assessment=Assessment.ASK, reason="always_ask")
-        found = await grant()
-        if found is not None:
-            return PolicyResult(assessment=Assessment.ALLOW, reason=f"grant #{found.id}")
         if matches(tool, policy.auto_approve):
             return PolicyResult(assessment=Assessment.ALLOW, reason="auto_approve")
         if not request.requires_approval:
             return PolicyResult(assessment=Assessment.ALLOW, reason="read-only tool")
+        # only here can a grant change the outcome (ASK → ALLOW)
+        found = await grant()
+        if found is not None:
+            return PolicyResult(assessment=Assessment.ALLOW, reason=f"grant #{found.id}")
         return PolicyResult(assessment=Assessment.ASK, reason="side-effecting tool")

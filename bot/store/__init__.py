@@ -14,13 +14,13 @@ from bot.store.channel_state import ChannelState
 from bot.store.db import Database
 from bot.store.grants import Grants
 from bot.store.history import History
-from bot.store.inbox import Inbox, InboxStatus
+from bot.store.inbox import Inbox, InboxKey, InboxStatus
 from bot.store.memory import MemoryNotes
 from bot.store.pairings import Pairings
 from bot.store.schedules import Schedules
 from bot.store.tool_calls import ToolCallRecord, ToolCalls
 
-__all__ = ["Database", "InboxStatus", "Store", "ToolCallRecord"]
+__all__ = ["Database", "InboxKey", "InboxStatus", "Store", "ToolCallRecord"]
 
 
 class Store:

@@ -10,11 +10,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+from types import TracebackType
 from typing import Any, TypeVar, cast
 
 import aiosqlite
@@ -40,21 +40,62 @@ def _migrations() -> list[tuple[int, str, str]]:
 
 
 class Transaction:
-    """Statements run inside :meth:`Database.transaction`; committed together.
+    """A serialised write transaction (``BEGIN IMMEDIATE`` … ``COMMIT``): use
+    ``async with db.transaction() as tx``; its statements commit together when the block
+    ends, or roll back if it raises.
 
     Every statement runs on aiosqlite's one worker thread, and each trip there and back costs
     the event loop far more than a small SQLite statement does. So a transaction travels in
     as few trips as its results allow: ``executemany`` (which returns nothing) is queued and
     sent with the next statement that returns something, or with the ``COMMIT``; ``BEGIN``
     is sent with the first of them. A transaction that only writes is one trip; its
-    statements still run in order, inside the transaction, before the commit.
+    statements still run in order, inside the transaction, before the commit. A query
+    marked ``last`` takes the ``COMMIT`` along, so a transaction that writes and then reads
+    is one trip too.
+
+    The database's lock keeps every other statement off the connection until the commit is
+    queued. The worker thread runs its queue in order, so the lock is released as soon as
+    the commit is queued, not once it is done: the next transaction's statements queue up
+    behind it instead of waiting for the event loop to hear back. A commit that fails rolls
+    back on the worker thread before anything queued after it runs, and a task cancelled
+    while it waits on the commit still lets it settle, so the shared connection never stays
+    inside a transaction.
     """
 
-    def __init__(self, db: Database, *, begin: bool) -> None:
+    def __init__(self, db: Database) -> None:
         self._db = db
-        self._begin = begin
+        self._begin = True
         self._pending: list[tuple[str, list[Params]]] = []
         self._committed = False
+        self._locked = False
+
+    async def __aenter__(self) -> Transaction:
+        await self._db._lock.acquire()
+        self._locked = True
+        try:
+            self._db._check_open()
+        except BaseException:
+            self._unlock()
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            if exc_type is not None:
+                if not self._committed:  # a committing trip that failed rolled back itself
+                    await _settle(self._db._rollback())
+                return
+            if not self._committed:
+                committed = self._db._submit(self._take(None, commit=True))
+                self._unlock()
+                await _settle(committed)
+        finally:
+            self._unlock()
 
     async def execute(self, sql: str, params: Params = ()) -> int:
         """Run one statement; returns ``lastrowid``."""
@@ -63,15 +104,24 @@ class Transaction:
     async def executemany(self, sql: str, rows: Iterable[Params]) -> None:
         """Queue a statement for every row; it runs before the next statement or the commit
         (an error in it is raised there)."""
+        self._check_open()
         self._pending.append((sql, list(rows)))
 
-    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
-        return cast(list[Row], await self._trip(_Statement(sql, params, _ALL)))
+    async def fetchall(self, sql: str, params: Params = (), *, last: bool = False) -> list[Row]:
+        """Run the queued statements, then this query; its rows. ``last``: the query is the
+        transaction's final statement and the ``COMMIT`` travels with it, in the same trip
+        (the rows are returned once committed); the transaction takes nothing after it."""
+        return cast(list[Row], await self._trip(_Statement(sql, params, _ALL), commit=last))
 
     async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
         return cast(Row | None, await self._trip(_Statement(sql, params, _ONE)))
 
+    def _check_open(self) -> None:
+        if self._committed or not self._locked:
+            raise StorageError("the transaction is not open")
+
     def _take(self, statement: _Statement | None, *, commit: bool) -> _Trip:
+        self._check_open()
         trip = _Trip(
             path=self._db.path,
             begin=self._begin,
@@ -85,7 +135,16 @@ class Transaction:
         return trip
 
     async def _trip(self, statement: _Statement | None, *, commit: bool = False) -> object:
-        return await self._db._call(self._take(statement, commit=commit))
+        done = self._db._submit(self._take(statement, commit=commit))
+        if not commit:
+            return await done
+        self._unlock()  # the commit is queued: what is queued next runs after it
+        return await _settle(done)
+
+    def _unlock(self) -> None:
+        if self._locked:
+            self._locked = False
+            self._db._lock.release()
 
 
 class Database:
@@ -96,6 +155,9 @@ class Database:
         self._conn = conn
         self._lock = asyncio.Lock()
         self._closed = False
+        self.trips = 0
+        """Round trips to the worker thread since the database was opened (what
+        ``bench/throughput.py`` reports per turn, and what tests of batching count)."""
 
     @classmethod
     async def open(cls, path: str | Path) -> Database:
@@ -143,37 +205,10 @@ class Database:
         row = await self.fetchone("PRAGMA user_version")
         return int(row[0]) if row else 0
 
-    @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[Transaction]:
-        """Serialised write transaction (``BEGIN IMMEDIATE`` … ``COMMIT``).
-
-        ``BEGIN`` travels with the first statement that needs an answer, or with the commit
-        (see :class:`Transaction`); the lock keeps every other statement off the connection
-        until the commit is queued. The worker thread runs its queue in order, so the lock
-        is released as soon as the commit is queued, not once it is done: the next
-        transaction's statements queue up behind it instead of waiting for the event loop to
-        hear back. A commit that fails rolls back on the worker thread before anything queued
-        after it runs, and a task cancelled while it waits on the commit still lets it
-        settle, so the shared connection never stays inside a transaction.
-        """
-        await self._lock.acquire()
-        locked = True
-        try:
-            self._check_open()
-            tx = Transaction(self, begin=True)
-            try:
-                yield tx
-            except BaseException:
-                await _settle(self._rollback())
-                raise
-            if not tx._committed:
-                committed = self._submit(tx._take(None, commit=True))
-                self._lock.release()
-                locked = False
-                await _settle(committed)
-        finally:
-            if locked:
-                self._lock.release()
+    def transaction(self) -> Transaction:
+        """A serialised write transaction: ``async with db.transaction() as tx`` (see
+        :class:`Transaction`)."""
+        return Transaction(self)
 
     async def _rollback(self) -> None:
         """Roll back if a transaction is open, decided on the worker thread after every
@@ -192,10 +227,8 @@ class Database:
         conn = self._conn
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         conn._tx.put_nowait((future, functools.partial(fn, conn._conn)))
+        self.trips += 1
         return future
-
-    async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        return await self._submit(fn)
 
     async def execute(self, sql: str, params: Params = ()) -> int:
         """One statement in its own transaction (one round trip); returns ``lastrowid``."""
@@ -207,7 +240,13 @@ class Database:
         return cast(Row | None, await self._alone(_Statement(sql, params, _ONE)))
 
     async def _alone(self, statement: _Statement) -> object:
-        trip = _Trip(path=self.path, begin=True, pending=[], statement=statement, commit=True)
+        # SQLite's own statement transaction: a writing statement takes the write lock when
+        # it starts (waiting up to busy_timeout, like BEGIN IMMEDIATE) and commits when it
+        # finishes, all or nothing. One sqlite3 call instead of three on the worker thread,
+        # each of which gives up the GIL and may wait a switch interval to get it back.
+        trip = _Trip(
+            path=self.path, begin=False, pending=[], statement=statement, commit=False, alone=True
+        )
         async with self._lock:
             self._check_open()
             done = self._submit(trip)
@@ -295,15 +334,27 @@ class _Statement:
 class _Trip:
     """What one round trip to the worker thread runs, in order: ``BEGIN IMMEDIATE`` (if
     still due), the queued ``executemany`` statements, one statement whose answer is
-    returned, ``COMMIT``. Runs on the worker thread."""
+    returned, ``COMMIT``. Runs on the worker thread.
+
+    ``alone``: the statement is its own transaction (no ``BEGIN``/``COMMIT``; SQLite
+    commits it when it finishes); a database that cannot be written then raises
+    :class:`StorageError`, as a failing ``BEGIN IMMEDIATE`` or ``COMMIT`` does."""
 
     path: Path
     begin: bool
     pending: list[tuple[str, list[Params]]]
     statement: _Statement | None
     commit: bool
+    alone: bool = False
 
     def __call__(self, conn: sqlite3.Connection) -> object:
+        if self.alone:
+            try:
+                return self._run(conn)
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode & 0xFF not in _NOT_WRITABLE:
+                    raise
+                raise StorageError(f"database {self.path} is not writable: {exc}") from None
         if not self.commit:
             return self._run(conn)
         try:
@@ -325,7 +376,11 @@ class _Trip:
         if self.statement is not None:
             cursor = conn.execute(self.statement.sql, self.statement.params)
             try:
-                if self.statement.answer == _ONE:
+                if self.statement.answer == _ONE and self.alone:
+                    # stepped to the end: the statement (and so its transaction) is finished
+                    rows = cursor.fetchall()
+                    answer = rows[0] if rows else None
+                elif self.statement.answer == _ONE:
                     answer = cursor.fetchone()
                 elif self.statement.answer == _ALL:
                     answer = cursor.fetchall()
@@ -339,6 +394,20 @@ class _Trip:
             except sqlite3.Error as exc:
                 raise StorageError(f"commit failed on {self.path}: {exc}") from None
         return answer
+
+
+# primary result codes of a database that cannot take a write now (locked by another
+# process, read-only, out of space, I/O failure); anything else is the statement's own error
+_NOT_WRITABLE = frozenset(
+    {
+        sqlite3.SQLITE_BUSY,
+        sqlite3.SQLITE_LOCKED,
+        sqlite3.SQLITE_READONLY,
+        sqlite3.SQLITE_IOERR,
+        sqlite3.SQLITE_FULL,
+        sqlite3.SQLITE_CANTOPEN,
+    }
+)
 
 
 def _rollback_if_open(conn: sqlite3.Connection) -> None:

@@ -42,21 +42,34 @@ def decode_message(text: str) -> ChatMessage:
     )
 
 
+LOAD_LIMIT = 500
+_LOAD = (
+    "SELECT body FROM ("
+    "  SELECT m.id, m.body FROM messages m"
+    "  LEFT JOIN sessions s ON s.session_key = m.session_key"
+    "  WHERE m.session_key = ? AND m.generation = COALESCE(s.generation, 0)"
+    "  ORDER BY m.id DESC LIMIT ?"
+    ") ORDER BY id"
+)
+
+
 class History:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def load(self, session_key: str, *, limit: int = 500) -> list[ChatMessage]:
+    async def load(self, session_key: str, *, limit: int = LOAD_LIMIT) -> list[ChatMessage]:
         """The current generation's messages, oldest first (at most ``limit`` newest)."""
-        rows = await self._db.fetchall(
-            "SELECT body FROM ("
-            "  SELECT m.id, m.body FROM messages m"
-            "  LEFT JOIN sessions s ON s.session_key = m.session_key"
-            "  WHERE m.session_key = ? AND m.generation = COALESCE(s.generation, 0)"
-            "  ORDER BY m.id DESC LIMIT ?"
-            ") ORDER BY id",
-            (session_key, limit),
-        )
+        rows = await self._db.fetchall(_LOAD, (session_key, limit))
+        return [decode_message(r["body"]) for r in rows]
+
+    @staticmethod
+    async def load_in(
+        tx: Transaction, session_key: str, *, limit: int = LOAD_LIMIT, last: bool = False
+    ) -> list[ChatMessage]:
+        """:meth:`load` inside a transaction the caller holds: it sees what the transaction
+        appended. ``last``: the read ends the transaction and its commit travels with it
+        (see :meth:`Transaction.fetchall`)."""
+        rows = await tx.fetchall(_LOAD, (session_key, limit), last=last)
         return [decode_message(r["body"]) for r in rows]
 
     async def append(self, session_key: str, turn_id: str, messages: Sequence[ChatMessage]) -> None:

@@ -6,7 +6,7 @@ import enum
 import time
 from dataclasses import dataclass
 
-from bot.store.db import Database
+from bot.store.db import Database, Transaction
 
 
 class InboxStatus(enum.StrEnum):
@@ -14,6 +14,14 @@ class InboxStatus(enum.StrEnum):
     PROCESSING = "processing"
     DONE = "done"
     FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InboxKey:
+    """Names one inbox entry: the channel (``kind.alias``) and the platform message id."""
+
+    channel: str
+    message_id: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -25,6 +33,11 @@ class InboxEntry:
     status: InboxStatus
     error: str | None
     payload: str = ""
+
+
+_MARK = (
+    "UPDATE inbox SET status = ?, error = ?, updated_at = ? WHERE channel = ? AND message_id = ?"
+)
 
 
 class Inbox:
@@ -63,11 +76,15 @@ class Inbox:
     async def mark(
         self, *, channel: str, message_id: str, status: InboxStatus, error: str | None = None
     ) -> None:
-        await self._db.execute(
-            "UPDATE inbox SET status = ?, error = ?, updated_at = ? "
-            "WHERE channel = ? AND message_id = ?",
-            (status, error, time.time(), channel, message_id),
-        )
+        await self._db.execute(_MARK, (status, error, time.time(), channel, message_id))
+
+    @staticmethod
+    async def mark_in(
+        tx: Transaction, key: InboxKey, status: InboxStatus, error: str | None = None
+    ) -> None:
+        """:meth:`mark` inside a transaction the caller holds, so that the new status commits
+        together with what it stands for (``processing`` with the turn's user message)."""
+        await tx.executemany(_MARK, [(status, error, time.time(), key.channel, key.message_id)])
 
     async def get(self, *, channel: str, message_id: str) -> InboxEntry | None:
         row = await self._db.fetchone(

@@ -8,8 +8,16 @@ import pytest
 
 from bot.approval.gate import Assessment
 from bot.approval.grants import GrantScope, new_grant
+from bot.approval.policy import ApprovalPolicy
 from bot.store import Store
-from tests.approval.conftest import SLACK, make_request, make_settings, service_for
+from bot.store.grants import GrantRecord
+from tests.approval.conftest import (
+    APPROVER,
+    SLACK,
+    make_request,
+    make_settings,
+    service_for,
+)
 
 CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, bool, bool, Assessment, str]] = [
     # id, [approval], channel override, tool, requires_approval, granted, expected, reason
@@ -248,3 +256,75 @@ async def test_policy_denials_and_unprompted_side_effects_are_audited(store: Sto
         ("shell", "deny", "runtime", "policy: deny list"),
         ("file_write", "allow", "runtime", "policy: auto_approve"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("approval", "tool", "requires", "looked_up", "expected", "reason"),
+    [
+        pytest.param(
+            {"auto_approve": ["shell"]},
+            "shell",
+            True,
+            False,
+            Assessment.ALLOW,
+            "auto_approve",
+            id="auto_approve allows without reading grants",
+        ),
+        pytest.param(
+            {"auto_approve": []},
+            "lookup",
+            False,
+            False,
+            Assessment.ALLOW,
+            "read-only tool",
+            id="a read-only tool is allowed without reading grants",
+        ),
+        pytest.param(
+            {},
+            "shell",
+            True,
+            True,
+            Assessment.ALLOW,
+            "grant #7",
+            id="a grant is read when it can turn ask into allow",
+        ),
+        pytest.param(
+            {"always_ask": ["shell"]},
+            "shell",
+            True,
+            False,
+            Assessment.ASK,
+            "always_ask",
+            id="always_ask is decided before grants",
+        ),
+    ],
+)
+async def test_grants_are_read_only_when_they_can_change_the_outcome(
+    approval: dict[str, Any],
+    tool: str,
+    requires: bool,
+    looked_up: bool,
+    expected: Assessment,
+    reason: str,
+) -> None:
+    """Each grant lookup is a database read per tool call; an outcome that is ALLOW anyway
+    (step 5 or 6) does not wait for one."""
+    lookups: list[str] = []
+
+    async def grant() -> GrantRecord | None:
+        lookups.append(tool)
+        return GrantRecord(
+            id=7,
+            tool=tool,
+            scope="conversation",
+            scope_key="slack.team:C1",
+            granted_by=APPROVER,
+            created_at=1.0,
+            expires_at=None,
+            revoked_at=None,
+        )
+
+    policy = ApprovalPolicy(make_settings(approval))
+    result = await policy.evaluate(make_request(tool, requires_approval=requires), grant)
+    assert (result.assessment, result.reason) == (expected, reason)
+    assert lookups == ([tool] if looked_up else [])

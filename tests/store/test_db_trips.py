@@ -102,3 +102,66 @@ async def test_history_appends_use_the_current_generation(tmp_path: Path) -> Non
         assert [m.content for m in await store.history.load("s")] == ["new"]
         rows = await store.db.fetchall("SELECT generation FROM messages ORDER BY id")
         assert [r["generation"] for r in rows] == [0, 1]
+
+
+async def test_a_read_marked_last_commits_in_the_same_trip(tmp_path: Path) -> None:
+    async with await Database.open(tmp_path / "d.db") as db:
+        await db.execute(CREATE)
+        trips = db.trips
+        async with db.transaction() as tx:
+            await tx.executemany("INSERT INTO t (v) VALUES (?)", [("a",), ("b",)])
+            rows = await tx.fetchall("SELECT v FROM t ORDER BY id", last=True)
+            assert [r["v"] for r in rows] == ["a", "b"]
+            with pytest.raises(StorageError):  # the transaction is over
+                await tx.executemany("INSERT INTO t (v) VALUES (?)", [("c",)])
+        assert db.trips - trips == 1
+        assert await values(db) == ["a", "b"]
+
+
+async def test_a_failing_last_read_rolls_back_the_transaction(tmp_path: Path) -> None:
+    async with await Database.open(tmp_path / "d.db") as db:
+        await db.execute(CREATE)
+        with pytest.raises(sqlite3.OperationalError):
+            async with db.transaction() as tx:
+                await tx.executemany("INSERT INTO t (v) VALUES (?)", [("a",)])
+                await tx.fetchall("SELECT nope FROM t", last=True)
+        assert await values(db) == []
+        await db.execute("INSERT INTO t (v) VALUES ('b')")  # no transaction was left open
+        assert await values(db) == ["b"]
+
+
+async def test_a_single_statement_on_a_locked_database_raises_storage_error(
+    tmp_path: Path,
+) -> None:
+    """A statement in its own transaction (no BEGIN of ours) reports a database that cannot
+    be written as StorageError, as a failing BEGIN IMMEDIATE does; its own errors (e.g. a
+    constraint) stay sqlite3 errors."""
+    async with await Database.open(tmp_path / "d.db") as db:
+        await db.execute(CREATE)
+        await db.execute("PRAGMA busy_timeout = 0")  # fail at once instead of after 5 s
+        holder = sqlite3.connect(tmp_path / "d.db", isolation_level=None)
+        try:
+            holder.execute("BEGIN EXCLUSIVE")
+            with pytest.raises(StorageError, match="not writable"):
+                await db.execute("INSERT INTO t (v) VALUES ('a')")
+            with pytest.raises(StorageError, match="not writable"):
+                await db.execute_returning("INSERT INTO t (v) VALUES ('a') RETURNING id")
+            holder.execute("ROLLBACK")
+        finally:
+            holder.close()
+        assert await db.execute("INSERT INTO t (v) VALUES ('a')") == 1
+        assert await values(db) == ["a"]
+
+
+async def test_a_single_statement_is_one_trip_and_all_or_nothing(tmp_path: Path) -> None:
+    async with await Database.open(tmp_path / "d.db") as db:
+        await db.execute(CREATE)
+        await db.execute("INSERT INTO t (v) VALUES ('b')")
+        trips = db.trips
+        with pytest.raises(sqlite3.IntegrityError):  # the second row conflicts
+            await db.execute("INSERT INTO t (v) VALUES ('a'), ('b')")
+        assert db.trips - trips == 1
+        assert await values(db) == ["b"]
+        async with db.transaction() as tx:  # the connection is not left in a transaction
+            await tx.executemany("INSERT INTO t (v) VALUES (?)", [("c",)])
+        assert await values(db) == ["b", "c"]
