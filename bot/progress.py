@@ -263,7 +263,8 @@ class ChannelProgress:
 
     def _changed(self) -> None:
         self._dirty = True
-        self._wake.set()
+        if self._clock() - self._last_flush >= self._interval:
+            self._wake.set()  # due now; otherwise the next tick flushes it
 
     async def _tick_forever(self) -> None:
         while not self._closed:

@@ -22,10 +22,12 @@ from bot.agent.turn import AgentBundle, TurnResult, TurnState, TurnStatus
 from bot.errors import ConfigError, ProviderError
 from bot.providers.base import ChatMessage, CompletionRequest, ProviderReply, ToolDefinition
 from bot.store import InboxStatus
-from bot.tools.pipeline import BatchVerdict, PipelineServices, ToolPipeline, TurnFacts
+from bot.tools.batch import BatchVerdict
+from bot.tools.pipeline import PipelineServices, ToolPipeline
 from bot.tools.receipt import ReceiptSigner
 from bot.tools.registry import ToolRegistry, ToolScope
 from bot.tools.spec import ToolContext
+from bot.tools.turn_facts import TurnFacts
 
 log = structlog.get_logger(__name__)
 

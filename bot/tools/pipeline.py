@@ -39,7 +39,7 @@ from bot.providers.base import ToolCallRequest
 from bot.store import Store
 from bot.tools.admission import TurnAdmission
 from bot.tools.authorization import decision_outcome, needs_approval, policy_denial, strip_marker
-from bot.tools.batch import Batch, BatchReport, BatchVerdict
+from bot.tools.batch import Batch, BatchReport
 from bot.tools.call import ParsedCall, PreparedCall
 from bot.tools.call_record import finished_event, started_event, tool_call_row
 from bot.tools.cancellation import CancelSignal, until_cancelled
@@ -60,10 +60,6 @@ from bot.tools.truncation import bound_text
 from bot.tools.turn_facts import TurnFacts
 from bot.tools.turn_gate import TurnGate
 from bot.tools.validation import resolve
-
-# BatchReport, BatchVerdict and TurnFacts moved to bot.tools.batch and bot.tools.turn_facts;
-# they are re-exported here because bot.agent.loop still imports them from this module.
-__all__ = ["BatchReport", "BatchVerdict", "PipelineServices", "ToolPipeline", "TurnFacts"]
 
 log = structlog.get_logger(__name__)
 
