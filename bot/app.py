@@ -45,7 +45,6 @@ from bot.schedules.runner import ScheduleRunner
 from bot.schedules.tools import schedule_tools
 from bot.store import Store
 from bot.tools.builtin import builtin_tools
-from bot.tools.registry import ToolRegistry
 from bot.tools.spec import ToolSpec
 
 if TYPE_CHECKING:
@@ -118,7 +117,6 @@ class App:
                 else MeteredGate(self.approvals, self.metrics),
                 tools=self.tools,
                 dynamic=self.mcp,
-                registry=self._static_registry(self.tools),
             )
             self.gateway = Gateway(
                 settings=settings,
@@ -142,11 +140,6 @@ class App:
         await self.approvals.expire_pending(reason="restart")
         await self.gateway.recover()
         log.info("app_started", channels=sorted(self.channels))
-
-    def _static_registry(self, tools: list[ToolSpec]) -> ToolRegistry | None:
-        """The registry every turn scopes, built once; ``None`` with MCP servers, whose
-        activated tools change between turns (then each turn builds its own)."""
-        return ToolRegistry(tools) if self.mcp is None else None
 
     def _build_tools(self, settings: Settings) -> list[ToolSpec]:
         if self._given_tools is not None:
@@ -254,12 +247,7 @@ class App:
         their start-up settings (see :func:`bot.daemon.restart_only_changes`)."""
         settings = with_default_channel(settings, given=bool(self._given_channels))
         tools = self._build_tools(settings)
-        bundle = dataclasses.replace(
-            self.bundle,
-            settings=settings.agent,
-            tools=tools,
-            registry=self._static_registry(tools),
-        )
+        bundle = dataclasses.replace(self.bundle, settings=settings.agent, tools=tools)
         self.settings = settings
         self.tools = tools
         self.bundle = bundle

@@ -19,7 +19,9 @@ from bot.errors import ConfigError
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Schemas are built on first validation: a model only ever nested in Settings is then
+    # built once, inside Settings' schema, instead of once on its own as well (start-up).
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class AgentConfig(_Model):
