@@ -55,6 +55,10 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 DEFAULT_CONSOLE = ChannelRef(kind="console", alias="main")
+# Adapters index the approval cards they post (``card:…`` rows of channel_state) to map a
+# reply or reaction back to its approval. A restart expires every pending approval, so an
+# old entry only serves to answer a late click; a week of them is kept.
+CARD_INDEX_KEEP_S = 7 * 24 * 3600.0
 
 
 def with_default_channel(settings: Settings, *, given: bool = False) -> Settings:
@@ -138,6 +142,9 @@ class App:
         self._runner = asyncio.create_task(self._supervise(), name="hatchway-app")
         await asyncio.sleep(0)  # let the gateway's task group open before recovery
         await self.approvals.expire_pending(reason="restart")
+        pruned = await self.store.channel_state.prune("card:", older_than_s=CARD_INDEX_KEEP_S)
+        if pruned:
+            log.info("card_index_pruned", rows=pruned)
         await self.gateway.recover()
         log.info("app_started", channels=sorted(self.channels))
 

@@ -41,7 +41,7 @@ class CardIndex:
 
     async def forget(self, conversation: str, ts: str) -> None:
         if self._store is not None:
-            await self._store.channel_state.set(self._channel, self._key(conversation, ts), "")
+            await self._store.channel_state.delete(self._channel, self._key(conversation, ts))
 
     async def find(self, conversation: str, ts: str) -> CardLocation | None:
         if self._store is None:
