@@ -10,6 +10,7 @@ is still pending. Failures the caller should know about raise
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 
 import discord
@@ -26,19 +27,28 @@ from channels.discord_threads import ThreadBook
 
 log = structlog.get_logger(__name__)
 
+CARDS_IN_MEMORY = 4096
+
 
 class CardIndex:
     """Which approval a card message belongs to, for reactions: in memory for the cards this
     process posted, and in the store when reactions decide (so a card from before a restart
     is still found)."""
 
-    def __init__(self, ref: ChannelRef, context: ChannelContext) -> None:
+    def __init__(
+        self, ref: ChannelRef, context: ChannelContext, *, keep: int = CARDS_IN_MEMORY
+    ) -> None:
         self._ref = ref
         self._context = context
-        self._cards: dict[str, str] = {}  # card message id -> approval id
+        self._keep = keep
+        # card message id -> approval id, the newest ``keep`` cards (a long-running daemon
+        # must not grow by one entry per card forever; older approvals have long expired)
+        self._cards: OrderedDict[str, str] = OrderedDict()
 
     async def remember(self, message_id: str, approval_id: str, *, persist: bool) -> None:
         self._cards[message_id] = approval_id
+        while len(self._cards) > self._keep:
+            self._cards.popitem(last=False)
         if persist:
             await self._context.store.channel_state.set(
                 str(self._ref), f"card:{message_id}", approval_id

@@ -4,14 +4,17 @@ approval button ids, reading a submitted reply, and when a stale card is closed.
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.channel import ApprovalChoice, ClickVerdict
+from bot.channel_registry import ChannelContext
 from bot.envelope import Attachment, ChannelRef
 from bot.errors import ChannelError
+from bot.store import Store
 from channels.discord_approval import (
     MAX_CONTENT,
     NO_LONGER_OPEN,
@@ -31,6 +34,7 @@ from channels.discord_normalise import (
     envelope_from_facts,
     is_addressed,
 )
+from channels.discord_outbound import CardIndex
 from channels.discord_reply import FIELD_ID, ReplySubmission, submitted_reply
 
 BOT = "900"
@@ -278,3 +282,18 @@ def test_closed_content_adds_the_line_once_within_the_limit(content: str) -> Non
     assert closed.endswith(NO_LONGER_OPEN) and closed.count(NO_LONGER_OPEN) == 1
     assert len(closed) <= MAX_CONTENT
     assert closed_content(closed) == closed
+
+
+async def test_the_in_memory_card_index_keeps_the_newest_cards_and_the_store_the_rest(
+    tmp_path: Path,
+) -> None:
+    async with await Store.open(tmp_path / "h.db") as store:
+        ref = ChannelRef(kind="discord", alias="main")
+        index = CardIndex(ref, ChannelContext(store=store), keep=3)
+        await index.remember("m0", "a0", persist=True)  # reactions on: also in the store
+        for n in range(1, 6):
+            await index.remember(f"m{n}", f"a{n}", persist=False)
+        assert await index.approval_for("m5") == "a5"
+        assert await index.approval_for("m3") == "a3"
+        assert await index.approval_for("m2") is None  # evicted, never stored
+        assert await index.approval_for("m0") == "a0"  # evicted from memory, found in the store
