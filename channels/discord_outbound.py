@@ -10,7 +10,6 @@ is still pending. Failures the caller should know about raise
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 
 import discord
@@ -27,37 +26,22 @@ from channels.discord_threads import ThreadBook
 
 log = structlog.get_logger(__name__)
 
-CARDS_IN_MEMORY = 4096
-
 
 class CardIndex:
-    """Which approval a card message belongs to, for reactions: in memory for the cards this
-    process posted, and in the store when reactions decide (so a card from before a restart
-    is still found)."""
+    """Which approval a card message belongs to, for reactions (the only clicks that name a
+    message, not an approval). Kept in the store, so a card from before a restart is still
+    found; only pending cards posted while reactions decide are recorded."""
 
-    def __init__(
-        self, ref: ChannelRef, context: ChannelContext, *, keep: int = CARDS_IN_MEMORY
-    ) -> None:
+    def __init__(self, ref: ChannelRef, context: ChannelContext) -> None:
         self._ref = ref
         self._context = context
-        self._keep = keep
-        # card message id -> approval id, the newest ``keep`` cards (a long-running daemon
-        # must not grow by one entry per card forever; older approvals have long expired)
-        self._cards: OrderedDict[str, str] = OrderedDict()
 
-    async def remember(self, message_id: str, approval_id: str, *, persist: bool) -> None:
-        self._cards[message_id] = approval_id
-        while len(self._cards) > self._keep:
-            self._cards.popitem(last=False)
-        if persist:
-            await self._context.store.channel_state.set(
-                str(self._ref), f"card:{message_id}", approval_id
-            )
+    async def remember(self, message_id: str, approval_id: str) -> None:
+        await self._context.store.channel_state.set(
+            str(self._ref), f"card:{message_id}", approval_id
+        )
 
     async def approval_for(self, message_id: str) -> str | None:
-        known = self._cards.get(message_id)
-        if known is not None:
-            return known
         return await self._context.store.channel_state.get(str(self._ref), f"card:{message_id}")
 
 
@@ -155,9 +139,8 @@ class Outbound:
                 f"{self.ref}: posting an approval card failed: HTTP {exc.status}"
             ) from exc
         message_id = str(message.id)
-        with_reactions = self._reactions and card.state is CardState.PENDING
-        await self._cards.remember(message_id, card.approval_id, persist=with_reactions)
-        if with_reactions:
+        if self._reactions and card.state is CardState.PENDING:
+            await self._cards.remember(message_id, card.approval_id)
             for emoji in CARD_REACTIONS:
                 await self.react(target, message_id, emoji)
         return SentMessage(target=target, message_id=message_id)
