@@ -45,6 +45,7 @@ from bot.schedules.runner import ScheduleRunner
 from bot.schedules.tools import schedule_tools
 from bot.store import Store
 from bot.tools.builtin import builtin_tools
+from bot.tools.receipt import ReceiptSigner
 from bot.tools.spec import ToolSpec
 
 if TYPE_CHECKING:
@@ -121,6 +122,7 @@ class App:
                 else MeteredGate(self.approvals, self.metrics),
                 tools=self.tools,
                 dynamic=self.mcp,
+                signer=ReceiptSigner.from_settings(settings.agent),
             )
             self.gateway = Gateway(
                 settings=settings,
@@ -254,7 +256,12 @@ class App:
         their start-up settings (see :func:`bot.daemon.restart_only_changes`)."""
         settings = with_default_channel(settings, given=bool(self._given_channels))
         tools = self._build_tools(settings)
-        bundle = dataclasses.replace(self.bundle, settings=settings.agent, tools=tools)
+        bundle = dataclasses.replace(
+            self.bundle,
+            settings=settings.agent,
+            tools=tools,
+            signer=ReceiptSigner.from_settings(settings.agent),
+        )
         self.settings = settings
         self.tools = tools
         self.bundle = bundle

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from bot.app import CARD_INDEX_KEEP_S, App
+from bot.errors import ConfigError
 from bot.store import Store
 from tests.fakes.openai_server import OpenAIFake
 from tests.test_console import Terminal, settings_for
@@ -39,3 +40,14 @@ async def test_start_prunes_card_index_rows_older_than_a_week(
     with sqlite3.connect(path) as conn:
         keys = sorted(k for (k,) in conn.execute("SELECT key FROM channel_state"))
     assert keys == ["card:recent", "offset"]
+
+
+async def test_receipts_without_a_key_fail_at_start_not_mid_turn(
+    fake: OpenAIFake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HATCHWAY_TEST_OPENAI_KEY", "sk-test-not-a-real-key-000")
+    monkeypatch.delenv("HATCHWAY_RECEIPT_KEY", raising=False)
+    settings = settings_for(fake, tmp_path, receipts=True, receipt_key_env="HATCHWAY_RECEIPT_KEY")
+    with pytest.raises(ConfigError, match="HATCHWAY_RECEIPT_KEY"):
+        async with App(settings, channels={"console.main": Terminal().channel}):
+            pass

@@ -19,12 +19,11 @@ import structlog
 from bot.agent.cancel_scope import unless_cancelled
 from bot.agent.context_window import fit_history
 from bot.agent.turn import AgentBundle, TurnResult, TurnState, TurnStatus
-from bot.errors import ConfigError, ProviderError
+from bot.errors import ProviderError
 from bot.providers.base import ChatMessage, CompletionRequest, ProviderReply, ToolDefinition
 from bot.store import InboxStatus
 from bot.tools.batch import BatchVerdict
 from bot.tools.pipeline import PipelineServices, ToolPipeline
-from bot.tools.receipt import ReceiptSigner
 from bot.tools.registry import ToolRegistry, ToolScope
 from bot.tools.spec import ToolContext
 from bot.tools.turn_facts import TurnFacts
@@ -76,7 +75,7 @@ async def run_turn(bundle: AgentBundle, state: TurnState) -> TurnResult:
             observer=bundle.observer,
             scheduler=bundle.scheduler,
             locks=bundle.path_locks,
-            signer=_signer(bundle),
+            signer=bundle.signer,
             retry=bundle.retry,
         ),
         executor=executor,
@@ -227,13 +226,3 @@ async def _salvage(bundle: AgentBundle, state: TurnState, pipeline: ToolPipeline
     report = await pipeline.salvage()
     if report is not None:
         _history(state).extend(report.messages)
-
-
-def _signer(bundle: AgentBundle) -> ReceiptSigner | None:
-    if bundle.signer is not None or not bundle.settings.receipts:
-        return bundle.signer
-    try:
-        return ReceiptSigner.from_settings(bundle.settings)
-    except ConfigError as exc:
-        log.error("receipt_key_missing", error=str(exc))
-        return None
