@@ -55,8 +55,17 @@ log = structlog.get_logger(__name__)
 READY_POLL_S = 0.02
 STATUS_REFRESH_S = 5.0
 # Sections that are read once at start: a change is logged and takes effect on restart.
-RESTART_ONLY = ("providers", "storage", "server", "logging", "mcp", "schedules", "state_dir")
-RESTART_ONLY_AGENT = ("provider", "fallback", "max_concurrent_turns")
+RESTART_ONLY = ("providers", "storage", "server", "logging", "state_dir")
+# Within sections that reload: what is read only once. (MCP filter groups and threshold, and
+# the scheduler's policy, grace and tick, are applied by App.reload.)
+RESTART_ONLY_NESTED = (
+    ("agent", "provider"),
+    ("agent", "fallback"),
+    ("agent", "max_concurrent_turns"),
+    ("mcp", "servers"),
+    ("schedules", "enabled"),
+    ("schedules", "max_jobs_per_conversation"),
+)
 _COMMON_FIELDS = frozenset(ChannelCommon.model_fields)
 
 
@@ -73,9 +82,9 @@ def restart_only_changes(old: Settings, new: Settings) -> list[str]:
     """Dotted keys that differ between ``old`` and ``new`` but are only read at start."""
     changed = [key for key in RESTART_ONLY if getattr(old, key) != getattr(new, key)]
     changed += [
-        f"agent.{key}"
-        for key in RESTART_ONLY_AGENT
-        if getattr(old.agent, key) != getattr(new.agent, key)
+        f"{section}.{key}"
+        for section, key in RESTART_ONLY_NESTED
+        if getattr(getattr(old, section), key) != getattr(getattr(new, section), key)
     ]
     before = {(k, a): c for k, a, c in old.channels.all()}
     after = {(k, a): c for k, a, c in new.channels.all()}

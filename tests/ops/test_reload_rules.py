@@ -34,6 +34,13 @@ def settings(**changes: Any) -> Any:
         ({"channels": {}}, ["channels.telegram.main"]),
         ({"server": {"enabled": True}}, ["server"]),
         ({"agent": {"max_concurrent_turns": 2}}, ["agent.max_concurrent_turns"]),
+        ({"schedules": {"missed_run_policy": "skip", "tick_s": 5}}, []),  # applied on reload
+        ({"schedules": {"enabled": False}}, ["schedules.enabled"]),
+        ({"mcp": {"deferred_threshold": 3}}, []),  # applied on reload
+        (
+            {"mcp": {"servers": {"x": {"command": ["true"]}}}},
+            ["mcp.servers"],
+        ),
         (
             {
                 "providers": {

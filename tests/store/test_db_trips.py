@@ -61,13 +61,17 @@ async def test_cancelled_while_committing_leaves_no_open_transaction(tmp_path: P
             async with db.transaction() as tx:
                 await tx.executemany("INSERT INTO t (v) VALUES (?)", [(f"v{n}",)])
 
+        cancelled = 0
         for n in range(50):
             task = asyncio.ensure_future(write(n))
             for _ in range(n % 4):
                 await asyncio.sleep(0)
             task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await task
+            try:
+                await task  # may have committed before the cancel landed: both are fine
+            except asyncio.CancelledError:
+                cancelled += 1
+        assert cancelled > 0  # the cancel did land mid-transaction at least sometimes
         await write(999)  # BEGIN would fail if a transaction had been left open
         assert "v999" in await values(db)
 
