@@ -175,6 +175,10 @@ class ChannelProgress:
 
     async def start(self) -> None:
         """Start the ticker (typing refresh and throttled flushes)."""
+        self._ensure_ticker()
+
+    def _ensure_ticker(self) -> None:
+        # the one owned background task, cancelled by aclose()
         if self._ticker is None and not self._closed:
             self._ticker = asyncio.create_task(self._tick_forever(), name="progress-ticker")
 
@@ -251,10 +255,7 @@ class ChannelProgress:
     # -- internals ---------------------------------------------------------------------
 
     def _show(self, key: str, line: str) -> None:
-        if self._ticker is None and not self._closed:
-            # started lazily when the owner did not call start(): the task is still owned
-            # and cancelled by aclose()
-            self._ticker = asyncio.create_task(self._tick_forever(), name="progress-ticker")
+        self._ensure_ticker()  # started lazily when the owner did not call start()
         if self._caps.can_edit:
             self._lines[key] = line
         else:

@@ -38,7 +38,6 @@ class McpCatalog:
         environ: Mapping[str, str] | None = None,
         errlog: TextIO | None = None,
     ) -> None:
-        self._config = config
         self.connections: dict[str, McpConnection] = {
             name: McpConnection(
                 name, server, environ=environ, errlog=errlog, on_tools=self._refresh
@@ -53,7 +52,6 @@ class McpCatalog:
 
     def update_settings(self, config: McpConfig) -> None:
         """Apply reloaded filter groups and threshold; server definitions need a restart."""
-        self._config = config
         self._activation.update_settings(config)
 
     async def run(self) -> None:

@@ -77,11 +77,6 @@ class Schedules:
         )
         return [_row(r) for r in rows]
 
-    async def next_due_at(self) -> float | None:
-        """The earliest ``next_run_at`` of an enabled job (None when nothing is pending)."""
-        found = await self._db.fetchone("SELECT MIN(next_run_at) FROM schedules WHERE enabled = 1")
-        return None if found is None or found[0] is None else float(found[0])
-
     async def mark_run(
         self, job_id: str, *, last_run_at: float | None, next_run_at: float | None
     ) -> None:
@@ -94,9 +89,7 @@ class Schedules:
 
     async def remove(self, job_id: str) -> bool:
         """Delete a job; False when there was none with that id."""
-        async with self._db.transaction() as tx:
-            found = await tx.fetchone("SELECT 1 FROM schedules WHERE id = ?", (job_id,))
-            if found is None:
-                return False
-            await tx.execute("DELETE FROM schedules WHERE id = ?", (job_id,))
-            return True
+        found = await self._db.execute_returning(
+            "DELETE FROM schedules WHERE id = ? RETURNING id", (job_id,)
+        )
+        return found is not None
