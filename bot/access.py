@@ -131,9 +131,10 @@ class AccessPolicy:
         self, env: IngressEnvelope, cfg: ChannelCommon, code: str
     ) -> AccessDecision:
         if env.sender.id not in cfg.approvers:
-            if env.is_direct and not _allowed_user(cfg, env.sender.id):
-                return await self._check_direct(env, cfg)
-            if not env.is_direct and not _allowed_user(cfg, env.sender.id):
+            if not _allowed_user(cfg, env.sender.id):
+                # a stranger's "/pair" is an ordinary message from a stranger
+                if env.is_direct:
+                    return await self._check_direct(env, cfg)
                 return self._deny("pair from non-approver", env)
             return AccessDecision(
                 allowed=False, reply=PAIR_NOT_AUTHORISED, reason="pair from non-approver"

@@ -82,13 +82,14 @@ class PairingBook:
         wanted = normalise_code(code)
         found = await self._store.pairings.get(wanted)
         now = self._clock()
+        unknown = PairingOutcome(approved=False, message="No pending pairing with that code.")
         if found is None or not found.pending_at(now):
-            return PairingOutcome(approved=False, message="No pending pairing with that code.")
+            return unknown
         if channel is not None and found.channel != str(channel):
-            return PairingOutcome(approved=False, message="No pending pairing with that code.")
+            return unknown
         record = await self._store.pairings.approve(wanted, approver, now)
         if record is None:
-            return PairingOutcome(approved=False, message="No pending pairing with that code.")
+            return unknown
         log.info(
             "pairing_approved", channel=record.channel, user_id=record.user_id, approved_by=approver
         )

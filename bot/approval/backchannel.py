@@ -244,9 +244,7 @@ class Backchannel:
             )
             return refused
         if record.status is not ApprovalStatus.PENDING:
-            if record.status is ApprovalStatus.EXPIRED:
-                return ClickVerdict.UNKNOWN
-            return ClickVerdict.ALREADY_DECIDED
+            return _settled(record)
         if now >= record.expires_at:
             return ClickVerdict.UNKNOWN
         status, grant, reply = ApprovalStatus.APPROVED, None, None
@@ -290,11 +288,7 @@ class Backchannel:
         if record is None:
             return ClickVerdict.UNKNOWN
         if record.status is not ApprovalStatus.PENDING:
-            return (
-                ClickVerdict.UNKNOWN
-                if record.status is ApprovalStatus.EXPIRED
-                else ClickVerdict.ALREADY_DECIDED
-            )
+            return _settled(record)
         now = self._clock()
         status = ApprovalStatus.APPROVED if approve else ApprovalStatus.DENIED
         won = await self._store.approvals.resolve(
@@ -340,6 +334,14 @@ class Backchannel:
         event = self._wakeups.get(approval_id)
         if event is not None:
             event.set()
+
+
+def _settled(record: ApprovalRecord) -> ClickVerdict:
+    """What a decision on a row that is no longer pending gets: an expired request reads as
+    unknown (there is nothing left to decide), anything else as already decided."""
+    if record.status is ApprovalStatus.EXPIRED:
+        return ClickVerdict.UNKNOWN
+    return ClickVerdict.ALREADY_DECIDED
 
 
 def _ref(sent: SentMessage) -> CardRef:

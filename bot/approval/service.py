@@ -56,7 +56,6 @@ class ApprovalService:
         *,
         poll_interval_s: float = 1.0,
     ) -> None:
-        self._settings = settings
         self._store = store
         self._channel_for = channel_for
         self._clock = clock
@@ -68,7 +67,6 @@ class ApprovalService:
 
     def update_settings(self, settings: Settings) -> None:
         """Swap in reloaded settings (SIGHUP): approvers and policy of later requests."""
-        self._settings = settings
         self._policy.update_settings(settings)
 
     async def assess(self, request: ApprovalRequest) -> PolicyResult:

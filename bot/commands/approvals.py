@@ -7,10 +7,9 @@ the card itself.
 from __future__ import annotations
 
 import argparse
-from datetime import UTC, datetime
 from typing import Any
 
-from bot.commands.operator import operator_name, operator_store
+from bot.commands.operator import operator_name, operator_store, when
 
 
 def register(subparsers: Any) -> None:
@@ -32,10 +31,6 @@ def register(subparsers: Any) -> None:
         cmd.set_defaults(handler=_decide, approve=action == "approve")
 
 
-def _when(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
-
-
 async def _list(args: argparse.Namespace) -> int:
     from bot.store.approvals import ApprovalStatus
 
@@ -48,7 +43,7 @@ async def _list(args: argparse.Namespace) -> int:
     for r in records:
         print(
             f"{r.id}  {r.status:<8}  {r.tool}  {r.channel} {r.conversation_id}  "
-            f"by {r.requester}  created {_when(r.created_at)}  expires {_when(r.expires_at)}"
+            f"by {r.requester}  created {when(r.created_at)}  expires {when(r.expires_at)}"
             + (f"  decided by {r.decided_by}" if r.decided_by else "")
         )
         for line in r.summary:

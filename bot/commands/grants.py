@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import time
-from datetime import UTC, datetime
 from typing import Any
 
-from bot.commands.operator import operator_store
+from bot.commands.operator import operator_store, when
 
 
 def register(subparsers: Any) -> None:
@@ -25,10 +24,6 @@ def register(subparsers: Any) -> None:
     revoke.set_defaults(handler=_revoke)
 
 
-def _when(ts: float | None) -> str:
-    return "never" if ts is None else datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
-
-
 async def _list(args: argparse.Namespace) -> int:
     now = time.time()
     async with operator_store(args) as (_settings, store):
@@ -41,7 +36,7 @@ async def _list(args: argparse.Namespace) -> int:
         where = g.scope_key or "everywhere"
         print(
             f"{g.id}  {state:<7}  {g.tool}  {g.scope}:{where}  by {g.granted_by}  "
-            f"created {_when(g.created_at)}  expires {_when(g.expires_at)}"
+            f"created {when(g.created_at)}  expires {when(g.expires_at)}"
         )
     return 0
 

@@ -1,4 +1,5 @@
-"""What the ops subcommands share: the operator's identity and the database from the config.
+"""What the ops subcommands share: the operator's identity, the database from the config and
+how listings show times.
 
 Ops commands run in their own process next to the daemon; they open the same SQLite file
 (WAL allows it) and record the operator as ``operator:$USER``.
@@ -11,6 +12,7 @@ import getpass
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -28,6 +30,11 @@ def operator_name() -> str:
         except OSError:
             name = "unknown"
     return f"operator:{name}"
+
+
+def when(ts: float | None) -> str:
+    """A stored epoch as the listings show it: ISO UTC to the second, or "never"."""
+    return "never" if ts is None else datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
 
 
 def settings_for(args: argparse.Namespace) -> Settings:

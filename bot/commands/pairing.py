@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import time
-from datetime import UTC, datetime
 from typing import Any
 
-from bot.commands.operator import operator_name, operator_store
+from bot.commands.operator import operator_name, operator_store, when
 
 
 def register(subparsers: Any) -> None:
@@ -25,10 +24,6 @@ def register(subparsers: Any) -> None:
     approve.set_defaults(handler=_approve)
 
 
-def _when(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="seconds")
-
-
 async def _list(args: argparse.Namespace) -> int:
     now = time.time()
     async with operator_store(args) as (_settings, store):
@@ -37,11 +32,9 @@ async def _list(args: argparse.Namespace) -> int:
         print("no pairings")
         return 0
     for p in records:
-        state = "pending" if p.pending_at(now) else p.status
-        if p.status == "pending" and not p.pending_at(now):
-            state = "expired"
+        state = "expired" if p.status == "pending" and not p.pending_at(now) else p.status
         who = f"{p.display_name} ({p.user_id})" if p.display_name else p.user_id
-        tail = f"approved by {p.approved_by}" if p.approved_by else f"expires {_when(p.expires_at)}"
+        tail = f"approved by {p.approved_by}" if p.approved_by else f"expires {when(p.expires_at)}"
         print(f"{p.code}  {state:<8}  {p.channel}  {who}  {tail}")
     return 0
 

@@ -94,7 +94,7 @@ async def dispatch(
         done = live.get(index)
         if done is not None and not (done.cancelled() and index in stopped):
             raise asyncio.CancelledError  # cancelled by the handler itself, not the token
-        before_launch = done is None or not slots.launched(index)
+        before_launch = not slots.launched(index)
         slots.fill(
             index, interrupted(call_id=call.call_id, tool=call.name, before_launch=before_launch)
         )
