@@ -84,9 +84,11 @@ def _signal_group(pgid: int, sig: int) -> bool:
 def _group_alive(pgid: int) -> bool:
     """Whether a live (non-zombie) process is left in the group. Zombies count as gone: an
     orphaned child waits for init to reap it, which some container inits do slowly."""
+    if not _signal_group(pgid, 0):
+        return False  # the kernel knows of none: no need to read /proc
     proc_dir = Path("/proc")
     if not proc_dir.is_dir():
-        return _signal_group(pgid, 0)
+        return True
     for entry in proc_dir.iterdir():
         if not entry.name.isdigit():
             continue
