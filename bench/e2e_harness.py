@@ -37,7 +37,7 @@ from typing import ClassVar, Protocol
 
 from aiohttp import web
 
-from bench.machine import describe_machine, percentile
+from bench.machine import describe_machine, percentile, process_cpu_s
 from tests.fakes.openai_server import OpenAIFake
 from tests.ops.daemon_process import DaemonProcess, start_daemon
 
@@ -165,12 +165,6 @@ class Measurement:
 
     samples: list[float]
     daemon_cpu_s: float
-
-
-def process_cpu_s(pid: int) -> float:
-    """User + system CPU time ``pid`` has used so far, from ``/proc/PID/stat``."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def measure(platform: BenchPlatform, args: argparse.Namespace) -> Measurement:

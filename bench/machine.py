@@ -1,10 +1,11 @@
-"""What every benchmark prints with its figures: the machine, and percentiles."""
+"""What every benchmark prints with its figures: the machine, percentiles, process CPU time."""
 
 from __future__ import annotations
 
 import os
 import platform
 from collections.abc import Sequence
+from pathlib import Path
 
 
 def describe_machine() -> str:
@@ -22,3 +23,9 @@ def percentile(ordered: Sequence[float], q: float) -> float:
     if not ordered:
         return float("nan")
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU time ``pid`` has used so far, from ``/proc/PID/stat``."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

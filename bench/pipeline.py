@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 
 import structlog
 
-from bench.machine import describe_machine
+from bench.machine import describe_machine, percentile
 from bot.agent.turn import CancelToken
 from bot.approval.gate import (
     ApprovalDecision,
@@ -176,7 +176,7 @@ async def measure_commit(store: Store, steps: int) -> list[float]:
 def report(label: str, samples: list[float]) -> None:
     ordered = sorted(samples)
     median = statistics.median(ordered) * 1000
-    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000
+    p99 = percentile(ordered, 0.99) * 1000
     print(f"{label:<36} n={len(samples):>6}  median={median:6.3f} ms  p99={p99:6.3f} ms")
 
 

@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
 
+from bench.machine import percentile  # noqa: E402
 from bot.app import App  # noqa: E402
 from bot.config import parse_settings  # noqa: E402
 from bot.logs import configure_logging  # noqa: E402
@@ -90,13 +91,6 @@ def rss_mb() -> float:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return 0.0
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 async def watch(
@@ -261,10 +255,11 @@ async def soak(args: argparse.Namespace) -> int:
     print(f"lost                 {len(lost)}  {lost[:10]}")
     print(f"duplicated           {len(duplicated)}  {duplicated[:10]}")
     print(f"throughput           {total / elapsed_s:.1f} turns/s over {elapsed_s:.1f} s")
+    latency_s = sorted(ledger.latency_s)
     print(
         "reply latency        "
-        f"p50 {percentile(ledger.latency_s, 0.5) * 1000:.0f} ms, "
-        f"p95 {percentile(ledger.latency_s, 0.95) * 1000:.0f} ms, "
+        f"p50 {percentile(latency_s, 0.5) * 1000:.0f} ms, "
+        f"p95 {percentile(latency_s, 0.95) * 1000:.0f} ms, "
         f"max {max(ledger.latency_s, default=float('nan')) * 1000:.0f} ms"
     )
     print(

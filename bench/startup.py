@@ -44,7 +44,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from bench.machine import describe_machine
+from bench.machine import describe_machine, process_cpu_s
 from tests.fakes.discord_server import BOT_TOKEN as DISCORD_TOKEN
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.openai_server import OpenAIFake
@@ -150,12 +150,6 @@ format = "json"
     return path
 
 
-def cpu_s(pid: int) -> float:
-    """User + system CPU seconds used so far by process ``pid`` (Linux ``/proc``)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Start:
     ready_s: float  # spawn → READY=1
@@ -170,7 +164,7 @@ async def measure_start(config: Path) -> Start:
     async with start_daemon(config) as daemon:
         ready = await daemon.wait_notify("READY", "1")
         ready_s = time.monotonic() - started
-        ready_cpu_s = cpu_s(daemon.proc.pid)
+        ready_cpu_s = process_cpu_s(daemon.proc.pid)
         status = ready.get("STATUS", "")
         if not status:
             statuses = [m["STATUS"] for m in daemon.notify.messages if "STATUS" in m]

@@ -33,10 +33,11 @@ import os
 import resource
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from bench.machine import describe_machine, percentile
+from bench.pipeline import NOOP
 from bot.app import App
 from bot.channel import (
     ApprovalCard,
@@ -54,26 +55,10 @@ from bot.envelope import (
 )
 from bot.logs import configure_logging
 from bot.providers.base import CompletionRequest, ProviderReply
-from bot.tools.spec import ToolContext, ToolKind, ToolResult, ToolSpec
 from tests.fakes.scripted_provider import ScriptedProvider, call, reply
 
 CHANNEL = ChannelRef(kind="console", alias="main")
 FINAL = "done"
-
-
-async def noop(arguments: Mapping[str, object], context: ToolContext) -> ToolResult:
-    return "ok"
-
-
-NOOP = ToolSpec(
-    name="noop",
-    description="does nothing",
-    parameters={"type": "object", "properties": {"n": {"type": "integer"}}},
-    handler=noop,
-    requires_approval=False,
-    kind=ToolKind.READ_ONLY,
-    concurrency_safe=True,
-)
 
 
 def decide(request: CompletionRequest) -> ProviderReply:

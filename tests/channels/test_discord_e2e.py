@@ -19,13 +19,14 @@ import pytest
 from bot.app import App
 from bot.channel import ClickVerdict, HealthState
 from bot.config import Settings, parse_settings
-from bot.tools.spec import ToolContext, ToolSpec
 from channels.discord import DiscordChannel
 from channels.discord_markup import render_chunks
 from tests.channels.test_discord import ALICE, BOT, BOT_ID, DM, GENERAL, said
 from tests.channels.test_discord_approval import BOB, CAROL, click, ephemeral_text
 from tests.channels.test_discord_reply import submit_reply
-from tests.fakes.discord_server import BOT_TOKEN, FakeDiscord, wait_for_health
+from tests.fakes.channel_health import wait_for_health
+from tests.fakes.discord_server import BOT_TOKEN, FakeDiscord
+from tests.fakes.recording_tool import deploy_tool
 from tests.fakes.scripted_provider import ScriptedProvider, call, reply
 
 
@@ -58,23 +59,6 @@ def settings_for(fake: FakeDiscord, tmp_path: Path) -> Settings:
         },
         environ={},
         require_provider=False,
-    )
-
-
-def deploy_tool(ran: list[Mapping[str, object]]) -> ToolSpec:
-    async def deploy(arguments: Mapping[str, object], context: ToolContext) -> str:
-        ran.append(dict(arguments))
-        return "deployed v2"
-
-    return ToolSpec(
-        name="deploy",
-        description="Deploy a version.",
-        parameters={
-            "type": "object",
-            "properties": {"version": {"type": "string"}},
-            "required": ["version"],
-        },
-        handler=deploy,
     )
 
 

@@ -9,7 +9,6 @@ Deny with a reply goes through the modal to the model; a card left with buttons 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -24,9 +23,10 @@ from bot.config import Settings, SlackChannelConfig, parse_settings
 from bot.envelope import ChannelRef, DeliveryTarget
 from bot.store import Store
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
-from bot.tools.spec import ToolContext, ToolSpec
 from channels.slack import SlackChannel, SlackCredentials
 from channels.slack_blocks import CLOSED_NOTE
+from tests.fakes.channel_health import wait_for_health
+from tests.fakes.recording_tool import deploy_tool
 from tests.fakes.scripted_provider import ScriptedProvider, call, reply
 from tests.fakes.slack_server import (
     BOT_USER,
@@ -52,13 +52,6 @@ async def slack() -> AsyncIterator[FakeSlack]:
     async with FakeSlack(BOT_TOKEN, APP_TOKEN) as fake:
         fake.users[REQUESTER] = person(REQUESTER, "Ann")
         yield fake
-
-
-async def wait_health(channel: SlackChannel, state: HealthState, wait_s: float = 10) -> None:
-    async with asyncio.timeout(wait_s):
-        # The Channel protocol exposes health as a plain property, without change events.
-        while channel.health.state is not state:  # noqa: ASYNC110
-            await asyncio.sleep(0.01)
 
 
 def channel_values(slack: FakeSlack) -> dict[str, Any]:
@@ -92,23 +85,6 @@ def slack_channel(slack: FakeSlack) -> SlackChannel:
     )
 
 
-def deploy_tool(ran: list[Mapping[str, object]]) -> ToolSpec:
-    async def deploy(arguments: Mapping[str, object], context: ToolContext) -> str:
-        ran.append(dict(arguments))
-        return "deployed"
-
-    return ToolSpec(
-        name="deploy",
-        description="Deploy a version.",
-        parameters={
-            "type": "object",
-            "properties": {"version": {"type": "string"}},
-            "required": ["version"],
-        },
-        handler=deploy,
-    )
-
-
 def has_buttons(message: JSON) -> bool:
     return any(block.get("type") == "actions" for block in message.get("blocks") or [])
 
@@ -126,7 +102,7 @@ async def test_mention_approval_and_threaded_answer(slack: FakeSlack, tmp_path: 
         tools=[deploy_tool(ran)],
     )
     async with app:
-        await wait_health(channel, HealthState.CONNECTED)
+        await wait_for_health(channel, HealthState.CONNECTED)
         mention = message_event(f"<@{BOT_USER}> deploy v2", kind="app_mention", ts=MENTION_TS)
         await slack.push("events_api", event_callback(mention))
 
@@ -199,7 +175,7 @@ async def test_deny_with_a_reply_reaches_the_model_instead_of_the_tool(
         tools=[deploy_tool(ran)],
     )
     async with app:
-        await wait_health(channel, HealthState.CONNECTED)
+        await wait_for_health(channel, HealthState.CONNECTED)
         mention = message_event(f"<@{BOT_USER}> deploy v2", kind="app_mention", ts=MENTION_TS)
         await slack.push("events_api", event_callback(mention))
         await slack.wait_for("chat.postMessage", where=lambda p: "blocks" in p)
@@ -268,7 +244,7 @@ async def test_a_card_posted_just_before_a_crash_loses_its_buttons_when_clicked(
     channel = slack_channel(slack)
     app = App(settings, provider=ScriptedProvider(), channels={str(REF): channel}, tools=[])
     async with app:
-        await wait_health(channel, HealthState.CONNECTED)
+        await wait_for_health(channel, HealthState.CONNECTED)
         notice = RESTART_NOTICE.format(tool="deploy")
         await slack.wait_for("chat.postMessage", where=lambda p: p.get("text") == notice)
         expired = await app.store.approvals.get(record.id)

@@ -28,9 +28,9 @@ from bot.channel import ClickVerdict, HealthState
 from bot.config import Settings, parse_settings
 from bot.envelope import DeliveryTarget
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
-from bot.tools.spec import ToolContext, ToolSpec
 from channels.telegram import TelegramChannel
-from tests.channels.test_telegram import wait_health
+from tests.fakes.channel_health import wait_for_health
+from tests.fakes.recording_tool import deploy_tool
 from tests.fakes.scripted_provider import ScriptedProvider, call, reply
 from tests.fakes.telegram_server import (
     JSON,
@@ -84,27 +84,10 @@ def settings_for(tg: FakeTelegram, tmp_path: Path) -> Settings:
     )
 
 
-def deploy_tool(ran: list[Mapping[str, object]]) -> ToolSpec:
-    async def deploy(arguments: Mapping[str, object], context: ToolContext) -> str:
-        ran.append(dict(arguments))
-        return "deployed v2"
-
-    return ToolSpec(
-        name="deploy",
-        description="Deploy a version.",
-        parameters={
-            "type": "object",
-            "properties": {"version": {"type": "string"}},
-            "required": ["version"],
-        },
-        handler=deploy,
-    )
-
-
 async def started(app: App) -> TelegramChannel:
     channel = app.channels["telegram.main"]
     assert isinstance(channel, TelegramChannel)
-    await wait_health(channel, HealthState.CONNECTED)
+    await wait_for_health(channel, HealthState.CONNECTED)
     return channel
 
 

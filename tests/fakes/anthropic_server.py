@@ -34,18 +34,6 @@ class AnthropicFake(ScriptedServer):
     def base_url(self) -> str:
         return self.origin
 
-    def queue_text(self, text: str, *, cut_after: int | None = None) -> None:
-        self.queue(Reply(text=text, cut_after=cut_after))
-
-    def queue_tool_calls(
-        self,
-        calls: Sequence[tuple[str, Mapping[str, object]]],
-        *,
-        text: str = "",
-        cut_after: int | None = None,
-    ) -> None:
-        self.queue(Reply(text=text, tool_calls=tuple(calls), cut_after=cut_after))
-
     def queue_stream(
         self, events: Sequence[tuple[str, JsonObject]], *, cut_after: int | None = None
     ) -> None:

@@ -32,6 +32,7 @@ from typing import Any, cast
 from aiohttp import WSMsgType, web
 
 from bot.channel import Channel, ChannelHost, HealthState
+from tests.fakes.channel_health import wait_for_health
 from tests.fakes.recording_host import RecordingHost as SharedRecordingHost
 from tests.fakes.recording_host import approver_verdict
 
@@ -762,14 +763,6 @@ class RecordingHost(SharedRecordingHost):
         super().__init__(
             approver_verdict(approvers=approvers, approver_roles=approver_roles, pending=pending)
         )
-
-
-async def wait_for_health(channel: Channel, *states: HealthState, within: float = 10.0) -> None:
-    """Wait until the channel's health is one of ``states``."""
-    async with asyncio.timeout(within):
-        # Health is a plain property with no change notification, so it is polled.
-        while channel.health.state not in states:  # noqa: ASYNC110
-            await asyncio.sleep(0.005)
 
 
 @asynccontextmanager

@@ -134,6 +134,20 @@ class ScriptedServer:
     def queue(self, item: ScriptItem) -> None:
         self._script.append(item)
 
+    def queue_text(self, text: str, *, cut_after: int | None = None) -> None:
+        """A plain answer."""
+        self.queue(Reply(text=text, cut_after=cut_after))
+
+    def queue_tool_calls(
+        self,
+        calls: Sequence[tuple[str, Mapping[str, object]]],
+        *,
+        text: str = "",
+        cut_after: int | None = None,
+    ) -> None:
+        """An answer calling ``calls`` (name, arguments) in order, with optional text."""
+        self.queue(Reply(text=text, tool_calls=tuple(calls), cut_after=cut_after))
+
     def queue_error(
         self, status: int, headers: Mapping[str, str] | None = None, message: str = "error"
     ) -> None:
@@ -263,20 +277,6 @@ class OpenAIFake(ScriptedServer):
     @property
     def base_url(self) -> str:
         return f"{self.origin}/v1"
-
-    def queue_text(self, text: str, *, cut_after: int | None = None) -> None:
-        """A plain answer."""
-        self.queue(Reply(text=text, cut_after=cut_after))
-
-    def queue_tool_calls(
-        self,
-        calls: Sequence[tuple[str, Mapping[str, object]]],
-        *,
-        text: str = "",
-        cut_after: int | None = None,
-    ) -> None:
-        """An answer calling ``calls`` (name, arguments) in order, with optional text."""
-        self.queue(Reply(text=text, tool_calls=tuple(calls), cut_after=cut_after))
 
     def queue_stream(
         self, chunks: Sequence[JsonObject], *, cut_after: int | None = None, done: bool = True

@@ -21,15 +21,14 @@ import pytest
 
 from bot.app import App
 from bot.channel import HealthState
-from bot.config import SlackChannelConfig, parse_settings
 from bot.providers.base import CompletionRequest, ProviderReply
-from channels.slack import SlackChannel, SlackCredentials
 from tests.channels.test_discord import DM, said
 from tests.channels.test_discord_e2e import settings_for as discord_settings
-from tests.channels.test_slack_e2e import APP_TOKEN, BOT_TOKEN, REF, wait_health
+from tests.channels.test_slack_e2e import REF, daemon_settings, slack_channel
 from tests.channels.test_telegram_e2e import REQUESTER, started
 from tests.channels.test_telegram_e2e import settings_for as telegram_settings
-from tests.fakes.discord_server import FakeDiscord, wait_for_health
+from tests.fakes.channel_health import wait_for_health
+from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.scripted_provider import ScriptedProvider, reply
 from tests.fakes.slack_server import FakeSlack, event_callback, message_event
 from tests.fakes.telegram_server import FakeTelegram, message, private_chat, user
@@ -50,26 +49,11 @@ def held(text: str) -> tuple[asyncio.Event, asyncio.Event, ScriptedProvider]:
 async def test_slack_socket_dropped_mid_turn_still_delivers_once(
     slack: FakeSlack, tmp_path: Path
 ) -> None:
-    values: dict[str, Any] = {
-        "api_base_url": slack.api_base_url,
-        "allowed_users": ["UANN"],
-        "ping_interval_s": 0.5,
-        "reconnect_base_s": 0.01,
-        "reconnect_max_s": 0.05,
-    }
-    settings = parse_settings(
-        {"state_dir": str(tmp_path), "channels": {"slack": {"main": values}}},
-        environ={},
-        require_provider=False,
-    )
-    channel = SlackChannel(
-        ref=REF,
-        config=SlackChannelConfig.model_validate(values),
-        credentials=SlackCredentials(bot_token=BOT_TOKEN, app_token=APP_TOKEN),
-    )
+    settings = daemon_settings(slack, tmp_path)
+    channel = slack_channel(slack)
     asked, release, provider = held("answer after the drop")
     async with App(settings, provider=provider, channels={str(REF): channel}, tools=[]):
-        await wait_health(channel, HealthState.CONNECTED)
+        await wait_for_health(channel, HealthState.CONNECTED)
         await slack.push("events_api", event_callback(message_event("hi", channel="D0001")))
         async with asyncio.timeout(30):
             await asked.wait()
@@ -79,7 +63,7 @@ async def test_slack_socket_dropped_mid_turn_still_delivers_once(
         await slack.wait_for(
             "chat.postMessage", where=lambda p: p.get("text") == "answer after the drop"
         )
-        await wait_health(channel, HealthState.CONNECTED, wait_s=30)
+        await wait_for_health(channel, HealthState.CONNECTED, within=30)
     texts = [c.params.get("text") for c in slack.calls_of("chat.postMessage")]
     assert texts.count("answer after the drop") == 1
 

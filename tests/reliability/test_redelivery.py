@@ -11,18 +11,16 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 from bot.app import App
 from bot.channel import HealthState
-from bot.config import SlackChannelConfig, parse_settings
-from channels.slack import SlackChannel, SlackCredentials
 from tests.channels.test_discord import DM, said
 from tests.channels.test_discord_e2e import settings_for as discord_settings
-from tests.channels.test_slack_e2e import APP_TOKEN, BOT_TOKEN, REF, wait_health
+from tests.channels.test_slack_e2e import REF, daemon_settings, slack_channel
 from tests.channels.test_telegram_e2e import REQUESTER, started
 from tests.channels.test_telegram_e2e import settings_for as telegram_settings
-from tests.fakes.discord_server import FakeDiscord, wait_for_health
+from tests.fakes.channel_health import wait_for_health
+from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.scripted_provider import ScriptedProvider, reply
 from tests.fakes.slack_server import FakeSlack, event_callback, message_event
 from tests.fakes.telegram_server import FakeTelegram, message, private_chat, user
@@ -55,28 +53,13 @@ async def test_telegram_update_delivered_twice_is_answered_once(
 async def test_slack_event_retried_with_the_retry_header_is_answered_once(
     slack: FakeSlack, tmp_path: Path
 ) -> None:
-    values: dict[str, Any] = {
-        "api_base_url": slack.api_base_url,
-        "allowed_users": ["UANN"],
-        "ping_interval_s": 0.5,
-        "reconnect_base_s": 0.01,
-        "reconnect_max_s": 0.05,
-    }
-    settings = parse_settings(
-        {"state_dir": str(tmp_path), "channels": {"slack": {"main": values}}},
-        environ={},
-        require_provider=False,
-    )
-    channel = SlackChannel(
-        ref=REF,
-        config=SlackChannelConfig.model_validate(values),
-        credentials=SlackCredentials(bot_token=BOT_TOKEN, app_token=APP_TOKEN),
-    )
+    settings = daemon_settings(slack, tmp_path)
+    channel = slack_channel(slack)
     provider = two_answers()
     event = event_callback(message_event("hello", channel="D0001", ts="5.1"), event_id="EvONE")
     app = App(settings, provider=provider, channels={str(REF): channel}, tools=[])
     async with app:
-        await wait_health(channel, HealthState.CONNECTED)
+        await wait_for_health(channel, HealthState.CONNECTED)
         await slack.push("events_api", event)
         await slack.wait_for("chat.postMessage", where=lambda p: p.get("text") == "first answer")
         # Slack retries an event it thinks was not acknowledged in time
