@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -36,6 +36,7 @@ from bot.errors import ChannelAuthError, ConfigError
 from bot.store import Store
 from channels.slack import SlackChannel, SlackCredentials, create
 from channels.slack_socket import Backoff
+from tests.fakes.channel_health import serving, wait_for_health
 from tests.fakes.recording_host import RecordingHost
 from tests.fakes.slack_server import (
     BOT_USER,
@@ -102,25 +103,7 @@ def channel_for(
     )
 
 
-async def wait_health(channel: SlackChannel, state: HealthState, wait_s: float = 10) -> None:
-    async with asyncio.timeout(wait_s):
-        # The Channel protocol exposes health as a plain property, without change events.
-        while channel.health.state is not state:  # noqa: ASYNC110
-            await asyncio.sleep(0.01)
-
-
-@asynccontextmanager
-async def running(channel: SlackChannel, host: ChannelHost) -> AsyncIterator[None]:
-    """Run the channel until the block ends; it must be CONNECTED inside the block."""
-    task = asyncio.create_task(channel.run(host))
-    try:
-        await wait_health(channel, HealthState.CONNECTED)
-        yield
-    finally:
-        task.cancel()
-        with suppress(asyncio.CancelledError):
-            await task
-    assert channel.health.state is HealthState.STOPPED
+running = serving  # the name the other test modules import
 
 
 def card(state: CardState = CardState.PENDING, decided_by: str = "") -> ApprovalCard:
@@ -248,7 +231,7 @@ async def test_dropped_socket_reconnects(slack: FakeSlack, store: Store) -> None
     async with running(channel, host):
         await slack.drop_socket()
         await slack.wait_connected(2)
-        await wait_health(channel, HealthState.CONNECTED)
+        await wait_for_health(channel, HealthState.CONNECTED)
         await slack.push("events_api", event_callback(message_event("after", channel="D0001")))
         (envelope,) = await host.wait_envelopes(1)
         assert envelope.text == "after"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,6 @@ from bot.channel import (
     ApprovalCard,
     ApprovalChoice,
     ApprovalClick,
-    ChannelHost,
     ClickVerdict,
     HealthState,
 )
@@ -29,6 +28,7 @@ from bot.envelope import Attachment, ChannelRef, DeliveryTarget
 from bot.errors import ChannelAuthError
 from bot.store import Store
 from channels.telegram import TelegramChannel
+from tests.fakes.channel_health import serving, wait_for_health
 from tests.fakes.recording_host import HostCrash, RecordingHost
 from tests.fakes.telegram_server import (
     FakeTelegram,
@@ -91,25 +91,7 @@ def channel_for(
     )
 
 
-async def wait_health(channel: TelegramChannel, state: HealthState, wait_s: float = 10) -> None:
-    async with asyncio.timeout(wait_s):
-        # The Channel protocol exposes health as a plain property, without change events.
-        while channel.health.state is not state:  # noqa: ASYNC110
-            await asyncio.sleep(0.01)
-
-
-@asynccontextmanager
-async def running(channel: TelegramChannel, host: ChannelHost) -> AsyncIterator[None]:
-    """Run the channel until the block ends; it must be CONNECTED inside the block."""
-    task = asyncio.create_task(channel.run(host))
-    try:
-        await wait_health(channel, HealthState.CONNECTED)
-        yield
-    finally:
-        task.cancel()
-        with suppress(asyncio.CancelledError):
-            await task
-    assert channel.health.state is HealthState.STOPPED
+running = serving  # the name the other test modules import
 
 
 # -- normalisation ------------------------------------------------------------------------------
@@ -323,9 +305,9 @@ async def test_conflict_is_reported_then_recovers(tg: FakeTelegram, store: Store
     channel = channel_for(tg, store)
     task = asyncio.create_task(channel.run(RecordingHost()))
     try:
-        await wait_health(channel, HealthState.RECONNECTING)
+        await wait_for_health(channel, HealthState.RECONNECTING)
         assert "another process is polling" in channel.health.detail
-        await wait_health(channel, HealthState.CONNECTED)
+        await wait_for_health(channel, HealthState.CONNECTED)
         assert len(tg.calls_of("getUpdates")) >= 4
     finally:
         task.cancel()
@@ -338,9 +320,9 @@ async def test_network_errors_reconnect(tg: FakeTelegram, store: Store) -> None:
     channel = channel_for(tg, store)
     task = asyncio.create_task(channel.run(RecordingHost()))
     try:
-        await wait_health(channel, HealthState.RECONNECTING)
+        await wait_for_health(channel, HealthState.RECONNECTING)
         assert "Bad Gateway" in channel.health.detail
-        await wait_health(channel, HealthState.CONNECTED)
+        await wait_for_health(channel, HealthState.CONNECTED)
     finally:
         task.cancel()
         with suppress(asyncio.CancelledError):
