@@ -84,6 +84,10 @@ async def test_discord_gateway_dropped_mid_turn_still_delivers_once(
         await discord_fake.wait_until(
             lambda: "answer after the drop" in discord_fake.posted(DM), within=30
         )
+        # the answer went over REST; the gateway itself must have come back too
+        await discord_fake.wait_until(
+            lambda: discord_fake.resumes + discord_fake.identifies >= 2, within=30
+        )
         await wait_for_health(channel, HealthState.CONNECTED, within=30)
     assert discord_fake.posted(DM).count("answer after the drop") == 1
 
