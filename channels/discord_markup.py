@@ -22,11 +22,13 @@ MESSAGE_LIMIT = 2000
 
 def _code_span(code: md.Code) -> str:
     """The span as written, unless it uses three backticks or more: then the shortest run
-    Discord reads as inline code (one or two backticks) when the code allows it."""
+    Discord reads as inline code (one or two backticks) when the code allows it, padded with
+    a space where the code starts or ends with a backtick (which would merge with the run)."""
     if code.source.startswith("```"):
         for ticks in ("`", "``"):
-            if ticks not in code.text and not code.text.startswith("`"):
-                return f"{ticks}{code.text}{ticks}"
+            if ticks not in code.text:
+                pad = " " if code.text.startswith("`") or code.text.endswith("`") else ""
+                return f"{ticks}{pad}{code.text}{pad}{ticks}"
     return md.defuse_fences(code.source)
 
 

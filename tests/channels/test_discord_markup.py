@@ -67,6 +67,18 @@ def test_plain_discord_markdown_passes_through(markdown: str) -> None:
     assert to_discord(markdown) == markdown
 
 
+@pytest.mark.parametrize(
+    ("markdown", "shown"),
+    [
+        ("``` x` ```", "`` x` ``"),  # found by the property below: was "``x```"
+        ("```ls -la```", "`ls -la`"),
+        ("``` `a ```", "`` `a ``"),
+    ],
+)
+def test_triple_backtick_spans_become_spans_discord_reads(markdown: str, shown: str) -> None:
+    assert to_discord(markdown) == shown
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(st.sampled_from(["```", "```py", "`", "x", " ", "\n", "**", "#### h\n"]), max_size=300)
