@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,13 +16,21 @@ from tests.test_console import Terminal, settings_for
 
 
 @pytest.fixture
+def terminal() -> Iterator[Terminal]:
+    made = Terminal()
+    yield made
+    made.close()
+    made.channel_input.close()
+
+
+@pytest.fixture
 async def fake() -> AsyncIterator[OpenAIFake]:
     async with OpenAIFake() as server:
         yield server
 
 
 async def test_start_prunes_card_index_rows_older_than_a_week(
-    fake: OpenAIFake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fake: OpenAIFake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, terminal: Terminal
 ) -> None:
     monkeypatch.setenv("HATCHWAY_TEST_OPENAI_KEY", "sk-test-not-a-real-key-000")
     settings = settings_for(fake, tmp_path)
@@ -35,7 +43,7 @@ async def test_start_prunes_card_index_rows_older_than_a_week(
             "UPDATE channel_state SET updated_at = updated_at - ? WHERE key != 'card:recent'",
             (CARD_INDEX_KEEP_S + 60,),
         )
-    async with App(settings, channels={"console.main": Terminal().channel}):
+    async with App(settings, channels={"console.main": terminal.channel}):
         pass
     with sqlite3.connect(path) as conn:
         keys = sorted(k for (k,) in conn.execute("SELECT key FROM channel_state"))
@@ -43,11 +51,11 @@ async def test_start_prunes_card_index_rows_older_than_a_week(
 
 
 async def test_receipts_without_a_key_fail_at_start_not_mid_turn(
-    fake: OpenAIFake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    fake: OpenAIFake, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, terminal: Terminal
 ) -> None:
     monkeypatch.setenv("HATCHWAY_TEST_OPENAI_KEY", "sk-test-not-a-real-key-000")
     monkeypatch.delenv("HATCHWAY_RECEIPT_KEY", raising=False)
     settings = settings_for(fake, tmp_path, receipts=True, receipt_key_env="HATCHWAY_RECEIPT_KEY")
     with pytest.raises(ConfigError, match="HATCHWAY_RECEIPT_KEY"):
-        async with App(settings, channels={"console.main": Terminal().channel}):
+        async with App(settings, channels={"console.main": terminal.channel}):
             pass

@@ -46,9 +46,11 @@ class Terminal:
 
     def __init__(self) -> None:
         read_fd, self._write_fd = os.pipe()
-        self._reader: IO[str] = os.fdopen(read_fd, "r")
+        self.channel_input: IO[str] = os.fdopen(read_fd, "r")
         self.screen = Screen()
-        self.channel = ConsoleChannel(CONSOLE, stdin=self._reader, stdout=self.screen, user="ana")
+        self.channel = ConsoleChannel(
+            CONSOLE, stdin=self.channel_input, stdout=self.screen, user="ana"
+        )
 
     def type(self, line: str) -> None:
         os.write(self._write_fd, f"{line}\n".encode())
