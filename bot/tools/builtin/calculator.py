@@ -14,12 +14,17 @@ import math
 import operator
 from collections.abc import Callable, Mapping
 
-from bot.tools.spec import ToolContext, ToolHandler, ToolKind, ToolSpec
+from pydantic import Field
+
+from bot.tools.builtin.arguments import ToolArguments, parse_arguments, schema_of
+from bot.tools.builtin.observation import ToolFailed
+from bot.tools.spec import ToolContext, ToolKind, ToolResult, ToolSpec
 
 MAX_EXPRESSION_CHARS = 500
 MAX_NODES = 200
 MAX_EXPONENT = 1000
 MAX_INT_DIGITS = 1000
+OUT_OF_RANGE = "the result is out of range (too large for a float)"
 
 Number = int | float
 
@@ -56,44 +61,37 @@ _FUNCTIONS: dict[str, Callable[..., Number]] = {
     "ceil": math.ceil,
 }
 
-PARAMETERS: Mapping[str, object] = {
-    "type": "object",
-    "properties": {
-        "expression": {
-            "type": "string",
-            "description": "An arithmetic expression, e.g. '(17 * 3) / 4 + sqrt(2)'.",
-            "minLength": 1,
-            "maxLength": MAX_EXPRESSION_CHARS,
-        }
-    },
-    "required": ["expression"],
-    "additionalProperties": False,
-}
 
-
-class CalculationError(ValueError):
-    """The expression is not allowed or out of bounds."""
+class CalculatorArguments(ToolArguments):
+    expression: str = Field(
+        min_length=1,
+        max_length=MAX_EXPRESSION_CHARS,
+        description="An arithmetic expression, e.g. '(17 * 3) / 4 + sqrt(2)'.",
+    )
 
 
 def _checked(value: Number) -> Number:
     if isinstance(value, bool):
-        raise CalculationError("booleans are not numbers here")
+        raise ToolFailed("booleans are not numbers here")
     if isinstance(value, int) and abs(value) >= 10**MAX_INT_DIGITS:
-        raise CalculationError(f"result has more than {MAX_INT_DIGITS} digits")
+        raise ToolFailed(f"result has more than {MAX_INT_DIGITS} digits")
+    if isinstance(value, float) and not math.isfinite(value):
+        # float arithmetic overflows to inf (and inf - inf to nan) instead of raising
+        raise ToolFailed(OUT_OF_RANGE)
     return value
 
 
 def _power(base: Number, exponent: Number) -> Number:
     if abs(exponent) > MAX_EXPONENT:
-        raise CalculationError(f"exponent larger than {MAX_EXPONENT}")
+        raise ToolFailed(f"exponent larger than {MAX_EXPONENT}")
     # estimate before computing: a huge integer power is refused, not built
     whole = isinstance(base, int) and isinstance(exponent, int)
     big = whole and abs(base) > 1 and exponent > 0
     if big and exponent * math.log10(abs(base)) >= MAX_INT_DIGITS:
-        raise CalculationError(f"result has more than {MAX_INT_DIGITS} digits")
+        raise ToolFailed(f"result has more than {MAX_INT_DIGITS} digits")
     result = base**exponent
     if isinstance(result, complex):
-        raise CalculationError("the result is not a real number")
+        raise ToolFailed("the result is not a real number")
     return result
 
 
@@ -108,12 +106,12 @@ def _evaluate(node: ast.AST) -> Number:
             return _checked(_power(left, right))
         binary = _BINARY.get(type(node.op))
         if binary is None:
-            raise CalculationError(f"operator {type(node.op).__name__} is not allowed")
+            raise ToolFailed(f"operator {type(node.op).__name__} is not allowed")
         return _checked(binary(left, right))
     if isinstance(node, ast.UnaryOp):
         unary = _UNARY.get(type(node.op))
         if unary is None:
-            raise CalculationError(f"operator {type(node.op).__name__} is not allowed")
+            raise ToolFailed(f"operator {type(node.op).__name__} is not allowed")
         return _checked(unary(_evaluate(node.operand)))
     if isinstance(node, ast.Name) and node.id in _CONSTANTS:
         return _CONSTANTS[node.id]
@@ -125,21 +123,33 @@ def _evaluate(node: ast.AST) -> Number:
     ):
         args = [_evaluate(a) for a in node.args]
         return _checked(_FUNCTIONS[node.func.id](*args))
-    raise CalculationError(f"{type(node).__name__} is not allowed in an expression")
+    raise ToolFailed(f"{type(node).__name__} is not allowed in an expression")
 
 
 def calculate(expression: str) -> Number:
-    """Evaluate ``expression`` safely; raises :class:`CalculationError`, ``ZeroDivisionError``
-    or ``ValueError`` (math domain) for expressions that have no answer."""
+    """Evaluate ``expression`` safely. An expression that is refused, out of bounds or has no
+    answer (division by zero, a math domain error, a wrong function call) raises
+    :class:`ToolFailed` saying which, so the model can correct it."""
     if len(expression) > MAX_EXPRESSION_CHARS:
-        raise CalculationError(f"expression longer than {MAX_EXPRESSION_CHARS} characters")
+        raise ToolFailed(f"expression longer than {MAX_EXPRESSION_CHARS} characters")
     try:
         tree = ast.parse(expression.strip(), mode="eval")
     except SyntaxError as exc:
-        raise CalculationError(f"not an arithmetic expression ({exc.msg})") from None
+        raise ToolFailed(f"not an arithmetic expression ({exc.msg})") from None
+    except ValueError as exc:  # a NUL character in the source
+        raise ToolFailed(f"not an arithmetic expression ({exc})") from None
     if sum(1 for _ in ast.walk(tree)) > MAX_NODES:
-        raise CalculationError("expression too complex")
-    return _evaluate(tree)
+        raise ToolFailed("expression too complex")
+    try:
+        return _evaluate(tree)
+    except ZeroDivisionError:
+        raise ToolFailed("division by zero") from None
+    except OverflowError:
+        raise ToolFailed(OUT_OF_RANGE) from None
+    except ValueError as exc:
+        raise ToolFailed(f"no real answer ({exc})") from None
+    except TypeError as exc:
+        raise ToolFailed(f"wrong function arguments ({exc})") from None
 
 
 def format_number(value: Number) -> str:
@@ -151,18 +161,17 @@ def format_number(value: Number) -> str:
 def calculator_tool() -> ToolSpec:
     """The ``calculator`` tool."""
 
-    async def handler(arguments: Mapping[str, object], context: ToolContext) -> str:
-        expression = str(arguments.get("expression", ""))
-        return format_number(calculate(expression))
+    async def handler(arguments: Mapping[str, object], context: ToolContext) -> ToolResult:
+        args = parse_arguments(CalculatorArguments, arguments)
+        return format_number(calculate(args.expression))
 
-    typed: ToolHandler = handler
     return ToolSpec(
         name="calculator",
         description="Evaluate an arithmetic expression exactly (no code execution): numbers, "
         "+ - * / // % **, parentheses, pi, e, sqrt, log, sin, cos, tan, floor, ceil, "
         "round, min, max, abs.",
-        parameters=PARAMETERS,
-        handler=typed,
+        parameters=schema_of(CalculatorArguments),
+        handler=handler,
         requires_approval=False,
         kind=ToolKind.READ_ONLY,
         concurrency_safe=True,

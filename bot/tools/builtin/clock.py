@@ -3,26 +3,37 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from bot.tools.spec import ToolContext, ToolHandler, ToolKind, ToolSpec
+from pydantic import Field
 
-PARAMETERS: Mapping[str, object] = {
-    "type": "object",
-    "properties": {
-        "timezone": {
-            "type": "string",
-            "description": "IANA time zone such as 'Europe/Berlin'; UTC when omitted.",
-            "maxLength": 64,
-        }
-    },
-    "additionalProperties": False,
-}
+from bot.tools.builtin.arguments import ToolArguments, parse_arguments, schema_of
+from bot.tools.builtin.observation import ToolFailed
+from bot.tools.spec import ToolContext, ToolKind, ToolResult, ToolSpec
+
+
+class CurrentTimeArguments(ToolArguments):
+    timezone: str = Field(
+        default="",
+        max_length=64,
+        description="IANA time zone such as 'Europe/Berlin'; UTC when omitted.",
+    )
 
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def _zone(name: str) -> tzinfo:
+    """The zone called ``name`` (UTC for a blank name)."""
+    if not name.strip():
+        return UTC
+    try:
+        return ZoneInfo(name.strip())
+    except (ZoneInfoNotFoundError, ValueError):
+        # ValueError: a path-like key ("../x", "/etc/x") or a tz database file that is no zone
+        raise ToolFailed(f"unknown time zone {name!r}; use an IANA name") from None
 
 
 def format_time(moment: datetime) -> str:
@@ -34,24 +45,16 @@ def format_time(moment: datetime) -> str:
 def current_time_tool(clock: Callable[[], datetime] = _utc_now) -> ToolSpec:
     """The ``current_time`` tool; ``clock`` returns an aware UTC ``datetime``."""
 
-    async def handler(arguments: Mapping[str, object], context: ToolContext) -> str:
-        name = arguments.get("timezone")
-        now = clock()
-        if not isinstance(name, str) or not name.strip():
-            return format_time(now.astimezone(UTC))
-        try:
-            zone = ZoneInfo(name.strip())
-        except (ZoneInfoNotFoundError, ValueError):
-            raise ValueError(f"unknown time zone {name!r}; use an IANA name") from None
-        return format_time(now.astimezone(zone))
+    async def handler(arguments: Mapping[str, object], context: ToolContext) -> ToolResult:
+        args = parse_arguments(CurrentTimeArguments, arguments)
+        return format_time(clock().astimezone(_zone(args.timezone)))
 
-    typed: ToolHandler = handler
     return ToolSpec(
         name="current_time",
         description="The current date and time (ISO 8601, weekday), in UTC or a given IANA "
         "time zone.",
-        parameters=PARAMETERS,
-        handler=typed,
+        parameters=schema_of(CurrentTimeArguments),
+        handler=handler,
         requires_approval=False,
         kind=ToolKind.READ_ONLY,
         concurrency_safe=True,
