@@ -150,9 +150,10 @@ class Transaction:
 class Database:
     """An open SQLite file. Use :meth:`open` and :meth:`aclose` (or ``async with``)."""
 
-    def __init__(self, path: Path, conn: aiosqlite.Connection) -> None:
+    def __init__(self, path: Path, conn: aiosqlite.Connection, sqlite: sqlite3.Connection) -> None:
         self.path = path
         self._conn = conn
+        self._sqlite = sqlite  # the connection behind ``conn``; used on its worker thread only
         self._lock = asyncio.Lock()
         self._closed = False
         self.trips = 0
@@ -168,8 +169,9 @@ class Database:
         except (OSError, sqlite3.Error) as exc:
             raise StorageError(f"cannot open database {file}: {exc}") from None
         conn.row_factory = sqlite3.Row
-        db = cls(file, conn)
         try:
+            async with conn.cursor() as cursor:
+                db = cls(file, conn, cursor.connection)
             await db._configure()
             await db._migrate()
         except sqlite3.Error as exc:
@@ -218,15 +220,14 @@ class Database:
     def _submit(self, fn: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
         """Queue ``fn`` to run with the connection on aiosqlite's worker thread (one round
         trip, however many statements ``fn`` runs); the future tells when it has run.
-
-        This is what aiosqlite's own methods do through ``Connection._execute``: a
-        ``(future, function)`` pair on its ``_tx`` queue, which its one thread works through
-        in order; ``_conn`` is the ``sqlite3.Connection`` that thread owns. Queuing without
-        awaiting is what lets a commit be queued under the lock and awaited outside it.
-        """
-        conn = self._conn
+        Queuing without awaiting is what lets a commit be queued under the lock and awaited
+        outside it."""
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        conn._tx.put_nowait((future, functools.partial(fn, conn._conn)))
+        # The one use of aiosqlite internals: nothing public queues a function on the worker
+        # thread. Its public methods each run one sqlite3 call, and queue it only once the
+        # caller awaits them. ``_tx`` is the queue they all feed (via ``_execute``); the
+        # thread runs its ``(future, function)`` items in order (so since aiosqlite 0.20).
+        self._conn._tx.put_nowait((future, functools.partial(fn, self._sqlite)))
         self.trips += 1
         return future
 

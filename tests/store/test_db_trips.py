@@ -76,6 +76,66 @@ async def test_cancelled_while_committing_leaves_no_open_transaction(tmp_path: P
         assert "v999" in await values(db)
 
 
+async def test_a_task_cancelled_during_its_commit_ends_once_the_commit_is_done(
+    tmp_path: Path,
+) -> None:
+    """Another process holds the write lock, so the commit's trip waits in BEGIN IMMEDIATE
+    on the worker thread; cancelling the task does not end it before that trip has run."""
+    async with await Database.open(tmp_path / "d.db") as db:
+        await db.execute(CREATE)
+        holder = sqlite3.connect(tmp_path / "d.db", isolation_level=None)
+        try:
+            holder.execute("BEGIN IMMEDIATE")
+
+            async def write() -> None:
+                async with db.transaction() as tx:
+                    await tx.executemany("INSERT INTO t (v) VALUES (?)", [("a",)])
+
+            trips = db.trips
+            task = asyncio.ensure_future(write())
+            await asyncio.sleep(0)  # the task runs up to waiting for its commit
+            assert db.trips == trips + 1
+            task.cancel()
+            for _ in range(5):
+                await asyncio.sleep(0)
+            assert not task.done()  # still waiting for its commit to settle
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert await values(db) == ["a"]
+
+
+async def test_cancelled_after_begin_leaves_no_open_transaction(tmp_path: Path) -> None:
+    """A statement that returns something goes with the BEGIN in its own trip, before the
+    commit: a cancel while it is on its way must still roll the transaction back."""
+    async with await Database.open(tmp_path / "d.db") as db:
+        await db.execute(CREATE)
+
+        async def write(n: int) -> None:
+            async with db.transaction() as tx:
+                await tx.execute("INSERT INTO t (v) VALUES (?)", (f"a{n}",))
+                await tx.execute("INSERT INTO t (v) VALUES (?)", (f"b{n}",))
+
+        cancelled = 0
+        for n in range(50):
+            task = asyncio.ensure_future(write(n))
+            for _ in range(n % 6):
+                await asyncio.sleep(0)
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                cancelled += 1
+        assert cancelled > 0
+        await write(999)  # BEGIN would fail if a transaction had been left open
+        written = await values(db)
+        assert "a999" in written
+        pairs = {v[1:] for v in written}
+        assert sorted(written) == sorted([f"a{n}" for n in pairs] + [f"b{n}" for n in pairs])
+
+
 async def test_single_statements_keep_their_answers(tmp_path: Path) -> None:
     async with await Database.open(tmp_path / "d.db") as db:
         await db.execute(CREATE)
