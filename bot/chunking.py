@@ -9,8 +9,10 @@ What counts as a fence is decided here, once, by :func:`fence_opening` and
 splitter and the converters never disagree about where code starts and ends. The rule is
 CommonMark's, at any indentation: an opening fence is a line of three or more backticks and
 an info string without backticks (so ```` ```ls -la``` ```` on a line of its own is inline
-code, not a fence), and only a line of backticks alone, at least as long as the opening run,
-closes it.
+code, not a fence), or of three or more tildes and any info string; only a line of the same
+character alone, at least as long as the opening run, closes it. A line cut by the splitter
+goes on as text in the next chunk, never as a fence opener: in the original it did not start
+a line.
 """
 
 from __future__ import annotations
@@ -19,18 +21,18 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
-FENCE = "```"
+SHORTEST_FENCE = 3  # characters in the shortest fence run
 MAX_INFO_CHARS = 20
 
-_OPENING = re.compile(r"\s*(`{3,})([^`]*)")
-_CLOSING = re.compile(r"\s*(`{3,})\s*")
-_TICK_RUN = re.compile(r"`{3,}")
+_OPENING = re.compile(r"\s*(?:(`{3,})([^`]*)|(~{3,})(.*))")
+_CLOSING = re.compile(r"\s*(`{3,}|~{3,})\s*")
+_FENCE_RUN = re.compile(r"`{3,}|~{3,}")
 _LANGUAGE = re.compile(rf"[\w+#.-]{{1,{MAX_INFO_CHARS}}}")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Fence:
-    """An opening code fence: its backtick run and the info string after it."""
+    """An opening code fence: its backtick or tilde run and the info string after it."""
 
     marker: str
     info: str
@@ -42,15 +44,18 @@ class Fence:
         return self.info if _LANGUAGE.fullmatch(self.info) else ""
 
     def closed_by(self, line: str) -> bool:
-        """True when ``line`` closes this fence (backticks alone, at least as many)."""
+        """True when ``line`` closes this fence (its character alone, at least as many)."""
         closing = _CLOSING.fullmatch(line)
-        return closing is not None and len(closing.group(1)) >= len(self.marker)
+        if closing is None:
+            return False
+        run = closing.group(1)
+        return run[0] == self.marker[0] and len(run) >= len(self.marker)
 
     def close_line(self, limit: int) -> str:
         """The line that closes this fence at a cut: its own marker, unless that alone would
-        take more than a quarter of a chunk (then the chunk ends in ```, which is all
-        Slack and Discord look for anyway)."""
-        return self.marker if len(self.marker) <= limit // 4 else FENCE
+        take more than a quarter of a chunk (then three of its character, which is all Slack
+        and Discord look for; the chunk ends there anyway)."""
+        return self.marker if len(self.marker) <= limit // 4 else self.marker[:3]
 
     def reopen_line(self, limit: int) -> str:
         """The line that reopens this fence in the next chunk: the marker and the language,
@@ -63,7 +68,8 @@ def fence_opening(line: str) -> Fence | None:
     opening = _OPENING.fullmatch(line)
     if opening is None:
         return None
-    return Fence(marker=opening.group(1), info=opening.group(2).strip())
+    marker, info = opening.group(1, 2) if opening.group(1) else opening.group(3, 4)
+    return Fence(marker=marker, info=info.strip())
 
 
 def open_fence(text: str) -> Fence | None:
@@ -121,6 +127,11 @@ class Chunk:
     continues_line: bool
 
 
+def _open_at_end(piece: str, continues_line: bool) -> Fence | None:
+    """The fence open at the end of ``piece``; a first line that continues a cut line is text."""
+    return open_fence(piece.partition("\n")[2] if continues_line else piece)
+
+
 def _cut_point(text: str, limit: int) -> int:
     """The best index <= limit at which to cut ``text``."""
     if len(text) <= limit:
@@ -136,9 +147,9 @@ def _cut_point(text: str, limit: int) -> int:
 def split_chunks(text: str, limit: int) -> list[Chunk]:
     """Split ``text`` into chunks of at most ``limit`` characters, each with its fences closed.
 
-    A chunk that ends inside a fence closes it (by what the chunk itself reads as: a line cut
-    in two may look like a fence on its own); the next chunk reopens a fence only when the
-    original text really is inside one there.
+    A chunk that ends inside a fence closes it (by what the chunk itself reads as: the start
+    of a line cut in two may look like a fence on its own, its rest never does); the next
+    chunk reopens a fence only when the original text really is inside one there.
     """
     if limit < 40:
         raise ValueError("limit must be at least 40 characters")
@@ -150,17 +161,18 @@ def split_chunks(text: str, limit: int) -> list[Chunk]:
         fence = fences.fence_at(pos)
         continues_line = fence is None and not fences.line_start(pos)
         prefix = f"{fence.reopen_line(limit)}\n" if fence else ""
-        if len(prefix) + len(text) - pos <= limit and open_fence(prefix + text[pos:]) is None:
+        fits = len(prefix) + len(text) - pos <= limit
+        if fits and _open_at_end(prefix + text[pos:], continues_line) is None:
             chunks.append(Chunk(text=prefix + text[pos:], continues_line=continues_line))
             break
         # leave room to close whichever fence may be open at the cut
         window = prefix + text[pos : pos + limit - len(prefix)]
-        longest = max((len(run) for run in _TICK_RUN.findall(window)), default=0)
-        reserve = 1 + max(len(FENCE), min(longest, limit // 4))
+        longest = max((len(run) for run in _FENCE_RUN.findall(window)), default=0)
+        reserve = 1 + max(SHORTEST_FENCE, min(longest, limit // 4))
         budget = max(1, limit - len(prefix) - reserve)
         end = pos + _cut_point(text[pos : pos + budget + 1], budget)
         piece = prefix + text[pos:end]
-        still_open = open_fence(piece)
+        still_open = _open_at_end(piece, continues_line)
         if still_open is not None:
             piece = piece.rstrip("\n") + "\n" + still_open.close_line(limit)
         else:

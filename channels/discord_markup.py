@@ -3,21 +3,37 @@
 Discord renders most of CommonMark (emphasis, code spans, fenced blocks, quotes, lists,
 ``#``–``###`` headings, masked links), so the conversion is small and everything else is
 passed through as written: deeper headings become bold lines, thematic breaks become a line
-of box-drawing characters, images become their link, and a code span written with three
-backticks (which Discord would show as a block) gets one. Parsing is
-:mod:`channels.markdown`'s. Inside a code block nothing changes but a stray run of three
-backticks, defused because Discord would end the block there. Splitting happens after
+of box-drawing characters, images become their link, a tilde fence becomes a backtick one
+(Discord knows only those), and a code span written with three backticks (which Discord would
+show as a block) gets one. Parsing is :mod:`channels.markdown`'s. Splitting happens after
 conversion, so every chunk is within the limit and no code fence is broken.
+
+Discord pairs ```` ``` ```` anywhere, even mid-line, so a stray run would start or end a code
+block. Outside code it is escaped with backslashes, which Discord hides; inside code a
+backslash would show, so there the run is broken with zero-width spaces (invisible, but
+copied along with the code). A chunk that goes on with a line cut by the splitter has its
+leading heading, quote or list marker escaped the same way, so it reads as the text it was.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
-from bot.chunking import split_message
+from bot.chunking import Chunk, split_chunks
 from channels import markdown as md
 
 MESSAGE_LIMIT = 2000
+
+_TICK_RUN = re.compile(r"`{3,}")
+# where a backslash keeps a line from starting a heading, subtext, quote or list item (the
+# ``.`` of ``1. ``), or from reading as a tilde fence to the splitter
+_LINE_MARKER = re.compile(r"\s*(?:\d+(?=\.\s)|(?=(?:#{1,3}|-#|>{1,3}|[-*])\s|~~~))")
+
+
+def _escape_ticks(text: str) -> str:
+    """Text outside code with every run of three or more backticks escaped."""
+    return _TICK_RUN.sub(lambda run: "\\`" * len(run.group()), text)
 
 
 def _code_span(code: md.Code) -> str:
@@ -36,14 +52,12 @@ def _inline(nodes: Iterable[md.Inline]) -> str:
     out: list[str] = []
     for node in nodes:
         match node:
-            case md.Text(text=text):
-                out.append(md.defuse_fences(text))
+            case md.Text(text=text) | md.Link(source=text):
+                out.append(_escape_ticks(text))
             case md.Code() as code:
                 out.append(_code_span(code))
-            case md.Link(source=written):
-                out.append(written)
             case md.Image(alt=alt, url=url):
-                out.append(f"{alt} {url}" if alt else url)
+                out.append(_escape_ticks(f"{alt} {url}" if alt else url))
             case md.Styled(marker=marker, children=children):
                 out.append(f"{marker}{_inline(children)}{marker}")
     return "".join(out)
@@ -68,13 +82,22 @@ def to_discord(text: str) -> str:
     return "\n".join(out)
 
 
+def _as_sent(chunk: Chunk) -> str:
+    """The chunk's text; when it goes on with a cut line, that line's marker escaped."""
+    marker = _LINE_MARKER.match(chunk.text) if chunk.continues_line else None
+    if marker is None:
+        return chunk.text
+    return f"{chunk.text[: marker.end()]}\\{chunk.text[marker.end() :]}"
+
+
 def render_chunks(text: str, limit: int = MESSAGE_LIMIT) -> list[str]:
     """Converted text split into message-sized chunks (never an empty list; never a chunk
     over ``limit``; a code fence cut by a split is closed and reopened)."""
     converted = to_discord(text)
     if not converted.strip():
         return ["\u200b"]  # Discord refuses empty messages
-    return [chunk for chunk in split_message(converted, limit) if chunk.strip()] or ["\u200b"]
+    chunks = split_chunks(converted, limit - 1)  # room for the escape of a cut line
+    return [_as_sent(chunk) for chunk in chunks if chunk.text.strip()] or ["\u200b"]
 
 
 def render_single(text: str, limit: int = MESSAGE_LIMIT) -> str:

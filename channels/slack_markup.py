@@ -8,13 +8,19 @@ the language tag Slack would otherwise show as the first line of the block. Pars
 
 :func:`render_chunks` converts first and then splits the converted text (never inside a code
 fence, see :mod:`bot.chunking`), so every chunk is at most ``limit`` characters as sent.
+
+``mrkdwn`` has no escape character, so two things are broken with a zero-width space, which
+is invisible but copied along with the text: a stray ```` ``` ```` (in prose and in code), and
+a chunk that goes on with a cut line but would start as a quote (or, by the fence rule of
+:mod:`bot.chunking`, as a tilde fence).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
-from bot.chunking import split_message
+from bot.chunking import Chunk, split_chunks
 from channels import markdown as md
 
 SLACK_CHUNK_LIMIT = 3000
@@ -87,6 +93,20 @@ def to_mrkdwn(text: str) -> str:
     return "\n".join(out)
 
 
+# Slack quotes a line that starts with ``>`` (escaped, as every ``>`` in text is); one that
+# starts with ``~~~`` would read as a fence by the splitter's rule
+_LINE_MARKER = re.compile(r"\s*(?=&gt;|~~~)")
+
+
+def _as_sent(chunk: Chunk) -> str:
+    """The chunk's text; when it goes on with a cut line, a zero-width space keeps that line
+    from starting a quote or a fence."""
+    marker = _LINE_MARKER.match(chunk.text) if chunk.continues_line else None
+    if marker is None:
+        return chunk.text
+    return f"{chunk.text[: marker.end()]}\u200b{chunk.text[marker.end() :]}"
+
+
 def render_chunks(text: str, limit: int = SLACK_CHUNK_LIMIT) -> list[str]:
     """The text as ``mrkdwn`` chunks of at most ``limit`` characters, code fences intact.
 
@@ -94,4 +114,5 @@ def render_chunks(text: str, limit: int = SLACK_CHUNK_LIMIT) -> list[str]:
     """
     if not text.strip():
         return []
-    return [chunk for chunk in split_message(to_mrkdwn(text), limit) if chunk.strip()]
+    chunks = split_chunks(to_mrkdwn(text), limit - 1)  # room for the zero-width space
+    return [_as_sent(chunk) for chunk in chunks if chunk.text.strip()]

@@ -77,14 +77,16 @@ def to_html(markdown: str, *, continues_line: bool = False) -> str:
     """Render markdown-ish text as Telegram HTML (no size limit applied).
 
     ``continues_line``: the first line is the rest of a line cut by the splitter, shown as
-    text even when it starts like a heading, quote or list item (a fence stays a fence: the
-    splitter closed it as one).
+    text even when it starts like a heading, quote, list item or fence (the splitter reads it
+    so too).
     """
     out: list[str] = []
     quote: list[str] = []
-    blocks = md.parse_blocks(markdown)
-    if continues_line and blocks and not isinstance(blocks[0], md.CodeBlock):
-        blocks[0] = md.Plain(source=blocks[0].source)
+    if continues_line:
+        first, newline, rest = markdown.partition("\n")
+        blocks = [md.Plain(source=first), *(md.parse_blocks(rest) if newline else ())]
+    else:
+        blocks = md.parse_blocks(markdown)
     for block in blocks:
         if isinstance(block, md.Quote):  # a run of quoted lines is one blockquote
             quote.append(_line(md.classify(block.text)))
@@ -118,8 +120,10 @@ def _render(chunk: Chunk, limit: int) -> list[str]:
     markdown = chunk.text
     budget = max(40, min(len(markdown) - 1, int(len(markdown) * limit / len(rendered) * 0.9)))
     pieces = split_chunks(markdown, budget)
-    if len(pieces) == 1:  # cannot split further: escaped text, cut between characters
-        return _cut_escaped(markdown, limit)
+    # Recurse only on shorter pieces, so this ends. A piece can be as long as the whole when a
+    # fence marker over a quarter of the budget is closed short (not a closer: still open).
+    if len(pieces) == 1 or any(len(piece.text) >= len(markdown) for piece in pieces):
+        return _cut_escaped(markdown, limit)  # escaped text, cut between characters
     first = replace(pieces[0], continues_line=chunk.continues_line)
     return [html for piece in (first, *pieces[1:]) for html in _render(piece, limit)]
 

@@ -18,6 +18,11 @@ from bot.chunking import Fence, fence_opening, open_fence, split_chunks, split_m
         ("```ls -la```", None),  # inline code on a line of its own
         ("``not", None),
         ("x ```", None),
+        ("~~~", Fence(marker="~~~", info="")),
+        (" ~~~~ python ", Fence(marker="~~~~", info="python")),
+        ("~~~ a`b ~~~", Fence(marker="~~~", info="a`b ~~~")),  # anything goes after tildes
+        ("~~", None),
+        ("~~strike~~", None),
     ],
 )
 def test_fence_opening(line: str, fence: Fence | None) -> None:
@@ -32,6 +37,11 @@ def test_fence_opening(line: str, fence: Fence | None) -> None:
         ("````", "```", False),
         ("```", "```py", False),
         ("```", "```x```", False),
+        ("~~~", "~~~~ ", True),
+        ("~~~~", "~~~", False),
+        ("~~~", "```", False),  # a fence closes only with its own character
+        ("```", "~~~", False),
+        ("~~~", "~~~ x", False),
     ],
 )
 def test_closing(marker: str, line: str, closes: bool) -> None:
@@ -65,14 +75,23 @@ def test_a_cut_inside_inline_code_never_reopens_a_fence() -> None:
         assert all(not chunk.startswith("```") for chunk in chunks[1:]), limit
 
 
-def test_fences_reopen_with_their_language_and_marker() -> None:
-    code = "\n".join(f"line {i}" for i in range(80))
-    chunks = split_message(f"````python\n{code}\n````\nafter", 120)
+@pytest.mark.parametrize("marker", ["````", "~~~", "~~~~~~~~~~~~"])
+def test_fences_reopen_with_their_language_and_marker(marker: str) -> None:
+    code = "\n".join(f"line {i} {'x' * (i % 7)}" for i in range(80))
+    chunks = split_message(f"{marker}python\n{code}\n{marker}\nafter", 120)
     assert len(chunks) > 3
     for chunk in chunks[:-1]:
-        assert chunk.startswith("````python\n")
-        assert chunk.endswith("\n````")
+        assert len(chunk) <= 120
+        assert chunk.startswith(f"{marker}python\n")
+        assert chunk.endswith(f"\n{marker}")
     assert chunks[-1].endswith("after")
+
+
+def test_a_fence_of_the_other_character_does_not_close() -> None:
+    assert open_fence("~~~md\n```py\nx\n```\n") == Fence(marker="~~~", info="md")
+    assert open_fence("```md\n~~~\nx\n~~~\n") == Fence(marker="```", info="md")
+    chunks = split_message("~~~md\n```py\n" + "x = 1\n" * 30 + "```\n~~~\nafter", 60)
+    assert all(chunk.startswith("~~~md\n") for chunk in chunks[1:-1])  # reopened as tildes
 
 
 def test_code_on_the_fence_line_is_not_repeated() -> None:
@@ -87,6 +106,15 @@ def test_chunks_that_continue_a_line_are_flagged() -> None:
     assert chunks[1].text == "> b " + "c" * 10 + "\nnext line"
     fenced = split_chunks("```\n" + "c" * 80, 40)
     assert not any(chunk.continues_line for chunk in fenced)  # code goes on as code
+
+
+@pytest.mark.parametrize("opener", ["~~~ not a fence", "```ls"])
+def test_the_rest_of_a_cut_line_never_opens_a_fence(opener: str) -> None:
+    # in the original the fence-like text is mid-line, so it is text: the chunk holding its
+    # rest is neither closed nor does it turn the next lines into code
+    chunks = split_chunks("a" * 34 + f" {opener}\nnext line", 40)  # cut at the space
+    assert [chunk.continues_line for chunk in chunks] == [False, True]
+    assert chunks[1].text == f"{opener}\nnext line"
 
 
 def test_limit_must_leave_room() -> None:

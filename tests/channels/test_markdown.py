@@ -68,6 +68,22 @@ def test_longer_fence_holds_a_shorter_one() -> None:
     assert block.code_lines == ("```py", "x", "```")
 
 
+@pytest.mark.parametrize(
+    ("text", "language", "code", "closer"),
+    [
+        ("~~~python\nx = 1\n```\n~~~", "python", ("x = 1", "```"), "~~~"),
+        ("~~~~\n~~~\n~~~~~", "", ("~~~",), "~~~~~"),
+        ("```\n~~~\n```", "", ("~~~",), "```"),
+        ("~~~ `a` b\nx\n~~~", "", ("`a` b", "x"), "~~~"),  # tilde info may hold backticks
+        ("~~~sh\nls\n", "sh", ("ls", ""), None),
+    ],
+)
+def test_tilde_fences(text: str, language: str, code: tuple[str, ...], closer: str | None) -> None:
+    (block,) = parse_blocks(text)
+    assert isinstance(block, CodeBlock)
+    assert (block.language, block.code_lines, block.closer) == (language, code, closer)
+
+
 def test_unclosed_fence_runs_to_the_end() -> None:
     blocks = parse_blocks("intro\n```sh\necho hi\n# not a heading")
     assert isinstance(blocks[1], CodeBlock)
@@ -240,7 +256,7 @@ def _telegram_text(rendered: str) -> str:
 
 
 def _discord_text(rendered: str) -> str:
-    return rendered.replace("\u200b", "")
+    return rendered.replace("\u200b", "").replace("\\`", "`")
 
 
 RENDERERS: list[tuple[str, Render, Render]] = [
@@ -254,6 +270,9 @@ _markdown_pieces = st.sampled_from(
         "```",
         "```python",
         "````",
+        "~~~",
+        "~~~py",
+        "\n~~~\n",
         "```ls -la```",
         "\n",
         "\n```\n",
@@ -289,6 +308,14 @@ def test_conversion_never_loses_code_block_content(
 
 
 @pytest.mark.parametrize(("name", "render", "readable"), RENDERERS)
+def test_tilde_fences_render_as_code_blocks(name: str, render: Render, readable: Render) -> None:
+    # the exact markup of each platform is in its own table (tests/channels/test_*_markup.py)
+    rendered = render("~~~python\nx = **1** < 2\n~~~\nafter")
+    assert "~~~" not in rendered, name
+    assert "x = **1** < 2" in readable(rendered), name  # code: no emphasis
+
+
+@pytest.mark.parametrize(("name", "render", "readable"), RENDERERS)
 def test_inline_triple_backticks_do_not_swallow_the_rest(
     name: str, render: Render, readable: Render
 ) -> None:
@@ -311,8 +338,10 @@ def test_inline_triple_backticks_do_not_swallow_the_rest(
         "_a " * 16_000,
         "https://x" + ")" * 50_000,
         "*a\n" * 16_000,
+        "~" * 50_000,
+        "~~~\n" * 12_500,
     ],
-    ids=["*_", "backticks", "`x", "[", "[a](", "**a", "_a", "url)", "lines"],
+    ids=["*_", "backticks", "`x", "[", "[a](", "**a", "_a", "url)", "lines", "~", "fences"],
 )
 def test_pathological_input_does_not_hang(
     name: str, render: Render, readable: Render, text: str

@@ -48,6 +48,8 @@ from channels.slack_markup import render_chunks, to_mrkdwn
         ("# Title with **bold** and *it*", "*Title with bold and _it_*"),
         ("* * *", "* * *"),
         ("a\x00b\x01c", "a\x00b\x01c"),
+        ("~~~python\nif a < b:\n```\n~~~\n**b**", "```\nif a &lt; b:\n`\u200b`\u200b`\n```\n*b*"),
+        ("~~~~\n~~~\n~~~~", "```\n~~~\n```"),
     ],
 )
 def test_conversion_table(markdown: str, mrkdwn: str) -> None:
@@ -69,10 +71,34 @@ def test_code_block_split_keeps_fences_balanced() -> None:
     assert all(f"line {i} &lt;tag&gt; &amp; more" in joined for i in range(200))
 
 
+@pytest.mark.parametrize(
+    ("tail", "shown"),
+    [
+        ("> not a quote", "\u200b&gt; not a quote"),
+        (">no space", "\u200b&gt;no space"),
+        ("~~~ not a fence", "\u200b~~~ not a fence"),
+        ("# plain in Slack", "# plain in Slack"),
+        ("a &gt; b", "a &amp;gt; b"),
+    ],
+)
+def test_a_line_cut_by_the_splitter_goes_on_as_text(tail: str, shown: str) -> None:
+    # Slack quotes a message line starting with &gt; (the escaped >), even the rest of a line
+    # the splitter cut; mrkdwn has no escape, so a zero-width space goes first
+    chunks = render_chunks("x" * 74 + " " + tail + " " + "y" * 20, 80)
+    assert chunks == ["x" * 74, shown + " " + "y" * 20]
+
+
+def test_a_quote_after_a_cut_stays_a_quote() -> None:
+    assert render_chunks("x" * 75 + "\n> quoted", 80) == ["x" * 75, "> quoted"]
+
+
 TOKENS = [
     *"ab <>&*_~`#-[]()|",
     "\n",
     "```",
+    "~~~",
+    "~~~py\n",
+    " > ",
     "```py\n",
     "````",
     "```x```",

@@ -73,6 +73,12 @@ def well_formed(rendered: str) -> bool:
         ("# C# &lt;tips&gt;", "<b>C# &amp;lt;tips&amp;gt;</b>"),
         ("> > nested", "<blockquote>&gt; nested</blockquote>"),
         ("***", "***"),
+        (
+            "~~~python\nx < 1\n```\n~~~\n**b**",
+            '<pre><code class="language-python">x &lt; 1\n```</code></pre>\n<b>b</b>',
+        ),
+        ("~~~~\n~~~\n~~~~", "<pre><code>~~~</code></pre>"),
+        ("~~~ `a` b\nx\n~~~", "<pre><code>`a` b\nx</code></pre>"),
     ],
 )
 def test_to_html(markdown: str, expected: str) -> None:
@@ -94,6 +100,22 @@ def test_a_line_cut_by_the_splitter_goes_on_as_text() -> None:
         assert len(chunks) == 2
         assert chunks[1] == html.escape(tail, quote=False) + " " + "y" * 20
         assert to_html(tail, continues_line=True) == html.escape(tail, quote=False)
+
+
+@pytest.mark.parametrize("opener", ["~~~ not a fence", "```ls"])
+def test_the_rest_of_a_cut_line_never_opens_a_code_block(opener: str) -> None:
+    # mid-line, the fence-like text is text; the next lines must not become code either
+    chunks = render_chunks("x" * 74 + f" {opener}\nnext **line**", 80)
+    assert chunks == ["x" * 74, f"{opener}\nnext <b>line</b>"]
+
+
+@pytest.mark.parametrize("marker", ["`" * 13, "~" * 13])
+def test_a_fence_marker_too_long_to_repeat_still_renders(marker: str) -> None:
+    # at a cut the fence is closed with three characters (13 would take over a quarter of the
+    # chunk), which does not close it: re-splitting the escaped piece used to recurse forever
+    chunks = render_chunks(marker + "> > >>>>>>1. > ", 47)
+    assert chunks
+    assert all(len(chunk) <= 47 and well_formed(chunk) for chunk in chunks)
 
 
 def test_blank_text_gives_no_chunks() -> None:
@@ -140,6 +162,8 @@ _pieces = st.sampled_from(
         "🙂",
         "```x```",
         "````",
+        "~~~",
+        "~~~py\n",
         "***",
     ]
 )
