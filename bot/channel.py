@@ -91,7 +91,14 @@ class ApprovalCard:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ApprovalClick:
-    """A button press or reaction on an approval card, as the adapter saw it."""
+    """A button press, reaction or reply on an approval card, as the adapter saw it.
+
+    ``card`` is the card message the answer came from, when the platform names it. The
+    approval service edits that card to the request's real outcome when the request is no
+    longer open: it may be a copy the service never stored (posted just before a crash) or
+    one a stale client still shows with buttons. Adapters only report; they never close a
+    card themselves.
+    """
 
     channel: ChannelRef
     approval_id: str
@@ -99,6 +106,7 @@ class ApprovalClick:
     user_id: str
     user_roles: tuple[str, ...] = ()
     replacement_text: str | None = None  # deny-with-edit
+    card: SentMessage | None = None
 
 
 class ClickVerdict(enum.StrEnum):
@@ -130,7 +138,8 @@ class ChannelHost(Protocol):
 
     async def approval_clicked(self, click: ApprovalClick) -> ClickVerdict:
         """Report a click or reaction on an approval card; the verdict says what to tell the
-        clicker."""
+        clicker. When the request is no longer open, the clicked card has been edited to its
+        outcome by the time this returns."""
         ...
 
 

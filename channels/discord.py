@@ -40,11 +40,12 @@ from bot.config import ChannelCommon, DiscordChannelConfig, Settings
 from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelAuthError, ChannelError, ConfigError
 from bot.scrub import register_secret
+from channels.card_index import CardIndex
 from channels.discord_approval import ApprovalButton, ReplyButton
 from channels.discord_clicks import ApprovalClicks
 from channels.discord_client import Connection, GatewayClient, endpoint_scope, gateway_intents
 from channels.discord_inbound import InboundMessages
-from channels.discord_outbound import CardIndex, Outbound
+from channels.discord_outbound import Outbound
 from channels.discord_threads import ThreadBook
 
 log = structlog.get_logger(__name__)
@@ -64,7 +65,7 @@ class DiscordChannel:
         self._health = ChannelHealth(state=HealthState.STARTING, detail="not started")
         self._connection = Connection()
         threads = ThreadBook(str(ref))
-        cards = CardIndex(ref, context)
+        cards = CardIndex(context.store.channel_state, str(ref))
         reactions = config.reactions_for_approval
         self._inbound = InboundMessages(ref, config, self._connection, threads)
         self._clicks = ApprovalClicks(

@@ -12,7 +12,6 @@ the request is still pending). "✏️ Reply instead" opens the modal of
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from typing import Any, Self
 
 import discord
@@ -29,7 +28,6 @@ REPLY_ID_TEMPLATE = rf"hatchway:ap:{_ID}:e"
 MAX_CUSTOM_ID = 100  # Discord's limit for component custom ids
 MAX_CONTENT = 2000
 REPLY_LABEL = "✏️ Reply instead"
-NO_LONGER_OPEN = "This request is no longer open."
 
 _CHOICE_CODES: dict[ApprovalChoice, str] = {
     ApprovalChoice.APPROVE: "a",
@@ -82,17 +80,6 @@ def parse_reply_id(custom_id: str) -> str | None:
     """The approval id from a "Reply instead" button or modal ``custom_id``, or None."""
     match = re.fullmatch(REPLY_ID_TEMPLATE, custom_id)
     return match["id"] if match is not None else None
-
-
-def approval_ids_in(custom_ids: Iterable[str]) -> set[str]:
-    """The approval ids that a message's component ``custom_id`` s belong to."""
-    found: set[str] = set()
-    for custom_id in custom_ids:
-        parsed = parse_custom_id(custom_id)
-        approval_id = parsed[0] if parsed is not None else parse_reply_id(custom_id)
-        if approval_id is not None:
-            found.add(approval_id)
-    return found
 
 
 class ApprovalButton(
@@ -163,15 +150,6 @@ def card_content(card: ApprovalCard) -> str:
     if len(text) > MAX_CONTENT:
         text = text[: MAX_CONTENT - 1] + "…"
     return text
-
-
-def closed_content(content: str) -> str:
-    """A card's text with the "no longer open" line added (once), within 2,000."""
-    if content.endswith(NO_LONGER_OPEN):
-        return content
-    room = MAX_CONTENT - len(NO_LONGER_OPEN) - 1
-    head = content if len(content) <= room else content[: room - 1] + "…"
-    return f"{head}\n{NO_LONGER_OPEN}" if head else NO_LONGER_OPEN
 
 
 def card_view(card: ApprovalCard) -> discord.ui.View | None:

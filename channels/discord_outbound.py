@@ -16,33 +16,15 @@ import discord
 import structlog
 
 from bot.channel import ApprovalCard, CardState, SentMessage
-from bot.channel_registry import ChannelContext
 from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelError
+from channels.card_index import CardEntry, CardIndex
 from channels.discord_approval import CARD_REACTIONS, card_content, card_view
 from channels.discord_client import Connection, GatewayClient
 from channels.discord_markup import render_chunks, render_single
 from channels.discord_threads import ThreadBook
 
 log = structlog.get_logger(__name__)
-
-
-class CardIndex:
-    """Which approval a card message belongs to, for reactions (the only clicks that name a
-    message, not an approval). Kept in the store, so a card from before a restart is still
-    found; only pending cards posted while reactions decide are recorded."""
-
-    def __init__(self, ref: ChannelRef, context: ChannelContext) -> None:
-        self._ref = ref
-        self._context = context
-
-    async def remember(self, message_id: str, approval_id: str) -> None:
-        await self._context.store.channel_state.set(
-            str(self._ref), f"card:{message_id}", approval_id
-        )
-
-    async def approval_for(self, message_id: str) -> str | None:
-        return await self._context.store.channel_state.get(str(self._ref), f"card:{message_id}")
 
 
 class Outbound:
@@ -140,7 +122,9 @@ class Outbound:
             ) from exc
         message_id = str(message.id)
         if self._reactions and card.state is CardState.PENDING:
-            await self._cards.remember(message_id, card.approval_id)
+            # Keyed by the channel the message is in, as a reaction names it.
+            where = target.thread_id or target.conversation_id
+            await self._cards.remember(where, message_id, CardEntry(approval_id=card.approval_id))
             for emoji in CARD_REACTIONS:
                 await self.react(target, message_id, emoji)
         return SentMessage(target=target, message_id=message_id)
@@ -156,3 +140,6 @@ class Outbound:
             raise ChannelError(
                 f"{self.ref}: updating an approval card failed: HTTP {exc.status}"
             ) from exc
+        if self._reactions and card.state is not CardState.PENDING:
+            where = message.target.thread_id or message.target.conversation_id
+            await self._cards.close(where, message.message_id, card.approval_id)

@@ -44,9 +44,9 @@ from bot.config import ChannelCommon, Settings, SlackChannelConfig
 from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelAuthError, ChannelError, ConfigError
 from bot.scrub import register_secrets
+from channels.card_index import CardEntry, CardIndex
 from channels.slack_api import SlackWebApi
 from channels.slack_blocks import card_blocks
-from channels.slack_cards import CardIndex, CardLocation
 from channels.slack_inbound import SlackInbound
 from channels.slack_markup import render_chunks
 from channels.slack_normalise import BotIdentity
@@ -111,7 +111,7 @@ class SlackChannel:
             base_url=config.api_base_url,
             rate_limit_retries=config.rate_limit_retries,
         )
-        self._cards = CardIndex(store, str(ref))
+        self._cards = CardIndex(store.channel_state if store is not None else None, str(ref))
         self._inbound = SlackInbound(ref=ref, config=config, api=self._api, cards=self._cards)
         self._backoff = Backoff(base_s=config.reconnect_base_s, cap_s=config.reconnect_max_s)
         self._health = ChannelHealth(state=HealthState.STOPPED, detail="not started")
@@ -250,8 +250,8 @@ class SlackChannel:
             blocks=card_blocks(card, reactions=reactions),
         )
         if reactions:
-            location = CardLocation(approval_id=card.approval_id, thread_ts=target.thread_id)
-            await self._cards.remember(target.conversation_id, ts, location)
+            entry = CardEntry(approval_id=card.approval_id, thread_id=target.thread_id)
+            await self._cards.remember(target.conversation_id, ts, entry)
         return SentMessage(target=target, message_id=ts)
 
     async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:
@@ -263,7 +263,9 @@ class SlackChannel:
             blocks=card_blocks(card, reactions=reactions),
         )
         if reactions and card.state is not CardState.PENDING:
-            await self._cards.forget(message.target.conversation_id, message.message_id)
+            await self._cards.close(
+                message.target.conversation_id, message.message_id, card.approval_id
+            )
 
 
 def create(ref: ChannelRef, config: ChannelCommon, context: ChannelContext) -> SlackChannel:

@@ -215,22 +215,6 @@ class SlackWebApi:
             lambda: self.client.views_open(trigger_id=trigger_id, view=dict(view)),
         )
 
-    async def find_message(self, *, channel: str, ts: str) -> Mapping[str, Any] | None:
-        """The message at ``ts`` as it is now (top level or in a thread), or None if Slack
-        does not return it. ``conversations.replies`` accepts the ts of any message in a
-        thread and always adds the thread's parent, hence the search by ``ts``."""
-        data = await self._call(
-            "conversations.replies",
-            lambda: self.client.conversations_replies(
-                channel=channel, ts=ts, oldest=ts, latest=ts, inclusive=True
-            ),
-        )
-        messages = data.get("messages")
-        for message in messages if isinstance(messages, list) else []:
-            if isinstance(message, dict) and message.get("ts") == ts:
-                return message
-        return None
-
     async def add_reaction(self, *, channel: str, ts: str, name: str) -> None:
         try:
             await self._call(

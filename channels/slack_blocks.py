@@ -7,10 +7,6 @@ and, while pending, that no answer means no. Its buttons carry only the opaque a
 deny-with-a-reply modal (:mod:`channels.slack_modal`) rather than deciding anything itself.
 Parsing of ``block_actions`` payloads and ``reaction_added`` events is pure and validated;
 anything malformed parses to None.
-
-:func:`closed_card` turns a card message as Slack returns it into the same message without
-its buttons, for a card the approval service can no longer edit (see
-:meth:`channels.slack_inbound.SlackInbound`).
 """
 
 from __future__ import annotations
@@ -18,13 +14,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.channel import ApprovalCard, ApprovalChoice, CardState
 from channels.slack_markup import escape
-from channels.slack_normalise import BotIdentity
 
 ACTION_IDS: dict[ApprovalChoice, str] = {
     ApprovalChoice.APPROVE: "hatchway_approve",
@@ -35,10 +29,7 @@ ACTION_PATTERN = re.compile(r"^hatchway_(approve|deny|always)$")
 #: The "✏️ Reply instead" button: opens the modal, decides nothing by itself.
 REPLY_ACTION_ID = "hatchway_reply"
 REPLY_LABEL = "✏️ Reply instead"
-#: The line a card gets when the adapter closes it (see :func:`closed_card`).
-CLOSED_NOTE = "This request is no longer open."
 _NOTE_BLOCK_ID = "hatchway_note"
-_OWN_ACTION = re.compile(r"^hatchway_")
 REACTION_CHOICES: dict[str, ApprovalChoice] = {
     "white_check_mark": ApprovalChoice.APPROVE,
     "heavy_check_mark": ApprovalChoice.APPROVE,
@@ -154,16 +145,6 @@ class _BlockActions(_Payload):
     actions: list[_Action] = Field(min_length=1)
 
 
-class _CardMessage(_Payload):
-    """A card message as ``conversations.replies`` returns it."""
-
-    ts: str
-    text: str = ""
-    user: str | None = None
-    bot_id: str | None = None
-    blocks: list[dict[str, Any]] = Field(default_factory=list)
-
-
 class _ReactionItem(_Payload):
     type: str
     channel: str = ""
@@ -204,14 +185,6 @@ class ReplyClick:
     place: CardPlace
     user_id: str
     trigger_id: str
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ClosedCard:
-    """A card message with its buttons removed and :data:`CLOSED_NOTE` added."""
-
-    text: str
-    blocks: list[Block]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -262,50 +235,6 @@ def parse_reply_click(body: Mapping[str, object]) -> ReplyClick | None:
     if payload.actions[0].action_id != REPLY_ACTION_ID or not payload.trigger_id:
         return None
     return ReplyClick(place=place, user_id=payload.user.id, trigger_id=payload.trigger_id)
-
-
-def _buttons_of(block: Mapping[str, Any]) -> set[str]:
-    """The approval ids hatchway's buttons in ``block`` carry (empty for other blocks)."""
-    elements = block.get("elements")
-    if block.get("type") != "actions" or not isinstance(elements, list):
-        return set()
-    return {
-        str(e.get("value") or "")
-        for e in elements
-        if isinstance(e, dict) and _OWN_ACTION.match(str(e.get("action_id") or ""))
-    }
-
-
-def closed_card(
-    message: Mapping[str, object], bot: BotIdentity, approval_id: str
-) -> ClosedCard | None:
-    """``message`` (as Slack returns it) without its approval buttons and pending note, with
-    :data:`CLOSED_NOTE` added. None unless it is the bot's own message and still shows
-    buttons for ``approval_id``, so another message, another approval's card, or a card the
-    service already edited is never touched."""
-    try:
-        card = _CardMessage.model_validate(message)
-    except ValidationError:
-        return None
-    own = (bool(card.user) and card.user == bot.user_id) or (
-        bool(card.bot_id) and card.bot_id == bot.bot_id
-    )
-    if not own or {approval_id} != set().union(*(_buttons_of(b) for b in card.blocks)):
-        return None
-    kept: list[Block] = [
-        dict(block)
-        for block in card.blocks
-        if not _buttons_of(block) and block.get("block_id") != _NOTE_BLOCK_ID
-    ]
-    kept.append(
-        {
-            "type": "context",
-            "block_id": "hatchway_closed",
-            "elements": [{"type": "mrkdwn", "text": CLOSED_NOTE}],
-        }
-    )
-    text = f"{card.text}\n{CLOSED_NOTE}" if card.text else CLOSED_NOTE
-    return ClosedCard(text=text, blocks=kept)
 
 
 def parse_reaction(event: Mapping[str, object]) -> CardReaction | None:

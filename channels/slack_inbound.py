@@ -11,11 +11,9 @@ behind the gateway: "✏️ Reply instead" opens its modal right after the ack (
 before its ack, since the ack is what shows a field error (see :mod:`channels.slack_modal`).
 The submission itself is then queued like a click.
 
-A click, reaction or reply that the host answers with ``UNKNOWN`` or ``ALREADY_DECIDED``
-also closes the card it came from, if that card still offers buttons: this covers cards the
-approval service cannot edit (the daemon died between posting a card and storing where it
-is). The card is re-read first and only the bot's own message is edited, so a card the
-service already edited to its outcome is left alone.
+Every click, reaction or reply is reported with the card it came from
+(:attr:`~bot.channel.ApprovalClick.card`): when the request is no longer open, the approval
+service edits that card to its outcome. The adapter never closes a card itself.
 
 Deduplication: by ``event_id`` (Slack's retries, ``X-Slack-Retry-Num``) and by
 ``channel:ts`` (the ``message``/``app_mention`` pair Slack sends for one mention). Both are
@@ -34,21 +32,20 @@ import structlog
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 
-from bot.channel import ApprovalChoice, ApprovalClick, ChannelHost, ClickVerdict
+from bot.channel import ApprovalChoice, ApprovalClick, ChannelHost, ClickVerdict, SentMessage
 from bot.config import SlackChannelConfig
-from bot.envelope import Capabilities, ChannelRef
+from bot.envelope import Capabilities, ChannelRef, DeliveryTarget
 from bot.errors import ChannelAuthError, ChannelError
+from channels.card_index import CardIndex
 from channels.slack_api import DisplayNames, SlackWebApi
 from channels.slack_blocks import (
     ACTION_PATTERN,
     REPLY_ACTION_ID,
     CardPlace,
-    closed_card,
     parse_click,
     parse_reaction,
     parse_reply_click,
 )
-from channels.slack_cards import CardIndex
 from channels.slack_modal import (
     CALLBACK_ID,
     INPUT_BLOCK_ID,
@@ -67,10 +64,6 @@ from channels.slack_normalise import (
 
 log = structlog.get_logger(__name__)
 
-#: Verdicts after which the clicked card should no longer offer buttons.
-_CLOSED_VERDICTS = frozenset({ClickVerdict.UNKNOWN, ClickVerdict.ALREADY_DECIDED})
-#: How long closing a card may hold up the inbound worker (a re-read and an edit).
-_CLOSE_TIMEOUT_S = 5.0
 MODAL_FAILED = "The reply form could not be opened. Press ✏️ Reply instead again."
 
 
@@ -203,11 +196,11 @@ class SlackInbound:
             item = await self._queue.get()
             try:
                 if isinstance(item, ReplySubmission):
-                    await self._reply(host, bot, item)
+                    await self._reply(host, item)
                 elif item.kind == "message":
                     await self._deliver(host, bot, item.body)
                 elif item.kind == "click":
-                    await self._click(host, bot, item.body)
+                    await self._click(host, item.body)
                 else:
                     await self._reaction(host, bot, item.body)
             except ChannelAuthError:
@@ -249,24 +242,28 @@ class SlackInbound:
     async def _answer(
         self,
         host: ChannelHost,
-        bot: BotIdentity,
         place: CardPlace,
         *,
         choice: ApprovalChoice,
         user_id: str,
         replacement_text: str | None = None,
     ) -> None:
+        card = None
+        if place.message_ts:
+            target = DeliveryTarget(
+                channel=self._ref, conversation_id=place.channel_id, thread_id=place.thread_ts
+            )
+            card = SentMessage(target=target, message_id=place.message_ts)
         click = ApprovalClick(
             channel=self._ref,
             approval_id=place.approval_id,
             choice=choice,
             user_id=user_id,
             replacement_text=replacement_text,
+            card=card,
         )
         verdict = await host.approval_clicked(click)
         log.info("slack_approval_answer", channel=str(self._ref), verdict=verdict.value)
-        if verdict in _CLOSED_VERDICTS:
-            await self._close_card(place, bot)
         if verdict is not ClickVerdict.ACCEPTED:
             await self._tell(place, user_id, verdict.message)
 
@@ -281,42 +278,16 @@ class SlackInbound:
         except ChannelError as exc:
             log.warning("slack_ephemeral_failed", channel=str(self._ref), error=str(exc))
 
-    async def _close_card(self, place: CardPlace, bot: BotIdentity) -> None:
-        """Remove the buttons from the card at ``place`` if it is the bot's and still has
-        them. Best effort and bounded in time: a failure is logged, never raised."""
-        if not place.message_ts:
-            return
-        channel, ts = place.channel_id, place.message_ts
-        try:
-            async with asyncio.timeout(_CLOSE_TIMEOUT_S):
-                message = await self._api.find_message(channel=channel, ts=ts)
-                closed = (
-                    closed_card(message, bot, place.approval_id) if message is not None else None
-                )
-                if closed is None:
-                    return
-                await self._api.update_message(
-                    channel=channel, ts=ts, text=closed.text, blocks=closed.blocks
-                )
-        except ChannelAuthError:
-            raise
-        except (ChannelError, TimeoutError) as exc:
-            log.warning("slack_card_close_failed", channel=str(self._ref), error=str(exc))
-            return
-        await self._cards.forget(channel, ts)  # reactions on it no longer count either
-        log.info("slack_card_closed", channel=str(self._ref), approval_id=place.approval_id)
-
-    async def _click(self, host: ChannelHost, bot: BotIdentity, body: Mapping[str, Any]) -> None:
+    async def _click(self, host: ChannelHost, body: Mapping[str, Any]) -> None:
         click = parse_click(body)
         if click is None:
             log.info("slack_click_malformed", channel=str(self._ref))
             return
-        await self._answer(host, bot, click.place, choice=click.choice, user_id=click.user_id)
+        await self._answer(host, click.place, choice=click.choice, user_id=click.user_id)
 
-    async def _reply(self, host: ChannelHost, bot: BotIdentity, reply: ReplySubmission) -> None:
+    async def _reply(self, host: ChannelHost, reply: ReplySubmission) -> None:
         await self._answer(
             host,
-            bot,
             reply.place,
             choice=ApprovalChoice.DENY,
             user_id=reply.user_id,
@@ -330,12 +301,12 @@ class SlackInbound:
         if reaction is None or reaction.user_id == bot.user_id:
             return
         card = await self._cards.find(reaction.channel_id, reaction.message_ts)
-        if card is None:
+        if card is None or not card.open:
             return
         place = CardPlace(
             approval_id=card.approval_id,
             channel_id=reaction.channel_id,
             message_ts=reaction.message_ts,
-            thread_ts=card.thread_ts,
+            thread_ts=card.thread_id,
         )
-        await self._answer(host, bot, place, choice=reaction.choice, user_id=reaction.user_id)
+        await self._answer(host, place, choice=reaction.choice, user_id=reaction.user_id)

@@ -37,7 +37,7 @@ from bot.config import ChannelCommon, Settings, TelegramChannelConfig
 from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelAuthError, ChannelError, ConfigError
 from bot.scrub import register_secret
-from channels.telegram_cards import CardIndex
+from channels.card_index import CardIndex
 from channels.telegram_inbound import UpdateRouter, allowed_updates
 from channels.telegram_normalise import BotIdentity
 from channels.telegram_offset import PollingOffset

@@ -8,9 +8,8 @@ repeat: an unchanged text is not sent again, and "message is not modified" count
 Reactions and typing are best effort: a refusal is logged, never raised.
 
 A pending card has two rows of buttons: Approve / Deny / Always, then "✏️ Reply instead".
-Every posted card is recorded in the :class:`~channels.telegram_cards.CardIndex`.
-:meth:`TelegramOutbound.retire_card` takes the buttons off a card whose approval is no longer
-open but that the approval service could not edit (e.g. posted just before a crash).
+Every posted card is recorded in the :class:`~channels.card_index.CardIndex`, and marked
+closed once it is edited to its outcome.
 """
 
 from __future__ import annotations
@@ -32,11 +31,11 @@ from telegram import (
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, RetryAfter, TelegramError
 
-from bot.channel import ApprovalCard, ApprovalChoice, CardState, ClickVerdict, SentMessage
+from bot.channel import ApprovalCard, ApprovalChoice, CardState, SentMessage
 from bot.config import TelegramChannelConfig
 from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelError
-from channels.telegram_cards import CardIndex
+from channels.card_index import CardEntry, CardIndex
 from channels.telegram_markup import TELEGRAM_LIMIT, plain_card, render_chunks
 from channels.telegram_normalise import CallbackCodec, message_key, parse_message_id
 from channels.telegram_ratelimit import with_retry_after
@@ -54,7 +53,6 @@ _BUTTONS = (
     ("♾️ Always", ApprovalChoice.ALWAYS),
 )
 REPLY_BUTTON = "✏️ Reply instead"
-NO_LONGER_OPEN = "This request is no longer open."
 
 
 # Memory bound of the per-message cache of last edited texts.
@@ -244,10 +242,16 @@ class TelegramOutbound:
             target, plain_card(card.render_text()), reply=True, markup=markup
         )
         if markup is not None:
-            await self.cards.remember(message.chat_id, message.message_id, card.approval_id)
+            entry = CardEntry(approval_id=card.approval_id)
+            await self.cards.remember(message.chat_id, message.message_id, entry)
         return SentMessage(
             target=target, message_id=message_key(message.chat_id, message.message_id)
         )
+
+    def card_message(self, chat_id: int, message_id: int) -> SentMessage:
+        """The card posted as this message, in the form the approval service edits."""
+        target = DeliveryTarget(channel=self._ref, conversation_id=str(chat_id))
+        return SentMessage(target=target, message_id=message_key(chat_id, message_id))
 
     async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:
         """Show the card's new state; a decided card loses its buttons."""
@@ -258,52 +262,3 @@ class TelegramOutbound:
         if not pending:
             number = parse_message_id(message.message_id)
             await self.cards.close(message.target.conversation_id, number, card.approval_id)
-
-    async def retire_card(
-        self, chat_id: int, message_id: int, *, verdict: ClickVerdict, shown_html: str | None
-    ) -> None:
-        """Take the buttons off a card whose approval turned out closed (best effort).
-
-        Only for ``UNKNOWN`` (expired, from before a restart, never existed) and
-        ``ALREADY_DECIDED``. For ``UNKNOWN`` the card keeps the text it shows (``shown_html``)
-        plus a line saying it is no longer open. ``ALREADY_DECIDED`` removes only the keyboard:
-        the decision's own card edit may be on its way, and rewriting the text could overwrite
-        that outcome with the stale pending text.
-        """
-        if verdict not in (ClickVerdict.UNKNOWN, ClickVerdict.ALREADY_DECIDED):
-            return
-        # The card's text may change here: a later edit must not be skipped as "unchanged".
-        self._last_edit.pop(message_key(chat_id, message_id), None)
-        text = None
-        if verdict is ClickVerdict.UNKNOWN and shown_html:
-            text = f"{shown_html}\n\n<i>{html.escape(NO_LONGER_OPEN)}</i>"
-        try:
-            await self._retire(chat_id, message_id, text)
-        except BadRequest as exc:
-            if not _not_modified(exc):
-                log.warning(
-                    "telegram_card_retire_refused", channel=str(self._ref), error=exc.message
-                )
-                return
-        except ChannelError as exc:
-            log.warning("telegram_card_retire_failed", channel=str(self._ref), error=str(exc))
-            return
-        log.info("telegram_card_retired", channel=str(self._ref), message_id=message_id)
-
-    async def _retire(self, chat_id: int, message_id: int, text: str | None) -> None:
-        if text is not None:
-            try:
-                await self._call(
-                    "editMessageText",
-                    lambda: self._bot.edit_message_text(
-                        chat_id=chat_id, message_id=message_id, text=text, parse_mode=ParseMode.HTML
-                    ),
-                )
-                return
-            except BadRequest as exc:  # e.g. too long with the extra line: keep the text
-                if _not_modified(exc):
-                    return
-        await self._call(
-            "editMessageReplyMarkup",
-            lambda: self._bot.edit_message_reply_markup(chat_id=chat_id, message_id=message_id),
-        )

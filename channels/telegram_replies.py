@@ -2,15 +2,15 @@
 
 Telegram has no modals, so the design's "a reply to the card" is the way in. A message that
 replies to one of the bot's approval cards (found through the
-:class:`~channels.telegram_cards.CardIndex`, or, for a card the index missed, through the
+:class:`~channels.card_index.CardIndex`, or, for a card the index missed, through the
 approval id in the card's own inline keyboard) is consumed here and never reaches the agent:
 
 - with text, it is reported as :class:`~bot.channel.ApprovalClick` ``DENY`` carrying the text
   as ``replacement_text``; the host decides as for any click (approvers only, no self-approval
   unless allowed, single use). Accepted: the reply gets a 👍 reaction and the approval service
   edits the card to "✏️ Denied with a reply". Otherwise the verdict's message is sent as a
-  short reply (Telegram has no private answers), and a card that still shows buttons although
-  its approval is no longer open loses them;
+  short reply (Telegram has no private answers), and the approval service edits the card
+  replied to to its outcome if the request is no longer open;
 - without text (blank, or media without a caption), it changes nothing: the sender is told to
   reply with the text (:data:`EMPTY_REPLY`). An accidental sticker must not deny a call.
 
@@ -29,7 +29,7 @@ from telegram import Message
 from bot.channel import ApprovalChoice, ApprovalClick, ChannelHost, ClickVerdict
 from bot.envelope import ChannelRef, DeliveryTarget, IngressEnvelope
 from bot.errors import ChannelError
-from channels.telegram_cards import CardEntry
+from channels.card_index import CardEntry
 from channels.telegram_normalise import BotIdentity, replies_to_bot
 from channels.telegram_outbound import TelegramOutbound
 
@@ -59,15 +59,16 @@ class CardReplies:
         if entry is not None:
             return entry
         approval_id = self._outbound.codec.approval_in(replied.reply_markup)
-        return CardEntry(approval_id=approval_id, open=True) if approval_id else None
+        return CardEntry(approval_id=approval_id) if approval_id else None
 
     async def consume(
         self, message: Message, envelope: IngressEnvelope, me: BotIdentity, host: ChannelHost
     ) -> bool:
         """Handle ``message`` if it replies to an approval card; True when it was consumed
         (the caller must then not deliver it)."""
+        replied = message.reply_to_message
         card = await self._card_replied_to(message, me)
-        if card is None:
+        if replied is None or card is None:
             return False
         if envelope.sender.is_bot:
             log.info("telegram_card_reply_from_bot_ignored", channel=str(self._ref))
@@ -89,6 +90,7 @@ class CardReplies:
             user_id=envelope.sender.id,
             user_roles=await self._roles(message.chat.id, int(envelope.sender.id)),
             replacement_text=text,
+            card=self._outbound.card_message(replied.chat.id, replied.message_id),
         )
         verdict = await host.approval_clicked(click)
         log.info(
@@ -102,14 +104,6 @@ class CardReplies:
             await self._outbound.react(answer_to, envelope.message_id, ACCEPTED_REACTION)
             return True
         await self._say(answer_to, verdict.message)
-        replied = message.reply_to_message
-        if replied is not None and card.open:  # a closed card was edited by the service
-            await self._outbound.retire_card(
-                replied.chat.id,
-                replied.message_id,
-                verdict=verdict,
-                shown_html=replied.text_html if replied.text else None,
-            )
         return True
 
     async def _say(self, target: DeliveryTarget, text: str) -> None:

@@ -4,14 +4,14 @@ A tap is decoded (:class:`~channels.telegram_normalise.CallbackCodec`), reported
 as an :class:`~bot.channel.ApprovalClick`, and answered with ``answerCallbackQuery``: silently
 with "Recorded." when accepted, as an alert with the verdict's message otherwise (not
 authorised, own request, already decided, expired). The adapter decides nothing; the host's
-verdict is the answer. When the verdict says the approval is no longer open (unknown or
-already decided) the tapped card's buttons are taken off
-(:meth:`~channels.telegram_outbound.TelegramOutbound.retire_card`): the approval service
-cannot edit a card whose message reference it never stored (a crash right after posting).
+verdict is the answer. A tap is reported with the tapped card
+(:attr:`~bot.channel.ApprovalClick.card`) when that message still offers this approval's
+buttons; the approval service then edits it to its outcome if the request is no longer open
+(a card whose place it never stored, after a crash right after posting, included).
 
 The "✏️ Reply instead" button decides nothing: its answer says how to deny with a reply
 (:mod:`channels.telegram_replies`). Reactions (``reactions_for_approval``) count only on cards
-still open in the :class:`~channels.telegram_cards.CardIndex` and get no private answer
+still open in the :class:`~channels.card_index.CardIndex` and get no private answer
 (Telegram has none for reactions).
 
 When approver roles are configured the clicker's chat member status (``creator``,
@@ -24,7 +24,7 @@ import structlog
 from telegram import Bot, CallbackQuery, Message, MessageReactionUpdated
 from telegram.error import TelegramError
 
-from bot.channel import ApprovalClick, ChannelHost, ClickVerdict
+from bot.channel import ApprovalClick, ChannelHost, ClickVerdict, SentMessage
 from bot.config import TelegramChannelConfig
 from bot.envelope import ChannelRef
 from channels.telegram_normalise import reaction_choice
@@ -80,6 +80,7 @@ class ApprovalTaps:
             choice=choice,
             user_id=str(query.from_user.id),
             user_roles=await self.roles(chat_id, query.from_user.id),
+            card=self._tapped_card(query, approval_id),
         )
         verdict = await host.approval_clicked(click)
         log.info(
@@ -92,15 +93,16 @@ class ApprovalTaps:
         await self._answer_text(
             query.id, verdict.message, alert=verdict is not ClickVerdict.ACCEPTED
         )
-        card = query.message
-        if card is None:  # inline-mode messages are never cards
-            return
-        if isinstance(card, Message) and card.reply_markup is None:
-            return  # the buttons are already gone (the tap came from a stale screen)
-        shown = card.text_html if isinstance(card, Message) and card.text else None
-        await self._outbound.retire_card(
-            card.chat.id, card.message_id, verdict=verdict, shown_html=shown
-        )
+
+    def _tapped_card(self, query: CallbackQuery, approval_id: str) -> SentMessage | None:
+        """The tapped card, if its message still shows this approval's buttons: a tap from a
+        stale screen on a card already edited carries the message without them."""
+        shown = query.message
+        if not isinstance(shown, Message):
+            return None
+        if self._outbound.codec.approval_in(shown.reply_markup) != approval_id:
+            return None
+        return self._outbound.card_message(shown.chat.id, shown.message_id)
 
     async def _answer_text(self, query_id: str, text: str | None, *, alert: bool) -> None:
         try:
@@ -125,6 +127,7 @@ class ApprovalTaps:
             choice=choice,
             user_id=str(reaction.user.id),
             user_roles=await self.roles(reaction.chat.id, reaction.user.id),
+            card=self._outbound.card_message(reaction.chat.id, reaction.message_id),
         )
         verdict = await host.approval_clicked(click)
         # A reaction has no private answer on Telegram; the card edit shows accepted ones.
@@ -134,8 +137,4 @@ class ApprovalTaps:
             approval_id=approval_id,
             choice=str(choice),
             verdict=str(verdict),
-        )
-        # The reaction names no text to keep; retiring removes only the buttons.
-        await self._outbound.retire_card(
-            reaction.chat.id, reaction.message_id, verdict=verdict, shown_html=None
         )

@@ -8,8 +8,13 @@ Contract:
   ``poll_interval_s``, so a decision written by another process (``hatchway approvals
   approve``) is noticed;
 * on timeout the runtime expires the row (unless someone decided first) and the card shows it;
-* the card is edited to the outcome by the asking side; a restart is handled by
-  :meth:`expire_pending`.
+  a click arriving after the deadline expires it too, so a late click never sees a row that
+  is still pending but can no longer be decided;
+* the cards are edited to the outcome by the asking side; a restart is handled by
+  :meth:`expire_pending`. A click on a request that is no longer open edits the card it came
+  from (:attr:`~bot.channel.ApprovalClick.card`) to the row's outcome as well, which covers
+  copies whose place was never stored; edits always render the row, so two of them racing
+  show the same outcome.
 """
 
 from __future__ import annotations
@@ -22,23 +27,17 @@ import structlog
 
 from bot.approval import audit, reasons
 from bot.approval.approvers import refusal
-from bot.approval.card import card_for, decision_for, parse_channel_ref
+from bot.approval.card import decision_for
+from bot.approval.card_desk import CardDesk, ChannelLookup, PolicyLookup
 from bot.approval.gate import ApprovalDecision, ApprovalRequest
 from bot.approval.grants import new_grant
 from bot.approval.policy import EffectivePolicy
-from bot.channel import ApprovalChoice, ApprovalClick, Channel, ClickVerdict, SentMessage
-from bot.envelope import ChannelRef, DeliveryTarget
-from bot.errors import ChannelError
+from bot.channel import ApprovalChoice, ApprovalClick, Channel, ClickVerdict
 from bot.scrub import scrub_text
 from bot.store import Store
-from bot.store.approvals import ApprovalRecord, ApprovalStatus, CardRef, Resolution
+from bot.store.approvals import ApprovalRecord, ApprovalStatus, Resolution
 
 log = structlog.get_logger(__name__)
-
-ChannelLookup = Callable[[ChannelRef], Channel | None]
-PolicyLookup = Callable[[ChannelRef], EffectivePolicy]
-#: What a failing adapter may raise while posting or editing a card.
-CHANNEL_FAILURES = (ChannelError, OSError, TimeoutError)
 
 
 class Backchannel:
@@ -54,8 +53,8 @@ class Backchannel:
         poll_interval_s: float = 1.0,
     ) -> None:
         self._store = store
-        self._channel_for = channel_for
         self._policy_for = policy_for
+        self._cards = CardDesk(store, channel_for, policy_for)
         self._clock = clock
         self._poll_s = poll_interval_s
         self._wakeups: dict[str, asyncio.Event] = {}
@@ -102,7 +101,7 @@ class Backchannel:
             channel=record.channel,
         )
         try:
-            refs = await self._post_cards(channel, record, policy, env.reply_target)
+            refs = await self._cards.post(channel, record, policy, env.reply_target)
             if refs:
                 # Shielded: a cancel landing inside a write must not leave it half done.
                 await asyncio.shield(self._store.approvals.set_card_refs(record.id, refs))
@@ -111,11 +110,11 @@ class Backchannel:
                 await self.expire(record, reasons.AUDIT_CARD_FAILED)
         except asyncio.CancelledError:
             await self.expire(record, reasons.AUDIT_CANCELLED)
-            await self.edit_cards(record.id)
+            await self._cards.edit_all(record.id)
             raise
         finally:
             self._wakeups.pop(record.id, None)
-        final = await self.edit_cards(record.id)
+        final = await self._cards.edit_all(record.id)
         decision = decision_for(final or record, request.fingerprint)
         log.info(
             "approval_decided",
@@ -125,36 +124,6 @@ class Backchannel:
             decided_by=decision.decided_by,
         )
         return decision
-
-    async def _post_cards(
-        self,
-        channel: Channel,
-        record: ApprovalRecord,
-        policy: EffectivePolicy,
-        target: DeliveryTarget,
-    ) -> list[CardRef]:
-        card = card_for(record, timeout_s=policy.timeout_s)
-        try:
-            sent = await channel.post_approval_card(target, card)
-        except CHANNEL_FAILURES as exc:
-            log.warning("approval_card_failed", approval_id=record.id, error=scrub_text(str(exc)))
-            return []
-        refs = [_ref(sent)]
-        if policy.dm_approvers:
-            # Adapters treat a DeliveryTarget whose conversation_id is a user id as that
-            # user's DM.
-            for approver in policy.approvers:
-                dm = DeliveryTarget(channel=target.channel, conversation_id=approver)
-                try:
-                    refs.append(_ref(await channel.post_approval_card(dm, card)))
-                except CHANNEL_FAILURES as exc:
-                    log.warning(
-                        "approval_dm_card_failed",
-                        approval_id=record.id,
-                        approver=approver,
-                        error=scrub_text(str(exc)),
-                    )
-        return refs
 
     async def _wait(self, record: ApprovalRecord, wakeup: asyncio.Event, timeout_s: float) -> None:
         loop = asyncio.get_running_loop()
@@ -191,38 +160,14 @@ class Backchannel:
             log.info("approval_expired", approval_id=record.id, tool=record.tool, reason=why)
         return won
 
-    async def edit_cards(self, approval_id: str) -> ApprovalRecord | None:
-        """Edit every posted copy of the card to the row's current state; returns the row."""
-        record = await self._store.approvals.get(approval_id)
-        if record is None or not record.card_refs:
-            return record
-        ref = parse_channel_ref(record.channel)
-        channel = self._channel_for(ref)
-        if channel is None:
-            return record
-        card = card_for(record, timeout_s=self._policy_for(ref).timeout_s)
-        for cref in record.card_refs:
-            target = DeliveryTarget(
-                channel=ref, conversation_id=cref.conversation_id, thread_id=cref.thread_id
-            )
-            try:
-                await channel.update_approval_card(
-                    SentMessage(target=target, message_id=cref.message_id), card
-                )
-            except CHANNEL_FAILURES as exc:
-                log.warning(
-                    "approval_card_edit_failed", approval_id=approval_id, error=scrub_text(str(exc))
-                )
-        return record
-
     async def click(self, click: ApprovalClick) -> ClickVerdict:
         """Apply one click. Unknown, foreign-channel, late and repeated clicks change
-        nothing; refused clicks are audited."""
+        nothing; refused clicks are audited. A click on a request that is no longer open
+        edits the clicked card to the request's outcome."""
         record = await self._store.approvals.get(click.approval_id)
         if record is None or record.channel != str(click.channel):
             return ClickVerdict.UNKNOWN
         policy = self._policy_for(click.channel)
-        now = self._clock()
         refused = refusal(
             policy, user_id=click.user_id, roles=click.user_roles, requester=record.requester
         )
@@ -230,7 +175,7 @@ class Backchannel:
             await self._store.audit.append(
                 audit.entry_for_record(
                     record,
-                    at=now,
+                    at=self._clock(),
                     decision=f"click_refused:{click.choice}",
                     decided_by=click.user_id,
                     reason=refused.value,
@@ -243,9 +188,21 @@ class Backchannel:
                 verdict=refused,
             )
             return refused
+        verdict = await self._decide(record, click, policy)
+        if verdict is not ClickVerdict.ACCEPTED and click.card is not None:
+            await self._cards.show_outcome(record.id, click.card)
+        return verdict
+
+    async def _decide(
+        self, record: ApprovalRecord, click: ApprovalClick, policy: EffectivePolicy
+    ) -> ClickVerdict:
         if record.status is not ApprovalStatus.PENDING:
             return _settled(record)
+        now = self._clock()
         if now >= record.expires_at:
+            # The deadline passed while the asking side had not yet noticed: the runtime's
+            # timeout is the decision, as it would have been a moment later.
+            await self.expire(record, reasons.AUDIT_TIMEOUT)
             return ClickVerdict.UNKNOWN
         status, grant, reply = ApprovalStatus.APPROVED, None, None
         if click.choice is ApprovalChoice.DENY:
@@ -311,24 +268,9 @@ class Backchannel:
             if not await self.expire(record, why):
                 continue
             count += 1
-            await self.edit_cards(record.id)
-            await self._notify_expired(record)
+            await self._cards.edit_all(record.id)
+            await self._cards.notify_expired(record)
         return count
-
-    async def _notify_expired(self, record: ApprovalRecord) -> None:
-        ref = parse_channel_ref(record.channel)
-        channel = self._channel_for(ref)
-        if channel is None:
-            return
-        target = DeliveryTarget(
-            channel=ref, conversation_id=record.conversation_id, thread_id=record.thread_id
-        )
-        try:
-            await channel.send(target, reasons.RESTART_NOTICE.format(tool=record.tool))
-        except CHANNEL_FAILURES as exc:
-            log.warning(
-                "approval_expiry_notice_failed", approval_id=record.id, error=scrub_text(str(exc))
-            )
 
     def _wake(self, approval_id: str) -> None:
         event = self._wakeups.get(approval_id)
@@ -342,11 +284,3 @@ def _settled(record: ApprovalRecord) -> ClickVerdict:
     if record.status is ApprovalStatus.EXPIRED:
         return ClickVerdict.UNKNOWN
     return ClickVerdict.ALREADY_DECIDED
-
-
-def _ref(sent: SentMessage) -> CardRef:
-    return CardRef(
-        conversation_id=sent.target.conversation_id,
-        thread_id=sent.target.thread_id,
-        message_id=sent.message_id,
-    )

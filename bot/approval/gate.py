@@ -12,7 +12,7 @@ import enum
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from bot.envelope import IngressEnvelope
@@ -63,10 +63,16 @@ class ApprovalRequest:
     session_key: str
     envelope: IngressEnvelope
     requires_approval: bool
+    _fingerprint: str = field(default="", init=False, repr=False, compare=False)
 
     @property
     def fingerprint(self) -> str:
-        return call_fingerprint(self.tool, self.arguments)
+        """:func:`call_fingerprint` of this call, hashed on first use and kept: most calls
+        (read-only, auto-approved) never need it, an asked one needs it several times."""
+        if not self._fingerprint:
+            # Frozen: the cache is filled the way dataclasses fill frozen fields.
+            object.__setattr__(self, "_fingerprint", call_fingerprint(self.tool, self.arguments))
+        return self._fingerprint
 
 
 def canonical_json(value: object) -> str:

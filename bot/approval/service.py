@@ -25,7 +25,8 @@ from collections.abc import Callable
 import structlog
 
 from bot.approval import audit, reasons
-from bot.approval.backchannel import Backchannel, ChannelLookup
+from bot.approval.backchannel import Backchannel
+from bot.approval.card_desk import ChannelLookup
 from bot.approval.gate import (
     ApprovalDecision,
     ApprovalRequest,
@@ -86,6 +87,7 @@ class ApprovalService:
             decision = "allow" if result.assessment is Assessment.ALLOW else "deny"
             await self._audit(
                 request,
+                summarise(request.arguments),
                 decision=decision,
                 decided_by=reasons.RUNTIME,
                 reason=f"policy: {result.reason}",
@@ -96,11 +98,12 @@ class ApprovalService:
         """Ask the person the envelope allows (terminal or card) or auto-deny at once."""
         env = request.envelope
         policy = self._policy.for_channel(env.channel)
-        lines = summarise(request.arguments)
+        lines = summarise(request.arguments)  # once: the card or prompt and the audit row
         why = "it has side effects" if request.requires_approval else "the policy asks for it"
         if env.background:
             return await self._auto_deny(
                 request,
+                lines,
                 reasons.BACKGROUND,
                 reasons.AUDIT_BACKGROUND,
                 hint=f"add {request.tool!r} to approval.auto_approve or create a grant; "
@@ -114,6 +117,7 @@ class ApprovalService:
                 return await self._backchannel.ask(request, channel, policy, lines, why)
             return await self._auto_deny(
                 request,
+                lines,
                 reasons.NO_APPROVER,
                 reasons.AUDIT_NO_APPROVER,
                 hint=f"set channels.{env.channel.kind}.{env.channel.alias}.approvers, or add "
@@ -121,6 +125,7 @@ class ApprovalService:
             )
         return await self._auto_deny(
             request,
+            lines,
             reasons.NO_APPROVER,
             reasons.AUDIT_NO_BACKCHANNEL,
             hint=f"this conversation has no approval backchannel; add {request.tool!r} to "
@@ -163,6 +168,7 @@ class ApprovalService:
         except TimeoutError:
             await self._audit(
                 request,
+                lines,
                 decision="expired",
                 decided_by=reasons.RUNTIME,
                 reason=reasons.AUDIT_TIMEOUT,
@@ -174,7 +180,12 @@ class ApprovalService:
         who = request.envelope.sender.id or "terminal"
         if answer is TerminalAnswer.NO:
             await self._audit(
-                request, decision="denied", decided_by=who, reason="terminal", started=started
+                request,
+                lines,
+                decision="denied",
+                decided_by=who,
+                reason="terminal",
+                started=started,
             )
             return ApprovalDecision(
                 verdict=Verdict.DENIED,
@@ -196,15 +207,30 @@ class ApprovalService:
             )
         verdict = Verdict.ALWAYS if answer is TerminalAnswer.ALWAYS else Verdict.APPROVED
         await self._audit(
-            request, decision=verdict.value, decided_by=who, reason="terminal", started=started
+            request,
+            lines,
+            decision=verdict.value,
+            decided_by=who,
+            reason="terminal",
+            started=started,
         )
         return ApprovalDecision(verdict=verdict, decided_by=who)
 
     async def _auto_deny(
-        self, request: ApprovalRequest, wording: str, why: str, *, hint: str
+        self,
+        request: ApprovalRequest,
+        lines: tuple[str, ...],
+        wording: str,
+        why: str,
+        *,
+        hint: str,
     ) -> ApprovalDecision:
         await self._audit(
-            request, decision=Verdict.AUTO_DENIED.value, decided_by=reasons.RUNTIME, reason=why
+            request,
+            lines,
+            decision=Verdict.AUTO_DENIED.value,
+            decided_by=reasons.RUNTIME,
+            reason=why,
         )
         log.warning(
             "approval_auto_denied",
@@ -220,6 +246,7 @@ class ApprovalService:
     async def _audit(
         self,
         request: ApprovalRequest,
+        lines: tuple[str, ...],
         *,
         decision: str,
         decided_by: str,
@@ -235,7 +262,7 @@ class ApprovalService:
                 conversation_id=env.conversation_id,
                 requester=env.sender.id,
                 tool=request.tool,
-                lines=summarise(request.arguments),
+                lines=lines,
                 fingerprint=request.fingerprint,
                 decision=decision,
                 decided_by=decided_by,

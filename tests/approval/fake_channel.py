@@ -81,7 +81,11 @@ class FakeBackchannel:
         *,
         roles: tuple[str, ...] = (),
         replacement_text: str | None = None,
+        on: str | None = None,
     ) -> ApprovalClick:
+        """A click on ``card``, as if on the copy posted as message ``on`` (default: the
+        posted message itself)."""
+        message = SentMessage(target=card.target, message_id=on or card.message_id)
         return ApprovalClick(
             channel=self.ref,
             approval_id=card.card.approval_id,
@@ -89,6 +93,7 @@ class FakeBackchannel:
             user_id=user_id,
             user_roles=roles,
             replacement_text=replacement_text,
+            card=message,
         )
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from bot.approval import reasons
 from bot.approval.gate import Assessment, Verdict
+from bot.approval.service import ApprovalService
 from bot.channel import ApprovalChoice, CardState, ClickVerdict
 from bot.store import Store
 from bot.store.approvals import ApprovalStatus
@@ -261,8 +262,10 @@ async def test_restart_expires_pending_and_edits_cards(
     decision = task.result()
     assert decision.verdict is Verdict.AUTO_DENIED
     assert decision.reason == reasons.RESTART
+    # Once by the restart, once more for the late click on it: both show the outcome.
     assert [(mid, c.state) for mid, c in after_channel.edits] == [
-        (posted.message_id, CardState.EXPIRED)
+        (posted.message_id, CardState.EXPIRED),
+        (posted.message_id, CardState.EXPIRED),
     ]
     assert [(t.conversation_id, t.thread_id) for t, _ in after_channel.sent] == [("C1", "T1")]
     assert "bot restarted; please ask again" in after_channel.sent[0][1]
@@ -317,3 +320,63 @@ async def test_cancelled_ask_expires_row(store: Store, channel: FakeBackchannel)
     row = await store.approvals.get(posted.card.approval_id)
     assert row is not None and row.status is ApprovalStatus.EXPIRED
     assert channel.edits[-1][1].state is CardState.EXPIRED
+
+
+async def test_a_late_click_shows_the_outcome_on_the_card_it_came_from(
+    store: Store, channel: FakeBackchannel
+) -> None:
+    """Also on a copy whose place was never stored (posted just before a crash)."""
+    service = service_for(make_settings(), store, channel)
+    async with asyncio.TaskGroup() as tg:
+        task = tg.create_task(service.ask(make_request()))
+        posted = await channel.next_card()
+        assert await service.click(channel.click(posted, APPROVER, ApprovalChoice.DENY)) is (
+            ClickVerdict.ACCEPTED
+        )
+    assert task.result().verdict is Verdict.DENIED
+    late = channel.click(posted, APPROVER, ApprovalChoice.APPROVE, on="unstored-copy")
+    assert await service.click(late) is ClickVerdict.ALREADY_DECIDED
+    [(decided_on, decided), (late_on, shown)] = channel.edits
+    assert (decided_on, late_on) == (posted.message_id, "unstored-copy")
+    assert shown == decided
+    assert (shown.state, shown.decided_by) == (CardState.DENIED, APPROVER)
+
+
+async def test_a_refused_or_accepted_click_leaves_the_card_to_the_asking_side(
+    store: Store, channel: FakeBackchannel
+) -> None:
+    service = service_for(make_settings(), store, channel)
+    async with asyncio.TaskGroup() as tg:
+        task = tg.create_task(service.ask(make_request()))
+        posted = await channel.next_card()
+        assert await service.click(channel.click(posted, APPROVER)) is ClickVerdict.ACCEPTED
+    assert task.result().verdict is Verdict.APPROVED
+    stranger = channel.click(posted, "U_MALLORY")
+    assert await service.click(stranger) is ClickVerdict.NOT_AUTHORISED
+    assert [(mid, c.state) for mid, c in channel.edits] == [(posted.message_id, CardState.APPROVED)]
+
+
+async def test_a_click_after_the_deadline_expires_the_request_and_shows_it(
+    store: Store, channel: FakeBackchannel
+) -> None:
+    """The click lands as the approval expires, before the waiting ask notices: the runtime's
+    timeout decides, and every edit of the card shows it expired (never pending)."""
+    now = [1_000.0]
+    service = ApprovalService(
+        make_settings(), store, {channel.ref: channel}.get, lambda: now[0], poll_interval_s=60
+    )
+    async with asyncio.TaskGroup() as tg:
+        task = tg.create_task(service.ask(make_request()))
+        posted = await channel.next_card()
+        now[0] += 5.0  # the configured timeout_s: the deadline has come
+        assert await service.click(channel.click(posted, APPROVER)) is ClickVerdict.UNKNOWN
+    decision = task.result()
+    assert (decision.verdict, decision.reason) == (Verdict.TIMED_OUT, reasons.TIMED_OUT)
+    assert [(mid, c.state) for mid, c in channel.edits] == [
+        (posted.message_id, CardState.EXPIRED),
+        (posted.message_id, CardState.EXPIRED),
+    ]
+    rows = await store.audit.since()
+    assert [(r.decision, r.decided_by, r.reason) for r in rows] == [
+        ("expired", "runtime", "timeout")
+    ]

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from bot.approval.gate import Assessment
+from bot.approval.gate import Assessment, call_fingerprint
 from bot.approval.grants import GrantScope, new_grant
 from bot.approval.policy import ApprovalPolicy
 from bot.store import Store
@@ -244,6 +244,13 @@ async def test_model_approved_argument_changes_nothing(store: Store) -> None:
     assert (await service.assess(plain)).assessment is Assessment.ASK
     # The marker is just another argument: it changes the fingerprint, never the decision.
     assert marked.fingerprint != plain.fingerprint
+
+
+def test_a_requests_fingerprint_is_hashed_once() -> None:
+    request = make_request(arguments={"command": "ls", "cwd": "/tmp"})
+    first = request.fingerprint
+    assert first == call_fingerprint("shell", {"cwd": "/tmp", "command": "ls"})
+    assert request.fingerprint is first  # kept, not hashed again
 
 
 async def test_policy_denials_and_unprompted_side_effects_are_audited(store: Store) -> None:

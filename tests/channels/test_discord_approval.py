@@ -18,7 +18,6 @@ from bot.approval.service import ApprovalService
 from bot.channel import (
     ApprovalCard,
     ApprovalChoice,
-    ApprovalClick,
     CardState,
     ClickVerdict,
 )
@@ -26,6 +25,7 @@ from bot.config import parse_settings
 from bot.envelope import IngressEnvelope
 from bot.store import Store
 from channels.discord import DiscordChannel
+from tests.approval.service_host import ServiceHost
 from tests.channels.test_discord import ALICE, BOT, BOT_ID, GENERAL, make_channel, said
 from tests.fakes.discord_server import (
     BOT_TOKEN,
@@ -264,18 +264,6 @@ async def test_reaction_on_a_card_from_before_a_restart_is_routed(
 
 
 # -- through the real approval service -------------------------------------------------------
-
-
-class ServiceHost(RecordingHost):
-    """A host whose clicks go to the real approval service, as the gateway's do."""
-
-    def __init__(self, service: ApprovalService) -> None:
-        super().__init__()
-        self.service = service
-
-    async def approval_clicked(self, click: ApprovalClick) -> ClickVerdict:
-        await super().approval_clicked(click)
-        return await self.service.click(click)
 
 
 def approval_service(fake: FakeDiscord, store: Store, channel: DiscordChannel) -> ApprovalService:

@@ -2,9 +2,9 @@
 
 "✏️ Reply instead" answers with a modal (callback type 9); its submission (MODAL_SUBMIT over the
 gateway) reaches the host as a DENY with the text and is answered ephemerally. Empty replies
-are refused. A click whose approval is unknown or already decided closes the card it came
-from when that card still offers buttons — first against a recording host, then through the
-real approval service on a SQLite file (a card left behind by a crash).
+are refused. Every answer names the card it came from, and the adapter never edits it itself;
+through the real approval service on a SQLite file, an answer on a request that is no longer
+open turns that card into the request's outcome (also a card left behind by a crash).
 """
 
 from __future__ import annotations
@@ -18,19 +18,21 @@ import pytest
 
 from bot.approval.card import card_for
 from bot.approval.gate import Verdict
-from bot.channel import ApprovalChoice, ClickVerdict
+from bot.channel import ApprovalChoice, ClickVerdict, SentMessage
+from bot.envelope import DeliveryTarget
 from bot.store import Store
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
-from channels.discord_approval import NO_LONGER_OPEN
+from channels.discord import DiscordChannel
+from channels.discord_approval import card_content
 from channels.discord_clicks import EMPTY_REPLY
 from channels.discord_reply import FIELD_ID
+from tests.approval.service_host import ServiceHost
 from tests.channels.test_discord import BOT_ID, GENERAL, make_channel
 from tests.channels.test_discord_approval import (
     APPROVAL_ID,
     APPROVER_ROLE,
     BOB,
     CAROL,
-    ServiceHost,
     approval_service,
     click,
     ephemeral_text,
@@ -50,6 +52,12 @@ from tests.fakes.discord_server import (
 )
 
 REPLY = "Use the staging build instead; production is frozen today."
+
+
+def card_message(channel: DiscordChannel, message_id: str) -> SentMessage:
+    """A card in #general as an answer reports it."""
+    target = DeliveryTarget(channel=channel.ref, conversation_id=GENERAL)
+    return SentMessage(target=target, message_id=message_id)
 
 
 @pytest.fixture(autouse=True)
@@ -204,66 +212,40 @@ async def test_a_dialog_opened_before_a_restart_still_counts_after_it(
     assert ephemeral_text(callback) == ClickVerdict.ACCEPTED.message
 
 
-# -- stale cards -----------------------------------------------------------------------------
+# -- the card an answer came from ------------------------------------------------------------
 
 
 @pytest.mark.parametrize("via", ["a", "d", "w", "reply"])
-async def test_an_answer_on_an_unknown_approval_closes_that_card(
+async def test_every_answer_names_the_card_it_came_from(
     fake: FakeDiscord, store: Store, via: str
 ) -> None:
+    """The adapter reports where the card is and leaves it alone: closing a card whose
+    request is no longer open is the approval service's edit."""
     host = RecordingHost(approvers=[BOB["id"]], pending=[])  # the core knows no such request
     channel = make_channel(fake, store, approvers=[BOB["id"]])
     async with running(channel, host):
         envelope = await request_turn(fake, host)
         sent = await channel.post_approval_card(envelope.reply_target, pending_card())
-        posted = fake.messages[sent.message_id]["content"]
         if via == "reply":
             callback = await submit_reply(fake, sent.message_id, REPLY, BOB)
         else:
             callback = await click(fake, sent.message_id, via, BOB)
-        card_path = rf"/channels/{GENERAL}/messages/{sent.message_id}"
-        [edit] = await fake.wait_for_call("PATCH", card_path)
     assert ephemeral_text(callback) == ClickVerdict.UNKNOWN.message
-    assert fake.calls_to("GET", card_path)  # the card was re-read before it was changed
-    assert edit.body is not None and edit.body["components"] == []
-    assert edit.body["content"] == f"{posted}\n{NO_LONGER_OPEN}"
-    assert fake.messages[sent.message_id]["components"] == []
+    [seen] = host.clicks
+    assert seen.card == card_message(channel, sent.message_id)
+    assert fake.calls_to("PATCH", rf"/channels/{GENERAL}/messages/{sent.message_id}") == []
 
 
-async def test_an_answer_on_a_decided_approval_removes_only_the_buttons(
-    fake: FakeDiscord, store: Store
-) -> None:
-    host = RecordingHost()
-    host.verdict = lambda _click: ClickVerdict.ALREADY_DECIDED
-    channel = make_channel(fake, store, approvers=[BOB["id"]])
-    async with running(channel, host):
-        envelope = await request_turn(fake, host)
-        sent = await channel.post_approval_card(envelope.reply_target, pending_card())
-        posted = fake.messages[sent.message_id]["content"]
-        callback = await click(fake, sent.message_id, "a", BOB)
-        [edit] = await fake.wait_for_call(
-            "PATCH", rf"/channels/{GENERAL}/messages/{sent.message_id}"
-        )
-    assert ephemeral_text(callback) == ClickVerdict.ALREADY_DECIDED.message
-    # The text is left alone: the winning decision's own card edit may still be on its way.
-    assert edit.body is not None and edit.body["components"] == [] and "content" not in edit.body
-    assert fake.messages[sent.message_id]["content"] == posted
-
-
-async def test_a_reaction_on_an_unknown_approval_closes_that_card(
-    fake: FakeDiscord, store: Store
-) -> None:
-    host = RecordingHost(approvers=[BOB["id"]], pending=[])
+async def test_a_reaction_names_the_card_it_was_added_to(fake: FakeDiscord, store: Store) -> None:
+    host = RecordingHost(approvers=[BOB["id"]], pending=[APPROVAL_ID])
     channel = make_channel(fake, store, approvers=[BOB["id"]], reactions_for_approval=True)
     async with running(channel, host):
         envelope = await request_turn(fake, host)
         sent = await channel.post_approval_card(envelope.reply_target, pending_card())
         await react(fake, sent.message_id, "✅", BOB)
-        [edit] = await fake.wait_for_call(
-            "PATCH", rf"/channels/{GENERAL}/messages/{sent.message_id}"
-        )
-    assert edit.body is not None and edit.body["components"] == []
-    assert edit.body["content"].endswith(f"\n{NO_LONGER_OPEN}")
+        [seen] = await host.wait_clicks(1)
+    assert (seen.approval_id, seen.choice) == (APPROVAL_ID, ApprovalChoice.APPROVE)
+    assert seen.card == card_message(channel, sent.message_id)
 
 
 # -- through the real approval service -------------------------------------------------------
@@ -292,12 +274,16 @@ async def test_service_takes_the_approvers_reply_after_refusing_a_stranger(
         decision = await asyncio.wait_for(ask, 10)
         [edit] = await fake.wait_for_call("PATCH", rf"/channels/{GENERAL}/messages/{card_id}")
         again = await submit_reply(fake, card_id, "later", BOB, approval_id=approval_id)
+        [_, shown_again] = await fake.wait_for_call(
+            "PATCH", rf"/channels/{GENERAL}/messages/{card_id}", count=2
+        )
     assert decision.verdict is Verdict.EDITED and decision.replacement_text == REPLY
     assert decision.decided_by == BOB["id"]
     assert edit.body is not None and edit.body["components"] == []
     assert edit.body["content"].startswith("**✏️ Denied with a reply: shell**")
     assert f"By: {BOB['id']}" in edit.body["content"]
     assert ephemeral_text(again) == ClickVerdict.ALREADY_DECIDED.message  # single use
+    assert shown_again.body == edit.body  # a late answer re-shows the outcome, nothing else
     [record] = await store.approvals.list()
     assert record.status is ApprovalStatus.EDITED and record.reply == REPLY
     decisions = [(a.decided_by, a.decision) for a in await store.audit.since(0.0)]
@@ -340,7 +326,6 @@ async def test_card_left_by_a_crash_before_its_reference_was_stored_is_closed_by
         sent = await before.post_approval_card(
             envelope.reply_target, card_for(record, timeout_s=30)
         )
-    posted = fake.messages[sent.message_id]["content"]
     after = make_channel(fake, store, approvers=[BOB["id"]])
     service = approval_service(fake, store, after)
     host = ServiceHost(service)
@@ -352,7 +337,9 @@ async def test_card_left_by_a_crash_before_its_reference_was_stored_is_closed_by
             "PATCH", rf"/channels/{GENERAL}/messages/{sent.message_id}"
         )
     assert ephemeral_text(callback) == ClickVerdict.UNKNOWN.message
-    assert edit.body is not None and edit.body["components"] == []
-    assert edit.body["content"] == f"{posted}\n{NO_LONGER_OPEN}"
     [expired] = await store.approvals.list()
     assert expired.status is ApprovalStatus.EXPIRED
+    # The card shows the request's real outcome, as the core's own edit would have.
+    assert edit.body is not None and edit.body["components"] == []
+    assert edit.body["content"] == card_content(card_for(expired, timeout_s=30))
+    assert edit.body["content"].startswith("**⌛ Expired: shell**")

@@ -1,31 +1,23 @@
 """Pure parts of the Discord adapter: normalisation from facts, markup and chunking, the
-approval button ids, reading a submitted reply, and when a stale card is closed."""
+approval button ids, and reading a submitted reply."""
 
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.channel import ApprovalChoice, ClickVerdict
-from bot.channel_registry import ChannelContext
+from bot.channel import ApprovalChoice
 from bot.envelope import Attachment, ChannelRef
 from bot.errors import ChannelError
-from bot.store import Store
 from channels.discord_approval import (
-    MAX_CONTENT,
-    NO_LONGER_OPEN,
     approval_custom_id,
-    approval_ids_in,
-    closed_content,
     parse_custom_id,
     parse_reply_id,
     reply_custom_id,
 )
-from channels.discord_clicks import CardClosing, closing_for
 from channels.discord_markup import render_chunks, render_single, to_discord
 from channels.discord_normalise import (
     MessageFacts,
@@ -34,7 +26,6 @@ from channels.discord_normalise import (
     envelope_from_facts,
     is_addressed,
 )
-from channels.discord_outbound import CardIndex
 from channels.discord_reply import FIELD_ID, ReplySubmission, submitted_reply
 
 BOT = "900"
@@ -211,11 +202,6 @@ def test_other_ids_are_not_reply_ids(custom_id: str) -> None:
     assert parse_reply_id(custom_id) is None
 
 
-def test_approval_ids_in_a_cards_components() -> None:
-    ids = [approval_custom_id("one", c) for c in ApprovalChoice] + [reply_custom_id("one")]
-    assert approval_ids_in([*ids, "someone:else", reply_custom_id("two")]) == {"one", "two"}
-
-
 def _text(custom_id: str, value: object) -> dict[str, object]:
     return {"type": 4, "id": 2, "custom_id": custom_id, "value": value}
 
@@ -244,51 +230,3 @@ def _text(custom_id: str, value: object) -> dict[str, object]:
 )
 def test_submitted_reply(data: dict[str, object] | None, expected: ReplySubmission | None) -> None:
     assert submitted_reply(data) == expected
-
-
-CARD_IDS = [approval_custom_id("ap1", c) for c in ApprovalChoice] + [reply_custom_id("ap1")]
-
-
-@pytest.mark.parametrize(
-    ("verdict", "bot_authored", "custom_ids", "expected"),
-    [
-        (ClickVerdict.UNKNOWN, True, CARD_IDS, CardClosing(content=f"card\n{NO_LONGER_OPEN}")),
-        (ClickVerdict.ALREADY_DECIDED, True, CARD_IDS, CardClosing(content=None)),
-        (ClickVerdict.ACCEPTED, True, CARD_IDS, None),
-        (ClickVerdict.NOT_AUTHORISED, True, CARD_IDS, None),
-        (ClickVerdict.SELF_APPROVAL, True, CARD_IDS, None),
-        (ClickVerdict.UNKNOWN, False, CARD_IDS, None),  # not the bot's message
-        (ClickVerdict.UNKNOWN, True, [], None),  # buttons already gone
-        (ClickVerdict.UNKNOWN, True, [reply_custom_id("other")], None),  # another card
-    ],
-)
-def test_when_a_stale_card_is_closed(
-    verdict: ClickVerdict,
-    bot_authored: bool,
-    custom_ids: list[str],
-    expected: CardClosing | None,
-) -> None:
-    closing = closing_for(
-        verdict, "ap1", bot_authored=bot_authored, content="card", custom_ids=custom_ids
-    )
-    assert closing == expected
-
-
-@pytest.mark.parametrize(
-    "content", ["", "short card", "x" * MAX_CONTENT, f"already\n{NO_LONGER_OPEN}"]
-)
-def test_closed_content_adds_the_line_once_within_the_limit(content: str) -> None:
-    closed = closed_content(content)
-    assert closed.endswith(NO_LONGER_OPEN) and closed.count(NO_LONGER_OPEN) == 1
-    assert len(closed) <= MAX_CONTENT
-    assert closed_content(closed) == closed
-
-
-async def test_the_card_index_survives_a_restart(tmp_path: Path) -> None:
-    ref = ChannelRef(kind="discord", alias="main")
-    async with await Store.open(tmp_path / "h.db") as store:
-        await CardIndex(ref, ChannelContext(store=store)).remember("m1", "a1")
-    async with await Store.open(tmp_path / "h.db") as store:
-        index = CardIndex(ref, ChannelContext(store=store))  # a new process
-        assert await index.approval_for("m1") == "a1"
-        assert await index.approval_for("m2") is None

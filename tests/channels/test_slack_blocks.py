@@ -8,16 +8,13 @@ import pytest
 
 from bot.channel import ApprovalCard, ApprovalChoice, CardState
 from channels.slack_blocks import (
-    CLOSED_NOTE,
     card_blocks,
-    closed_card,
     parse_click,
     parse_reaction,
     parse_reply_click,
 )
 from channels.slack_modal import EMPTY_REPLY, parse_submission, reply_error
-from channels.slack_normalise import BotIdentity
-from tests.fakes.slack_server import BOT_ID, BOT_USER, block_actions
+from tests.fakes.slack_server import block_actions
 
 
 def card(**overrides: Any) -> ApprovalCard:
@@ -128,37 +125,6 @@ def test_reply_button_parses_to_a_reply_click_not_a_decision() -> None:
     )
     assert (reply.user_id, reply.trigger_id) == ("U1", "9.9.abc")
     assert parse_reply_click({**body, "trigger_id": ""}) is None
-
-
-BOT = BotIdentity(user_id=BOT_USER, bot_id=BOT_ID)
-
-
-def posted(blocks: list[Any]) -> dict[str, Any]:
-    return {"ts": "1.1", "text": "card text", "user": BOT_USER, "bot_id": BOT_ID, "blocks": blocks}
-
-
-@pytest.mark.parametrize(
-    ("message", "approval_id"),
-    [
-        ({**posted(card_blocks(card())), "user": "USOMEONE", "bot_id": "BOTHER"}, "apr-1"),
-        (posted(card_blocks(card(state=CardState.APPROVED, decided_by="U9"))), "apr-1"),
-        (posted(card_blocks(card())), "apr-other"),
-        ({"text": "no ts"}, "apr-1"),
-    ],
-    ids=["not the bot's", "already edited", "another approval", "malformed"],
-)
-def test_cards_that_must_not_be_closed(message: dict[str, Any], approval_id: str) -> None:
-    assert closed_card(message, BOT, approval_id) is None
-
-
-def test_closing_keeps_the_text_and_drops_buttons_and_the_pending_note() -> None:
-    blocks: Any = card_blocks(card(), reactions=True)
-    closed = closed_card(posted(blocks), BOT, "apr-1")
-    assert closed is not None
-    assert closed.text == f"card text\n{CLOSED_NOTE}"
-    section, note = closed.blocks
-    assert section == blocks[0]
-    assert note["elements"] == [{"type": "mrkdwn", "text": CLOSED_NOTE}]
 
 
 def submission(text: str | None, metadata: str) -> dict[str, Any]:

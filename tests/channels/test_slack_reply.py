@@ -1,4 +1,4 @@
-"""Deny with a reply on Slack, and closing cards the approval service can no longer edit.
+"""Deny with a reply on Slack, and what an answer on a card that is no longer open does.
 
 Driven through the real slack-bolt / slack_sdk against the loopback fake: "✏️ Reply instead"
 opens a modal with ``views.open`` (the fake checks the trigger and the view like Slack),
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,13 +20,18 @@ from urllib.parse import urlencode
 import aiohttp
 import pytest
 
+from bot.approval.card import card_for
+from bot.approval.service import ApprovalService
 from bot.channel import ApprovalChoice, CardState, ClickVerdict, SentMessage
+from bot.config import parse_settings
 from bot.envelope import DeliveryTarget
 from bot.store import Store
+from bot.store.approvals import ApprovalRecord, ApprovalStatus
 from channels.slack import SlackChannel
-from channels.slack_blocks import CLOSED_NOTE
 from channels.slack_inbound import MODAL_FAILED
 from channels.slack_modal import EMPTY_REPLY
+from tests.approval.conftest import make_envelope, make_request
+from tests.approval.service_host import ServiceHost
 from tests.channels.test_slack import (
     APP_TOKEN,
     APPROVER,
@@ -44,7 +50,6 @@ from tests.fakes.slack_server import (
     FakeSlack,
     event_callback,
     message_event,
-    params_match,
     person,
     signed_headers,
 )
@@ -213,85 +218,130 @@ async def test_an_expired_trigger_is_explained_privately(slack: FakeSlack, store
     assert refused.params["trigger_id"] == payload["trigger_id"]
 
 
-# -- cards the approval service cannot edit -----------------------------------------------------
+# -- the card an answer came from --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("verdict", [ClickVerdict.UNKNOWN, ClickVerdict.ALREADY_DECIDED])
 @pytest.mark.parametrize("action_id", ["hatchway_approve", "hatchway_deny", "hatchway_reply"])
-async def test_a_click_on_a_closed_request_removes_the_cards_buttons(
-    slack: FakeSlack, store: Store, verdict: ClickVerdict, action_id: str
+async def test_every_answer_names_the_card_it_came_from(
+    slack: FakeSlack, store: Store, action_id: str
 ) -> None:
-    def answer(_click: object) -> ClickVerdict:
-        return verdict
-
-    host = RecordingHost(answer)
+    """The adapter reports where the card is and leaves it alone: closing a card whose
+    request is no longer open is the approval service's edit."""
+    host = host_for(pending=False)
     channel = channel_for(slack, store)
     async with running(channel, host):
         posted = await post_card(channel)
-        before = json.loads(json.dumps(slack.messages[("C0001", posted.message_id)]))
         await press(slack, posted.message_id, action_id, APPROVER)
         if action_id == "hatchway_reply":
             view = await slack.wait_view()
             await slack.submit_view(view["id"], user=APPROVER, text="Too late?")
-
-        (ephemeral,) = await slack.wait_for("chat.postEphemeral")
-        assert (ephemeral.params["user"], ephemeral.params["text"]) == (APPROVER, verdict.message)
-        (update,) = slack.calls_of("chat.update")
-        assert update.params["ts"] == posted.message_id
-    after = slack.messages[("C0001", posted.message_id)]
-    assert not has_buttons(after)
-    assert after["blocks"][0] == before["blocks"][0]  # the card's text is kept
-    assert after["blocks"][-1]["elements"][0]["text"] == CLOSED_NOTE
-    assert all("means no" not in json.dumps(block) for block in after["blocks"])
-    assert after["text"] == f"{before['text']}\n{CLOSED_NOTE}"
-
-
-async def test_a_card_the_service_already_edited_is_left_alone(
-    slack: FakeSlack, store: Store
-) -> None:
-    host = host_for(pending=False)
-    channel = channel_for(slack, store)
-    async with running(channel, host):
-        posted = await post_card(channel)
-        # A stale client still shows the buttons; meanwhile the service edited the card.
-        stale = slack.press("C0001", posted.message_id, "hatchway_approve", user=APPROVER)
-        await channel.update_approval_card(posted, card(CardState.APPROVED, APPROVER))
-        await slack.push("interactive", stale)
         (ephemeral,) = await slack.wait_for("chat.postEphemeral")
         assert ephemeral.params["text"] == ClickVerdict.UNKNOWN.message
-    (update,) = slack.calls_of("chat.update")  # only the service's
-    assert "Approved" in update.params["text"]
-    assert "Approved" in slack.messages[("C0001", posted.message_id)]["text"]
+    (click,) = host.clicks
+    target = DeliveryTarget(channel=REF, conversation_id="C0001", thread_id=THREAD)
+    assert click.card == SentMessage(target=target, message_id=posted.message_id)
+    assert slack.calls_of("chat.update") == []
 
 
-async def test_only_the_bots_own_message_is_ever_edited(slack: FakeSlack, store: Store) -> None:
-    host = host_for(pending=False)
-    channel = channel_for(slack, store)
-    buttons = {
-        "type": "actions",
-        "elements": [{"type": "button", "action_id": "hatchway_approve", "value": APPROVAL}],
-    }
-    slack.add_message("C0001", "1700000050.000100", user=STRANGER, text="fake", blocks=[buttons])
-    async with running(channel, host):
-        await press(slack, "1700000050.000100", "hatchway_approve", APPROVER)
-        (ephemeral,) = await slack.wait_for("chat.postEphemeral")
-        assert ephemeral.params["text"] == ClickVerdict.UNKNOWN.message
-    assert [c for c in slack.calls if c.method == "chat.update"] == []
-
-
-async def test_a_reaction_on_a_closed_request_closes_the_card(
+async def test_a_reaction_on_a_decided_card_counts_for_nothing(
     slack: FakeSlack, store: Store
 ) -> None:
-    host = host_for(pending=False)
+    host = host_for()
     channel = channel_for(slack, store, reactions_for_approval=True)
     async with running(channel, host):
+        decided = await post_card(channel)
+        await channel.update_approval_card(decided, card(CardState.DENIED, APPROVER))
+        still_open = await post_card(channel)
+        for posted in (decided, still_open):
+            item = {"type": "message", "channel": "C0001", "ts": posted.message_id}
+            event = {"type": "reaction_added", "user": APPROVER, "reaction": "x", "item": item}
+            await slack.push("events_api", event_callback(event))
+        (click,) = await host.wait_clicks(1)
+    assert click.card is not None and click.card.message_id == still_open.message_id
+    assert click.card.target.thread_id == THREAD  # from the card index
+
+
+# -- through the real approval service ---------------------------------------------------------
+
+
+def approval_service(store: Store, channel: SlackChannel) -> ApprovalService:
+    main = {"allowed_users": ["*"], "approvers": [APPROVER]}
+    settings = parse_settings(
+        {"approval": {"timeout_s": 30.0}, "channels": {"slack": {"main": main}}},
+        environ={},
+        require_provider=False,
+    )
+    return ApprovalService(settings, store, {channel.ref: channel}.get, poll_interval_s=0.02)
+
+
+async def test_a_click_on_a_card_left_by_a_crash_shows_it_expired(
+    slack: FakeSlack, store: Store
+) -> None:
+    """The card was posted, then the daemon died before storing where it is: the restart
+    expires the request but cannot edit the card. A click on it can."""
+    now = time.time()
+    record = ApprovalRecord(
+        id=APPROVAL,
+        channel=str(REF),
+        conversation_id="C0001",
+        thread_id=THREAD,
+        session_key=f"{REF}:C0001:{THREAD}",
+        requester="UANN",
+        requester_name="Ann",
+        tool="shell",
+        fingerprint="0" * 64,
+        summary=("command: make",),
+        ask_reason="it has side effects",
+        status=ApprovalStatus.PENDING,
+        decided_by=None,
+        reason=None,
+        reply=None,
+        card_refs=(),
+        created_at=now,
+        expires_at=now + 30,
+    )
+    await store.approvals.create(record)
+    channel = channel_for(slack, store)
+    service = approval_service(store, channel)
+    async with running(channel, ServiceHost(service)):
         posted = await post_card(channel)
-        item = {"type": "message", "channel": "C0001", "ts": posted.message_id}
-        event = {"type": "reaction_added", "user": APPROVER, "reaction": "x", "item": item}
-        await slack.push("events_api", event_callback(event))
-        await slack.wait_for("chat.postEphemeral")
-        await slack.wait_for("chat.update", where=params_match({"ts": posted.message_id}))
-    assert not has_buttons(slack.messages[("C0001", posted.message_id)])
+        assert await service.expire_pending() == 1
+        assert has_buttons(slack.messages[("C0001", posted.message_id)])
+        await press(slack, posted.message_id, "hatchway_approve", APPROVER)
+        (ephemeral,) = await slack.wait_for("chat.postEphemeral")
+    assert ephemeral.params["text"] == ClickVerdict.UNKNOWN.message
+    after = slack.messages[("C0001", posted.message_id)]
+    assert not has_buttons(after)
+    assert after["text"].startswith("⌛ Expired: shell")
+    assert after["blocks"][0]["text"]["text"].startswith("⌛ *Expired:* `shell`")
+
+
+async def test_a_late_click_shows_the_decision_not_the_pending_text(
+    slack: FakeSlack, store: Store
+) -> None:
+    """A copy of the card still offering buttons after the approval was decided elsewhere
+    (one whose place was never stored, so the decision's edit missed it): a click on it turns
+    it into the decision, the same as the card the service edited."""
+    channel = channel_for(slack, store)
+    service = approval_service(store, channel)
+    envelope = make_envelope(channel=REF, conversation="C0001", sender="UANN")
+    async with running(channel, ServiceHost(service)):
+        ask = asyncio.create_task(service.ask(make_request(envelope=envelope)))
+        await slack.wait_for("chat.postMessage")
+        (card_ts,) = [ts for (_, ts), m in slack.messages.items() if "shell" in m["text"]]
+        [record] = await store.approvals.list()
+        target = DeliveryTarget(channel=REF, conversation_id="C0001", thread_id=THREAD)
+        copy = await channel.post_approval_card(target, card_for(record, timeout_s=30))
+        await press(slack, card_ts, "hatchway_approve", APPROVER)
+        decision = await asyncio.wait_for(ask, 10)
+        await press(slack, copy.message_id, "hatchway_deny", APPROVER)
+        (ephemeral,) = await slack.wait_for("chat.postEphemeral")
+    assert decision.decided_by == APPROVER
+    assert ephemeral.params["text"] == ClickVerdict.ALREADY_DECIDED.message
+    decided = slack.messages[("C0001", card_ts)]
+    shown = slack.messages[("C0001", copy.message_id)]
+    assert decided["text"].startswith("✅ Approved: shell") and not has_buttons(decided)
+    assert (shown["text"], shown["blocks"]) == (decided["text"], decided["blocks"])
 
 
 # -- HTTP mode ------------------------------------------------------------------------------------

@@ -2,9 +2,10 @@
 
 A reply to an approval card is an approval answer, never a message for the agent: with text
 from an approver it is ``DENY`` with that text; from anyone else it gets the verdict as a
-reply; blank it changes nothing. A tap or reply on a card whose approval is no longer open
-takes the buttons off that card. The card index lives in a real SQLite file, so a card is
-still recognised after a restart.
+reply; blank it changes nothing. A tap or reply names the card it came from; through the
+real approval service, one on a card whose approval is no longer open turns that card into
+the outcome. The card index lives in a real SQLite file, so a card is still recognised after
+a restart.
 
 "Not delivered" is checked with a later message in the same chat: updates are handled in
 order, so when that one arrives first, the reply was not delivered.
@@ -12,18 +13,26 @@ order, so when that one arrives first, the reply was not delivered.
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bot.approval.card import card_for
+from bot.approval.gate import ApprovalRequest
+from bot.approval.service import ApprovalService
 from bot.channel import ApprovalCard, ApprovalChoice, CardState, ClickVerdict, SentMessage
+from bot.config import parse_settings
 from bot.envelope import DeliveryTarget, IngressEnvelope
 from bot.store import Store
+from bot.store.approvals import ApprovalRecord, ApprovalStatus
 from channels.telegram import TelegramChannel
 from channels.telegram_replies import EMPTY_REPLY
 from channels.telegram_taps import REPLY_HINT
+from tests.approval.service_host import ServiceHost
 from tests.channels.test_telegram import (
     APPROVER,
     REF,
@@ -54,7 +63,6 @@ CARD = ApprovalCard(
     reason="shell is not auto-approved",
     requested_by="Ann",
 )
-NO_LONGER_OPEN = "\n\n<i>This request is no longer open.</i>"
 _ids = iter(range(100, 10_000))
 
 
@@ -96,6 +104,54 @@ async def later_message_arrives_first(tg: FakeTelegram, host: RecordingHost) -> 
     await tg.push(said(REQUESTER, "@hatchbot next", entities=mention("@hatchbot next")))
     envelopes = await host.wait_envelopes(2)
     assert [e.text for e in envelopes] == ["clean up", "next"]
+
+
+def approval_service(store: Store, channel: TelegramChannel) -> ApprovalService:
+    main = {"allowed_users": ["*"], "approvers": [str(APPROVER)]}
+    settings = parse_settings(
+        {"approval": {"timeout_s": 30.0}, "channels": {"telegram": {"main": main}}},
+        environ={},
+        require_provider=False,
+    )
+    return ApprovalService(settings, store, {channel.ref: channel}.get, poll_interval_s=0.02)
+
+
+def shell_request(envelope: IngressEnvelope) -> ApprovalRequest:
+    return ApprovalRequest(
+        tool="shell",
+        arguments={"command": "ls /tmp"},
+        call_id="call-1",
+        turn_id="turn-1",
+        session_key="telegram.main:topic",
+        envelope=envelope,
+        requires_approval=True,
+    )
+
+
+def pending_record(envelope: IngressEnvelope) -> ApprovalRecord:
+    """The row of :data:`CARD`, as the process that posted it left it."""
+    request = shell_request(envelope)
+    now = time.time()
+    return ApprovalRecord(
+        id=CARD.approval_id,
+        channel=str(REF),
+        conversation_id=envelope.conversation_id,
+        thread_id=envelope.thread_id,
+        session_key=request.session_key,
+        requester=envelope.sender.id,
+        requester_name="Ann",
+        tool="shell",
+        fingerprint=request.fingerprint,
+        summary=CARD.lines,
+        ask_reason=CARD.reason,
+        status=ApprovalStatus.PENDING,
+        decided_by=None,
+        reason=None,
+        reply=None,
+        card_refs=(),
+        created_at=now,
+        expires_at=now + 30,
+    )
 
 
 def card_edits(tg: FakeTelegram, card: JSON) -> list[str]:
@@ -198,49 +254,30 @@ async def test_blank_reply_is_refused(
     assert card_edits(tg, card) == []
 
 
-async def test_tap_on_unknown_approval_takes_the_buttons_off(
-    tg: FakeTelegram, store: Store
-) -> None:
+async def test_a_tap_names_the_card_it_came_from(tg: FakeTelegram, store: Store) -> None:
+    """The adapter reports where the card is and leaves it alone: closing a card whose
+    request is no longer open is the approval service's edit."""
     host = pending_host("some-other-approval")
     channel = channel_for(tg, store)
     async with running(channel, host):
-        _, card = await post_card(tg, channel, host)
-        [posted] = tg.calls_of("sendMessage")
+        sent, card = await post_card(tg, channel, host)
         await tg.push(callback("q-old", user(APPROVER, "Boss"), "ap:apr-1:a", card))
         [answer] = await tg.wait_for("answerCallbackQuery")
-        [edit] = await tg.wait_for("editMessageText")
+        # From a stale screen: the message Telegram sends has no buttons any more.
+        without_keyboard = {k: v for k, v in card.items() if k != "reply_markup"}
+        await tg.push(callback("q-stale", user(APPROVER, "Boss"), "ap:apr-1:a", without_keyboard))
+        await tg.wait_for(
+            "answerCallbackQuery", lambda c: c.params["callback_query_id"] == "q-stale"
+        )
     assert answer.params["text"] == ClickVerdict.UNKNOWN.message
     assert answer.params["show_alert"] is True
-    assert edit.params["text"] == posted.params["text"] + NO_LONGER_OPEN
-    assert "reply_markup" not in edit.params
-    now = tg.bot_message_now(int(GROUP["id"]), card["message_id"])
-    assert "reply_markup" not in now
-    assert now["text"].startswith("🔐 Approval needed: shell\ncommand: ls /tmp")
-    assert now["text"].endswith("This request is no longer open.")
-
-
-async def test_tap_on_decided_approval_removes_only_the_buttons(
-    tg: FakeTelegram, store: Store
-) -> None:
-    """Already decided: the decision's own card edit may be on its way, so the text is left
-    alone."""
-
-    def decided(_click: Any) -> ClickVerdict:
-        return ClickVerdict.ALREADY_DECIDED
-
-    host = RecordingHost(decided)
-    channel = channel_for(tg, store)
-    async with running(channel, host):
-        _, card = await post_card(tg, channel, host)
-        await tg.push(callback("q-late", user(APPROVER, "Boss"), "ap:apr-1:d", card))
-        [answer] = await tg.wait_for("answerCallbackQuery")
-        [edit] = await tg.wait_for("editMessageReplyMarkup")
-    assert answer.params["text"] == ClickVerdict.ALREADY_DECIDED.message
-    assert edit.params["message_id"] == card["message_id"]
-    assert "reply_markup" not in edit.params
-    now = tg.bot_message_now(int(GROUP["id"]), card["message_id"])
-    assert "reply_markup" not in now and now["text"] == card["text"]
-    assert card_edits(tg, card) == ["editMessageReplyMarkup"]
+    tapped, stale = host.clicks
+    assert tapped.card == SentMessage(
+        target=DeliveryTarget(channel=REF, conversation_id=str(GROUP["id"])),
+        message_id=sent.message_id,
+    )
+    assert stale.card is None  # nothing left to close on that message
+    assert card_edits(tg, card) == []
 
 
 async def test_accepted_tap_leaves_the_card_to_the_service(tg: FakeTelegram, store: Store) -> None:
@@ -256,33 +293,71 @@ async def test_accepted_tap_leaves_the_card_to_the_service(tg: FakeTelegram, sto
 
 async def test_reply_after_restart_still_finds_the_card(tmp_path: Path) -> None:
     """The card index is in the database: after a restart a reply to an old card is still an
-    approval answer. Its approval expired, so the approver is told and the card, which the
-    service never edited (a crash right after posting), loses its buttons."""
+    approval answer. Its approval expired at the restart, which could not edit the card (a
+    crash right after posting, before its place was stored); the reply's report lets the
+    approval service show the card expired."""
     async with FakeTelegram(TOKEN) as tg:
         async with await Store.open(tmp_path / "state.db") as store:
             first = pending_host()
             channel = channel_for(tg, store)
             async with running(channel, first):
                 _, card = await post_card(tg, channel, first)
-                [posted] = tg.calls_of("sendMessage")
+            await store.approvals.create(pending_record(first.envelopes[0]))
         async with await Store.open(tmp_path / "state.db") as store:
-            second = pending_host("a-newer-approval")
-            async with running(channel_for(tg, store), second):
+            second = channel_for(tg, store)
+            service = approval_service(store, second)
+            host = ServiceHost(service)
+            async with running(second, host):
+                assert await service.expire_pending() == 1
                 # Without the keyboard in the reply, only the persisted index knows the card.
                 without_keyboard = {k: v for k, v in card.items() if k != "reply_markup"}
                 reply = said(APPROVER, "use v3", reply_to=without_keyboard)
                 await tg.push(reply)
-                [click] = await second.wait_clicks(1)
+                [click] = await host.wait_clicks(1)
                 [told] = await tg.wait_for(
                     "sendMessage", lambda c: c.params.get("text") == ClickVerdict.UNKNOWN.message
                 )
                 [edit] = await tg.wait_for("editMessageText")
                 await tg.push(said(REQUESTER, "@hatchbot next", entities=mention("@hatchbot next")))
-                [env] = await second.wait_envelopes(1)
+                [env] = await host.wait_envelopes(1)
     assert (click.approval_id, click.replacement_text) == ("apr-1", "use v3")
     assert told.params["reply_parameters"]["message_id"] == reply["message"]["message_id"]
-    assert edit.params["text"] == posted.params["text"] + NO_LONGER_OPEN
+    assert edit.params["message_id"] == card["message_id"]
+    assert edit.params["text"].startswith("<b>⌛ Expired: shell</b>")
+    assert "reply_markup" not in tg.bot_message_now(int(GROUP["id"]), card["message_id"])
     assert env.text == "next"
+
+
+async def test_a_late_tap_shows_the_decision_not_the_pending_text(
+    tg: FakeTelegram, store: Store
+) -> None:
+    """A copy of the card still offering buttons after the approval was decided elsewhere
+    (one whose place was never stored, so the decision's edit missed it): a tap on it turns
+    it into the decision, the same as the card the service edited."""
+    channel = channel_for(tg, store)
+    service = approval_service(store, channel)
+    host = ServiceHost(service)
+    async with running(channel, host):
+        await tg.push(said(REQUESTER, "@hatchbot clean up", entities=mention("@hatchbot clean up")))
+        [env] = await host.wait_envelopes(1)
+        ask = asyncio.create_task(service.ask(shell_request(env)))
+        await tg.wait_for("sendMessage", lambda c: "reply_markup" in c.params)
+        [record] = await store.approvals.list()
+        await channel.post_approval_card(env.reply_target, card_for(record, timeout_s=30))
+        card, copy = [m for m in tg.bot_messages(int(GROUP["id"])) if "reply_markup" in m]
+        approve, deny, _ = card["reply_markup"]["inline_keyboard"][0]
+        await tg.push(callback("q-1", user(APPROVER, "Boss"), approve["callback_data"], card))
+        decision = await asyncio.wait_for(ask, 10)
+        await tg.push(callback("q-2", user(APPROVER, "Boss"), deny["callback_data"], copy))
+        [late] = await tg.wait_for(
+            "answerCallbackQuery", lambda c: c.params["callback_query_id"] == "q-2"
+        )
+    assert decision.decided_by == str(APPROVER)
+    assert late.params["text"] == ClickVerdict.ALREADY_DECIDED.message
+    decided = tg.bot_message_now(int(GROUP["id"]), card["message_id"])
+    shown = tg.bot_message_now(int(GROUP["id"]), copy["message_id"])
+    assert decided["text"].startswith("✅ Approved: shell") and "reply_markup" not in decided
+    assert shown == {**decided, "message_id": copy["message_id"], "date": shown["date"]}
 
 
 async def test_reply_to_a_card_decided_by_the_service_is_answered_only(

@@ -1,0 +1,139 @@
+"""Approval cards on the platform: posting them, and showing a row's state on them.
+
+The row is the truth (:func:`~bot.approval.card.card_for`): every edit renders it as it is
+now, so edits from the asking side, a restart and a late click can race and still leave each
+card showing the same outcome. A channel failure while posting or editing is logged, never
+raised: a card that cannot be posted means the request is expired by the caller, a card
+that cannot be edited keeps its last state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import structlog
+
+from bot.approval import reasons
+from bot.approval.card import card_for, parse_channel_ref
+from bot.approval.policy import EffectivePolicy
+from bot.channel import Channel, SentMessage
+from bot.envelope import ChannelRef, DeliveryTarget
+from bot.errors import ChannelError
+from bot.scrub import scrub_text
+from bot.store import Store
+from bot.store.approvals import ApprovalRecord, ApprovalStatus, CardRef
+
+log = structlog.get_logger(__name__)
+
+ChannelLookup = Callable[[ChannelRef], Channel | None]
+PolicyLookup = Callable[[ChannelRef], EffectivePolicy]
+#: What a failing adapter may raise while posting or editing a card.
+CHANNEL_FAILURES = (ChannelError, OSError, TimeoutError)
+#: How long editing the clicked card may take: the clicker is still waiting for their answer
+#: (Discord wants an interaction answered within 3 s).
+CLICKED_CARD_EDIT_S = 2.0
+
+
+class CardDesk:
+    """Posts and edits the cards of approval rows, through the channel each row names."""
+
+    def __init__(self, store: Store, channel_for: ChannelLookup, policy_for: PolicyLookup) -> None:
+        self._store = store
+        self._channel_for = channel_for
+        self._policy_for = policy_for
+
+    async def post(
+        self,
+        channel: Channel,
+        record: ApprovalRecord,
+        policy: EffectivePolicy,
+        target: DeliveryTarget,
+    ) -> list[CardRef]:
+        """Post the pending card to ``target`` (and the approvers' DMs when configured);
+        returns where the copies are, empty when the first could not be posted."""
+        card = card_for(record, timeout_s=policy.timeout_s)
+        try:
+            sent = await channel.post_approval_card(target, card)
+        except CHANNEL_FAILURES as exc:
+            log.warning("approval_card_failed", approval_id=record.id, error=scrub_text(str(exc)))
+            return []
+        refs = [_ref(sent)]
+        if policy.dm_approvers:
+            # Adapters treat a DeliveryTarget whose conversation_id is a user id as that
+            # user's DM.
+            for approver in policy.approvers:
+                dm = DeliveryTarget(channel=target.channel, conversation_id=approver)
+                try:
+                    refs.append(_ref(await channel.post_approval_card(dm, card)))
+                except CHANNEL_FAILURES as exc:
+                    log.warning(
+                        "approval_dm_card_failed",
+                        approval_id=record.id,
+                        approver=approver,
+                        error=scrub_text(str(exc)),
+                    )
+        return refs
+
+    async def edit_all(self, approval_id: str) -> ApprovalRecord | None:
+        """Edit every stored copy of the card to the row's current state; returns the row."""
+        record = await self._store.approvals.get(approval_id)
+        if record is None or not record.card_refs:
+            return record
+        ref = parse_channel_ref(record.channel)
+        for cref in record.card_refs:
+            target = DeliveryTarget(
+                channel=ref, conversation_id=cref.conversation_id, thread_id=cref.thread_id
+            )
+            await self._edit(record, SentMessage(target=target, message_id=cref.message_id))
+        return record
+
+    async def show_outcome(self, approval_id: str, message: SentMessage) -> None:
+        """Edit one card (a clicked one, stored or not) to the outcome of a request that is
+        no longer open. The row is read again: a concurrent click may have decided it."""
+        record = await self._store.approvals.get(approval_id)
+        if record is None or record.status is ApprovalStatus.PENDING:
+            return
+        try:
+            async with asyncio.timeout(CLICKED_CARD_EDIT_S):
+                await self._edit(record, message)
+        except TimeoutError:
+            log.warning("approval_card_edit_slow", approval_id=approval_id)
+
+    async def notify_expired(self, record: ApprovalRecord) -> None:
+        """Tell the request's conversation that it expired at a restart and must be asked
+        again."""
+        ref = parse_channel_ref(record.channel)
+        channel = self._channel_for(ref)
+        if channel is None:
+            return
+        target = DeliveryTarget(
+            channel=ref, conversation_id=record.conversation_id, thread_id=record.thread_id
+        )
+        try:
+            await channel.send(target, reasons.RESTART_NOTICE.format(tool=record.tool))
+        except CHANNEL_FAILURES as exc:
+            log.warning(
+                "approval_expiry_notice_failed", approval_id=record.id, error=scrub_text(str(exc))
+            )
+
+    async def _edit(self, record: ApprovalRecord, message: SentMessage) -> None:
+        ref = parse_channel_ref(record.channel)
+        channel = self._channel_for(ref)
+        if channel is None:
+            return
+        card = card_for(record, timeout_s=self._policy_for(ref).timeout_s)
+        try:
+            await channel.update_approval_card(message, card)
+        except CHANNEL_FAILURES as exc:
+            log.warning(
+                "approval_card_edit_failed", approval_id=record.id, error=scrub_text(str(exc))
+            )
+
+
+def _ref(sent: SentMessage) -> CardRef:
+    return CardRef(
+        conversation_id=sent.target.conversation_id,
+        thread_id=sent.target.thread_id,
+        message_id=sent.message_id,
+    )
