@@ -137,17 +137,7 @@ async def run_command(
     cancellation the group is terminated and ``CancelledError`` propagates.
     """
     started = time.monotonic()
-    proc = await asyncio.create_subprocess_exec(
-        "/bin/sh",
-        "-c",
-        command,
-        cwd=cwd,
-        env=dict(env),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,
-    )
+    proc = await _spawn(command, cwd=cwd, env=env, grace_s=grace_s)
     pgid = proc.pid
     stdout = proc.stdout
     assert stdout is not None
@@ -202,6 +192,38 @@ async def run_command(
         omitted_bytes=capture.omitted,
         duration_s=duration,
     )
+
+
+async def _spawn(
+    command: str, *, cwd: Path, env: Mapping[str, str], grace_s: float
+) -> asyncio.subprocess.Process:
+    """Start ``command`` in a new session; a cancellation while it starts still ends it.
+
+    asyncio's spawn awaits the pipes after the process exists, and when cancelled there it
+    kills only the shell, not what the shell already started in the background (seen on a
+    busy machine: the children outlived the call). So the spawn is shielded, and a cancelled
+    start waits for it and terminates the whole group before ``CancelledError`` goes on."""
+    spawning = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(
+            "/bin/sh",
+            "-c",
+            command,
+            cwd=cwd,
+            env=dict(env),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+    )
+    try:
+        return await asyncio.shield(spawning)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):  # a failed start has nothing to end
+            proc = await spawning
+            await terminate_group(proc.pid, grace_s=grace_s)
+            _close_transport(proc)
+        raise
 
 
 def _close_transport(proc: asyncio.subprocess.Process) -> None:

@@ -4,6 +4,9 @@ process group killed whole on timeout and on cancellation."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -41,6 +44,17 @@ async def wait_for_file(path: Path) -> None:
 
 def real_path(path: Path) -> str:
     return str(path.resolve())
+
+
+def forked_children() -> list[int]:
+    """Processes whose parent is this test process."""
+    mine = str(os.getpid())
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            if stat.read_text().rsplit(")", 1)[1].split()[1] == mine:
+                found.append(int(stat.parent.name))
+    return found
 
 
 def pids_in(folder: Path) -> list[int]:
@@ -105,6 +119,30 @@ async def test_timeout_kills_children_and_grandchildren(
     assert "started" in str(caught.value)
     pids = pids_in(workspace_dir)
     assert len(pids) == 2
+    assert not any(process_alive(pid) for pid in pids)
+
+
+async def test_cancelled_while_starting_leaves_no_process(
+    workspace: Workspace, workspace_dir: Path, context: ToolContext
+) -> None:
+    """A cancel that lands while asyncio is still connecting the new process's pipes (the
+    process and its background children already run) still ends the whole group."""
+    command = "sleep 60 >/dev/null 2>&1 & echo $! > child.pid; echo $$ > shell.pid; wait"
+    task = asyncio.create_task(run(make_shell(workspace), command, context))
+    for _ in range(1000):  # step the loop until the shell is forked, no further
+        await asyncio.sleep(0)
+        if forked_children():
+            break
+    # Block the event loop, so the spawn cannot finish, until the children are running.
+    for _ in range(1000):
+        if has_content(workspace_dir / "child.pid") and has_content(workspace_dir / "shell.pid"):
+            break
+        time.sleep(0.01)  # noqa: ASYNC251 (blocking on purpose, see above)
+    pids = pids_in(workspace_dir)
+    assert len(pids) == 2 and all(process_alive(pid) for pid in pids)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
     assert not any(process_alive(pid) for pid in pids)
 
 
