@@ -3,7 +3,8 @@
 Lifecycle::
 
     STATUS=starting → App.start → HTTP server → wait for channels (bounded) → READY=1
-      → import the provider SDK and build its client (in a worker thread)
+      → import the provider SDK and build its client, then the libraries a turn needs
+        (in a worker thread) → one full garbage collection, gc.freeze(), collector back on
       ├─ SIGHUP: reload the config file; an invalid file keeps the old config
       └─ SIGTERM/SIGINT: STOPPING=1, STATUS=draining → drain → App.stop → exit 0
             └─ a second SIGTERM/SIGINT while draining cuts the drain short
@@ -18,6 +19,12 @@ service in a loop) nor hides: ``/readyz`` stays 503 and the status line says why
 provider's SDK is imported after READY (:mod:`bot.providers.deferred`): messages that arrive
 meanwhile are admitted at once and their turns wait for it.
 
+**Garbage collection at start-up.** ``hatchway run`` starts with Python's cyclic collector
+off: start-up only allocates, mostly objects that live as long as the process, and the
+collector would walk them a few hundred times for nothing (about a fifth of the CPU before
+READY). After warm-up one collection frees start-up's garbage, ``gc.freeze()`` takes the rest
+out of later collections, and the collector is switched back on.
+
 **Drain.** New messages are refused at once; running turns get ``drain_timeout_s`` to finish,
 then they are cancelled as interrupted; pending approvals are expired; the database is
 closed. A second signal skips the rest of the wait. The watchdog keeps pinging throughout.
@@ -31,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import importlib
 import os
 import signal
 from collections.abc import AsyncIterator, Coroutine, Mapping
@@ -53,6 +61,9 @@ from bot.web import HttpServer
 log = structlog.get_logger(__name__)
 
 READY_POLL_S = 0.02
+# Libraries a turn needs that nothing loads before READY (see bot.tools.schema); imported in a
+# worker thread after the provider's SDK, so the first message does not wait for them.
+AFTER_READY_IMPORTS = ("jsonschema",)
 STATUS_REFRESH_S = 5.0
 # Sections that are read once at start: a change is logged and takes effect on restart.
 RESTART_ONLY = ("providers", "storage", "server", "logging", "state_dir")
@@ -270,12 +281,27 @@ async def _owned(coro: Coroutine[None, None, None], name: str) -> AsyncIterator[
             await task
 
 
+def _import_all(modules: tuple[str, ...]) -> None:
+    """Import ``modules`` (run in a worker thread, off the event loop)."""
+    for name in modules:
+        importlib.import_module(name)
+
+
 async def _warm_up(provider: DeferredProvider) -> None:
-    """After READY: build the provider, then move everything start-up allocated (modules,
-    settings, SDK types) out of the garbage collector's way, so a full collection in the
-    middle of a turn does not walk it again (a ~150 ms pause seen in long benchmarks)."""
-    await provider.warm()
-    gc.freeze()
+    """After READY: build the provider, import what a turn needs, settle the collector.
+
+    One full collection frees start-up's garbage; ``gc.freeze()`` moves what is left
+    (modules, settings, SDK types) out of the collector's way, so a full collection in the
+    middle of a turn does not walk it again (a ~150 ms pause seen in long benchmarks); then
+    the collector, off since ``hatchway run`` began, is switched back on, even if this task
+    is cancelled (a stop during warm-up)."""
+    try:
+        await provider.warm()
+        await asyncio.to_thread(_import_all, AFTER_READY_IMPORTS)
+        gc.collect()
+        gc.freeze()
+    finally:
+        gc.enable()
 
 
 async def run_daemon(options: DaemonOptions) -> int:

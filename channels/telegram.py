@@ -20,10 +20,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 
+import httpx
 import structlog
 from telegram import Bot, Update
 from telegram.error import Conflict, InvalidToken, NetworkError, RetryAfter
 from telegram.ext import Application
+from telegram.request import HTTPXRequest
 
 from bot.channel import (
     ApprovalCard,
@@ -49,6 +51,9 @@ from channels.telegram_webhook import WebhookReceiver
 
 log = structlog.get_logger(__name__)
 
+# Connections for Bot API calls: PTB's default for an application's own request object.
+API_POOL = 256
+
 CONFLICT_DETAIL = (
     "409 Conflict from getUpdates: another process is polling this bot token (or a webhook "
     "is set). Only one poller may run per token; stop the other one."
@@ -69,11 +74,17 @@ class TelegramChannel:
     ) -> None:
         register_secret(token)
         register_secret(webhook_secret)
+        # PTB builds two httpx clients (Bot API calls, getUpdates), and each would load the
+        # CA bundle into a TLS context of its own: ~60 ms of CPU apiece at start-up, so they
+        # share one (httpx's own default, which honours SSL_CERT_FILE / SSL_CERT_DIR).
+        tls = {"verify": httpx.create_ssl_context()}
         app = (
             Application.builder()
             .token(token)
             .base_url(config.api_base_url)
             .base_file_url(config.file_base_url)
+            .request(HTTPXRequest(connection_pool_size=API_POOL, httpx_kwargs=tls))
+            .get_updates_request(HTTPXRequest(connection_pool_size=1, httpx_kwargs=tls))
             .updater(None)
             .build()
         )

@@ -20,14 +20,18 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-import httpx2
 import structlog
 
 from bot.errors import ProviderError, ProviderTimeout
 from bot.providers.base import StreamSink
 from bot.providers.draft_stream import DraftStream
+
+if TYPE_CHECKING:
+    # Imported with the vendor SDK, after READY (:mod:`bot.providers.deferred`), not with
+    # this module, which the daemon loads before it.
+    import httpx2
 
 log = structlog.get_logger(__name__)
 
@@ -143,6 +147,8 @@ def transport_failure(
     exc: httpx2.TransportError, *, provider: str, timeout_s: float
 ) -> AttemptFailed:
     """A raw transport error that escaped the SDK (e.g. a stream cut while being read)."""
+    import httpx2
+
     if isinstance(exc, httpx2.TimeoutException):
         return timeout_failure(provider, timeout_s)
     return connection_failure(provider)

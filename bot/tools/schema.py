@@ -3,15 +3,16 @@
 Compiling a validator costs far more than using one, so :func:`validator_for` keeps one
 compiled validator per schema object for the life of the process (specs are immutable and
 few, so the cache stays small).
+
+``jsonschema`` (with its format checkers and the bundled meta-schemas, ~60 ms of imports) is
+imported when the first validator is compiled, not at start-up: the daemon has no use for it
+before its first turn, and imports it in the background right after READY.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any, cast
-
-from jsonschema import exceptions as schema_errors
-from jsonschema import validators
 
 from bot.errors import RegistryError
 
@@ -21,23 +22,24 @@ MAX_DETAIL_CHARS = 300
 class ArgumentValidator:
     """A compiled JSON-Schema validator for one tool's arguments."""
 
-    __slots__ = ("_validator",)
+    __slots__ = ("_best_match", "_validator")
 
     def __init__(self, schema: Mapping[str, object]) -> None:
+        from jsonschema import exceptions, validators
+
         # JSON values are typed as ``object`` here; the library's stubs want ``Any``
         document = cast(dict[str, Any], schema)
         cls = validators.validator_for(document)
         try:
             cls.check_schema(document)
-        except schema_errors.SchemaError as exc:
+        except exceptions.SchemaError as exc:
             raise RegistryError(f"invalid parameters schema: {exc.message}") from None
         self._validator = cls(document)
+        self._best_match = exceptions.best_match
 
     def problem(self, arguments: Mapping[str, object]) -> str | None:
         """``None`` when valid, else a short description of the most relevant error."""
-        error = schema_errors.best_match(
-            self._validator.iter_errors(cast(Mapping[str, Any], arguments))
-        )
+        error = self._best_match(self._validator.iter_errors(cast(Mapping[str, Any], arguments)))
         if error is None:
             return None
         where = "/".join(str(p) for p in error.absolute_path)

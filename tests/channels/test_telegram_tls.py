@@ -1,0 +1,47 @@
+"""The Telegram channel's TLS set-up: one CA bundle load for PTB's two HTTP clients."""
+
+from __future__ import annotations
+
+import ssl
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.channel_registry import ChannelContext
+from bot.config import TelegramChannelConfig
+from bot.envelope import ChannelRef
+from bot.store import Store
+from channels.telegram import TelegramChannel
+from tests.fakes.telegram_server import FakeTelegram
+
+TOKEN = "424242:AAtest-token-for-the-tls-test-0123456789"
+
+
+async def test_both_http_clients_share_one_tls_context(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built: list[ssl.SSLContext] = []
+    make = ssl.create_default_context
+
+    def counting(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        built.append(make(*args, **kwargs))
+        return built[-1]
+
+    monkeypatch.setattr(ssl, "create_default_context", counting)
+    async with FakeTelegram(TOKEN) as tg, await Store.open(tmp_path / "state.db") as store:
+        config = TelegramChannelConfig.model_validate(
+            {"api_base_url": tg.base_url, "file_base_url": tg.file_base_url}
+        )
+        ref = ChannelRef(kind="telegram", alias="main")
+        channel = TelegramChannel(ref, config, ChannelContext(store=store), token=TOKEN)
+        assert len(built) == 1
+        assert built[0].verify_mode is ssl.CERT_REQUIRED and built[0].check_hostname
+        # Both clients still work: getMe (API client) and getUpdates (polling client).
+        bot = channel._app.bot
+        await bot.initialize()
+        try:
+            assert bot.username
+            assert await bot.get_updates(timeout=0) == ()
+        finally:
+            await bot.shutdown()

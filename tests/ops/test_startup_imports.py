@@ -1,0 +1,58 @@
+"""What the daemon loads before READY, and how it settles after: checked in a fresh
+interpreter, since this test process has long imported everything."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PROBE = textwrap.dedent(
+    """
+    import asyncio, gc, sys
+    gc.disable()  # as `hatchway run` does before importing the daemon
+    import bot.daemon
+    from bot.config import Settings
+    from bot.providers.factory import defer_provider
+    late = ("jsonschema", "httpx2", "openai")
+    print("before", [m for m in late if m in sys.modules], gc.isenabled())
+    settings = Settings.model_validate({
+        "agent": {"provider": "local"},
+        "providers": {"local": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}},
+    })
+    asyncio.run(bot.daemon._warm_up(defer_provider(settings, environ={})))
+    print("after", [m for m in late if m in sys.modules], gc.isenabled(), gc.get_freeze_count() > 0)
+
+    async def stopped_during_warm_up():
+        gc.disable()
+        task = asyncio.create_task(bot.daemon._warm_up(defer_provider(settings, environ={})))
+        await asyncio.sleep(0)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        print("stopped", gc.isenabled())
+
+    asyncio.run(stopped_during_warm_up())
+    """
+)
+
+
+def test_turn_libraries_load_after_ready_and_the_collector_comes_back_on() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        timeout=120,
+    )
+    lines = [
+        line for line in done.stdout.splitlines() if line.startswith(("before", "after", "stopped"))
+    ]
+    assert lines == [
+        "before [] False",
+        "after ['jsonschema', 'httpx2', 'openai'] True True",
+        "stopped True",
+    ]
