@@ -35,7 +35,8 @@ from collections.abc import Mapping
 from typing import ClassVar
 
 from bench.e2e_harness import REPLY_WAIT_S, Exchange, run_bench
-from tests.fakes.discord_server import BOT_TOKEN, FakeDiscord, message_payload, user_payload
+from tests.fakes.discord_payloads import message_payload, user_payload
+from tests.fakes.discord_server import BOT_TOKEN, FakeDiscord
 
 TOKEN_ENV = "BENCH_DISCORD_TOKEN"
 FIRST_DM = 820_000_000_000_000_000

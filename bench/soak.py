@@ -43,8 +43,9 @@ from bot.providers.base import (  # noqa: E402
     ProviderReply,
     StreamSink,
 )
+from tests.fakes.discord_payloads import message_payload, user_payload  # noqa: E402
 from tests.fakes.discord_server import BOT_TOKEN as DISCORD_TOKEN  # noqa: E402
-from tests.fakes.discord_server import FakeDiscord, message_payload, user_payload  # noqa: E402
+from tests.fakes.discord_server import FakeDiscord  # noqa: E402
 from tests.fakes.slack_server import FakeSlack, event_callback, message_event  # noqa: E402
 from tests.fakes.telegram_server import FakeTelegram, message, private_chat, user  # noqa: E402
 

@@ -4,78 +4,45 @@ answers, threads, DMs, progress edits and typing."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import discord
 import pytest
 
-from bot.channel_registry import ChannelContext, create_channel
-from bot.config import DiscordChannelConfig
 from bot.envelope import DeliveryTarget, IngressEnvelope
 from bot.store import Store
-from channels.discord import DiscordChannel
-from tests.fakes.discord_server import (
-    BOT_TOKEN,
-    JSON,
-    FakeDiscord,
-    FakeGuild,
+from tests.fakes.discord_payloads import FakeGuild, user_payload
+from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.discord_setup import (
+    ALICE,
+    BOT,
+    BOT_ID,
+    DM,
+    GENERAL,
     RecordingHost,
-    message_payload,
+    make_channel,
     running,
-    user_payload,
+    said,
 )
 
-BOT_ID = "900000000000000001"
-GENERAL = "800000000000000010"
+pytestmark = pytest.mark.usefixtures("discord_env")
+
 THREAD = "800000000000000011"
 ELSEWHERE = "800000000000000020"
-DM = "800000000000000040"
-ALICE = user_payload("100000000000000001", "alice")
 OTHER_BOT = user_payload("100000000000000009", "otherbot", bot=True)
-BOT = user_payload(BOT_ID, "hatchway", bot=True)
-
-
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HATCHWAY_DISCORD_TOKEN", BOT_TOKEN)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
 
 
 @pytest.fixture
 async def fake() -> AsyncIterator[FakeDiscord]:
+    """Two guilds: #general with a thread, and one the bot is not meant to serve."""
     async with FakeDiscord(bot_id=BOT_ID) as server:
         server.add_guild(channels={GENERAL: "general"}, threads={THREAD: (GENERAL, ALICE["id"])})
         server.add_guild(channels={ELSEWHERE: "elsewhere"})
         yield server
 
 
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    async with await Store.open(tmp_path / "hatchway.db") as opened:
-        yield opened
-
-
-def make_channel(fake: FakeDiscord, store: Store, **options: Any) -> DiscordChannel:
-    options.setdefault("guild_ready_timeout_s", 0.05)
-    config = DiscordChannelConfig(
-        api_base_url=fake.base_url, gateway_url=fake.gateway_url, **options
-    )
-    channel = create_channel("discord", "main", config, ChannelContext(store=store))
-    assert isinstance(channel, DiscordChannel)
-    return channel
-
-
 def guild(fake: FakeDiscord, index: int = 0) -> FakeGuild:
     return fake.guilds[index]
-
-
-def said(fake: FakeDiscord, content: str, **fields: Any) -> JSON:
-    fields.setdefault("channel_id", GENERAL)
-    fields.setdefault("author", ALICE)
-    if fields["channel_id"] != DM:
-        fields.setdefault("guild_id", fake.guild_of(fields["channel_id"]))
-    return message_payload(id=fake.new_id(), content=content, **fields)
 
 
 async def test_guild_message_mentioning_the_bot_starts_a_turn(

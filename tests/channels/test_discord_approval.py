@@ -7,122 +7,42 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
-from collections.abc import AsyncIterator
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-from bot.approval.gate import ApprovalRequest, Verdict
-from bot.approval.service import ApprovalService
+from bot.approval.gate import Verdict
 from bot.channel import (
-    ApprovalCard,
     ApprovalChoice,
     CardState,
     ClickVerdict,
 )
-from bot.config import parse_settings
-from bot.envelope import IngressEnvelope
 from bot.store import Store
-from channels.discord import DiscordChannel
 from tests.approval.service_host import ServiceHost
-from tests.channels.test_discord import ALICE, BOT, BOT_ID, GENERAL, make_channel, said
-from tests.fakes.discord_server import (
-    BOT_TOKEN,
-    JSON,
-    Call,
-    FakeDiscord,
+from tests.fakes.discord_approvals import (
+    APPROVAL_ID,
+    approval_service,
+    click,
+    ephemeral_text,
+    pending_card,
+    react,
+    request_turn,
+    shell_request,
+)
+from tests.fakes.discord_payloads import JSON
+from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.discord_setup import (
+    ALICE,
+    APPROVER_ROLE,
+    BOB,
+    BOT,
+    CAROL,
+    GENERAL,
     RecordingHost,
-    component_interaction,
-    reaction_add,
+    make_channel,
     running,
-    user_payload,
 )
 
-BOB = user_payload("100000000000000002", "bob")
-CAROL = user_payload("100000000000000003", "carol")
-APPROVER_ROLE = "700000000000000001"
-APPROVAL_ID = "Xy_9-abcDEF012345"
-EPHEMERAL = 64
-
-
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HATCHWAY_DISCORD_TOKEN", BOT_TOKEN)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord(bot_id=BOT_ID) as server:
-        server.add_guild(channels={GENERAL: "general"}, roles={APPROVER_ROLE: "approvers"})
-        yield server
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    async with await Store.open(tmp_path / "hatchway.db") as opened:
-        yield opened
-
-
-def pending_card(approval_id: str = APPROVAL_ID) -> ApprovalCard:
-    return ApprovalCard(
-        approval_id=approval_id,
-        tool="shell",
-        lines=("command: rm -rf build",),
-        reason="it has side effects",
-        requested_by="alice",
-    )
-
-
-async def request_turn(fake: FakeDiscord, host: RecordingHost) -> IngressEnvelope:
-    await fake.dispatch("MESSAGE_CREATE", said(fake, f"<@{BOT_ID}> clean up", mentions=[BOT]))
-    return (await host.wait_envelopes(1))[-1]
-
-
-async def click(
-    fake: FakeDiscord,
-    message_id: str,
-    code: str,
-    user: JSON,
-    roles: list[str] | None = None,
-    *,
-    as_seen: JSON | None = None,
-) -> Call:
-    """Press the card's button whose custom id ends in ``:code`` (on the message as the
-    clicker's client shows it, ``as_seen``, by default the current one); return the callback."""
-    message = as_seen or fake.messages[message_id]
-    [custom_id] = [
-        c["custom_id"]
-        for row in message["components"]
-        for c in row["components"]
-        if c["custom_id"].endswith(f":{code}")
-    ]
-    interaction_id = fake.new_id()
-    payload = component_interaction(
-        id=interaction_id,
-        message=message,
-        custom_id=custom_id,
-        user=user,
-        guild_id=fake.guild_of(message["channel_id"]),
-        roles=roles,
-    )
-    await fake.dispatch("INTERACTION_CREATE", payload)
-    [call] = await fake.wait_for_call("POST", rf"/interactions/{interaction_id}/[^/]+/callback")
-    return call
-
-
-async def react(fake: FakeDiscord, message_id: str, emoji: str, user: JSON) -> None:
-    message = fake.messages[message_id]
-    payload = reaction_add(message=message, user=user, emoji=emoji, guild_id=fake.guild_of(GENERAL))
-    await fake.dispatch("MESSAGE_REACTION_ADD", payload)
-
-
-def ephemeral_text(call: Call) -> str:
-    assert call.body is not None and call.body["type"] == 4
-    data: dict[str, Any] = call.body["data"]
-    assert data["flags"] & EPHEMERAL
-    return str(data["content"])
+pytestmark = pytest.mark.usefixtures("discord_env")
 
 
 # -- adapter level ---------------------------------------------------------------------------
@@ -264,35 +184,6 @@ async def test_reaction_on_a_card_from_before_a_restart_is_routed(
 
 
 # -- through the real approval service -------------------------------------------------------
-
-
-def approval_service(fake: FakeDiscord, store: Store, channel: DiscordChannel) -> ApprovalService:
-    discord_main = {
-        "allowed_users": ["*"],
-        "approvers": [BOB["id"]],
-        "approver_roles": ["approvers"],
-        "reactions_for_approval": True,
-        "api_base_url": fake.base_url,
-        "gateway_url": fake.gateway_url,
-    }
-    settings = parse_settings(
-        {"approval": {"timeout_s": 30.0}, "channels": {"discord": {"main": discord_main}}},
-        environ={},
-        require_provider=False,
-    )
-    return ApprovalService(settings, store, {channel.ref: channel}.get, poll_interval_s=0.02)
-
-
-def shell_request(envelope: IngressEnvelope) -> ApprovalRequest:
-    return ApprovalRequest(
-        tool="shell",
-        arguments={"command": "rm -rf build"},
-        call_id="call-1",
-        turn_id="turn-1",
-        session_key=f"discord.main:{envelope.conversation_id}",
-        envelope=envelope,
-        requires_approval=True,
-    )
 
 
 @pytest.mark.parametrize("via", ["button", "reaction"])

@@ -10,56 +10,32 @@ A DM turn with a long answer arrives split under 2,000 characters with code fenc
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from bot.app import App
 from bot.channel import ClickVerdict, HealthState
-from bot.config import Settings, parse_settings
 from channels.discord import DiscordChannel
 from channels.discord_markup import render_chunks
-from tests.channels.test_discord import ALICE, BOT, BOT_ID, DM, GENERAL, said
-from tests.channels.test_discord_approval import BOB, CAROL, click, ephemeral_text
-from tests.channels.test_discord_reply import submit_reply
 from tests.fakes.channel_health import wait_for_health
-from tests.fakes.discord_server import BOT_TOKEN, FakeDiscord
+from tests.fakes.discord_approvals import click, ephemeral_text, submit_reply
+from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.discord_setup import (
+    BOB,
+    BOT,
+    BOT_ID,
+    CAROL,
+    DM,
+    GENERAL,
+    said,
+    settings_for,
+)
 from tests.fakes.recording_tool import deploy_tool
 from tests.fakes.scripted_provider import ScriptedProvider, call, reply
 
-
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HATCHWAY_DISCORD_TOKEN", BOT_TOKEN)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord(bot_id=BOT_ID) as server:
-        server.add_guild(channels={GENERAL: "general"})
-        yield server
-
-
-def settings_for(fake: FakeDiscord, tmp_path: Path) -> Settings:
-    discord_main: dict[str, Any] = {
-        "api_base_url": fake.base_url,
-        "gateway_url": fake.gateway_url,
-        "guild_ready_timeout_s": 0.05,
-        "allowed_users": [ALICE["id"]],
-        "approvers": [BOB["id"]],
-    }
-    return parse_settings(
-        {
-            "state_dir": str(tmp_path),
-            "approval": {"timeout_s": 30},
-            "channels": {"discord": {"main": discord_main}},
-        },
-        environ={},
-        require_provider=False,
-    )
+pytestmark = pytest.mark.usefixtures("discord_env")
 
 
 async def test_mention_approval_click_runs_the_tool(fake: FakeDiscord, tmp_path: Path) -> None:

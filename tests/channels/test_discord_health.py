@@ -4,41 +4,24 @@ token or a missing privileged intent, and reconnect/resume surfaced while it hap
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
 from bot.channel import HealthState
 from bot.errors import ChannelAuthError
 from bot.store import Store
-from tests.channels.test_discord import BOT, BOT_ID, GENERAL, make_channel, said
-from tests.fakes.discord_server import (
-    BOT_TOKEN,
-    FakeDiscord,
+from tests.fakes.channel_health import wait_for_health
+from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.discord_setup import (
+    BOT,
+    BOT_ID,
     RecordingHost,
+    make_channel,
     running,
-    wait_for_health,
+    said,
 )
 
-
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HATCHWAY_DISCORD_TOKEN", BOT_TOKEN)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord(bot_id=BOT_ID) as server:
-        server.add_guild(channels={GENERAL: "general"})
-        yield server
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    async with await Store.open(tmp_path / "hatchway.db") as opened:
-        yield opened
+pytestmark = pytest.mark.usefixtures("discord_env")
 
 
 async def test_connected_only_after_ready_and_stopped_after_cancel(

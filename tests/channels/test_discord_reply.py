@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
@@ -27,12 +25,8 @@ from channels.discord_approval import card_content
 from channels.discord_clicks import EMPTY_REPLY
 from channels.discord_reply import FIELD_ID
 from tests.approval.service_host import ServiceHost
-from tests.channels.test_discord import BOT_ID, GENERAL, make_channel
-from tests.channels.test_discord_approval import (
+from tests.fakes.discord_approvals import (
     APPROVAL_ID,
-    APPROVER_ROLE,
-    BOB,
-    CAROL,
     approval_service,
     click,
     ephemeral_text,
@@ -40,16 +34,20 @@ from tests.channels.test_discord_approval import (
     react,
     request_turn,
     shell_request,
+    submit_reply,
 )
-from tests.fakes.discord_server import (
-    BOT_TOKEN,
-    JSON,
-    Call,
-    FakeDiscord,
+from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.discord_setup import (
+    APPROVER_ROLE,
+    BOB,
+    CAROL,
+    GENERAL,
     RecordingHost,
-    modal_submit_interaction,
+    make_channel,
     running,
 )
+
+pytestmark = pytest.mark.usefixtures("discord_env")
 
 REPLY = "Use the staging build instead; production is frozen today."
 
@@ -58,55 +56,6 @@ def card_message(channel: DiscordChannel, message_id: str) -> SentMessage:
     """A card in #general as an answer reports it."""
     target = DeliveryTarget(channel=channel.ref, conversation_id=GENERAL)
     return SentMessage(target=target, message_id=message_id)
-
-
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HATCHWAY_DISCORD_TOKEN", BOT_TOKEN)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeDiscord]:
-    async with FakeDiscord(bot_id=BOT_ID) as server:
-        server.add_guild(channels={GENERAL: "general"}, roles={APPROVER_ROLE: "approvers"})
-        yield server
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    async with await Store.open(tmp_path / "hatchway.db") as opened:
-        yield opened
-
-
-async def submit_reply(
-    fake: FakeDiscord,
-    message_id: str,
-    text: str,
-    user: JSON,
-    roles: list[str] | None = None,
-    *,
-    approval_id: str = APPROVAL_ID,
-    in_labels: bool = True,
-) -> Call:
-    """Submit the "Deny with a reply" modal opened from the card ``message_id`` (Discord sends
-    the card as it is now); return the callback the adapter answered the submission with."""
-    message = fake.messages[message_id]
-    interaction_id = fake.new_id()
-    payload = modal_submit_interaction(
-        id=interaction_id,
-        custom_id=f"hatchway:ap:{approval_id}:e",
-        values={FIELD_ID: text},
-        user=user,
-        channel_id=message["channel_id"],
-        message=message,
-        guild_id=fake.guild_of(message["channel_id"]),
-        roles=roles,
-        in_labels=in_labels,
-    )
-    await fake.dispatch("INTERACTION_CREATE", payload)
-    [call] = await fake.wait_for_call("POST", rf"/interactions/{interaction_id}/[^/]+/callback")
-    return call
 
 
 # -- the modal -------------------------------------------------------------------------------

@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -21,22 +18,20 @@ from aiohttp import web
 from structlog.testing import capture_logs
 
 from bot.channel import (
-    ApprovalCard,
     ApprovalClick,
     CardState,
     Channel,
-    ChannelHost,
     ClickVerdict,
     HealthState,
 )
 from bot.channel_registry import ChannelContext
-from bot.config import SlackChannelConfig
-from bot.envelope import ChannelRef, DeliveryTarget
+from bot.envelope import DeliveryTarget
 from bot.errors import ChannelAuthError, ConfigError
 from bot.store import Store
-from channels.slack import SlackChannel, SlackCredentials, create
+from channels.slack import create
 from channels.slack_socket import Backoff
-from tests.fakes.channel_health import serving, wait_for_health
+from tests.fakes.channel_health import serving as running
+from tests.fakes.channel_health import wait_for_health
 from tests.fakes.recording_host import RecordingHost
 from tests.fakes.slack_server import (
     BOT_USER,
@@ -45,78 +40,20 @@ from tests.fakes.slack_server import (
     event_callback,
     message_event,
     params_match,
-    person,
     signed_headers,
 )
-
-BOT_TOKEN = "xoxb-1111-2222-fake-bot-token"
-APP_TOKEN = "xapp-1-A0001-fake-app-token"
-SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
-REF = ChannelRef(kind="slack", alias="main")
-APPROVER = "UAPPROVER"
-STRANGER = "USTRANGER"
-
-
-@pytest.fixture
-async def slack() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack(BOT_TOKEN, APP_TOKEN) as fake:
-        fake.users["UANN"] = person("UANN", "Ann")
-        yield fake
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    async with await Store.open(tmp_path / "state.db") as opened:
-        yield opened
-
-
-def config_for(slack: FakeSlack, **overrides: Any) -> SlackChannelConfig:
-    values: dict[str, Any] = {
-        "api_base_url": slack.api_base_url,
-        "allowed_users": ["*"],
-        "approvers": [APPROVER],
-        "ping_interval_s": 0.5,
-        "reconnect_base_s": 0.01,
-        "reconnect_max_s": 0.05,
-        **overrides,
-    }
-    return SlackChannelConfig.model_validate(values)
-
-
-def channel_for(
-    slack: FakeSlack,
-    store: Store,
-    *,
-    bot_token: str = BOT_TOKEN,
-    app_token: str = APP_TOKEN,
-    web_app: web.Application | None = None,
-    **overrides: Any,
-) -> SlackChannel:
-    return SlackChannel(
-        ref=REF,
-        config=config_for(slack, **overrides),
-        credentials=SlackCredentials(
-            bot_token=bot_token, app_token=app_token, signing_secret=SECRET
-        ),
-        store=store,
-        web_app=web_app,
-    )
-
-
-running = serving  # the name the other test modules import
-
-
-def card(state: CardState = CardState.PENDING, decided_by: str = "") -> ApprovalCard:
-    return ApprovalCard(
-        approval_id="apr-7f3a",
-        tool="shell",
-        lines=("command: rm -rf build/ && make <all>",),
-        reason="shell runs commands on the host",
-        requested_by="UANN",
-        state=state,
-        decided_by=decided_by,
-    )
-
+from tests.fakes.slack_setup import (
+    APP_TOKEN,
+    APPROVER,
+    BOT_TOKEN,
+    REF,
+    SECRET,
+    STRANGER,
+    card,
+    channel_for,
+    config_for,
+    http_channel,
+)
 
 # -- inbound over Socket Mode -------------------------------------------------------------------
 
@@ -435,24 +372,6 @@ async def test_a_running_channel_reuses_its_connection_to_slack(
 
 
 # -- HTTP Events API ------------------------------------------------------------------------------
-
-
-@asynccontextmanager
-async def http_channel(
-    slack: FakeSlack, store: Store, host: ChannelHost
-) -> AsyncIterator[tuple[SlackChannel, str]]:
-    web_app = web.Application()
-    channel = channel_for(slack, store, web_app=web_app, mode="http")
-    runner = web.AppRunner(web_app, access_log=None, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    url = f"http://127.0.0.1:{runner.addresses[0][1]}/slack/events"
-    try:
-        async with running(channel, host):
-            yield channel, url
-    finally:
-        await runner.cleanup()
 
 
 async def test_http_events_are_signature_checked_and_deduplicated(

@@ -9,83 +9,38 @@ Deny with a reply goes through the modal to the model; a card left with buttons 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from bot.app import App
 from bot.approval.card import card_for
 from bot.approval.reasons import RESTART_NOTICE
 from bot.channel import ClickVerdict, HealthState
-from bot.config import Settings, SlackChannelConfig, parse_settings
-from bot.envelope import ChannelRef, DeliveryTarget
+from bot.envelope import DeliveryTarget
 from bot.store import Store
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
-from channels.slack import SlackChannel, SlackCredentials
 from tests.fakes.channel_health import wait_for_health
 from tests.fakes.recording_tool import deploy_tool
 from tests.fakes.scripted_provider import ScriptedProvider, call, reply
 from tests.fakes.slack_server import (
     BOT_USER,
-    JSON,
     FakeSlack,
     block_actions,
     event_callback,
     message_event,
-    person,
+)
+from tests.fakes.slack_setup import (
+    APPROVER,
+    REF,
+    REQUESTER,
+    STRANGER,
+    daemon_settings,
+    has_buttons,
+    slack_channel,
 )
 
-BOT_TOKEN = "xoxb-1111-2222-fake-bot-token"
-APP_TOKEN = "xapp-1-A0001-fake-app-token"
-REF = ChannelRef(kind="slack", alias="main")
-REQUESTER = "UANN"
-APPROVER = "UAPPROVER"
-STRANGER = "USTRANGER"
 MENTION_TS = "1700000001.000200"
-
-
-@pytest.fixture
-async def slack() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack(BOT_TOKEN, APP_TOKEN) as fake:
-        fake.users[REQUESTER] = person(REQUESTER, "Ann")
-        yield fake
-
-
-def channel_values(slack: FakeSlack) -> dict[str, Any]:
-    return {
-        "api_base_url": slack.api_base_url,
-        "allowed_users": [REQUESTER],
-        "approvers": [APPROVER],
-        "ping_interval_s": 0.5,
-        "reconnect_base_s": 0.01,
-        "reconnect_max_s": 0.05,
-    }
-
-
-def daemon_settings(slack: FakeSlack, tmp_path: Path) -> Settings:
-    return parse_settings(
-        {
-            "state_dir": str(tmp_path),
-            "approval": {"timeout_s": 30},
-            "channels": {"slack": {"main": channel_values(slack)}},
-        },
-        environ={},
-        require_provider=False,
-    )
-
-
-def slack_channel(slack: FakeSlack) -> SlackChannel:
-    return SlackChannel(
-        ref=REF,
-        config=SlackChannelConfig.model_validate(channel_values(slack)),
-        credentials=SlackCredentials(bot_token=BOT_TOKEN, app_token=APP_TOKEN),
-    )
-
-
-def has_buttons(message: JSON) -> bool:
-    return any(block.get("type") == "actions" for block in message.get("blocks") or [])
 
 
 async def test_mention_approval_and_threaded_answer(slack: FakeSlack, tmp_path: Path) -> None:

@@ -12,8 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -32,43 +30,29 @@ from channels.slack_inbound import MODAL_FAILED
 from channels.slack_modal import EMPTY_REPLY
 from tests.approval.conftest import make_envelope, make_request
 from tests.approval.service_host import ServiceHost
-from tests.channels.test_slack import (
-    APP_TOKEN,
-    APPROVER,
-    BOT_TOKEN,
-    REF,
-    SECRET,
-    STRANGER,
-    card,
-    channel_for,
-    http_channel,
-    running,
-)
+from tests.fakes.channel_health import serving as running
 from tests.fakes.recording_host import RecordingHost, approver_verdict
 from tests.fakes.slack_server import (
     JSON,
     FakeSlack,
     event_callback,
     message_event,
-    person,
     signed_headers,
+)
+from tests.fakes.slack_setup import (
+    APPROVER,
+    CARD_APPROVAL_ID,
+    REF,
+    SECRET,
+    STRANGER,
+    card,
+    channel_for,
+    has_buttons,
+    http_channel,
 )
 
 THREAD = "1700000001.000200"
-APPROVAL = "apr-7f3a"  # the id of tests.channels.test_slack.card()
-
-
-@pytest.fixture
-async def slack() -> AsyncIterator[FakeSlack]:
-    async with FakeSlack(BOT_TOKEN, APP_TOKEN) as fake:
-        fake.users["UANN"] = person("UANN", "Ann")
-        yield fake
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    async with await Store.open(tmp_path / "state.db") as opened:
-        yield opened
+APPROVAL = CARD_APPROVAL_ID  # the id of card()
 
 
 def host_for(*, pending: bool = True, **kwargs: Any) -> RecordingHost:
@@ -85,10 +69,6 @@ async def post_card(channel: SlackChannel, thread: str | None = THREAD) -> SentM
 async def press(slack: FakeSlack, ts: str, action_id: str, user: str) -> None:
     payload = slack.press("C0001", ts, action_id, user=user)
     await slack.wait_ack(await slack.push("interactive", payload))
-
-
-def has_buttons(message: JSON) -> bool:
-    return any(block.get("type") == "actions" for block in message.get("blocks") or [])
 
 
 async def test_reply_instead_opens_the_modal_and_reports_a_deny_with_the_text(

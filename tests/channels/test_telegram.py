@@ -7,7 +7,6 @@ offset across restarts; webhook secret checking; invalid token; 409 Conflict; ap
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
@@ -22,13 +21,11 @@ from bot.channel import (
     ClickVerdict,
     HealthState,
 )
-from bot.channel_registry import ChannelContext
-from bot.config import TelegramChannelConfig
-from bot.envelope import Attachment, ChannelRef, DeliveryTarget
+from bot.envelope import Attachment, DeliveryTarget
 from bot.errors import ChannelAuthError
 from bot.store import Store
-from channels.telegram import TelegramChannel
-from tests.fakes.channel_health import serving, wait_for_health
+from tests.fakes.channel_health import serving as running
+from tests.fakes.channel_health import wait_for_health
 from tests.fakes.recording_host import HostCrash, RecordingHost
 from tests.fakes.telegram_server import (
     FakeTelegram,
@@ -40,59 +37,7 @@ from tests.fakes.telegram_server import (
     private_chat,
     user,
 )
-
-TOKEN = "424242:AAtest-token-for-the-fake-api-0123456789"
-REF = ChannelRef(kind="telegram", alias="main")
-REQUESTER = 1001
-APPROVER = 2002
-STRANGER = 3003
-
-
-@pytest.fixture
-async def tg() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram(TOKEN) as fake:
-        yield fake
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    async with await Store.open(tmp_path / "state.db") as opened:
-        yield opened
-
-
-def config_for(tg: FakeTelegram, **overrides: Any) -> TelegramChannelConfig:
-    values: dict[str, Any] = {
-        "api_base_url": tg.base_url,
-        "file_base_url": tg.file_base_url,
-        "poll_timeout_s": 1,
-        "reconnect_initial_s": 0.01,
-        "reconnect_max_s": 0.05,
-        "allowed_users": ["*"],
-        "approvers": [str(APPROVER)],
-        **overrides,
-    }
-    return TelegramChannelConfig.model_validate(values)
-
-
-def channel_for(
-    tg: FakeTelegram,
-    store: Store,
-    *,
-    token: str = TOKEN,
-    secret: str | None = None,
-    **overrides: Any,
-) -> TelegramChannel:
-    return TelegramChannel(
-        REF,
-        config_for(tg, **overrides),
-        ChannelContext(store=store),
-        token=token,
-        webhook_secret=secret,
-    )
-
-
-running = serving  # the name the other test modules import
-
+from tests.fakes.telegram_setup import APPROVER, REF, REQUESTER, STRANGER, TOKEN, channel_for
 
 # -- normalisation ------------------------------------------------------------------------------
 

@@ -16,20 +16,16 @@ own.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from bot.app import App
 from bot.approval.card import card_for
-from bot.channel import ClickVerdict, HealthState
-from bot.config import Settings, parse_settings
+from bot.channel import ClickVerdict
 from bot.envelope import DeliveryTarget
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
-from channels.telegram import TelegramChannel
-from tests.fakes.channel_health import wait_for_health
 from tests.fakes.recording_tool import deploy_tool
 from tests.fakes.scripted_provider import ScriptedProvider, call, reply
 from tests.fakes.telegram_server import (
@@ -44,51 +40,11 @@ from tests.fakes.telegram_server import (
     private_chat,
     user,
 )
+from tests.fakes.telegram_setup import APPROVER, REQUESTER, settings_for, started
 
-TOKEN = "515151:AAe2e-token-for-the-fake-bot-api-abcdefgh"
-REQUESTER = 1001
-APPROVER = 2002
+pytestmark = pytest.mark.usefixtures("telegram_env")
+
 TOPIC = 77
-
-
-@pytest.fixture(autouse=True)
-def _env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HATCHWAY_TELEGRAM_TOKEN", TOKEN)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-
-
-@pytest.fixture
-async def tg() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram(TOKEN) as fake:
-        yield fake
-
-
-def settings_for(tg: FakeTelegram, tmp_path: Path) -> Settings:
-    telegram_main: dict[str, Any] = {
-        "api_base_url": tg.base_url,
-        "file_base_url": tg.file_base_url,
-        "poll_timeout_s": 1,
-        "reconnect_initial_s": 0.01,
-        "reconnect_max_s": 0.05,
-        "allowed_users": [str(REQUESTER)],
-        "approvers": [str(APPROVER)],
-    }
-    return parse_settings(
-        {
-            "state_dir": str(tmp_path),
-            "approval": {"timeout_s": 30, "dm_approvers": True},
-            "channels": {"telegram": {"main": telegram_main}},
-        },
-        environ={},
-        require_provider=False,
-    )
-
-
-async def started(app: App) -> TelegramChannel:
-    channel = app.channels["telegram.main"]
-    assert isinstance(channel, TelegramChannel)
-    await wait_for_health(channel, HealthState.CONNECTED)
-    return channel
 
 
 def is_card(c: ApiCall) -> bool:

@@ -3,31 +3,13 @@
 from __future__ import annotations
 
 import html
-import re
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from channels.telegram_markup import plain_card, render_chunks, to_html
-
-_TAG = re.compile(r"<(/?)([a-z]+)[^>]*>")
-_ALLOWED = {"b", "i", "s", "code", "pre", "a", "blockquote"}
-
-
-def well_formed(rendered: str) -> bool:
-    """Only Telegram's tags, properly nested, and no bare ``<``/``>``/``&`` outside them."""
-    stack: list[str] = []
-    for closing, name in _TAG.findall(rendered):
-        if name not in _ALLOWED:
-            return False
-        if not closing:
-            stack.append(name)
-        elif not stack or stack.pop() != name:
-            return False
-    text = _TAG.sub("", rendered)
-    bare_amp = re.search(r"&(?!amp;|lt;|gt;|quot;)", text)
-    return not stack and "<" not in text and ">" not in text and bare_amp is None
+from tests.fakes.telegram_html import well_formed
 
 
 @pytest.mark.parametrize(

@@ -14,9 +14,11 @@ from bot.envelope import DeliveryTarget
 from bot.errors import ChannelError
 from bot.store import Store
 from channels.telegram import TelegramChannel
-from tests.channels.test_telegram import REF, TOKEN, channel_for, running
+from tests.fakes.channel_health import serving as running
 from tests.fakes.recording_host import RecordingHost
+from tests.fakes.telegram_html import balanced
 from tests.fakes.telegram_server import FakeTelegram
+from tests.fakes.telegram_setup import REF, channel_for
 
 CHAT = -100777
 TOPIC_TARGET = DeliveryTarget(
@@ -30,23 +32,6 @@ CARD = ApprovalCard(
     reason="shell is not auto-approved",
     requested_by="Ann",
 )
-_TAG = re.compile(r"<(/?)([a-z]+)[^>]*>")
-
-
-def balanced(rendered: str) -> bool:
-    stack: list[str] = []
-    for closing, name in _TAG.findall(rendered):
-        if not closing:
-            stack.append(name)
-        elif not stack or stack.pop() != name:
-            return False
-    return not stack
-
-
-@pytest.fixture
-async def tg() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram(TOKEN) as fake:
-        yield fake
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +32,7 @@ from channels.telegram import TelegramChannel
 from channels.telegram_replies import EMPTY_REPLY
 from channels.telegram_taps import REPLY_HINT
 from tests.approval.service_host import ServiceHost
-from tests.channels.test_telegram import (
-    APPROVER,
-    REF,
-    REQUESTER,
-    STRANGER,
-    TOKEN,
-    channel_for,
-    running,
-)
+from tests.fakes.channel_health import serving as running
 from tests.fakes.recording_host import RecordingHost, Verdict, approver_verdict
 from tests.fakes.telegram_server import (
     BOT_ID,
@@ -53,6 +44,7 @@ from tests.fakes.telegram_server import (
     message,
     user,
 )
+from tests.fakes.telegram_setup import APPROVER, REF, REQUESTER, STRANGER, TOKEN, channel_for
 
 GROUP = forum_chat(-100555)
 TOPIC = 9
@@ -64,18 +56,6 @@ CARD = ApprovalCard(
     requested_by="Ann",
 )
 _ids = iter(range(100, 10_000))
-
-
-@pytest.fixture
-async def tg() -> AsyncIterator[FakeTelegram]:
-    async with FakeTelegram(TOKEN) as fake:
-        yield fake
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    async with await Store.open(tmp_path / "state.db") as opened:
-        yield opened
 
 
 def pending_host(*pending: str) -> RecordingHost:

@@ -10,12 +10,10 @@ import pytest
 
 from bot.channel_registry import ChannelContext
 from bot.config import TelegramChannelConfig
-from bot.envelope import ChannelRef
 from bot.store import Store
 from channels.telegram import TelegramChannel
 from tests.fakes.telegram_server import FakeTelegram
-
-TOKEN = "424242:AAtest-token-for-the-tls-test-0123456789"
+from tests.fakes.telegram_setup import REF, TOKEN
 
 
 async def test_both_http_clients_share_one_tls_context(
@@ -33,8 +31,7 @@ async def test_both_http_clients_share_one_tls_context(
         config = TelegramChannelConfig.model_validate(
             {"api_base_url": tg.base_url, "file_base_url": tg.file_base_url}
         )
-        ref = ChannelRef(kind="telegram", alias="main")
-        channel = TelegramChannel(ref, config, ChannelContext(store=store), token=TOKEN)
+        channel = TelegramChannel(REF, config, ChannelContext(store=store), token=TOKEN)
         assert len(built) == 1
         assert built[0].verify_mode is ssl.CERT_REQUIRED and built[0].check_hostname
         # Both clients still work: getMe (API client) and getUpdates (polling client).

@@ -2,7 +2,7 @@
 
 The fake serves ``/api/v10/...`` REST routes and a ``/gateway`` WebSocket on 127.0.0.1. It
 records every REST call (method, path, JSON body) and offers :meth:`FakeDiscord.wait_for_call`;
-tests push gateway events with :meth:`FakeDiscord.dispatch` and the payload builders below.
+tests push gateway events with :meth:`FakeDiscord.dispatch`.
 
 Facts discord.py 2.7 relies on (see ``docs/design/channels.md``): REST replies carry
 ``Content-Type: application/json`` exactly; gateway frames are text; IDENTIFY is answered with
@@ -11,33 +11,35 @@ callback answers with an ``{"interaction": …, "resource": …}`` body.
 
 Checks the real Discord makes and this fake makes too (a 400 with code 50035 or 40060): an
 interaction is answered once, and only if it was dispatched; a MODAL callback (type 9) is
-refused for a MODAL_SUBMIT and must carry a title (≤ 45), a ``custom_id`` (≤ 100) and one to
-five text inputs (in a Label, type 18, or an action row); message components keep to five
-per row, labels to 80 characters and unique ``custom_id`` s of at most 100.
+refused for a MODAL_SUBMIT; components and modals keep to :mod:`tests.fakes.discord_limits`.
+Payload builders are in :mod:`tests.fakes.discord_payloads`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import json
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 from aiohttp import WSMsgType, web
 
-from bot.channel import Channel, ChannelHost, HealthState
-from tests.fakes.channel_health import wait_for_health
-from tests.fakes.recording_host import RecordingHost as SharedRecordingHost
-from tests.fakes.recording_host import approver_verdict
+from tests.fakes.discord_limits import components_problem, modal_problem
+from tests.fakes.discord_payloads import (
+    APPLICATION_ID,
+    JSON,
+    TIMESTAMP,
+    FakeGuild,
+    application_payload,
+    guild_payload,
+    message_payload,
+    thread_payload,
+)
 
-JSON = dict[str, Any]
-TIMESTAMP = "2025-01-01T00:00:00.000000+00:00"
 BOT_TOKEN = "fake-discord-token"
 
 
@@ -69,15 +71,6 @@ class Call:
     at: float = field(default_factory=time.monotonic)
 
 
-@dataclass(slots=True, kw_only=True)
-class FakeGuild:
-    id: str
-    name: str = "hatchway-test"
-    channels: dict[str, str] = field(default_factory=dict)  # id -> name
-    roles: dict[str, str] = field(default_factory=dict)  # id -> name (besides @everyone)
-    threads: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (parent, owner)
-
-
 class FakeDiscord:
     """The fake platform. Use as ``async with FakeDiscord() as fake``."""
 
@@ -91,7 +84,7 @@ class FakeDiscord:
             "avatar": None,
             "bot": True,
         }
-        self.application_id = "900000000000000002"
+        self.application_id = APPLICATION_ID
         self.guilds: list[FakeGuild] = []
         self.calls: list[Call] = []
         self.messages: dict[str, JSON] = {}
@@ -257,7 +250,7 @@ class FakeDiscord:
                 "op": 0,
                 "s": next(self._seq),
                 "t": "GUILD_CREATE",
-                "d": self.guild_payload(guild),
+                "d": guild_payload(guild, self.bot_user),
             }
             await ws.send_str(json.dumps(frame))
         self._ws_ready.set()
@@ -293,7 +286,7 @@ class FakeDiscord:
         if (method, path) == ("GET", "/users/@me"):
             return _json(self.bot_user)
         if (method, path) == ("GET", "/oauth2/applications/@me"):
-            return _json(self.application_payload())
+            return _json(application_payload(self.application_id, self.bot_user))
         if (m := re.fullmatch(r"/channels/(\d+)/messages", path)) and method == "POST":
             if problem := components_problem(body.get("components")):
                 return _invalid(problem)
@@ -374,405 +367,3 @@ class FakeDiscord:
             if channel_id in guild.channels or channel_id in guild.threads:
                 return guild.id
         return None
-
-    # payloads --------------------------------------------------------------------------
-
-    def application_payload(self) -> JSON:
-        return {
-            "id": self.application_id,
-            "name": "hatchway",
-            "icon": None,
-            "description": "",
-            "rpc_origins": [],
-            "bot_public": True,
-            "bot_require_code_grant": False,
-            "verify_key": "0" * 64,
-            "flags": 0,
-            "team": None,
-            "owner": {k: self.bot_user[k] for k in ("id", "username", "discriminator", "avatar")},
-        }
-
-    def guild_payload(self, guild: FakeGuild) -> JSON:
-        everyone = {
-            "id": guild.id,
-            "name": "@everyone",
-            "permissions": "0",
-            "position": 0,
-            "color": 0,
-            "hoist": False,
-            "managed": False,
-            "mentionable": False,
-        }
-        roles: list[JSON] = [everyone] + [
-            {**everyone, "id": rid, "name": name, "position": i + 1}
-            for i, (rid, name) in enumerate(guild.roles.items())
-        ]
-        channels: list[JSON] = [
-            {
-                "id": cid,
-                "type": 0,
-                "name": name,
-                "position": i,
-                "guild_id": guild.id,
-                "permission_overwrites": [],
-                "nsfw": False,
-                "parent_id": None,
-            }
-            for i, (cid, name) in enumerate(guild.channels.items())
-        ]
-        threads = [
-            thread_payload(tid, parent, owner, guild.id)
-            for tid, (parent, owner) in guild.threads.items()
-        ]
-        return {
-            "id": guild.id,
-            "name": guild.name,
-            "owner_id": "1",
-            "roles": roles,
-            "channels": channels,
-            "threads": threads,
-            "emojis": [],
-            "stickers": [],
-            "features": [],
-            "member_count": 2,
-            "large": False,
-            "unavailable": False,
-            "voice_states": [],
-            "presences": [],
-            "verification_level": 0,
-            "default_message_notifications": 0,
-            "explicit_content_filter": 0,
-            "mfa_level": 0,
-            "premium_tier": 0,
-            "preferred_locale": "en-US",
-            "nsfw_level": 0,
-            "joined_at": TIMESTAMP,
-            "members": [
-                {
-                    "user": self.bot_user,
-                    "roles": [],
-                    "joined_at": TIMESTAMP,
-                    "deaf": False,
-                    "mute": False,
-                    "flags": 0,
-                }
-            ],
-        }
-
-
-def components_problem(rows: object) -> str | None:
-    """Why Discord would refuse these message components (action rows of buttons), or None."""
-    if rows is None:
-        return None
-    if not isinstance(rows, list) or len(rows) > 5:
-        return "components: at most 5 action rows"
-    seen: set[str] = set()
-    for row in rows:
-        children = row.get("components") if isinstance(row, dict) else None
-        if row.get("type") != 1 or not isinstance(children, list) or not 1 <= len(children) <= 5:
-            return "components: an action row holds 1 to 5 components"
-        for child in children:
-            custom_id = child.get("custom_id")
-            if not isinstance(custom_id, str) or not 1 <= len(custom_id) <= 100:
-                return "components: custom_id must be 1 to 100 characters"
-            if custom_id in seen:
-                return "components: custom_id values must be unique"
-            seen.add(custom_id)
-            if len(str(child.get("label") or "")) > 80:
-                return "components: a button label is at most 80 characters"
-    return None
-
-
-def _text_input_problem(field: object, *, labelled: bool) -> str | None:
-    if not isinstance(field, dict) or field.get("type") != 4:
-        return "a modal field must be a text input (type 4)"
-    custom_id = field.get("custom_id")
-    if not isinstance(custom_id, str) or not 1 <= len(custom_id) <= 100:
-        return "a text input needs a custom_id of 1 to 100 characters"
-    if field.get("style") not in (1, 2):
-        return "a text input style is 1 (short) or 2 (paragraph)"
-    if not 0 <= int(field.get("min_length", 0)) <= int(field.get("max_length", 4000)) <= 4000:
-        return "text input lengths must satisfy 0 <= min_length <= max_length <= 4000"
-    if not labelled and not 1 <= len(str(field.get("label") or "")) <= 45:
-        return "a text input outside a Label needs a label of 1 to 45 characters"
-    return None
-
-
-def modal_problem(data: object) -> str | None:
-    """Why Discord would refuse this MODAL callback ``data``, or None."""
-    if not isinstance(data, dict):
-        return "a modal callback needs data"
-    custom_id, title = data.get("custom_id"), data.get("title")
-    if not isinstance(custom_id, str) or not 1 <= len(custom_id) <= 100:
-        return "modal custom_id must be 1 to 100 characters"
-    if not isinstance(title, str) or not 1 <= len(title) <= 45:
-        return "modal title must be 1 to 45 characters"
-    components = data.get("components")
-    if not isinstance(components, list) or not 1 <= len(components) <= 5:
-        return "a modal holds 1 to 5 components"
-    for component in components:
-        kind = component.get("type") if isinstance(component, dict) else None
-        if kind == 18:
-            if not 1 <= len(str(component.get("label") or "")) <= 45:
-                return "a Label needs a label of 1 to 45 characters"
-            problem = _text_input_problem(component.get("component"), labelled=True)
-        elif kind == 1 and len(component.get("components") or []) == 1:
-            problem = _text_input_problem(component["components"][0], labelled=False)
-        else:
-            problem = "a modal component is a Label (18) or an action row (1) of one input"
-        if problem:
-            return problem
-    return None
-
-
-def thread_payload(thread_id: str, parent_id: str, owner_id: str, guild_id: str | None) -> JSON:
-    """A public thread channel object."""
-    return {
-        "id": thread_id,
-        "type": 11,
-        "parent_id": parent_id,
-        "name": "thread",
-        "owner_id": owner_id,
-        "guild_id": guild_id,
-        "message_count": 0,
-        "member_count": 1,
-        "rate_limit_per_user": 0,
-        "thread_metadata": {
-            "archived": False,
-            "auto_archive_duration": 1440,
-            "archive_timestamp": TIMESTAMP,
-            "locked": False,
-        },
-    }
-
-
-def user_payload(user_id: str, name: str, *, bot: bool = False) -> JSON:
-    return {
-        "id": user_id,
-        "username": name,
-        "discriminator": "0",
-        "global_name": name,
-        "avatar": None,
-        "bot": bot,
-    }
-
-
-def message_payload(
-    *,
-    id: str,
-    channel_id: str,
-    author: JSON,
-    content: str,
-    guild_id: str | None = None,
-    mentions: list[JSON] | None = None,
-    member_roles: list[str] | None = None,
-    referenced: JSON | None = None,
-    attachments: list[JSON] | None = None,
-) -> JSON:
-    """A MESSAGE_CREATE payload (and the shape of REST message replies)."""
-    payload: JSON = {
-        "id": id,
-        "channel_id": channel_id,
-        "author": author,
-        "content": content,
-        "timestamp": TIMESTAMP,
-        "edited_timestamp": None,
-        "tts": False,
-        "mention_everyone": False,
-        "mentions": mentions or [],
-        "mention_roles": [],
-        "attachments": attachments or [],
-        "embeds": [],
-        "pinned": False,
-        "type": 0,
-        "flags": 0,
-        "components": [],
-    }
-    if guild_id is not None:
-        payload["guild_id"] = guild_id
-        payload["member"] = {
-            "roles": member_roles or [],
-            "joined_at": TIMESTAMP,
-            "deaf": False,
-            "mute": False,
-            "flags": 0,
-        }
-    if referenced is not None:
-        payload["type"] = 19
-        payload["referenced_message"] = referenced
-        payload["message_reference"] = {
-            "message_id": referenced["id"],
-            "channel_id": referenced["channel_id"],
-        }
-    return payload
-
-
-def component_interaction(
-    *,
-    id: str,
-    message: JSON,
-    custom_id: str,
-    user: JSON,
-    guild_id: str | None = None,
-    roles: list[str] | None = None,
-    application_id: str = "900000000000000002",
-) -> JSON:
-    """An INTERACTION_CREATE payload for a button (type 3, component_type 2) on ``message``."""
-    data: JSON = {"custom_id": custom_id, "component_type": 2}
-    return _interaction(
-        id=id,
-        kind=3,
-        channel_id=message["channel_id"],
-        message=message,
-        data=data,
-        user=user,
-        guild_id=guild_id,
-        roles=roles,
-        application_id=application_id,
-    )
-
-
-def modal_submit_interaction(
-    *,
-    id: str,
-    custom_id: str,
-    values: Mapping[str, str],
-    user: JSON,
-    channel_id: str,
-    message: JSON | None = None,
-    guild_id: str | None = None,
-    roles: list[str] | None = None,
-    in_labels: bool = True,
-    application_id: str = "900000000000000002",
-) -> JSON:
-    """An INTERACTION_CREATE payload for a submitted modal (type 5): one text input per value,
-    each in a Label (type 18, ``in_labels``) or an action row (type 1). ``message`` is the
-    message whose button opened the modal (Discord includes it in that case)."""
-    components: list[JSON] = []
-    for n, (field_id, value) in enumerate(values.items()):
-        text: JSON = {"type": 4, "id": 2 * n + 2, "custom_id": field_id, "value": value}
-        if in_labels:
-            components.append({"type": 18, "id": 2 * n + 1, "component": text})
-        else:
-            components.append({"type": 1, "id": 2 * n + 1, "components": [text]})
-    return _interaction(
-        id=id,
-        kind=5,
-        channel_id=channel_id,
-        message=message,
-        data={"custom_id": custom_id, "components": components},
-        user=user,
-        guild_id=guild_id,
-        roles=roles,
-        application_id=application_id,
-    )
-
-
-def _interaction(
-    *,
-    id: str,
-    kind: int,
-    channel_id: str,
-    message: JSON | None,
-    data: JSON,
-    user: JSON,
-    guild_id: str | None,
-    roles: list[str] | None,
-    application_id: str,
-) -> JSON:
-    channel_type = 0 if guild_id else 1
-    payload: JSON = {
-        "id": id,
-        "application_id": application_id,
-        "type": kind,
-        "token": f"itoken{id}",
-        "version": 1,
-        "channel_id": channel_id,
-        "channel": {"id": channel_id, "type": channel_type},
-        "data": data,
-        "locale": "en-US",
-        "app_permissions": "0",
-        "entitlements": [],
-        "authorizing_integration_owners": {},
-        "attachment_size_limit": 8_388_608,
-    }
-    if message is not None:
-        payload["message"] = message
-    if guild_id is not None:
-        payload["guild_id"] = guild_id
-        payload["guild_locale"] = "en-US"
-        payload["member"] = {
-            "user": user,
-            "roles": roles or [],
-            "joined_at": TIMESTAMP,
-            "deaf": False,
-            "mute": False,
-            "permissions": "0",
-            "flags": 0,
-        }
-    else:
-        payload["user"] = user
-    return payload
-
-
-def reaction_add(
-    *,
-    message: JSON,
-    user: JSON,
-    emoji: str,
-    guild_id: str | None = None,
-    roles: list[str] | None = None,
-) -> JSON:
-    """A MESSAGE_REACTION_ADD payload for a unicode ``emoji`` on ``message``."""
-    payload: JSON = {
-        "user_id": user["id"],
-        "channel_id": message["channel_id"],
-        "message_id": message["id"],
-        "emoji": {"id": None, "name": emoji},
-        "burst": False,
-        "type": 0,
-    }
-    if guild_id is not None:
-        payload["guild_id"] = guild_id
-        payload["member"] = {
-            "user": user,
-            "roles": roles or [],
-            "joined_at": TIMESTAMP,
-            "deaf": False,
-            "mute": False,
-            "flags": 0,
-        }
-    return payload
-
-
-# test-side helpers -------------------------------------------------------------------------
-
-
-class RecordingHost(SharedRecordingHost):
-    """The shared recording host, answering clicks like the approval rules would: ACCEPTED
-    for configured approvers (user id or role) on a pending id, NOT_AUTHORISED for others,
-    UNKNOWN for ids it does not hold."""
-
-    def __init__(
-        self,
-        *,
-        approvers: Sequence[str] = (),
-        approver_roles: Sequence[str] = (),
-        pending: Sequence[str] = (),
-    ) -> None:
-        super().__init__(
-            approver_verdict(approvers=approvers, approver_roles=approver_roles, pending=pending)
-        )
-
-
-@asynccontextmanager
-async def running(channel: Channel, host: ChannelHost) -> AsyncIterator[asyncio.Task[None]]:
-    """Run ``channel`` until the block ends (then cancel it and wait for it to stop)."""
-    task = asyncio.create_task(channel.run(host))
-    try:
-        await wait_for_health(channel, HealthState.CONNECTED, HealthState.FAILED)
-        yield task
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task

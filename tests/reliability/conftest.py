@@ -6,14 +6,13 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.channels.test_discord import GENERAL
-from tests.channels.test_discord_e2e import BOT_ID
-from tests.channels.test_slack_e2e import APP_TOKEN, BOT_TOKEN, REQUESTER
-from tests.channels.test_telegram_e2e import TOKEN as TELEGRAM_TOKEN
 from tests.fakes.discord_server import BOT_TOKEN as DISCORD_TOKEN
 from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.discord_setup import BOT_ID, GENERAL
 from tests.fakes.slack_server import FakeSlack, person
+from tests.fakes.slack_setup import APP_TOKEN, BOT_TOKEN, REQUESTER
 from tests.fakes.telegram_server import FakeTelegram
+from tests.fakes.telegram_setup import TOKEN as TELEGRAM_TOKEN
 
 
 @pytest.fixture(autouse=True)

@@ -36,7 +36,7 @@ from bot.tools.validation import resolve
 from channels import discord_markup, slack_markup, telegram_markup
 from channels.discord_normalise import MessageFacts, NormaliseOptions, envelope_from_facts
 from channels.telegram_normalise import BotIdentity, normalise_message
-from tests.channels.test_telegram_markup import well_formed as telegram_html_ok
+from tests.fakes.telegram_html import well_formed as telegram_html_ok
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TEXT = st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=120)

@@ -14,16 +14,16 @@ from pathlib import Path
 
 from bot.app import App
 from bot.channel import HealthState
-from tests.channels.test_discord import DM, said
-from tests.channels.test_discord_e2e import settings_for as discord_settings
-from tests.channels.test_slack_e2e import REF, daemon_settings, slack_channel
-from tests.channels.test_telegram_e2e import REQUESTER, started
-from tests.channels.test_telegram_e2e import settings_for as telegram_settings
 from tests.fakes.channel_health import wait_for_health
 from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.discord_setup import DM, said
+from tests.fakes.discord_setup import settings_for as discord_settings
 from tests.fakes.scripted_provider import ScriptedProvider, reply
 from tests.fakes.slack_server import FakeSlack, event_callback, message_event
+from tests.fakes.slack_setup import REF, daemon_settings, slack_channel
 from tests.fakes.telegram_server import FakeTelegram, message, private_chat, user
+from tests.fakes.telegram_setup import REQUESTER, started
+from tests.fakes.telegram_setup import settings_for as telegram_settings
 
 
 def two_answers() -> ScriptedProvider:

@@ -1,0 +1,73 @@
+"""The checks Discord's API makes on message components and modals, for the fake to refuse
+what the real Discord refuses (a 400 with code 50035): message components keep to five action
+rows of one to five, labels to 80 characters and unique ``custom_id`` s of at most 100; a modal
+carries a title (≤ 45), a ``custom_id`` (≤ 100) and one to five text inputs (in a Label, type
+18, or an action row).
+"""
+
+from __future__ import annotations
+
+
+def components_problem(rows: object) -> str | None:
+    """Why Discord would refuse these message components (action rows of buttons), or None."""
+    if rows is None:
+        return None
+    if not isinstance(rows, list) or len(rows) > 5:
+        return "components: at most 5 action rows"
+    seen: set[str] = set()
+    for row in rows:
+        children = row.get("components") if isinstance(row, dict) else None
+        if row.get("type") != 1 or not isinstance(children, list) or not 1 <= len(children) <= 5:
+            return "components: an action row holds 1 to 5 components"
+        for child in children:
+            custom_id = child.get("custom_id")
+            if not isinstance(custom_id, str) or not 1 <= len(custom_id) <= 100:
+                return "components: custom_id must be 1 to 100 characters"
+            if custom_id in seen:
+                return "components: custom_id values must be unique"
+            seen.add(custom_id)
+            if len(str(child.get("label") or "")) > 80:
+                return "components: a button label is at most 80 characters"
+    return None
+
+
+def _text_input_problem(field: object, *, labelled: bool) -> str | None:
+    if not isinstance(field, dict) or field.get("type") != 4:
+        return "a modal field must be a text input (type 4)"
+    custom_id = field.get("custom_id")
+    if not isinstance(custom_id, str) or not 1 <= len(custom_id) <= 100:
+        return "a text input needs a custom_id of 1 to 100 characters"
+    if field.get("style") not in (1, 2):
+        return "a text input style is 1 (short) or 2 (paragraph)"
+    if not 0 <= int(field.get("min_length", 0)) <= int(field.get("max_length", 4000)) <= 4000:
+        return "text input lengths must satisfy 0 <= min_length <= max_length <= 4000"
+    if not labelled and not 1 <= len(str(field.get("label") or "")) <= 45:
+        return "a text input outside a Label needs a label of 1 to 45 characters"
+    return None
+
+
+def modal_problem(data: object) -> str | None:
+    """Why Discord would refuse this MODAL callback ``data``, or None."""
+    if not isinstance(data, dict):
+        return "a modal callback needs data"
+    custom_id, title = data.get("custom_id"), data.get("title")
+    if not isinstance(custom_id, str) or not 1 <= len(custom_id) <= 100:
+        return "modal custom_id must be 1 to 100 characters"
+    if not isinstance(title, str) or not 1 <= len(title) <= 45:
+        return "modal title must be 1 to 45 characters"
+    components = data.get("components")
+    if not isinstance(components, list) or not 1 <= len(components) <= 5:
+        return "a modal holds 1 to 5 components"
+    for component in components:
+        kind = component.get("type") if isinstance(component, dict) else None
+        if kind == 18:
+            if not 1 <= len(str(component.get("label") or "")) <= 45:
+                return "a Label needs a label of 1 to 45 characters"
+            problem = _text_input_problem(component.get("component"), labelled=True)
+        elif kind == 1 and len(component.get("components") or []) == 1:
+            problem = _text_input_problem(component["components"][0], labelled=False)
+        else:
+            problem = "a modal component is a Label (18) or an action row (1) of one input"
+        if problem:
+            return problem
+    return None
