@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import structlog
+from structlog.contextvars import bind_contextvars, reset_contextvars
 
 from bot.channel import ApprovalClick, Channel, ClickVerdict
 from bot.config import Settings
@@ -106,6 +107,20 @@ class _Session:
     worker_running: bool = False
 
 
+# primary result codes of a database another connection holds (extended codes keep them in
+# their low byte)
+_BUSY = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+
+
+def _is_transient(exc: BaseException) -> bool:
+    """Whether a database error is the database being busy or locked by another writer right
+    now, which passes. The store raises :class:`StorageError` from inside its handler of the
+    ``sqlite3`` error (``raise … from None``), which keeps that error as ``__context__``."""
+    cause = exc if isinstance(exc, sqlite3.Error) else exc.__context__
+    code = getattr(cause, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF in _BUSY
+
+
 def session_key_for(envelope: IngressEnvelope, *, per_user_in_groups: bool = False) -> str:
     key = f"{envelope.channel}:{envelope.conversation_id}"
     if envelope.thread_id:
@@ -152,28 +167,30 @@ class Gateway:
 
     async def deliver(self, envelope: IngressEnvelope) -> None:
         """Admit one inbound message; returns once it is queued (or refused)."""
-        bound = structlog.contextvars.bound_contextvars(
-            envelope_id=envelope.envelope_id, channel=str(envelope.channel)
-        )
-        with bound:
+        bound = bind_contextvars(envelope_id=envelope.envelope_id, channel=str(envelope.channel))
+        try:
             for attempt in range(1, ADMIT_ATTEMPTS + 1):
                 try:
                     await self._admit(envelope)
                     return
                 except (StorageError, sqlite3.Error) as exc:
-                    # The database is busy or failing: try again a little later, then tell
-                    # the sender instead of dropping the message without a word.
-                    if attempt < ADMIT_ATTEMPTS:
+                    # Busy (another writer holds the database): try again a little later.
+                    # Anything else fails the same way again. Either way the sender is told
+                    # instead of the message being dropped without a word.
+                    transient = _is_transient(exc)
+                    if transient and attempt < ADMIT_ATTEMPTS:
                         log.warning("envelope_storage_retry", attempt=attempt, error=str(exc))
                         await asyncio.sleep(0.5 * attempt)
                         continue
-                    log.error("envelope_failed", error=str(exc))
+                    log.error("envelope_failed", error=str(exc), transient=transient)
                     await self._send(envelope, FAILURE_MESSAGE)
                     return
                 except Exception:
                     # Boundary: one bad envelope never takes the adapter down.
                     log.exception("envelope_failed")
                     return
+        finally:
+            reset_contextvars(**bound)
 
     async def approval_clicked(self, click: ApprovalClick) -> ClickVerdict:
         return await self._clicks.click(click)
@@ -307,37 +324,37 @@ class Gateway:
         session.control = control
         self._active += 1
         self._idle.clear()
-        bound = structlog.contextvars.bound_contextvars(
+        bound = bind_contextvars(
             envelope_id=envelope.envelope_id,
             channel=channel_name,
             session=request.session_key,
             turn_id=request.turn_id,
         )
         try:
-            with bound:
-                # the runner marks the entry "processing" with its first record (TurnRunner)
-                try:
-                    reply = await self._run_turn(request, control)
-                except Exception as exc:
-                    # Boundary: a failing turn is logged and reported, never fatal.
-                    log.exception("turn_failed")
-                    # tell the sender first: marking the row may fail for the same reason
-                    await self._send(envelope, FAILURE_MESSAGE)
-                    await self._store.inbox.mark(
-                        channel=channel_name,
-                        message_id=envelope.message_id,
-                        status=InboxStatus.FAILED,
-                        error=type(exc).__name__,
-                    )
-                    return
-                if reply:
-                    await self._send(envelope, reply)
+            # the runner marks the entry "processing" with its first record (TurnRunner)
+            try:
+                reply = await self._run_turn(request, control)
+            except Exception as exc:
+                # Boundary: a failing turn is logged and reported, never fatal.
+                log.exception("turn_failed")
+                # tell the sender first: marking the row may fail for the same reason
+                await self._send(envelope, FAILURE_MESSAGE)
                 await self._store.inbox.mark(
                     channel=channel_name,
                     message_id=envelope.message_id,
-                    status=InboxStatus.DONE,
+                    status=InboxStatus.FAILED,
+                    error=type(exc).__name__,
                 )
+                return
+            if reply:
+                await self._send(envelope, reply)
+            await self._store.inbox.mark(
+                channel=channel_name,
+                message_id=envelope.message_id,
+                status=InboxStatus.DONE,
+            )
         finally:
+            reset_contextvars(**bound)
             session.control = None
             self._live.discard(envelope.envelope_id)
             self._active -= 1

@@ -127,12 +127,15 @@ class ChannelProgress:
     once per ``edit_interval_s``; otherwise new lines are batched and sent at most once per
     ``batch_interval_s``. Pending text is always flushed by :meth:`aclose`. With
     ``capabilities.typing`` the typing indicator is refreshed every ``typing_interval_s``
-    while the turn works and paused while it waits for an approval. :meth:`start` (or
-    ``async with``) starts the one owned background task; :meth:`aclose` cancels it.
+    while the turn works and paused while it waits for an approval. One owned background
+    task (the ticker) does that: :meth:`start` (or ``async with``) starts it where typing is
+    shown, otherwise the first text to show does; :meth:`aclose` ends it.
 
-    The sink methods never wait for the platform: they update the text and wake the
-    background task, which sends or edits. A turn's tool calls therefore do not queue behind
-    a progress round trip to Slack, Discord or Telegram.
+    The sink methods never wait for the platform: they update the text and wake the ticker,
+    which sends or edits. A turn's tool calls therefore do not queue behind a progress round
+    trip to Slack, Discord or Telegram. The ticker sleeps until it is woken: at once when text
+    may be shown now, else by a timer set for when the throttle or the typing refresh falls
+    due, so a turn with nothing to show costs no periodic wake-ups.
     """
 
     def __init__(
@@ -145,7 +148,6 @@ class ChannelProgress:
         edit_interval_s: float = 1.0,
         batch_interval_s: float = 3.0,
         typing_interval_s: float = 4.0,
-        tick_s: float = 0.25,
         stream: bool = False,
     ) -> None:
         self._channel = channel
@@ -154,7 +156,6 @@ class ChannelProgress:
         self._clock = clock
         self._interval = edit_interval_s if capabilities.can_edit else batch_interval_s
         self._typing_interval = typing_interval_s
-        self._tick_s = tick_s
         self._stream = stream
         self._lines: dict[str, str] = {}  # edit mode: key → current line
         self._pending: list[str] = []  # batch mode: lines not yet sent
@@ -167,6 +168,8 @@ class ChannelProgress:
         self._closed = False
         self._lock = asyncio.Lock()
         self._wake = asyncio.Event()
+        self._timer: asyncio.TimerHandle | None = None  # the ticker's next wake-up
+        self._busy = False  # the ticker is in a pulse (perhaps a platform call)
         self._ticker: asyncio.Task[None] | None = None
 
     @property
@@ -174,8 +177,10 @@ class ChannelProgress:
         return self._stream and self._caps.can_edit
 
     async def start(self) -> None:
-        """Start the ticker (typing refresh and throttled flushes)."""
-        self._ensure_ticker()
+        """Start showing typing, where the channel shows it; without typing the ticker
+        starts with the first text to show."""
+        if self._caps.typing:
+            self._ensure_ticker()
 
     def _ensure_ticker(self) -> None:
         # the one owned background task, cancelled by aclose()
@@ -212,6 +217,8 @@ class ChannelProgress:
         self._waiting = max(0, self._waiting - 1)
         if self._lines.pop(f"approval:{tool}", None) is not None:
             self._changed()
+        elif self._ticker is not None:
+            self._arm()  # typing resumes
 
     async def stream_text(self, delta: str) -> None:
         if self.wants_stream and delta:
@@ -239,10 +246,15 @@ class ChannelProgress:
         if self._closed:
             return
         self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
         if self._ticker is not None:
-            self._wake.set()
-            done, _ = await asyncio.wait({self._ticker}, timeout=CLOSE_WAIT_S)
-            if not done:
+            if self._busy:
+                self._wake.set()
+                done, _ = await asyncio.wait({self._ticker}, timeout=CLOSE_WAIT_S)
+                if not done:
+                    self._ticker.cancel()
+            else:  # asleep: nothing of it is in flight
                 self._ticker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._ticker
@@ -255,7 +267,6 @@ class ChannelProgress:
     # -- internals ---------------------------------------------------------------------
 
     def _show(self, key: str, line: str) -> None:
-        self._ensure_ticker()  # started lazily when the owner did not call start()
         if self._caps.can_edit:
             self._lines[key] = line
         else:
@@ -264,16 +275,33 @@ class ChannelProgress:
 
     def _changed(self) -> None:
         self._dirty = True
+        self._ensure_ticker()
         if self._clock() - self._last_flush >= self._interval:
-            self._wake.set()  # due now; otherwise the next tick flushes it
+            self._wake.set()  # due now
+        else:
+            self._arm()
+
+    def _arm(self) -> None:
+        """Set the ticker's timer for the next throttled flush or typing refresh."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        due = self._last_flush + self._interval if self._dirty else math.inf
+        if self._caps.typing and not self._waiting:
+            due = min(due, self._last_typing + self._typing_interval)
+        if due < math.inf and not self._closed:
+            delay = max(0.0, due - self._clock())
+            self._timer = asyncio.get_running_loop().call_later(delay, self._wake.set)
 
     async def _tick_forever(self) -> None:
         while not self._closed:
-            await self.pulse()
-            # Sleep one tick, or less when a sink method changed the text.
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self._tick_s):
-                    await self._wake.wait()
+            self._busy = True
+            try:
+                await self.pulse()
+            finally:
+                self._busy = False
+            self._arm()
+            await self._wake.wait()
             self._wake.clear()
 
     async def _flush_if_due(self) -> None:

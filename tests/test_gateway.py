@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import sqlite3
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +14,7 @@ import pytest
 from bot.channel import ApprovalCard, ApprovalClick, ClickVerdict, SentMessage
 from bot.config import Settings, parse_settings
 from bot.envelope import ChannelRef, DeliveryTarget, IngressEnvelope, Sender, envelope_to_json
-from bot.gateway import SHUTDOWN_MESSAGE, Gateway, SessionControl, TurnRequest
+from bot.gateway import FAILURE_MESSAGE, SHUTDOWN_MESSAGE, Gateway, SessionControl, TurnRequest
 from bot.providers.base import ChatMessage
 from bot.store import InboxKey, InboxStatus, Store
 
@@ -119,17 +120,32 @@ class Rig:
     turns: Turns
     outbox: Outbox
     store: Store
+    access: CountingAccess
+
+
+class CountingAccess(AllowAll):
+    """Allows everyone; counts admission attempts (each one checks access first) and runs
+    ``on_check`` with the attempt's number."""
+
+    def __init__(self) -> None:
+        self.attempts = 0
+        self.on_check: Callable[[int], None] = lambda attempt: None
+
+    async def check(self, envelope: IngressEnvelope) -> Allowed:
+        self.attempts += 1
+        self.on_check(self.attempts)
+        return Allowed()
 
 
 @pytest.fixture
 async def rig(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Rig]:
     max_turns = getattr(request, "param", 32)
     store = await Store.open(tmp_path / "h.db")
-    turns, outbox = Turns(), Outbox()
+    turns, outbox, access = Turns(), Outbox(), CountingAccess()
     gateway = Gateway(
         settings=settings(tmp_path, max_turns),
         store=store,
-        access=AllowAll(),
+        access=access,
         clicks=NoClicks(),
         run_turn=turns,
         channel_for=lambda ref: outbox,  # type: ignore[arg-type,return-value]
@@ -137,7 +153,7 @@ async def rig(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[R
     task = asyncio.create_task(gateway.run())
     await asyncio.sleep(0)
     try:
-        yield Rig(gateway, turns, outbox, store)
+        yield Rig(gateway, turns, outbox, store, access)
     finally:
         for event in turns.release.values():
             event.set()
@@ -254,3 +270,31 @@ async def test_recovery_runs_unstarted_messages_and_tells_cut_off_senders(rig: R
     assert rig.outbox.sent == [SHUTDOWN_MESSAGE, "answer to waiting"]
     cut_off = await rig.store.inbox.get(channel="console.main", message_id="m1")
     assert cut_off is not None and cut_off.status is InboxStatus.FAILED
+
+
+async def test_a_database_error_that_is_no_lock_is_not_retried(rig: Rig) -> None:
+    """A constraint failure (here raised by a trigger of the real database) fails the same
+    way every time: the sender is told after one attempt."""
+    await rig.store.db.execute(
+        "CREATE TRIGGER refuse BEFORE INSERT ON inbox BEGIN SELECT RAISE(ABORT, 'no'); END"
+    )
+    await rig.gateway.deliver(envelope("hi"))
+    assert rig.access.attempts == 1
+    assert rig.outbox.sent == [FAILURE_MESSAGE]
+    assert rig.turns.started == []
+
+
+async def test_a_locked_database_is_tried_again(rig: Rig, tmp_path: Path) -> None:
+    """Another connection holds the write lock during the first attempt and lets go before
+    the second: the message is admitted and answered, and the sender sees no error."""
+    await rig.store.db.execute("PRAGMA busy_timeout = 0")  # fail at once instead of waiting
+    other = sqlite3.connect(tmp_path / "h.db", isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        rig.access.on_check = lambda attempt: other.rollback() if attempt == 2 else None
+        await rig.gateway.deliver(envelope("hi"))
+    finally:
+        other.close()
+    assert rig.access.attempts == 2
+    rig.turns.finish("hi")
+    await until(lambda: rig.outbox.sent == ["answer to hi"])

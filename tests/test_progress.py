@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import itertools
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -165,7 +166,7 @@ async def test_waiting_for_approval_shows_and_pauses_typing() -> None:
 
 async def test_the_owned_ticker_refreshes_typing_and_stops_on_close() -> None:
     channel = FakeChannel()
-    async with ChannelProgress(channel, TARGET, Capabilities(typing=True), tick_s=0.01):
+    async with ChannelProgress(channel, TARGET, Capabilities(typing=True)):
         await channel.typed.wait()
     count = channel.typing_calls
     await asyncio.sleep(0.05)
@@ -182,7 +183,7 @@ async def test_a_slow_platform_never_holds_up_the_turn() -> None:
         return await send(target, text)
 
     channel.send = slow_send  # type: ignore[method-assign]
-    progress = ChannelProgress(channel, TARGET, Capabilities(can_edit=True), tick_s=0.01)
+    progress = ChannelProgress(channel, TARGET, Capabilities(can_edit=True))
     await progress.start()
     async with asyncio.timeout(5):  # returns while the platform has not answered
         await progress.tool_started(call_id="1", tool="shell", hint="ls")
@@ -217,3 +218,38 @@ async def test_streamed_text_is_shown_only_when_asked_for() -> None:
     assert channel.sent == ["Hello"] and channel.edits == ["Hello world"]
     quiet = ChannelProgress(FakeChannel(), TARGET, Capabilities(can_edit=True), clock)
     assert not quiet.wants_stream
+
+
+async def test_without_typing_a_turn_that_shows_nothing_starts_no_task() -> None:
+    before = asyncio.all_tasks()
+    progress = ChannelProgress(FakeChannel(), TARGET, Capabilities())
+    await progress.start()
+    assert asyncio.all_tasks() == before
+    await progress.aclose()
+
+
+async def until_true(predicate: Callable[[], bool]) -> None:
+    """Yield to the event loop until ``predicate`` holds (fails after 5 s)."""
+    async with asyncio.timeout(5):
+        for _ in itertools.count():
+            if predicate():
+                return
+            await asyncio.sleep(0.005)
+
+
+async def test_a_throttled_line_is_shown_when_due_without_further_changes() -> None:
+    channel = FakeChannel()
+    progress = ChannelProgress(channel, TARGET, Capabilities(), batch_interval_s=0.02)
+    await progress.tool_started(call_id="1", tool="a", hint="")
+    await until_true(lambda: channel.sent == ["⏳ a"])
+    await progress.tool_finished(call_id="1", tool="a", ok=True, duration_s=0.0)
+    await until_true(lambda: len(channel.sent) == 2)  # by the ticker's timer, not aclose
+    assert channel.sent[1] == "✅ a (0.0s)"
+    await progress.aclose()
+
+
+async def test_typing_is_refreshed_while_the_turn_works() -> None:
+    channel = FakeChannel()
+    progress = ChannelProgress(channel, TARGET, Capabilities(typing=True), typing_interval_s=0.01)
+    async with progress:
+        await until_true(lambda: channel.typing_calls >= 3)

@@ -16,15 +16,15 @@ from collections.abc import Sequence
 
 import structlog
 
-from bot.agent.cancel_scope import unless_cancelled
 from bot.agent.context_window import fit_history
 from bot.agent.turn import AgentBundle, TurnResult, TurnState, TurnStatus
 from bot.errors import ProviderError
 from bot.providers.base import ChatMessage, CompletionRequest, ProviderReply, ToolDefinition
 from bot.store import InboxStatus
 from bot.tools.batch import BatchVerdict
+from bot.tools.cancellation import unless_cancelled
 from bot.tools.pipeline import PipelineServices, ToolPipeline
-from bot.tools.registry import ToolRegistry, ToolScope
+from bot.tools.registry import ToolScope
 from bot.tools.spec import ToolContext
 from bot.tools.turn_facts import TurnFacts
 
@@ -64,7 +64,7 @@ async def run_turn(bundle: AgentBundle, state: TurnState) -> TurnResult:
         registry = bundle.registry.scoped(scope)
     else:
         dynamic = bundle.dynamic.specs() if bundle.dynamic is not None else ()
-        registry = ToolRegistry([*bundle.tools, *dynamic]).scoped(scope)
+        registry = bundle.assembled.registry([*bundle.tools, *dynamic]).scoped(scope)
     executor = registry.executor()
     pipeline = ToolPipeline(
         services=PipelineServices(

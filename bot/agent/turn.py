@@ -6,7 +6,6 @@ Everything stable per agent comes in :class:`AgentBundle`; everything per messag
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import functools
 from collections.abc import Callable, Sequence
@@ -24,27 +23,28 @@ from bot.tools.execution import RetryPolicy
 from bot.tools.file_locks import PathLocks
 from bot.tools.hooks import ToolHooks
 from bot.tools.receipt import ReceiptSigner
-from bot.tools.registry import ToolRegistry
+from bot.tools.registry import RegistryCache, ToolRegistry
 from bot.tools.scheduler import ToolScheduler
 from bot.tools.spec import ToolSpec
 
 
 class CancelToken:
-    """Set by ``/stop`` or shutdown; the turn checks it between steps."""
+    """Set by ``/stop`` or shutdown; the turn checks it between steps, and what it awaits
+    meanwhile is raced against it (:func:`bot.tools.cancellation.unless_cancelled`)."""
 
     def __init__(self) -> None:
-        self._event = asyncio.Event()
+        self._cancelled = False
         self.reason = ""
-        self._callbacks: list[Callable[[], None]] = []
+        self._callbacks: list[Callable[[], object]] = []
 
     def cancel(self, reason: str = "stopped") -> None:
         self.reason = reason
-        self._event.set()
+        self._cancelled = True
         callbacks, self._callbacks = self._callbacks, []
         for callback in callbacks:
             callback()
 
-    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
+    def on_cancel(self, callback: Callable[[], object]) -> Callable[[], None]:
         """Call ``callback`` once, from :meth:`cancel` (at once if already cancelled);
         returns the function that unregisters it."""
         if self.cancelled:
@@ -55,17 +55,14 @@ class CancelToken:
 
     @property
     def cancelled(self) -> bool:
-        return self._event.is_set()
-
-    async def wait(self) -> None:
-        await self._event.wait()
+        return self._cancelled
 
 
 def _nothing() -> None:
     return None
 
 
-def _discard(callbacks: list[Callable[[], None]], callback: Callable[[], None]) -> None:
+def _discard(callbacks: list[Callable[[], object]], callback: Callable[[], object]) -> None:
     if callback in callbacks:
         callbacks.remove(callback)
 
@@ -98,7 +95,8 @@ class AgentBundle:
     every turn of the process (one bundle per agent does that). ``signer`` is required when
     ``settings.receipts`` is on (see :meth:`ReceiptSigner.from_settings`). ``workspace`` is
     the directory relative tool paths resolve against. ``dynamic`` adds tools that come and
-    go at run time (MCP) and decides which of them are shown each iteration.
+    go at run time (MCP) and decides which of them are shown each iteration. ``assembled``
+    keeps the registry built from ``tools`` and ``dynamic`` while they stay the same.
     """
 
     provider: Provider
@@ -115,6 +113,7 @@ class AgentBundle:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     workspace: str | None = None
     dynamic: DynamicTools | None = None
+    assembled: RegistryCache = field(default_factory=RegistryCache, init=False, compare=False)
 
 
 @dataclass(slots=True, kw_only=True)

@@ -3,7 +3,9 @@ report of a finished batch.
 
 A batch is one model reply's tool calls. Preparation notes, per call index, the arguments
 as they will run (the row, the receipt and the after-hooks use them; a call whose arguments
-never decoded has none) and the call's key (the loop detector counts by it). Recording
+never decoded has none), the call's key (the loop detector counts by it) and, for a call
+that may run, the prepared call (dispatch runs it; recording asks its spec whether it
+completes the run; an interrupted one is reported under the tool it runs as). Recording
 notes each call's final outcome the moment it starts recording it, so that a call is
 recorded at most once even when the batch is salvaged halfway, and collects the rows that
 are written together with the batch's history messages.
@@ -21,7 +23,8 @@ from dataclasses import dataclass
 
 from bot.providers.base import ChatMessage, ToolCallRequest
 from bot.store import ToolCallRecord
-from bot.tools.outcome import ToolOutcome
+from bot.tools.call import PreparedCall
+from bot.tools.outcome import ToolOutcome, interrupted
 from bot.tools.slots import ResultSlots
 
 
@@ -44,17 +47,41 @@ class BatchReport:
 class Batch:
     """Book-keeping of the batch in flight, indexed by the call's position in the reply."""
 
-    __slots__ = ("arguments", "asked", "final", "keys", "rows", "slots", "text", "verdict")
+    __slots__ = (
+        "arguments",
+        "asked",
+        "final",
+        "keys",
+        "prepared",
+        "rows",
+        "slots",
+        "text",
+        "verdict",
+    )
 
     def __init__(self, text: str, requests: Sequence[ToolCallRequest]) -> None:
         self.text = text
         self.slots = ResultSlots(requests)
         self.arguments: dict[int, Mapping[str, object]] = {}
         self.keys: dict[int, tuple[str, str]] = {}
+        self.prepared: dict[int, PreparedCall] = {}
         self.final: dict[int, ToolOutcome] = {}
         self.rows: list[ToolCallRecord] = []
         self.asked = False  # a call of this batch needed a prompt: it runs sequentially
         self.verdict = BatchVerdict.CONTINUE
+
+    def fill_interrupted(self) -> None:
+        """Fill every open slot with INTERRUPTED: "before launch" unless the call was
+        launched, named as it would have run (a before-hook may have rewritten the tool)."""
+        slots = self.slots
+        for index in slots.open_indexes():
+            request, prepared = slots.requests[index], self.prepared.get(index)
+            outcome = interrupted(
+                call_id=request.id,
+                tool=request.name if prepared is None else prepared.name,
+                before_launch=not slots.launched(index),
+            )
+            slots.fill(index, outcome)
 
     @property
     def aborted(self) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from bot.approval.gate import canonical_json
+from bot.tools.registry import ToolEntry
 from bot.tools.spec import ToolSpec
 
 
@@ -23,20 +23,16 @@ class ParsedCall:
     name: str
     arguments: Mapping[str, object]
 
-    @property
-    def key(self) -> tuple[str, str]:
-        """(name, canonical arguments): what makes two calls identical."""
-        return (self.name, canonical_json(dict(self.arguments)))
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PreparedCall:
-    """A call that survived preparation: ``arguments`` are final (validated, hook-rewritten,
-    delivery-filled, marker-stripped). ``prompted`` says a person was asked and approved it;
-    such a batch runs sequentially."""
+    """A call that survived preparation: ``entry`` is the tool it runs as (looked up once,
+    in preparation), ``arguments`` are final (validated, hook-rewritten, delivery-filled,
+    marker-stripped). ``prompted`` says a person was asked and approved it; such a batch
+    runs sequentially."""
 
     call: ParsedCall
-    spec: ToolSpec
+    entry: ToolEntry
     arguments: Mapping[str, object]
     prompted: bool = False
     approved_by: str = ""
@@ -46,5 +42,9 @@ class PreparedCall:
         return self.call.call_id
 
     @property
+    def spec(self) -> ToolSpec:
+        return self.entry.spec
+
+    @property
     def name(self) -> str:
-        return self.spec.name
+        return self.entry.spec.name

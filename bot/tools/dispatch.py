@@ -4,20 +4,23 @@ A batch runs in parallel only when all of these hold (:func:`runs_in_parallel`):
 tools are enabled, more than one call is runnable, no call of the batch needed a prompt, and
 no call of the batch is ``tool_search`` (it changes which tools are on offer).
 
-Sequential dispatch checks the cancel token before each call and launches nothing more once
-it is set. Parallel dispatch starts every call in the model's order; when the token is set,
-calls that already finished keep their real result and only unfinished ones become
-INTERRUPTED. Each call's task is owned by one TaskGroup; every slot is filled once.
+Sequential dispatch runs each call in the turn's own task (no task per call: most batches
+are one call), checks the cancel token before each call and launches nothing more once it is
+set. Parallel dispatch starts every call in the model's order, each in a task owned by one
+TaskGroup; when the token is set, calls that already finished keep their real result and
+only unfinished ones are cancelled. Either way a call's slot is filled the moment it
+finishes; the slots of interrupted calls stay open for the pipeline to fill as INTERRUPTED.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 
 from bot.tools.call import PreparedCall
-from bot.tools.cancellation import CancelSignal
-from bot.tools.outcome import ToolOutcome, interrupted
+from bot.tools.cancellation import CancelSignal, unless_cancelled
+from bot.tools.outcome import ToolOutcome
 from bot.tools.slots import ResultSlots
 
 RunOne = Callable[[PreparedCall], Coroutine[object, object, ToolOutcome]]
@@ -46,55 +49,49 @@ async def dispatch(
     *,
     parallel: bool,
 ) -> None:
-    """Fill the slots of ``calls``. ``CancelledError`` raised by a handler itself (not by
-    the cancel token) propagates."""
-    if not calls:
+    """Fill the slots of the calls that finish. ``CancelledError`` raised by a handler
+    itself (not by the cancel token) propagates."""
+    if parallel:
+        await _in_parallel(calls, run_one, slots, cancel)
         return
-    live: dict[int, asyncio.Task[ToolOutcome]] = {}
+    for call in calls:
+        outcome = await unless_cancelled(run_one(call), cancel)
+        if outcome is None:
+            return
+        slots.fill(call.call.index, outcome)
+
+
+async def _in_parallel(
+    calls: Sequence[PreparedCall], run_one: RunOne, slots: ResultSlots, cancel: CancelSignal
+) -> None:
+    if cancel.cancelled:
+        return
+    tasks: dict[int, asyncio.Task[ToolOutcome]] = {}
     stopped: set[int] = set()
 
-    def settle(index: int, task: asyncio.Task[ToolOutcome]) -> None:
-        # fill the slot the moment a call finishes, so that a batch interrupted from
-        # outside (the turn budget) still keeps every real result
-        if not task.cancelled() and task.exception() is None:
-            slots.fill(index, task.result())
-
-    def launch(group: asyncio.TaskGroup, call: PreparedCall) -> asyncio.Task[ToolOutcome]:
-        index = call.call.index
-        task = live[index] = group.create_task(run_one(call))
-        task.add_done_callback(lambda done: settle(index, done))
-        return task
-
-    async def watch() -> None:
-        await cancel.wait()
-        for index, task in live.items():
+    def stop() -> None:
+        for index, task in tasks.items():
             if not task.done():
                 stopped.add(index)
                 task.cancel()
 
-    async with asyncio.TaskGroup() as group:
-        watcher = group.create_task(watch())
-        try:
-            if parallel and not cancel.cancelled:
-                for call in calls:
-                    launch(group, call)
-                await asyncio.wait(live.values())
-            elif not parallel:
-                for call in calls:
-                    if cancel.cancelled:
-                        break
-                    await asyncio.wait((launch(group, call),))
-        finally:
-            watcher.cancel()
+    loop = asyncio.get_running_loop()
+    # one loop step later: a handler that sets the token finishes with its real result
+    unregister = cancel.on_cancel(lambda: loop.call_soon(stop))
+    try:
+        async with asyncio.TaskGroup() as group:
+            for call in calls:
+                index = call.call.index
+                task = tasks[index] = group.create_task(run_one(call))
+                # fill the slot the moment the call finishes, so that a batch interrupted
+                # from outside (the turn budget) still keeps every real result
+                task.add_done_callback(functools.partial(_settle, slots, index))
+    finally:
+        unregister()
+    if any(task.cancelled() and index not in stopped for index, task in tasks.items()):
+        raise asyncio.CancelledError  # cancelled by the handler itself, not the token
 
-    for call in calls:
-        index = call.call.index
-        if slots.get(index) is not None:
-            continue
-        done = live.get(index)
-        if done is not None and not (done.cancelled() and index in stopped):
-            raise asyncio.CancelledError  # cancelled by the handler itself, not the token
-        before_launch = not slots.launched(index)
-        slots.fill(
-            index, interrupted(call_id=call.call_id, tool=call.name, before_launch=before_launch)
-        )
+
+def _settle(slots: ResultSlots, index: int, task: asyncio.Task[ToolOutcome]) -> None:
+    if not task.cancelled() and task.exception() is None:
+        slots.fill(index, task.result())

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from bot.tools.cancellation import CancelSignal
+from bot.tools.cancellation import CancelSignal, unless_cancelled
 from bot.tools.outcome import (
     ToolOutcome,
     environment_error,
@@ -115,14 +115,7 @@ async def _attempt(invocation: Invocation) -> str | ToolOutput:
 
 async def _backoff(delay: float, cancel: CancelSignal) -> bool:
     """Sleep ``delay`` unless cancelled first; ``True`` when the retry may go ahead."""
-    if cancel.cancelled:
-        return False
-    try:
-        async with asyncio.timeout(delay):
-            await cancel.wait()
-    except TimeoutError:
-        return True
-    return False
+    return await unless_cancelled(asyncio.sleep(delay, True), cancel) is True
 
 
 def _failure(invocation: Invocation, exc: Exception, duration: float) -> ToolOutcome:

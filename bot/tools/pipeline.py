@@ -42,7 +42,7 @@ from bot.tools.authorization import decision_outcome, needs_approval, policy_den
 from bot.tools.batch import Batch, BatchReport
 from bot.tools.call import ParsedCall, PreparedCall
 from bot.tools.call_record import finished_event, started_event, tool_call_row
-from bot.tools.cancellation import CancelSignal, until_cancelled
+from bot.tools.cancellation import CancelSignal, unless_cancelled
 from bot.tools.delivery import with_delivery_defaults
 from bot.tools.dispatch import dispatch, runs_in_parallel
 from bot.tools.duplicates import DuplicateGuard
@@ -111,17 +111,15 @@ class ToolPipeline:
         """Run one reply's tool calls and append them with their results to history."""
         batch = self._batch = Batch(text, normalise_ids(requests))
         self._guard.new_iteration()
-        runnable: list[PreparedCall] = []
         for index, request in enumerate(batch.slots.requests):
             if batch.aborted or self._cancel.cancelled:
                 break
             prepared = await self._prepare(batch, index, request)
             if isinstance(prepared, PreparedCall):
-                runnable.append(prepared)
+                batch.prepared[index] = prepared
             else:
                 batch.slots.fill(index, prepared)
-        if batch.aborted:
-            runnable = []
+        runnable = [] if batch.aborted else list(batch.prepared.values())
         parallel = runs_in_parallel(
             runnable,
             (r.name for r in batch.slots.requests),
@@ -129,7 +127,7 @@ class ToolPipeline:
             asked=batch.asked,
         )
         await dispatch(runnable, self._run_one, batch.slots, self._cancel, parallel=parallel)
-        batch.slots.fill_interrupted()
+        batch.fill_interrupted()
         return await self._finish(batch)
 
     async def salvage(self) -> BatchReport | None:
@@ -138,7 +136,7 @@ class ToolPipeline:
         batch = self._batch
         if batch is None:
             return None
-        batch.slots.fill_interrupted()
+        batch.fill_interrupted()
         return await self._finish(batch)
 
     async def _finish(self, batch: Batch) -> BatchReport:
@@ -237,14 +235,14 @@ class ToolPipeline:
         if duplicate:
             return not_executed(OutcomeReason.DUPLICATE, call_id=call_id, tool=spec.name)
         if assessment is Assessment.ALLOW:
-            return PreparedCall(call=parsed, spec=spec, arguments=arguments)
+            return PreparedCall(call=parsed, entry=entry, arguments=arguments)
         batch.asked = True
         if self._guard.refused_before(key):
             log.warning("turn_aborted_repeated_prompt", tool=spec.name, call_id=call_id)
             batch.abort()
             return not_executed(OutcomeReason.REPEATED_PROMPT, call_id=call_id, tool=spec.name)
         await self._progress.waiting_for_approval(tool=spec.name)
-        decision = await until_cancelled(self._services.gate.ask(request), self._cancel)
+        decision = await unless_cancelled(self._services.gate.ask(request), self._cancel)
         await self._progress.approval_resolved(tool=spec.name)
         if decision is None:  # cancelled while waiting: the slot is filled as interrupted
             return interrupted(call_id=call_id, tool=spec.name, before_launch=True)
@@ -254,7 +252,7 @@ class ToolPipeline:
             return refusal
         return PreparedCall(
             call=parsed,
-            spec=spec,
+            entry=entry,
             arguments=arguments,
             prompted=True,
             approved_by=decision.decided_by,
@@ -300,13 +298,11 @@ class ToolPipeline:
         await self._progress.tool_started(
             call_id=call.call_id, tool=spec.name, hint=progress_hint(call.arguments)
         )
-        handler = self._executor.lookup(spec.name)
-        assert handler is not None
         outcome = await execute(
             Invocation(
                 call_id=call.call_id,
                 tool=spec.name,
-                handler=handler.handler,
+                handler=call.entry.handler,
                 arguments=call.arguments,
                 context=facts.context,
                 timeout_s=spec.timeout_s or self._services.settings.tool_timeout_s,
@@ -358,8 +354,8 @@ class ToolPipeline:
                 batch.stop_for_loop()
             elif repetition is Repetition.WARN:
                 final = final.with_observation(final.observation + LOOP_WARNING.format(count=count))
-            entry = self._executor.lookup(outcome.tool)
-            if entry is not None and entry.spec.completes_run:
+            prepared = batch.prepared.get(index)
+            if prepared is not None and prepared.spec.completes_run:
                 batch.complete_run()
         batch.final[index] = final
         return final

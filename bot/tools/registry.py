@@ -6,11 +6,14 @@ tools, narrowed by ``restrict_to``, and without prompt-requiring tools when the 
 can neither prompt nor backchannel and ``hide_unapprovable_tools`` is set.
 :meth:`ToolRegistry.executor` refuses to build while any spec lacks a handler, so a missing
 handler is found before a provider is paid, not on the first dispatch.
+
+Both are asked at the start of every turn, so a registry keeps what they built: a registry
+is immutable, and a daemon sees few distinct scopes (they come from its configuration).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from bot.envelope import IngressEnvelope
@@ -85,10 +88,13 @@ class ToolExecutor:
         return len(self._entries)
 
 
+MAX_SCOPES = 64  # scoped registries kept per registry; more are built anew
+
+
 class ToolRegistry:
     """An immutable, checked collection of tool specs."""
 
-    __slots__ = ("_definitions", "_specs", "_validators", "_withheld")
+    __slots__ = ("_definitions", "_executor", "_scoped", "_specs", "_validators", "_withheld")
 
     def __init__(self, specs: Iterable[ToolSpec], *, _withheld: frozenset[str] = frozenset()):
         self._specs: dict[str, ToolSpec] = {}
@@ -106,6 +112,8 @@ class ToolRegistry:
             ToolDefinition(name=s.name, description=s.description, parameters=s.parameters)
             for s in self._specs.values()
         )
+        self._scoped: dict[ToolScope, ToolRegistry] = {}
+        self._executor: ToolExecutor | None = None
 
     @property
     def specs(self) -> tuple[ToolSpec, ...]:
@@ -122,9 +130,19 @@ class ToolRegistry:
 
     def scoped(self, scope: ToolScope) -> ToolRegistry:
         """The tools ``scope`` offers; the rest are remembered as withheld."""
-        kept = [s for s in self._specs.values() if scope.offers(s)]
-        withheld = self._withheld | {n for n in self._specs if not scope.offers(self._specs[n])}
-        return ToolRegistry(kept, _withheld=frozenset(withheld))
+        scoped = self._scoped.get(scope)
+        if scoped is None:
+            kept: list[ToolSpec] = []
+            withheld = set(self._withheld)
+            for spec in self._specs.values():
+                if scope.offers(spec):
+                    kept.append(spec)
+                else:
+                    withheld.add(spec.name)
+            scoped = ToolRegistry(kept, _withheld=frozenset(withheld))
+            if len(self._scoped) < MAX_SCOPES:
+                self._scoped[scope] = scoped
+        return scoped
 
     def definitions(self) -> tuple[ToolDefinition, ...]:
         """What the model is told, in registration order."""
@@ -133,12 +151,37 @@ class ToolRegistry:
     def executor(self) -> ToolExecutor:
         """Runnable entries for every spec. Raises :class:`RegistryError` naming every spec
         that has no handler."""
-        missing = sorted(n for n, s in self._specs.items() if s.handler is None)
-        if missing:
-            raise RegistryError(f"tools without a handler: {', '.join(missing)}")
-        entries = {
-            name: ToolEntry(spec=spec, handler=spec.handler, validator=self._validators[name])
-            for name, spec in self._specs.items()
-            if spec.handler is not None
-        }
-        return ToolExecutor(entries, self._withheld)
+        if self._executor is None:
+            missing = sorted(n for n, s in self._specs.items() if s.handler is None)
+            if missing:
+                raise RegistryError(f"tools without a handler: {', '.join(missing)}")
+            entries = {
+                name: ToolEntry(spec=spec, handler=spec.handler, validator=self._validators[name])
+                for name, spec in self._specs.items()
+                if spec.handler is not None
+            }
+            self._executor = ToolExecutor(entries, self._withheld)
+        return self._executor
+
+
+class RegistryCache:
+    """The registry of the tools a turn starts with (the static ones, then those a dynamic
+    source has at the moment), built again only when they are other spec objects than last
+    time: static specs never change, and an MCP server's are replaced only when it lists
+    changed tools. Its scopes and executors are kept with it (:meth:`ToolRegistry.scoped`)."""
+
+    __slots__ = ("_registry", "_specs")
+
+    def __init__(self) -> None:
+        self._specs: tuple[ToolSpec, ...] = ()
+        self._registry: ToolRegistry | None = None
+
+    def registry(self, specs: Sequence[ToolSpec]) -> ToolRegistry:
+        """The registry of ``specs``; raises :class:`RegistryError` as the constructor does."""
+        same = len(specs) == len(self._specs) and all(
+            new is old for new, old in zip(specs, self._specs, strict=True)
+        )
+        if self._registry is None or not same:
+            self._registry = ToolRegistry(specs)
+            self._specs = tuple(specs)
+        return self._registry

@@ -2,7 +2,7 @@
 
 Preparation fills the slots of calls that never run; execution fills the rest. A slot is
 filled exactly once, so no call is ever reported twice. Slots also remember which calls were
-launched, so that salvaging an interrupted batch can say "before launch" truthfully.
+launched, so that an interrupted call can be reported "before launch" truthfully.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bot.providers.base import ToolCallRequest
-from bot.tools.outcome import ToolOutcome, interrupted
+from bot.tools.outcome import ToolOutcome
 
 
 class SlotAlreadyFilled(RuntimeError):
@@ -25,16 +25,10 @@ class ResultSlots:
         self._outcomes: list[ToolOutcome | None] = [None] * len(self.requests)
         self._launched: set[int] = set()
 
-    def __len__(self) -> int:
-        return len(self.requests)
-
     def fill(self, index: int, outcome: ToolOutcome) -> None:
         if self._outcomes[index] is not None:
             raise SlotAlreadyFilled(f"slot {index} ({self.requests[index].id}) filled twice")
         self._outcomes[index] = outcome
-
-    def get(self, index: int) -> ToolOutcome | None:
-        return self._outcomes[index]
 
     def mark_launched(self, index: int) -> None:
         self._launched.add(index)
@@ -44,20 +38,6 @@ class ResultSlots:
 
     def open_indexes(self) -> list[int]:
         return [i for i, o in enumerate(self._outcomes) if o is None]
-
-    def complete(self) -> bool:
-        return all(o is not None for o in self._outcomes)
-
-    def fill_interrupted(self) -> list[int]:
-        """Fill every open slot with INTERRUPTED (before launch unless it was launched);
-        returns the indexes filled."""
-        filled = self.open_indexes()
-        for index in filled:
-            request = self.requests[index]
-            self._outcomes[index] = interrupted(
-                call_id=request.id, tool=request.name, before_launch=index not in self._launched
-            )
-        return filled
 
     def outcomes(self) -> list[ToolOutcome]:
         """Every outcome in the model's order; raises if a slot is still open."""

@@ -12,7 +12,7 @@ from bot.agent.turn import AgentBundle, TurnState, TurnStatus
 from bot.approval.gate import ApprovalGate
 from bot.config import AgentConfig
 from bot.errors import ProviderError, RegistryError
-from bot.providers.base import CompletionRequest, ProviderReply
+from bot.providers.base import CompletionRequest, ProviderReply, ToolDefinition
 from bot.store import Store
 from bot.tools.outcome import INTERRUPTED_BEFORE_RESULT
 from bot.tools.spec import ToolContext, ToolResult, ToolSpec
@@ -217,6 +217,43 @@ async def test_turn_exclusions_and_restrictions_shape_the_offer(store: Store) ->
     bundle, provider = bundle_for(store, [reply("ok")], tools)
     await run_turn(bundle, state_for(restrict_to=frozenset({"b"})))
     assert [t.name for t in provider.requests[0].tools] == ["b"]
+
+
+class RelistedTools:
+    """Dynamic tools the test changes between turns, as an MCP server relisting its tools."""
+
+    def __init__(self) -> None:
+        self.tools: list[ToolSpec] = []
+
+    def specs(self) -> Sequence[ToolSpec]:
+        return self.tools
+
+    def offered(
+        self, *, turn_id: str, text: str, definitions: Sequence[ToolDefinition]
+    ) -> Sequence[ToolDefinition]:
+        return definitions
+
+    def finish_turn(self, turn_id: str) -> None:
+        return None
+
+
+async def test_dynamic_tools_are_offered_as_they_are_at_each_turn(store: Store) -> None:
+    dynamic, late = RelistedTools(), Recorder()
+    provider = ScriptedProvider([reply("one"), reply("", call("late")), reply("two")])
+    bundle = AgentBundle(
+        provider=provider,
+        settings=AgentConfig(),
+        store=store,
+        gate=PolicyGate(),
+        tools=[spec("static", Recorder())],
+        dynamic=dynamic,
+    )
+    await run_turn(bundle, state_for())
+    dynamic.tools = [spec("late", late)]
+    assert (await run_turn(bundle, state_for())).text == "two"
+    offers = [[t.name for t in request.tools] for request in provider.requests]
+    assert offers == [["static"], ["static", "late"], ["static", "late"]]
+    assert late.calls == [{}]
 
 
 async def test_history_window_seam_is_used(store: Store) -> None:

@@ -12,6 +12,7 @@ import pytest
 from bot.approval.gate import Assessment
 from bot.config import AgentConfig
 from bot.store import Store
+from bot.tools.hooks import HookCall, HookDecision, ToolHooks
 from bot.tools.outcome import OutcomeReason, OutcomeStatus
 from bot.tools.scheduler import SchedulerLimits, ToolScheduler
 from bot.tools.spec import ToolContext, ToolHandler, ToolKind, ToolResult
@@ -213,6 +214,51 @@ async def test_sequential_dispatch_launches_nothing_after_cancel(store: Store) -
     assert report.outcomes[1].aborted_before_launch
     assert report.outcomes[1].observation.startswith("Interrupted before launch")
     assert later.calls == []
+
+
+@pytest.mark.parametrize("calls", [1, 2])
+async def test_sequential_calls_run_in_the_turns_own_task(store: Store, calls: int) -> None:
+    """No task per call: a sequential batch (every one-call batch) runs where the turn runs."""
+    tasks: list[asyncio.Task[object] | None] = []
+
+    async def where(arguments: Mapping[str, object], context: ToolContext) -> ToolResult:
+        tasks.append(asyncio.current_task())
+        return "here"
+
+    harness = Harness(
+        store,
+        [spec("where", where, dedup_exempt=True)],
+        settings=AgentConfig(parallel_tools=False),
+    )
+    report = await harness.run(*[call("where") for _ in range(calls)])
+    assert all(o.ok for o in report.outcomes)
+    assert tasks == [asyncio.current_task()] * calls
+
+
+async def test_an_interrupted_rewritten_call_names_the_tool_it_ran_as(store: Store) -> None:
+    started = asyncio.Event()
+
+    async def slow(arguments: Mapping[str, object], context: ToolContext) -> ToolResult:
+        started.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    async def to_slow(hook_call: HookCall) -> HookDecision:
+        return HookDecision(name="slow")
+
+    harness = Harness(
+        store,
+        [spec("asked_for", Recorder()), spec("slow", slow)],
+        hooks=ToolHooks(before=(to_slow,)),
+    )
+    task = harness.run_task(call("asked_for"))
+    await started.wait()
+    harness.cancel.cancel()
+    (outcome,) = (await task).outcomes
+    assert outcome.status is OutcomeStatus.INTERRUPTED and not outcome.aborted_before_launch
+    assert outcome.tool == "slow"
+    (row,) = await store.tool_calls.for_turn(harness.turn_id)
+    assert row.tool == "slow"
 
 
 async def test_cancel_while_waiting_for_approval_launches_nothing(store: Store) -> None:

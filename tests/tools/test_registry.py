@@ -6,7 +6,7 @@ import pytest
 
 from bot.envelope import Capabilities
 from bot.errors import RegistryError
-from bot.tools.registry import ToolRegistry, ToolScope
+from bot.tools.registry import MAX_SCOPES, RegistryCache, ToolRegistry, ToolScope
 from bot.tools.schema import validator_for
 from tests.tools.harness import Recorder, make_envelope, spec, text_schema
 
@@ -74,3 +74,27 @@ def test_validators_are_compiled_once_per_schema() -> None:
     first = ToolRegistry([spec("a", Recorder(), parameters=schema)])
     second = ToolRegistry([spec("a", Recorder(), parameters=schema)])
     assert first.executor().lookup("a").validator is second.executor().lookup("a").validator  # type: ignore[union-attr]
+
+
+def test_a_scope_is_built_once_per_registry() -> None:
+    """Every turn asks for its scope and its executor: the same scope gets the same ones,
+    while the registry keeps at most MAX_SCOPES of them."""
+    registry = ToolRegistry([spec(n, Recorder()) for n in ("a", "b")])
+    scope = ToolScope.for_turn(envelope=make_envelope(), excluded=("b",))
+    again = ToolScope.for_turn(envelope=make_envelope(), excluded=("b",))
+    assert registry.scoped(scope) is registry.scoped(again)
+    assert registry.scoped(scope).executor() is registry.scoped(again).executor()
+    many = [ToolScope(excluded=frozenset({f"x{n}"})) for n in range(MAX_SCOPES + 1)]
+    assert all([d.name for d in registry.scoped(s).definitions()] == ["a", "b"] for s in many)
+    assert registry.scoped(many[-1]) is not registry.scoped(many[-1])  # past the bound
+
+
+def test_the_assembled_registry_is_built_again_only_for_other_specs() -> None:
+    a, b = spec("a", Recorder()), spec("b", Recorder())
+    cache = RegistryCache()
+    first = cache.registry([a, b])
+    assert cache.registry([a, b]) is first
+    relisted = spec("b", Recorder())  # a server listed its tool again, changed
+    assert [d.name for d in cache.registry([a, relisted]).definitions()] == ["a", "b"]
+    assert cache.registry([a, relisted]) is not first
+    assert [d.name for d in cache.registry([a]).definitions()] == ["a"]

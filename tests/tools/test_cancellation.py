@@ -1,5 +1,5 @@
-"""``unless_cancelled``: the provider call raced against the turn's cancel token in the
-calling task, nesting with ``asyncio.timeout`` and other cancellations."""
+"""``unless_cancelled``: work raced against the turn's cancel token in the calling task,
+nesting with ``asyncio.timeout``, other cancellations and itself."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import asyncio
 
 import pytest
 
-from bot.agent.cancel_scope import unless_cancelled
 from bot.agent.turn import CancelToken
+from bot.tools.cancellation import unless_cancelled
 
 
 class Work:
@@ -128,3 +128,51 @@ async def test_callbacks_registered_after_cancel_run_at_once() -> None:
     called: list[str] = []
     token.on_cancel(lambda: called.append(token.reason))
     assert called == ["shutdown"]
+
+
+async def test_work_that_sets_the_token_itself_and_returns_keeps_its_result() -> None:
+    """A tool that stops its own turn: the task is not left cancelled once the work is done,
+    so what the caller awaits next is not cancelled instead."""
+    token = CancelToken()
+
+    async def stops_its_turn() -> str:
+        token.cancel()
+        return "stopped the turn"
+
+    assert await unless_cancelled(stops_its_turn(), token) == "stopped the turn"
+    await asyncio.sleep(0)  # would raise CancelledError if the task were still cancelled
+    task = asyncio.current_task()
+    assert task is not None and task.cancelling() == 0
+
+
+async def test_work_that_sets_the_token_itself_is_cancelled_where_it_waits_next() -> None:
+    work, token = Work(), CancelToken()
+
+    async def stops_then_waits() -> str:
+        token.cancel()
+        return await work.run()
+
+    assert await unless_cancelled(stops_then_waits(), token) is None
+    assert work.saw_cancel
+
+
+async def test_nested_scopes_of_one_token_end_in_the_outer_one() -> None:
+    """A tool call (outer) whose retry backoff (inner) waits on the same token: the inner
+    scope lets the cancellation through, the outer one takes it back."""
+    work, token = Work(), CancelToken()
+    inner_raised: list[bool] = []
+
+    async def outer() -> str:
+        try:
+            await unless_cancelled(work.run(), token)
+        except asyncio.CancelledError:
+            inner_raised.append(True)
+            raise
+        return "not reached"
+
+    task = asyncio.create_task(unless_cancelled(outer(), token))
+    await work.started.wait()
+    token.cancel()
+    assert await task is None
+    assert inner_raised == [True]
+    assert task.cancelling() == 0

@@ -1,0 +1,68 @@
+"""The envelope's JSON form, kept in the inbox so that a restart can resume or answer it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from datetime import UTC, datetime
+
+from bot.envelope import (
+    Attachment,
+    Capabilities,
+    ChannelRef,
+    DeliveryTarget,
+    IngressEnvelope,
+    Sender,
+    envelope_from_json,
+    envelope_to_json,
+)
+
+SLACK = ChannelRef(kind="slack", alias="work")
+TELEGRAM = ChannelRef(kind="telegram", alias="main")
+
+# every field differs from its default, so that a field lost on the way fails the test
+FULL = IngressEnvelope(
+    channel=SLACK,
+    message_id="m-1",
+    conversation_id="C1",
+    sender=Sender(id="U1", display_name='Zoë "z" ✓', is_bot=True),
+    text="héllo 🎉\nline two",
+    reply_target=DeliveryTarget(
+        channel=TELEGRAM, conversation_id="42", thread_id="7", reply_to_message_id="m-0"
+    ),
+    thread_id="T1",
+    attachments=(
+        Attachment(kind="image", name="a.png", mime_type="image/png", size=3, ref="F1"),
+        Attachment(kind="file"),
+    ),
+    is_direct=True,
+    is_group=True,
+    addressed_to_bot=True,
+    capabilities=Capabilities(
+        can_edit=True,
+        can_react=True,
+        inline_buttons=True,
+        typing=True,
+        max_message_chars=2000,
+        approval_backchannel=True,
+        terminal_prompt=True,
+    ),
+    background=True,
+    envelope_id="e-1",
+    received_at=datetime(2026, 11, 29, 12, 30, 1, 5, tzinfo=UTC),
+    announce=False,
+)
+
+
+def test_an_envelope_survives_the_round_trip() -> None:
+    assert envelope_from_json(envelope_to_json(FULL)) == FULL
+
+
+def test_the_json_names_every_field_and_keeps_text_readable() -> None:
+    text = envelope_to_json(FULL)
+    data = json.loads(text)
+    assert list(data) == [f.name for f in fields(IngressEnvelope)]
+    assert data["received_at"] == "2026-11-29T12:30:01.000005+00:00"
+    assert data["reply_target"]["channel"] == {"kind": "telegram", "alias": "main"}
+    assert data["attachments"][1]["size"] is None
+    assert "héllo 🎉" in text  # not \u-escaped
