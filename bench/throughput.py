@@ -11,7 +11,9 @@ Prints turns per second (completed turns / wall time from the first delivery to 
 reply), envelope-to-reply latency (p50, p99: from ``deliver`` to the channel's ``send``; it
 includes queueing behind the concurrency cap), the event loop thread's CPU per turn, the
 whole process's CPU per turn (the loop plus SQLite's worker thread), SQLite round trips
-(worker-thread trips) per turn, and the process's peak RSS.
+(worker-thread trips) per turn, and the process's peak RSS. After the warm-up round the
+bench settles the garbage collector as the daemon does after start-up
+(:func:`bot.daemon.settle_memory`: one collection, then ``gc.freeze()``).
 
     python bench/throughput.py [--conversations 1000] [--max-concurrent-turns 32]
                                [--log-level warning] [--rounds 3]
@@ -47,6 +49,7 @@ from bot.channel import (
     SentMessage,
 )
 from bot.config import Settings, parse_settings
+from bot.daemon import settle_memory
 from bot.envelope import (
     ChannelRef,
     DeliveryTarget,
@@ -238,6 +241,7 @@ async def main(args: argparse.Namespace) -> None:
             await channel.connected.wait()
             if args.warmup:
                 await one_round(app, channel, 0, args.warmup)
+            settle_memory()  # as the daemon does after its warm-up
             results = []
             profiler = cProfile.Profile(time.thread_time) if args.profile else None
             for r in range(1, args.rounds + 1):

@@ -298,10 +298,18 @@ async def _warm_up(provider: DeferredProvider) -> None:
     try:
         await provider.warm()
         await asyncio.to_thread(_import_all, AFTER_READY_IMPORTS)
-        gc.collect()
-        gc.freeze()
+        settle_memory()
     finally:
         gc.enable()
+
+
+def settle_memory() -> None:
+    """One full collection, then ``gc.freeze()``: what start-up left alive (modules,
+    settings, SDK types, caches) is kept out of every later collection. The daemon calls it
+    once warm-up is done; ``bench/throughput.py`` calls it after its warm-up round to
+    measure the same steady state."""
+    gc.collect()
+    gc.freeze()
 
 
 async def run_daemon(options: DaemonOptions) -> int:
