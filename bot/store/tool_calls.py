@@ -1,4 +1,6 @@
-"""One row per tool call: ids, tool, scrubbed arguments, outcome, duration, receipt."""
+"""One row per tool call: ids, tool, scrubbed arguments, outcome, duration, receipt, and who
+let it run (``approved_by``: a person's id, ``operator:NAME``, ``runtime`` for a side-effecting
+call the policy allowed without asking, ``None`` when no approval was needed or given)."""
 
 from __future__ import annotations
 
@@ -22,12 +24,13 @@ class ToolCallRecord:
     observation: str
     duration_ms: float
     receipt: str | None = None
+    approved_by: str | None = None
 
 
 _INSERT = (
     "INSERT INTO tool_calls (turn_id, call_id, session_key, channel, tool, arguments,"
-    " status, synthetic, observation, duration_ms, receipt, created_at)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " status, synthetic, observation, duration_ms, receipt, approved_by, created_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -44,6 +47,7 @@ def _row(rec: ToolCallRecord, now: float) -> tuple[object, ...]:
         rec.observation,
         rec.duration_ms,
         rec.receipt,
+        rec.approved_by,
         now,
     )
 
@@ -79,6 +83,7 @@ class ToolCalls:
                 observation=r["observation"],
                 duration_ms=r["duration_ms"],
                 receipt=r["receipt"],
+                approved_by=r["approved_by"],
             )
             for r in rows
         ]

@@ -1,9 +1,11 @@
-"""Authorization: the ``approved`` marker and turning approval decisions into outcomes.
+"""Authorization: the ``approved`` marker, the gate's request, and turning approval decisions
+into outcomes or approvers.
 
 Only the runtime sets the approved state of a call, so any ``approved`` key the model wrote is
 stripped before the gate sees the arguments. The gate's policy assessment and a person's (or
 the runtime's) decision become NOT_EXECUTED outcomes when they say no; the operator's hint
-(which setting would allow the call) goes to the log only.
+(which setting would allow the call) goes to the log only. When they say yes, the call's
+``tool_calls`` row names who did, with the names its audit row uses.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ from collections.abc import Mapping
 
 import structlog
 
-from bot.approval.gate import ApprovalDecision, Verdict
+from bot.approval import reasons
+from bot.approval.gate import ApprovalDecision, ApprovalRequest, Verdict
 from bot.tools.outcome import OutcomeReason, ToolOutcome, edited, not_executed
 from bot.tools.spec import ToolContext, ToolSpec
+from bot.tools.turn_facts import TurnFacts
 
 log = structlog.get_logger(__name__)
 
@@ -33,6 +37,28 @@ def needs_approval(spec: ToolSpec, arguments: Mapping[str, object], context: Too
     if spec.approval_check is not None:
         return spec.approval_check(arguments, context)
     return spec.requires_approval
+
+
+def approval_request(
+    facts: TurnFacts, spec: ToolSpec, *, call_id: str, arguments: Mapping[str, object]
+) -> ApprovalRequest:
+    """What the gate assesses (and, for ASK, asks about): ``arguments`` as the call will run."""
+    return ApprovalRequest(
+        tool=spec.name,
+        arguments=arguments,
+        call_id=call_id,
+        turn_id=facts.turn_id,
+        session_key=facts.session_key,
+        envelope=facts.envelope,
+        requires_approval=needs_approval(spec, arguments, facts.context),
+    )
+
+
+def policy_approver(request: ApprovalRequest) -> str | None:
+    """Who let a call the policy allowed without asking run: the runtime for a side-effecting
+    call (a grant, ``auto_approve`` or the ``full`` level; its audit row says which), nobody
+    for a call that needed no approval (it has no audit row either)."""
+    return reasons.RUNTIME if request.requires_approval else None
 
 
 def policy_denial(*, call_id: str, tool: str, reason: str) -> ToolOutcome:

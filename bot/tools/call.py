@@ -28,14 +28,14 @@ class ParsedCall:
 class PreparedCall:
     """A call that survived preparation: ``entry`` is the tool it runs as (looked up once,
     in preparation), ``arguments`` are final (validated, hook-rewritten, delivery-filled,
-    marker-stripped). ``prompted`` says a person was asked and approved it; such a batch
-    runs sequentially."""
+    marker-stripped). ``approved_by`` is who let it run, as its ``tool_calls`` row records
+    it: the person who said yes, ``runtime`` when the policy let a side-effecting call run
+    without asking (the same name its audit row gives), ``None`` when it needed no approval."""
 
     call: ParsedCall
     entry: ToolEntry
     arguments: Mapping[str, object]
-    prompted: bool = False
-    approved_by: str = ""
+    approved_by: str | None = None
 
     @property
     def call_id(self) -> str:

@@ -59,10 +59,13 @@ def tool_call_row(
     raw_arguments: str,
     max_observation_chars: int,
     receipt: str | None,
+    approved_by: str | None,
 ) -> ToolCallRecord:
     """The row of one call. ``arguments`` are ``None`` when they never decoded; then
     ``raw_arguments`` (the model's text) is recorded instead. The observation is bounded to
-    ``max_observation_chars`` like the one the model sees."""
+    ``max_observation_chars`` like the one the model sees. ``approved_by`` is who let the
+    call run (:attr:`~bot.tools.call.PreparedCall.approved_by`), ``None`` for a call that
+    never got that far."""
     if arguments is not None:
         recorded_arguments = canonical_json(scrub_mapping(arguments))
     else:
@@ -79,4 +82,5 @@ def tool_call_row(
         observation=bound_text(scrub_text(outcome.observation), max_observation_chars),
         duration_ms=outcome.duration_s * 1000,
         receipt=receipt,
+        approved_by=approved_by,
     )

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import structlog
 
+from bot.tools.call import PreparedCall
 from bot.tools.cancellation import CancelSignal, unless_cancelled
 from bot.tools.outcome import (
     ToolOutcome,
@@ -54,6 +55,22 @@ class Invocation:
     context: ToolContext
     timeout_s: float
     retry_safe: bool
+
+    @classmethod
+    def of(
+        cls, call: PreparedCall, context: ToolContext, *, default_timeout_s: float
+    ) -> Invocation:
+        """The invocation of a prepared call: its tool's own timeout, else the default."""
+        spec = call.spec
+        return cls(
+            call_id=call.call_id,
+            tool=spec.name,
+            handler=call.entry.handler,
+            arguments=call.arguments,
+            context=context,
+            timeout_s=spec.timeout_s or default_timeout_s,
+            retry_safe=spec.retry_safe,
+        )
 
 
 class ToolTimeoutError(Exception):

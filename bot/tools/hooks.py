@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from bot.approval.gate import Assessment
 from bot.envelope import IngressEnvelope
 from bot.tools.outcome import ToolOutcome
+from bot.tools.turn_facts import TurnFacts
 
 _STRICTNESS = {Assessment.ALLOW: 0, Assessment.ASK: 1, Assessment.DENY: 2}
 
@@ -34,6 +35,20 @@ class HookCall:
     turn_id: str
     session_key: str
     envelope: IngressEnvelope
+
+
+def hook_call(
+    facts: TurnFacts, *, call_id: str, name: str, arguments: Mapping[str, object]
+) -> HookCall:
+    """The call as hooks see it, in this turn."""
+    return HookCall(
+        call_id=call_id,
+        name=name,
+        arguments=arguments,
+        turn_id=facts.turn_id,
+        session_key=facts.session_key,
+        envelope=facts.envelope,
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -225,3 +225,12 @@ def environment_error(
         reason=OutcomeReason.ENVIRONMENT,
         duration_s=duration_s,
     )
+
+
+def progress_reason(outcome: ToolOutcome) -> str:
+    """A short reason for a ❌ progress line — never the raw tool output."""
+    if outcome.ok:
+        return ""
+    if outcome.status is OutcomeStatus.EXECUTED:
+        return outcome.observation.split(":", 1)[0][:60]
+    return outcome.status.value.replace("_", " ")

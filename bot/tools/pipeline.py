@@ -19,26 +19,29 @@ A batch interrupted from outside (the turn's wall-clock budget) is completed by
 stays well-formed.
 
 Each stage is its own module and imports no other stage; what the pipeline keeps between
-stages is a :class:`~bot.tools.batch.Batch`, and what it records outside history is built by
-:mod:`bot.tools.call_record`.
+stages is a :class:`~bot.tools.batch.Batch`, what it records outside history is built by
+:mod:`bot.tools.call_record`, and what it is given per agent is
+:class:`~bot.tools.services.PipelineServices`.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 
 import structlog
 
-from bot.approval.gate import ApprovalGate, ApprovalRequest, Assessment, canonical_json
-from bot.config import AgentConfig
-from bot.observe import ExecutionHistory, ToolObserver
+from bot.approval.gate import Assessment, canonical_json
 from bot.progress import ProgressSink, progress_hint
 from bot.providers.base import ToolCallRequest
-from bot.store import Store
 from bot.tools.admission import TurnAdmission
-from bot.tools.authorization import decision_outcome, needs_approval, policy_denial, strip_marker
+from bot.tools.authorization import (
+    approval_request,
+    decision_outcome,
+    policy_approver,
+    policy_denial,
+    strip_marker,
+)
 from bot.tools.batch import Batch, BatchReport
 from bot.tools.call import ParsedCall, PreparedCall
 from bot.tools.call_record import finished_event, started_event, tool_call_row
@@ -46,38 +49,30 @@ from bot.tools.cancellation import CancelSignal, unless_cancelled
 from bot.tools.delivery import with_delivery_defaults
 from bot.tools.dispatch import dispatch, runs_in_parallel
 from bot.tools.duplicates import DuplicateGuard
-from bot.tools.execution import Invocation, RetryPolicy, execute
-from bot.tools.file_locks import PathLocks, path_arguments
-from bot.tools.hooks import HookCall, ToolHooks, run_after_hooks, run_before_hooks, strictest
-from bot.tools.outcome import OutcomeReason, OutcomeStatus, ToolOutcome, interrupted, not_executed
+from bot.tools.execution import Invocation, execute
+from bot.tools.file_locks import path_arguments
+from bot.tools.hooks import hook_call, run_after_hooks, run_before_hooks, strictest
+from bot.tools.outcome import (
+    OutcomeReason,
+    ToolOutcome,
+    interrupted,
+    not_executed,
+    progress_reason,
+)
 from bot.tools.parsing import normalise_ids, parse_call
-from bot.tools.receipt import ReceiptSigner
 from bot.tools.registry import ToolEntry, ToolExecutor
 from bot.tools.repetition import LOOP_WARNING, LoopDetector, Repetition
-from bot.tools.scheduler import ToolScheduler
+from bot.tools.services import PipelineServices
 from bot.tools.transcript import assistant_message, result_messages
 from bot.tools.truncation import bound_text
 from bot.tools.turn_facts import TurnFacts
 from bot.tools.turn_gate import TurnGate
 from bot.tools.validation import resolve
 
+# PipelineServices is imported from here by the agent loop and the bench
+__all__ = ["PipelineServices", "ToolPipeline"]
+
 log = structlog.get_logger(__name__)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PipelineServices:
-    """What the pipeline uses that is stable per agent (scheduler and locks are shared by
-    every turn of the process)."""
-
-    store: Store
-    gate: ApprovalGate
-    settings: AgentConfig
-    hooks: ToolHooks = field(default_factory=ToolHooks)
-    observer: ToolObserver = field(default_factory=ExecutionHistory)
-    scheduler: ToolScheduler = field(default_factory=ToolScheduler)
-    locks: PathLocks = field(default_factory=PathLocks)
-    signer: ReceiptSigner | None = None
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
 
 
 class ToolPipeline:
@@ -185,8 +180,10 @@ class ToolPipeline:
             return found
         entry, arguments, require = found, parsed.arguments, Assessment.ALLOW
         if self._services.hooks.before:
-            hook_call = self._hook_call(call_id, name, parsed.arguments)
-            hooked = await run_before_hooks(self._services.hooks, hook_call)
+            hooked = await run_before_hooks(
+                self._services.hooks,
+                hook_call(self._facts, call_id=call_id, name=name, arguments=parsed.arguments),
+            )
             if hooked.cancelled:
                 return not_executed(OutcomeReason.HOOK_CANCELLED, call_id=call_id, tool=name)
             if hooked.rewritten:
@@ -218,15 +215,7 @@ class ToolPipeline:
         require: Assessment,
     ) -> PreparedCall | ToolOutcome:
         spec, call_id = entry.spec, parsed.call_id
-        request = ApprovalRequest(
-            tool=spec.name,
-            arguments=arguments,
-            call_id=call_id,
-            turn_id=self._facts.turn_id,
-            session_key=self._facts.session_key,
-            envelope=self._facts.envelope,
-            requires_approval=needs_approval(spec, arguments, self._facts.context),
-        )
+        request = approval_request(self._facts, spec, call_id=call_id, arguments=arguments)
         policy = await self._services.gate.assess(request)
         assessment = strictest(policy.assessment, require)
         if assessment is Assessment.DENY:
@@ -235,7 +224,9 @@ class ToolPipeline:
         if duplicate:
             return not_executed(OutcomeReason.DUPLICATE, call_id=call_id, tool=spec.name)
         if assessment is Assessment.ALLOW:
-            return PreparedCall(call=parsed, entry=entry, arguments=arguments)
+            return PreparedCall(
+                call=parsed, entry=entry, arguments=arguments, approved_by=policy_approver(request)
+            )
         batch.asked = True
         if self._guard.refused_before(key):
             log.warning("turn_aborted_repeated_prompt", tool=spec.name, call_id=call_id)
@@ -251,22 +242,7 @@ class ToolPipeline:
             self._guard.remember_refusal(key)
             return refusal
         return PreparedCall(
-            call=parsed,
-            entry=entry,
-            arguments=arguments,
-            prompted=True,
-            approved_by=decision.decided_by,
-        )
-
-    def _hook_call(self, call_id: str, name: str, arguments: Mapping[str, object]) -> HookCall:
-        facts = self._facts
-        return HookCall(
-            call_id=call_id,
-            name=name,
-            arguments=arguments,
-            turn_id=facts.turn_id,
-            session_key=facts.session_key,
-            envelope=facts.envelope,
+            call=parsed, entry=entry, arguments=arguments, approved_by=decision.decided_by
         )
 
     # -- execution ---------------------------------------------------------------------
@@ -298,16 +274,9 @@ class ToolPipeline:
         await self._progress.tool_started(
             call_id=call.call_id, tool=spec.name, hint=progress_hint(call.arguments)
         )
+        timeout_s = self._services.settings.tool_timeout_s
         outcome = await execute(
-            Invocation(
-                call_id=call.call_id,
-                tool=spec.name,
-                handler=call.entry.handler,
-                arguments=call.arguments,
-                context=facts.context,
-                timeout_s=spec.timeout_s or self._services.settings.tool_timeout_s,
-                retry_safe=spec.retry_safe,
-            ),
+            Invocation.of(call, facts.context, default_timeout_s=timeout_s),
             cancel=self._cancel,
             retry=self._services.retry,
             clock=self._clock,
@@ -317,7 +286,7 @@ class ToolPipeline:
             tool=spec.name,
             ok=outcome.ok,
             duration_s=outcome.duration_s,
-            reason=_progress_reason(outcome),
+            reason=progress_reason(outcome),
         )
         return outcome
 
@@ -329,12 +298,15 @@ class ToolPipeline:
         arguments = batch.arguments.get(index)
         services.observer.tool_finished(finished_event(facts, outcome))
         if services.hooks.after:
-            hook_call = self._hook_call(outcome.call_id, outcome.tool, arguments or {})
-            await run_after_hooks(services.hooks, hook_call, outcome)
+            call = hook_call(
+                facts, call_id=outcome.call_id, name=outcome.tool, arguments=arguments or {}
+            )
+            await run_after_hooks(services.hooks, call, outcome)
         receipt = None
         if services.signer is not None and outcome.ok and arguments is not None:
             receipt = services.signer.sign(outcome.tool, arguments, outcome.observation)
         bounded = bound_text(outcome.observation, services.settings.max_tool_result_chars)
+        prepared = batch.prepared.get(index)
         batch.rows.append(
             tool_call_row(
                 facts,
@@ -343,6 +315,7 @@ class ToolPipeline:
                 raw_arguments=batch.slots.requests[index].arguments,
                 max_observation_chars=services.settings.max_tool_result_chars,
                 receipt=receipt,
+                approved_by=None if prepared is None else prepared.approved_by,
             )
         )
         final = outcome if bounded is outcome.observation else outcome.with_observation(bounded)
@@ -354,17 +327,7 @@ class ToolPipeline:
                 batch.stop_for_loop()
             elif repetition is Repetition.WARN:
                 final = final.with_observation(final.observation + LOOP_WARNING.format(count=count))
-            prepared = batch.prepared.get(index)
             if prepared is not None and prepared.spec.completes_run:
                 batch.complete_run()
         batch.final[index] = final
         return final
-
-
-def _progress_reason(outcome: ToolOutcome) -> str:
-    """A short reason for a ❌ line — never the raw tool output."""
-    if outcome.ok:
-        return ""
-    if outcome.status is OutcomeStatus.EXECUTED:
-        return outcome.observation.split(":", 1)[0][:60]
-    return outcome.status.value.replace("_", " ")

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from bot.approval.gate import ApprovalDecision, Assessment, Verdict
 from bot.config import AgentConfig
 from bot.errors import ConfigError
 from bot.observe import ExecutionHistory, ToolCallStarted
@@ -23,6 +24,7 @@ from bot.tools.spec import ToolContext, ToolResult
 from bot.tools.transcript import well_formed
 from bot.tools.truncation import bound_text
 from tests.fakes.scripted_provider import call
+from tests.tools.gates import APPROVED, DENIED, PolicyGate
 from tests.tools.harness import Harness, Recorder, spec
 
 SECRET = "sk-abcdefghijklmnopqrstuvwxyz123456"
@@ -41,6 +43,38 @@ async def test_secrets_never_reach_events_or_rows(store: Store) -> None:
     (row,) = await store.tool_calls.for_turn(harness.turn_id)
     assert SECRET not in row.observation
     assert SECRET not in row.arguments and "hunter22" not in row.arguments
+
+
+BY_OPERATOR = ApprovalDecision(verdict=Verdict.APPROVED, decided_by="operator:ops")
+ALWAYS = ApprovalDecision(verdict=Verdict.ALWAYS, decided_by="bob")
+
+
+@pytest.mark.parametrize(
+    ("side_effects", "policy", "decision", "approved_by"),
+    [
+        (True, Assessment.ASK, APPROVED, "alice"),  # a person said yes
+        (True, Assessment.ASK, ALWAYS, "bob"),  # ... and created a grant
+        (True, Assessment.ASK, BY_OPERATOR, "operator:ops"),  # decided from the host
+        (True, Assessment.ALLOW, APPROVED, "runtime"),  # policy let it run (grant, auto_approve)
+        (False, Assessment.ALLOW, APPROVED, None),  # read-only: nobody had to approve
+        (True, Assessment.ASK, DENIED, None),  # never approved, never ran
+    ],
+)
+async def test_rows_name_who_let_the_call_run(
+    store: Store,
+    side_effects: bool,
+    policy: Assessment,
+    decision: ApprovalDecision,
+    approved_by: str | None,
+) -> None:
+    async def act(arguments: Mapping[str, object], context: ToolContext) -> ToolResult:
+        return "done"
+
+    gate = PolicyGate(policy={"act": policy}, decisions={"act": decision})
+    harness = Harness(store, [spec("act", act, requires_approval=side_effects)], gate=gate)
+    await harness.run(call("act", {"x": 1}))
+    (row,) = await store.tool_calls.for_turn(harness.turn_id)
+    assert row.approved_by == approved_by
 
 
 class StartRecorder(ExecutionHistory):

@@ -1,0 +1,37 @@
+"""Pipeline services: what every turn's :class:`~bot.tools.pipeline.ToolPipeline` of an agent
+is given, as opposed to what it decides.
+
+They are built once per agent by the agent loop (the scheduler and the path locks once per
+process, shared by every turn) and never changed by a turn. Keeping them here leaves the
+pipeline module to the one thing only it does: ordering the stages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bot.approval.gate import ApprovalGate
+from bot.config import AgentConfig
+from bot.observe import ExecutionHistory, ToolObserver
+from bot.store import Store
+from bot.tools.execution import RetryPolicy
+from bot.tools.file_locks import PathLocks
+from bot.tools.hooks import ToolHooks
+from bot.tools.receipt import ReceiptSigner
+from bot.tools.scheduler import ToolScheduler
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PipelineServices:
+    """What the pipeline uses that is stable per agent (scheduler and locks are shared by
+    every turn of the process)."""
+
+    store: Store
+    gate: ApprovalGate
+    settings: AgentConfig
+    hooks: ToolHooks = field(default_factory=ToolHooks)
+    observer: ToolObserver = field(default_factory=ExecutionHistory)
+    scheduler: ToolScheduler = field(default_factory=ToolScheduler)
+    locks: PathLocks = field(default_factory=PathLocks)
+    signer: ReceiptSigner | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
