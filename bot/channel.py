@@ -142,6 +142,21 @@ class ChannelHost(Protocol):
         outcome by the time this returns."""
         ...
 
+    async def approval_refusal(
+        self,
+        *,
+        channel: ChannelRef,
+        approval_id: str,
+        user_id: str,
+        user_roles: tuple[str, ...] = (),
+    ) -> ClickVerdict | None:
+        """The verdict a click by this user on this approval would be refused with right now,
+        or None when it would be decided. Adapters ask before offering a way to answer (a
+        reply form, a reply instruction) so a refused user is told at once. It decides,
+        audits and edits nothing; the answer itself is still reported as a click, since the
+        request may change in between."""
+        ...
+
 
 @runtime_checkable
 class Channel(Protocol):

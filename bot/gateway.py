@@ -56,7 +56,13 @@ class AccessCheck(Protocol):
 
 
 class ClickSink(Protocol):
+    """Where approval answers go (see :class:`bot.approval.service.ApprovalService`)."""
+
     async def click(self, click: ApprovalClick) -> ClickVerdict: ...
+
+    async def refusal(
+        self, *, channel: ChannelRef, approval_id: str, user_id: str, user_roles: tuple[str, ...]
+    ) -> ClickVerdict | None: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -194,6 +200,18 @@ class Gateway:
 
     async def approval_clicked(self, click: ApprovalClick) -> ClickVerdict:
         return await self._clicks.click(click)
+
+    async def approval_refusal(
+        self,
+        *,
+        channel: ChannelRef,
+        approval_id: str,
+        user_id: str,
+        user_roles: tuple[str, ...] = (),
+    ) -> ClickVerdict | None:
+        return await self._clicks.refusal(
+            channel=channel, approval_id=approval_id, user_id=user_id, user_roles=user_roles
+        )
 
     # -- admission --------------------------------------------------------------------
 

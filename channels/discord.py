@@ -200,6 +200,9 @@ class DiscordChannel:
     ) -> None:
         await self._clicks.button(interaction, approval_id, choice)
 
+    async def reply_button(self, interaction: discord.Interaction, approval_id: str) -> None:
+        await self._clicks.reply_requested(interaction, approval_id)
+
     async def modal_submitted(self, interaction: discord.Interaction) -> None:
         await self._clicks.reply_submitted(interaction)
 

@@ -6,7 +6,7 @@ The item classes are registered with ``client.add_dynamic_items``, so discord.py
 click by matching the ``custom_id`` against the template — no in-memory view is needed, and
 cards posted before a restart are still routed after it (the approvals core then says whether
 the request is still pending). "✏️ Reply instead" opens the modal of
-:mod:`channels.discord_reply`; its submission is answered there, not here.
+:mod:`channels.discord_reply` (see :mod:`channels.discord_clicks`), not here.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import discord
 from bot.channel import ApprovalCard, ApprovalChoice, CardState
 from bot.errors import ChannelError
 from channels.discord_client import GatewayClient
-from channels.discord_reply import reply_modal
 
 CUSTOM_ID_PREFIX = "hatchway:ap:"
 _ID = r"(?P<id>[A-Za-z0-9_.\-]+)"
@@ -116,8 +115,8 @@ class ApprovalButton(
 class ReplyButton(
     discord.ui.DynamicItem[discord.ui.Button[discord.ui.View]], template=REPLY_ID_TEMPLATE
 ):
-    """The "✏️ Reply instead" button: opens the deny-with-a-reply modal. Anyone may open it;
-    whether the submission counts is decided when it arrives, like any click."""
+    """The "✏️ Reply instead" button: a press is handed to the client's listener, which opens
+    the deny-with-a-reply modal for a presser the host would let decide."""
 
     def __init__(self, approval_id: str) -> None:
         super().__init__(
@@ -140,7 +139,9 @@ class ReplyButton(
         return cls(match["id"])
 
     async def callback(self, interaction: discord.Interaction[Any]) -> None:
-        await interaction.response.send_modal(reply_modal(reply_custom_id(self.approval_id)))
+        client = interaction.client
+        if isinstance(client, GatewayClient):
+            await client.listener.reply_button(interaction, self.approval_id)
 
 
 def card_content(card: ApprovalCard) -> str:

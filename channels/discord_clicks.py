@@ -6,10 +6,13 @@ is told: ephemerally for a button or a modal, while an accepted button click is 
 acknowledged (the card edit follows). A reaction has no private reply on Discord, so its
 verdict is only logged.
 
-Deny with a reply: the text of the "Deny with a reply" modal is reported as a DENY with
-``replacement_text``. An empty or whitespace-only reply is refused with an ephemeral note and
-nothing is reported (Discord requires the field but lets whitespace through); the approver
-can submit again or press Deny.
+Deny with a reply: "✏️ Reply instead" opens the "Deny with a reply" modal for a presser the
+host would let decide (:meth:`~bot.channel.ChannelHost.approval_refusal`); anyone else gets
+the ephemeral verdict a refused click gets. The modal's text is reported as a DENY with
+``replacement_text`` and decided then, since the request may have changed meanwhile. An
+empty or whitespace-only reply is refused with an ephemeral note and nothing is reported
+(Discord requires the field but lets whitespace through); the approver can submit again or
+press Deny.
 
 Every answer is reported with the card it came from (:attr:`~bot.channel.ApprovalClick.card`:
 the interaction's message, or the reacted-to message); when the request is no longer open the
@@ -24,9 +27,9 @@ import structlog
 from bot.channel import ApprovalChoice, ApprovalClick, ClickVerdict, SentMessage
 from bot.envelope import ChannelRef, DeliveryTarget
 from channels.card_index import CardIndex
-from channels.discord_approval import REACTION_CHOICES, parse_reply_id
+from channels.discord_approval import REACTION_CHOICES, parse_reply_id, reply_custom_id
 from channels.discord_client import Connection
-from channels.discord_reply import submitted_reply
+from channels.discord_reply import reply_modal, submitted_reply
 
 log = structlog.get_logger(__name__)
 
@@ -84,6 +87,27 @@ class ApprovalClicks:
             await interaction.response.defer()
         else:
             await interaction.response.send_message(verdict.message, ephemeral=True)
+
+    async def reply_requested(self, interaction: discord.Interaction, approval_id: str) -> None:
+        """Open the reply modal, or tell a presser the host refuses why not."""
+        host = self._connection.host
+        user = interaction.user
+        member = user if isinstance(user, discord.Member) else None
+        refused = None
+        if host is not None:
+            refused = await host.approval_refusal(
+                channel=self.ref,
+                approval_id=approval_id,
+                user_id=str(user.id),
+                user_roles=role_keys(member),
+            )
+        if refused is None:
+            await interaction.response.send_modal(reply_modal(reply_custom_id(approval_id)))
+            return
+        self._log.info(
+            "discord_reply_refused", approval_id=approval_id, user_id=user.id, verdict=refused.value
+        )
+        await interaction.response.send_message(refused.message, ephemeral=True)
 
     async def reply_submitted(self, interaction: discord.Interaction) -> None:
         submission = submitted_reply(interaction.data)

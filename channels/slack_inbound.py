@@ -9,7 +9,11 @@ Two interactions are handled in their listener rather than queued, because they 
 behind the gateway: "✏️ Reply instead" opens its modal right after the ack (the
 ``trigger_id`` expires 3 seconds after the press), and a modal submission is validated
 before its ack, since the ack is what shows a field error (see :mod:`channels.slack_modal`).
-The submission itself is then queued like a click.
+The submission itself is then queued like a click. Before opening the modal the host is asked
+whether the presser may decide the approval
+(:meth:`~bot.channel.ChannelHost.approval_refusal`); a refused presser gets the ephemeral note
+a refused click gets instead of the modal. The submission is still reported and decided by
+the host, since the request may have changed while the modal was open.
 
 Every click, reaction or reply is reported with the card it came from
 (:attr:`~bot.channel.ApprovalClick.card`): when the request is no longer open, the approval
@@ -113,6 +117,8 @@ class SlackInbound:
         self._queue: asyncio.Queue[_Inbound | ReplySubmission] = asyncio.Queue(maxsize=queue_size)
         self._events = RecentKeys()
         self._messages = RecentKeys()
+        # set by run(): the reply listener asks it before opening a modal
+        self._host: ChannelHost | None = None
 
     def register(self, app: AsyncApp) -> None:
         app.event("message")(self._on_message)
@@ -160,12 +166,21 @@ class SlackInbound:
         self._enqueue(_Inbound(kind="click", body=body))
 
     async def _on_reply_action(self, ack: AsyncAck, body: dict[str, Any]) -> None:
-        """Open the reply modal now: the trigger expires before a queued item would run."""
+        """Open the reply modal now, for a presser the host would let decide: the trigger
+        expires before a queued item would run. Anyone else is told why not instead."""
         await ack()
         click = parse_reply_click(body)
         if click is None:
             log.info("slack_click_malformed", channel=str(self._ref))
             return
+        if self._host is not None:
+            refused = await self._host.approval_refusal(
+                channel=self._ref, approval_id=click.place.approval_id, user_id=click.user_id
+            )
+            if refused is not None:
+                log.info("slack_reply_refused", channel=str(self._ref), verdict=refused.value)
+                await self._tell(click.place, click.user_id, refused.message)
+                return
         try:
             await self._api.open_view(trigger_id=click.trigger_id, view=reply_modal(click.place))
         except ChannelError as exc:
@@ -192,6 +207,7 @@ class SlackInbound:
     async def run(self, host: ChannelHost, bot: BotIdentity) -> None:
         """Deliver queued payloads in order until cancelled. A failed Slack call is logged
         and the next payload handled; a refused token ends the run."""
+        self._host = host
         while True:
             item = await self._queue.get()
             try:

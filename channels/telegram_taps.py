@@ -10,9 +10,13 @@ buttons; the approval service then edits it to its outcome if the request is no 
 (a card whose place it never stored, after a crash right after posting, included).
 
 The "✏️ Reply instead" button decides nothing: its answer says how to deny with a reply
-(:mod:`channels.telegram_replies`). Reactions (``reactions_for_approval``) count only on cards
-still open in the :class:`~channels.card_index.CardIndex` and get no private answer
-(Telegram has none for reactions).
+(:mod:`channels.telegram_replies`), to a tapper the host says may decide
+(:meth:`~bot.channel.ChannelHost.approval_refusal`); anyone else gets the alert a refused tap
+gets. The reply itself is still decided when it arrives.
+
+Reactions (``reactions_for_approval``) count only on cards still open in the
+:class:`~channels.card_index.CardIndex` and get no private answer (Telegram has none for
+reactions).
 
 When approver roles are configured the clicker's chat member status (``creator``,
 ``administrator``, ``member``, ...) is looked up and passed as their role.
@@ -65,15 +69,30 @@ class ApprovalTaps:
 
     async def on_callback(self, query: CallbackQuery, host: ChannelHost) -> None:
         """Report an approval button tap and answer it: an alert unless it was accepted."""
-        if self._outbound.codec.reply_request(query.data) is not None:
-            await self._answer_text(query.id, REPLY_HINT, alert=True)
+        chat_id = query.message.chat.id if query.message is not None else query.from_user.id
+        reply_to = self._outbound.codec.reply_request(query.data)
+        if reply_to is not None:
+            refused = await host.approval_refusal(
+                channel=self._ref,
+                approval_id=reply_to,
+                user_id=str(query.from_user.id),
+                user_roles=await self.roles(chat_id, query.from_user.id),
+            )
+            if refused is not None:
+                log.info(
+                    "telegram_reply_refused",
+                    channel=str(self._ref),
+                    approval_id=reply_to,
+                    verdict=str(refused),
+                )
+            hint = REPLY_HINT if refused is None else refused.message
+            await self._answer_text(query.id, hint, alert=True)
             return
         decoded = self._outbound.codec.decode(query.data)
         if decoded is None:
             await self._answer_text(query.id, None, alert=False)
             return
         approval_id, choice = decoded
-        chat_id = query.message.chat.id if query.message is not None else query.from_user.id
         click = ApprovalClick(
             channel=self._ref,
             approval_id=approval_id,

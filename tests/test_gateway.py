@@ -5,18 +5,21 @@ from __future__ import annotations
 import asyncio
 import itertools
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from bot.approval.service import ApprovalService
 from bot.channel import ApprovalCard, ApprovalClick, ClickVerdict, SentMessage
 from bot.config import Settings, parse_settings
 from bot.envelope import ChannelRef, DeliveryTarget, IngressEnvelope, Sender, envelope_to_json
 from bot.gateway import FAILURE_MESSAGE, SHUTDOWN_MESSAGE, Gateway, SessionControl, TurnRequest
 from bot.providers.base import ChatMessage
 from bot.store import InboxKey, InboxStatus, Store
+from tests.approval.conftest import APPROVER, REQUESTER, SLACK, make_record, make_settings
 
 REF = ChannelRef(kind="console", alias="main")
 
@@ -35,6 +38,11 @@ class AllowAll:
 
 class NoClicks:
     async def click(self, click: ApprovalClick) -> ClickVerdict:
+        return ClickVerdict.UNKNOWN
+
+    async def refusal(
+        self, *, channel: ChannelRef, approval_id: str, user_id: str, user_roles: tuple[str, ...]
+    ) -> ClickVerdict | None:
         return ClickVerdict.UNKNOWN
 
 
@@ -298,3 +306,36 @@ async def test_a_locked_database_is_tried_again(rig: Rig, tmp_path: Path) -> Non
     assert rig.access.attempts == 2
     rig.turns.finish("hi")
     await until(lambda: rig.outbox.sent == ["answer to hi"])
+
+
+@pytest.mark.parametrize(
+    ("user", "roles", "expected"),
+    [
+        (APPROVER, (), None),
+        ("U_OPS", ("ops",), None),
+        ("U_MALLORY", (), ClickVerdict.NOT_AUTHORISED),
+        (REQUESTER, ("ops",), ClickVerdict.SELF_APPROVAL),
+    ],
+)
+async def test_approval_refusal_is_the_approval_services_answer(
+    tmp_path: Path, user: str, roles: tuple[str, ...], expected: ClickVerdict | None
+) -> None:
+    """The adapters' question goes to the approval service, and deciding it changes nothing."""
+    async with await Store.open(tmp_path / "h.db") as store:
+        record = make_record(time.time(), timeout_s=300)
+        await store.approvals.create(record)
+        approvals = make_settings(approver_roles=["ops"])
+        gateway = Gateway(
+            settings=approvals,
+            store=store,
+            access=AllowAll(),
+            clicks=ApprovalService(approvals, store, {}.get),
+            run_turn=Turns(),
+            channel_for=lambda ref: None,
+        )
+        verdict = await gateway.approval_refusal(
+            channel=SLACK, approval_id=record.id, user_id=user, user_roles=roles
+        )
+        assert verdict is expected
+        assert await store.approvals.get(record.id) == record
+        assert await store.audit.since() == []

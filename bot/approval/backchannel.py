@@ -14,7 +14,9 @@ Contract:
   :meth:`expire_pending`. A click on a request that is no longer open edits the card it came
   from (:attr:`~bot.channel.ApprovalClick.card`) to the row's outcome as well, which covers
   copies whose place was never stored; edits always render the row, so two of them racing
-  show the same outcome.
+  show the same outcome;
+* :meth:`Backchannel.refusal` answers "would this user's click be refused, and how?" from
+  the row alone, for adapters deciding whether to offer a reply form; it writes nothing.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from bot.approval.gate import ApprovalDecision, ApprovalRequest
 from bot.approval.grants import new_grant
 from bot.approval.policy import EffectivePolicy
 from bot.channel import ApprovalChoice, ApprovalClick, Channel, ClickVerdict
+from bot.envelope import ChannelRef
 from bot.scrub import scrub_text
 from bot.store import Store
 from bot.store.approvals import ApprovalRecord, ApprovalStatus, Resolution
@@ -164,8 +167,8 @@ class Backchannel:
         """Apply one click. Unknown, foreign-channel, late and repeated clicks change
         nothing; refused clicks are audited. A click on a request that is no longer open
         edits the clicked card to the request's outcome."""
-        record = await self._store.approvals.get(click.approval_id)
-        if record is None or record.channel != str(click.channel):
+        record = await self._record(click.channel, click.approval_id)
+        if record is None:
             return ClickVerdict.UNKNOWN
         policy = self._policy_for(click.channel)
         refused = refusal(
@@ -193,17 +196,38 @@ class Backchannel:
             await self._cards.show_outcome(record.id, click.card)
         return verdict
 
+    async def refusal(
+        self, channel: ChannelRef, approval_id: str, user_id: str, roles: tuple[str, ...]
+    ) -> ClickVerdict | None:
+        """The verdict :meth:`click` would refuse this user's click with now, in the same
+        order; None when it would be decided. Reads only: nothing is decided, expired,
+        audited or edited."""
+        record = await self._record(channel, approval_id)
+        if record is None:
+            return ClickVerdict.UNKNOWN
+        refused = refusal(
+            self._policy_for(channel), user_id=user_id, roles=roles, requester=record.requester
+        )
+        return refused or _closed(record, self._clock())
+
+    async def _record(self, channel: ChannelRef, approval_id: str) -> ApprovalRecord | None:
+        """The approval row, unless it does not exist or belongs to another channel alias."""
+        record = await self._store.approvals.get(approval_id)
+        if record is None or record.channel != str(channel):
+            return None
+        return record
+
     async def _decide(
         self, record: ApprovalRecord, click: ApprovalClick, policy: EffectivePolicy
     ) -> ClickVerdict:
-        if record.status is not ApprovalStatus.PENDING:
-            return _settled(record)
         now = self._clock()
-        if now >= record.expires_at:
-            # The deadline passed while the asking side had not yet noticed: the runtime's
-            # timeout is the decision, as it would have been a moment later.
-            await self.expire(record, reasons.AUDIT_TIMEOUT)
-            return ClickVerdict.UNKNOWN
+        closed = _closed(record, now)
+        if closed is not None:
+            if record.status is ApprovalStatus.PENDING:
+                # The deadline passed while the asking side had not yet noticed: the runtime's
+                # timeout is the decision, as it would have been a moment later.
+                await self.expire(record, reasons.AUDIT_TIMEOUT)
+            return closed
         status, grant, reply = ApprovalStatus.APPROVED, None, None
         if click.choice is ApprovalChoice.DENY:
             # A blank reply is a plain deny: the model is told nothing it could act on.
@@ -276,6 +300,14 @@ class Backchannel:
         event = self._wakeups.get(approval_id)
         if event is not None:
             event.set()
+
+
+def _closed(record: ApprovalRecord, now: float) -> ClickVerdict | None:
+    """Why nobody can decide ``record`` at ``now``; None while it is open. A pending row whose
+    deadline has passed reads as unknown, as it will once the runtime expires it."""
+    if record.status is ApprovalStatus.PENDING:
+        return ClickVerdict.UNKNOWN if now >= record.expires_at else None
+    return _settled(record)
 
 
 def _settled(record: ApprovalRecord) -> ClickVerdict:

@@ -12,8 +12,8 @@ is chosen per envelope, in this order:
 4. otherwise → auto-deny at once.
 
 Every decision is audited; the daemon calls :meth:`expire_pending` at start and shutdown, the
-gateway's ``ChannelHost.approval_clicked`` delegates to :meth:`click`, and the CLI uses
-:meth:`decide_from_cli`.
+gateway's ``ChannelHost.approval_clicked`` delegates to :meth:`click` (and
+``approval_refusal`` to :meth:`refusal`), and the CLI uses :meth:`decide_from_cli`.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from bot.approval.summary import summarise
 from bot.approval.terminal import TerminalAnswer, TerminalPrompter, parse_answer, render_prompt
 from bot.channel import ApprovalClick, ClickVerdict
 from bot.config import Settings
+from bot.envelope import ChannelRef
 from bot.store import Store
 
 log = structlog.get_logger(__name__)
@@ -136,6 +137,17 @@ class ApprovalService:
     async def click(self, click: ApprovalClick) -> ClickVerdict:
         """A click or reaction on a card; the verdict says what to tell the clicker."""
         return await self._backchannel.click(click)
+
+    async def refusal(
+        self,
+        *,
+        channel: ChannelRef,
+        approval_id: str,
+        user_id: str,
+        user_roles: tuple[str, ...] = (),
+    ) -> ClickVerdict | None:
+        """What a click by ``user_id`` would be refused with now; None when it would count."""
+        return await self._backchannel.refusal(channel, approval_id, user_id, user_roles)
 
     async def expire_pending(self, reason: str = reasons.AUDIT_RESTART) -> int:
         """Expire all pending approvals (daemon start and shutdown), edit their cards and tell

@@ -14,6 +14,7 @@ from bot.channel import Channel
 from bot.config import Settings, parse_settings
 from bot.envelope import Capabilities, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
 from bot.store import Store
+from bot.store.approvals import ApprovalRecord, ApprovalStatus
 from tests.approval.fake_channel import FakeBackchannel
 
 SLACK = ChannelRef(kind="slack", alias="team")
@@ -71,6 +72,31 @@ def make_request(
         session_key="slack.team:C1:T1",
         envelope=envelope or make_envelope(),
         requires_approval=requires_approval,
+    )
+
+
+def make_record(now: float, timeout_s: float = 5.0) -> ApprovalRecord:
+    """The pending row :func:`make_request` leaves while its card waits, asked at ``now``."""
+    request = make_request()
+    return ApprovalRecord(
+        id="apr-1",
+        channel=str(SLACK),
+        conversation_id="C1",
+        thread_id="T1",
+        session_key=request.session_key,
+        requester=REQUESTER,
+        requester_name="Alice",
+        tool=request.tool,
+        fingerprint=request.fingerprint,
+        summary=("command: ls -la",),
+        ask_reason="it has side effects",
+        status=ApprovalStatus.PENDING,
+        decided_by=None,
+        reason=None,
+        reply=None,
+        card_refs=(),
+        created_at=now,
+        expires_at=now + timeout_s,
     )
 
 

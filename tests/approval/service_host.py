@@ -1,10 +1,11 @@
-"""A channel host whose approval clicks go to the real approval service, as the gateway's
-do; adapter tests use it to check what a click does to the platform's card."""
+"""A channel host whose approval clicks and questions go to the real approval service, as the
+gateway's do; adapter tests use it to check what a click does to the platform's card."""
 
 from __future__ import annotations
 
 from bot.approval.service import ApprovalService
 from bot.channel import ApprovalClick, ClickVerdict
+from bot.envelope import ChannelRef
 from tests.fakes.recording_host import RecordingHost
 
 
@@ -18,3 +19,15 @@ class ServiceHost(RecordingHost):
     async def approval_clicked(self, click: ApprovalClick) -> ClickVerdict:
         await super().approval_clicked(click)
         return await self.service.click(click)
+
+    async def approval_refusal(
+        self,
+        *,
+        channel: ChannelRef,
+        approval_id: str,
+        user_id: str,
+        user_roles: tuple[str, ...] = (),
+    ) -> ClickVerdict | None:
+        return await self.service.refusal(
+            channel=channel, approval_id=approval_id, user_id=user_id, user_roles=user_roles
+        )

@@ -94,6 +94,28 @@ async def test_reply_button_opens_the_modal_without_deciding(
     assert host.clicks == []  # opening the dialog decides nothing
 
 
+@pytest.mark.parametrize(
+    ("presser", "pending", "told"),
+    [
+        (CAROL, [APPROVAL_ID], ClickVerdict.NOT_AUTHORISED.message),
+        (BOB, [], ClickVerdict.UNKNOWN.message),
+    ],
+    ids=["stranger", "expired"],
+)
+async def test_reply_button_tells_a_refused_presser_at_once(
+    fake: FakeDiscord, store: Store, presser: dict[str, str], pending: list[str], told: str
+) -> None:
+    """Instead of the modal, the ephemeral a refused click gets; nothing is reported."""
+    host = RecordingHost(approvers=[BOB["id"]], pending=pending)
+    channel = make_channel(fake, store, approvers=[BOB["id"]])
+    async with running(channel, host):
+        envelope = await request_turn(fake, host)
+        sent = await channel.post_approval_card(envelope.reply_target, pending_card())
+        callback = await click(fake, sent.message_id, "e", presser)
+    assert ephemeral_text(callback) == told
+    assert host.clicks == []
+
+
 @pytest.mark.parametrize("in_labels", [True, False])
 async def test_approvers_reply_reaches_the_host_as_a_deny_with_the_text(
     fake: FakeDiscord, store: Store, in_labels: bool

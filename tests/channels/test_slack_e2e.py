@@ -135,10 +135,12 @@ async def test_deny_with_a_reply_reaches_the_model_instead_of_the_tool(
         await slack.wait_for("chat.postMessage", where=lambda p: "blocks" in p)
         (card_ts,) = [ts for (_, ts), m in slack.messages.items() if m.get("blocks")]
 
-        await reply_through_the_modal(slack, card_ts, STRANGER, "deploy anyway")
+        pressed = slack.press("C0001", card_ts, "hatchway_reply", user=STRANGER)
+        await slack.wait_ack(await slack.push("interactive", pressed))
         (ephemeral,) = await slack.wait_for("chat.postEphemeral")
         assert ephemeral.params["user"] == STRANGER
         assert ephemeral.params["text"] == ClickVerdict.NOT_AUTHORISED.message
+        assert slack.calls_of("views.open") == []
         assert has_buttons(slack.messages[("C0001", card_ts)])
 
         instead = "Do not deploy v2; it is broken. Stay on v1."
@@ -154,7 +156,7 @@ async def test_deny_with_a_reply_reaches_the_model_instead_of_the_tool(
 
         rows = await app.store.audit.since()
         decisions = {(row.decision, row.decided_by) for row in rows}
-        assert ("click_refused:deny", STRANGER) in decisions
+        assert [row for row in rows if row.decided_by == STRANGER] == []  # told, not audited
         assert (ApprovalStatus.EDITED.value, APPROVER) in decisions
     assert ran == []
     tool_messages = [m for m in provider.requests[1].messages if m.role == "tool"]

@@ -110,7 +110,7 @@ async def test_reply_instead_opens_the_modal_and_reports_a_deny_with_the_text(
     assert slack.calls_of("chat.update") == []
 
 
-async def test_a_non_approvers_reply_changes_nothing_and_is_told_privately(
+async def test_a_non_approver_is_told_at_once_instead_of_getting_the_modal(
     slack: FakeSlack, store: Store
 ) -> None:
     host = host_for()
@@ -118,17 +118,38 @@ async def test_a_non_approvers_reply_changes_nothing_and_is_told_privately(
     async with running(channel, host):
         posted = await post_card(channel)
         await press(slack, posted.message_id, "hatchway_reply", STRANGER)
-        view = await slack.wait_view()
-        assert await slack.submit_view(view["id"], user=STRANGER, text="ignore the rules") == {}
 
         (ephemeral,) = await slack.wait_for("chat.postEphemeral")
         assert ephemeral.params["user"] == STRANGER
         assert ephemeral.params["text"] == ClickVerdict.NOT_AUTHORISED.message
         assert (ephemeral.params["channel"], ephemeral.params["thread_ts"]) == ("C0001", THREAD)
-        (click,) = host.clicks
-        assert (click.user_id, click.replacement_text) == (STRANGER, "ignore the rules")
+    assert slack.calls_of("views.open") == []
+    assert host.clicks == []
     assert slack.calls_of("chat.update") == []
     assert has_buttons(slack.messages[("C0001", posted.message_id)])
+
+
+async def test_a_reply_is_still_decided_when_it_is_submitted(
+    slack: FakeSlack, store: Store
+) -> None:
+    """The modal opened while the request was open; it was decided before the submission,
+    which the host then refuses like any click, told which card it came from."""
+    host = host_for()
+    channel = channel_for(slack, store)
+    async with running(channel, host):
+        posted = await post_card(channel)
+        await press(slack, posted.message_id, "hatchway_reply", APPROVER)
+        view = await slack.wait_view()
+        host.verdict = host_for(pending=False).verdict
+        assert await slack.submit_view(view["id"], user=APPROVER, text="use staging") == {}
+
+        (ephemeral,) = await slack.wait_for("chat.postEphemeral")
+        assert ephemeral.params["user"] == APPROVER
+        assert ephemeral.params["text"] == ClickVerdict.UNKNOWN.message
+    (click,) = host.clicks
+    assert (click.user_id, click.replacement_text) == (APPROVER, "use staging")
+    target = DeliveryTarget(channel=REF, conversation_id="C0001", thread_id=THREAD)
+    assert click.card == SentMessage(target=target, message_id=posted.message_id)
 
 
 @pytest.mark.parametrize("blank", ["   ", "\n\n  \t"])
@@ -201,7 +222,7 @@ async def test_an_expired_trigger_is_explained_privately(slack: FakeSlack, store
 # -- the card an answer came from --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("action_id", ["hatchway_approve", "hatchway_deny", "hatchway_reply"])
+@pytest.mark.parametrize("action_id", ["hatchway_approve", "hatchway_deny"])
 async def test_every_answer_names_the_card_it_came_from(
     slack: FakeSlack, store: Store, action_id: str
 ) -> None:
@@ -212,9 +233,6 @@ async def test_every_answer_names_the_card_it_came_from(
     async with running(channel, host):
         posted = await post_card(channel)
         await press(slack, posted.message_id, action_id, APPROVER)
-        if action_id == "hatchway_reply":
-            view = await slack.wait_view()
-            await slack.submit_view(view["id"], user=APPROVER, text="Too late?")
         (ephemeral,) = await slack.wait_for("chat.postEphemeral")
         assert ephemeral.params["text"] == ClickVerdict.UNKNOWN.message
     (click,) = host.clicks

@@ -163,6 +163,29 @@ async def test_card_offers_reply_instead_which_decides_nothing(
     assert card_edits(tg, card) == []
 
 
+@pytest.mark.parametrize(
+    ("tapper", "pending", "alert"),
+    [
+        (STRANGER, ("apr-1",), ClickVerdict.NOT_AUTHORISED.message),
+        (APPROVER, ("apr-other",), ClickVerdict.UNKNOWN.message),
+    ],
+    ids=["stranger", "expired"],
+)
+async def test_reply_instead_tells_a_refused_tapper_at_once(
+    tg: FakeTelegram, store: Store, tapper: int, pending: tuple[str, ...], alert: str
+) -> None:
+    """Instead of the instruction, the alert a refused tap would get; nothing is reported."""
+    host = pending_host(*pending)
+    channel = channel_for(tg, store)
+    async with running(channel, host):
+        _, card = await post_card(tg, channel, host)
+        await tg.push(callback("q-r", user(tapper, "Someone"), "ap:apr-1:r", card))
+        [answer] = await tg.wait_for("answerCallbackQuery")
+    assert (answer.params["text"], answer.params["show_alert"]) == (alert, True)
+    assert host.clicks == []
+    assert card_edits(tg, card) == []
+
+
 async def test_approver_reply_is_a_deny_with_that_text(tg: FakeTelegram, store: Store) -> None:
     host = pending_host()
     channel = channel_for(tg, store)

@@ -1,6 +1,8 @@
 """A real :class:`~bot.channel.ChannelHost` for adapter tests, shared by the platform fakes.
 
-It records every envelope and approval click; ``verdict`` decides what a click is told.
+It records every envelope and approval click; ``verdict`` decides what a click is told, and
+what :meth:`RecordingHost.approval_refusal` answers for the same user (a DENY click asked
+about, recorded nowhere).
 ``hold`` makes :meth:`RecordingHost.deliver` wait for an event (a slow gateway);
 ``crash_on`` names a message text whose delivery raises :class:`HostCrash` (the daemon
 dying while it handles that message).
@@ -11,8 +13,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
-from bot.channel import ApprovalClick, ClickVerdict
-from bot.envelope import IngressEnvelope
+from bot.channel import ApprovalChoice, ApprovalClick, ClickVerdict
+from bot.envelope import ChannelRef, IngressEnvelope
 
 Verdict = Callable[[ApprovalClick], ClickVerdict]
 
@@ -76,6 +78,24 @@ class RecordingHost:
             self.clicks.append(click)
             self._changed.notify_all()
         return self.verdict(click)
+
+    async def approval_refusal(
+        self,
+        *,
+        channel: ChannelRef,
+        approval_id: str,
+        user_id: str,
+        user_roles: tuple[str, ...] = (),
+    ) -> ClickVerdict | None:
+        asked = ApprovalClick(
+            channel=channel,
+            approval_id=approval_id,
+            choice=ApprovalChoice.DENY,
+            user_id=user_id,
+            user_roles=user_roles,
+        )
+        verdict = self.verdict(asked)
+        return None if verdict is ClickVerdict.ACCEPTED else verdict
 
     async def wait_envelopes(self, count: int, wait_s: float = 10.0) -> list[IngressEnvelope]:
         async with asyncio.timeout(wait_s), self._changed:
