@@ -86,11 +86,6 @@ class Backchannel:
             fingerprint=request.fingerprint,
             summary=lines,
             ask_reason=why,
-            status=ApprovalStatus.PENDING,
-            decided_by=None,
-            reason=None,
-            reply=None,
-            card_refs=(),
             created_at=now,
             expires_at=now + policy.timeout_s,
         )

@@ -37,6 +37,9 @@ class CardRef:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ApprovalRecord:
+    """One approval request. The defaults are those of a request just asked: pending, with
+    no decision and no card posted yet."""
+
     id: str
     channel: str
     conversation_id: str
@@ -48,13 +51,13 @@ class ApprovalRecord:
     fingerprint: str
     summary: tuple[str, ...]
     ask_reason: str
-    status: ApprovalStatus
-    decided_by: str | None
-    reason: str | None
-    reply: str | None
-    card_refs: tuple[CardRef, ...]
     created_at: float
     expires_at: float
+    status: ApprovalStatus = ApprovalStatus.PENDING
+    decided_by: str | None = None
+    reason: str | None = None
+    reply: str | None = None
+    card_refs: tuple[CardRef, ...] = ()
     decided_at: float | None = None
 
 

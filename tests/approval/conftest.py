@@ -14,7 +14,7 @@ from bot.channel import Channel
 from bot.config import Settings, parse_settings
 from bot.envelope import Capabilities, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
 from bot.store import Store
-from bot.store.approvals import ApprovalRecord, ApprovalStatus
+from bot.store.approvals import ApprovalRecord
 from tests.approval.fake_channel import FakeBackchannel
 
 SLACK = ChannelRef(kind="slack", alias="team")
@@ -90,11 +90,6 @@ def make_record(now: float, timeout_s: float = 5.0) -> ApprovalRecord:
         fingerprint=request.fingerprint,
         summary=("command: ls -la",),
         ask_reason="it has side effects",
-        status=ApprovalStatus.PENDING,
-        decided_by=None,
-        reason=None,
-        reply=None,
-        card_refs=(),
         created_at=now,
         expires_at=now + timeout_s,
     )

@@ -285,11 +285,6 @@ async def test_card_left_by_a_crash_before_its_reference_was_stored_is_closed_by
             fingerprint=request.fingerprint,
             summary=("command: rm -rf build",),
             ask_reason="it has side effects",
-            status=ApprovalStatus.PENDING,
-            decided_by=None,
-            reason=None,
-            reply=None,
-            card_refs=(),
             created_at=now,
             expires_at=now + 30,
         )

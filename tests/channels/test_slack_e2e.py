@@ -184,11 +184,6 @@ async def test_a_card_posted_just_before_a_crash_loses_its_buttons_when_clicked(
         fingerprint="0" * 64,
         summary=("version: v2",),
         ask_reason="deploy has side effects",
-        status=ApprovalStatus.PENDING,
-        decided_by=None,
-        reason=None,
-        reply=None,
-        card_refs=(),
         created_at=1.0,
         expires_at=10**12,
     )

@@ -24,7 +24,7 @@ from bot.channel import ApprovalChoice, CardState, ClickVerdict, SentMessage
 from bot.config import parse_settings
 from bot.envelope import DeliveryTarget
 from bot.store import Store
-from bot.store.approvals import ApprovalRecord, ApprovalStatus
+from bot.store.approvals import ApprovalRecord
 from channels.slack import SlackChannel
 from channels.slack_inbound import MODAL_FAILED
 from channels.slack_modal import EMPTY_REPLY
@@ -290,11 +290,6 @@ async def test_a_click_on_a_card_left_by_a_crash_shows_it_expired(
         fingerprint="0" * 64,
         summary=("command: make",),
         ask_reason="it has side effects",
-        status=ApprovalStatus.PENDING,
-        decided_by=None,
-        reason=None,
-        reply=None,
-        card_refs=(),
         created_at=now,
         expires_at=now + 30,
     )

@@ -245,11 +245,6 @@ async def test_card_left_with_buttons_by_a_crash_loses_them(
             fingerprint="f" * 64,
             summary=("version: v2",),
             ask_reason="deploy is not auto-approved",
-            status=ApprovalStatus.PENDING,
-            decided_by=None,
-            reason=None,
-            reply=None,
-            card_refs=(),
             created_at=now,
             expires_at=now + 300,
         )

@@ -27,7 +27,7 @@ from bot.channel import ApprovalCard, ApprovalChoice, CardState, ClickVerdict, S
 from bot.config import parse_settings
 from bot.envelope import DeliveryTarget, IngressEnvelope
 from bot.store import Store
-from bot.store.approvals import ApprovalRecord, ApprovalStatus
+from bot.store.approvals import ApprovalRecord
 from channels.telegram import TelegramChannel
 from channels.telegram_replies import EMPTY_REPLY
 from channels.telegram_taps import REPLY_HINT
@@ -124,11 +124,6 @@ def pending_record(envelope: IngressEnvelope) -> ApprovalRecord:
         fingerprint=request.fingerprint,
         summary=CARD.lines,
         ask_reason=CARD.reason,
-        status=ApprovalStatus.PENDING,
-        decided_by=None,
-        reason=None,
-        reply=None,
-        card_refs=(),
         created_at=now,
         expires_at=now + 30,
     )
