@@ -9,21 +9,22 @@ epoch seconds (UTC), which is what the store and the runner use.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from croniter import croniter
 
 from bot.schedules.job import JobSpec, ScheduleError
+from bot.timezones import find_zone
 
 
 def zone(name: str) -> ZoneInfo:
     """The IANA zone ``name``; :class:`ScheduleError` when it does not exist."""
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
+    found = find_zone(name)
+    if found is None:
         raise ScheduleError(
             f"unknown time zone {name!r}; use an IANA name such as Europe/Berlin or UTC"
-        ) from None
+        )
+    return found
 
 
 def check_cron(expression: str) -> str:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, tzinfo
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field
 
+from bot.timezones import find_zone
 from bot.tools.builtin.arguments import ToolArguments, parse_arguments, schema_of
 from bot.tools.builtin.observation import ToolFailed
 from bot.tools.spec import ToolContext, ToolKind, ToolResult, ToolSpec
@@ -29,11 +29,10 @@ def _zone(name: str) -> tzinfo:
     """The zone called ``name`` (UTC for a blank name)."""
     if not name.strip():
         return UTC
-    try:
-        return ZoneInfo(name.strip())
-    except (ZoneInfoNotFoundError, ValueError):
-        # ValueError: a path-like key ("../x", "/etc/x") or a tz database file that is no zone
-        raise ToolFailed(f"unknown time zone {name!r}; use an IANA name") from None
+    zone = find_zone(name.strip())
+    if zone is None:
+        raise ToolFailed(f"unknown time zone {name!r}; use an IANA name")
+    return zone
 
 
 def format_time(moment: datetime) -> str:
