@@ -29,7 +29,12 @@ class ConfigError(HatchwayError):
 
 
 class StorageError(HatchwayError):
-    """The database cannot be opened, migrated or written."""
+    """The database cannot be opened, migrated or written. ``busy`` when another connection
+    holds it right now (SQLite's BUSY/LOCKED), which passes: worth trying again."""
+
+    def __init__(self, message: str, *, busy: bool = False) -> None:
+        super().__init__(message)
+        self.busy = busy
 
 
 class ProviderError(HatchwayError):

@@ -30,6 +30,7 @@ from bot.config import Settings
 from bot.envelope import ChannelRef, IngressEnvelope, envelope_from_json, envelope_to_json
 from bot.errors import StorageError
 from bot.store import InboxKey, InboxStatus, Store
+from bot.store.db import busy_error
 
 log = structlog.get_logger(__name__)
 
@@ -113,18 +114,10 @@ class _Session:
     worker_running: bool = False
 
 
-# primary result codes of a database another connection holds (extended codes keep them in
-# their low byte)
-_BUSY = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
-
-
-def _is_transient(exc: BaseException) -> bool:
+def _is_transient(exc: StorageError | sqlite3.Error) -> bool:
     """Whether a database error is the database being busy or locked by another writer right
-    now, which passes. The store raises :class:`StorageError` from inside its handler of the
-    ``sqlite3`` error (``raise … from None``), which keeps that error as ``__context__``."""
-    cause = exc if isinstance(exc, sqlite3.Error) else exc.__context__
-    code = getattr(cause, "sqlite_errorcode", None)
-    return isinstance(code, int) and code & 0xFF in _BUSY
+    now, which passes."""
+    return exc.busy if isinstance(exc, StorageError) else busy_error(exc)
 
 
 def session_key_for(envelope: IngressEnvelope, *, per_user_in_groups: bool = False) -> str:

@@ -355,7 +355,9 @@ class _Trip:
             except sqlite3.OperationalError as exc:
                 if exc.sqlite_errorcode & 0xFF not in _NOT_WRITABLE:
                     raise
-                raise StorageError(f"database {self.path} is not writable: {exc}") from None
+                raise StorageError(
+                    f"database {self.path} is not writable: {exc}", busy=busy_error(exc)
+                ) from None
         if not self.commit:
             return self._run(conn)
         try:
@@ -370,7 +372,9 @@ class _Trip:
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
-                raise StorageError(f"database {self.path} is not writable: {exc}") from None
+                raise StorageError(
+                    f"database {self.path} is not writable: {exc}", busy=busy_error(exc)
+                ) from None
         for sql, rows in self.pending:
             conn.executemany(sql, rows)
         answer: object = None
@@ -393,7 +397,9 @@ class _Trip:
             try:
                 conn.execute("COMMIT")
             except sqlite3.Error as exc:
-                raise StorageError(f"commit failed on {self.path}: {exc}") from None
+                raise StorageError(
+                    f"commit failed on {self.path}: {exc}", busy=busy_error(exc)
+                ) from None
         return answer
 
 
@@ -409,6 +415,17 @@ _NOT_WRITABLE = frozenset(
         sqlite3.SQLITE_CANTOPEN,
     }
 )
+
+
+# primary result codes of a database another connection holds (extended codes keep them in
+# their low byte): the write may succeed a moment later
+_BUSY = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+
+
+def busy_error(exc: sqlite3.Error) -> bool:
+    """Whether ``exc`` says another connection holds the database (it may pass)."""
+    code = getattr(exc, "sqlite_errorcode", None)  # None for errors raised by Python itself
+    return isinstance(code, int) and code & 0xFF in _BUSY
 
 
 def _rollback_if_open(conn: sqlite3.Connection) -> None:

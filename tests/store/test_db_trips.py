@@ -206,10 +206,15 @@ async def test_a_single_statement_on_a_locked_database_raises_storage_error(
         holder = sqlite3.connect(tmp_path / "d.db", isolation_level=None)
         try:
             holder.execute("BEGIN EXCLUSIVE")
-            with pytest.raises(StorageError, match="not writable"):
+            with pytest.raises(StorageError, match="not writable") as alone:
                 await db.execute("INSERT INTO t (v) VALUES ('a')")
             with pytest.raises(StorageError, match="not writable"):
                 await db.execute_returning("INSERT INTO t (v) VALUES ('a') RETURNING id")
+            with pytest.raises(StorageError, match="not writable") as begun:
+                async with db.transaction():
+                    pass
+            # another connection holds it: worth trying again (the gateway does)
+            assert alone.value.busy and begun.value.busy
             holder.execute("ROLLBACK")
         finally:
             holder.close()
