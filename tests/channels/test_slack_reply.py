@@ -21,7 +21,6 @@ import pytest
 from bot.approval.card import card_for
 from bot.approval.service import ApprovalService
 from bot.channel import ApprovalChoice, CardState, ClickVerdict, SentMessage
-from bot.config import parse_settings
 from bot.envelope import DeliveryTarget
 from bot.store import Store
 from bot.store.approvals import ApprovalRecord
@@ -30,6 +29,7 @@ from channels.slack_inbound import MODAL_FAILED
 from channels.slack_modal import EMPTY_REPLY
 from tests.approval.conftest import make_envelope, make_request
 from tests.approval.service_host import ServiceHost
+from tests.fakes.approval_service import approval_service as service_over
 from tests.fakes.channel_health import serving as running
 from tests.fakes.recording_host import RecordingHost, approver_verdict
 from tests.fakes.slack_server import (
@@ -263,13 +263,8 @@ async def test_a_reaction_on_a_decided_card_counts_for_nothing(
 
 
 def approval_service(store: Store, channel: SlackChannel) -> ApprovalService:
-    main = {"allowed_users": ["*"], "approvers": [APPROVER]}
-    settings = parse_settings(
-        {"approval": {"timeout_s": 30.0}, "channels": {"slack": {"main": main}}},
-        environ={},
-        require_provider=False,
-    )
-    return ApprovalService(settings, store, {channel.ref: channel}.get, poll_interval_s=0.02)
+    config = {"allowed_users": ["*"], "approvers": [APPROVER]}
+    return service_over(store, channel, channel.ref, config)
 
 
 async def test_a_click_on_a_card_left_by_a_crash_shows_it_expired(

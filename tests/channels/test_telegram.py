@@ -35,6 +35,7 @@ from tests.fakes.telegram_server import (
     mention,
     message,
     private_chat,
+    reaction,
     user,
 )
 from tests.fakes.telegram_setup import APPROVER, REF, REQUESTER, STRANGER, TOKEN, channel_for
@@ -390,15 +391,9 @@ async def test_reaction_from_an_approver_is_a_click(tg: FakeTelegram, store: Sto
         await tg.push({"message": message(target_chat, user(REQUESTER), "x", message_id=1)})
         await host.wait_envelopes(1)
         sent = await channel.post_approval_card(target, CARD)
-        reaction = {
-            "chat": target_chat,
-            "message_id": int(sent.message_id.split(":")[1]),
-            "user": user(APPROVER, "Boss"),
-            "date": 1,
-            "old_reaction": [],
-            "new_reaction": [{"type": "emoji", "emoji": "👍"}],
-        }
-        await tg.push({"message_reaction": reaction})
+        await tg.push(
+            reaction(target_chat, int(sent.message_id.split(":")[1]), user(APPROVER, "Boss"), "👍")
+        )
         [click] = await host.wait_clicks(1)
     assert (click.approval_id, click.choice, click.user_id) == (
         "apr-1",

@@ -3,6 +3,7 @@ edits that are safe to repeat, flood control, typing, reactions and approval car
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -151,15 +152,7 @@ async def test_card_is_posted_then_shows_the_outcome(
     assert [b["callback_data"] for b in decide] == ["ap:Zx_9-q:a", "ap:Zx_9-q:d", "ap:Zx_9-q:w"]
     assert reply == [{"text": "✏️ Reply instead", "callback_data": "ap:Zx_9-q:r"}]
 
-    decided = ApprovalCard(
-        approval_id=CARD.approval_id,
-        tool=CARD.tool,
-        lines=CARD.lines,
-        reason=CARD.reason,
-        requested_by=CARD.requested_by,
-        state=CardState.APPROVED,
-        decided_by="Boss",
-    )
+    decided = dataclasses.replace(CARD, state=CardState.APPROVED, decided_by="Boss")
     await live.update_approval_card(sent, decided)
     [edit] = tg.calls_of("editMessageText")
     assert edit.params["message_id"] == int(sent.message_id.split(":")[1])

@@ -14,6 +14,7 @@ order, so when that one arrives first, the reply was not delivered.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,6 @@ from bot.approval.card import card_for
 from bot.approval.gate import ApprovalRequest
 from bot.approval.service import ApprovalService
 from bot.channel import ApprovalCard, ApprovalChoice, CardState, ClickVerdict, SentMessage
-from bot.config import parse_settings
 from bot.envelope import DeliveryTarget, IngressEnvelope
 from bot.store import Store
 from bot.store.approvals import ApprovalRecord
@@ -32,6 +32,7 @@ from channels.telegram import TelegramChannel
 from channels.telegram_replies import EMPTY_REPLY
 from channels.telegram_taps import REPLY_HINT
 from tests.approval.service_host import ServiceHost
+from tests.fakes.approval_service import approval_service as service_over
 from tests.fakes.channel_health import serving as running
 from tests.fakes.recording_host import RecordingHost, Verdict, approver_verdict
 from tests.fakes.telegram_server import (
@@ -42,6 +43,7 @@ from tests.fakes.telegram_server import (
     forum_chat,
     mention,
     message,
+    reaction,
     user,
 )
 from tests.fakes.telegram_setup import APPROVER, REF, REQUESTER, STRANGER, TOKEN, channel_for
@@ -87,13 +89,8 @@ async def later_message_arrives_first(tg: FakeTelegram, host: RecordingHost) -> 
 
 
 def approval_service(store: Store, channel: TelegramChannel) -> ApprovalService:
-    main = {"allowed_users": ["*"], "approvers": [str(APPROVER)]}
-    settings = parse_settings(
-        {"approval": {"timeout_s": 30.0}, "channels": {"telegram": {"main": main}}},
-        environ={},
-        require_provider=False,
-    )
-    return ApprovalService(settings, store, {channel.ref: channel}.get, poll_interval_s=0.02)
+    config = {"allowed_users": ["*"], "approvers": [str(APPROVER)]}
+    return service_over(store, channel, channel.ref, config)
 
 
 def shell_request(envelope: IngressEnvelope) -> ApprovalRequest:
@@ -370,15 +367,7 @@ async def test_reply_to_a_card_decided_by_the_service_is_answered_only(
     channel = channel_for(tg, store)
     async with running(channel, host):
         sent, _ = await post_card(tg, channel, host)
-        outcome = ApprovalCard(
-            approval_id=CARD.approval_id,
-            tool=CARD.tool,
-            lines=CARD.lines,
-            reason=CARD.reason,
-            requested_by=CARD.requested_by,
-            state=CardState.APPROVED,
-            decided_by="Boss",
-        )
+        outcome = dataclasses.replace(CARD, state=CardState.APPROVED, decided_by="Boss")
         await channel.update_approval_card(sent, outcome)
         card = tg.bot_message_now(int(GROUP["id"]), int(sent.message_id.split(":")[1]))
         assert "reply_markup" not in card
@@ -462,14 +451,8 @@ async def test_reactions_count_only_on_open_cards(tg: FakeTelegram, store: Store
         await channel.update_approval_card(closed, decided)
         still_open = await channel.post_approval_card(target, second)
         for sent in (closed, still_open):
-            reaction = {
-                "chat": GROUP,
-                "message_id": int(sent.message_id.split(":")[1]),
-                "user": user(APPROVER, "Boss"),
-                "date": 1,
-                "old_reaction": [],
-                "new_reaction": [{"type": "emoji", "emoji": "👎"}],
-            }
-            await tg.push({"message_reaction": reaction})
+            await tg.push(
+                reaction(GROUP, int(sent.message_id.split(":")[1]), user(APPROVER, "Boss"), "👎")
+            )
         [click] = await host.wait_clicks(1)
     assert (click.approval_id, click.choice) == ("apr-2", ApprovalChoice.DENY)

@@ -9,11 +9,11 @@ from typing import Any
 from bot.approval.gate import ApprovalRequest
 from bot.approval.service import ApprovalService
 from bot.channel import ApprovalCard
-from bot.config import parse_settings
 from bot.envelope import IngressEnvelope
 from bot.store import Store
 from channels.discord import DiscordChannel
 from channels.discord_reply import FIELD_ID
+from tests.fakes.approval_service import approval_service as service_over
 from tests.fakes.discord_payloads import (
     JSON,
     component_interaction,
@@ -96,12 +96,7 @@ def approval_service(fake: FakeDiscord, store: Store, channel: DiscordChannel) -
         "api_base_url": fake.base_url,
         "gateway_url": fake.gateway_url,
     }
-    settings = parse_settings(
-        {"approval": {"timeout_s": 30.0}, "channels": {"discord": {"main": discord_main}}},
-        environ={},
-        require_provider=False,
-    )
-    return ApprovalService(settings, store, {channel.ref: channel}.get, poll_interval_s=0.02)
+    return service_over(store, channel, channel.ref, discord_main)
 
 
 def shell_request(envelope: IngressEnvelope) -> ApprovalRequest:

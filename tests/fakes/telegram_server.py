@@ -456,5 +456,19 @@ def callback(query_id: str, sender: JSON, data: str, on_message: JSON) -> JSON:
     }
 
 
+def reaction(chat: JSON, message_id: int, sender: JSON, emoji: str) -> JSON:
+    """A ``message_reaction`` update: ``sender`` adds ``emoji`` to the message."""
+    return {
+        "message_reaction": {
+            "chat": chat,
+            "message_id": message_id,
+            "user": sender,
+            "date": 1,
+            "old_reaction": [],
+            "new_reaction": [{"type": "emoji", "emoji": emoji}],
+        }
+    }
+
+
 def bot_message(chat: JSON, message_id: int, text: str = "card") -> JSON:
     return message(chat, user(BOT_ID, "Hatch", is_bot=True), text, message_id=message_id)
