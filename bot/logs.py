@@ -2,7 +2,12 @@
 
 Every event passes through a scrubbing processor, so a secret that slips into an event
 field is masked before it is written. Standard-library logging (used by the platform SDKs)
-is routed through the same renderer.
+is routed through the same chain and renderer.
+
+Exceptions and stacks are rendered to text (``exception``, ``stack``) *before* scrubbing, in
+both the structlog chain and the stdlib pre-chain: a token inside an exception message or a
+frame's source line is masked like any other field, and no renderer ever sees a live
+``exc_info`` it could format on its own.
 """
 
 from __future__ import annotations
@@ -22,6 +27,21 @@ _LEVELS = {
     "warning": logging.WARNING,
     "error": logging.ERROR,
 }
+
+
+_render_stack_info = structlog.processors.StackInfoRenderer(additional_ignores=[__name__])
+
+
+def _render_stack(
+    logger: Any, name: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """``stack_info=True`` becomes a ``stack`` text field; a stdlib record's stack arrives
+    already formatted (by :mod:`logging`) and is only renamed."""
+    given = event_dict.get("stack_info")
+    if isinstance(given, str):
+        event_dict["stack"] = event_dict.pop("stack_info")
+        return event_dict
+    return _render_stack_info(logger, name, event_dict)
 
 
 def _scrub_event(
@@ -44,6 +64,9 @@ def configure_logging(
         structlog.contextvars.merge_contextvars,
         structlog.stdlib.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
+        # render exc_info and stack_info to text first, so that scrubbing sees them
+        _render_stack,
+        structlog.processors.format_exc_info,
         _scrub_event,
     ]
     renderer: Any = (
@@ -57,7 +80,6 @@ def configure_logging(
             # field) spends time on it
             structlog.stdlib.filter_by_level,
             *shared,
-            structlog.processors.format_exc_info,
             structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
         ],
         logger_factory=structlog.stdlib.LoggerFactory(),
