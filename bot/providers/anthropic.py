@@ -6,6 +6,8 @@ blocks, and consecutive same-role messages are merged, so a batch of results is 
 message. The API requires ``max_tokens`` and a user message first: the request's or the
 config's ``max_tokens`` is always sent, and a placeholder user message is prepended when the
 (trimmed) history starts with the assistant. SDK retries are off; see :mod:`bot.providers.retry`.
+Lone UTF-16 surrogates in the reply and in streamed deltas become U+FFFD
+(:mod:`bot.providers.surrogates`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from bot.providers.retry import (
     timeout_failure,
     transport_failure,
 )
+from bot.providers.surrogates import DeltaRepair, clean_reply
 from bot.scrub import scrub_text
 
 log = structlog.get_logger(__name__)
@@ -154,7 +157,7 @@ class AnthropicProvider:
                     exc, provider=self.name, timeout_s=self._config.timeout_s
                 ) from None
 
-        return await self._retrier.run(attempt, stream)
+        return clean_reply(await self._retrier.run(attempt, stream))
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -209,6 +212,7 @@ class AnthropicProvider:
     async def _streamed(self, params: dict[str, Any], sink: StreamSink | None) -> ProviderReply:
         events = await self._client.messages.create(stream=True, **params)
         blocks: dict[int, _Block] = {}
+        repair = DeltaRepair()
         input_tokens = output_tokens = 0
         stop_reason = ""
         model = ""
@@ -226,8 +230,8 @@ class AnthropicProvider:
                     delta = event.delta
                     if delta.type == "text_delta":
                         block.parts.append(delta.text)
-                        if sink is not None and delta.text:
-                            await sink(delta.text)
+                        if sink is not None and (fresh := repair.feed(delta.text)):
+                            await sink(fresh)
                     elif delta.type == "input_json_delta":
                         block.parts.append(delta.partial_json)
                 elif event.type == "message_delta":
@@ -237,6 +241,8 @@ class AnthropicProvider:
                     finished = True
         if not finished:
             raise AttemptFailed(f"{self.name} stream ended early", retryable=True)
+        if sink is not None and (rest := repair.flush()):
+            await sink(rest)
         ordered = [blocks[i] for i in sorted(blocks)]
         return ProviderReply(
             text="".join("".join(b.parts) for b in ordered if b.kind == "text"),

@@ -3,7 +3,8 @@
 Built on the ``openai`` SDK with the SDK's own retries off (``max_retries=0``): retries, backoff
 and ``Retry-After`` are :mod:`bot.providers.retry`'s job. Replies from compatible servers are
 normalised here: a tool call without an id gets one, arguments sent as a JSON object instead of
-a string are serialised, ``None`` content next to tool calls becomes ``""``.
+a string are serialised, ``None`` content next to tool calls becomes ``""``, lone UTF-16
+surrogates become U+FFFD in the reply and in streamed deltas (:mod:`bot.providers.surrogates`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from bot.providers.retry import (
     timeout_failure,
     transport_failure,
 )
+from bot.providers.surrogates import DeltaRepair, clean_reply
 from bot.scrub import scrub_text
 
 log = structlog.get_logger(__name__)
@@ -228,7 +230,7 @@ class OpenAICompatProvider:
                     exc, provider=self.name, timeout_s=self._config.timeout_s
                 ) from None
 
-        return await self._retrier.run(attempt, stream)
+        return clean_reply(await self._retrier.run(attempt, stream))
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -269,6 +271,7 @@ class OpenAICompatProvider:
             stream_cls=openai.AsyncStream[ChatCompletionChunk],
         )
         text: list[str] = []
+        repair = DeltaRepair()
         assembler = _ToolCallAssembler()
         finish_reason = ""
         usage = Usage()
@@ -281,8 +284,8 @@ class OpenAICompatProvider:
                     delta = choice.delta
                     if delta.content:
                         text.append(delta.content)
-                        if sink is not None:
-                            await sink(delta.content)
+                        if sink is not None and (fresh := repair.feed(delta.content)):
+                            await sink(fresh)
                     for part in delta.tool_calls or ():
                         function = part.function
                         assembler.add(
@@ -294,6 +297,8 @@ class OpenAICompatProvider:
                     finish_reason = choice.finish_reason or finish_reason
         if not finish_reason:
             raise AttemptFailed(f"{self.name} stream ended early", retryable=True)
+        if sink is not None and (rest := repair.flush()):
+            await sink(rest)
         return ProviderReply(
             text="".join(text),
             tool_calls=assembler.calls(),

@@ -28,6 +28,7 @@ from bot.providers.base import (
     ToolDefinition,
 )
 from bot.providers.call_id import new_call_id
+from bot.providers.surrogates import clean_reply
 
 OPEN_TAG = "<tool_call>"
 CLOSE_TAG = "</tool_call>"
@@ -218,12 +219,16 @@ class TextProtocolProvider:
         # Some servers extract tool calls from the text themselves and return them natively:
         # honour those too, so that no call the model made is silently dropped.
         calls = [*reply.tool_calls, *parsed]
-        return ProviderReply(
-            text=visible,
-            tool_calls=tuple(calls),
-            usage=reply.usage,
-            finish_reason="tool_calls" if calls else reply.finish_reason,
-            model=reply.model,
+        # the inner reply is clean, but a call block's JSON escapes can decode to lone
+        # surrogates
+        return clean_reply(
+            ProviderReply(
+                text=visible,
+                tool_calls=tuple(calls),
+                usage=reply.usage,
+                finish_reason="tool_calls" if calls else reply.finish_reason,
+                model=reply.model,
+            )
         )
 
     async def aclose(self) -> None:
