@@ -1,6 +1,11 @@
 """One row per tool call: ids, tool, scrubbed arguments, outcome, duration, receipt, and who
 let it run (``approved_by``: a person's id, ``operator:NAME``, ``runtime`` for a side-effecting
-call the policy allowed without asking, ``None`` when no approval was needed or given)."""
+call the policy allowed without asking, ``None`` when no approval was needed or given).
+
+The row keeps arguments and result masked and cut; ``arguments_sha256`` and
+``result_sha256`` are the SHA-256 of the full ones, so that a receipt over the row
+(:mod:`bot.tools.receipt`) still binds what ran. Rows written before migration 0005 have
+neither."""
 
 from __future__ import annotations
 
@@ -8,11 +13,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.store.db import Database, Transaction
+from bot.store.db import Database, Row, Transaction
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallRecord:
+    """One row. ``created_at`` is when the call was recorded; ``None`` lets the store stamp
+    the insert time (a receipt signs it, so the pipeline sets it when it signs)."""
+
     turn_id: str
     call_id: str
     session_key: str
@@ -25,12 +33,16 @@ class ToolCallRecord:
     duration_ms: float
     receipt: str | None = None
     approved_by: str | None = None
+    arguments_sha256: str | None = None
+    result_sha256: str | None = None
+    created_at: float | None = None
 
 
 _INSERT = (
     "INSERT INTO tool_calls (turn_id, call_id, session_key, channel, tool, arguments,"
-    " status, synthetic, observation, duration_ms, receipt, approved_by, created_at)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " status, synthetic, observation, duration_ms, receipt, approved_by, arguments_sha256,"
+    " result_sha256, created_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -48,7 +60,29 @@ def _row(rec: ToolCallRecord, now: float) -> tuple[object, ...]:
         rec.duration_ms,
         rec.receipt,
         rec.approved_by,
-        now,
+        rec.arguments_sha256,
+        rec.result_sha256,
+        now if rec.created_at is None else rec.created_at,
+    )
+
+
+def _record(r: Row) -> ToolCallRecord:
+    return ToolCallRecord(
+        turn_id=r["turn_id"],
+        call_id=r["call_id"],
+        session_key=r["session_key"],
+        channel=r["channel"],
+        tool=r["tool"],
+        arguments=r["arguments"],
+        status=r["status"],
+        synthetic=bool(r["synthetic"]),
+        observation=r["observation"],
+        duration_ms=r["duration_ms"],
+        receipt=r["receipt"],
+        approved_by=r["approved_by"],
+        arguments_sha256=r["arguments_sha256"],
+        result_sha256=r["result_sha256"],
+        created_at=r["created_at"],
     )
 
 
@@ -70,20 +104,12 @@ class ToolCalls:
         rows = await self._db.fetchall(
             "SELECT * FROM tool_calls WHERE turn_id = ? ORDER BY id", (turn_id,)
         )
-        return [
-            ToolCallRecord(
-                turn_id=r["turn_id"],
-                call_id=r["call_id"],
-                session_key=r["session_key"],
-                channel=r["channel"],
-                tool=r["tool"],
-                arguments=r["arguments"],
-                status=r["status"],
-                synthetic=bool(r["synthetic"]),
-                observation=r["observation"],
-                duration_ms=r["duration_ms"],
-                receipt=r["receipt"],
-                approved_by=r["approved_by"],
-            )
-            for r in rows
-        ]
+        return [_record(r) for r in rows]
+
+    async def for_call(self, call_id: str) -> list[ToolCallRecord]:
+        """Every row with this call id, oldest first (a model's call ids are unique within
+        one reply only, so an id may recur across turns)."""
+        rows = await self._db.fetchall(
+            "SELECT * FROM tool_calls WHERE call_id = ? ORDER BY id", (call_id,)
+        )
+        return [_record(r) for r in rows]

@@ -4,6 +4,7 @@ detection, history — and that secrets never reach any of them."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -18,7 +19,7 @@ from bot.tools.batch import BatchVerdict
 from bot.tools.call_record import MAX_RAW_ARGUMENT_CHARS
 from bot.tools.hooks import HookCall, ToolHooks
 from bot.tools.outcome import ToolOutcome
-from bot.tools.receipt import ReceiptSigner
+from bot.tools.receipt import ReceiptSigner, ReceiptVerdict
 from bot.tools.repetition import LoopDetector, Repetition
 from bot.tools.spec import ToolContext, ToolResult
 from bot.tools.transcript import well_formed
@@ -169,12 +170,12 @@ async def test_receipts_prove_successful_results_only(store: Store) -> None:
     await harness.run(call("echo", {"a": 1}), call("fails"))
     ok_row, failed_row = await store.tool_calls.for_turn(harness.turn_id)
     assert ok_row.receipt is not None and failed_row.receipt is None
-    assert signer.verify(ok_row.receipt, "echo", {"a": 1}, "ok")
-    assert not signer.verify(ok_row.receipt, "echo", {"a": 2}, "ok")
-    assert not signer.verify(ok_row.receipt, "echo", {"a": 1}, "forged")
-    assert not ReceiptSigner(b"another-key-of-32-bytes-length!!").verify(
-        ok_row.receipt, "echo", {"a": 1}, "ok"
-    )
+    assert signer.check(ok_row).verdict is ReceiptVerdict.VERIFIED
+    assert signer.check(failed_row).verdict is ReceiptVerdict.UNSIGNED
+    forged = replace(ok_row, observation="forged")
+    assert signer.check(forged).changed == ("observation",)
+    other_key = ReceiptSigner(b"another-key-of-32-bytes-length!!")
+    assert other_key.check(ok_row).verdict is ReceiptVerdict.RECEIPT_INVALID
 
 
 @pytest.mark.parametrize(
