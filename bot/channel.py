@@ -54,12 +54,29 @@ class CardState(enum.StrEnum):
     EDITED = "edited"  # denied with replacement text
 
 
+#: The button a cut card offers in place of Approve / Always.
+SHOW_FULL_LABEL = "🔎 Show full and decide"
+#: What a pending cut card says about it.
+CUT_NOTE = (
+    "⚠ Part of this request is not shown here. Press “Show full and decide” to read all of "
+    "it; it can only be approved from there."
+)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ApprovalCard:
-    """What an approval card shows. Built by the approval manager, already scrubbed.
+    """What an approval card shows. Built by the approval service, already scrubbed and with
+    every invisible character escaped (:mod:`bot.visible_text`).
 
     ``approval_id`` is opaque; adapters put only it into button payloads. ``lines`` is the
-    argument summary (secrets masked, long values cut).
+    argument summary (secret values masked, long values shown as head and tail).
+    ``full_text`` is every argument in full. When ``cut`` is true the summary hides part of
+    it, and a pending card must not offer Approve or Always: it offers
+    :data:`SHOW_FULL_LABEL` instead, which opens a view showing ``full_text`` whole (a modal,
+    an ephemeral message, a message or an attached file) with its own Approve / Deny /
+    Always; clicks from that view carry ``full_view=True``
+    (:class:`ApprovalClick`). The service refuses an approval of a cut card without it.
+    Adapters escape platform markup in everything they render from a card.
     """
 
     approval_id: str
@@ -70,6 +87,23 @@ class ApprovalCard:
     state: CardState = CardState.PENDING
     decided_by: str = ""
     timeout_s: float = 300.0
+    full_text: str = ""
+    cut: bool = False
+
+    @property
+    def approvable_here(self) -> bool:
+        """True when the card itself may carry Approve / Always (pending and not cut)."""
+        return self.state is CardState.PENDING and not self.cut
+
+    def render_full_text(self) -> str:
+        """Plain-text rendering of the full view: head, every argument, why, who asked."""
+        body = [
+            f"🔎 Full request: {self.tool}",
+            self.full_text or "\n".join(self.lines),
+            f"Why: {self.reason}",
+            f"Asked by: {self.requested_by}",
+        ]
+        return "\n".join(body)
 
     def render_text(self) -> str:
         """Plain-text rendering shared by adapters (they may add platform markup)."""
@@ -82,6 +116,8 @@ class ApprovalCard:
         }[self.state]
         body = [head, *self.lines, f"Why: {self.reason}", f"Asked by: {self.requested_by}"]
         if self.state is CardState.PENDING:
+            if self.cut:
+                body.append(CUT_NOTE)
             minutes = max(1, round(self.timeout_s / 60))
             body.append(f"No answer within {minutes} min means no.")
         elif self.decided_by:
@@ -107,6 +143,9 @@ class ApprovalClick:
     user_roles: tuple[str, ...] = ()
     replacement_text: str | None = None  # deny-with-edit
     card: SentMessage | None = None
+    #: The answer came from a view that showed the whole request (or from a card that was
+    #: not cut). Approving a cut request needs it.
+    full_view: bool = False
 
 
 class ClickVerdict(enum.StrEnum):
@@ -117,6 +156,7 @@ class ClickVerdict(enum.StrEnum):
     SELF_APPROVAL = "self_approval"
     ALREADY_DECIDED = "already_decided"
     UNKNOWN = "unknown"  # expired, from before a restart, or never existed
+    NEEDS_FULL_VIEW = "needs_full_view"  # approving a cut card from the card itself
 
     @property
     def message(self) -> str:
@@ -126,6 +166,10 @@ class ClickVerdict(enum.StrEnum):
             ClickVerdict.SELF_APPROVAL: "You cannot approve your own request.",
             ClickVerdict.ALREADY_DECIDED: "This request was already decided.",
             ClickVerdict.UNKNOWN: "This request has expired.",
+            ClickVerdict.NEEDS_FULL_VIEW: (
+                "Part of this request is not shown on the card. Press “Show full and "
+                "decide” and approve from the full text."
+            ),
         }[self]
 
 
@@ -155,6 +199,11 @@ class ChannelHost(Protocol):
         reply form, a reply instruction) so a refused user is told at once. It decides,
         audits and edits nothing; the answer itself is still reported as a click, since the
         request may change in between."""
+        ...
+
+    async def approval_card(self, *, channel: ChannelRef, approval_id: str) -> ApprovalCard | None:
+        """The card of this approval as its row is now, ``full_text`` included, for a full
+        view; None when the approval is unknown to this channel alias. Reads only."""
         ...
 
 

@@ -25,7 +25,7 @@ from typing import Protocol
 import structlog
 from structlog.contextvars import bind_contextvars, reset_contextvars
 
-from bot.channel import ApprovalClick, Channel, ClickVerdict
+from bot.channel import ApprovalCard, ApprovalClick, Channel, ClickVerdict
 from bot.config import Settings
 from bot.envelope import ChannelRef, IngressEnvelope, envelope_from_json, envelope_to_json
 from bot.errors import StorageError
@@ -64,6 +64,8 @@ class ClickSink(Protocol):
     async def refusal(
         self, *, channel: ChannelRef, approval_id: str, user_id: str, user_roles: tuple[str, ...]
     ) -> ClickVerdict | None: ...
+
+    async def card(self, *, channel: ChannelRef, approval_id: str) -> ApprovalCard | None: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -205,6 +207,9 @@ class Gateway:
         return await self._clicks.refusal(
             channel=channel, approval_id=approval_id, user_id=user_id, user_roles=user_roles
         )
+
+    async def approval_card(self, *, channel: ChannelRef, approval_id: str) -> ApprovalCard | None:
+        return await self._clicks.card(channel=channel, approval_id=approval_id)
 
     # -- admission --------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ from bot.channel import Channel, SentMessage
 from bot.envelope import Capabilities, DeliveryTarget
 from bot.errors import ChannelError
 from bot.scrub import scrub_text
+from bot.visible_text import visible
 
 log = structlog.get_logger(__name__)
 
@@ -98,7 +99,7 @@ def progress_hint(arguments: Mapping[str, object]) -> str:
     for key in HINT_KEYS:
         value = arguments.get(key)
         if isinstance(value, str) and value.strip():
-            return cut(scrub_text(value))
+            return cut(visible(scrub_text(value)))
     return ""
 
 
@@ -110,7 +111,7 @@ def finished_line(tool: str, *, ok: bool, duration_s: float, reason: str = "") -
     took = f"({duration_s:.1f}s)"
     if ok:
         return f"✅ {tool} {took}"
-    return f"❌ {tool} {took}: {cut(reason)}" if reason else f"❌ {tool} {took}"
+    return f"❌ {tool} {took}: {cut(visible(reason))}" if reason else f"❌ {tool} {took}"
 
 
 def waiting_line(tool: str) -> str:

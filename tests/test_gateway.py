@@ -45,6 +45,9 @@ class NoClicks:
     ) -> ClickVerdict | None:
         return ClickVerdict.UNKNOWN
 
+    async def card(self, *, channel: ChannelRef, approval_id: str) -> ApprovalCard | None:
+        return None
+
 
 @dataclass
 class Outbox:

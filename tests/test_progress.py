@@ -85,7 +85,7 @@ class Clock:
         ({"command": "ls -la /tmp"}, "ls -la /tmp"),
         ({"path": "notes.md", "command": "x"}, "x"),
         ({"url": "https://example.com/" + "a" * 100}, "https://example.com/" + "a" * 39 + "…"),
-        ({"query": "line one\n  line two"}, "line one line two"),
+        ({"query": "line one\n  line two"}, "line one ⏎ line two"),
         ({"command": "curl -H 'Authorization: Bearer abcdefghijklmnop'"}, None),
         ({"count": 3}, ""),
     ],

@@ -18,6 +18,7 @@ from bot.approval.summary import summary_json
 from bot.scrub import scrub_text
 from bot.store.approvals import ApprovalRecord
 from bot.store.audit import AuditEntry
+from bot.visible_text import visible
 
 FIELDS: tuple[str, ...] = (
     "id",
@@ -87,9 +88,11 @@ def _iso(ts: float) -> str:
 
 
 def _row(e: AuditEntry) -> dict[str, object]:
+    """One exported row; every text field shown visibly (no control or bidi character
+    reaches the reader's terminal or spreadsheet as itself)."""
     data = asdict(e)
     data["at"] = _iso(e.at)
-    return {k: data[k] for k in FIELDS}
+    return {k: visible(v) if isinstance(v := data[k], str) else v for k in FIELDS}
 
 
 def to_jsonl(entries: Sequence[AuditEntry]) -> str:

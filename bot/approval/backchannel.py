@@ -29,12 +29,13 @@ import structlog
 
 from bot.approval import audit, reasons
 from bot.approval.approvers import refusal
-from bot.approval.card import decision_for
+from bot.approval.card import card_for, decision_for
 from bot.approval.card_desk import CardDesk, ChannelLookup, PolicyLookup
 from bot.approval.gate import ApprovalDecision, ApprovalRequest
 from bot.approval.grants import new_grant
 from bot.approval.policy import EffectivePolicy
-from bot.channel import ApprovalChoice, ApprovalClick, Channel, ClickVerdict
+from bot.approval.summary import ArgumentView
+from bot.channel import ApprovalCard, ApprovalChoice, ApprovalClick, Channel, ClickVerdict
 from bot.envelope import ChannelRef
 from bot.scrub import scrub_text
 from bot.store import Store
@@ -67,7 +68,7 @@ class Backchannel:
         request: ApprovalRequest,
         channel: Channel,
         policy: EffectivePolicy,
-        lines: tuple[str, ...],
+        view: ArgumentView,
         why: str,
     ) -> ApprovalDecision:
         env = request.envelope
@@ -84,7 +85,9 @@ class Backchannel:
             requester_name=scrub_text(env.sender.display_name),
             tool=request.tool,
             fingerprint=request.fingerprint,
-            summary=lines,
+            summary=view.lines,
+            full_text=view.full,
+            cut=view.cut,
             ask_reason=why,
             created_at=now,
             expires_at=now + policy.timeout_s,
@@ -205,6 +208,13 @@ class Backchannel:
         )
         return refused or _closed(record, self._clock())
 
+    async def card(self, channel: ChannelRef, approval_id: str) -> ApprovalCard | None:
+        """The card of ``approval_id`` as its row is now; None when unknown to ``channel``."""
+        record = await self._record(channel, approval_id)
+        if record is None:
+            return None
+        return card_for(record, timeout_s=self._policy_for(channel).timeout_s)
+
     async def _record(self, channel: ChannelRef, approval_id: str) -> ApprovalRecord | None:
         """The approval row, unless it does not exist or belongs to another channel alias."""
         record = await self._store.approvals.get(approval_id)
@@ -223,6 +233,10 @@ class Backchannel:
                 # timeout is the decision, as it would have been a moment later.
                 await self.expire(record, reasons.AUDIT_TIMEOUT)
             return closed
+        if record.cut and not click.full_view and click.choice is not ApprovalChoice.DENY:
+            # The card hid part of the request: only a view that showed all of it approves.
+            log.warning("approval_click_needs_full_view", approval_id=record.id)
+            return ClickVerdict.NEEDS_FULL_VIEW
         status, grant, reply = ApprovalStatus.APPROVED, None, None
         if click.choice is ApprovalChoice.DENY:
             # A blank reply is a plain deny: the model is told nothing it could act on.

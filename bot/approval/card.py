@@ -53,6 +53,8 @@ def card_for(record: ApprovalRecord, *, timeout_s: float) -> ApprovalCard:
         state=_CARD_STATE[record.status],
         decided_by=decided_by,
         timeout_s=timeout_s,
+        full_text=record.full_text or "\n".join(record.summary),
+        cut=record.cut,
     )
 
 

@@ -36,9 +36,9 @@ from bot.approval.gate import (
 )
 from bot.approval.grants import GrantBook, new_grant
 from bot.approval.policy import ApprovalPolicy, EffectivePolicy
-from bot.approval.summary import summarise
+from bot.approval.summary import ArgumentView, describe, summarise
 from bot.approval.terminal import TerminalAnswer, TerminalPrompter, parse_answer, render_prompt
-from bot.channel import ApprovalClick, ClickVerdict
+from bot.channel import ApprovalCard, ApprovalClick, ClickVerdict
 from bot.config import Settings
 from bot.envelope import ChannelRef
 from bot.store import Store
@@ -99,7 +99,8 @@ class ApprovalService:
         """Ask the person the envelope allows (terminal or card) or auto-deny at once."""
         env = request.envelope
         policy = self._policy.for_channel(env.channel)
-        lines = summarise(request.arguments)  # once: the card or prompt and the audit row
+        view = describe(request.arguments)  # once: the card or prompt and the audit row
+        lines = view.lines
         why = "it has side effects" if request.requires_approval else "the policy asks for it"
         if env.background:
             return await self._auto_deny(
@@ -112,10 +113,10 @@ class ApprovalService:
             )
         channel = self._channel_for(env.channel)
         if env.capabilities.terminal_prompt and isinstance(channel, TerminalPrompter):
-            return await self._ask_terminal(request, channel, policy, lines, why)
+            return await self._ask_terminal(request, channel, policy, view, why)
         if env.capabilities.approval_backchannel and channel is not None:
             if policy.has_approvers:
-                return await self._backchannel.ask(request, channel, policy, lines, why)
+                return await self._backchannel.ask(request, channel, policy, view, why)
             return await self._auto_deny(
                 request,
                 lines,
@@ -149,6 +150,10 @@ class ApprovalService:
         """What a click by ``user_id`` would be refused with now; None when it would count."""
         return await self._backchannel.refusal(channel, approval_id, user_id, user_roles)
 
+    async def card(self, *, channel: ChannelRef, approval_id: str) -> ApprovalCard | None:
+        """The card of an approval as its row is now (for a full view); reads only."""
+        return await self._backchannel.card(channel, approval_id)
+
     async def expire_pending(self, reason: str = reasons.AUDIT_RESTART) -> int:
         """Expire all pending approvals (daemon start and shutdown), edit their cards and tell
         their conversations to ask again. Returns the number expired."""
@@ -167,12 +172,14 @@ class ApprovalService:
         request: ApprovalRequest,
         prompter: TerminalPrompter,
         policy: EffectivePolicy,
-        lines: tuple[str, ...],
+        view: ArgumentView,
         why: str,
     ) -> ApprovalDecision:
         started = self._clock()
+        lines = view.lines
+        # The terminal has no length limit: the person reads every argument in full.
         prompt = render_prompt(
-            tool=request.tool, lines=lines, reason=why, timeout_s=policy.timeout_s
+            tool=request.tool, full_text=view.full, reason=why, timeout_s=policy.timeout_s
         )
         try:
             async with asyncio.timeout(policy.timeout_s):

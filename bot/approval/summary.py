@@ -1,18 +1,31 @@
-"""The argument summary a person sees before approving a call.
+"""What a person sees of a call's arguments before approving it.
 
-Contract: paths and commands first (the part a reviewer must read), then the other keys in
-name order; every value scrubbed (secret-looking keys masked whole, secret-looking text
-masked), long values cut, at most ``max_lines`` lines. The result is safe for cards, terminal
-prompts, audit rows and logs.
+Contract (:func:`describe`):
+
+* **Masking hides the secret value and nothing else** (:func:`bot.scrub.scrub_text_noting`:
+  a mask stops at whitespace, quotes and shell metacharacters). Values under secret-looking
+  keys are masked whole. When text inside any other argument was masked, its line says
+  ``⚠ contains a masked value`` so a masked command never looks harmless.
+* **Nothing is obeyed**: control, format and line-breaking characters are shown as escapes
+  (:mod:`bot.visible_text`), keys included.
+* **Nothing is cut blind.** The summary (``lines``: paths and commands first, then the other
+  keys in name order, at most ``max_lines`` lines) shows a long value as its head and tail
+  with the length and how much is hidden between them. Whenever the summary hides anything,
+  ``cut`` is true and ``full`` holds every character of every argument (secret values
+  masked); a cut request may only be approved from a view that shows ``full``.
+
+The result is safe for cards, terminal prompts, audit rows and logs.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from bot.approval.gate import canonical_json
-from bot.scrub import scrub_value
+from bot.scrub import MASK, is_secret_key, scrub_text_noting, scrub_value
+from bot.visible_text import visible, visible_lines
 
 #: Keys shown first, in this order: what a reviewer must see.
 PRIORITY_KEYS: tuple[str, ...] = (
@@ -32,18 +45,82 @@ PRIORITY_KEYS: tuple[str, ...] = (
 )
 MAX_VALUE_CHARS = 200
 MAX_LINES = 12
+MASKED_NOTE = "⚠ contains a masked value"
 
 
-def _cut(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return f"{text[: limit - 1]}… ({len(text)} chars)"
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ArgumentView:
+    """A call's arguments as a person sees them: the summary ``lines`` for a card, and the
+    ``full`` text (every argument, every character) that a cut summary must be approved
+    from."""
+
+    lines: tuple[str, ...]
+    full: str
+    cut: bool
 
 
-def _render(value: object) -> str:
+@dataclass(frozen=True, slots=True)
+class _Shown:
+    key: str
+    text: str  # scrubbed, not yet escaped
+    masked: bool  # text inside the value was masked (not a secret key masked whole)
+
+
+def _shown(key: str, value: object) -> _Shown:
+    if is_secret_key(key) and value not in (None, "", [], {}):
+        return _Shown(key, MASK, masked=False)
     if isinstance(value, str):
-        return value
-    return canonical_json(value)
+        text, masked = scrub_text_noting(value)
+        return _Shown(key, text, masked)
+    scrubbed = scrub_value(value, key=key)
+    return _Shown(key, canonical_json(scrubbed), masked=scrubbed != value)
+
+
+def _cut(text: str, limit: int) -> tuple[str, bool]:
+    """One line of ``text``: whole when it fits, else its head and tail around a marker
+    that says how much is hidden. Cut before escaping, so no escape is split."""
+    if len(text) <= limit:
+        return visible(text), False
+    tail = max(1, limit // 4)
+    head = max(1, limit - tail - 40)
+    hidden = len(text) - head - tail
+    middle = f" …[{hidden:,} of {len(text):,} chars hidden]… "
+    return f"{visible(text[:head])}{middle}{visible(text[-tail:])}", True
+
+
+def _line(shown: _Shown, max_value_chars: int) -> tuple[str, bool]:
+    value, cut = _cut(shown.text, max_value_chars)
+    note = f"  {MASKED_NOTE}" if shown.masked else ""
+    return f"{visible(shown.key)}: {value}{note}", cut
+
+
+def _full_line(shown: _Shown) -> str:
+    note = f"  {MASKED_NOTE}" if shown.masked else ""
+    return f"{visible(shown.key)}: {visible_lines(shown.text)}{note}"
+
+
+def describe(
+    arguments: Mapping[str, object],
+    *,
+    max_value_chars: int = MAX_VALUE_CHARS,
+    max_lines: int = MAX_LINES,
+) -> ArgumentView:
+    """The summary and the full view of ``arguments`` (see the module contract)."""
+    shown = {str(k): _shown(str(k), v) for k, v in arguments.items()}
+    first = [k for k in PRIORITY_KEYS if k in shown]
+    keys = first + sorted(k for k in shown if k not in first)
+    lines: list[str] = []
+    cut = len(keys) > max_lines
+    for key in keys[:max_lines]:
+        line, line_cut = _line(shown[key], max_value_chars)
+        lines.append(line)
+        cut = cut or line_cut
+    if len(keys) > max_lines:
+        lines.append(f"… and {len(keys) - max_lines} more argument(s)")
+    if not lines:
+        lines.append("(no arguments)")
+    full = "\n".join(_full_line(shown[key]) for key in keys) or "(no arguments)"
+    return ArgumentView(lines=tuple(lines), full=full, cut=cut)
 
 
 def summarise(
@@ -52,20 +129,8 @@ def summarise(
     max_value_chars: int = MAX_VALUE_CHARS,
     max_lines: int = MAX_LINES,
 ) -> tuple[str, ...]:
-    """Scrubbed ``key: value`` lines, paths first, values cut to ``max_value_chars``."""
-    scrubbed = {str(k): scrub_value(v, key=str(k)) for k, v in arguments.items()}
-    first = [k for k in PRIORITY_KEYS if k in scrubbed]
-    rest = sorted(k for k in scrubbed if k not in first)
-    keys = first + rest
-    lines = [
-        f"{key}: {_cut(_render(scrubbed[key]).replace(chr(10), ' ⏎ '), max_value_chars)}"
-        for key in keys[:max_lines]
-    ]
-    if len(keys) > max_lines:
-        lines.append(f"… and {len(keys) - max_lines} more argument(s)")
-    if not lines:
-        lines.append("(no arguments)")
-    return tuple(lines)
+    """The summary lines of :func:`describe` (audit rows of decisions nobody was asked)."""
+    return describe(arguments, max_value_chars=max_value_chars, max_lines=max_lines).lines
 
 
 def summary_json(lines: tuple[str, ...]) -> str:

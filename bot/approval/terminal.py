@@ -9,6 +9,8 @@ from __future__ import annotations
 import enum
 from typing import Protocol, runtime_checkable
 
+from bot.visible_text import visible
+
 
 @runtime_checkable
 class TerminalPrompter(Protocol):
@@ -42,8 +44,15 @@ def parse_answer(line: str | None) -> TerminalAnswer:
     return _ANSWERS.get(line.strip().lower(), TerminalAnswer.NO)
 
 
-def render_prompt(*, tool: str, lines: tuple[str, ...], reason: str, timeout_s: float) -> str:
-    body = [f"🔐 Approve {tool}?", *(f"  {line}" for line in lines), f"Why: {reason}"]
+def render_prompt(*, tool: str, full_text: str, reason: str, timeout_s: float) -> str:
+    """The prompt: the tool, every argument in full (from
+    :attr:`bot.approval.summary.ArgumentView.full`, already masked and escaped), why, and
+    the answers."""
+    body = [
+        f"🔐 Approve {visible(tool)}?",
+        *(f"  {line}" for line in full_text.split("\n")),
+        f"Why: {reason}",
+    ]
     seconds = int(timeout_s)
     body.append(f"[y]es / [n]o / [a]lways — empty means no (times out in {seconds}s): ")
     return "\n".join(body)

@@ -10,6 +10,7 @@ import argparse
 from typing import Any
 
 from bot.commands.operator import operator_name, operator_store, when
+from bot.visible_text import visible
 
 
 def register(subparsers: Any) -> None:
@@ -42,11 +43,14 @@ async def _list(args: argparse.Namespace) -> int:
         return 0
     for r in records:
         print(
-            f"{r.id}  {r.status:<8}  {r.tool}  {r.channel} {r.conversation_id}  "
-            f"by {r.requester}  created {when(r.created_at)}  expires {when(r.expires_at)}"
-            + (f"  decided by {r.decided_by}" if r.decided_by else "")
+            visible(
+                f"{r.id}  {r.status:<8}  {r.tool}  {r.channel} {r.conversation_id}  "
+                f"by {r.requester}  created {when(r.created_at)}  expires {when(r.expires_at)}"
+                + (f"  decided by {r.decided_by}" if r.decided_by else "")
+            )
         )
-        for line in r.summary:
+        # The operator approves from here: every argument in full, never the cut summary.
+        for line in (r.full_text or "\n".join(r.summary)).split("\n"):
             print(f"    {line}")
     return 0
 

@@ -53,6 +53,10 @@ class ApprovalRecord:
     ask_reason: str
     created_at: float
     expires_at: float
+    #: Every argument, every character (secret values masked), for the full view.
+    full_text: str = ""
+    #: The summary hides part of ``full_text``: approve only from a full view.
+    cut: bool = False
     status: ApprovalStatus = ApprovalStatus.PENDING
     decided_by: str | None = None
     reason: str | None = None
@@ -92,6 +96,8 @@ def _record(row: Row) -> ApprovalRecord:
         tool=row["tool"],
         fingerprint=row["fingerprint"],
         summary=tuple(json.loads(row["summary"])),
+        full_text=row["full_text"],
+        cut=bool(row["cut"]),
         ask_reason=row["ask_reason"],
         status=ApprovalStatus(row["status"]),
         decided_by=row["decided_by"],
@@ -113,9 +119,9 @@ class Approvals:
     async def create(self, rec: ApprovalRecord) -> None:
         await self._db.execute(
             "INSERT INTO approvals (id, channel, conversation_id, thread_id, session_key,"
-            " requester, requester_name, tool, fingerprint, summary, ask_reason, status,"
-            " card_refs, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,"
-            " ?, ?, ?)",
+            " requester, requester_name, tool, fingerprint, summary, full_text, cut,"
+            " ask_reason, status, card_refs, created_at, expires_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 rec.id,
                 rec.channel,
@@ -127,6 +133,8 @@ class Approvals:
                 rec.tool,
                 rec.fingerprint,
                 json.dumps(list(rec.summary)),
+                rec.full_text,
+                int(rec.cut),
                 rec.ask_reason,
                 ApprovalStatus.PENDING,
                 "[]",

@@ -82,6 +82,7 @@ class FakeBackchannel:
         roles: tuple[str, ...] = (),
         replacement_text: str | None = None,
         on: str | None = None,
+        full_view: bool = False,
     ) -> ApprovalClick:
         """A click on ``card``, as if on the copy posted as message ``on`` (default: the
         posted message itself)."""
@@ -94,6 +95,7 @@ class FakeBackchannel:
             user_roles=roles,
             replacement_text=replacement_text,
             card=message,
+            full_view=full_view,
         )
 
 

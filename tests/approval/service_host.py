@@ -4,7 +4,7 @@ gateway's do; adapter tests use it to check what a click does to the platform's 
 from __future__ import annotations
 
 from bot.approval.service import ApprovalService
-from bot.channel import ApprovalClick, ClickVerdict
+from bot.channel import ApprovalCard, ApprovalClick, ClickVerdict
 from bot.envelope import ChannelRef
 from tests.fakes.recording_host import RecordingHost
 
@@ -31,3 +31,6 @@ class ServiceHost(RecordingHost):
         return await self.service.refusal(
             channel=channel, approval_id=approval_id, user_id=user_id, user_roles=user_roles
         )
+
+    async def approval_card(self, *, channel: ChannelRef, approval_id: str) -> ApprovalCard | None:
+        return await self.service.card(channel=channel, approval_id=approval_id)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 
-from bot.channel import ApprovalChoice, ApprovalClick, ClickVerdict
+from bot.channel import ApprovalCard, ApprovalChoice, ApprovalClick, ClickVerdict
 from bot.envelope import ChannelRef, IngressEnvelope
 
 Verdict = Callable[[ApprovalClick], ClickVerdict]
@@ -62,6 +62,8 @@ class RecordingHost:
         self.crash_on = crash_on
         self.envelopes: list[IngressEnvelope] = []
         self.clicks: list[ApprovalClick] = []
+        #: What :meth:`approval_card` answers, by approval id (tests put cards here).
+        self.cards: dict[str, ApprovalCard] = {}
         self._changed = asyncio.Condition()
 
     async def deliver(self, envelope: IngressEnvelope) -> None:
@@ -96,6 +98,9 @@ class RecordingHost:
         )
         verdict = self.verdict(asked)
         return None if verdict is ClickVerdict.ACCEPTED else verdict
+
+    async def approval_card(self, *, channel: ChannelRef, approval_id: str) -> ApprovalCard | None:
+        return self.cards.get(approval_id)
 
     async def wait_envelopes(self, count: int, wait_s: float = 10.0) -> list[IngressEnvelope]:
         async with asyncio.timeout(wait_s), self._changed:

@@ -1,0 +1,62 @@
+"""Visible text: characters a person must see, never characters a terminal or client obeys.
+
+Approval cards, progress lines, terminal prompts and ``hatchway approvals``/``audit`` output
+show text that will run. A carriage return, a line or paragraph separator, a bidi override
+or a zero-width character could make that text look like something else (a faked extra line,
+reversed text, an invisible word), so each control, format, separator and surrogate
+character (every character ``str.isprintable`` rejects, except the plain space) and the
+invisible fillers is shown as an escape such as ``\\u202e``. Newlines are shown as ``⏎``:
+on one line (:func:`visible`) or, in a full view, followed by a real line break
+(:func:`visible_lines`). A tab shows as ``\\t``.
+"""
+
+from __future__ import annotations
+
+NEWLINE_MARK = "⏎"
+
+#: Letters and symbols that render as nothing or as blank space although
+#: ``str.isprintable`` accepts them (Hangul fillers, braille blank, Mongolian vowel separator
+#: and the combining grapheme joiner).
+_INVISIBLE = frozenset("\u115f\u1160\u3164\uffa0\u2800\u180e\u034f")
+_NAMED = {"\t": "\\t", "\r": "\\r"}
+
+
+def _escape(char: str) -> str:
+    named = _NAMED.get(char)
+    if named is not None:
+        return named
+    code = ord(char)
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    if code <= 0xFFFF:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def _needs_escape(char: str) -> bool:
+    return (not char.isprintable() and char != "\n") or char in _INVISIBLE
+
+
+def _escape_all(text: str) -> str:
+    return "".join(_escape(c) if _needs_escape(c) else c for c in text)
+
+
+def visible(text: str) -> str:
+    """``text`` on one line: newlines shown as `` ⏎ ``, every other invisible or
+    line-breaking character as an escape."""
+    if text.isprintable() and not _INVISIBLE.intersection(text):
+        return text
+    return _escape_all(text).replace("\n", f" {NEWLINE_MARK} ")
+
+
+def visible_lines(text: str) -> str:
+    """``text`` for a full view: each newline shown as ``⏎`` and kept as a line break, every
+    other invisible or line-breaking character as an escape."""
+    if text.isprintable() and not _INVISIBLE.intersection(text):
+        return text
+    return _escape_all(text).replace("\n", f"{NEWLINE_MARK}\n")
+
+
+def is_visible(text: str) -> bool:
+    """True when ``text`` has nothing :func:`visible` would escape (newlines aside)."""
+    return not any(_needs_escape(c) for c in text)
