@@ -45,6 +45,7 @@ from bot.schedules.runner import ScheduleRunner
 from bot.schedules.tools import schedule_tools
 from bot.store import Store
 from bot.tools.builtin import builtin_tools
+from bot.tools.hooks import ToolHooks
 from bot.tools.receipt import ReceiptSigner
 from bot.tools.spec import ToolSpec
 
@@ -121,6 +122,9 @@ class App:
                 if self.metrics is None
                 else MeteredGate(self.approvals, self.metrics),
                 tools=self.tools,
+                hooks=ToolHooks()
+                if self.metrics is None
+                else ToolHooks(after=(self.metrics.after_tool_call,)),
                 dynamic=self.mcp,
                 signer=ReceiptSigner.from_settings(settings.agent),
             )

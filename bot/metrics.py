@@ -4,9 +4,10 @@ Two kinds of source feed :class:`Metrics`:
 
 * **events**, counted as they happen through small hooks: turns by status
   (:meth:`Metrics.turn_finished`, called by the App), tool calls by outcome
-  (:meth:`Metrics.after_tool_call`, an ``after_tool_call`` hook), approvals by decision and
-  their latency (:class:`MeteredGate` around the approval gate), provider latency and errors
-  (:class:`MeteredProvider` around the provider), configuration reloads;
+  (:meth:`Metrics.after_tool_call`, the ``after_tool_call`` hook the App registers in its
+  agent bundle), approvals by decision and their latency (:class:`MeteredGate`, which the App
+  puts around the approval gate), provider latency and errors (:class:`MeteredProvider`,
+  which the daemon puts around the provider), configuration reloads (the daemon);
 * **live state**, read at scrape time from a :class:`LiveState` (the App): running turns,
   queued messages, channel health; the inbox backlog is refreshed by the ``/metrics``
   handler just before rendering (it needs a database read).
@@ -38,8 +39,19 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 APPROVAL_BUCKETS = (1.0, 5.0, 15.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0)
 PROVIDER_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 80.0, 160.0)
 
-# A model may invent tool names; those must not become label values.
-_NAMELESS = (OutcomeReason.UNKNOWN_TOOL, OutcomeReason.NO_TOOL_CALL)
+# A model may invent tool names; those must not become label values. These outcomes name
+# a tool that was never looked up (unknown, unparsed, or refused before the lookup) ...
+_NAMELESS = frozenset(
+    {
+        OutcomeReason.UNKNOWN_TOOL,
+        OutcomeReason.NO_TOOL_CALL,
+        OutcomeReason.MALFORMED_JSON,
+        OutcomeReason.BATCH_FULL,
+    }
+)
+# ... and a batch interrupted before preparation names its calls as the model did, so the
+# distinct tool labels are capped as well.
+MAX_TOOL_LABELS = 200
 
 
 class LiveState(Protocol):
@@ -108,6 +120,7 @@ class Metrics:
         self.build = Gauge("hatchway_build_info", "The running version.", ["version"], registry=r)
         self.build.labels(version=__version__).set(1)
         self._live: _LiveCollector | None = None
+        self._tool_labels: set[str] = set()
 
     # -- live state ---------------------------------------------------------------------
 
@@ -132,14 +145,24 @@ class Metrics:
         self.turns.labels(status=status).inc()
 
     async def after_tool_call(self, call: HookCall, outcome: ToolOutcome) -> None:
-        """An ``after_tool_call`` hook (see :mod:`bot.tools.hooks`)."""
-        tool = "unknown" if outcome.reason in _NAMELESS else outcome.tool
+        """An ``after_tool_call`` hook (see :mod:`bot.tools.hooks`), registered by the App
+        for every call of every turn. The ``tool`` label is ``unknown`` for a name never
+        looked up, and ``other`` once :data:`MAX_TOOL_LABELS` names have been seen."""
+        tool = "unknown" if outcome.reason in _NAMELESS else self._tool_label(outcome.tool)
         reason = (
             "failed"
             if outcome.failed and outcome.reason is OutcomeReason.NONE
             else (outcome.reason.value)
         )
         self.tool_calls.labels(tool=tool, outcome=outcome.status.value, reason=reason).inc()
+
+    def _tool_label(self, name: str) -> str:
+        if name in self._tool_labels:
+            return name
+        if len(self._tool_labels) >= MAX_TOOL_LABELS:
+            return "other"
+        self._tool_labels.add(name)
+        return name
 
     def approval_decided(self, decision: str, latency_s: float) -> None:
         self.approvals.labels(decision=decision).inc()
