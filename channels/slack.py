@@ -13,7 +13,9 @@ Outbound: markdown is rendered to ``mrkdwn`` and split under ``max_message_chars
 in the thread of the triggering message. Approval cards are Block Kit (see
 :mod:`channels.slack_blocks`); clicks and, optionally, reactions go to the host, and a
 refused clicker gets an ephemeral message. "✏️ Reply instead" opens a modal whose text
-becomes a deny-with-a-reply (:mod:`channels.slack_modal`). Health is ``CONNECTED`` only
+becomes a deny-with-a-reply (:mod:`channels.slack_modal`); a cut card's "🔎 Show full and
+decide" opens a modal with the whole request and its own Approve / Always / Deny
+(:mod:`channels.slack_full_view`). Health is ``CONNECTED`` only
 after ``auth.test`` accepted the bot token and the event stream is live; a refused token
 sets ``FAILED`` and ``run`` raises :class:`~bot.errors.ChannelAuthError`.
 """
@@ -46,7 +48,7 @@ from bot.errors import ChannelAuthError, ChannelError, ConfigError
 from bot.scrub import register_secrets
 from channels.card_index import CardEntry, CardIndex
 from channels.slack_api import SlackWebApi
-from channels.slack_blocks import card_blocks
+from channels.slack_blocks import card_blocks, card_text
 from channels.slack_inbound import SlackInbound
 from channels.slack_markup import render_chunks
 from channels.slack_normalise import BotIdentity
@@ -245,7 +247,7 @@ class SlackChannel:
         reactions = self._config.reactions_for_approval
         ts = await self._api.post_message(
             channel=target.conversation_id,
-            text=card.render_text(),
+            text=card_text(card),
             thread_ts=target.thread_id,
             blocks=card_blocks(card, reactions=reactions),
         )
@@ -259,7 +261,7 @@ class SlackChannel:
         await self._api.update_message(
             channel=message.target.conversation_id,
             ts=message.message_id,
-            text=card.render_text(),
+            text=card_text(card),
             blocks=card_blocks(card, reactions=reactions),
         )
         if reactions and card.state is not CardState.PENDING:

@@ -215,6 +215,16 @@ class SlackWebApi:
             lambda: self.client.views_open(trigger_id=trigger_id, view=dict(view)),
         )
 
+    async def update_view(
+        self, *, view_id: str, view: Mapping[str, object], view_hash: str = ""
+    ) -> None:
+        """Replace an open modal. With ``view_hash`` (the view's hash when the person acted
+        on it) Slack refuses the update with ``hash_conflict`` if the view changed since."""
+        params: dict[str, Any] = {"view_id": view_id, "view": dict(view)}
+        if view_hash:
+            params["hash"] = view_hash
+        await self._call("views.update", lambda: self.client.views_update(**params))
+
     async def add_reaction(self, *, channel: str, ts: str, name: str) -> None:
         try:
             await self._call(

@@ -1,10 +1,18 @@
 """Approval cards in Block Kit, and the clicks and reactions that answer them.
 
 A card says what will run (tool and argument summary), why it needs approval, who asked,
-and, while pending, that no answer means no. Its buttons carry only the opaque approval id
-(``value``) and an ``action_id`` of ``hatchway_approve`` / ``hatchway_deny`` /
-``hatchway_always``, plus ``hatchway_reply`` ("✏️ Reply instead"), which opens the
-deny-with-a-reply modal (:mod:`channels.slack_modal`) rather than deciding anything itself.
+and, while pending, that no answer means no. The summary is shown literally in code blocks
+(:func:`channels.slack_markup.code_blocks`), split over as many sections as it needs and
+never cut; a summary too long for one message (more than :data:`MAX_CARD_CODE_BLOCKS`
+blocks) is shown in part and the card then counts as cut, like one the service cut.
+
+Its buttons carry only the opaque approval id (``value``) and an ``action_id``: a card that
+shows the whole request has ``hatchway_approve`` / ``hatchway_deny`` / ``hatchway_always``;
+a cut card has ``hatchway_show_full`` ("🔎 Show full and decide", which opens the full view
+of :mod:`channels.slack_full_view`) and Deny instead, and says why. Both have
+``hatchway_reply`` ("✏️ Reply instead"), which opens the deny-with-a-reply modal
+(:mod:`channels.slack_modal`). Neither modal button decides anything by itself.
+
 Parsing of ``block_actions`` payloads and ``reaction_added`` events is pure and validated;
 anything malformed parses to None.
 """
@@ -17,8 +25,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bot.channel import ApprovalCard, ApprovalChoice, CardState
-from channels.slack_markup import escape
+from bot.channel import CUT_NOTE, SHOW_FULL_LABEL, ApprovalCard, ApprovalChoice, CardState
+from channels.slack_markup import SECTION_LIMIT, code_blocks, code_span, escape
 
 ACTION_IDS: dict[ApprovalChoice, str] = {
     ApprovalChoice.APPROVE: "hatchway_approve",
@@ -29,6 +37,8 @@ ACTION_PATTERN = re.compile(r"^hatchway_(approve|deny|always)$")
 #: The "✏️ Reply instead" button: opens the modal, decides nothing by itself.
 REPLY_ACTION_ID = "hatchway_reply"
 REPLY_LABEL = "✏️ Reply instead"
+#: The "🔎 Show full and decide" button of a cut card: opens the full view, decides nothing.
+SHOW_FULL_ACTION_ID = "hatchway_show_full"
 _NOTE_BLOCK_ID = "hatchway_note"
 REACTION_CHOICES: dict[str, ApprovalChoice] = {
     "white_check_mark": ApprovalChoice.APPROVE,
@@ -36,7 +46,9 @@ REACTION_CHOICES: dict[str, ApprovalChoice] = {
     "x": ApprovalChoice.DENY,
     "infinity": ApprovalChoice.ALWAYS,
 }
-_SECTION_LIMIT = 3000
+#: The most code blocks of argument summary a card shows; beyond that it counts as cut.
+MAX_CARD_CODE_BLOCKS = 10
+TOO_LONG_FOR_CARD = "… the rest of the summary is not shown here."
 _USER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
 _HEADS: dict[CardState, str] = {
     CardState.PENDING: "🔐 *Approval needed:*",
@@ -49,19 +61,64 @@ _HEADS: dict[CardState, str] = {
 Block = dict[str, object]
 
 
-def _person(who: str) -> str:
-    return f"<@{who}>" if _USER_ID.match(who) else escape(who)
+def person_mrkdwn(who: str) -> str:
+    """Who asked or decided: a mention for a user id, else the text shown literally."""
+    return f"<@{who}>" if _USER_ID.match(who) else code_span(who)
 
 
-def _section_text(card: ApprovalCard) -> str:
-    head = f"{_HEADS[card.state]} `{escape(card.tool)}`"
-    tail = f"*Why:* {escape(card.reason)}\n*Asked by:* {_person(card.requested_by)}"
-    budget = _SECTION_LIMIT - len(head) - len(tail) - 20
-    args = escape("\n".join(card.lines).replace("```", "'''"))
-    if len(args) > budget:
-        args = args[: max(0, budget - 1)] + "…"
-    body = f"\n```\n{args}\n```\n" if args.strip() else "\n"
-    return f"{head}{body}{tail}"
+def mrkdwn_text(text: str) -> Block:
+    """A ``mrkdwn`` text object for ``text`` (already escaped or built here)."""
+    # verbatim: Slack must not turn plain words into links or mentions on its own
+    return {"type": "mrkdwn", "text": text, "verbatim": True}
+
+
+def mrkdwn_section(text: str) -> Block:
+    """A section block showing ``text`` (``mrkdwn``, at most 3,000 characters)."""
+    return {"type": "section", "text": mrkdwn_text(text)}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Shown:
+    """What a card shows: its ``mrkdwn`` sections, and whether the summary did not fit."""
+
+    sections: tuple[str, ...]
+    overflow: bool
+
+
+def _pack(parts: list[str], limit: int = SECTION_LIMIT) -> tuple[str, ...]:
+    """``parts`` joined by line breaks into as few texts of at most ``limit`` as they fit."""
+    texts: list[str] = []
+    for part in parts:
+        if texts and len(texts[-1]) + 1 + len(part) <= limit:
+            texts[-1] = f"{texts[-1]}\n{part}"
+        else:
+            texts.append(part)
+    return tuple(texts)
+
+
+def _shown(card: ApprovalCard) -> _Shown:
+    """The card's text: the head, the argument summary as code blocks (split, never cut),
+    why and who asked. A summary needing more than :data:`MAX_CARD_CODE_BLOCKS` blocks is
+    shown in part, with a note, and the card counts as cut."""
+    code = code_blocks("\n".join(card.lines))
+    overflow = len(code) > MAX_CARD_CODE_BLOCKS
+    if overflow:
+        code = [*code[:MAX_CARD_CODE_BLOCKS], escape(TOO_LONG_FOR_CARD)]
+    head = f"{_HEADS[card.state]} {code_span(card.tool)}"
+    tail = f"*Why:* {escape(card.reason)}\n*Asked by:* {person_mrkdwn(card.requested_by)}"
+    return _Shown(sections=_pack([head, *code, tail]), overflow=overflow)
+
+
+def approvable_on_card(card: ApprovalCard) -> bool:
+    """True when the card itself offers Approve / Always: pending, and it shows the whole
+    request (not cut by the service, and its summary fit the message)."""
+    return card.approvable_here and not _shown(card).overflow
+
+
+def card_text(card: ApprovalCard) -> str:
+    """The message's plain ``text`` (notifications and clients without blocks): the head
+    line only, escaped, so nothing in it can mention anyone."""
+    return escape(card.render_text().split("\n", 1)[0])
 
 
 def _button(action_id: str, label: str, approval_id: str, style: str | None = None) -> Block:
@@ -76,39 +133,49 @@ def _button(action_id: str, label: str, approval_id: str, style: str | None = No
     return button
 
 
-def card_blocks(card: ApprovalCard, *, reactions: bool = False) -> list[Block]:
-    """The blocks of ``card``: buttons while pending, the outcome once decided."""
-    blocks: list[Block] = [
-        {"type": "section", "text": {"type": "mrkdwn", "text": _section_text(card)}}
-    ]
-    if card.state is CardState.PENDING:
-        minutes = max(1, round(card.timeout_s / 60))
-        note = f"No answer within {minutes} min means no."
-        if reactions:
+def _buttons(approval_id: str, *, approvable: bool) -> list[Block]:
+    deny = _button(ACTION_IDS[ApprovalChoice.DENY], "Deny", approval_id, "danger")
+    reply = _button(REPLY_ACTION_ID, REPLY_LABEL, approval_id)
+    if not approvable:
+        return [_button(SHOW_FULL_ACTION_ID, SHOW_FULL_LABEL, approval_id, "primary"), deny, reply]
+    approve = _button(ACTION_IDS[ApprovalChoice.APPROVE], "Approve", approval_id, "primary")
+    always = _button(ACTION_IDS[ApprovalChoice.ALWAYS], "Always", approval_id)
+    return [approve, deny, always, reply]
+
+
+def _note(card: ApprovalCard, *, approvable: bool, reactions: bool) -> str:
+    minutes = max(1, round(card.timeout_s / 60))
+    note = f"No answer within {minutes} min means no."
+    if reactions:
+        if approvable:
             note += " Approvers may also react with :white_check_mark: or :x:."
+        else:
+            note += " Approvers may also react with :x: to deny."
+    return note if approvable else f"{escape(CUT_NOTE)}\n{note}"
+
+
+def card_blocks(card: ApprovalCard, *, reactions: bool = False) -> list[Block]:
+    """The blocks of ``card``: buttons while pending, the outcome once decided. A cut card
+    offers "🔎 Show full and decide" in place of Approve / Always."""
+    shown = _shown(card)
+    blocks: list[Block] = [mrkdwn_section(text) for text in shown.sections]
+    if card.state is CardState.PENDING:
+        approvable = card.approvable_here and not shown.overflow
+        note = _note(card, approvable=approvable, reactions=reactions)
         blocks.append(
-            {
-                "type": "context",
-                "block_id": _NOTE_BLOCK_ID,
-                "elements": [{"type": "mrkdwn", "text": note}],
-            }
+            {"type": "context", "block_id": _NOTE_BLOCK_ID, "elements": [mrkdwn_text(note)]}
         )
-        approval_id = card.approval_id
         blocks.append(
             {
                 "type": "actions",
-                "block_id": f"hatchway_approval:{approval_id}"[:255],
-                "elements": [
-                    _button(ACTION_IDS[ApprovalChoice.APPROVE], "Approve", approval_id, "primary"),
-                    _button(ACTION_IDS[ApprovalChoice.DENY], "Deny", approval_id, "danger"),
-                    _button(ACTION_IDS[ApprovalChoice.ALWAYS], "Always", approval_id),
-                    _button(REPLY_ACTION_ID, REPLY_LABEL, approval_id),
-                ],
+                "block_id": f"hatchway_approval:{card.approval_id}"[:255],
+                "elements": _buttons(card.approval_id, approvable=approvable),
             }
         )
     elif card.decided_by:
-        by = f"By {_person(card.decided_by)}"
-        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": by}]})
+        blocks.append(
+            {"type": "context", "elements": [mrkdwn_text(f"By {person_mrkdwn(card.decided_by)}")]}
+        )
     return blocks
 
 
@@ -178,9 +245,10 @@ class CardClick:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ReplyClick:
-    """A press of "✏️ Reply instead": who, on which card, and the ``trigger_id`` (valid for
-    3 seconds) that lets the adapter open the modal for them."""
+class ModalClick:
+    """A press of a card button that opens a modal ("✏️ Reply instead", "🔎 Show full and
+    decide"): who, on which card, and the ``trigger_id`` (valid for 3 seconds) that lets the
+    adapter open the modal for them."""
 
     place: CardPlace
     user_id: str
@@ -227,14 +295,24 @@ def parse_click(body: Mapping[str, object]) -> CardClick | None:
     return CardClick(place=place, choice=ApprovalChoice(match.group(1)), user_id=payload.user.id)
 
 
-def parse_reply_click(body: Mapping[str, object]) -> ReplyClick | None:
+def _modal_click(body: Mapping[str, object], action_id: str) -> ModalClick | None:
     parsed = _block_actions(body)
     if parsed is None:
         return None
     payload, place = parsed
-    if payload.actions[0].action_id != REPLY_ACTION_ID or not payload.trigger_id:
+    if payload.actions[0].action_id != action_id or not payload.trigger_id:
         return None
-    return ReplyClick(place=place, user_id=payload.user.id, trigger_id=payload.trigger_id)
+    return ModalClick(place=place, user_id=payload.user.id, trigger_id=payload.trigger_id)
+
+
+def parse_reply_click(body: Mapping[str, object]) -> ModalClick | None:
+    """A press of "✏️ Reply instead", or None."""
+    return _modal_click(body, REPLY_ACTION_ID)
+
+
+def parse_show_full_click(body: Mapping[str, object]) -> ModalClick | None:
+    """A press of "🔎 Show full and decide", or None."""
+    return _modal_click(body, SHOW_FULL_ACTION_ID)
 
 
 def parse_reaction(event: Mapping[str, object]) -> CardReaction | None:

@@ -13,6 +13,13 @@ fence, see :mod:`bot.chunking`), so every chunk is at most ``limit`` characters 
 is invisible but copied along with the text: a stray ```` ``` ```` (in prose and in code), and
 a chunk that goes on with a cut line but would start as a quote (or, by the fence rule of
 :mod:`bot.chunking`, as a tilde fence).
+
+Text that must be shown exactly as it is (what an approval card or the full view says will
+run, who asked) is never parsed as markdown: :func:`code_blocks` and :func:`code_span` put
+it in code, where Slack applies no ``* _ ~`` styling and no ``:emoji:`` codes, with
+``& < >`` escaped (no mention, ``<!channel>`` or link can form) and runs of three backticks
+broken, so nothing in the text can end the code early. :func:`code_blocks` splits long text
+into as many blocks as needed and never drops a character.
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ from bot.chunking import Chunk, split_chunks
 from channels import markdown as md
 
 SLACK_CHUNK_LIMIT = 3000
+#: The most characters Slack takes in one ``mrkdwn`` text object (a section's text).
+SECTION_LIMIT = 3000
 
 _SAFE_SCHEMES = ("http://", "https://", "mailto:")
 _MARKS = {md.Style.STRONG: "*", md.Style.EMPHASIS: "_", md.Style.STRIKE: "~"}
@@ -32,6 +41,77 @@ _MARKS = {md.Style.STRONG: "*", md.Style.EMPHASIS: "_", md.Style.STRIKE: "~"}
 def escape(text: str) -> str:
     """Escape the three characters Slack treats as control characters."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+#: What escaping and fence-breaking may make of one character, at most (see :func:`literal`).
+_LITERAL_COST = {"&": 5, "<": 4, ">": 4, "`": 2}
+_FENCE = "```"
+
+
+def literal(text: str) -> str:
+    """``text`` for the inside of code: ``& < >`` escaped and every run of three or more
+    backticks broken (Slack would end the code there)."""
+    return md.defuse_fences(escape(text))
+
+
+def _cost(text: str) -> int:
+    """An upper bound of ``len(literal(text))``."""
+    return sum(_LITERAL_COST.get(char, 1) for char in text)
+
+
+def _cut_line(line: str, budget: int) -> tuple[str, str]:
+    """The longest head of ``line`` whose literal fits ``budget``, and the rest."""
+    used = 0
+    for index, char in enumerate(line):
+        used += _LITERAL_COST.get(char, 1)
+        if used > budget:
+            return line[:index], line[index:]
+    return line, ""
+
+
+def split_literal(text: str, budget: int) -> list[str]:
+    """``text`` in pieces whose :func:`literal` is at most ``budget`` characters each.
+
+    Pieces end at line breaks where they can (the break itself is not repeated); a line
+    longer than ``budget`` is cut between characters. Joining the pieces with the line
+    breaks they were cut at gives ``text`` back: no character is dropped.
+    """
+    if budget < max(_LITERAL_COST.values()):
+        raise ValueError("budget too small for one character")
+    pieces: list[str] = []
+    lines: list[str] = []
+    used = -1  # the line break before the first line of a piece is not sent
+    for line in text.split("\n"):
+        cost = _cost(line)
+        if used + 1 + cost <= budget:
+            lines.append(line)
+            used += 1 + cost
+            continue
+        if lines:
+            pieces.append("\n".join(lines))
+        while cost > budget:
+            head, line = _cut_line(line, budget)
+            pieces.append(head)
+            cost = _cost(line)
+        lines, used = [line], cost
+    pieces.append("\n".join(lines))
+    return pieces
+
+
+def code_blocks(text: str, limit: int = SECTION_LIMIT) -> list[str]:
+    """``text`` as literal code blocks of at most ``limit`` characters each, in order."""
+    budget = limit - 2 * (len(_FENCE) + 1)
+    return [f"{_FENCE}\n{literal(piece)}\n{_FENCE}" for piece in split_literal(text, budget)]
+
+
+def code_span(text: str) -> str:
+    """``text`` shown literally inline (a name, a tool). Inline code cannot hold a backtick
+    or a line break: such text gets a code block of its own line instead."""
+    if not text.strip():
+        return escape(text)
+    if "`" in text or "\n" in text:
+        return f"\n{_FENCE}\n{literal(text)}\n{_FENCE}\n"
+    return f"`{escape(text)}`"
 
 
 def _text(text: str) -> str:

@@ -51,14 +51,34 @@ def _plain(text: str) -> Block:
     return {"type": "plain_text", "text": text, "emoji": True}
 
 
-def reply_modal(place: CardPlace) -> Block:
-    """The modal view for ``views.open``; ``private_metadata`` carries ``place``."""
+def place_metadata(place: CardPlace) -> str:
+    """``place`` as a modal's ``private_metadata``: what an answer from the modal needs to
+    find its approval and card, without anything kept in memory."""
     metadata = {
         "approval_id": place.approval_id,
         "channel_id": place.channel_id,
         "message_ts": place.message_ts,
         "thread_ts": place.thread_ts,
     }
+    return json.dumps(metadata, separators=(",", ":"))
+
+
+def place_from_metadata(text: str) -> CardPlace | None:
+    """The place :func:`place_metadata` wrote, or None when ``text`` is not one."""
+    try:
+        metadata = _Metadata.model_validate_json(text)
+    except ValidationError:
+        return None
+    return CardPlace(
+        approval_id=metadata.approval_id,
+        channel_id=metadata.channel_id,
+        message_ts=metadata.message_ts or None,
+        thread_ts=metadata.thread_ts or None,
+    )
+
+
+def reply_modal(place: CardPlace) -> Block:
+    """The modal view for ``views.open``; ``private_metadata`` carries ``place``."""
     note = "The tool will not run; the assistant is told your reply instead."
     return {
         "type": "modal",
@@ -66,7 +86,7 @@ def reply_modal(place: CardPlace) -> Block:
         "title": _plain(TITLE),
         "submit": _plain("Send"),
         "close": _plain("Cancel"),
-        "private_metadata": json.dumps(metadata, separators=(",", ":")),
+        "private_metadata": place_metadata(place),
         "blocks": [
             {"type": "context", "elements": [{"type": "mrkdwn", "text": note}]},
             {
@@ -123,19 +143,14 @@ def parse_submission(body: Mapping[str, object]) -> ReplySubmission | None:
     """The submission of a reply modal, or None when ``body`` is not a well-formed one."""
     try:
         payload = _Submission.model_validate(body)
-        metadata = _Metadata.model_validate_json(payload.view.private_metadata)
     except ValidationError:
         return None
-    if payload.view.callback_id != CALLBACK_ID:
+    place = place_from_metadata(payload.view.private_metadata)
+    if payload.view.callback_id != CALLBACK_ID or place is None:
         return None
     field = payload.view.state.values.get(INPUT_BLOCK_ID, {}).get(INPUT_ACTION_ID)
     return ReplySubmission(
-        place=CardPlace(
-            approval_id=metadata.approval_id,
-            channel_id=metadata.channel_id,
-            message_ts=metadata.message_ts or None,
-            thread_ts=metadata.thread_ts or None,
-        ),
+        place=place,
         user_id=payload.user.id,
         text=((field.value if field else None) or "").strip(),
     )

@@ -15,7 +15,10 @@ the payload a fresh ``trigger_id``; ``views.open`` accepts each trigger once
 against Slack's limits and keeps it; :meth:`FakeSlack.submit_view` then does what Slack's
 client does on "Submit" (refuses an empty required field or an over-long one, like the
 client) and pushes the ``view_submission``; an ack without ``response_action: errors``
-closes the view.
+closes the view. :meth:`FakeSlack.press_in_view` presses a button inside an open view;
+``views.update`` replaces an open view (``not_found`` once it is closed, ``hash_conflict``
+when the hash given is not the view's current one) and gives it a new hash. Messages and
+views are checked against Slack's Block Kit limits (``invalid_blocks``).
 
 Also here: payload builders for events and clicks, and request signing for HTTP mode.
 """
@@ -34,7 +37,12 @@ from typing import Any
 from aiohttp import WSMsgType, web
 from slack_sdk.signature import SignatureVerifier
 
-from tests.fakes.slack_views import view_problems, view_submission
+from tests.fakes.slack_views import (
+    block_problems,
+    view_block_actions,
+    view_problems,
+    view_submission,
+)
 
 JSON = dict[str, Any]
 BOT_USER = "UBOT"
@@ -73,6 +81,7 @@ class FakeSlack:
         self.messages: dict[tuple[str, str], JSON] = {}
         self.views: dict[str, JSON] = {}
         self.closed_views: set[str] = set()
+        self.view_updates: list[JSON] = []
         self.connections = 0
         self._triggers: dict[str, str] = {}  # trigger_id -> "fresh" | "exchanged" | "expired"
         self._trigger_ids = itertools.count(1)
@@ -220,6 +229,18 @@ class FakeSlack:
             self.closed_views.add(view_id)
         return dict(response)
 
+    def close_view(self, view_id: str) -> None:
+        """The person closes the view (the X or Cancel)."""
+        self.closed_views.add(view_id)
+
+    async def press_in_view(self, view_id: str, action_id: str, *, user: str) -> JSON:
+        """``user`` presses the button ``action_id`` in the open view; returns the ack."""
+        assert view_id not in self.closed_views, "the view is closed"
+        payload = view_block_actions(
+            self.views[view_id], action_id, user=user, trigger_id=self.issue_trigger()
+        )
+        return await self.wait_ack(await self.push("interactive", payload))
+
     async def wait_view(self, count: int = 1, wait_s: float = 10.0) -> JSON:
         """Wait until ``count`` views were opened; returns the last one."""
         await self._wait(lambda: len(self.views) >= count, wait_s)
@@ -289,6 +310,15 @@ class FakeSlack:
             }
         if method == "apps.connections.open":
             return 200, {"ok": True, "url": f"ws://127.0.0.1:{self.port}/socket"}
+        if method in ("chat.postMessage", "chat.update") and block_problems(
+            params.get("blocks") or []
+        ):
+            messages = [f"[ERROR] {p}" for p in block_problems(params.get("blocks"))]
+            return 200, {
+                "ok": False,
+                "error": "invalid_blocks",
+                "response_metadata": {"messages": messages},
+            }
         if method == "chat.postMessage":
             message: JSON = {
                 "type": "message",
@@ -309,6 +339,8 @@ class FakeSlack:
             return self._replies(channel, params)
         if method == "views.open":
             return self._open_view(params)
+        if method == "views.update":
+            return self._update_view(params)
         if method == "chat.postEphemeral":
             return 200, {"ok": True, "message_ts": ts}
         if method == "users.info":
@@ -359,6 +391,39 @@ class FakeSlack:
         ]
         parent = self.messages.get((channel, root))
         return 200, {"ok": True, "messages": ([parent] if parent else []) + thread}
+
+    def _update_view(self, params: JSON) -> tuple[int, JSON]:
+        view_id = str(params.get("view_id") or "")
+        stored = self.views.get(view_id)
+        if stored is None or view_id in self.closed_views:
+            return 200, {"ok": False, "error": "not_found"}
+        if params.get("hash") and params["hash"] != stored["hash"]:
+            return 200, {"ok": False, "error": "hash_conflict"}
+        view = (
+            _decode(params["view"]) if isinstance(params.get("view"), str) else params.get("view")
+        )
+        problems = view_problems(view)
+        if problems or not isinstance(view, dict):
+            messages = [f"[ERROR] {p}" for p in problems]
+            return 200, {
+                "ok": False,
+                "error": "invalid_arguments",
+                "response_metadata": {"messages": messages},
+            }
+        updated: JSON = {
+            **{k: v for k, v in stored.items() if k in ("id", "team_id", "app_id", "bot_id")},
+            "hash": f"{int(time.time())}.{uuid.uuid4().hex[:8]}",
+            "root_view_id": stored["root_view_id"],
+            "previous_view_id": None,
+            "external_id": "",
+            "private_metadata": "",
+            "callback_id": "",
+            "state": {"values": {}},
+            **view,
+        }
+        self.views[view_id] = updated
+        self.view_updates.append(updated)
+        return 200, {"ok": True, "view": updated}
 
     def _open_view(self, params: JSON) -> tuple[int, JSON]:
         trigger_id = str(params.get("trigger_id") or "")

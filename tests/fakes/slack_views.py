@@ -1,11 +1,16 @@
-"""Modal views in the fake Slack: what Slack refuses in a view, and what a submission carries.
+"""Blocks and modal views in the fake Slack: what Slack refuses in them, and what a
+submission or a press in a view carries.
 
-:func:`view_problems` checks the limits of Slack's view reference that an adapter can run
-into (title, submit and close labels of at most 24 characters, at most 100 blocks, unique
-``block_id`` values, ``private_metadata`` of at most 3,000 characters, input labels and
-``plain_text_input.max_length``). :func:`view_submission` builds the ``view_submission``
-payload Slack sends when a person presses Submit, and refuses what Slack's client refuses
-(an empty required field, text over ``max_length``).
+:func:`block_problems` checks the Block Kit limits an adapter can run into in a message or a
+view (section and context texts of 1-3,000 characters, button labels of at most 75 and
+values of at most 2,000, at most 25 elements in an actions block). :func:`view_problems`
+adds the limits of Slack's view reference (title, submit and close labels of at most 24
+characters, at most 100 blocks, unique ``block_id`` values, ``private_metadata`` of at most
+3,000 characters, input labels and ``plain_text_input.max_length``).
+:func:`view_submission` builds the ``view_submission`` payload Slack sends when a person
+presses Submit, and refuses what Slack's client refuses (an empty required field, text over
+``max_length``); :func:`view_block_actions` builds the ``block_actions`` payload of a button
+pressed inside a view.
 """
 
 from __future__ import annotations
@@ -26,6 +31,38 @@ def _plain_text_problems(where: str, value: Any, limit: int) -> list[str]:
     return []
 
 
+def _text_problems(where: str, value: Any, limit: int = 3000) -> list[str]:
+    if not isinstance(value, dict) or value.get("type") not in ("mrkdwn", "plain_text"):
+        return [f"{where} must be a text object"]
+    text = value.get("text")
+    if not isinstance(text, str) or not text or len(text) > limit:
+        return [f"{where} text must be 1-{limit} characters"]
+    return []
+
+
+def block_problems(blocks: Any, *, limit: int = 50) -> list[str]:
+    """What Slack would refuse in ``blocks`` (of a message: at most 50)."""
+    if not isinstance(blocks, list) or len(blocks) > limit:
+        return [f"blocks must be a list of at most {limit} blocks"]
+    problems: list[str] = []
+    for index, block in enumerate(blocks):
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "section":
+            problems += _text_problems(f"block {index}", block.get("text"))
+        elif kind == "context":
+            for element in block.get("elements") or []:
+                problems += _text_problems(f"block {index} element", element)
+        elif kind == "actions":
+            elements = block.get("elements") or []
+            if not 1 <= len(elements) <= 25:
+                problems.append(f"block {index} must have 1-25 elements")
+            for element in elements:
+                problems += _text_problems(f"block {index} button", element.get("text"), 75)
+                if len(str(element.get("value", ""))) > 2000:
+                    problems.append(f"block {index} button value must be at most 2000")
+    return problems
+
+
 def view_problems(view: Any) -> list[str]:
     """What Slack would refuse in a modal view (the limits the adapter can run into)."""
     if not isinstance(view, dict) or view.get("type") != "modal":
@@ -43,6 +80,7 @@ def view_problems(view: Any) -> list[str]:
         problems.append("private_metadata must be at most 3000 characters")
     if len(str(view.get("callback_id", ""))) > 255:
         problems.append("callback_id must be at most 255 characters")
+    problems += block_problems(blocks, limit=100)
     block_ids = [b.get("block_id") for b in blocks if isinstance(b, dict) and b.get("block_id")]
     if len(block_ids) != len(set(block_ids)):
         problems.append("block_id values must be unique")
@@ -87,4 +125,37 @@ def view_submission(view: JSON, *, user: str, text: str, trigger_id: str) -> JSO
         "response_urls": [],
         "is_enterprise_install": False,
         "enterprise": None,
+    }
+
+
+def view_block_actions(view: JSON, action_id: str, *, user: str, trigger_id: str) -> JSON:
+    """The payload of ``user`` pressing the button ``action_id`` inside ``view`` (as Slack
+    sends it: the view's container, the whole view with its hash, no channel)."""
+    buttons = [
+        (block, element)
+        for block in view.get("blocks") or []
+        if block.get("type") == "actions"
+        for element in block.get("elements") or []
+    ]
+    ((block, button),) = [(b, e) for b, e in buttons if e.get("action_id") == action_id]
+    return {
+        "type": "block_actions",
+        "team": {"id": TEAM, "domain": "fake"},
+        "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": TEAM},
+        "api_app_id": "A0001",
+        "token": "verification",
+        "container": {"type": "view", "view_id": view["id"]},
+        "trigger_id": trigger_id,
+        "view": json.loads(json.dumps(view)),
+        "actions": [
+            {
+                "type": "button",
+                "action_id": action_id,
+                "block_id": block.get("block_id", "b"),
+                "text": button.get("text"),
+                "value": button.get("value"),
+                "action_ts": "1700000200.1",
+            }
+        ],
+        "is_enterprise_install": False,
     }
