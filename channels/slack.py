@@ -1,8 +1,10 @@
 """The Slack channel, on slack-bolt's async app.
 
 Inbound: Socket Mode by default (app-level token, see :mod:`channels.slack_socket`), or the
-HTTP Events API mounted on the daemon's aiohttp app at ``events_path`` (bolt checks the
-signature and timestamp: a bad or stale request gets 401). Every request is acknowledged at
+HTTP Events API mounted on the daemon's aiohttp app at ``events_path``. The signature and
+timestamp are checked on the raw bytes before bolt sees the request (a bad or stale request
+gets 401, one log line): bolt parses the body before it checks the signature, and a
+malformed unsigned body would crash it. Every request is acknowledged at
 once; bolt listeners only drop the payload into a bounded queue that a worker owned by
 :meth:`SlackChannel.run` drains (see :mod:`channels.slack_inbound`), so a slow gateway never
 delays the ack past Slack's 3 seconds. Retries are no-ops:
@@ -23,7 +25,10 @@ sets ``FAILED`` and ``run`` raises :class:`~bot.errors.ChannelAuthError`.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import hmac
 import re
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -46,6 +51,7 @@ from bot.config import ChannelCommon, Settings, SlackChannelConfig
 from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelAuthError, ChannelError, ConfigError
 from bot.scrub import register_secrets
+from bot.web import header_bytes
 from channels.card_index import CardEntry, CardIndex
 from channels.slack_api import SlackWebApi
 from channels.slack_blocks import card_blocks, card_text
@@ -82,6 +88,25 @@ def emoji_name(emoji: str) -> str | None:
         return _EMOJI_NAMES[emoji]
     match = _EMOJI_NAME.match(emoji)
     return match.group(1) if match else None
+
+
+_SIGNATURE_MAX_AGE_S = 300
+
+
+def _check_signature(request: web.Request, body: bytes, signing_secret: str) -> None:
+    """Raise 401 unless Slack signed ``body`` within the last five minutes (Slack's
+    ``v0`` scheme), comparing the header's raw bytes so that any value is merely wrong."""
+    stamp = header_bytes(request, "X-Slack-Request-Timestamp")
+    if not (stamp.isdigit() and len(stamp) <= 12) or (
+        abs(time.time() - int(stamp)) > _SIGNATURE_MAX_AGE_S
+    ):
+        raise web.HTTPUnauthorized(text="missing or stale request timestamp")
+    digest = hmac.new(signing_secret.encode(), b"v0:" + stamp + b":" + body, hashlib.sha256)
+    expected = b"v0=" + digest.hexdigest().encode()
+    if not signing_secret or not hmac.compare_digest(
+        expected, header_bytes(request, "X-Slack-Signature")
+    ):
+        raise web.HTTPUnauthorized(text="invalid request signature")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -202,6 +227,7 @@ class SlackChannel:
         app = self._app
         if app is None:
             return web.Response(status=503, text="slack channel not running")
+        _check_signature(request, await request.read(), self._creds.signing_secret or "")
         response = await app.async_dispatch(await to_bolt_request(request))
         return await to_aiohttp_response(response)
 

@@ -2,21 +2,23 @@
 
 Telegram sends every update as a JSON POST carrying the ``X-Telegram-Bot-Api-Secret-Token``
 header set by ``setWebhook``. A missing or wrong header gets ``403`` and the update is never
-looked at; a body that is not a JSON object gets ``400``. An accepted update is handed to the
-callback *before* the ``200`` is sent, so an update whose handling failed (``500``) is sent
-again by Telegram instead of being lost.
+looked at: the header's raw bytes are compared in constant time, so a value that is not ASCII
+or not even UTF-8 is simply wrong. After the secret, the body must be JSON (``415``), at most
+:data:`bot.web.MAX_BODY_BYTES` (``413``), UTF-8 and one JSON object (``400``); the wrong
+method gets ``405``, an unparsable request aiohttp's ``400``. Each refusal is one log line
+(``http_request_refused``, see :mod:`bot.web`). An accepted update is handed to the callback
+*before* the ``200`` is sent, so an update whose handling failed (``500``) is sent again by
+Telegram instead of being lost.
 """
 
 from __future__ import annotations
 
 import hmac
-import json
 from collections.abc import Awaitable, Callable, Mapping
 
-import structlog
 from aiohttp import web
 
-log = structlog.get_logger(__name__)
+from bot.web import MAX_BODY_BYTES, header_bytes, log_refusals, read_json_object, server_runner
 
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 
@@ -34,7 +36,7 @@ class WebhookReceiver:
             raise ValueError("a webhook needs a secret token")
         self._secret = secret.encode()
         self._on_update = on_update
-        self._app = web.Application()
+        self._app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[log_refusals])
         self._app.router.add_post(path, self._receive)
         self._runner: web.AppRunner | None = None
         self._port = 0
@@ -44,7 +46,7 @@ class WebhookReceiver:
         return self._port
 
     async def start(self, listen: str, port: int) -> None:
-        runner = web.AppRunner(self._app, access_log=None)
+        runner = server_runner(self._app)
         await runner.setup()
         site = web.TCPSite(runner, listen, port)
         try:
@@ -62,19 +64,7 @@ class WebhookReceiver:
             self._runner = None
 
     async def _receive(self, request: web.Request) -> web.Response:
-        given = request.headers.get(SECRET_HEADER, "").encode()
-        if not hmac.compare_digest(given, self._secret):
-            log.warning(
-                "telegram_webhook_refused",
-                reason="secret token missing or wrong",
-                remote=request.remote,
-            )
-            return web.Response(status=403, text="forbidden")
-        try:
-            data = json.loads(await request.read())
-        except (ValueError, UnicodeDecodeError):
-            return web.Response(status=400, text="body is not JSON")
-        if not isinstance(data, dict):
-            return web.Response(status=400, text="body is not a JSON object")
-        await self._on_update(data)
+        if not hmac.compare_digest(header_bytes(request, SECRET_HEADER), self._secret):
+            raise web.HTTPForbidden(text="secret token missing or wrong")
+        await self._on_update(await read_json_object(request))
         return web.Response(status=200, text="ok")
