@@ -5,7 +5,8 @@ user messages to its :class:`~bot.channel.ChannelHost` as envelopes; it renders 
 progress edits, typing and approval cards. It decides nothing about access or approval.
 This module owns the lifecycle and health and composes the parts:
 :mod:`~channels.discord_inbound` (messages in), :mod:`~channels.discord_clicks` (answers on
-approval cards), :mod:`~channels.discord_outbound` (everything posted), sharing one
+approval cards and their full views), :mod:`~channels.discord_outbound` (everything posted,
+cards as :mod:`~channels.discord_card` renders them), sharing one
 :class:`~channels.discord_client.Connection` and one
 :class:`~channels.discord_threads.ThreadBook`.
 
@@ -29,7 +30,6 @@ import structlog
 
 from bot.channel import (
     ApprovalCard,
-    ApprovalChoice,
     ChannelHealth,
     ChannelHost,
     HealthState,
@@ -41,9 +41,15 @@ from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelAuthError, ChannelError, ConfigError
 from bot.scrub import register_secret
 from channels.card_index import CardIndex
-from channels.discord_approval import ApprovalButton, ReplyButton
+from channels.discord_approval import DYNAMIC_ITEMS
 from channels.discord_clicks import ApprovalClicks
-from channels.discord_client import Connection, GatewayClient, endpoint_scope, gateway_intents
+from channels.discord_client import (
+    ButtonPress,
+    Connection,
+    GatewayClient,
+    endpoint_scope,
+    gateway_intents,
+)
 from channels.discord_inbound import InboundMessages
 from channels.discord_outbound import Outbound
 from channels.discord_threads import ThreadBook
@@ -105,7 +111,7 @@ class DiscordChannel:
             gateway_url=self._config.gateway_url,
             guild_ready_timeout=self._config.guild_ready_timeout_s,
         )
-        client.add_dynamic_items(ApprovalButton, ReplyButton)
+        client.add_dynamic_items(*DYNAMIC_ITEMS)
         self._connection.client = client
         try:
             with endpoint_scope(self._config.api_base_url):
@@ -195,10 +201,13 @@ class DiscordChannel:
     async def reaction_added(self, payload: discord.RawReactionActionEvent) -> None:
         await self._clicks.reaction(payload)
 
-    async def approval_button(
-        self, interaction: discord.Interaction, approval_id: str, choice: ApprovalChoice
+    async def approval_button(self, interaction: discord.Interaction, press: ButtonPress) -> None:
+        await self._clicks.button(interaction, press)
+
+    async def show_full_button(
+        self, interaction: discord.Interaction, approval_id: str, card_message_id: int | None
     ) -> None:
-        await self._clicks.button(interaction, approval_id, choice)
+        await self._clicks.full_view_requested(interaction, approval_id, card_message_id)
 
     async def reply_button(self, interaction: discord.Interaction, approval_id: str) -> None:
         await self._clicks.reply_requested(interaction, approval_id)

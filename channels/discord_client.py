@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import aiohttp
@@ -31,6 +32,22 @@ from discord.webhook.async_ import AsyncWebhookAdapter, async_context
 from bot.channel import ApprovalChoice, ChannelHost
 
 log = structlog.get_logger(__name__)
+
+#: Every message the bot sends pings nobody: the client's default, and passed explicitly where
+#: a message shows values from a request (cards, full views).
+NO_MENTIONS = discord.AllowedMentions.none()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ButtonPress:
+    """A press of Approve / Deny / Always: on the card, or in its full view. A full view's
+    buttons name the card they came from (``card_message_id``), since the press arrives on
+    an ephemeral message the approval service cannot edit."""
+
+    approval_id: str
+    choice: ApprovalChoice
+    full_view: bool = False
+    card_message_id: int | None = None
 
 
 class GatewayListener(Protocol):
@@ -49,7 +66,11 @@ class GatewayListener(Protocol):
     async def reaction_added(self, payload: discord.RawReactionActionEvent) -> None: ...
 
     async def approval_button(
-        self, interaction: discord.Interaction, approval_id: str, choice: ApprovalChoice
+        self, interaction: discord.Interaction, press: ButtonPress
+    ) -> None: ...
+
+    async def show_full_button(
+        self, interaction: discord.Interaction, approval_id: str, card_message_id: int | None
     ) -> None: ...
 
     async def reply_button(self, interaction: discord.Interaction, approval_id: str) -> None: ...
@@ -159,7 +180,7 @@ class GatewayClient(discord.Client):
             intents=intents,
             guild_ready_timeout=guild_ready_timeout,
             chunk_guilds_at_startup=False,
-            allowed_mentions=discord.AllowedMentions.none(),
+            allowed_mentions=NO_MENTIONS,
         )
         self.listener = listener
         http = self.http

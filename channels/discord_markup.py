@@ -13,6 +13,10 @@ block. Outside code it is escaped with backslashes, which Discord hides; inside 
 backslash would show, so there the run is broken with zero-width spaces (invisible, but
 copied along with the code). A chunk that goes on with a line cut by the splitter has its
 leading heading, quote or list marker escaped the same way, so it reads as the text it was.
+
+Literal text (approval cards and full views, which show what will run): outside code every
+markup and mention character is escaped with a backslash (:func:`escape_text`); inside a code
+block (:func:`code_block`) only a run of three backticks needs breaking.
 """
 
 from __future__ import annotations
@@ -106,3 +110,35 @@ def render_single(text: str, limit: int = MESSAGE_LIMIT) -> str:
     if len(chunks) == 1:
         return chunks[0]
     return render_chunks(text, limit - 2)[0] + "\n…"
+
+
+# -- literal text: values shown as written (approval cards, full views) --------------------
+
+# Everything Discord reads as markup or a mention wherever it stands in a line; a backslash
+# before any punctuation shows that character as written, and Discord hides the backslash.
+_MARKUP_CHARS = re.compile(r"[\\*_~`|\[\]<>@#-]")
+_ORDERED_ITEM = re.compile(r"^(\s*\d+)\.(?=\s)", re.MULTILINE)
+
+
+def escape_text(text: str) -> str:
+    """``text`` to show as written outside code: no emphasis, spoiler, heading, subtext,
+    quote, list, masked link, mention, channel, emoji or timestamp can start in it."""
+    return _ORDERED_ITEM.sub(r"\1\\.", _MARKUP_CHARS.sub(r"\\\g<0>", text))
+
+
+def code_text(text: str) -> str:
+    """``text`` for inside a code block, where Discord shows everything as written except a
+    run of three backticks: those are broken by zero-width spaces
+    (:func:`~channels.markdown.defuse_fences`)."""
+    return md.defuse_fences(text)
+
+
+def fenced(code: str) -> str:
+    """``code`` (already :func:`code_text`) as a code block. The ``text`` language tag keeps
+    a first line from being read as a language."""
+    return f"```text\n{code}\n```"
+
+
+def code_block(text: str) -> str:
+    """``text`` as a code block that shows it as written."""
+    return fenced(code_text(text))

@@ -14,13 +14,14 @@ from collections.abc import Sequence
 
 import discord
 import structlog
+from discord.utils import MISSING
 
 from bot.channel import ApprovalCard, CardState, SentMessage
 from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelError
 from channels.card_index import CardEntry, CardIndex
-from channels.discord_approval import CARD_REACTIONS, card_content, card_view
-from channels.discord_client import Connection, GatewayClient
+from channels.discord_card import card_reactions, card_view, render_card
+from channels.discord_client import NO_MENTIONS, Connection, GatewayClient
 from channels.discord_markup import render_chunks, render_single
 from channels.discord_threads import ThreadBook
 
@@ -110,12 +111,15 @@ class Outbound:
 
     async def post_approval_card(self, target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
         destination = await self._destination(target)
-        view = card_view(card)
+        shown = render_card(card)
+        view = card_view(card, shown)
         try:
-            if view is not None:
-                message = await destination.send(card_content(card), view=view)
-            else:
-                message = await destination.send(card_content(card))
+            message = await destination.send(
+                shown.content,
+                view=view if view is not None else MISSING,
+                allowed_mentions=NO_MENTIONS,
+                suppress_embeds=True,
+            )
         except discord.HTTPException as exc:
             raise ChannelError(
                 f"{self.ref}: posting an approval card failed: HTTP {exc.status}"
@@ -125,15 +129,18 @@ class Outbound:
             # Keyed by the channel the message is in, as a reaction names it.
             where = target.thread_id or target.conversation_id
             await self._cards.remember(where, message_id, CardEntry(approval_id=card.approval_id))
-            for emoji in CARD_REACTIONS:
+            for emoji in card_reactions(card, shown):
                 await self.react(target, message_id, emoji)
         return SentMessage(target=target, message_id=message_id)
 
     async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:
         destination = await self._destination(message.target)
         partial = destination.get_partial_message(int(message.message_id))
+        shown = render_card(card)
         try:
-            await partial.edit(content=card_content(card), view=card_view(card))
+            await partial.edit(
+                content=shown.content, view=card_view(card, shown), allowed_mentions=NO_MENTIONS
+            )
         except discord.NotFound:
             self._log.warning("discord_card_gone", message_id=message.message_id)
         except discord.HTTPException as exc:

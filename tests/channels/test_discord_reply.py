@@ -21,7 +21,7 @@ from bot.envelope import DeliveryTarget
 from bot.store import Store
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
 from channels.discord import DiscordChannel
-from channels.discord_approval import card_content
+from channels.discord_card import render_card
 from channels.discord_clicks import EMPTY_REPLY
 from channels.discord_reply import FIELD_ID
 from tests.approval.service_host import ServiceHost
@@ -307,5 +307,5 @@ async def test_card_left_by_a_crash_before_its_reference_was_stored_is_closed_by
     assert expired.status is ApprovalStatus.EXPIRED
     # The card shows the request's real outcome, as the core's own edit would have.
     assert edit.body is not None and edit.body["components"] == []
-    assert edit.body["content"] == card_content(card_for(expired, timeout_s=30))
+    assert edit.body["content"] == render_card(card_for(expired, timeout_s=30)).content
     assert edit.body["content"].startswith("**⌛ Expired: shell**")

@@ -1,11 +1,23 @@
-"""The checks Discord's API makes on message components and modals, for the fake to refuse
-what the real Discord refuses (a 400 with code 50035): message components keep to five action
-rows of one to five, labels to 80 characters and unique ``custom_id`` s of at most 100; a modal
-carries a title (≤ 45), a ``custom_id`` (≤ 100) and one to five text inputs (in a Label, type
-18, or an action row).
+"""The checks Discord's API makes on messages and modals, for the fake to refuse what the
+real Discord refuses (a 400 with code 50035): message content keeps to 2,000 characters;
+message components keep to five action rows of one to five, labels to 80 characters and
+unique ``custom_id`` s of at most 100; a modal carries a title (≤ 45), a ``custom_id``
+(≤ 100) and one to five text inputs (in a Label, type 18, or an action row).
 """
 
 from __future__ import annotations
+
+MESSAGE_LIMIT = 2000  # characters of message content
+
+
+def message_problem(body: object) -> str | None:
+    """Why Discord would refuse this message body (content and components), or None."""
+    if not isinstance(body, dict):
+        return None
+    content = body.get("content")
+    if isinstance(content, str) and len(content) > MESSAGE_LIMIT:
+        return f"content: must be {MESSAGE_LIMIT} or fewer in length"
+    return components_problem(body.get("components"))
 
 
 def components_problem(rows: object) -> str | None:

@@ -9,9 +9,15 @@ Facts discord.py 2.7 relies on (see ``docs/design/channels.md``): REST replies c
 READY and then one GUILD_CREATE per guild; heartbeats (op 1) get op 11; an interaction
 callback answers with an ``{"interaction": …, "resource": …}`` body.
 
-Checks the real Discord makes and this fake makes too (a 400 with code 50035 or 40060): an
-interaction is answered once, and only if it was dispatched; a MODAL callback (type 9) is
-refused for a MODAL_SUBMIT; components and modals keep to :mod:`tests.fakes.discord_limits`.
+Interaction follow-ups (``POST /webhooks/<application>/<interaction token>``, tokens are
+``itoken<interaction id>``) are taken once the interaction was answered; they and ephemeral
+responses are kept, in order, in :attr:`FakeDiscord.ephemerals`. Multipart uploads are read
+into ``payload_json`` and :attr:`Call.files`.
+
+Checks the real Discord makes and this fake makes too (a 400 with code 50035 or 40060, a 404
+with 10015): an interaction is answered once, and only if it was dispatched; a follow-up
+only after the answer; a MODAL callback (type 9) is refused for a MODAL_SUBMIT; content,
+components and modals keep to :mod:`tests.fakes.discord_limits`.
 Payload builders are in :mod:`tests.fakes.discord_payloads`.
 """
 
@@ -28,7 +34,7 @@ from typing import Any, cast
 
 from aiohttp import WSMsgType, web
 
-from tests.fakes.discord_limits import components_problem, modal_problem
+from tests.fakes.discord_limits import message_problem, modal_problem
 from tests.fakes.discord_payloads import (
     APPLICATION_ID,
     JSON,
@@ -41,6 +47,7 @@ from tests.fakes.discord_payloads import (
 )
 
 BOT_TOKEN = "fake-discord-token"
+EPHEMERAL = 64  # message flag
 
 
 def _json(data: object, status: int = 200) -> web.Response:
@@ -51,6 +58,19 @@ def _json(data: object, status: int = 200) -> web.Response:
 
 def _invalid(message: str, code: int = 50035) -> web.Response:
     return _json({"message": message, "code": code}, 400)
+
+
+async def _read_body(request: web.Request) -> tuple[JSON | None, dict[str, bytes]]:
+    """The JSON body; for a multipart upload its ``payload_json`` and the files by name."""
+    if not request.can_read_body:
+        return None, {}
+    if request.content_type.startswith("multipart/"):
+        form = await request.post()
+        files = {f.filename: f.file.read() for f in form.values() if isinstance(f, web.FileField)}
+        payload = form.get("payload_json")
+        return (cast(JSON, json.loads(str(payload))) if payload else None), files
+    raw = await request.read()
+    return (cast(JSON, json.loads(raw)) if raw else None), {}
 
 
 def _rate_limited(retry_after: float) -> web.Response:
@@ -68,6 +88,7 @@ class Call:
     path: str
     body: JSON | None
     query: Mapping[str, str]
+    files: Mapping[str, bytes] = field(default_factory=dict)  # multipart uploads, by name
     at: float = field(default_factory=time.monotonic)
 
 
@@ -89,6 +110,10 @@ class FakeDiscord:
         self.calls: list[Call] = []
         self.messages: dict[str, JSON] = {}
         self.interactions: dict[str, int] = {}  # dispatched interaction id -> type
+        self.interaction_channels: dict[str, str] = {}  # dispatched interaction id -> channel
+        #: Messages only the interaction's user sees (ephemeral responses and follow-ups), in
+        #: order, by interaction id.
+        self.ephemerals: dict[str, list[JSON]] = {}
         self.modals: dict[str, JSON] = {}  # interaction id -> the modal it was answered with
         self._answered: set[str] = set()
         self.identify_close_code: int | None = None
@@ -196,6 +221,7 @@ class FakeDiscord:
         assert self._ws is not None
         if event == "INTERACTION_CREATE":
             self.interactions[str(data["id"])] = int(data["type"])
+            self.interaction_channels[str(data["id"])] = str(data["channel_id"])
         frame = {"op": 0, "s": next(self._seq), "t": event, "d": data}
         await self._ws.send_str(json.dumps(frame))
 
@@ -259,21 +285,20 @@ class FakeDiscord:
 
     async def _rest(self, request: web.Request) -> web.Response:
         path = "/" + request.match_info["tail"]
-        body: JSON | None = None
-        if request.can_read_body:
-            raw = await request.read()
-            body = cast(JSON, json.loads(raw)) if raw else None
+        body, files = await _read_body(request)
         self.calls.append(
-            Call(method=request.method, path=path, body=body, query=dict(request.query))
+            Call(
+                method=request.method, path=path, body=body, query=dict(request.query), files=files
+            )
         )
         try:
-            if request.headers.get("Authorization") != f"Bot {self.token}" and not path.startswith(
-                "/interactions/"
-            ):
+            # Interaction callbacks and follow-ups are authorised by the interaction token.
+            by_token = path.startswith(("/interactions/", "/webhooks/"))
+            if request.headers.get("Authorization") != f"Bot {self.token}" and not by_token:
                 return _json({"message": "401: Unauthorized", "code": 0}, 401)
             if self.rate_limits:
                 return _rate_limited(self.rate_limits.pop(0))
-            response = self._route(request.method, path, body or {})
+            response = self._route(request.method, path, body or {}, request.query)
             if response.status == 201 and path.endswith("/threads"):
                 # Discord tells the creator's gateway about the new thread, as it does here.
                 thread = json.loads(cast(bytes, response.body))
@@ -282,13 +307,13 @@ class FakeDiscord:
         finally:
             await self._notify()
 
-    def _route(self, method: str, path: str, body: JSON) -> web.Response:
+    def _route(self, method: str, path: str, body: JSON, query: Mapping[str, str]) -> web.Response:
         if (method, path) == ("GET", "/users/@me"):
             return _json(self.bot_user)
         if (method, path) == ("GET", "/oauth2/applications/@me"):
             return _json(application_payload(self.application_id, self.bot_user))
         if (m := re.fullmatch(r"/channels/(\d+)/messages", path)) and method == "POST":
-            if problem := components_problem(body.get("components")):
+            if problem := message_problem(body):
                 return _invalid(problem)
             return _json(self._store_message(m[1], body))
         if m := re.fullmatch(r"/channels/(\d+)/messages/(\d+)", path):
@@ -296,7 +321,7 @@ class FakeDiscord:
             if stored is None or stored["channel_id"] != m[1]:
                 return _json({"message": "Unknown Message", "code": 10008}, 404)
             if method == "PATCH":
-                if problem := components_problem(body.get("components")):
+                if problem := message_problem(body):
                     return _invalid(problem)
                 stored.update({k: body[k] for k in ("content", "components") if k in body})
                 stored["edited_timestamp"] = TIMESTAMP
@@ -313,6 +338,8 @@ class FakeDiscord:
             return _json({**thread, "name": body.get("name", "")}, 201)
         if m := re.fullmatch(r"/interactions/(\d+)/[^/]+/callback", path):
             return self._interaction_callback(m[1], body)
+        if (m := re.fullmatch(r"/webhooks/\d+/itoken(\d+)", path)) and method == "POST":
+            return self._follow_up(m[1], body, wait=query.get("wait") in ("1", "true"))
         return _json({"message": f"fake has no route {method} {path}", "code": 0}, 404)
 
     def _interaction_callback(self, interaction_id: str, body: JSON) -> web.Response:
@@ -322,6 +349,9 @@ class FakeDiscord:
         if interaction_id in self._answered:
             return _invalid("Interaction has already been acknowledged.", 40060)
         data = body.get("data")
+        is_message = isinstance(data, dict) and body.get("type") in (4, 7)
+        if is_message and (problem := message_problem(data)):
+            return _invalid(problem)
         if body.get("type") == 9:
             if kind == 5:
                 return _invalid("Invalid Form Body: a modal cannot answer a modal submit")
@@ -333,6 +363,8 @@ class FakeDiscord:
         resource: JSON = {"type": body.get("type")}
         if isinstance(data, dict) and body.get("type") in (4, 7):
             resource["message"] = self._message_payload("0", data)
+        if isinstance(data, dict) and body.get("type") == 4 and data.get("flags", 0) & EPHEMERAL:
+            self._keep_ephemeral(interaction_id, data)
         return _json(
             {
                 "interaction": {
@@ -345,6 +377,26 @@ class FakeDiscord:
                 "resource": resource,
             }
         )
+
+    def _follow_up(self, interaction_id: str, body: JSON, *, wait: bool) -> web.Response:
+        """A follow-up message: only after the interaction was answered (or deferred)."""
+        if interaction_id not in self._answered:
+            return _json({"message": "Unknown Webhook", "code": 10015}, 404)
+        if problem := message_problem(body):
+            return _invalid(problem)
+        message = self._keep_ephemeral(interaction_id, body)
+        return _json(message) if wait else web.Response(status=204)
+
+    def _keep_ephemeral(self, interaction_id: str, body: JSON) -> JSON:
+        channel_id = self.interaction_channels.get(interaction_id, "0")
+        message = self._message_payload(channel_id, body)
+        message["flags"] = int(body.get("flags", 0))
+        message["attachments"] = [
+            {"id": str(n), "filename": a.get("filename", "")}
+            for n, a in enumerate(body.get("attachments") or [])
+        ]
+        self.ephemerals.setdefault(interaction_id, []).append(message)
+        return message
 
     def _store_message(self, channel_id: str, body: JSON) -> JSON:
         message = self._message_payload(channel_id, body)
