@@ -10,11 +10,23 @@ as its text. (MarkdownV2 is not used: HTML needs three escapes, MarkdownV2 eight
 :func:`render_chunks` splits the markdown first (never inside a code fence, see
 :mod:`bot.chunking`) and converts each piece, so every chunk is valid HTML on its own and at
 most ``limit`` characters long after conversion.
+
+**Progress lines are literal.** A line shaped like the core's progress lines
+(:mod:`bot.progress`: ``⏳ tool: hint``, ``✅ tool (1.2s)``, ``❌ tool (1.2s): reason``,
+``🔐 waiting for approval: tool``) is escaped, not parsed as markdown, and its value (the
+hint or the reason, which come from tool arguments and errors) is set in ``<code>``, where
+Telegram finds no ``@mention``, link or command: an argument such as ``[x](tg://user?id=1)``
+or ``*rm*`` shows as written and pings nobody.
+
+:func:`split_literal` cuts text shown literally (an approval's full text, in ``<pre>``) into
+escaped pieces, never inside an HTML entity or a visible escape (:mod:`bot.visible_text`).
+Sizes sent to Telegram are measured by :func:`telegram_length`.
 """
 
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Iterable
 from dataclasses import replace
 
@@ -25,10 +37,38 @@ TELEGRAM_LIMIT = 4096
 
 _SAFE_SCHEMES = ("http://", "https://", "tg://", "mailto:")
 _TAGS = {md.Style.STRONG: "b", md.Style.EMPHASIS: "i", md.Style.STRIKE: "s"}
+# The shapes of bot.progress's lines: with a value (hint, reason) shown in code, or without.
+_PROGRESS_WITH_VALUE = re.compile(r"(?P<head>⏳ \S+?: |❌ \S+ \(\d+\.\ds\): )(?P<value>.+)")
+_PROGRESS_PLAIN = re.compile(r"⏳ \S+|[✅❌] \S+ \(\d+\.\ds\)|🔐 waiting for approval: \S+")
+# What a cut must not fall inside: a visible escape (bot.visible_text) or one character.
+_LITERAL_PIECE = re.compile(r"\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|[tr])|.", re.DOTALL)
 
 
 def _escape(text: str) -> str:
     return html.escape(text, quote=False)
+
+
+def telegram_length(rendered: str) -> int:
+    """The size of ``rendered`` as checked against Telegram's limits: UTF-16 code units of the
+    HTML itself, an upper bound of what Telegram counts after parsing it."""
+    return len(rendered.encode("utf-16-le")) // 2
+
+
+def literal_line(text: str) -> str:
+    """One line shown as written: escaped, its value (after the line's label) in code."""
+    head, sep, value = text.partition(": ")
+    if not sep or not value:
+        return _escape(text)
+    return f"{_escape(head)}: <code>{_escape(value)}</code>"
+
+
+def _progress(text: str) -> str | None:
+    """The literal rendering of a progress line, or None when ``text`` is not one."""
+    if match := _PROGRESS_WITH_VALUE.fullmatch(text):
+        return f"{_escape(match['head'])}<code>{_escape(match['value'])}</code>"
+    if _PROGRESS_PLAIN.fullmatch(text):
+        return _escape(text)
+    return None
 
 
 def _link(url: str, label: str, written: str) -> str:
@@ -63,6 +103,8 @@ def _line(line: md.Line) -> str:
             return f"<b>{_inline(md.parse_inline(title))}</b>"
         case md.ListItem(indent=indent, text=item):
             return f"{indent}• {_inline(md.parse_inline(item))}"
+        case md.Plain(source=text) if (literal := _progress(text)) is not None:
+            return literal
         case md.Rule(source=text) | md.Plain(source=text) | md.Quote(source=text):
             return _inline(md.parse_inline(text))
 
@@ -136,8 +178,36 @@ def render_chunks(markdown: str, limit: int = TELEGRAM_LIMIT) -> list[str]:
     return [html for chunk in split_chunks(markdown, limit) for html in _render(chunk, limit)]
 
 
-def plain_card(text: str) -> str:
-    """An approval card's plain text as HTML: first line bold, everything else escaped."""
-    head, _, rest = text.partition("\n")
-    body = f"<b>{_escape(head)}</b>"
-    return f"{body}\n{_escape(rest)}" if rest else body
+def literal_pieces(text: str) -> list[str]:
+    """``text`` as the pieces a cut may fall between: a visible escape (``\\u202e``) is one
+    piece, every other character another."""
+    return _LITERAL_PIECE.findall(text)
+
+
+def split_literal(text: str, budget: int) -> list[str]:
+    """``text`` escaped, in pieces of at most ``budget`` (:func:`telegram_length`) each.
+
+    A piece ends after a line break when one lies in its second half, else between two
+    characters; never inside an HTML entity (``&amp;``) or a visible escape (``\\u202e``).
+    The pieces joined and unescaped give ``text`` back, every character of it.
+    """
+    pieces: list[str] = []
+    current: list[str] = []
+    size = 0
+    last_break = -1  # index in ``current`` after the latest line break
+    for raw in literal_pieces(text):
+        piece = _escape(raw)
+        length = telegram_length(piece)
+        while current and size + length > budget:
+            cut = last_break if last_break * 2 >= len(current) else len(current)
+            pieces.append("".join(current[:cut]))
+            current = current[cut:]
+            size = sum(telegram_length(p) for p in current)
+            last_break = -1
+        current.append(piece)
+        size += length
+        if piece == "\n":
+            last_break = len(current)
+    if current:
+        pieces.append("".join(current))
+    return pieces

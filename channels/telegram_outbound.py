@@ -7,9 +7,12 @@ target's forum topic and, for the first chunk, reply to the target message. Edit
 repeat: an unchanged text is not sent again, and "message is not modified" counts as success.
 Reactions and typing are best effort: a refusal is logged, never raised.
 
-A pending card has two rows of buttons: Approve / Deny / Always, then "✏️ Reply instead".
-Every posted card is recorded in the :class:`~channels.card_index.CardIndex`, and marked
-closed once it is edited to its outcome.
+Cards are rendered by :mod:`channels.telegram_card` (literal, fitted to one message, cut
+when they cannot fit) and full views by :mod:`channels.telegram_full_view`. Every posted card
+and every full-view message is recorded in the :class:`~channels.card_index.CardIndex`. When
+a card is edited to its outcome it is marked closed, and the full views of its approval lose
+their buttons (their text stays). A full-view message named in an outcome edit (a late tap
+on it) likewise only loses its buttons: its text is the request, not a card.
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ from typing import TypeVar
 import structlog
 from telegram import (
     Bot,
-    InlineKeyboardButton,
     InlineKeyboardMarkup,
+    InputFile,
     Message,
     ReactionTypeEmoji,
     ReplyParameters,
@@ -31,12 +34,14 @@ from telegram import (
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, RetryAfter, TelegramError
 
-from bot.channel import ApprovalCard, ApprovalChoice, CardState, SentMessage
+from bot.channel import ApprovalCard, CardState, SentMessage
 from bot.config import TelegramChannelConfig
 from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelError
-from channels.card_index import CardEntry, CardIndex
-from channels.telegram_markup import TELEGRAM_LIMIT, plain_card, render_chunks
+from channels.card_index import CardEntry, CardIndex, ViewMessage
+from channels.telegram_card import card_keyboard, fit_card, full_view_keyboard
+from channels.telegram_full_view import DOCUMENT_NAME, FullViewPlan, plan_full_view
+from channels.telegram_markup import TELEGRAM_LIMIT, render_chunks
 from channels.telegram_normalise import CallbackCodec, message_key, parse_message_id
 from channels.telegram_ratelimit import with_retry_after
 
@@ -47,12 +52,6 @@ T = TypeVar("T")
 _TAG = re.compile(r"<[^>]+>")
 # Telegram accepts only a fixed set of reaction emoji; map the core's to allowed ones.
 _REACTION_ALIASES = {"✅": "👍", "❌": "👎", "⏳": "👀", "🔐": "🤔"}
-_BUTTONS = (
-    ("✅ Approve", ApprovalChoice.APPROVE),
-    ("❌ Deny", ApprovalChoice.DENY),
-    ("♾️ Always", ApprovalChoice.ALWAYS),
-)
-REPLY_BUTTON = "✏️ Reply instead"
 
 
 # Memory bound of the per-message cache of last edited texts.
@@ -226,23 +225,14 @@ class TelegramOutbound:
         except TelegramError as exc:
             log.debug("telegram_typing_failed", channel=str(self._ref), error=exc.message)
 
-    def _keyboard(self, card: ApprovalCard) -> InlineKeyboardMarkup:
-        row = [
-            InlineKeyboardButton(label, callback_data=self.codec.encode(card.approval_id, c))
-            for label, c in _BUTTONS
-        ]
-        reply = InlineKeyboardButton(
-            REPLY_BUTTON, callback_data=self.codec.encode_reply(card.approval_id)
-        )
-        return InlineKeyboardMarkup([row, [reply]])
-
     async def post_approval_card(self, target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
-        markup = self._keyboard(card) if card.state is CardState.PENDING else None
-        message = await self._send_one(
-            target, plain_card(card.render_text()), reply=True, markup=markup
-        )
+        shown = fit_card(card)
+        markup = card_keyboard(shown.card, self.codec)
+        message = await self._send_one(target, shown.html, reply=True, markup=markup)
         if markup is not None:
-            entry = CardEntry(approval_id=card.approval_id)
+            entry = CardEntry(
+                approval_id=card.approval_id, thread_id=target.thread_id, cut=shown.card.cut
+            )
             await self.cards.remember(message.chat_id, message.message_id, entry)
         return SentMessage(
             target=target, message_id=message_key(message.chat_id, message.message_id)
@@ -254,11 +244,110 @@ class TelegramOutbound:
         return SentMessage(target=target, message_id=message_key(chat_id, message_id))
 
     async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:
-        """Show the card's new state; a decided card loses its buttons."""
+        """Show the card's new state; a decided card loses its buttons, and so do the full
+        views of its approval. A full-view message keeps its text."""
         pending = card.state is CardState.PENDING
+        chat = message.target.conversation_id
+        number = parse_message_id(message.message_id)
+        entry = await self.cards.find(chat, number)
+        if entry is not None and entry.full_view:
+            if not pending:
+                await self._remove_buttons(int(chat), number)
+                await self.cards.close(chat, number, card.approval_id)
+                await self._close_views(card.approval_id)
+            return
+        shown = fit_card(card)
         # Editing the text without a keyboard removes the buttons.
-        markup = self._keyboard(card) if pending else None
-        await self._edit_html(message, plain_card(card.render_text()), markup)
+        await self._edit_html(message, shown.html, card_keyboard(shown.card, self.codec))
         if not pending:
-            number = parse_message_id(message.message_id)
-            await self.cards.close(message.target.conversation_id, number, card.approval_id)
+            await self.cards.close(chat, number, card.approval_id)
+            await self._close_views(card.approval_id)
+
+    # -- full views ---------------------------------------------------------------------
+
+    async def post_full_view(self, where: DeliveryTarget, card: ApprovalCard) -> None:
+        """Post every character of ``card``'s request (:mod:`channels.telegram_full_view`),
+        each message a reply to ``where.reply_to_message_id`` (the card), the last one with
+        Approve / Deny / Always marked as chosen on the full view."""
+        plan = plan_full_view(card)
+        keyboard = full_view_keyboard(card.approval_id, self.codec)
+        views: list[ViewMessage] = []
+        if plan.document:
+            sent = await self._send_document(where, plan, keyboard)
+            views.append(
+                ViewMessage(
+                    conversation=str(sent.chat_id), message=str(sent.message_id), buttons=True
+                )
+            )
+        for index, page in enumerate(plan.pages, start=1):
+            last = index == len(plan.pages)
+            sent = await self._send_one(where, page, reply=True, markup=keyboard if last else None)
+            views.append(
+                ViewMessage(
+                    conversation=str(sent.chat_id), message=str(sent.message_id), buttons=last
+                )
+            )
+        await self.cards.add_views(card.approval_id, views)
+        log.info(
+            "telegram_full_view_posted",
+            channel=str(self._ref),
+            approval_id=card.approval_id,
+            messages=len(views),
+            document=bool(plan.document),
+        )
+
+    async def _send_document(
+        self, where: DeliveryTarget, plan: FullViewPlan, markup: InlineKeyboardMarkup
+    ) -> Message:
+        reply_to = (
+            ReplyParameters(
+                message_id=parse_message_id(where.reply_to_message_id),
+                allow_sending_without_reply=True,
+            )
+            if where.reply_to_message_id
+            else None
+        )
+        document = InputFile(plan.document, filename=DOCUMENT_NAME)
+        try:
+            return await self._call(
+                "sendDocument",
+                lambda: self._bot.send_document(
+                    chat_id=int(where.conversation_id),
+                    document=document,
+                    caption=plan.caption,
+                    parse_mode=ParseMode.HTML,
+                    message_thread_id=int(where.thread_id) if where.thread_id else None,
+                    reply_parameters=reply_to,
+                    reply_markup=markup,
+                ),
+            )
+        except BadRequest as exc:
+            raise ChannelError(f"telegram sendDocument refused: {exc.message}") from exc
+
+    async def _remove_buttons(self, chat_id: int, message_id: int) -> None:
+        try:
+            await self._call(
+                "editMessageReplyMarkup",
+                lambda: self._bot.edit_message_reply_markup(chat_id=chat_id, message_id=message_id),
+            )
+        except BadRequest as exc:
+            if not _not_modified(exc):
+                raise ChannelError(
+                    f"telegram editMessageReplyMarkup refused: {exc.message}"
+                ) from exc
+
+    async def _close_views(self, approval_id: str) -> None:
+        """Take the buttons off every full view of a decided approval. A view that cannot
+        be edited keeps them; a tap on it is answered "already decided"."""
+        for view in await self.cards.take_views(approval_id):
+            if view.buttons:
+                try:
+                    await self._remove_buttons(int(view.conversation), int(view.message))
+                except ChannelError as exc:
+                    log.warning(
+                        "telegram_full_view_close_failed",
+                        channel=str(self._ref),
+                        approval_id=approval_id,
+                        error=str(exc),
+                    )
+            await self.cards.close(view.conversation, view.message, approval_id)

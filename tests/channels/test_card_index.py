@@ -1,6 +1,7 @@
 """The card index every adapter shares, on a real SQLite file: entries survive a restart,
-closing keeps the card known, rows written by earlier versions are read or ignored, and
-the rows are the ``card:`` ones the daemon prunes."""
+closing keeps the card known (and what it showed), rows written by earlier versions are read
+or ignored, full views are listed per approval, and the rows are the ``card:`` ones the
+daemon prunes."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.store import Store
-from channels.card_index import CardEntry, CardIndex
+from channels.card_index import CardEntry, CardIndex, ViewMessage
 
 ALIAS = "slack.main"
 
@@ -66,3 +67,35 @@ async def test_without_a_store_nothing_is_remembered() -> None:
     index = CardIndex(None, ALIAS)
     await index.remember("C1", "1.1", CardEntry(approval_id="a1"))
     assert await index.find("C1", "1.1") is None
+
+
+async def test_what_a_message_showed_survives_closing(tmp_path: Path) -> None:
+    async with await Store.open(tmp_path / "h.db") as store:
+        index = CardIndex(store.channel_state, "telegram.main")
+        await index.remember(-100, 7, CardEntry(approval_id="a1", thread_id="5", cut=True))
+        await index.close(-100, 7, "a1")
+        assert await index.find(-100, 7) == CardEntry(
+            approval_id="a1", open=False, thread_id="5", cut=True
+        )
+        await index.remember(-100, 8, CardEntry(approval_id="a1"))
+        await index.close(-100, 8, "a2")  # another approval's outcome: nothing of a1 kept
+        assert await index.find(-100, 8) == CardEntry(approval_id="a2", open=False)
+
+
+async def test_full_views_are_listed_per_approval_and_taken_once(tmp_path: Path) -> None:
+    pages = [
+        ViewMessage(conversation="-100", message="9", buttons=False),
+        ViewMessage(conversation="-100", message="10", buttons=True),
+    ]
+    async with await Store.open(tmp_path / "h.db") as store:
+        index = CardIndex(store.channel_state, "telegram.main")
+        await index.add_views("a1", pages[:1])
+        await index.add_views("a1", pages[1:])
+        await index.add_views("a2", [ViewMessage(conversation="5", message="1", buttons=True)])
+    async with await Store.open(tmp_path / "h.db") as store:
+        index = CardIndex(store.channel_state, "telegram.main")  # a new process
+        assert await index.find("-100", "10") == CardEntry(approval_id="a1", full_view=True)
+        assert await index.take_views("a1") == tuple(pages)
+        assert await index.take_views("a1") == ()
+        assert len(await index.take_views("a2")) == 1
+        assert await store.channel_state.prune("card:", older_than_s=-60) == 3  # views pruned

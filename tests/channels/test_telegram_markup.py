@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from channels.telegram_markup import plain_card, render_chunks, to_html
+from channels.telegram_markup import render_chunks, to_html
 from tests.fakes.telegram_html import well_formed
 
 
@@ -110,12 +110,6 @@ def test_escaping_heavy_text_still_fits() -> None:
     assert len(chunks) >= 3
     assert all(len(c) <= 4096 and well_formed(c) for c in chunks)
     assert html.unescape("".join(chunks)).replace("\n", "").replace(" ", "") == text
-
-
-def test_card_text_is_escaped_with_a_bold_head() -> None:
-    assert plain_card("🔐 Approval needed: <x>\nrm a&b") == (
-        "<b>🔐 Approval needed: &lt;x&gt;</b>\nrm a&amp;b"
-    )
 
 
 _pieces = st.sampled_from(

@@ -6,9 +6,11 @@ is queued or the poll timeout passes, and can be told to fail the next calls of 
 (``429`` with ``retry_after``, ``409`` Conflict, ...). A wrong token gets ``401``.
 
 Like Telegram, it keeps each message the bot sent as a Message (HTML parsed into plain text and
-``entities``, the inline keyboard as ``reply_markup``), updates it on ``editMessageText`` and
-``editMessageReplyMarkup`` (an edit without ``reply_markup`` removes the keyboard), and answers
-an edit that changes neither text nor keyboard with "message is not modified".
+``entities``, the inline keyboard as ``reply_markup``; a ``sendDocument`` upload as a
+``document`` with its ``caption``, the bytes in :attr:`FakeTelegram.files`), updates it on
+``editMessageText`` and ``editMessageReplyMarkup`` (an edit without ``reply_markup`` removes
+the keyboard), and answers an edit that changes neither text nor keyboard with "message is
+not modified".
 :meth:`FakeTelegram.bot_message_now` gives a message's current state, to put into a callback
 query or a ``reply_to_message`` as Telegram would.
 
@@ -240,6 +242,9 @@ class FakeTelegram:
         method = request.match_info["method"]
         form = await request.post()
         params = {k: _decode(v) for k, v in form.items() if isinstance(v, str)}
+        for key, value in form.items():
+            if isinstance(value, web.FileField):  # an upload: its name and bytes
+                params[key] = {"file_name": value.filename, "bytes": value.file.read()}
         async with self._changed:
             self.calls.append(ApiCall(method, params))
             self._changed.notify_all()
@@ -320,6 +325,33 @@ class FakeTelegram:
             message["reply_markup"] = params["reply_markup"]
         return message
 
+    def _document(self, params: Mapping[str, Any]) -> JSON:
+        """A document message: the upload kept in :attr:`files`, the caption parsed."""
+        upload = params["document"]
+        message_id = next(self._message_ids)
+        file_id = f"DOC{message_id}"
+        self.files[f"documents/{file_id}"] = upload["bytes"]
+        caption = str(params.get("caption", ""))
+        message = self._message({**params, "text": caption}, message_id)
+        message.pop("text")
+        message.pop("entities", None)
+        caption_text, entities = (
+            _parse_html(caption) if params.get("parse_mode") == "HTML" else (caption, [])
+        )
+        message["caption"] = caption_text
+        if entities:
+            message["caption_entities"] = entities
+        message["document"] = {
+            "file_id": file_id,
+            "file_unique_id": "u" + file_id,
+            "file_name": upload["file_name"],
+            "mime_type": "text/plain",
+            "file_size": len(upload["bytes"]),
+        }
+        key = (int(params["chat_id"]), message_id)
+        self._sent[key] = _Sent(caption, params.get("reply_markup"), message)
+        return message
+
     def _answer(self, method: str, params: Mapping[str, Any]) -> Any:
         if method == "getMe":
             return {
@@ -336,6 +368,8 @@ class FakeTelegram:
             key = (int(params["chat_id"]), message["message_id"])
             self._sent[key] = _Sent(str(params["text"]), params.get("reply_markup"), message)
             return message
+        if method == "sendDocument":
+            return self._document(params)
         if method == "editMessageText":
             key = (int(params["chat_id"]), int(params["message_id"]))
             message = self._message(params, key[1])
