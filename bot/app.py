@@ -27,14 +27,16 @@ import structlog
 
 from bot.access import AccessPolicy
 from bot.agent.loop import run_turn
-from bot.agent.turn import AgentBundle, TurnState
+from bot.agent.turn import AgentBundle, TurnState, TurnStatus
+from bot.approval.findings import approval_findings
+from bot.approval.reasons import RuntimeReason
 from bot.approval.service import ApprovalService
 from bot.channel import Channel, ChannelHealth, HealthState
 from bot.channel_registry import ChannelContext, create_channel
 from bot.config import ChannelsConfig, ConsoleChannelConfig, Settings
 from bot.envelope import ChannelRef
 from bot.errors import ChannelAuthError
-from bot.gateway import Gateway, SessionControl, TurnRequest
+from bot.gateway import Gateway, SessionControl, TurnReply, TurnRequest
 from bot.metrics import MeteredGate, Metrics
 from bot.outbox import ChannelOutbox
 from bot.progress import ChannelProgress
@@ -45,6 +47,7 @@ from bot.schedules.runner import ScheduleRunner
 from bot.schedules.tools import schedule_tools
 from bot.store import Store
 from bot.tools.builtin import builtin_tools
+from bot.tools.cancellation import SHUTDOWN
 from bot.tools.hooks import ToolHooks
 from bot.tools.receipt import ReceiptSigner
 from bot.tools.spec import ToolSpec
@@ -107,6 +110,13 @@ class App:
             self.provider = self._given_provider or build_provider(settings)
             self._build_channels()
             self.approvals = ApprovalService(settings, self.store, self.channel_for)
+            for finding in approval_findings(settings):
+                log.warning(
+                    "approval_config_warning",
+                    channel=finding.channel,
+                    problem=finding.problem,
+                    fix=finding.fix,
+                )
             self.access = AccessPolicy(settings.channels, self.store)
             self.mcp = self._build_mcp(settings)
             self.schedule_book = ScheduleBook(
@@ -147,7 +157,7 @@ class App:
             raise
         self._runner = asyncio.create_task(self._supervise(), name="hatchway-app")
         await asyncio.sleep(0)  # let the gateway's task group open before recovery
-        await self.approvals.expire_pending(reason="restart")
+        await self.approvals.expire_pending(RuntimeReason.RESTART)
         pruned = await self.store.channel_state.prune("card:", older_than_s=CARD_INDEX_KEEP_S)
         if pruned:
             log.info("card_index_pruned", rows=pruned)
@@ -276,7 +286,7 @@ class App:
             self.mcp.update_settings(settings.mcp)
         self.scheduler.update_settings(settings.schedules)
 
-    async def _run_turn(self, request: TurnRequest, control: SessionControl) -> str | None:
+    async def _run_turn(self, request: TurnRequest, control: SessionControl) -> TurnReply:
         envelope = request.envelope
         channel = self.channel_for(envelope.channel)
         primary = self.settings.providers.get(self.settings.agent.provider)
@@ -306,15 +316,23 @@ class App:
             await state.progress.aclose()
         if self.metrics is not None:
             self.metrics.turn_finished(result.status.value)
-        return result.text
+        shutdown = result.status is TurnStatus.CANCELLED and state.cancel.reason == SHUTDOWN
+        return TurnReply(text=result.text, interrupted=SHUTDOWN if shutdown else "")
+
+    async def drain(self, timeout_s: float) -> bool:
+        """Stop taking messages and let running turns finish (:meth:`Gateway.drain`).
+        Pending approvals expire first (reason ``shutdown``): a turn waiting on one ends at
+        once instead of holding the drain. True when every turn finished on its own."""
+        await self.approvals.close()
+        return await self.gateway.drain(timeout_s)
 
     async def stop(self, *, drain_timeout_s: float = 30.0) -> None:
         if self._stopped:
             return
         self._stopped = True
-        drained = await self.gateway.drain(drain_timeout_s)
+        drained = await self.drain(drain_timeout_s)
         log.info("app_stopping", drained=drained)
-        await self.approvals.expire_pending(reason="shutdown")
+        await self.approvals.close()
         if self._runner is not None:
             self._runner.cancel()
             with contextlib.suppress(asyncio.CancelledError):

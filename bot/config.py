@@ -150,6 +150,17 @@ class SlackChannelConfig(ChannelCommon):
     reconnect_base_s: float = Field(default=1.0, gt=0)
     reconnect_max_s: float = Field(default=60.0, gt=0)
 
+    @model_validator(mode="after")
+    def _no_roles(self) -> SlackChannelConfig:
+        # A Slack click carries no roles, so approver_roles could never match: a key that
+        # silently does nothing would leave a team believing its approvers are set.
+        if self.approver_roles:
+            raise ValueError(
+                "approver_roles is not supported on Slack (a Slack click carries no roles); "
+                "list the approvers' Slack user ids (U…) in approvers instead"
+            )
+        return self
+
 
 class DiscordChannelConfig(ChannelCommon):
     token_env: str = "HATCHWAY_DISCORD_TOKEN"

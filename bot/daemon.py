@@ -241,7 +241,7 @@ class Daemon:
         log.info(
             "drain_started", running=running, queued=queued, timeout_s=self.options.drain_timeout_s
         )
-        drain = asyncio.create_task(app.gateway.drain(self.options.drain_timeout_s))
+        drain = asyncio.create_task(app.drain(self.options.drain_timeout_s))
         async with _owned(self._next_stop_signal(), "second-signal") as second:
             try:
                 await asyncio.wait({drain, second}, return_when=asyncio.FIRST_COMPLETED)

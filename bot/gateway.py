@@ -31,6 +31,7 @@ from bot.envelope import ChannelRef, IngressEnvelope, envelope_from_json, envelo
 from bot.errors import StorageError
 from bot.store import InboxKey, InboxStatus, Store
 from bot.store.db import busy_error
+from bot.tools.cancellation import SHUTDOWN
 
 log = structlog.get_logger(__name__)
 
@@ -82,14 +83,25 @@ class TurnRequest:
         return InboxKey(channel=str(self.envelope.channel), message_id=self.envelope.message_id)
 
 
-TurnRunner = Callable[[TurnRequest, "SessionControl"], Awaitable[str | None]]
-"""Runs one turn and returns the text to send back (None: nothing to send).
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnReply:
+    """What a turn leaves for the gateway: the text to send back (None: nothing), and, for a
+    turn cut short by the daemon stopping, ``interrupted`` (``"shutdown"``), which the inbox
+    entry records as its error instead of marking it done."""
+
+    text: str | None
+    interrupted: str = ""
+
+
+TurnRunner = Callable[[TurnRequest, "SessionControl"], Awaitable[TurnReply]]
+"""Runs one turn and returns its :class:`TurnReply`.
 
 The runner marks the request's inbox entry (:attr:`TurnRequest.inbox`) ``processing`` in
 the same transaction as the turn's first record (:func:`bot.agent.loop.run_turn` does it
 with the user message): an entry still ``received`` after a crash left no trace and is run
 again by :meth:`Gateway.recover`; a ``processing`` one was cut off and its sender is told.
-The gateway marks the entry ``done`` after sending the reply, or ``failed``."""
+The gateway marks the entry ``done`` after sending the reply, or ``failed`` (with the
+interruption's reason as its error)."""
 
 
 @dataclass(slots=True)
@@ -362,8 +374,17 @@ class Gateway:
                     error=type(exc).__name__,
                 )
                 return
-            if reply:
-                await self._send(envelope, reply)
+            if reply.text:
+                await self._send(envelope, reply.text)
+            if reply.interrupted:
+                log.info("turn_interrupted", reason=reply.interrupted)
+                await self._store.inbox.mark(
+                    channel=channel_name,
+                    message_id=envelope.message_id,
+                    status=InboxStatus.FAILED,
+                    error=reply.interrupted,
+                )
+                return
             await self._store.inbox.mark(
                 channel=channel_name,
                 message_id=envelope.message_id,
@@ -424,7 +445,7 @@ class Gateway:
         except TimeoutError:
             for session in self._sessions.values():
                 if session.control:
-                    session.control.cancel("shutdown")
+                    session.control.cancel(SHUTDOWN)
             try:
                 async with asyncio.timeout(10):
                     await self._idle.wait()

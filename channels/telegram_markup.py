@@ -11,12 +11,9 @@ as its text. (MarkdownV2 is not used: HTML needs three escapes, MarkdownV2 eight
 :mod:`bot.chunking`) and converts each piece, so every chunk is valid HTML on its own and at
 most ``limit`` characters long after conversion.
 
-**Progress lines are literal.** A line shaped like the core's progress lines
-(:mod:`bot.progress`: ``⏳ tool: hint``, ``✅ tool (1.2s)``, ``❌ tool (1.2s): reason``,
-``🔐 waiting for approval: tool``) is escaped, not parsed as markdown, and its value (the
-hint or the reason, which come from tool arguments and errors) is set in ``<code>``, where
-Telegram finds no ``@mention``, link or command: an argument such as ``[x](tg://user?id=1)``
-or ``*rm*`` shows as written and pings nobody.
+**Progress lines are literal** without help from here: the core sends a hint or a failure
+reason as a markdown code span (:func:`bot.progress.literal`), which becomes ``<code>``, where
+Telegram finds no ``@mention``, link or command.
 
 :func:`split_literal` cuts text shown literally (an approval's full text, in ``<pre>``) into
 escaped pieces, never inside an HTML entity or a visible escape (:mod:`bot.visible_text`).
@@ -37,9 +34,6 @@ TELEGRAM_LIMIT = 4096
 
 _SAFE_SCHEMES = ("http://", "https://", "tg://", "mailto:")
 _TAGS = {md.Style.STRONG: "b", md.Style.EMPHASIS: "i", md.Style.STRIKE: "s"}
-# The shapes of bot.progress's lines: with a value (hint, reason) shown in code, or without.
-_PROGRESS_WITH_VALUE = re.compile(r"(?P<head>⏳ \S+?: |❌ \S+ \(\d+\.\ds\): )(?P<value>.+)")
-_PROGRESS_PLAIN = re.compile(r"⏳ \S+|[✅❌] \S+ \(\d+\.\ds\)|🔐 waiting for approval: \S+")
 # What a cut must not fall inside: a visible escape (bot.visible_text) or one character.
 _LITERAL_PIECE = re.compile(r"\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|[tr])|.", re.DOTALL)
 
@@ -60,15 +54,6 @@ def literal_line(text: str) -> str:
     if not sep or not value:
         return _escape(text)
     return f"{_escape(head)}: <code>{_escape(value)}</code>"
-
-
-def _progress(text: str) -> str | None:
-    """The literal rendering of a progress line, or None when ``text`` is not one."""
-    if match := _PROGRESS_WITH_VALUE.fullmatch(text):
-        return f"{_escape(match['head'])}<code>{_escape(match['value'])}</code>"
-    if _PROGRESS_PLAIN.fullmatch(text):
-        return _escape(text)
-    return None
 
 
 def _link(url: str, label: str, written: str) -> str:
@@ -103,8 +88,6 @@ def _line(line: md.Line) -> str:
             return f"<b>{_inline(md.parse_inline(title))}</b>"
         case md.ListItem(indent=indent, text=item):
             return f"{indent}• {_inline(md.parse_inline(item))}"
-        case md.Plain(source=text) if (literal := _progress(text)) is not None:
-            return literal
         case md.Rule(source=text) | md.Plain(source=text) | md.Quote(source=text):
             return _inline(md.parse_inline(text))
 

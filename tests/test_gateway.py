@@ -16,7 +16,14 @@ from bot.approval.service import ApprovalService
 from bot.channel import ApprovalCard, ApprovalClick, ClickVerdict, SentMessage
 from bot.config import Settings, parse_settings
 from bot.envelope import ChannelRef, DeliveryTarget, IngressEnvelope, Sender, envelope_to_json
-from bot.gateway import FAILURE_MESSAGE, SHUTDOWN_MESSAGE, Gateway, SessionControl, TurnRequest
+from bot.gateway import (
+    FAILURE_MESSAGE,
+    SHUTDOWN_MESSAGE,
+    Gateway,
+    SessionControl,
+    TurnReply,
+    TurnRequest,
+)
 from bot.providers.base import ChatMessage
 from bot.store import InboxKey, InboxStatus, Store
 from tests.approval.conftest import APPROVER, REQUESTER, SLACK, make_record, make_settings
@@ -86,7 +93,7 @@ class Turns:
         self.running = 0
         self.peak = 0
 
-    async def __call__(self, request: TurnRequest, control: SessionControl) -> str | None:
+    async def __call__(self, request: TurnRequest, control: SessionControl) -> TurnReply:
         text = request.envelope.text
         self.started.append(text)
         gate = self.release.setdefault(text, asyncio.Event())
@@ -97,7 +104,7 @@ class Turns:
             await gate.wait()
         finally:
             self.running -= 1
-        return f"answer to {text}"
+        return TurnReply(text=f"answer to {text}")
 
     def finish(self, text: str) -> None:
         self.release.setdefault(text, asyncio.Event()).set()

@@ -100,11 +100,13 @@ def test_progress_hint(arguments: dict[str, object], hint: str | None) -> None:
 
 
 def test_line_formats() -> None:
-    assert started_line("shell", "ls") == "⏳ shell: ls"
+    assert started_line("shell", "ls") == "⏳ shell: `ls`"
+    assert started_line("shell", "a`b") == "⏳ shell: ``a`b``"
+    assert started_line("shell", "`x") == "⏳ shell: `` `x ``"
     assert started_line("clock", "") == "⏳ clock"
     assert finished_line("shell", ok=True, duration_s=1.234) == "✅ shell (1.2s)"
     assert finished_line("shell", ok=False, duration_s=0.5, reason="exit 2") == (
-        "❌ shell (0.5s): exit 2"
+        "❌ shell (0.5s): `exit 2`"
     )
     assert waiting_line("shell").startswith("🔐 waiting for approval")
 
@@ -115,7 +117,7 @@ async def test_editable_channel_gets_one_message_edited_at_most_once_a_second() 
     await progress.tool_started(call_id="1", tool="shell", hint="ls")
     assert channel.sent == []  # the sink never waits for the platform: the ticker sends
     await progress.pulse()
-    assert channel.sent == ["⏳ shell: ls"]
+    assert channel.sent == ["⏳ shell: `ls`"]
     clock.now += 0.3
     await progress.tool_finished(call_id="1", tool="shell", ok=True, duration_s=0.3)
     clock.now += 0.3
@@ -123,13 +125,13 @@ async def test_editable_channel_gets_one_message_edited_at_most_once_a_second() 
     assert channel.edits == []  # throttled
     clock.now += 0.5
     await progress.pulse()
-    assert channel.edits == ["✅ shell (0.3s)\n⏳ file_read: a.txt"]
+    assert channel.edits == ["✅ shell (0.3s)\n⏳ file_read: `a.txt`"]
     clock.now += 0.1
     await progress.tool_finished(
         call_id="2", tool="file_read", ok=False, duration_s=0.1, reason="FileNotFoundError"
     )
     await progress.aclose()  # final flush ignores the throttle
-    assert channel.edits[-1] == "✅ shell (0.3s)\n❌ file_read (0.1s): FileNotFoundError"
+    assert channel.edits[-1] == "✅ shell (0.3s)\n❌ file_read (0.1s): `FileNotFoundError`"
     assert len(channel.sent) == 1
 
 
@@ -158,10 +160,21 @@ async def test_waiting_for_approval_shows_and_pauses_typing() -> None:
     clock.now += 10
     await progress.pulse()
     assert channel.typing_calls == 1  # paused while waiting
-    await progress.approval_resolved(tool="shell")
+    await progress.approval_resolved(tool="shell", approved=True)
     await progress.pulse()
     assert channel.typing_calls == 2
     await progress.aclose()
+
+
+async def test_a_refused_approval_does_not_leave_the_line_waiting() -> None:
+    channel, clock = FakeChannel(), Clock()
+    progress = ChannelProgress(channel, TARGET, Capabilities(can_edit=True), clock)
+    await progress.waiting_for_approval(tool="shell")
+    await progress.pulse()
+    assert channel.sent == ["🔐 waiting for approval: shell"]
+    await progress.approval_resolved(tool="shell", approved=False)
+    await progress.aclose()
+    assert channel.edits[-1] == "🚫 shell: not approved, not run"
 
 
 async def test_the_owned_ticker_refreshes_typing_and_stops_on_close() -> None:
@@ -195,7 +208,7 @@ async def test_a_slow_platform_never_holds_up_the_turn() -> None:
     await progress.aclose()
     # the send in flight finished (not cut off, so no second message), then the final edit
     assert channel.sent == ["✅ shell (0.1s)"]
-    assert channel.edits == ["✅ shell (0.1s)\n⏳ file_read: a"]
+    assert channel.edits == ["✅ shell (0.1s)\n⏳ file_read: `a`"]
 
 
 async def test_platform_failures_never_break_the_turn() -> None:

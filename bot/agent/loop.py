@@ -22,7 +22,7 @@ from bot.errors import ProviderError
 from bot.providers.base import ChatMessage, CompletionRequest, ProviderReply, ToolDefinition
 from bot.store import InboxStatus
 from bot.tools.batch import BatchVerdict
-from bot.tools.cancellation import unless_cancelled
+from bot.tools.cancellation import SHUTDOWN, unless_cancelled
 from bot.tools.pipeline import PipelineServices, ToolPipeline
 from bot.tools.registry import ToolScope
 from bot.tools.spec import ToolContext
@@ -35,6 +35,10 @@ PROVIDER_MESSAGE = (
     "⚠️ The language model is not answering right now ({reason}). Please try again later."
 )
 CANCELLED_MESSAGE = "⏹ Stopped."
+SHUTDOWN_MESSAGE = (
+    "⏹ The bot is shutting down; this request was interrupted and nothing more will run. "
+    "Please ask again once it is back."
+)
 EMPTY_MESSAGE = "🤷 The model returned an empty answer. Please rephrase or try again."
 LOOP_MESSAGE = "⚠️ I stopped because I kept repeating the same step without progress."
 ABORTED_MESSAGE = (
@@ -145,7 +149,7 @@ async def _iterate(
                 status=TurnStatus.PROVIDER_FAILED, text=PROVIDER_MESSAGE.format(reason=str(exc))
             )
         if reply is None:
-            return TurnResult(status=TurnStatus.CANCELLED, text=CANCELLED_MESSAGE)
+            return _cancelled(state)
         if not reply.tool_calls or at_cap:
             return await _answer(bundle, state, reply, at_cap=at_cap, cap=cap)
         iterations += 1
@@ -158,7 +162,14 @@ async def _iterate(
         if report.verdict is BatchVerdict.COMPLETED_RUN:
             return TurnResult(status=TurnStatus.COMPLETED, text=reply.text.strip())
         if state.cancel.cancelled:
-            return TurnResult(status=TurnStatus.CANCELLED, text=CANCELLED_MESSAGE)
+            return _cancelled(state)
+
+
+def _cancelled(state: TurnState) -> TurnResult:
+    """A cancelled turn's result: stopped by ``/stop``, or interrupted by a shutdown."""
+    if state.cancel.reason == SHUTDOWN:
+        return TurnResult(status=TurnStatus.CANCELLED, text=SHUTDOWN_MESSAGE)
+    return TurnResult(status=TurnStatus.CANCELLED, text=CANCELLED_MESSAGE)
 
 
 def _offered(

@@ -10,9 +10,14 @@ Contract:
 * on timeout the runtime expires the row (unless someone decided first) and the card shows it;
   a click arriving after the deadline expires it too, so a late click never sees a row that
   is still pending but can no longer be decided;
+* when no eligible approver can see the conversation (:mod:`bot.approval.reach`) and no
+  approver's direct-message copy could be posted, the request is expired at once
+  (``no approver reachable``) instead of waiting for nobody;
 * the cards are edited to the outcome by the asking side; a restart is handled by
-  :meth:`expire_pending`. A click on a request that is no longer open edits the card it came
-  from (:attr:`~bot.channel.ApprovalClick.card`) to the row's outcome as well, which covers
+  :meth:`expire_pending`, a shutdown by :meth:`close`, which expires every pending request
+  at once (waking the turns that wait on them) and refuses new ones. A click on a request
+  that is no longer open edits the card it came from
+  (:attr:`~bot.channel.ApprovalClick.card`) to the row's outcome as well, which covers
   copies whose place was never stored; edits always render the row, so two of them racing
   show the same outcome;
 * :meth:`Backchannel.refusal` answers "would this user's click be refused, and how?" from
@@ -34,6 +39,8 @@ from bot.approval.card_desk import CardDesk, ChannelLookup, PolicyLookup
 from bot.approval.gate import ApprovalDecision, ApprovalRequest
 from bot.approval.grants import new_grant
 from bot.approval.policy import EffectivePolicy
+from bot.approval.reach import eligible_approvers
+from bot.approval.reasons import RuntimeReason
 from bot.approval.summary import ArgumentView
 from bot.channel import ApprovalCard, ApprovalChoice, ApprovalClick, Channel, ClickVerdict
 from bot.envelope import ChannelRef
@@ -62,6 +69,7 @@ class Backchannel:
         self._clock = clock
         self._poll_s = poll_interval_s
         self._wakeups: dict[str, asyncio.Event] = {}
+        self._closed = False
 
     async def ask(
         self,
@@ -70,7 +78,12 @@ class Backchannel:
         policy: EffectivePolicy,
         view: ArgumentView,
         why: str,
+        *,
+        approver_here: bool,
     ) -> ApprovalDecision:
+        """Post the card (in the conversation, and to eligible approvers' DMs when
+        configured) and wait for one decision. ``approver_here`` says whether an eligible
+        approver can see the conversation's card (:func:`bot.approval.reach.approvers_here`)."""
         env = request.envelope
         now = self._clock()
         record = ApprovalRecord(
@@ -102,15 +115,29 @@ class Backchannel:
             channel=record.channel,
         )
         try:
-            refs = await self._cards.post(channel, record, policy, env.reply_target)
+            # an approver's DM copy, unless this conversation already is that DM
+            dm_to = tuple(
+                a
+                for a in eligible_approvers(policy, env.sender.id)
+                if env.is_group or a != env.sender.id
+            )
+            refs = await self._cards.post(
+                channel, record, env.reply_target, dm_to=dm_to if policy.dm_approvers else ()
+            )
             if refs:
                 # Shielded: a cancel landing inside a write must not leave it half done.
                 await asyncio.shield(self._store.approvals.set_card_refs(record.id, refs))
-                await self._wait(record, wakeup, policy.timeout_s)
+            if not refs:
+                await self.expire(record, RuntimeReason.CARD_FAILED)
+            elif not approver_here and len(refs) == 1:
+                log.warning("approval_nobody_reachable", approval_id=record.id, tool=record.tool)
+                await self.expire(record, RuntimeReason.NOBODY_REACHABLE)
+            elif self._closed:
+                await self.expire(record, RuntimeReason.SHUTDOWN)
             else:
-                await self.expire(record, reasons.AUDIT_CARD_FAILED)
+                await self._wait(record, wakeup, policy.timeout_s)
         except asyncio.CancelledError:
-            await self.expire(record, reasons.AUDIT_CANCELLED)
+            await self.expire(record, RuntimeReason.CANCELLED)
             await self._cards.edit_all(record.id)
             raise
         finally:
@@ -136,7 +163,7 @@ class Backchannel:
                 return
             remaining = deadline - loop.time()
             if remaining <= 0:
-                await self.expire(current, reasons.AUDIT_TIMEOUT)
+                await self.expire(current, RuntimeReason.TIMEOUT)
                 return
             try:
                 async with asyncio.timeout(min(self._poll_s, remaining)):
@@ -144,7 +171,7 @@ class Backchannel:
             except TimeoutError:
                 pass
 
-    async def expire(self, record: ApprovalRecord, why: str) -> bool:
+    async def expire(self, record: ApprovalRecord, why: RuntimeReason) -> bool:
         """Runtime decision: mark a pending row expired (audited). False if already decided."""
         at = self._clock()
         won = await self._store.approvals.resolve(
@@ -231,7 +258,7 @@ class Backchannel:
             if record.status is ApprovalStatus.PENDING:
                 # The deadline passed while the asking side had not yet noticed: the runtime's
                 # timeout is the decision, as it would have been a moment later.
-                await self.expire(record, reasons.AUDIT_TIMEOUT)
+                await self.expire(record, RuntimeReason.TIMEOUT)
             return closed
         if record.cut and not click.full_view and click.choice is not ApprovalChoice.DENY:
             # The card hid part of the request: only a view that showed all of it approves.
@@ -293,17 +320,29 @@ class Backchannel:
         self._wake(approval_id)
         return ClickVerdict.ACCEPTED
 
-    async def expire_pending(self, why: str) -> int:
-        """Expire every pending row (restart or shutdown), edit its cards and tell its
-        conversation to ask again. Returns how many were expired."""
+    async def expire_pending(self, why: RuntimeReason) -> int:
+        """Expire every pending row (restart or shutdown) and edit its cards. A turn of this
+        process waiting on a row wakes and tells its conversation itself; for any other row
+        the conversation is told here to ask again. Returns how many were expired."""
         count = 0
         for record in await self._store.approvals.list(status=ApprovalStatus.PENDING):
             if not await self.expire(record, why):
                 continue
             count += 1
             await self._cards.edit_all(record.id)
-            await self._cards.notify_expired(record)
+            if record.id not in self._wakeups:
+                await self._cards.notify_expired(record, why)
         return count
+
+    async def close(self) -> int:
+        """Shutdown: refuse new requests and expire every pending one at once, so no turn
+        holds the drain waiting for an answer. Returns how many were expired."""
+        self._closed = True
+        return await self.expire_pending(RuntimeReason.SHUTDOWN)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def _wake(self, approval_id: str) -> None:
         event = self._wakeups.get(approval_id)

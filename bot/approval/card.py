@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from bot.approval import reasons
 from bot.approval.gate import ApprovalDecision, Verdict
+from bot.approval.reasons import RuntimeReason
 from bot.channel import ApprovalCard, CardState
 from bot.envelope import ChannelRef
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
@@ -19,13 +20,6 @@ _CARD_STATE = {
     ApprovalStatus.DENIED: CardState.DENIED,
     ApprovalStatus.EDITED: CardState.EDITED,
     ApprovalStatus.EXPIRED: CardState.EXPIRED,
-}
-
-_RUNTIME_WORDING = {
-    reasons.AUDIT_TIMEOUT: (Verdict.TIMED_OUT, reasons.TIMED_OUT),
-    reasons.AUDIT_RESTART: (Verdict.AUTO_DENIED, reasons.RESTART),
-    reasons.AUDIT_CANCELLED: (Verdict.AUTO_DENIED, reasons.CANCELLED),
-    reasons.AUDIT_CARD_FAILED: (Verdict.AUTO_DENIED, reasons.CARD_FAILED),
 }
 
 
@@ -64,11 +58,7 @@ def decision_for(record: ApprovalRecord, fingerprint: str) -> ApprovalDecision:
     A row whose fingerprint differs from the call's is a broken invariant; it is refused
     rather than approving a different call."""
     if record.fingerprint != fingerprint:
-        return ApprovalDecision(
-            verdict=Verdict.AUTO_DENIED,
-            decided_by=reasons.RUNTIME,
-            reason="The approval did not match this exact call. The tool did NOT run.",
-        )
+        return ApprovalDecision.by_runtime(RuntimeReason.ARGUMENTS_CHANGED)
     by = record.decided_by or reasons.RUNTIME
     match record.status:
         case ApprovalStatus.APPROVED:
@@ -89,7 +79,4 @@ def decision_for(record: ApprovalRecord, fingerprint: str) -> ApprovalDecision:
                 replacement_text=record.reply or "",
             )
         case _:
-            verdict, wording = _RUNTIME_WORDING.get(
-                record.reason or "", (Verdict.AUTO_DENIED, reasons.RESTART)
-            )
-            return ApprovalDecision(verdict=verdict, decided_by=reasons.RUNTIME, reason=wording)
+            return ApprovalDecision.by_runtime(RuntimeReason.parse(record.reason))

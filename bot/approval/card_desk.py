@@ -17,6 +17,7 @@ import structlog
 from bot.approval import reasons
 from bot.approval.card import card_for, parse_channel_ref
 from bot.approval.policy import EffectivePolicy
+from bot.approval.reasons import RuntimeReason
 from bot.channel import Channel, SentMessage
 from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelError
@@ -47,32 +48,33 @@ class CardDesk:
         self,
         channel: Channel,
         record: ApprovalRecord,
-        policy: EffectivePolicy,
         target: DeliveryTarget,
+        *,
+        dm_to: tuple[str, ...] = (),
     ) -> list[CardRef]:
-        """Post the pending card to ``target`` (and the approvers' DMs when configured);
-        returns where the copies are, empty when the first could not be posted."""
-        card = card_for(record, timeout_s=policy.timeout_s)
+        """Post the pending card to ``target``, then a copy to each user in ``dm_to``;
+        returns where the copies are (the conversation's first), empty when the first could
+        not be posted. A DM copy that cannot be posted (the user never started the bot,
+        closed their DMs) is logged and left out."""
+        card = card_for(record, timeout_s=self._policy_for(target.channel).timeout_s)
         try:
             sent = await channel.post_approval_card(target, card)
         except CHANNEL_FAILURES as exc:
             log.warning("approval_card_failed", approval_id=record.id, error=scrub_text(str(exc)))
             return []
         refs = [_ref(sent)]
-        if policy.dm_approvers:
-            # Adapters treat a DeliveryTarget whose conversation_id is a user id as that
-            # user's DM.
-            for approver in policy.approvers:
-                dm = DeliveryTarget(channel=target.channel, conversation_id=approver)
-                try:
-                    refs.append(_ref(await channel.post_approval_card(dm, card)))
-                except CHANNEL_FAILURES as exc:
-                    log.warning(
-                        "approval_dm_card_failed",
-                        approval_id=record.id,
-                        approver=approver,
-                        error=scrub_text(str(exc)),
-                    )
+        # Adapters treat a DeliveryTarget whose conversation_id is a user id as that user's DM.
+        for approver in dm_to:
+            dm = DeliveryTarget(channel=target.channel, conversation_id=approver)
+            try:
+                refs.append(_ref(await channel.post_approval_card(dm, card)))
+            except CHANNEL_FAILURES as exc:
+                log.warning(
+                    "approval_dm_card_failed",
+                    approval_id=record.id,
+                    approver=approver,
+                    error=scrub_text(str(exc)),
+                )
         return refs
 
     async def edit_all(self, approval_id: str) -> ApprovalRecord | None:
@@ -100,9 +102,9 @@ class CardDesk:
         except TimeoutError:
             log.warning("approval_card_edit_slow", approval_id=approval_id)
 
-    async def notify_expired(self, record: ApprovalRecord) -> None:
-        """Tell the request's conversation that it expired at a restart and must be asked
-        again."""
+    async def notify_expired(self, record: ApprovalRecord, why: RuntimeReason) -> None:
+        """Tell the request's conversation that it expired at a restart or shutdown and must
+        be asked again."""
         ref = parse_channel_ref(record.channel)
         channel = self._channel_for(ref)
         if channel is None:
@@ -111,7 +113,8 @@ class CardDesk:
             channel=ref, conversation_id=record.conversation_id, thread_id=record.thread_id
         )
         try:
-            await channel.send(target, reasons.RESTART_NOTICE.format(tool=record.tool))
+            notice = reasons.EXPIRED_NOTICE.get(why, reasons.EXPIRED_NOTICE[RuntimeReason.RESTART])
+            await channel.send(target, notice.format(tool=record.tool))
         except CHANNEL_FAILURES as exc:
             log.warning(
                 "approval_expiry_notice_failed", approval_id=record.id, error=scrub_text(str(exc))

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from bot.approval.reasons import RUNTIME, RuntimeReason
 from bot.envelope import IngressEnvelope
 
 
@@ -35,7 +36,7 @@ class Verdict(enum.StrEnum):
     ALWAYS = "always"  # approved, and a grant was created
     DENIED = "denied"  # a person said no
     EDITED = "edited"  # a person denied with replacement text
-    AUTO_DENIED = "auto_denied"  # the runtime said no: no approver reachable
+    AUTO_DENIED = "auto_denied"  # the runtime said no; ``runtime_reason`` says why
     TIMED_OUT = "timed_out"
 
 
@@ -45,6 +46,14 @@ class ApprovalDecision:
     decided_by: str  # a person id, or "runtime"
     reason: str = ""
     replacement_text: str | None = None
+    #: Why the runtime decided (AUTO_DENIED, TIMED_OUT); None when a person did.
+    runtime_reason: RuntimeReason | None = None
+
+    @classmethod
+    def by_runtime(cls, why: RuntimeReason) -> ApprovalDecision:
+        """The runtime's own decision for ``why``: a timeout, or an auto-deny."""
+        verdict = Verdict.TIMED_OUT if why is RuntimeReason.TIMEOUT else Verdict.AUTO_DENIED
+        return cls(verdict=verdict, decided_by=RUNTIME, reason=why.wording, runtime_reason=why)
 
     @property
     def allowed(self) -> bool:

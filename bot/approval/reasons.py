@@ -1,45 +1,102 @@
-"""The runtime's words for decisions no person made.
+"""The runtime's reasons for decisions no person made, and its words for them.
 
-These reasons travel in :class:`~bot.approval.gate.ApprovalDecision.reason` to the pipeline,
-which shows them to the model; each states plainly that the tool did not run, so the model
-cannot claim otherwise. Operator hints (which setting would allow a call) never appear here;
-they go to the log only.
+A :class:`RuntimeReason` is stored (the ``reason`` of an expired approvals row and of a
+runtime audit row) and compared; its :attr:`~RuntimeReason.wording` travels in
+:class:`~bot.approval.gate.ApprovalDecision` to the pipeline, which shows it to the model.
+Each wording names the specific cause, states plainly that the tool did not run, and never
+says that a person refused: no person did. Operator hints (which setting would allow a call)
+never appear here; they go to the log only.
 """
 
 from __future__ import annotations
 
+import enum
+
 RUNTIME = "runtime"
 
-NO_APPROVER = (
-    "This call needs approval, and no approver can be asked here, so the runtime denied it. "
-    "The tool did NOT run."
-)
-BACKGROUND = (
-    "This call needs approval, and background turns cannot ask anyone, so the runtime denied "
-    "it. The tool did NOT run."
-)
-TIMED_OUT = "No approver answered in time, so the runtime denied this call. The tool did NOT run."
-RESTART = (
-    "The approval request expired because the bot restarted. The tool did NOT run; "
-    "please ask again."
-)
-CANCELLED = "The turn was cancelled while waiting for approval. The tool did NOT run."
-CARD_FAILED = (
-    "The approval request could not be posted, so the runtime denied this call. "
-    "The tool did NOT run."
-)
+
+class RuntimeReason(enum.StrEnum):
+    """Why the runtime decided an approval. The values are what rows store."""
+
+    NO_BACKCHANNEL = "no backchannel"
+    NO_APPROVER = "no approver configured"
+    NOBODY_REACHABLE = "no approver reachable"
+    BACKGROUND = "background turn"
+    TIMEOUT = "timeout"
+    RESTART = "restart"
+    SHUTDOWN = "shutdown"
+    CANCELLED = "cancelled"
+    CARD_FAILED = "card not posted"
+    ARGUMENTS_CHANGED = "arguments changed"
+
+    @property
+    def wording(self) -> str:
+        """What the model is told (each ends in "The tool did NOT run")."""
+        return _WORDING[self]
+
+    @classmethod
+    def parse(cls, text: str | None) -> RuntimeReason:
+        """The reason a stored row names; an unknown or missing one reads as a restart (the
+        one runtime decision rows written before reasons were stored could mean)."""
+        try:
+            return cls(text or "")
+        except ValueError:
+            return cls.RESTART
+
+
+_DID_NOT_RUN = "The tool did NOT run."
+_WORDING = {
+    RuntimeReason.NO_BACKCHANNEL: (
+        "This call needs approval, and this conversation has no way to ask an approver "
+        f"(no approval buttons or reactions here), so the runtime denied it. {_DID_NOT_RUN}"
+    ),
+    RuntimeReason.NO_APPROVER: (
+        "This call needs approval, and no approver is configured for this chat, so the "
+        f"runtime denied it. {_DID_NOT_RUN}"
+    ),
+    RuntimeReason.NOBODY_REACHABLE: (
+        "This call needs approval, and no approver can see this conversation or be messaged "
+        "directly (the requester cannot approve their own request), so the runtime denied it "
+        f"at once. {_DID_NOT_RUN}"
+    ),
+    RuntimeReason.BACKGROUND: (
+        "This call needs approval, and background turns cannot ask anyone, so the runtime "
+        f"denied it. {_DID_NOT_RUN}"
+    ),
+    RuntimeReason.TIMEOUT: (
+        f"No approver answered in time, so the runtime denied this call. {_DID_NOT_RUN}"
+    ),
+    RuntimeReason.RESTART: (
+        "The approval request expired because the bot restarted. The tool did NOT run; "
+        "please ask again."
+    ),
+    RuntimeReason.SHUTDOWN: (
+        "The approval request expired because the bot is shutting down. The tool did NOT "
+        "run; please ask again once it is back."
+    ),
+    RuntimeReason.CANCELLED: (
+        f"The turn was cancelled (/stop) while waiting for approval. {_DID_NOT_RUN}"
+    ),
+    RuntimeReason.CARD_FAILED: (
+        "The approval request could not be posted to the chat, so the runtime denied this "
+        f"call. {_DID_NOT_RUN}"
+    ),
+    RuntimeReason.ARGUMENTS_CHANGED: (
+        "The approval did not match this exact call (its arguments changed after the card "
+        f"was shown), so the runtime denied it. {_DID_NOT_RUN}"
+    ),
+}
+
 POLICY_DENY = "The approval policy forbids this call ({why}). The tool did NOT run."
 
-#: Sent to the conversation when a pending request expires at restart or shutdown.
-RESTART_NOTICE = (
-    "⌛ The approval request for {tool} expired because the bot restarted; please ask again."
-)
-
-# Short audit reasons (the "why" column of runtime rows).
-AUDIT_NO_BACKCHANNEL = "no backchannel"
-AUDIT_NO_APPROVER = "no approver configured"
-AUDIT_BACKGROUND = "background turn"
-AUDIT_TIMEOUT = "timeout"
-AUDIT_RESTART = "restart"
-AUDIT_CANCELLED = "cancelled"
-AUDIT_CARD_FAILED = "card not posted"
+#: Sent to a request's conversation when it expires at restart or shutdown with no turn of
+#: this process left to say so.
+EXPIRED_NOTICE = {
+    RuntimeReason.RESTART: (
+        "⌛ The approval request for {tool} expired because the bot restarted; please ask again."
+    ),
+    RuntimeReason.SHUTDOWN: (
+        "⌛ The approval request for {tool} expired because the bot is shutting down; please "
+        "ask again once it is back."
+    ),
+}

@@ -7,11 +7,15 @@ is chosen per envelope, in this order:
 1. ``envelope.background`` → auto-deny (scheduled work never prompts);
 2. ``capabilities.terminal_prompt`` and the channel implements :class:`TerminalPrompter`
    → terminal;
-3. ``capabilities.approval_backchannel``, the channel is running, and the alias has approvers
-   → approval card;
-4. otherwise → auto-deny at once.
+3. ``capabilities.approval_backchannel``, the channel is running, the alias has approvers,
+   and one of them can be reached (sees the conversation, or gets a DM copy:
+   :mod:`bot.approval.reach`) → approval card;
+4. otherwise → auto-deny at once, with the specific :class:`~bot.approval.reasons.RuntimeReason`.
 
-Every decision is audited; the daemon calls :meth:`expire_pending` at start and shutdown, the
+After :meth:`close` (shutdown) every new request is auto-denied at once (``shutdown``).
+
+Every decision is audited; the daemon calls :meth:`expire_pending` at start and :meth:`close`
+when it starts to stop, the
 gateway's ``ChannelHost.approval_clicked`` delegates to :meth:`click` (and
 ``approval_refusal`` to :meth:`refusal`), and the CLI uses :meth:`decide_from_cli`.
 """
@@ -36,6 +40,8 @@ from bot.approval.gate import (
 )
 from bot.approval.grants import GrantBook, new_grant
 from bot.approval.policy import ApprovalPolicy, EffectivePolicy
+from bot.approval.reach import approvers_here
+from bot.approval.reasons import RuntimeReason
 from bot.approval.summary import ArgumentView, describe, summarise
 from bot.approval.terminal import TerminalAnswer, TerminalPrompter, parse_answer, render_prompt
 from bot.channel import ApprovalCard, ApprovalClick, ClickVerdict
@@ -102,38 +108,49 @@ class ApprovalService:
         view = describe(request.arguments)  # once: the card or prompt and the audit row
         lines = view.lines
         why = "it has side effects" if request.requires_approval else "the policy asks for it"
+        alias = f"channels.{env.channel.kind}.{env.channel.alias}"
+        if self._backchannel.closed:
+            return await self._auto_deny(
+                request, lines, RuntimeReason.SHUTDOWN, hint="the daemon is shutting down"
+            )
         if env.background:
             return await self._auto_deny(
                 request,
                 lines,
-                reasons.BACKGROUND,
-                reasons.AUDIT_BACKGROUND,
+                RuntimeReason.BACKGROUND,
                 hint=f"add {request.tool!r} to approval.auto_approve or create a grant; "
                 "background turns never prompt",
             )
         channel = self._channel_for(env.channel)
         if env.capabilities.terminal_prompt and isinstance(channel, TerminalPrompter):
             return await self._ask_terminal(request, channel, policy, view, why)
-        if env.capabilities.approval_backchannel and channel is not None:
-            if policy.has_approvers:
-                return await self._backchannel.ask(request, channel, policy, view, why)
+        if not env.capabilities.approval_backchannel or channel is None:
             return await self._auto_deny(
                 request,
                 lines,
-                reasons.NO_APPROVER,
-                reasons.AUDIT_NO_APPROVER,
-                hint=f"set channels.{env.channel.kind}.{env.channel.alias}.approvers, or add "
-                f"{request.tool!r} to approval.auto_approve",
+                RuntimeReason.NO_BACKCHANNEL,
+                hint=f"this conversation has no approval backchannel; add {request.tool!r} to "
+                f"{alias}.approval.auto_approve or use a channel with approvers",
             )
-        return await self._auto_deny(
-            request,
-            lines,
-            reasons.NO_APPROVER,
-            reasons.AUDIT_NO_BACKCHANNEL,
-            hint=f"this conversation has no approval backchannel; add {request.tool!r} to "
-            f"channels.{env.channel.kind}.{env.channel.alias}.approval.auto_approve or use "
-            "a channel with approvers",
-        )
+        if not policy.has_approvers:
+            return await self._auto_deny(
+                request,
+                lines,
+                RuntimeReason.NO_APPROVER,
+                hint=f"set {alias}.approvers, or add {request.tool!r} to approval.auto_approve",
+            )
+        here = await approvers_here(channel, env, policy)
+        if not here and not policy.dm_approvers:
+            return await self._auto_deny(
+                request,
+                lines,
+                RuntimeReason.NOBODY_REACHABLE,
+                hint=f"no approver other than the requester can see conversation "
+                f"{env.conversation_id}; add an approver who is a member, set "
+                "approval.dm_approvers = true, or (for a single-person setup) "
+                f"{alias}.approval.self_approval = true",
+            )
+        return await self._backchannel.ask(request, channel, policy, view, why, approver_here=here)
 
     async def click(self, click: ApprovalClick) -> ClickVerdict:
         """A click or reaction on a card; the verdict says what to tell the clicker."""
@@ -154,12 +171,21 @@ class ApprovalService:
         """The card of an approval as its row is now (for a full view); reads only."""
         return await self._backchannel.card(channel, approval_id)
 
-    async def expire_pending(self, reason: str = reasons.AUDIT_RESTART) -> int:
-        """Expire all pending approvals (daemon start and shutdown), edit their cards and tell
-        their conversations to ask again. Returns the number expired."""
+    async def expire_pending(self, reason: RuntimeReason = RuntimeReason.RESTART) -> int:
+        """Expire all pending approvals (daemon start), edit their cards and tell their
+        conversations to ask again. Returns the number expired."""
         count = await self._backchannel.expire_pending(reason)
         if count:
             log.info("approvals_expired_pending", count=count, reason=reason)
+        return count
+
+    async def close(self) -> int:
+        """The daemon starts to stop: pending approvals expire at once (reason
+        ``shutdown``; their waiting turns wake and end) and later requests are refused.
+        Idempotent; returns the number expired."""
+        count = await self._backchannel.close()
+        if count:
+            log.info("approvals_expired_pending", count=count, reason=RuntimeReason.SHUTDOWN)
         return count
 
     async def decide_from_cli(self, approval_id: str, approve: bool, operator: str) -> ClickVerdict:
@@ -190,12 +216,10 @@ class ApprovalService:
                 lines,
                 decision="expired",
                 decided_by=reasons.RUNTIME,
-                reason=reasons.AUDIT_TIMEOUT,
+                reason=RuntimeReason.TIMEOUT,
                 started=started,
             )
-            return ApprovalDecision(
-                verdict=Verdict.TIMED_OUT, decided_by=reasons.RUNTIME, reason=reasons.TIMED_OUT
-            )
+            return ApprovalDecision.by_runtime(RuntimeReason.TIMEOUT)
         who = request.envelope.sender.id or "terminal"
         if answer is TerminalAnswer.NO:
             await self._audit(
@@ -239,8 +263,7 @@ class ApprovalService:
         self,
         request: ApprovalRequest,
         lines: tuple[str, ...],
-        wording: str,
-        why: str,
+        why: RuntimeReason,
         *,
         hint: str,
     ) -> ApprovalDecision:
@@ -258,9 +281,7 @@ class ApprovalService:
             hint=hint,
             channel=str(request.envelope.channel),
         )
-        return ApprovalDecision(
-            verdict=Verdict.AUTO_DENIED, decided_by=reasons.RUNTIME, reason=wording
-        )
+        return ApprovalDecision.by_runtime(why)
 
     async def _audit(
         self,

@@ -16,6 +16,7 @@ import structlog
 
 from bot.approval import reasons
 from bot.approval.gate import ApprovalDecision, ApprovalRequest, Verdict
+from bot.approval.reasons import RuntimeReason
 from bot.tools.outcome import OutcomeReason, ToolOutcome, edited, not_executed
 from bot.tools.spec import ToolContext, ToolSpec
 from bot.tools.turn_facts import TurnFacts
@@ -77,6 +78,12 @@ def decision_outcome(decision: ApprovalDecision, *, call_id: str, tool: str) -> 
         return not_executed(OutcomeReason.DENIED_BY_PERSON, call_id=call_id, tool=tool)
     if decision.verdict is Verdict.TIMED_OUT:
         return not_executed(OutcomeReason.APPROVAL_TIMED_OUT, call_id=call_id, tool=tool)
-    # the runtime's "no": the operator's fix goes to the log, not to the model
-    log.info("tool_call_auto_denied", tool=tool, call_id=call_id, hint=decision.reason)
-    return not_executed(OutcomeReason.AUTO_DENIED, call_id=call_id, tool=tool)
+    # the runtime's "no": the model gets its specific reason, the operator's fix is logged
+    log.info("tool_call_auto_denied", tool=tool, call_id=call_id, reason=decision.runtime_reason)
+    return not_executed(
+        OutcomeReason.AUTO_DENIED,
+        call_id=call_id,
+        tool=tool,
+        # never the decision's free text: a gate may put an operator hint there
+        detail=(decision.runtime_reason or RuntimeReason.NO_BACKCHANNEL).wording,
+    )

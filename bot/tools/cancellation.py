@@ -18,6 +18,9 @@ from typing import Protocol, TypeVar
 
 T = TypeVar("T")
 
+#: The cancel reason of a turn cut short because the daemon is stopping.
+SHUTDOWN = "shutdown"
+
 
 class CancelSignal(Protocol):
     """Set once by ``/stop`` or shutdown; never reset."""
@@ -28,6 +31,11 @@ class CancelSignal(Protocol):
     def on_cancel(self, callback: Callable[[], object]) -> Callable[[], None]:
         """Call ``callback`` once when the signal is set (at once if it already is);
         returns the function that unregisters it."""
+        ...
+
+    def cancel(self, reason: str) -> None:
+        """Set the signal from inside the turn (the pipeline ends a turn whose approval
+        expired because the daemon is stopping)."""
         ...
 
 

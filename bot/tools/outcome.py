@@ -117,9 +117,9 @@ _SENTENCES: dict[OutcomeReason, str] = {
         "changed; tell the user it is waiting for an approval that did not come."
     ),
     OutcomeReason.AUTO_DENIED: (
-        "Not executed: {tool!r} needs a person's approval and no approver can be asked in "
-        "this conversation. The tool did not run and nothing changed; tell the user that this "
-        "needs an approver instead of pretending it ran."
+        "Not executed: {tool!r} was not approved by the runtime. {detail} It did not run and "
+        "nothing changed; tell the user why, and do not say that it ran or that anyone "
+        "refused it."
     ),
     OutcomeReason.DUPLICATE: (
         "Not executed: identical to an earlier call in this step; use that call's result."

@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 import structlog
 
 from bot.approval.gate import Assessment, canonical_json
+from bot.approval.reasons import RuntimeReason
 from bot.progress import ProgressSink, progress_hint
 from bot.providers.base import ToolCallRequest
 from bot.tools.admission import TurnAdmission
@@ -45,7 +46,7 @@ from bot.tools.authorization import (
 from bot.tools.batch import Batch, BatchReport
 from bot.tools.call import ParsedCall, PreparedCall
 from bot.tools.call_record import finished_event, started_event, tool_call_row
-from bot.tools.cancellation import CancelSignal, unless_cancelled
+from bot.tools.cancellation import SHUTDOWN, CancelSignal, unless_cancelled
 from bot.tools.delivery import with_delivery_defaults
 from bot.tools.dispatch import dispatch, runs_in_parallel
 from bot.tools.duplicates import DuplicateGuard
@@ -234,9 +235,14 @@ class ToolPipeline:
             return not_executed(OutcomeReason.REPEATED_PROMPT, call_id=call_id, tool=spec.name)
         await self._progress.waiting_for_approval(tool=spec.name)
         decision = await unless_cancelled(self._services.gate.ask(request), self._cancel)
-        await self._progress.approval_resolved(tool=spec.name)
+        await self._progress.approval_resolved(
+            tool=spec.name, approved=decision is not None and decision.allowed
+        )
         if decision is None:  # cancelled while waiting: the slot is filled as interrupted
             return interrupted(call_id=call_id, tool=spec.name, before_launch=True)
+        if decision.runtime_reason is RuntimeReason.SHUTDOWN:
+            # the daemon is stopping: the turn ends here, and says so (bot.agent.loop)
+            self._cancel.cancel(SHUTDOWN)
         refusal = decision_outcome(decision, call_id=call_id, tool=spec.name)
         if refusal is not None:
             self._guard.remember_refusal(key)

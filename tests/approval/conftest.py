@@ -40,6 +40,7 @@ def make_envelope(
     terminal: bool = False,
     background: bool = False,
     channel: ChannelRef = SLACK,
+    is_group: bool = True,
 ) -> IngressEnvelope:
     return IngressEnvelope(
         channel=channel,
@@ -49,7 +50,7 @@ def make_envelope(
         text="please do it",
         reply_target=DeliveryTarget(channel=channel, conversation_id=conversation, thread_id="T1"),
         thread_id="T1",
-        is_group=True,
+        is_group=is_group,
         addressed_to_bot=True,
         capabilities=Capabilities(approval_backchannel=backchannel, terminal_prompt=terminal),
         background=background,

@@ -18,6 +18,7 @@ from bot.channel import (
     SentMessage,
 )
 from bot.envelope import ChannelRef, DeliveryTarget
+from bot.errors import ChannelError
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,6 +38,8 @@ class FakeBackchannel:
         self.sent: list[tuple[DeliveryTarget, str]] = []
         self.card_posted = asyncio.Event()
         self._ids = itertools.count(1)
+        #: users whose DM refuses cards (never started the bot, closed their DMs)
+        self.closed_dms: set[str] = set()
 
     @property
     def health(self) -> ChannelHealth:
@@ -59,6 +62,8 @@ class FakeBackchannel:
         return None
 
     async def post_approval_card(self, target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
+        if target.conversation_id in self.closed_dms:
+            raise ChannelError(f"cannot message {target.conversation_id}")
         message_id = f"card{next(self._ids)}"
         self.posted.append(PostedCard(target=target, message_id=message_id, card=card))
         self.card_posted.set()
@@ -112,3 +117,18 @@ class FakeTerminal(FakeBackchannel):
         if not self.answers:
             await asyncio.Event().wait()  # nobody types: only a timeout ends this
         return self.answers.pop(0)
+
+
+class MemberBackchannel(FakeBackchannel):
+    """A fake backchannel that knows who is in which conversation
+    (:class:`bot.approval.reach.MemberLookup`); ``None`` answers for unknown conversations."""
+
+    def __init__(self, ref: ChannelRef, members: dict[str, set[str]]) -> None:
+        super().__init__(ref)
+        self.members = members
+        self.asked: list[tuple[str, str]] = []
+
+    async def can_see(self, target: DeliveryTarget, user_id: str) -> bool | None:
+        self.asked.append((target.conversation_id, user_id))
+        present = self.members.get(target.conversation_id)
+        return None if present is None else user_id in present

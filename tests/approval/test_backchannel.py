@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.approval import reasons
 from bot.approval.gate import Assessment, Verdict
+from bot.approval.reasons import RuntimeReason
 from bot.approval.service import ApprovalService
 from bot.channel import ApprovalChoice, CardState, ClickVerdict
 from bot.envelope import ChannelRef
@@ -140,7 +140,7 @@ async def test_timeout_denies_with_runtime_wording(store: Store, channel: FakeBa
     decision = await service.ask(make_request())
     assert decision.verdict is Verdict.TIMED_OUT
     assert decision.decided_by == "runtime"
-    assert decision.reason == reasons.TIMED_OUT
+    assert decision.reason == RuntimeReason.TIMEOUT.wording
     assert "did NOT run" in decision.reason
     assert [card.state for _, card in channel.edits] == [CardState.EXPIRED]
     late = channel.click(channel.posted[-1], APPROVER)
@@ -263,7 +263,7 @@ async def test_restart_expires_pending_and_edits_cards(
             assert await after.click(late) is ClickVerdict.UNKNOWN
     decision = task.result()
     assert decision.verdict is Verdict.AUTO_DENIED
-    assert decision.reason == reasons.RESTART
+    assert decision.reason == RuntimeReason.RESTART.wording
     # Once by the restart, once more for the late click on it: both show the outcome.
     assert [(mid, c.state) for mid, c in after_channel.edits] == [
         (posted.message_id, CardState.EXPIRED),
@@ -373,7 +373,7 @@ async def test_a_click_after_the_deadline_expires_the_request_and_shows_it(
         now[0] += 5.0  # the configured timeout_s: the deadline has come
         assert await service.click(channel.click(posted, APPROVER)) is ClickVerdict.UNKNOWN
     decision = task.result()
-    assert (decision.verdict, decision.reason) == (Verdict.TIMED_OUT, reasons.TIMED_OUT)
+    assert (decision.verdict, decision.reason) == (Verdict.TIMED_OUT, RuntimeReason.TIMEOUT.wording)
     assert [(mid, c.state) for mid, c in channel.edits] == [
         (posted.message_id, CardState.EXPIRED),
         (posted.message_id, CardState.EXPIRED),

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from bot.approval import reasons
 from bot.approval.gate import Verdict
+from bot.approval.reasons import RuntimeReason
 from bot.approval.terminal import TerminalAnswer, parse_answer
 from bot.store import Store
 from tests.approval.conftest import SLACK, make_envelope, make_request, make_settings, service_for
@@ -69,26 +69,38 @@ async def test_terminal_timeout(store: Store) -> None:
     terminal = FakeTerminal(SLACK, [])
     service = service_for(make_settings({"timeout_s": 0.05}), store, terminal)
     decision = await service.ask(make_request(envelope=make_envelope(terminal=True)))
-    assert (decision.verdict, decision.reason) == (Verdict.TIMED_OUT, reasons.TIMED_OUT)
+    assert (decision.verdict, decision.reason) == (Verdict.TIMED_OUT, RuntimeReason.TIMEOUT.wording)
 
 
 @pytest.mark.parametrize(
     ("envelope_kwargs", "settings_kwargs", "audit_reason", "wording"),
     [
         pytest.param(
-            {"backchannel": False}, {}, "no backchannel", reasons.NO_APPROVER, id="no backchannel"
+            {"backchannel": False},
+            {},
+            "no backchannel",
+            RuntimeReason.NO_BACKCHANNEL.wording,
+            id="no backchannel",
         ),
         pytest.param(
-            {}, {"approvers": []}, "no approver configured", reasons.NO_APPROVER, id="no approver"
+            {},
+            {"approvers": []},
+            "no approver configured",
+            RuntimeReason.NO_APPROVER.wording,
+            id="no approver",
         ),
         pytest.param(
-            {"background": True}, {}, "background turn", reasons.BACKGROUND, id="background"
+            {"background": True},
+            {},
+            "background turn",
+            RuntimeReason.BACKGROUND.wording,
+            id="background",
         ),
         pytest.param(
             {"background": True, "terminal": True},
             {},
             "background turn",
-            reasons.BACKGROUND,
+            RuntimeReason.BACKGROUND.wording,
             id="background beats terminal",
         ),
     ],

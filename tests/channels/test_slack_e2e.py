@@ -15,7 +15,7 @@ from typing import Any
 
 from bot.app import App
 from bot.approval.card import card_for
-from bot.approval.reasons import RESTART_NOTICE
+from bot.approval.reasons import EXPIRED_NOTICE, RuntimeReason
 from bot.channel import ClickVerdict, HealthState
 from bot.envelope import DeliveryTarget
 from bot.store import Store
@@ -196,7 +196,7 @@ async def test_a_card_posted_just_before_a_crash_loses_its_buttons_when_clicked(
     app = App(settings, provider=ScriptedProvider(), channels={str(REF): channel}, tools=[])
     async with app:
         await wait_for_health(channel, HealthState.CONNECTED)
-        notice = RESTART_NOTICE.format(tool="deploy")
+        notice = EXPIRED_NOTICE[RuntimeReason.RESTART].format(tool="deploy")
         await slack.wait_for("chat.postMessage", where=lambda p: p.get("text") == notice)
         expired = await app.store.approvals.get(record.id)
         assert expired is not None and expired.status is ApprovalStatus.EXPIRED

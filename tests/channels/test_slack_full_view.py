@@ -483,10 +483,10 @@ async def test_a_hostile_value_renders_literally_on_the_card_and_in_the_full_vie
     [
         (
             "<!channel> <!here> <@U123> <#C123>",
-            "&lt;!channel&gt; &lt;!here&gt; &lt;@U123&gt; &lt;#C123&gt;",
+            "`&lt;!channel&gt; &lt;!here&gt; &lt;@U123&gt; &lt;#C123&gt;`",
         ),
-        ("<https://evil|click> a&b | c", "&lt;https://evil|click&gt; a&amp;b | c"),
-        ("x ``` y", f"x `{ZWSP}`{ZWSP}` y"),
+        ("<https://evil|click> a&b | c", "`&lt;https://evil|click&gt; a&amp;b | c`"),
+        ("*bold* [x](https://evil)", "`*bold* [x](https://evil)`"),
     ],
 )
 async def test_progress_lines_ping_nobody(

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.channel import CUT_NOTE, SHOW_FULL_LABEL, ApprovalCard, ApprovalChoice, CardState
+from bot.progress import finished_line, started_line, waiting_line
 from channels.telegram_card import NOT_SHOWN, SHORTENED, card_keyboard, fit_card
 from channels.telegram_full_view import CAPTION_LIMIT, CONTINUED, plan_full_view
 from channels.telegram_markup import literal_pieces, split_literal, telegram_length, to_html
@@ -190,24 +191,25 @@ def test_a_cut_prefers_a_line_break() -> None:
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
-        ("⏳ shell: rm *a* _b_ `c`", "⏳ shell: <code>rm *a* _b_ `c`</code>"),
+        (started_line("shell", "rm *a* _b_ `c`"), "⏳ shell: <code>rm *a* _b_ `c`</code>"),
         (
-            "⏳ web_fetch: [x](tg://user?id=1) @admin",
+            started_line("web_fetch", "[x](tg://user?id=1) @admin"),
             "⏳ web_fetch: <code>[x](tg://user?id=1) @admin</code>",
         ),
-        ("⏳ shell", "⏳ shell"),
-        ("✅ mcp_git_log (1.5s)", "✅ mcp_git_log (1.5s)"),
+        (started_line("shell", ""), "⏳ shell"),
+        (finished_line("mcp_git_log", ok=True, duration_s=1.5), "✅ mcp_git_log (1.5s)"),
         (
-            "❌ shell (0.1s): <b>no</b> &amp;",
+            finished_line("shell", ok=False, duration_s=0.1, reason="<b>no</b> &amp;"),
             "❌ shell (0.1s): <code>&lt;b&gt;no&lt;/b&gt; &amp;amp;</code>",
         ),
-        ("🔐 waiting for approval: my_*tool*", "🔐 waiting for approval: my_*tool*"),
-        # Not progress lines: markdown as before.
+        (waiting_line("mcp_tool"), "🔐 waiting for approval: mcp_tool"),
+        # The model's own text: markdown as before.
         ("✅ **Done**", "✅ <b>Done</b>"),
         ("Use *this*", "Use <i>this</i>"),
     ],
 )
 def test_progress_lines_are_literal(line: str, expected: str) -> None:
+    """The core sends hints and reasons as code spans (bot.progress.literal)."""
     assert to_html(line) == expected
 
 

@@ -26,9 +26,10 @@ from bot.approval.service import ApprovalService
 from bot.approval.summary import describe
 from bot.channel import CUT_NOTE, SHOW_FULL_LABEL, ApprovalCard, ApprovalChoice, ClickVerdict
 from bot.envelope import IngressEnvelope
-from bot.progress import finished_line, progress_hint, started_line, waiting_line
+from bot.progress import cut, finished_line, progress_hint, started_line, waiting_line
 from bot.store import Store
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
+from bot.visible_text import visible
 from channels.telegram import TelegramChannel
 from channels.telegram_full_view import DOCUMENT_NAME
 from channels.telegram_taps import FULL_VIEW_HINT
@@ -486,7 +487,7 @@ async def test_progress_lines_render_literally(tg: FakeTelegram, store: Store) -
     lines = [
         started_line("shell", hint),
         finished_line("shell", ok=False, duration_s=0.25, reason=HOSTILE),
-        waiting_line("shell_*x*"),
+        waiting_line("mcp_git_x"),  # tool names are [A-Za-z0-9_-] (bot.mcp.adapter)
     ]
     async with live(tg, store) as run:
         [progress] = await run.channel.send(run.envelope.reply_target, lines[0])
@@ -497,8 +498,8 @@ async def test_progress_lines_render_literally(tg: FakeTelegram, store: Store) -
     assert sent.params["text"] == f"⏳ shell: <code>{escaped(hint)}</code>"
     assert edit.params["text"] == (
         f"⏳ shell: <code>{escaped(hint)}</code>\n"
-        f"❌ shell (0.2s): <code>{escaped(lines[1].partition(': ')[2])}</code>\n"
-        "🔐 waiting for approval: shell_*x*"
+        f"❌ shell (0.2s): <code>{escaped(cut(visible(HOSTILE)))}</code>\n"
+        "🔐 waiting for approval: mcp_git_x"
     )
     shown = tg.bot_message_now(CHAT, int(progress.message_id.split(":")[1]))
     assert {e["type"] for e in shown["entities"]} == {"code"}

@@ -76,6 +76,8 @@ timeout_s = 600
 [approval]
 timeout_s = 600
 auto_approve = ["shell"]
+# the requests come from DMs the approver is not in: a copy of the card reaches them
+dm_approvers = true
 
 [tools.workspace]
 path = "{workspace}"

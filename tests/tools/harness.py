@@ -124,7 +124,7 @@ class RecordingProgress:
     async def waiting_for_approval(self, *, tool: str) -> None:
         self.events.append(("waiting", tool))
 
-    async def approval_resolved(self, *, tool: str) -> None:
+    async def approval_resolved(self, *, tool: str, approved: bool) -> None:
         self.events.append(("resolved", tool))
 
     async def stream_text(self, delta: str) -> None:

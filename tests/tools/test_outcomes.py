@@ -8,6 +8,7 @@ from collections.abc import Mapping
 import pytest
 
 from bot.approval.gate import ApprovalDecision, Assessment, Verdict
+from bot.approval.reasons import RuntimeReason
 from bot.envelope import Capabilities
 from bot.providers.base import ToolCallRequest
 from bot.store import Store
@@ -61,7 +62,7 @@ async def test_refused_calls_are_not_executed_with_a_fixed_sentence(
     ("decision", "reason", "must_contain"),
     [
         (DENIED, OutcomeReason.DENIED_BY_PERSON, "a person"),
-        (AUTO_DENIED, OutcomeReason.AUTO_DENIED, "no approver can be asked"),
+        (AUTO_DENIED, OutcomeReason.AUTO_DENIED, "no way to ask an approver"),
         (TIMED_OUT, OutcomeReason.APPROVAL_TIMED_OUT, "in time"),
     ],
 )
@@ -86,7 +87,7 @@ async def test_person_no_and_runtime_no_are_worded_differently(store: Store) -> 
         harness = Harness(store, [spec("risky", Recorder(), requires_approval=True)], gate=gate)
         texts.append((await harness.run(call("risky"))).outcomes[0].observation)
     assert texts[0] != texts[1]
-    assert "person" in texts[0] and "person" not in texts[1].split("needs a person's")[1]
+    assert "person" in texts[0] and "person" not in texts[1]
     # the operator's hint stays in the log, never in the observation
     assert "set approvers" not in texts[1]
 
@@ -232,3 +233,20 @@ async def test_unapprovable_tool_offered_by_default_explains_itself(store: Store
     (outcome,) = (await harness.run(call("risky"))).outcomes
     assert outcome.reason is OutcomeReason.AUTO_DENIED
     assert "approver" in outcome.observation and "did not run" in outcome.observation
+
+
+@pytest.mark.parametrize(
+    "why", [r for r in RuntimeReason if r is not RuntimeReason.TIMEOUT], ids=str
+)
+async def test_the_model_is_told_the_runtimes_specific_reason(
+    store: Store, why: RuntimeReason
+) -> None:
+    risky = Recorder()
+    gate = PolicyGate(decisions={"risky": ApprovalDecision.by_runtime(why)})
+    harness = Harness(store, [spec("risky", risky, requires_approval=True)], gate=gate)
+    (outcome,) = (await harness.run(call("risky"))).outcomes
+    assert outcome.reason is OutcomeReason.AUTO_DENIED
+    assert why.wording in outcome.observation
+    # no runtime reason is worded as if a person refused
+    assert "denied by" not in why.wording.lower() and "refused it" not in why.wording
+    assert risky.calls == []

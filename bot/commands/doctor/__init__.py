@@ -11,7 +11,9 @@ command's driver and the one place that orders the checks; each area is its own 
    endpoint has no model list (:mod:`.provider`);
 4. the database: it opens, ``PRAGMA integrity_check`` says ok, and it accepts a write
    (a missing file only needs a writable directory) (:mod:`.database`);
-5. the tool workspace directory is writable (:mod:`.workspace`).
+5. the tool workspace directory is writable (:mod:`.workspace`);
+6. approvals can succeed on each channel (:mod:`bot.approval.findings`): each finding is a
+   ``⚠`` line with its fix, which does not change the exit status.
 
 A failing config stops the run; every later check runs even when an earlier one failed, and
 a check that cannot reach its endpoint or raises a :class:`~bot.errors.HatchwayError` becomes
@@ -83,6 +85,18 @@ async def run_checks(settings: Settings) -> list[CheckResult]:
     workspace = Path(settings.state_dir) / settings.tools.workspace.path
     ok, detail, fix = workspace_check(workspace)
     emit(CheckResult(name="workspace", ok=ok, detail=detail, fix=fix))
+    from bot.approval.findings import approval_findings
+
+    for finding in approval_findings(settings):
+        emit(
+            CheckResult(
+                name=f"approvals {finding.channel}",
+                ok=True,
+                warning=True,
+                detail=finding.problem,
+                fix=finding.fix,
+            )
+        )
     return results
 
 

@@ -21,9 +21,12 @@ class CheckResult:
     ok: bool
     detail: str
     fix: str = ""
+    #: Passes, but something will not work as the operator probably expects (``⚠``).
+    warning: bool = False
 
     def render(self) -> str:
-        """``✓ name: detail``, or ``✗ name: detail`` with an indented ``fix:`` line."""
-        mark = "✓" if self.ok else "✗"
+        """``✓ name: detail``, or ``✗``/``⚠ name: detail`` with an indented ``fix:`` line."""
+        mark = "✗" if not self.ok else "⚠" if self.warning else "✓"
         line = f"{mark} {self.name}: {self.detail}"
-        return line if self.ok or not self.fix else f"{line}\n    fix: {self.fix}"
+        shows_fix = not self.ok or self.warning
+        return f"{line}\n    fix: {self.fix}" if shows_fix and self.fix else line

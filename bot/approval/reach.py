@@ -1,0 +1,63 @@
+"""Who can answer a card: approvers that can see the conversation, decided per envelope.
+
+A card nobody can answer only makes a turn wait ``timeout_s`` for nothing, so before one is
+posted the backchannel asks which eligible approvers (the alias's ``approvers``, less the
+requester unless ``self_approval`` is on) can see the conversation:
+
+* a direct message is seen by the requester alone;
+* in a group, a channel that implements :class:`MemberLookup` is asked per approver; an
+  approver it says cannot see the conversation does not count, one it cannot tell about
+  does (the platform is the judge of membership, not this module);
+* ``approver_roles`` count for a group (role holders are found by the platform at click
+  time), and for a direct message only when the requester may approve their own request.
+
+When nobody is left here, the approvers' direct messages (``dm_approvers``) are the last way
+to reach someone; the backchannel refuses the call at once when none of those copies could
+be posted either (a Telegram bot cannot message a user who never started it, Discord users
+can close their DMs).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import structlog
+
+from bot.approval.policy import EffectivePolicy
+from bot.envelope import DeliveryTarget, IngressEnvelope
+
+log = structlog.get_logger(__name__)
+
+
+@runtime_checkable
+class MemberLookup(Protocol):
+    """A channel that can tell whether a user can see a conversation."""
+
+    async def can_see(self, target: DeliveryTarget, user_id: str) -> bool | None:
+        """True or False when the platform says; None when it cannot tell (an unknown
+        user, a failed request). Must not raise for a platform failure."""
+        ...
+
+
+def eligible_approvers(policy: EffectivePolicy, requester: str) -> tuple[str, ...]:
+    """The listed approvers whose click on this requester's card would count."""
+    return tuple(a for a in policy.approvers if a != requester or policy.self_approval)
+
+
+async def approvers_here(
+    channel: object, envelope: IngressEnvelope, policy: EffectivePolicy
+) -> bool:
+    """Whether an eligible approver can see the card in the envelope's own conversation."""
+    requester = envelope.sender.id
+    eligible = eligible_approvers(policy, requester)
+    if not envelope.is_group:
+        return requester in eligible or bool(policy.approver_roles and policy.self_approval)
+    if policy.approver_roles:
+        return True
+    if not isinstance(channel, MemberLookup):
+        return bool(eligible)
+    for approver in eligible:
+        if await channel.can_see(envelope.reply_target, approver) is not False:
+            return True
+    log.info("approval_no_approver_in_conversation", conversation=envelope.conversation_id)
+    return False
