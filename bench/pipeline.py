@@ -12,6 +12,11 @@ waiting for SQLite's worker thread and for other processes on a busy machine).
 (from the project root; ``python -m bench.pipeline`` works too)
 
 Targets on a 2-core machine: median < 1 ms, p99 < 5 ms per call.
+
+It also prints what masking costs on the approval path: :func:`bot.approval.summary.describe`
+(the card's summary and the full view: secret values masked, invisible characters escaped,
+long values as head and tail) and the ``tool_calls`` row's scrub, for a short command with a
+token in it, a 10,000-character command and a 20 KB file write. Target: median < 1 ms.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from bot.approval.gate import (
     PolicyResult,
     Verdict,
 )
+from bot.approval.summary import describe
 from bot.config import AgentConfig
 from bot.envelope import (
     Capabilities,
@@ -51,6 +57,7 @@ from bot.envelope import (
 from bot.observe import ExecutionHistory
 from bot.progress import NullProgress
 from bot.providers.base import ChatMessage, ToolCallRequest
+from bot.scrub import scrub_mapping
 from bot.store import Store, ToolCallRecord
 from bot.tools.pipeline import PipelineServices, ToolPipeline
 from bot.tools.registry import ToolRegistry
@@ -173,6 +180,32 @@ async def measure_commit(store: Store, steps: int) -> list[float]:
     return samples
 
 
+MASKING_CASES: dict[str, dict[str, object]] = {
+    "short command with a token": {
+        "command": "curl -H 'Authorization: Bearer abcdefgh12345678' "
+        "https://api.example.com/v1/items?token=zz9900aa && echo done",
+        "cwd": "/srv/app",
+    },
+    "10,000-char command": {"command": "echo " + "a1b2;c3 " * 1249},
+    "20 KB file write": {
+        "path": "notes/report.md",
+        "content": ("line with password=hunter22 and text\n" * 540)[:20_000],
+    },
+}
+
+
+def measure_masking(arguments: Mapping[str, object], runs: int) -> list[float]:
+    """Seconds per call for what an asked call costs in masking: the approval view and the
+    ``tool_calls`` row's scrub."""
+    samples: list[float] = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        describe(arguments)
+        scrub_mapping(arguments)
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
 def report(label: str, samples: list[float]) -> None:
     ordered = sorted(samples)
     median = statistics.median(ordered) * 1000
@@ -192,6 +225,9 @@ async def main(calls: int) -> None:
                 label = f"{size} call(s)/batch, loop-thread CPU"
                 report(label, await measure(store, calls, size, time.thread_time))
             report("per-step commit alone, wall clock", await measure_commit(store, calls))
+    runs = max(100, calls // 10)
+    for name, arguments in MASKING_CASES.items():
+        report(f"masking: {name}", measure_masking(arguments, runs))
 
 
 if __name__ == "__main__":

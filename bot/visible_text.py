@@ -12,6 +12,8 @@ on one line (:func:`visible`) or, in a full view, followed by a real line break
 
 from __future__ import annotations
 
+import re
+
 NEWLINE_MARK = "⏎"
 
 #: Letters and symbols that render as nothing or as blank space although
@@ -37,8 +39,17 @@ def _needs_escape(char: str) -> bool:
     return (not char.isprintable() and char != "\n") or char in _INVISIBLE
 
 
+#: Everything but printable ASCII: the only characters worth a closer look.
+_SUSPECT = re.compile(r"[^\x20-\x7e]")
+
+
+def _replace(match: re.Match[str]) -> str:
+    char = match.group()
+    return _escape(char) if _needs_escape(char) else char
+
+
 def _escape_all(text: str) -> str:
-    return "".join(_escape(c) if _needs_escape(c) else c for c in text)
+    return _SUSPECT.sub(_replace, text)
 
 
 def visible(text: str) -> str:

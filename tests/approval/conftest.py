@@ -18,16 +18,20 @@ from bot.store.approvals import ApprovalRecord
 from tests.approval.fake_channel import FakeBackchannel
 
 SLACK = ChannelRef(kind="slack", alias="team")
+#: For approver_roles, which Slack does not have.
+DISCORD = ChannelRef(kind="discord", alias="team")
 APPROVER = "U_ADMIN"
 REQUESTER = "U_ALICE"
 
 
-def make_settings(policy: Mapping[str, Any] | None = None, **channel: Any) -> Settings:
+def make_settings(
+    policy: Mapping[str, Any] | None = None, *, kind: str = "slack", **channel: Any
+) -> Settings:
     team: dict[str, Any] = {"allowed_users": ["*"], "approvers": [APPROVER]}
     team.update(channel)
     data: dict[str, Any] = {
         "approval": {"timeout_s": 5.0, **(policy or {})},
-        "channels": {"slack": {"team": team}},
+        "channels": {kind: {"team": team}},
     }
     return parse_settings(data, environ={}, require_provider=False)
 
@@ -76,12 +80,12 @@ def make_request(
     )
 
 
-def make_record(now: float, timeout_s: float = 5.0) -> ApprovalRecord:
+def make_record(now: float, timeout_s: float = 5.0, channel: ChannelRef = SLACK) -> ApprovalRecord:
     """The pending row :func:`make_request` leaves while its card waits, asked at ``now``."""
     request = make_request()
     return ApprovalRecord(
         id="apr-1",
-        channel=str(SLACK),
+        channel=str(channel),
         conversation_id="C1",
         thread_id="T1",
         session_key=request.session_key,

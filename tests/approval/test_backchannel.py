@@ -17,6 +17,7 @@ from bot.store import Store
 from bot.store.approvals import ApprovalStatus
 from tests.approval.conftest import (
     APPROVER,
+    DISCORD,
     REQUESTER,
     SLACK,
     make_envelope,
@@ -65,10 +66,12 @@ async def test_unauthorised_click_is_refused_and_audited(
     ]
 
 
-async def test_approver_role_may_decide(store: Store, channel: FakeBackchannel) -> None:
-    service = service_for(make_settings(approver_roles=["ops"]), store, channel)
+async def test_approver_role_may_decide(store: Store) -> None:
+    channel = FakeBackchannel(DISCORD)
+    settings = make_settings(kind="discord", approver_roles=["ops"])
+    service = service_for(settings, store, channel)
     async with asyncio.TaskGroup() as tg:
-        task = tg.create_task(service.ask(make_request()))
+        task = tg.create_task(service.ask(make_request(envelope=make_envelope(channel=DISCORD))))
         posted = await channel.next_card()
         click = channel.click(posted, "U_BOB", roles=("ops",))
         assert await service.click(click) is ClickVerdict.ACCEPTED

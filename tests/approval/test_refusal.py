@@ -11,15 +11,15 @@ from bot.channel import ClickVerdict
 from bot.envelope import ChannelRef
 from bot.store import Store
 from bot.store.approvals import ApprovalStatus, Resolution
-from tests.approval.conftest import APPROVER, REQUESTER, SLACK, make_record, make_settings
+from tests.approval.conftest import APPROVER, DISCORD, REQUESTER, make_record, make_settings
 
 NOW = 1_000.0
-OTHER_ALIAS = ChannelRef(kind="slack", alias="other")
+OTHER_ALIAS = ChannelRef(kind="discord", alias="other")
 
 
 async def decided(store: Store, status: ApprovalStatus, by: str) -> None:
     """Store the pending row, then close it as its decider would."""
-    record = make_record(NOW)
+    record = make_record(NOW, channel=DISCORD)
     await store.approvals.create(record)
     entry = audit.entry_for_record(
         record, at=NOW, decision=status.value, decided_by=by, reason="test"
@@ -29,17 +29,19 @@ async def decided(store: Store, status: ApprovalStatus, by: str) -> None:
 
 
 def service(store: Store, *, now: float = NOW) -> ApprovalService:
-    return ApprovalService(make_settings(approver_roles=["ops"]), store, {}.get, lambda: now)
+    return ApprovalService(
+        make_settings(kind="discord", approver_roles=["ops"]), store, {}.get, lambda: now
+    )
 
 
 @pytest.mark.parametrize(
     ("user", "roles", "channel", "approval_id", "expected"),
     [
-        (APPROVER, (), SLACK, "apr-1", None),
-        ("U_OPS", ("ops",), SLACK, "apr-1", None),
-        ("U_MALLORY", (), SLACK, "apr-1", ClickVerdict.NOT_AUTHORISED),
-        (REQUESTER, ("ops",), SLACK, "apr-1", ClickVerdict.SELF_APPROVAL),
-        (APPROVER, (), SLACK, "apr-missing", ClickVerdict.UNKNOWN),
+        (APPROVER, (), DISCORD, "apr-1", None),
+        ("U_OPS", ("ops",), DISCORD, "apr-1", None),
+        ("U_MALLORY", (), DISCORD, "apr-1", ClickVerdict.NOT_AUTHORISED),
+        (REQUESTER, ("ops",), DISCORD, "apr-1", ClickVerdict.SELF_APPROVAL),
+        (APPROVER, (), DISCORD, "apr-missing", ClickVerdict.UNKNOWN),
         (APPROVER, (), OTHER_ALIAS, "apr-1", ClickVerdict.UNKNOWN),
     ],
     ids=["approver", "role", "stranger", "self", "unknown_id", "other_alias"],
@@ -52,7 +54,7 @@ async def test_who_may_decide_a_pending_request(
     approval_id: str,
     expected: ClickVerdict | None,
 ) -> None:
-    await store.approvals.create(make_record(NOW))
+    await store.approvals.create(make_record(NOW, channel=DISCORD))
     verdict = await service(store).refusal(
         channel=channel, approval_id=approval_id, user_id=user, user_roles=roles
     )
@@ -72,7 +74,7 @@ async def test_a_closed_request_refuses_even_an_approver(
 ) -> None:
     await decided(store, status, "U_SOMEONE")
     verdict = await service(store).refusal(
-        channel=SLACK, approval_id="apr-1", user_id=APPROVER, user_roles=()
+        channel=DISCORD, approval_id="apr-1", user_id=APPROVER, user_roles=()
     )
     assert verdict is expected
 
@@ -83,7 +85,7 @@ async def test_a_stranger_is_refused_before_the_request_state_is_considered(
     """Same order as a click: a stranger on a decided request is not authorised."""
     await decided(store, ApprovalStatus.DENIED, APPROVER)
     verdict = await service(store).refusal(
-        channel=SLACK, approval_id="apr-1", user_id="U_MALLORY", user_roles=()
+        channel=DISCORD, approval_id="apr-1", user_id="U_MALLORY", user_roles=()
     )
     assert verdict is ClickVerdict.NOT_AUTHORISED
 
@@ -91,10 +93,10 @@ async def test_a_stranger_is_refused_before_the_request_state_is_considered(
 async def test_asking_decides_expires_and_audits_nothing(store: Store) -> None:
     """Past the deadline the answer is what a click would get, but the row stays pending:
     expiring it is the asking side's (or a real click's) decision."""
-    await store.approvals.create(make_record(NOW))
+    await store.approvals.create(make_record(NOW, channel=DISCORD))
     late = service(store, now=NOW + 5)
     answers = [
-        await late.refusal(channel=SLACK, approval_id="apr-1", user_id=user, user_roles=())
+        await late.refusal(channel=DISCORD, approval_id="apr-1", user_id=user, user_roles=())
         for user in (APPROVER, "U_MALLORY", REQUESTER)
     ]
     assert answers == [
