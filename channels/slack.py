@@ -17,7 +17,9 @@ in the thread of the triggering message. Approval cards are Block Kit (see
 refused clicker gets an ephemeral message. "✏️ Reply instead" opens a modal whose text
 becomes a deny-with-a-reply (:mod:`channels.slack_modal`); a cut card's "🔎 Show full and
 decide" opens a modal with the whole request and its own Approve / Always / Deny
-(:mod:`channels.slack_full_view`). Health is ``CONNECTED`` only
+(:mod:`channels.slack_full_view`). Before a card is posted, the approval service asks
+:meth:`SlackChannel.can_see` whether an approver is a member of the conversation
+(:mod:`channels.slack_members`). Health is ``CONNECTED`` only
 after ``auth.test`` accepted the bot token and the event stream is live; a refused token
 sets ``FAILED`` and ``run`` raises :class:`~bot.errors.ChannelAuthError`.
 """
@@ -31,7 +33,7 @@ import re
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import structlog
@@ -57,6 +59,7 @@ from channels.slack_api import SlackWebApi
 from channels.slack_blocks import card_blocks, card_text
 from channels.slack_inbound import SlackInbound
 from channels.slack_markup import render_chunks
+from channels.slack_members import ConversationMembers
 from channels.slack_normalise import BotIdentity
 from channels.slack_socket import Backoff, SocketSession
 
@@ -140,6 +143,7 @@ class SlackChannel:
         )
         self._cards = CardIndex(store.channel_state if store is not None else None, str(ref))
         self._inbound = SlackInbound(ref=ref, config=config, api=self._api, cards=self._cards)
+        self._members = ConversationMembers(self._api)
         self._backoff = Backoff(base_s=config.reconnect_base_s, cap_s=config.reconnect_max_s)
         self._health = ChannelHealth(state=HealthState.STOPPED, detail="not started")
         self._last_edit: OrderedDict[tuple[str, str], str] = OrderedDict()
@@ -231,15 +235,22 @@ class SlackChannel:
         response = await app.async_dispatch(await to_bolt_request(request))
         return await to_aiohttp_response(response)
 
+    # -- who can see a conversation (bot.approval.reach.MemberLookup) ----------------------
+
+    async def can_see(self, target: DeliveryTarget, user_id: str) -> bool | None:
+        """Whether ``user_id`` is a member of the target's conversation
+        (``conversations.members``, cached briefly); None when Slack cannot say."""
+        return await self._members.can_see(target, user_id)
+
     # -- outbound ---------------------------------------------------------------------------
 
     async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
         sent: list[SentMessage] = []
         for chunk in render_chunks(text, self._config.max_message_chars):
-            ts = await self._api.post_message(
+            posted = await self._api.post_message(
                 channel=target.conversation_id, text=chunk, thread_ts=target.thread_id
             )
-            sent.append(SentMessage(target=target, message_id=ts))
+            sent.append(SentMessage(target=target, message_id=posted.ts))
         return sent
 
     async def edit(self, message: SentMessage, text: str) -> None:
@@ -271,16 +282,19 @@ class SlackChannel:
 
     async def post_approval_card(self, target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
         reactions = self._config.reactions_for_approval
-        ts = await self._api.post_message(
+        posted = await self._api.post_message(
             channel=target.conversation_id,
             text=card_text(card),
             thread_ts=target.thread_id,
             blocks=card_blocks(card, reactions=reactions),
         )
+        # A copy posted to a user id lands in the app's DM with them (D…): chat.update and
+        # reactions name that channel, not the user.
+        where = replace(target, conversation_id=posted.channel)
         if reactions:
             entry = CardEntry(approval_id=card.approval_id, thread_id=target.thread_id)
-            await self._cards.remember(target.conversation_id, ts, entry)
-        return SentMessage(target=target, message_id=ts)
+            await self._cards.remember(where.conversation_id, posted.ts, entry)
+        return SentMessage(target=where, message_id=posted.ts)
 
     async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:
         reactions = self._config.reactions_for_approval

@@ -18,6 +18,7 @@ import random
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -50,6 +51,15 @@ AUTH_ERRORS = frozenset(
         "not_allowed_token_type",
     }
 )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PostedMessage:
+    """Where ``chat.postMessage`` put a message: posted to a user id, ``channel`` is the id
+    of the app's DM with them (``D…``), which later edits of the message must name."""
+
+    channel: str
+    ts: str
 
 
 class SlackCallFailed(ChannelError):
@@ -179,14 +189,16 @@ class SlackWebApi:
         text: str,
         thread_ts: str | None = None,
         blocks: Sequence[Mapping[str, object]] | None = None,
-    ) -> str:
+    ) -> PostedMessage:
         params: dict[str, Any] = {"channel": channel, "text": text, "mrkdwn": True}
         if thread_ts:
             params["thread_ts"] = thread_ts
         if blocks is not None:
             params["blocks"] = list(blocks)
         data = await self._call("chat.postMessage", lambda: self.client.chat_postMessage(**params))
-        return str(data.get("ts") or "")
+        return PostedMessage(
+            channel=str(data.get("channel") or channel), ts=str(data.get("ts") or "")
+        )
 
     async def update_message(
         self,
@@ -234,6 +246,24 @@ class SlackWebApi:
         except SlackCallFailed as exc:
             if exc.code != "already_reacted":
                 raise
+
+    async def conversation_members(
+        self, *, channel: str, cursor: str = "", limit: int = 1000
+    ) -> tuple[list[str], str]:
+        """One page of ``conversations.members``: the member ids and the next page's cursor
+        ("" after the last page)."""
+        data = await self._call(
+            "conversations.members",
+            lambda: self.client.conversations_members(
+                channel=channel, cursor=cursor or None, limit=limit
+            ),
+        )
+        members = data.get("members")
+        if not isinstance(members, list):
+            raise SlackCallFailed("conversations.members", "no_members")
+        meta = data.get("response_metadata")
+        following = meta.get("next_cursor") if isinstance(meta, dict) else None
+        return [str(m) for m in members], str(following or "")
 
     async def user_profile(self, user_id: str) -> Mapping[str, Any]:
         data = await self._call("users.info", lambda: self.client.users_info(user=user_id))

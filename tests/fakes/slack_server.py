@@ -18,7 +18,9 @@ client) and pushes the ``view_submission``; an ack without ``response_action: er
 closes the view. :meth:`FakeSlack.press_in_view` presses a button inside an open view;
 ``views.update`` replaces an open view (``not_found`` once it is closed, ``hash_conflict``
 when the hash given is not the view's current one) and gives it a new hash. Messages and
-views are checked against Slack's Block Kit limits (``invalid_blocks``).
+views are checked against Slack's Block Kit limits (``invalid_blocks``). Who is in which
+conversation, and which users the app cannot DM, is :attr:`FakeSlack.conversations`
+(:mod:`tests.fakes.slack_members`).
 
 Also here: payload builders for events and clicks, and request signing for HTTP mode.
 """
@@ -37,6 +39,7 @@ from typing import Any
 from aiohttp import WSMsgType, web
 from slack_sdk.signature import SignatureVerifier
 
+from tests.fakes.slack_members import Conversations
 from tests.fakes.slack_views import (
     block_problems,
     view_block_actions,
@@ -77,6 +80,7 @@ class FakeSlack:
         self.app_token = app_token
         self.calls: list[ApiCall] = []
         self.users: dict[str, JSON] = {}
+        self.conversations = Conversations()
         self.acks: dict[str, JSON] = {}
         self.messages: dict[tuple[str, str], JSON] = {}
         self.views: dict[str, JSON] = {}
@@ -320,6 +324,9 @@ class FakeSlack:
                 "response_metadata": {"messages": messages},
             }
         if method == "chat.postMessage":
+            channel, refused = self.conversations.post_to(channel)
+            if refused:
+                return 200, {"ok": False, "error": refused}
             message: JSON = {
                 "type": "message",
                 "ts": ts,
@@ -337,6 +344,8 @@ class FakeSlack:
             return self._update(channel, params)
         if method == "conversations.replies":
             return self._replies(channel, params)
+        if method == "conversations.members":
+            return 200, self.conversations.page(params)
         if method == "views.open":
             return self._open_view(params)
         if method == "views.update":

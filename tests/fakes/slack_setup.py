@@ -98,12 +98,13 @@ def channel_values(slack: FakeSlack) -> dict[str, Any]:
     }
 
 
-def daemon_settings(slack: FakeSlack, tmp_path: Path) -> Settings:
-    """Daemon settings with the channel of :func:`channel_values`, state under ``tmp_path``."""
+def daemon_settings(slack: FakeSlack, tmp_path: Path, **approval: Any) -> Settings:
+    """Daemon settings with the channel of :func:`channel_values`, state under ``tmp_path``;
+    ``approval`` keys go into ``[approval]`` (a 30 s timeout unless given)."""
     return parse_settings(
         {
             "state_dir": str(tmp_path),
-            "approval": {"timeout_s": 30},
+            "approval": {"timeout_s": 30, **approval},
             "channels": {"slack": {"main": channel_values(slack)}},
         },
         environ={},
