@@ -204,3 +204,28 @@ async def test_an_empty_model_answer_is_never_silent(fake: OpenAIFake, tmp_path:
         terminal.type("hello")
         await terminal.screen.wait_for("empty answer")
         terminal.close()
+
+
+async def test_the_terminal_prompt_shows_every_character_that_will_run(
+    fake: OpenAIFake, tmp_path: Path
+) -> None:
+    """A long command with a payload at its end, a secret-looking word before a
+    metacharacter and a bidi override: the prompt shows all of it, escaped, and the answer
+    decides the call that was shown."""
+    marker = tmp_path / "ran.txt"
+    command = (
+        f"echo token=abcdefgh;echo ok\u202e > {marker} " + "#" * 3000 + f" ; echo tail >> {marker}"
+    )
+    fake.queue_tool_calls([("shell", {"command": command})])
+    fake.queue_text("done")
+    terminal = Terminal()
+    async with App(settings_for(fake, tmp_path), channels={"console.main": terminal.channel}):
+        terminal.type("run it")
+        screen = await terminal.screen.wait_for("[y]es / [n]o")
+        assert "\u202e" not in screen and "\\u202e" in screen
+        assert "echo token=***;echo ok\\u202e > " in screen  # only the secret value masked
+        assert "#" * 3000 + f" ; echo tail >> {marker}" in screen  # nothing cut
+        terminal.type("n")
+        await terminal.screen.wait_for("done")
+        terminal.close()
+    assert not marker.exists()
