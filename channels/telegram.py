@@ -8,6 +8,9 @@ the secret token (:mod:`channels.telegram_webhook`). The polling offset lives in
 Updates used: new messages, callback queries (approval buttons) and, with
 ``reactions_for_approval``, message reactions; :mod:`channels.telegram_inbound` routes them
 (a reply to an approval card is a deny-with-edit, :mod:`channels.telegram_replies`).
+Before a card is posted in a group, the approval service asks :meth:`TelegramChannel.can_see`
+whether an approver is in it (:mod:`channels.telegram_members`); a DM copy to a user who never
+started the bot fails with :class:`~bot.errors.ChannelError` like any refused message.
 
 Health: ``STARTING`` → ``CONNECTED`` once ``getMe`` accepted the token and the first
 ``getUpdates`` (or ``setWebhook``) succeeded; ``RECONNECTING`` with the reason on network
@@ -41,6 +44,7 @@ from bot.errors import ChannelAuthError, ChannelError, ConfigError
 from bot.scrub import register_secret
 from channels.card_index import CardIndex
 from channels.telegram_inbound import UpdateRouter, allowed_updates
+from channels.telegram_members import ConversationMembers
 from channels.telegram_normalise import BotIdentity
 from channels.telegram_offset import PollingOffset
 from channels.telegram_outbound import TelegramOutbound
@@ -93,6 +97,7 @@ class TelegramChannel:
         self._app = app
         cards = CardIndex(context.store.channel_state, str(ref))
         self._out = TelegramOutbound(ref=ref, config=config, bot=app.bot, cards=cards)
+        self._members = ConversationMembers(ref=ref, bot=app.bot)
         taps = ApprovalTaps(ref=ref, config=config, bot=app.bot, outbound=self._out)
         replies = CardReplies(ref=ref, outbound=self._out, roles=taps.roles)
         self._inbound = UpdateRouter(ref=ref, config=config, taps=taps, replies=replies)
@@ -239,6 +244,13 @@ class TelegramChannel:
         )
         self._set_health(HealthState.CONNECTED)
         await asyncio.Event().wait()
+
+    # -- who can see a chat (bot.approval.reach.MemberLookup) --------------------------------
+
+    async def can_see(self, target: DeliveryTarget, user_id: str) -> bool | None:
+        """Whether ``user_id`` is in the target's chat (``getChatMember``); None when
+        Telegram cannot tell (:mod:`channels.telegram_members`)."""
+        return await self._members.can_see(target, user_id)
 
     # -- outbound, delegated -----------------------------------------------------------------
 

@@ -17,6 +17,9 @@ query or a ``reply_to_message`` as Telegram would.
 ``forget_confirmed=False`` keeps updates the client confirmed with ``offset``; it models a
 client that crashed before its confirming ``getUpdates`` reached Telegram, so only the
 client's own persisted offset keeps it from seeing them again.
+
+Who is in which chat (``getChatMember``) and which users never started the bot (messages to
+them get 403) is :attr:`FakeTelegram.roster` (:mod:`tests.fakes.telegram_members`).
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from html.parser import HTMLParser
 from typing import Any
 
 from aiohttp import web
+
+from tests.fakes.telegram_members import ChatRoster
 
 BOT_ID = 7000001
 BOT_USERNAME = "hatchbot"
@@ -143,6 +148,7 @@ class FakeTelegram:
         self._chats: dict[int, JSON] = {}
         self._sent: dict[tuple[int, int], _Sent] = {}
         self._failures: dict[str, list[_Failure]] = {}
+        self.roster = ChatRoster()
         self._changed = asyncio.Condition()
         self._runner: web.AppRunner | None = None
         self.port = 0
@@ -257,6 +263,8 @@ class FakeTelegram:
             if failure.times <= 0:
                 queued.pop(0)
             return self._error(failure.status, failure.description, failure.parameters)
+        if refused := self.roster.refusal(method, params):
+            return self._error(*refused)
         if method == "getUpdates":
             return self._ok(await self._get_updates(params))
         if method in ("editMessageText", "editMessageReplyMarkup") and self._unchanged(params):
@@ -400,22 +408,7 @@ class FakeTelegram:
                 "file_path": path,
             }
         if method == "getChatMember":
-            return {
-                "status": "administrator",
-                "user": {"id": int(params["user_id"]), "is_bot": False, "first_name": "A"},
-                "can_be_edited": False,
-                "is_anonymous": False,
-                "can_manage_chat": True,
-                "can_delete_messages": True,
-                "can_manage_video_chats": True,
-                "can_restrict_members": True,
-                "can_promote_members": False,
-                "can_change_info": True,
-                "can_invite_users": True,
-                "can_post_stories": False,
-                "can_edit_stories": False,
-                "can_delete_stories": False,
-            }
+            return self.roster.member(int(params["chat_id"]), int(params["user_id"]))
         return True
 
 

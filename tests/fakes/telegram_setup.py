@@ -60,9 +60,10 @@ def channel_for(
     )
 
 
-def settings_for(tg: FakeTelegram, tmp_path: Path) -> Settings:
+def settings_for(tg: FakeTelegram, tmp_path: Path, *, dm_approvers: bool = True) -> Settings:
     """Daemon settings with one Telegram channel: only :data:`REQUESTER` may talk,
-    :data:`APPROVER` approves (also by DM). The token comes from HATCHWAY_TELEGRAM_TOKEN."""
+    :data:`APPROVER` approves (also by DM, unless ``dm_approvers`` is off). The token comes
+    from HATCHWAY_TELEGRAM_TOKEN."""
     telegram_main: dict[str, Any] = {
         "api_base_url": tg.base_url,
         "file_base_url": tg.file_base_url,
@@ -73,7 +74,7 @@ def settings_for(tg: FakeTelegram, tmp_path: Path) -> Settings:
     return parse_settings(
         {
             "state_dir": str(tmp_path),
-            "approval": {"timeout_s": 30, "dm_approvers": True},
+            "approval": {"timeout_s": 30, "dm_approvers": dm_approvers},
             "channels": {"telegram": {"main": telegram_main}},
         },
         environ={},
