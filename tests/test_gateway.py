@@ -26,7 +26,7 @@ from bot.gateway import (
 )
 from bot.providers.base import ChatMessage
 from bot.store import InboxKey, InboxStatus, Store
-from tests.approval.conftest import APPROVER, REQUESTER, SLACK, make_record, make_settings
+from tests.approval.conftest import APPROVER, DISCORD, REQUESTER, make_record, make_settings
 
 REF = ChannelRef(kind="console", alias="main")
 
@@ -332,9 +332,9 @@ async def test_approval_refusal_is_the_approval_services_answer(
 ) -> None:
     """The adapters' question goes to the approval service, and deciding it changes nothing."""
     async with await Store.open(tmp_path / "h.db") as store:
-        record = make_record(time.time(), timeout_s=300)
+        record = make_record(time.time(), timeout_s=300, channel=DISCORD)
         await store.approvals.create(record)
-        approvals = make_settings(approver_roles=["ops"])
+        approvals = make_settings(kind="discord", approver_roles=["ops"])
         gateway = Gateway(
             settings=approvals,
             store=store,
@@ -344,7 +344,7 @@ async def test_approval_refusal_is_the_approval_services_answer(
             channel_for=lambda ref: None,
         )
         verdict = await gateway.approval_refusal(
-            channel=SLACK, approval_id=record.id, user_id=user, user_roles=roles
+            channel=DISCORD, approval_id=record.id, user_id=user, user_roles=roles
         )
         assert verdict is expected
         assert await store.approvals.get(record.id) == record
