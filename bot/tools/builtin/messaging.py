@@ -100,7 +100,10 @@ def send_message_tool(outbox: Outbox) -> ToolSpec:
     async def handler(arguments: Mapping[str, object], context: ToolContext) -> ToolResult:
         args = parse_arguments(SendMessageArguments, arguments)
         target = resolve_target(args, context)
-        if not outbox.allows(target):
+        # The conversation the request came from is always allowed: its sender was let in,
+        # and its id may be of a shape the outbox cannot classify (every Discord channel).
+        here = (str(target.channel), target.conversation_id) == _origin(context)
+        if not here and not outbox.allows(target):
             raise ToolRefused(
                 f"{target.channel}:{target.conversation_id} is not a conversation this bot "
                 "can post to"

@@ -93,6 +93,14 @@ async def test_direct_call_defaults_to_the_origin(
     assert outbox.sent == [(ORIGIN, "done")]
 
 
+async def test_the_origin_is_always_allowed(context: ToolContext) -> None:
+    """The outbox cannot classify every id (Discord channels): the conversation a request
+    came from needs no listing."""
+    strict = MemoryOutbox(known=set())
+    await call(send_message_tool(strict), {"text": "done"}, context)
+    assert strict.sent == [(ORIGIN, "done")]
+
+
 async def test_other_conversation_gets_no_origin_thread(
     outbox: MemoryOutbox, context: ToolContext
 ) -> None:
