@@ -6,7 +6,8 @@ progress edits, typing and approval cards. It decides nothing about access or ap
 This module owns the lifecycle and health and composes the parts:
 :mod:`~channels.discord_inbound` (messages in), :mod:`~channels.discord_clicks` (answers on
 approval cards and their full views), :mod:`~channels.discord_outbound` (everything posted,
-cards as :mod:`~channels.discord_card` renders them), sharing one
+cards as :mod:`~channels.discord_card` renders them) and :mod:`~channels.discord_members`
+(whether an approver can see a conversation, asked before a card is posted), sharing one
 :class:`~channels.discord_client.Connection` and one
 :class:`~channels.discord_threads.ThreadBook`.
 
@@ -51,6 +52,7 @@ from channels.discord_client import (
     gateway_intents,
 )
 from channels.discord_inbound import InboundMessages
+from channels.discord_members import ConversationMembers
 from channels.discord_outbound import Outbound
 from channels.discord_threads import ThreadBook
 
@@ -80,6 +82,7 @@ class DiscordChannel:
         self._outbound = Outbound(
             ref, self._connection, threads, cards, reactions_for_approval=reactions
         )
+        self._members = ConversationMembers(ref, self._connection)
         self._log = log.bind(channel=str(ref))
 
     @property
@@ -214,6 +217,13 @@ class DiscordChannel:
 
     async def modal_submitted(self, interaction: discord.Interaction) -> None:
         await self._clicks.reply_submitted(interaction)
+
+    # who can see a conversation (bot.approval.reach.MemberLookup) ----------------------
+
+    async def can_see(self, target: DeliveryTarget, user_id: str) -> bool | None:
+        """Whether ``user_id`` may view the target's channel or thread; None when Discord
+        cannot tell (:mod:`channels.discord_members`)."""
+        return await self._members.can_see(target, user_id)
 
     # outbound (Channel) ----------------------------------------------------------------
 

@@ -6,11 +6,17 @@ the starter is not in the thread). A :class:`~bot.envelope.DeliveryTarget` with 
 into the thread, opening it first when :class:`~channels.discord_threads.ThreadBook` says it
 is still pending. Failures the caller should know about raise
 :class:`~bot.errors.ChannelError`; a vanished message or a refused reaction is only logged.
+
+An approval card whose target names a user rather than a channel (an approver's DM copy:
+Discord answers Unknown Channel) is posted in the bot's DM with that user, opened on the way;
+the returned message names the DM channel, so later edits find it. A user who closed their
+DMs (403, code 50007) makes that a :class:`~bot.errors.ChannelError`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 
 import discord
 import structlog
@@ -23,9 +29,13 @@ from channels.card_index import CardEntry, CardIndex
 from channels.discord_card import card_reactions, card_view, render_card
 from channels.discord_client import NO_MENTIONS, Connection, GatewayClient
 from channels.discord_markup import render_chunks, render_single
+from channels.discord_members import UNKNOWN_CHANNEL
 from channels.discord_threads import ThreadBook
 
 log = structlog.get_logger(__name__)
+
+#: Users whose DM channel is remembered (a few approvers in practice).
+DM_CHANNELS_KEPT = 256
 
 
 class Outbound:
@@ -45,6 +55,7 @@ class Outbound:
         self._threads = threads
         self._cards = cards
         self._reactions = reactions_for_approval
+        self._dm_channels: dict[str, str] = {}  # user id -> the bot's DM channel with them
         self._log = log.bind(channel=str(ref))
 
     def _connected_client(self) -> GatewayClient:
@@ -110,19 +121,22 @@ class Outbound:
             self._log.warning("discord_typing_failed", status=exc.status, code=exc.code)
 
     async def post_approval_card(self, target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
-        destination = await self._destination(target)
         shown = render_card(card)
         view = card_view(card, shown)
-        try:
-            message = await destination.send(
+
+        async def post(where: discord.abc.Messageable) -> discord.Message:
+            return await where.send(
                 shown.content,
                 view=view if view is not None else MISSING,
                 allowed_mentions=NO_MENTIONS,
                 suppress_embeds=True,
             )
+
+        try:
+            target, message = await self._post_card(target, post)
         except discord.HTTPException as exc:
             raise ChannelError(
-                f"{self.ref}: posting an approval card failed: HTTP {exc.status}"
+                f"{self.ref}: posting an approval card failed: HTTP {exc.status} (code {exc.code})"
             ) from exc
         message_id = str(message.id)
         if self._reactions and card.state is CardState.PENDING:
@@ -132,6 +146,30 @@ class Outbound:
             for emoji in card_reactions(card, shown):
                 await self.react(target, message_id, emoji)
         return SentMessage(target=target, message_id=message_id)
+
+    async def _post_card(
+        self,
+        target: DeliveryTarget,
+        post: Callable[[discord.abc.Messageable], Awaitable[discord.Message]],
+    ) -> tuple[DeliveryTarget, discord.Message]:
+        """Post in the target's channel, or, when the target names a user (an approver's DM
+        copy), in the bot's DM with them; returns where the card went and the message."""
+        known = self._dm_channels.get(target.conversation_id) if target.thread_id is None else None
+        if known is not None:
+            target = replace(target, conversation_id=known)
+        try:
+            return target, await post(await self._destination(target))
+        except discord.NotFound as exc:
+            if known is not None or exc.code != UNKNOWN_CHANNEL or target.thread_id is not None:
+                raise
+        # Not a channel: a user. Opening the DM always works; a user who closed their DMs
+        # (or shares no server with the bot) refuses the message itself (403, code 50007).
+        client = self._connected_client()
+        channel = await client.create_dm(discord.Object(id=int(target.conversation_id)))
+        self._dm_channels[target.conversation_id] = str(channel.id)
+        if len(self._dm_channels) > DM_CHANNELS_KEPT:
+            self._dm_channels.pop(next(iter(self._dm_channels)))
+        return replace(target, conversation_id=str(channel.id)), await post(channel)
 
     async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:
         destination = await self._destination(message.target)

@@ -15,14 +15,77 @@ JSON = dict[str, Any]
 TIMESTAMP = "2025-01-01T00:00:00.000000+00:00"
 APPLICATION_ID = "900000000000000002"
 
+# Permission bits (https://discord.com/developers/docs/topics/permissions).
+ADD_REACTIONS = 1 << 6
+VIEW_CHANNEL = 1 << 10
+SEND_MESSAGES = 1 << 11
+READ_MESSAGE_HISTORY = 1 << 16
+CREATE_PUBLIC_THREADS = 1 << 35
+SEND_MESSAGES_IN_THREADS = 1 << 38
+#: What @everyone may do in a new guild, as far as hatchway cares: see and talk.
+EVERYONE_DEFAULT = (
+    ADD_REACTIONS
+    | VIEW_CHANNEL
+    | SEND_MESSAGES
+    | READ_MESSAGE_HISTORY
+    | CREATE_PUBLIC_THREADS
+    | SEND_MESSAGES_IN_THREADS
+)
+
 
 @dataclass(slots=True, kw_only=True)
 class FakeGuild:
+    """A guild the fake serves. ``members`` (user id -> role ids) is who is in it; None
+    leaves membership unmodelled (no member route, as before). ``overwrites`` are channels'
+    permission overwrites (see :func:`visible_only_to`); ``private_threads`` names the
+    members of private threads (the thread itself is in ``threads``)."""
+
     id: str
     name: str = "hatchway-test"
     channels: dict[str, str] = field(default_factory=dict)  # id -> name
     roles: dict[str, str] = field(default_factory=dict)  # id -> name (besides @everyone)
     threads: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (parent, owner)
+    members: dict[str, list[str]] | None = None
+    overwrites: dict[str, list[JSON]] = field(default_factory=dict)  # channel id -> overwrites
+    private_threads: dict[str, set[str]] = field(default_factory=dict)  # thread -> member ids
+    everyone_permissions: int = EVERYONE_DEFAULT
+
+
+def visible_only_to(guild: FakeGuild, *ids: str) -> list[JSON]:
+    """Overwrites hiding a channel from @everyone and showing it to ``ids`` (role or user
+    ids of ``guild``)."""
+    hidden: JSON = {"id": guild.id, "type": 0, "allow": "0", "deny": str(VIEW_CHANNEL)}
+    shown = [
+        {"id": i, "type": 0 if i in guild.roles else 1, "allow": str(VIEW_CHANNEL), "deny": "0"}
+        for i in ids
+    ]
+    return [hidden, *shown]
+
+
+def channel_payload(guild: FakeGuild, channel_id: str, position: int = 0) -> JSON:
+    """A guild text channel object."""
+    return {
+        "id": channel_id,
+        "type": 0,
+        "name": guild.channels[channel_id],
+        "position": position,
+        "guild_id": guild.id,
+        "permission_overwrites": guild.overwrites.get(channel_id, []),
+        "nsfw": False,
+        "parent_id": None,
+    }
+
+
+def member_payload(user: JSON, roles: list[str]) -> JSON:
+    """A guild member object (``GET /guilds/{id}/members/{user}``)."""
+    return {
+        "user": user,
+        "roles": roles,
+        "joined_at": TIMESTAMP,
+        "deaf": False,
+        "mute": False,
+        "flags": 0,
+    }
 
 
 def application_payload(application_id: str, bot_user: JSON) -> JSON:
@@ -47,7 +110,7 @@ def guild_payload(guild: FakeGuild, bot_user: JSON) -> JSON:
     everyone = {
         "id": guild.id,
         "name": "@everyone",
-        "permissions": "0",
+        "permissions": str(guild.everyone_permissions),
         "position": 0,
         "color": 0,
         "hoist": False,
@@ -58,21 +121,9 @@ def guild_payload(guild: FakeGuild, bot_user: JSON) -> JSON:
         {**everyone, "id": rid, "name": name, "position": i + 1}
         for i, (rid, name) in enumerate(guild.roles.items())
     ]
-    channels: list[JSON] = [
-        {
-            "id": cid,
-            "type": 0,
-            "name": name,
-            "position": i,
-            "guild_id": guild.id,
-            "permission_overwrites": [],
-            "nsfw": False,
-            "parent_id": None,
-        }
-        for i, (cid, name) in enumerate(guild.channels.items())
-    ]
+    channels = [channel_payload(guild, cid, i) for i, cid in enumerate(guild.channels)]
     threads = [
-        thread_payload(tid, parent, owner, guild.id)
+        thread_payload(tid, parent, owner, guild.id, private=tid in guild.private_threads)
         for tid, (parent, owner) in guild.threads.items()
     ]
     return {
@@ -111,11 +162,13 @@ def guild_payload(guild: FakeGuild, bot_user: JSON) -> JSON:
     }
 
 
-def thread_payload(thread_id: str, parent_id: str, owner_id: str, guild_id: str | None) -> JSON:
-    """A public thread channel object."""
+def thread_payload(
+    thread_id: str, parent_id: str, owner_id: str, guild_id: str | None, *, private: bool = False
+) -> JSON:
+    """A thread channel object (public unless ``private``)."""
     return {
         "id": thread_id,
-        "type": 11,
+        "type": 12 if private else 11,
         "parent_id": parent_id,
         "name": "thread",
         "owner_id": owner_id,

@@ -18,7 +18,10 @@ Checks the real Discord makes and this fake makes too (a 400 with code 50035 or 
 with 10015): an interaction is answered once, and only if it was dispatched; a follow-up
 only after the answer; a MODAL callback (type 9) is refused for a MODAL_SUBMIT; content,
 components and modals keep to :mod:`tests.fakes.discord_limits`.
-Payload builders are in :mod:`tests.fakes.discord_payloads`.
+Payload builders are in :mod:`tests.fakes.discord_payloads`; guild members, channel lookups,
+private thread members and DMs with users are :attr:`FakeDiscord.people`
+(:mod:`tests.fakes.discord_members`). :attr:`FakeDiscord.failing` makes every call to
+matching paths fail with a status (503: discord.py does not retry it).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from typing import Any, cast
 from aiohttp import WSMsgType, web
 
 from tests.fakes.discord_limits import message_problem, modal_problem
+from tests.fakes.discord_members import People
 from tests.fakes.discord_payloads import (
     APPLICATION_ID,
     JSON,
@@ -118,6 +122,8 @@ class FakeDiscord:
         self._answered: set[str] = set()
         self.identify_close_code: int | None = None
         self.rate_limits: list[float] = []  # retry_after of the next REST replies, as 429s
+        self.failing: dict[str, int] = {}  # path regex -> HTTP status every such call gets
+        self.people = People(self.new_id)
         self.identifies = 0
         self.resumes = 0
         self.resume_gate = asyncio.Event()  # cleared by a test to hold RESUME unanswered
@@ -298,6 +304,9 @@ class FakeDiscord:
                 return _json({"message": "401: Unauthorized", "code": 0}, 401)
             if self.rate_limits:
                 return _rate_limited(self.rate_limits.pop(0))
+            failing = [status for rx, status in self.failing.items() if re.fullmatch(rx, path)]
+            if failing:
+                return _json({"message": "Service Unavailable", "code": 0}, failing[0])
             response = self._route(request.method, path, body or {}, request.query)
             if response.status == 201 and path.endswith("/threads"):
                 # Discord tells the creator's gateway about the new thread, as it does here.
@@ -308,6 +317,8 @@ class FakeDiscord:
             await self._notify()
 
     def _route(self, method: str, path: str, body: JSON, query: Mapping[str, str]) -> web.Response:
+        if (answer := self.people.route(method, path, body, self.guilds)) is not None:
+            return _json(answer[1], answer[0])
         if (method, path) == ("GET", "/users/@me"):
             return _json(self.bot_user)
         if (method, path) == ("GET", "/oauth2/applications/@me"):

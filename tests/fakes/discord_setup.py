@@ -42,9 +42,10 @@ def make_channel(fake: FakeDiscord, store: Store, **options: Any) -> DiscordChan
     return channel
 
 
-def settings_for(fake: FakeDiscord, tmp_path: Path) -> Settings:
+def settings_for(fake: FakeDiscord, tmp_path: Path, **approval: Any) -> Settings:
     """Daemon settings with one Discord channel: only :data:`ALICE` may talk, :data:`BOB`
-    approves. The token comes from HATCHWAY_DISCORD_TOKEN."""
+    approves; ``approval`` keys go into ``[approval]`` (a 30 s timeout unless given). The
+    token comes from HATCHWAY_DISCORD_TOKEN."""
     discord_main: dict[str, Any] = {
         "api_base_url": fake.base_url,
         "gateway_url": fake.gateway_url,
@@ -55,7 +56,7 @@ def settings_for(fake: FakeDiscord, tmp_path: Path) -> Settings:
     return parse_settings(
         {
             "state_dir": str(tmp_path),
-            "approval": {"timeout_s": 30},
+            "approval": {"timeout_s": 30, **approval},
             "channels": {"discord": {"main": discord_main}},
         },
         environ={},
