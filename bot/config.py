@@ -205,10 +205,25 @@ class FileToolsConfig(_Model):
 
 
 class ShellToolConfig(_Model):
+    """``[tools.shell]``. ``env_passthrough`` names the daemon's variables a command may see
+    beyond the base set (exact names or ``*`` globs such as ``PIP_*``; see docs/tools.md)."""
+
     enabled: bool = True
     timeout_s: float = Field(default=60.0, gt=0)
     max_output_chars: int = Field(default=20_000, ge=100)
     deny_patterns: list[str] = Field(default_factory=list)
+    env_passthrough: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _variable_names(self) -> ShellToolConfig:
+        for index, entry in enumerate(self.env_passthrough):
+            plain = entry.replace("*", "")
+            if not (entry.replace("*", "_").isidentifier() and entry.isascii()) or not plain:
+                raise ValueError(
+                    f"env_passthrough[{index}] = {entry!r} is not a variable name (letters, "
+                    "digits and _, with * as a glob; a lone * would pass the whole environment)"
+                )
+        return self
 
 
 class HttpFetchToolConfig(_Model):

@@ -2,9 +2,15 @@
 
 Policy defaults: needs approval (``requires_approval=True``), kind ``execute``, never
 concurrent, never retried. Before anything runs, the hard deny list
-(:mod:`bot.tools.builtin.shell_policy`) may refuse the command; that refusal stands even when a
-person approved the call. The child gets a scrubbed environment; the whole process group is
-killed on timeout and on cancellation (:mod:`bot.tools.builtin.process_group`).
+(:mod:`bot.tools.builtin.shell_policy`, reading the command with
+:mod:`bot.tools.builtin.shell_syntax`) may refuse it; that refusal stands even when a person
+approved the call. The whole process group is killed on timeout and on cancellation
+(:mod:`bot.tools.builtin.process_group`).
+
+The child's environment is an allow-list (:func:`.shell_policy.child_environment`): ``PATH``,
+``HOME``, locale, ``TZ``, terminal and user variables, ``PWD`` set to the call's workspace, and
+what ``tools.shell.env_passthrough`` names. Nothing else of the daemon's environment reaches a
+command.
 """
 
 from __future__ import annotations
@@ -19,7 +25,12 @@ from bot.config import ShellToolConfig
 from bot.tools.builtin.arguments import ToolArguments, parse_arguments, schema_of
 from bot.tools.builtin.observation import ToolFailed, ToolRefused, bounded_text, short
 from bot.tools.builtin.process_group import run_command
-from bot.tools.builtin.shell_policy import ShellPolicy, child_environment
+from bot.tools.builtin.shell_policy import (
+    UNPARSEABLE,
+    ShellPolicy,
+    child_environment,
+    secret_passthrough,
+)
 from bot.tools.builtin.workspace import Workspace
 from bot.tools.spec import ToolContext, ToolKind, ToolResult, ToolSpec
 
@@ -41,18 +52,31 @@ def shell_tool(
     environ: Mapping[str, str] | None = None,
     grace_s: float = 2.0,
 ) -> ToolSpec:
-    """Build ``shell``. ``environ`` (default: the daemon's ``os.environ`` at call time) is
-    scrubbed before each command; a bad ``deny_patterns`` regex raises ``ConfigError`` here."""
+    """Build ``shell``. Each command gets the allow-listed part of ``environ`` (default: the
+    daemon's ``os.environ`` at call time); a bad ``deny_patterns`` regex raises ``ConfigError``
+    here, and a secret-looking ``env_passthrough`` entry is logged once as a warning."""
     policy = ShellPolicy.from_patterns(cfg.deny_patterns)
+    passthrough = tuple(cfg.env_passthrough)
+    exposed = secret_passthrough(passthrough, os.environ if environ is None else environ)
+    if exposed:
+        # The administrator's explicit choice: honoured, but said once where it is visible.
+        log.warning("shell_env_passthrough_secret", variables=exposed)
 
     async def handler(arguments: Mapping[str, object], context: ToolContext) -> ToolResult:
         args = parse_arguments(ShellArguments, arguments)
         rule = policy.refusal(args.command)
         if rule is not None:
             log.warning("shell_refused", rule=rule, command=short(bounded_text(args.command, 200)))
+            if rule == UNPARSEABLE:
+                raise ToolRefused(
+                    "the shell deny list cannot parse the command (an unbalanced quote or "
+                    "bracket?), so it was not run; fix its syntax and try again"
+                )
             raise ToolRefused(f"the command matches the shell deny list ({rule}) and was not run")
         cwd = workspace.for_call(context).real_root()
-        env = child_environment(os.environ if environ is None else environ)
+        env = child_environment(
+            os.environ if environ is None else environ, workspace=cwd, passthrough=passthrough
+        )
         result = await run_command(
             args.command,
             cwd=cwd,

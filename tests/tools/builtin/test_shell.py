@@ -1,5 +1,5 @@
-"""``shell`` with real processes: output, caps, deny list, scrubbed environment, and the
-process group killed whole on timeout and on cancellation."""
+"""``shell`` with real processes: output, caps, deny list, the allow-listed environment, and
+the process group killed whole on timeout and on cancellation."""
 
 from __future__ import annotations
 
@@ -11,12 +11,13 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+import structlog
+from pydantic import ValidationError
 
 from bot.config import ShellToolConfig
 from bot.errors import ConfigError
 from bot.tools.builtin.observation import ToolFailed, ToolRefused
 from bot.tools.builtin.shell import shell_tool
-from bot.tools.builtin.shell_policy import ShellPolicy, child_environment
 from bot.tools.builtin.workspace import Workspace
 from bot.tools.spec import ToolContext, ToolEnvironmentError, ToolKind, ToolOutput, ToolSpec
 
@@ -188,6 +189,17 @@ async def test_background_process_does_not_outlive_the_call(
         "rm -fr ~",
         "sudo rm -r -f / ",
         "rm -rf --no-preserve-root /",
+        'rm -rf "$HOME"',
+        "rm -rf '/'",
+        'rm -rf "${HOME}"/',
+        "rm -r -f -- /",
+        "rm -rf ~/",
+        "\\rm -rf /",
+        "/bin/rm -rf //",
+        "rm -rf /.",
+        "sudo rm -rf /*",
+        'echo "$(rm -rf /)"',
+        "sh -c 'rm -rf \"$HOME\"'",
         ":(){ :|:& };:",
         "mkfs.ext4 /dev/sda1",
         "dd if=/dev/zero of=/dev/sda bs=1M",
@@ -195,14 +207,32 @@ async def test_background_process_does_not_outlive_the_call(
         "echo bye; reboot",
         "systemctl poweroff",
         "chmod -R 777 /",
+        'chmod -R 777 "/"',
     ],
 )
 async def test_deny_list_refuses_before_running(
     workspace: Workspace, workspace_dir: Path, context: ToolContext, command: str
 ) -> None:
-    with pytest.raises(ToolRefused, match="refused by policy"):
+    with pytest.raises(ToolRefused, match="refused by policy: the command matches"):
         await run(make_shell(workspace), f"touch ran.txt; {command}", context)
     assert not (workspace_dir / "ran.txt").exists()
+
+
+async def test_unparseable_command_is_refused_before_running(
+    workspace: Workspace, workspace_dir: Path, context: ToolContext
+) -> None:
+    """/bin/sh would run the first line before failing on the second: nothing runs."""
+    with pytest.raises(ToolRefused, match="cannot parse the command"):
+        await run(make_shell(workspace), 'touch ran.txt\necho "unbalanced', context)
+    assert not (workspace_dir / "ran.txt").exists()
+
+
+@pytest.mark.parametrize("command", ['echo "rm -rf /"', "ls / > listing.txt", "rm -rf ./build"])
+async def test_data_that_looks_dangerous_runs(
+    workspace: Workspace, context: ToolContext, command: str
+) -> None:
+    text = await run(make_shell(workspace), command, context)
+    assert text.startswith("exit code 0")
 
 
 async def test_configured_deny_pattern_refuses(
@@ -214,52 +244,110 @@ async def test_configured_deny_pattern_refuses(
     assert not (workspace_dir / "ran.txt").exists()
 
 
-@pytest.mark.parametrize(
-    "command",
-    ["rm -rf ./build", "rm -rf /tmp/hatchway-test", "echo reboot-notes", "grep shutdown log"],
-)
-def test_deny_list_lets_ordinary_commands_through(command: str) -> None:
-    assert ShellPolicy.from_patterns().refusal(command) is None
-
-
 def test_bad_deny_pattern_is_a_config_error(workspace: Workspace) -> None:
     with pytest.raises(ConfigError, match=r"deny_patterns\[0\]"):
         make_shell(workspace, deny_patterns=["(unclosed"])
 
 
+DAEMON_SECRETS = {
+    "MYSQL_PWD": "mysql-hunter2",
+    "DATABASE_URL": "postgres://u:pw-database@h/db",
+    "REDIS_URL": "redis://:pw-redis@cache:6379/0",
+    "SENTRY_DSN": "https://pubkey-sentry@o1.ingest.example/42",
+    "GH_PAT": "github_pat_11AAAAAAA0123456789abcdefghijklmnopqrstuvwxyz",
+    "SOME_RANDOM": "value-random",
+    "HATCHWAY_STATE_DIR": "/var/lib/hatchway",
+    "EDITOR": "editor-value",
+}
+
+
+def env_names(text: str) -> dict[str, str]:
+    """``env`` output (after the exit-code line) as a mapping."""
+    lines = text.splitlines()[1:]
+    return dict(line.split("=", 1) for line in lines if "=" in line)
+
+
+async def test_child_environment_is_allow_listed(
+    workspace: Workspace, workspace_dir: Path, context: ToolContext, tmp_path: Path
+) -> None:
+    environ = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(tmp_path),
+        "LANG": "C.UTF-8",
+        "LC_TIME": "en_GB.UTF-8",
+        "TZ": "Europe/Berlin",
+        "PIP_INDEX_URL": "https://pypi.internal.example/simple",
+        "NODE_OPTIONS": "--max-old-space-size=512",
+        "NODE_ENV": "production",
+        "NODEJS_HOME": "/opt/node",
+        **DAEMON_SECRETS,
+    }
+    spec = make_shell(workspace, environ=environ, env_passthrough=["PIP_INDEX_URL", "NODE_*"])
+    text = await run(spec, "env", context)
+    seen = env_names(text)
+    for name in ("PATH", "HOME", "LANG", "LC_TIME", "TZ", "PIP_INDEX_URL"):
+        assert seen[name] == environ[name]
+    assert seen["NODE_OPTIONS"] == "--max-old-space-size=512" and "NODE_ENV" in seen
+    assert "PWD" in seen
+    # `PWD=…` reads like a password assignment to the output scrubber: print the value alone.
+    pwd = await run(spec, "env | sed -n 's/^PWD=//p'", context)
+    assert pwd.splitlines()[1:] == [real_path(workspace_dir)]
+    assert "NODEJS_HOME" not in seen
+    for name, value in DAEMON_SECRETS.items():
+        assert name not in seen
+        assert value not in text
+
+
 async def test_child_cannot_see_daemon_secrets(
     workspace: Workspace, context: ToolContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Without ``environ`` the daemon's own ``os.environ`` is the source, read at call time."""
     monkeypatch.setenv("HATCHWAY_TEST_TOKEN", "hatchway-secret-value")
     monkeypatch.setenv("OPENAI_API_KEY", "openai-secret-value")
-    monkeypatch.setenv("DEPLOY_PASSWORD", "password-secret-value")
-    monkeypatch.setenv("INNOCENT_NAME", "sk-abcdefghijklmnopqrstuvwx")
+    monkeypatch.setenv("DATABASE_URL", "postgres://u:database-secret-value@h/db")
     monkeypatch.setenv("PLAIN_SETTING", "visible")
-    text = await run(make_shell(workspace), "env", context)
-    names = {line.split("=", 1)[0] for line in text.splitlines()[1:] if "=" in line}
-    assert "PLAIN_SETTING" in names and "PATH" in names and "HOME" in names
-    for hidden in ("HATCHWAY_TEST_TOKEN", "OPENAI_API_KEY", "DEPLOY_PASSWORD", "INNOCENT_NAME"):
+    spec = make_shell(workspace, env_passthrough=["PLAIN_SETTING"])
+    monkeypatch.setenv("LATE_SETTING", "late")
+    text = await run(spec, "env", context)
+    names = env_names(text)
+    assert {"PLAIN_SETTING", "PATH", "HOME", "PWD"} <= names.keys()
+    assert "LATE_SETTING" not in names
+    for hidden in ("HATCHWAY_TEST_TOKEN", "OPENAI_API_KEY", "DATABASE_URL"):
         assert hidden not in names
     assert "secret-value" not in text
 
 
 @pytest.mark.parametrize(
-    ("name", "value", "kept"),
+    ("passthrough", "environ", "warned"),
     [
-        ("PATH", "/usr/bin", True),
-        ("HOME", "/home/bot", True),
-        ("LANG", "C.UTF-8", True),
-        ("EDITOR", "vi", True),
-        ("HATCHWAY_STATE_DIR", "/var/lib/hatchway", False),
-        ("ANTHROPIC_BASE_URL", "http://x", False),
-        ("GITHUB_TOKEN", "abc", False),
-        ("DB_PASS", "abc", False),
-        ("SIGNING_KEY", "abc", False),
-        ("HARMLESS", "Bearer abcdefghijklmnop", False),
+        (["GH_TOKEN", "PIP_INDEX_URL"], {}, ["GH_TOKEN"]),
+        (["DB_*"], {"DB_HOST": "h", "DB_PASSWORD": "pw"}, ["DB_PASSWORD"]),
+        (["*_API_KEY", "LANG"], {}, ["*_API_KEY"]),
+        (["PIP_INDEX_URL", "NODE_*"], {"NODE_ENV": "production"}, None),
     ],
 )
-def test_child_environment_table(name: str, value: str, kept: bool) -> None:
-    assert (name in child_environment({name: value})) is kept
+def test_secret_looking_passthrough_is_honoured_with_one_warning(
+    workspace: Workspace, passthrough: list[str], environ: dict[str, str], warned: list[str] | None
+) -> None:
+    with structlog.testing.capture_logs() as logs:
+        make_shell(workspace, environ=environ, env_passthrough=passthrough)
+    warnings = [entry for entry in logs if entry["event"] == "shell_env_passthrough_secret"]
+    if warned is None:
+        assert warnings == []
+    else:
+        assert len(warnings) == 1 and warnings[0]["variables"] == warned
+        assert warnings[0]["log_level"] == "warning"
+
+
+@pytest.mark.parametrize("entry", ["BAD-NAME", "*", "**", "1ABC", "A B", "PIP_?", "É"])
+def test_env_passthrough_entries_must_be_variable_names(entry: str) -> None:
+    with pytest.raises(ValidationError, match=r"env_passthrough\[0\]"):
+        ShellToolConfig.model_validate({"env_passthrough": [entry]})
+
+
+@pytest.mark.parametrize("entry", ["PIP_INDEX_URL", "NODE_*", "*_PROXY", "_X", "lower_case"])
+def test_env_passthrough_accepts_names_and_star_globs(entry: str) -> None:
+    assert ShellToolConfig.model_validate({"env_passthrough": [entry]}).env_passthrough == [entry]
 
 
 async def test_missing_workspace_is_an_environment_error(
