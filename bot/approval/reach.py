@@ -19,6 +19,7 @@ can close their DMs).
 
 from __future__ import annotations
 
+import asyncio
 from typing import Protocol, runtime_checkable
 
 import structlog
@@ -56,8 +57,11 @@ async def approvers_here(
         return True
     if not isinstance(channel, MemberLookup):
         return bool(eligible)
-    for approver in eligible:
-        if await channel.can_see(envelope.reply_target, approver) is not False:
-            return True
+    # asked together: a slow platform answer costs its latency once, not once per approver
+    answers = await asyncio.gather(
+        *(channel.can_see(envelope.reply_target, approver) for approver in eligible)
+    )
+    if any(answer is not False for answer in answers):
+        return True
     log.info("approval_no_approver_in_conversation", conversation=envelope.conversation_id)
     return False
