@@ -74,7 +74,8 @@ _SECRET_PATTERNS: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
 _KEY_NEEDLES = ("pass", "pwd", "secret", "token", "key")
 #: The key ends in a secret-looking word right before its separator; what comes before the
 #: word is left as it is (matching it too would rescan every word: quadratic on long text).
-_KEY = r"(?i)(?P<key>password|passwd|pwd|secret|token|api[_-]?key)"
+# ``pwd`` only as the end of a longer name (``MYSQL_PWD``): ``PWD``/``OLDPWD`` are directories.
+_KEY = r"(?i)(?P<key>password|passwd|(?<=_)pwd|secret|token|api[_-]?key)"
 #: ``password=…``, ``api_key: …`` and the like: the key is kept, the value masked. The value
 #: stops at the first metacharacter even inside quotes: quoting can be undone by another
 #: level of evaluation (``sh -c``, ``eval``), so a quote never lets a mask swallow code.

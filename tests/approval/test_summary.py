@@ -212,3 +212,9 @@ def test_a_registered_secret_is_masked_even_next_to_metacharacters() -> None:
     register_secret("R3g1st3redS3cret")
     view = describe({"command": "echo R3g1st3redS3cret;id"})
     assert view.lines == (f"command: echo {MASK};id  {MASKED_NOTE}",)
+
+
+@pytest.mark.parametrize("text", ["PWD=/srv/workspace", "OLDPWD=/tmp/build", "cd $PWD/x"])
+def test_a_working_directory_is_not_a_secret(text: str) -> None:
+    view = describe({"command": text})
+    assert view.lines == (f"command: {text}",)
