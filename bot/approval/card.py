@@ -12,6 +12,7 @@ from bot.approval.reasons import RuntimeReason
 from bot.channel import ApprovalCard, CardState
 from bot.envelope import ChannelRef
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
+from bot.visible_text import visible
 
 _CARD_STATE = {
     ApprovalStatus.PENDING: CardState.PENDING,
@@ -38,14 +39,16 @@ def card_for(record: ApprovalRecord, *, timeout_s: float) -> ApprovalCard:
     requested_by = record.requester_name or record.requester
     if record.requester_name and record.requester_name != record.requester:
         requested_by = f"{record.requester_name} ({record.requester})"
+    # names come from the platform (a display name is whatever its owner typed): shown, not
+    # obeyed, like the arguments
     return ApprovalCard(
         approval_id=record.id,
-        tool=record.tool,
+        tool=visible(record.tool),
         lines=record.summary,
         reason=record.ask_reason,
-        requested_by=requested_by,
+        requested_by=visible(requested_by),
         state=_CARD_STATE[record.status],
-        decided_by=decided_by,
+        decided_by=visible(decided_by),
         timeout_s=timeout_s,
         full_text=record.full_text or "\n".join(record.summary),
         cut=record.cut,

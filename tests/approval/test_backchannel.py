@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import re
 from pathlib import Path
 
@@ -436,5 +437,21 @@ async def test_the_card_of_another_channel_alias_is_not_shown(
         other = ChannelRef(kind="slack", alias="other")
         assert await service.card(channel=other, approval_id=posted.card.approval_id) is None
         assert await service.card(channel=SLACK, approval_id="nope") is None
+        await service.click(channel.click(posted, APPROVER, ApprovalChoice.DENY))
+    assert task.result().verdict is Verdict.DENIED
+
+
+async def test_a_requesters_display_name_is_shown_not_obeyed(
+    store: Store, channel: FakeBackchannel
+) -> None:
+    service = service_for(make_settings(), store, channel)
+    envelope = make_envelope()
+    envelope = dataclasses.replace(
+        envelope, sender=dataclasses.replace(envelope.sender, display_name="Ann\u202eeviL\r\n")
+    )
+    async with asyncio.TaskGroup() as tg:
+        task = tg.create_task(service.ask(make_request(envelope=envelope)))
+        posted = await channel.next_card()
+        assert posted.card.requested_by == f"Ann\\u202eeviL\\r ⏎  ({REQUESTER})"
         await service.click(channel.click(posted, APPROVER, ApprovalChoice.DENY))
     assert task.result().verdict is Verdict.DENIED
