@@ -44,6 +44,7 @@ PRIORITY_KEYS: tuple[str, ...] = (
     "url",
 )
 MAX_VALUE_CHARS = 200
+MAX_KEY_CHARS = 80  # a model may invent any key; a card line stays readable
 MAX_LINES = 12
 MASKED_NOTE = "⚠ contains a masked value"
 
@@ -89,9 +90,10 @@ def _cut(text: str, limit: int) -> tuple[str, bool]:
 
 
 def _line(shown: _Shown, max_value_chars: int) -> tuple[str, bool]:
+    key, key_cut = _cut(shown.key, MAX_KEY_CHARS)
     value, cut = _cut(shown.text, max_value_chars)
     note = f"  {MASKED_NOTE}" if shown.masked else ""
-    return f"{visible(shown.key)}: {value}{note}", cut
+    return f"{key}: {value}{note}", cut or key_cut
 
 
 def _full_line(shown: _Shown) -> str:

@@ -218,3 +218,10 @@ def test_a_registered_secret_is_masked_even_next_to_metacharacters() -> None:
 def test_a_working_directory_is_not_a_secret(text: str) -> None:
     view = describe({"command": text})
     assert view.lines == (f"command: {text}",)
+
+
+def test_a_huge_argument_name_is_cut_too() -> None:
+    view = describe({"k" * 5000: "v"})
+    assert view.cut
+    assert len(view.lines[0]) < 400
+    assert "k" * 5000 in view.full
