@@ -48,7 +48,7 @@ def _scrub_event(
     _logger: object, _name: str, event_dict: MutableMapping[str, Any]
 ) -> MutableMapping[str, Any]:
     for key, value in list(event_dict.items()):
-        event_dict[key] = scrub_value(value, key=key if key != "event" else "")
+        event_dict[key] = scrub_value(value, key=key if key != "event" else "", greedy=True)
     return event_dict
 
 

@@ -153,3 +153,12 @@ def test_other_fields_are_still_masked(logged: Callable[[Format], io.StringIO]) 
     event = json.loads(out.getvalue())
     assert event["detail"] == "sent ***"
     assert event["api_key"] == "***"
+
+
+def test_a_logged_password_is_masked_past_metacharacters() -> None:
+    """Logs mask greedily: a password holding ``$`` or ``;`` is masked whole there, while an
+    approval card stops at the metacharacter (it must show what runs)."""
+    out = io.StringIO()
+    configure_logging("info", "json", stream=out)
+    structlog.get_logger("t").info("connecting", dsn="host=db password=pa$$w;rd user=app")
+    assert "w;rd" not in out.getvalue() and "pa$$" not in out.getvalue()
