@@ -243,15 +243,14 @@ async def test_approving_a_cut_card_from_the_card_is_refused(
 async def test_a_card_too_long_for_one_message_is_approved_from_the_full_view(
     slack: FakeSlack, store: Store
 ) -> None:
-    """The service cuts long values, not long keys: a 40,000-character key leaves the request
-    uncut, but its summary does not fit one message. The card shows it in part, so the
-    adapter treats it as cut: Approve only from the full view."""
+    """A 40,000-character argument name: the card shows it in part and is cut, so Approve
+    lives only in the full view, which shows all of it."""
     arguments: dict[str, object] = {"k" * 40_000: "rm -rf /"}
     channel = channel_for(slack, store)
     service = approval_service(store, channel)
     async with running(channel, ServiceHost(service)), asking(service, arguments) as ask:
         ts, record = await posted_card(slack, store)
-        assert not record.cut
+        assert record.cut
         card = slack.messages[(CONVERSATION, ts)]
         assert labels(card["blocks"]) == [SHOW_FULL_LABEL, "Deny", "✏️ Reply instead"]
         stale = block_actions(
