@@ -59,16 +59,16 @@ _SECRET_PATTERNS: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
     (("SG.",), re.compile(r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}")),  # SendGrid
     # JWTs: a base64url header that starts '{"', a payload, an optional signature.
     (("eyJ",), re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")),
-    # PEM private keys: only base64 and header lines between the markers, so a command
-    # placed between two markers is not swallowed.
-    (
-        ("PRIVATE KEY-----",),
-        re.compile(
-            r"-----BEGIN [A-Z ]*PRIVATE KEY-----[A-Za-z0-9+/=\s:,.-]*?"
-            r"-----END [A-Z ]*PRIVATE KEY-----"
-        ),
-    ),
 )
+
+#: PEM private keys: only base64 and header lines between the markers. On what a person
+#: approves each word of the body is masked on its own (a mask never spans a line: what sits
+#: on a line of its own between two markers could be a command); in logs the whole block.
+_PEM = re.compile(
+    r"(?P<begin>-----BEGIN [A-Z ]*PRIVATE KEY-----)(?P<body>[A-Za-z0-9+/=\s:,.-]*?)"
+    r"(?P<end>-----END [A-Z ]*PRIVATE KEY-----)"
+)
+_WORD = re.compile(r"\S+")
 
 #: Lower-case needles of :data:`_KEY`.
 _KEY_NEEDLES = ("pass", "pwd", "secret", "token", "key")
@@ -117,6 +117,8 @@ def scrub_text_noting(text: str, *, greedy: bool = False) -> tuple[str, bool]:
     for needles, pattern in _SECRET_PATTERNS:
         if any(needle in masked for needle in needles):
             masked = pattern.sub(_mask_whole, masked)
+    if "PRIVATE KEY-----" in masked:
+        masked = _PEM.sub(_mask_pem_block if greedy else _mask_pem_words, masked)
     lower = masked.lower()
     if any(needle in lower for needle in _KEY_NEEDLES):
         masked = (_KEY_VALUE_GREEDY if greedy else _KEY_VALUE).sub(_mask_value, masked)
@@ -132,6 +134,14 @@ def scrub_text(text: str, *, greedy: bool = False) -> str:
 
 def _mask_whole(match: re.Match[str]) -> str:
     return f"{match.groupdict().get('keep') or ''}{MASK}"
+
+
+def _mask_pem_block(match: re.Match[str]) -> str:
+    return MASK
+
+
+def _mask_pem_words(match: re.Match[str]) -> str:
+    return f"{match['begin']}{_WORD.sub(MASK, match['body'])}{match['end']}"
 
 
 def _mask_value(match: re.Match[str]) -> str:

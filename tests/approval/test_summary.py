@@ -164,9 +164,10 @@ _COMMAND = st.lists(
     min_size=1,
     max_size=25,
 ).map("".join)
-# what a masked stretch may contain: no shell metacharacter and nothing invisible
+# what a masked stretch may contain: no white space (a mask never spans a line), no shell
+# metacharacter and nothing invisible
 _MASKABLE = (
-    r"[^;|&$()<>`\\{}\x00-\x08\x0b-\x1f\x7f-\x9f"
+    r"[^\s;|&$()<>`\\{}\x00-\x08\x0b-\x1f\x7f-\x9f"
     r"\u2028\u2029\u202a-\u202e\u2066-\u2069\u200b-\u200f\ufeff]+"
 )
 
@@ -225,3 +226,18 @@ def test_a_huge_argument_name_is_cut_too() -> None:
     assert view.cut
     assert len(view.lines[0]) < 400
     assert "k" * 5000 in view.full
+
+
+def test_a_private_key_is_masked_word_by_word_and_never_hides_a_line() -> None:
+    key = (
+        "printf '%s' '-----BEGIN RSA PRIVATE KEY-----\nMIIEow==\n"
+        "-----END RSA PRIVATE KEY-----' > k.pem"
+    )
+    view = describe({"command": key})
+    assert "MIIEow" not in view.full
+    assert "-----BEGIN RSA PRIVATE KEY-----⏎\n***⏎\n-----END RSA PRIVATE KEY-----" in view.full
+    hidden_line = "x\n-----BEGIN PRIVATE KEY-----\nreboot\n-----END PRIVATE KEY-----"
+    view = describe({"command": hidden_line})
+    # the word is masked (it looks like key material), but only it, and the card says so
+    assert view.full.split("\n")[2] == "***⏎"
+    assert MASKED_NOTE in view.full
