@@ -20,6 +20,7 @@ The result is safe for cards, terminal prompts, audit rows and logs.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -47,6 +48,7 @@ MAX_VALUE_CHARS = 200
 MAX_KEY_CHARS = 80  # a model may invent any key; a card line stays readable
 MAX_LINES = 12
 MASKED_NOTE = "⚠ contains a masked value"
+_MORE_THAN_A_TOKEN = re.compile(r"[\s;|&$()<>`\\{}\[\]\"']")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,7 +71,10 @@ class _Shown:
 
 def _shown(key: str, value: object) -> _Shown:
     if is_secret_key(key) and value not in (None, "", [], {}):
-        return _Shown(key, MASK, masked=False)
+        # a lone token is the secret itself; anything more (spaces, metacharacters, a
+        # structure) may be what runs, so the line says it is hidden
+        text = value if isinstance(value, str) else canonical_json(value)
+        return _Shown(key, MASK, masked=_MORE_THAN_A_TOKEN.search(text) is not None)
     if isinstance(value, str):
         text, masked = scrub_text_noting(value)
         return _Shown(key, text, masked)

