@@ -68,6 +68,20 @@ def visible_lines(text: str) -> str:
     return _escape_all(text).replace("\n", f"{NEWLINE_MARK}\n")
 
 
+def _keep_layout(match: re.Match[str]) -> str:
+    char = match.group()
+    return char if char in "\n\t" else _replace(match)
+
+
+def terminal_text(text: str) -> str:
+    """``text`` for a terminal: line breaks and tabs kept as they are, every other control,
+    format or line-breaking character escaped, so no escape sequence reaches the terminal
+    (colours, cursor moves, a retitled window, a cleared screen)."""
+    if text.isprintable() or not _SUSPECT.search(text):
+        return text
+    return _SUSPECT.sub(_keep_layout, text)
+
+
 def is_visible(text: str) -> bool:
     """True when ``text`` has nothing :func:`visible` would escape (newlines aside)."""
     return not any(_needs_escape(c) for c in text)

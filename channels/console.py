@@ -28,6 +28,7 @@ from bot.channel import (
 from bot.channel_registry import ChannelContext
 from bot.config import ChannelCommon
 from bot.envelope import Capabilities, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
+from bot.visible_text import terminal_text
 
 log = structlog.get_logger(__name__)
 
@@ -63,7 +64,8 @@ class ConsoleChannel:
         return DeliveryTarget(channel=self.ref, conversation_id=CONVERSATION_ID)
 
     def _write(self, text: str) -> None:
-        self._stdout.write(text)
+        # what the model, a tool or a platform name says is shown, never obeyed by the terminal
+        self._stdout.write(terminal_text(text))
         self._stdout.flush()
 
     async def run(self, host: ChannelHost) -> None:

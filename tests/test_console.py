@@ -229,3 +229,14 @@ async def test_the_terminal_prompt_shows_every_character_that_will_run(
         await terminal.screen.wait_for("done")
         terminal.close()
     assert not marker.exists()
+
+
+async def test_an_answer_cannot_drive_the_terminal(fake: OpenAIFake, tmp_path: Path) -> None:
+    fake.queue_text("ok\x1b[2J\x1b]0;owned\x07\u202edone\n\tindented")
+    terminal = Terminal()
+    async with App(settings_for(fake, tmp_path), channels={"console.main": terminal.channel}):
+        terminal.type("hi")
+        screen = await terminal.screen.wait_for("indented")
+        terminal.close()
+    assert "\x1b" not in screen and "\x07" not in screen and "\u202e" not in screen
+    assert "ok\\x1b[2J\\x1b]0;owned\\x07\\u202edone\n\tindented" in screen
