@@ -10,8 +10,10 @@ approvers cannot answer. Per channel alias that asks (level ``supervised``):
 * direct messages are on, ``dm_approvers`` and ``self_approval`` are off: a DM's card is seen
   by its requester alone, who may not approve it.
 
-The console channel asks at the terminal and is never a finding. Whether a particular group
-has an approver in it is decided per message (:mod:`bot.approval.reach`), not here.
+The console channel asks whoever is at the terminal: its findings are the approval keys it
+ignores (``approvers``, ``approver_roles``, ``reactions_for_approval``). Slack's
+``approver_roles`` is refused when the config is loaded. Whether a particular group has an
+approver in it is decided per message (:mod:`bot.approval.reach`), not here.
 """
 
 from __future__ import annotations
@@ -33,7 +35,27 @@ def approval_findings(settings: Settings) -> list[Finding]:
     """Every finding of the enabled channel aliases, in configuration order."""
     found: list[Finding] = []
     for kind, alias, cfg in settings.channels.all():
-        if kind == "console" or not cfg.enabled:
+        if not cfg.enabled:
+            continue
+        if kind == "console":
+            ignored = [
+                key
+                for key, value in (
+                    ("approvers", cfg.approvers),
+                    ("approver_roles", cfg.approver_roles),
+                    ("reactions_for_approval", cfg.reactions_for_approval),
+                )
+                if value
+            ]
+            if ignored:
+                found.append(
+                    Finding(
+                        channel=f"{kind}.{alias}",
+                        problem=f"{', '.join(ignored)} ignored: the console asks whoever is "
+                        "at the terminal",
+                        fix=f"remove {', '.join(ignored)} from channels.{kind}.{alias}",
+                    )
+                )
             continue
         policy = effective_policy(settings.approval, cfg)
         if policy.level != "supervised":

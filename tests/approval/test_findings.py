@@ -82,3 +82,11 @@ def test_slack_rejects_approver_roles_at_load() -> None:
 def test_a_warning_line_shows_its_fix_and_passes() -> None:
     line = CheckResult(name="approvals telegram.main", ok=True, warning=True, detail="x", fix="y")
     assert line.render() == "⚠ approvals telegram.main: x\n    fix: y"
+
+
+def test_approval_keys_the_console_ignores_are_named() -> None:
+    data = {"channels": {"console": {"main": {"approvers": ["me"]}}}}
+    settings = parse_settings(data, environ={}, require_provider=False)
+    (finding,) = approval_findings(settings)
+    assert finding.channel == "console.main"
+    assert finding.problem.startswith("approvers ignored")
