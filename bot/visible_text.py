@@ -80,8 +80,3 @@ def terminal_text(text: str) -> str:
     if text.isprintable() or not _SUSPECT.search(text):
         return text
     return _SUSPECT.sub(_keep_layout, text)
-
-
-def is_visible(text: str) -> bool:
-    """True when ``text`` has nothing :func:`visible` would escape (newlines aside)."""
-    return not any(_needs_escape(c) for c in text)

@@ -87,8 +87,6 @@ _WORDING = {
     ),
 }
 
-POLICY_DENY = "The approval policy forbids this call ({why}). The tool did NOT run."
-
 #: Sent to a request's conversation when it expires at restart or shutdown with no turn of
 #: this process left to say so.
 EXPIRED_NOTICE = {

@@ -12,15 +12,13 @@ import asyncio
 import csv
 import io
 import json
-import logging
 import os
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
 import pytest
-import structlog
 
 from bot.approval.gate import Verdict
 from bot.approval.grants import new_grant
@@ -55,25 +53,6 @@ def config(tmp_path: Path) -> Path:
 @pytest.fixture
 def settings(config: Path) -> Settings:
     return load_settings(config, require_provider=False, environ={})
-
-
-@pytest.fixture
-def kept_logging() -> Iterator[None]:
-    """A command configures logging for its process; in-process, undo it afterwards."""
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    levels = {
-        name: logger.level
-        for name, logger in logging.Logger.manager.loggerDict.items()
-        if isinstance(logger, logging.Logger)
-    }
-    structlog_config = structlog.get_config()
-    yield
-    structlog.configure(**structlog_config)
-    root.handlers, root.level = handlers, level
-    for name, logger in logging.Logger.manager.loggerDict.items():
-        if isinstance(logger, logging.Logger):
-            logger.setLevel(levels.get(name, logging.NOTSET))
 
 
 def command(config: Path, args: tuple[str, ...]) -> list[str]:

@@ -8,16 +8,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import logging
 import os
 import sqlite3
 import sys
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-import structlog
 
 from bot.approval.gate import Assessment
 from bot.cli import main
@@ -152,17 +150,6 @@ def config(tmp_path: Path) -> Path:
 @pytest.fixture
 def settings(config: Path) -> Settings:
     return load_settings(config, require_provider=False, environ={})
-
-
-@pytest.fixture
-def kept_logging() -> Iterator[None]:
-    """A command configures logging for its process; in-process, undo it afterwards."""
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    structlog_config = structlog.get_config()
-    yield
-    structlog.configure(**structlog_config)
-    root.handlers, root.level = handlers, level
 
 
 Verify = Callable[..., Awaitable[tuple[int, str]]]
