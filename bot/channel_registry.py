@@ -39,9 +39,9 @@ ChannelFactory = Callable[[ChannelRef, ChannelCommon, ChannelContext], Channel]
 
 _FACTORIES: dict[str, str] = {
     "console": "channels.console:create",
-    "telegram": "channels.telegram:create",
-    "slack": "channels.slack:create",
-    "discord": "channels.discord:create",
+    "telegram": "channels.telegram.adapter:create",
+    "slack": "channels.slack.adapter:create",
+    "discord": "channels.discord.adapter:create",
 }
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.store import Store
-from channels.card_index import CardEntry, CardIndex, ViewMessage
+from channels.common.card_index import CardEntry, CardIndex, ViewMessage
 
 ALIAS = "slack.main"
 

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from channels import discord_markup, slack_markup, telegram_markup
-from channels.markdown import (
+from channels.discord import markup as discord_markup
+from channels.render.markdown import (
     Code,
     CodeBlock,
     Heading,
@@ -31,6 +31,8 @@ from channels.markdown import (
     plain_text,
     source,
 )
+from channels.slack import markup as slack_markup
+from channels.telegram import markup as telegram_markup
 
 
 def em(*children: Inline, marker: str = "*") -> Styled:

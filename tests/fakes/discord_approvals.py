@@ -11,8 +11,8 @@ from bot.approval.service import ApprovalService
 from bot.channel import ApprovalCard
 from bot.envelope import IngressEnvelope
 from bot.store import Store
-from channels.discord import DiscordChannel
-from channels.discord_reply import FIELD_ID
+from channels.discord.adapter import DiscordChannel
+from channels.discord.reply_instead import FIELD_ID
 from tests.fakes.approval_service import approval_service as service_over
 from tests.fakes.discord_payloads import (
     JSON,

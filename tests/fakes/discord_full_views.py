@@ -8,8 +8,8 @@ import copy
 import re
 from dataclasses import dataclass
 
-from channels.discord_full_view import GOES_ON
-from channels.discord_markup import escape_text
+from channels.discord.full_view import GOES_ON
+from channels.discord.markup import escape_text
 from tests.fakes.discord_payloads import JSON, component_interaction
 from tests.fakes.discord_server import Call, FakeDiscord
 

@@ -15,7 +15,7 @@ from bot.channel import ApprovalCard, CardState, ChannelHost
 from bot.config import Settings, SlackChannelConfig, parse_settings
 from bot.envelope import ChannelRef
 from bot.store import Store
-from channels.slack import SlackChannel, SlackCredentials
+from channels.slack.adapter import SlackChannel, SlackCredentials
 from tests.fakes.channel_health import serving
 from tests.fakes.slack_server import JSON, FakeSlack
 

@@ -12,7 +12,7 @@ from bot.channel_registry import ChannelContext
 from bot.config import Settings, TelegramChannelConfig, parse_settings
 from bot.envelope import ChannelRef
 from bot.store import Store
-from channels.telegram import TelegramChannel
+from channels.telegram.adapter import TelegramChannel
 from tests.fakes.channel_health import wait_for_health
 from tests.fakes.telegram_server import FakeTelegram
 

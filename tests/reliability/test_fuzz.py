@@ -6,9 +6,9 @@ platform's limit and is valid on its own (balanced code fences; for Telegram, ba
 only the tags Telegram accepts).
 
 Already fuzzed elsewhere (not repeated here): Slack event parsing
-(tests/channels/test_slack_normalise.py::test_parsing_never_raises), Telegram chunks from
-markdown pieces (tests/channels/test_telegram_markup.py), Discord chunks
-(tests/channels/test_discord_units.py), tool-call argument parsing
+(tests/channels/slack/test_normalise.py::test_parsing_never_raises), Telegram chunks from
+markdown pieces (tests/channels/telegram/test_markup.py), Discord chunks
+(tests/channels/discord/test_units.py), tool-call argument parsing
 (tests/tools/test_parsing.py::test_parse_call_never_raises), history trimming
 (tests/agent/test_context_window.py).
 """
@@ -23,7 +23,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from telegram import Message
 
-from bot.chunking import open_fence, split_chunks
 from bot.config import ToolsConfig
 from bot.envelope import Capabilities, ChannelRef
 from bot.providers.text_protocol import CLOSE_TAG, OPEN_TAG, parse_tool_calls
@@ -33,9 +32,12 @@ from bot.tools.outcome import ToolOutcome
 from bot.tools.parsing import parse_call
 from bot.tools.registry import ToolEntry, ToolRegistry
 from bot.tools.validation import resolve
-from channels import discord_markup, slack_markup, telegram_markup
-from channels.discord_normalise import MessageFacts, NormaliseOptions, envelope_from_facts
-from channels.telegram_normalise import BotIdentity, normalise_message
+from channels.discord import markup as discord_markup
+from channels.discord.normalise import MessageFacts, NormaliseOptions, envelope_from_facts
+from channels.render.chunking import open_fence, split_chunks
+from channels.slack import markup as slack_markup
+from channels.telegram import markup as telegram_markup
+from channels.telegram.normalise import BotIdentity, normalise_message
 from tests.fakes.telegram_html import well_formed as telegram_html_ok
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -250,8 +252,9 @@ _markdown_piece = st.one_of(
 
 def fences_balanced(chunk: str) -> bool:
     """No code fence left open, by the CommonMark rule the splitter and the converters share
-    (``bot.chunking.open_fence``, tested on its own in ``tests/test_chunking.py``): a line
-    such as ```` ```ls``` ```` is inline code, not a fence."""
+    (``channels.render.chunking.open_fence``, tested on its own in
+    ``tests/channels/test_chunking.py``): a line such as ```` ```ls``` ```` is inline code,
+    not a fence."""
     return open_fence(chunk) is None
 
 

@@ -3,12 +3,12 @@ and 5xx / 429 answers from the platform's send API. The answer must arrive once,
 recovery, and health must say connected again.
 
 Adapter-level cases already covered elsewhere: Slack socket drop and reconnect
-(tests/channels/test_slack.py::test_dropped_socket_reconnects), Discord gateway drop
-(tests/channels/test_discord_health.py::test_dropped_gateway_is_reconnecting_until_resumed),
+(tests/channels/slack/test_adapter.py::test_dropped_socket_reconnects), Discord gateway drop
+(tests/channels/discord/test_health.py::test_dropped_gateway_is_reconnecting_until_resumed),
 Telegram polling network errors, 409 conflicts and Retry-After
-(tests/channels/test_telegram.py), invalid tokens on all three (``test_invalid_token_*``,
+(tests/channels/telegram/test_adapter.py), invalid tokens on all three (``test_invalid_token_*``,
 ``test_refused_tokens_fail_clearly``), Telegram send Retry-After bounds
-(tests/channels/test_telegram_outbound.py).
+(tests/channels/telegram/test_outbound.py).
 """
 
 from __future__ import annotations

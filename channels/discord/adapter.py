@@ -1,0 +1,253 @@
+"""The Discord channel adapter, on discord.py 2.x.
+
+:class:`DiscordChannel` logs in over REST (``/users/@me``), connects to the gateway and hands
+user messages to its :class:`~bot.channel.ChannelHost` as envelopes; it renders answers,
+progress edits, typing and approval cards. It decides nothing about access or approval.
+This module owns the lifecycle and health and composes the parts:
+:mod:`~channels.discord.inbound` (messages in), :mod:`~channels.discord.card_answers` (answers on
+approval cards and their full views), :mod:`~channels.discord.outbound` (everything posted,
+cards as :mod:`~channels.discord.cards` renders them) and :mod:`~channels.discord.members`
+(whether an approver can see a conversation, asked before a card is posted), sharing one
+:class:`~channels.discord.client.Connection` and one
+:class:`~channels.discord.threads.ThreadBook`.
+
+Health: ``STARTING`` until the gateway's READY (credentials accepted, session established;
+messages flow from then on, before discord.py's ``on_ready``, which waits
+``guild_ready_timeout_s`` for the guilds' details) → ``CONNECTED``; a
+dropped gateway → ``RECONNECTING`` until discord.py resumes or re-identifies (it backs off
+with jitter); a refused token (401 on login, gateway close 4004) or a missing privileged
+intent (close 4014) → ``FAILED`` and :class:`~bot.errors.ChannelAuthError` from :meth:`run`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Sequence
+
+import aiohttp
+import discord
+import structlog
+
+from bot.channel import (
+    ApprovalCard,
+    ChannelHealth,
+    ChannelHost,
+    HealthState,
+    SentMessage,
+)
+from bot.channel_registry import ChannelContext
+from bot.config import ChannelCommon, DiscordChannelConfig, Settings
+from bot.envelope import ChannelRef, DeliveryTarget
+from bot.errors import ChannelAuthError, ChannelError, ConfigError
+from bot.scrub import register_secret
+from channels.common.card_index import CardIndex
+from channels.discord.buttons import DYNAMIC_ITEMS
+from channels.discord.card_answers import ApprovalClicks
+from channels.discord.client import (
+    ButtonPress,
+    Connection,
+    GatewayClient,
+    endpoint_scope,
+    gateway_intents,
+)
+from channels.discord.inbound import InboundMessages
+from channels.discord.members import ConversationMembers
+from channels.discord.outbound import Outbound
+from channels.discord.threads import ThreadBook
+
+log = structlog.get_logger(__name__)
+
+INTENT_HINT = (
+    "the Message Content intent is not enabled for this application: enable it in the Discord "
+    "Developer Portal → your application → Bot → Privileged Gateway Intents"
+)
+
+
+class DiscordChannel:
+    """A Discord bot. Create with :func:`create`; :meth:`run` lives until cancelled."""
+
+    def __init__(self, ref: ChannelRef, config: DiscordChannelConfig, context: ChannelContext):
+        self.ref = ref
+        self._config = config
+        self._health = ChannelHealth(state=HealthState.STARTING, detail="not started")
+        self._connection = Connection()
+        threads = ThreadBook(str(ref))
+        cards = CardIndex(context.store.channel_state, str(ref))
+        reactions = config.reactions_for_approval
+        self._inbound = InboundMessages(ref, config, self._connection, threads)
+        self._clicks = ApprovalClicks(
+            ref, self._connection, cards, reactions_for_approval=reactions
+        )
+        self._outbound = Outbound(
+            ref, self._connection, threads, cards, reactions_for_approval=reactions
+        )
+        self._members = ConversationMembers(ref, self._connection)
+        self._log = log.bind(channel=str(ref))
+
+    @property
+    def health(self) -> ChannelHealth:
+        return self._health
+
+    def _set_health(self, state: HealthState, detail: str) -> None:
+        if (state, detail) != (self._health.state, self._health.detail):
+            self._log.info("discord_health", state=state.value, detail=detail)
+        self._health = ChannelHealth(state=state, detail=detail)
+
+    # lifecycle -------------------------------------------------------------------------
+
+    async def run(self, host: ChannelHost) -> None:
+        """Log in, connect and deliver messages until cancelled (then close the client)."""
+        token = Settings.secret(self._config.token_env)
+        if token is None:
+            self._set_health(HealthState.FAILED, f"no token: {self._config.token_env} is not set")
+            raise ChannelAuthError(
+                f"{self.ref}: environment variable {self._config.token_env} "
+                "holding the bot token is not set"
+            )
+        register_secret(token)
+        self._connection.host = host
+        client = GatewayClient(
+            self,
+            intents=gateway_intents(reactions=self._config.reactions_for_approval),
+            api_base_url=self._config.api_base_url,
+            gateway_url=self._config.gateway_url,
+            guild_ready_timeout=self._config.guild_ready_timeout_s,
+        )
+        client.add_dynamic_items(*DYNAMIC_ITEMS)
+        self._connection.client = client
+        try:
+            with endpoint_scope(self._config.api_base_url):
+                await self._login(client, token)
+                self._set_health(HealthState.STARTING, "logged in; connecting to the gateway")
+                await client.connect(reconnect=True)
+        except discord.LoginFailure:
+            self._fail("Discord refused the bot token (401 on /users/@me)")
+            raise ChannelAuthError(f"{self.ref}: Discord refused the bot token") from None
+        except discord.PrivilegedIntentsRequired:
+            self._fail(INTENT_HINT)
+            raise ChannelAuthError(f"{self.ref}: {INTENT_HINT}") from None
+        except discord.ConnectionClosed as exc:
+            if exc.code == 4004:
+                self._fail("the gateway refused the bot token (close code 4004)")
+                raise ChannelAuthError(f"{self.ref}: the gateway refused the bot token") from None
+            self._fail(f"the gateway closed the connection (code {exc.code}: {exc.reason})")
+            raise ChannelError(f"{self.ref}: gateway closed with code {exc.code}") from None
+        except Exception as exc:
+            # Not swallowed: recorded so health says why the adapter stopped, then re-raised.
+            self._fail(f"stopped by an unexpected error: {type(exc).__name__}")
+            raise
+        finally:
+            self._connection.client = None
+            await client.close()
+            if self._health.state is not HealthState.FAILED:
+                self._set_health(HealthState.STOPPED, "stopped")
+
+    def _fail(self, detail: str) -> None:
+        self._set_health(HealthState.FAILED, detail)
+
+    async def _login(self, client: GatewayClient, token: str) -> None:
+        """``client.login`` with retries (jittered backoff) while Discord is unreachable."""
+        delay = 1.0
+        while True:
+            try:
+                await client.login(token)
+                return
+            except discord.LoginFailure:
+                raise
+            except discord.HTTPException as exc:
+                if exc.status < 500:
+                    self._fail(f"login failed: HTTP {exc.status}")
+                    raise ChannelError(f"{self.ref}: login failed with HTTP {exc.status}") from None
+                reason = f"HTTP {exc.status}"
+            except (aiohttp.ClientError, OSError) as exc:
+                reason = type(exc).__name__
+            wait = delay * random.uniform(0.5, 1.5)
+            self._set_health(
+                HealthState.RECONNECTING,
+                f"cannot reach Discord ({reason}); retrying in {wait:.0f}s",
+            )
+            await client.http.close()
+            await asyncio.sleep(wait)
+            delay = min(delay * 2, 60.0)
+
+    # gateway events (GatewayListener) --------------------------------------------------
+
+    async def gateway_connected(self) -> None:
+        # Messages are dispatched from the gateway's READY on, so the channel is connected
+        # then; discord.py's own "ready" only adds the wait for the guilds' details.
+        client = self._connection.connected()
+        if client is None:
+            return
+        self._set_health(HealthState.CONNECTED, f"connected as {client.user}")
+
+    async def gateway_ready(self) -> None:
+        client = self._connection.connected()
+        if client is None:
+            return
+        self._set_health(
+            HealthState.CONNECTED, f"connected as {client.user} to {len(client.guilds)} guild(s)"
+        )
+
+    async def gateway_resumed(self) -> None:
+        self._set_health(HealthState.CONNECTED, "gateway session resumed")
+
+    async def gateway_disconnected(self) -> None:
+        if self._health.state in (HealthState.CONNECTED, HealthState.STARTING):
+            self._set_health(
+                HealthState.RECONNECTING, "gateway connection lost; discord.py is resuming it"
+            )
+
+    async def message_created(self, message: discord.Message) -> None:
+        await self._inbound.message_created(message)
+
+    async def reaction_added(self, payload: discord.RawReactionActionEvent) -> None:
+        await self._clicks.reaction(payload)
+
+    async def approval_button(self, interaction: discord.Interaction, press: ButtonPress) -> None:
+        await self._clicks.button(interaction, press)
+
+    async def show_full_button(
+        self, interaction: discord.Interaction, approval_id: str, card_message_id: int | None
+    ) -> None:
+        await self._clicks.full_view_requested(interaction, approval_id, card_message_id)
+
+    async def reply_button(self, interaction: discord.Interaction, approval_id: str) -> None:
+        await self._clicks.reply_requested(interaction, approval_id)
+
+    async def modal_submitted(self, interaction: discord.Interaction) -> None:
+        await self._clicks.reply_submitted(interaction)
+
+    # who can see a conversation (bot.approval.reach.MemberLookup) ----------------------
+
+    async def can_see(self, target: DeliveryTarget, user_id: str) -> bool | None:
+        """Whether ``user_id`` may view the target's channel or thread; None when Discord
+        cannot tell (:mod:`channels.discord.members`)."""
+        return await self._members.can_see(target, user_id)
+
+    # outbound (Channel) ----------------------------------------------------------------
+
+    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
+        return await self._outbound.send(target, text)
+
+    async def edit(self, message: SentMessage, text: str) -> None:
+        await self._outbound.edit(message, text)
+
+    async def react(self, target: DeliveryTarget, message_id: str, emoji: str) -> None:
+        await self._outbound.react(target, message_id, emoji)
+
+    async def typing(self, target: DeliveryTarget) -> None:
+        await self._outbound.typing(target)
+
+    async def post_approval_card(self, target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
+        return await self._outbound.post_approval_card(target, card)
+
+    async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:
+        await self._outbound.update_approval_card(message, card)
+
+
+def create(ref: ChannelRef, config: ChannelCommon, context: ChannelContext) -> DiscordChannel:
+    """The registry's factory for ``[channels.discord.<alias>]``."""
+    if not isinstance(config, DiscordChannelConfig):
+        raise ConfigError(f"channels.discord.{ref.alias}: expected a Discord channel config")
+    return DiscordChannel(ref, config, context)

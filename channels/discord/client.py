@@ -1,0 +1,229 @@
+"""The discord.py client hatchway runs: intents, configurable endpoints, event forwarding.
+
+:class:`GatewayClient` is a ``discord.Client`` that forwards the few gateway events the adapter
+needs to a :class:`GatewayListener` and can talk to a configurable REST base and gateway URL
+(for an egress proxy, or a loopback fake in tests). :class:`Connection` is where the adapter's
+parts find the running client and host.
+
+Why endpoints are rewritten per client instead of setting ``discord.http.Route.BASE`` and
+``DiscordWebSocket.DEFAULT_GATEWAY``: those are class attributes shared by every client in the
+process, so two channels (or a test and the next one) would leak endpoints into each other.
+Instead this client's ``HTTPClient`` rewrites each route URL and gateway URL it is about to use,
+and :func:`endpoint_scope` installs a webhook adapter doing the same for interaction callbacks
+in the context of the task that runs the gateway (discord.py answers interactions through its
+webhook adapter, which it takes from a context variable).
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import aiohttp
+import discord
+import structlog
+import yarl
+from discord.http import HTTPClient, Route
+from discord.webhook.async_ import AsyncWebhookAdapter, async_context
+
+from bot.channel import ApprovalChoice, ChannelHost
+
+log = structlog.get_logger(__name__)
+
+#: Every message the bot sends pings nobody: the client's default, and passed explicitly where
+#: a message shows values from a request (cards, full views).
+NO_MENTIONS = discord.AllowedMentions.none()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ButtonPress:
+    """A press of Approve / Deny / Always: on the card, or in its full view. A full view's
+    buttons name the card they came from (``card_message_id``), since the press arrives on
+    an ephemeral message the approval service cannot edit."""
+
+    approval_id: str
+    choice: ApprovalChoice
+    full_view: bool = False
+    card_message_id: int | None = None
+
+
+class GatewayListener(Protocol):
+    """What the adapter handles; called from discord.py's event tasks."""
+
+    async def gateway_connected(self) -> None: ...
+
+    async def gateway_ready(self) -> None: ...
+
+    async def gateway_resumed(self) -> None: ...
+
+    async def gateway_disconnected(self) -> None: ...
+
+    async def message_created(self, message: discord.Message) -> None: ...
+
+    async def reaction_added(self, payload: discord.RawReactionActionEvent) -> None: ...
+
+    async def approval_button(
+        self, interaction: discord.Interaction, press: ButtonPress
+    ) -> None: ...
+
+    async def show_full_button(
+        self, interaction: discord.Interaction, approval_id: str, card_message_id: int | None
+    ) -> None: ...
+
+    async def reply_button(self, interaction: discord.Interaction, approval_id: str) -> None: ...
+
+    async def modal_submitted(self, interaction: discord.Interaction) -> None: ...
+
+
+def gateway_intents(*, reactions: bool) -> discord.Intents:
+    """The intents hatchway asks for. ``message_content`` is privileged: it must be enabled
+    for the application in the Developer Portal, or the gateway closes with code 4014."""
+    intents = discord.Intents.none()
+    intents.guilds = True
+    intents.guild_messages = True
+    intents.dm_messages = True
+    intents.message_content = True
+    if reactions:
+        intents.guild_reactions = True
+        intents.dm_reactions = True
+    return intents
+
+
+def rebase_api_url(url: str, api_base: str | None) -> str:
+    """``url`` built on discord.py's REST base, moved onto ``api_base`` (unchanged if None)."""
+    if api_base is None or not url.startswith(Route.BASE):
+        return url
+    return api_base.rstrip("/") + url[len(Route.BASE) :]
+
+
+def rebase_gateway_url(url: str, gateway_url: str | None) -> str:
+    """Any gateway URL (initial or resume) moved onto ``gateway_url``, keeping its query."""
+    if gateway_url is None:
+        return url
+    return str(yarl.URL(gateway_url).with_query(yarl.URL(url).query))
+
+
+class _RebasingHTTPClient(HTTPClient):
+    """discord.py's HTTP client with this channel's endpoints (installed per instance)."""
+
+    hatchway_api_base: str | None = None
+    hatchway_gateway_url: str | None = None
+
+    async def request(self, route: Route, **kwargs: Any) -> Any:
+        route.url = rebase_api_url(route.url, self.hatchway_api_base)
+        return await super().request(route, **kwargs)
+
+    async def ws_connect(self, url: str, *, compress: int = 0) -> aiohttp.ClientWebSocketResponse:
+        rebased = rebase_gateway_url(url, self.hatchway_gateway_url)
+        return await super().ws_connect(rebased, compress=compress)
+
+
+class _RebasingWebhookAdapter(AsyncWebhookAdapter):
+    """The webhook adapter (interaction callbacks, follow-ups) with this channel's REST base."""
+
+    def __init__(self, api_base: str) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]  # discord.py leaves it unannotated
+        self._api_base = api_base
+
+    async def request(self, route: Route, *args: Any, **kwargs: Any) -> Any:
+        route.url = rebase_api_url(route.url, self._api_base)
+        return await super().request(route, *args, **kwargs)
+
+
+@contextmanager
+def endpoint_scope(api_base: str | None) -> Iterator[None]:
+    """Within the calling task (and tasks it starts), answer interactions via ``api_base``."""
+    if api_base is None:
+        yield
+        return
+    token: contextvars.Token[AsyncWebhookAdapter] = async_context.set(
+        _RebasingWebhookAdapter(api_base)
+    )
+    try:
+        yield
+    finally:
+        async_context.reset(token)
+
+
+class Connection:
+    """The running client and the host, while the adapter's ``run`` lives (None otherwise).
+    Only ``run`` sets them; the adapter's inbound and outbound parts read them."""
+
+    __slots__ = ("client", "host")
+
+    def __init__(self) -> None:
+        self.client: GatewayClient | None = None
+        self.host: ChannelHost | None = None
+
+    def connected(self) -> GatewayClient | None:
+        """The client once it has logged in and knows its own user, else None."""
+        client = self.client
+        return client if client is not None and client.user is not None else None
+
+
+class GatewayClient(discord.Client):
+    """A ``discord.Client`` forwarding events to one :class:`GatewayListener`."""
+
+    def __init__(
+        self,
+        listener: GatewayListener,
+        *,
+        intents: discord.Intents,
+        api_base_url: str | None,
+        gateway_url: str | None,
+        guild_ready_timeout: float,
+    ) -> None:
+        super().__init__(
+            intents=intents,
+            guild_ready_timeout=guild_ready_timeout,
+            chunk_guilds_at_startup=False,
+            allowed_mentions=NO_MENTIONS,
+        )
+        self.listener = listener
+        http = self.http
+        if type(http) is HTTPClient:
+            # Same object, narrower class: only this client's requests are rebased.
+            http.__class__ = _RebasingHTTPClient
+        if isinstance(http, _RebasingHTTPClient):
+            http.hatchway_api_base = api_base_url
+            http.hatchway_gateway_url = gateway_url
+
+    async def close(self) -> None:
+        # discord.py's close() leaves its guild wait (``_delay_ready``) running, which would
+        # then dispatch "ready" into the closed client. Private attribute: recheck on upgrade.
+        ready_wait = self._connection._ready_task
+        if ready_wait is not None:
+            ready_wait.cancel()
+        await super().close()
+
+    async def on_connect(self) -> None:
+        # discord.py dispatches this on the gateway's READY (session established) and
+        # dispatches messages from then on; ``on_ready`` waits guild_ready_timeout longer.
+        await self.listener.gateway_connected()
+
+    async def on_ready(self) -> None:
+        await self.listener.gateway_ready()
+
+    async def on_resumed(self) -> None:
+        await self.listener.gateway_resumed()
+
+    async def on_disconnect(self) -> None:
+        await self.listener.gateway_disconnected()
+
+    async def on_message(self, message: discord.Message) -> None:
+        await self.listener.message_created(message)
+
+    async def on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
+        await self.listener.reaction_added(payload)
+
+    async def on_interaction(self, interaction: discord.Interaction) -> None:
+        # Buttons are routed by their DynamicItems; modal submissions are answered here,
+        # statelessly (see channels.discord.reply_instead).
+        if interaction.type is discord.InteractionType.modal_submit:
+            await self.listener.modal_submitted(interaction)
+
+    async def on_error(self, event_method: str, /, *args: Any, **kwargs: Any) -> None:
+        log.exception("discord_event_failed", event=event_method)

@@ -1,0 +1,191 @@
+"""Everything the Discord adapter posts: answers, edits, reactions, typing, approval cards.
+
+Text is rendered by :mod:`channels.discord.markup` and split under 2,000 characters; the first
+chunk of an answer replies to the request message (except in a thread opened from it, where
+the starter is not in the thread). A :class:`~bot.envelope.DeliveryTarget` with a thread posts
+into the thread, opening it first when :class:`~channels.discord.threads.ThreadBook` says it
+is still pending. Failures the caller should know about raise
+:class:`~bot.errors.ChannelError`; a vanished message or a refused reaction is only logged.
+
+An approval card whose target names a user rather than a channel (an approver's DM copy:
+Discord answers Unknown Channel) is posted in the bot's DM with that user, opened on the way;
+the returned message names the DM channel, so later edits find it. A user who closed their
+DMs (403, code 50007) makes that a :class:`~bot.errors.ChannelError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
+
+import discord
+import structlog
+from discord.utils import MISSING
+
+from bot.channel import ApprovalCard, CardState, SentMessage
+from bot.envelope import ChannelRef, DeliveryTarget
+from bot.errors import ChannelError
+from channels.common.card_index import CardEntry, CardIndex
+from channels.discord.cards import card_reactions, card_view, render_card
+from channels.discord.client import NO_MENTIONS, Connection, GatewayClient
+from channels.discord.markup import render_chunks, render_single
+from channels.discord.members import UNKNOWN_CHANNEL
+from channels.discord.threads import ThreadBook
+
+log = structlog.get_logger(__name__)
+
+#: Users whose DM channel is remembered (a few approvers in practice).
+DM_CHANNELS_KEPT = 256
+
+
+class Outbound:
+    """The sending half of :class:`~channels.discord.adapter.DiscordChannel` (its ``Channel``
+    methods)."""
+
+    def __init__(
+        self,
+        ref: ChannelRef,
+        connection: Connection,
+        threads: ThreadBook,
+        cards: CardIndex,
+        *,
+        reactions_for_approval: bool,
+    ) -> None:
+        self.ref = ref
+        self._connection = connection
+        self._threads = threads
+        self._cards = cards
+        self._reactions = reactions_for_approval
+        self._dm_channels: dict[str, str] = {}  # user id -> the bot's DM channel with them
+        self._log = log.bind(channel=str(ref))
+
+    def _connected_client(self) -> GatewayClient:
+        client = self._connection.connected()
+        if client is None:
+            raise ChannelError(f"{self.ref}: not connected to Discord")
+        return client
+
+    async def _destination(self, target: DeliveryTarget) -> discord.PartialMessageable:
+        client = self._connected_client()
+        if target.thread_id is not None:
+            await self._threads.before_posting(client, target.thread_id)
+        return client.get_partial_messageable(int(target.thread_id or target.conversation_id))
+
+    @staticmethod
+    def _reference(target: DeliveryTarget) -> discord.MessageReference | None:
+        reply_to = target.reply_to_message_id
+        if reply_to is None or reply_to == target.thread_id:
+            return None  # a thread opened from the request: the starter is not in the thread
+        return discord.MessageReference(
+            message_id=int(reply_to),
+            channel_id=int(target.thread_id or target.conversation_id),
+            fail_if_not_exists=False,
+        )
+
+    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
+        destination = await self._destination(target)
+        reference = self._reference(target)
+        sent: list[SentMessage] = []
+        for chunk in render_chunks(text):
+            try:
+                if reference is not None and not sent:
+                    message = await destination.send(chunk, reference=reference)
+                else:
+                    message = await destination.send(chunk)
+            except discord.HTTPException as exc:
+                raise ChannelError(f"{self.ref}: sending failed: HTTP {exc.status}") from exc
+            sent.append(SentMessage(target=target, message_id=str(message.id)))
+        return sent
+
+    async def edit(self, message: SentMessage, text: str) -> None:
+        destination = await self._destination(message.target)
+        partial = destination.get_partial_message(int(message.message_id))
+        try:
+            await partial.edit(content=render_single(text))
+        except discord.NotFound:
+            self._log.warning("discord_edit_target_gone", message_id=message.message_id)
+        except discord.HTTPException as exc:
+            raise ChannelError(f"{self.ref}: editing failed: HTTP {exc.status}") from exc
+
+    async def react(self, target: DeliveryTarget, message_id: str, emoji: str) -> None:
+        destination = await self._destination(target)
+        try:
+            await destination.get_partial_message(int(message_id)).add_reaction(emoji)
+        except discord.HTTPException as exc:
+            self._log.warning("discord_react_failed", status=exc.status, code=exc.code)
+
+    async def typing(self, target: DeliveryTarget) -> None:
+        destination = await self._destination(target)
+        try:
+            await destination.typing()
+        except discord.HTTPException as exc:
+            self._log.warning("discord_typing_failed", status=exc.status, code=exc.code)
+
+    async def post_approval_card(self, target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
+        shown = render_card(card)
+        view = card_view(card, shown)
+
+        async def post(where: discord.abc.Messageable) -> discord.Message:
+            return await where.send(
+                shown.content,
+                view=view if view is not None else MISSING,
+                allowed_mentions=NO_MENTIONS,
+                suppress_embeds=True,
+            )
+
+        try:
+            target, message = await self._post_card(target, post)
+        except discord.HTTPException as exc:
+            raise ChannelError(
+                f"{self.ref}: posting an approval card failed: HTTP {exc.status} (code {exc.code})"
+            ) from exc
+        message_id = str(message.id)
+        if self._reactions and card.state is CardState.PENDING:
+            # Keyed by the channel the message is in, as a reaction names it.
+            where = target.thread_id or target.conversation_id
+            await self._cards.remember(where, message_id, CardEntry(approval_id=card.approval_id))
+            for emoji in card_reactions(card, shown):
+                await self.react(target, message_id, emoji)
+        return SentMessage(target=target, message_id=message_id)
+
+    async def _post_card(
+        self,
+        target: DeliveryTarget,
+        post: Callable[[discord.abc.Messageable], Awaitable[discord.Message]],
+    ) -> tuple[DeliveryTarget, discord.Message]:
+        """Post in the target's channel, or, when the target names a user (an approver's DM
+        copy), in the bot's DM with them; returns where the card went and the message."""
+        known = self._dm_channels.get(target.conversation_id) if target.thread_id is None else None
+        if known is not None:
+            target = replace(target, conversation_id=known)
+        try:
+            return target, await post(await self._destination(target))
+        except discord.NotFound as exc:
+            if known is not None or exc.code != UNKNOWN_CHANNEL or target.thread_id is not None:
+                raise
+        # Not a channel: a user. Opening the DM always works; a user who closed their DMs
+        # (or shares no server with the bot) refuses the message itself (403, code 50007).
+        client = self._connected_client()
+        channel = await client.create_dm(discord.Object(id=int(target.conversation_id)))
+        self._dm_channels[target.conversation_id] = str(channel.id)
+        if len(self._dm_channels) > DM_CHANNELS_KEPT:
+            self._dm_channels.pop(next(iter(self._dm_channels)))
+        return replace(target, conversation_id=str(channel.id)), await post(channel)
+
+    async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:
+        destination = await self._destination(message.target)
+        partial = destination.get_partial_message(int(message.message_id))
+        shown = render_card(card)
+        try:
+            await partial.edit(
+                content=shown.content, view=card_view(card, shown), allowed_mentions=NO_MENTIONS
+            )
+        except discord.NotFound:
+            self._log.warning("discord_card_gone", message_id=message.message_id)
+        except discord.HTTPException as exc:
+            raise ChannelError(
+                f"{self.ref}: updating an approval card failed: HTTP {exc.status}"
+            ) from exc
+        if self._reactions and card.state is not CardState.PENDING:
+            where = message.target.thread_id or message.target.conversation_id
+            await self._cards.close(where, message.message_id, card.approval_id)

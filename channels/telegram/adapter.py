@@ -1,0 +1,296 @@
+"""The Telegram channel, on python-telegram-bot 22.x.
+
+Inbound: long polling (default) with a ``getUpdates`` loop of our own, or a webhook guarded by
+the secret token (:mod:`channels.telegram.webhook`). The polling offset lives in
+``store.channel_state`` and is advanced only after an update was handed to the host
+(:mod:`channels.telegram.offset`), so a restart neither repeats nor loses updates.
+
+Updates used: new messages, callback queries (approval buttons) and, with
+``reactions_for_approval``, message reactions; :mod:`channels.telegram.inbound` routes them
+(a reply to an approval card is a deny-with-edit, :mod:`channels.telegram.reply_instead`).
+Before a card is posted in a group, the approval service asks :meth:`TelegramChannel.can_see`
+whether an approver is in it (:mod:`channels.telegram.members`); a DM copy to a user who never
+started the bot fails with :class:`~bot.errors.ChannelError` like any refused message.
+
+Health: ``STARTING`` → ``CONNECTED`` once ``getMe`` accepted the token and the first
+``getUpdates`` (or ``setWebhook``) succeeded; ``RECONNECTING`` with the reason on network
+errors or a ``409 Conflict`` (another poller on the same token); ``FAILED`` when the token is
+refused, and :meth:`TelegramChannel.run` raises :class:`~bot.errors.ChannelAuthError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+
+import httpx
+import structlog
+from telegram import Bot, Update
+from telegram.error import Conflict, InvalidToken, NetworkError, RetryAfter
+from telegram.ext import Application
+from telegram.request import HTTPXRequest
+
+from bot.channel import (
+    ApprovalCard,
+    ChannelHealth,
+    ChannelHost,
+    HealthState,
+    SentMessage,
+)
+from bot.channel_registry import ChannelContext
+from bot.config import ChannelCommon, Settings, TelegramChannelConfig
+from bot.envelope import ChannelRef, DeliveryTarget
+from bot.errors import ChannelAuthError, ChannelError, ConfigError
+from bot.scrub import register_secret
+from channels.common.card_index import CardIndex
+from channels.telegram.card_answers import ApprovalTaps
+from channels.telegram.inbound import UpdateRouter, allowed_updates
+from channels.telegram.members import ConversationMembers
+from channels.telegram.normalise import BotIdentity
+from channels.telegram.offset import PollingOffset
+from channels.telegram.outbound import TelegramOutbound
+from channels.telegram.ratelimit import backoff_delay, retry_after_seconds
+from channels.telegram.reply_instead import CardReplies
+from channels.telegram.webhook import WebhookReceiver
+
+log = structlog.get_logger(__name__)
+
+# Connections for Bot API calls: PTB's default for an application's own request object.
+API_POOL = 256
+
+CONFLICT_DETAIL = (
+    "409 Conflict from getUpdates: another process is polling this bot token (or a webhook "
+    "is set). Only one poller may run per token; stop the other one."
+)
+
+
+class TelegramChannel:
+    """A Telegram bot: receives updates and delegates sending to :class:`TelegramOutbound`."""
+
+    def __init__(
+        self,
+        ref: ChannelRef,
+        config: TelegramChannelConfig,
+        context: ChannelContext,
+        *,
+        token: str,
+        webhook_secret: str | None = None,
+    ) -> None:
+        register_secret(token)
+        register_secret(webhook_secret)
+        # PTB builds two httpx clients (Bot API calls, getUpdates), and each would load the
+        # CA bundle into a TLS context of its own: ~60 ms of CPU apiece at start-up, so they
+        # share one (httpx's own default, which honours SSL_CERT_FILE / SSL_CERT_DIR).
+        tls = {"verify": httpx.create_ssl_context()}
+        app = (
+            Application.builder()
+            .token(token)
+            .base_url(config.api_base_url)
+            .base_file_url(config.file_base_url)
+            .request(HTTPXRequest(connection_pool_size=API_POOL, httpx_kwargs=tls))
+            .get_updates_request(HTTPXRequest(connection_pool_size=1, httpx_kwargs=tls))
+            .updater(None)
+            .build()
+        )
+        self.ref = ref
+        self._config = config
+        self._app = app
+        cards = CardIndex(context.store.channel_state, str(ref))
+        self._out = TelegramOutbound(ref=ref, config=config, bot=app.bot, cards=cards)
+        self._members = ConversationMembers(ref=ref, bot=app.bot)
+        taps = ApprovalTaps(ref=ref, config=config, bot=app.bot, outbound=self._out)
+        replies = CardReplies(ref=ref, outbound=self._out, roles=taps.roles)
+        self._inbound = UpdateRouter(ref=ref, config=config, taps=taps, replies=replies)
+        self._offset = PollingOffset(context.store.channel_state, str(ref))
+        self._webhook_secret = webhook_secret
+        self._health = ChannelHealth(state=HealthState.STARTING)
+        self._webhook: WebhookReceiver | None = None
+
+    @property
+    def health(self) -> ChannelHealth:
+        return self._health
+
+    @property
+    def webhook_port(self) -> int:
+        """The port the webhook receiver is bound to (0 when not serving)."""
+        return self._webhook.port if self._webhook is not None else 0
+
+    def _set_health(self, state: HealthState, detail: str = "") -> None:
+        if self._health.state != state or self._health.detail != detail:
+            log.info("channel_health", channel=str(self.ref), state=str(state), detail=detail)
+        self._health = ChannelHealth(state=state, detail=detail)
+
+    async def run(self, host: ChannelHost) -> None:
+        """Connect, then receive until cancelled."""
+        try:
+            await self._connect()
+            if self._config.mode == "webhook":
+                await self._serve_webhook(host)
+            else:
+                await self._poll(host)
+        finally:
+            if self._webhook is not None:
+                await self._webhook.aclose()
+                self._webhook = None
+            await self._app.shutdown()
+            # A failed initialize leaves the Application uninitialised but its HTTP clients
+            # open; the bot closes them (a no-op after a full shutdown).
+            await self._app.bot.shutdown()
+            if self._health.state is not HealthState.FAILED:
+                self._set_health(HealthState.STOPPED)
+
+    async def _connect(self) -> None:
+        """``getMe`` until it answers; a refused token is fatal."""
+        attempt = 0
+        while True:
+            try:
+                await self._app.initialize()
+                if self._config.mode == "polling":
+                    await self._app.bot.delete_webhook(drop_pending_updates=False)
+            except InvalidToken as exc:
+                detail = (
+                    "Telegram refused the bot token (getMe answered 401/404); check "
+                    f"the {self._config.token_env} environment variable"
+                )
+                self._set_health(HealthState.FAILED, detail)
+                raise ChannelAuthError(f"{self.ref}: {detail}") from exc.__cause__
+            except RetryAfter as exc:
+                await asyncio.sleep(retry_after_seconds(exc))
+                continue
+            except NetworkError as exc:
+                await self._reconnect_pause(attempt, f"cannot reach the Bot API: {exc}")
+                attempt += 1
+                continue
+            break
+        bot = self._app.bot
+        self._inbound.me = BotIdentity(id=bot.id, username=bot.username or "")
+        log.info("telegram_connected", channel=str(self.ref), bot=bot.username)
+
+    async def _reconnect_pause(self, attempt: int, reason: str) -> None:
+        self._set_health(HealthState.RECONNECTING, reason)
+        delay = backoff_delay(
+            attempt, initial_s=self._config.reconnect_initial_s, max_s=self._config.reconnect_max_s
+        )
+        log.warning(
+            "telegram_reconnecting", channel=str(self.ref), reason=reason, delay_s=round(delay, 2)
+        )
+        await asyncio.sleep(delay)
+
+    # -- polling ------------------------------------------------------------------------------
+
+    async def _poll(self, host: ChannelHost) -> None:
+        bot: Bot = self._app.bot
+        offset = await self._offset.load()
+        failures = 0
+        while True:
+            # The first call after (re)connecting does not wait, so health turns honest fast.
+            live = self._health.state is HealthState.CONNECTED
+            try:
+                updates = await bot.get_updates(
+                    offset=offset,
+                    timeout=self._config.poll_timeout_s if live else 0,
+                    allowed_updates=allowed_updates(self._config),
+                )
+            except InvalidToken as exc:
+                detail = "Telegram refused the bot token while polling"
+                self._set_health(HealthState.FAILED, detail)
+                raise ChannelAuthError(f"{self.ref}: {detail}") from exc.__cause__
+            except RetryAfter as exc:
+                await asyncio.sleep(retry_after_seconds(exc))
+                continue
+            except Conflict:
+                await self._reconnect_pause(failures, CONFLICT_DETAIL)
+                failures += 1
+                continue
+            except NetworkError as exc:
+                await self._reconnect_pause(failures, f"getUpdates failed: {exc}")
+                failures += 1
+                continue
+            failures = 0
+            self._set_health(HealthState.CONNECTED)
+            for update in updates:
+                await self._inbound.route(update, host)
+                offset = update.update_id + 1
+                await self._offset.commit(offset)
+
+    # -- webhook ------------------------------------------------------------------------------
+
+    async def _serve_webhook(self, host: ChannelHost) -> None:
+        if not self._webhook_secret:
+            raise ChannelError(
+                f"{self.ref}: webhook mode needs a secret token in the "
+                f"{self._config.webhook_secret_env} environment variable"
+            )
+        if not self._config.webhook_url:
+            raise ChannelError(f"{self.ref}: webhook mode needs webhook_url (the public URL)")
+
+        async def on_update(data: Mapping[str, object]) -> None:
+            try:
+                update = Update.de_json(dict(data), self._app.bot)
+            except (KeyError, TypeError, ValueError) as exc:
+                # Only Telegram knows the secret; a malformed update will not improve on retry.
+                log.warning("telegram_update_malformed", channel=str(self.ref), error=str(exc))
+                return
+            await self._inbound.route(update, host)
+
+        self._webhook = WebhookReceiver(
+            path=self._config.webhook_path, secret=self._webhook_secret, on_update=on_update
+        )
+        await self._webhook.start(self._config.webhook_listen, self._config.webhook_port)
+        await self._app.bot.set_webhook(
+            url=self._config.webhook_url,
+            secret_token=self._webhook_secret,
+            allowed_updates=allowed_updates(self._config),
+        )
+        self._set_health(HealthState.CONNECTED)
+        await asyncio.Event().wait()
+
+    # -- who can see a chat (bot.approval.reach.MemberLookup) --------------------------------
+
+    async def can_see(self, target: DeliveryTarget, user_id: str) -> bool | None:
+        """Whether ``user_id`` is in the target's chat (``getChatMember``); None when
+        Telegram cannot tell (:mod:`channels.telegram.members`)."""
+        return await self._members.can_see(target, user_id)
+
+    # -- outbound, delegated -----------------------------------------------------------------
+
+    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
+        return await self._out.send(target, text)
+
+    async def edit(self, message: SentMessage, text: str) -> None:
+        await self._out.edit(message, text)
+
+    async def react(self, target: DeliveryTarget, message_id: str, emoji: str) -> None:
+        await self._out.react(target, message_id, emoji)
+
+    async def typing(self, target: DeliveryTarget) -> None:
+        await self._out.typing(target)
+
+    async def post_approval_card(self, target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
+        return await self._out.post_approval_card(target, card)
+
+    async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:
+        await self._out.update_approval_card(message, card)
+
+    async def download(self, file_ref: str) -> bytes:
+        """The contents of an attachment (``Attachment.ref`` is the Telegram file id)."""
+        file = await self._app.bot.get_file(file_ref)
+        return bytes(await file.download_as_bytearray())
+
+
+def create(ref: ChannelRef, config: ChannelCommon, context: ChannelContext) -> TelegramChannel:
+    """Build the adapter for ``[channels.telegram.<alias>]``; the token comes from the
+    environment variable the config names."""
+    if not isinstance(config, TelegramChannelConfig):
+        raise ConfigError(f"channels.{ref}: expected a Telegram channel configuration")
+    token = Settings.secret(config.token_env)
+    if token is None:
+        raise ConfigError(
+            f"channels.{ref}: the bot token is missing; set the {config.token_env} "
+            "environment variable (BotFather gives the token)"
+        )
+    secret = Settings.secret(config.webhook_secret_env) if config.mode == "webhook" else None
+    return TelegramChannel(ref, config, context, token=token, webhook_secret=secret)
+
+
+__all__ = ["TelegramChannel", "create"]

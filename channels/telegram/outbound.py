@@ -1,0 +1,353 @@
+"""Everything the Telegram channel sends: messages, edits, reactions, typing, approval cards.
+
+Text is rendered as Telegram HTML in chunks of at most 4,096 characters
+(:mod:`channels.telegram.markup`); a chunk Telegram cannot parse is sent again as plain text.
+Every call honours ``RetryAfter`` (:mod:`channels.telegram.ratelimit`). Answers go to the
+target's forum topic and, for the first chunk, reply to the target message. Edits are safe to
+repeat: an unchanged text is not sent again, and "message is not modified" counts as success.
+Reactions and typing are best effort: a refusal is logged, never raised.
+
+Cards are rendered by :mod:`channels.telegram.cards` (literal, fitted to one message, cut
+when they cannot fit) and full views by :mod:`channels.telegram.full_view`. Every posted card
+and every full-view message is recorded in the :class:`~channels.common.card_index.CardIndex`. When
+a card is edited to its outcome it is marked closed, and the full views of its approval lose
+their buttons (their text stays). A full-view message named in an outcome edit (a late tap
+on it) likewise only loses its buttons: its text is the request, not a card.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
+
+import structlog
+from telegram import (
+    Bot,
+    InlineKeyboardMarkup,
+    InputFile,
+    Message,
+    ReactionTypeEmoji,
+    ReplyParameters,
+)
+from telegram.constants import ChatAction, ParseMode
+from telegram.error import BadRequest, RetryAfter, TelegramError
+
+from bot.channel import ApprovalCard, CardState, SentMessage
+from bot.config import TelegramChannelConfig
+from bot.envelope import ChannelRef, DeliveryTarget
+from bot.errors import ChannelError
+from channels.common.card_index import CardEntry, CardIndex, ViewMessage
+from channels.telegram.cards import card_keyboard, fit_card, full_view_keyboard
+from channels.telegram.full_view import DOCUMENT_NAME, FullViewPlan, plan_full_view
+from channels.telegram.markup import TELEGRAM_LIMIT, render_chunks
+from channels.telegram.normalise import CallbackCodec, message_key, parse_message_id
+from channels.telegram.ratelimit import with_retry_after
+
+log = structlog.get_logger(__name__)
+
+T = TypeVar("T")
+
+_TAG = re.compile(r"<[^>]+>")
+# Telegram accepts only a fixed set of reaction emoji; map the core's to allowed ones.
+_REACTION_ALIASES = {"✅": "👍", "❌": "👎", "⏳": "👀", "🔐": "🤔"}
+
+
+# Memory bound of the per-message cache of last edited texts.
+REMEMBERED = 2048
+
+
+def _remember(cache: dict[str, str], key: str, value: str) -> None:
+    cache.pop(key, None)
+    cache[key] = value
+    while len(cache) > REMEMBERED:
+        cache.pop(next(iter(cache)))
+
+
+def _plain(rendered: str) -> str:
+    return html.unescape(_TAG.sub("", rendered))
+
+
+def _not_modified(exc: BadRequest) -> bool:
+    return "not modified" in exc.message.lower()
+
+
+def _unparsable(exc: BadRequest) -> bool:
+    return "can't parse entities" in exc.message.lower()
+
+
+class TelegramOutbound:
+    """Outbound calls of one bot. Holds the approval keyboard codec and the index of posted
+    cards."""
+
+    def __init__(
+        self, *, ref: ChannelRef, config: TelegramChannelConfig, bot: Bot, cards: CardIndex
+    ) -> None:
+        self._ref = ref
+        self._config = config
+        self._bot = bot
+        self.codec = CallbackCodec()
+        self.cards = cards
+        self._last_edit: dict[str, str] = {}
+
+    async def _call(self, method: str, call: Callable[[], Awaitable[T]]) -> T:
+        try:
+            return await with_retry_after(
+                method,
+                call,
+                attempts=self._config.send_attempts,
+                max_wait_s=self._config.retry_after_max_s,
+            )
+        except BadRequest:
+            raise
+        except TelegramError as exc:
+            raise ChannelError(f"telegram {method} failed: {exc.message}") from exc
+
+    async def _send_one(
+        self,
+        target: DeliveryTarget,
+        rendered: str,
+        *,
+        reply: bool,
+        markup: InlineKeyboardMarkup | None = None,
+    ) -> Message:
+        chat_id = int(target.conversation_id)
+        thread = int(target.thread_id) if target.thread_id else None
+        reply_to = (
+            ReplyParameters(
+                message_id=parse_message_id(target.reply_to_message_id),
+                allow_sending_without_reply=True,
+            )
+            if reply and target.reply_to_message_id
+            else None
+        )
+
+        async def send(text: str, parse_mode: str | None) -> Message:
+            return await self._call(
+                "sendMessage",
+                lambda: self._bot.send_message(
+                    chat_id=chat_id,
+                    text=text,
+                    parse_mode=parse_mode,
+                    message_thread_id=thread,
+                    reply_parameters=reply_to,
+                    reply_markup=markup,
+                ),
+            )
+
+        try:
+            return await send(rendered, ParseMode.HTML)
+        except BadRequest as exc:
+            if not _unparsable(exc):
+                raise ChannelError(f"telegram sendMessage refused: {exc.message}") from exc
+            log.warning("telegram_html_refused", channel=str(self._ref), error=exc.message)
+            return await send(_plain(rendered), None)
+
+    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
+        sent: list[SentMessage] = []
+        for index, chunk in enumerate(render_chunks(text, TELEGRAM_LIMIT)):
+            message = await self._send_one(target, chunk, reply=index == 0)
+            sent.append(
+                SentMessage(
+                    target=target, message_id=message_key(message.chat_id, message.message_id)
+                )
+            )
+        return sent
+
+    async def _edit_html(
+        self, message: SentMessage, rendered: str, markup: InlineKeyboardMarkup | None
+    ) -> None:
+        key = message_key(message.target.conversation_id, parse_message_id(message.message_id))
+        if markup is None and self._last_edit.get(key) == rendered:
+            return
+
+        async def edit(text: str, parse_mode: str | None) -> None:
+            await self._call(
+                "editMessageText",
+                lambda: self._bot.edit_message_text(
+                    chat_id=int(message.target.conversation_id),
+                    message_id=parse_message_id(message.message_id),
+                    text=text,
+                    parse_mode=parse_mode,
+                    reply_markup=markup,
+                ),
+            )
+
+        try:
+            await edit(rendered, ParseMode.HTML)
+        except BadRequest as exc:
+            if _unparsable(exc):
+                await self._edit_plain(edit, rendered)
+            elif not _not_modified(exc):
+                raise ChannelError(f"telegram editMessageText refused: {exc.message}") from exc
+        _remember(self._last_edit, key, rendered)
+
+    async def _edit_plain(
+        self, edit: Callable[[str, str | None], Awaitable[None]], rendered: str
+    ) -> None:
+        try:
+            await edit(_plain(rendered), None)
+        except BadRequest as exc:
+            if not _not_modified(exc):
+                raise ChannelError(f"telegram editMessageText refused: {exc.message}") from exc
+
+    async def edit(self, message: SentMessage, text: str) -> None:
+        chunks = render_chunks(text, TELEGRAM_LIMIT)
+        if len(chunks) > 1:  # an edited message cannot grow into several; cut it short
+            chunks = [render_chunks(text, TELEGRAM_LIMIT - 2)[0] + "\n…"]
+        await self._edit_html(message, chunks[0] if chunks else "…", None)
+
+    async def react(self, target: DeliveryTarget, message_id: str, emoji: str) -> None:
+        emoji = _REACTION_ALIASES.get(emoji, emoji)
+        try:
+            await self._call(
+                "setMessageReaction",
+                lambda: self._bot.set_message_reaction(
+                    chat_id=int(target.conversation_id),
+                    message_id=parse_message_id(message_id),
+                    reaction=[ReactionTypeEmoji(emoji)],
+                ),
+            )
+        except (BadRequest, ChannelError) as exc:
+            log.warning("telegram_reaction_refused", channel=str(self._ref), error=str(exc))
+
+    async def typing(self, target: DeliveryTarget) -> None:
+        thread = int(target.thread_id) if target.thread_id else None
+        try:
+            await self._bot.send_chat_action(
+                chat_id=int(target.conversation_id),
+                action=ChatAction.TYPING,
+                message_thread_id=thread,
+            )
+        except RetryAfter:
+            return  # a skipped typing pulse is harmless; the next one comes in seconds
+        except TelegramError as exc:
+            log.debug("telegram_typing_failed", channel=str(self._ref), error=exc.message)
+
+    async def post_approval_card(self, target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
+        shown = fit_card(card)
+        markup = card_keyboard(shown.card, self.codec)
+        message = await self._send_one(target, shown.html, reply=True, markup=markup)
+        if markup is not None:
+            entry = CardEntry(
+                approval_id=card.approval_id, thread_id=target.thread_id, cut=shown.card.cut
+            )
+            await self.cards.remember(message.chat_id, message.message_id, entry)
+        return SentMessage(
+            target=target, message_id=message_key(message.chat_id, message.message_id)
+        )
+
+    def card_message(self, chat_id: int, message_id: int) -> SentMessage:
+        """The card posted as this message, in the form the approval service edits."""
+        target = DeliveryTarget(channel=self._ref, conversation_id=str(chat_id))
+        return SentMessage(target=target, message_id=message_key(chat_id, message_id))
+
+    async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:
+        """Show the card's new state; a decided card loses its buttons, and so do the full
+        views of its approval. A full-view message keeps its text."""
+        pending = card.state is CardState.PENDING
+        chat = message.target.conversation_id
+        number = parse_message_id(message.message_id)
+        entry = await self.cards.find(chat, number)
+        if entry is not None and entry.full_view:
+            if not pending:
+                await self._remove_buttons(int(chat), number)
+                await self.cards.close(chat, number, card.approval_id)
+                await self._close_views(card.approval_id)
+            return
+        shown = fit_card(card)
+        # Editing the text without a keyboard removes the buttons.
+        await self._edit_html(message, shown.html, card_keyboard(shown.card, self.codec))
+        if not pending:
+            await self.cards.close(chat, number, card.approval_id)
+            await self._close_views(card.approval_id)
+
+    # -- full views ---------------------------------------------------------------------
+
+    async def post_full_view(self, where: DeliveryTarget, card: ApprovalCard) -> None:
+        """Post every character of ``card``'s request (:mod:`channels.telegram.full_view`),
+        each message a reply to ``where.reply_to_message_id`` (the card), the last one with
+        Approve / Deny / Always marked as chosen on the full view."""
+        plan = plan_full_view(card)
+        keyboard = full_view_keyboard(card.approval_id, self.codec)
+        views: list[ViewMessage] = []
+        if plan.document:
+            sent = await self._send_document(where, plan, keyboard)
+            views.append(
+                ViewMessage(
+                    conversation=str(sent.chat_id), message=str(sent.message_id), buttons=True
+                )
+            )
+        for index, page in enumerate(plan.pages, start=1):
+            last = index == len(plan.pages)
+            sent = await self._send_one(where, page, reply=True, markup=keyboard if last else None)
+            views.append(
+                ViewMessage(
+                    conversation=str(sent.chat_id), message=str(sent.message_id), buttons=last
+                )
+            )
+        await self.cards.add_views(card.approval_id, views)
+        log.info(
+            "telegram_full_view_posted",
+            channel=str(self._ref),
+            approval_id=card.approval_id,
+            messages=len(views),
+            document=bool(plan.document),
+        )
+
+    async def _send_document(
+        self, where: DeliveryTarget, plan: FullViewPlan, markup: InlineKeyboardMarkup
+    ) -> Message:
+        reply_to = (
+            ReplyParameters(
+                message_id=parse_message_id(where.reply_to_message_id),
+                allow_sending_without_reply=True,
+            )
+            if where.reply_to_message_id
+            else None
+        )
+        document = InputFile(plan.document, filename=DOCUMENT_NAME)
+        try:
+            return await self._call(
+                "sendDocument",
+                lambda: self._bot.send_document(
+                    chat_id=int(where.conversation_id),
+                    document=document,
+                    caption=plan.caption,
+                    parse_mode=ParseMode.HTML,
+                    message_thread_id=int(where.thread_id) if where.thread_id else None,
+                    reply_parameters=reply_to,
+                    reply_markup=markup,
+                ),
+            )
+        except BadRequest as exc:
+            raise ChannelError(f"telegram sendDocument refused: {exc.message}") from exc
+
+    async def _remove_buttons(self, chat_id: int, message_id: int) -> None:
+        try:
+            await self._call(
+                "editMessageReplyMarkup",
+                lambda: self._bot.edit_message_reply_markup(chat_id=chat_id, message_id=message_id),
+            )
+        except BadRequest as exc:
+            if not _not_modified(exc):
+                raise ChannelError(
+                    f"telegram editMessageReplyMarkup refused: {exc.message}"
+                ) from exc
+
+    async def _close_views(self, approval_id: str) -> None:
+        """Take the buttons off every full view of a decided approval. A view that cannot
+        be edited keeps them; a tap on it is answered "already decided"."""
+        for view in await self.cards.take_views(approval_id):
+            if view.buttons:
+                try:
+                    await self._remove_buttons(int(view.conversation), int(view.message))
+                except ChannelError as exc:
+                    log.warning(
+                        "telegram_full_view_close_failed",
+                        channel=str(self._ref),
+                        approval_id=approval_id,
+                        error=str(exc),
+                    )
+            await self.cards.close(view.conversation, view.message, approval_id)

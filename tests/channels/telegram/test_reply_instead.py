@@ -1,0 +1,458 @@
+"""Deny with a reply and stale cards on Telegram, through the real python-telegram-bot.
+
+A reply to an approval card is an approval answer, never a message for the agent: with text
+from an approver it is ``DENY`` with that text; from anyone else it gets the verdict as a
+reply; blank it changes nothing. A tap or reply names the card it came from; through the
+real approval service, one on a card whose approval is no longer open turns that card into
+the outcome. The card index lives in a real SQLite file, so a card is still recognised after
+a restart.
+
+"Not delivered" is checked with a later message in the same chat: updates are handled in
+order, so when that one arrives first, the reply was not delivered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.approval.card import card_for
+from bot.approval.gate import ApprovalRequest
+from bot.approval.service import ApprovalService
+from bot.channel import ApprovalCard, ApprovalChoice, CardState, ClickVerdict, SentMessage
+from bot.envelope import DeliveryTarget, IngressEnvelope
+from bot.store import Store
+from bot.store.approvals import ApprovalRecord
+from channels.telegram.adapter import TelegramChannel
+from channels.telegram.card_answers import REPLY_HINT
+from channels.telegram.reply_instead import EMPTY_REPLY
+from tests.approval.service_host import ServiceHost
+from tests.fakes.approval_service import approval_service as service_over
+from tests.fakes.channel_health import serving as running
+from tests.fakes.recording_host import RecordingHost, Verdict, approver_verdict
+from tests.fakes.telegram_server import (
+    BOT_ID,
+    JSON,
+    FakeTelegram,
+    callback,
+    forum_chat,
+    mention,
+    message,
+    reaction,
+    user,
+)
+from tests.fakes.telegram_setup import APPROVER, REF, REQUESTER, STRANGER, TOKEN, channel_for
+
+GROUP = forum_chat(-100555)
+TOPIC = 9
+CARD = ApprovalCard(
+    approval_id="apr-1",
+    tool="shell",
+    lines=("command: ls /tmp",),
+    reason="shell is not auto-approved",
+    requested_by="Ann",
+)
+_ids = iter(range(100, 10_000))
+
+
+def pending_host(*pending: str) -> RecordingHost:
+    return RecordingHost(approver_verdict(approvers=[str(APPROVER)], pending=pending or ["apr-1"]))
+
+
+def said(sender: int, text: str, **extra: Any) -> JSON:
+    """A message in the topic, with a fresh message id."""
+    payload = message(GROUP, user(sender), text, message_id=next(_ids), thread_id=TOPIC, **extra)
+    return {"message": payload}
+
+
+async def post_card(
+    tg: FakeTelegram, channel: TelegramChannel, host: RecordingHost
+) -> tuple[SentMessage, JSON]:
+    """The requester asks in the topic; the card is posted there. Returns the card as sent
+    and as Telegram shows it (for replies and taps)."""
+    await tg.push(said(REQUESTER, "@hatchbot clean up", entities=mention("@hatchbot clean up")))
+    [env] = await host.wait_envelopes(1)
+    sent = await channel.post_approval_card(env.reply_target, CARD)
+    number = int(sent.message_id.split(":")[1])
+    return sent, tg.bot_message_now(int(GROUP["id"]), number)
+
+
+async def later_message_arrives_first(tg: FakeTelegram, host: RecordingHost) -> None:
+    await tg.push(said(REQUESTER, "@hatchbot next", entities=mention("@hatchbot next")))
+    envelopes = await host.wait_envelopes(2)
+    assert [e.text for e in envelopes] == ["clean up", "next"]
+
+
+def approval_service(store: Store, channel: TelegramChannel) -> ApprovalService:
+    config = {"allowed_users": ["*"], "approvers": [str(APPROVER)]}
+    return service_over(store, channel, channel.ref, config)
+
+
+def shell_request(envelope: IngressEnvelope) -> ApprovalRequest:
+    return ApprovalRequest(
+        tool="shell",
+        arguments={"command": "ls /tmp"},
+        call_id="call-1",
+        turn_id="turn-1",
+        session_key="telegram.main:topic",
+        envelope=envelope,
+        requires_approval=True,
+    )
+
+
+def pending_record(envelope: IngressEnvelope) -> ApprovalRecord:
+    """The row of :data:`CARD`, as the process that posted it left it."""
+    request = shell_request(envelope)
+    now = time.time()
+    return ApprovalRecord(
+        id=CARD.approval_id,
+        channel=str(REF),
+        conversation_id=envelope.conversation_id,
+        thread_id=envelope.thread_id,
+        session_key=request.session_key,
+        requester=envelope.sender.id,
+        requester_name="Ann",
+        tool="shell",
+        fingerprint=request.fingerprint,
+        summary=CARD.lines,
+        ask_reason=CARD.reason,
+        created_at=now,
+        expires_at=now + 30,
+    )
+
+
+def card_edits(tg: FakeTelegram, card: JSON) -> list[str]:
+    return [
+        c.method
+        for c in tg.calls
+        if c.method in ("editMessageText", "editMessageReplyMarkup")
+        and c.params["message_id"] == card["message_id"]
+    ]
+
+
+async def test_card_offers_reply_instead_which_decides_nothing(
+    tg: FakeTelegram, store: Store
+) -> None:
+    host = pending_host()
+    channel = channel_for(tg, store)
+    async with running(channel, host):
+        _, card = await post_card(tg, channel, host)
+        decide, [reply_button] = card["reply_markup"]["inline_keyboard"]
+        assert [b["text"] for b in decide] == ["✅ Approve", "❌ Deny", "♾️ Always"]
+        assert reply_button == {"text": "✏️ Reply instead", "callback_data": "ap:apr-1:r"}
+        await tg.push(callback("q-r", user(APPROVER, "Boss"), "ap:apr-1:r", card))
+        [answer] = await tg.wait_for("answerCallbackQuery")
+    assert (
+        answer.params["text"] == REPLY_HINT == "Reply to this card with the text to send instead."
+    )
+    assert answer.params["show_alert"] is True
+    assert host.clicks == []
+    assert card_edits(tg, card) == []
+
+
+@pytest.mark.parametrize(
+    ("tapper", "pending", "alert"),
+    [
+        (STRANGER, ("apr-1",), ClickVerdict.NOT_AUTHORISED.message),
+        (APPROVER, ("apr-other",), ClickVerdict.UNKNOWN.message),
+    ],
+    ids=["stranger", "expired"],
+)
+async def test_reply_instead_tells_a_refused_tapper_at_once(
+    tg: FakeTelegram, store: Store, tapper: int, pending: tuple[str, ...], alert: str
+) -> None:
+    """Instead of the instruction, the alert a refused tap would get; nothing is reported."""
+    host = pending_host(*pending)
+    channel = channel_for(tg, store)
+    async with running(channel, host):
+        _, card = await post_card(tg, channel, host)
+        await tg.push(callback("q-r", user(tapper, "Someone"), "ap:apr-1:r", card))
+        [answer] = await tg.wait_for("answerCallbackQuery")
+    assert (answer.params["text"], answer.params["show_alert"]) == (alert, True)
+    assert host.clicks == []
+    assert card_edits(tg, card) == []
+
+
+async def test_approver_reply_is_a_deny_with_that_text(tg: FakeTelegram, store: Store) -> None:
+    host = pending_host()
+    channel = channel_for(tg, store)
+    async with running(channel, host):
+        _, card = await post_card(tg, channel, host)
+        text = "@hatchbot use v3 instead, v2 is broken"
+        reply = said(APPROVER, text, reply_to=card, entities=mention(text))
+        await tg.push(reply)
+        [click] = await host.wait_clicks(1)
+        [ack] = await tg.wait_for("setMessageReaction")
+        await later_message_arrives_first(tg, host)
+    assert click.approval_id == "apr-1"
+    assert click.choice is ApprovalChoice.DENY
+    assert click.user_id == str(APPROVER)
+    assert click.replacement_text == "use v3 instead, v2 is broken"
+    assert ack.params["chat_id"] == GROUP["id"]
+    assert ack.params["message_id"] == reply["message"]["message_id"]
+    assert ack.params["reaction"] == [{"type": "emoji", "emoji": "👍"}]
+    assert card_edits(tg, card) == []  # the approval service edits an accepted card
+
+
+async def test_non_approver_reply_is_told_and_changes_nothing(
+    tg: FakeTelegram, store: Store
+) -> None:
+    host = pending_host()
+    channel = channel_for(tg, store)
+    async with running(channel, host):
+        _, card = await post_card(tg, channel, host)
+        reply = said(STRANGER, "no, run it anyway", reply_to=card)
+        await tg.push(reply)
+        [click] = await host.wait_clicks(1)
+        [told] = await tg.wait_for(
+            "sendMessage", lambda c: c.params.get("text") == ClickVerdict.NOT_AUTHORISED.message
+        )
+        await later_message_arrives_first(tg, host)
+    assert (click.user_id, click.choice) == (str(STRANGER), ApprovalChoice.DENY)
+    assert told.params["text"] == ClickVerdict.NOT_AUTHORISED.message
+    assert told.params["reply_parameters"]["message_id"] == reply["message"]["message_id"]
+    assert told.params["message_thread_id"] == TOPIC
+    assert card_edits(tg, card) == []
+    assert "reply_markup" in tg.bot_message_now(int(GROUP["id"]), card["message_id"])
+    assert not tg.calls_of("setMessageReaction")
+
+
+STICKER = {"file_id": "S1", "file_unique_id": "s1", "width": 1, "height": 1, "is_animated": False}
+
+
+@pytest.mark.parametrize(
+    ("text", "extra"),
+    [
+        ("   \n ", {}),
+        ("", {"sticker": {**STICKER, "type": "regular", "is_video": False}}),
+    ],
+    ids=["blank", "sticker"],
+)
+async def test_blank_reply_is_refused(
+    tg: FakeTelegram, store: Store, text: str, extra: dict[str, Any]
+) -> None:
+    """Decision: a reply without text changes nothing (it is not a plain deny)."""
+    host = pending_host()
+    channel = channel_for(tg, store)
+    async with running(channel, host):
+        _, card = await post_card(tg, channel, host)
+        await tg.push(said(APPROVER, text, reply_to=card, **extra))
+        [told] = await tg.wait_for("sendMessage", lambda c: c.params.get("text") == EMPTY_REPLY)
+        await later_message_arrives_first(tg, host)
+    assert told.params["message_thread_id"] == TOPIC
+    assert host.clicks == []
+    assert card_edits(tg, card) == []
+
+
+async def test_a_tap_names_the_card_it_came_from(tg: FakeTelegram, store: Store) -> None:
+    """The adapter reports where the card is and leaves it alone: closing a card whose
+    request is no longer open is the approval service's edit."""
+    host = pending_host("some-other-approval")
+    channel = channel_for(tg, store)
+    async with running(channel, host):
+        sent, card = await post_card(tg, channel, host)
+        await tg.push(callback("q-old", user(APPROVER, "Boss"), "ap:apr-1:a", card))
+        [answer] = await tg.wait_for("answerCallbackQuery")
+        # From a stale screen: the message Telegram sends has no buttons any more.
+        without_keyboard = {k: v for k, v in card.items() if k != "reply_markup"}
+        await tg.push(callback("q-stale", user(APPROVER, "Boss"), "ap:apr-1:a", without_keyboard))
+        await tg.wait_for(
+            "answerCallbackQuery", lambda c: c.params["callback_query_id"] == "q-stale"
+        )
+    assert answer.params["text"] == ClickVerdict.UNKNOWN.message
+    assert answer.params["show_alert"] is True
+    tapped, stale = host.clicks
+    assert tapped.card == SentMessage(
+        target=DeliveryTarget(channel=REF, conversation_id=str(GROUP["id"])),
+        message_id=sent.message_id,
+    )
+    assert stale.card is None  # nothing left to close on that message
+    assert card_edits(tg, card) == []
+
+
+async def test_accepted_tap_leaves_the_card_to_the_service(tg: FakeTelegram, store: Store) -> None:
+    host = pending_host()
+    channel = channel_for(tg, store)
+    async with running(channel, host):
+        _, card = await post_card(tg, channel, host)
+        await tg.push(callback("q-ok", user(APPROVER, "Boss"), "ap:apr-1:a", card))
+        await tg.wait_for("answerCallbackQuery")
+        await later_message_arrives_first(tg, host)
+    assert card_edits(tg, card) == []
+
+
+async def test_reply_after_restart_still_finds_the_card(tmp_path: Path) -> None:
+    """The card index is in the database: after a restart a reply to an old card is still an
+    approval answer. Its approval expired at the restart, which could not edit the card (a
+    crash right after posting, before its place was stored); the reply's report lets the
+    approval service show the card expired."""
+    async with FakeTelegram(TOKEN) as tg:
+        async with await Store.open(tmp_path / "state.db") as store:
+            first = pending_host()
+            channel = channel_for(tg, store)
+            async with running(channel, first):
+                _, card = await post_card(tg, channel, first)
+            await store.approvals.create(pending_record(first.envelopes[0]))
+        async with await Store.open(tmp_path / "state.db") as store:
+            second = channel_for(tg, store)
+            service = approval_service(store, second)
+            host = ServiceHost(service)
+            async with running(second, host):
+                assert await service.expire_pending() == 1
+                # Without the keyboard in the reply, only the persisted index knows the card.
+                without_keyboard = {k: v for k, v in card.items() if k != "reply_markup"}
+                reply = said(APPROVER, "use v3", reply_to=without_keyboard)
+                await tg.push(reply)
+                [click] = await host.wait_clicks(1)
+                [told] = await tg.wait_for(
+                    "sendMessage", lambda c: c.params.get("text") == ClickVerdict.UNKNOWN.message
+                )
+                [edit] = await tg.wait_for("editMessageText")
+                await tg.push(said(REQUESTER, "@hatchbot next", entities=mention("@hatchbot next")))
+                [env] = await host.wait_envelopes(1)
+    assert (click.approval_id, click.replacement_text) == ("apr-1", "use v3")
+    assert told.params["reply_parameters"]["message_id"] == reply["message"]["message_id"]
+    assert edit.params["message_id"] == card["message_id"]
+    assert edit.params["text"].startswith("<b>⌛ Expired: shell</b>")
+    assert "reply_markup" not in tg.bot_message_now(int(GROUP["id"]), card["message_id"])
+    assert env.text == "next"
+
+
+async def test_a_late_tap_shows_the_decision_not_the_pending_text(
+    tg: FakeTelegram, store: Store
+) -> None:
+    """A copy of the card still offering buttons after the approval was decided elsewhere
+    (one whose place was never stored, so the decision's edit missed it): a tap on it turns
+    it into the decision, the same as the card the service edited."""
+    channel = channel_for(tg, store)
+    service = approval_service(store, channel)
+    host = ServiceHost(service)
+    async with running(channel, host):
+        await tg.push(said(REQUESTER, "@hatchbot clean up", entities=mention("@hatchbot clean up")))
+        [env] = await host.wait_envelopes(1)
+        ask = asyncio.create_task(service.ask(shell_request(env)))
+        await tg.wait_for("sendMessage", lambda c: "reply_markup" in c.params)
+        [record] = await store.approvals.list()
+        await channel.post_approval_card(env.reply_target, card_for(record, timeout_s=30))
+        card, copy = [m for m in tg.bot_messages(int(GROUP["id"])) if "reply_markup" in m]
+        approve, deny, _ = card["reply_markup"]["inline_keyboard"][0]
+        await tg.push(callback("q-1", user(APPROVER, "Boss"), approve["callback_data"], card))
+        decision = await asyncio.wait_for(ask, 10)
+        await tg.push(callback("q-2", user(APPROVER, "Boss"), deny["callback_data"], copy))
+        [late] = await tg.wait_for(
+            "answerCallbackQuery", lambda c: c.params["callback_query_id"] == "q-2"
+        )
+    assert decision.decided_by == str(APPROVER)
+    assert late.params["text"] == ClickVerdict.ALREADY_DECIDED.message
+    decided = tg.bot_message_now(int(GROUP["id"]), card["message_id"])
+    shown = tg.bot_message_now(int(GROUP["id"]), copy["message_id"])
+    assert decided["text"].startswith("✅ Approved: shell") and "reply_markup" not in decided
+    assert shown == {**decided, "message_id": copy["message_id"], "date": shown["date"]}
+
+
+async def test_reply_to_a_card_decided_by_the_service_is_answered_only(
+    tg: FakeTelegram, store: Store
+) -> None:
+    """A card the service already edited to its outcome is not edited again."""
+
+    def decided(_click: Any) -> ClickVerdict:
+        return ClickVerdict.ALREADY_DECIDED
+
+    host = RecordingHost(decided)
+    channel = channel_for(tg, store)
+    async with running(channel, host):
+        sent, _ = await post_card(tg, channel, host)
+        outcome = dataclasses.replace(CARD, state=CardState.APPROVED, decided_by="Boss")
+        await channel.update_approval_card(sent, outcome)
+        card = tg.bot_message_now(int(GROUP["id"]), int(sent.message_id.split(":")[1]))
+        assert "reply_markup" not in card
+        await tg.push(said(APPROVER, "too late?", reply_to=card))
+        await tg.wait_for(
+            "sendMessage", lambda c: c.params.get("text") == ClickVerdict.ALREADY_DECIDED.message
+        )
+        await later_message_arrives_first(tg, host)
+    assert card_edits(tg, card) == ["editMessageText"]  # the service's outcome edit only
+
+
+async def test_card_missing_from_the_index_is_found_by_its_keyboard(
+    tg: FakeTelegram, store: Store
+) -> None:
+    """A card whose index row was never written still names its approval in its buttons."""
+    host = pending_host()
+    channel = channel_for(tg, store)
+    keyboard = {
+        "inline_keyboard": [
+            [{"text": "✅ Approve", "callback_data": "ap:apr-1:a"}],
+            [{"text": "✏️ Reply instead", "callback_data": "ap:apr-1:r"}],
+        ]
+    }
+    card = message(
+        GROUP,
+        user(BOT_ID, "Hatch", is_bot=True),
+        "🔐 Approval needed: shell",
+        message_id=4000,
+        thread_id=TOPIC,
+        reply_markup=keyboard,
+    )
+    async with running(channel, host):
+        await tg.push(said(REQUESTER, "@hatchbot hi", entities=mention("@hatchbot hi")))
+        await host.wait_envelopes(1)
+        await tg.push(said(APPROVER, "skip it", reply_to=card))
+        [click] = await host.wait_clicks(1)
+    assert (click.approval_id, click.choice, click.replacement_text) == (
+        "apr-1",
+        ApprovalChoice.DENY,
+        "skip it",
+    )
+
+
+async def test_reply_to_an_ordinary_bot_message_is_delivered(
+    tg: FakeTelegram, store: Store
+) -> None:
+    host = pending_host()
+    channel = channel_for(tg, store)
+    async with running(channel, host):
+        await tg.push(said(REQUESTER, "@hatchbot hi", entities=mention("@hatchbot hi")))
+        [env] = await host.wait_envelopes(1)
+        [answer] = await channel.send(env.reply_target, "hello")
+        shown = tg.bot_message_now(int(GROUP["id"]), int(answer.message_id.split(":")[1]))
+        await tg.push(said(REQUESTER, "thanks", reply_to=shown))
+        envelopes: list[IngressEnvelope] = await host.wait_envelopes(2)
+    assert envelopes[1].text == "thanks" and envelopes[1].addressed_to_bot
+    assert host.clicks == []
+
+
+async def test_reactions_count_only_on_open_cards(tg: FakeTelegram, store: Store) -> None:
+    verdict: Verdict = approver_verdict(approvers=[str(APPROVER)], pending=["apr-1", "apr-2"])
+    host = RecordingHost(verdict)
+    channel = channel_for(tg, store, reactions_for_approval=True)
+    target = DeliveryTarget(channel=REF, conversation_id=str(GROUP["id"]))
+    second = ApprovalCard(
+        approval_id="apr-2", tool="shell", lines=(), reason="r", requested_by="Ann"
+    )
+    async with running(channel, host):
+        await tg.push(said(REQUESTER, "@hatchbot hi", entities=mention("@hatchbot hi")))
+        await host.wait_envelopes(1)
+        closed = await channel.post_approval_card(target, CARD)
+        decided = ApprovalCard(
+            approval_id="apr-1",
+            tool="shell",
+            lines=CARD.lines,
+            reason=CARD.reason,
+            requested_by="Ann",
+            state=CardState.DENIED,
+            decided_by="Boss",
+        )
+        await channel.update_approval_card(closed, decided)
+        still_open = await channel.post_approval_card(target, second)
+        for sent in (closed, still_open):
+            await tg.push(
+                reaction(GROUP, int(sent.message_id.split(":")[1]), user(APPROVER, "Boss"), "👎")
+            )
+        [click] = await host.wait_clicks(1)
+    assert (click.approval_id, click.choice) == ("apr-2", ApprovalChoice.DENY)
