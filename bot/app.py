@@ -59,7 +59,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
-DEFAULT_CONSOLE = ChannelRef(kind="console", alias="main")
 # Adapters index the approval cards they post (``card:…`` rows of channel_state) to map a
 # reply or reaction back to its approval. A restart expires every pending approval, so an
 # old entry only serves to answer a late click; a week of them is kept.

@@ -13,7 +13,6 @@ failed tool call is an outcome value, never an exception.
     │   └── ProviderUnavailable every provider in the fallback chain failed
     ├── ChannelError           a channel adapter cannot start or talk to its platform
     │   └── ChannelAuthError   the platform refused the credentials (fatal for the adapter)
-    ├── TurnBudgetExceeded     a turn outlived its wall-clock budget
     └── RegistryError          a tool registry is inconsistent (e.g. a spec without handler)
 """
 
@@ -59,10 +58,6 @@ class ChannelError(HatchwayError):
 
 class ChannelAuthError(ChannelError):
     """The platform refused the adapter's credentials; the adapter stops."""
-
-
-class TurnBudgetExceeded(HatchwayError):
-    """A turn ran past its wall-clock budget."""
 
 
 class RegistryError(HatchwayError):
