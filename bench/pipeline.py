@@ -38,13 +38,7 @@ import structlog
 
 from bench.machine import describe_machine, percentile
 from bot.agent.turn import CancelToken
-from bot.approval.gate import (
-    ApprovalDecision,
-    ApprovalRequest,
-    Assessment,
-    PolicyResult,
-    Verdict,
-)
+from bot.approval.gate import ApprovalDecision, ApprovalRequest, Assessment, PolicyResult
 from bot.approval.summary import describe
 from bot.config import AgentConfig
 from bot.envelope import (
@@ -59,10 +53,12 @@ from bot.progress import NullProgress
 from bot.providers.base import ChatMessage, ToolCallRequest
 from bot.scrub import scrub_mapping
 from bot.store import Store, ToolCallRecord
-from bot.tools.pipeline import PipelineServices, ToolPipeline
+from bot.store.audit import Decision
+from bot.tools.pipeline import ToolPipeline
 from bot.tools.registry import ToolRegistry
+from bot.tools.services import PipelineServices
 from bot.tools.spec import ToolContext, ToolKind, ToolResult, ToolSpec
-from bot.tools.turn_facts import TurnFacts
+from bot.turn_identity import TurnIdentity
 
 CALLS_PER_TURN = 60  # under the 64-per-turn admission limit
 
@@ -74,7 +70,7 @@ class AutoApprove:
         return PolicyResult(assessment=Assessment.ALLOW, reason="auto_approve")
 
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
-        return ApprovalDecision(verdict=Verdict.DENIED, decided_by="runtime")
+        return ApprovalDecision(verdict=Decision.DENIED, decided_by="runtime")
 
 
 async def noop(arguments: Mapping[str, object], context: ToolContext) -> ToolResult:
@@ -107,13 +103,8 @@ def new_pipeline(services: PipelineServices, turn: int) -> ToolPipeline:
     return ToolPipeline(
         services=services,
         executor=ToolRegistry([NOOP]).executor(),
-        facts=TurnFacts(
-            turn_id=f"turn-{turn}",
-            session_key=session,
-            envelope=ENVELOPE,
-            context=ToolContext(
-                session_key=session, channel="console.main", conversation_id="c", requester="u"
-            ),
+        context=ToolContext(
+            turn=TurnIdentity(turn_id=f"turn-{turn}", session_key=session, envelope=ENVELOPE)
         ),
         progress=NullProgress(),
         cancel=CancelToken(),

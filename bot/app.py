@@ -50,7 +50,9 @@ from bot.tools.builtin import builtin_tools
 from bot.tools.cancellation import SHUTDOWN
 from bot.tools.hooks import ToolHooks
 from bot.tools.receipt import ReceiptSigner
+from bot.tools.services import PipelineServices
 from bot.tools.spec import ToolSpec
+from bot.turn_identity import TurnIdentity
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -125,17 +127,19 @@ class App:
             self.tools = self._build_tools(settings)
             self.bundle = AgentBundle(
                 provider=self.provider,
-                settings=settings.agent,
-                store=self.store,
-                gate=self.approvals
-                if self.metrics is None
-                else MeteredGate(self.approvals, self.metrics),
+                services=PipelineServices(
+                    settings=settings.agent,
+                    store=self.store,
+                    gate=self.approvals
+                    if self.metrics is None
+                    else MeteredGate(self.approvals, self.metrics),
+                    hooks=ToolHooks()
+                    if self.metrics is None
+                    else ToolHooks(after=(self.metrics.after_tool_call,)),
+                    signer=ReceiptSigner.from_settings(settings.agent),
+                ),
                 tools=self.tools,
-                hooks=ToolHooks()
-                if self.metrics is None
-                else ToolHooks(after=(self.metrics.after_tool_call,)),
                 dynamic=self.mcp,
-                signer=ReceiptSigner.from_settings(settings.agent),
             )
             self.gateway = Gateway(
                 settings=settings,
@@ -271,9 +275,12 @@ class App:
         tools = self._build_tools(settings)
         bundle = dataclasses.replace(
             self.bundle,
-            settings=settings.agent,
+            services=dataclasses.replace(
+                self.bundle.services,
+                settings=settings.agent,
+                signer=ReceiptSigner.from_settings(settings.agent),
+            ),
             tools=tools,
-            signer=ReceiptSigner.from_settings(settings.agent),
         )
         self.settings = settings
         self.tools = tools
@@ -300,9 +307,9 @@ class App:
             else None
         )
         state = TurnState(
-            turn_id=request.turn_id,
-            session_key=request.session_key,
-            envelope=envelope,
+            turn=TurnIdentity(
+                turn_id=request.turn_id, session_key=request.session_key, envelope=envelope
+            ),
             inbox=request.inbox,
         )
         if progress is not None:

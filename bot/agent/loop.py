@@ -23,10 +23,9 @@ from bot.providers.base import ChatMessage, CompletionRequest, ProviderReply, To
 from bot.store import InboxStatus
 from bot.tools.batch import BatchVerdict
 from bot.tools.cancellation import SHUTDOWN, unless_cancelled
-from bot.tools.pipeline import PipelineServices, ToolPipeline
+from bot.tools.pipeline import ToolPipeline
 from bot.tools.registry import ToolScope
 from bot.tools.spec import ToolContext
-from bot.tools.turn_facts import TurnFacts
 
 log = structlog.get_logger(__name__)
 
@@ -56,8 +55,8 @@ async def run_turn(bundle: AgentBundle, state: TurnState) -> TurnResult:
     any provider call when an offered tool has no handler; never raises for provider
     failures, budget expiry or tool failures.
     """
-    settings = bundle.settings
-    envelope = state.envelope
+    settings = bundle.services.settings
+    envelope = state.turn.envelope
     scope = ToolScope.for_turn(
         envelope=envelope,
         excluded=(*settings.excluded_tools, *state.excluded_tools),
@@ -71,34 +70,9 @@ async def run_turn(bundle: AgentBundle, state: TurnState) -> TurnResult:
         registry = bundle.assembled.registry([*bundle.tools, *dynamic]).scoped(scope)
     executor = registry.executor()
     pipeline = ToolPipeline(
-        services=PipelineServices(
-            store=bundle.store,
-            gate=bundle.gate,
-            settings=settings,
-            hooks=bundle.hooks,
-            observer=bundle.observer,
-            scheduler=bundle.scheduler,
-            locks=bundle.path_locks,
-            signer=bundle.signer,
-            retry=bundle.retry,
-        ),
+        services=bundle.services,
         executor=executor,
-        facts=TurnFacts(
-            turn_id=state.turn_id,
-            session_key=state.session_key,
-            envelope=envelope,
-            context=ToolContext(
-                session_key=state.session_key,
-                channel=str(envelope.channel),
-                conversation_id=envelope.conversation_id,
-                requester=envelope.sender.id,
-                delivery=envelope.reply_target,
-                workspace=bundle.workspace,
-                background=envelope.background,
-                turn_id=state.turn_id,
-                is_direct=envelope.is_direct,
-            ),
-        ),
+        context=ToolContext(turn=state.turn, workspace=bundle.workspace),
         progress=state.progress,
         cancel=state.cancel,
     )
@@ -117,7 +91,7 @@ async def run_turn(bundle: AgentBundle, state: TurnState) -> TurnResult:
         raise
     finally:
         if bundle.dynamic is not None:
-            bundle.dynamic.finish_turn(state.turn_id)
+            bundle.dynamic.finish_turn(state.turn.turn_id)
 
 
 async def _iterate(
@@ -126,7 +100,7 @@ async def _iterate(
     pipeline: ToolPipeline,
     definitions: Sequence[ToolDefinition],
 ) -> TurnResult:
-    settings = bundle.settings
+    settings = bundle.services.settings
     cap = settings.max_tool_iterations
     iterations = 0
     while True:
@@ -179,7 +153,7 @@ def _offered(
     if bundle.dynamic is None:
         return definitions
     return bundle.dynamic.offered(
-        turn_id=state.turn_id, text=state.envelope.text, definitions=definitions
+        turn_id=state.turn.turn_id, text=state.turn.envelope.text, definitions=definitions
     )
 
 
@@ -209,13 +183,13 @@ async def _begin(bundle: AgentBundle, state: TurnState, user: ChatMessage) -> No
     ``processing`` exactly when its turn had begun (recovery tells the sender it was
     interrupted) and still ``received`` when nothing of it was recorded (recovery runs it
     again)."""
-    store = bundle.store
+    store, turn = bundle.services.store, state.turn
     async with store.db.transaction() as tx:
         if state.inbox is not None:
             await store.inbox.mark_in(tx, state.inbox, InboxStatus.PROCESSING)
-        await store.history.append_in(tx, state.session_key, state.turn_id, [user])
+        await store.history.append_in(tx, turn.session_key, turn.turn_id, [user])
         if state.history is None:
-            state.history = await store.history.load_in(tx, state.session_key, last=True)
+            state.history = await store.history.load_in(tx, turn.session_key, last=True)
             return
     state.history.append(user)
 
@@ -228,7 +202,8 @@ def _history(state: TurnState) -> list[ChatMessage]:
 
 
 async def _remember(bundle: AgentBundle, state: TurnState, messages: list[ChatMessage]) -> None:
-    await bundle.store.history.append(state.session_key, state.turn_id, messages)
+    turn = state.turn
+    await bundle.services.store.history.append(turn.session_key, turn.turn_id, messages)
     _history(state).extend(messages)
 
 

@@ -12,20 +12,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from bot.approval.gate import ApprovalGate
-from bot.config import AgentConfig
-from bot.envelope import IngressEnvelope
-from bot.observe import ExecutionHistory, ToolObserver
 from bot.progress import NullProgress, ProgressSink
 from bot.providers.base import ChatMessage, Provider, ToolDefinition
-from bot.store import InboxKey, Store
-from bot.tools.execution import RetryPolicy
-from bot.tools.file_locks import PathLocks
-from bot.tools.hooks import ToolHooks
-from bot.tools.receipt import ReceiptSigner
+from bot.store import InboxKey
 from bot.tools.registry import RegistryCache, ToolRegistry
-from bot.tools.scheduler import ToolScheduler
+from bot.tools.services import PipelineServices
 from bot.tools.spec import ToolSpec
+from bot.turn_identity import TurnIdentity
 
 
 class CancelToken:
@@ -90,27 +83,20 @@ class DynamicTools(Protocol):
 class AgentBundle:
     """What a turn needs that is stable per agent.
 
+    ``services`` is what every turn's tool pipeline is given, passed to it as it is (the
+    agent's settings, store and approval gate among them); its scheduler and path locks
+    must be shared by every turn of the process (one bundle per agent does that).
     ``registry`` (when set) is used instead of building one from ``tools``; build it once at
-    start so that a bad spec fails there. ``scheduler`` and ``path_locks`` must be shared by
-    every turn of the process (one bundle per agent does that). ``signer`` is required when
-    ``settings.receipts`` is on (see :meth:`ReceiptSigner.from_settings`). ``workspace`` is
-    the directory relative tool paths resolve against. ``dynamic`` adds tools that come and
-    go at run time (MCP) and decides which of them are shown each iteration. ``assembled``
-    keeps the registry built from ``tools`` and ``dynamic`` while they stay the same.
+    start so that a bad spec fails there. ``workspace`` is the directory relative tool paths
+    resolve against. ``dynamic`` adds tools that come and go at run time (MCP) and decides
+    which of them are shown each iteration. ``assembled`` keeps the registry built from
+    ``tools`` and ``dynamic`` while they stay the same.
     """
 
     provider: Provider
-    settings: AgentConfig
-    store: Store
-    gate: ApprovalGate
+    services: PipelineServices
     tools: Sequence[ToolSpec] = ()
     registry: ToolRegistry | None = None
-    hooks: ToolHooks = field(default_factory=ToolHooks)
-    observer: ToolObserver = field(default_factory=ExecutionHistory)
-    scheduler: ToolScheduler = field(default_factory=ToolScheduler)
-    path_locks: PathLocks = field(default_factory=PathLocks)
-    signer: ReceiptSigner | None = None
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
     workspace: str | None = None
     dynamic: DynamicTools | None = None
     assembled: RegistryCache = field(default_factory=RegistryCache, init=False, compare=False)
@@ -120,19 +106,17 @@ class AgentBundle:
 class TurnState:
     """Per-message state of one turn.
 
-    ``history`` is the session's context before this message; ``run_turn`` extends it in
-    place with what the turn appends to the store. Left ``None``, ``run_turn`` reads it from
-    the store in the transaction that records the user message (one trip to SQLite for
-    both) and sets it. ``excluded_tools`` adds the channel's and the conversation's
-    exclusions to the agent's; ``restrict_to`` (when set) narrows the offered tools to those
-    names for this run. ``inbox`` names the inbox entry the turn answers (None: none, e.g.
-    in tests): ``run_turn`` marks it ``processing`` in the same transaction as the user
-    message.
+    ``turn`` says which message, in which session, as which turn. ``history`` is the
+    session's context before this message; ``run_turn`` extends it in place with what the
+    turn appends to the store. Left ``None``, ``run_turn`` reads it from the store in the
+    transaction that records the user message (one trip to SQLite for both) and sets it.
+    ``excluded_tools`` adds the channel's and the conversation's exclusions to the agent's;
+    ``restrict_to`` (when set) narrows the offered tools to those names for this run.
+    ``inbox`` names the inbox entry the turn answers (None: none, e.g. in tests):
+    ``run_turn`` marks it ``processing`` in the same transaction as the user message.
     """
 
-    turn_id: str
-    session_key: str
-    envelope: IngressEnvelope
+    turn: TurnIdentity
     history: list[ChatMessage] | None = None
     progress: ProgressSink = field(default_factory=NullProgress)
     cancel: CancelToken = field(default_factory=CancelToken)

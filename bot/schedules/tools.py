@@ -64,15 +64,6 @@ class NoArguments(ToolArguments):
     pass
 
 
-def _origin(context: ToolContext) -> DeliveryTarget:
-    if context.delivery is not None:
-        return context.delivery
-    kind, _, alias = context.channel.partition(".")
-    return DeliveryTarget(
-        channel=ChannelRef(kind=kind, alias=alias), conversation_id=context.conversation_id
-    )
-
-
 def _target(args: ScheduleAddArguments, origin: DeliveryTarget) -> DeliveryTarget:
     channel = args.channel or str(origin.channel)
     conversation = args.to or origin.conversation_id
@@ -102,7 +93,7 @@ def schedule_tools(
         args = parse_arguments(ScheduleAddArguments, arguments)
         if context.background:
             raise ToolRefused("a scheduled run cannot create schedules")
-        origin = _origin(context)
+        origin = context.delivery
         target = _target(args, origin)
         if target != origin and allows is not None and not allows(target):
             raise ToolRefused(
@@ -139,7 +130,7 @@ def schedule_tools(
 
     async def listing(arguments: Mapping[str, object], context: ToolContext) -> ToolResult:
         parse_arguments(NoArguments, arguments)
-        jobs = [j for j in await book.for_conversation(_origin(context)) if j.enabled]
+        jobs = [j for j in await book.for_conversation(context.delivery) if j.enabled]
         if not jobs:
             return "no scheduled jobs in this conversation"
         lines = []
@@ -155,7 +146,7 @@ def schedule_tools(
     async def remove(arguments: Mapping[str, object], context: ToolContext) -> ToolResult:
         args = parse_arguments(ScheduleRemoveArguments, arguments)
         job = await book.get(args.id)
-        if job is None or not job.belongs_to(_origin(context)):
+        if job is None or not job.belongs_to(context.delivery):
             raise ToolFailed(f"no job {args.id!r} in this conversation (see schedule_list)")
         await book.remove(job.id)
         return f"removed job {job.id}"

@@ -24,30 +24,30 @@ from bot.store import ToolCallRecord
 from bot.tools.outcome import ToolOutcome
 from bot.tools.receipt import PendingReceipt, arguments_digest, sha256_text
 from bot.tools.truncation import bound_text
-from bot.tools.turn_facts import TurnFacts
+from bot.turn_identity import TurnIdentity
 
 MAX_RAW_ARGUMENT_CHARS = 2000
 
 
-def started_event(facts: TurnFacts, *, call_id: str, tool: str) -> ToolCallStarted:
+def started_event(turn: TurnIdentity, *, call_id: str, tool: str) -> ToolCallStarted:
     """The event of a handler launching."""
     return ToolCallStarted(
         tool=tool,
         call_id=call_id,
-        channel=facts.channel,
-        conversation_id=facts.envelope.conversation_id,
-        turn_id=facts.turn_id,
+        channel=turn.channel,
+        conversation_id=turn.envelope.conversation_id,
+        turn_id=turn.turn_id,
     )
 
 
-def finished_event(facts: TurnFacts, outcome: ToolOutcome) -> ToolCallFinished:
+def finished_event(turn: TurnIdentity, outcome: ToolOutcome) -> ToolCallFinished:
     """The event of an outcome, also of a call that never launched."""
     return ToolCallFinished.of(
         tool=outcome.tool,
         call_id=outcome.call_id,
-        channel=facts.channel,
-        conversation_id=facts.envelope.conversation_id,
-        turn_id=facts.turn_id,
+        channel=turn.channel,
+        conversation_id=turn.envelope.conversation_id,
+        turn_id=turn.turn_id,
         status=outcome.status.value,
         synthetic=outcome.synthetic,
         duration_s=outcome.duration_s,
@@ -56,7 +56,7 @@ def finished_event(facts: TurnFacts, outcome: ToolOutcome) -> ToolCallFinished:
 
 
 def tool_call_row(
-    facts: TurnFacts,
+    turn: TurnIdentity,
     outcome: ToolOutcome,
     *,
     arguments: Mapping[str, object] | None,
@@ -83,10 +83,10 @@ def tool_call_row(
         arguments_sha256 = None if arguments is None else arguments_digest(arguments)
         result_sha256 = sha256_text(outcome.observation)
     record = ToolCallRecord(
-        turn_id=facts.turn_id,
+        turn_id=turn.turn_id,
         call_id=outcome.call_id,
-        session_key=facts.session_key,
-        channel=facts.channel,
+        session_key=turn.session_key,
+        channel=turn.channel,
         tool=outcome.tool,
         arguments=recorded_arguments,
         status=outcome.status.value,

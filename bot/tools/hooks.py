@@ -13,9 +13,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 
 from bot.approval.gate import Assessment
-from bot.envelope import IngressEnvelope
 from bot.tools.outcome import ToolOutcome
-from bot.tools.turn_facts import TurnFacts
+from bot.turn_identity import TurnIdentity
 
 _STRICTNESS = {Assessment.ALLOW: 0, Assessment.ASK: 1, Assessment.DENY: 2}
 
@@ -27,28 +26,12 @@ def strictest(first: Assessment, second: Assessment) -> Assessment:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HookCall:
-    """The call a hook sees."""
+    """The call a hook sees, in its turn."""
 
     call_id: str
     name: str
     arguments: Mapping[str, object]
-    turn_id: str
-    session_key: str
-    envelope: IngressEnvelope
-
-
-def hook_call(
-    facts: TurnFacts, *, call_id: str, name: str, arguments: Mapping[str, object]
-) -> HookCall:
-    """The call as hooks see it, in this turn."""
-    return HookCall(
-        call_id=call_id,
-        name=name,
-        arguments=arguments,
-        turn_id=facts.turn_id,
-        session_key=facts.session_key,
-        envelope=facts.envelope,
-    )
+    turn: TurnIdentity
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,14 +76,7 @@ async def run_before_hooks(hooks: ToolHooks, call: HookCall) -> HookResult:
     rewritten = False
     require = Assessment.ALLOW
     for hook in hooks.before:
-        current = HookCall(
-            call_id=call.call_id,
-            name=name,
-            arguments=arguments,
-            turn_id=call.turn_id,
-            session_key=call.session_key,
-            envelope=call.envelope,
-        )
+        current = HookCall(call_id=call.call_id, name=name, arguments=arguments, turn=call.turn)
         decision = await hook(current)
         require = strictest(require, decision.require)
         if decision.cancel:

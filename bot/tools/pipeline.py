@@ -52,7 +52,7 @@ from bot.tools.dispatch import dispatch, runs_in_parallel
 from bot.tools.duplicates import DuplicateGuard
 from bot.tools.execution import Invocation, execute
 from bot.tools.file_locks import path_arguments
-from bot.tools.hooks import hook_call, run_after_hooks, run_before_hooks, strictest
+from bot.tools.hooks import HookCall, run_after_hooks, run_before_hooks, strictest
 from bot.tools.outcome import (
     OutcomeReason,
     ToolOutcome,
@@ -64,14 +64,11 @@ from bot.tools.parsing import normalise_ids, parse_call
 from bot.tools.registry import ToolEntry, ToolExecutor
 from bot.tools.repetition import LOOP_WARNING, LoopDetector, Repetition
 from bot.tools.services import PipelineServices
+from bot.tools.spec import ToolContext
 from bot.tools.transcript import assistant_message, result_messages
 from bot.tools.truncation import bound_text
-from bot.tools.turn_facts import TurnFacts
 from bot.tools.turn_gate import TurnGate
 from bot.tools.validation import resolve
-
-# PipelineServices is imported from here by the agent loop and the bench
-__all__ = ["PipelineServices", "ToolPipeline"]
 
 log = structlog.get_logger(__name__)
 
@@ -84,14 +81,15 @@ class ToolPipeline:
         *,
         services: PipelineServices,
         executor: ToolExecutor,
-        facts: TurnFacts,
+        context: ToolContext,
         progress: ProgressSink,
         cancel: CancelSignal,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self._services = services
         self._executor = executor
-        self._facts = facts
+        self._context = context
+        self._turn = context.turn
         self._progress = progress
         self._cancel = cancel
         self._clock = clock
@@ -151,9 +149,7 @@ class ToolPipeline:
         # the batch's rows and its history messages commit together: all or none
         async with store.db.transaction() as tx:
             await store.tool_calls.record_in(tx, batch.rows)
-            await store.history.append_in(
-                tx, self._facts.session_key, self._facts.turn_id, messages
-            )
+            await store.history.append_in(tx, self._turn.session_key, self._turn.turn_id, messages)
         return BatchReport(
             outcomes=tuple(outcomes), messages=tuple(messages), verdict=batch.verdict
         )
@@ -183,7 +179,7 @@ class ToolPipeline:
         if self._services.hooks.before:
             hooked = await run_before_hooks(
                 self._services.hooks,
-                hook_call(self._facts, call_id=call_id, name=name, arguments=parsed.arguments),
+                HookCall(call_id=call_id, name=name, arguments=parsed.arguments, turn=self._turn),
             )
             if hooked.cancelled:
                 return not_executed(OutcomeReason.HOOK_CANCELLED, call_id=call_id, tool=name)
@@ -199,7 +195,7 @@ class ToolPipeline:
                     return found
                 entry, arguments = found, hooked.arguments
             require = hooked.require
-        arguments = with_delivery_defaults(entry.spec, arguments, self._facts.envelope)
+        arguments = with_delivery_defaults(entry.spec, arguments, self._turn.envelope)
         arguments = strip_marker(arguments)
         batch.arguments[index] = arguments
         key = (entry.spec.name, canonical_json(dict(arguments)))
@@ -216,7 +212,7 @@ class ToolPipeline:
         require: Assessment,
     ) -> PreparedCall | ToolOutcome:
         spec, call_id = entry.spec, parsed.call_id
-        request = approval_request(self._facts, spec, call_id=call_id, arguments=arguments)
+        request = approval_request(self._context, spec, call_id=call_id, arguments=arguments)
         policy = await self._services.gate.assess(request)
         assessment = strictest(policy.assessment, require)
         if assessment is Assessment.DENY:
@@ -257,7 +253,7 @@ class ToolPipeline:
         spec = call.spec
         # the turn gate is entered first, before any await: tasks start in model order
         async with self._turn_gate.hold(exclusive=not spec.concurrency_safe):
-            lease = self._services.scheduler.enqueue(self._facts.session_key, spec.kind)
+            lease = self._services.scheduler.enqueue(self._turn.session_key, spec.kind)
             if lease is None:
                 log.warning("tool_scheduler_full", tool=spec.name)
                 return not_executed(
@@ -267,22 +263,22 @@ class ToolPipeline:
                 paths = path_arguments(spec.path_arguments, call.arguments)
                 if not paths:
                     return await self._launch(call)
-                async with self._services.locks.hold(paths, base=self._facts.context.workspace):
+                async with self._services.locks.hold(paths, base=self._context.workspace):
                     return await self._launch(call)
 
     async def _launch(self, call: PreparedCall) -> ToolOutcome:
         assert self._batch is not None
-        spec, facts = call.spec, self._facts
+        spec = call.spec
         self._batch.slots.mark_launched(call.call.index)
         self._services.observer.tool_started(
-            started_event(facts, call_id=call.call_id, tool=spec.name)
+            started_event(self._turn, call_id=call.call_id, tool=spec.name)
         )
         await self._progress.tool_started(
             call_id=call.call_id, tool=spec.name, hint=progress_hint(call.arguments)
         )
         timeout_s = self._services.settings.tool_timeout_s
         outcome = await execute(
-            Invocation.of(call, facts.context, default_timeout_s=timeout_s),
+            Invocation.of(call, self._context, default_timeout_s=timeout_s),
             cancel=self._cancel,
             retry=self._services.retry,
             clock=self._clock,
@@ -299,13 +295,13 @@ class ToolPipeline:
     # -- recording ---------------------------------------------------------------------
 
     async def _record(self, batch: Batch, index: int, outcome: ToolOutcome) -> ToolOutcome:
-        services, facts = self._services, self._facts
+        services, turn = self._services, self._turn
         batch.final[index] = outcome  # recorded at most once, even if interrupted below
         arguments = batch.arguments.get(index)
-        services.observer.tool_finished(finished_event(facts, outcome))
+        services.observer.tool_finished(finished_event(turn, outcome))
         if services.hooks.after:
-            call = hook_call(
-                facts, call_id=outcome.call_id, name=outcome.tool, arguments=arguments or {}
+            call = HookCall(
+                call_id=outcome.call_id, name=outcome.tool, arguments=arguments or {}, turn=turn
             )
             await run_after_hooks(services.hooks, call, outcome)
         receipt = None
@@ -315,7 +311,7 @@ class ToolPipeline:
         prepared = batch.prepared.get(index)
         batch.rows.append(
             tool_call_row(
-                facts,
+                turn,
                 outcome,
                 arguments=arguments,
                 raw_arguments=batch.slots.requests[index].arguments,

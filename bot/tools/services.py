@@ -1,9 +1,11 @@
 """Pipeline services: what every turn's :class:`~bot.tools.pipeline.ToolPipeline` of an agent
 is given, as opposed to what it decides.
 
-They are built once per agent by the agent loop (the scheduler and the path locks once per
-process, shared by every turn) and never changed by a turn. Keeping them here leaves the
-pipeline module to the one thing only it does: ordering the stages.
+They are built once per agent by the composition root (:mod:`bot.app`) and carried by the
+agent's :class:`~bot.agent.turn.AgentBundle` as its ``services``, which every turn hands to
+its pipeline as they are (the scheduler and the path locks are built once per process,
+shared by every turn); a turn never changes them. Keeping them here leaves the pipeline
+module to the one thing only it does: ordering the stages.
 """
 
 from __future__ import annotations

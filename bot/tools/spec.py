@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from bot.envelope import DeliveryTarget
 from bot.errors import HatchwayError
+from bot.turn_identity import TurnIdentity
 
 
 class ToolKind(enum.StrEnum):
@@ -37,20 +38,51 @@ class ToolOutput:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolContext:
-    """What a tool may know about the call besides its arguments.
+    """What a tool may know about the call besides its arguments: the turn it runs in and
+    the workspace its relative paths resolve against (None: the tool's own).
 
-    Only tools that need it read it; it is never the whole call.
+    Only tools that need it read it; it is never the whole call. The properties read the
+    turn's message, so a handler never sees two answers to one question.
     """
 
-    session_key: str
-    channel: str
-    conversation_id: str
-    requester: str
-    delivery: DeliveryTarget | None = None
+    turn: TurnIdentity
     workspace: str | None = None
-    background: bool = False
-    turn_id: str = ""
-    is_direct: bool = False
+
+    @property
+    def session_key(self) -> str:
+        return self.turn.session_key
+
+    @property
+    def turn_id(self) -> str:
+        return self.turn.turn_id
+
+    @property
+    def channel(self) -> str:
+        """The configured channel of the request (``kind.alias``)."""
+        return self.turn.channel
+
+    @property
+    def conversation_id(self) -> str:
+        return self.turn.envelope.conversation_id
+
+    @property
+    def requester(self) -> str:
+        """The platform user id of who sent the message."""
+        return self.turn.envelope.sender.id
+
+    @property
+    def delivery(self) -> DeliveryTarget:
+        """Where the turn's answers go (for a scheduled job, possibly another channel)."""
+        return self.turn.envelope.reply_target
+
+    @property
+    def background(self) -> bool:
+        """The turn is a scheduled job, not a person's message."""
+        return self.turn.envelope.background
+
+    @property
+    def is_direct(self) -> bool:
+        return self.turn.envelope.is_direct
 
 
 ToolResult = str | ToolOutput

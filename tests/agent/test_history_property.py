@@ -16,8 +16,10 @@ from bot.config import AgentConfig
 from bot.errors import ProviderError
 from bot.providers.base import ProviderReply, ToolCallRequest
 from bot.store import Store
+from bot.tools.services import PipelineServices
 from bot.tools.spec import ToolContext, ToolResult
 from bot.tools.transcript import well_formed
+from bot.turn_identity import TurnIdentity
 from tests.fakes.scripted_provider import ScriptedProvider, Step
 from tests.tools.gates import DENIED, PolicyGate
 from tests.tools.harness import Recorder, make_envelope, spec
@@ -68,14 +70,15 @@ async def test_any_reply_sequence_leaves_history_well_formed(script: list[Step],
         async with await Store.open(Path(folder) / "db.sqlite") as store:
             bundle = AgentBundle(
                 provider=ScriptedProvider(script),
-                settings=AgentConfig(max_tool_iterations=cap),
-                store=store,
-                gate=PolicyGate(decisions={"risky": DENIED}),
+                services=PipelineServices(
+                    settings=AgentConfig(max_tool_iterations=cap),
+                    store=store,
+                    gate=PolicyGate(decisions={"risky": DENIED}),
+                ),
                 tools=TOOLS,
             )
-            state = TurnState(
-                turn_id="t", session_key="s", envelope=make_envelope("go"), history=[]
-            )
+            turn = TurnIdentity(turn_id="t", session_key="s", envelope=make_envelope("go"))
+            state = TurnState(turn=turn, history=[])
             result = await run_turn(bundle, state)
             assert result.text or result.status.value == "completed"
             stored = await store.history.load("s")

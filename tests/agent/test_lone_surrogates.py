@@ -20,7 +20,9 @@ from bot.providers.base import Provider
 from bot.providers.openai_compat import OpenAICompatProvider
 from bot.providers.retry import Retrier, RetryPolicy
 from bot.store import Store
+from bot.tools.services import PipelineServices
 from bot.tools.transcript import well_formed
+from bot.turn_identity import TurnIdentity
 from tests.fakes.anthropic_server import AnthropicFake
 from tests.fakes.openai_server import OpenAIFake, ScriptedServer
 from tests.tools.gates import PolicyGate
@@ -92,16 +94,12 @@ async def test_a_turn_with_lone_surrogates_completes(
     echo = Recorder()
     bundle = AgentBundle(
         provider=provider,
-        settings=AgentConfig(),
-        store=store,
-        gate=PolicyGate(),
+        services=PipelineServices(settings=AgentConfig(), store=store, gate=PolicyGate()),
         tools=[spec("echo", echo)],
     )
     progress = RecordingProgress(wants_stream=streamed)
     state = TurnState(
-        turn_id="turn-1",
-        session_key=SESSION,
-        envelope=make_envelope("hi"),
+        turn=TurnIdentity(turn_id="turn-1", session_key=SESSION, envelope=make_envelope("hi")),
         history=[],
         progress=progress,
     )

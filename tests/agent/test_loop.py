@@ -15,8 +15,10 @@ from bot.errors import ProviderError, RegistryError
 from bot.providers.base import CompletionRequest, ProviderReply, ToolDefinition
 from bot.store import Store
 from bot.tools.outcome import INTERRUPTED_BEFORE_RESULT
+from bot.tools.services import PipelineServices
 from bot.tools.spec import ToolContext, ToolResult, ToolSpec
 from bot.tools.transcript import well_formed
+from bot.turn_identity import TurnIdentity
 from tests.fakes.scripted_provider import ScriptedProvider, Step, call, reply
 from tests.tools.gates import PolicyGate
 from tests.tools.harness import Recorder, RecordingProgress, make_envelope, spec
@@ -33,9 +35,9 @@ def bundle_for(
     provider = ScriptedProvider(script)
     bundle = AgentBundle(
         provider=provider,
-        settings=settings or AgentConfig(),
-        store=store,
-        gate=gate or PolicyGate(),
+        services=PipelineServices(
+            settings=settings or AgentConfig(), store=store, gate=gate or PolicyGate()
+        ),
         tools=tools,
     )
     return bundle, provider
@@ -43,9 +45,9 @@ def bundle_for(
 
 def state_for(text: str = "hi", **kwargs: object) -> TurnState:
     return TurnState(
-        turn_id="turn-1",
-        session_key="console.main:c1",
-        envelope=make_envelope(text),
+        turn=TurnIdentity(
+            turn_id="turn-1", session_key="console.main:c1", envelope=make_envelope(text)
+        ),
         history=[],
         **kwargs,  # type: ignore[arg-type]
     )
@@ -242,9 +244,7 @@ async def test_dynamic_tools_are_offered_as_they_are_at_each_turn(store: Store) 
     provider = ScriptedProvider([reply("one"), reply("", call("late")), reply("two")])
     bundle = AgentBundle(
         provider=provider,
-        settings=AgentConfig(),
-        store=store,
-        gate=PolicyGate(),
+        services=PipelineServices(settings=AgentConfig(), store=store, gate=PolicyGate()),
         tools=[spec("static", Recorder())],
         dynamic=dynamic,
     )
@@ -265,7 +265,8 @@ async def test_history_window_seam_is_used(store: Store) -> None:
 
     old = [ChatMessage(role="user", content="x" * 4000), ChatMessage(role="assistant", content="y")]
     state = TurnState(
-        turn_id="t", session_key="s", envelope=make_envelope("new"), history=list(old)
+        turn=TurnIdentity(turn_id="t", session_key="s", envelope=make_envelope("new")),
+        history=list(old),
     )
     await run_turn(bundle, state)
     assert [m.content for m in provider.requests[0].messages] == ["y", "new"]

@@ -19,6 +19,8 @@ from bot.config import AgentConfig
 from bot.envelope import envelope_to_json
 from bot.providers.base import ChatMessage, CompletionRequest, ProviderReply
 from bot.store import InboxKey, InboxStatus, Store
+from bot.tools.services import PipelineServices
+from bot.turn_identity import TurnIdentity
 from tests.fakes.scripted_provider import ScriptedProvider, Step, reply
 from tests.tools.gates import PolicyGate
 from tests.tools.harness import make_envelope
@@ -28,7 +30,8 @@ SESSION = "console.main:c1"
 
 def bundle_for(store: Store, script: list[Step]) -> tuple[AgentBundle, ScriptedProvider]:
     provider = ScriptedProvider(script)
-    bundle = AgentBundle(provider=provider, settings=AgentConfig(), store=store, gate=PolicyGate())
+    services = PipelineServices(settings=AgentConfig(), store=store, gate=PolicyGate())
+    bundle = AgentBundle(provider=provider, services=services)
     return bundle, provider
 
 
@@ -42,11 +45,9 @@ async def admitted(store: Store, message_id: str, text: str = "hi") -> TurnState
         session_key=SESSION,
         payload=envelope_to_json(envelope),
     )
+    turn = TurnIdentity(turn_id=f"turn-{message_id}", session_key=SESSION, envelope=envelope)
     return TurnState(
-        turn_id=f"turn-{message_id}",
-        session_key=SESSION,
-        envelope=envelope,
-        inbox=InboxKey(channel=str(envelope.channel), message_id=message_id),
+        turn=turn, inbox=InboxKey(channel=str(envelope.channel), message_id=message_id)
     )
 
 
@@ -80,7 +81,7 @@ async def test_the_entry_is_processing_with_its_user_message_while_the_model_ans
     task = asyncio.create_task(run_turn(bundle, state))
     await asked.wait()
     assert await status(store, state.inbox) is InboxStatus.PROCESSING
-    assert await user_messages(store, state.turn_id) == 1
+    assert await user_messages(store, state.turn.turn_id) == 1
     release.set()
     assert (await task).status is TurnStatus.COMPLETED
     # the gateway marks it done after sending the reply
@@ -120,7 +121,7 @@ async def test_a_start_that_fails_leaves_the_entry_received_and_no_message(
     with pytest.raises(sqlite3.IntegrityError, match="no room"):
         await run_turn(bundle, state)
     assert await status(store, state.inbox) is InboxStatus.RECEIVED
-    assert await user_messages(store, state.turn_id) == 0
+    assert await user_messages(store, state.turn.turn_id) == 0
     assert provider.requests == []
     # and recovery would run it again
     [entry] = await store.inbox.unfinished()
@@ -149,5 +150,5 @@ async def test_a_turn_cut_off_anywhere_in_its_start_leaves_both_records_or_neith
     with pytest.raises(asyncio.CancelledError):
         await task
     processing = await status(store, state.inbox) is InboxStatus.PROCESSING
-    stored = await user_messages(store, state.turn_id)
+    stored = await user_messages(store, state.turn.turn_id)
     assert (processing, stored) in ((False, 0), (True, 1))

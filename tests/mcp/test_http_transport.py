@@ -11,8 +11,8 @@ import pytest
 
 from bot.config import McpConfig, McpServerConfig
 from bot.mcp.catalog import McpCatalog
-from bot.tools.spec import ToolContext
 from tests.mcp.conftest import DEMO_SERVER
+from tests.tools.harness import make_context
 
 
 def free_port() -> int:
@@ -58,9 +58,7 @@ async def test_tools_over_streamable_http(http_server: str) -> None:
     catalog = McpCatalog(
         McpConfig(servers={"web": McpServerConfig(url=http_server, requires_approval=False)})
     )
-    context = ToolContext(
-        session_key="s", channel="console.main", conversation_id="c", requester="ana"
-    )
+    context = make_context()
     async with asyncio.TaskGroup() as group:
         task = group.create_task(catalog.run())
         async with asyncio.timeout(60):

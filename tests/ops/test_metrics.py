@@ -19,6 +19,7 @@ from bot.metrics import MAX_TOOL_LABELS, MeteredProvider, Metrics
 from bot.providers.factory import build_provider
 from bot.tools.hooks import HookCall
 from bot.tools.outcome import OutcomeReason, executed, interrupted, not_executed
+from bot.turn_identity import TurnIdentity
 from bot.web import HttpServer
 from tests.fakes.openai_server import OpenAIFake
 from tests.ops.conftest import HeldOpenAI, write_config
@@ -120,9 +121,8 @@ async def test_the_daemon_counts_tool_calls(tmp_path: Path, llm: HeldOpenAI) -> 
 
 async def test_tool_labels_never_take_a_name_the_model_made_up() -> None:
     metrics = Metrics()
-    hook = HookCall(
-        call_id="c", name="x", arguments={}, turn_id="t", session_key="s", envelope=make_envelope()
-    )
+    turn = TurnIdentity(turn_id="t", session_key="s", envelope=make_envelope())
+    hook = HookCall(call_id="c", name="x", arguments={}, turn=turn)
     for reason in (OutcomeReason.MALFORMED_JSON, OutcomeReason.BATCH_FULL):
         await metrics.after_tool_call(hook, not_executed(reason, call_id="c", tool="made_up"))
     for n in range(MAX_TOOL_LABELS + 5):  # a batch interrupted before preparation

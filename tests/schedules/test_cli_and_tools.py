@@ -8,26 +8,29 @@ from pathlib import Path
 import pytest
 
 from bot.cli import main
-from bot.envelope import ChannelRef, DeliveryTarget
+from bot.envelope import ChannelRef, DeliveryTarget, IngressEnvelope, Sender
 from bot.schedules.book import ScheduleBook
 from bot.schedules.job import JobSpec, StoredTarget
 from bot.schedules.tools import schedule_tools
 from bot.store import Store
 from bot.tools.builtin.observation import ToolRefused
 from bot.tools.spec import ToolContext
+from tests.tools.harness import make_context
 
 ORIGIN = DeliveryTarget(channel=ChannelRef(kind="slack", alias="team"), conversation_id="C1")
 
 
 def context(background: bool = False) -> ToolContext:
-    return ToolContext(
-        session_key="slack.team:C1",
-        channel="slack.team",
+    envelope = IngressEnvelope(
+        channel=ORIGIN.channel,
+        message_id="m1",
         conversation_id="C1",
-        requester="U1",
-        delivery=ORIGIN,
+        sender=Sender(id="U1"),
+        text="schedule it",
+        reply_target=ORIGIN,
         background=background,
     )
+    return make_context(envelope)
 
 
 async def add_job(db: Path) -> str:

@@ -20,12 +20,13 @@ from bot.tools.batch import BatchReport
 from bot.tools.execution import RetryPolicy
 from bot.tools.file_locks import PathLocks
 from bot.tools.hooks import ToolHooks
-from bot.tools.pipeline import PipelineServices, ToolPipeline
+from bot.tools.pipeline import ToolPipeline
 from bot.tools.receipt import ReceiptSigner
 from bot.tools.registry import ToolRegistry, ToolScope
 from bot.tools.scheduler import ToolScheduler
+from bot.tools.services import PipelineServices
 from bot.tools.spec import ToolContext, ToolHandler, ToolResult, ToolSpec
-from bot.tools.turn_facts import TurnFacts
+from bot.turn_identity import TurnIdentity
 from tests.tools.gates import PolicyGate
 
 CHANNEL = ChannelRef(kind="console", alias="main")
@@ -48,6 +49,26 @@ def make_envelope(
         reply_target=DeliveryTarget(channel=CHANNEL, conversation_id="c1", thread_id=thread_id),
         capabilities=capabilities or Capabilities(terminal_prompt=True),
         background=background,
+    )
+
+
+def make_context(
+    envelope: IngressEnvelope | None = None,
+    *,
+    session_key: str | None = None,
+    turn_id: str = "turn-0",
+    workspace: str | None = None,
+) -> ToolContext:
+    """A handler's context in a turn answering ``envelope`` (by default :func:`make_envelope`);
+    the session key defaults to the envelope's conversation."""
+    envelope = envelope or make_envelope()
+    return ToolContext(
+        turn=TurnIdentity(
+            turn_id=turn_id,
+            session_key=session_key or f"{envelope.channel}:{envelope.conversation_id}",
+            envelope=envelope,
+        ),
+        workspace=workspace,
     )
 
 
@@ -184,19 +205,8 @@ class Harness:
         self.pipeline = ToolPipeline(
             services=self.services,
             executor=registry.executor(),
-            facts=TurnFacts(
-                turn_id=self.turn_id,
-                session_key=session_key,
-                envelope=self.envelope,
-                context=ToolContext(
-                    session_key=session_key,
-                    channel=str(self.envelope.channel),
-                    conversation_id=self.envelope.conversation_id,
-                    requester=self.envelope.sender.id,
-                    delivery=self.envelope.reply_target,
-                    workspace=workspace,
-                    background=self.envelope.background,
-                ),
+            context=make_context(
+                self.envelope, session_key=session_key, turn_id=self.turn_id, workspace=workspace
             ),
             progress=self.progress,
             cancel=self.cancel,

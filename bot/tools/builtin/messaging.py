@@ -50,9 +50,7 @@ class SendMessageArguments(ToolArguments):
 
 
 def _origin(context: ToolContext) -> tuple[str, str]:
-    if context.delivery is not None:
-        return str(context.delivery.channel), context.delivery.conversation_id
-    return context.channel, context.conversation_id
+    return str(context.delivery.channel), context.delivery.conversation_id
 
 
 def _parse_channel(text: str) -> ChannelRef:
@@ -72,7 +70,7 @@ def resolve_target(args: SendMessageArguments, context: ToolContext) -> Delivery
         raise ToolFailed("no target: set channel (kind.alias) and to (conversation id)")
     thread = args.thread
     same = (channel, conversation) == (origin_channel, origin_conversation)
-    origin_thread = context.delivery.thread_id if context.delivery is not None else None
+    origin_thread = context.delivery.thread_id
     if thread is None and same:
         thread = origin_thread
     elif not same and thread is not None and thread == origin_thread:

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.envelope import ChannelRef, DeliveryTarget
+from bot.envelope import ChannelRef, DeliveryTarget, IngressEnvelope, Sender
 from bot.tools.builtin.workspace import Workspace
 from bot.tools.spec import ToolContext
+from tests.tools import harness
 
 ORIGIN = DeliveryTarget(
     channel=ChannelRef(kind="slack", alias="team"), conversation_id="C-ORIGIN", thread_id="T-1"
@@ -20,17 +21,21 @@ def make_context(
     *,
     channel: str = "slack.team",
     conversation: str = "C-ORIGIN",
-    delivery: DeliveryTarget | None = ORIGIN,
+    delivery: DeliveryTarget = ORIGIN,
     workspace: str | None = None,
 ) -> ToolContext:
-    return ToolContext(
-        session_key=f"{channel}:{conversation}",
-        channel=channel,
+    """A call's context in a turn answering U_ALICE in ``channel`` (``kind.alias``) and
+    ``conversation``, with replies going to ``delivery``."""
+    kind, _, alias = channel.partition(".")
+    envelope = IngressEnvelope(
+        channel=ChannelRef(kind=kind, alias=alias),
+        message_id="m1",
         conversation_id=conversation,
-        requester="U_ALICE",
-        delivery=delivery,
-        workspace=workspace,
+        sender=Sender(id="U_ALICE"),
+        text="hello",
+        reply_target=delivery,
     )
+    return harness.make_context(envelope, workspace=workspace)
 
 
 @pytest.fixture

@@ -16,10 +16,9 @@ from bot.tools.builtin.calculator import calculate, calculator_tool
 from bot.tools.builtin.observation import ToolFailed
 from bot.tools.outcome import OutcomeReason, OutcomeStatus
 from bot.tools.schema import validator_for
-from bot.tools.spec import ToolContext
-from tests.tools.harness import Harness
+from tests.tools.harness import Harness, make_context
 
-CONTEXT = ToolContext(session_key="s", channel="console.main", conversation_id="c", requester="u")
+CONTEXT = make_context()
 
 # pieces the property test strings together into mostly well-formed arithmetic
 TOKENS = [

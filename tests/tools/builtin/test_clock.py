@@ -14,10 +14,9 @@ from bot.tools.builtin.clock import current_time_tool
 from bot.tools.builtin.observation import ToolFailed
 from bot.tools.outcome import OutcomeReason, OutcomeStatus
 from bot.tools.schema import validator_for
-from bot.tools.spec import ToolContext
-from tests.tools.harness import Harness
+from tests.tools.harness import Harness, make_context
 
-CONTEXT = ToolContext(session_key="s", channel="console.main", conversation_id="c", requester="u")
+CONTEXT = make_context()
 MOMENT = datetime(2025, 1, 31, 13, 5, 9, tzinfo=UTC)
 
 

@@ -82,7 +82,6 @@ def test_approval_only_for_another_conversation(
     check = send_message_tool(outbox).approval_check
     assert check is not None
     assert check(arguments, make_context()) is expected
-    assert check(arguments, make_context(delivery=None)) is expected
 
 
 async def test_direct_call_defaults_to_the_origin(
