@@ -31,6 +31,7 @@ from bot.approval.gate import ApprovalDecision, ApprovalGate, ApprovalRequest, P
 from bot.channel import ChannelHealth, HealthState
 from bot.errors import ProviderError
 from bot.providers.base import CompletionRequest, Provider, ProviderReply, StreamSink
+from bot.store.audit import Decision
 from bot.tools.hooks import HookCall
 from bot.tools.outcome import OutcomeReason, ToolOutcome
 
@@ -164,7 +165,7 @@ class Metrics:
         self._tool_labels.add(name)
         return name
 
-    def approval_decided(self, decision: str, latency_s: float) -> None:
+    def approval_decided(self, decision: Decision, latency_s: float) -> None:
         self.approvals.labels(decision=decision).inc()
         self.approval_latency.labels(decision=decision).observe(max(latency_s, 0.0))
 
@@ -240,5 +241,5 @@ class MeteredGate:
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
         started = time.monotonic()
         decision = await self.inner.ask(request)
-        self._metrics.approval_decided(decision.verdict.value, time.monotonic() - started)
+        self._metrics.approval_decided(decision.verdict, time.monotonic() - started)
         return decision

@@ -14,10 +14,12 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime
 
+from bot.approval.gate import ApprovalRequest
 from bot.approval.summary import summary_json
+from bot.channel import ApprovalChoice
 from bot.scrub import scrub_text
 from bot.store.approvals import ApprovalRecord
-from bot.store.audit import AuditEntry
+from bot.store.audit import AuditEntry, Decision
 from bot.visible_text import visible
 
 FIELDS: tuple[str, ...] = (
@@ -45,9 +47,9 @@ def entry(
     tool: str,
     lines: tuple[str, ...],
     fingerprint: str,
-    decision: str,
+    decision: Decision,
     decided_by: str,
-    reason: str = "",
+    reason: str,
     latency_ms: float = 0.0,
 ) -> AuditEntry:
     return AuditEntry(
@@ -65,8 +67,36 @@ def entry(
     )
 
 
+def entry_for_request(
+    request: ApprovalRequest,
+    lines: tuple[str, ...],
+    *,
+    at: float,
+    decision: Decision,
+    decided_by: str,
+    reason: str,
+    latency_ms: float = 0.0,
+) -> AuditEntry:
+    """The row of a decision about ``request`` made without an approvals row (the policy's,
+    the terminal's, an auto-deny); ``lines`` is its argument summary."""
+    env = request.envelope
+    return entry(
+        at=at,
+        channel=str(env.channel),
+        conversation_id=env.conversation_id,
+        requester=env.sender.id,
+        tool=request.tool,
+        lines=lines,
+        fingerprint=request.fingerprint,
+        decision=decision,
+        decided_by=decided_by,
+        reason=reason,
+        latency_ms=latency_ms,
+    )
+
+
 def entry_for_record(
-    record: ApprovalRecord, *, at: float, decision: str, decided_by: str, reason: str = ""
+    record: ApprovalRecord, *, at: float, decision: Decision, decided_by: str, reason: str
 ) -> AuditEntry:
     return entry(
         at=at,
@@ -81,6 +111,18 @@ def entry_for_record(
         reason=reason,
         latency_ms=max(0.0, (at - record.created_at) * 1000),
     )
+
+
+_REFUSED_CLICK = {
+    ApprovalChoice.APPROVE: Decision.CLICK_REFUSED_APPROVE,
+    ApprovalChoice.DENY: Decision.CLICK_REFUSED_DENY,
+    ApprovalChoice.ALWAYS: Decision.CLICK_REFUSED_ALWAYS,
+}
+
+
+def refused_click(choice: ApprovalChoice) -> Decision:
+    """The decision recorded for a refused click that tried ``choice``."""
+    return _REFUSED_CLICK[choice]
 
 
 def _iso(ts: float) -> str:

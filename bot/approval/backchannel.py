@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import structlog
 
@@ -36,12 +37,12 @@ from bot.approval import audit, reasons
 from bot.approval.approvers import refusal
 from bot.approval.card import card_for, decision_for
 from bot.approval.card_desk import CardDesk, ChannelLookup, PolicyLookup
-from bot.approval.gate import ApprovalDecision, ApprovalRequest
+from bot.approval.gate import ApprovalDecision
 from bot.approval.grants import new_grant
+from bot.approval.handler import AskedCall
 from bot.approval.policy import EffectivePolicy
 from bot.approval.reach import eligible_approvers
-from bot.approval.reasons import RuntimeReason
-from bot.approval.summary import ArgumentView
+from bot.approval.reasons import AnswerRoute, RuntimeReason
 from bot.channel import ApprovalCard, ApprovalChoice, ApprovalClick, Channel, ClickVerdict
 from bot.envelope import ChannelRef
 from bot.scrub import scrub_text
@@ -72,18 +73,12 @@ class Backchannel:
         self._closed = False
 
     async def ask(
-        self,
-        request: ApprovalRequest,
-        channel: Channel,
-        policy: EffectivePolicy,
-        view: ArgumentView,
-        why: str,
-        *,
-        approver_here: bool,
+        self, asked: AskedCall, channel: Channel, *, approver_here: bool
     ) -> ApprovalDecision:
         """Post the card (in the conversation, and to eligible approvers' DMs when
         configured) and wait for one decision. ``approver_here`` says whether an eligible
         approver can see the conversation's card (:func:`bot.approval.reach.approvers_here`)."""
+        request, policy, view = asked.request, asked.policy, asked.view
         env = request.envelope
         now = self._clock()
         record = ApprovalRecord(
@@ -101,7 +96,7 @@ class Backchannel:
             summary=view.lines,
             full_text=view.full,
             cut=view.cut,
-            ask_reason=why,
+            ask_reason=asked.why,
             created_at=now,
             expires_at=now + policy.timeout_s,
         )
@@ -180,7 +175,11 @@ class Backchannel:
                 status=ApprovalStatus.EXPIRED, decided_by=reasons.RUNTIME, reason=why, at=at
             ),
             audit=audit.entry_for_record(
-                record, at=at, decision="expired", decided_by=reasons.RUNTIME, reason=why
+                record,
+                at=at,
+                decision=ApprovalStatus.EXPIRED.decision,
+                decided_by=reasons.RUNTIME,
+                reason=why,
             ),
         )
         if won:
@@ -204,7 +203,7 @@ class Backchannel:
                 audit.entry_for_record(
                     record,
                     at=self._clock(),
-                    decision=f"click_refused:{click.choice}",
+                    decision=audit.refused_click(click.choice),
                     decided_by=click.user_id,
                     reason=refused.value,
                 )
@@ -284,10 +283,18 @@ class Backchannel:
         won = await self._store.approvals.resolve(
             record.id,
             Resolution(
-                status=status, decided_by=click.user_id, reason="click", at=now, reply=reply
+                status=status,
+                decided_by=click.user_id,
+                reason=AnswerRoute.CLICK,
+                at=now,
+                reply=reply,
             ),
             audit=audit.entry_for_record(
-                record, at=now, decision=status.value, decided_by=click.user_id, reason="click"
+                record,
+                at=now,
+                decision=status.decision,
+                decided_by=click.user_id,
+                reason=AnswerRoute.CLICK,
             ),
             grant=grant,
         )
@@ -310,9 +317,13 @@ class Backchannel:
         status = ApprovalStatus.APPROVED if approve else ApprovalStatus.DENIED
         won = await self._store.approvals.resolve(
             approval_id,
-            Resolution(status=status, decided_by=operator, reason="cli", at=now),
+            Resolution(status=status, decided_by=operator, reason=AnswerRoute.CLI, at=now),
             audit=audit.entry_for_record(
-                record, at=now, decision=status.value, decided_by=operator, reason="cli"
+                record,
+                at=now,
+                decision=status.decision,
+                decided_by=operator,
+                reason=AnswerRoute.CLI,
             ),
         )
         if not won:
@@ -348,6 +359,19 @@ class Backchannel:
         event = self._wakeups.get(approval_id)
         if event is not None:
             event.set()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CardHandler:
+    """Asks with an approval card on ``channel`` through the daemon's backchannel."""
+
+    backchannel: Backchannel
+    channel: Channel
+    #: An eligible approver can see the conversation's own card.
+    approver_here: bool
+
+    async def decide(self, asked: AskedCall) -> ApprovalDecision:
+        return await self.backchannel.ask(asked, self.channel, approver_here=self.approver_here)
 
 
 def _closed(record: ApprovalRecord, now: float) -> ClickVerdict | None:

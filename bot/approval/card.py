@@ -7,11 +7,12 @@ after a restart are all derived from it, so every process shows the same outcome
 from __future__ import annotations
 
 from bot.approval import reasons
-from bot.approval.gate import ApprovalDecision, Verdict
+from bot.approval.gate import ApprovalDecision
 from bot.approval.reasons import RuntimeReason
 from bot.channel import ApprovalCard, CardState
 from bot.envelope import ChannelRef
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
+from bot.store.audit import Decision
 from bot.visible_text import visible
 
 _CARD_STATE = {
@@ -62,24 +63,17 @@ def decision_for(record: ApprovalRecord, fingerprint: str) -> ApprovalDecision:
     rather than approving a different call."""
     if record.fingerprint != fingerprint:
         return ApprovalDecision.by_runtime(RuntimeReason.ARGUMENTS_CHANGED)
-    by = record.decided_by or reasons.RUNTIME
     match record.status:
-        case ApprovalStatus.APPROVED:
-            return ApprovalDecision(verdict=Verdict.APPROVED, decided_by=by)
-        case ApprovalStatus.ALWAYS:
-            return ApprovalDecision(verdict=Verdict.ALWAYS, decided_by=by)
-        case ApprovalStatus.DENIED:
-            return ApprovalDecision(
-                verdict=Verdict.DENIED,
-                decided_by=by,
-                reason=f"Denied by {by}. The tool did NOT run.",
-            )
+        case ApprovalStatus.EXPIRED | ApprovalStatus.PENDING:
+            # pending only when the row vanished from under the ask: nobody decided it
+            return ApprovalDecision.by_runtime(RuntimeReason.parse(record.reason), Decision.EXPIRED)
         case ApprovalStatus.EDITED:
             return ApprovalDecision(
-                verdict=Verdict.EDITED,
-                decided_by=by,
-                reason=f"Denied by {by} with a reply. The tool did NOT run.",
+                verdict=Decision.EDITED,
+                decided_by=record.decided_by or reasons.RUNTIME,
                 replacement_text=record.reply or "",
             )
-        case _:
-            return ApprovalDecision.by_runtime(RuntimeReason.parse(record.reason))
+        case status:
+            return ApprovalDecision(
+                verdict=status.decision, decided_by=record.decided_by or reasons.RUNTIME
+            )

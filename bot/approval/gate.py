@@ -13,10 +13,11 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 from bot.approval.reasons import RUNTIME, RuntimeReason
 from bot.envelope import IngressEnvelope
+from bot.store.audit import Decision
 
 
 class Assessment(enum.StrEnum):
@@ -31,33 +32,48 @@ class PolicyResult:
     reason: str  # why (e.g. "deny list", "readonly level", "grant", "auto_approve")
 
 
-class Verdict(enum.StrEnum):
-    APPROVED = "approved"
-    ALWAYS = "always"  # approved, and a grant was created
-    DENIED = "denied"  # a person said no
-    EDITED = "edited"  # a person denied with replacement text
-    AUTO_DENIED = "auto_denied"  # the runtime said no; ``runtime_reason`` says why
-    TIMED_OUT = "timed_out"
+#: The decisions an ask can end in (the policy's and refused clicks' are audited elsewhere).
+_ASK_DECISIONS = frozenset(
+    {
+        Decision.APPROVED,
+        Decision.ALWAYS,
+        Decision.DENIED,
+        Decision.EDITED,
+        Decision.AUTO_DENIED,
+        Decision.EXPIRED,
+    }
+)
+#: The decisions the runtime makes when no person did.
+RuntimeDecision = Literal[Decision.AUTO_DENIED, Decision.EXPIRED]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ApprovalDecision:
-    verdict: Verdict
-    decided_by: str  # a person id, or "runtime"
-    reason: str = ""
-    replacement_text: str | None = None
-    #: Why the runtime decided (AUTO_DENIED, TIMED_OUT); None when a person did.
+    """The answer to one ask. ``verdict`` is the decision its audit row records; what the
+    model is told comes from it and, for the runtime's decisions, from
+    :attr:`RuntimeReason.wording`."""
+
+    verdict: Decision
+    decided_by: str  # a person id, ``operator:NAME``, or "runtime"
+    replacement_text: str | None = None  # EDITED: what the person wrote instead
+    #: Why the runtime decided (AUTO_DENIED, EXPIRED); None when a person did.
     runtime_reason: RuntimeReason | None = None
 
+    def __post_init__(self) -> None:
+        if self.verdict not in _ASK_DECISIONS:
+            raise ValueError(f"{self.verdict!r} is not a decision an ask ends in")
+
     @classmethod
-    def by_runtime(cls, why: RuntimeReason) -> ApprovalDecision:
-        """The runtime's own decision for ``why``: a timeout, or an auto-deny."""
-        verdict = Verdict.TIMED_OUT if why is RuntimeReason.TIMEOUT else Verdict.AUTO_DENIED
-        return cls(verdict=verdict, decided_by=RUNTIME, reason=why.wording, runtime_reason=why)
+    def by_runtime(
+        cls, why: RuntimeReason, verdict: RuntimeDecision = Decision.AUTO_DENIED
+    ) -> ApprovalDecision:
+        """The runtime's own decision for ``why``: ``AUTO_DENIED`` when nobody was asked,
+        ``EXPIRED`` when a person was asked and the request closed without an answer."""
+        return cls(verdict=verdict, decided_by=RUNTIME, runtime_reason=why)
 
     @property
     def allowed(self) -> bool:
-        return self.verdict in (Verdict.APPROVED, Verdict.ALWAYS)
+        return self.verdict in (Decision.APPROVED, Decision.ALWAYS)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

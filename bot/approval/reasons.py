@@ -1,11 +1,14 @@
-"""The runtime's reasons for decisions no person made, and its words for them.
+"""The reasons stored with approval decisions, and the runtime's words for its own.
 
 A :class:`RuntimeReason` is stored (the ``reason`` of an expired approvals row and of a
-runtime audit row) and compared; its :attr:`~RuntimeReason.wording` travels in
-:class:`~bot.approval.gate.ApprovalDecision` to the pipeline, which shows it to the model.
-Each wording names the specific cause, states plainly that the tool did not run, and never
-says that a person refused: no person did. Operator hints (which setting would allow a call)
-never appear here; they go to the log only.
+runtime audit row) and compared; the pipeline shows its :attr:`~RuntimeReason.wording` to
+the model. Each wording names the specific cause, states plainly that the tool did not run,
+and never says that a person refused: no person did. Operator hints (which setting would
+allow a call) never appear here; they go to the log only.
+
+A person's decision is stored with the :class:`AnswerRoute` it came by; a refused click
+with its :class:`~bot.channel.ClickVerdict`; a policy decision with ``policy: `` and the
+rule (:attr:`~bot.approval.gate.PolicyResult.reason`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,14 @@ from __future__ import annotations
 import enum
 
 RUNTIME = "runtime"
+
+
+class AnswerRoute(enum.StrEnum):
+    """How a person's answer reached the service: the ``reason`` of their decision's rows."""
+
+    TERMINAL = "terminal"  # the console prompt
+    CLICK = "click"  # a button, reaction, reply or full view on a card
+    CLI = "cli"  # ``hatchway approvals approve|deny``
 
 
 class RuntimeReason(enum.StrEnum):

@@ -1,12 +1,14 @@
 """The approval service: the :class:`~bot.approval.gate.ApprovalGate` the pipeline uses.
 
-It composes the policy (:mod:`bot.approval.policy`), grants, and the three ways of answering
-"ask": the terminal prompt, the inline backchannel, and the runtime's auto-deny. The handler
-is chosen per envelope, in this order:
+It composes the policy (:mod:`bot.approval.policy`), grants, and the three handlers that
+answer "ask" (:class:`~bot.approval.handler.ApprovalHandler`): the terminal prompt
+(:mod:`bot.approval.terminal`), the approval card (:mod:`bot.approval.backchannel`) and the
+runtime's auto-deny (:mod:`bot.approval.auto_deny`). The handler is chosen per ask, in this
+order:
 
 1. ``envelope.background`` → auto-deny (scheduled work never prompts);
-2. ``capabilities.terminal_prompt`` and the channel implements :class:`TerminalPrompter`
-   → terminal;
+2. ``capabilities.terminal_prompt`` and the channel implements
+   :class:`~bot.approval.terminal.TerminalPrompter` → terminal;
 3. ``capabilities.approval_backchannel``, the channel is running, the alias has approvers,
    and one of them can be reached (sees the conversation, or gets a DM copy:
    :mod:`bot.approval.reach`) → approval card;
@@ -14,40 +16,36 @@ is chosen per envelope, in this order:
 
 After :meth:`close` (shutdown) every new request is auto-denied at once (``shutdown``).
 
-Every decision is audited; the daemon calls :meth:`expire_pending` at start and :meth:`close`
-when it starts to stop, the
-gateway's ``ChannelHost.approval_clicked`` delegates to :meth:`click` (and
-``approval_refusal`` to :meth:`refusal`), and the CLI uses :meth:`decide_from_cli`.
+Every decision is audited (by the policy here, by the handler for an ask); the daemon calls
+:meth:`expire_pending` at start and :meth:`close` when it starts to stop, the gateway's
+``ChannelHost.approval_clicked`` delegates to :meth:`click` (and ``approval_refusal`` to
+:meth:`refusal`), and the CLI uses :meth:`decide_from_cli`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 
 import structlog
 
 from bot.approval import audit, reasons
-from bot.approval.backchannel import Backchannel
+from bot.approval.auto_deny import AutoDeny
+from bot.approval.backchannel import Backchannel, CardHandler
 from bot.approval.card_desk import ChannelLookup
-from bot.approval.gate import (
-    ApprovalDecision,
-    ApprovalRequest,
-    Assessment,
-    PolicyResult,
-    Verdict,
-)
-from bot.approval.grants import GrantBook, new_grant
-from bot.approval.policy import ApprovalPolicy, EffectivePolicy
+from bot.approval.gate import ApprovalDecision, ApprovalRequest, Assessment, PolicyResult
+from bot.approval.grants import GrantBook
+from bot.approval.handler import ApprovalHandler, AskedCall
+from bot.approval.policy import ApprovalPolicy
 from bot.approval.reach import approvers_here
 from bot.approval.reasons import RuntimeReason
-from bot.approval.summary import ArgumentView, describe, summarise
-from bot.approval.terminal import TerminalAnswer, TerminalPrompter, parse_answer, render_prompt
+from bot.approval.summary import describe
+from bot.approval.terminal import TerminalHandler, TerminalPrompter
 from bot.channel import ApprovalCard, ApprovalClick, ClickVerdict
 from bot.config import Settings
 from bot.envelope import ChannelRef
 from bot.store import Store
+from bot.store.audit import Decision
 
 log = structlog.get_logger(__name__)
 
@@ -91,66 +89,75 @@ class ApprovalService:
         if result.assessment is Assessment.DENY or (
             result.assessment is Assessment.ALLOW and request.requires_approval
         ):
-            decision = "allow" if result.assessment is Assessment.ALLOW else "deny"
-            await self._audit(
-                request,
-                summarise(request.arguments),
-                decision=decision,
-                decided_by=reasons.RUNTIME,
-                reason=f"policy: {result.reason}",
+            allowed = result.assessment is Assessment.ALLOW
+            await self._store.audit.append(
+                audit.entry_for_request(
+                    request,
+                    describe(request.arguments).lines,
+                    at=self._clock(),
+                    decision=Decision.POLICY_ALLOWED if allowed else Decision.POLICY_DENIED,
+                    decided_by=reasons.RUNTIME,
+                    reason=f"policy: {result.reason}",
+                )
             )
         return result
 
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
         """Ask the person the envelope allows (terminal or card) or auto-deny at once."""
+        asked = AskedCall(
+            request=request,
+            policy=self._policy.for_channel(request.envelope.channel),
+            view=describe(request.arguments),  # once: the card or prompt and the audit row
+            why="it has side effects" if request.requires_approval else "the policy asks for it",
+        )
+        handler = await self._handler(asked)
+        return await handler.decide(asked)
+
+    async def _handler(self, asked: AskedCall) -> ApprovalHandler:
+        """The handler for ``asked``, in the order of the module docstring."""
+        request, policy = asked.request, asked.policy
         env = request.envelope
-        policy = self._policy.for_channel(env.channel)
-        view = describe(request.arguments)  # once: the card or prompt and the audit row
-        lines = view.lines
-        why = "it has side effects" if request.requires_approval else "the policy asks for it"
         alias = f"channels.{env.channel.kind}.{env.channel.alias}"
         if self._backchannel.closed:
-            return await self._auto_deny(
-                request, lines, RuntimeReason.SHUTDOWN, hint="the daemon is shutting down"
-            )
+            return self._auto_deny(RuntimeReason.SHUTDOWN, hint="the daemon is shutting down")
         if env.background:
-            return await self._auto_deny(
-                request,
-                lines,
+            return self._auto_deny(
                 RuntimeReason.BACKGROUND,
                 hint=f"add {request.tool!r} to approval.auto_approve or create a grant; "
                 "background turns never prompt",
             )
         channel = self._channel_for(env.channel)
         if env.capabilities.terminal_prompt and isinstance(channel, TerminalPrompter):
-            return await self._ask_terminal(request, channel, policy, view, why)
+            return TerminalHandler(
+                prompter=channel,
+                audit_log=self._store.audit,
+                grants=self._store.grants,
+                clock=self._clock,
+            )
         if not env.capabilities.approval_backchannel or channel is None:
-            return await self._auto_deny(
-                request,
-                lines,
+            return self._auto_deny(
                 RuntimeReason.NO_BACKCHANNEL,
                 hint=f"this conversation has no approval backchannel; add {request.tool!r} to "
                 f"{alias}.approval.auto_approve or use a channel with approvers",
             )
         if not policy.has_approvers:
-            return await self._auto_deny(
-                request,
-                lines,
+            return self._auto_deny(
                 RuntimeReason.NO_APPROVER,
                 hint=f"set {alias}.approvers, or add {request.tool!r} to approval.auto_approve",
             )
         here = await approvers_here(channel, env, policy)
         if not here and not policy.dm_approvers:
-            return await self._auto_deny(
-                request,
-                lines,
+            return self._auto_deny(
                 RuntimeReason.NOBODY_REACHABLE,
                 hint=f"no approver other than the requester can see conversation "
                 f"{env.conversation_id}; add an approver who is a member, set "
                 "approval.dm_approvers = true, or (for a single-person setup) "
                 f"{alias}.approval.self_approval = true",
             )
-        return await self._backchannel.ask(request, channel, policy, view, why, approver_here=here)
+        return CardHandler(backchannel=self._backchannel, channel=channel, approver_here=here)
+
+    def _auto_deny(self, why: RuntimeReason, *, hint: str) -> AutoDeny:
+        return AutoDeny(why=why, hint=hint, audit_log=self._store.audit, clock=self._clock)
 
     async def click(self, click: ApprovalClick) -> ClickVerdict:
         """A click or reaction on a card; the verdict says what to tell the clicker."""
@@ -192,121 +199,3 @@ class ApprovalService:
         """``hatchway approvals approve|deny ID``; ``operator`` is recorded as the decider.
         The waiting turn (possibly in another process) notices within its poll interval."""
         return await self._backchannel.decide_as_operator(approval_id, approve, operator)
-
-    async def _ask_terminal(
-        self,
-        request: ApprovalRequest,
-        prompter: TerminalPrompter,
-        policy: EffectivePolicy,
-        view: ArgumentView,
-        why: str,
-    ) -> ApprovalDecision:
-        started = self._clock()
-        lines = view.lines
-        # The terminal has no length limit: the person reads every argument in full.
-        prompt = render_prompt(
-            tool=request.tool, full_text=view.full, reason=why, timeout_s=policy.timeout_s
-        )
-        try:
-            async with asyncio.timeout(policy.timeout_s):
-                answer = parse_answer(await prompter.ask_line(prompt))
-        except TimeoutError:
-            await self._audit(
-                request,
-                lines,
-                decision="expired",
-                decided_by=reasons.RUNTIME,
-                reason=RuntimeReason.TIMEOUT,
-                started=started,
-            )
-            return ApprovalDecision.by_runtime(RuntimeReason.TIMEOUT)
-        who = request.envelope.sender.id or "terminal"
-        if answer is TerminalAnswer.NO:
-            await self._audit(
-                request,
-                lines,
-                decision="denied",
-                decided_by=who,
-                reason="terminal",
-                started=started,
-            )
-            return ApprovalDecision(
-                verdict=Verdict.DENIED,
-                decided_by=who,
-                reason=f"Denied by {who}. The tool did NOT run.",
-            )
-        if answer is TerminalAnswer.ALWAYS:
-            env = request.envelope
-            await self._store.grants.create(
-                new_grant(
-                    tool=request.tool,
-                    scope=policy.grant_scope,
-                    channel=env.channel,
-                    conversation_id=env.conversation_id,
-                    granted_by=who,
-                    now=self._clock(),
-                    ttl_s=policy.grant_ttl_s,
-                )
-            )
-        verdict = Verdict.ALWAYS if answer is TerminalAnswer.ALWAYS else Verdict.APPROVED
-        await self._audit(
-            request,
-            lines,
-            decision=verdict.value,
-            decided_by=who,
-            reason="terminal",
-            started=started,
-        )
-        return ApprovalDecision(verdict=verdict, decided_by=who)
-
-    async def _auto_deny(
-        self,
-        request: ApprovalRequest,
-        lines: tuple[str, ...],
-        why: RuntimeReason,
-        *,
-        hint: str,
-    ) -> ApprovalDecision:
-        await self._audit(
-            request,
-            lines,
-            decision=Verdict.AUTO_DENIED.value,
-            decided_by=reasons.RUNTIME,
-            reason=why,
-        )
-        log.warning(
-            "approval_auto_denied",
-            tool=request.tool,
-            reason=why,
-            hint=hint,
-            channel=str(request.envelope.channel),
-        )
-        return ApprovalDecision.by_runtime(why)
-
-    async def _audit(
-        self,
-        request: ApprovalRequest,
-        lines: tuple[str, ...],
-        *,
-        decision: str,
-        decided_by: str,
-        reason: str,
-        started: float | None = None,
-    ) -> None:
-        now = self._clock()
-        env = request.envelope
-        await self._store.audit.append(
-            audit.entry(
-                at=now,
-                channel=str(env.channel),
-                conversation_id=env.conversation_id,
-                requester=env.sender.id,
-                tool=request.tool,
-                lines=lines,
-                fingerprint=request.fingerprint,
-                decision=decision,
-                decided_by=decided_by,
-                reason=reason,
-                latency_ms=0.0 if started is None else (now - started) * 1000,
-            )
-        )

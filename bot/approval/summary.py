@@ -9,7 +9,7 @@ Contract (:func:`describe`):
 * **Nothing is obeyed**: control, format and line-breaking characters are shown as escapes
   (:mod:`bot.visible_text`), keys included.
 * **Nothing is cut blind.** The summary (``lines``: paths and commands first, then the other
-  keys in name order, at most ``max_lines`` lines) shows a long value as its head and tail
+  keys in name order, at most :data:`MAX_LINES` lines) shows a long value as its head and tail
   with the length and how much is hidden between them. Whenever the summary hides anything,
   ``cut`` is true and ``full`` holds every character of every argument (secret values
   masked); a cut request may only be approved from a view that shows ``full``.
@@ -94,9 +94,9 @@ def _cut(text: str, limit: int) -> tuple[str, bool]:
     return f"{visible(text[:head])}{middle}{visible(text[-tail:])}", True
 
 
-def _line(shown: _Shown, max_value_chars: int) -> tuple[str, bool]:
+def _line(shown: _Shown) -> tuple[str, bool]:
     key, key_cut = _cut(shown.key, MAX_KEY_CHARS)
-    value, cut = _cut(shown.text, max_value_chars)
+    value, cut = _cut(shown.text, MAX_VALUE_CHARS)
     note = f"  {MASKED_NOTE}" if shown.masked else ""
     return f"{key}: {value}{note}", cut or key_cut
 
@@ -106,38 +106,23 @@ def _full_line(shown: _Shown) -> str:
     return f"{visible(shown.key)}: {visible_lines(shown.text)}{note}"
 
 
-def describe(
-    arguments: Mapping[str, object],
-    *,
-    max_value_chars: int = MAX_VALUE_CHARS,
-    max_lines: int = MAX_LINES,
-) -> ArgumentView:
+def describe(arguments: Mapping[str, object]) -> ArgumentView:
     """The summary and the full view of ``arguments`` (see the module contract)."""
     shown = {str(k): _shown(str(k), v) for k, v in arguments.items()}
     first = [k for k in PRIORITY_KEYS if k in shown]
     keys = first + sorted(k for k in shown if k not in first)
     lines: list[str] = []
-    cut = len(keys) > max_lines
-    for key in keys[:max_lines]:
-        line, line_cut = _line(shown[key], max_value_chars)
+    cut = len(keys) > MAX_LINES
+    for key in keys[:MAX_LINES]:
+        line, line_cut = _line(shown[key])
         lines.append(line)
         cut = cut or line_cut
-    if len(keys) > max_lines:
-        lines.append(f"… and {len(keys) - max_lines} more argument(s)")
+    if len(keys) > MAX_LINES:
+        lines.append(f"… and {len(keys) - MAX_LINES} more argument(s)")
     if not lines:
         lines.append("(no arguments)")
     full = "\n".join(_full_line(shown[key]) for key in keys) or "(no arguments)"
     return ArgumentView(lines=tuple(lines), full=full, cut=cut)
-
-
-def summarise(
-    arguments: Mapping[str, object],
-    *,
-    max_value_chars: int = MAX_VALUE_CHARS,
-    max_lines: int = MAX_LINES,
-) -> tuple[str, ...]:
-    """The summary lines of :func:`describe` (audit rows of decisions nobody was asked)."""
-    return describe(arguments, max_value_chars=max_value_chars, max_lines=max_lines).lines
 
 
 def summary_json(lines: tuple[str, ...]) -> str:

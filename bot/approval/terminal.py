@@ -1,14 +1,25 @@
 """The terminal handler: ask the person at the console, one line, y/n/a.
 
 Used when the envelope says a terminal prompt exists and the channel implements
-:class:`TerminalPrompter`. Empty input, EOF (``None``) or anything unrecognised means no.
+:class:`TerminalPrompter`. Empty input, EOF (``None``) or anything unrecognised means no;
+no answer within ``timeout_s`` is the runtime's ``expired`` (``timeout``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import enum
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from bot.approval import audit
+from bot.approval.gate import ApprovalDecision
+from bot.approval.grants import new_grant
+from bot.approval.handler import AskedCall
+from bot.approval.reasons import AnswerRoute, RuntimeReason
+from bot.store.audit import AuditLog, Decision
+from bot.store.grants import Grants
 from bot.visible_text import visible
 
 
@@ -27,6 +38,12 @@ class TerminalAnswer(enum.StrEnum):
     NO = "no"
     ALWAYS = "always"
 
+
+_DECISION = {
+    TerminalAnswer.YES: Decision.APPROVED,
+    TerminalAnswer.NO: Decision.DENIED,
+    TerminalAnswer.ALWAYS: Decision.ALWAYS,
+}
 
 _ANSWERS = {
     "y": TerminalAnswer.YES,
@@ -56,3 +73,70 @@ def render_prompt(*, tool: str, full_text: str, reason: str, timeout_s: float) -
     seconds = int(timeout_s)
     body.append(f"[y]es / [n]o / [a]lways — empty means no (times out in {seconds}s): ")
     return "\n".join(body)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TerminalHandler:
+    """Asks ``prompter`` (the console the request came from) and audits the answer; an
+    "always" also creates the grant."""
+
+    prompter: TerminalPrompter
+    audit_log: AuditLog
+    grants: Grants
+    clock: Callable[[], float]
+
+    async def decide(self, asked: AskedCall) -> ApprovalDecision:
+        request, policy = asked.request, asked.policy
+        started = self.clock()
+        # The terminal has no length limit: the person reads every argument in full.
+        prompt = render_prompt(
+            tool=request.tool,
+            full_text=asked.view.full,
+            reason=asked.why,
+            timeout_s=policy.timeout_s,
+        )
+        try:
+            async with asyncio.timeout(policy.timeout_s):
+                answer = parse_answer(await self.prompter.ask_line(prompt))
+        except TimeoutError:
+            expired = ApprovalDecision.by_runtime(RuntimeReason.TIMEOUT, Decision.EXPIRED)
+            await self._audit(asked, expired, reason=RuntimeReason.TIMEOUT, started=started)
+            return expired
+        who = request.envelope.sender.id or "terminal"
+        if answer is TerminalAnswer.ALWAYS:
+            env = request.envelope
+            await self.grants.create(
+                new_grant(
+                    tool=request.tool,
+                    scope=policy.grant_scope,
+                    channel=env.channel,
+                    conversation_id=env.conversation_id,
+                    granted_by=who,
+                    now=self.clock(),
+                    ttl_s=policy.grant_ttl_s,
+                )
+            )
+        decision = ApprovalDecision(verdict=_DECISION[answer], decided_by=who)
+        await self._audit(asked, decision, reason=AnswerRoute.TERMINAL, started=started)
+        return decision
+
+    async def _audit(
+        self,
+        asked: AskedCall,
+        decision: ApprovalDecision,
+        *,
+        reason: RuntimeReason | AnswerRoute,
+        started: float,
+    ) -> None:
+        now = self.clock()
+        await self.audit_log.append(
+            audit.entry_for_request(
+                asked.request,
+                asked.view.lines,
+                at=now,
+                decision=decision.verdict,
+                decided_by=decision.decided_by,
+                reason=reason,
+                latency_ms=(now - started) * 1000,
+            )
+        )

@@ -12,18 +12,36 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.store.audit import AuditEntry, AuditLog
+from bot.store.audit import AuditEntry, AuditLog, Decision
 from bot.store.db import Database, Row
 from bot.store.grants import Grants, NewGrant
 
 
 class ApprovalStatus(enum.StrEnum):
+    """Where a request is: ``pending`` until one decision moves it on. The values are what
+    rows store."""
+
     PENDING = "pending"
     APPROVED = "approved"
     ALWAYS = "always"
     DENIED = "denied"
     EDITED = "edited"
     EXPIRED = "expired"
+
+    @property
+    def decision(self) -> Decision:
+        """The audit decision of the resolution that leaves a row in this status (a pending
+        row has none: asking is a broken invariant)."""
+        return _DECISION[self]
+
+
+_DECISION = {
+    ApprovalStatus.APPROVED: Decision.APPROVED,
+    ApprovalStatus.ALWAYS: Decision.ALWAYS,
+    ApprovalStatus.DENIED: Decision.DENIED,
+    ApprovalStatus.EDITED: Decision.EDITED,
+    ApprovalStatus.EXPIRED: Decision.EXPIRED,
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,14 +1,42 @@
 """The append-only audit trail: one row per approval decision or refused click.
 
-Rows are never updated or deleted (triggers in the schema enforce it). Callers pass values
-that are already scrubbed; this module only stores and reads them.
+Rows are never updated or deleted (triggers in the schema enforce it; a migration that
+respells stored values lifts them for its own statements only). Callers pass values that are
+already scrubbed; this module only stores and reads them.
 """
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 from bot.store.db import Database, Row, Transaction
+
+
+class Decision(enum.StrEnum):
+    """What was decided about one call: the ``decision`` column of an audit row, the verdict a
+    waiting turn gets (:class:`~bot.approval.gate.ApprovalDecision`) and the label of the
+    approvals metric. The values are what rows store (``docs/approvals.md`` lists them)."""
+
+    #: The policy let a side-effecting call run without asking (grant, auto_approve, full).
+    POLICY_ALLOWED = "policy_allowed"
+    #: The policy refused the call outright (deny list, readonly level).
+    POLICY_DENIED = "policy_denied"
+    #: A person approved (``ALWAYS``: and created a grant), denied, or denied with a reply.
+    APPROVED = "approved"
+    ALWAYS = "always"
+    DENIED = "denied"
+    EDITED = "edited"
+    #: The runtime refused without asking anyone; the row's reason says why.
+    AUTO_DENIED = "auto_denied"
+    #: A person was asked and the request closed without an answer (a timeout, a restart, a
+    #: shutdown, ``/stop``, a card that could not be posted or seen); the reason says which.
+    EXPIRED = "expired"
+    #: A click (reaction, reply) that decided nothing, by what it tried to do; the reason
+    #: says why it was refused.
+    CLICK_REFUSED_APPROVE = "click_refused:approve"
+    CLICK_REFUSED_DENY = "click_refused:deny"
+    CLICK_REFUSED_ALWAYS = "click_refused:always"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -22,7 +50,7 @@ class AuditEntry:
     tool: str
     summary: str
     fingerprint: str
-    decision: str
+    decision: Decision
     decided_by: str
     reason: str = ""
     latency_ms: float = 0.0
@@ -61,7 +89,7 @@ def _entry(row: Row) -> AuditEntry:
         tool=row["tool"],
         summary=row["summary"],
         fingerprint=row["fingerprint"],
-        decision=row["decision"],
+        decision=Decision(row["decision"]),
         decided_by=row["decided_by"],
         reason=row["reason"],
         latency_ms=float(row["latency_ms"]),
@@ -82,11 +110,7 @@ class AuditLog:
         """Append inside a caller's transaction (so a decision and its row commit together)."""
         return await tx.execute(_INSERT, _params(entry))
 
-    async def since(self, at: float = 0.0, *, limit: int | None = None) -> list[AuditEntry]:
+    async def since(self, at: float = 0.0) -> list[AuditEntry]:
         """Rows with ``at >= at``, oldest first."""
-        sql = "SELECT * FROM audit WHERE at >= ? ORDER BY at, id"
-        params: tuple[object, ...] = (at,)
-        if limit is not None:
-            sql += " LIMIT ?"
-            params = (at, limit)
-        return [_entry(r) for r in await self._db.fetchall(sql, params)]
+        rows = await self._db.fetchall("SELECT * FROM audit WHERE at >= ? ORDER BY at, id", (at,))
+        return [_entry(r) for r in rows]

@@ -15,11 +15,11 @@ from collections.abc import Mapping
 import structlog
 
 from bot.approval import reasons
-from bot.approval.gate import ApprovalDecision, ApprovalRequest, Verdict
+from bot.approval.gate import ApprovalDecision, ApprovalRequest
 from bot.approval.reasons import RuntimeReason
+from bot.store.audit import Decision
 from bot.tools.outcome import OutcomeReason, ToolOutcome, edited, not_executed
 from bot.tools.spec import ToolContext, ToolSpec
-from bot.tools.turn_facts import TurnFacts
 
 log = structlog.get_logger(__name__)
 
@@ -41,17 +41,18 @@ def needs_approval(spec: ToolSpec, arguments: Mapping[str, object], context: Too
 
 
 def approval_request(
-    facts: TurnFacts, spec: ToolSpec, *, call_id: str, arguments: Mapping[str, object]
+    context: ToolContext, spec: ToolSpec, *, call_id: str, arguments: Mapping[str, object]
 ) -> ApprovalRequest:
     """What the gate assesses (and, for ASK, asks about): ``arguments`` as the call will run."""
+    turn = context.turn
     return ApprovalRequest(
         tool=spec.name,
         arguments=arguments,
         call_id=call_id,
-        turn_id=facts.turn_id,
-        session_key=facts.session_key,
-        envelope=facts.envelope,
-        requires_approval=needs_approval(spec, arguments, facts.context),
+        turn_id=turn.turn_id,
+        session_key=turn.session_key,
+        envelope=turn.envelope,
+        requires_approval=needs_approval(spec, arguments, context),
     )
 
 
@@ -72,11 +73,11 @@ def decision_outcome(decision: ApprovalDecision, *, call_id: str, tool: str) -> 
     """``None`` when the decision lets the call run, else its NOT_EXECUTED outcome."""
     if decision.allowed:
         return None
-    if decision.verdict is Verdict.EDITED:
+    if decision.verdict is Decision.EDITED:
         return edited(call_id=call_id, tool=tool, replacement=decision.replacement_text or "")
-    if decision.verdict is Verdict.DENIED:
+    if decision.verdict is Decision.DENIED:
         return not_executed(OutcomeReason.DENIED_BY_PERSON, call_id=call_id, tool=tool)
-    if decision.verdict is Verdict.TIMED_OUT:
+    if decision.runtime_reason is RuntimeReason.TIMEOUT:
         return not_executed(OutcomeReason.APPROVAL_TIMED_OUT, call_id=call_id, tool=tool)
     # the runtime's "no": the model gets its specific reason, the operator's fix is logged
     log.info("tool_call_auto_denied", tool=tool, call_id=call_id, reason=decision.runtime_reason)
@@ -84,6 +85,5 @@ def decision_outcome(decision: ApprovalDecision, *, call_id: str, tool: str) -> 
         OutcomeReason.AUTO_DENIED,
         call_id=call_id,
         tool=tool,
-        # never the decision's free text: a gate may put an operator hint there
         detail=(decision.runtime_reason or RuntimeReason.NO_BACKCHANNEL).wording,
     )

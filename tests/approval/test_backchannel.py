@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from bot.approval.gate import Assessment, Verdict
+from bot.approval.gate import Assessment
 from bot.approval.reasons import RuntimeReason
 from bot.approval.service import ApprovalService
 from bot.channel import ApprovalChoice, CardState, ClickVerdict
 from bot.envelope import ChannelRef
 from bot.store import Store
 from bot.store.approvals import ApprovalStatus
+from bot.store.audit import Decision
 from tests.approval.conftest import (
     APPROVER,
     DISCORD,
@@ -40,7 +41,7 @@ async def test_approver_click_approves_and_edits_card(
         assert posted.card.state is CardState.PENDING
         assert await service.click(channel.click(posted, APPROVER)) is ClickVerdict.ACCEPTED
     decision = task.result()
-    assert decision.verdict is Verdict.APPROVED
+    assert decision.verdict is Decision.APPROVED
     assert decision.decided_by == APPROVER
     assert [card.state for _, card in channel.edits] == [CardState.APPROVED]
     rows = await store.audit.since()
@@ -59,7 +60,7 @@ async def test_unauthorised_click_is_refused_and_audited(
         row = await store.approvals.get(posted.card.approval_id)
         assert row is not None and row.status is ApprovalStatus.PENDING
         await service.click(channel.click(posted, APPROVER, ApprovalChoice.DENY))
-    assert task.result().verdict is Verdict.DENIED
+    assert task.result().verdict is Decision.DENIED
     rows = await store.audit.since()
     assert [(r.decision, r.decided_by, r.reason) for r in rows] == [
         ("click_refused:approve", "U_MALLORY", "not_authorised"),
@@ -107,7 +108,7 @@ async def test_click_binds_to_one_call_and_cannot_approve_changed_arguments(
         first = tg.create_task(service.ask(make_request(arguments={"command": "ls"})))
         old = await channel.next_card()
         await service.click(channel.click(old, APPROVER, ApprovalChoice.DENY))
-    assert first.result().verdict is Verdict.DENIED
+    assert first.result().verdict is Decision.DENIED
 
     changed = make_request(arguments={"command": "rm -rf /"})
     async with asyncio.TaskGroup() as tg:
@@ -117,7 +118,7 @@ async def test_click_binds_to_one_call_and_cannot_approve_changed_arguments(
         # The approver's earlier card cannot be re-used for the changed call.
         again = channel.click(old, APPROVER, ApprovalChoice.APPROVE)
         assert await service.click(again) is ClickVerdict.ALREADY_DECIDED
-    assert second.result().verdict is Verdict.TIMED_OUT
+    assert second.result().verdict is Decision.EXPIRED
     row = await store.approvals.get(new.card.approval_id)
     assert row is not None and row.fingerprint == changed.fingerprint
 
@@ -129,23 +130,22 @@ async def test_replayed_click_is_refused(store: Store, channel: FakeBackchannel)
         posted = await channel.next_card()
         click = channel.click(posted, APPROVER)
         assert await service.click(click) is ClickVerdict.ACCEPTED
-    assert task.result().verdict is Verdict.APPROVED
+    assert task.result().verdict is Decision.APPROVED
     assert await service.click(click) is ClickVerdict.ALREADY_DECIDED
     # The identical call asked again gets a new card; the old click does not decide it.
     async with asyncio.TaskGroup() as tg:
         again = tg.create_task(service.ask(make_request()))
         await channel.next_card()
         assert await service.click(click) is ClickVerdict.ALREADY_DECIDED
-    assert again.result().verdict is Verdict.TIMED_OUT
+    assert again.result().verdict is Decision.EXPIRED
 
 
 async def test_timeout_denies_with_runtime_wording(store: Store, channel: FakeBackchannel) -> None:
     service = service_for(make_settings({"timeout_s": 0.05}), store, channel)
     decision = await service.ask(make_request())
-    assert decision.verdict is Verdict.TIMED_OUT
+    assert decision.verdict is Decision.EXPIRED
     assert decision.decided_by == "runtime"
-    assert decision.reason == RuntimeReason.TIMEOUT.wording
-    assert "did NOT run" in decision.reason
+    assert decision.runtime_reason is RuntimeReason.TIMEOUT
     assert [card.state for _, card in channel.edits] == [CardState.EXPIRED]
     late = channel.click(channel.posted[-1], APPROVER)
     assert await service.click(late) is ClickVerdict.UNKNOWN
@@ -167,7 +167,7 @@ async def test_deny_with_edit_gives_replacement_text(
         )
         await service.click(click)
     decision = task.result()
-    assert decision.verdict is Verdict.EDITED
+    assert decision.verdict is Decision.EDITED
     assert decision.replacement_text == "use ls without -a"
     assert channel.edits[-1][1].state is CardState.EDITED
 
@@ -181,7 +181,7 @@ async def test_approval_ids_can_be_typed_as_a_cli_argument(
         task = tg.create_task(service.ask(make_request()))
         posted = await channel.next_card()
         await service.click(channel.click(posted, APPROVER, ApprovalChoice.DENY))
-    assert task.result().verdict is Verdict.DENIED
+    assert task.result().verdict is Decision.DENIED
     assert re.fullmatch(r"[0-9a-f]{24}", posted.card.approval_id)
 
 
@@ -195,7 +195,7 @@ async def test_a_blank_replacement_text_is_a_plain_deny(
         posted = await channel.next_card()
         click = channel.click(posted, APPROVER, ApprovalChoice.DENY, replacement_text=blank)
         assert await service.click(click) is ClickVerdict.ACCEPTED
-    assert task.result().verdict is Verdict.DENIED
+    assert task.result().verdict is Decision.DENIED
     assert channel.edits[-1][1].state is CardState.DENIED
 
 
@@ -207,7 +207,7 @@ async def test_always_creates_conversation_grant(store: Store, channel: FakeBack
         task = tg.create_task(service.ask(request))
         posted = await channel.next_card()
         await service.click(channel.click(posted, APPROVER, ApprovalChoice.ALWAYS))
-    assert task.result().verdict is Verdict.ALWAYS
+    assert task.result().verdict is Decision.ALWAYS
 
     same = await service.assess(make_request(call_id="call-2"))
     assert same.assessment is Assessment.ALLOW
@@ -228,7 +228,7 @@ async def test_always_ask_beats_grant(store: Store, channel: FakeBackchannel) ->
         task = tg.create_task(service.ask(make_request()))
         posted = await channel.next_card()
         await service.click(channel.click(posted, APPROVER, ApprovalChoice.ALWAYS))
-    assert task.result().verdict is Verdict.ALWAYS
+    assert task.result().verdict is Decision.ALWAYS
     assert len(await store.grants.list(now=0)) == 1
     result = await service.assess(make_request(call_id="call-2"))
     assert (result.assessment, result.reason) == (Assessment.ASK, "always_ask")
@@ -244,7 +244,7 @@ async def test_dm_approvers_get_copies_and_all_copies_are_edited(
         while len(channel.posted) < 3:
             await channel.next_card()
         await service.click(channel.click(channel.posted[2], "U_BOB"))
-    assert task.result().verdict is Verdict.APPROVED
+    assert task.result().verdict is Decision.APPROVED
     assert [p.target.conversation_id for p in channel.posted] == ["C1", APPROVER, "U_BOB"]
     assert sorted(mid for mid, _ in channel.edits) == sorted(p.message_id for p in channel.posted)
 
@@ -266,8 +266,8 @@ async def test_restart_expires_pending_and_edits_cards(
             late = after_channel.click(posted, APPROVER)
             assert await after.click(late) is ClickVerdict.UNKNOWN
     decision = task.result()
-    assert decision.verdict is Verdict.AUTO_DENIED
-    assert decision.reason == RuntimeReason.RESTART.wording
+    assert decision.verdict is Decision.EXPIRED
+    assert decision.runtime_reason is RuntimeReason.RESTART
     # Once by the restart, once more for the late click on it: both show the outcome.
     assert [(mid, c.state) for mid, c in after_channel.edits] == [
         (posted.message_id, CardState.EXPIRED),
@@ -294,7 +294,7 @@ async def test_cli_decision_from_another_store_resolves_waiting_ask(
             again = await cli.decide_from_cli(posted.card.approval_id, False, "operator:ops")
             assert again is ClickVerdict.ALREADY_DECIDED
     decision = task.result()
-    assert (decision.verdict, decision.decided_by) == (Verdict.APPROVED, "operator:ops")
+    assert (decision.verdict, decision.decided_by) == (Decision.APPROVED, "operator:ops")
     assert channel.edits[-1][1].state is CardState.APPROVED
 
 
@@ -309,7 +309,7 @@ async def test_click_from_another_channel_alias_is_unknown(
         posted = await channel.next_card()
         foreign = FakeBackchannel(ChannelRef(kind="slack", alias="other"))
         assert await service.click(foreign.click(posted, APPROVER)) is ClickVerdict.UNKNOWN
-    assert task.result().verdict is Verdict.TIMED_OUT
+    assert task.result().verdict is Decision.EXPIRED
 
 
 async def test_cancelled_ask_expires_row(store: Store, channel: FakeBackchannel) -> None:
@@ -339,7 +339,7 @@ async def test_a_late_click_shows_the_outcome_on_the_card_it_came_from(
         assert await service.click(channel.click(posted, APPROVER, ApprovalChoice.DENY)) is (
             ClickVerdict.ACCEPTED
         )
-    assert task.result().verdict is Verdict.DENIED
+    assert task.result().verdict is Decision.DENIED
     late = channel.click(posted, APPROVER, ApprovalChoice.APPROVE, on="unstored-copy")
     assert await service.click(late) is ClickVerdict.ALREADY_DECIDED
     [(decided_on, decided), (late_on, shown)] = channel.edits
@@ -356,7 +356,7 @@ async def test_a_refused_or_accepted_click_leaves_the_card_to_the_asking_side(
         task = tg.create_task(service.ask(make_request()))
         posted = await channel.next_card()
         assert await service.click(channel.click(posted, APPROVER)) is ClickVerdict.ACCEPTED
-    assert task.result().verdict is Verdict.APPROVED
+    assert task.result().verdict is Decision.APPROVED
     stranger = channel.click(posted, "U_MALLORY")
     assert await service.click(stranger) is ClickVerdict.NOT_AUTHORISED
     assert [(mid, c.state) for mid, c in channel.edits] == [(posted.message_id, CardState.APPROVED)]
@@ -377,7 +377,7 @@ async def test_a_click_after_the_deadline_expires_the_request_and_shows_it(
         now[0] += 5.0  # the configured timeout_s: the deadline has come
         assert await service.click(channel.click(posted, APPROVER)) is ClickVerdict.UNKNOWN
     decision = task.result()
-    assert (decision.verdict, decision.reason) == (Verdict.TIMED_OUT, RuntimeReason.TIMEOUT.wording)
+    assert (decision.verdict, decision.runtime_reason) == (Decision.EXPIRED, RuntimeReason.TIMEOUT)
     assert [(mid, c.state) for mid, c in channel.edits] == [
         (posted.message_id, CardState.EXPIRED),
         (posted.message_id, CardState.EXPIRED),
@@ -412,7 +412,7 @@ async def test_a_cut_card_is_approved_only_from_the_full_view(
         assert LONG_COMMAND in card.render_full_text()
         accepted = await service.click(channel.click(posted, APPROVER, choice, full_view=True))
         assert accepted is ClickVerdict.ACCEPTED
-    assert task.result().verdict in (Verdict.APPROVED, Verdict.ALWAYS)
+    assert task.result().verdict in (Decision.APPROVED, Decision.ALWAYS)
 
 
 async def test_a_cut_card_may_be_denied_from_the_card(
@@ -424,7 +424,7 @@ async def test_a_cut_card_may_be_denied_from_the_card(
         posted = await channel.next_card()
         deny = channel.click(posted, APPROVER, ApprovalChoice.DENY)
         assert await service.click(deny) is ClickVerdict.ACCEPTED
-    assert task.result().verdict is Verdict.DENIED
+    assert task.result().verdict is Decision.DENIED
 
 
 async def test_the_card_of_another_channel_alias_is_not_shown(
@@ -438,7 +438,7 @@ async def test_the_card_of_another_channel_alias_is_not_shown(
         assert await service.card(channel=other, approval_id=posted.card.approval_id) is None
         assert await service.card(channel=SLACK, approval_id="nope") is None
         await service.click(channel.click(posted, APPROVER, ApprovalChoice.DENY))
-    assert task.result().verdict is Verdict.DENIED
+    assert task.result().verdict is Decision.DENIED
 
 
 async def test_a_requesters_display_name_is_shown_not_obeyed(
@@ -454,4 +454,4 @@ async def test_a_requesters_display_name_is_shown_not_obeyed(
         posted = await channel.next_card()
         assert posted.card.requested_by == f"Ann\\u202eeviL\\r ⏎  ({REQUESTER})"
         await service.click(channel.click(posted, APPROVER, ApprovalChoice.DENY))
-    assert task.result().verdict is Verdict.DENIED
+    assert task.result().verdict is Decision.DENIED

@@ -20,7 +20,6 @@ from typing import TypeVar
 
 import pytest
 
-from bot.approval.gate import Verdict
 from bot.approval.grants import new_grant
 from bot.channel import CardState
 from bot.cli import main
@@ -28,6 +27,7 @@ from bot.config import Settings, load_settings
 from bot.envelope import Sender
 from bot.pairing import PairingBook
 from bot.store import Store
+from bot.store.audit import Decision
 from tests.approval.conftest import SLACK, make_request, service_for
 from tests.approval.fake_channel import FakeBackchannel
 
@@ -130,7 +130,7 @@ async def test_approvals_list_and_approve_resolve_a_waiting_ask(
         code, out = await hatchway("approvals", "approve", approval_id)
         assert (code, out.strip()) == (0, f"approved {approval_id}")
     decision = task.result()
-    assert (decision.verdict, decision.decided_by) == (Verdict.APPROVED, "operator:ops")
+    assert (decision.verdict, decision.decided_by) == (Decision.APPROVED, "operator:ops")
     assert channel.edits[-1][1].state is CardState.APPROVED
     assert await hatchway("approvals", "list") == (0, "no pending approval requests\n")
     code, out = await hatchway("approvals", "deny", approval_id)
@@ -221,5 +221,5 @@ async def test_entry_point_decides_for_a_daemon_from_another_process(
         assert (code, out.strip()) == (0, f"approved {approval_id}")
         assert failed == 1
     decision = asking.result()
-    assert (decision.verdict, decision.decided_by) == (Verdict.APPROVED, "operator:ops")
+    assert (decision.verdict, decision.decided_by) == (Decision.APPROVED, "operator:ops")
     assert channel.edits[-1][1].state is CardState.APPROVED

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from bot.approval.gate import Verdict
 from bot.approval.reasons import RuntimeReason
 from bot.approval.terminal import TerminalAnswer, parse_answer
 from bot.store import Store
+from bot.store.audit import Decision
 from tests.approval.conftest import SLACK, make_envelope, make_request, make_settings, service_for
 from tests.approval.fake_channel import FakeBackchannel, FakeTerminal
 
@@ -35,15 +35,15 @@ def test_parse_answer(line: str | None, expected: TerminalAnswer) -> None:
 @pytest.mark.parametrize(
     ("answer", "verdict", "grants"),
     [
-        ("y", Verdict.APPROVED, 0),
-        ("n", Verdict.DENIED, 0),
-        ("a", Verdict.ALWAYS, 1),
-        ("", Verdict.DENIED, 0),
-        (None, Verdict.DENIED, 0),
+        ("y", Decision.APPROVED, 0),
+        ("n", Decision.DENIED, 0),
+        ("a", Decision.ALWAYS, 1),
+        ("", Decision.DENIED, 0),
+        (None, Decision.DENIED, 0),
     ],
 )
 async def test_terminal_answers(
-    store: Store, answer: str | None, verdict: Verdict, grants: int
+    store: Store, answer: str | None, verdict: Decision, grants: int
 ) -> None:
     terminal = FakeTerminal(SLACK, [answer])
     service = service_for(make_settings(), store, terminal)
@@ -69,7 +69,11 @@ async def test_terminal_timeout(store: Store) -> None:
     terminal = FakeTerminal(SLACK, [])
     service = service_for(make_settings({"timeout_s": 0.05}), store, terminal)
     decision = await service.ask(make_request(envelope=make_envelope(terminal=True)))
-    assert (decision.verdict, decision.reason) == (Verdict.TIMED_OUT, RuntimeReason.TIMEOUT.wording)
+    assert (decision.verdict, decision.runtime_reason) == (Decision.EXPIRED, RuntimeReason.TIMEOUT)
+    rows = await store.audit.since()
+    assert [(r.decision, r.decided_by, r.reason) for r in rows] == [
+        ("expired", "runtime", "timeout")
+    ]
 
 
 @pytest.mark.parametrize(
@@ -117,10 +121,11 @@ async def test_auto_deny_at_once(
     service = service_for(make_settings({"timeout_s": 300}, **settings_kwargs), store, channel)
     request = make_request(envelope=make_envelope(**envelope_kwargs))
     decision = await service.ask(request)
-    assert decision.verdict is Verdict.AUTO_DENIED
+    assert decision.verdict is Decision.AUTO_DENIED
     assert decision.decided_by == "runtime"
-    assert decision.reason == wording
-    assert "did NOT run" in decision.reason and "denied by user" not in decision.reason
+    assert decision.runtime_reason is not None
+    assert decision.runtime_reason.wording == wording
+    assert "did NOT run" in wording and "denied by user" not in wording
     assert channel.posted == []
     rows = await store.audit.since()
     assert [(r.decision, r.decided_by, r.reason) for r in rows] == [
@@ -131,7 +136,7 @@ async def test_auto_deny_at_once(
 async def test_channel_not_running_auto_denies(store: Store) -> None:
     service = service_for(make_settings(), store)  # no channel objects at all
     decision = await service.ask(make_request())
-    assert decision.verdict is Verdict.AUTO_DENIED
+    assert decision.verdict is Decision.AUTO_DENIED
 
 
 async def test_model_approved_argument_does_not_skip_asking(store: Store) -> None:
@@ -141,4 +146,4 @@ async def test_model_approved_argument_does_not_skip_asking(store: Store) -> Non
         envelope=make_envelope(backchannel=False),
     )
     decision = await service.ask(request)
-    assert decision.verdict is Verdict.AUTO_DENIED
+    assert decision.verdict is Decision.AUTO_DENIED

@@ -260,8 +260,8 @@ async def test_policy_denials_and_unprompted_side_effects_are_audited(store: Sto
     await service.assess(make_request("file_read", {"path": "a"}, requires_approval=False))
     rows = await store.audit.since()
     assert [(r.tool, r.decision, r.decided_by, r.reason) for r in rows] == [
-        ("shell", "deny", "runtime", "policy: deny list"),
-        ("file_write", "allow", "runtime", "policy: auto_approve"),
+        ("shell", "policy_denied", "runtime", "policy: deny list"),
+        ("file_write", "policy_allowed", "runtime", "policy: auto_approve"),
     ]
 
 

@@ -11,11 +11,11 @@ import asyncio
 
 import pytest
 
-from bot.approval.gate import Verdict
 from bot.approval.reasons import RuntimeReason
 from bot.channel import ClickVerdict
 from bot.store import Store
 from bot.store.approvals import ApprovalStatus
+from bot.store.audit import Decision
 from tests.approval.conftest import (
     APPROVER,
     REQUESTER,
@@ -53,9 +53,10 @@ async def test_a_dm_nobody_else_sees_is_refused_at_once(
     service = service_for(settings, store, channel)
     async with asyncio.timeout(5):  # would wait 300 s if a card were posted
         decision = await service.ask(make_request(envelope=make_envelope(is_group=False)))
-    assert decision.verdict is Verdict.AUTO_DENIED
-    assert "no approver can see this conversation" in decision.reason
-    assert "denied by" not in decision.reason.lower()
+    assert decision.verdict is Decision.AUTO_DENIED
+    wording = decision.runtime_reason.wording if decision.runtime_reason else ""
+    assert "no approver can see this conversation" in wording
+    assert "denied by" not in wording.lower()
     assert channel.posted == []
     await _refused_at_once(store, decision.runtime_reason)
 
@@ -70,7 +71,7 @@ async def test_the_only_approver_may_approve_their_own_dm_with_self_approval(
         task = tg.create_task(service.ask(make_request(envelope=make_envelope(is_group=False))))
         posted = await channel.next_card()
         assert await service.click(channel.click(posted, REQUESTER)) is ClickVerdict.ACCEPTED
-    assert task.result().verdict is Verdict.APPROVED
+    assert task.result().verdict is Decision.APPROVED
 
 
 async def test_a_dm_reaches_an_approver_through_their_own_dm(
@@ -86,7 +87,7 @@ async def test_a_dm_reaches_an_approver_through_their_own_dm(
         assert [p.target.conversation_id for p in channel.posted] == ["C1", APPROVER]
         copy = channel.posted[1]
         assert await service.click(channel.click(copy, APPROVER)) is ClickVerdict.ACCEPTED
-    assert task.result().verdict is Verdict.APPROVED
+    assert task.result().verdict is Decision.APPROVED
 
 
 async def test_when_no_dm_copy_can_be_posted_the_request_ends_at_once(
@@ -111,7 +112,7 @@ async def test_a_group_without_any_approver_in_it_is_refused_at_once(store: Stor
     service = service_for(make_settings({"timeout_s": 300}), store, channel)
     async with asyncio.timeout(5):
         decision = await service.ask(make_request())
-    assert decision.verdict is Verdict.AUTO_DENIED
+    assert decision.verdict is Decision.AUTO_DENIED
     assert channel.posted == []
     assert channel.asked == [("C1", APPROVER)]
     await _refused_at_once(store, decision.runtime_reason)
@@ -133,7 +134,7 @@ async def test_a_group_an_approver_can_see_gets_a_card(
         task = tg.create_task(service.ask(make_request()))
         posted = await channel.next_card()
         await service.click(channel.click(posted, APPROVER))
-    assert task.result().verdict is Verdict.APPROVED
+    assert task.result().verdict is Decision.APPROVED
 
 
 async def test_a_group_without_approvers_still_reaches_them_by_dm(store: Store) -> None:
@@ -145,4 +146,4 @@ async def test_a_group_without_approvers_still_reaches_them_by_dm(store: Store) 
         await asyncio.sleep(0.05)
         copy = next(p for p in channel.posted if p.target.conversation_id == APPROVER)
         await service.click(channel.click(copy, APPROVER))
-    assert task.result().verdict is Verdict.APPROVED
+    assert task.result().verdict is Decision.APPROVED

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import structlog
 
-from bot.approval.gate import Verdict
 from bot.channel import ApprovalChoice
 from bot.config import parse_settings
 from bot.scrub import register_secret
 from bot.store import Store
+from bot.store.audit import Decision
 from tests.approval.conftest import APPROVER, SLACK, make_envelope, make_request, service_for
 from tests.approval.fake_channel import FakeBackchannel, FakeTerminal
 
@@ -64,9 +64,9 @@ async def test_no_secret_in_logs_audit_cards_or_prompts(
             posted = await channel.next_card()
             await service.click(channel.click(posted, "U_STRANGER"))
             await service.click(channel.click(posted, APPROVER, ApprovalChoice.ALWAYS))
-        assert task.result().verdict is Verdict.ALWAYS
+        assert task.result().verdict is Decision.ALWAYS
         timed_out = await service.ask(make_request(arguments=ARGUMENTS, tool="deploy"))
-        assert timed_out.verdict is Verdict.TIMED_OUT
+        assert timed_out.verdict is Decision.EXPIRED
         background = make_request(arguments=ARGUMENTS, envelope=make_envelope(background=True))
         await service.ask(background)
         terminal = FakeTerminal(SLACK, ["n"])

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.approval.summary import MASKED_NOTE, MAX_VALUE_CHARS, describe, summarise
+from bot.approval.summary import MASKED_NOTE, MAX_LINES, MAX_VALUE_CHARS, describe
 from bot.scrub import MASK, register_secret, scrub_text_noting
 from bot.visible_text import visible, visible_lines
 
@@ -71,7 +71,7 @@ def test_secret_formats_are_masked_and_noted(text: str, secret: str) -> None:
 
 
 def test_a_secret_key_is_masked_whole_and_other_keys_say_when_they_hold_a_mask() -> None:
-    lines = summarise({"api_token": "tok-123456789", "url": "https://h/?token=abcdefgh"})
+    lines = describe({"api_token": "tok-123456789", "url": "https://h/?token=abcdefgh"}).lines
     assert lines == ("url: https://h/?token=***  " + MASKED_NOTE, "api_token: ***")
 
 
@@ -88,8 +88,9 @@ def test_a_long_value_shows_head_tail_and_length_and_is_cut() -> None:
 
 def test_many_arguments_are_cut_and_all_are_in_the_full_view() -> None:
     arguments = {f"k{i:02}": f"v{i}" for i in range(20)}
-    view = describe(arguments, max_lines=12)
-    assert view.cut and view.lines[-1] == "… and 8 more argument(s)"
+    view = describe(arguments)
+    assert len(view.lines) == MAX_LINES + 1
+    assert view.cut and view.lines[-1] == f"… and {20 - MAX_LINES} more argument(s)"
     assert all(f"k{i:02}: v{i}" in view.full.split("\n") for i in range(20))
 
 

@@ -5,20 +5,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 
-from bot.approval.gate import (
-    ApprovalDecision,
-    ApprovalRequest,
-    Assessment,
-    PolicyResult,
-    Verdict,
-)
+from bot.approval.gate import ApprovalDecision, ApprovalRequest, Assessment, PolicyResult
+from bot.approval.reasons import RuntimeReason
+from bot.store.audit import Decision
 
-APPROVED = ApprovalDecision(verdict=Verdict.APPROVED, decided_by="alice")
-DENIED = ApprovalDecision(verdict=Verdict.DENIED, decided_by="alice")
-AUTO_DENIED = ApprovalDecision(
-    verdict=Verdict.AUTO_DENIED, decided_by="runtime", reason="set approvers for this channel"
-)
-TIMED_OUT = ApprovalDecision(verdict=Verdict.TIMED_OUT, decided_by="runtime")
+APPROVED = ApprovalDecision(verdict=Decision.APPROVED, decided_by="alice")
+DENIED = ApprovalDecision(verdict=Decision.DENIED, decided_by="alice")
+AUTO_DENIED = ApprovalDecision.by_runtime(RuntimeReason.NO_BACKCHANNEL)
+TIMED_OUT = ApprovalDecision.by_runtime(RuntimeReason.TIMEOUT, Decision.EXPIRED)
 
 
 class PolicyGate:

@@ -7,11 +7,12 @@ from collections.abc import Mapping
 
 import pytest
 
-from bot.approval.gate import ApprovalDecision, Assessment, Verdict
+from bot.approval.gate import ApprovalDecision, Assessment
 from bot.approval.reasons import RuntimeReason
 from bot.envelope import Capabilities
 from bot.providers.base import ToolCallRequest
 from bot.store import Store
+from bot.store.audit import Decision
 from bot.tools.hooks import HookCall, HookDecision, ToolHooks
 from bot.tools.outcome import NO_OUTPUT, OutcomeReason, OutcomeStatus
 from bot.tools.registry import ToolScope
@@ -140,7 +141,7 @@ async def test_deny_with_edit_shows_the_sanitised_bounded_replacement(store: Sto
     gate = PolicyGate(
         decisions={
             "risky": ApprovalDecision(
-                verdict=Verdict.EDITED, decided_by="alice", replacement_text=text
+                verdict=Decision.EDITED, decided_by="alice", replacement_text=text
             )
         }
     )

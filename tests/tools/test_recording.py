@@ -10,11 +10,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.approval.gate import ApprovalDecision, Assessment, Verdict
+from bot.approval.gate import ApprovalDecision, Assessment
 from bot.config import AgentConfig
 from bot.errors import ConfigError
 from bot.observe import ExecutionHistory, ToolCallStarted
 from bot.store import Store
+from bot.store.audit import Decision
 from bot.tools.batch import BatchVerdict
 from bot.tools.call_record import MAX_RAW_ARGUMENT_CHARS
 from bot.tools.hooks import HookCall, ToolHooks
@@ -46,8 +47,8 @@ async def test_secrets_never_reach_events_or_rows(store: Store) -> None:
     assert SECRET not in row.arguments and "hunter22" not in row.arguments
 
 
-BY_OPERATOR = ApprovalDecision(verdict=Verdict.APPROVED, decided_by="operator:ops")
-ALWAYS = ApprovalDecision(verdict=Verdict.ALWAYS, decided_by="bob")
+BY_OPERATOR = ApprovalDecision(verdict=Decision.APPROVED, decided_by="operator:ops")
+ALWAYS = ApprovalDecision(verdict=Decision.ALWAYS, decided_by="bob")
 
 
 @pytest.mark.parametrize(

@@ -10,13 +10,13 @@ import dataclasses
 
 import pytest
 
-from bot.approval.gate import Verdict
 from bot.channel import (
     ApprovalChoice,
     CardState,
     ClickVerdict,
 )
 from bot.store import Store
+from bot.store.audit import Decision
 from tests.approval.service_host import ServiceHost
 from tests.fakes.discord_approvals import (
     APPROVAL_ID,
@@ -217,7 +217,7 @@ async def test_service_refuses_and_audits_a_stranger_then_takes_the_approver(
             await react(fake, card_id, "✅", BOB)
         decision = await asyncio.wait_for(ask, 10)
         [edit] = await fake.wait_for_call("PATCH", rf"/channels/{GENERAL}/messages/{card_id}")
-    assert decision.verdict is Verdict.APPROVED and decision.decided_by == BOB["id"]
+    assert decision.verdict is Decision.APPROVED and decision.decided_by == BOB["id"]
     assert edit.body is not None and edit.body["components"] == []
     assert "Approved: shell" in edit.body["content"]
     audit = await store.audit.since(0.0)

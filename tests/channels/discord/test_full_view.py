@@ -17,13 +17,13 @@ from collections.abc import Mapping
 
 import pytest
 
-from bot.approval.gate import Verdict
 from bot.approval.service import ApprovalService
 from bot.approval.summary import describe
 from bot.channel import CUT_NOTE, SHOW_FULL_LABEL, ApprovalCard, ApprovalChoice, ClickVerdict
 from bot.envelope import IngressEnvelope
 from bot.store import Store
 from bot.store.approvals import ApprovalStatus
+from bot.store.audit import Decision
 from channels.discord.adapter import DiscordChannel
 from channels.discord.buttons import (
     approval_custom_id,
@@ -328,7 +328,7 @@ async def test_service_an_approval_from_the_full_view_decides_a_cut_request(
         [edit] = await fake.wait_for_call("PATCH", rf"/channels/{GENERAL}/messages/{card_id}")
     assert readable_text(messages) == describe(arguments).full == row.full_text
     assert answered.callback.body is not None and answered.callback.body["type"] == 7
-    assert getattr(decision, "verdict", None) is Verdict.APPROVED
+    assert getattr(decision, "verdict", None) is Decision.APPROVED
     [record] = await store.approvals.list()
     assert (record.id, record.status, record.decided_by) == (
         approval_id,
@@ -370,7 +370,7 @@ async def test_service_an_approval_from_a_cut_card_itself_is_refused_and_stays_p
             messages = await full_view(fake, await press(fake, told, "f", BOB))
             await press(fake, messages[-1], "fa", BOB)
             decision = await asyncio.wait_for(ask, 10)
-            assert getattr(decision, "verdict", None) is Verdict.APPROVED
+            assert getattr(decision, "verdict", None) is Decision.APPROVED
         else:
             await _cancelled(ask)
     assert not seen.full_view
@@ -421,7 +421,7 @@ async def test_service_a_card_cut_only_on_discord_is_approved_only_from_the_full
         (BOB["id"], True),
     ]
     assert readable_text(messages) == row.full_text
-    assert getattr(decision, "verdict", None) is Verdict.APPROVED
+    assert getattr(decision, "verdict", None) is Decision.APPROVED
 
 
 async def test_service_a_card_from_before_a_restart_still_opens_its_full_view(
@@ -446,7 +446,7 @@ async def test_service_a_card_from_before_a_restart_still_opens_its_full_view(
         decision = await asyncio.wait_for(ask, 10)
     assert fake.identifies == 2
     assert readable_text(messages) == f"command: {LONG_COMMAND}"
-    assert getattr(decision, "verdict", None) is Verdict.APPROVED
+    assert getattr(decision, "verdict", None) is Decision.APPROVED
     [record] = await store.approvals.list()
     assert (record.id, record.status) == (approval_id, ApprovalStatus.APPROVED)
 

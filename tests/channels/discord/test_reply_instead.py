@@ -15,11 +15,11 @@ import time
 import pytest
 
 from bot.approval.card import card_for
-from bot.approval.gate import Verdict
 from bot.channel import ApprovalChoice, ClickVerdict, SentMessage
 from bot.envelope import DeliveryTarget
 from bot.store import Store
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
+from bot.store.audit import Decision
 from channels.discord.adapter import DiscordChannel
 from channels.discord.card_answers import EMPTY_REPLY
 from channels.discord.cards import render_card
@@ -248,7 +248,7 @@ async def test_service_takes_the_approvers_reply_after_refusing_a_stranger(
         [_, shown_again] = await fake.wait_for_call(
             "PATCH", rf"/channels/{GENERAL}/messages/{card_id}", count=2
         )
-    assert decision.verdict is Verdict.EDITED and decision.replacement_text == REPLY
+    assert decision.verdict is Decision.EDITED and decision.replacement_text == REPLY
     assert decision.decided_by == BOB["id"]
     assert edit.body is not None and edit.body["components"] == []
     assert edit.body["content"].startswith("**✏️ Denied with a reply: shell**")

@@ -21,13 +21,14 @@ from urllib.parse import urlencode
 import aiohttp
 import pytest
 
-from bot.approval.gate import ApprovalDecision, Verdict
+from bot.approval.gate import ApprovalDecision
 from bot.approval.service import ApprovalService
 from bot.channel import SHOW_FULL_LABEL, ApprovalChoice, ClickVerdict, SentMessage
 from bot.envelope import Capabilities, DeliveryTarget, Sender
 from bot.progress import ChannelProgress, progress_hint
 from bot.store import Store
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
+from bot.store.audit import Decision
 from channels.slack.adapter import SlackChannel
 from channels.slack.full_view import OUTCOMES
 from channels.slack.inbound import FULL_VIEW_FAILED
@@ -162,7 +163,7 @@ async def test_show_full_shows_everything_and_approving_there_decides(
         await slack.press_in_view(view["id"], "hatchway_full_approve", user=APPROVER)
         decision = await asyncio.wait_for(ask, 10)
         (update,) = await slack.wait_for("views.update")
-    assert (decision.verdict, decision.decided_by) == (Verdict.APPROVED, APPROVER)
+    assert (decision.verdict, decision.decided_by) == (Decision.APPROVED, APPROVER)
     assert await status_of(store, record.id) is ApprovalStatus.APPROVED
     assert update.params["view_id"] == view["id"]
     assert update.params["hash"] == view["hash"]
@@ -183,7 +184,7 @@ async def test_always_and_deny_from_the_full_view(slack: FakeSlack, store: Store
             await show_full(slack, ts)
             view = await slack.wait_view()
             await slack.press_in_view(view["id"], "hatchway_full_always", user=APPROVER)
-            assert (await asyncio.wait_for(ask, 10)).verdict is Verdict.ALWAYS
+            assert (await asyncio.wait_for(ask, 10)).verdict is Decision.ALWAYS
         async with asking(service, {"command": LONG_COMMAND + " #2"}) as ask:
             await slack.wait_for("chat.postMessage", count=2)
             (second,) = [r for r in await store.approvals.list() if r.id != record.id]
@@ -192,7 +193,7 @@ async def test_always_and_deny_from_the_full_view(slack: FakeSlack, store: Store
             await show_full(slack, ts2)
             view2 = await slack.wait_view(2)
             await slack.press_in_view(view2["id"], "hatchway_full_deny", user=APPROVER)
-            assert (await asyncio.wait_for(ask, 10)).verdict is Verdict.DENIED
+            assert (await asyncio.wait_for(ask, 10)).verdict is Decision.DENIED
         await slack.wait_for("views.update", count=2)
     assert await status_of(store, record.id) is ApprovalStatus.ALWAYS
     assert await status_of(store, second.id) is ApprovalStatus.DENIED
@@ -236,7 +237,7 @@ async def test_approving_a_cut_card_from_the_card_is_refused(
 
         await push(slack, slack.press(CONVERSATION, ts, "hatchway_deny", user=APPROVER))
         decision = await asyncio.wait_for(ask, 10)
-    assert decision.verdict is Verdict.DENIED
+    assert decision.verdict is Decision.DENIED
     assert await status_of(store, record.id) is ApprovalStatus.DENIED
 
 
@@ -270,7 +271,7 @@ async def test_a_card_too_long_for_one_message_is_approved_from_the_full_view(
         view = await slack.wait_view()
         assert view_code(view).replace("\n", "") == f"{'k' * 40_000}: rm -rf /"
         await slack.press_in_view(view["id"], "hatchway_full_approve", user=APPROVER)
-        assert (await asyncio.wait_for(ask, 10)).verdict is Verdict.APPROVED
+        assert (await asyncio.wait_for(ask, 10)).verdict is Decision.APPROVED
 
 
 async def test_a_non_approver_pressing_show_full_is_told_at_once(
@@ -310,7 +311,7 @@ async def test_a_card_from_before_a_restart_still_opens_its_full_view(
             assert view_code(view).replace("\n", "") == f"command: {LONG_COMMAND}"
             await slack.press_in_view(view["id"], "hatchway_full_approve", user=APPROVER)
             decision = await asyncio.wait_for(ask, 10)
-    assert decision.verdict is Verdict.APPROVED
+    assert decision.verdict is Decision.APPROVED
     assert await status_of(store, record.id) is ApprovalStatus.APPROVED
 
 
@@ -357,7 +358,7 @@ async def test_a_request_too_long_for_a_modal_is_only_denied_there(
         )
         assert "b" * 100 not in str(view["blocks"])
         await slack.press_in_view(view["id"], "hatchway_full_deny", user=APPROVER)
-        assert (await asyncio.wait_for(ask, 10)).verdict is Verdict.DENIED
+        assert (await asyncio.wait_for(ask, 10)).verdict is Decision.DENIED
 
 
 async def test_a_second_press_in_the_full_view_is_told_it_was_decided(
@@ -377,7 +378,7 @@ async def test_a_second_press_in_the_full_view_is_told_it_was_decided(
         ]
         for payload in presses:
             await push(slack, payload)
-        assert (await asyncio.wait_for(ask, 10)).verdict is Verdict.APPROVED
+        assert (await asyncio.wait_for(ask, 10)).verdict is Decision.APPROVED
         (ephemeral,) = await slack.wait_for("chat.postEphemeral")
     assert ephemeral.params["text"] == ClickVerdict.ALREADY_DECIDED.message
     assert [c.params["hash"] for c in slack.calls if c.method == "views.update"] == [

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.approval.card import card_for
-from bot.approval.gate import ApprovalDecision, ApprovalRequest, Verdict
+from bot.approval.gate import ApprovalDecision, ApprovalRequest
 from bot.approval.service import ApprovalService
 from bot.approval.summary import describe
 from bot.channel import CUT_NOTE, SHOW_FULL_LABEL, ApprovalCard, ApprovalChoice, ClickVerdict
@@ -29,6 +29,7 @@ from bot.envelope import IngressEnvelope
 from bot.progress import cut, finished_line, progress_hint, started_line, waiting_line
 from bot.store import Store
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
+from bot.store.audit import Decision
 from bot.visible_text import visible
 from channels.telegram.adapter import TelegramChannel
 from channels.telegram.card_answers import FULL_VIEW_HINT
@@ -250,7 +251,7 @@ async def test_show_full_posts_every_character_and_approves_from_there(
     assert accepted.params.get("show_alert") in (None, False)
     click = run.host.clicks[-1]
     assert (click.choice, click.full_view) == (ApprovalChoice.APPROVE, True)
-    assert decision.verdict is Verdict.APPROVED
+    assert decision.verdict is Decision.APPROVED
     assert row is not None and row.status is ApprovalStatus.APPROVED
     assert row.decided_by == str(APPROVER)
     # Decided: the card shows the outcome, the full view keeps its text and loses its buttons.
@@ -295,7 +296,7 @@ async def test_a_very_long_request_comes_as_a_file(tg: FakeTelegram, store: Stor
     assert upload.params["parse_mode"] == "HTML"
     assert f"{len(record.full_text):,} characters" in upload.params["caption"]
     assert keyboard(upload.params)[0][0] == ("✅ Approve", f"ap:{record.id}:fa")
-    assert decision.verdict is Verdict.APPROVED
+    assert decision.verdict is Decision.APPROVED
     assert "reply_markup" not in tg.bot_message_now(CHAT, document["message_id"])
 
 
@@ -310,7 +311,7 @@ async def test_a_decision_from_the_card_closes_its_full_views(
         await tap(tg, card, f"ap:{record.id}:d")
         decision = await run.decision()
         late = await tap(tg, stale_view, f"ap:{record.id}:fa")
-    assert decision.verdict is Verdict.DENIED
+    assert decision.verdict is Decision.DENIED
     closed = tg.bot_message_now(CHAT, last_id)
     assert "reply_markup" not in closed
     assert closed["text"].startswith("🔎 Full request: shell")  # its text stays
