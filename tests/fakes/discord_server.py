@@ -33,7 +33,7 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import cast
 
 from aiohttp import WSMsgType, web
 
@@ -49,6 +49,7 @@ from tests.fakes.discord_payloads import (
     message_payload,
     thread_payload,
 )
+from tests.fakes.loopback import LoopbackServer
 
 BOT_TOKEN = "fake-discord-token"
 EPHEMERAL = 64  # message flag
@@ -128,14 +129,12 @@ class FakeDiscord:
         self.resumes = 0
         self.resume_gate = asyncio.Event()  # cleared by a test to hold RESUME unanswered
         self.resume_gate.set()
-        self.base_url = ""
-        self.gateway_url = ""
         self._ids = itertools.count(950_000_000_000_000_000)
         self._seq = itertools.count(1)
         self._ws: web.WebSocketResponse | None = None
         self._ws_ready = asyncio.Event()
         self._changed = asyncio.Condition()
-        self._runner: web.AppRunner | None = None
+        self._server = LoopbackServer()
 
     # lifecycle -------------------------------------------------------------------------
 
@@ -143,21 +142,21 @@ class FakeDiscord:
         app = web.Application()
         app.router.add_get("/gateway", self._gateway)
         app.router.add_route("*", "/api/v10/{tail:.*}", self._rest)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        server = cast(Any, site._server)
-        port = server.sockets[0].getsockname()[1]
-        self.base_url = f"http://127.0.0.1:{port}/api/v10"
-        self.gateway_url = f"ws://127.0.0.1:{port}/gateway"
+        await self._server.start(app)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         if self._ws is not None:
             await self._ws.close()
-        if self._runner is not None:
-            await self._runner.cleanup()
+        await self._server.aclose()
+
+    @property
+    def base_url(self) -> str:
+        return self._server.url("/api/v10")
+
+    @property
+    def gateway_url(self) -> str:
+        return self._server.url("/gateway", scheme="ws")
 
     def new_id(self) -> str:
         return str(next(self._ids))

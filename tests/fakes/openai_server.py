@@ -33,6 +33,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.loopback import LoopbackServer
+
 JsonObject = dict[str, Any]
 
 
@@ -99,12 +101,11 @@ class ScriptedServer:
         self.requests: list[RecordedRequest] = []
         self._script: deque[ScriptItem] = deque()
         self._closing = asyncio.Event()
-        self._runner: web.AppRunner | None = None
-        self.port = 0
+        self._server = LoopbackServer(handler_cancellation=True, shutdown_timeout=1)
 
     @property
     def origin(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return self._server.origin
 
     @property
     def pending(self) -> int:
@@ -114,11 +115,7 @@ class ScriptedServer:
     async def __aenter__(self) -> ScriptedServer:
         app = web.Application()
         app.router.add_post(self.route, self._handle)
-        self._runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=1)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = int(self._runner.addresses[0][1])
+        await self._server.start(app)
         return self
 
     async def __aexit__(
@@ -128,8 +125,7 @@ class ScriptedServer:
         tb: TracebackType | None,
     ) -> None:
         self._closing.set()
-        if self._runner is not None:
-            await self._runner.cleanup()
+        await self._server.aclose()
 
     def queue(self, item: ScriptItem) -> None:
         self._script.append(item)

@@ -39,6 +39,7 @@ from typing import Any
 from aiohttp import WSMsgType, web
 from slack_sdk.signature import SignatureVerifier
 
+from tests.fakes.loopback import LoopbackServer
 from tests.fakes.slack_members import Conversations
 from tests.fakes.slack_views import (
     block_problems,
@@ -94,29 +95,23 @@ class FakeSlack:
         self._ts = itertools.count(1)
         self._socket: web.WebSocketResponse | None = None
         self._changed = asyncio.Condition()
-        self._runner: web.AppRunner | None = None
-        self.port = 0
+        self._server = LoopbackServer()
 
     async def __aenter__(self) -> FakeSlack:
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_get("/socket", self._ws)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = int(self._runner.addresses[0][1])
+        await self._server.start(app)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         if self._socket is not None:
             await self._socket.close()
-        if self._runner is not None:
-            await self._runner.cleanup()
+        await self._server.aclose()
 
     @property
     def api_base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/api/"
+        return self._server.url("/api/")
 
     # -- test controls -------------------------------------------------------------------------
 
@@ -313,7 +308,7 @@ class FakeSlack:
                 "bot_id": BOT_ID,
             }
         if method == "apps.connections.open":
-            return 200, {"ok": True, "url": f"ws://127.0.0.1:{self.port}/socket"}
+            return 200, {"ok": True, "url": self._server.url("/socket", scheme="ws")}
         if method in ("chat.postMessage", "chat.update") and block_problems(
             params.get("blocks") or []
         ):

@@ -12,11 +12,13 @@ from typing import Any
 from aiohttp import web
 
 from bot.channel import ApprovalCard, CardState, ChannelHost
-from bot.config import Settings, SlackChannelConfig, parse_settings
+from bot.config import Settings, parse_settings
 from bot.envelope import ChannelRef
 from bot.store import Store
 from channels.slack.adapter import SlackChannel, SlackCredentials
+from channels.slack.config import SlackChannelConfig
 from tests.fakes.channel_health import serving
+from tests.fakes.loopback import serve_loopback
 from tests.fakes.slack_server import JSON, FakeSlack
 
 BOT_TOKEN = "xoxb-1111-2222-fake-bot-token"
@@ -76,16 +78,8 @@ async def http_channel(
     URL Slack would post events to."""
     web_app = web.Application()
     channel = channel_for(slack, store, web_app=web_app, mode="http")
-    runner = web.AppRunner(web_app, access_log=None, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    url = f"http://127.0.0.1:{runner.addresses[0][1]}/slack/events"
-    try:
-        async with serving(channel, host):
-            yield channel, url
-    finally:
-        await runner.cleanup()
+    async with serve_loopback(web_app) as server, serving(channel, host):
+        yield channel, server.url("/slack/events")
 
 
 def channel_values(slack: FakeSlack) -> dict[str, Any]:

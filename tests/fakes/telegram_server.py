@@ -36,6 +36,7 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.loopback import LoopbackServer
 from tests.fakes.telegram_members import ChatRoster
 
 BOT_ID = 7000001
@@ -150,8 +151,7 @@ class FakeTelegram:
         self._failures: dict[str, list[_Failure]] = {}
         self.roster = ChatRoster()
         self._changed = asyncio.Condition()
-        self._runner: web.AppRunner | None = None
-        self.port = 0
+        self._server = LoopbackServer()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -159,24 +159,19 @@ class FakeTelegram:
         app = web.Application()
         app.router.add_post("/bot{token}/{method}", self._api)
         app.router.add_get("/file/bot{token}/{path:.*}", self._file)
-        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.port = int(self._runner.addresses[0][1])
+        await self._server.start(app)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
+        await self._server.aclose()
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/bot"
+        return self._server.url("/bot")
 
     @property
     def file_base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/file/bot"
+        return self._server.url("/file/bot")
 
     # -- test controls -----------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from bot.tools.builtin.http_fetch import http_fetch_tool
 from bot.tools.builtin.network_guard import HostResolver, forbidden_reason
 from bot.tools.builtin.observation import ToolFailed, ToolRefused
 from bot.tools.spec import ToolContext, ToolKind, ToolOutput, ToolSpec
+from tests.fakes.loopback import serve_loopback
 
 PAGE = """<!doctype html><html><head><title>Release notes</title>
 <style>body { color: red }</style><script>var leaked = "script text";</script></head>
@@ -79,15 +80,8 @@ async def server() -> AsyncIterator[Loopback]:
     app.router.add_route("*", "/redirect", redirect)
     app.router.add_get("/loop", loop)
     app.router.add_get("/slow", slow)
-    runner = web.AppRunner(app, shutdown_timeout=0.1)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
-        yield Loopback(base=f"http://127.0.0.1:{port}", port=port, hits=hits)
-    finally:
-        await runner.cleanup()
+    async with serve_loopback(app) as served:
+        yield Loopback(base=served.origin, port=served.port, hits=hits)
 
 
 def fetch_tool(resolver: HostResolver | None = None, **cfg: object) -> ToolSpec:
