@@ -3,9 +3,10 @@
 Builds the real :class:`bot.app.App` — access policy, persisted inbox, gateway with its
 per-session queues and ``agent.max_concurrent_turns`` slots, the agent loop, the tool
 pipeline with a policy auto-approval, history and ``tool_calls`` rows on a real SQLite
-file — with an in-process channel and a scripted provider that answers instantly. Each
-conversation sends one message; the model asks for one no-op tool call, then answers.
-All messages are delivered at once, as a burst of ``--conversations`` users would.
+file — with the tests' in-process channel (:class:`tests.fakes.channel.FakeChannel`) and a
+scripted provider that answers instantly. Each conversation sends one message; the model asks
+for one no-op tool call, then answers. All messages are delivered at once, as a burst of
+``--conversations`` users would.
 
 Prints turns per second (completed turns / wall time from the first delivery to the last
 reply), envelope-to-reply latency (p50, p99: from ``deliver`` to the channel's ``send``; it
@@ -35,19 +36,11 @@ import os
 import resource
 import tempfile
 import time
-from collections.abc import Sequence
 from typing import Any
 
 from bench.machine import describe_machine, percentile
 from bench.pipeline import NOOP
 from bot.app import App
-from bot.channel import (
-    ApprovalCard,
-    ChannelHealth,
-    ChannelHost,
-    HealthState,
-    SentMessage,
-)
 from bot.config import Settings, parse_settings
 from bot.daemon import settle_memory
 from bot.envelope import (
@@ -58,6 +51,7 @@ from bot.envelope import (
 )
 from bot.logs import configure_logging
 from bot.providers.base import CompletionRequest, ProviderReply
+from tests.fakes.channel import FakeChannel
 from tests.fakes.scripted_provider import ScriptedProvider, call, reply
 
 CHANNEL = ChannelRef(kind="console", alias="main")
@@ -71,49 +65,25 @@ def decide(request: CompletionRequest) -> ProviderReply:
     return reply("", call("noop", {"n": 1}))
 
 
-class BenchChannel:
-    """An in-process adapter: records when each conversation's reply is sent."""
-
-    ref = CHANNEL
+class Replies:
+    """When each conversation's reply was sent (fed by the shared fake channel's send hook)."""
 
     def __init__(self) -> None:
-        self.host: ChannelHost | None = None
-        self.connected = asyncio.Event()
-        self.replied: dict[str, float] = {}
-        self.all_replied = asyncio.Event()
+        self.at: dict[str, float] = {}
+        self.all_sent = asyncio.Event()
         self.expected = 0
 
-    @property
-    def health(self) -> ChannelHealth:
-        return ChannelHealth(state=HealthState.CONNECTED)
-
-    async def run(self, host: ChannelHost) -> None:
-        self.host = host
-        self.connected.set()
-        await asyncio.Event().wait()
-
-    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
+    def on_send(self, target: DeliveryTarget, text: str) -> None:
         if text != FINAL:
-            return [SentMessage(target=target, message_id="progress")]
-        self.replied[target.conversation_id] = time.perf_counter()
-        if len(self.replied) >= self.expected:
-            self.all_replied.set()
-        return [SentMessage(target=target, message_id="r")]
+            return  # a progress line
+        self.at[target.conversation_id] = time.perf_counter()
+        if len(self.at) >= self.expected:
+            self.all_sent.set()
 
-    async def edit(self, message: SentMessage, text: str) -> None:
-        return None
-
-    async def react(self, target: DeliveryTarget, message_id: str, emoji: str) -> None:
-        return None
-
-    async def typing(self, target: DeliveryTarget) -> None:
-        return None
-
-    async def post_approval_card(self, target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
-        raise AssertionError("no approval is expected: the tool is auto-approved")
-
-    async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:
-        return None
+    def expect(self, conversations: int) -> None:
+        self.at.clear()
+        self.all_sent.clear()
+        self.expected = conversations
 
 
 def bench_settings(state_dir: Path, max_concurrent_turns: int) -> Settings:
@@ -150,12 +120,12 @@ def envelope(round_no: int, n: int) -> IngressEnvelope:
 
 
 async def one_round(
-    app: App, channel: BenchChannel, round_no: int, conversations: int
+    app: App, channel: FakeChannel, replies: Replies, round_no: int, conversations: int
 ) -> dict[str, float]:
-    assert channel.host is not None
-    channel.replied.clear()
-    channel.all_replied.clear()
-    channel.expected = conversations
+    host = channel.host
+    assert host is not None
+    channel.sent.clear()  # only the hook's figures are needed: memory stays flat
+    replies.expect(conversations)
     envelopes = [envelope(round_no, n) for n in range(conversations)]
     delivered: dict[str, float] = {}
     trips0 = trips(app)
@@ -164,23 +134,24 @@ async def one_round(
 
     async def deliver(env: IngressEnvelope) -> None:
         delivered[env.conversation_id] = time.perf_counter()
-        await channel.host.deliver(env)  # type: ignore[union-attr]
+        await host.deliver(env)
 
     await asyncio.gather(*(deliver(e) for e in envelopes))
-    await asyncio.wait_for(channel.all_replied.wait(), timeout=600)
-    finished = max(channel.replied.values())
+    await asyncio.wait_for(replies.all_sent.wait(), timeout=600)
+    finished = max(replies.at.values())
     cpu, process = time.thread_time() - cpu0, time.process_time() - process0
     for _ in range(60_000):  # the last turns' "done" marks come after their replies
         if not app.gateway.active_turns:
             break
         await asyncio.sleep(0.001)
     round_trips = trips(app) - trips0
-    latencies = sorted(channel.replied[c] - delivered[c] for c in delivered)
+    assert not channel.posted, "no approval is expected: the tool is auto-approved"
+    latencies = sorted(replies.at[c] - delivered[c] for c in delivered)
     wall = finished - started
     return {
-        "turns": float(len(channel.replied)),
+        "turns": float(len(replies.at)),
         "wall_s": wall,
-        "turns_per_s": len(channel.replied) / wall,
+        "turns_per_s": len(replies.at) / wall,
         "p50_ms": percentile(latencies, 0.50) * 1000,
         "p99_ms": percentile(latencies, 0.99) * 1000,
         "cpu_ms_per_turn": cpu / conversations * 1000,
@@ -232,22 +203,23 @@ async def main(args: argparse.Namespace) -> None:
     print(f"RSS after imports: {rss_mb():.0f} MB")
     total = args.rounds * args.conversations + args.warmup
     provider = ScriptedProvider([decide] * (2 * total))
-    channel = BenchChannel()
+    replies = Replies()
+    channel = FakeChannel(CHANNEL, on_send=replies.on_send)
     with tempfile.TemporaryDirectory() as folder:
         settings = bench_settings(Path(folder), args.max_concurrent_turns)
         async with App(
             settings, provider=provider, channels={"console.main": channel}, tools=[NOOP]
         ) as app:
-            await channel.connected.wait()
+            await channel.running.wait()
             if args.warmup:
-                await one_round(app, channel, 0, args.warmup)
+                await one_round(app, channel, replies, 0, args.warmup)
             settle_memory()  # as the daemon does after its warm-up
             results = []
             profiler = cProfile.Profile(time.thread_time) if args.profile else None
             for r in range(1, args.rounds + 1):
                 if profiler is not None:
                     profiler.enable()
-                figures = await one_round(app, channel, r, args.conversations)
+                figures = await one_round(app, channel, replies, r, args.conversations)
                 if profiler is not None:
                     profiler.disable()
                 results.append(figures)

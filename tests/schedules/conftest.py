@@ -1,10 +1,10 @@
-"""Fixtures for schedule tests: a controlled clock, a recording chat channel, and an App
-with the scripted model on a real SQLite file."""
+"""Fixtures for schedule tests: a controlled clock, the fake chat channel, and an App with the
+scripted model on a real SQLite file."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -12,10 +12,9 @@ from typing import Any
 import pytest
 
 from bot.app import App
-from bot.channel import SentMessage
 from bot.config import Settings, parse_settings
 from bot.envelope import Capabilities, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
-from tests.approval.fake_channel import FakeBackchannel
+from tests.fakes.channel import FakeChannel
 from tests.fakes.scripted_provider import ScriptedProvider
 
 TELEGRAM = ChannelRef(kind="telegram", alias="main")
@@ -34,29 +33,6 @@ class Clock:
 
     def set(self, when: datetime) -> None:
         self.now = when.timestamp()
-
-
-class RecordingChannel(FakeBackchannel):
-    """A chat channel (no approval backchannel) that records sent text and lets a test wait
-    for it."""
-
-    def __init__(self, ref: ChannelRef) -> None:
-        super().__init__(ref)
-        self._changed = asyncio.Event()
-
-    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
-        sent = await super().send(target, text)
-        self._changed.set()
-        return sent
-
-    async def wait_for(self, needle: str, *, within_s: float = 20.0) -> DeliveryTarget:
-        async with asyncio.timeout(within_s):
-            while True:
-                for target, text in self.sent:
-                    if needle in text:
-                        return target
-                self._changed.clear()
-                await self._changed.wait()
 
 
 async def wait_until(check: Callable[[], Awaitable[bool]], *, within_s: float = 20.0) -> None:
@@ -109,8 +85,8 @@ def provider() -> ScriptedProvider:
 
 
 @pytest.fixture
-def channel() -> RecordingChannel:
-    return RecordingChannel(TELEGRAM)
+def channel() -> FakeChannel:
+    return FakeChannel(TELEGRAM)
 
 
 AppFactory = Callable[..., Awaitable[App]]
@@ -118,7 +94,7 @@ AppFactory = Callable[..., Awaitable[App]]
 
 @pytest.fixture
 async def start_app(
-    tmp_path: Path, clock: Clock, provider: ScriptedProvider, channel: RecordingChannel
+    tmp_path: Path, clock: Clock, provider: ScriptedProvider, channel: FakeChannel
 ) -> AsyncIterator[AppFactory]:
     """Start Apps on one database; every started App is stopped at the end."""
     started: list[App] = []

@@ -8,13 +8,13 @@ from datetime import UTC, datetime
 from bot.app import App
 from bot.schedules.runner import job_message_id
 from bot.store import InboxStatus
+from tests.fakes.channel import FakeChannel
 from tests.fakes.scripted_provider import ScriptedProvider, call, reply
 from tests.schedules.conftest import (
     CHAT,
     TELEGRAM,
     AppFactory,
     Clock,
-    RecordingChannel,
     message,
     wait_until,
 )
@@ -23,7 +23,7 @@ NINE_BERLIN_NEXT_DAY = datetime(2030, 4, 11, 7, 0, 30, tzinfo=UTC)  # 09:00:30 C
 
 
 async def create_daily_job(
-    app: App, provider: ScriptedProvider, channel: RecordingChannel, **extra: object
+    app: App, provider: ScriptedProvider, channel: FakeChannel, **extra: object
 ) -> str:
     provider.add(
         reply(
@@ -48,7 +48,7 @@ async def create_daily_job(
 
 
 async def test_job_from_a_conversation_announces_back_there(
-    start_app: AppFactory, provider: ScriptedProvider, channel: RecordingChannel, clock: Clock
+    start_app: AppFactory, provider: ScriptedProvider, channel: FakeChannel, clock: Clock
 ) -> None:
     app = await start_app()
     job_id = await create_daily_job(app, provider, channel)
@@ -74,7 +74,7 @@ async def test_job_from_a_conversation_announces_back_there(
 
 
 async def test_tool_needing_approval_is_auto_denied_and_audited(
-    start_app: AppFactory, provider: ScriptedProvider, channel: RecordingChannel, clock: Clock
+    start_app: AppFactory, provider: ScriptedProvider, channel: FakeChannel, clock: Clock
 ) -> None:
     app = await start_app()
     await create_daily_job(app, provider, channel)
@@ -97,7 +97,7 @@ async def test_tool_needing_approval_is_auto_denied_and_audited(
 
 
 async def test_grant_lets_a_scheduled_tool_run(
-    start_app: AppFactory, provider: ScriptedProvider, channel: RecordingChannel, clock: Clock
+    start_app: AppFactory, provider: ScriptedProvider, channel: FakeChannel, clock: Clock
 ) -> None:
     from bot.approval.grants import new_grant
 
@@ -126,7 +126,7 @@ async def test_grant_lets_a_scheduled_tool_run(
 
 
 async def test_delivery_none_records_without_posting(
-    start_app: AppFactory, provider: ScriptedProvider, channel: RecordingChannel, clock: Clock
+    start_app: AppFactory, provider: ScriptedProvider, channel: FakeChannel, clock: Clock
 ) -> None:
     app = await start_app()
     job_id = await create_daily_job(app, provider, channel, delivery="none")
@@ -147,7 +147,7 @@ async def test_delivery_none_records_without_posting(
 
 
 async def test_restart_preserves_jobs_and_never_repeats_an_occurrence(
-    start_app: AppFactory, provider: ScriptedProvider, channel: RecordingChannel, clock: Clock
+    start_app: AppFactory, provider: ScriptedProvider, channel: FakeChannel, clock: Clock
 ) -> None:
     first = await start_app()
     job_id = await create_daily_job(first, provider, channel)
@@ -176,7 +176,7 @@ async def test_restart_preserves_jobs_and_never_repeats_an_occurrence(
 
 
 async def test_schedule_list_and_remove_from_the_conversation(
-    start_app: AppFactory, provider: ScriptedProvider, channel: RecordingChannel
+    start_app: AppFactory, provider: ScriptedProvider, channel: FakeChannel
 ) -> None:
     app = await start_app()
     job_id = await create_daily_job(app, provider, channel)

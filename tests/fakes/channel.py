@@ -1,0 +1,167 @@
+"""An in-process chat channel: a real :class:`~bot.channel.Channel` with no platform behind it.
+
+Used wherever a test or a bench needs a channel but not a platform: approval tests (cards,
+clicks as any user), schedule and MCP tests (waiting for a reply), the throughput bench
+(timing replies). It records what it was asked to send and post, and a test clicks on a card
+it posted as any user with :meth:`FakeChannel.click`. :class:`FakeTerminal` answers
+terminal prompts from a script; :class:`MemberChannel` knows who is in which conversation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from bot.channel import (
+    ApprovalCard,
+    ApprovalChoice,
+    ApprovalClick,
+    ChannelHealth,
+    ChannelHost,
+    HealthState,
+    SentMessage,
+)
+from bot.envelope import ChannelRef, DeliveryTarget
+from bot.errors import ChannelError
+
+#: Called with each sent text as it is sent (a bench timing replies); must not block.
+SendHook = Callable[[DeliveryTarget, str], None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PostedCard:
+    target: DeliveryTarget
+    message_id: str
+    card: ApprovalCard
+
+
+class FakeChannel:
+    """Records sent text, cards and card edits; always ``CONNECTED``.
+
+    :meth:`run` keeps the host it is given in :attr:`host`, sets :attr:`running` and waits to
+    be cancelled. ``on_send`` sees every sent text as it is sent. Posting a card to a
+    conversation in :attr:`closed_dms` raises :class:`~bot.errors.ChannelError`.
+    """
+
+    def __init__(self, ref: ChannelRef, *, on_send: SendHook | None = None) -> None:
+        self.ref = ref
+        self.on_send = on_send
+        self.host: ChannelHost | None = None
+        self.running = asyncio.Event()
+        self.sent: list[tuple[DeliveryTarget, str]] = []
+        self.posted: list[PostedCard] = []
+        self.edits: list[tuple[str, ApprovalCard]] = []  # (message id, card shown now)
+        self.card_posted = asyncio.Event()
+        #: users whose DM refuses cards (never started the bot, closed their DMs)
+        self.closed_dms: set[str] = set()
+        self._ids = itertools.count(1)
+        self._sent_more = asyncio.Event()
+
+    @property
+    def health(self) -> ChannelHealth:
+        return ChannelHealth(state=HealthState.CONNECTED)
+
+    async def run(self, host: ChannelHost) -> None:
+        self.host = host
+        self.running.set()
+        await asyncio.Event().wait()
+
+    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
+        self.sent.append((target, text))
+        if self.on_send is not None:
+            self.on_send(target, text)
+        self._sent_more.set()
+        return [SentMessage(target=target, message_id=f"m{next(self._ids)}")]
+
+    async def edit(self, message: SentMessage, text: str) -> None:
+        return None
+
+    async def react(self, target: DeliveryTarget, message_id: str, emoji: str) -> None:
+        return None
+
+    async def typing(self, target: DeliveryTarget) -> None:
+        return None
+
+    async def post_approval_card(self, target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
+        if target.conversation_id in self.closed_dms:
+            raise ChannelError(f"cannot message {target.conversation_id}")
+        message_id = f"card{next(self._ids)}"
+        self.posted.append(PostedCard(target=target, message_id=message_id, card=card))
+        self.card_posted.set()
+        return SentMessage(target=target, message_id=message_id)
+
+    async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:
+        self.edits.append((message.message_id, card))
+
+    async def wait_for(self, needle: str, *, within_s: float = 30.0) -> DeliveryTarget:
+        """Wait until a sent text contains ``needle``; returns where it was sent."""
+        async with asyncio.timeout(within_s):
+            while True:
+                for target, text in self.sent:
+                    if needle in text:
+                        return target
+                self._sent_more.clear()
+                await self._sent_more.wait()
+
+    async def next_card(self) -> PostedCard:
+        """Wait for a card posted after the last call."""
+        await self.card_posted.wait()
+        self.card_posted.clear()
+        return self.posted[-1]
+
+    def click(
+        self,
+        card: PostedCard,
+        user_id: str,
+        choice: ApprovalChoice = ApprovalChoice.APPROVE,
+        *,
+        roles: tuple[str, ...] = (),
+        replacement_text: str | None = None,
+        on: str | None = None,
+        full_view: bool = False,
+    ) -> ApprovalClick:
+        """A click on ``card``, as if on the copy posted as message ``on`` (default: the
+        posted message itself)."""
+        message = SentMessage(target=card.target, message_id=on or card.message_id)
+        return ApprovalClick(
+            channel=self.ref,
+            approval_id=card.card.approval_id,
+            choice=choice,
+            user_id=user_id,
+            user_roles=roles,
+            replacement_text=replacement_text,
+            card=message,
+            full_view=full_view,
+        )
+
+
+class FakeTerminal(FakeChannel):
+    """A console-like channel that answers prompts from a script (``None`` = EOF)."""
+
+    def __init__(self, ref: ChannelRef, answers: Sequence[str | None]) -> None:
+        super().__init__(ref)
+        self.answers = list(answers)
+        self.prompts: list[str] = []
+
+    async def ask_line(self, prompt: str) -> str | None:
+        self.prompts.append(prompt)
+        if not self.answers:
+            await asyncio.Event().wait()  # nobody types: only a timeout ends this
+        return self.answers.pop(0)
+
+
+class MemberChannel(FakeChannel):
+    """A fake channel that knows who is in which conversation
+    (:class:`bot.approval.reach.MemberLookup`); ``None`` answers for unknown conversations."""
+
+    def __init__(self, ref: ChannelRef, members: dict[str, set[str]]) -> None:
+        super().__init__(ref)
+        self.members = members
+        self.asked: list[tuple[str, str]] = []
+
+    async def can_see(self, target: DeliveryTarget, user_id: str) -> bool | None:
+        self.asked.append((target.conversation_id, user_id))
+        present = self.members.get(target.conversation_id)
+        return None if present is None else user_id in present
