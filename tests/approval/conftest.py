@@ -15,7 +15,7 @@ from bot.config import Settings, parse_settings
 from bot.envelope import Capabilities, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
 from bot.store import Store
 from bot.store.approvals import ApprovalRecord
-from tests.approval.fake_channel import FakeBackchannel
+from tests.fakes.channel import FakeChannel
 
 SLACK = ChannelRef(kind="slack", alias="team")
 #: For approver_roles, which Slack does not have.
@@ -112,8 +112,8 @@ async def store(db_path: Path) -> AsyncIterator[Store]:
 
 
 @pytest.fixture
-def channel() -> FakeBackchannel:
-    return FakeBackchannel(SLACK)
+def channel() -> FakeChannel:
+    return FakeChannel(SLACK)
 
 
 def service_for(

@@ -11,7 +11,7 @@ from bot.approval.terminal import TerminalAnswer, parse_answer
 from bot.store import Store
 from bot.store.audit import Decision
 from tests.approval.conftest import SLACK, make_envelope, make_request, make_settings, service_for
-from tests.approval.fake_channel import FakeBackchannel, FakeTerminal
+from tests.fakes.channel import FakeChannel, FakeTerminal
 
 
 @pytest.mark.parametrize(
@@ -111,7 +111,7 @@ async def test_terminal_timeout(store: Store) -> None:
 )
 async def test_auto_deny_at_once(
     store: Store,
-    channel: FakeBackchannel,
+    channel: FakeChannel,
     envelope_kwargs: dict[str, Any],
     settings_kwargs: dict[str, list[str]],
     audit_reason: str,

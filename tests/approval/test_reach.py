@@ -25,7 +25,7 @@ from tests.approval.conftest import (
     make_settings,
     service_for,
 )
-from tests.approval.fake_channel import FakeBackchannel, MemberBackchannel
+from tests.fakes.channel import FakeChannel, MemberChannel
 
 
 async def _refused_at_once(store: Store, decision_reason: RuntimeReason | None) -> None:
@@ -45,7 +45,7 @@ async def _refused_at_once(store: Store, decision_reason: RuntimeReason | None) 
     ],
 )
 async def test_a_dm_nobody_else_sees_is_refused_at_once(
-    store: Store, channel: FakeBackchannel, approvers: list[str], self_approval: bool
+    store: Store, channel: FakeChannel, approvers: list[str], self_approval: bool
 ) -> None:
     settings = make_settings(
         {"timeout_s": 300, "self_approval": self_approval}, approvers=approvers
@@ -62,7 +62,7 @@ async def test_a_dm_nobody_else_sees_is_refused_at_once(
 
 
 async def test_the_only_approver_may_approve_their_own_dm_with_self_approval(
-    store: Store, channel: FakeBackchannel
+    store: Store, channel: FakeChannel
 ) -> None:
     """README's minimal setup: one person is both the allowed user and the approver."""
     settings = make_settings({"self_approval": True}, approvers=[REQUESTER])
@@ -75,7 +75,7 @@ async def test_the_only_approver_may_approve_their_own_dm_with_self_approval(
 
 
 async def test_a_dm_reaches_an_approver_through_their_own_dm(
-    store: Store, channel: FakeBackchannel
+    store: Store, channel: FakeChannel
 ) -> None:
     settings = make_settings({"dm_approvers": True}, approvers=[APPROVER, REQUESTER])
     service = service_for(settings, store, channel)
@@ -91,7 +91,7 @@ async def test_a_dm_reaches_an_approver_through_their_own_dm(
 
 
 async def test_when_no_dm_copy_can_be_posted_the_request_ends_at_once(
-    store: Store, channel: FakeBackchannel
+    store: Store, channel: FakeChannel
 ) -> None:
     """A Telegram bot cannot DM a user who never started it; Discord users close DMs."""
     channel.closed_dms = {APPROVER}
@@ -108,7 +108,7 @@ async def test_when_no_dm_copy_can_be_posted_the_request_ends_at_once(
 
 
 async def test_a_group_without_any_approver_in_it_is_refused_at_once(store: Store) -> None:
-    channel = MemberBackchannel(SLACK, {"C1": {REQUESTER, "U_BOB"}})
+    channel = MemberChannel(SLACK, {"C1": {REQUESTER, "U_BOB"}})
     service = service_for(make_settings({"timeout_s": 300}), store, channel)
     async with asyncio.timeout(5):
         decision = await service.ask(make_request())
@@ -128,7 +128,7 @@ async def test_a_group_without_any_approver_in_it_is_refused_at_once(store: Stor
 async def test_a_group_an_approver_can_see_gets_a_card(
     store: Store, members: dict[str, set[str]]
 ) -> None:
-    channel = MemberBackchannel(SLACK, members)
+    channel = MemberChannel(SLACK, members)
     service = service_for(make_settings(), store, channel)
     async with asyncio.TaskGroup() as tg:
         task = tg.create_task(service.ask(make_request()))
@@ -138,7 +138,7 @@ async def test_a_group_an_approver_can_see_gets_a_card(
 
 
 async def test_a_group_without_approvers_still_reaches_them_by_dm(store: Store) -> None:
-    channel = MemberBackchannel(SLACK, {"C1": {REQUESTER}})
+    channel = MemberChannel(SLACK, {"C1": {REQUESTER}})
     service = service_for(make_settings({"dm_approvers": True}), store, channel)
     async with asyncio.TaskGroup() as tg:
         task = tg.create_task(service.ask(make_request()))

@@ -15,7 +15,7 @@ from bot.scrub import register_secret
 from bot.store import Store
 from bot.store.audit import Decision
 from tests.approval.conftest import APPROVER, SLACK, make_envelope, make_request, service_for
-from tests.approval.fake_channel import FakeBackchannel, FakeTerminal
+from tests.fakes.channel import FakeChannel, FakeTerminal
 
 BOT_TOKEN = "xoxb-1111111111-2222222222-abcdefghijklmnopqrstuvwx"
 SECRETS = (
@@ -54,7 +54,7 @@ async def test_no_secret_in_logs_audit_cards_or_prompts(
         environ={"HATCHWAY_SLACK_BOT_TOKEN": BOT_TOKEN},
         require_provider=False,
     )
-    channel = FakeBackchannel(SLACK)
+    channel = FakeChannel(SLACK)
     service = service_for(settings, store, channel)
     caplog.set_level(logging.DEBUG)
     with structlog.testing.capture_logs() as events:
