@@ -58,12 +58,14 @@ async def _list(args: argparse.Namespace) -> int:
 async def _decide(args: argparse.Namespace) -> int:
     from bot.approval.service import ApprovalService
     from bot.channel import ClickVerdict
+    from bot.store.approvals import ApprovalStatus
 
     async with operator_store(args) as (settings, store):
         service = ApprovalService(settings, store, lambda _ref: None)
         verdict = await service.decide_from_cli(args.approval_id, args.approve, operator_name())
     if verdict is ClickVerdict.ACCEPTED:
-        print(f"{'approved' if args.approve else 'denied'} {args.approval_id}")
+        decided = ApprovalStatus.APPROVED if args.approve else ApprovalStatus.DENIED
+        print(f"{decided} {args.approval_id}")
         return 0
     if verdict is ClickVerdict.ALREADY_DECIDED:
         print(f"{args.approval_id} was already decided")
