@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anthropic
-import httpx2
-import structlog
 from anthropic.types import Message, RawMessageStreamEvent
 
 from bot.config import ProviderConfig
@@ -31,23 +29,19 @@ from bot.providers.base import (
     Usage,
 )
 from bot.providers.call_id import new_call_id
-from bot.providers.retry import (
-    AttemptFailed,
-    Retrier,
-    classify_status,
-    connection_failure,
-    parse_retry_after,
-    timeout_failure,
-    transport_failure,
-)
+from bot.providers.retry import AttemptFailed, Retrier, SdkErrors
 from bot.providers.surrogates import DeltaRepair, clean_reply
-from bot.scrub import scrub_text
-
-log = structlog.get_logger(__name__)
 
 HISTORY_TRIMMED = "(earlier conversation omitted)"
 _TRANSIENT_STREAM_ERRORS = frozenset(
     {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
+)
+_SDK_ERRORS = SdkErrors(
+    api=anthropic.APIError,
+    timeout=anthropic.APITimeoutError,
+    connection=anthropic.APIConnectionError,
+    status=anthropic.APIStatusError,
+    unreadable=anthropic.APIResponseValidationError,
 )
 
 
@@ -145,19 +139,19 @@ class AnthropicProvider:
         use_stream = stream is not None or self._config.stream
 
         async def attempt(sink: StreamSink | None) -> ProviderReply:
-            try:
-                if use_stream:
-                    return await self._streamed(params, sink)
-                message = await self._client.messages.create(stream=False, **params)
-                return self._reply(message)
-            except anthropic.APIError as exc:
-                raise self._failure(exc) from None
-            except httpx2.TransportError as exc:
-                raise transport_failure(
-                    exc, provider=self.name, timeout_s=self._config.timeout_s
-                ) from None
+            if use_stream:
+                return await self._streamed(params, sink)
+            message = await self._client.messages.create(stream=False, **params)
+            return self._reply(message)
 
-        return clean_reply(await self._retrier.run(attempt, stream))
+        reply = await self._retrier.run(
+            attempt,
+            stream,
+            sdk=_SDK_ERRORS,
+            status=self._status_failure,
+            timeout_s=self._config.timeout_s,
+        )
+        return clean_reply(reply)
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -252,31 +246,20 @@ class AnthropicProvider:
             model=model or self._config.model,
         )
 
-    def _failure(self, exc: anthropic.APIError) -> AttemptFailed:
-        if isinstance(exc, anthropic.APITimeoutError):
-            return timeout_failure(self.name, self._config.timeout_s)
-        if isinstance(exc, anthropic.APIConnectionError):
-            return connection_failure(self.name)
-        if isinstance(exc, anthropic.APIStatusError):
-            log.warning(
-                "provider_http_error",
-                provider=self.name,
-                status=exc.status_code,
-                error_type=exc.type,
-                detail=scrub_text(str(exc.api_message or ""))[:200],
+    def _status_failure(self, exc: anthropic.APIStatusError) -> AttemptFailed:
+        failure = self._retrier.status_failure(
+            exc.status_code,
+            exc.response.headers,
+            detail=str(exc.api_message or ""),
+            error_type=exc.type,
+        )
+        if exc.status_code < 400:
+            # An error event inside a streamed 200: its type says whether it is transient.
+            return AttemptFailed(
+                f"{self.name} reported an error mid-reply",
+                retryable=exc.type in _TRANSIENT_STREAM_ERRORS,
             )
-            if exc.status_code < 400:
-                return AttemptFailed(
-                    f"{self.name} reported an error mid-reply",
-                    retryable=exc.type in _TRANSIENT_STREAM_ERRORS,
-                )
-            headers = {k.lower(): v for k, v in exc.response.headers.items()}
-            hint = parse_retry_after(headers, now=self._retrier.clock())
-            return classify_status(exc.status_code, provider=self.name, retry_after_s=hint)
-        if isinstance(exc, anthropic.APIResponseValidationError):
-            return AttemptFailed(f"{self.name} sent a reply we cannot read", retryable=False)
-        log.warning("provider_stream_error", provider=self.name, error_type=type(exc).__name__)
-        return AttemptFailed(f"{self.name} reported an error mid-reply", retryable=True)
+        return failure
 
 
 def _start_block(event: RawMessageStreamEvent) -> _Block:

@@ -13,9 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx2
 import openai
-import structlog
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from bot.config import ProviderConfig
@@ -28,19 +26,16 @@ from bot.providers.base import (
     Usage,
 )
 from bot.providers.call_id import new_call_id
-from bot.providers.retry import (
-    AttemptFailed,
-    Retrier,
-    classify_status,
-    connection_failure,
-    parse_retry_after,
-    timeout_failure,
-    transport_failure,
-)
+from bot.providers.retry import AttemptFailed, Retrier, SdkErrors
 from bot.providers.surrogates import DeltaRepair, clean_reply
-from bot.scrub import scrub_text
 
-log = structlog.get_logger(__name__)
+_SDK_ERRORS = SdkErrors(
+    api=openai.APIError,
+    timeout=openai.APITimeoutError,
+    connection=openai.APIConnectionError,
+    status=openai.APIStatusError,
+    unreadable=openai.APIResponseValidationError,
+)
 
 
 def raw_arguments(value: object) -> str:
@@ -216,21 +211,21 @@ class OpenAICompatProvider:
         use_stream = stream is not None or self._config.stream
 
         async def attempt(sink: StreamSink | None) -> ProviderReply:
-            try:
-                if use_stream:
-                    return await self._streamed(params, sink)
-                response = await self._client.post(
-                    CHAT_COMPLETIONS, body={**params, "stream": False}, cast_to=ChatCompletion
-                )
-                return self._reply(response)
-            except openai.APIError as exc:
-                raise self._failure(exc) from None
-            except httpx2.TransportError as exc:
-                raise transport_failure(
-                    exc, provider=self.name, timeout_s=self._config.timeout_s
-                ) from None
+            if use_stream:
+                return await self._streamed(params, sink)
+            response = await self._client.post(
+                CHAT_COMPLETIONS, body={**params, "stream": False}, cast_to=ChatCompletion
+            )
+            return self._reply(response)
 
-        return clean_reply(await self._retrier.run(attempt, stream))
+        reply = await self._retrier.run(
+            attempt,
+            stream,
+            sdk=_SDK_ERRORS,
+            status=self._status_failure,
+            timeout_s=self._config.timeout_s,
+        )
+        return clean_reply(reply)
 
     async def aclose(self) -> None:
         await self._client.close()
@@ -307,25 +302,10 @@ class OpenAICompatProvider:
             model=model or self._config.model,
         )
 
-    def _failure(self, exc: openai.APIError) -> AttemptFailed:
-        if isinstance(exc, openai.APITimeoutError):
-            return timeout_failure(self.name, self._config.timeout_s)
-        if isinstance(exc, openai.APIConnectionError):
-            return connection_failure(self.name)
-        if isinstance(exc, openai.APIStatusError):
-            log.warning(
-                "provider_http_error",
-                provider=self.name,
-                status=exc.status_code,
-                detail=scrub_text(str(exc.message))[:200],
-            )
-            headers = {k.lower(): v for k, v in exc.response.headers.items()}
-            hint = parse_retry_after(headers, now=self._retrier.clock())
-            return classify_status(exc.status_code, provider=self.name, retry_after_s=hint)
-        if isinstance(exc, openai.APIResponseValidationError):
-            return AttemptFailed(f"{self.name} sent a reply we cannot read", retryable=False)
-        log.warning("provider_stream_error", provider=self.name, error_type=type(exc).__name__)
-        return AttemptFailed(f"{self.name} reported an error mid-reply", retryable=True)
+    def _status_failure(self, exc: openai.APIStatusError) -> AttemptFailed:
+        return self._retrier.status_failure(
+            exc.status_code, exc.response.headers, detail=str(exc.message)
+        )
 
 
 def _chunk_usage(chunk: ChatCompletionChunk) -> Usage | None:

@@ -5,7 +5,14 @@ A concrete provider runs each HTTP exchange as one *attempt*; an attempt that fa
 asked us to wait. :class:`Retrier` runs attempts until one succeeds, a failure is permanent, or
 ``max_retries`` retries are spent, then raises a plain :class:`~bot.errors.ProviderError`
 (:class:`~bot.errors.ProviderTimeout` when the last attempt timed out) whose message is short
-and safe to show a user: no keys, no response bodies.
+and safe to show a user: no keys, no response bodies. The wait between attempts is
+:class:`bot.backoff.BackoffPolicy`'s, unless the server named one.
+
+An attempt may also let its vendor SDK's errors escape: the ``openai`` and ``anthropic`` SDKs
+are generated from one template and raise the same tree (:class:`SdkErrors`), which
+:meth:`Retrier.run` maps to :class:`AttemptFailed` the same way for both (timeout, connection,
+HTTP status, unreadable reply, error inside a stream), as it does raw transport errors and a
+body that is not JSON. Only an HTTP status is read by the provider itself (``status``).
 
 A streamed attempt that dies half-way is retried from the start; nothing partial is returned,
 and :class:`~bot.providers.draft_stream.DraftStream` keeps the user's draft coherent.
@@ -19,14 +26,16 @@ import json
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
 
+from bot.backoff import BackoffPolicy
 from bot.errors import ProviderError, ProviderTimeout
 from bot.providers.base import StreamSink
 from bot.providers.draft_stream import DraftStream
+from bot.scrub import scrub_text
 
 if TYPE_CHECKING:
     # Imported with the vendor SDK, after READY (:mod:`bot.providers.deferred`), not with
@@ -43,25 +52,32 @@ Sleep = Callable[[float], Awaitable[None]]
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 
 
+#: Provider retries: short, since a user waits on them.
+PROVIDER_BACKOFF = BackoffPolicy(initial_s=0.5, max_s=8.0)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RetryPolicy:
-    """How often and how patiently to retry.
-
-    The n-th retry (n from 0) waits ``min(max_delay_s, base_delay_s * 2**n)``, jittered into
-    its upper half, unless the server sent ``Retry-After``: then exactly that long, capped at
-    ``retry_after_cap_s``.
-    """
+    """How often and how patiently to retry: up to ``max_retries`` retries, each after
+    ``backoff``'s delay unless the server sent ``Retry-After``: then exactly that long,
+    capped at ``retry_after_cap_s``."""
 
     max_retries: int = 3
-    base_delay_s: float = 0.5
-    max_delay_s: float = 8.0
+    backoff: BackoffPolicy = field(default=PROVIDER_BACKOFF)
     retry_after_cap_s: float = 30.0
 
-    def backoff(self, retry_index: int, *, jitter: float) -> float:
-        """The wait before retry ``retry_index`` when the server gave no hint;
-        ``jitter`` is in [0, 1)."""
-        ceiling = min(self.max_delay_s, self.base_delay_s * 2.0**retry_index)
-        return ceiling / 2 + ceiling / 2 * jitter
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SdkErrors:
+    """A vendor SDK's error classes: ``api`` is the root (an ``api`` error of no other kind
+    is an error event inside a stream), ``timeout`` and ``connection`` mean no answer,
+    ``status`` an HTTP error status, ``unreadable`` a reply the SDK's types do not fit."""
+
+    api: type[Exception]
+    timeout: type[Exception]
+    connection: type[Exception]
+    status: type[Exception]
+    unreadable: type[Exception]
 
 
 class AttemptFailed(ProviderError):
@@ -180,12 +196,21 @@ class Retrier:
         self,
         attempt: Callable[[StreamSink | None], Awaitable[T]],
         stream: StreamSink | None,
+        *,
+        sdk: SdkErrors,
+        status: Callable[[Any], AttemptFailed],
+        timeout_s: float,
     ) -> T:
         """Call ``attempt`` until it returns; its argument is the sink for that attempt.
 
-        Raises :class:`ProviderError` / :class:`ProviderTimeout` when giving up.
-        ``CancelledError`` propagates at once.
+        ``sdk`` names the errors the attempt's SDK raises; ``status`` turns one of its
+        ``sdk.status`` errors into a failure (usually with :meth:`status_failure`);
+        ``timeout_s`` is the attempt's timeout, for messages. Raises :class:`ProviderError` /
+        :class:`ProviderTimeout` when giving up. ``CancelledError`` propagates at once.
         """
+        # Imported with the vendor SDK (see the TYPE_CHECKING import above): loaded by now.
+        import httpx2
+
         draft = DraftStream(stream) if stream is not None else None
         retries = 0
         while True:
@@ -199,6 +224,11 @@ class Retrier:
                 failure = AttemptFailed(
                     f"{self.provider} sent a reply that is not valid JSON", retryable=True
                 )
+            except sdk.api as exc:
+                failure = self._sdk_failure(exc, sdk, status, timeout_s)
+            except httpx2.TransportError as exc:
+                # a raw transport error that escaped the SDK (a stream cut while being read)
+                failure = transport_failure(exc, provider=self.provider, timeout_s=timeout_s)
             if not failure.retryable or retries >= self.policy.max_retries:
                 log.warning(
                     "provider_gave_up",
@@ -221,7 +251,42 @@ class Retrier:
             retries += 1
             await self._sleep(delay)
 
+    def status_failure(
+        self, status: int, headers: Mapping[str, str], *, detail: str, **fields: object
+    ) -> AttemptFailed:
+        """An HTTP error status as a failure, honouring the server's ``Retry-After``; logged
+        as ``provider_http_error`` with ``detail`` (scrubbed, cut to 200 characters) and any
+        further ``fields``."""
+        log.warning(
+            "provider_http_error",
+            provider=self.provider,
+            status=status,
+            detail=scrub_text(detail)[:200],
+            **fields,
+        )
+        lowered = {key.lower(): value for key, value in headers.items()}
+        hint = parse_retry_after(lowered, now=self.clock())
+        return classify_status(status, provider=self.provider, retry_after_s=hint)
+
+    def _sdk_failure(
+        self,
+        exc: Exception,
+        sdk: SdkErrors,
+        status: Callable[[Any], AttemptFailed],
+        timeout_s: float,
+    ) -> AttemptFailed:
+        if isinstance(exc, sdk.timeout):
+            return timeout_failure(self.provider, timeout_s)
+        if isinstance(exc, sdk.connection):
+            return connection_failure(self.provider)
+        if isinstance(exc, sdk.status):
+            return status(exc)
+        if isinstance(exc, sdk.unreadable):
+            return AttemptFailed(f"{self.provider} sent a reply we cannot read", retryable=False)
+        log.warning("provider_stream_error", provider=self.provider, error_type=type(exc).__name__)
+        return AttemptFailed(f"{self.provider} reported an error mid-reply", retryable=True)
+
     def _delay(self, failure: AttemptFailed, retry_index: int) -> float:
         if failure.retry_after_s is not None:
             return min(failure.retry_after_s, self.policy.retry_after_cap_s)
-        return self.policy.backoff(retry_index, jitter=self._jitter())
+        return self.policy.backoff.delay(retry_index, jitter=self._jitter())

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from bot.backoff import BackoffPolicy
 from bot.config import ProviderConfig
 from bot.providers.anthropic import AnthropicProvider
 from bot.providers.openai_compat import OpenAICompatProvider
@@ -43,7 +44,8 @@ async def anthropic_fake() -> AsyncIterator[AnthropicFake]:
 
 
 def make_retrier(name: str, config: ProviderConfig, sleep: RecordedSleep, **kw: Any) -> Retrier:
-    policy = RetryPolicy(max_retries=config.max_retries, base_delay_s=BASE_DELAY_S)
+    backoff = BackoffPolicy(initial_s=BASE_DELAY_S, max_s=8.0)
+    policy = RetryPolicy(max_retries=config.max_retries, backoff=backoff)
     return Retrier(provider=name, policy=policy, sleep=sleep, jitter=lambda: 0.5, **kw)
 
 

@@ -35,15 +35,10 @@ def test_parse_retry_after(headers: dict[str, str], expected: float | None) -> N
     assert parse_retry_after(headers, now=NOW) == expected
 
 
-@pytest.mark.parametrize(
-    ("retry_index", "jitter", "expected"),
-    [(0, 0.0, 0.5), (0, 1.0, 1.0), (1, 0.5, 1.5), (2, 0.0, 2.0), (10, 0.0, 4.0)],
-)
-def test_backoff_is_exponential_jittered_and_capped(
-    retry_index: int, jitter: float, expected: float
-) -> None:
-    policy = RetryPolicy(base_delay_s=1.0, max_delay_s=8.0)
-    assert policy.backoff(retry_index, jitter=jitter) == pytest.approx(expected)
+def test_provider_retries_back_off_from_half_a_second_to_eight() -> None:
+    policy = RetryPolicy()
+    assert policy.backoff.delay(0, jitter=1.0) == pytest.approx(0.5)
+    assert policy.backoff.delay(10, jitter=1.0) == pytest.approx(8.0)
 
 
 async def test_429_waits_as_long_as_retry_after_says(
