@@ -54,6 +54,9 @@ class CardState(enum.StrEnum):
     EDITED = "edited"  # denied with replacement text
 
 
+#: The longest deny-with-a-reply text (:attr:`ApprovalClick.replacement_text`) a reply form
+#: accepts; the model is never told more than this of a reply.
+MAX_REPLY_CHARS = 2000
 #: The button a cut card offers in place of Approve / Always.
 SHOW_FULL_LABEL = "🔎 Show full and decide"
 #: What a pending cut card says about it.

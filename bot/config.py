@@ -11,20 +11,19 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from types import GenericAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, create_model, model_validator
 
+from bot.channel_config import ApprovalOverride as ApprovalOverride
+from bot.channel_config import ChannelCommon as ChannelCommon
+from bot.channel_registry import config_models
+from bot.config_model import ConfigModel, Reconnecting, renamed_tables
 from bot.errors import ConfigError
 
 
-class _Model(BaseModel):
-    # Schemas are built on first validation: a model only ever nested in Settings is then
-    # built once, inside Settings' schema, instead of once on its own as well (start-up).
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-
-class AgentConfig(_Model):
+class AgentConfig(ConfigModel):
     provider: str = "default"
     fallback: list[str] = Field(default_factory=list)
     system_prompt: str = "You are the team's assistant. Be brief and accurate."
@@ -41,7 +40,7 @@ class AgentConfig(_Model):
     receipt_key_env: str = "HATCHWAY_RECEIPT_KEY"
 
 
-class ProviderConfig(_Model):
+class ProviderConfig(ConfigModel):
     kind: Literal["openai", "anthropic"] = "openai"
     base_url: str | None = None
     model: str = ""
@@ -54,7 +53,7 @@ class ProviderConfig(_Model):
     temperature: float | None = None
 
 
-class ApprovalConfig(_Model):
+class ApprovalConfig(ConfigModel):
     level: Literal["readonly", "supervised", "full"] = "supervised"
     auto_approve: list[str] = Field(
         default_factory=lambda: [
@@ -75,112 +74,39 @@ class ApprovalConfig(_Model):
     dm_approvers: bool = False
 
 
-class ApprovalOverride(_Model):
-    """Per-channel overrides of the approval policy; unset fields inherit."""
-
-    level: Literal["readonly", "supervised", "full"] | None = None
-    auto_approve: list[str] | None = None
-    always_ask: list[str] | None = None
-    deny: list[str] | None = None
-    self_approval: bool | None = None
-
-
-class StorageConfig(_Model):
+class StorageConfig(ConfigModel):
     path: str = "hatchway.db"
 
 
-class ServerConfig(_Model):
+class ServerConfig(ConfigModel):
     enabled: bool = False
     host: str = "127.0.0.1"
     port: int = Field(default=8787, ge=0, le=65535)
 
 
-class ChannelCommon(_Model):
-    enabled: bool = True
-    allowed_users: list[str] = Field(default_factory=list)
-    approvers: list[str] = Field(default_factory=list)
-    approver_roles: list[str] = Field(default_factory=list)
-    dm_policy: Literal["allowlist", "pairing", "open", "disabled"] = "allowlist"
-    group_policy: Literal["allowlist", "open", "disabled"] = "open"
-    allowed_conversations: list[str] = Field(default_factory=list)
-    require_mention: bool = True
-    thread_counts_as_mention: bool = True
-    session_per_user_in_groups: bool = False
-    ignore_other_bots: bool = True
-    reactions_for_approval: bool = False
-    excluded_tools: list[str] = Field(default_factory=list)
-    approval: ApprovalOverride = Field(default_factory=ApprovalOverride)
+_CHANNEL_MODELS = config_models()
 
 
-class ConsoleChannelConfig(ChannelCommon):
-    allowed_users: list[str] = Field(default_factory=lambda: ["*"])
-    dm_policy: Literal["allowlist", "pairing", "open", "disabled"] = "open"
-    require_mention: bool = False
+class _ChannelSections(ConfigModel):
+    """``[channels.<kind>.<alias>]`` tables. Its fields, one ``alias → model`` section per
+    kind, are made from :mod:`bot.channel_registry` (see :data:`ChannelsConfig`)."""
 
-
-class TelegramChannelConfig(ChannelCommon):
-    token_env: str = "HATCHWAY_TELEGRAM_TOKEN"
-    api_base_url: str = "https://api.telegram.org/bot"
-    file_base_url: str = "https://api.telegram.org/file/bot"
-    mode: Literal["polling", "webhook"] = "polling"
-    webhook_url: str | None = None
-    webhook_listen: str = "127.0.0.1"
-    webhook_port: int = 8443
-    webhook_path: str = "/telegram"
-    webhook_secret_env: str = "HATCHWAY_TELEGRAM_WEBHOOK_SECRET"
-    poll_timeout_s: int = Field(default=30, ge=0)
-    reconnect_initial_s: float = Field(default=1.0, gt=0)
-    reconnect_max_s: float = Field(default=60.0, gt=0)
-    retry_after_max_s: float = Field(default=60.0, ge=0)
-    send_attempts: int = Field(default=3, ge=1, le=10)
-
-
-class SlackChannelConfig(ChannelCommon):
-    bot_token_env: str = "HATCHWAY_SLACK_BOT_TOKEN"
-    app_token_env: str = "HATCHWAY_SLACK_APP_TOKEN"
-    signing_secret_env: str = "HATCHWAY_SLACK_SIGNING_SECRET"
-    api_base_url: str = "https://slack.com/api/"
-    mode: Literal["socket", "http"] = "socket"
-    events_path: str = "/slack/events"
-    max_message_chars: int = Field(default=3000, ge=200, le=39_000)
-    dm_replies_in_thread: bool = False
-    user_cache_ttl_s: float = Field(default=600.0, ge=0)
-    rate_limit_retries: int = Field(default=3, ge=0, le=10)
-    ping_interval_s: float = Field(default=10.0, gt=0)
-    reconnect_base_s: float = Field(default=1.0, gt=0)
-    reconnect_max_s: float = Field(default=60.0, gt=0)
-
-    @model_validator(mode="after")
-    def _no_roles(self) -> SlackChannelConfig:
-        # A Slack click carries no roles, so approver_roles could never match: a key that
-        # silently does nothing would leave a team believing its approvers are set.
-        if self.approver_roles:
-            raise ValueError(
-                "approver_roles is not supported on Slack (a Slack click carries no roles); "
-                "list the approvers' Slack user ids (U…) in approvers instead"
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_keys(cls, data: object) -> object:
+        if not isinstance(data, Mapping):
+            return data
+        return {
+            kind: renamed_tables(
+                section, _CHANNEL_MODELS.get(kind, ConfigModel), f"channels.{kind}"
             )
-        return self
-
-
-class DiscordChannelConfig(ChannelCommon):
-    token_env: str = "HATCHWAY_DISCORD_TOKEN"
-    api_base_url: str | None = None
-    gateway_url: str | None = None
-    allowed_guilds: list[str] = Field(default_factory=list)
-    thread_per_request: bool = False
-    guild_ready_timeout_s: float = Field(default=2.0, gt=0)
-
-
-class ChannelsConfig(_Model):
-    console: dict[str, ConsoleChannelConfig] = Field(default_factory=dict)
-    telegram: dict[str, TelegramChannelConfig] = Field(default_factory=dict)
-    slack: dict[str, SlackChannelConfig] = Field(default_factory=dict)
-    discord: dict[str, DiscordChannelConfig] = Field(default_factory=dict)
+            for kind, section in data.items()
+        }
 
     def all(self) -> list[tuple[str, str, ChannelCommon]]:
-        """Every configured channel as ``(kind, alias, config)``."""
+        """Every configured channel as ``(kind, alias, config)``, kinds in registry order."""
         out: list[tuple[str, str, ChannelCommon]] = []
-        for kind in ("console", "telegram", "slack", "discord"):
+        for kind in type(self).model_fields:
             section: Mapping[str, ChannelCommon] = getattr(self, kind)
             out.extend((kind, alias, cfg) for alias, cfg in section.items())
         return out
@@ -189,13 +115,42 @@ class ChannelsConfig(_Model):
         section: Mapping[str, ChannelCommon] = getattr(self, kind, {})
         return section.get(alias)
 
+    @classmethod
+    def embedded_console(cls) -> Self:
+        """Only ``console.main`` with the console's defaults: the channel ``hatchway run``
+        and ``hatchway chat`` use when no other is configured."""
+        return cls.model_validate({"console": {"main": {}}})
 
-class WorkspaceConfig(_Model):
+
+def _channels_model() -> type[_ChannelSections]:
+    sections: dict[str, Any] = {
+        kind: (GenericAlias(dict, (str, model)), Field(default_factory=dict))
+        for kind, model in _CHANNEL_MODELS.items()
+    }
+    return create_model(
+        "ChannelsConfig",
+        __base__=_ChannelSections,
+        __module__=__name__,
+        __doc__=_ChannelSections.__doc__,
+        **sections,
+    )
+
+
+if TYPE_CHECKING:
+    ChannelsConfig = _ChannelSections
+else:
+    #: ``[channels]``: a pydantic model with one field per registered kind, built once here so
+    #: that the list of kinds is written only in :data:`bot.channel_registry.CHANNEL_PACKAGES`;
+    #: validation errors name the key as ``channels.<kind>.<alias>.<key>``.
+    ChannelsConfig = _channels_model()
+
+
+class WorkspaceConfig(ConfigModel):
     path: str = "workspace"
     allow_sensitive_files: bool = False
 
 
-class FileToolsConfig(_Model):
+class FileToolsConfig(ConfigModel):
     enabled: bool = True
     max_read_bytes: int = Field(default=256_000, ge=1000)
     max_write_bytes: int = Field(default=1_000_000, ge=1000)
@@ -204,7 +159,7 @@ class FileToolsConfig(_Model):
     max_output_chars: int = Field(default=20_000, ge=100)
 
 
-class ShellToolConfig(_Model):
+class ShellToolConfig(ConfigModel):
     """``[tools.shell]``. ``env_passthrough`` names the daemon's variables a command may see
     beyond the base set (exact names or ``*`` globs such as ``PIP_*``; see docs/tools.md)."""
 
@@ -226,7 +181,7 @@ class ShellToolConfig(_Model):
         return self
 
 
-class HttpFetchToolConfig(_Model):
+class HttpFetchToolConfig(ConfigModel):
     enabled: bool = True
     timeout_s: float = Field(default=20.0, gt=0)
     max_bytes: int = Field(default=2_000_000, ge=1000)
@@ -234,13 +189,13 @@ class HttpFetchToolConfig(_Model):
     max_output_chars: int = Field(default=20_000, ge=100)
 
 
-class MemoryToolConfig(_Model):
+class MemoryToolConfig(ConfigModel):
     enabled: bool = True
     scope: Literal["channel", "conversation"] = "channel"
     max_note_chars: int = Field(default=4000, ge=100)
 
 
-class ToolsConfig(_Model):
+class ToolsConfig(ConfigModel):
     workspace: WorkspaceConfig = Field(default_factory=WorkspaceConfig)
     files: FileToolsConfig = Field(default_factory=FileToolsConfig)
     shell: ShellToolConfig = Field(default_factory=ShellToolConfig)
@@ -248,7 +203,7 @@ class ToolsConfig(_Model):
     memory: MemoryToolConfig = Field(default_factory=MemoryToolConfig)
 
 
-class McpServerConfig(_Model):
+class McpServerConfig(Reconnecting):
     """One MCP server: a stdio ``command`` or a streamable-HTTP ``url`` (see docs/mcp.md).
 
     ``env`` holds plain values for the server process; ``env_from`` maps a server variable to
@@ -266,8 +221,13 @@ class McpServerConfig(_Model):
     cwd: str | None = None
     call_timeout_s: float = Field(default=60.0, gt=0)
     ping_interval_s: float = Field(default=15.0, gt=0)
-    restart_initial_s: float = Field(default=1.0, gt=0)
-    restart_max_s: float = Field(default=60.0, gt=0)
+
+    # One spelling for the backoff keys of every channel and MCP server (until the next
+    # release the old names still load, with a warning).
+    renamed_keys: ClassVar[Mapping[str, str]] = {
+        "restart_initial_s": "reconnect_initial_s",
+        "restart_max_s": "reconnect_max_s",
+    }
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:
@@ -276,7 +236,7 @@ class McpServerConfig(_Model):
         return self
 
 
-class McpToolFilterGroup(_Model):
+class McpToolFilterGroup(ConfigModel):
     """MCP tools (``server__tool`` names or fnmatch patterns) offered ``always``, or only
     when a ``keyword`` appears in the message (``mode = "keyword"``)."""
 
@@ -285,14 +245,22 @@ class McpToolFilterGroup(_Model):
     keywords: list[str] = Field(default_factory=list)
 
 
-class McpConfig(_Model):
+class McpConfig(ConfigModel):
     servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     deferred_threshold: int = Field(default=20, ge=0)
     tool_filter_groups: list[McpToolFilterGroup] = Field(default_factory=list)
     search_limit: int = Field(default=5, ge=1, le=50)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _renamed_keys(cls, data: object) -> object:
+        if not isinstance(data, Mapping) or "servers" not in data:
+            return data
+        servers = renamed_tables(data["servers"], McpServerConfig, "mcp.servers")
+        return {**data, "servers": servers}
 
-class SchedulesConfig(_Model):
+
+class SchedulesConfig(ConfigModel):
     enabled: bool = True
     missed_run_policy: Literal["skip", "run_once"] = "run_once"
     tick_s: float = Field(default=1.0, gt=0)
@@ -300,7 +268,7 @@ class SchedulesConfig(_Model):
     misfire_grace_s: float = Field(default=60.0, ge=0)
 
 
-class LoggingConfig(_Model):
+class LoggingConfig(ConfigModel):
     level: Literal["debug", "info", "warning", "error"] = "info"
     format: Literal["auto", "json", "console"] = "auto"
 
@@ -309,7 +277,7 @@ def _default_providers() -> dict[str, ProviderConfig]:
     return {}
 
 
-class Settings(_Model):
+class Settings(ConfigModel):
     """The whole configuration. Build with :func:`load_settings`."""
 
     agent: AgentConfig = Field(default_factory=AgentConfig)

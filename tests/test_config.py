@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
-from bot.config import NO_PROVIDER_HINT, load_settings, parse_settings, resolve_config_path
+from bot.channel_registry import CHANNEL_PACKAGES
+from bot.config import (
+    NO_PROVIDER_HINT,
+    ChannelsConfig,
+    load_settings,
+    parse_settings,
+    resolve_config_path,
+)
 from bot.errors import ConfigError
 
 OPENAI_ENV = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "HATCHWAY_MODEL": "m1"}
@@ -43,6 +54,19 @@ def test_no_provider_names_the_settings() -> None:
             "channels.telegram.main.allowed_user: unknown key",
         ),
         ({"approval": {"level": "yolo"}}, "approval.level:"),
+        (
+            {"channels": {"slack": {"team": {"approver_roles": ["admin"]}}}},
+            "channels.slack.team: Value error, approver_roles is not supported on Slack",
+        ),
+        (
+            {"channels": {"discord": {"main": {"reconnect_max_s": 0}}}},
+            "channels.discord.main.reconnect_max_s:",
+        ),
+        ({"channels": {"matrix": {"main": {}}}}, "channels.matrix: unknown key"),
+        (
+            {"mcp": {"servers": {"fs": {"command": ["x"], "restart_initial_s": 0}}}},
+            "mcp.servers.fs.reconnect_initial_s:",
+        ),
     ],
 )
 def test_bad_keys_are_named(data: dict[str, object], expected: str) -> None:
@@ -94,3 +118,77 @@ def test_resolve_config_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     assert resolve_config_path(None, environ={}) == Path("hatchway.toml")
     assert resolve_config_path(None, environ={"HATCHWAY_CONFIG": "/x.toml"}) == Path("/x.toml")
     assert resolve_config_path("a.toml", environ={"HATCHWAY_CONFIG": "/x.toml"}) == Path("a.toml")
+
+
+def test_every_registered_kind_has_a_section_in_order() -> None:
+    assert list(ChannelsConfig.model_fields) == list(CHANNEL_PACKAGES)
+    data = {"channels": {kind: {"a": {"enabled": False}} for kind in reversed(CHANNEL_PACKAGES)}}
+    settings = parse_settings(data, environ=OPENAI_ENV)
+    assert [kind for kind, _, _ in settings.channels.all()] == list(CHANNEL_PACKAGES)
+
+
+def test_the_embedded_console_has_the_console_defaults() -> None:
+    console = ChannelsConfig.embedded_console().get("console", "main")
+    assert console is not None
+    assert (console.allowed_users, console.dm_policy, console.require_mention) == (
+        ["*"],
+        "open",
+        False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("data", "old", "new"),
+    [
+        (
+            {"channels": {"slack": {"team": {"reconnect_base_s": 2.5}}}},
+            "channels.slack.team.reconnect_base_s",
+            "channels.slack.team.reconnect_initial_s",
+        ),
+        (
+            {"mcp": {"servers": {"fs": {"command": ["x"], "restart_initial_s": 2.5}}}},
+            "mcp.servers.fs.restart_initial_s",
+            "mcp.servers.fs.reconnect_initial_s",
+        ),
+        (
+            {"mcp": {"servers": {"fs": {"url": "http://x", "restart_max_s": 2.5}}}},
+            "mcp.servers.fs.restart_max_s",
+            "mcp.servers.fs.reconnect_max_s",
+        ),
+    ],
+)
+def test_an_old_key_still_loads_with_a_warning(data: dict[str, object], old: str, new: str) -> None:
+    with capture_logs() as logs:
+        settings = parse_settings(data, environ=OPENAI_ENV)
+    value: Any = settings.model_dump()
+    for key in new.split("."):
+        value = value[key]
+    assert value == 2.5
+    renamed = [e for e in logs if e["event"] == "config_key_renamed"]
+    assert [(e["log_level"], e["old"], e["new"]) for e in renamed] == [("warning", old, new)]
+
+
+def test_an_old_key_next_to_its_new_name_is_refused() -> None:
+    table = {"reconnect_base_s": 1.0, "reconnect_initial_s": 2.0}
+    with pytest.raises(ConfigError) as err:
+        parse_settings({"channels": {"slack": {"team": table}}}, environ=OPENAI_ENV)
+    assert "channels.slack.team: reconnect_base_s is the old name of reconnect_initial_s" in str(
+        err.value
+    )
+
+
+def test_loading_the_settings_imports_no_platform_sdk() -> None:
+    probe = (
+        "import sys, bot.config\n"
+        "sdks = ('telegram', 'slack_sdk', 'slack_bolt', 'discord', 'aiohttp', 'structlog')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in sdks))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[1],
+        timeout=60,
+    )
+    assert done.stdout.strip() == "[]"

@@ -15,7 +15,7 @@ import pytest
 from bot.app import App
 from bot.config import Settings, parse_settings
 from bot.envelope import ChannelRef, IngressEnvelope, Sender
-from channels.console import ConsoleChannel
+from channels.console.adapter import ConsoleChannel
 from tests.fakes.openai_server import OpenAIFake
 
 CONSOLE = ChannelRef(kind="console", alias="main")

@@ -64,14 +64,12 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 async def _chat(args: argparse.Namespace) -> int:
-    from bot.config import ChannelsConfig, ConsoleChannelConfig
+    from bot.config import ChannelsConfig
     from bot.logs import configure_logging
 
     settings = _settings(args)
     # The console alone: other configured channels are not started by ``chat``.
-    console_only = settings.model_copy(
-        update={"channels": ChannelsConfig(console={"main": ConsoleChannelConfig()})}
-    )
+    console_only = settings.model_copy(update={"channels": ChannelsConfig.embedded_console()})
     configure_logging("warning", settings.logging.format)
     from bot.app import App
 

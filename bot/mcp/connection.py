@@ -4,8 +4,8 @@
 SDK's client is entered and left in that one task): it connects over stdio (``command``) or
 streamable HTTP (``url``), lists the server's tools, then watches the connection — a call that
 finds it closed, or a failed tool listing every ``ping_interval_s``, ends the session — and
-reconnects with jittered exponential backoff (``restart_initial_s`` doubling up to
-``restart_max_s``; reset after a session that stayed up for a while).
+reconnects with jittered exponential backoff (:mod:`bot.backoff`: ``reconnect_initial_s``
+doubling up to ``reconnect_max_s``; reset after a session that stayed up for a while).
 
 While the server is down its tools stay known (from the last listing) but every call raises
 :class:`~bot.tools.spec.ToolEnvironmentError`, which the pipeline reports as ENV_ERROR. A
@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import enum
 import os
-import random
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -39,6 +38,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_types import CallToolResult, Tool
 from mcp_types.jsonrpc import CONNECTION_CLOSED
 
+from bot.backoff import Backoff
 from bot.config import McpServerConfig
 from bot.errors import HatchwayError
 from bot.tools.spec import ToolEnvironmentError
@@ -134,7 +134,7 @@ class McpConnection:
 
     async def run(self) -> None:
         """Connect and serve until cancelled, restarting the server whenever it fails."""
-        delay = self.config.restart_initial_s
+        backoff = Backoff(self.config.reconnect_backoff())
         while True:
             started = time.monotonic()
             try:
@@ -147,13 +147,12 @@ class McpConnection:
                 self._ready.clear()
                 self._state = ServerState.RESTARTING
             if time.monotonic() - started >= STABLE_AFTER_S:
-                delay = self.config.restart_initial_s
+                backoff.reset()
             self.restarts += 1
             await self._notify()
-            wait = delay * (0.5 + random.random() / 2)
+            wait = backoff.next_delay()
             log.info("mcp_server_restarting", server=self.name, in_s=round(wait, 2))
             await asyncio.sleep(wait)
-            delay = min(delay * 2, self.config.restart_max_s)
 
     async def _serve(self) -> None:
         async with self._open() as client:

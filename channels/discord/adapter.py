@@ -22,13 +22,12 @@ intent (close 4014) → ``FAILED`` and :class:`~bot.errors.ChannelAuthError` fro
 from __future__ import annotations
 
 import asyncio
-import random
 from collections.abc import Sequence
 
 import aiohttp
 import discord
-import structlog
 
+from bot.backoff import Backoff
 from bot.channel import (
     ApprovalCard,
     ChannelHealth,
@@ -37,11 +36,12 @@ from bot.channel import (
     SentMessage,
 )
 from bot.channel_registry import ChannelContext
-from bot.config import ChannelCommon, DiscordChannelConfig, Settings
+from bot.config import ChannelCommon, Settings
 from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelAuthError, ChannelError, ConfigError
 from bot.scrub import register_secret
 from channels.common.card_index import CardIndex
+from channels.common.health import HealthRecord
 from channels.discord.buttons import DYNAMIC_ITEMS
 from channels.discord.card_answers import ApprovalClicks
 from channels.discord.client import (
@@ -51,12 +51,11 @@ from channels.discord.client import (
     endpoint_scope,
     gateway_intents,
 )
+from channels.discord.config import DiscordChannelConfig
 from channels.discord.inbound import InboundMessages
 from channels.discord.members import ConversationMembers
 from channels.discord.outbound import Outbound
 from channels.discord.threads import ThreadBook
-
-log = structlog.get_logger(__name__)
 
 INTENT_HINT = (
     "the Message Content intent is not enabled for this application: enable it in the Discord "
@@ -70,7 +69,7 @@ class DiscordChannel:
     def __init__(self, ref: ChannelRef, config: DiscordChannelConfig, context: ChannelContext):
         self.ref = ref
         self._config = config
-        self._health = ChannelHealth(state=HealthState.STARTING, detail="not started")
+        self._health = HealthRecord(ref, HealthState.STARTING, "not started")
         self._connection = Connection()
         threads = ThreadBook(str(ref))
         cards = CardIndex(context.store.channel_state, str(ref))
@@ -83,16 +82,13 @@ class DiscordChannel:
             ref, self._connection, threads, cards, reactions_for_approval=reactions
         )
         self._members = ConversationMembers(ref, self._connection)
-        self._log = log.bind(channel=str(ref))
 
     @property
     def health(self) -> ChannelHealth:
-        return self._health
+        return self._health.current
 
-    def _set_health(self, state: HealthState, detail: str) -> None:
-        if (state, detail) != (self._health.state, self._health.detail):
-            self._log.info("discord_health", state=state.value, detail=detail)
-        self._health = ChannelHealth(state=state, detail=detail)
+    def _set_health(self, state: HealthState, detail: str = "") -> None:
+        self._health.set(state, detail)
 
     # lifecycle -------------------------------------------------------------------------
 
@@ -148,7 +144,7 @@ class DiscordChannel:
 
     async def _login(self, client: GatewayClient, token: str) -> None:
         """``client.login`` with retries (jittered backoff) while Discord is unreachable."""
-        delay = 1.0
+        backoff = Backoff(self._config.reconnect_backoff())
         while True:
             try:
                 await client.login(token)
@@ -162,14 +158,13 @@ class DiscordChannel:
                 reason = f"HTTP {exc.status}"
             except (aiohttp.ClientError, OSError) as exc:
                 reason = type(exc).__name__
-            wait = delay * random.uniform(0.5, 1.5)
+            wait = backoff.next_delay()
             self._set_health(
                 HealthState.RECONNECTING,
                 f"cannot reach Discord ({reason}); retrying in {wait:.0f}s",
             )
             await client.http.close()
             await asyncio.sleep(wait)
-            delay = min(delay * 2, 60.0)
 
     # gateway events (GatewayListener) --------------------------------------------------
 

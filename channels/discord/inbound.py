@@ -14,9 +14,9 @@ from collections import OrderedDict
 import discord
 import structlog
 
-from bot.config import DiscordChannelConfig
 from bot.envelope import ChannelRef
 from channels.discord.client import Connection
+from channels.discord.config import DiscordChannelConfig
 from channels.discord.normalise import (
     NormaliseOptions,
     envelope_from_facts,

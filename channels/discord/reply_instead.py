@@ -21,10 +21,11 @@ from typing import Any
 import discord
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from bot.channel import MAX_REPLY_CHARS
+
 MODAL_TITLE = "Deny with a reply"
 FIELD_LABEL = "What should the assistant be told instead?"
 FIELD_ID = "hatchway:reply"
-MAX_REPLY_CHARS = 2000
 
 
 def reply_modal(custom_id: str) -> discord.ui.Modal:

@@ -11,17 +11,20 @@ delays the ack past Slack's 3 seconds. Retries are no-ops:
 payloads are deduplicated by ``event_id`` and by ``channel:ts`` (also the envelope's
 ``message_id``, so the ``message``/``app_mention`` pair of one mention yields one envelope).
 
-Outbound: markdown is rendered to ``mrkdwn`` and split under ``max_message_chars``; answers go
-in the thread of the triggering message. Approval cards are Block Kit (see
-:mod:`channels.slack.cards`); clicks and, optionally, reactions go to the host, and a
-refused clicker gets an ephemeral message. "✏️ Reply instead" opens a modal whose text
-becomes a deny-with-a-reply (:mod:`channels.slack.reply_instead`); a cut card's "🔎 Show full and
-decide" opens a modal with the whole request and its own Approve / Always / Deny
-(:mod:`channels.slack.full_view`). Before a card is posted, the approval service asks
-:meth:`SlackChannel.can_see` whether an approver is a member of the conversation
-(:mod:`channels.slack.members`). Health is ``CONNECTED`` only
-after ``auth.test`` accepted the bot token and the event stream is live; a refused token
-sets ``FAILED`` and ``run`` raises :class:`~bot.errors.ChannelAuthError`.
+This module owns the lifecycle, health and the HTTP route, and composes the parts:
+:mod:`~channels.slack.inbound` (listeners and the worker: messages in),
+:mod:`~channels.slack.card_answers` (clicks, reactions and modal answers on approval cards,
+parsed by :mod:`~channels.slack.buttons`; "✏️ Reply instead" is
+:mod:`~channels.slack.reply_instead`, "🔎 Show full and decide" :mod:`~channels.slack.full_view`),
+:mod:`~channels.slack.outbound` (everything posted; Block Kit cards from
+:mod:`~channels.slack.cards`) and :mod:`~channels.slack.members` (whether an approver is a member
+of a conversation, asked before a card is posted), sharing one
+:class:`~channels.slack.api.SlackWebApi` and one
+:class:`~channels.common.card_index.CardIndex`.
+
+Health is ``CONNECTED`` only after ``auth.test`` accepted the bot token and the event stream
+is live; a refused token sets ``FAILED`` and ``run`` raises
+:class:`~bot.errors.ChannelAuthError`.
 """
 
 from __future__ import annotations
@@ -29,69 +32,41 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
-import re
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import structlog
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.app.async_app import AsyncApp
 
+from bot.backoff import Backoff
 from bot.channel import (
     ApprovalCard,
-    CardState,
     ChannelHealth,
     ChannelHost,
     HealthState,
     SentMessage,
 )
-from bot.config import ChannelCommon, Settings, SlackChannelConfig
+from bot.config import ChannelCommon, Settings
 from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelAuthError, ChannelError, ConfigError
 from bot.scrub import register_secrets
 from bot.web import header_bytes
-from channels.common.card_index import CardEntry, CardIndex
+from channels.common.card_index import CardIndex
+from channels.common.health import HealthRecord
 from channels.slack.api import SlackWebApi
-from channels.slack.cards import card_blocks, card_text
+from channels.slack.config import SlackChannelConfig
 from channels.slack.inbound import SlackInbound
-from channels.slack.markup import render_chunks
 from channels.slack.members import ConversationMembers
 from channels.slack.normalise import BotIdentity
-from channels.slack.socket import Backoff, SocketSession
+from channels.slack.outbound import SlackOutbound
+from channels.slack.socket import SocketSession
 
 if TYPE_CHECKING:
     from bot.channel_registry import ChannelContext
     from bot.store import Store
-
-log = structlog.get_logger(__name__)
-
-_EMOJI_NAMES = {
-    "👀": "eyes",
-    "✅": "white_check_mark",
-    "❌": "x",
-    "⏳": "hourglass_flowing_sand",
-    "👍": "+1",
-    "👎": "-1",
-    "⚠️": "warning",
-    "🛑": "octagonal_sign",
-    "♾️": "infinity",
-    "🤔": "thinking_face",
-    "🔐": "closed_lock_with_key",
-}
-_EMOJI_NAME = re.compile(r"^:?([a-z0-9_+\-']+):?$")
-
-
-def emoji_name(emoji: str) -> str | None:
-    """Slack's short name for ``emoji`` (a unicode emoji or ``:name:``), if known."""
-    if emoji in _EMOJI_NAMES:
-        return _EMOJI_NAMES[emoji]
-    match = _EMOJI_NAME.match(emoji)
-    return match.group(1) if match else None
-
 
 _SIGNATURE_MAX_AGE_S = 300
 
@@ -141,12 +116,11 @@ class SlackChannel:
             base_url=config.api_base_url,
             rate_limit_retries=config.rate_limit_retries,
         )
-        self._cards = CardIndex(store.channel_state if store is not None else None, str(ref))
-        self._inbound = SlackInbound(ref=ref, config=config, api=self._api, cards=self._cards)
+        cards = CardIndex(store.channel_state if store is not None else None, str(ref))
+        self._inbound = SlackInbound(ref=ref, config=config, api=self._api, cards=cards)
+        self._outbound = SlackOutbound(ref=ref, config=config, api=self._api, cards=cards)
         self._members = ConversationMembers(self._api)
-        self._backoff = Backoff(base_s=config.reconnect_base_s, cap_s=config.reconnect_max_s)
-        self._health = ChannelHealth(state=HealthState.STOPPED, detail="not started")
-        self._last_edit: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._health = HealthRecord(ref, HealthState.STOPPED, "not started")
         self._app: AsyncApp | None = None
         if config.mode == "http":
             if web_app is None:
@@ -155,29 +129,27 @@ class SlackChannel:
 
     @property
     def health(self) -> ChannelHealth:
-        return self._health
+        return self._health.current
 
-    def _report(self, state: HealthState, detail: str = "") -> None:
-        if state != self._health.state:
-            log.info("channel_health", channel=str(self.ref), state=state.value, detail=detail)
-        self._health = ChannelHealth(state=state, detail=detail)
+    def _set_health(self, state: HealthState, detail: str = "") -> None:
+        self._health.set(state, detail)
 
     # -- lifecycle -------------------------------------------------------------------------
 
     async def run(self, host: ChannelHost) -> None:
         """Check the bot token, then receive events until cancelled."""
-        self._report(HealthState.STARTING, "checking the bot token")
+        self._set_health(HealthState.STARTING, "checking the bot token")
         try:
             async with self._api.kept_alive():
                 await self._run(host)
         except* ChannelAuthError as group:
             error = group.exceptions[0]
-            self._report(HealthState.FAILED, f"{error}; check the tokens in the environment")
+            self._set_health(HealthState.FAILED, f"{error}; check the tokens in the environment")
             raise error from None
         finally:
             self._app = None
             if self._health.state is not HealthState.FAILED:
-                self._report(HealthState.STOPPED, "stopped")
+                self._set_health(HealthState.STOPPED, "stopped")
 
     async def _run(self, host: ChannelHost) -> None:
         bot = await self._authenticate()
@@ -196,23 +168,22 @@ class SlackChannel:
             tasks.create_task(self._serve(app))
 
     async def _authenticate(self) -> BotIdentity:
-        attempt = 0
+        backoff = Backoff(self._config.reconnect_backoff())
         while True:
             try:
                 return await self._api.auth_test()
             except ChannelAuthError:
                 raise
             except ChannelError as exc:
-                attempt += 1
-                self._report(HealthState.STARTING, f"{exc}; retrying")
-                await asyncio.sleep(self._backoff.delay(attempt))
+                self._set_health(HealthState.STARTING, f"{exc}; retrying")
+                await asyncio.sleep(backoff.next_delay())
 
     async def _serve(self, app: AsyncApp) -> None:
         """Receive events until cancelled: HTTP requests through the mounted route, or the
         Socket Mode connection."""
         if self._config.mode == "http":
             self._app = app
-            self._report(HealthState.CONNECTED, f"HTTP events at {self._config.events_path}")
+            self._set_health(HealthState.CONNECTED, f"HTTP events at {self._config.events_path}")
             await asyncio.Event().wait()
             return
         if self._creds.app_token is None:
@@ -221,8 +192,8 @@ class SlackChannel:
             app=app,
             api=self._api,
             app_token=self._creds.app_token,
-            report=self._report,
-            backoff=self._backoff,
+            set_health=self._set_health,
+            backoff=self._config.reconnect_backoff(),
             ping_interval_s=self._config.ping_interval_s,
         )
         await session.run()
@@ -242,72 +213,25 @@ class SlackChannel:
         (``conversations.members``, cached briefly); None when Slack cannot say."""
         return await self._members.can_see(target, user_id)
 
-    # -- outbound ---------------------------------------------------------------------------
+    # -- outbound (Channel), delegated --------------------------------------------------------
 
     async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
-        sent: list[SentMessage] = []
-        for chunk in render_chunks(text, self._config.max_message_chars):
-            posted = await self._api.post_message(
-                channel=target.conversation_id, text=chunk, thread_ts=target.thread_id
-            )
-            sent.append(SentMessage(target=target, message_id=posted.ts))
-        return sent
+        return await self._outbound.send(target, text)
 
     async def edit(self, message: SentMessage, text: str) -> None:
-        """Replace a message's text (its first chunk); repeating the same text is a no-op."""
-        chunks = render_chunks(text, self._config.max_message_chars)
-        if not chunks:
-            return
-        key = (message.target.conversation_id, message.message_id)
-        if self._last_edit.get(key) == chunks[0]:
-            return
-        await self._api.update_message(
-            channel=message.target.conversation_id, ts=message.message_id, text=chunks[0]
-        )
-        self._last_edit[key] = chunks[0]
-        if len(self._last_edit) > 512:
-            self._last_edit.popitem(last=False)
+        await self._outbound.edit(message, text)
 
     async def react(self, target: DeliveryTarget, message_id: str, emoji: str) -> None:
-        """React to a message; ``message_id`` is a ``ts`` or an envelope's ``channel:ts``."""
-        name = emoji_name(emoji)
-        if name is None:
-            log.info("slack_unknown_emoji", channel=str(self.ref))
-            return
-        ts = message_id.rsplit(":", 1)[-1]
-        await self._api.add_reaction(channel=target.conversation_id, ts=ts, name=name)
+        await self._outbound.react(target, message_id, emoji)
 
     async def typing(self, target: DeliveryTarget) -> None:
-        """Slack offers bots no typing indicator outside assistant threads: nothing to do."""
+        await self._outbound.typing(target)
 
     async def post_approval_card(self, target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
-        reactions = self._config.reactions_for_approval
-        posted = await self._api.post_message(
-            channel=target.conversation_id,
-            text=card_text(card),
-            thread_ts=target.thread_id,
-            blocks=card_blocks(card, reactions=reactions),
-        )
-        # A copy posted to a user id lands in the app's DM with them (D…): chat.update and
-        # reactions name that channel, not the user.
-        where = replace(target, conversation_id=posted.channel)
-        if reactions:
-            entry = CardEntry(approval_id=card.approval_id, thread_id=target.thread_id)
-            await self._cards.remember(where.conversation_id, posted.ts, entry)
-        return SentMessage(target=where, message_id=posted.ts)
+        return await self._outbound.post_approval_card(target, card)
 
     async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:
-        reactions = self._config.reactions_for_approval
-        await self._api.update_message(
-            channel=message.target.conversation_id,
-            ts=message.message_id,
-            text=card_text(card),
-            blocks=card_blocks(card, reactions=reactions),
-        )
-        if reactions and card.state is not CardState.PENDING:
-            await self._cards.close(
-                message.target.conversation_id, message.message_id, card.approval_id
-            )
+        await self._outbound.update_approval_card(message, card)
 
 
 def create(ref: ChannelRef, config: ChannelCommon, context: ChannelContext) -> SlackChannel:

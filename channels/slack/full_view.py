@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.channel import ApprovalCard, ApprovalChoice
-from channels.slack.cards import CardPlace, mrkdwn_section, mrkdwn_text, person_mrkdwn
+from channels.slack.buttons import CardPlace
+from channels.slack.cards import mrkdwn_section, mrkdwn_text, person_mrkdwn
 from channels.slack.markup import code_blocks, code_span, escape
 from channels.slack.reply_instead import place_from_metadata, place_metadata
 

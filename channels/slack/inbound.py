@@ -3,29 +3,16 @@
 Bolt acknowledges events before its listeners run, and the action listener acknowledges
 first thing; the listeners here then only deduplicate and drop the payload into a bounded
 queue, so nothing (a users.info lookup, a slow gateway) can delay an ack past Slack's
-3 seconds. :meth:`SlackInbound.run` drains the queue in order until cancelled.
+3 seconds. :meth:`SlackInbound.run` drains the queue in order until cancelled: messages
+become envelopes for the host, answers on approval cards go to
+:class:`~channels.slack.card_answers.ApprovalClicks`.
 
 Three interactions are handled in their listener rather than queued, because they cannot
 wait behind the gateway: "✏️ Reply instead" and "🔎 Show full and decide" open their modal
-right after the ack (the ``trigger_id`` expires 3 seconds after the press), and a modal
-submission is validated before its ack, since the ack is what shows a field error (see
-:mod:`channels.slack.reply_instead`). The submission itself is then queued like a click. Before
-opening a modal the host is asked whether the presser may decide the approval
-(:meth:`~bot.channel.ChannelHost.approval_refusal`); a refused presser gets the ephemeral note
-a refused click gets instead of the modal. The full view (:mod:`channels.slack.full_view`) is
-built from the approval as its row is now (:meth:`~bot.channel.ChannelHost.approval_card`),
-so a card from before a restart opens it too. Answers from a modal are still reported and
-decided by the host, since the request may have changed while the modal was open.
-
-A press of Approve / Always / Deny in the full view is reported with ``full_view=True`` and
-the view is then replaced with the outcome (or the refusal). An Approve or Always from the
-card itself (a stale button, a reaction) is reported with ``full_view=False``, so the service
-refuses it for a cut request (``NEEDS_FULL_VIEW``); for a card the adapter itself could only
-show in part (:func:`~channels.slack.cards.approvable_on_card`), the adapter refuses it.
-
-Every click, reaction or reply is reported with the card it came from
-(:attr:`~bot.channel.ApprovalClick.card`): when the request is no longer open, the approval
-service edits that card to its outcome. The adapter never closes a card itself.
+right after the ack (the ``trigger_id`` expires 3 seconds after the press; see
+:mod:`channels.slack.card_answers`), and a modal submission is validated before its ack,
+since the ack is what shows a field error (see :mod:`channels.slack.reply_instead`). The
+submission itself is then queued like a click.
 
 Deduplication: by ``event_id`` (Slack's retries, ``X-Slack-Retry-Num``) and by
 ``channel:ts`` (the ``message``/``app_mention`` pair Slack sends for one mention). Both are
@@ -44,37 +31,17 @@ import structlog
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 
-from bot.channel import (
-    ApprovalCard,
-    ApprovalChoice,
-    ApprovalClick,
-    CardState,
-    ChannelHost,
-    ClickVerdict,
-    SentMessage,
-)
-from bot.config import SlackChannelConfig
-from bot.envelope import Capabilities, ChannelRef, DeliveryTarget
+from bot.channel import ChannelHost
+from bot.envelope import Capabilities, ChannelRef
 from bot.errors import ChannelAuthError, ChannelError
 from channels.common.card_index import CardIndex
 from channels.slack.api import DisplayNames, SlackWebApi
-from channels.slack.cards import (
-    ACTION_PATTERN,
-    REPLY_ACTION_ID,
-    SHOW_FULL_ACTION_ID,
-    CardPlace,
-    approvable_on_card,
-    parse_click,
-    parse_reaction,
-    parse_reply_click,
-    parse_show_full_click,
-)
+from channels.slack.buttons import ACTION_PATTERN, REPLY_ACTION_ID, SHOW_FULL_ACTION_ID
+from channels.slack.card_answers import ApprovalClicks
+from channels.slack.config import SlackChannelConfig
 from channels.slack.full_view import (
     FULL_VIEW_ACTION_PATTERN,
-    OUTCOMES,
     FullViewClick,
-    full_view,
-    outcome_view,
     parse_full_view_click,
 )
 from channels.slack.normalise import (
@@ -90,13 +57,9 @@ from channels.slack.reply_instead import (
     ReplySubmission,
     parse_submission,
     reply_error,
-    reply_modal,
 )
 
 log = structlog.get_logger(__name__)
-
-MODAL_FAILED = "The reply form could not be opened. Press ✏️ Reply instead again."
-FULL_VIEW_FAILED = "The full request could not be opened. Press 🔎 Show full and decide again."
 
 
 class RecentKeys:
@@ -139,15 +102,14 @@ class SlackInbound:
     ) -> None:
         self._ref = ref
         self._config = config
-        self._api = api
-        self._cards = cards
+        self._clicks = ApprovalClicks(ref=ref, api=api, cards=cards)
         self._names = DisplayNames(api, ttl_s=config.user_cache_ttl_s)
         self._queue: asyncio.Queue[_Inbound | ReplySubmission | FullViewClick] = asyncio.Queue(
             maxsize=queue_size
         )
         self._events = RecentKeys()
         self._messages = RecentKeys()
-        # set by run(): the reply listener asks it before opening a modal
+        # set by run(): the modal listeners ask it before opening a modal
         self._host: ChannelHost | None = None
 
     def register(self, app: AsyncApp) -> None:
@@ -198,26 +160,8 @@ class SlackInbound:
         self._enqueue(_Inbound(kind="click", body=body))
 
     async def _on_reply_action(self, ack: AsyncAck, body: dict[str, Any]) -> None:
-        """Open the reply modal now, for a presser the host would let decide: the trigger
-        expires before a queued item would run. Anyone else is told why not instead."""
         await ack()
-        click = parse_reply_click(body)
-        if click is None:
-            log.info("slack_click_malformed", channel=str(self._ref))
-            return
-        if self._host is not None:
-            refused = await self._host.approval_refusal(
-                channel=self._ref, approval_id=click.place.approval_id, user_id=click.user_id
-            )
-            if refused is not None:
-                log.info("slack_reply_refused", channel=str(self._ref), verdict=refused.value)
-                await self._tell(click.place, click.user_id, refused.message)
-                return
-        try:
-            await self._api.open_view(trigger_id=click.trigger_id, view=reply_modal(click.place))
-        except ChannelError as exc:
-            log.warning("slack_reply_modal_failed", channel=str(self._ref), error=str(exc))
-            await self._tell(click.place, click.user_id, MODAL_FAILED)
+        await self._clicks.reply_requested(self._host, body)
 
     async def _on_reply_submitted(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         """Refuse an empty reply in the modal (the ack carries the error); otherwise close
@@ -235,42 +179,8 @@ class SlackInbound:
         self._enqueue(submission)
 
     async def _on_show_full(self, ack: AsyncAck, body: dict[str, Any]) -> None:
-        """Open the full view now, for a presser the host would let decide, built from the
-        approval as its row is now. Anyone else is told why not instead."""
         await ack()
-        click = parse_show_full_click(body)
-        host = self._host
-        if click is None or host is None:
-            log.info("slack_click_malformed", channel=str(self._ref))
-            return
-        place = click.place
-        card = await self._full_view_card(host, place, click.user_id)
-        if isinstance(card, ClickVerdict):
-            log.info("slack_full_view_refused", channel=str(self._ref), verdict=card.value)
-            await self._tell(place, click.user_id, card.message)
-            return
-        try:
-            await self._api.open_view(trigger_id=click.trigger_id, view=full_view(card, place))
-        except ChannelError as exc:
-            log.warning("slack_full_view_failed", channel=str(self._ref), error=str(exc))
-            await self._tell(place, click.user_id, FULL_VIEW_FAILED)
-
-    async def _full_view_card(
-        self, host: ChannelHost, place: CardPlace, user_id: str
-    ) -> ApprovalCard | ClickVerdict:
-        """The card to show whole, or why ``user_id`` gets no full view (the refusal a click
-        would get; the request expired or was decided)."""
-        refused = await host.approval_refusal(
-            channel=self._ref, approval_id=place.approval_id, user_id=user_id
-        )
-        if refused is not None:
-            return refused
-        card = await host.approval_card(channel=self._ref, approval_id=place.approval_id)
-        if card is None or card.state is CardState.EXPIRED:
-            return ClickVerdict.UNKNOWN
-        if card.state is not CardState.PENDING:
-            return ClickVerdict.ALREADY_DECIDED
-        return card
+        await self._clicks.full_view_requested(self._host, body)
 
     async def _on_full_view_action(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
@@ -290,15 +200,15 @@ class SlackInbound:
             item = await self._queue.get()
             try:
                 if isinstance(item, ReplySubmission):
-                    await self._reply(host, item)
+                    await self._clicks.reply(host, item)
                 elif isinstance(item, FullViewClick):
-                    await self._full_view_answer(host, item)
+                    await self._clicks.full_view_answer(host, item)
                 elif item.kind == "message":
                     await self._deliver(host, bot, item.body)
                 elif item.kind == "click":
-                    await self._click(host, item.body)
+                    await self._clicks.click(host, item.body)
                 else:
-                    await self._reaction(host, bot, item.body)
+                    await self._clicks.reaction(host, bot, item.body)
             except ChannelAuthError:
                 raise
             except ChannelError as exc:
@@ -334,135 +244,3 @@ class SlackInbound:
             dm_replies_in_thread=self._config.dm_replies_in_thread,
         )
         await host.deliver(envelope)
-
-    async def _answer(
-        self,
-        host: ChannelHost,
-        place: CardPlace,
-        *,
-        choice: ApprovalChoice,
-        user_id: str,
-        replacement_text: str | None = None,
-    ) -> None:
-        """Report an answer from a card (or the reply modal); a refusal is told privately."""
-        verdict = await self._decide(
-            host, place, choice=choice, user_id=user_id, replacement_text=replacement_text
-        )
-        if verdict is not ClickVerdict.ACCEPTED:
-            await self._tell(place, user_id, verdict.message)
-
-    async def _shown_in_part(self, host: ChannelHost, place: CardPlace) -> bool:
-        """Whether the card could only show part of a request the service did not cut (its
-        summary did not fit one message): the service cannot know, so the adapter refuses
-        Approve / Always from such a card itself."""
-        card = await host.approval_card(channel=self._ref, approval_id=place.approval_id)
-        if card is None or card.cut or card.state is not CardState.PENDING:
-            return False  # unknown, decided or cut: the service answers
-        return not approvable_on_card(card)
-
-    async def _decide(
-        self,
-        host: ChannelHost,
-        place: CardPlace,
-        *,
-        choice: ApprovalChoice,
-        user_id: str,
-        replacement_text: str | None = None,
-        full_view: bool = False,
-    ) -> ClickVerdict:
-        approving = not full_view and choice is not ApprovalChoice.DENY
-        if approving and await self._shown_in_part(host, place):
-            refused = await host.approval_refusal(
-                channel=self._ref, approval_id=place.approval_id, user_id=user_id
-            )
-            log.info("slack_approval_needs_full_view", channel=str(self._ref))
-            return refused or ClickVerdict.NEEDS_FULL_VIEW
-        card = None
-        if place.message_ts:
-            target = DeliveryTarget(
-                channel=self._ref, conversation_id=place.channel_id, thread_id=place.thread_ts
-            )
-            card = SentMessage(target=target, message_id=place.message_ts)
-        click = ApprovalClick(
-            channel=self._ref,
-            approval_id=place.approval_id,
-            choice=choice,
-            user_id=user_id,
-            replacement_text=replacement_text,
-            card=card,
-            full_view=full_view,
-        )
-        verdict = await host.approval_clicked(click)
-        log.info(
-            "slack_approval_answer",
-            channel=str(self._ref),
-            verdict=verdict.value,
-            full_view=full_view,
-        )
-        return verdict
-
-    async def _full_view_answer(self, host: ChannelHost, click: FullViewClick) -> None:
-        """Report a press in the full view, then show its outcome (or refusal) in the view.
-        If the view cannot be updated (closed, or a second press already changed it), a
-        refusal is told privately instead; an accepted answer shows on the card anyway."""
-        verdict = await self._decide(
-            host, click.place, choice=click.choice, user_id=click.user_id, full_view=True
-        )
-        accepted = verdict is ClickVerdict.ACCEPTED
-        text = OUTCOMES[click.choice] if accepted else verdict.message
-        try:
-            await self._api.update_view(
-                view_id=click.view_id,
-                view=outcome_view(text, click.place),
-                view_hash=click.view_hash,
-            )
-        except ChannelAuthError:
-            raise
-        except ChannelError as exc:
-            log.info("slack_full_view_update_failed", channel=str(self._ref), error=str(exc))
-            if not accepted:
-                await self._tell(click.place, click.user_id, verdict.message)
-
-    async def _tell(self, place: CardPlace, user_id: str, text: str) -> None:
-        """An ephemeral note to ``user_id`` beside the card; a failure is only logged."""
-        try:
-            await self._api.post_ephemeral(
-                channel=place.channel_id, user=user_id, text=text, thread_ts=place.thread_ts
-            )
-        except ChannelAuthError:
-            raise
-        except ChannelError as exc:
-            log.warning("slack_ephemeral_failed", channel=str(self._ref), error=str(exc))
-
-    async def _click(self, host: ChannelHost, body: Mapping[str, Any]) -> None:
-        click = parse_click(body)
-        if click is None:
-            log.info("slack_click_malformed", channel=str(self._ref))
-            return
-        await self._answer(host, click.place, choice=click.choice, user_id=click.user_id)
-
-    async def _reply(self, host: ChannelHost, reply: ReplySubmission) -> None:
-        await self._answer(
-            host,
-            reply.place,
-            choice=ApprovalChoice.DENY,
-            user_id=reply.user_id,
-            replacement_text=reply.text,
-        )
-
-    async def _reaction(
-        self, host: ChannelHost, bot: BotIdentity, event: Mapping[str, Any]
-    ) -> None:
-        reaction = parse_reaction(event)
-        if reaction is None or reaction.user_id == bot.user_id:
-            return
-        card = await self._cards.find(reaction.channel_id, reaction.message_ts)
-        if card is None or not card.open:
-            return
-        place = CardPlace(
-            approval_id=card.approval_id,
-            channel_id=reaction.channel_id,
-            message_ts=reaction.message_ts,
-            thread_ts=card.thread_id,
-        )
-        await self._answer(host, place, choice=reaction.choice, user_id=reaction.user_id)

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from bot.tools.outcome import MAX_EDIT_CHARS
-from channels.slack.cards import CardPlace
+from bot.channel import MAX_REPLY_CHARS
+from channels.slack.buttons import CardPlace
 
 CALLBACK_ID = "hatchway_reply"
 #: The input block's ``block_id``: the key Slack expects in ``response_action: errors``.
@@ -30,7 +30,6 @@ INPUT_BLOCK_ID = "hatchway_reply"
 INPUT_ACTION_ID = "text"
 TITLE = "Deny with a reply"
 FIELD_LABEL = "What should the assistant be told instead?"
-MAX_REPLY_CHARS = MAX_EDIT_CHARS
 EMPTY_REPLY = "Write what the assistant should be told, or close this and press Deny."
 TOO_LONG_REPLY = f"Keep the reply to at most {MAX_REPLY_CHARS} characters."
 

@@ -5,16 +5,14 @@ app-level token forever; here its auto-reconnect is off and :class:`SocketSessio
 loop instead: it asks ``apps.connections.open`` for a URL (a refused token raises
 :class:`~bot.errors.ChannelAuthError` at once), connects through bolt's
 ``AsyncSocketModeHandler``, reports the connection live only after Slack's ``hello``, and
-when the socket drops reconnects after an exponential delay with full jitter. Slack's own
-``disconnect`` (refresh) messages are still handled by the SDK.
+when the socket drops reconnects after a jittered exponential delay (:mod:`bot.backoff`).
+Slack's own ``disconnect`` (refresh) messages are still handled by the SDK.
 """
 
 from __future__ import annotations
 
 import asyncio
-import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import cast
 
 import aiohttp
@@ -23,30 +21,19 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.app.async_app import AsyncApp
 from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
 
+from bot.backoff import Backoff, BackoffPolicy
 from bot.channel import HealthState
 from bot.errors import ChannelAuthError, ChannelError
 from channels.slack.api import SlackCallFailed, SlackWebApi
 
 log = structlog.get_logger(__name__)
 
-HealthReport = Callable[[HealthState, str], None]
+HealthSetter = Callable[[HealthState, str], None]
 
 
 def _untyped_call(method: object) -> Awaitable[None]:
     """Call one of the handler's unannotated ``async def`` methods, typed."""
     return cast(Callable[[], Awaitable[None]], method)()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Backoff:
-    """Exponential backoff with full jitter: attempt ``n`` waits up to ``base * 2**(n-1)``."""
-
-    base_s: float = 1.0
-    cap_s: float = 60.0
-
-    def delay(self, attempt: int, rng: Callable[[], float] = random.random) -> float:
-        ceiling = min(self.cap_s, self.base_s * 2.0 ** min(max(attempt, 1) - 1, 30))
-        return rng() * ceiling
 
 
 class SocketSession:
@@ -58,16 +45,16 @@ class SocketSession:
         app: AsyncApp,
         api: SlackWebApi,
         app_token: str,
-        report: HealthReport,
-        backoff: Backoff,
+        set_health: HealthSetter,
+        backoff: BackoffPolicy,
         ping_interval_s: float = 10.0,
         connect_timeout_s: float = 30.0,
     ) -> None:
         self._app = app
         self._api = api
         self._app_token = app_token
-        self._report = report
-        self._backoff = backoff
+        self._set_health = set_health
+        self._backoff = Backoff(backoff)
         self._ping_interval = ping_interval_s
         self._connect_timeout = connect_timeout_s
         self._hello = asyncio.Event()
@@ -101,7 +88,6 @@ class SocketSession:
         self._dropped.set()
 
     async def _supervise(self, handler: AsyncSocketModeHandler) -> None:
-        attempt = 0
         connected_once = False
         while True:
             try:
@@ -109,22 +95,21 @@ class SocketSession:
             except ChannelAuthError:
                 raise
             except (ChannelError, aiohttp.ClientError, OSError, TimeoutError) as exc:
-                attempt += 1
-                delay = self._backoff.delay(attempt)
+                delay = self._backoff.next_delay()
                 reason = exc.code if isinstance(exc, SlackCallFailed) else type(exc).__name__
                 log.warning("slack_socket_connect_failed", reason=reason, retry_in_s=delay)
                 state = HealthState.RECONNECTING if connected_once else HealthState.STARTING
-                self._report(state, f"socket mode connect failed ({reason}); retrying")
+                self._set_health(state, f"socket mode connect failed ({reason}); retrying")
                 await asyncio.sleep(delay)
                 continue
-            attempt = 0
+            self._backoff.reset()
             connected_once = True
-            self._report(HealthState.CONNECTED, "socket mode")
+            self._set_health(HealthState.CONNECTED, "socket mode")
             log.info("slack_socket_connected")
             await self._wait_dropped(handler)
-            self._report(HealthState.RECONNECTING, "socket mode connection dropped")
+            self._set_health(HealthState.RECONNECTING, "socket mode connection dropped")
             log.warning("slack_socket_dropped")
-            await asyncio.sleep(self._backoff.delay(1))
+            await asyncio.sleep(self._backoff.next_delay())
 
     async def _connect(self, handler: AsyncSocketModeHandler) -> None:
         self._hello.clear()

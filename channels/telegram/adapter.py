@@ -30,6 +30,7 @@ from telegram.error import Conflict, InvalidToken, NetworkError, RetryAfter
 from telegram.ext import Application
 from telegram.request import HTTPXRequest
 
+from bot.backoff import Backoff
 from bot.channel import (
     ApprovalCard,
     ChannelHealth,
@@ -38,18 +39,20 @@ from bot.channel import (
     SentMessage,
 )
 from bot.channel_registry import ChannelContext
-from bot.config import ChannelCommon, Settings, TelegramChannelConfig
+from bot.config import ChannelCommon, Settings
 from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelAuthError, ChannelError, ConfigError
 from bot.scrub import register_secret
 from channels.common.card_index import CardIndex
+from channels.common.health import HealthRecord
 from channels.telegram.card_answers import ApprovalTaps
+from channels.telegram.config import TelegramChannelConfig
 from channels.telegram.inbound import UpdateRouter, allowed_updates
 from channels.telegram.members import ConversationMembers
 from channels.telegram.normalise import BotIdentity
 from channels.telegram.offset import PollingOffset
 from channels.telegram.outbound import TelegramOutbound
-from channels.telegram.ratelimit import backoff_delay, retry_after_seconds
+from channels.telegram.ratelimit import retry_after_seconds
 from channels.telegram.reply_instead import CardReplies
 from channels.telegram.webhook import WebhookReceiver
 
@@ -103,12 +106,12 @@ class TelegramChannel:
         self._inbound = UpdateRouter(ref=ref, config=config, taps=taps, replies=replies)
         self._offset = PollingOffset(context.store.channel_state, str(ref))
         self._webhook_secret = webhook_secret
-        self._health = ChannelHealth(state=HealthState.STARTING)
+        self._health = HealthRecord(ref)
         self._webhook: WebhookReceiver | None = None
 
     @property
     def health(self) -> ChannelHealth:
-        return self._health
+        return self._health.current
 
     @property
     def webhook_port(self) -> int:
@@ -116,9 +119,7 @@ class TelegramChannel:
         return self._webhook.port if self._webhook is not None else 0
 
     def _set_health(self, state: HealthState, detail: str = "") -> None:
-        if self._health.state != state or self._health.detail != detail:
-            log.info("channel_health", channel=str(self.ref), state=str(state), detail=detail)
-        self._health = ChannelHealth(state=state, detail=detail)
+        self._health.set(state, detail)
 
     async def run(self, host: ChannelHost) -> None:
         """Connect, then receive until cancelled."""
@@ -141,7 +142,7 @@ class TelegramChannel:
 
     async def _connect(self) -> None:
         """``getMe`` until it answers; a refused token is fatal."""
-        attempt = 0
+        backoff = Backoff(self._config.reconnect_backoff())
         while True:
             try:
                 await self._app.initialize()
@@ -158,19 +159,16 @@ class TelegramChannel:
                 await asyncio.sleep(retry_after_seconds(exc))
                 continue
             except NetworkError as exc:
-                await self._reconnect_pause(attempt, f"cannot reach the Bot API: {exc}")
-                attempt += 1
+                await self._reconnect_pause(backoff, f"cannot reach the Bot API: {exc}")
                 continue
             break
         bot = self._app.bot
         self._inbound.me = BotIdentity(id=bot.id, username=bot.username or "")
         log.info("telegram_connected", channel=str(self.ref), bot=bot.username)
 
-    async def _reconnect_pause(self, attempt: int, reason: str) -> None:
+    async def _reconnect_pause(self, backoff: Backoff, reason: str) -> None:
         self._set_health(HealthState.RECONNECTING, reason)
-        delay = backoff_delay(
-            attempt, initial_s=self._config.reconnect_initial_s, max_s=self._config.reconnect_max_s
-        )
+        delay = backoff.next_delay()
         log.warning(
             "telegram_reconnecting", channel=str(self.ref), reason=reason, delay_s=round(delay, 2)
         )
@@ -181,7 +179,7 @@ class TelegramChannel:
     async def _poll(self, host: ChannelHost) -> None:
         bot: Bot = self._app.bot
         offset = await self._offset.load()
-        failures = 0
+        backoff = Backoff(self._config.reconnect_backoff())
         while True:
             # The first call after (re)connecting does not wait, so health turns honest fast.
             live = self._health.state is HealthState.CONNECTED
@@ -199,14 +197,12 @@ class TelegramChannel:
                 await asyncio.sleep(retry_after_seconds(exc))
                 continue
             except Conflict:
-                await self._reconnect_pause(failures, CONFLICT_DETAIL)
-                failures += 1
+                await self._reconnect_pause(backoff, CONFLICT_DETAIL)
                 continue
             except NetworkError as exc:
-                await self._reconnect_pause(failures, f"getUpdates failed: {exc}")
-                failures += 1
+                await self._reconnect_pause(backoff, f"getUpdates failed: {exc}")
                 continue
-            failures = 0
+            backoff.reset()
             self._set_health(HealthState.CONNECTED)
             for update in updates:
                 await self._inbound.route(update, host)

@@ -47,9 +47,9 @@ from bot.channel import (
     ClickVerdict,
     SentMessage,
 )
-from bot.config import TelegramChannelConfig
 from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelError
+from channels.telegram.config import TelegramChannelConfig
 from channels.telegram.normalise import message_key, reaction_choice
 from channels.telegram.outbound import TelegramOutbound
 

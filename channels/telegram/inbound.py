@@ -19,9 +19,9 @@ import structlog
 from telegram import Update
 
 from bot.channel import ChannelHost
-from bot.config import TelegramChannelConfig
 from bot.envelope import Capabilities, ChannelRef
 from channels.telegram.card_answers import ApprovalTaps
+from channels.telegram.config import TelegramChannelConfig
 from channels.telegram.markup import TELEGRAM_LIMIT
 from channels.telegram.normalise import BotIdentity, normalise_message
 from channels.telegram.reply_instead import CardReplies

@@ -35,11 +35,11 @@ from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, RetryAfter, TelegramError
 
 from bot.channel import ApprovalCard, CardState, SentMessage
-from bot.config import TelegramChannelConfig
 from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelError
 from channels.common.card_index import CardEntry, CardIndex, ViewMessage
 from channels.telegram.cards import card_keyboard, fit_card, full_view_keyboard
+from channels.telegram.config import TelegramChannelConfig
 from channels.telegram.full_view import DOCUMENT_NAME, FullViewPlan, plan_full_view
 from channels.telegram.markup import TELEGRAM_LIMIT, render_chunks
 from channels.telegram.normalise import CallbackCodec, message_key, parse_message_id

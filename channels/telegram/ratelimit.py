@@ -20,11 +20,15 @@ import structlog
 from telegram.error import BadRequest, NetworkError, RetryAfter, TimedOut
 from telegram.warnings import PTBDeprecationWarning
 
+from bot.backoff import BackoffPolicy
 from bot.errors import ChannelError
 
 log = structlog.get_logger(__name__)
 
 T = TypeVar("T")
+
+#: Retries of a call the Bot API failed with a server error: short, as a turn waits on them.
+SERVER_ERROR_BACKOFF = BackoffPolicy(initial_s=0.5, max_s=4.0)
 
 
 def retry_after_seconds(exc: RetryAfter) -> float:
@@ -36,12 +40,6 @@ def retry_after_seconds(exc: RetryAfter) -> float:
     if isinstance(value, dtm.timedelta):
         return value.total_seconds()
     return float(value)
-
-
-def backoff_delay(attempt: int, *, initial_s: float, max_s: float) -> float:
-    """Exponential backoff with full jitter for reconnect attempt ``attempt`` (0-based)."""
-    ceiling = min(max_s, initial_s * (2 ** min(attempt, 16)))
-    return random.uniform(ceiling / 2, ceiling)
 
 
 async def with_retry_after(
@@ -63,7 +61,7 @@ async def with_retry_after(
         except NetworkError as exc:
             if attempt == attempts:
                 raise
-            delay = backoff_delay(attempt - 1, initial_s=0.5, max_s=4.0)
+            delay = SERVER_ERROR_BACKOFF.delay(attempt - 1, jitter=random.random())
             log.warning("telegram_server_error", method=method, error=exc.message, attempt=attempt)
             await asyncio.sleep(delay)
         except RetryAfter as exc:

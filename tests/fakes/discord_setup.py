@@ -12,9 +12,10 @@ from typing import Any
 
 from bot.channel import Channel, ChannelHost, HealthState
 from bot.channel_registry import ChannelContext, create_channel
-from bot.config import DiscordChannelConfig, Settings, parse_settings
+from bot.config import Settings, parse_settings
 from bot.store import Store
 from channels.discord.adapter import DiscordChannel
+from channels.discord.config import DiscordChannelConfig
 from tests.fakes.channel_health import wait_for_health
 from tests.fakes.discord_payloads import JSON, message_payload, user_payload
 from tests.fakes.discord_server import FakeDiscord

@@ -32,7 +32,7 @@ CARD_APPROVAL_ID = "apr-7f3a"
 
 _QUICK_RECONNECTS: dict[str, Any] = {
     "ping_interval_s": 0.5,
-    "reconnect_base_s": 0.01,
+    "reconnect_initial_s": 0.01,
     "reconnect_max_s": 0.05,
 }
 

@@ -9,10 +9,11 @@ from typing import Any
 from bot.app import App
 from bot.channel import HealthState
 from bot.channel_registry import ChannelContext
-from bot.config import Settings, TelegramChannelConfig, parse_settings
+from bot.config import Settings, parse_settings
 from bot.envelope import ChannelRef
 from bot.store import Store
 from channels.telegram.adapter import TelegramChannel
+from channels.telegram.config import TelegramChannelConfig
 from tests.fakes.channel_health import wait_for_health
 from tests.fakes.telegram_server import FakeTelegram
 

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bot.app import App
-from bot.channel import SentMessage
 from bot.config import Settings, parse_settings
 from bot.envelope import Capabilities, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
-from tests.approval.fake_channel import FakeTerminal
+from tests.fakes.channel import FakeTerminal
 from tests.fakes.scripted_provider import ScriptedProvider
 
 DEMO_SERVER = [sys.executable, str(Path(__file__).with_name("demo_server.py"))]
@@ -25,8 +24,8 @@ SECRET = "s3cr3t-token-value-0123456789"
 def demo_config(**overrides: Any) -> dict[str, Any]:
     config: dict[str, Any] = {
         "command": DEMO_SERVER,
-        "restart_initial_s": 0.05,
-        "restart_max_s": 0.5,
+        "reconnect_initial_s": 0.05,
+        "reconnect_max_s": 0.5,
         "env_from": {"DEMO_TOKEN": "HATCHWAY_TEST_DEMO_TOKEN"},
     }
     config.update(overrides)
@@ -60,26 +59,7 @@ def console_message(text: str, message_id: str) -> IngressEnvelope:
     )
 
 
-class Terminal(FakeTerminal):
-    """The console: answers approval prompts from a script and records replies."""
-
-    def __init__(self, ref: ChannelRef, answers: Sequence[str | None]) -> None:
-        super().__init__(ref, answers)
-        self._changed = asyncio.Event()
-
-    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
-        sent = await super().send(target, text)
-        self._changed.set()
-        return sent
-
-    async def wait_for(self, needle: str) -> None:
-        async with asyncio.timeout(30):
-            while not any(needle in text for _, text in self.sent):
-                self._changed.clear()
-                await self._changed.wait()
-
-
-AppFactory = Callable[..., Awaitable[tuple[App, Terminal]]]
+AppFactory = Callable[..., Awaitable[tuple[App, FakeTerminal]]]
 
 
 @pytest.fixture
@@ -96,8 +76,8 @@ async def start_app(
 
     async def start(
         mcp: dict[str, Any], answers: tuple[str | None, ...] = ()
-    ) -> tuple[App, Terminal]:
-        terminal = Terminal(CONSOLE, list(answers))
+    ) -> tuple[App, FakeTerminal]:
+        terminal = FakeTerminal(CONSOLE, list(answers))
         app = App(
             make_settings(tmp_path, mcp), provider=provider, channels={"console.main": terminal}
         )

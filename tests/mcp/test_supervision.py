@@ -53,7 +53,7 @@ async def test_server_that_cannot_start_keeps_restarting() -> None:
     connection = McpConnection(
         "ghost",
         McpServerConfig(
-            command=["/nonexistent/mcp-server"], restart_initial_s=0.01, restart_max_s=0.02
+            command=["/nonexistent/mcp-server"], reconnect_initial_s=0.01, reconnect_max_s=0.02
         ),
     )
     async with asyncio.TaskGroup() as group:

@@ -13,7 +13,7 @@ variable to fix.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bot.commands.doctor.endpoint import json_object
 from bot.commands.doctor.report import Outcome
@@ -22,12 +22,37 @@ from bot.errors import ConfigError
 if TYPE_CHECKING:
     import aiohttp
 
-    from bot.config import (
-        ChannelCommon,
-        DiscordChannelConfig,
-        SlackChannelConfig,
-        TelegramChannelConfig,
-    )
+    from bot.config import ChannelCommon
+
+
+# The keys each check reads from its platform's config model (``channels/<kind>/config.py``,
+# which ``bot`` does not import).
+class _TelegramKeys(Protocol):
+    @property
+    def token_env(self) -> str: ...
+    @property
+    def api_base_url(self) -> str: ...
+
+
+class _SlackKeys(Protocol):
+    @property
+    def bot_token_env(self) -> str: ...
+    @property
+    def app_token_env(self) -> str: ...
+    @property
+    def signing_secret_env(self) -> str: ...
+    @property
+    def api_base_url(self) -> str: ...
+    @property
+    def mode(self) -> str: ...
+
+
+class _DiscordKeys(Protocol):
+    @property
+    def token_env(self) -> str: ...
+    @property
+    def api_base_url(self) -> str | None: ...
+
 
 DISCORD_API = "https://discord.com/api/v10"
 
@@ -54,7 +79,7 @@ def _secret(env_name: str, what: str) -> str:
     return value
 
 
-async def _telegram(cfg: TelegramChannelConfig, http: aiohttp.ClientSession) -> Outcome:
+async def _telegram(cfg: _TelegramKeys, http: aiohttp.ClientSession) -> Outcome:
     token = _secret(cfg.token_env, "bot token")
     async with http.post(f"{cfg.api_base_url}{token}/getMe") as response:
         body = await json_object(response)
@@ -67,7 +92,7 @@ async def _telegram(cfg: TelegramChannelConfig, http: aiohttp.ClientSession) -> 
     )
 
 
-async def _slack(cfg: SlackChannelConfig, http: aiohttp.ClientSession) -> Outcome:
+async def _slack(cfg: _SlackKeys, http: aiohttp.ClientSession) -> Outcome:
     bot = _secret(cfg.bot_token_env, "bot token")
     ok, detail = await _slack_call(http, cfg.api_base_url, "auth.test", bot)
     if not ok:
@@ -102,7 +127,7 @@ async def _slack_call(
     return False, f"refused ({body.get('error') or f'HTTP {response.status}'})"
 
 
-async def _discord(cfg: DiscordChannelConfig, http: aiohttp.ClientSession) -> Outcome:
+async def _discord(cfg: _DiscordKeys, http: aiohttp.ClientSession) -> Outcome:
     token = _secret(cfg.token_env, "bot token")
     base = (cfg.api_base_url or DISCORD_API).rstrip("/")
     headers = {"Authorization": f"Bot {token}"}

@@ -29,7 +29,6 @@ from bot.envelope import DeliveryTarget
 from bot.errors import ChannelAuthError, ConfigError
 from bot.store import Store
 from channels.slack.adapter import create
-from channels.slack.socket import Backoff
 from tests.fakes.channel_health import serving as running
 from tests.fakes.channel_health import wait_for_health
 from tests.fakes.recording_host import RecordingHost
@@ -458,10 +457,3 @@ async def test_create_reads_secrets_from_the_environment(
     monkeypatch.setenv("HATCHWAY_SLACK_SIGNING_SECRET", SECRET)
     with pytest.raises(ConfigError, match="server"):
         create(REF, http_config, context)
-
-
-@pytest.mark.parametrize(("attempt", "ceiling"), [(0, 1.0), (1, 1.0), (2, 2.0), (4, 8.0), (9, 8.0)])
-def test_reconnect_backoff_grows_to_its_cap(attempt: int, ceiling: float) -> None:
-    backoff = Backoff(base_s=1.0, cap_s=8.0)
-    assert backoff.delay(attempt, rng=lambda: 1.0) == ceiling
-    assert backoff.delay(attempt, rng=lambda: 0.25) == ceiling / 4

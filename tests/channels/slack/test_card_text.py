@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from bot.approval.summary import describe
 from bot.channel import CUT_NOTE, SHOW_FULL_LABEL, ApprovalCard, ApprovalChoice, CardState
+from channels.slack.buttons import CardPlace
 from channels.slack.cards import (
     MAX_CARD_CODE_BLOCKS,
-    CardPlace,
     approvable_on_card,
     card_blocks,
     card_text,

@@ -7,12 +7,8 @@ from typing import Any
 import pytest
 
 from bot.channel import ApprovalCard, ApprovalChoice, CardState
-from channels.slack.cards import (
-    card_blocks,
-    parse_click,
-    parse_reaction,
-    parse_reply_click,
-)
+from channels.slack.buttons import parse_click, parse_reaction, parse_reply_click
+from channels.slack.cards import card_blocks
 from channels.slack.reply_instead import EMPTY_REPLY, parse_submission, reply_error
 from tests.fakes.slack_server import block_actions
 

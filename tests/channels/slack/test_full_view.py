@@ -30,8 +30,8 @@ from bot.store import Store
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
 from bot.store.audit import Decision
 from channels.slack.adapter import SlackChannel
+from channels.slack.card_answers import FULL_VIEW_FAILED
 from channels.slack.full_view import OUTCOMES
-from channels.slack.inbound import FULL_VIEW_FAILED
 from tests.approval.conftest import make_envelope, make_request
 from tests.approval.service_host import ServiceHost
 from tests.fakes.approval_service import approval_service as service_over

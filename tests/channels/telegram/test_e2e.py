@@ -25,6 +25,7 @@ from bot.app import App
 from bot.approval.card import card_for
 from bot.channel import ClickVerdict
 from bot.envelope import DeliveryTarget
+from bot.store import InboxKey
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
 from tests.fakes.recording_tool import deploy_tool
 from tests.fakes.scripted_provider import ScriptedProvider, call, reply
@@ -198,7 +199,9 @@ async def test_dm_reply_to_card_denies_with_text(tg: FakeTelegram, tmp_path: Pat
             count=2,
         )
         [ack] = await tg.wait_for("setMessageReaction", lambda c: c.params["chat_id"] == APPROVER)
-        own_entry = await app.store.inbox.get(channel="telegram.main", message_id=f"{REQUESTER}:11")
+        own_entry = await app.store.inbox.get(
+            InboxKey(channel="telegram.main", message_id=f"{REQUESTER}:11")
+        )
         rows = await app.store.audit.since()
 
     assert ran == []

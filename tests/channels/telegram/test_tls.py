@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from bot.channel_registry import ChannelContext
-from bot.config import TelegramChannelConfig
 from bot.store import Store
 from channels.telegram.adapter import TelegramChannel
+from channels.telegram.config import TelegramChannelConfig
 from tests.fakes.telegram_server import FakeTelegram
 from tests.fakes.telegram_setup import REF, TOKEN
 

@@ -29,6 +29,7 @@ from bot.channel_registry import ChannelContext
 from bot.config import ChannelCommon
 from bot.envelope import Capabilities, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
 from bot.visible_text import terminal_text
+from channels.common.health import HealthRecord
 
 log = structlog.get_logger(__name__)
 
@@ -50,14 +51,17 @@ class ConsoleChannel:
         self._stdin = stdin if stdin is not None else sys.stdin
         self._stdout = stdout if stdout is not None else sys.stdout
         self._user = user or os.environ.get("USER") or "local"
-        self._health = ChannelHealth(state=HealthState.STARTING)
+        self._health = HealthRecord(ref)
         self._prompt: asyncio.Future[str | None] | None = None
         self._prompt_lock = asyncio.Lock()
         self._eof = asyncio.Event()
 
     @property
     def health(self) -> ChannelHealth:
-        return self._health
+        return self._health.current
+
+    def _set_health(self, state: HealthState, detail: str = "") -> None:
+        self._health.set(state, detail)
 
     @property
     def target(self) -> DeliveryTarget:
@@ -71,7 +75,7 @@ class ConsoleChannel:
     async def run(self, host: ChannelHost) -> None:
         """Read lines until end of input, delivering each as an envelope."""
         reader, transport = await self._open_reader()
-        self._health = ChannelHealth(state=HealthState.CONNECTED, detail="reading stdin")
+        self._set_health(HealthState.CONNECTED, "reading stdin")
         try:
             while True:
                 raw = await reader.readline()
@@ -90,7 +94,7 @@ class ConsoleChannel:
             self._eof.set()
             if self._prompt is not None and not self._prompt.done():
                 self._prompt.set_result(None)
-            self._health = ChannelHealth(state=HealthState.STOPPED, detail="end of input")
+            self._set_health(HealthState.STOPPED, "end of input")
 
     async def _open_reader(self) -> tuple[asyncio.StreamReader, asyncio.BaseTransport | None]:
         loop = asyncio.get_running_loop()

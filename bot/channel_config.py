@@ -1,0 +1,45 @@
+"""What every ``[channels.<kind>.<alias>]`` table has: the keys the core reads.
+
+Access (allow-lists, DM and group policy, mentions), approvers and per-channel approval
+overrides are decided by ``bot``, whatever the platform; each platform's model in
+``channels/<kind>/config.py`` subclasses :class:`ChannelCommon` with its own keys (tokens,
+URLs, modes) and is found through :mod:`bot.channel_registry`. This module imports no
+platform code, so a platform's config module can import it without a cycle.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from bot.config_model import ConfigModel
+
+
+class ApprovalOverride(ConfigModel):
+    """Per-channel overrides of the approval policy; unset fields inherit."""
+
+    level: Literal["readonly", "supervised", "full"] | None = None
+    auto_approve: list[str] | None = None
+    always_ask: list[str] | None = None
+    deny: list[str] | None = None
+    self_approval: bool | None = None
+
+
+class ChannelCommon(ConfigModel):
+    """The keys every channel kind shares (see docs/configuration.md)."""
+
+    enabled: bool = True
+    allowed_users: list[str] = Field(default_factory=list)
+    approvers: list[str] = Field(default_factory=list)
+    approver_roles: list[str] = Field(default_factory=list)
+    dm_policy: Literal["allowlist", "pairing", "open", "disabled"] = "allowlist"
+    group_policy: Literal["allowlist", "open", "disabled"] = "open"
+    allowed_conversations: list[str] = Field(default_factory=list)
+    require_mention: bool = True
+    thread_counts_as_mention: bool = True
+    session_per_user_in_groups: bool = False
+    ignore_other_bots: bool = True
+    reactions_for_approval: bool = False
+    excluded_tools: list[str] = Field(default_factory=list)
+    approval: ApprovalOverride = Field(default_factory=ApprovalOverride)

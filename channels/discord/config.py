@@ -1,0 +1,28 @@
+"""``[channels.discord.<alias>]``: the Discord channel's keys (docs/channels/discord.md).
+
+Loaded with the settings (:mod:`bot.channel_registry`), so it imports pydantic and ``bot``
+only, never discord.py.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from bot.channel_config import ChannelCommon
+from bot.config_model import Reconnecting
+
+
+class DiscordChannelConfig(ChannelCommon, Reconnecting):
+    """``reconnect_*`` pace the login retries while Discord is unreachable; once connected,
+    discord.py resumes a dropped gateway with its own backoff."""
+
+    token_env: str = "HATCHWAY_DISCORD_TOKEN"
+    api_base_url: str | None = None
+    gateway_url: str | None = None
+    allowed_guilds: list[str] = Field(default_factory=list)
+    thread_per_request: bool = False
+    guild_ready_timeout_s: float = Field(default=2.0, gt=0)
+
+
+#: The model the registry validates ``[channels.discord.*]`` tables with.
+CHANNEL_CONFIG = DiscordChannelConfig

@@ -1,0 +1,48 @@
+"""``[channels.slack.<alias>]``: the Slack channel's keys (docs/channels/slack.md).
+
+Loaded with the settings (:mod:`bot.channel_registry`), so it imports pydantic and ``bot``
+only, never slack-bolt or slack-sdk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import ClassVar, Literal
+
+from pydantic import Field, model_validator
+
+from bot.channel_config import ChannelCommon
+from bot.config_model import Reconnecting
+
+
+class SlackChannelConfig(ChannelCommon, Reconnecting):
+    bot_token_env: str = "HATCHWAY_SLACK_BOT_TOKEN"
+    app_token_env: str = "HATCHWAY_SLACK_APP_TOKEN"
+    signing_secret_env: str = "HATCHWAY_SLACK_SIGNING_SECRET"
+    api_base_url: str = "https://slack.com/api/"
+    mode: Literal["socket", "http"] = "socket"
+    events_path: str = "/slack/events"
+    max_message_chars: int = Field(default=3000, ge=200, le=39_000)
+    dm_replies_in_thread: bool = False
+    user_cache_ttl_s: float = Field(default=600.0, ge=0)
+    rate_limit_retries: int = Field(default=3, ge=0, le=10)
+    ping_interval_s: float = Field(default=10.0, gt=0)
+
+    # One spelling for the backoff keys of every channel and MCP server (until the next
+    # release the old name still loads, with a warning).
+    renamed_keys: ClassVar[Mapping[str, str]] = {"reconnect_base_s": "reconnect_initial_s"}
+
+    @model_validator(mode="after")
+    def _no_roles(self) -> SlackChannelConfig:
+        # A Slack click carries no roles, so approver_roles could never match: a key that
+        # silently does nothing would leave a team believing its approvers are set.
+        if self.approver_roles:
+            raise ValueError(
+                "approver_roles is not supported on Slack (a Slack click carries no roles); "
+                "list the approvers' Slack user ids (U…) in approvers instead"
+            )
+        return self
+
+
+#: The model the registry validates ``[channels.slack.*]`` tables with.
+CHANNEL_CONFIG = SlackChannelConfig

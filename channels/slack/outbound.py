@@ -1,0 +1,138 @@
+"""Everything the Slack adapter posts: answers, edits, reactions and approval cards.
+
+Markdown is rendered to ``mrkdwn`` and split under ``max_message_chars``
+(:mod:`channels.slack.markup`); answers go in the thread of the target. An edit replaces a
+message's first chunk, and repeating the text last set is a no-op. Reactions name Slack's
+short names (an unknown emoji is logged and skipped). Slack offers bots no typing indicator
+outside assistant threads, so ``typing`` does nothing.
+
+Approval cards are Block Kit (:mod:`channels.slack.cards`). A copy posted to a user id lands
+in the app's DM with them (``D…``): the returned message names that channel, since
+``chat.update`` and reactions need it. With ``reactions_for_approval`` every posted card is
+recorded in the :class:`~channels.common.card_index.CardIndex` (a reaction is matched to its
+approval there) and marked closed once the card shows an outcome.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import replace
+
+import structlog
+
+from bot.channel import ApprovalCard, CardState, SentMessage
+from bot.envelope import ChannelRef, DeliveryTarget
+from channels.common.card_index import CardEntry, CardIndex
+from channels.slack.api import SlackWebApi
+from channels.slack.cards import card_blocks, card_text
+from channels.slack.config import SlackChannelConfig
+from channels.slack.markup import render_chunks
+
+log = structlog.get_logger(__name__)
+
+#: Memory bound of the per-message cache of last edited texts.
+REMEMBERED = 512
+
+_EMOJI_NAMES = {
+    "👀": "eyes",
+    "✅": "white_check_mark",
+    "❌": "x",
+    "⏳": "hourglass_flowing_sand",
+    "👍": "+1",
+    "👎": "-1",
+    "⚠️": "warning",
+    "🛑": "octagonal_sign",
+    "♾️": "infinity",
+    "🤔": "thinking_face",
+    "🔐": "closed_lock_with_key",
+}
+_EMOJI_NAME = re.compile(r"^:?([a-z0-9_+\-']+):?$")
+
+
+def emoji_name(emoji: str) -> str | None:
+    """Slack's short name for ``emoji`` (a unicode emoji or ``:name:``), if known."""
+    if emoji in _EMOJI_NAMES:
+        return _EMOJI_NAMES[emoji]
+    match = _EMOJI_NAME.match(emoji)
+    return match.group(1) if match else None
+
+
+class SlackOutbound:
+    """The sending half of :class:`~channels.slack.adapter.SlackChannel` (its ``Channel``
+    methods)."""
+
+    def __init__(
+        self, *, ref: ChannelRef, config: SlackChannelConfig, api: SlackWebApi, cards: CardIndex
+    ) -> None:
+        self._ref = ref
+        self._config = config
+        self._api = api
+        self._cards = cards
+        self._last_edit: OrderedDict[tuple[str, str], str] = OrderedDict()
+
+    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
+        sent: list[SentMessage] = []
+        for chunk in render_chunks(text, self._config.max_message_chars):
+            posted = await self._api.post_message(
+                channel=target.conversation_id, text=chunk, thread_ts=target.thread_id
+            )
+            sent.append(SentMessage(target=target, message_id=posted.ts))
+        return sent
+
+    async def edit(self, message: SentMessage, text: str) -> None:
+        """Replace a message's text (its first chunk); repeating the same text is a no-op."""
+        chunks = render_chunks(text, self._config.max_message_chars)
+        if not chunks:
+            return
+        key = (message.target.conversation_id, message.message_id)
+        if self._last_edit.get(key) == chunks[0]:
+            return
+        await self._api.update_message(
+            channel=message.target.conversation_id, ts=message.message_id, text=chunks[0]
+        )
+        self._last_edit[key] = chunks[0]
+        if len(self._last_edit) > REMEMBERED:
+            self._last_edit.popitem(last=False)
+
+    async def react(self, target: DeliveryTarget, message_id: str, emoji: str) -> None:
+        """React to a message; ``message_id`` is a ``ts`` or an envelope's ``channel:ts``."""
+        name = emoji_name(emoji)
+        if name is None:
+            log.info("slack_unknown_emoji", channel=str(self._ref))
+            return
+        ts = message_id.rsplit(":", 1)[-1]
+        await self._api.add_reaction(channel=target.conversation_id, ts=ts, name=name)
+
+    async def typing(self, target: DeliveryTarget) -> None:
+        """Slack offers bots no typing indicator outside assistant threads: nothing to do."""
+
+    async def post_approval_card(self, target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
+        reactions = self._config.reactions_for_approval
+        posted = await self._api.post_message(
+            channel=target.conversation_id,
+            text=card_text(card),
+            thread_ts=target.thread_id,
+            blocks=card_blocks(card, reactions=reactions),
+        )
+        # A copy posted to a user id lands in the app's DM with them (D…): chat.update and
+        # reactions name that channel, not the user.
+        where = replace(target, conversation_id=posted.channel)
+        if reactions:
+            entry = CardEntry(approval_id=card.approval_id, thread_id=target.thread_id)
+            await self._cards.remember(where.conversation_id, posted.ts, entry)
+        return SentMessage(target=where, message_id=posted.ts)
+
+    async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:
+        reactions = self._config.reactions_for_approval
+        await self._api.update_message(
+            channel=message.target.conversation_id,
+            ts=message.message_id,
+            text=card_text(card),
+            blocks=card_blocks(card, reactions=reactions),
+        )
+        if reactions and card.state is not CardState.PENDING:
+            await self._cards.close(
+                message.target.conversation_id, message.message_id, card.approval_id
+            )

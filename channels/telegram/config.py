@@ -1,0 +1,33 @@
+"""``[channels.telegram.<alias>]``: the Telegram channel's keys (docs/channels/telegram.md).
+
+Loaded with the settings (:mod:`bot.channel_registry`), so it imports pydantic and ``bot``
+only, never python-telegram-bot.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from bot.channel_config import ChannelCommon
+from bot.config_model import Reconnecting
+
+
+class TelegramChannelConfig(ChannelCommon, Reconnecting):
+    token_env: str = "HATCHWAY_TELEGRAM_TOKEN"
+    api_base_url: str = "https://api.telegram.org/bot"
+    file_base_url: str = "https://api.telegram.org/file/bot"
+    mode: Literal["polling", "webhook"] = "polling"
+    webhook_url: str | None = None
+    webhook_listen: str = "127.0.0.1"
+    webhook_port: int = 8443
+    webhook_path: str = "/telegram"
+    webhook_secret_env: str = "HATCHWAY_TELEGRAM_WEBHOOK_SECRET"
+    poll_timeout_s: int = Field(default=30, ge=0)
+    retry_after_max_s: float = Field(default=60.0, ge=0)
+    send_attempts: int = Field(default=3, ge=1, le=10)
+
+
+#: The model the registry validates ``[channels.telegram.*]`` tables with.
+CHANNEL_CONFIG = TelegramChannelConfig
