@@ -52,7 +52,7 @@ from bot.observe import ExecutionHistory
 from bot.progress import NullProgress
 from bot.providers.base import ChatMessage, ToolCallRequest
 from bot.scrub import scrub_mapping
-from bot.store import Store, ToolCallRecord
+from bot.store import Store, ToolCallRecord, UnitOfWork
 from bot.store.audit import Decision
 from bot.tools.pipeline import ToolPipeline
 from bot.tools.registry import ToolRegistry
@@ -164,9 +164,8 @@ async def measure_commit(store: Store, steps: int) -> list[float]:
     samples: list[float] = []
     for _ in range(steps):
         started = time.perf_counter()
-        async with store.db.transaction() as tx:
-            await store.tool_calls.record_in(tx, [record])
-            await store.history.append_in(tx, "bench:commit", "t", messages)
+        work = UnitOfWork().record_tool_calls([record])
+        await store.commit(work.append_history("bench:commit", "t", messages))
         samples.append(time.perf_counter() - started)
     return samples
 

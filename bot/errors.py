@@ -7,7 +7,9 @@ failed tool call is an outcome value, never an exception.
 
     HatchwayError
     ├── ConfigError            bad or missing configuration (names the key and the fix)
-    ├── StorageError           the database cannot be opened, migrated or written
+    ├── StorageError           the database cannot be opened, migrated, read or written
+    │   ├── StorageBusy        another connection holds it right now (passes: try again)
+    │   └── StorageIntegrityError  a write broke a constraint (unique, foreign key, a trigger)
     ├── ProviderError          an LLM provider failed after its retries
     │   ├── ProviderTimeout    no answer within the request timeout
     │   └── ProviderUnavailable every provider in the fallback chain failed
@@ -17,6 +19,8 @@ failed tool call is an outcome value, never an exception.
 """
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 
 class HatchwayError(Exception):
@@ -28,12 +32,24 @@ class ConfigError(HatchwayError):
 
 
 class StorageError(HatchwayError):
-    """The database cannot be opened, migrated or written. ``busy`` when another connection
-    holds it right now (SQLite's BUSY/LOCKED), which passes: worth trying again."""
+    """The database cannot be opened, migrated, read or written. The store raises this tree
+    and nothing of its engine (no ``sqlite3`` error leaves ``bot/store``); the message names
+    the database and the engine's own words."""
 
-    def __init__(self, message: str, *, busy: bool = False) -> None:
-        super().__init__(message)
-        self.busy = busy
+    busy: ClassVar[bool] = False
+    """Whether the failure passes (:class:`StorageBusy`): worth trying again."""
+
+
+class StorageBusy(StorageError):
+    """Another connection holds the database right now (SQLite's BUSY or LOCKED once its
+    busy timeout ran out): the same write may succeed a moment later."""
+
+    busy = True
+
+
+class StorageIntegrityError(StorageError):
+    """A write broke a constraint: a unique or foreign key, or a trigger that refuses it
+    (the audit table is append-only). Trying again fails the same way."""
 
 
 class ProviderError(HatchwayError):

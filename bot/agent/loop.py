@@ -20,7 +20,7 @@ from bot.agent.context_window import fit_history
 from bot.agent.turn import AgentBundle, TurnResult, TurnState, TurnStatus
 from bot.errors import ProviderError
 from bot.providers.base import ChatMessage, CompletionRequest, ProviderReply, ToolDefinition
-from bot.store import InboxStatus
+from bot.store import InboxStatus, UnitOfWork
 from bot.tools.batch import BatchVerdict
 from bot.tools.cancellation import SHUTDOWN, unless_cancelled
 from bot.tools.pipeline import ToolPipeline
@@ -184,13 +184,14 @@ async def _begin(bundle: AgentBundle, state: TurnState, user: ChatMessage) -> No
     interrupted) and still ``received`` when nothing of it was recorded (recovery runs it
     again)."""
     store, turn = bundle.services.store, state.turn
-    async with store.db.transaction() as tx:
-        if state.inbox is not None:
-            await store.inbox.mark_in(tx, state.inbox, InboxStatus.PROCESSING)
-        await store.history.append_in(tx, turn.session_key, turn.turn_id, [user])
-        if state.history is None:
-            state.history = await store.history.load_in(tx, turn.session_key, last=True)
-            return
+    work = UnitOfWork()
+    if state.inbox is not None:
+        work.mark_inbox(state.inbox, InboxStatus.PROCESSING)
+    work.append_history(turn.session_key, turn.turn_id, [user])
+    if state.history is None:
+        state.history = await store.commit(work, then=store.history.loading(turn.session_key))
+        return
+    await store.commit(work)
     state.history.append(user)
 
 

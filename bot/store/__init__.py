@@ -1,12 +1,17 @@
-"""Storage: SQLite through aiosqlite, behind one small interface.
+"""Storage: one SQLite file behind one small interface.
 
 :class:`Store` opens the database (applying migrations) and exposes one repository per
-concern. Nothing outside this package writes SQL.
+table; several writes that must commit together go in a :class:`UnitOfWork` handed to
+:meth:`Store.commit`. Nothing outside this package writes SQL, and nothing of the engine
+leaves it: every failure is a :class:`~bot.errors.StorageError` (``StorageBusy`` when it
+passes). The engine (:class:`Database`, SQLite) runs on a thread of its own; see the
+Storage section of ``docs/architecture.md``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypeVar, overload
 
 from bot.store.approvals import Approvals
 from bot.store.audit import AuditLog
@@ -18,9 +23,13 @@ from bot.store.inbox import Inbox, InboxKey, InboxStatus
 from bot.store.memory import MemoryNotes
 from bot.store.pairings import Pairings
 from bot.store.schedules import Schedules
+from bot.store.statements import Read
 from bot.store.tool_calls import ToolCallRecord, ToolCalls
+from bot.store.unit_of_work import UnitOfWork
 
-__all__ = ["Database", "InboxKey", "InboxStatus", "Store", "ToolCallRecord"]
+__all__ = ["Database", "InboxKey", "InboxStatus", "Store", "ToolCallRecord", "UnitOfWork"]
+
+T = TypeVar("T")
 
 
 class Store:
@@ -42,6 +51,35 @@ class Store:
     @classmethod
     async def open(cls, path: str | Path) -> Store:
         return cls(await Database.open(path))
+
+    @overload
+    async def commit(self, work: UnitOfWork) -> None: ...
+
+    @overload
+    async def commit(self, work: UnitOfWork, *, then: Read[T]) -> T: ...
+
+    async def commit(self, work: UnitOfWork, *, then: Read[T] | None = None) -> T | None:
+        """Commit ``work``: all of its writes or none (StorageError, nothing written).
+        ``then``: a read (e.g. ``store.history.loading(key)``) run after the writes, in the
+        same transaction, so it sees them; its value is returned. On SQLite the whole of it
+        is one trip to the database thread."""
+        if then is None:
+            await self.db.commit(work.writes)
+            return None
+        return await self.db.commit(work.writes, then)
+
+    async def check_writable(self) -> None:
+        """Return when the database accepts a write transaction now (nothing is written);
+        StorageError otherwise (StorageBusy when another connection holds it)."""
+        await self.db.check_writable()
+
+    async def integrity_check(self) -> str:
+        """The engine's own consistency check: ``"ok"`` or what is wrong."""
+        return await self.db.integrity_check()
+
+    async def schema_version(self) -> int:
+        """The number of the last migration applied."""
+        return await self.db.schema_version()
 
     async def aclose(self) -> None:
         await self.db.aclose()

@@ -38,11 +38,9 @@ class ChannelState:
         """Delete the rows of every channel whose key starts with ``prefix`` and that were
         last written more than ``older_than_s`` ago; the number deleted."""
         pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        async with self._db.transaction() as tx:
-            deleted = await tx.fetchall(
-                "DELETE FROM channel_state WHERE key LIKE ? ESCAPE '\\' AND updated_at < ? "
-                "RETURNING key",
-                (pattern, self._clock() - older_than_s),
-                last=True,
-            )
+        deleted = await self._db.execute_returning_all(
+            "DELETE FROM channel_state WHERE key LIKE ? ESCAPE '\\' AND updated_at < ? "
+            "RETURNING key",
+            (pattern, self._clock() - older_than_s),
+        )
         return len(deleted)

@@ -1,32 +1,35 @@
-"""The SQLite database: one aiosqlite connection, WAL, numbered migrations applied at open.
+"""The SQLite engine: one connection on a thread of ours, WAL, numbered migrations at open.
 
-Every statement goes through :class:`Database`, which serialises access to the single
-connection with a lock so that a transaction of one task never swallows a statement of
-another. Nothing outside ``bot/store`` writes SQL.
+Every statement goes through :class:`Database`, which runs it on the connection's
+:class:`~bot.store.worker.SqliteWorker` thread and keeps an interactive
+:class:`Transaction` of one task from swallowing a statement of another. Nothing outside
+``bot/store`` writes SQL, and no ``sqlite3`` error leaves it: the worker maps them into
+:class:`~bot.errors.StorageError` and its subclasses (:mod:`bot.store.sqlite_errors`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import sqlite3
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TypeVar, cast
+from typing import TypeVar, cast, overload
 
-import aiosqlite
 import structlog
 
 from bot.errors import StorageError
+from bot.store.sqlite_errors import NOT_WRITABLE, mapped, result_code, storage_error
+from bot.store.statements import Params, Read, Row, Write
+from bot.store.worker import Job, SqliteWorker
+
+__all__ = ["Database", "Params", "Row", "Transaction"]
 
 log = structlog.get_logger(__name__)
 
 T = TypeVar("T")
-Params = Sequence[Any]
-Row = sqlite3.Row
 
 
 def _migrations() -> list[tuple[int, str, str]]:
@@ -40,32 +43,25 @@ def _migrations() -> list[tuple[int, str, str]]:
 
 
 class Transaction:
-    """A serialised write transaction (``BEGIN IMMEDIATE`` … ``COMMIT``): use
-    ``async with db.transaction() as tx``; its statements commit together when the block
-    ends, or roll back if it raises.
+    """An interactive write transaction (``BEGIN IMMEDIATE`` … ``COMMIT``) for a repository
+    whose writes depend on what it reads: ``async with db.transaction() as tx``. Its
+    statements commit together when the block ends, or roll back if it raises. Writes
+    that do not depend on a read inside the transaction go in a
+    :class:`~bot.store.unit_of_work.UnitOfWork` instead (one trip, no lock held across
+    awaits).
 
-    Every statement runs on aiosqlite's one worker thread, and each trip there and back costs
-    the event loop far more than a small SQLite statement does. So a transaction travels in
-    as few trips as its results allow: ``executemany`` (which returns nothing) is queued and
-    sent with the next statement that returns something, or with the ``COMMIT``; ``BEGIN``
-    is sent with the first of them. A transaction that only writes is one trip; its
-    statements still run in order, inside the transaction, before the commit. A query
-    marked ``last`` takes the ``COMMIT`` along, so a transaction that writes and then reads
-    is one trip too.
-
-    The database's lock keeps every other statement off the connection until the commit is
-    queued. The worker thread runs its queue in order, so the lock is released as soon as
-    the commit is queued, not once it is done: the next transaction's statements queue up
-    behind it instead of waiting for the event loop to hear back. A commit that fails rolls
-    back on the worker thread before anything queued after it runs, and a task cancelled
-    while it waits on the commit still lets it settle, so the shared connection never stays
-    inside a transaction.
+    ``BEGIN`` travels with the first statement, and each statement is one trip to the
+    worker thread; the commit is one more. The database's lock keeps every other statement
+    off the connection until the commit is queued. The worker runs its queue in order, so
+    the lock is released as soon as the commit is queued, not once it is done: the next
+    caller's statements queue up behind it. A commit that fails rolls back on the worker
+    thread before anything queued after it runs, and a task cancelled while it waits on the
+    commit still lets it settle, so the shared connection never stays inside a transaction.
     """
 
     def __init__(self, db: Database) -> None:
         self._db = db
         self._begin = True
-        self._pending: list[tuple[str, list[Params]]] = []
         self._committed = False
         self._locked = False
 
@@ -98,20 +94,12 @@ class Transaction:
             self._unlock()
 
     async def execute(self, sql: str, params: Params = ()) -> int:
-        """Run one statement; returns ``lastrowid``."""
+        """Run one statement; returns ``lastrowid`` (SQLite's; a query shared with another
+        engine says ``RETURNING id`` and uses :meth:`fetchone`)."""
         return cast(int | None, await self._trip(_Statement(sql, params, _LASTROWID))) or 0
 
-    async def executemany(self, sql: str, rows: Iterable[Params]) -> None:
-        """Queue a statement for every row; it runs before the next statement or the commit
-        (an error in it is raised there)."""
-        self._check_open()
-        self._pending.append((sql, list(rows)))
-
-    async def fetchall(self, sql: str, params: Params = (), *, last: bool = False) -> list[Row]:
-        """Run the queued statements, then this query; its rows. ``last``: the query is the
-        transaction's final statement and the ``COMMIT`` travels with it, in the same trip
-        (the rows are returned once committed); the transaction takes nothing after it."""
-        return cast(list[Row], await self._trip(_Statement(sql, params, _ALL), commit=last))
+    async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
+        return cast(list[Row], await self._trip(_Statement(sql, params, _ALL)))
 
     async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
         return cast(Row | None, await self._trip(_Statement(sql, params, _ONE)))
@@ -122,24 +110,13 @@ class Transaction:
 
     def _take(self, statement: _Statement | None, *, commit: bool) -> _Trip:
         self._check_open()
-        trip = _Trip(
-            path=self._db.path,
-            begin=self._begin,
-            pending=self._pending,
-            statement=statement,
-            commit=commit,
-        )
+        trip = _Trip(path=self._db.path, begin=self._begin, statement=statement, commit=commit)
         self._begin = False
-        self._pending = []
         self._committed = commit
         return trip
 
-    async def _trip(self, statement: _Statement | None, *, commit: bool = False) -> object:
-        done = self._db._submit(self._take(statement, commit=commit))
-        if not commit:
-            return await done
-        self._unlock()  # the commit is queued: what is queued next runs after it
-        return await _settle(done)
+    async def _trip(self, statement: _Statement) -> object:
+        return await self._db._submit(self._take(statement, commit=False))
 
     def _unlock(self) -> None:
         if self._locked:
@@ -148,12 +125,16 @@ class Transaction:
 
 
 class Database:
-    """An open SQLite file. Use :meth:`open` and :meth:`aclose` (or ``async with``)."""
+    """An open SQLite file. Use :meth:`open` and :meth:`aclose` (or ``async with``).
 
-    def __init__(self, path: Path, conn: aiosqlite.Connection, sqlite: sqlite3.Connection) -> None:
+    The engine behind :class:`bot.store.Store`: the repositories hand it their statements
+    (:mod:`bot.store.statements`), and it decides how they travel. A PostgreSQL engine
+    would offer the same methods (see the Storage section of ``docs/architecture.md``).
+    """
+
+    def __init__(self, path: Path, worker: SqliteWorker) -> None:
         self.path = path
-        self._conn = conn
-        self._sqlite = sqlite  # the connection behind ``conn``; used on its worker thread only
+        self._worker = worker
         self._lock = asyncio.Lock()
         self._closed = False
         self.trips = 0
@@ -162,74 +143,72 @@ class Database:
 
     @classmethod
     async def open(cls, path: str | Path) -> Database:
+        """Open (creating it if needed) and migrate the database at ``path``; StorageError
+        when it cannot be opened or prepared."""
         file = Path(path)
         try:
             file.parent.mkdir(parents=True, exist_ok=True)
-            conn = await aiosqlite.connect(str(file), isolation_level=None)
-        except (OSError, sqlite3.Error) as exc:
+        except OSError as exc:
             raise StorageError(f"cannot open database {file}: {exc}") from None
-        conn.row_factory = sqlite3.Row
+        worker = await SqliteWorker.start(file, lambda: _connect(file))
+        db = cls(file, worker)
         try:
-            async with conn.cursor() as cursor:
-                db = cls(file, conn, cursor.connection)
-            await db._configure()
-            await db._migrate()
-        except sqlite3.Error as exc:
-            await conn.close()
-            raise StorageError(f"cannot prepare database {file}: {exc}") from None
+            current = await db._submit(_Prepare(file))
+            for number, name, sql in _migrations():
+                if number > current:
+                    log.info("db_migration_applying", migration=name)
+                    await db._submit(_Migration(file, number, sql))
+        except BaseException:
+            await worker.aclose()
+            raise
         return db
-
-    async def _configure(self) -> None:
-        await self._conn.execute("PRAGMA journal_mode=WAL")
-        await self._conn.execute("PRAGMA synchronous=NORMAL")
-        await self._conn.execute("PRAGMA foreign_keys=ON")
-        await self._conn.execute("PRAGMA busy_timeout=5000")
-
-    async def _migrate(self) -> None:
-        cursor = await self._conn.execute("PRAGMA user_version")
-        row = await cursor.fetchone()
-        current = int(row[0]) if row else 0
-        for number, name, sql in _migrations():
-            if number <= current:
-                continue
-            log.info("db_migration_applying", migration=name)
-            await self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                for statement in _split_sql(sql):
-                    await self._conn.execute(statement)
-                await self._conn.execute(f"PRAGMA user_version={number}")
-                await self._conn.execute("COMMIT")
-            except BaseException:
-                await self._conn.execute("ROLLBACK")
-                raise
 
     async def schema_version(self) -> int:
         row = await self.fetchone("PRAGMA user_version")
         return int(row[0]) if row else 0
 
+    async def integrity_check(self) -> str:
+        row = await self.fetchone("PRAGMA integrity_check")
+        return str(row[0]) if row else "no answer"
+
+    async def check_writable(self) -> None:
+        """Return when the database accepts a write transaction now (one trip; nothing is
+        written); StorageError (StorageBusy when another connection holds it) otherwise."""
+        async with self._lock:
+            self._check_open()
+            done = self._submit(_Trip(path=self.path, begin=True, statement=None, commit=True))
+        await _settle(done)
+
     def transaction(self) -> Transaction:
-        """A serialised write transaction: ``async with db.transaction() as tx`` (see
+        """An interactive write transaction: ``async with db.transaction() as tx`` (see
         :class:`Transaction`)."""
         return Transaction(self)
 
-    async def _rollback(self) -> None:
-        """Roll back if a transaction is open, decided on the worker thread after every
-        statement queued before it has run."""
-        await self._submit(_rollback_if_open)
+    @overload
+    async def commit(self, writes: Sequence[Write]) -> None: ...
 
-    def _submit(self, fn: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
-        """Queue ``fn`` to run with the connection on aiosqlite's worker thread (one round
-        trip, however many statements ``fn`` runs); the future tells when it has run.
-        Queuing without awaiting is what lets a commit be queued under the lock and awaited
-        outside it."""
-        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-        # The one use of aiosqlite internals: nothing public queues a function on the worker
-        # thread. Its public methods each run one sqlite3 call, and queue it only once the
-        # caller awaits them. ``_tx`` is the queue they all feed (via ``_execute``); the
-        # thread runs its ``(future, function)`` items in order (so since aiosqlite 0.20).
-        self._conn._tx.put_nowait((future, functools.partial(fn, self._sqlite)))
-        self.trips += 1
-        return future
+    @overload
+    async def commit(self, writes: Sequence[Write], then: Read[T]) -> T: ...
+
+    async def commit(self, writes: Sequence[Write], then: Read[T] | None = None) -> T | None:
+        """Run ``writes`` in order in one transaction, then the query ``then`` (which sees
+        them), and commit: all of it in one trip to the worker thread. Nothing is written if
+        any of it fails. No writes: ``then`` runs as a plain read; nothing at all: no trip."""
+        if not writes:
+            if then is None:
+                return None
+            return await self.read(then)
+        statement = None if then is None else _Statement(then.sql, then.params, _ALL)
+        trip = _Trip(path=self.path, begin=True, statement=statement, commit=True, writes=writes)
+        async with self._lock:
+            self._check_open()
+            done = self._submit(trip)
+        rows = await _settle(done)
+        return None if then is None else then.decode(cast(list[Row], rows))
+
+    async def read(self, query: Read[T]) -> T:
+        """Run ``query`` (one trip) and decode its rows."""
+        return query.decode(await self.fetchall(query.sql, query.params))
 
     async def execute(self, sql: str, params: Params = ()) -> int:
         """One statement in its own transaction (one round trip); returns ``lastrowid``."""
@@ -240,25 +219,10 @@ class Database:
         returns its first row."""
         return cast(Row | None, await self._alone(_Statement(sql, params, _ONE)))
 
-    async def _alone(self, statement: _Statement) -> object:
-        # SQLite's own statement transaction: a writing statement takes the write lock when
-        # it starts (waiting up to busy_timeout, like BEGIN IMMEDIATE) and commits when it
-        # finishes, all or nothing. One sqlite3 call instead of three on the worker thread,
-        # each of which gives up the GIL and may wait a switch interval to get it back.
-        trip = _Trip(
-            path=self.path, begin=False, pending=[], statement=statement, commit=False, alone=True
-        )
-        async with self._lock:
-            self._check_open()
-            done = self._submit(trip)
-        return await _settle(done)
-
-    async def _read(self, statement: _Statement) -> object:
-        trip = _Trip(path=self.path, begin=False, pending=[], statement=statement, commit=False)
-        async with self._lock:
-            self._check_open()
-            done = self._submit(trip)
-        return await done
+    async def execute_returning_all(self, sql: str, params: Params = ()) -> list[Row]:
+        """One statement (``… RETURNING …``) in its own transaction, in one round trip;
+        returns all its rows."""
+        return cast(list[Row], await self._alone(_Statement(sql, params, _ALL)))
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
         return cast(list[Row], await self._read(_Statement(sql, params, _ALL)))
@@ -266,26 +230,55 @@ class Database:
     async def fetchone(self, sql: str, params: Params = ()) -> Row | None:
         return cast(Row | None, await self._read(_Statement(sql, params, _ONE)))
 
-    async def integrity_check(self) -> str:
-        row = await self.fetchone("PRAGMA integrity_check")
-        return str(row[0]) if row else "no answer"
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise StorageError(f"database {self.path} is closed")
-
     async def aclose(self) -> None:
         async with self._lock:
             if self._closed:
                 return
             self._closed = True
-            await self._conn.close()
+            await self._worker.aclose()
 
     async def __aenter__(self) -> Database:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+    # -- internals ------------------------------------------------------------------------
+
+    async def _alone(self, statement: _Statement) -> object:
+        # SQLite's own statement transaction: a writing statement takes the write lock when
+        # it starts (waiting up to busy_timeout, like BEGIN IMMEDIATE) and commits when it
+        # finishes, all or nothing. One sqlite3 call instead of three on the worker thread,
+        # each of which gives up the GIL and may wait a switch interval to get it back.
+        trip = _Trip(path=self.path, begin=False, statement=statement, commit=False, alone=True)
+        async with self._lock:
+            self._check_open()
+            done = self._submit(trip)
+        return await _settle(done)
+
+    async def _read(self, statement: _Statement) -> object:
+        trip = _Trip(path=self.path, begin=False, statement=statement, commit=False)
+        async with self._lock:
+            self._check_open()
+            done = self._submit(trip)
+        return await done
+
+    async def _rollback(self) -> None:
+        """Roll back if a transaction is open, decided on the worker thread after every
+        statement queued before it has run."""
+        await self._submit(_rollback_if_open)
+
+    def _submit(self, job: Job[T]) -> asyncio.Future[T]:
+        """Queue ``job`` on the worker thread (one round trip, however many statements it
+        runs). Queuing without awaiting is what lets a commit be queued under the lock and
+        awaited outside it."""
+        future = self._worker.submit(job)
+        self.trips += 1
+        return future
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StorageError(f"database {self.path} is closed")
 
 
 async def _settle(awaitable: Awaitable[T]) -> T:
@@ -301,6 +294,52 @@ async def _settle(awaitable: Awaitable[T]) -> T:
             except asyncio.CancelledError:
                 continue
         raise
+
+
+# -- on the worker thread ---------------------------------------------------------------
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    connection = sqlite3.connect(str(path), isolation_level=None)
+    connection.row_factory = sqlite3.Row
+    return connection
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepare:
+    """Set the connection up; returns the schema version the file is at."""
+
+    path: Path
+
+    def __call__(self, conn: sqlite3.Connection) -> int:
+        with mapped(f"cannot prepare database {self.path}"):
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute("PRAGMA busy_timeout=5000")
+            row = conn.execute("PRAGMA user_version").fetchone()
+        return int(row[0]) if row else 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Migration:
+    """Apply one numbered migration in its own transaction."""
+
+    path: Path
+    number: int
+    sql: str
+
+    def __call__(self, conn: sqlite3.Connection) -> None:
+        with mapped(f"cannot prepare database {self.path}"):
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in _split_sql(self.sql):
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version={self.number}")
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
 
 
 def _split_sql(script: str) -> list[str]:
@@ -334,18 +373,17 @@ class _Statement:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Trip:
     """What one round trip to the worker thread runs, in order: ``BEGIN IMMEDIATE`` (if
-    still due), the queued ``executemany`` statements, one statement whose answer is
-    returned, ``COMMIT``. Runs on the worker thread.
+    due), the ``writes``, one statement whose answer is returned, ``COMMIT`` (if due).
 
     ``alone``: the statement is its own transaction (no ``BEGIN``/``COMMIT``; SQLite
     commits it when it finishes); a database that cannot be written then raises
-    :class:`StorageError`, as a failing ``BEGIN IMMEDIATE`` or ``COMMIT`` does."""
+    :class:`StorageError` saying so, as a failing ``BEGIN IMMEDIATE`` or ``COMMIT`` does."""
 
     path: Path
     begin: bool
-    pending: list[tuple[str, list[Params]]]
     statement: _Statement | None
     commit: bool
+    writes: Sequence[Write] = ()
     alone: bool = False
 
     def __call__(self, conn: sqlite3.Connection) -> object:
@@ -353,11 +391,9 @@ class _Trip:
             try:
                 return self._run(conn)
             except sqlite3.OperationalError as exc:
-                if exc.sqlite_errorcode & 0xFF not in _NOT_WRITABLE:
+                if result_code(exc) not in NOT_WRITABLE:
                     raise
-                raise StorageError(
-                    f"database {self.path} is not writable: {exc}", busy=busy_error(exc)
-                ) from None
+                raise storage_error(exc, f"database {self.path} is not writable") from exc
         if not self.commit:
             return self._run(conn)
         try:
@@ -369,14 +405,10 @@ class _Trip:
 
     def _run(self, conn: sqlite3.Connection) -> object:
         if self.begin:
-            try:
+            with mapped(f"database {self.path} is not writable"):
                 conn.execute("BEGIN IMMEDIATE")
-            except sqlite3.Error as exc:
-                raise StorageError(
-                    f"database {self.path} is not writable: {exc}", busy=busy_error(exc)
-                ) from None
-        for sql, rows in self.pending:
-            conn.executemany(sql, rows)
+        for write in self.writes:
+            conn.executemany(write.sql, write.rows)
         answer: object = None
         if self.statement is not None:
             cursor = conn.execute(self.statement.sql, self.statement.params)
@@ -394,38 +426,9 @@ class _Trip:
             finally:
                 cursor.close()
         if self.commit:
-            try:
+            with mapped(f"database {self.path} could not commit"):
                 conn.execute("COMMIT")
-            except sqlite3.Error as exc:
-                raise StorageError(
-                    f"commit failed on {self.path}: {exc}", busy=busy_error(exc)
-                ) from None
         return answer
-
-
-# primary result codes of a database that cannot take a write now (locked by another
-# process, read-only, out of space, I/O failure); anything else is the statement's own error
-_NOT_WRITABLE = frozenset(
-    {
-        sqlite3.SQLITE_BUSY,
-        sqlite3.SQLITE_LOCKED,
-        sqlite3.SQLITE_READONLY,
-        sqlite3.SQLITE_IOERR,
-        sqlite3.SQLITE_FULL,
-        sqlite3.SQLITE_CANTOPEN,
-    }
-)
-
-
-# primary result codes of a database another connection holds (extended codes keep them in
-# their low byte): the write may succeed a moment later
-_BUSY = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
-
-
-def busy_error(exc: sqlite3.Error) -> bool:
-    """Whether ``exc`` says another connection holds the database (it may pass)."""
-    code = getattr(exc, "sqlite_errorcode", None)  # None for errors raised by Python itself
-    return isinstance(code, int) and code & 0xFF in _BUSY
 
 
 def _rollback_if_open(conn: sqlite3.Connection) -> None:

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.store.db import Database, Row, Transaction
+from bot.errors import StorageError
+from bot.store.db import Database, Transaction
+from bot.store.statements import Row
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -40,8 +42,25 @@ class GrantRecord:
 
 _INSERT = (
     "INSERT INTO grants (tool, scope, scope_key, granted_by, created_at, expires_at)"
-    " VALUES (?, ?, ?, ?, ?, ?)"
+    " VALUES (?, ?, ?, ?, ?, ?) RETURNING id"
 )
+
+
+def _params(grant: NewGrant) -> tuple[object, ...]:
+    return (
+        grant.tool,
+        grant.scope,
+        grant.scope_key,
+        grant.granted_by,
+        grant.created_at,
+        grant.expires_at,
+    )
+
+
+def _id(row: Row | None) -> int:
+    if row is None:  # an INSERT … RETURNING always returns its row
+        raise StorageError("the grant was not stored")
+    return int(row["id"])
 
 
 def _record(row: Row) -> GrantRecord:
@@ -64,22 +83,14 @@ class Grants:
         self._db = db
 
     async def create(self, grant: NewGrant) -> int:
-        async with self._db.transaction() as tx:
-            return await self.create_in(tx, grant)
+        """Store ``grant``; its id."""
+        return _id(await self._db.execute_returning(_INSERT, _params(grant)))
 
     @staticmethod
     async def create_in(tx: Transaction, grant: NewGrant) -> int:
-        return await tx.execute(
-            _INSERT,
-            (
-                grant.tool,
-                grant.scope,
-                grant.scope_key,
-                grant.granted_by,
-                grant.created_at,
-                grant.expires_at,
-            ),
-        )
+        """:meth:`create` inside an approval's transaction (the decision and its grant
+        commit together; see :meth:`bot.store.approvals.Approvals.resolve`)."""
+        return _id(await tx.fetchone(_INSERT, _params(grant)))
 
     async def find_active(
         self, tool: str, scopes: Sequence[tuple[str, str]], now: float
@@ -110,11 +121,8 @@ class Grants:
 
     async def revoke(self, grant_id: int, now: float) -> bool:
         """Revoke an active grant; False when it does not exist or was already revoked."""
-        async with self._db.transaction() as tx:
-            row = await tx.fetchone(
-                "SELECT 1 FROM grants WHERE id = ? AND revoked_at IS NULL", (grant_id,)
-            )
-            if row is None:
-                return False
-            await tx.execute("UPDATE grants SET revoked_at = ? WHERE id = ?", (now, grant_id))
-        return True
+        revoked = await self._db.execute_returning(
+            "UPDATE grants SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL RETURNING id",
+            (now, grant_id),
+        )
+        return revoked is not None

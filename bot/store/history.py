@@ -11,7 +11,8 @@ import time
 from collections.abc import Sequence
 
 from bot.providers.base import ChatMessage, ToolCallRequest
-from bot.store.db import Database, Transaction
+from bot.store.db import Database
+from bot.store.statements import Read, Row, Write
 
 
 def encode_message(message: ChatMessage) -> str:
@@ -49,8 +50,36 @@ _LOAD = (
     "  LEFT JOIN sessions s ON s.session_key = m.session_key"
     "  WHERE m.session_key = ? AND m.generation = COALESCE(s.generation, 0)"
     "  ORDER BY m.id DESC LIMIT ?"
-    ") ORDER BY id"
+    ") AS newest ORDER BY id"
 )
+# The session's generation is read by the INSERT itself (no round trip to ask first).
+_APPEND = (
+    "INSERT INTO messages (session_key, generation, turn_id, role, body, created_at)"
+    " VALUES (?, COALESCE((SELECT generation FROM sessions WHERE session_key = ?), 0),"
+    " ?, ?, ?, ?)"
+)
+_TOUCH = (
+    "INSERT INTO sessions (session_key, generation, updated_at) VALUES (?, 0, ?) "
+    "ON CONFLICT (session_key) DO UPDATE SET updated_at = excluded.updated_at"
+)
+
+
+def _decode(rows: list[Row]) -> list[ChatMessage]:
+    return [decode_message(r["body"]) for r in rows]
+
+
+def appending(session_key: str, turn_id: str, messages: Sequence[ChatMessage]) -> list[Write]:
+    """The writes of :meth:`History.append` (for a unit of work); none for no messages."""
+    if not messages:
+        return []
+    now = time.time()
+    return [
+        Write(
+            _APPEND,
+            [(session_key, session_key, turn_id, m.role, encode_message(m), now) for m in messages],
+        ),
+        Write(_TOUCH, [(session_key, now)]),
+    ]
 
 
 class History:
@@ -59,53 +88,23 @@ class History:
 
     async def load(self, session_key: str, *, limit: int = LOAD_LIMIT) -> list[ChatMessage]:
         """The current generation's messages, oldest first (at most ``limit`` newest)."""
-        rows = await self._db.fetchall(_LOAD, (session_key, limit))
-        return [decode_message(r["body"]) for r in rows]
+        return await self._db.read(self.loading(session_key, limit=limit))
 
     @staticmethod
-    async def load_in(
-        tx: Transaction, session_key: str, *, limit: int = LOAD_LIMIT, last: bool = False
-    ) -> list[ChatMessage]:
-        """:meth:`load` inside a transaction the caller holds: it sees what the transaction
-        appended. ``last``: the read ends the transaction and its commit travels with it
-        (see :meth:`Transaction.fetchall`)."""
-        rows = await tx.fetchall(_LOAD, (session_key, limit), last=last)
-        return [decode_message(r["body"]) for r in rows]
+    def loading(session_key: str, *, limit: int = LOAD_LIMIT) -> Read[list[ChatMessage]]:
+        """The query of :meth:`load`, as a value: to run after a unit of work's writes, in
+        its transaction (``store.commit(work, then=store.history.loading(key))``)."""
+        return Read(_LOAD, (session_key, limit), _decode)
 
     async def append(self, session_key: str, turn_id: str, messages: Sequence[ChatMessage]) -> None:
-        """Append messages atomically: all of them or none."""
-        if not messages:
-            return
-        async with self._db.transaction() as tx:
-            await self.append_in(tx, session_key, turn_id, messages)
-
-    async def append_in(
-        self, tx: Transaction, session_key: str, turn_id: str, messages: Sequence[ChatMessage]
-    ) -> None:
-        """:meth:`append` inside a transaction the caller holds (to commit messages together
-        with other rows, e.g. the ``tool_calls`` rows of the same tool batch)."""
-        if not messages:
-            return
-        now = time.time()
-        # The session's generation is read by the INSERT itself (no round trip to ask
-        # first); both statements are queued and travel with the transaction's commit.
-        await tx.executemany(
-            "INSERT INTO messages (session_key, generation, turn_id, role, body, created_at)"
-            " VALUES (?, COALESCE((SELECT generation FROM sessions WHERE session_key = ?), 0),"
-            " ?, ?, ?, ?)",
-            [(session_key, session_key, turn_id, m.role, encode_message(m), now) for m in messages],
-        )
-        await tx.executemany(
-            "INSERT INTO sessions (session_key, generation, updated_at) VALUES (?, 0, ?) "
-            "ON CONFLICT (session_key) DO UPDATE SET updated_at = excluded.updated_at",
-            [(session_key, now)],
-        )
+        """Append messages atomically: all of them or none (one trip)."""
+        await self._db.commit(appending(session_key, turn_id, messages))
 
     async def reset(self, session_key: str) -> None:
         """Start a new session (``/new``): older messages leave the context."""
         await self._db.execute(
             "INSERT INTO sessions (session_key, generation, updated_at) VALUES (?, 1, ?) "
-            "ON CONFLICT (session_key) DO UPDATE SET generation = generation + 1, "
+            "ON CONFLICT (session_key) DO UPDATE SET generation = sessions.generation + 1, "
             "updated_at = excluded.updated_at",
             (session_key, time.time()),
         )

@@ -1,4 +1,7 @@
-"""The persisted inbox: each (channel, platform message id) is answered once."""
+"""The persisted inbox: each (channel, platform message id) is answered once.
+
+Every method names its entry with one :class:`InboxKey`.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,8 @@ import enum
 import time
 from dataclasses import dataclass
 
-from bot.store.db import Database, Transaction
+from bot.store.db import Database
+from bot.store.statements import Row, Write
 
 
 class InboxStatus(enum.StrEnum):
@@ -26,8 +30,7 @@ class InboxKey:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InboxEntry:
-    channel: str
-    message_id: str
+    key: InboxKey
     envelope_id: str
     session_key: str
     status: InboxStatus
@@ -38,6 +41,27 @@ class InboxEntry:
 _MARK = (
     "UPDATE inbox SET status = ?, error = ?, updated_at = ? WHERE channel = ? AND message_id = ?"
 )
+_COLUMNS = "channel, message_id, envelope_id, session_key, status, error, payload"
+
+
+def _mark_params(key: InboxKey, status: InboxStatus, error: str | None) -> tuple[object, ...]:
+    return (status, error, time.time(), key.channel, key.message_id)
+
+
+def marking(key: InboxKey, status: InboxStatus, error: str | None = None) -> Write:
+    """The write that moves the entry ``key`` to ``status`` (for a unit of work)."""
+    return Write(_MARK, [_mark_params(key, status, error)])
+
+
+def _entry(row: Row) -> InboxEntry:
+    return InboxEntry(
+        key=InboxKey(channel=row["channel"], message_id=row["message_id"]),
+        envelope_id=row["envelope_id"],
+        session_key=row["session_key"],
+        status=InboxStatus(row["status"]),
+        error=row["error"],
+        payload=row["payload"],
+    )
 
 
 class Inbox:
@@ -45,13 +69,7 @@ class Inbox:
         self._db = db
 
     async def admit(
-        self,
-        *,
-        channel: str,
-        message_id: str,
-        envelope_id: str,
-        session_key: str,
-        payload: str = "",
+        self, key: InboxKey, *, envelope_id: str, session_key: str, payload: str = ""
     ) -> bool:
         """Record a new inbound message. False when it was seen before (a redelivery)."""
         now = time.time()
@@ -61,8 +79,8 @@ class Inbox:
             " status, received_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (channel, message_id) DO NOTHING RETURNING id",
             (
-                channel,
-                message_id,
+                key.channel,
+                key.message_id,
                 envelope_id,
                 session_key,
                 payload,
@@ -73,55 +91,24 @@ class Inbox:
         )
         return row is not None
 
-    async def mark(
-        self, *, channel: str, message_id: str, status: InboxStatus, error: str | None = None
-    ) -> None:
-        await self._db.execute(_MARK, (status, error, time.time(), channel, message_id))
+    async def mark(self, key: InboxKey, status: InboxStatus, error: str | None = None) -> None:
+        """Move the entry to ``status`` (with ``error`` for a failed one)."""
+        await self._db.execute(_MARK, _mark_params(key, status, error))
 
-    @staticmethod
-    async def mark_in(
-        tx: Transaction, key: InboxKey, status: InboxStatus, error: str | None = None
-    ) -> None:
-        """:meth:`mark` inside a transaction the caller holds, so that the new status commits
-        together with what it stands for (``processing`` with the turn's user message)."""
-        await tx.executemany(_MARK, [(status, error, time.time(), key.channel, key.message_id)])
-
-    async def get(self, *, channel: str, message_id: str) -> InboxEntry | None:
+    async def get(self, key: InboxKey) -> InboxEntry | None:
         row = await self._db.fetchone(
-            "SELECT channel, message_id, envelope_id, session_key, status, error FROM inbox "
-            "WHERE channel = ? AND message_id = ?",
-            (channel, message_id),
+            f"SELECT {_COLUMNS} FROM inbox WHERE channel = ? AND message_id = ?",
+            (key.channel, key.message_id),
         )
-        if row is None:
-            return None
-        return InboxEntry(
-            channel=row["channel"],
-            message_id=row["message_id"],
-            envelope_id=row["envelope_id"],
-            session_key=row["session_key"],
-            status=InboxStatus(row["status"]),
-            error=row["error"],
-        )
+        return None if row is None else _entry(row)
 
     async def unfinished(self) -> list[InboxEntry]:
         """Messages received or in processing when the daemon last stopped."""
         rows = await self._db.fetchall(
-            "SELECT channel, message_id, envelope_id, session_key, status, error, payload "
-            "FROM inbox WHERE status IN (?, ?) ORDER BY id",
+            f"SELECT {_COLUMNS} FROM inbox WHERE status IN (?, ?) ORDER BY id",
             (InboxStatus.RECEIVED, InboxStatus.PROCESSING),
         )
-        return [
-            InboxEntry(
-                channel=r["channel"],
-                message_id=r["message_id"],
-                envelope_id=r["envelope_id"],
-                session_key=r["session_key"],
-                status=InboxStatus(r["status"]),
-                error=r["error"],
-                payload=r["payload"],
-            )
-            for r in rows
-        ]
+        return [_entry(r) for r in rows]
 
     async def counts(self) -> dict[str, int]:
         rows = await self._db.fetchall("SELECT status, COUNT(*) AS n FROM inbox GROUP BY status")

@@ -12,7 +12,9 @@ import re
 import time
 from dataclasses import dataclass
 
-from bot.store.db import Database, Row
+from bot.errors import StorageError
+from bot.store.db import Database
+from bot.store.statements import Row
 
 _TERM = re.compile(r"\w+", re.UNICODE)
 MAX_QUERY_TERMS = 32
@@ -61,11 +63,14 @@ class MemoryNotes:
         self, *, scope_key: str, content: str, tags: str = "", created_by: str = ""
     ) -> int:
         """Store a note; returns its id."""
-        return await self._db.execute(
+        row = await self._db.execute_returning(
             "INSERT INTO memory (scope_key, content, tags, created_by, created_at)"
-            " VALUES (?, ?, ?, ?, ?)",
+            " VALUES (?, ?, ?, ?, ?) RETURNING id",
             (scope_key, content, tags, created_by, time.time()),
         )
+        if row is None:  # an INSERT … RETURNING always returns its row
+            raise StorageError("the memory note was not stored")
+        return int(row["id"])
 
     async def search(self, *, scope_key: str, query: str, limit: int = 5) -> list[MemoryNote]:
         """Notes of ``scope_key`` matching ``query``, best bm25 rank first (ties: newest)."""
@@ -90,11 +95,7 @@ class MemoryNotes:
 
     async def delete(self, *, scope_key: str, note_id: int) -> bool:
         """Delete a note of ``scope_key``; False when there is no such note in that scope."""
-        async with self._db.transaction() as tx:
-            found = await tx.fetchone(
-                "SELECT id FROM memory WHERE id = ? AND scope_key = ?", (note_id, scope_key)
-            )
-            if found is None:
-                return False
-            await tx.execute("DELETE FROM memory WHERE id = ?", (note_id,))
-            return True
+        deleted = await self._db.execute_returning(
+            "DELETE FROM memory WHERE id = ? AND scope_key = ? RETURNING id", (note_id, scope_key)
+        )
+        return deleted is not None

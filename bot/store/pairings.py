@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.store.db import Database, Row
+from bot.store.db import Database
+from bot.store.statements import Row
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,17 +83,9 @@ class Pairings:
 
     async def approve(self, code: str, approver: str, now: float) -> PairingRecord | None:
         """Approve a pending, unexpired code; None when there is no such code."""
-        async with self._db.transaction() as tx:
-            row = await tx.fetchone(
-                "SELECT * FROM pairings WHERE code = ? AND status = 'pending' AND expires_at > ?",
-                (code, now),
-            )
-            if row is None:
-                return None
-            await tx.execute(
-                "UPDATE pairings SET status = 'approved', approved_by = ?, approved_at = ?"
-                " WHERE code = ?",
-                (approver, now, code),
-            )
-            updated = await tx.fetchone("SELECT * FROM pairings WHERE code = ?", (code,))
+        updated = await self._db.execute_returning(
+            "UPDATE pairings SET status = 'approved', approved_by = ?, approved_at = ?"
+            " WHERE code = ? AND status = 'pending' AND expires_at > ? RETURNING *",
+            (approver, now, code, now),
+        )
         return _record(updated) if updated else None

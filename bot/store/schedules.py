@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.store.db import Database, Row
+from bot.store.db import Database
+from bot.store.statements import Row
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -13,7 +13,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.store.db import Database, Row, Transaction
+from bot.store.db import Database
+from bot.store.statements import Row, Write
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,6 +67,14 @@ def _row(rec: ToolCallRecord, now: float) -> tuple[object, ...]:
     )
 
 
+def recording(recs: Sequence[ToolCallRecord]) -> list[Write]:
+    """The write that inserts ``recs`` (for a unit of work); none for no rows."""
+    if not recs:
+        return []
+    now = time.time()
+    return [Write(_INSERT, [_row(rec, now) for rec in recs])]
+
+
 def _record(r: Row) -> ToolCallRecord:
     return ToolCallRecord(
         turn_id=r["turn_id"],
@@ -92,13 +101,6 @@ class ToolCalls:
 
     async def record(self, rec: ToolCallRecord) -> None:
         await self._db.execute(_INSERT, _row(rec, time.time()))
-
-    async def record_in(self, tx: Transaction, recs: Sequence[ToolCallRecord]) -> None:
-        """Insert several rows inside a transaction the caller holds (one tool batch's rows
-        committed together with its history messages)."""
-        if recs:
-            now = time.time()
-            await tx.executemany(_INSERT, [_row(rec, now) for rec in recs])
 
     async def for_turn(self, turn_id: str) -> list[ToolCallRecord]:
         rows = await self._db.fetchall(

@@ -35,6 +35,7 @@ from bot.approval.gate import Assessment, canonical_json
 from bot.approval.reasons import RuntimeReason
 from bot.progress import ProgressSink, progress_hint
 from bot.providers.base import ToolCallRequest
+from bot.store import UnitOfWork
 from bot.tools.admission import TurnAdmission
 from bot.tools.authorization import (
     approval_request,
@@ -145,11 +146,10 @@ class ToolPipeline:
             *result_messages(outcomes),
         ]
         self._batch = None
-        store = self._services.store
         # the batch's rows and its history messages commit together: all or none
-        async with store.db.transaction() as tx:
-            await store.tool_calls.record_in(tx, batch.rows)
-            await store.history.append_in(tx, self._turn.session_key, self._turn.turn_id, messages)
+        work = UnitOfWork().record_tool_calls(batch.rows)
+        work.append_history(self._turn.session_key, self._turn.turn_id, messages)
+        await self._services.store.commit(work)
         return BatchReport(
             outcomes=tuple(outcomes), messages=tuple(messages), verdict=batch.verdict
         )

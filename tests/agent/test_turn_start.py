@@ -9,7 +9,6 @@ where one of the two is stored without the other.
 from __future__ import annotations
 
 import asyncio
-import sqlite3
 
 import pytest
 
@@ -17,6 +16,7 @@ from bot.agent.loop import run_turn
 from bot.agent.turn import AgentBundle, TurnState, TurnStatus
 from bot.config import AgentConfig
 from bot.envelope import envelope_to_json
+from bot.errors import StorageIntegrityError
 from bot.providers.base import ChatMessage, CompletionRequest, ProviderReply
 from bot.store import InboxKey, InboxStatus, Store
 from bot.tools.services import PipelineServices
@@ -39,8 +39,7 @@ async def admitted(store: Store, message_id: str, text: str = "hi") -> TurnState
     """A message admitted to the inbox, as the gateway does, and the state of its turn."""
     envelope = make_envelope(text)
     await store.inbox.admit(
-        channel=str(envelope.channel),
-        message_id=message_id,
+        InboxKey(channel=str(envelope.channel), message_id=message_id),
         envelope_id=envelope.envelope_id,
         session_key=SESSION,
         payload=envelope_to_json(envelope),
@@ -52,7 +51,7 @@ async def admitted(store: Store, message_id: str, text: str = "hi") -> TurnState
 
 
 async def status(store: Store, key: InboxKey) -> InboxStatus:
-    entry = await store.inbox.get(channel=key.channel, message_id=key.message_id)
+    entry = await store.inbox.get(key)
     assert entry is not None
     return entry.status
 
@@ -118,7 +117,7 @@ async def test_a_start_that_fails_leaves_the_entry_received_and_no_message(
         " BEGIN SELECT RAISE(ABORT, 'no room for messages'); END"
     )
     bundle, provider = bundle_for(store, [reply("never")])
-    with pytest.raises(sqlite3.IntegrityError, match="no room"):
+    with pytest.raises(StorageIntegrityError, match="no room"):
         await run_turn(bundle, state)
     assert await status(store, state.inbox) is InboxStatus.RECEIVED
     assert await user_messages(store, state.turn.turn_id) == 0

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from bot.app import App
 from bot.schedules.runner import job_message_id
-from bot.store import InboxStatus
+from bot.store import InboxKey, InboxStatus
 from tests.fakes.channel import FakeChannel
 from tests.fakes.scripted_provider import ScriptedProvider, call, reply
 from tests.schedules.conftest import (
@@ -137,7 +137,7 @@ async def test_delivery_none_records_without_posting(
     occurrence = job_message_id(job_id, datetime(2030, 4, 11, 7, 0, tzinfo=UTC).timestamp())
 
     async def done() -> bool:
-        entry = await app.store.inbox.get(channel=str(TELEGRAM), message_id=occurrence)
+        entry = await app.store.inbox.get(InboxKey(channel=str(TELEGRAM), message_id=occurrence))
         return entry is not None and entry.status is InboxStatus.DONE
 
     await wait_until(done)

@@ -7,34 +7,41 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import StorageError
+from bot.errors import StorageError, StorageIntegrityError
 from bot.providers.base import ChatMessage, ToolCallRequest
-from bot.store import InboxStatus, Store
+from bot.store import InboxKey, InboxStatus, Store
 from bot.store.channel_state import ChannelState
+from bot.store.grants import NewGrant
+from bot.store.pairings import PairingRecord
 
 
 async def test_migrations_apply_once_and_wal(tmp_path: Path) -> None:
     path = tmp_path / "h.db"
     async with await Store.open(path) as store:
-        version = await store.db.schema_version()
+        version = await store.schema_version()
         assert version >= 1
     async with await Store.open(path) as store:
-        assert await store.db.schema_version() == version
-        assert await store.db.integrity_check() == "ok"
+        assert await store.schema_version() == version
+        assert await store.integrity_check() == "ok"
+        await store.check_writable()
     with sqlite3.connect(path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
 async def test_inbox_admits_each_message_once(tmp_path: Path) -> None:
     async with await Store.open(tmp_path / "h.db") as store:
-        args = {"channel": "telegram.main", "message_id": "42", "session_key": "s"}
-        assert await store.inbox.admit(envelope_id="e1", **args)
-        assert not await store.inbox.admit(envelope_id="e2", **args)
-        await store.inbox.mark(channel="telegram.main", message_id="42", status=InboxStatus.DONE)
-        entry = await store.inbox.get(channel="telegram.main", message_id="42")
+        key = InboxKey(channel="telegram.main", message_id="42")
+        assert await store.inbox.admit(key, envelope_id="e1", session_key="s", payload="{}")
+        assert not await store.inbox.admit(key, envelope_id="e2", session_key="s")
+        assert [e.key for e in await store.inbox.unfinished()] == [key]
+        await store.inbox.mark(key, InboxStatus.FAILED, error="boom")
+        entry = await store.inbox.get(key)
         assert entry is not None
-        assert entry.status is InboxStatus.DONE
-        assert entry.envelope_id == "e1"
+        assert (entry.key, entry.status, entry.error) == (key, InboxStatus.FAILED, "boom")
+        assert (entry.envelope_id, entry.session_key, entry.payload) == ("e1", "s", "{}")
+        assert await store.inbox.unfinished() == []
+        assert await store.inbox.get(InboxKey(channel="telegram.other", message_id="42")) is None
+        assert await store.inbox.counts() == {"failed": 1}
 
 
 async def test_history_survives_restart_and_new_session(tmp_path: Path) -> None:
@@ -63,7 +70,7 @@ async def test_audit_is_append_only(tmp_path: Path) -> None:
             "INSERT INTO audit (at, channel, conversation_id, requester, tool, summary,"
             " fingerprint, decision, decided_by) VALUES (1, 'c', 'c', 'u', 't', '', 'f', 'd', 'r')"
         )
-        with pytest.raises(sqlite3.IntegrityError):
+        with pytest.raises(StorageIntegrityError, match="audit rows are append-only"):
             await store.db.execute("DELETE FROM audit")
 
 
@@ -115,3 +122,49 @@ async def test_rows_from_before_the_age_column_are_kept_until_pruned(tmp_path: P
     async with await Store.open(path) as store:
         assert await store.channel_state.get("telegram.main", "offset") == "7"
         assert await store.channel_state.prune("offset", older_than_s=60) == 1
+
+
+async def test_one_statement_decisions_win_once(tmp_path: Path) -> None:
+    """Approving a pairing, revoking a grant and deleting a note are each one conditional
+    statement: the first call wins, a second finds nothing to do."""
+    async with await Store.open(tmp_path / "h.db") as store:
+        for code, expires_at in (("live", 200.0), ("stale", 50.0)):
+            await store.pairings.create(
+                PairingRecord(
+                    code=code,
+                    channel="telegram.main",
+                    user_id="u1",
+                    display_name="U",
+                    status="pending",
+                    created_at=0.0,
+                    expires_at=expires_at,
+                )
+            )
+        approved = await store.pairings.approve("live", "admin", 100.0)
+        assert approved is not None
+        assert (approved.status, approved.approved_by, approved.approved_at) == (
+            "approved",
+            "admin",
+            100.0,
+        )
+        assert await store.pairings.approve("live", "admin", 101.0) is None
+        assert await store.pairings.approve("stale", "admin", 100.0) is None  # expired
+        assert await store.pairings.is_paired("telegram.main", "u1")
+
+        grant = NewGrant(
+            tool="shell", scope="global", scope_key="", granted_by="admin", created_at=1.0
+        )
+        first, second = await store.grants.create(grant), await store.grants.create(grant)
+        assert second == first + 1
+        assert await store.grants.revoke(first, 2.0)
+        assert not await store.grants.revoke(first, 3.0)
+        assert not await store.grants.revoke(999, 3.0)
+        found = await store.grants.find_active("shell", [("global", "")], 4.0)
+        assert found is not None and found.id == second
+
+        note = await store.memory.add(scope_key="a", content="the answer is 42")
+        assert not await store.memory.delete(scope_key="b", note_id=note)  # another scope
+        assert [n.id for n in await store.memory.search(scope_key="a", query="answer")] == [note]
+        assert await store.memory.delete(scope_key="a", note_id=note)
+        assert not await store.memory.delete(scope_key="a", note_id=note)
+        assert await store.memory.search(scope_key="a", query="answer") == []

@@ -26,22 +26,18 @@ async def database_check(path: Path) -> Outcome:
             f"{path} does not exist and {parent} is not writable",
             ("create the directory and give the service user write access"),
         )
-    from bot.store import Database
+    from bot.store import Store
 
-    db = await Database.open(path)
-    try:
-        integrity = await db.integrity_check()
-        version = await db.schema_version()
+    async with await Store.open(path) as store:
+        integrity = await store.integrity_check()
+        version = await store.schema_version()
         if integrity != "ok":
             return (
                 False,
                 f"integrity_check: {integrity}",
                 ("stop the service and restore the latest backup (docs/operations.md)"),
             )
-        async with db.transaction():
-            pass
-    finally:
-        await db.aclose()
+        await store.check_writable()
     return True, f"{path} ok (schema {version}, integrity ok, writable)", ""
 
 

@@ -1,0 +1,55 @@
+"""A unit of work: what one step of a turn records, committed all together or not at all.
+
+The caller says what it records; the store decides how it travels. Building a unit does no
+I/O. :meth:`bot.store.Store.commit` then runs its writes, in the order they were added, in
+one transaction — on SQLite in one trip to the database thread, however many rows::
+
+    work = UnitOfWork()
+    work.mark_inbox(key, InboxStatus.PROCESSING)
+    work.append_history(session_key, turn_id, [user_message])
+    history = await store.commit(work, then=store.history.loading(session_key))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from bot.providers.base import ChatMessage
+from bot.store.history import appending
+from bot.store.inbox import InboxKey, InboxStatus, marking
+from bot.store.statements import Write
+from bot.store.tool_calls import ToolCallRecord, recording
+
+
+class UnitOfWork:
+    """The records of one atomic step (see the module docstring). Each method adds to the
+    unit and returns it; a unit is committed once, and a unit never committed writes
+    nothing."""
+
+    def __init__(self) -> None:
+        self._writes: list[Write] = []
+
+    @property
+    def writes(self) -> tuple[Write, ...]:
+        """The statements, in order (what the engine runs)."""
+        return tuple(self._writes)
+
+    def mark_inbox(
+        self, key: InboxKey, status: InboxStatus, error: str | None = None
+    ) -> UnitOfWork:
+        """The inbox entry ``key`` moves to ``status`` (``processing`` commits with the turn's
+        first record: after a crash, an entry is ``processing`` exactly when its turn began)."""
+        self._writes.append(marking(key, status, error))
+        return self
+
+    def append_history(
+        self, session_key: str, turn_id: str, messages: Sequence[ChatMessage]
+    ) -> UnitOfWork:
+        """``messages`` join the session's history (its current generation)."""
+        self._writes += appending(session_key, turn_id, messages)
+        return self
+
+    def record_tool_calls(self, records: Sequence[ToolCallRecord]) -> UnitOfWork:
+        """One ``tool_calls`` row per record."""
+        self._writes += recording(records)
+        return self
