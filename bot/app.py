@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import random
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -31,9 +30,10 @@ from bot.agent.turn import AgentBundle, TurnState, TurnStatus
 from bot.approval.findings import approval_findings
 from bot.approval.reasons import RuntimeReason
 from bot.approval.service import ApprovalService
+from bot.backoff import Backoff, BackoffPolicy
 from bot.channel import Channel, ChannelHealth, HealthState
 from bot.channel_registry import ChannelContext, create_channel
-from bot.config import ChannelsConfig, ConsoleChannelConfig, Settings
+from bot.config import ChannelsConfig, Settings
 from bot.envelope import ChannelRef
 from bot.errors import ChannelAuthError
 from bot.gateway import Gateway, SessionControl, TurnReply, TurnRequest
@@ -65,6 +65,9 @@ log = structlog.get_logger(__name__)
 # reply or reaction back to its approval. A restart expires every pending approval, so an
 # old entry only serves to answer a late click; a week of them is kept.
 CARD_INDEX_KEEP_S = 7 * 24 * 3600.0
+#: Restarts of an adapter that crashed (a bug, not a network error: adapters reconnect
+#: themselves with their own reconnect_* keys).
+CHANNEL_RESTART = BackoffPolicy(initial_s=1.0, max_s=60.0)
 
 
 def with_default_channel(settings: Settings, *, given: bool = False) -> Settings:
@@ -72,7 +75,7 @@ def with_default_channel(settings: Settings, *, given: bool = False) -> Settings
     it is added to the settings so that access policy and approvals see it too."""
     if given or any(cfg.enabled for _, _, cfg in settings.channels.all()):
         return settings
-    channels = ChannelsConfig(console={"main": ConsoleChannelConfig()})
+    channels = ChannelsConfig.embedded_console()
     return settings.model_copy(update={"channels": channels})
 
 
@@ -220,7 +223,7 @@ class App:
     async def _run_channel(self, name: str, channel: Channel) -> None:
         """Run one adapter; restart it with jittered backoff when it fails, except on an
         authentication error, which stops it for good (health says why)."""
-        delay = 1.0
+        backoff = Backoff(CHANNEL_RESTART)
         try:
             while True:
                 try:
@@ -233,8 +236,7 @@ class App:
                 except Exception as exc:
                     # Boundary: an adapter crash is logged and the adapter restarted.
                     log.exception("channel_crashed", channel=name, error=type(exc).__name__)
-                    await asyncio.sleep(delay * (0.5 + random.random()))
-                    delay = min(delay * 2, 60.0)
+                    await asyncio.sleep(backoff.next_delay())
         finally:
             self._channel_done[name].set()
 
