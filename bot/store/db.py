@@ -21,7 +21,13 @@ from typing import TypeVar, cast, overload
 import structlog
 
 from bot.errors import StorageError
-from bot.store.sqlite_errors import NOT_WRITABLE, mapped, result_code, storage_error
+from bot.store.sqlite_errors import (
+    NOT_WRITABLE,
+    EngineError,
+    mapped,
+    result_code,
+    storage_error,
+)
 from bot.store.statements import Params, Read, Row, Write
 from bot.store.worker import Job, SqliteWorker
 
@@ -405,8 +411,10 @@ class _Trip:
 
     def _run(self, conn: sqlite3.Connection) -> object:
         if self.begin:
-            with mapped(f"database {self.path} is not writable"):
+            try:
                 conn.execute("BEGIN IMMEDIATE")
+            except EngineError as exc:
+                raise storage_error(exc, f"database {self.path} is not writable") from exc
         for write in self.writes:
             conn.executemany(write.sql, write.rows)
         answer: object = None
@@ -426,8 +434,10 @@ class _Trip:
             finally:
                 cursor.close()
         if self.commit:
-            with mapped(f"database {self.path} could not commit"):
+            try:
                 conn.execute("COMMIT")
+            except EngineError as exc:
+                raise storage_error(exc, f"database {self.path} could not commit") from exc
         return answer
 
 

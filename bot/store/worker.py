@@ -7,7 +7,7 @@ its statements, ``COMMIT``) can be one job: one round trip between the event loo
 thread, which costs the loop far more than a small statement costs SQLite.
 
 Errors of the ``sqlite3`` module raised by a job are mapped on the thread
-(:func:`bot.store.sqlite_errors.mapped`): a job's future only ever fails with a
+(:func:`bot.store.sqlite_errors.storage_error`): a job's future only ever fails with a
 :class:`~bot.errors.StorageError` or an error that is not SQLite's.
 """
 
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from bot.errors import StorageError
-from bot.store.sqlite_errors import mapped
+from bot.store.sqlite_errors import EngineError, storage_error
 
 T = TypeVar("T")
 
@@ -85,34 +85,40 @@ class SqliteWorker:
         self, connect: Callable[[], sqlite3.Connection], opened: asyncio.Future[None]
     ) -> None:
         try:
-            with mapped(f"cannot open database {self.path}"):
-                connection = connect()
-        except BaseException as exc:
-            _answer(opened, error=exc)
+            connection = connect()
+        except EngineError as exc:
+            _answer(opened, None, _mapped(exc, f"cannot open database {self.path}"))
             return
-        _answer(opened, result=None)
+        except BaseException as exc:
+            _answer(opened, None, exc)
+            return
+        _answer(opened, None, None)
         context = f"database {self.path}"
         while (item := self._jobs.get()) is not None:
             future, job = item
             try:
-                with mapped(context):
-                    result = job(connection)
+                result = job(connection)
+            except EngineError as exc:
+                _answer(future, None, _mapped(exc, context))
             except BaseException as exc:
-                _answer(future, error=exc)
+                _answer(future, None, exc)
             else:
-                _answer(future, result=result)
+                _answer(future, result, None)
 
 
 def _close(connection: sqlite3.Connection) -> None:
     connection.close()
 
 
-def _answer(
-    future: asyncio.Future[Any], *, result: object = None, error: BaseException | None = None
-) -> None:
+def _mapped(exc: sqlite3.Error | sqlite3.Warning, context: str) -> StorageError:
+    error = storage_error(exc, context)
+    error.__cause__ = exc
+    return error
+
+
+def _answer(future: asyncio.Future[Any], result: object, error: BaseException | None) -> None:
     """Settle ``future`` from the worker thread (on its loop's thread)."""
-    # a closed loop (RuntimeError) has nobody waiting any more
-    with contextlib.suppress(RuntimeError):
+    with contextlib.suppress(RuntimeError):  # a closed loop: nobody waits any more
         future.get_loop().call_soon_threadsafe(_settle, future, result, error)
 
 
