@@ -24,22 +24,22 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from bot.access import AccessPolicy
-from bot.agent.loop import run_turn
-from bot.agent.turn import AgentBundle, TurnState, TurnStatus
+from bot.agent.runner import AgentRunner
+from bot.agent.turn import AgentBundle
 from bot.approval.findings import approval_findings
 from bot.approval.reasons import RuntimeReason
 from bot.approval.service import ApprovalService
 from bot.backoff import Backoff, BackoffPolicy
 from bot.channel import Channel, ChannelHealth, HealthState
+from bot.channel_host import AdapterHost
 from bot.channel_registry import ChannelContext, create_channel
 from bot.config import ChannelsConfig, Settings
 from bot.envelope import ChannelRef
 from bot.errors import ChannelAuthError
-from bot.gateway import Gateway, SessionControl, TurnReply, TurnRequest
+from bot.gateway import Gateway
+from bot.gateway.access import AccessPolicy
 from bot.metrics import MeteredGate, Metrics
 from bot.outbox import ChannelOutbox
-from bot.progress import ChannelProgress
 from bot.providers.base import Provider
 from bot.providers.factory import build_provider
 from bot.schedules.book import ScheduleBook
@@ -47,12 +47,10 @@ from bot.schedules.runner import ScheduleRunner
 from bot.schedules.tools import schedule_tools
 from bot.store import Store
 from bot.tools.builtin import builtin_tools
-from bot.tools.cancellation import SHUTDOWN
 from bot.tools.hooks import ToolHooks
 from bot.tools.receipt import ReceiptSigner
 from bot.tools.services import PipelineServices
 from bot.tools.spec import ToolSpec
-from bot.turn_identity import TurnIdentity
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -77,6 +75,12 @@ def with_default_channel(settings: Settings, *, given: bool = False) -> Settings
         return settings
     channels = ChannelsConfig.embedded_console()
     return settings.model_copy(update={"channels": channels})
+
+
+def _streams(settings: Settings) -> bool:
+    """Whether the primary provider streams its answers."""
+    primary = settings.providers.get(settings.agent.provider)
+    return bool(primary and primary.stream)
 
 
 class App:
@@ -128,7 +132,7 @@ class App:
                 max_per_conversation=settings.schedules.max_jobs_per_conversation,
             )
             self.tools = self._build_tools(settings)
-            self.bundle = AgentBundle(
+            bundle = AgentBundle(
                 provider=self.provider,
                 services=PipelineServices(
                     settings=settings.agent,
@@ -144,14 +148,20 @@ class App:
                 tools=self.tools,
                 dynamic=self.mcp,
             )
+            self.agent = AgentRunner(
+                bundle=bundle,
+                channel_for=self.channel_for,
+                stream=_streams(settings),
+                turn_finished=None if self.metrics is None else self.metrics.turn_finished,
+            )
             self.gateway = Gateway(
                 settings=settings,
                 store=self.store,
                 access=self.access,
-                clicks=self.approvals,
-                run_turn=self._run_turn,
+                run_turn=self.agent,
                 channel_for=self.channel_for,
             )
+            self.host = AdapterHost(messages=self.gateway, approvals=self.approvals)
             self.scheduler = ScheduleRunner(
                 book=self.schedule_book,
                 deliver=self.gateway.deliver,
@@ -227,7 +237,7 @@ class App:
         try:
             while True:
                 try:
-                    await channel.run(self.gateway)
+                    await channel.run(self.host)
                     log.info("channel_finished", channel=name)
                     return
                 except ChannelAuthError as exc:
@@ -260,8 +270,7 @@ class App:
 
     async def check_database(self) -> None:
         """Return when the database accepts a write transaction; StorageError otherwise."""
-        async with self.store.db.transaction():
-            pass
+        await self.store.check_writable()
 
     async def inbox_counts(self) -> Mapping[str, int]:
         return await self.store.inbox.counts()
@@ -275,10 +284,11 @@ class App:
         their start-up settings (see :func:`bot.daemon.restart_only_changes`)."""
         settings = with_default_channel(settings, given=bool(self._given_channels))
         tools = self._build_tools(settings)
+        current = self.agent.bundle
         bundle = dataclasses.replace(
-            self.bundle,
+            current,
             services=dataclasses.replace(
-                self.bundle.services,
+                current.services,
                 settings=settings.agent,
                 signer=ReceiptSigner.from_settings(settings.agent),
             ),
@@ -286,46 +296,13 @@ class App:
         )
         self.settings = settings
         self.tools = tools
-        self.bundle = bundle
+        self.agent.update(bundle, stream=_streams(settings))
         self.access.update_settings(settings.channels)
         self.approvals.update_settings(settings)
         self.gateway.update_settings(settings)
         if self.mcp is not None:
             self.mcp.update_settings(settings.mcp)
         self.scheduler.update_settings(settings.schedules)
-
-    async def _run_turn(self, request: TurnRequest, control: SessionControl) -> TurnReply:
-        envelope = request.envelope
-        channel = self.channel_for(envelope.channel)
-        primary = self.settings.providers.get(self.settings.agent.provider)
-        progress = (
-            ChannelProgress(
-                channel,
-                envelope.reply_target,
-                envelope.capabilities,
-                stream=bool(primary and primary.stream),
-            )
-            if channel is not None and not envelope.background
-            else None
-        )
-        state = TurnState(
-            turn=TurnIdentity(
-                turn_id=request.turn_id, session_key=request.session_key, envelope=envelope
-            ),
-            inbox=request.inbox,
-        )
-        if progress is not None:
-            state.progress = progress
-            await progress.start()
-        control.on_cancel(state.cancel.cancel)
-        try:
-            result = await run_turn(self.bundle, state)
-        finally:
-            await state.progress.aclose()
-        if self.metrics is not None:
-            self.metrics.turn_finished(result.status.value)
-        shutdown = result.status is TurnStatus.CANCELLED and state.cancel.reason == SHUTDOWN
-        return TurnReply(text=result.text, interrupted=SHUTDOWN if shutdown else "")
 
     async def drain(self, timeout_s: float) -> bool:
         """Stop taking messages and let running turns finish (:meth:`Gateway.drain`).

@@ -1,7 +1,8 @@
 """Progress lines: what the bot shows while it works.
 
-The agent turn reports to a :class:`ProgressSink`; the gateway builds one per turn from the
-channel's capabilities — :class:`ChannelProgress` edits one progress message where the
+The agent turn reports to a :class:`ProgressSink`; the turn runner
+(:class:`bot.agent.runner.AgentRunner`) builds one per turn from the channel's
+capabilities — :class:`ChannelProgress` edits one progress message where the
 platform can edit and batches lines elsewhere. Lines never contain raw tool output: a start
 line shows one argument (command, path, query or url, scrubbed and cut), an end line the
 duration and a short reason.

@@ -40,7 +40,7 @@ async def _list(args: argparse.Namespace) -> int:
 
 
 async def _approve(args: argparse.Namespace) -> int:
-    from bot.access import AccessPolicy
+    from bot.gateway.access import AccessPolicy
 
     async with operator_store(args) as (settings, store):
         access = AccessPolicy(settings.channels, store)

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot.access import STRANGER_REPLY
+from bot.gateway.access import STRANGER_REPLY
 from tests.ops.conftest import HeldOpenAI, write_config
 from tests.ops.daemon_process import USER, WAIT_S, DaemonProcess, start_daemon
 

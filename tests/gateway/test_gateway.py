@@ -5,28 +5,19 @@ from __future__ import annotations
 import asyncio
 import itertools
 import sqlite3
-import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from bot.approval.service import ApprovalService
-from bot.channel import ApprovalCard, ApprovalClick, ClickVerdict, SentMessage
+from bot.channel import ApprovalCard, SentMessage
 from bot.config import Settings, parse_settings
 from bot.envelope import ChannelRef, DeliveryTarget, IngressEnvelope, Sender, envelope_to_json
-from bot.gateway import (
-    FAILURE_MESSAGE,
-    SHUTDOWN_MESSAGE,
-    Gateway,
-    SessionControl,
-    TurnReply,
-    TurnRequest,
-)
+from bot.gateway import FAILURE_MESSAGE, SHUTDOWN_MESSAGE, Gateway, SessionControl, TurnReply
 from bot.providers.base import ChatMessage
-from bot.store import InboxKey, InboxStatus, Store
-from tests.approval.conftest import APPROVER, DISCORD, REQUESTER, make_record, make_settings
+from bot.store import InboxKey, InboxStatus, Store, UnitOfWork
+from bot.turn_identity import TurnIdentity
 
 REF = ChannelRef(kind="console", alias="main")
 
@@ -41,19 +32,6 @@ class Allowed:
 class AllowAll:
     async def check(self, envelope: IngressEnvelope) -> Allowed:
         return Allowed()
-
-
-class NoClicks:
-    async def click(self, click: ApprovalClick) -> ClickVerdict:
-        return ClickVerdict.UNKNOWN
-
-    async def refusal(
-        self, *, channel: ChannelRef, approval_id: str, user_id: str, user_roles: tuple[str, ...]
-    ) -> ClickVerdict | None:
-        return ClickVerdict.UNKNOWN
-
-    async def card(self, *, channel: ChannelRef, approval_id: str) -> ApprovalCard | None:
-        return None
 
 
 @dataclass
@@ -93,8 +71,8 @@ class Turns:
         self.running = 0
         self.peak = 0
 
-    async def __call__(self, request: TurnRequest, control: SessionControl) -> TurnReply:
-        text = request.envelope.text
+    async def __call__(self, turn: TurnIdentity, control: SessionControl) -> TurnReply:
+        text = turn.envelope.text
         self.started.append(text)
         gate = self.release.setdefault(text, asyncio.Event())
         control.on_cancel(lambda reason: (self.cancelled.append(text), gate.set()))
@@ -164,7 +142,6 @@ async def rig(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[R
         settings=settings(tmp_path, max_turns),
         store=store,
         access=access,
-        clicks=NoClicks(),
         run_turn=turns,
         channel_for=lambda ref: outbox,  # type: ignore[arg-type,return-value]
     )
@@ -200,7 +177,7 @@ async def test_one_turn_at_a_time_per_session_in_order(rig: Rig) -> None:
     rig.turns.finish("c")
     await until(lambda: len(rig.outbox.sent) == 3)
     assert rig.outbox.sent == ["answer to a", "answer to b", "answer to c"]
-    entry = await rig.store.inbox.get(channel="console.main", message_id="c1:c")
+    entry = await rig.store.inbox.get(InboxKey(channel="console.main", message_id="c1:c"))
     assert entry is not None and entry.status is InboxStatus.DONE
 
 
@@ -225,7 +202,7 @@ async def test_stop_cancels_the_running_turn_and_drops_the_queue(rig: Rig) -> No
     await until(lambda: rig.turns.cancelled == ["long"])
     await until(lambda: rig.gateway.active_turns == 0)
     assert rig.turns.started == ["long"]
-    entry = await rig.store.inbox.get(channel="console.main", message_id="c1:queued")
+    entry = await rig.store.inbox.get(InboxKey(channel="console.main", message_id="c1:queued"))
     assert entry is not None and entry.status is InboxStatus.FAILED
 
 
@@ -254,11 +231,11 @@ async def test_the_runner_not_the_gateway_marks_the_entry_processing(rig: Rig) -
     records nothing leaves the entry ``received`` until the gateway marks it done."""
     await rig.gateway.deliver(envelope("hi", message_id="m1"))
     await until(lambda: rig.turns.started == ["hi"])
-    entry = await rig.store.inbox.get(channel="console.main", message_id="m1")
+    entry = await rig.store.inbox.get(InboxKey(channel="console.main", message_id="m1"))
     assert entry is not None and entry.status is InboxStatus.RECEIVED
     rig.turns.finish("hi")
     await until(lambda: rig.gateway.active_turns == 0)
-    entry = await rig.store.inbox.get(channel="console.main", message_id="m1")
+    entry = await rig.store.inbox.get(InboxKey(channel="console.main", message_id="m1"))
     assert entry is not None and entry.status is InboxStatus.DONE
 
 
@@ -268,25 +245,22 @@ async def test_recovery_runs_unstarted_messages_and_tells_cut_off_senders(rig: R
     started, queued = envelope("cut off", message_id="m1"), envelope("waiting", message_id="m2")
     for env in (started, queued):
         await rig.store.inbox.admit(
-            channel=str(env.channel),
-            message_id=env.message_id,
+            InboxKey(channel=str(env.channel), message_id=env.message_id),
             envelope_id=env.envelope_id,
             session_key="console.main:c1",
             payload=envelope_to_json(env),
         )
-    async with rig.store.db.transaction() as tx:
-        await rig.store.inbox.mark_in(
-            tx, InboxKey(channel="console.main", message_id="m1"), InboxStatus.PROCESSING
-        )
-        await rig.store.history.append_in(
-            tx, "console.main:c1", "t1", [ChatMessage(role="user", content="cut off")]
-        )
+    work = UnitOfWork().mark_inbox(
+        InboxKey(channel="console.main", message_id="m1"), InboxStatus.PROCESSING
+    )
+    work.append_history("console.main:c1", "t1", [ChatMessage(role="user", content="cut off")])
+    await rig.store.commit(work)
     assert await rig.gateway.recover() == (1, 1)
     await until(lambda: rig.turns.started == ["waiting"])
     rig.turns.finish("waiting")
     await until(lambda: len(rig.outbox.sent) == 2)
     assert rig.outbox.sent == [SHUTDOWN_MESSAGE, "answer to waiting"]
-    cut_off = await rig.store.inbox.get(channel="console.main", message_id="m1")
+    cut_off = await rig.store.inbox.get(InboxKey(channel="console.main", message_id="m1"))
     assert cut_off is not None and cut_off.status is InboxStatus.FAILED
 
 
@@ -316,36 +290,3 @@ async def test_a_locked_database_is_tried_again(rig: Rig, tmp_path: Path) -> Non
     assert rig.access.attempts == 2
     rig.turns.finish("hi")
     await until(lambda: rig.outbox.sent == ["answer to hi"])
-
-
-@pytest.mark.parametrize(
-    ("user", "roles", "expected"),
-    [
-        (APPROVER, (), None),
-        ("U_OPS", ("ops",), None),
-        ("U_MALLORY", (), ClickVerdict.NOT_AUTHORISED),
-        (REQUESTER, ("ops",), ClickVerdict.SELF_APPROVAL),
-    ],
-)
-async def test_approval_refusal_is_the_approval_services_answer(
-    tmp_path: Path, user: str, roles: tuple[str, ...], expected: ClickVerdict | None
-) -> None:
-    """The adapters' question goes to the approval service, and deciding it changes nothing."""
-    async with await Store.open(tmp_path / "h.db") as store:
-        record = make_record(time.time(), timeout_s=300, channel=DISCORD)
-        await store.approvals.create(record)
-        approvals = make_settings(kind="discord", approver_roles=["ops"])
-        gateway = Gateway(
-            settings=approvals,
-            store=store,
-            access=AllowAll(),
-            clicks=ApprovalService(approvals, store, {}.get),
-            run_turn=Turns(),
-            channel_for=lambda ref: None,
-        )
-        verdict = await gateway.approval_refusal(
-            channel=DISCORD, approval_id=record.id, user_id=user, user_roles=roles
-        )
-        assert verdict is expected
-        assert await store.approvals.get(record.id) == record
-        assert await store.audit.since() == []

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from bot.access import DM_DISABLED_REPLY, PAIR_NOT_AUTHORISED, STRANGER_REPLY, AccessPolicy
 from bot.config import ChannelsConfig
 from bot.envelope import ChannelRef, DeliveryTarget, IngressEnvelope, Sender
-from bot.pairing import CODE_TTL_S, MAX_CODES_PER_DAY
+from bot.gateway.access import DM_DISABLED_REPLY, PAIR_NOT_AUTHORISED, STRANGER_REPLY, AccessPolicy
+from bot.gateway.pairing import CODE_TTL_S, MAX_CODES_PER_DAY
 from bot.store import Store
 
 TG = ChannelRef(kind="telegram", alias="main")

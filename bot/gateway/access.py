@@ -15,6 +15,8 @@ Per channel alias (``[channels.KIND.ALIAS]``):
 
 A stranger's DM gets at most one polite line per ``REFUSAL_INTERVAL_S``. ``/pair CODE`` from
 an approver of the alias approves a pairing and is answered here, never reaching the model.
+
+:class:`AccessStep` is the admission step that applies a policy (:class:`AccessCheck`).
 """
 
 from __future__ import annotations
@@ -22,12 +24,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import structlog
 
 from bot.config import ChannelCommon, ChannelsConfig
 from bot.envelope import ChannelRef, IngressEnvelope
-from bot.pairing import CODE_TTL_S, PairingBook, PairingOutcome
+from bot.gateway.admission import Admit, Arrival
+from bot.gateway.pairing import CODE_TTL_S, PairingBook, PairingOutcome
+from bot.gateway.sending import Replies
 from bot.store import Store
 
 log = structlog.get_logger(__name__)
@@ -56,7 +61,7 @@ def _allowed_user(cfg: ChannelCommon, user_id: str) -> bool:
 
 
 class AccessPolicy:
-    """The gateway's first check for every envelope. Holds only rate-limit state."""
+    """Who may talk to the bot, per envelope. Holds only rate-limit state."""
 
     def __init__(
         self,
@@ -186,3 +191,37 @@ def _pair_command(text: str) -> str | None:
     if len(parts) == 2 and parts[0].lower() in ("/pair", "!pair"):
         return parts[1]
     return None
+
+
+class AccessOutcome(Protocol):
+    @property
+    def allowed(self) -> bool: ...
+
+    @property
+    def reply(self) -> str | None: ...
+
+    @property
+    def reason(self) -> str: ...
+
+
+class AccessCheck(Protocol):
+    """Who may talk to the bot (:class:`AccessPolicy`, or a test's fake)."""
+
+    async def check(self, envelope: IngressEnvelope) -> AccessOutcome: ...
+
+
+class AccessStep:
+    """Admission step: a refused message gets no turn, at most one polite line."""
+
+    def __init__(self, access: AccessCheck, replies: Replies) -> None:
+        self._access = access
+        self._replies = replies
+
+    async def __call__(self, arrival: Arrival, call_next: Admit) -> None:
+        decision = await self._access.check(arrival.envelope)
+        if not decision.allowed:
+            log.info("envelope_refused", reason=decision.reason)
+            if decision.reply:
+                await self._replies.send(arrival.envelope, decision.reply)
+            return
+        await call_next(arrival)

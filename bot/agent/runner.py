@@ -1,0 +1,68 @@
+"""The turn runner the gateway calls (:data:`bot.gateway.runner.TurnRunner`).
+
+For one admitted message it opens a progress message on the message's own channel (none
+for a background job), wires ``/stop`` and shutdown to the turn's cancel token, runs
+:func:`bot.agent.loop.run_turn` with the agent's current :class:`AgentBundle`, and tells the
+gateway what to send and whether a shutdown cut the turn short.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from bot.agent.loop import run_turn
+from bot.agent.turn import AgentBundle, TurnState, TurnStatus
+from bot.channel import Channel
+from bot.envelope import ChannelRef
+from bot.gateway.runner import SessionControl, TurnReply
+from bot.progress import ChannelProgress
+from bot.tools.cancellation import SHUTDOWN
+from bot.turn_identity import TurnIdentity
+
+
+class AgentRunner:
+    """Runs turns with one agent. ``stream`` says whether the primary provider streams
+    (the progress message then shows the answer as it is written); ``turn_finished``, when
+    given, is told each turn's :class:`~bot.agent.turn.TurnStatus` value (metrics)."""
+
+    def __init__(
+        self,
+        *,
+        bundle: AgentBundle,
+        channel_for: Callable[[ChannelRef], Channel | None],
+        stream: bool = False,
+        turn_finished: Callable[[str], None] | None = None,
+    ) -> None:
+        self.bundle = bundle
+        self.stream = stream
+        self._channel_for = channel_for
+        self._turn_finished = turn_finished
+
+    def update(self, bundle: AgentBundle, *, stream: bool) -> None:
+        """Use a reloaded agent for every turn that starts from now on."""
+        self.bundle = bundle
+        self.stream = stream
+
+    async def __call__(self, turn: TurnIdentity, control: SessionControl) -> TurnReply:
+        envelope = turn.envelope
+        channel = self._channel_for(envelope.channel)
+        progress = (
+            ChannelProgress(
+                channel, envelope.reply_target, envelope.capabilities, stream=self.stream
+            )
+            if channel is not None and not envelope.background
+            else None
+        )
+        state = TurnState(turn=turn, inbox=turn.inbox)
+        if progress is not None:
+            state.progress = progress
+            await progress.start()
+        control.on_cancel(state.cancel.cancel)
+        try:
+            result = await run_turn(self.bundle, state)
+        finally:
+            await state.progress.aclose()
+        if self._turn_finished is not None:
+            self._turn_finished(result.status.value)
+        shutdown = result.status is TurnStatus.CANCELLED and state.cancel.reason == SHUTDOWN
+        return TurnReply(text=result.text, interrupted=SHUTDOWN if shutdown else "")

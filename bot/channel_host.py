@@ -1,0 +1,48 @@
+"""The :class:`~bot.channel.ChannelHost` every adapter runs with.
+
+Messages go to the gateway (``deliver``); approval answers go straight to the approval
+service: the host's approval methods *are* the service's, so a click reaches it in one hop
+and the gateway never handles approvals.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from bot.channel import ApprovalCard, ApprovalClick, ClickVerdict
+from bot.envelope import ChannelRef, IngressEnvelope
+
+
+class MessageSink(Protocol):
+    """Where inbound messages go (:class:`bot.gateway.Gateway`)."""
+
+    async def deliver(self, envelope: IngressEnvelope) -> None: ...
+
+
+class ApprovalAnswers(Protocol):
+    """Where approval answers go (:class:`bot.approval.service.ApprovalService`); the
+    contracts are :class:`~bot.channel.ChannelHost`'s ``approval_*`` methods."""
+
+    async def click(self, click: ApprovalClick) -> ClickVerdict: ...
+
+    async def refusal(
+        self,
+        *,
+        channel: ChannelRef,
+        approval_id: str,
+        user_id: str,
+        user_roles: tuple[str, ...] = (),
+    ) -> ClickVerdict | None: ...
+
+    async def card(self, *, channel: ChannelRef, approval_id: str) -> ApprovalCard | None: ...
+
+
+class AdapterHost:
+    """Implements :class:`~bot.channel.ChannelHost` by binding each of its methods to the
+    one that does the work."""
+
+    def __init__(self, *, messages: MessageSink, approvals: ApprovalAnswers) -> None:
+        self.deliver = messages.deliver
+        self.approval_clicked = approvals.click
+        self.approval_refusal = approvals.refusal
+        self.approval_card = approvals.card

@@ -1,0 +1,47 @@
+"""Admission: the steps an inbound message passes before it is queued as a turn.
+
+A step is a coroutine ``step(arrival, call_next)``, like a starlette middleware: it handles
+the message itself (refuses it, answers a chat command, drops a redelivery) and returns, or
+passes it on with ``await call_next(arrival)``. A step may also wrap the rest of the chain
+(the storage retry runs it again). :func:`compose` puts the steps in front of the endpoint
+that queues the turn; :class:`bot.gateway.gateway.Gateway` calls it once, with the one list
+that orders them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from bot.envelope import IngressEnvelope
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Arrival:
+    """An inbound message on its way in, with the session it belongs to."""
+
+    envelope: IngressEnvelope
+    session_key: str
+
+
+Admit = Callable[[Arrival], Awaitable[None]]
+"""The rest of admission from here on: the next step, and after the last one the queue."""
+
+AdmissionStep = Callable[[Arrival, Admit], Awaitable[None]]
+"""One step: ``await step(arrival, call_next)``. It must not keep the arrival past its
+return, and it passes the arrival on at most once unless it is retrying the whole rest."""
+
+
+def compose(steps: Sequence[AdmissionStep], endpoint: Admit) -> Admit:
+    """``steps`` in order, then ``endpoint``, as one callable."""
+    admit = endpoint
+    for step in reversed(steps):
+        admit = _chained(step, admit)
+    return admit
+
+
+def _chained(step: AdmissionStep, call_next: Admit) -> Admit:
+    async def admit(arrival: Arrival) -> None:
+        await step(arrival, call_next)
+
+    return admit

@@ -1,0 +1,36 @@
+"""Admission step: the persisted inbox, which makes each platform message run once.
+
+The message is written to the inbox (with its envelope, so that a restart can resume or
+answer it) before it is queued; a platform redelivery of a message already there (same
+channel and platform message id) is dropped here.
+"""
+
+from __future__ import annotations
+
+import structlog
+
+from bot.envelope import envelope_to_json
+from bot.gateway.admission import Admit, Arrival
+from bot.store import InboxKey, Store
+
+log = structlog.get_logger(__name__)
+
+
+class InboxDedupe:
+    """Records the message as ``received``; a duplicate goes no further."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    async def __call__(self, arrival: Arrival, call_next: Admit) -> None:
+        envelope = arrival.envelope
+        admitted = await self._store.inbox.admit(
+            InboxKey(channel=str(envelope.channel), message_id=envelope.message_id),
+            envelope_id=envelope.envelope_id,
+            session_key=arrival.session_key,
+            payload=envelope_to_json(envelope),
+        )
+        if not admitted:
+            log.info("envelope_duplicate", message_id=envelope.message_id)
+            return
+        await call_next(arrival)

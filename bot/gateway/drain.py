@@ -1,0 +1,73 @@
+"""Drain: the gateway stops taking messages and lets running turns finish.
+
+:class:`Drain` counts the turns running now; once :meth:`Drain.drain` begins, its admission
+step :meth:`Drain.refuse_new` turns every new message away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterator
+
+import structlog
+
+from bot.gateway.admission import Admit, Arrival
+from bot.tools.cancellation import SHUTDOWN
+
+log = structlog.get_logger(__name__)
+
+#: How long cancelled turns get to end after the drain's own timeout.
+CANCEL_GRACE_S = 10.0
+
+
+class Drain:
+    """Whether the gateway accepts messages, and how many turns are running."""
+
+    def __init__(self) -> None:
+        self._accepting = True
+        self._active = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    @property
+    def active_turns(self) -> int:
+        return self._active
+
+    async def refuse_new(self, arrival: Arrival, call_next: Admit) -> None:
+        """Admission step: once draining began, a message is dropped (and logged)."""
+        if not self._accepting:
+            log.info("envelope_refused_shutting_down")
+            return
+        await call_next(arrival)
+
+    @contextlib.contextmanager
+    def turn(self) -> Iterator[None]:
+        """Counts one running turn for as long as the block runs."""
+        self._active += 1
+        self._idle.clear()
+        try:
+            yield
+        finally:
+            self._active -= 1
+            if self._active == 0:
+                self._idle.set()
+
+    async def drain(self, timeout_s: float, cancel_running: Callable[[str], None]) -> bool:
+        """Stop accepting; wait up to ``timeout_s`` for running turns, then cancel them
+        (``cancel_running(SHUTDOWN)``) and give them :data:`CANCEL_GRACE_S` to end.
+
+        Returns True when every turn finished on its own."""
+        self._accepting = False
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self._idle.wait()
+            return True
+        except TimeoutError:
+            cancel_running(SHUTDOWN)
+            try:
+                async with asyncio.timeout(CANCEL_GRACE_S):
+                    await self._idle.wait()
+            except TimeoutError:
+                log.warning("drain_incomplete", active=self._active)
+            return False

@@ -1,0 +1,135 @@
+"""The gateway: from an inbound envelope to a turn, exactly once per platform message.
+
+As a message arrives its session key is derived (``kind.alias:conversation[:thread]``, per
+user in groups when the channel says so). Then admission runs these steps, in this order,
+composed in :meth:`Gateway.__init__` and nowhere else:
+
+1. storage retry (:mod:`~bot.gateway.retry`) — a busy database runs the steps below again;
+   a sender whose message cannot be admitted is told;
+2. drain (:mod:`~bot.gateway.drain`) — once shutdown began, nothing new is taken;
+3. access policy (:mod:`~bot.gateway.access`: allow-lists, DM/group policy, mention gating,
+   pairing) — a refused message gets no LLM call, at most one polite line;
+4. chat commands (:mod:`~bot.gateway.commands`): ``/stop`` cancels the session's running
+   turn, ``/new`` starts a new session;
+5. dedupe against the persisted inbox (:mod:`~bot.gateway.dedupe`) — a platform
+   redelivery is a no-op;
+
+and the endpoint queues the message as a turn (:mod:`~bot.gateway.sessions`: one turn at a
+time per session, a global cap on concurrent turns), with a new
+:class:`~bot.turn_identity.TurnIdentity`. The turn itself runs in the
+:data:`~bot.gateway.runner.TurnRunner` the gateway is given (:mod:`bot.agent.runner`).
+Approval clicks never pass through here: adapters send them straight to the approval
+service (:class:`bot.channel_host.AdapterHost`).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import structlog
+from structlog.contextvars import bind_contextvars, reset_contextvars
+
+from bot.config import Settings
+from bot.envelope import IngressEnvelope
+from bot.gateway.access import AccessCheck, AccessStep
+from bot.gateway.admission import Arrival, compose
+from bot.gateway.commands import ChatCommands
+from bot.gateway.dedupe import InboxDedupe
+from bot.gateway.drain import Drain
+from bot.gateway.recovery import recover
+from bot.gateway.retry import StorageRetry
+from bot.gateway.runner import TurnRunner
+from bot.gateway.sending import ChannelLookup, Replies
+from bot.gateway.sessions import Sessions, session_key_for
+from bot.store import Store
+from bot.turn_identity import TurnIdentity
+
+log = structlog.get_logger(__name__)
+
+
+class Gateway:
+    """Takes every adapter's inbound messages (``ChannelHost.deliver``) to turns."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        store: Store,
+        access: AccessCheck,
+        run_turn: TurnRunner,
+        channel_for: ChannelLookup,
+    ) -> None:
+        self._settings = settings
+        self._store = store
+        self._replies = Replies(channel_for)
+        self._drain = Drain()
+        self._sessions = Sessions(
+            store=store,
+            run_turn=run_turn,
+            replies=self._replies,
+            drain=self._drain,
+            max_concurrent_turns=settings.agent.max_concurrent_turns,
+        )
+        self._admit = compose(
+            [
+                StorageRetry(self._replies),
+                self._drain.refuse_new,
+                AccessStep(access, self._replies),
+                ChatCommands(sessions=self._sessions, store=store, replies=self._replies),
+                InboxDedupe(store),
+            ],
+            endpoint=self._queue,
+        )
+
+    def update_settings(self, settings: Settings) -> None:
+        """Swap in a reloaded configuration (session keys are derived per message)."""
+        self._settings = settings
+
+    async def deliver(self, envelope: IngressEnvelope) -> None:
+        """Admit one inbound message; returns once it is queued (or refused)."""
+        bound = bind_contextvars(envelope_id=envelope.envelope_id, channel=str(envelope.channel))
+        try:
+            await self._admit(self._arrival(envelope))
+        except Exception:
+            # Boundary: one bad envelope never takes the adapter down.
+            log.exception("envelope_failed")
+        finally:
+            reset_contextvars(**bound)
+
+    def _arrival(self, envelope: IngressEnvelope) -> Arrival:
+        channel_cfg = self._settings.channels.get(envelope.channel.kind, envelope.channel.alias)
+        per_user = channel_cfg.session_per_user_in_groups if channel_cfg else False
+        return Arrival(
+            envelope=envelope,
+            session_key=session_key_for(envelope, per_user_in_groups=per_user),
+        )
+
+    async def _queue(self, arrival: Arrival) -> None:
+        turn_id = uuid.uuid4().hex
+        self._sessions.enqueue(
+            TurnIdentity(
+                turn_id=turn_id, session_key=arrival.session_key, envelope=arrival.envelope
+            )
+        )
+
+    async def recover(self) -> tuple[int, int]:
+        """After a restart: re-queue messages that never started, and tell the senders of
+        messages whose turn was interrupted to ask again. Returns (requeued, interrupted)."""
+        return await recover(store=self._store, sessions=self._sessions, replies=self._replies)
+
+    async def run(self) -> None:
+        """Own the session workers; lives until cancelled."""
+        await self._sessions.run()
+
+    @property
+    def active_turns(self) -> int:
+        return self._drain.active_turns
+
+    def queue_depth(self) -> int:
+        return self._sessions.queue_depth()
+
+    async def drain(self, timeout_s: float) -> bool:
+        """Stop accepting; wait up to ``timeout_s`` for running turns, then cancel them.
+
+        Returns True when every turn finished on its own."""
+        return await self._drain.drain(timeout_s, self._sessions.cancel_running)

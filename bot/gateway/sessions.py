@@ -1,0 +1,180 @@
+"""Sessions: one queue and at most one running turn per session, a global cap on turns.
+
+A session's worker task takes its queued turns in order and hands each to the turn runner
+(:data:`bot.gateway.runner.TurnRunner`) once a slot of the global cap
+(``agent.max_concurrent_turns``) is free; then it sends the reply and marks the inbox entry
+``done`` or ``failed``. :class:`Sessions` owns the workers (one task group, open while
+:meth:`Sessions.run` runs) and knows which messages are queued or running in this process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from dataclasses import dataclass
+
+import structlog
+from structlog.contextvars import bind_contextvars, reset_contextvars
+
+from bot.envelope import IngressEnvelope
+from bot.gateway.drain import Drain
+from bot.gateway.runner import SessionControl, TurnRunner
+from bot.gateway.sending import FAILURE_MESSAGE, Replies
+from bot.store import InboxStatus, Store
+from bot.turn_identity import TurnIdentity
+
+log = structlog.get_logger(__name__)
+
+
+def session_key_for(envelope: IngressEnvelope, *, per_user_in_groups: bool = False) -> str:
+    """``kind.alias:conversation[:thread][:u<user>]``; per user only in groups, and only when
+    the channel asks for it."""
+    key = f"{envelope.channel}:{envelope.conversation_id}"
+    if envelope.thread_id:
+        key += f":{envelope.thread_id}"
+    if per_user_in_groups and envelope.is_group:
+        key += f":u{envelope.sender.id}"
+    return key
+
+
+@dataclass(slots=True)
+class _Session:
+    queue: asyncio.Queue[TurnIdentity]
+    control: SessionControl | None = None
+    worker_running: bool = False
+
+
+class Sessions:
+    """The per-session queues and their workers."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        run_turn: TurnRunner,
+        replies: Replies,
+        drain: Drain,
+        max_concurrent_turns: int,
+    ) -> None:
+        self._store = store
+        self._run_turn = run_turn
+        self._replies = replies
+        self._drain = drain
+        self._sessions: dict[str, _Session] = {}
+        self._slots = asyncio.Semaphore(max_concurrent_turns)
+        self._group: asyncio.TaskGroup | None = None
+        # envelope ids queued or running in this process: recovery must not queue them again
+        self._live: set[str] = set()
+
+    async def run(self) -> None:
+        """Own the session workers; lives until cancelled."""
+        async with asyncio.TaskGroup() as group:
+            self._group = group
+            try:
+                await asyncio.Event().wait()
+            finally:
+                self._group = None
+
+    def enqueue(self, turn: TurnIdentity) -> None:
+        """Queue a turn behind its session's others (starting the session's worker)."""
+        self._live.add(turn.envelope.envelope_id)
+        session = self._sessions.get(turn.session_key)
+        if session is None:
+            session = _Session(queue=asyncio.Queue())
+            self._sessions[turn.session_key] = session
+        session.queue.put_nowait(turn)
+        log.info("envelope_queued", session=turn.session_key, depth=session.queue.qsize())
+        if not session.worker_running:
+            session.worker_running = True
+            self._spawn(self._worker(turn.session_key, session))
+
+    def is_live(self, envelope_id: str) -> bool:
+        """Whether the message is queued or running in this process."""
+        return envelope_id in self._live
+
+    def stop(self, session_key: str, reason: str) -> tuple[bool, list[TurnIdentity]]:
+        """Cancel the session's running turn and take its queued ones out of the queue.
+        Returns whether a turn was running and the turns dropped (their inbox entries are
+        the caller's to mark)."""
+        session = self._sessions.get(session_key)
+        if session is None:
+            return False, []
+        stopped = bool(session.control and session.control.cancel(reason))
+        dropped: list[TurnIdentity] = []
+        while not session.queue.empty():
+            turn = session.queue.get_nowait()
+            self._live.discard(turn.envelope.envelope_id)
+            dropped.append(turn)
+        return stopped, dropped
+
+    def cancel_running(self, reason: str) -> None:
+        """Cancel every running turn (shutdown); queued ones stay queued."""
+        for session in self._sessions.values():
+            if session.control:
+                session.control.cancel(reason)
+
+    def queue_depth(self) -> int:
+        return sum(s.queue.qsize() for s in self._sessions.values())
+
+    # -- workers ------------------------------------------------------------------------
+
+    def _spawn(self, coro: Coroutine[object, object, None]) -> None:
+        if self._group is None:
+            coro.close()
+            raise RuntimeError("Gateway.run() is not running")
+        self._group.create_task(coro)
+
+    async def _worker(self, session_key: str, session: _Session) -> None:
+        try:
+            while not session.queue.empty():
+                turn = session.queue.get_nowait()
+                async with self._slots:
+                    try:
+                        await self._process(turn, session)
+                    except Exception:
+                        # Boundary: the turn's bookkeeping failed (e.g. the database stayed
+                        # locked); the other sessions and the gateway itself carry on.
+                        log.exception("turn_bookkeeping_failed", session=session_key)
+        finally:
+            session.worker_running = False
+            if session.queue.empty() and self._sessions.get(session_key) is session:
+                del self._sessions[session_key]
+
+    async def _process(self, turn: TurnIdentity, session: _Session) -> None:
+        envelope = turn.envelope
+        control = SessionControl()
+        session.control = control
+        with self._drain.turn():
+            bound = bind_contextvars(
+                envelope_id=envelope.envelope_id,
+                channel=turn.channel,
+                session=turn.session_key,
+                turn_id=turn.turn_id,
+            )
+            try:
+                # the runner marks the entry "processing" with its first record (TurnRunner)
+                try:
+                    reply = await self._run_turn(turn, control)
+                except Exception as exc:
+                    # Boundary: a failing turn is logged and reported, never fatal.
+                    log.exception("turn_failed")
+                    # tell the sender first: marking the row may fail for the same reason
+                    await self._replies.send(envelope, FAILURE_MESSAGE)
+                    await self._mark(turn, InboxStatus.FAILED, error=type(exc).__name__)
+                    return
+                if reply.text:
+                    await self._replies.send(envelope, reply.text)
+                if reply.interrupted:
+                    log.info("turn_interrupted", reason=reply.interrupted)
+                    await self._mark(turn, InboxStatus.FAILED, error=reply.interrupted)
+                    return
+                await self._mark(turn, InboxStatus.DONE)
+            finally:
+                reset_contextvars(**bound)
+                session.control = None
+                self._live.discard(envelope.envelope_id)
+
+    async def _mark(
+        self, turn: TurnIdentity, status: InboxStatus, *, error: str | None = None
+    ) -> None:
+        await self._store.inbox.mark(turn.inbox, status, error=error)
