@@ -7,6 +7,13 @@ from collections.abc import Iterator
 
 import pytest
 import structlog
+from hypothesis import HealthCheck, settings
+
+# Property tests judge what the code does, not how fast this machine is: under load (two suites
+# at once on two cores) an example can take longer than hypothesis' 200 ms deadline, and
+# generating them can trip its too_slow health check. The other health checks stay on.
+settings.register_profile("hatchway", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("hatchway")
 
 
 @pytest.fixture

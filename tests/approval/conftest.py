@@ -1,21 +1,24 @@
-"""Fixtures for approval tests: a real SQLite store, settings, a fake backchannel channel."""
+"""Fixtures for approval tests: a real SQLite store, settings, the fake channel, and an ask
+running while a test clicks on its card."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bot.approval.gate import ApprovalRequest
+from bot.approval.gate import ApprovalDecision, ApprovalRequest
 from bot.approval.service import ApprovalService
 from bot.channel import Channel
 from bot.config import Settings, parse_settings
 from bot.envelope import Capabilities, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
 from bot.store import Store
 from bot.store.approvals import ApprovalRecord
-from tests.fakes.channel import FakeChannel
+from tests.fakes.channel import FakeChannel, PostedCard
 
 SLACK = ChannelRef(kind="slack", alias="team")
 #: For approver_roles, which Slack does not have.
@@ -121,3 +124,17 @@ def service_for(
 ) -> ApprovalService:
     by_ref = {c.ref: c for c in channels}
     return ApprovalService(settings, store, by_ref.get, poll_interval_s=poll_interval_s)
+
+
+Asking = tuple[PostedCard, asyncio.Task[ApprovalDecision]]
+
+
+@asynccontextmanager
+async def asking(
+    service: ApprovalService, channel: FakeChannel, request: ApprovalRequest | None = None
+) -> AsyncIterator[Asking]:
+    """``service.ask(request)`` (default :func:`make_request`) runs while the block does, which
+    starts once the ask posted its card; yields that card and the ask, done after the block."""
+    async with asyncio.TaskGroup() as group:
+        task = group.create_task(service.ask(request or make_request()))
+        yield await channel.next_card(), task

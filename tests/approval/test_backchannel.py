@@ -5,13 +5,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import re
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 
-from bot.approval.gate import ApprovalDecision, ApprovalRequest, Assessment
+from bot.approval.gate import Assessment
 from bot.approval.reasons import RuntimeReason
 from bot.approval.service import ApprovalService
 from bot.channel import ApprovalChoice, CardState, ClickVerdict
@@ -24,25 +22,13 @@ from tests.approval.conftest import (
     DISCORD,
     REQUESTER,
     SLACK,
+    asking,
     make_envelope,
     make_request,
     make_settings,
     service_for,
 )
-from tests.fakes.channel import FakeChannel, PostedCard
-
-Asking = tuple[PostedCard, asyncio.Task[ApprovalDecision]]
-
-
-@asynccontextmanager
-async def asking(
-    service: ApprovalService, channel: FakeChannel, request: ApprovalRequest | None = None
-) -> AsyncIterator[Asking]:
-    """``service.ask(request)`` (default :func:`make_request`) runs while the block does, which
-    starts once the ask posted its card; yields that card and the ask, done after the block."""
-    async with asyncio.TaskGroup() as group:
-        task = group.create_task(service.ask(request or make_request()))
-        yield await channel.next_card(), task
+from tests.fakes.channel import FakeChannel
 
 
 async def test_approver_click_approves_and_edits_card(store: Store, channel: FakeChannel) -> None:

@@ -20,6 +20,7 @@ from tests.approval.conftest import (
     APPROVER,
     REQUESTER,
     SLACK,
+    asking,
     make_envelope,
     make_request,
     make_settings,
@@ -67,9 +68,8 @@ async def test_the_only_approver_may_approve_their_own_dm_with_self_approval(
     """README's minimal setup: one person is both the allowed user and the approver."""
     settings = make_settings({"self_approval": True}, approvers=[REQUESTER])
     service = service_for(settings, store, channel)
-    async with asyncio.TaskGroup() as tg:
-        task = tg.create_task(service.ask(make_request(envelope=make_envelope(is_group=False))))
-        posted = await channel.next_card()
+    request = make_request(envelope=make_envelope(is_group=False))
+    async with asking(service, channel, request) as (posted, task):
         assert await service.click(channel.click(posted, REQUESTER)) is ClickVerdict.ACCEPTED
     assert task.result().verdict is Decision.APPROVED
 
@@ -79,15 +79,13 @@ async def test_a_dm_reaches_an_approver_through_their_own_dm(
 ) -> None:
     settings = make_settings({"dm_approvers": True}, approvers=[APPROVER, REQUESTER])
     service = service_for(settings, store, channel)
-    async with asyncio.TaskGroup() as tg:
-        task = tg.create_task(service.ask(make_request(envelope=make_envelope(is_group=False))))
-        await channel.next_card()
-        await asyncio.sleep(0.05)
-        # the conversation's card, and one copy for the approver (none for the requester)
-        assert [p.target.conversation_id for p in channel.posted] == ["C1", APPROVER]
-        copy = channel.posted[1]
+    request = make_request(envelope=make_envelope(is_group=False))
+    async with asking(service, channel, request) as (_, task):
+        copy = await channel.card_to(APPROVER)
         assert await service.click(channel.click(copy, APPROVER)) is ClickVerdict.ACCEPTED
     assert task.result().verdict is Decision.APPROVED
+    # the conversation's card, and one copy for the approver (none for the requester)
+    assert [p.target.conversation_id for p in channel.posted] == ["C1", APPROVER]
 
 
 async def test_when_no_dm_copy_can_be_posted_the_request_ends_at_once(
@@ -130,9 +128,7 @@ async def test_a_group_an_approver_can_see_gets_a_card(
 ) -> None:
     channel = MemberChannel(SLACK, members)
     service = service_for(make_settings(), store, channel)
-    async with asyncio.TaskGroup() as tg:
-        task = tg.create_task(service.ask(make_request()))
-        posted = await channel.next_card()
+    async with asking(service, channel) as (posted, task):
         await service.click(channel.click(posted, APPROVER))
     assert task.result().verdict is Decision.APPROVED
 
@@ -140,10 +136,7 @@ async def test_a_group_an_approver_can_see_gets_a_card(
 async def test_a_group_without_approvers_still_reaches_them_by_dm(store: Store) -> None:
     channel = MemberChannel(SLACK, {"C1": {REQUESTER}})
     service = service_for(make_settings({"dm_approvers": True}), store, channel)
-    async with asyncio.TaskGroup() as tg:
-        task = tg.create_task(service.ask(make_request()))
-        await channel.next_card()
-        await asyncio.sleep(0.05)
-        copy = next(p for p in channel.posted if p.target.conversation_id == APPROVER)
+    async with asking(service, channel) as (_, task):
+        copy = await channel.card_to(APPROVER)
         await service.click(channel.click(copy, APPROVER))
     assert task.result().verdict is Decision.APPROVED

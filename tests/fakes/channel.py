@@ -13,6 +13,7 @@ import asyncio
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from bot.channel import (
     ApprovalCard,
@@ -28,6 +29,7 @@ from bot.errors import ChannelError
 
 #: Called with each sent text as it is sent (a bench timing replies); must not block.
 SendHook = Callable[[DeliveryTarget, str], None]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,6 +56,7 @@ class FakeChannel:
         self.posted: list[PostedCard] = []
         self.edits: list[tuple[str, ApprovalCard]] = []  # (message id, card shown now)
         self.card_posted = asyncio.Event()
+        self._posted_more = asyncio.Event()
         #: users whose DM refuses cards (never started the bot, closed their DMs)
         self.closed_dms: set[str] = set()
         self._ids = itertools.count(1)
@@ -90,6 +93,7 @@ class FakeChannel:
         message_id = f"card{next(self._ids)}"
         self.posted.append(PostedCard(target=target, message_id=message_id, card=card))
         self.card_posted.set()
+        self._posted_more.set()
         return SentMessage(target=target, message_id=message_id)
 
     async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:
@@ -97,13 +101,22 @@ class FakeChannel:
 
     async def wait_for(self, needle: str, *, within_s: float = 30.0) -> DeliveryTarget:
         """Wait until a sent text contains ``needle``; returns where it was sent."""
-        async with asyncio.timeout(within_s):
-            while True:
-                for target, text in self.sent:
-                    if needle in text:
-                        return target
-                self._sent_more.clear()
-                await self._sent_more.wait()
+
+        def found() -> DeliveryTarget | None:
+            return next((target for target, text in self.sent if needle in text), None)
+
+        return await _until(found, self._sent_more, within_s)
+
+    async def card_to(self, conversation_id: str, *, within_s: float = 30.0) -> PostedCard:
+        """Wait until a card is posted to ``conversation_id`` (a user id: that user's DM);
+        returns the first such card."""
+
+        def found() -> PostedCard | None:
+            return next(
+                (p for p in self.posted if p.target.conversation_id == conversation_id), None
+            )
+
+        return await _until(found, self._posted_more, within_s)
 
     async def next_card(self) -> PostedCard:
         """Wait for a card posted after the last call."""
@@ -135,6 +148,15 @@ class FakeChannel:
             card=message,
             full_view=full_view,
         )
+
+
+async def _until(found: Callable[[], T | None], more: asyncio.Event, within_s: float) -> T:
+    """``found()`` once it is not None, checked again each time ``more`` is set."""
+    async with asyncio.timeout(within_s):
+        while (value := found()) is None:
+            more.clear()
+            await more.wait()
+        return value
 
 
 class FakeTerminal(FakeChannel):
