@@ -25,11 +25,11 @@ from bot.channel import CardState
 from bot.cli import main
 from bot.config import Settings, load_settings
 from bot.envelope import Sender
-from bot.pairing import PairingBook
+from bot.gateway.pairing import PairingBook
 from bot.store import Store
 from bot.store.audit import Decision
 from tests.approval.conftest import SLACK, make_request, service_for
-from tests.approval.fake_channel import FakeBackchannel
+from tests.fakes.channel import FakeChannel
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT_S = 15.0  # a decision is noticed within one 50 ms poll; this only bounds a failure
@@ -120,7 +120,7 @@ async def store(settings: Settings) -> AsyncIterator[Store]:
 async def test_approvals_list_and_approve_resolve_a_waiting_ask(
     settings: Settings, store: Store, hatchway: Hatchway
 ) -> None:
-    channel = FakeBackchannel(SLACK)
+    channel = FakeChannel(SLACK)
     service = service_for(settings, store, channel, poll_interval_s=0.05)
     async with asyncio.TaskGroup() as tg:
         task = tg.create_task(within(service.ask(make_request())))
@@ -207,7 +207,7 @@ async def test_pairing_list_and_approve(store: Store, hatchway: Hatchway) -> Non
 async def test_entry_point_decides_for_a_daemon_from_another_process(
     config: Path, settings: Settings, store: Store
 ) -> None:
-    channel = FakeBackchannel(SLACK)
+    channel = FakeChannel(SLACK)
     service = service_for(settings, store, channel, poll_interval_s=0.05)
     async with asyncio.TaskGroup() as tg:
         asking = tg.create_task(within(service.ask(make_request()), PROCESS_WAIT_S))
