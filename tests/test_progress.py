@@ -188,10 +188,11 @@ async def test_the_owned_ticker_refreshes_typing_and_stops_on_close() -> None:
 
 async def test_a_slow_platform_never_holds_up_the_turn() -> None:
     channel = FakeChannel()
-    release = asyncio.Event()
+    release, sending = asyncio.Event(), asyncio.Event()
     send = channel.send
 
     async def slow_send(target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
+        sending.set()
         await release.wait()
         return await send(target, text)
 
@@ -201,7 +202,7 @@ async def test_a_slow_platform_never_holds_up_the_turn() -> None:
     async with asyncio.timeout(5):  # returns while the platform has not answered
         await progress.tool_started(call_id="1", tool="shell", hint="ls")
         await progress.tool_finished(call_id="1", tool="shell", ok=True, duration_s=0.1)
-        await asyncio.sleep(0.05)  # the ticker is now stuck in the send
+        await sending.wait()  # the ticker is now stuck in the send
         await progress.tool_started(call_id="2", tool="file_read", hint="a")
     assert channel.sent == []
     release.set()
