@@ -48,7 +48,7 @@ from bot.envelope import (
     IngressEnvelope,
     Sender,
 )
-from bot.observe import ExecutionHistory
+from bot.observe import LoggingObserver
 from bot.progress import NullProgress
 from bot.providers.base import ChatMessage, ToolCallRequest
 from bot.scrub import scrub_mapping
@@ -118,7 +118,7 @@ async def measure(
     With ``time.thread_time`` only the event loop thread's own CPU counts: the pipeline's
     work without the wait for SQLite's thread and for other processes."""
     services = PipelineServices(
-        store=store, gate=AutoApprove(), settings=AgentConfig(), observer=ExecutionHistory()
+        store=store, gate=AutoApprove(), settings=AgentConfig(), observer=LoggingObserver()
     )
     samples: list[float] = []
     pipeline = new_pipeline(services, 0)

@@ -1,4 +1,4 @@
-"""Observer events of tool calls and a bounded in-memory execution history with stats.
+"""Observer events of tool calls, and the observer that logs them.
 
 The pipeline reports every call to a :class:`ToolObserver`: ``tool_started`` when a handler
 launches, ``tool_finished`` for every outcome (also for calls that never launched). Events
@@ -8,7 +8,6 @@ in ``bot.logs``; this module only emits events.
 
 from __future__ import annotations
 
-from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -83,27 +82,11 @@ class ToolObserver(Protocol):
     def tool_finished(self, event: ToolCallFinished) -> None: ...
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ExecutionStats:
-    """Figures over the calls still held in the history window."""
-
-    calls: int
-    by_status: dict[str, int]
-    by_tool: dict[str, int]
-    p50_ms: float
-    p99_ms: float
-    max_ms: float
-
-
-class ExecutionHistory:
-    """An observer that logs each event and keeps the last ``capacity`` finished calls."""
-
-    def __init__(self, capacity: int = 1000) -> None:
-        self._recent: deque[ToolCallFinished] = deque(maxlen=capacity)
-        self.started = 0
+class LoggingObserver:
+    """The default observer: logs each event (``tool_call_started`` at debug level,
+    ``tool_call_finished`` at info) and keeps nothing."""
 
     def tool_started(self, event: ToolCallStarted) -> None:
-        self.started += 1
         log.debug(
             "tool_call_started",
             tool=event.tool,
@@ -114,7 +97,6 @@ class ExecutionHistory:
         )
 
     def tool_finished(self, event: ToolCallFinished) -> None:
-        self._recent.append(event)
         log.info(
             "tool_call_finished",
             tool=event.tool,
@@ -125,25 +107,4 @@ class ExecutionHistory:
             status=event.status,
             synthetic=event.synthetic,
             duration_ms=round(event.duration_s * 1000, 2),
-        )
-
-    def recent(self) -> tuple[ToolCallFinished, ...]:
-        return tuple(self._recent)
-
-    def stats(self) -> ExecutionStats:
-        events = list(self._recent)
-        durations = sorted(e.duration_s * 1000 for e in events)
-
-        def pick(q: float) -> float:
-            if not durations:
-                return 0.0
-            return durations[min(len(durations) - 1, int(q * len(durations)))]
-
-        return ExecutionStats(
-            calls=len(events),
-            by_status=dict(Counter(e.status for e in events)),
-            by_tool=dict(Counter(e.tool for e in events)),
-            p50_ms=pick(0.5),
-            p99_ms=pick(0.99),
-            max_ms=durations[-1] if durations else 0.0,
         )

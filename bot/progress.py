@@ -285,10 +285,6 @@ class ChannelProgress:
                 await self._ticker
         await self._flush()
 
-    @property
-    def waiting(self) -> bool:
-        return self._waiting > 0
-
     # -- internals ---------------------------------------------------------------------
 
     def _show(self, key: str, line: str) -> None:

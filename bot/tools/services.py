@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from bot.approval.gate import ApprovalGate
 from bot.config import AgentConfig
-from bot.observe import ExecutionHistory, ToolObserver
+from bot.observe import LoggingObserver, ToolObserver
 from bot.store import Store
 from bot.tools.execution import RetryPolicy
 from bot.tools.file_locks import PathLocks
@@ -32,7 +32,7 @@ class PipelineServices:
     gate: ApprovalGate
     settings: AgentConfig
     hooks: ToolHooks = field(default_factory=ToolHooks)
-    observer: ToolObserver = field(default_factory=ExecutionHistory)
+    observer: ToolObserver = field(default_factory=LoggingObserver)
     scheduler: ToolScheduler = field(default_factory=ToolScheduler)
     locks: PathLocks = field(default_factory=PathLocks)
     signer: ReceiptSigner | None = None

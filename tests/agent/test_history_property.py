@@ -18,11 +18,11 @@ from bot.providers.base import ProviderReply, ToolCallRequest
 from bot.store import Store
 from bot.tools.services import PipelineServices
 from bot.tools.spec import ToolContext, ToolResult
-from bot.tools.transcript import well_formed
 from bot.turn_identity import TurnIdentity
 from tests.fakes.scripted_provider import ScriptedProvider, Step
 from tests.tools.gates import DENIED, PolicyGate
 from tests.tools.harness import Recorder, make_envelope, spec
+from tests.tools.transcript_check import well_formed
 
 
 async def _fails(arguments: Mapping[str, object], context: ToolContext) -> ToolResult:

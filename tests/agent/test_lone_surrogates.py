@@ -21,12 +21,12 @@ from bot.providers.openai_compat import OpenAICompatProvider
 from bot.providers.retry import Retrier, RetryPolicy
 from bot.store import Store
 from bot.tools.services import PipelineServices
-from bot.tools.transcript import well_formed
 from bot.turn_identity import TurnIdentity
 from tests.fakes.anthropic_server import AnthropicFake
 from tests.fakes.openai_server import OpenAIFake, ScriptedServer
 from tests.tools.gates import PolicyGate
 from tests.tools.harness import Recorder, RecordingProgress, make_envelope, spec
+from tests.tools.transcript_check import well_formed
 
 Kind = Literal["openai", "anthropic"]
 SESSION = "console.main:c1"

@@ -17,11 +17,11 @@ from bot.store import Store
 from bot.tools.outcome import INTERRUPTED_BEFORE_RESULT
 from bot.tools.services import PipelineServices
 from bot.tools.spec import ToolContext, ToolResult, ToolSpec
-from bot.tools.transcript import well_formed
 from bot.turn_identity import TurnIdentity
 from tests.fakes.scripted_provider import ScriptedProvider, Step, call, reply
 from tests.tools.gates import PolicyGate
 from tests.tools.harness import Recorder, RecordingProgress, make_envelope, spec
+from tests.tools.transcript_check import well_formed
 
 
 def bundle_for(

@@ -26,10 +26,10 @@ import pytest
 from bot.agent.loop import BUDGET_MESSAGE
 from bot.app import App
 from bot.config import Settings, parse_settings
-from bot.tools.transcript import well_formed
 from tests.fakes.openai_server import HttpError, Reply, ScriptItem
 from tests.reliability.routed_llm import Endless, Fault, Garbage, RoutedOpenAI
 from tests.test_console import Terminal
+from tests.tools.transcript_check import well_formed
 
 KEY = "sk-reliability-provider-key-000000"
 NOT_ANSWERING = "not answering right now"

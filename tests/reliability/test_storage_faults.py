@@ -26,9 +26,9 @@ from bot.errors import StorageError
 from bot.gateway import FAILURE_MESSAGE
 from bot.providers.base import CompletionRequest, ProviderReply
 from bot.store import Store
-from bot.tools.transcript import well_formed
 from tests.fakes.scripted_provider import ScriptedProvider, reply
 from tests.test_console import Terminal
+from tests.tools.transcript_check import well_formed
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,7 @@ from bot.agent.turn import CancelToken
 from bot.approval.gate import ApprovalGate
 from bot.config import AgentConfig
 from bot.envelope import Capabilities, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
-from bot.observe import ExecutionHistory
+from bot.observe import LoggingObserver, ToolCallFinished, ToolCallStarted
 from bot.providers.base import ToolCallRequest
 from bot.store import Store
 from bot.tools.batch import BatchReport
@@ -155,6 +155,22 @@ class RecordingProgress:
         return None
 
 
+class RecordingObserver(LoggingObserver):
+    """Logs like the default observer and keeps every event, in order."""
+
+    def __init__(self) -> None:
+        self.started: list[ToolCallStarted] = []
+        self.finished: list[ToolCallFinished] = []
+
+    def tool_started(self, event: ToolCallStarted) -> None:
+        super().tool_started(event)
+        self.started.append(event)
+
+    def tool_finished(self, event: ToolCallFinished) -> None:
+        super().tool_finished(event)
+        self.finished.append(event)
+
+
 FAST_RETRY = RetryPolicy()
 
 
@@ -177,13 +193,13 @@ class Harness:
         retry: RetryPolicy | None = None,
         workspace: str | None = None,
         session_key: str = "console.main:c1",
-        observer: ExecutionHistory | None = None,
+        observer: RecordingObserver | None = None,
     ) -> None:
         self.store = store
         self.gate = gate or PolicyGate()
         self.settings = settings or AgentConfig()
         self.envelope = envelope or make_envelope()
-        self.observer = observer or ExecutionHistory()
+        self.observer = observer or RecordingObserver()
         self.progress = RecordingProgress()
         self.cancel = CancelToken()
         self.turn_id = f"turn-{next(_turns)}"

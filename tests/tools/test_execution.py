@@ -191,7 +191,7 @@ async def test_cancel_during_a_parallel_batch_interrupts_only_unfinished_calls(
     assert not report.outcomes[1].aborted_before_launch  # it had launched
     rows = await store.tool_calls.for_turn(harness.turn_id)
     assert sorted(r.call_id for r in rows) == sorted([a.id, b.id])  # never reported twice
-    finished = [e.call_id for e in harness.observer.recent()]
+    finished = [e.call_id for e in harness.observer.finished]
     assert sorted(finished) == sorted([a.id, b.id])
 
 

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from bot.approval.gate import ApprovalDecision, Assessment
 from bot.config import AgentConfig
 from bot.errors import ConfigError
-from bot.observe import ExecutionHistory, ToolCallStarted
 from bot.store import Store
 from bot.store.audit import Decision
 from bot.tools.batch import BatchVerdict
@@ -23,11 +22,11 @@ from bot.tools.outcome import ToolOutcome
 from bot.tools.receipt import ReceiptSigner, ReceiptVerdict
 from bot.tools.repetition import LoopDetector, Repetition
 from bot.tools.spec import ToolContext, ToolResult
-from bot.tools.transcript import well_formed
 from bot.tools.truncation import bound_text
 from tests.fakes.scripted_provider import call
 from tests.tools.gates import APPROVED, DENIED, PolicyGate
-from tests.tools.harness import Harness, Recorder, spec
+from tests.tools.harness import Harness, Recorder, RecordingObserver, spec
+from tests.tools.transcript_check import well_formed
 
 SECRET = "sk-abcdefghijklmnopqrstuvwxyz123456"
 KEY = b"0123456789abcdef0123456789abcdef"
@@ -40,7 +39,7 @@ async def test_secrets_never_reach_events_or_rows(store: Store) -> None:
     harness = Harness(store, [spec("leaky", leaky)])
     (outcome,) = (await harness.run(call("leaky", {"api_key": "hunter22", "q": SECRET}))).outcomes
     assert SECRET in outcome.observation  # the model sees the real result
-    (event,) = harness.observer.recent()
+    (event,) = harness.observer.finished
     assert SECRET not in event.result
     (row,) = await store.tool_calls.for_turn(harness.turn_id)
     assert SECRET not in row.observation
@@ -79,18 +78,6 @@ async def test_rows_name_who_let_the_call_run(
     assert row.approved_by == approved_by
 
 
-class StartRecorder(ExecutionHistory):
-    """Keeps the start events too."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.starts: list[ToolCallStarted] = []
-
-    def tool_started(self, event: ToolCallStarted) -> None:
-        super().tool_started(event)
-        self.starts.append(event)
-
-
 async def test_a_secret_across_a_cut_leaves_no_fragment_in_the_row(store: Store) -> None:
     # The key crosses the head/tail cut of the bounded result and the clip of raw arguments;
     # scrubbing after cutting would keep its first characters.
@@ -115,14 +102,14 @@ async def test_a_secret_across_a_cut_leaves_no_fragment_in_the_row(store: Store)
 
 
 async def test_events_and_rows_name_the_turn_they_belong_to(store: Store) -> None:
-    observer = StartRecorder()
+    observer = RecordingObserver()
     harness = Harness(store, [spec("echo", Recorder())], observer=observer, session_key="s-1")
     await harness.run(call("echo", {"q": 1}, id="c-1"), call("nope", id="c-2"))
     expected = ("console.main", "c1", harness.turn_id)
-    (started,) = observer.starts
+    (started,) = observer.started
     assert (started.tool, started.call_id) == ("echo", "c-1")
     assert (started.channel, started.conversation_id, started.turn_id) == expected
-    finished = observer.recent()
+    finished = observer.finished
     assert [(e.tool, e.call_id, e.status, e.synthetic) for e in finished] == [
         ("echo", "c-1", "executed", False),
         ("nope", "c-2", "not_executed", True),
@@ -152,12 +139,12 @@ async def test_recording_order_events_then_after_hooks_then_row(store: Store) ->
 
     async def after(hook_call: HookCall, outcome: ToolOutcome) -> None:
         rows = await store.tool_calls.for_turn(harness.turn_id)
-        seen.append((len(harness.observer.recent()), len(rows)))
+        seen.append((len(harness.observer.finished), len(rows)))
 
     harness = Harness(store, [spec("echo", Recorder())], hooks=ToolHooks(after=(after,)))
     await harness.run(call("echo"))
     assert seen == [(1, 0)]  # the finish event came first, the row after the hook
-    assert harness.observer.started == 1
+    assert len(harness.observer.started) == 1
     assert len(await store.tool_calls.for_turn(harness.turn_id)) == 1
 
 

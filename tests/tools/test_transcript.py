@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.providers.base import ChatMessage, ToolCallRequest
-from bot.tools.transcript import well_formed
+from tests.tools.transcript_check import well_formed
 
 CALLS = (
     ToolCallRequest(id="a", name="t", arguments="{}"),
