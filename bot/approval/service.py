@@ -17,9 +17,10 @@ order:
 After :meth:`close` (shutdown) every new request is auto-denied at once (``shutdown``).
 
 Every decision is audited (by the policy here, by the handler for an ask); the daemon calls
-:meth:`expire_pending` at start and :meth:`close` when it starts to stop, the gateway's
-``ChannelHost.approval_clicked`` delegates to :meth:`click` (and ``approval_refusal`` to
-:meth:`refusal`), and the CLI uses :meth:`decide_from_cli`.
+:meth:`expire_pending` at start and :meth:`close` when it starts to stop, the adapters'
+host (:class:`bot.channel_host.AdapterHost`) binds ``ChannelHost.approval_clicked`` to
+:meth:`click` (``approval_refusal`` to :meth:`refusal`, ``approval_card`` to :meth:`card`),
+and the CLI uses :meth:`decide_from_cli`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """A channel host whose approval clicks and questions go to the real approval service, as the
-gateway's do; adapter tests use it to check what a click does to the platform's card."""
+daemon's host does (:class:`bot.channel_host.AdapterHost`); adapter tests use it to check
+what a click does to the platform's card."""
 
 from __future__ import annotations
 
