@@ -47,6 +47,7 @@ class SqliteWorker:
         self.path = path
         self._jobs: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
         self._closed = False
+        self._thread: threading.Thread | None = None
 
     @classmethod
     async def start(cls, path: Path, connect: Callable[[], sqlite3.Connection]) -> SqliteWorker:
@@ -54,10 +55,10 @@ class SqliteWorker:
         when that fails (the thread has then ended)."""
         worker = cls(path)
         opened: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        thread = threading.Thread(
+        worker._thread = threading.Thread(
             target=worker._serve, args=(connect, opened), name=f"sqlite {path.name}", daemon=True
         )
-        thread.start()
+        worker._thread.start()
         await opened
         return worker
 
@@ -78,6 +79,9 @@ class SqliteWorker:
         self._closed = True
         self._jobs.put(None)
         await closed
+        if self._thread is not None:
+            # its last job is done: it only has to take the end marker and return
+            self._thread.join()
 
     # -- on the worker thread -----------------------------------------------------------
 

@@ -36,6 +36,7 @@ async def test_jobs_run_in_order_on_one_thread(tmp_path: Path) -> None:
     assert len({thread for _, thread in seen}) == 1
     assert seen[0][1] != threading.get_ident()
     await worker.aclose()
+    assert not [t for t in threading.enumerate() if t.name == "sqlite w.db"]  # it ended
     await worker.aclose()  # closing twice is harmless
     with pytest.raises(StorageError, match="closed"):
         worker.submit(job(99))
