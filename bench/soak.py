@@ -37,7 +37,7 @@ os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
 from bench.machine import percentile  # noqa: E402
 from bot.app import App  # noqa: E402
 from bot.config import parse_settings  # noqa: E402
-from bot.logs import configure_logging  # noqa: E402
+from bot.ops.logs import configure_logging  # noqa: E402
 from bot.providers.base import (  # noqa: E402
     CompletionRequest,
     ProviderReply,

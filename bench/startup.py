@@ -1,7 +1,7 @@
 """How long hatchway takes to start: imports, ``hatchway --help``, and process start to READY.
 
 * import time: ``python -X importtime -c "import MODULE"`` for ``bot`` (the package),
-  ``bot.app`` (the composition root) and ``bot.daemon`` (what ``hatchway run`` loads), the
+  ``bot.app`` (the composition root) and ``bot.ops.daemon`` (what ``hatchway run`` loads), the
   cumulative figure of the module's own line (median of ``--repeat`` fresh interpreters);
 * ``python -m bot.cli --help`` (what ``hatchway --help`` runs): wall time of the whole
   command, interpreter start included;
@@ -216,7 +216,7 @@ def compile_bytecode() -> None:
 def main(args: argparse.Namespace) -> None:
     print(describe_machine())
     compile_bytecode()
-    for module in ("bot", "bot.app", "bot.daemon"):
+    for module in ("bot", "bot.app", "bot.ops.daemon"):
         samples = [import_ms(module) for _ in range(args.repeat)]
         print(f"import {module:<12} {summary(samples)}")
     print(f"bot.cli --help      {summary([help_ms() for _ in range(args.repeat)])}")

@@ -14,7 +14,7 @@ includes queueing behind the concurrency cap), the event loop thread's CPU per t
 whole process's CPU per turn (the loop plus SQLite's worker thread), SQLite round trips
 (worker-thread trips) per turn, and the process's peak RSS. After the warm-up round the
 bench settles the garbage collector as the daemon does after start-up
-(:func:`bot.daemon.settle_memory`: one collection, then ``gc.freeze()``).
+(:func:`bot.ops.daemon.settle_memory`: one collection, then ``gc.freeze()``).
 
     python bench/throughput.py [--conversations 1000] [--max-concurrent-turns 32]
                                [--log-level warning] [--rounds 3]
@@ -42,14 +42,14 @@ from bench.machine import describe_machine, percentile
 from bench.pipeline import NOOP
 from bot.app import App
 from bot.config import Settings, parse_settings
-from bot.daemon import settle_memory
 from bot.envelope import (
     ChannelRef,
     DeliveryTarget,
     IngressEnvelope,
     Sender,
 )
-from bot.logs import configure_logging
+from bot.ops.daemon import settle_memory
+from bot.ops.logs import configure_logging
 from bot.providers.base import CompletionRequest, ProviderReply
 from tests.fakes.channel import FakeChannel
 from tests.fakes.scripted_provider import ScriptedProvider, call, reply

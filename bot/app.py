@@ -38,7 +38,7 @@ from bot.envelope import ChannelRef
 from bot.errors import ChannelAuthError
 from bot.gateway import Gateway
 from bot.gateway.access import AccessPolicy
-from bot.metrics import MeteredGate, Metrics
+from bot.ops.metrics import MeteredGate, Metrics
 from bot.outbox import ChannelOutbox
 from bot.providers.base import Provider
 from bot.providers.factory import build_provider
@@ -281,7 +281,7 @@ class App:
         settings. Everything new is built first, then swapped in with no ``await`` in
         between, so no message sees half of it; a build error (``HatchwayError``) leaves the
         old configuration in place. Channels, providers, storage and the HTTP server keep
-        their start-up settings (see :func:`bot.daemon.restart_only_changes`)."""
+        their start-up settings (see :func:`bot.ops.daemon.restart_only_changes`)."""
         settings = with_default_channel(settings, given=bool(self._given_channels))
         tools = self._build_tools(settings)
         current = self.agent.bundle

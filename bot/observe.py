@@ -3,7 +3,7 @@
 The pipeline reports every call to a :class:`ToolObserver`: ``tool_started`` when a handler
 launches, ``tool_finished`` for every outcome (also for calls that never launched). Events
 carry only scrubbed text: secrets never reach logs or events. Structured-logging setup lives
-in ``bot.logs``; this module only emits events.
+in ``bot.ops.logs``; this module only emits events.
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ def settings_for(args: argparse.Namespace) -> Settings:
 async def operator_store(args: argparse.Namespace) -> AsyncIterator[tuple[Settings, Store]]:
     """The settings and the open store named by ``--config`` (or its defaults). Logs go to
     stderr at warning level or above, so the command's output stays machine-readable."""
-    from bot.logs import configure_logging
+    from bot.ops.logs import configure_logging
     from bot.store import Store
 
     settings = settings_for(args)

@@ -50,7 +50,7 @@ async def _run(args: argparse.Namespace) -> int:
     # of the CPU before READY. The daemon collects once and re-enables it after warm-up.
     gc.disable()
     from bot.config import resolve_config_path
-    from bot.daemon import DaemonOptions, run_daemon
+    from bot.ops.daemon import DaemonOptions, run_daemon
 
     options = DaemonOptions(
         config_path=resolve_config_path(args.config),
@@ -65,7 +65,7 @@ async def _run(args: argparse.Namespace) -> int:
 
 async def _chat(args: argparse.Namespace) -> int:
     from bot.config import ChannelsConfig
-    from bot.logs import configure_logging
+    from bot.ops.logs import configure_logging
 
     settings = _settings(args)
     # The console alone: other configured channels are not started by ``chat``.

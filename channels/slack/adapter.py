@@ -52,8 +52,8 @@ from bot.channel import (
 from bot.config import ChannelCommon, Settings
 from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelAuthError, ChannelError, ConfigError
+from bot.ops.web import header_bytes
 from bot.scrub import register_secrets
-from bot.web import header_bytes
 from channels.common.card_index import CardIndex
 from channels.common.health import HealthRecord
 from channels.slack.api import SlackWebApi

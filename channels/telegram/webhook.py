@@ -4,9 +4,9 @@ Telegram sends every update as a JSON POST carrying the ``X-Telegram-Bot-Api-Sec
 header set by ``setWebhook``. A missing or wrong header gets ``403`` and the update is never
 looked at: the header's raw bytes are compared in constant time, so a value that is not ASCII
 or not even UTF-8 is simply wrong. After the secret, the body must be JSON (``415``), at most
-:data:`bot.web.MAX_BODY_BYTES` (``413``), UTF-8 and one JSON object (``400``); the wrong
+:data:`bot.ops.web.MAX_BODY_BYTES` (``413``), UTF-8 and one JSON object (``400``); the wrong
 method gets ``405``, an unparsable request aiohttp's ``400``. Each refusal is one log line
-(``http_request_refused``, see :mod:`bot.web`). An accepted update is handed to the callback
+(``http_request_refused``, see :mod:`bot.ops.web`). An accepted update is handed to the callback
 *before* the ``200`` is sent, so an update whose handling failed (``500``) is sent again by
 Telegram instead of being lost.
 """
@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 from aiohttp import web
 
-from bot.web import MAX_BODY_BYTES, header_bytes, log_refusals, read_json_object, server_runner
+from bot.ops.web import MAX_BODY_BYTES, header_bytes, log_refusals, read_json_object, server_runner
 
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 

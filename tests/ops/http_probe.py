@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from bot.logs import configure_logging
+from bot.ops.logs import configure_logging
 
 Header = tuple[str, bytes]
 

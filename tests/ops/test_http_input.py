@@ -1,7 +1,7 @@
 """Malformed input at the daemon's HTTP server: every bad header, body, encoding, size, type,
 method or path gets a 4xx and exactly one log line without a traceback.
 
-The real :class:`~bot.web.HttpServer` serves the health routes and a Slack channel in HTTP
+The real :class:`~bot.ops.web.HttpServer` serves the health routes and a Slack channel in HTTP
 (Events API) mode, driven by the real slack-bolt against the loopback Slack fake; requests
 are written as raw bytes over loopback.
 """
@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from bot.config import ServerConfig
-from bot.health import HealthRoutes, add_health_routes
-from bot.metrics import Metrics
+from bot.ops.health import HealthRoutes, add_health_routes
+from bot.ops.metrics import Metrics
+from bot.ops.web import MAX_BODY_BYTES, HttpServer
 from bot.store import Store
-from bot.web import MAX_BODY_BYTES, HttpServer
 from tests.fakes import slack_setup
 from tests.fakes.channel_health import serving
 from tests.fakes.recording_host import RecordingHost

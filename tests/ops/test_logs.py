@@ -14,7 +14,7 @@ from typing import Literal
 import pytest
 import structlog
 
-from bot.logs import configure_logging
+from bot.ops.logs import configure_logging
 from bot.scrub import register_secret
 
 REGISTERED = "vault-9f3c1d7e2a-registered"
@@ -144,7 +144,7 @@ def test_stacks_are_masked_too(logged: Callable[[Format], io.StringIO], fmt: For
         assert [e["event"] for e in events] == ["stack_dump ***", "stack_dump"]
         assert all("stack" in e and "stack_info" not in e for e in events)
         # the stack starts at the caller, not inside the logging machinery
-        assert "bot/logs.py" not in events[1]["stack"]
+        assert "bot/ops/logs.py" not in events[1]["stack"]
 
 
 def test_other_fields_are_still_masked(logged: Callable[[Format], io.StringIO]) -> None:

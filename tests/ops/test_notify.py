@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.notify import SystemdNotifier, socket_address, watchdog_interval_s, watchdog_pings
+from bot.ops.notify import SystemdNotifier, socket_address, watchdog_interval_s, watchdog_pings
 
 
 @pytest.fixture(params=["path", "abstract"])

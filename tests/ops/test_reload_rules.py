@@ -8,7 +8,7 @@ import pytest
 
 from bot.channel import ChannelHealth, HealthState
 from bot.config import parse_settings
-from bot.daemon import restart_only_changes, status_line
+from bot.ops.daemon import restart_only_changes, status_line
 
 BASE: dict[str, Any] = {
     "providers": {"default": {"kind": "openai", "base_url": "http://127.0.0.1:1/v1", "model": "m"}},

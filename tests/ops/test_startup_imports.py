@@ -14,7 +14,7 @@ PROBE = textwrap.dedent(
     """
     import asyncio, gc, sys
     gc.disable()  # as `hatchway run` does before importing the daemon
-    import bot.daemon
+    import bot.ops.daemon
     from bot.config import Settings
     from bot.providers.factory import defer_provider
     late = ("jsonschema", "httpx2", "openai")
@@ -23,12 +23,12 @@ PROBE = textwrap.dedent(
         "agent": {"provider": "local"},
         "providers": {"local": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}},
     })
-    asyncio.run(bot.daemon._warm_up(defer_provider(settings, environ={})))
+    asyncio.run(bot.ops.daemon._warm_up(defer_provider(settings, environ={})))
     print("after", [m for m in late if m in sys.modules], gc.isenabled(), gc.get_freeze_count() > 0)
 
     async def stopped_during_warm_up():
         gc.disable()
-        task = asyncio.create_task(bot.daemon._warm_up(defer_provider(settings, environ={})))
+        task = asyncio.create_task(bot.ops.daemon._warm_up(defer_provider(settings, environ={})))
         await asyncio.sleep(0)
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)

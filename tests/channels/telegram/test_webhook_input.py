@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from bot.ops.web import MAX_BODY_BYTES
 from bot.store import Store
-from bot.web import MAX_BODY_BYTES
 from channels.telegram.webhook import SECRET_HEADER, WebhookReceiver
 from tests.fakes.channel_health import serving
 from tests.fakes.recording_host import RecordingHost

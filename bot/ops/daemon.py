@@ -51,12 +51,12 @@ from bot.app import App
 from bot.channel import ChannelHealth, HealthState
 from bot.config import ChannelCommon, Settings, load_settings
 from bot.errors import HatchwayError
-from bot.health import HealthRoutes, add_health_routes
-from bot.metrics import MeteredProvider, Metrics
-from bot.notify import SystemdNotifier, watchdog_pings
+from bot.ops.health import HealthRoutes, add_health_routes
+from bot.ops.metrics import MeteredProvider, Metrics
+from bot.ops.notify import SystemdNotifier, watchdog_pings
+from bot.ops.web import HttpServer
 from bot.providers.deferred import DeferredProvider
 from bot.providers.factory import defer_provider
-from bot.web import HttpServer
 
 log = structlog.get_logger(__name__)
 
@@ -314,7 +314,7 @@ def settle_memory() -> None:
 
 async def run_daemon(options: DaemonOptions) -> int:
     """Load the config, set up logging and sd_notify, and run until stopped."""
-    from bot.logs import configure_logging
+    from bot.ops.logs import configure_logging
 
     settings = load_settings(options.config_path)
     configure_logging(settings.logging.level, settings.logging.format)
