@@ -1,14 +1,16 @@
 """The composition root: settings in, a running bot out.
 
 :class:`App` opens the store, builds the provider, the approval service, the access policy,
-the tool catalog and the gateway, creates the configured channel adapters, and supervises
-their tasks. Tests build an ``App`` with an injected provider and pre-built channels;
-``hatchway run`` and ``hatchway chat`` build one from the config file.
+the tool catalog, the agent's turn runner (:class:`~bot.agent.runner.AgentRunner`) and the
+gateway, creates the configured channel adapters, and supervises their tasks. Adapters run
+with an :class:`~bot.channel_host.AdapterHost`: messages to the gateway, approval answers to
+the approval service. Tests build an ``App`` with an injected provider and pre-built
+channels; ``hatchway run`` and ``hatchway chat`` build one from the config file.
 
 Start-up order: store → provider → channels (objects only) → approvals → access → tools →
-gateway → tasks (gateway, channels) → expire approvals left pending by a previous run →
-recover unfinished inbox entries. Shutdown reverses it: drain the gateway, expire pending
-approvals, cancel channel tasks, close the provider and the store.
+turn runner → gateway → tasks (gateway, channels) → expire approvals left pending by a
+previous run → recover unfinished inbox entries. Shutdown reverses it: drain the gateway,
+expire pending approvals, cancel channel tasks, close the provider and the store.
 """
 
 from __future__ import annotations
