@@ -131,10 +131,25 @@ Asking = tuple[PostedCard, asyncio.Task[ApprovalDecision]]
 
 @asynccontextmanager
 async def asking(
-    service: ApprovalService, channel: FakeChannel, request: ApprovalRequest | None = None
+    service: ApprovalService,
+    store: Store,
+    channel: FakeChannel,
+    request: ApprovalRequest | None = None,
 ) -> AsyncIterator[Asking]:
     """``service.ask(request)`` (default :func:`make_request`) runs while the block does, which
-    starts once the ask posted its card; yields that card and the ask, done after the block."""
+    starts once the ask posted its cards and waits for an answer; yields the first card and
+    the ask, done after the block."""
     async with asyncio.TaskGroup() as group:
         task = group.create_task(service.ask(request or make_request()))
-        yield await channel.next_card(), task
+        posted = await channel.next_card()
+        await until_waiting(store, posted.card.approval_id)
+        yield posted, task
+
+
+async def until_waiting(store: Store, approval_id: str) -> None:
+    """Until the asking side stored where its cards are (it does so after the posts return,
+    and then only waits): a restart or a click from now on finds every copy."""
+    async with asyncio.timeout(10):
+        # the row is the only signal there is
+        while not (row := await store.approvals.get(approval_id)) or not row.card_refs:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)

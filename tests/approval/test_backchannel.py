@@ -33,7 +33,7 @@ from tests.fakes.channel import FakeChannel
 
 async def test_approver_click_approves_and_edits_card(store: Store, channel: FakeChannel) -> None:
     service = service_for(make_settings(), store, channel)
-    async with asking(service, channel) as (posted, task):
+    async with asking(service, store, channel) as (posted, task):
         assert posted.target.thread_id == "T1"
         assert posted.card.state is CardState.PENDING
         assert await service.click(channel.click(posted, APPROVER)) is ClickVerdict.ACCEPTED
@@ -49,7 +49,7 @@ async def test_unauthorised_click_is_refused_and_audited(
     store: Store, channel: FakeChannel
 ) -> None:
     service = service_for(make_settings(), store, channel)
-    async with asking(service, channel) as (posted, task):
+    async with asking(service, store, channel) as (posted, task):
         stranger = channel.click(posted, "U_MALLORY")
         assert await service.click(stranger) is ClickVerdict.NOT_AUTHORISED
         row = await store.approvals.get(posted.card.approval_id)
@@ -68,7 +68,7 @@ async def test_approver_role_may_decide(store: Store) -> None:
     settings = make_settings(kind="discord", approver_roles=["ops"])
     service = service_for(settings, store, channel)
     request = make_request(envelope=make_envelope(channel=DISCORD))
-    async with asking(service, channel, request) as (posted, task):
+    async with asking(service, store, channel, request) as (posted, task):
         click = channel.click(posted, "U_BOB", roles=("ops",))
         assert await service.click(click) is ClickVerdict.ACCEPTED
     assert task.result().decided_by == "U_BOB"
@@ -85,7 +85,7 @@ async def test_self_approval(
         {"self_approval": self_approval, "timeout_s": 0.2}, approvers=[REQUESTER, APPROVER]
     )
     service = service_for(settings, store, channel)
-    async with asking(service, channel) as (posted, task):
+    async with asking(service, store, channel) as (posted, task):
         assert await service.click(channel.click(posted, REQUESTER)) is expected
     allowed = expected is ClickVerdict.ACCEPTED
     assert task.result().allowed is allowed
@@ -96,12 +96,13 @@ async def test_click_binds_to_one_call_and_cannot_approve_changed_arguments(
 ) -> None:
     settings = make_settings({"timeout_s": 0.2})
     service = service_for(settings, store, channel)
-    async with asking(service, channel, make_request(arguments={"command": "ls"})) as (old, first):
+    request = make_request(arguments={"command": "ls"})
+    async with asking(service, store, channel, request) as (old, first):
         await service.click(channel.click(old, APPROVER, ApprovalChoice.DENY))
     assert first.result().verdict is Decision.DENIED
 
     changed = make_request(arguments={"command": "rm -rf /"})
-    async with asking(service, channel, changed) as (new, second):
+    async with asking(service, store, channel, changed) as (new, second):
         assert new.card.approval_id != old.card.approval_id
         # The approver's earlier card cannot be re-used for the changed call.
         again = channel.click(old, APPROVER, ApprovalChoice.APPROVE)
@@ -113,13 +114,13 @@ async def test_click_binds_to_one_call_and_cannot_approve_changed_arguments(
 
 async def test_replayed_click_is_refused(store: Store, channel: FakeChannel) -> None:
     service = service_for(make_settings({"timeout_s": 0.2}), store, channel)
-    async with asking(service, channel) as (posted, task):
+    async with asking(service, store, channel) as (posted, task):
         click = channel.click(posted, APPROVER)
         assert await service.click(click) is ClickVerdict.ACCEPTED
     assert task.result().verdict is Decision.APPROVED
     assert await service.click(click) is ClickVerdict.ALREADY_DECIDED
     # The identical call asked again gets a new card; the old click does not decide it.
-    async with asking(service, channel) as (_, again):
+    async with asking(service, store, channel) as (_, again):
         assert await service.click(click) is ClickVerdict.ALREADY_DECIDED
     assert again.result().verdict is Decision.EXPIRED
 
@@ -141,7 +142,7 @@ async def test_timeout_denies_with_runtime_wording(store: Store, channel: FakeCh
 
 async def test_deny_with_edit_gives_replacement_text(store: Store, channel: FakeChannel) -> None:
     service = service_for(make_settings(), store, channel)
-    async with asking(service, channel) as (posted, task):
+    async with asking(service, store, channel) as (posted, task):
         click = channel.click(
             posted, APPROVER, ApprovalChoice.DENY, replacement_text="use ls without -a"
         )
@@ -157,7 +158,7 @@ async def test_approval_ids_can_be_typed_as_a_cli_argument(
 ) -> None:
     # `hatchway approvals approve ID`: an id starting with "-" would read as an option.
     service = service_for(make_settings(), store, channel)
-    async with asking(service, channel) as (posted, task):
+    async with asking(service, store, channel) as (posted, task):
         await service.click(channel.click(posted, APPROVER, ApprovalChoice.DENY))
     assert task.result().verdict is Decision.DENIED
     assert re.fullmatch(r"[0-9a-f]{24}", posted.card.approval_id)
@@ -168,7 +169,7 @@ async def test_a_blank_replacement_text_is_a_plain_deny(
     store: Store, channel: FakeChannel, blank: str
 ) -> None:
     service = service_for(make_settings(), store, channel)
-    async with asking(service, channel) as (posted, task):
+    async with asking(service, store, channel) as (posted, task):
         click = channel.click(posted, APPROVER, ApprovalChoice.DENY, replacement_text=blank)
         assert await service.click(click) is ClickVerdict.ACCEPTED
     assert task.result().verdict is Decision.DENIED
@@ -179,7 +180,7 @@ async def test_always_creates_conversation_grant(store: Store, channel: FakeChan
     service = service_for(make_settings(), store, channel)
     request = make_request()
     assert (await service.assess(request)).assessment is Assessment.ASK
-    async with asking(service, channel, request) as (posted, task):
+    async with asking(service, store, channel, request) as (posted, task):
         await service.click(channel.click(posted, APPROVER, ApprovalChoice.ALWAYS))
     assert task.result().verdict is Decision.ALWAYS
 
@@ -198,7 +199,7 @@ async def test_always_creates_conversation_grant(store: Store, channel: FakeChan
 
 async def test_always_ask_beats_grant(store: Store, channel: FakeChannel) -> None:
     service = service_for(make_settings({"always_ask": ["shell"]}), store, channel)
-    async with asking(service, channel) as (posted, task):
+    async with asking(service, store, channel) as (posted, task):
         await service.click(channel.click(posted, APPROVER, ApprovalChoice.ALWAYS))
     assert task.result().verdict is Decision.ALWAYS
     assert len(await store.grants.list(now=0)) == 1
@@ -211,7 +212,7 @@ async def test_dm_approvers_get_copies_and_all_copies_are_edited(
 ) -> None:
     settings = make_settings({"dm_approvers": True}, approvers=[APPROVER, "U_BOB"])
     service = service_for(settings, store, channel)
-    async with asking(service, channel) as (_, task):
+    async with asking(service, store, channel) as (_, task):
         while len(channel.posted) < 3:  # the conversation's card, then one DM per approver
             await channel.next_card()
         await service.click(channel.click(channel.posted[2], "U_BOB"))
@@ -225,7 +226,7 @@ async def test_restart_expires_pending_and_edits_cards(
 ) -> None:
     settings = make_settings()
     before = service_for(settings, store, channel)
-    async with asking(before, channel) as (posted, task):
+    async with asking(before, store, channel) as (posted, task):
         # A new daemon on the same file, with its own connection to the platform.
         after_channel = FakeChannel(channel.ref)
         async with await Store.open(db_path) as second:
@@ -253,7 +254,10 @@ async def test_cli_decision_from_another_store_resolves_waiting_ask(
 ) -> None:
     settings = make_settings()
     service = service_for(settings, store, channel)
-    async with asking(service, channel) as (posted, task), await Store.open(db_path) as other:
+    async with (
+        asking(service, store, channel) as (posted, task),
+        await Store.open(db_path) as other,
+    ):
         cli = service_for(settings, other)  # no channels: like the CLI process
         verdict = await cli.decide_from_cli(posted.card.approval_id, True, "operator:ops")
         assert verdict is ClickVerdict.ACCEPTED
@@ -270,7 +274,7 @@ async def test_click_from_another_channel_alias_is_unknown(
     from bot.envelope import ChannelRef
 
     service = service_for(make_settings({"timeout_s": 0.2}), store, channel)
-    async with asking(service, channel) as (posted, task):
+    async with asking(service, store, channel) as (posted, task):
         foreign = FakeChannel(ChannelRef(kind="slack", alias="other"))
         assert await service.click(foreign.click(posted, APPROVER)) is ClickVerdict.UNKNOWN
     assert task.result().verdict is Decision.EXPIRED
@@ -278,15 +282,10 @@ async def test_click_from_another_channel_alias_is_unknown(
 
 async def test_cancelled_ask_expires_row(store: Store, channel: FakeChannel) -> None:
     service = service_for(make_settings(), store, channel)
-    task = asyncio.get_running_loop().create_task(service.ask(make_request()))
-    posted = await channel.next_card()
-    row = await store.approvals.get(posted.card.approval_id)
-    while row is not None and not row.card_refs:  # wait until the ask is waiting
-        await asyncio.sleep(0.01)
-        row = await store.approvals.get(posted.card.approval_id)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+    async with asking(service, store, channel) as (posted, task):
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
     row = await store.approvals.get(posted.card.approval_id)
     assert row is not None and row.status is ApprovalStatus.EXPIRED
     assert channel.edits[-1][1].state is CardState.EXPIRED
@@ -297,7 +296,7 @@ async def test_a_late_click_shows_the_outcome_on_the_card_it_came_from(
 ) -> None:
     """Also on a copy whose place was never stored (posted just before a crash)."""
     service = service_for(make_settings(), store, channel)
-    async with asking(service, channel) as (posted, task):
+    async with asking(service, store, channel) as (posted, task):
         assert await service.click(channel.click(posted, APPROVER, ApprovalChoice.DENY)) is (
             ClickVerdict.ACCEPTED
         )
@@ -314,7 +313,7 @@ async def test_a_refused_or_accepted_click_leaves_the_card_to_the_asking_side(
     store: Store, channel: FakeChannel
 ) -> None:
     service = service_for(make_settings(), store, channel)
-    async with asking(service, channel) as (posted, task):
+    async with asking(service, store, channel) as (posted, task):
         assert await service.click(channel.click(posted, APPROVER)) is ClickVerdict.ACCEPTED
     assert task.result().verdict is Decision.APPROVED
     stranger = channel.click(posted, "U_MALLORY")
@@ -331,7 +330,7 @@ async def test_a_click_after_the_deadline_expires_the_request_and_shows_it(
     service = ApprovalService(
         make_settings(), store, {channel.ref: channel}.get, lambda: now[0], poll_interval_s=60
     )
-    async with asking(service, channel) as (posted, task):
+    async with asking(service, store, channel) as (posted, task):
         now[0] += 5.0  # the configured timeout_s: the deadline has come
         assert await service.click(channel.click(posted, APPROVER)) is ClickVerdict.UNKNOWN
     decision = task.result()
@@ -355,7 +354,7 @@ async def test_a_cut_card_is_approved_only_from_the_full_view(
 ) -> None:
     service = service_for(make_settings(), store, channel)
     request = make_request(arguments={"command": LONG_COMMAND})
-    async with asking(service, channel, request) as (posted, task):
+    async with asking(service, store, channel, request) as (posted, task):
         assert posted.card.cut and not posted.card.approvable_here
         assert LONG_COMMAND in posted.card.full_text
         # a button or reaction on the card itself does not approve what it did not show
@@ -375,7 +374,7 @@ async def test_a_cut_card_is_approved_only_from_the_full_view(
 async def test_a_cut_card_may_be_denied_from_the_card(store: Store, channel: FakeChannel) -> None:
     service = service_for(make_settings(), store, channel)
     request = make_request(arguments={"command": LONG_COMMAND})
-    async with asking(service, channel, request) as (posted, task):
+    async with asking(service, store, channel, request) as (posted, task):
         deny = channel.click(posted, APPROVER, ApprovalChoice.DENY)
         assert await service.click(deny) is ClickVerdict.ACCEPTED
     assert task.result().verdict is Decision.DENIED
@@ -386,7 +385,7 @@ async def test_the_card_of_another_channel_alias_is_not_shown(
 ) -> None:
     service = service_for(make_settings(), store, channel)
     request = make_request(arguments={"command": LONG_COMMAND})
-    async with asking(service, channel, request) as (posted, task):
+    async with asking(service, store, channel, request) as (posted, task):
         other = ChannelRef(kind="slack", alias="other")
         assert await service.card(channel=other, approval_id=posted.card.approval_id) is None
         assert await service.card(channel=SLACK, approval_id="nope") is None
@@ -402,7 +401,7 @@ async def test_a_requesters_display_name_is_shown_not_obeyed(
     envelope = dataclasses.replace(
         envelope, sender=dataclasses.replace(envelope.sender, display_name="Ann\u202eeviL\r\n")
     )
-    async with asking(service, channel, make_request(envelope=envelope)) as (posted, task):
+    async with asking(service, store, channel, make_request(envelope=envelope)) as (posted, task):
         assert posted.card.requested_by == f"Ann\\u202eeviL\\r ⏎  ({REQUESTER})"
         await service.click(channel.click(posted, APPROVER, ApprovalChoice.DENY))
     assert task.result().verdict is Decision.DENIED

@@ -69,7 +69,7 @@ async def test_the_only_approver_may_approve_their_own_dm_with_self_approval(
     settings = make_settings({"self_approval": True}, approvers=[REQUESTER])
     service = service_for(settings, store, channel)
     request = make_request(envelope=make_envelope(is_group=False))
-    async with asking(service, channel, request) as (posted, task):
+    async with asking(service, store, channel, request) as (posted, task):
         assert await service.click(channel.click(posted, REQUESTER)) is ClickVerdict.ACCEPTED
     assert task.result().verdict is Decision.APPROVED
 
@@ -80,7 +80,7 @@ async def test_a_dm_reaches_an_approver_through_their_own_dm(
     settings = make_settings({"dm_approvers": True}, approvers=[APPROVER, REQUESTER])
     service = service_for(settings, store, channel)
     request = make_request(envelope=make_envelope(is_group=False))
-    async with asking(service, channel, request) as (_, task):
+    async with asking(service, store, channel, request) as (_, task):
         copy = await channel.card_to(APPROVER)
         assert await service.click(channel.click(copy, APPROVER)) is ClickVerdict.ACCEPTED
     assert task.result().verdict is Decision.APPROVED
@@ -128,7 +128,7 @@ async def test_a_group_an_approver_can_see_gets_a_card(
 ) -> None:
     channel = MemberChannel(SLACK, members)
     service = service_for(make_settings(), store, channel)
-    async with asking(service, channel) as (posted, task):
+    async with asking(service, store, channel) as (posted, task):
         await service.click(channel.click(posted, APPROVER))
     assert task.result().verdict is Decision.APPROVED
 
@@ -136,7 +136,7 @@ async def test_a_group_an_approver_can_see_gets_a_card(
 async def test_a_group_without_approvers_still_reaches_them_by_dm(store: Store) -> None:
     channel = MemberChannel(SLACK, {"C1": {REQUESTER}})
     service = service_for(make_settings({"dm_approvers": True}), store, channel)
-    async with asking(service, channel) as (_, task):
+    async with asking(service, store, channel) as (_, task):
         copy = await channel.card_to(APPROVER)
         await service.click(channel.click(copy, APPROVER))
     assert task.result().verdict is Decision.APPROVED
