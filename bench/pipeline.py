@@ -58,7 +58,7 @@ from bot.tools.pipeline import ToolPipeline
 from bot.tools.registry import ToolRegistry
 from bot.tools.services import PipelineServices
 from bot.tools.spec import ToolContext, ToolKind, ToolResult, ToolSpec
-from bot.turn_identity import TurnIdentity
+from bot.turn import TurnIdentity
 
 CALLS_PER_TURN = 60  # under the 64-per-turn admission limit
 

@@ -40,7 +40,7 @@ from bot.envelope import ChannelRef
 from bot.errors import ChannelAuthError
 from bot.gateway import Gateway
 from bot.gateway.access import AccessPolicy
-from bot.ops.metrics import MeteredGate, Metrics
+from bot.metrics import MeteredGate, Metrics
 from bot.outbox import ChannelOutbox
 from bot.providers.base import Provider
 from bot.providers.factory import build_provider

@@ -1,4 +1,4 @@
-"""The turn runner the gateway calls (:data:`bot.gateway.runner.TurnRunner`).
+"""The turn runner the gateway calls (:data:`bot.turn.TurnRunner`).
 
 For one admitted message it opens a progress message on the message's own channel (none
 for a background job), wires ``/stop`` and shutdown to the turn's cancel token, runs
@@ -14,10 +14,9 @@ from bot.agent.loop import run_turn
 from bot.agent.turn import AgentBundle, TurnState, TurnStatus
 from bot.channel import Channel
 from bot.envelope import ChannelRef
-from bot.gateway.runner import SessionControl, TurnReply
 from bot.progress import ChannelProgress
 from bot.tools.cancellation import SHUTDOWN
-from bot.turn_identity import TurnIdentity
+from bot.turn import SessionControl, TurnIdentity, TurnReply
 
 
 class AgentRunner:

@@ -18,7 +18,7 @@ from bot.store import InboxKey
 from bot.tools.registry import RegistryCache, ToolRegistry
 from bot.tools.services import PipelineServices
 from bot.tools.spec import ToolSpec
-from bot.turn_identity import TurnIdentity
+from bot.turn import TurnIdentity
 
 
 class CancelToken:

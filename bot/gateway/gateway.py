@@ -16,8 +16,8 @@ composed in :meth:`Gateway.__init__` and nowhere else:
 
 and the endpoint queues the message as a turn (:mod:`~bot.gateway.sessions`: one turn at a
 time per session, a global cap on concurrent turns), with a new
-:class:`~bot.turn_identity.TurnIdentity`. The turn itself runs in the
-:data:`~bot.gateway.runner.TurnRunner` the gateway is given (:mod:`bot.agent.runner`).
+:class:`~bot.turn.TurnIdentity`. The turn itself runs in the
+:data:`~bot.turn.TurnRunner` the gateway is given (:mod:`bot.agent.runner`).
 Approval clicks never pass through here: adapters send them straight to the approval
 service (:class:`bot.channel_host.AdapterHost`).
 """
@@ -38,11 +38,10 @@ from bot.gateway.dedupe import InboxDedupe
 from bot.gateway.drain import Drain
 from bot.gateway.recovery import recover
 from bot.gateway.retry import StorageRetry
-from bot.gateway.runner import TurnRunner
 from bot.gateway.sending import ChannelLookup, Replies
 from bot.gateway.sessions import Sessions, session_key_for
 from bot.store import Store
-from bot.turn_identity import TurnIdentity
+from bot.turn import TurnIdentity, TurnRunner
 
 log = structlog.get_logger(__name__)
 

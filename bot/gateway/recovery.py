@@ -16,7 +16,7 @@ from bot.envelope import envelope_from_json
 from bot.gateway.sending import Replies
 from bot.gateway.sessions import Sessions
 from bot.store import InboxStatus, Store
-from bot.turn_identity import TurnIdentity
+from bot.turn import TurnIdentity
 
 log = structlog.get_logger(__name__)
 

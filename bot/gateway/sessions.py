@@ -1,7 +1,7 @@
 """Sessions: one queue and at most one running turn per session, a global cap on turns.
 
 A session's worker task takes its queued turns in order and hands each to the turn runner
-(:data:`bot.gateway.runner.TurnRunner`) once a slot of the global cap
+(:data:`bot.turn.TurnRunner`) once a slot of the global cap
 (``agent.max_concurrent_turns``) is free; then it sends the reply and marks the inbox entry
 ``done`` or ``failed``. :class:`Sessions` owns the workers (one task group, open while
 :meth:`Sessions.run` runs) and knows which messages are queued or running in this process.
@@ -18,10 +18,9 @@ from structlog.contextvars import bind_contextvars, reset_contextvars
 
 from bot.envelope import IngressEnvelope
 from bot.gateway.drain import Drain
-from bot.gateway.runner import SessionControl, TurnRunner
 from bot.gateway.sending import FAILURE_MESSAGE, Replies
 from bot.store import InboxStatus, Store
-from bot.turn_identity import TurnIdentity
+from bot.turn import SessionControl, TurnIdentity, TurnRunner
 
 log = structlog.get_logger(__name__)
 

@@ -51,8 +51,8 @@ from bot.app import App
 from bot.channel import ChannelHealth, HealthState
 from bot.config import ChannelCommon, Settings, load_settings
 from bot.errors import HatchwayError
+from bot.metrics import MeteredProvider, Metrics
 from bot.ops.health import HealthRoutes, add_health_routes
-from bot.ops.metrics import MeteredProvider, Metrics
 from bot.ops.notify import SystemdNotifier, watchdog_pings
 from bot.ops.web import HttpServer
 from bot.providers.deferred import DeferredProvider

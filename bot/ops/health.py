@@ -4,7 +4,7 @@
 * ``/readyz`` — 200 only when every configured channel reports ``CONNECTED``, the database
   accepts a write transaction, and the daemon is not draining; otherwise 503. Both answers
   carry a JSON body naming each check, so ``curl`` shows what is not ready.
-* ``/metrics`` — the Prometheus text of :class:`bot.ops.metrics.Metrics`.
+* ``/metrics`` — the Prometheus text of :class:`bot.metrics.Metrics`.
 
 The routes read a :class:`ReadinessSource` (the App) at request time; they are added to the
 daemon's aiohttp application by :func:`add_health_routes`.
@@ -22,7 +22,7 @@ from aiohttp import web
 
 from bot.channel import ChannelHealth, HealthState
 from bot.errors import StorageError
-from bot.ops.metrics import CONTENT_TYPE, Metrics
+from bot.metrics import CONTENT_TYPE, Metrics
 
 DB_CHECK_TIMEOUT_S = 3.0
 

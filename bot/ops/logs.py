@@ -97,7 +97,6 @@ def configure_logging(
     root.setLevel(_LEVELS.get(level, logging.INFO))
     # Platform SDKs are chatty at INFO; their warnings still come through.
     for noisy in (
-        "aiosqlite",
         "httpx",
         "httpx2",
         "telegram",

@@ -24,7 +24,7 @@ from bot.store import ToolCallRecord
 from bot.tools.outcome import ToolOutcome
 from bot.tools.receipt import PendingReceipt, arguments_digest, sha256_text
 from bot.tools.truncation import bound_text
-from bot.turn_identity import TurnIdentity
+from bot.turn import TurnIdentity
 
 MAX_RAW_ARGUMENT_CHARS = 2000
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from bot.approval.gate import Assessment
 from bot.tools.outcome import ToolOutcome
-from bot.turn_identity import TurnIdentity
+from bot.turn import TurnIdentity
 
 _STRICTNESS = {Assessment.ALLOW: 0, Assessment.ASK: 1, Assessment.DENY: 2}
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from bot.envelope import DeliveryTarget
 from bot.errors import HatchwayError
-from bot.turn_identity import TurnIdentity
+from bot.turn import TurnIdentity
 
 
 class ToolKind(enum.StrEnum):

@@ -18,7 +18,7 @@ from bot.providers.base import ProviderReply, ToolCallRequest
 from bot.store import Store
 from bot.tools.services import PipelineServices
 from bot.tools.spec import ToolContext, ToolResult
-from bot.turn_identity import TurnIdentity
+from bot.turn import TurnIdentity
 from tests.fakes.scripted_provider import ScriptedProvider, Step
 from tests.tools.gates import DENIED, PolicyGate
 from tests.tools.harness import Recorder, make_envelope, spec

@@ -21,7 +21,7 @@ from bot.providers.openai_compat import OpenAICompatProvider
 from bot.providers.retry import Retrier, RetryPolicy
 from bot.store import Store
 from bot.tools.services import PipelineServices
-from bot.turn_identity import TurnIdentity
+from bot.turn import TurnIdentity
 from tests.fakes.anthropic_server import AnthropicFake
 from tests.fakes.openai_server import OpenAIFake, ScriptedServer
 from tests.tools.gates import PolicyGate

@@ -17,7 +17,7 @@ from bot.store import Store
 from bot.tools.outcome import INTERRUPTED_BEFORE_RESULT
 from bot.tools.services import PipelineServices
 from bot.tools.spec import ToolContext, ToolResult, ToolSpec
-from bot.turn_identity import TurnIdentity
+from bot.turn import TurnIdentity
 from tests.fakes.scripted_provider import ScriptedProvider, Step, call, reply
 from tests.tools.gates import PolicyGate
 from tests.tools.harness import Recorder, RecordingProgress, make_envelope, spec

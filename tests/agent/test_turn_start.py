@@ -20,7 +20,7 @@ from bot.errors import StorageIntegrityError
 from bot.providers.base import ChatMessage, CompletionRequest, ProviderReply
 from bot.store import InboxKey, InboxStatus, Store
 from bot.tools.services import PipelineServices
-from bot.turn_identity import TurnIdentity
+from bot.turn import TurnIdentity
 from tests.fakes.scripted_provider import ScriptedProvider, Step, reply
 from tests.tools.gates import PolicyGate
 from tests.tools.harness import make_envelope

@@ -12,7 +12,7 @@ import pytest
 from bot.approval.gate import ApprovalDecision
 from bot.approval.reasons import RuntimeReason
 from bot.channel import ApprovalChoice, ClickVerdict
-from bot.ops.metrics import MeteredGate, Metrics
+from bot.metrics import MeteredGate, Metrics
 from bot.store import Store
 from bot.store.audit import Decision
 from tests.approval.conftest import (

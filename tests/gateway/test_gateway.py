@@ -17,7 +17,7 @@ from bot.envelope import ChannelRef, DeliveryTarget, IngressEnvelope, Sender, en
 from bot.gateway import FAILURE_MESSAGE, SHUTDOWN_MESSAGE, Gateway, SessionControl, TurnReply
 from bot.providers.base import ChatMessage
 from bot.store import InboxKey, InboxStatus, Store, UnitOfWork
-from bot.turn_identity import TurnIdentity
+from bot.turn import TurnIdentity
 
 REF = ChannelRef(kind="console", alias="main")
 

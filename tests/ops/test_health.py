@@ -13,8 +13,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from bot.channel import ChannelHealth, HealthState
 from bot.config import ServerConfig
 from bot.errors import StorageError
+from bot.metrics import Metrics
 from bot.ops.health import HealthRoutes, add_health_routes, assess_readiness
-from bot.ops.metrics import Metrics
 from bot.ops.web import HttpServer
 
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from bot.config import ServerConfig
+from bot.metrics import Metrics
 from bot.ops.health import HealthRoutes, add_health_routes
-from bot.ops.metrics import Metrics
 from bot.ops.web import MAX_BODY_BYTES, HttpServer
 from bot.store import Store
 from tests.fakes import slack_setup

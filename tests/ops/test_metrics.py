@@ -14,13 +14,13 @@ import pytest
 
 from bot.app import App
 from bot.config import ServerConfig
+from bot.metrics import MAX_TOOL_LABELS, MeteredProvider, Metrics
 from bot.ops.health import HealthRoutes, add_health_routes
-from bot.ops.metrics import MAX_TOOL_LABELS, MeteredProvider, Metrics
 from bot.ops.web import HttpServer
 from bot.providers.factory import build_provider
 from bot.tools.hooks import HookCall
 from bot.tools.outcome import OutcomeReason, executed, interrupted, not_executed
-from bot.turn_identity import TurnIdentity
+from bot.turn import TurnIdentity
 from tests.fakes.openai_server import OpenAIFake
 from tests.ops.conftest import HeldOpenAI, write_config
 from tests.ops.daemon_process import USER, start_daemon

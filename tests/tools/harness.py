@@ -26,7 +26,7 @@ from bot.tools.registry import ToolRegistry, ToolScope
 from bot.tools.scheduler import ToolScheduler
 from bot.tools.services import PipelineServices
 from bot.tools.spec import ToolContext, ToolHandler, ToolResult, ToolSpec
-from bot.turn_identity import TurnIdentity
+from bot.turn import TurnIdentity
 from tests.tools.gates import PolicyGate
 
 CHANNEL = ChannelRef(kind="console", alias="main")

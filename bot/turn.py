@@ -1,9 +1,15 @@
-"""The seam between the gateway and what runs a turn (:class:`bot.agent.runner.AgentRunner`).
+"""A turn as the gateway and the agent both see it: its identity, and the seam between them.
 
-The gateway calls its :data:`TurnRunner` once per admitted message, one at a time per
-session, with the :class:`SessionControl` through which ``/stop`` and shutdown cut the turn
-short, and sends the :class:`TurnReply` it returns. The runner never sends, queues or
-touches another session.
+The gateway makes one :class:`TurnIdentity` when it admits a message (or re-queues one at
+recovery) and everything that names the turn shares that value instead of copying its
+fields: the agent's :class:`~bot.agent.turn.TurnState`, the tool handlers'
+:class:`~bot.tools.spec.ToolContext` and the hooks' :class:`~bot.tools.hooks.HookCall`.
+
+The gateway calls its :data:`TurnRunner` (:class:`bot.agent.runner.AgentRunner`) once per
+admitted message, one at a time per session, with the :class:`SessionControl` through which
+``/stop`` and shutdown cut the turn short, and sends the :class:`TurnReply` it returns. The
+runner never sends, queues or touches another session. Neither side imports the other:
+both import this module.
 """
 
 from __future__ import annotations
@@ -11,7 +17,30 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from bot.turn_identity import TurnIdentity
+from bot.envelope import IngressEnvelope
+from bot.store import InboxKey
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnIdentity:
+    """One admitted message as a turn: ``turn_id`` is new for every run of the message
+    (a message re-queued after a restart gets another one), ``session_key`` names the
+    history it reads and extends, ``envelope`` is the message itself."""
+
+    turn_id: str
+    session_key: str
+    envelope: IngressEnvelope
+
+    @property
+    def channel(self) -> str:
+        """The configured channel the message came from, as events and rows name it
+        (``telegram.main``)."""
+        return str(self.envelope.channel)
+
+    @property
+    def inbox(self) -> InboxKey:
+        """The message's inbox entry."""
+        return InboxKey(channel=self.channel, message_id=self.envelope.message_id)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
