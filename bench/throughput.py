@@ -125,6 +125,7 @@ async def one_round(
     host = channel.host
     assert host is not None
     channel.sent.clear()  # only the hook's figures are needed: memory stays flat
+    channel.text_edits.clear()
     replies.expect(conversations)
     envelopes = [envelope(round_no, n) for n in range(conversations)]
     delivered: dict[str, float] = {}

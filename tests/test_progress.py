@@ -8,15 +8,8 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from bot.channel import (
-    ApprovalCard,
-    ChannelHealth,
-    ChannelHost,
-    HealthState,
-    SentMessage,
-)
+from bot.channel import SentMessage
 from bot.envelope import Capabilities, ChannelRef, DeliveryTarget
-from bot.errors import ChannelError
 from bot.progress import (
     ChannelProgress,
     finished_line,
@@ -24,51 +17,10 @@ from bot.progress import (
     started_line,
     waiting_line,
 )
+from tests.fakes.channel import FakeChannel
 
 REF = ChannelRef(kind="fake", alias="main")
 TARGET = DeliveryTarget(channel=REF, conversation_id="c1")
-
-
-class FakeChannel:
-    """Records outbound calls; ``fail`` makes sends raise ChannelError."""
-
-    ref = REF
-
-    def __init__(self, *, fail: bool = False) -> None:
-        self.sent: list[str] = []
-        self.edits: list[str] = []
-        self.typing_calls = 0
-        self.fail = fail
-        self.typed = asyncio.Event()
-
-    @property
-    def health(self) -> ChannelHealth:
-        return ChannelHealth(state=HealthState.CONNECTED)
-
-    async def run(self, host: ChannelHost) -> None:
-        return None
-
-    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
-        if self.fail:
-            raise ChannelError("platform down")
-        self.sent.append(text)
-        return [SentMessage(target=target, message_id=f"m{len(self.sent)}")]
-
-    async def edit(self, message: SentMessage, text: str) -> None:
-        self.edits.append(text)
-
-    async def react(self, target: DeliveryTarget, message_id: str, emoji: str) -> None:
-        return None
-
-    async def typing(self, target: DeliveryTarget) -> None:
-        self.typing_calls += 1
-        self.typed.set()
-
-    async def post_approval_card(self, target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
-        raise NotImplementedError
-
-    async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:
-        raise NotImplementedError
 
 
 class Clock:
@@ -112,51 +64,51 @@ def test_line_formats() -> None:
 
 
 async def test_editable_channel_gets_one_message_edited_at_most_once_a_second() -> None:
-    channel, clock = FakeChannel(), Clock()
+    channel, clock = FakeChannel(REF), Clock()
     progress = ChannelProgress(channel, TARGET, Capabilities(can_edit=True), clock)
     await progress.tool_started(call_id="1", tool="shell", hint="ls")
-    assert channel.sent == []  # the sink never waits for the platform: the ticker sends
+    assert channel.texts == []  # the sink never waits for the platform: the ticker sends
     await progress.pulse()
-    assert channel.sent == ["⏳ shell: `ls`"]
+    assert channel.texts == ["⏳ shell: `ls`"]
     clock.now += 0.3
     await progress.tool_finished(call_id="1", tool="shell", ok=True, duration_s=0.3)
     clock.now += 0.3
     await progress.tool_started(call_id="2", tool="file_read", hint="a.txt")
-    assert channel.edits == []  # throttled
+    assert channel.edited_texts == []  # throttled
     clock.now += 0.5
     await progress.pulse()
-    assert channel.edits == ["✅ shell (0.3s)\n⏳ file_read: `a.txt`"]
+    assert channel.edited_texts == ["✅ shell (0.3s)\n⏳ file_read: `a.txt`"]
     clock.now += 0.1
     await progress.tool_finished(
         call_id="2", tool="file_read", ok=False, duration_s=0.1, reason="FileNotFoundError"
     )
     await progress.aclose()  # final flush ignores the throttle
-    assert channel.edits[-1] == "✅ shell (0.3s)\n❌ file_read (0.1s): `FileNotFoundError`"
-    assert len(channel.sent) == 1
+    assert channel.edited_texts[-1] == "✅ shell (0.3s)\n❌ file_read (0.1s): `FileNotFoundError`"
+    assert len(channel.texts) == 1
 
 
 async def test_other_channels_get_batched_lines() -> None:
-    channel, clock = FakeChannel(), Clock()
+    channel, clock = FakeChannel(REF), Clock()
     progress = ChannelProgress(channel, TARGET, Capabilities(can_edit=False), clock)
     await progress.tool_started(call_id="1", tool="a", hint="")
     await progress.pulse()
     await progress.tool_finished(call_id="1", tool="a", ok=True, duration_s=0.0)
     await progress.tool_started(call_id="2", tool="b", hint="")
     await progress.pulse()
-    assert channel.sent == ["⏳ a"]  # batched: at most one send per interval
+    assert channel.texts == ["⏳ a"]  # batched: at most one send per interval
     await progress.aclose()
-    assert channel.sent == ["⏳ a", "✅ a (0.0s)\n⏳ b"]
-    assert channel.edits == []
+    assert channel.texts == ["⏳ a", "✅ a (0.0s)\n⏳ b"]
+    assert channel.edited_texts == []
 
 
 async def test_waiting_for_approval_shows_and_pauses_typing() -> None:
-    channel, clock = FakeChannel(), Clock()
+    channel, clock = FakeChannel(REF), Clock()
     progress = ChannelProgress(channel, TARGET, Capabilities(can_edit=True, typing=True), clock)
     await progress.pulse()
     assert channel.typing_calls == 1
     await progress.waiting_for_approval(tool="shell")
     await progress.pulse()
-    assert channel.sent == ["🔐 waiting for approval: shell"]
+    assert channel.texts == ["🔐 waiting for approval: shell"]
     clock.now += 10
     await progress.pulse()
     assert channel.typing_calls == 1  # paused while waiting
@@ -167,18 +119,18 @@ async def test_waiting_for_approval_shows_and_pauses_typing() -> None:
 
 
 async def test_a_refused_approval_does_not_leave_the_line_waiting() -> None:
-    channel, clock = FakeChannel(), Clock()
+    channel, clock = FakeChannel(REF), Clock()
     progress = ChannelProgress(channel, TARGET, Capabilities(can_edit=True), clock)
     await progress.waiting_for_approval(tool="shell")
     await progress.pulse()
-    assert channel.sent == ["🔐 waiting for approval: shell"]
+    assert channel.texts == ["🔐 waiting for approval: shell"]
     await progress.approval_resolved(tool="shell", approved=False)
     await progress.aclose()
-    assert channel.edits[-1] == "🚫 shell: not approved, not run"
+    assert channel.edited_texts[-1] == "🚫 shell: not approved, not run"
 
 
 async def test_the_owned_ticker_refreshes_typing_and_stops_on_close() -> None:
-    channel = FakeChannel()
+    channel = FakeChannel(REF)
     async with ChannelProgress(channel, TARGET, Capabilities(typing=True)):
         await channel.typed.wait()
     count = channel.typing_calls
@@ -187,7 +139,7 @@ async def test_the_owned_ticker_refreshes_typing_and_stops_on_close() -> None:
 
 
 async def test_a_slow_platform_never_holds_up_the_turn() -> None:
-    channel = FakeChannel()
+    channel = FakeChannel(REF)
     release, sending = asyncio.Event(), asyncio.Event()
     send = channel.send
 
@@ -204,24 +156,24 @@ async def test_a_slow_platform_never_holds_up_the_turn() -> None:
         await progress.tool_finished(call_id="1", tool="shell", ok=True, duration_s=0.1)
         await sending.wait()  # the ticker is now stuck in the send
         await progress.tool_started(call_id="2", tool="file_read", hint="a")
-    assert channel.sent == []
+    assert channel.texts == []
     release.set()
     await progress.aclose()
     # the send in flight finished (not cut off, so no second message), then the final edit
-    assert channel.sent == ["✅ shell (0.1s)"]
-    assert channel.edits == ["✅ shell (0.1s)\n⏳ file_read: `a`"]
+    assert channel.texts == ["✅ shell (0.1s)"]
+    assert channel.edited_texts == ["✅ shell (0.1s)\n⏳ file_read: `a`"]
 
 
 async def test_platform_failures_never_break_the_turn() -> None:
-    channel = FakeChannel(fail=True)
+    channel = FakeChannel(REF, down=True)
     progress = ChannelProgress(channel, TARGET, Capabilities(can_edit=True), Clock())
     await progress.tool_started(call_id="1", tool="a", hint="")
     await progress.aclose()
-    assert channel.sent == []
+    assert channel.texts == []
 
 
 async def test_streamed_text_is_shown_only_when_asked_for() -> None:
-    channel, clock = FakeChannel(), Clock()
+    channel, clock = FakeChannel(REF), Clock()
     progress = ChannelProgress(channel, TARGET, Capabilities(can_edit=True), clock, stream=True)
     assert progress.wants_stream
     await progress.stream_text("Hello ")
@@ -229,14 +181,14 @@ async def test_streamed_text_is_shown_only_when_asked_for() -> None:
     clock.now += 2
     await progress.stream_text("world")
     await progress.pulse()
-    assert channel.sent == ["Hello"] and channel.edits == ["Hello world"]
-    quiet = ChannelProgress(FakeChannel(), TARGET, Capabilities(can_edit=True), clock)
+    assert channel.texts == ["Hello"] and channel.edited_texts == ["Hello world"]
+    quiet = ChannelProgress(FakeChannel(REF), TARGET, Capabilities(can_edit=True), clock)
     assert not quiet.wants_stream
 
 
 async def test_without_typing_a_turn_that_shows_nothing_starts_no_task() -> None:
     before = asyncio.all_tasks()
-    progress = ChannelProgress(FakeChannel(), TARGET, Capabilities())
+    progress = ChannelProgress(FakeChannel(REF), TARGET, Capabilities())
     await progress.start()
     assert asyncio.all_tasks() == before
     await progress.aclose()
@@ -252,18 +204,18 @@ async def until_true(predicate: Callable[[], bool]) -> None:
 
 
 async def test_a_throttled_line_is_shown_when_due_without_further_changes() -> None:
-    channel = FakeChannel()
+    channel = FakeChannel(REF)
     progress = ChannelProgress(channel, TARGET, Capabilities(), batch_interval_s=0.02)
     await progress.tool_started(call_id="1", tool="a", hint="")
-    await until_true(lambda: channel.sent == ["⏳ a"])
+    await until_true(lambda: channel.texts == ["⏳ a"])
     await progress.tool_finished(call_id="1", tool="a", ok=True, duration_s=0.0)
-    await until_true(lambda: len(channel.sent) == 2)  # by the ticker's timer, not aclose
-    assert channel.sent[1] == "✅ a (0.0s)"
+    await until_true(lambda: len(channel.texts) == 2)  # by the ticker's timer, not aclose
+    assert channel.texts[1] == "✅ a (0.0s)"
     await progress.aclose()
 
 
 async def test_typing_is_refreshed_while_the_turn_works() -> None:
-    channel = FakeChannel()
+    channel = FakeChannel(REF)
     progress = ChannelProgress(channel, TARGET, Capabilities(typing=True), typing_interval_s=0.01)
     async with progress:
         await until_true(lambda: channel.typing_calls >= 3)

@@ -1,9 +1,10 @@
 """An in-process chat channel: a real :class:`~bot.channel.Channel` with no platform behind it.
 
 Used wherever a test or a bench needs a channel but not a platform: approval tests (cards,
-clicks as any user), schedule and MCP tests (waiting for a reply), the throughput bench
-(timing replies). It records what it was asked to send and post, and a test clicks on a card
-it posted as any user with :meth:`FakeChannel.click`. :class:`FakeTerminal` answers
+clicks as any user), schedule and MCP tests (waiting for a reply), progress tests (edits,
+typing, a platform that is down), the throughput bench (timing replies). It records what it
+was asked to send, edit and post, and a test clicks on a card it posted as any user with
+:meth:`FakeChannel.click`. :class:`FakeTerminal` answers
 terminal prompts from a script; :class:`MemberChannel` knows who is in which conversation.
 """
 
@@ -40,19 +41,26 @@ class PostedCard:
 
 
 class FakeChannel:
-    """Records sent text, cards and card edits; always ``CONNECTED``.
+    """Records sent and edited text, typing, cards and card edits; always ``CONNECTED``.
 
     :meth:`run` keeps the host it is given in :attr:`host`, sets :attr:`running` and waits to
-    be cancelled. ``on_send`` sees every sent text as it is sent. Posting a card to a
-    conversation in :attr:`closed_dms` raises :class:`~bot.errors.ChannelError`.
+    be cancelled. ``on_send`` sees every sent text as it is sent. While :attr:`down`, sending
+    and editing text raise :class:`~bot.errors.ChannelError`, as would posting a card to a
+    conversation in :attr:`closed_dms`.
     """
 
-    def __init__(self, ref: ChannelRef, *, on_send: SendHook | None = None) -> None:
+    def __init__(
+        self, ref: ChannelRef, *, on_send: SendHook | None = None, down: bool = False
+    ) -> None:
         self.ref = ref
         self.on_send = on_send
+        self.down = down
         self.host: ChannelHost | None = None
         self.running = asyncio.Event()
         self.sent: list[tuple[DeliveryTarget, str]] = []
+        self.text_edits: list[tuple[str, str]] = []  # (message id, new text)
+        self.typing_calls = 0
+        self.typed = asyncio.Event()
         self.posted: list[PostedCard] = []
         self.edits: list[tuple[str, ApprovalCard]] = []  # (message id, card shown now)
         self.card_posted = asyncio.Event()
@@ -71,7 +79,19 @@ class FakeChannel:
         self.running.set()
         await asyncio.Event().wait()
 
+    @property
+    def texts(self) -> list[str]:
+        """The sent texts, in order."""
+        return [text for _, text in self.sent]
+
+    @property
+    def edited_texts(self) -> list[str]:
+        """What the sent messages were edited to, in order."""
+        return [text for _, text in self.text_edits]
+
     async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
+        if self.down:
+            raise ChannelError("platform down")
         self.sent.append((target, text))
         if self.on_send is not None:
             self.on_send(target, text)
@@ -79,13 +99,16 @@ class FakeChannel:
         return [SentMessage(target=target, message_id=f"m{next(self._ids)}")]
 
     async def edit(self, message: SentMessage, text: str) -> None:
-        return None
+        if self.down:
+            raise ChannelError("platform down")
+        self.text_edits.append((message.message_id, text))
 
     async def react(self, target: DeliveryTarget, message_id: str, emoji: str) -> None:
         return None
 
     async def typing(self, target: DeliveryTarget) -> None:
-        return None
+        self.typing_calls += 1
+        self.typed.set()
 
     async def post_approval_card(self, target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
         if target.conversation_id in self.closed_dms:
