@@ -31,8 +31,10 @@ CommandHandler = Callable[[Arrival], Awaitable[None]]
 
 
 def command_of(text: str) -> str:
-    """The message's first word, lower-cased ("" for an empty message)."""
-    return text.strip().split(maxsplit=1)[0].lower() if text else ""
+    """The message's first word, lower-cased ("" for a message with no word, such as one
+    of only whitespace)."""
+    words = text.split(maxsplit=1)
+    return words[0].lower() if words else ""
 
 
 class ChatCommands:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, replace
 
-MAX_EDIT_CHARS = 2000
+from bot.channel import MAX_REPLY_CHARS
 
 
 class OutcomeStatus(enum.StrEnum):
@@ -158,8 +158,8 @@ def not_executed(
 def edited(*, call_id: str, tool: str, replacement: str) -> ToolOutcome:
     """Deny-with-edit: the approver's text replaces the result, sanitised and bounded."""
     clean = "".join(ch for ch in replacement if ch.isprintable() or ch in "\n\t").strip()
-    if len(clean) > MAX_EDIT_CHARS:
-        clean = clean[:MAX_EDIT_CHARS] + "…"
+    if len(clean) > MAX_REPLY_CHARS:
+        clean = clean[:MAX_REPLY_CHARS] + "…"
     text = f"Not executed: the approver answered instead: {clean or '(empty reply)'}"
     return ToolOutcome(
         call_id=call_id,

@@ -206,6 +206,17 @@ async def test_stop_cancels_the_running_turn_and_drops_the_queue(rig: Rig) -> No
     assert entry is not None and entry.status is InboxStatus.FAILED
 
 
+@pytest.mark.parametrize("text", ["", "   ", "\n\t ", "\u3000"])
+async def test_a_message_with_no_word_is_answered_not_dropped(rig: Rig, text: str) -> None:
+    """No first word is no chat command: the message is a turn like any other."""
+    await rig.gateway.deliver(envelope(text, message_id="blank"))
+    await until(lambda: rig.turns.started == [text])
+    rig.turns.finish(text)
+    await until(lambda: rig.outbox.sent == [f"answer to {text}"])
+    entry = await rig.store.inbox.get(InboxKey(channel="console.main", message_id="blank"))
+    assert entry is not None and entry.status is InboxStatus.DONE
+
+
 async def test_redelivery_is_a_no_op(rig: Rig) -> None:
     await rig.gateway.deliver(envelope("hi", message_id="m1"))
     await rig.gateway.deliver(envelope("hi", message_id="m1"))
