@@ -4,8 +4,8 @@
 table; several writes that must commit together go in a :class:`UnitOfWork` handed to
 :meth:`Store.commit`. Nothing outside this package writes SQL, and nothing of the engine
 leaves it: every failure is a :class:`~bot.errors.StorageError` (``StorageBusy`` when it
-passes). The engine (:class:`Database`, SQLite) runs on a thread of its own; see the
-Storage section of ``docs/architecture.md``.
+passes). The engine (:class:`Database`, SQLite: :mod:`bot.store.sqlite`) runs on a thread of
+its own; see the Storage section of ``docs/architecture.md``.
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ from typing import TypeVar, overload
 from bot.store.approvals import Approvals
 from bot.store.audit import AuditLog
 from bot.store.channel_state import ChannelState
-from bot.store.db import Database
 from bot.store.grants import Grants
 from bot.store.history import History
 from bot.store.inbox import Inbox, InboxKey, InboxStatus
 from bot.store.memory import MemoryNotes
 from bot.store.pairings import Pairings
 from bot.store.schedules import Schedules
+from bot.store.sqlite import Database
 from bot.store.statements import Read
 from bot.store.tool_calls import ToolCallRecord, ToolCalls
 from bot.store.unit_of_work import UnitOfWork

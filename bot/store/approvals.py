@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.store.audit import AuditEntry, AuditLog, Decision
-from bot.store.db import Database, Row
 from bot.store.grants import Grants, NewGrant
+from bot.store.sqlite import Database
+from bot.store.statements import Row
 
 
 class ApprovalStatus(enum.StrEnum):

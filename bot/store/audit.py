@@ -10,7 +10,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from bot.store.db import Database, Row, Transaction
+from bot.store.sqlite import Database, Transaction
+from bot.store.statements import Row
 
 
 class Decision(enum.StrEnum):

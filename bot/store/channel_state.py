@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from bot.store.db import Database
+from bot.store.sqlite import Database
 
 
 class ChannelState:

@@ -9,7 +9,7 @@ import enum
 import time
 from dataclasses import dataclass
 
-from bot.store.db import Database
+from bot.store.sqlite import Database
 from bot.store.statements import Row, Write
 
 

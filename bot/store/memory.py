@@ -1,23 +1,20 @@
-"""Memory notes: short texts the bot keeps, searched with FTS5 and ranked by bm25.
+"""Memory notes: short texts the bot keeps, each in one scope, found by a ranked search.
 
-Notes live in ``memory`` (with the external-content FTS5 table ``memory_fts`` kept in step by
-triggers, see ``0001_initial.sql``) and belong to one ``scope_key``; every read filters by
-scope, so one channel or conversation never sees another's notes. User text never reaches the
-MATCH expression as syntax: :func:`fts_query` turns it into quoted terms.
+Notes live in ``memory`` and belong to one ``scope_key``; every read filters by scope, so one
+channel or conversation never sees another's notes. The search itself is the engine's own
+statement (:mod:`bot.store.sqlite.memory_search`: FTS5 ranked by bm25 on SQLite), the one
+query of the store that is not portable.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 
 from bot.errors import StorageError
-from bot.store.db import Database
+from bot.store.sqlite import Database
+from bot.store.sqlite.memory_search import memory_search
 from bot.store.statements import Row
-
-_TERM = re.compile(r"\w+", re.UNICODE)
-MAX_QUERY_TERMS = 32
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -30,18 +27,6 @@ class MemoryNote:
     created_at: float
 
 
-def fts_query(text: str) -> str:
-    """An FTS5 MATCH expression for free ``text``: its word terms, each a quoted string (so
-    operators, column filters and quotes in the text are inert), joined with OR so that notes
-    matching more terms rank higher. Empty when the text has no word characters."""
-    terms: list[str] = []
-    for term in _TERM.findall(text.lower()):
-        if term not in terms:
-            terms.append(term)
-    quoted = ['"' + term.replace('"', '""') + '"' for term in terms[:MAX_QUERY_TERMS]]
-    return " OR ".join(quoted)
-
-
 def _note(r: Row) -> MemoryNote:
     return MemoryNote(
         id=int(r["id"]),
@@ -51,6 +36,10 @@ def _note(r: Row) -> MemoryNote:
         created_by=str(r["created_by"]),
         created_at=float(r["created_at"]),
     )
+
+
+def _notes(rows: list[Row]) -> list[MemoryNote]:
+    return [_note(r) for r in rows]
 
 
 class MemoryNotes:
@@ -74,16 +63,10 @@ class MemoryNotes:
 
     async def search(self, *, scope_key: str, query: str, limit: int = 5) -> list[MemoryNote]:
         """Notes of ``scope_key`` matching ``query``, best bm25 rank first (ties: newest)."""
-        expression = fts_query(query)
-        if not expression:
+        search = memory_search(scope_key=scope_key, text=query, limit=limit, decode=_notes)
+        if search is None:
             return []
-        rows = await self._db.fetchall(
-            "SELECT m.* FROM memory_fts JOIN memory AS m ON m.id = memory_fts.rowid"
-            " WHERE memory_fts MATCH ? AND m.scope_key = ?"
-            " ORDER BY bm25(memory_fts), m.id DESC LIMIT ?",
-            (expression, scope_key, limit),
-        )
-        return [_note(r) for r in rows]
+        return await self._db.read(search)
 
     async def recent(self, *, scope_key: str, limit: int = 5) -> list[MemoryNote]:
         """The newest notes of ``scope_key``."""

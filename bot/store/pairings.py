@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.store.db import Database
+from bot.store.sqlite import Database
 from bot.store.statements import Row
 
 

@@ -35,7 +35,7 @@ AUDIT_COLUMNS = (
 
 def schema_version_6(path: Path) -> None:
     """A database as version 6 of hatchway left it: migrations 0001-0006, nothing after."""
-    folder = resources.files("bot.store") / "migrations"
+    folder = resources.files("bot.store.sqlite") / "migrations"
     scripts = sorted(
         (entry.name, entry.read_text(encoding="utf-8"))
         for entry in folder.iterdir()

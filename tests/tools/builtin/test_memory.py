@@ -8,7 +8,7 @@ import pytest
 
 from bot.config import MemoryToolConfig
 from bot.store import Store
-from bot.store.memory import fts_query
+from bot.store.sqlite.memory_search import fts_query
 from bot.tools.builtin.memory import memory_recall_tool, memory_store_tool
 from bot.tools.builtin.observation import ToolFailed
 from bot.tools.spec import ToolContext, ToolKind, ToolOutput, ToolSpec

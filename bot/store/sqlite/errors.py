@@ -1,7 +1,8 @@
 """SQLite's errors mapped into the project's tree, the way httpx maps httpcore's.
 
 Every ``sqlite3`` error raised on the worker thread passes through :func:`storage_error`
-before it reaches a caller, so nothing outside ``bot/store`` catches (or imports) ``sqlite3``:
+before it reaches a caller, so nothing outside the engine (``bot/store/sqlite``) catches (or
+imports) ``sqlite3``:
 
 ===============================================  =================================
 ``sqlite3`` error                                raised as

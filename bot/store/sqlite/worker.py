@@ -7,7 +7,7 @@ its statements, ``COMMIT``) can be one job: one round trip between the event loo
 thread, which costs the loop far more than a small statement costs SQLite.
 
 Errors of the ``sqlite3`` module raised by a job are mapped on the thread
-(:func:`bot.store.sqlite_errors.storage_error`): a job's future only ever fails with a
+(:func:`bot.store.sqlite.errors.storage_error`): a job's future only ever fails with a
 :class:`~bot.errors.StorageError` or an error that is not SQLite's.
 """
 
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from bot.errors import StorageError
-from bot.store.sqlite_errors import EngineError, storage_error
+from bot.store.sqlite.errors import EngineError, storage_error
 
 T = TypeVar("T")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bot.errors import StorageError, StorageIntegrityError
-from bot.store.worker import SqliteWorker
+from bot.store.sqlite.worker import SqliteWorker
 
 
 def connect(path: Path) -> sqlite3.Connection:

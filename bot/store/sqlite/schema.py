@@ -1,0 +1,66 @@
+"""The schema: numbered migrations in ``migrations/``, applied in order when the file opens.
+
+A migration is ``NNNN_name.sql``; the file's ``user_version`` is the number of the last one
+applied, and :meth:`bot.store.sqlite.Database.open` applies those above it, each in a
+transaction of its own (:class:`Migration`, a job for the worker thread). The SQL is
+SQLite's (FTS5 tables, triggers); another engine keeps its own folder, numbered alike.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from bot.store.sqlite.errors import mapped
+
+
+def migrations() -> list[tuple[int, str, str]]:
+    """Every migration as ``(number, file name, SQL)``, lowest number first."""
+    folder = resources.files("bot.store.sqlite") / "migrations"
+    found: list[tuple[int, str, str]] = []
+    for entry in folder.iterdir():
+        name = entry.name
+        if name.endswith(".sql") and name[:4].isdigit():
+            found.append((int(name[:4]), name, entry.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """Apply one numbered migration in its own transaction."""
+
+    path: Path
+    number: int
+    sql: str
+
+    def __call__(self, conn: sqlite3.Connection) -> None:
+        with mapped(f"cannot prepare database {self.path}"):
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in split_sql(self.sql):
+                    conn.execute(statement)
+                conn.execute(f"PRAGMA user_version={self.number}")
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+
+def split_sql(script: str) -> list[str]:
+    """Split a migration into statements, keeping ``CREATE TRIGGER … END;`` bodies whole."""
+    statements: list[str] = []
+    buffer: list[str] = []
+    for line in script.splitlines():
+        stripped = line.split("--", 1)[0].rstrip() if not line.lstrip().startswith("--") else ""
+        if not stripped:
+            continue
+        buffer.append(stripped)
+        candidate = "\n".join(buffer)
+        if sqlite3.complete_statement(candidate):
+            statements.append(candidate)
+            buffer = []
+    if buffer and "\n".join(buffer).strip():
+        statements.append("\n".join(buffer))
+    return statements
