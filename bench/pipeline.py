@@ -39,6 +39,7 @@ import structlog
 from bench.machine import describe_machine, percentile
 from bot.agent.turn import CancelToken
 from bot.approval.gate import ApprovalDecision, ApprovalRequest, Assessment, PolicyResult
+from bot.approval.reasons import PolicyReason
 from bot.approval.summary import describe
 from bot.config import AgentConfig
 from bot.envelope import (
@@ -67,7 +68,7 @@ class AutoApprove:
     """A policy that auto-approves, as ``auto_approve`` does for read-only tools."""
 
     async def assess(self, request: ApprovalRequest) -> PolicyResult:
-        return PolicyResult(assessment=Assessment.ALLOW, reason="auto_approve")
+        return PolicyResult(assessment=Assessment.ALLOW, reason=PolicyReason.AUTO_APPROVE)
 
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
         return ApprovalDecision(verdict=Decision.DENIED, decided_by="runtime")

@@ -3,7 +3,8 @@
 The gateway makes one :class:`TurnIdentity` when it admits a message (or re-queues one at
 recovery) and everything that names the turn shares that value instead of copying its
 fields: the agent's :class:`~bot.agent.turn.TurnState`, the tool handlers'
-:class:`~bot.tools.spec.ToolContext` and the hooks' :class:`~bot.tools.hooks.HookCall`.
+:class:`~bot.tools.spec.ToolContext`, the hooks' :class:`~bot.tools.hooks.HookCall` and the
+approval gate's :class:`~bot.approval.gate.ApprovalRequest`.
 
 The gateway calls its :data:`TurnRunner` (:class:`bot.agent.runner.AgentRunner`) once per
 admitted message, one at a time per session, with the :class:`SessionControl` through which

@@ -79,10 +79,10 @@ def entry_for_request(
 ) -> AuditEntry:
     """The row of a decision about ``request`` made without an approvals row (the policy's,
     the terminal's, an auto-deny); ``lines`` is its argument summary."""
-    env = request.envelope
+    env = request.turn.envelope
     return entry(
         at=at,
-        channel=str(env.channel),
+        channel=request.turn.channel,
         conversation_id=env.conversation_id,
         requester=env.sender.id,
         tool=request.tool,

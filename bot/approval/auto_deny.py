@@ -48,6 +48,6 @@ class AutoDeny:
             tool=request.tool,
             reason=self.why,
             hint=self.hint,
-            channel=str(request.envelope.channel),
+            channel=request.turn.channel,
         )
         return ApprovalDecision.by_runtime(self.why)

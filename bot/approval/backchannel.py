@@ -79,16 +79,16 @@ class Backchannel:
         configured) and wait for one decision. ``approver_here`` says whether an eligible
         approver can see the conversation's card (:func:`bot.approval.reach.approvers_here`)."""
         request, policy, view = asked.request, asked.policy, asked.view
-        env = request.envelope
+        env = request.turn.envelope
         now = self._clock()
         record = ApprovalRecord(
             # Hex, not urlsafe base64: an id starting with "-" reads as an option to
             # `hatchway approvals approve ID`.
             id=secrets.token_hex(12),
-            channel=str(env.channel),
+            channel=request.turn.channel,
             conversation_id=env.conversation_id,
             thread_id=env.thread_id,
-            session_key=request.session_key,
+            session_key=request.turn.session_key,
             requester=env.sender.id,
             requester_name=scrub_text(env.sender.display_name),
             tool=request.tool,

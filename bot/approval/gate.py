@@ -15,9 +15,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from bot.approval.reasons import RUNTIME, RuntimeReason
-from bot.envelope import IngressEnvelope
+from bot.approval.reasons import (
+    POLICY_PREFIX,
+    RUNTIME,
+    PolicyReason,
+    RuntimeReason,
+    policy_text,
+)
 from bot.store.audit import Decision
+from bot.turn import TurnIdentity
 
 
 class Assessment(enum.StrEnum):
@@ -28,8 +34,26 @@ class Assessment(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PolicyResult:
+    """What the policy made of a call, and the rule that decided it; ``grant_id`` names the
+    grant when that rule is :attr:`PolicyReason.GRANT` (and only then)."""
+
     assessment: Assessment
-    reason: str  # why (e.g. "deny list", "readonly level", "grant", "auto_approve")
+    reason: PolicyReason
+    grant_id: int | None = None
+
+    def __post_init__(self) -> None:
+        if (self.reason is PolicyReason.GRANT) != (self.grant_id is not None):
+            raise ValueError(f"{self.reason!r} with grant id {self.grant_id!r}")
+
+    @property
+    def text(self) -> str:
+        """The rule's words, as logs show them (``deny list``, ``grant #12``)."""
+        return policy_text(self.reason, self.grant_id)
+
+    @property
+    def audit_reason(self) -> str:
+        """What the policy's audit row stores as its reason (``policy: grant #12``)."""
+        return f"{POLICY_PREFIX}{self.text}"
 
 
 #: The decisions an ask can end in (the policy's and refused clicks' are audited elsewhere).
@@ -78,15 +102,14 @@ class ApprovalDecision:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ApprovalRequest:
-    """One call that wants to run. ``arguments`` are already stripped of any ``approved``
-    marker the model wrote."""
+    """One call that wants to run, in the turn that makes it (the turn's own
+    :class:`~bot.turn.TurnIdentity`, shared, not copied). ``arguments`` are already stripped
+    of any ``approved`` marker the model wrote."""
 
     tool: str
     arguments: Mapping[str, object]
     call_id: str
-    turn_id: str
-    session_key: str
-    envelope: IngressEnvelope
+    turn: TurnIdentity
     requires_approval: bool
     _fingerprint: str = field(default="", init=False, repr=False, compare=False)
 

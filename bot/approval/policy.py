@@ -27,6 +27,7 @@ from fnmatch import fnmatchcase
 from typing import Literal, TypeVar
 
 from bot.approval.gate import ApprovalRequest, Assessment, PolicyResult
+from bot.approval.reasons import PolicyReason
 from bot.config import ApprovalConfig, ChannelCommon, Settings
 from bot.envelope import ChannelRef
 from bot.store.grants import GrantRecord
@@ -112,22 +113,24 @@ class ApprovalPolicy:
     async def evaluate(self, request: ApprovalRequest, grant: GrantLookup) -> PolicyResult:
         """Apply the decision order. ``grant`` is awaited only when step 4 is reached and
         steps 5 and 6 would not allow the call anyway."""
-        policy = self.for_channel(request.envelope.channel)
+        policy = self.for_channel(request.turn.envelope.channel)
         tool = request.tool
         if matches(tool, policy.deny):
-            return PolicyResult(assessment=Assessment.DENY, reason="deny list")
+            return PolicyResult(assessment=Assessment.DENY, reason=PolicyReason.DENY_LIST)
         if policy.level == "readonly" and request.requires_approval:
-            return PolicyResult(assessment=Assessment.DENY, reason="readonly level")
+            return PolicyResult(assessment=Assessment.DENY, reason=PolicyReason.READONLY_LEVEL)
         if policy.level == "full":
-            return PolicyResult(assessment=Assessment.ALLOW, reason="full level")
+            return PolicyResult(assessment=Assessment.ALLOW, reason=PolicyReason.FULL_LEVEL)
         if matches(tool, policy.always_ask):
-            return PolicyResult(assessment=Assessment.ASK, reason="always_ask")
+            return PolicyResult(assessment=Assessment.ASK, reason=PolicyReason.ALWAYS_ASK)
         if matches(tool, policy.auto_approve):
-            return PolicyResult(assessment=Assessment.ALLOW, reason="auto_approve")
+            return PolicyResult(assessment=Assessment.ALLOW, reason=PolicyReason.AUTO_APPROVE)
         if not request.requires_approval:
-            return PolicyResult(assessment=Assessment.ALLOW, reason="read-only tool")
+            return PolicyResult(assessment=Assessment.ALLOW, reason=PolicyReason.READ_ONLY_TOOL)
         # only here can a grant change the outcome (ASK → ALLOW)
         found = await grant()
         if found is not None:
-            return PolicyResult(assessment=Assessment.ALLOW, reason=f"grant #{found.id}")
-        return PolicyResult(assessment=Assessment.ASK, reason="side-effecting tool")
+            return PolicyResult(
+                assessment=Assessment.ALLOW, reason=PolicyReason.GRANT, grant_id=found.id
+            )
+        return PolicyResult(assessment=Assessment.ASK, reason=PolicyReason.SIDE_EFFECTS)

@@ -8,7 +8,8 @@ allow a call) never appear here; they go to the log only.
 
 A person's decision is stored with the :class:`AnswerRoute` it came by; a refused click
 with its :class:`~bot.channel.ClickVerdict`; a policy decision with ``policy: `` and the
-rule (:attr:`~bot.approval.gate.PolicyResult.reason`).
+words of the :class:`PolicyReason` that decided it (:func:`policy_text`: ``policy: grant #12``,
+``policy: deny list``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,30 @@ class AnswerRoute(enum.StrEnum):
     TERMINAL = "terminal"  # the console prompt
     CLICK = "click"  # a button, reaction, reply or full view on a card
     CLI = "cli"  # ``hatchway approvals approve|deny``
+
+
+class PolicyReason(enum.StrEnum):
+    """Which rule of the policy's decision order (:mod:`bot.approval.policy`) decided a call.
+    The values are the rule's words in logs and audit rows; a grant's also names the grant
+    (:func:`policy_text`)."""
+
+    DENY_LIST = "deny list"
+    READONLY_LEVEL = "readonly level"
+    FULL_LEVEL = "full level"
+    ALWAYS_ASK = "always_ask"
+    GRANT = "grant"
+    AUTO_APPROVE = "auto_approve"
+    READ_ONLY_TOOL = "read-only tool"
+    SIDE_EFFECTS = "side-effecting tool"
+
+
+POLICY_PREFIX = "policy: "
+
+
+def policy_text(reason: PolicyReason, grant_id: int | None = None) -> str:
+    """The words for ``reason`` as logs show them: its value, and for a grant the grant's id
+    (``grant #12``). Audit rows store them after :data:`POLICY_PREFIX`."""
+    return f"{reason.value} #{grant_id}" if reason is PolicyReason.GRANT else reason.value
 
 
 class RuntimeReason(enum.StrEnum):

@@ -79,13 +79,13 @@ class ApprovalService:
     async def assess(self, request: ApprovalRequest) -> PolicyResult:
         """Policy only. DENY results and ALLOWs of side-effecting calls are audited."""
         result = await self._policy.evaluate(
-            request, lambda: self._grants.find(request.tool, request.envelope)
+            request, lambda: self._grants.find(request.tool, request.turn.envelope)
         )
         log.debug(
             "approval_assessed",
             tool=request.tool,
             assessment=result.assessment,
-            reason=result.reason,
+            reason=result.text,
         )
         if result.assessment is Assessment.DENY or (
             result.assessment is Assessment.ALLOW and request.requires_approval
@@ -98,7 +98,7 @@ class ApprovalService:
                     at=self._clock(),
                     decision=Decision.POLICY_ALLOWED if allowed else Decision.POLICY_DENIED,
                     decided_by=reasons.RUNTIME,
-                    reason=f"policy: {result.reason}",
+                    reason=result.audit_reason,
                 )
             )
         return result
@@ -107,7 +107,7 @@ class ApprovalService:
         """Ask the person the envelope allows (terminal or card) or auto-deny at once."""
         asked = AskedCall(
             request=request,
-            policy=self._policy.for_channel(request.envelope.channel),
+            policy=self._policy.for_channel(request.turn.envelope.channel),
             view=describe(request.arguments),  # once: the card or prompt and the audit row
             why="it has side effects" if request.requires_approval else "the policy asks for it",
         )
@@ -117,7 +117,7 @@ class ApprovalService:
     async def _handler(self, asked: AskedCall) -> ApprovalHandler:
         """The handler for ``asked``, in the order of the module docstring."""
         request, policy = asked.request, asked.policy
-        env = request.envelope
+        env = request.turn.envelope
         alias = f"channels.{env.channel.kind}.{env.channel.alias}"
         if self._backchannel.closed:
             return self._auto_deny(RuntimeReason.SHUTDOWN, hint="the daemon is shutting down")

@@ -102,9 +102,9 @@ class TerminalHandler:
             expired = ApprovalDecision.by_runtime(RuntimeReason.TIMEOUT, Decision.EXPIRED)
             await self._audit(asked, expired, reason=RuntimeReason.TIMEOUT, started=started)
             return expired
-        who = request.envelope.sender.id or "terminal"
+        env = request.turn.envelope
+        who = env.sender.id or "terminal"
         if answer is TerminalAnswer.ALWAYS:
-            env = request.envelope
             await self.grants.create(
                 new_grant(
                     tool=request.tool,

@@ -44,14 +44,11 @@ def approval_request(
     context: ToolContext, spec: ToolSpec, *, call_id: str, arguments: Mapping[str, object]
 ) -> ApprovalRequest:
     """What the gate assesses (and, for ASK, asks about): ``arguments`` as the call will run."""
-    turn = context.turn
     return ApprovalRequest(
         tool=spec.name,
         arguments=arguments,
         call_id=call_id,
-        turn_id=turn.turn_id,
-        session_key=turn.session_key,
-        envelope=turn.envelope,
+        turn=context.turn,
         requires_approval=needs_approval(spec, arguments, context),
     )
 

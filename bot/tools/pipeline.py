@@ -216,7 +216,7 @@ class ToolPipeline:
         policy = await self._services.gate.assess(request)
         assessment = strictest(policy.assessment, require)
         if assessment is Assessment.DENY:
-            return policy_denial(call_id=call_id, tool=spec.name, reason=policy.reason)
+            return policy_denial(call_id=call_id, tool=spec.name, reason=policy.text)
         duplicate = self._guard.seen(key) and not spec.dedup_exempt
         if duplicate:
             return not_executed(OutcomeReason.DUPLICATE, call_id=call_id, tool=spec.name)

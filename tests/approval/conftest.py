@@ -18,6 +18,7 @@ from bot.config import Settings, parse_settings
 from bot.envelope import Capabilities, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
 from bot.store import Store
 from bot.store.approvals import ApprovalRecord
+from bot.turn import TurnIdentity
 from tests.fakes.channel import FakeChannel, PostedCard
 
 SLACK = ChannelRef(kind="slack", alias="team")
@@ -76,9 +77,9 @@ def make_request(
         tool=tool,
         arguments=dict(arguments if arguments is not None else {"command": "ls -la"}),
         call_id=call_id,
-        turn_id="turn-1",
-        session_key="slack.team:C1:T1",
-        envelope=envelope or make_envelope(),
+        turn=TurnIdentity(
+            turn_id="turn-1", session_key="slack.team:C1:T1", envelope=envelope or make_envelope()
+        ),
         requires_approval=requires_approval,
     )
 
@@ -91,7 +92,7 @@ def make_record(now: float, timeout_s: float = 5.0, channel: ChannelRef = SLACK)
         channel=str(channel),
         conversation_id="C1",
         thread_id="T1",
-        session_key=request.session_key,
+        session_key=request.turn.session_key,
         requester=REQUESTER,
         requester_name="Alice",
         tool=request.tool,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.approval.gate import Assessment
-from bot.approval.reasons import RuntimeReason
+from bot.approval.reasons import PolicyReason, RuntimeReason
 from bot.approval.service import ApprovalService
 from bot.channel import ApprovalChoice, CardState, ClickVerdict
 from bot.envelope import ChannelRef
@@ -186,7 +186,7 @@ async def test_always_creates_conversation_grant(store: Store, channel: FakeChan
 
     same = await service.assess(make_request(call_id="call-2"))
     assert same.assessment is Assessment.ALLOW
-    assert same.reason.startswith("grant #")
+    assert same.reason is PolicyReason.GRANT
     elsewhere = make_request(envelope=make_envelope(conversation="C2"))
     assert (await service.assess(elsewhere)).assessment is Assessment.ASK
     other_tool = make_request(tool="file_write", arguments={"path": "x"})
@@ -195,6 +195,7 @@ async def test_always_creates_conversation_grant(store: Store, channel: FakeChan
     assert [(g.tool, g.scope, g.scope_key, g.granted_by) for g in grants] == [
         ("shell", "conversation", "slack.team:C1", APPROVER)
     ]
+    assert same.grant_id == grants[0].id
 
 
 async def test_always_ask_beats_grant(store: Store, channel: FakeChannel) -> None:
@@ -204,7 +205,7 @@ async def test_always_ask_beats_grant(store: Store, channel: FakeChannel) -> Non
     assert task.result().verdict is Decision.ALWAYS
     assert len(await store.grants.list(now=0)) == 1
     result = await service.assess(make_request(call_id="call-2"))
-    assert (result.assessment, result.reason) == (Assessment.ASK, "always_ask")
+    assert (result.assessment, result.reason) == (Assessment.ASK, PolicyReason.ALWAYS_ASK)
 
 
 async def test_dm_approvers_get_copies_and_all_copies_are_edited(
@@ -231,8 +232,8 @@ async def test_restart_expires_pending_and_edits_cards(
         after_channel = FakeChannel(channel.ref)
         async with await Store.open(db_path) as second:
             after = service_for(settings, second, after_channel)
-            assert await after.expire_pending(reason="restart") == 1
-            assert await after.expire_pending(reason="restart") == 0
+            assert await after.expire_pending(reason=RuntimeReason.RESTART) == 1
+            assert await after.expire_pending(reason=RuntimeReason.RESTART) == 0
             late = after_channel.click(posted, APPROVER)
             assert await after.click(late) is ClickVerdict.UNKNOWN
     decision = task.result()

@@ -9,6 +9,7 @@ import pytest
 from bot.approval.gate import Assessment, call_fingerprint
 from bot.approval.grants import GrantScope, new_grant
 from bot.approval.policy import ApprovalPolicy
+from bot.approval.reasons import PolicyReason
 from bot.store import Store
 from bot.store.grants import GrantRecord
 from tests.approval.conftest import (
@@ -19,7 +20,9 @@ from tests.approval.conftest import (
     service_for,
 )
 
-CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, bool, bool, Assessment, str]] = [
+CASES: list[
+    tuple[str, dict[str, Any], dict[str, Any], str, bool, bool, Assessment, PolicyReason]
+] = [
     # id, [approval], channel override, tool, requires_approval, granted, expected, reason
     (
         "deny beats full",
@@ -29,7 +32,7 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, bool, bool, Assessme
         True,
         False,
         Assessment.DENY,
-        "deny list",
+        PolicyReason.DENY_LIST,
     ),
     (
         "deny beats grant",
@@ -39,7 +42,7 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, bool, bool, Assessme
         True,
         True,
         Assessment.DENY,
-        "deny list",
+        PolicyReason.DENY_LIST,
     ),
     (
         "deny pattern",
@@ -49,7 +52,7 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, bool, bool, Assessme
         True,
         False,
         Assessment.DENY,
-        "deny list",
+        PolicyReason.DENY_LIST,
     ),
     (
         "readonly refuses side effects",
@@ -59,7 +62,7 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, bool, bool, Assessme
         True,
         True,
         Assessment.DENY,
-        "readonly level",
+        PolicyReason.READONLY_LEVEL,
     ),
     (
         "readonly runs read-only tools",
@@ -69,9 +72,18 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, bool, bool, Assessme
         False,
         False,
         Assessment.ALLOW,
-        "auto_approve",
+        PolicyReason.AUTO_APPROVE,
     ),
-    ("full allows", {"level": "full"}, {}, "shell", True, False, Assessment.ALLOW, "full level"),
+    (
+        "full allows",
+        {"level": "full"},
+        {},
+        "shell",
+        True,
+        False,
+        Assessment.ALLOW,
+        PolicyReason.FULL_LEVEL,
+    ),
     (
         "always_ask beats grant",
         {"always_ask": ["shell"]},
@@ -80,7 +92,7 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, bool, bool, Assessme
         True,
         True,
         Assessment.ASK,
-        "always_ask",
+        PolicyReason.ALWAYS_ASK,
     ),
     (
         "always_ask beats auto_approve",
@@ -90,9 +102,9 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, bool, bool, Assessme
         False,
         False,
         Assessment.ASK,
-        "always_ask",
+        PolicyReason.ALWAYS_ASK,
     ),
-    ("grant allows", {}, {}, "shell", True, True, Assessment.ALLOW, "grant #1"),
+    ("grant allows", {}, {}, "shell", True, True, Assessment.ALLOW, PolicyReason.GRANT),
     (
         "auto_approve allows",
         {"auto_approve": ["shell"]},
@@ -101,7 +113,7 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, bool, bool, Assessme
         True,
         False,
         Assessment.ALLOW,
-        "auto_approve",
+        PolicyReason.AUTO_APPROVE,
     ),
     (
         "read-only tool allowed under supervised",
@@ -111,9 +123,9 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, bool, bool, Assessme
         False,
         False,
         Assessment.ALLOW,
-        "read-only tool",
+        PolicyReason.READ_ONLY_TOOL,
     ),
-    ("side effect asks", {}, {}, "shell", True, False, Assessment.ASK, "side-effecting tool"),
+    ("side effect asks", {}, {}, "shell", True, False, Assessment.ASK, PolicyReason.SIDE_EFFECTS),
     (
         "channel override level",
         {},
@@ -122,7 +134,7 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, bool, bool, Assessme
         True,
         False,
         Assessment.DENY,
-        "readonly level",
+        PolicyReason.READONLY_LEVEL,
     ),
     (
         "channel override deny",
@@ -132,7 +144,7 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, bool, bool, Assessme
         True,
         False,
         Assessment.DENY,
-        "deny list",
+        PolicyReason.DENY_LIST,
     ),
     (
         "channel override auto_approve",
@@ -142,7 +154,7 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any], str, bool, bool, Assessme
         True,
         False,
         Assessment.ALLOW,
-        "auto_approve",
+        PolicyReason.AUTO_APPROVE,
     ),
 ]
 
@@ -159,7 +171,7 @@ async def test_decision_order(
     requires: bool,
     granted: bool,
     expected: Assessment,
-    reason: str,
+    reason: PolicyReason,
 ) -> None:
     settings = make_settings(approval, approval=override)
     service = service_for(settings, store)
@@ -177,6 +189,7 @@ async def test_decision_order(
         )
     result = await service.assess(make_request(tool, {"x": 1}, requires_approval=requires))
     assert (result.assessment, result.reason) == (expected, reason)
+    assert result.grant_id == (1 if reason is PolicyReason.GRANT else None)
 
 
 @pytest.mark.parametrize(
@@ -266,6 +279,47 @@ async def test_policy_denials_and_unprompted_side_effects_are_audited(store: Sto
 
 
 @pytest.mark.parametrize(
+    ("approval", "granted", "decision", "stored"),
+    [
+        pytest.param({"deny": ["shell"]}, False, "policy_denied", "policy: deny list", id="deny"),
+        pytest.param(
+            {"level": "readonly"}, False, "policy_denied", "policy: readonly level", id="readonly"
+        ),
+        pytest.param({"level": "full"}, False, "policy_allowed", "policy: full level", id="full"),
+        pytest.param(
+            {"auto_approve": ["shell"]},
+            False,
+            "policy_allowed",
+            "policy: auto_approve",
+            id="auto_approve",
+        ),
+        pytest.param({}, True, "policy_allowed", "policy: grant #1", id="grant"),
+    ],
+)
+async def test_every_audited_policy_reason_is_stored_as_before(
+    store: Store, approval: dict[str, Any], granted: bool, decision: str, stored: str
+) -> None:
+    """The stored reason of each rule that can leave an audit row, spelt as rows written
+    before :class:`PolicyReason` spell it (no migration rewrites them)."""
+    if granted:
+        await store.grants.create(
+            new_grant(
+                tool="shell",
+                scope="conversation",
+                channel=SLACK,
+                conversation_id="C1",
+                granted_by="U_ADMIN",
+                now=1.0,
+                ttl_s=None,
+            )
+        )
+    result = await service_for(make_settings(approval), store).assess(make_request("shell"))
+    [row] = await store.audit.since()
+    assert (row.decision, row.decided_by, row.reason) == (decision, "runtime", stored)
+    assert result.audit_reason == stored
+
+
+@pytest.mark.parametrize(
     ("approval", "tool", "requires", "looked_up", "expected", "reason"),
     [
         pytest.param(
@@ -274,7 +328,7 @@ async def test_policy_denials_and_unprompted_side_effects_are_audited(store: Sto
             True,
             False,
             Assessment.ALLOW,
-            "auto_approve",
+            PolicyReason.AUTO_APPROVE,
             id="auto_approve allows without reading grants",
         ),
         pytest.param(
@@ -283,7 +337,7 @@ async def test_policy_denials_and_unprompted_side_effects_are_audited(store: Sto
             False,
             False,
             Assessment.ALLOW,
-            "read-only tool",
+            PolicyReason.READ_ONLY_TOOL,
             id="a read-only tool is allowed without reading grants",
         ),
         pytest.param(
@@ -292,7 +346,7 @@ async def test_policy_denials_and_unprompted_side_effects_are_audited(store: Sto
             True,
             True,
             Assessment.ALLOW,
-            "grant #7",
+            PolicyReason.GRANT,
             id="a grant is read when it can turn ask into allow",
         ),
         pytest.param(
@@ -301,7 +355,7 @@ async def test_policy_denials_and_unprompted_side_effects_are_audited(store: Sto
             True,
             False,
             Assessment.ASK,
-            "always_ask",
+            PolicyReason.ALWAYS_ASK,
             id="always_ask is decided before grants",
         ),
     ],
@@ -312,7 +366,7 @@ async def test_grants_are_read_only_when_they_can_change_the_outcome(
     requires: bool,
     looked_up: bool,
     expected: Assessment,
-    reason: str,
+    reason: PolicyReason,
 ) -> None:
     """Each grant lookup is a database read per tool call; an outcome that is ALLOW anyway
     (step 5 or 6) does not wait for one."""
@@ -333,5 +387,9 @@ async def test_grants_are_read_only_when_they_can_change_the_outcome(
 
     policy = ApprovalPolicy(make_settings(approval))
     result = await policy.evaluate(make_request(tool, requires_approval=requires), grant)
-    assert (result.assessment, result.reason) == (expected, reason)
+    assert (result.assessment, result.reason, result.grant_id) == (
+        expected,
+        reason,
+        7 if reason is PolicyReason.GRANT else None,
+    )
     assert lookups == ([tool] if looked_up else [])

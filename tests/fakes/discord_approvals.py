@@ -11,6 +11,7 @@ from bot.approval.service import ApprovalService
 from bot.channel import ApprovalCard
 from bot.envelope import IngressEnvelope
 from bot.store import Store
+from bot.turn import TurnIdentity
 from channels.discord.adapter import DiscordChannel
 from channels.discord.reply_instead import FIELD_ID
 from tests.fakes.approval_service import approval_service as service_over
@@ -104,9 +105,11 @@ def shell_request(envelope: IngressEnvelope) -> ApprovalRequest:
         tool="shell",
         arguments={"command": "rm -rf build"},
         call_id="call-1",
-        turn_id="turn-1",
-        session_key=f"discord.main:{envelope.conversation_id}",
-        envelope=envelope,
+        turn=TurnIdentity(
+            turn_id="turn-1",
+            session_key=f"discord.main:{envelope.conversation_id}",
+            envelope=envelope,
+        ),
         requires_approval=True,
     )
 

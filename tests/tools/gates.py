@@ -6,13 +6,21 @@ import asyncio
 from collections.abc import Mapping
 
 from bot.approval.gate import ApprovalDecision, ApprovalRequest, Assessment, PolicyResult
-from bot.approval.reasons import RuntimeReason
+from bot.approval.reasons import PolicyReason, RuntimeReason
 from bot.store.audit import Decision
 
 APPROVED = ApprovalDecision(verdict=Decision.APPROVED, decided_by="alice")
 DENIED = ApprovalDecision(verdict=Decision.DENIED, decided_by="alice")
 AUTO_DENIED = ApprovalDecision.by_runtime(RuntimeReason.NO_BACKCHANNEL)
 TIMED_OUT = ApprovalDecision.by_runtime(RuntimeReason.TIMEOUT, Decision.EXPIRED)
+
+
+#: The rule a table entry stands for, as the real policy would name it.
+_TABLE_REASON = {
+    Assessment.ALLOW: PolicyReason.AUTO_APPROVE,
+    Assessment.ASK: PolicyReason.ALWAYS_ASK,
+    Assessment.DENY: PolicyReason.DENY_LIST,
+}
 
 
 class PolicyGate:
@@ -35,7 +43,7 @@ class PolicyGate:
         found = self.policy.get(request.tool)
         if found is None:
             found = Assessment.ASK if request.requires_approval else Assessment.ALLOW
-        return PolicyResult(assessment=found, reason="table")
+        return PolicyResult(assessment=found, reason=_TABLE_REASON[found])
 
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
         self.asked.append(request)
@@ -46,7 +54,7 @@ class AllowAllGate:
     """Allows everything without asking (the bench's auto-approval)."""
 
     async def assess(self, request: ApprovalRequest) -> PolicyResult:
-        return PolicyResult(assessment=Assessment.ALLOW, reason="auto_approve")
+        return PolicyResult(assessment=Assessment.ALLOW, reason=PolicyReason.AUTO_APPROVE)
 
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
         raise AssertionError("AllowAllGate never asks")
@@ -63,7 +71,7 @@ class WaitingGate(PolicyGate):
 
     async def assess(self, request: ApprovalRequest) -> PolicyResult:
         self.assessed.append(request)
-        return PolicyResult(assessment=Assessment.ASK, reason="always_ask")
+        return PolicyResult(assessment=Assessment.ASK, reason=PolicyReason.ALWAYS_ASK)
 
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
         self.asked.append(request)

@@ -278,7 +278,7 @@ async def test_card_left_by_a_crash_before_its_reference_was_stored_is_closed_by
             channel=str(before.ref),
             conversation_id=envelope.conversation_id,
             thread_id=envelope.thread_id,
-            session_key=request.session_key,
+            session_key=request.turn.session_key,
             requester=envelope.sender.id,
             requester_name=envelope.sender.display_name,
             tool="shell",

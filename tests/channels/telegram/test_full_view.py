@@ -30,6 +30,7 @@ from bot.progress import cut, finished_line, progress_hint, started_line, waitin
 from bot.store import Store
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
 from bot.store.audit import Decision
+from bot.turn import TurnIdentity
 from bot.visible_text import visible
 from channels.telegram.adapter import TelegramChannel
 from channels.telegram.card_answers import FULL_VIEW_HINT
@@ -69,9 +70,7 @@ def request(envelope: IngressEnvelope, arguments: Mapping[str, object]) -> Appro
         tool="shell",
         arguments=arguments,
         call_id="call-1",
-        turn_id="turn-1",
-        session_key="telegram.main:topic",
-        envelope=envelope,
+        turn=TurnIdentity(turn_id="turn-1", session_key="telegram.main:topic", envelope=envelope),
         requires_approval=True,
     )
 
@@ -394,7 +393,7 @@ def pending_record(envelope: IngressEnvelope, arguments: Mapping[str, object]) -
         channel=str(REF),
         conversation_id=envelope.conversation_id,
         thread_id=envelope.thread_id,
-        session_key=call.session_key,
+        session_key=call.turn.session_key,
         requester=envelope.sender.id,
         requester_name="Ann",
         tool="shell",

@@ -28,6 +28,7 @@ from bot.channel import ApprovalCard, ApprovalChoice, CardState, ClickVerdict, S
 from bot.envelope import DeliveryTarget, IngressEnvelope
 from bot.store import Store
 from bot.store.approvals import ApprovalRecord
+from bot.turn import TurnIdentity
 from channels.telegram.adapter import TelegramChannel
 from channels.telegram.card_answers import REPLY_HINT
 from channels.telegram.reply_instead import EMPTY_REPLY
@@ -98,9 +99,7 @@ def shell_request(envelope: IngressEnvelope) -> ApprovalRequest:
         tool="shell",
         arguments={"command": "ls /tmp"},
         call_id="call-1",
-        turn_id="turn-1",
-        session_key="telegram.main:topic",
-        envelope=envelope,
+        turn=TurnIdentity(turn_id="turn-1", session_key="telegram.main:topic", envelope=envelope),
         requires_approval=True,
     )
 
@@ -114,7 +113,7 @@ def pending_record(envelope: IngressEnvelope) -> ApprovalRecord:
         channel=str(REF),
         conversation_id=envelope.conversation_id,
         thread_id=envelope.thread_id,
-        session_key=request.session_key,
+        session_key=request.turn.session_key,
         requester=envelope.sender.id,
         requester_name="Ann",
         tool="shell",
