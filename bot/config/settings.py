@@ -1,0 +1,138 @@
+"""``Settings``: the whole of ``hatchway.toml``, and the core's own tables.
+
+``[agent]``, ``[providers.<name>]``, ``[approval]``, ``[storage]``, ``[server]``,
+``[schedules]`` and ``[logging]`` are here; ``[channels]``, ``[tools]`` and ``[mcp]`` have
+modules of their own in this package. :class:`Settings` checks what the tables say of each
+other (the providers the agent names); reading the file and the environment is
+:mod:`bot.config.loading`'s.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from bot.config.channels import ChannelsConfig
+from bot.config.mcp import McpConfig
+from bot.config.tools import ToolsConfig
+from bot.config_model import ConfigModel
+
+
+class AgentConfig(ConfigModel):
+    provider: str = "default"
+    fallback: list[str] = Field(default_factory=list)
+    system_prompt: str = "You are the team's assistant. Be brief and accurate."
+    max_tool_iterations: int = Field(default=10, ge=1, le=200)
+    parallel_tools: bool = True
+    max_tool_result_chars: int = Field(default=50_000, ge=200)
+    turn_timeout_s: float = Field(default=300.0, gt=0)
+    max_concurrent_turns: int = Field(default=32, ge=1)
+    history_max_tokens: int = Field(default=24_000, ge=500)
+    excluded_tools: list[str] = Field(default_factory=list)
+    hide_unapprovable_tools: bool = False
+    tool_timeout_s: float = Field(default=120.0, gt=0)
+    receipts: bool = False
+    receipt_key_env: str = "HATCHWAY_RECEIPT_KEY"
+
+
+class ProviderConfig(ConfigModel):
+    kind: Literal["openai", "anthropic"] = "openai"
+    base_url: str | None = None
+    model: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    tool_mode: Literal["native", "text", "auto"] = "auto"
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_retries: int = Field(default=3, ge=0, le=10)
+    max_tokens: int = Field(default=4096, ge=1)
+    stream: bool = False
+    temperature: float | None = None
+
+
+class ApprovalConfig(ConfigModel):
+    level: Literal["readonly", "supervised", "full"] = "supervised"
+    auto_approve: list[str] = Field(
+        default_factory=lambda: [
+            "current_time",
+            "calculator",
+            "file_read",
+            "file_list",
+            "file_search",
+            "memory_recall",
+        ]
+    )
+    always_ask: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=list)
+    timeout_s: float = Field(default=300.0, gt=0)
+    self_approval: bool = False
+    grant_scope: Literal["conversation", "channel", "global"] = "conversation"
+    grant_ttl_s: float | None = None
+    dm_approvers: bool = False
+
+
+class StorageConfig(ConfigModel):
+    path: str = "hatchway.db"
+
+
+class ServerConfig(ConfigModel):
+    enabled: bool = False
+    host: str = "127.0.0.1"
+    port: int = Field(default=8787, ge=0, le=65535)
+
+
+class SchedulesConfig(ConfigModel):
+    enabled: bool = True
+    missed_run_policy: Literal["skip", "run_once"] = "run_once"
+    tick_s: float = Field(default=1.0, gt=0)
+    max_jobs_per_conversation: int = Field(default=20, ge=1)
+    misfire_grace_s: float = Field(default=60.0, ge=0)
+
+
+class LoggingConfig(ConfigModel):
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    format: Literal["auto", "json", "console"] = "auto"
+
+
+def _default_providers() -> dict[str, ProviderConfig]:
+    return {}
+
+
+class Settings(ConfigModel):
+    """The whole configuration. Build with :func:`load_settings`."""
+
+    agent: AgentConfig = Field(default_factory=AgentConfig)
+    providers: dict[str, ProviderConfig] = Field(default_factory=_default_providers)
+    approval: ApprovalConfig = Field(default_factory=ApprovalConfig)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    server: ServerConfig = Field(default_factory=ServerConfig)
+    channels: ChannelsConfig = Field(default_factory=ChannelsConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    mcp: McpConfig = Field(default_factory=McpConfig)
+    schedules: SchedulesConfig = Field(default_factory=SchedulesConfig)
+    logging: LoggingConfig = Field(default_factory=LoggingConfig)
+    state_dir: str = "."
+
+    @model_validator(mode="after")
+    def _check_references(self) -> Settings:
+        names = [self.agent.provider, *self.agent.fallback]
+        if self.providers:
+            for name in names:
+                if name not in self.providers:
+                    raise ValueError(
+                        f"agent.provider/fallback names provider {name!r}, but [providers] "
+                        f"defines only {sorted(self.providers)}"
+                    )
+        return self
+
+    def database_path(self) -> Path:
+        path = Path(self.storage.path)
+        return path if path.is_absolute() else Path(self.state_dir) / path
+
+    @staticmethod
+    def secret(env_name: str, environ: Mapping[str, str] | None = None) -> str | None:
+        """Read a secret from the environment by the variable name the config gives."""
+        value = (os.environ if environ is None else environ).get(env_name, "")
+        return value or None
