@@ -5,19 +5,19 @@ from __future__ import annotations
 import asyncio
 import itertools
 import sqlite3
-from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from bot.channel import ApprovalCard, SentMessage
 from bot.config import Settings, parse_settings
 from bot.envelope import ChannelRef, DeliveryTarget, IngressEnvelope, Sender, envelope_to_json
 from bot.gateway import FAILURE_MESSAGE, SHUTDOWN_MESSAGE, Gateway, SessionControl, TurnReply
 from bot.providers.base import ChatMessage
 from bot.store import InboxKey, InboxStatus, Store, UnitOfWork
 from bot.turn import TurnIdentity
+from tests.fakes.channel import FakeChannel
 
 REF = ChannelRef(kind="console", alias="main")
 
@@ -32,33 +32,6 @@ class Allowed:
 class AllowAll:
     async def check(self, envelope: IngressEnvelope) -> Allowed:
         return Allowed()
-
-
-@dataclass
-class Outbox:
-    """A minimal real channel: records what is sent."""
-
-    ref: ChannelRef = REF
-    sent: list[str] = field(default_factory=list)
-
-    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
-        self.sent.append(text)
-        return [SentMessage(target=target, message_id=str(len(self.sent)))]
-
-    async def edit(self, message: SentMessage, text: str) -> None:
-        return None
-
-    async def react(self, target: DeliveryTarget, message_id: str, emoji: str) -> None:
-        return None
-
-    async def typing(self, target: DeliveryTarget) -> None:
-        return None
-
-    async def post_approval_card(self, target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
-        return SentMessage(target=target, message_id="card")
-
-    async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:
-        return None
 
 
 class Turns:
@@ -114,7 +87,7 @@ def settings(tmp_path: Path, max_turns: int = 32) -> Settings:
 class Rig:
     gateway: Gateway
     turns: Turns
-    outbox: Outbox
+    outbox: FakeChannel
     store: Store
     access: CountingAccess
 
@@ -137,13 +110,13 @@ class CountingAccess(AllowAll):
 async def rig(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Rig]:
     max_turns = getattr(request, "param", 32)
     store = await Store.open(tmp_path / "h.db")
-    turns, outbox, access = Turns(), Outbox(), CountingAccess()
+    turns, outbox, access = Turns(), FakeChannel(REF), CountingAccess()
     gateway = Gateway(
         settings=settings(tmp_path, max_turns),
         store=store,
         access=access,
         run_turn=turns,
-        channel_for=lambda ref: outbox,  # type: ignore[arg-type,return-value]
+        channel_for=lambda ref: outbox,
     )
     task = asyncio.create_task(gateway.run())
     await asyncio.sleep(0)
@@ -175,8 +148,8 @@ async def test_one_turn_at_a_time_per_session_in_order(rig: Rig) -> None:
     await until(lambda: rig.turns.started == ["a", "b"])
     rig.turns.finish("b")
     rig.turns.finish("c")
-    await until(lambda: len(rig.outbox.sent) == 3)
-    assert rig.outbox.sent == ["answer to a", "answer to b", "answer to c"]
+    await until(lambda: len(rig.outbox.texts) == 3)
+    assert rig.outbox.texts == ["answer to a", "answer to b", "answer to c"]
     entry = await rig.store.inbox.get(InboxKey(channel="console.main", message_id="c1:c"))
     assert entry is not None and entry.status is InboxStatus.DONE
 
@@ -190,7 +163,7 @@ async def test_global_cap_on_concurrent_turns(rig: Rig) -> None:
         await asyncio.sleep(0)
     assert rig.turns.running == 2
     rig.turns.finish("x")
-    await until(lambda: len(rig.outbox.sent) == 5)
+    await until(lambda: len(rig.outbox.texts) == 5)
     assert rig.turns.peak == 2
 
 
@@ -212,7 +185,7 @@ async def test_a_message_with_no_word_is_answered_not_dropped(rig: Rig, text: st
     await rig.gateway.deliver(envelope(text, message_id="blank"))
     await until(lambda: rig.turns.started == [text])
     rig.turns.finish(text)
-    await until(lambda: rig.outbox.sent == [f"answer to {text}"])
+    await until(lambda: rig.outbox.texts == [f"answer to {text}"])
     entry = await rig.store.inbox.get(InboxKey(channel="console.main", message_id="blank"))
     assert entry is not None and entry.status is InboxStatus.DONE
 
@@ -221,7 +194,7 @@ async def test_redelivery_is_a_no_op(rig: Rig) -> None:
     await rig.gateway.deliver(envelope("hi", message_id="m1"))
     await rig.gateway.deliver(envelope("hi", message_id="m1"))
     rig.turns.finish("hi")
-    await until(lambda: rig.outbox.sent == ["answer to hi"])
+    await until(lambda: rig.outbox.texts == ["answer to hi"])
     await rig.gateway.deliver(envelope("hi", message_id="m1"))
     await rig.gateway.drain(5.0)
     assert rig.turns.started == ["hi"]
@@ -233,7 +206,7 @@ async def test_recovery_does_not_requeue_what_is_already_queued(rig: Rig) -> Non
     requeued, interrupted = await rig.gateway.recover()
     assert (requeued, interrupted) == (0, 0)
     rig.turns.finish("early")
-    await until(lambda: rig.outbox.sent == ["answer to early"])
+    await until(lambda: rig.outbox.texts == ["answer to early"])
     assert rig.turns.started == ["early"]
 
 
@@ -269,8 +242,8 @@ async def test_recovery_runs_unstarted_messages_and_tells_cut_off_senders(rig: R
     assert await rig.gateway.recover() == (1, 1)
     await until(lambda: rig.turns.started == ["waiting"])
     rig.turns.finish("waiting")
-    await until(lambda: len(rig.outbox.sent) == 2)
-    assert rig.outbox.sent == [SHUTDOWN_MESSAGE, "answer to waiting"]
+    await until(lambda: len(rig.outbox.texts) == 2)
+    assert rig.outbox.texts == [SHUTDOWN_MESSAGE, "answer to waiting"]
     cut_off = await rig.store.inbox.get(InboxKey(channel="console.main", message_id="m1"))
     assert cut_off is not None and cut_off.status is InboxStatus.FAILED
 
@@ -283,7 +256,7 @@ async def test_a_database_error_that_is_no_lock_is_not_retried(rig: Rig) -> None
     )
     await rig.gateway.deliver(envelope("hi"))
     assert rig.access.attempts == 1
-    assert rig.outbox.sent == [FAILURE_MESSAGE]
+    assert rig.outbox.texts == [FAILURE_MESSAGE]
     assert rig.turns.started == []
 
 
@@ -300,4 +273,4 @@ async def test_a_locked_database_is_tried_again(rig: Rig, tmp_path: Path) -> Non
         other.close()
     assert rig.access.attempts == 2
     rig.turns.finish("hi")
-    await until(lambda: rig.outbox.sent == ["answer to hi"])
+    await until(lambda: rig.outbox.texts == ["answer to hi"])
