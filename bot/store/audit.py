@@ -61,6 +61,7 @@ class AuditEntry:
 _INSERT = (
     "INSERT INTO audit (at, channel, conversation_id, requester, tool, summary, fingerprint,"
     " decision, decided_by, reason, latency_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " RETURNING id"
 )
 
 
@@ -104,12 +105,16 @@ class AuditLog:
         self._db = db
 
     async def append(self, entry: AuditEntry) -> int:
-        return await self._db.execute(_INSERT, _params(entry))
+        row = await self._db.execute_returning(_INSERT, _params(entry))
+        assert row is not None  # RETURNING id of a row just inserted
+        return int(row["id"])
 
     @staticmethod
     async def append_in(tx: Transaction, entry: AuditEntry) -> int:
         """Append inside a caller's transaction (so a decision and its row commit together)."""
-        return await tx.execute(_INSERT, _params(entry))
+        row = await tx.fetchone(_INSERT, _params(entry))
+        assert row is not None  # RETURNING id of a row just inserted
+        return int(row["id"])
 
     async def since(self, at: float = 0.0) -> list[AuditEntry]:
         """Rows with ``at >= at``, oldest first."""

@@ -118,9 +118,10 @@ class Database:
         """Run ``query`` (one trip) and decode its rows."""
         return query.decode(await self.fetchall(query.sql, query.params))
 
-    async def execute(self, sql: str, params: Params = ()) -> int:
-        """One statement in its own transaction (one round trip); returns ``lastrowid``."""
-        return cast(int | None, await self._alone(Statement(sql, params, Answer.LASTROWID))) or 0
+    async def execute(self, sql: str, params: Params = ()) -> None:
+        """One statement in its own transaction (one round trip); an insert that needs its
+        generated id says ``RETURNING id`` and uses :meth:`execute_returning` instead."""
+        await self._alone(Statement(sql, params, Answer.NOTHING))
 
     async def execute_returning(self, sql: str, params: Params = ()) -> Row | None:
         """One statement (``… RETURNING …``) in its own transaction, in one round trip;

@@ -71,10 +71,10 @@ class Transaction:
         finally:
             self._unlock()
 
-    async def execute(self, sql: str, params: Params = ()) -> int:
-        """Run one statement; returns ``lastrowid`` (SQLite's; a query shared with another
-        engine says ``RETURNING id`` and uses :meth:`fetchone`)."""
-        return cast(int | None, await self._trip(Statement(sql, params, Answer.LASTROWID))) or 0
+    async def execute(self, sql: str, params: Params = ()) -> None:
+        """Run one statement (an insert that needs its generated id says ``RETURNING id``
+        and uses :meth:`fetchone`)."""
+        await self._trip(Statement(sql, params, Answer.NOTHING))
 
     async def fetchall(self, sql: str, params: Params = ()) -> list[Row]:
         return cast(list[Row], await self._trip(Statement(sql, params, Answer.ALL)))

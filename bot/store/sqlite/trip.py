@@ -27,7 +27,9 @@ T = TypeVar("T")
 class Answer(enum.Enum):
     """What a trip's statement returns."""
 
-    LASTROWID = "lastrowid"  # SQLite's; a portable insert says RETURNING id instead
+    NOTHING = (
+        "nothing"  # a write whose rows are not read (an insert wanting its id says RETURNING id)
+    )
     ONE = "one"  # the first row, or None
     ALL = "all"  # every row
 
@@ -93,8 +95,6 @@ class Trip:
                     answer = cursor.fetchone()
                 elif self.statement.answer is Answer.ALL:
                     answer = cursor.fetchall()
-                else:
-                    answer = cursor.lastrowid
             finally:
                 cursor.close()
         if self.commit:
