@@ -92,7 +92,7 @@ def split_literal(text: str, budget: int) -> list[str]:
         while cost > budget:
             head, line = _cut_line(line, budget)
             pieces.append(head)
-            cost = _cost(line)
+            cost -= _cost(head)  # the cost is a sum per character: no second pass over the rest
         lines, used = [line], cost
     pieces.append("\n".join(lines))
     return pieces
