@@ -166,13 +166,13 @@ def trips(app: App) -> int:
     db = app.store.db
     if not hasattr(db, "trips"):
         submit = db._submit
-        db.trips = 0  # type: ignore[attr-defined]
+        db.trips = 0
 
         def counted(fn: Any) -> Any:
-            db.trips += 1  # type: ignore[attr-defined]
+            db.trips += 1
             return submit(fn)
 
-        db._submit = counted  # type: ignore[method-assign]
+        db._submit = counted  # type: ignore[method-assign,assignment]
     return int(db.trips)
 
 
