@@ -4,14 +4,15 @@ Cron expressions (five fields, ``croniter`` syntax) are evaluated in the job's t
 "0 9 * * *" in ``Europe/Berlin`` is 09:00 Berlin time on both sides of a DST change. One-shot
 times are ISO 8601; a time without an offset is read in the job's time zone. Every result is
 epoch seconds (UTC), which is what the store and the runner use.
+
+``croniter`` (about 5 ms to import) is imported when a cron expression is first checked or
+evaluated, not when the daemon starts: most bots have no cron job.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
-
-from croniter import croniter
 
 from bot.schedules.job import JobSpec, ScheduleError
 from bot.timezones import find_zone
@@ -29,6 +30,8 @@ def zone(name: str) -> ZoneInfo:
 
 def check_cron(expression: str) -> str:
     """The expression, normalised; :class:`ScheduleError` unless it has five valid fields."""
+    from croniter import croniter
+
     normalised = " ".join(expression.split())
     if len(normalised.split(" ")) != 5 or not croniter.is_valid(normalised):
         raise ScheduleError(
@@ -53,6 +56,8 @@ def parse_time(text: str, timezone: str) -> datetime:
 
 def next_cron_run(expression: str, timezone: str, after: float) -> float:
     """The first occurrence of ``expression`` strictly after ``after`` (epoch seconds)."""
+    from croniter import croniter
+
     start = datetime.fromtimestamp(after, UTC).astimezone(zone(timezone))
     following: datetime = croniter(expression, start).get_next(datetime)
     return following.timestamp()
