@@ -22,18 +22,15 @@ intent (close 4014) → ``FAILED`` and :class:`~bot.errors.ChannelAuthError` fro
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 
 import aiohttp
 import discord
 
 from bot.backoff import Backoff
 from bot.channel import (
-    ApprovalCard,
     ChannelHealth,
     ChannelHost,
     HealthState,
-    SentMessage,
 )
 from bot.channel_registry import ChannelContext
 from bot.config import ChannelCommon, Settings
@@ -42,6 +39,7 @@ from bot.errors import ChannelAuthError, ChannelError, ConfigError
 from bot.scrub import register_secret
 from channels.common.card_index import CardIndex
 from channels.common.health import HealthRecord
+from channels.common.outbound import SendsThrough
 from channels.discord.buttons import DYNAMIC_ITEMS
 from channels.discord.card_answers import ApprovalClicks
 from channels.discord.client import (
@@ -63,7 +61,7 @@ INTENT_HINT = (
 )
 
 
-class DiscordChannel:
+class DiscordChannel(SendsThrough):
     """A Discord bot. Create with :func:`create`; :meth:`run` lives until cancelled."""
 
     def __init__(self, ref: ChannelRef, config: DiscordChannelConfig, context: ChannelContext):
@@ -221,24 +219,6 @@ class DiscordChannel:
         return await self._members.can_see(target, user_id)
 
     # outbound (Channel) ----------------------------------------------------------------
-
-    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
-        return await self._outbound.send(target, text)
-
-    async def edit(self, message: SentMessage, text: str) -> None:
-        await self._outbound.edit(message, text)
-
-    async def react(self, target: DeliveryTarget, message_id: str, emoji: str) -> None:
-        await self._outbound.react(target, message_id, emoji)
-
-    async def typing(self, target: DeliveryTarget) -> None:
-        await self._outbound.typing(target)
-
-    async def post_approval_card(self, target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
-        return await self._outbound.post_approval_card(target, card)
-
-    async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:
-        await self._outbound.update_approval_card(message, card)
 
 
 def create(ref: ChannelRef, config: ChannelCommon, context: ChannelContext) -> DiscordChannel:

@@ -33,7 +33,6 @@ import asyncio
 import hashlib
 import hmac
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -43,11 +42,9 @@ from slack_bolt.app.async_app import AsyncApp
 
 from bot.backoff import Backoff
 from bot.channel import (
-    ApprovalCard,
     ChannelHealth,
     ChannelHost,
     HealthState,
-    SentMessage,
 )
 from bot.config import ChannelCommon, Settings
 from bot.envelope import ChannelRef, DeliveryTarget
@@ -56,6 +53,7 @@ from bot.ops.web import header_bytes
 from bot.scrub import register_secrets
 from channels.common.card_index import CardIndex
 from channels.common.health import HealthRecord
+from channels.common.outbound import SendsThrough
 from channels.slack.api import SlackWebApi
 from channels.slack.config import SlackChannelConfig
 from channels.slack.inbound import SlackInbound
@@ -96,7 +94,7 @@ class SlackCredentials:
     signing_secret: str | None = None
 
 
-class SlackChannel:
+class SlackChannel(SendsThrough):
     """A Slack workspace as a :class:`~bot.channel.Channel`."""
 
     def __init__(
@@ -214,24 +212,6 @@ class SlackChannel:
         return await self._members.can_see(target, user_id)
 
     # -- outbound (Channel), delegated --------------------------------------------------------
-
-    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
-        return await self._outbound.send(target, text)
-
-    async def edit(self, message: SentMessage, text: str) -> None:
-        await self._outbound.edit(message, text)
-
-    async def react(self, target: DeliveryTarget, message_id: str, emoji: str) -> None:
-        await self._outbound.react(target, message_id, emoji)
-
-    async def typing(self, target: DeliveryTarget) -> None:
-        await self._outbound.typing(target)
-
-    async def post_approval_card(self, target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
-        return await self._outbound.post_approval_card(target, card)
-
-    async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:
-        await self._outbound.update_approval_card(message, card)
 
 
 def create(ref: ChannelRef, config: ChannelCommon, context: ChannelContext) -> SlackChannel:

@@ -21,7 +21,7 @@ refused, and :meth:`TelegramChannel.run` raises :class:`~bot.errors.ChannelAuthE
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import httpx
 import structlog
@@ -32,11 +32,9 @@ from telegram.request import HTTPXRequest
 
 from bot.backoff import Backoff
 from bot.channel import (
-    ApprovalCard,
     ChannelHealth,
     ChannelHost,
     HealthState,
-    SentMessage,
 )
 from bot.channel_registry import ChannelContext
 from bot.config import ChannelCommon, Settings
@@ -45,6 +43,7 @@ from bot.errors import ChannelAuthError, ChannelError, ConfigError
 from bot.scrub import register_secret
 from channels.common.card_index import CardIndex
 from channels.common.health import HealthRecord
+from channels.common.outbound import SendsThrough
 from channels.telegram.card_answers import ApprovalTaps
 from channels.telegram.config import TelegramChannelConfig
 from channels.telegram.inbound import UpdateRouter, allowed_updates
@@ -67,7 +66,7 @@ CONFLICT_DETAIL = (
 )
 
 
-class TelegramChannel:
+class TelegramChannel(SendsThrough):
     """A Telegram bot: receives updates and delegates sending to :class:`TelegramOutbound`."""
 
     def __init__(
@@ -99,10 +98,10 @@ class TelegramChannel:
         self._config = config
         self._app = app
         cards = CardIndex(context.store.channel_state, str(ref))
-        self._out = TelegramOutbound(ref=ref, config=config, bot=app.bot, cards=cards)
+        self._outbound = TelegramOutbound(ref=ref, config=config, bot=app.bot, cards=cards)
         self._members = ConversationMembers(ref=ref, bot=app.bot)
-        taps = ApprovalTaps(ref=ref, config=config, bot=app.bot, outbound=self._out)
-        replies = CardReplies(ref=ref, outbound=self._out, roles=taps.roles)
+        taps = ApprovalTaps(ref=ref, config=config, bot=app.bot, outbound=self._outbound)
+        replies = CardReplies(ref=ref, outbound=self._outbound, roles=taps.roles)
         self._inbound = UpdateRouter(ref=ref, config=config, taps=taps, replies=replies)
         self._offset = PollingOffset(context.store.channel_state, str(ref))
         self._webhook_secret = webhook_secret
@@ -249,24 +248,6 @@ class TelegramChannel:
         return await self._members.can_see(target, user_id)
 
     # -- outbound, delegated -----------------------------------------------------------------
-
-    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
-        return await self._out.send(target, text)
-
-    async def edit(self, message: SentMessage, text: str) -> None:
-        await self._out.edit(message, text)
-
-    async def react(self, target: DeliveryTarget, message_id: str, emoji: str) -> None:
-        await self._out.react(target, message_id, emoji)
-
-    async def typing(self, target: DeliveryTarget) -> None:
-        await self._out.typing(target)
-
-    async def post_approval_card(self, target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
-        return await self._out.post_approval_card(target, card)
-
-    async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:
-        await self._out.update_approval_card(message, card)
 
     async def download(self, file_ref: str) -> bytes:
         """The contents of an attachment (``Attachment.ref`` is the Telegram file id)."""
