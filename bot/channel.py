@@ -210,21 +210,9 @@ class ChannelHost(Protocol):
         ...
 
 
-@runtime_checkable
-class Channel(Protocol):
-    """A platform adapter.
-
-    ``run`` connects and lives until cancelled, delivering envelopes to the host; it must set
-    ``health`` honestly. Outbound methods take markdown-ish text and render it for the platform,
-    splitting at the platform's limit without breaking code fences.
-    """
-
-    ref: ChannelRef
-
-    @property
-    def health(self) -> ChannelHealth: ...
-
-    async def run(self, host: ChannelHost) -> None: ...
+class ChannelSending(Protocol):
+    """What a channel sends: markdown-ish text rendered for the platform and split at its
+    limit without breaking code fences, edits, reactions, typing, and approval cards."""
 
     async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]: ...
 
@@ -239,3 +227,19 @@ class Channel(Protocol):
     ) -> SentMessage: ...
 
     async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None: ...
+
+
+@runtime_checkable
+class Channel(ChannelSending, Protocol):
+    """A platform adapter.
+
+    ``run`` connects and lives until cancelled, delivering envelopes to the host; it must set
+    ``health`` honestly. Its sending methods are :class:`ChannelSending`'s.
+    """
+
+    ref: ChannelRef
+
+    @property
+    def health(self) -> ChannelHealth: ...
+
+    async def run(self, host: ChannelHost) -> None: ...

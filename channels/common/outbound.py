@@ -8,34 +8,15 @@ are that module's, so they are written once here instead of once per platform.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
 
-from bot.channel import ApprovalCard, SentMessage
+from bot.channel import ApprovalCard, ChannelSending, SentMessage
 from bot.envelope import DeliveryTarget
-
-
-class Sending(Protocol):
-    """What an adapter's outbound module offers (the ``Channel`` sending methods)."""
-
-    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]: ...
-
-    async def edit(self, message: SentMessage, text: str) -> None: ...
-
-    async def react(self, target: DeliveryTarget, message_id: str, emoji: str) -> None: ...
-
-    async def typing(self, target: DeliveryTarget) -> None: ...
-
-    async def post_approval_card(
-        self, target: DeliveryTarget, card: ApprovalCard
-    ) -> SentMessage: ...
-
-    async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None: ...
 
 
 class SendsThrough:
     """Base of an adapter whose sending methods are its ``_outbound`` module's."""
 
-    _outbound: Sending
+    _outbound: ChannelSending
 
     async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
         return await self._outbound.send(target, text)
