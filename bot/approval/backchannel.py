@@ -130,7 +130,7 @@ class Backchannel:
             elif self._closed:
                 await self.expire(record, RuntimeReason.SHUTDOWN)
             else:
-                await self._wait(record, wakeup, policy.timeout_s)
+                await self._wait(record, wakeup)
         except asyncio.CancelledError:
             await self.expire(record, RuntimeReason.CANCELLED)
             await self._cards.edit_all(record.id)
@@ -148,15 +148,15 @@ class Backchannel:
         )
         return decision
 
-    async def _wait(self, record: ApprovalRecord, wakeup: asyncio.Event, timeout_s: float) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
+    async def _wait(self, record: ApprovalRecord, wakeup: asyncio.Event) -> None:
+        """Until the row is decided, or its ``expires_at`` passes on the service's clock (the
+        same clock a late click is judged by), then expire it."""
         while True:
             wakeup.clear()  # before reading, so a click landing after the read still wakes us
             current = await self._store.approvals.get(record.id)
             if current is None or current.status is not ApprovalStatus.PENDING:
                 return
-            remaining = deadline - loop.time()
+            remaining = record.expires_at - self._clock()
             if remaining <= 0:
                 await self.expire(current, RuntimeReason.TIMEOUT)
                 return

@@ -127,6 +127,31 @@ def service_for(
     return ApprovalService(settings, store, by_ref.get, poll_interval_s=poll_interval_s)
 
 
+class ManualClock:
+    """The approval service's clock, moved only by the test: a request expires when the
+    test says so, never because a loaded machine was slow to click."""
+
+    def __init__(self, start: float = 1_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+    def pass_deadline(self, settings: Settings) -> None:
+        self.now += settings.approval.timeout_s
+
+
+def clocked_service(
+    settings: Settings, store: Store, channel: Channel
+) -> tuple[ApprovalService, ManualClock]:
+    """A service (as :func:`service_for`) on a :class:`ManualClock`."""
+    clock = ManualClock()
+    service = ApprovalService(
+        settings, store, {channel.ref: channel}.get, clock, poll_interval_s=0.02
+    )
+    return service, clock
+
+
 Asking = tuple[PostedCard, asyncio.Task[ApprovalDecision]]
 
 

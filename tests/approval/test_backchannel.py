@@ -23,6 +23,7 @@ from tests.approval.conftest import (
     REQUESTER,
     SLACK,
     asking,
+    clocked_service,
     make_envelope,
     make_request,
     make_settings,
@@ -81,12 +82,11 @@ async def test_approver_role_may_decide(store: Store) -> None:
 async def test_self_approval(
     store: Store, channel: FakeChannel, self_approval: bool, expected: ClickVerdict
 ) -> None:
-    settings = make_settings(
-        {"self_approval": self_approval, "timeout_s": 0.2}, approvers=[REQUESTER, APPROVER]
-    )
-    service = service_for(settings, store, channel)
+    settings = make_settings({"self_approval": self_approval}, approvers=[REQUESTER, APPROVER])
+    service, clock = clocked_service(settings, store, channel)
     async with asking(service, store, channel) as (posted, task):
         assert await service.click(channel.click(posted, REQUESTER)) is expected
+        clock.pass_deadline(settings)  # a refused click leaves the request to expire
     allowed = expected is ClickVerdict.ACCEPTED
     assert task.result().allowed is allowed
 
@@ -94,8 +94,8 @@ async def test_self_approval(
 async def test_click_binds_to_one_call_and_cannot_approve_changed_arguments(
     store: Store, channel: FakeChannel
 ) -> None:
-    settings = make_settings({"timeout_s": 0.2})
-    service = service_for(settings, store, channel)
+    settings = make_settings()
+    service, clock = clocked_service(settings, store, channel)
     request = make_request(arguments={"command": "ls"})
     async with asking(service, store, channel, request) as (old, first):
         await service.click(channel.click(old, APPROVER, ApprovalChoice.DENY))
@@ -107,13 +107,15 @@ async def test_click_binds_to_one_call_and_cannot_approve_changed_arguments(
         # The approver's earlier card cannot be re-used for the changed call.
         again = channel.click(old, APPROVER, ApprovalChoice.APPROVE)
         assert await service.click(again) is ClickVerdict.ALREADY_DECIDED
+        clock.pass_deadline(settings)
     assert second.result().verdict is Decision.EXPIRED
     row = await store.approvals.get(new.card.approval_id)
     assert row is not None and row.fingerprint == changed.fingerprint
 
 
 async def test_replayed_click_is_refused(store: Store, channel: FakeChannel) -> None:
-    service = service_for(make_settings({"timeout_s": 0.2}), store, channel)
+    settings = make_settings()
+    service, clock = clocked_service(settings, store, channel)
     async with asking(service, store, channel) as (posted, task):
         click = channel.click(posted, APPROVER)
         assert await service.click(click) is ClickVerdict.ACCEPTED
@@ -122,6 +124,7 @@ async def test_replayed_click_is_refused(store: Store, channel: FakeChannel) -> 
     # The identical call asked again gets a new card; the old click does not decide it.
     async with asking(service, store, channel) as (_, again):
         assert await service.click(click) is ClickVerdict.ALREADY_DECIDED
+        clock.pass_deadline(settings)
     assert again.result().verdict is Decision.EXPIRED
 
 
