@@ -50,11 +50,6 @@ class Backoff:
         self._jitter = jitter
         self._retries = 0
 
-    @property
-    def retries(self) -> int:
-        """Delays handed out since the last :meth:`reset`."""
-        return self._retries
-
     def next_delay(self) -> float:
         """The wait before the next retry; counts one more failure."""
         delay = self.policy.delay(self._retries, jitter=self._jitter())
