@@ -26,11 +26,6 @@ class DraftStream:
         self._attempt_text = ""
         self._diverged = False
 
-    @property
-    def shown(self) -> str:
-        """The text forwarded to the caller's sink so far."""
-        return self._shown
-
     def attempt(self) -> StreamSink:
         """Start a new attempt and return the sink that attempt must write deltas to."""
         self._attempt_text = ""
