@@ -11,6 +11,7 @@ import json
 import uuid
 from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import UTC, datetime
+from typing import Literal
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,6 +61,11 @@ class Capabilities:
 
     ``approval_backchannel`` is true only when an approval card can be posted here *and* an
     approver can reach it; ``terminal_prompt`` when a person at a terminal can answer directly.
+    ``command_prefix`` is how a user types a chat command here (``/`` on most platforms,
+    ``/hatchway `` on Slack, whose client keeps ``/word`` for slash commands); the gateway's
+    ``/help`` spells commands with it. ``replay_on_restart`` is false where a message means
+    nothing once the process that read it has gone (the console): recovery drops such a
+    message instead of answering it in a later run.
     """
 
     can_edit: bool = False
@@ -69,6 +75,8 @@ class Capabilities:
     max_message_chars: int = 4000
     approval_backchannel: bool = False
     terminal_prompt: bool = False
+    command_prefix: str = "/"
+    replay_on_restart: bool = True
 
 
 def _new_id() -> str:
@@ -88,6 +96,12 @@ class IngressEnvelope:
     bot, or a direct message. ``background`` marks turns no person started (schedules); they
     never prompt for approval. ``announce`` False means the turn's final answer is kept in
     history but not sent (a scheduled job with delivery mode ``none``).
+
+    Chat commands arrive as text the adapter normalised to ``/name args`` (a Telegram
+    ``/stop@thisbot``, a Slack ``/hatchway stop`` or ``@bot stop``, a Discord application
+    command). ``command_scope`` says what a command acts on: ``session`` (the session the
+    message belongs to) or ``conversation`` (every session of the conversation the sender
+    started, threads included: a Slack slash command names the channel, never the thread).
     """
 
     channel: ChannelRef
@@ -106,6 +120,7 @@ class IngressEnvelope:
     envelope_id: str = field(default_factory=_new_id)
     received_at: datetime = field(default_factory=_now)
     announce: bool = True
+    command_scope: Literal["session", "conversation"] = "session"
 
 
 def envelope_to_json(envelope: IngressEnvelope) -> str:
@@ -158,4 +173,5 @@ def envelope_from_json(text: str) -> IngressEnvelope:
         envelope_id=data["envelope_id"],
         received_at=datetime.fromisoformat(data["received_at"]),
         announce=data.get("announce", True),
+        command_scope=data.get("command_scope", "session"),
     )
