@@ -220,7 +220,15 @@ class AccessStep:
     async def __call__(self, arrival: Arrival, call_next: Admit) -> None:
         decision = await self._access.check(arrival.envelope)
         if not decision.allowed:
-            log.info("envelope_refused", reason=decision.reason)
+            envelope = arrival.envelope
+            # the ids an admin needs to let this sender or conversation in
+            log.info(
+                "envelope_refused",
+                reason=decision.reason,
+                conversation_id=envelope.conversation_id,
+                user_id=envelope.sender.id,
+                group=not envelope.is_direct,
+            )
             if decision.reply:
                 await self._replies.send(arrival.envelope, decision.reply)
             return

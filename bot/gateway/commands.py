@@ -1,67 +1,226 @@
-"""Admission step: the chat commands, answered by the gateway and never by the model.
+"""Admission steps: the chat commands, answered by the gateway and never by the model.
 
-A small router: the message's first word, case-insensitive, picks one handler per command;
-any other message passes on.
+A small router over :data:`bot.chat_commands.CHAT_COMMANDS`: the message's first word
+(``/name``, case-insensitive; adapters have already removed the platform's own addressing,
+such as Telegram's ``@botname``) picks one handler; any other message passes on. Each
+command's access rule decides where it is answered:
 
-- ``/stop`` cancels the session's running turn and drops the turns queued behind it (their
-  inbox entries become ``failed``, "cancelled by /stop").
-- ``/new`` starts a new generation of the session's history.
+- ``anyone`` (``/id``, ``/help``) — :class:`OpenCommands`, before the access policy: a
+  stranger needs ``/id`` to be added. It still needs the message to reach the bot (a direct
+  message, or addressed to it in a group), and nothing is answered where the channel's DM or
+  group policy is ``disabled`` or to another bot.
+- ``member`` (``/new``, ``/stop``) — :class:`MemberCommands`, after it.
 
-``/pair CODE`` is not among them: it belongs to the access policy
-(:mod:`bot.gateway.access`), which answers it before a session is looked at.
+``/stop`` cancels the session's running turn and drops the turns queued behind it (their
+inbox entries become ``failed``, "cancelled by /stop"); with the envelope's ``command_scope``
+``conversation`` (a Slack slash command, which names no thread) it stops what the sender
+started anywhere in the conversation and says which. ``/new`` starts a new generation of the
+session's history. ``/pair CODE`` is not among them: it belongs to the access policy
+(:mod:`bot.gateway.access`).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Mapping
 
 import structlog
 
+from bot.chat_commands import CHAT_COMMANDS, CommandAccess, command_spec
+from bot.config import ChannelCommon
+from bot.envelope import IngressEnvelope
 from bot.gateway.admission import Admit, Arrival
 from bot.gateway.sending import Replies
 from bot.gateway.sessions import Sessions
 from bot.store import InboxStatus, Store
+from bot.turn import TurnIdentity
 
 log = structlog.get_logger(__name__)
 
 NOTHING_RUNNING = "Nothing is running."
+NOTHING_OF_YOURS = "Nothing you started is running here."
 NEW_SESSION = "🆕 New session started; earlier messages are forgotten."
+OPEN_ANSWER_INTERVAL_S = 5.0
+"""A sender gets at most one answer to ``/id`` or ``/help`` this often (they are answered to
+strangers, so they must not become a way to make the bot talk without end)."""
 
 CommandHandler = Callable[[Arrival], Awaitable[None]]
+ChannelSettings = Callable[[IngressEnvelope], ChannelCommon | None]
+"""The settings of the alias an envelope came in on (None: not configured)."""
 
 
 def command_of(text: str) -> str:
-    """The message's first word, lower-cased ("" for a message with no word, such as one
-    of only whitespace)."""
+    """The command a message invokes, without its ``/`` and lower-cased; "" when the message
+    is no command (its first word does not start with ``/``, or it has no word at all)."""
     words = text.split(maxsplit=1)
-    return words[0].lower() if words else ""
+    if not words or not words[0].startswith("/"):
+        return ""
+    return words[0][1:].lower()
 
 
-class ChatCommands:
-    """Routes ``/stop`` and ``/new`` to their handlers."""
+def _spec_access(name: str) -> CommandAccess | None:
+    spec = command_spec(name)
+    return spec.access if spec is not None else None
+
+
+def reaches_bot(envelope: IngressEnvelope, cfg: ChannelCommon | None) -> bool:
+    """Whether a command open to anyone is answered: the message reaches the bot (a DM, or
+    addressed to it in a group) where the channel takes such messages at all."""
+    if cfg is None or (envelope.sender.is_bot and cfg.ignore_other_bots):
+        return False
+    if envelope.is_direct:
+        return cfg.dm_policy != "disabled"
+    return cfg.group_policy != "disabled" and envelope.addressed_to_bot
+
+
+def help_text(envelope: IngressEnvelope) -> str:
+    prefix = envelope.capabilities.command_prefix
+    lines = [f"{prefix}{spec.name} — {spec.summary}" for spec in CHAT_COMMANDS]
+    return "Commands:\n" + "\n".join(lines)
+
+
+def id_text(envelope: IngressEnvelope) -> str:
+    chat = f"This chat: {envelope.conversation_id}"
+    if envelope.thread_id:
+        chat += f" (thread {envelope.thread_id})"
+    section = f"[channels.{envelope.channel.kind}.{envelope.channel.alias}]"
+    return (
+        f"Your user id: {envelope.sender.id}\n{chat}\nChannel: {envelope.channel}\n"
+        f"An admin adds the user id to allowed_users or approvers, and the chat id to "
+        f"allowed_conversations, under {section}."
+    )
+
+
+class OpenCommands:
+    """Admission step before the access policy: ``/id`` and ``/help``, for anyone the
+    message reaches (rate-limited per sender)."""
+
+    def __init__(
+        self,
+        *,
+        replies: Replies,
+        channel_settings: ChannelSettings,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._replies = replies
+        self._channel_settings = channel_settings
+        self._clock = clock
+        self._last_answer: dict[tuple[str, str], float] = {}
+        self._handlers: Mapping[str, Callable[[IngressEnvelope], str]] = {
+            "id": id_text,
+            "help": help_text,
+        }
+
+    async def __call__(self, arrival: Arrival, call_next: Admit) -> None:
+        envelope = arrival.envelope
+        name = command_of(envelope.text)
+        answer = self._handlers.get(name)
+        if answer is None or _spec_access(name) is not CommandAccess.ANYONE:
+            await call_next(arrival)
+            return
+        if not reaches_bot(envelope, self._channel_settings(envelope)):
+            log.info(
+                "command_ignored",
+                command=name,
+                conversation_id=envelope.conversation_id,
+                user_id=envelope.sender.id,
+            )
+            return
+        if self._too_soon(envelope):
+            log.info("command_rate_limited", command=name, user_id=envelope.sender.id)
+            return
+        log.info(
+            "command_answered",
+            command=name,
+            conversation_id=envelope.conversation_id,
+            user_id=envelope.sender.id,
+        )
+        await self._replies.send(envelope, answer(envelope))
+
+    def _too_soon(self, envelope: IngressEnvelope) -> bool:
+        key = (str(envelope.channel), envelope.sender.id)
+        now = self._clock()
+        last = self._last_answer.get(key)
+        if last is not None and now - last < OPEN_ANSWER_INTERVAL_S:
+            return True
+        if len(self._last_answer) > 10_000:  # bound what strangers can make us hold
+            cutoff = now - OPEN_ANSWER_INTERVAL_S
+            self._last_answer = {k: t for k, t in self._last_answer.items() if t > cutoff}
+        self._last_answer[key] = now
+        return False
+
+
+class MemberCommands:
+    """Admission step after the access policy: ``/stop`` and ``/new``."""
 
     def __init__(self, *, sessions: Sessions, store: Store, replies: Replies) -> None:
         self._sessions = sessions
         self._store = store
         self._replies = replies
-        self._handlers: Mapping[str, CommandHandler] = {"/stop": self._stop, "/new": self._new}
+        self._handlers: Mapping[str, CommandHandler] = {"stop": self._stop, "new": self._new}
 
     async def __call__(self, arrival: Arrival, call_next: Admit) -> None:
-        handler = self._handlers.get(command_of(arrival.envelope.text))
-        if handler is None:
+        name = command_of(arrival.envelope.text)
+        handler = self._handlers.get(name)
+        if handler is None or _spec_access(name) is not CommandAccess.MEMBER:
             await call_next(arrival)
             return
         await handler(arrival)
 
     async def _stop(self, arrival: Arrival) -> None:
+        envelope = arrival.envelope
+        if envelope.command_scope == "conversation":
+            await self._stop_senders_turns(arrival)
+            return
         stopped, dropped = self._sessions.stop(arrival.session_key, "/stop")
-        for turn in dropped:
-            await self._store.inbox.mark(turn.inbox, InboxStatus.FAILED, error="cancelled by /stop")
+        await self._mark_dropped(dropped)
         log.info("session_stop", session=arrival.session_key, stopped=stopped, dropped=len(dropped))
         if not stopped and not dropped:
-            await self._replies.send(arrival.envelope, NOTHING_RUNNING)
+            await self._replies.send(envelope, NOTHING_RUNNING)
+
+    async def _stop_senders_turns(self, arrival: Arrival) -> None:
+        envelope = arrival.envelope
+        prefix = f"{envelope.channel}:{envelope.conversation_id}"
+        stopped, dropped = self._sessions.stop_sender(prefix, envelope.sender.id, "/stop")
+        await self._mark_dropped(dropped)
+        log.info(
+            "sender_stop",
+            conversation=prefix,
+            user_id=envelope.sender.id,
+            stopped=len(stopped),
+            dropped=len(dropped),
+        )
+        await self._replies.send(envelope, _stopped_text(stopped, dropped))
+
+    async def _mark_dropped(self, dropped: list[TurnIdentity]) -> None:
+        for turn in dropped:
+            await self._store.inbox.mark(turn.inbox, InboxStatus.FAILED, error="cancelled by /stop")
 
     async def _new(self, arrival: Arrival) -> None:
         await self._store.history.reset(arrival.session_key)
         log.info("session_new", session=arrival.session_key)
         await self._replies.send(arrival.envelope, NEW_SESSION)
+
+
+def _stopped_text(stopped: list[TurnIdentity], dropped: list[TurnIdentity]) -> str:
+    if not stopped and not dropped:
+        return NOTHING_OF_YOURS
+    lines = [f"Stopped {_turns(len(stopped))}" + (":" if stopped else ".")]
+    lines += [f"• {_where(turn)}: “{_gist(turn.envelope.text)}”" for turn in stopped]
+    if dropped:
+        lines.append(f"Dropped {_turns(len(dropped))} waiting behind them.")
+    return "\n".join(lines)
+
+
+def _turns(count: int) -> str:
+    return f"{count} turn" if count == 1 else f"{count} turns"
+
+
+def _where(turn: TurnIdentity) -> str:
+    thread = turn.envelope.thread_id
+    return f"in thread {thread}" if thread else "at the top level"
+
+
+def _gist(text: str, limit: int = 60) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -7,11 +7,14 @@ composed in :meth:`Gateway.__init__` and nowhere else:
 1. storage retry (:mod:`~bot.gateway.retry`) — a busy database runs the steps below again;
    a sender whose message cannot be admitted is told;
 2. drain (:mod:`~bot.gateway.drain`) — once shutdown began, nothing new is taken;
-3. access policy (:mod:`~bot.gateway.access`: allow-lists, DM/group policy, mention gating,
+3. the chat commands open to anyone (:mod:`~bot.gateway.commands`): ``/id`` and ``/help``,
+   answered to strangers too, so that they can learn the ids an admin needs;
+4. access policy (:mod:`~bot.gateway.access`: allow-lists, DM/group policy, mention gating,
    pairing) — a refused message gets no LLM call, at most one polite line;
-4. chat commands (:mod:`~bot.gateway.commands`): ``/stop`` cancels the session's running
-   turn, ``/new`` starts a new session;
-5. dedupe against the persisted inbox (:mod:`~bot.gateway.dedupe`) — a platform
+5. the members' chat commands: ``/stop`` cancels the session's running turn (or, from a
+   Slack slash command, what the sender started in the conversation), ``/new`` starts a new
+   session;
+6. dedupe against the persisted inbox (:mod:`~bot.gateway.dedupe`) — a platform
    redelivery is a no-op;
 
 and the endpoint queues the message as a turn (:mod:`~bot.gateway.sessions`: one turn at a
@@ -29,11 +32,11 @@ import uuid
 import structlog
 from structlog.contextvars import bind_contextvars, reset_contextvars
 
-from bot.config import Settings
+from bot.config import ChannelCommon, Settings
 from bot.envelope import IngressEnvelope
 from bot.gateway.access import AccessCheck, AccessStep
 from bot.gateway.admission import Arrival, compose
-from bot.gateway.commands import ChatCommands
+from bot.gateway.commands import MemberCommands, OpenCommands
 from bot.gateway.dedupe import InboxDedupe
 from bot.gateway.drain import Drain
 from bot.gateway.recovery import recover
@@ -73,8 +76,9 @@ class Gateway:
             [
                 StorageRetry(self._replies),
                 self._drain.refuse_new,
+                OpenCommands(replies=self._replies, channel_settings=self._channel_settings),
                 AccessStep(access, self._replies),
-                ChatCommands(sessions=self._sessions, store=store, replies=self._replies),
+                MemberCommands(sessions=self._sessions, store=store, replies=self._replies),
                 InboxDedupe(store),
             ],
             endpoint=self._queue,
@@ -95,8 +99,11 @@ class Gateway:
         finally:
             reset_contextvars(**bound)
 
+    def _channel_settings(self, envelope: IngressEnvelope) -> ChannelCommon | None:
+        return self._settings.channels.get(envelope.channel.kind, envelope.channel.alias)
+
     def _arrival(self, envelope: IngressEnvelope) -> Arrival:
-        channel_cfg = self._settings.channels.get(envelope.channel.kind, envelope.channel.alias)
+        channel_cfg = self._channel_settings(envelope)
         per_user = channel_cfg.session_per_user_in_groups if channel_cfg else False
         return Arrival(
             envelope=envelope,

@@ -40,6 +40,7 @@ def session_key_for(envelope: IngressEnvelope, *, per_user_in_groups: bool = Fal
 class _Session:
     queue: asyncio.Queue[TurnIdentity]
     control: SessionControl | None = None
+    running: TurnIdentity | None = None
     worker_running: bool = False
 
 
@@ -106,6 +107,38 @@ class Sessions:
             dropped.append(turn)
         return stopped, dropped
 
+    def stop_sender(
+        self, conversation: str, sender_id: str, reason: str
+    ) -> tuple[list[TurnIdentity], list[TurnIdentity]]:
+        """Cancel the turns ``sender_id`` started in every session of ``conversation``
+        (``kind.alias:conversation_id``, its threads included) and take their queued ones
+        out of the queues; others' turns are left alone. Returns the turns stopped and the
+        turns dropped (their inbox entries are the caller's to mark)."""
+        stopped: list[TurnIdentity] = []
+        dropped: list[TurnIdentity] = []
+        for key, session in list(self._sessions.items()):
+            if key != conversation and not key.startswith(conversation + ":"):
+                continue
+            running, control = session.running, session.control
+            if (
+                running is not None
+                and control is not None
+                and running.envelope.sender.id == sender_id
+                and control.cancel(reason)
+            ):
+                stopped.append(running)
+            kept: list[TurnIdentity] = []
+            while not session.queue.empty():
+                turn = session.queue.get_nowait()
+                if turn.envelope.sender.id == sender_id:
+                    self._live.discard(turn.envelope.envelope_id)
+                    dropped.append(turn)
+                else:
+                    kept.append(turn)
+            for turn in kept:
+                session.queue.put_nowait(turn)
+        return stopped, dropped
+
     def cancel_running(self, reason: str) -> None:
         """Cancel every running turn (shutdown); queued ones stay queued."""
         for session in self._sessions.values():
@@ -143,6 +176,7 @@ class Sessions:
         envelope = turn.envelope
         control = SessionControl()
         session.control = control
+        session.running = turn
         with self._drain.turn():
             bound = bind_contextvars(
                 envelope_id=envelope.envelope_id,
@@ -171,6 +205,7 @@ class Sessions:
             finally:
                 reset_contextvars(**bound)
                 session.control = None
+                session.running = None
                 self._live.discard(envelope.envelope_id)
 
     async def _mark(
