@@ -12,6 +12,10 @@ Before a card is posted in a group, the approval service asks :meth:`TelegramCha
 whether an approver is in it (:mod:`channels.telegram.members`); a DM copy to a user who never
 started the bot fails with :class:`~bot.errors.ChannelError` like any refused message.
 
+Chat commands: once connected, the channel offers :data:`bot.chat_commands.CHAT_COMMANDS` in
+Telegram's command menu (``setMyCommands``, :mod:`channels.telegram.commands`); a failure
+there is logged and does not stop the start.
+
 Health: ``STARTING`` → ``CONNECTED`` once ``getMe`` accepted the token and the first
 ``getUpdates`` (or ``setWebhook``) succeeded; ``RECONNECTING`` with the reason on network
 errors or a ``409 Conflict`` (another poller on the same token); ``FAILED`` when the token is
@@ -44,11 +48,12 @@ from bot.scrub import register_secret
 from channels.common.card_index import CardIndex
 from channels.common.health import HealthRecord
 from channels.common.outbound import SendsThrough
+from channels.telegram.addressing import BotIdentity
 from channels.telegram.card_answers import ApprovalTaps
+from channels.telegram.commands import CommandMenu
 from channels.telegram.config import TelegramChannelConfig
 from channels.telegram.inbound import UpdateRouter, allowed_updates
 from channels.telegram.members import ConversationMembers
-from channels.telegram.normalise import BotIdentity
 from channels.telegram.offset import PollingOffset
 from channels.telegram.outbound import TelegramOutbound
 from channels.telegram.ratelimit import retry_after_seconds
@@ -100,6 +105,7 @@ class TelegramChannel(SendsThrough):
         cards = CardIndex(context.store.channel_state, str(ref))
         self._outbound = TelegramOutbound(ref=ref, config=config, bot=app.bot, cards=cards)
         self._members = ConversationMembers(ref=ref, bot=app.bot)
+        self._menu = CommandMenu(ref=ref, bot=app.bot)
         taps = ApprovalTaps(ref=ref, config=config, bot=app.bot, outbound=self._outbound)
         replies = CardReplies(ref=ref, outbound=self._outbound, roles=taps.roles)
         self._inbound = UpdateRouter(ref=ref, config=config, taps=taps, replies=replies)
@@ -124,6 +130,7 @@ class TelegramChannel(SendsThrough):
         """Connect, then receive until cancelled."""
         try:
             await self._connect()
+            await self._menu.register()
             if self._config.mode == "webhook":
                 await self._serve_webhook(host)
             else:

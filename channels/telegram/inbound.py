@@ -20,10 +20,11 @@ from telegram import Update
 
 from bot.channel import ChannelHost
 from bot.envelope import Capabilities, ChannelRef
+from channels.telegram.addressing import BotIdentity
 from channels.telegram.card_answers import ApprovalTaps
 from channels.telegram.config import TelegramChannelConfig
 from channels.telegram.markup import TELEGRAM_LIMIT
-from channels.telegram.normalise import BotIdentity, normalise_message
+from channels.telegram.normalise import normalise_message
 from channels.telegram.reply_instead import CardReplies
 
 log = structlog.get_logger(__name__)

@@ -8,6 +8,9 @@ Contracts:
   the gateway drops them.
 - ``message_id`` is ``"{chat_id}:{message_id}"`` because Telegram numbers messages per chat.
   :func:`parse_message_id` accepts that form or a bare message number.
+- Chat commands (``/stop``, ``/stop@thisbot``, ``/STOP``) become ``/stop`` and count as
+  addressed in groups; ``/stop@otherbot`` is left as typed and not addressed
+  (:mod:`channels.telegram.commands`). Mentions and replies: :mod:`channels.telegram.addressing`.
 - Forum topics: ``message_thread_id`` becomes ``thread_id`` (only for topic messages; reply
   chains in ordinary groups also carry the field and are not threads), and the reply target
   keeps it so the answer lands in the same topic.
@@ -22,13 +25,11 @@ Contracts:
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
 
 from telegram import (
     InlineKeyboardMarkup,
     Message,
-    MessageEntity,
     MessageReactionUpdated,
     ReactionTypeEmoji,
 )
@@ -43,6 +44,8 @@ from bot.envelope import (
     IngressEnvelope,
     Sender,
 )
+from channels.telegram.addressing import BotIdentity, mentions_bot, replies_to_bot, strip_mention
+from channels.telegram.commands import typed_command
 
 CALLBACK_PREFIX = "ap"
 CALLBACK_MAX_BYTES = 64
@@ -58,14 +61,6 @@ _CODES = frozenset({*_CODE_CHOICES, _REPLY_CODE, _SHOW_FULL_CODE})
 
 APPROVE_REACTIONS = frozenset({"✅", "👍", "👌"})
 DENY_REACTIONS = frozenset({"❌", "👎"})
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class BotIdentity:
-    """Who the bot is, from ``getMe``: used to ignore itself and to recognise mentions."""
-
-    id: int
-    username: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -173,57 +168,6 @@ def _display_name(message: Message) -> str:
     return user.full_name or (f"@{user.username}" if user.username else str(user.id))
 
 
-def _mentions_bot(message: Message, me: BotIdentity) -> bool:
-    wanted = f"@{me.username}".lower()
-    kinds: list[str | None] = [
-        MessageEntity.MENTION,
-        MessageEntity.TEXT_MENTION,
-        MessageEntity.BOT_COMMAND,
-    ]
-    found = {**message.parse_entities(kinds), **message.parse_caption_entities(kinds)}
-    for entity, text in found.items():
-        if entity.type == MessageEntity.TEXT_MENTION:
-            if entity.user is not None and entity.user.id == me.id:
-                return True
-        elif entity.type == MessageEntity.BOT_COMMAND:
-            if text.lower().endswith(wanted):
-                return True
-        elif text.lower() == wanted:
-            return True
-    return False
-
-
-def replies_to_bot(message: Message, me: BotIdentity) -> bool:
-    """True when ``message`` is a reply to one of the bot's own messages."""
-    replied = message.reply_to_message
-    if replied is None or replied.from_user is None:
-        return False
-    # In forum topics every message "replies" to the topic's creation message; that is not
-    # a reply to the bot unless the bot's own message is the one replied to.
-    if message.is_topic_message and replied.forum_topic_created is not None:
-        return False
-    return replied.from_user.id == me.id
-
-
-def _strip_mention(text: str, me: BotIdentity) -> str:
-    """Remove ``@botname`` from the text (also from ``/command@botname``)."""
-    if not me.username:
-        return text
-    lowered = text.lower()
-    needle = f"@{me.username}".lower()
-    out: list[str] = []
-    start = 0
-    while (idx := lowered.find(needle, start)) != -1:
-        end = idx + len(needle)
-        if end < len(text) and (text[end].isalnum() or text[end] == "_"):
-            out.append(text[start:end])
-        else:
-            out.append(text[start:idx])
-        start = end
-    out.append(text[start:])
-    return re.sub(r"[ \t]{2,}", " ", "".join(out)).strip()
-
-
 def attachments_of(message: Message) -> tuple[Attachment, ...]:
     """File metadata of a message; ``ref`` is the Telegram ``file_id`` (download on demand)."""
     found: list[Attachment] = []
@@ -277,6 +221,20 @@ def attachments_of(message: Message) -> tuple[Attachment, ...]:
     return tuple(found)
 
 
+def _text_and_addressing(message: Message, text: str, me: BotIdentity) -> tuple[str, bool]:
+    """The text the gateway gets, and whether a group message is addressed to the bot.
+
+    A command of ours is normalised (``/stop@thisbot`` → ``/stop``) and a plain chat command
+    counts as addressed; ``/cmd@otherbot`` is another bot's and never addressed to us."""
+    command = typed_command(message, me)
+    if command is not None and not command.for_us:
+        return strip_mention(text, me), False
+    named = mentions_bot(message, me) or replies_to_bot(message, me)
+    if command is not None:
+        return command.text, command.addressed or named
+    return strip_mention(text, me), named
+
+
 def normalise_message(
     message: Message, *, ref: ChannelRef, me: BotIdentity, capabilities: Capabilities
 ) -> IngressEnvelope | None:
@@ -295,17 +253,18 @@ def normalise_message(
     thread = thread_of(message)
     thread_id = str(thread) if thread is not None else None
     conversation_id = str(chat.id)
+    text, addressed = _text_and_addressing(message, text, me)
     return IngressEnvelope(
         channel=ref,
         message_id=message_key(chat.id, message.message_id),
         conversation_id=conversation_id,
         thread_id=thread_id,
         sender=Sender(id=str(user.id), display_name=_display_name(message), is_bot=user.is_bot),
-        text=_strip_mention(text, me),
+        text=text,
         attachments=attachments,
         is_direct=is_direct,
         is_group=chat.type in (ChatType.GROUP, ChatType.SUPERGROUP),
-        addressed_to_bot=is_direct or _mentions_bot(message, me) or replies_to_bot(message, me),
+        addressed_to_bot=is_direct or addressed,
         reply_target=DeliveryTarget(
             channel=ref,
             conversation_id=conversation_id,

@@ -30,7 +30,7 @@ from bot.channel import ApprovalChoice, ApprovalClick, ChannelHost, ClickVerdict
 from bot.envelope import ChannelRef, DeliveryTarget, IngressEnvelope
 from bot.errors import ChannelError
 from channels.common.card_index import CardEntry
-from channels.telegram.normalise import BotIdentity, replies_to_bot
+from channels.telegram.addressing import BotIdentity, replies_to_bot
 from channels.telegram.outbound import TelegramOutbound
 
 log = structlog.get_logger(__name__)

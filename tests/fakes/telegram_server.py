@@ -18,6 +18,11 @@ query or a ``reply_to_message`` as Telegram would.
 client that crashed before its confirming ``getUpdates`` reached Telegram, so only the
 client's own persisted offset keeps it from seeing them again.
 
+``setMyCommands`` is checked as Telegram checks it (names of 1–32 lower-case letters, digits
+and underscores, descriptions of 1–256 characters, at most 100 commands: anything else gets
+``400``); the accepted list is kept per scope in :attr:`FakeTelegram.menus` and answered by
+``getMyCommands``.
+
 Who is in which chat (``getChatMember``) and which users never started the bot (messages to
 them get 403) is :attr:`FakeTelegram.roster` (:mod:`tests.fakes.telegram_members`).
 """
@@ -28,6 +33,7 @@ import asyncio
 import copy
 import itertools
 import json
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -150,6 +156,8 @@ class FakeTelegram:
         self._sent: dict[tuple[int, int], _Sent] = {}
         self._failures: dict[str, list[_Failure]] = {}
         self.roster = ChatRoster()
+        self.menus: dict[str, list[JSON]] = {}
+        """The command list of each scope (its ``type``: ``default``, ``all_group_chats``...)."""
         self._changed = asyncio.Condition()
         self._server = LoopbackServer()
 
@@ -262,6 +270,8 @@ class FakeTelegram:
             return self._error(*refused)
         if method == "getUpdates":
             return self._ok(await self._get_updates(params))
+        if method == "setMyCommands" and (invalid := _invalid_commands(params.get("commands"))):
+            return self._error(400, f"Bad Request: {invalid}")
         if method in ("editMessageText", "editMessageReplyMarkup") and self._unchanged(params):
             return self._error(
                 400,
@@ -402,9 +412,36 @@ class FakeTelegram:
                 "file_size": size,
                 "file_path": path,
             }
+        if method == "setMyCommands":
+            self.menus[_scope_type(params)] = list(params["commands"])
+            return True
+        if method == "getMyCommands":
+            return self.menus.get(_scope_type(params), [])
         if method == "getChatMember":
             return self.roster.member(int(params["chat_id"]), int(params["user_id"]))
         return True
+
+
+_COMMAND_NAME = re.compile(r"[a-z0-9_]{1,32}")
+
+
+def _invalid_commands(commands: Any) -> str | None:
+    """Telegram's complaint about a ``setMyCommands`` list, or None when it is valid."""
+    if not isinstance(commands, list) or len(commands) > 100:
+        return "BOT_COMMANDS_TOO_MUCH" if isinstance(commands, list) else "commands not a list"
+    for command in commands:
+        if not isinstance(command, dict):
+            return "BOT_COMMAND_INVALID"
+        if not _COMMAND_NAME.fullmatch(str(command.get("command", ""))):
+            return "BOT_COMMAND_INVALID"
+        if not 1 <= len(str(command.get("description", "")).strip()) <= 256:
+            return "BOT_COMMAND_DESCRIPTION_INVALID"
+    return None
+
+
+def _scope_type(params: Mapping[str, Any]) -> str:
+    scope = params.get("scope")
+    return str(scope.get("type", "default")) if isinstance(scope, dict) else "default"
 
 
 # -- payload builders -----------------------------------------------------------------------
@@ -464,6 +501,12 @@ def mention(text: str, username: str = BOT_USERNAME) -> list[JSON]:
     """The ``mention`` entity of ``@username`` in ``text`` (ASCII text assumed)."""
     handle = f"@{username}"
     return [{"type": "mention", "offset": text.index(handle), "length": len(handle)}]
+
+
+def command(text: str) -> list[JSON]:
+    """The ``bot_command`` entity Telegram marks at the start of ``text`` (``/stop@bot``)."""
+    word = text.split(maxsplit=1)[0]
+    return [{"type": "bot_command", "offset": 0, "length": len(word)}]
 
 
 def callback(query_id: str, sender: JSON, data: str, on_message: JSON) -> JSON:
