@@ -55,6 +55,8 @@ from channels.common.card_index import CardIndex
 from channels.common.health import HealthRecord
 from channels.common.outbound import SendsThrough
 from channels.slack.api import SlackWebApi
+from channels.slack.command_replies import CommandReplies
+from channels.slack.commands import app_id_of
 from channels.slack.config import SlackChannelConfig
 from channels.slack.inbound import SlackInbound
 from channels.slack.members import ConversationMembers
@@ -115,8 +117,18 @@ class SlackChannel(SendsThrough):
             rate_limit_retries=config.rate_limit_retries,
         )
         cards = CardIndex(store.channel_state if store is not None else None, str(ref))
-        self._inbound = SlackInbound(ref=ref, config=config, api=self._api, cards=cards)
-        self._outbound = SlackOutbound(ref=ref, config=config, api=self._api, cards=cards)
+        replies = CommandReplies(ref=ref, api=self._api, api_base_url=config.api_base_url)
+        self._inbound = SlackInbound(
+            ref=ref,
+            config=config,
+            api=self._api,
+            cards=cards,
+            command_replies=replies,
+            app_id=app_id_of(credentials.app_token),
+        )
+        self._outbound = SlackOutbound(
+            ref=ref, config=config, api=self._api, cards=cards, command_replies=replies
+        )
         self._members = ConversationMembers(self._api)
         self._health = HealthRecord(ref, HealthState.STOPPED, "not started")
         self._app: AsyncApp | None = None

@@ -27,6 +27,8 @@ class SlackChannelConfig(ChannelCommon, Reconnecting):
     user_cache_ttl_s: float = Field(default=600.0, ge=0)
     rate_limit_retries: int = Field(default=3, ge=0, le=10)
     ping_interval_s: float = Field(default=10.0, gt=0)
+    # The slash command registered in the app's manifest; /help spells commands with it.
+    slash_command: str = Field(default="/hatchway", pattern=r"^/[a-z0-9_\-]{1,31}$")
 
     # One spelling for the backoff keys of every channel and MCP server (until the next
     # release the old name still loads, with a warning).

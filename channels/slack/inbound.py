@@ -14,6 +14,11 @@ right after the ack (the ``trigger_id`` expires 3 seconds after the press; see
 since the ack is what shows a field error (see :mod:`channels.slack.reply_instead`). The
 submission itself is then queued like a click.
 
+Slash commands (``/hatchway stop``) are acknowledged empty first thing, then queued; the
+worker checks they are this app's in this workspace and delivers them as commands
+(:mod:`channels.slack.commands`), keeping the response URL their answers are posted to
+(:mod:`channels.slack.command_replies`).
+
 Deduplication: by ``event_id`` (Slack's retries, ``X-Slack-Retry-Num``) and by
 ``channel:ts`` (the ``message``/``app_mention`` pair Slack sends for one mention). Both are
 in-memory and bounded; the gateway's persisted inbox is the durable guarantee.
@@ -38,6 +43,14 @@ from channels.common.card_index import CardIndex
 from channels.slack.api import DisplayNames, SlackWebApi
 from channels.slack.buttons import ACTION_PATTERN, REPLY_ACTION_ID, SHOW_FULL_ACTION_ID
 from channels.slack.card_answers import ApprovalClicks
+from channels.slack.command_replies import CommandReplies
+from channels.slack.commands import (
+    SLASH_PREFIX,
+    foreign_reason,
+    parse_slash,
+    slash_envelope,
+    slash_message_id,
+)
 from channels.slack.config import SlackChannelConfig
 from channels.slack.full_view import (
     FULL_VIEW_ACTION_PATTERN,
@@ -84,7 +97,7 @@ class RecentKeys:
 class _Inbound:
     """One acknowledged payload waiting for the worker."""
 
-    kind: Literal["message", "click", "reaction"]
+    kind: Literal["message", "click", "reaction", "command"]
     body: Mapping[str, Any]
 
 
@@ -98,10 +111,14 @@ class SlackInbound:
         config: SlackChannelConfig,
         api: SlackWebApi,
         cards: CardIndex,
+        command_replies: CommandReplies,
+        app_id: str = "",
         queue_size: int = 1000,
     ) -> None:
         self._ref = ref
         self._config = config
+        self._command_replies = command_replies
+        self._app_id = app_id
         self._clicks = ApprovalClicks(ref=ref, api=api, cards=cards)
         self._names = DisplayNames(api, ttl_s=config.user_cache_ttl_s)
         self._queue: asyncio.Queue[_Inbound | ReplySubmission | FullViewClick] = asyncio.Queue(
@@ -121,6 +138,7 @@ class SlackInbound:
         app.view_submission(CALLBACK_ID)(self._on_reply_submitted)
         app.action(SHOW_FULL_ACTION_ID)(self._on_show_full)
         app.action(FULL_VIEW_ACTION_PATTERN)(self._on_full_view_action)
+        app.command(self._config.slash_command)(self._on_slash_command)
 
     # -- listeners: run after (or as) the ack; they must stay fast ---------------------------
 
@@ -190,6 +208,14 @@ class SlackInbound:
             return
         self._enqueue(click)
 
+    async def _on_slash_command(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        trigger_id = str(body.get("trigger_id") or "")
+        if trigger_id and self._messages.seen(SLASH_PREFIX + trigger_id):
+            log.info("slack_duplicate_command", channel=str(self._ref))
+            return
+        self._enqueue(_Inbound(kind="command", body=body))
+
     # -- the worker --------------------------------------------------------------------------
 
     async def run(self, host: ChannelHost, bot: BotIdentity) -> None:
@@ -205,6 +231,8 @@ class SlackInbound:
                     await self._clicks.full_view_answer(host, item)
                 elif item.kind == "message":
                     await self._deliver(host, bot, item.body)
+                elif item.kind == "command":
+                    await self._deliver_command(host, bot, item.body)
                 elif item.kind == "click":
                     await self._clicks.click(host, item.body)
                 else:
@@ -223,6 +251,7 @@ class SlackInbound:
             typing=False,
             max_message_chars=config.max_message_chars,
             approval_backchannel=bool(config.approvers or config.approver_roles),
+            command_prefix=f"{config.slash_command} ",
         )
 
     async def _deliver(self, host: ChannelHost, bot: BotIdentity, body: Mapping[str, Any]) -> None:
@@ -242,5 +271,37 @@ class SlackInbound:
             display_name=await self._names.get(user) if user else "",
             capabilities=self.capabilities(),
             dm_replies_in_thread=self._config.dm_replies_in_thread,
+        )
+        await host.deliver(envelope)
+
+    async def _deliver_command(
+        self, host: ChannelHost, bot: BotIdentity, body: Mapping[str, Any]
+    ) -> None:
+        command = parse_slash(body)
+        if command is None:
+            log.info("slack_command_malformed", channel=str(self._ref))
+            return
+        reason = foreign_reason(
+            command,
+            expected_command=self._config.slash_command,
+            team_id=bot.team_id,
+            app_id=self._app_id,
+        )
+        if reason is not None:
+            log.warning(
+                "slack_command_refused",
+                channel=str(self._ref),
+                reason=reason,
+                team_id=command.team_id,
+                user_id=command.user_id,
+            )
+            return
+        message_id = slash_message_id(command.user_id, command.trigger_id)
+        self._command_replies.remember(message_id, command.response_url)
+        envelope = slash_envelope(
+            command,
+            ref=self._ref,
+            display_name=await self._names.get(command.user_id),
+            capabilities=self.capabilities(),
         )
         await host.deliver(envelope)

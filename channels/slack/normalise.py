@@ -11,6 +11,10 @@ Contracts:
 - Threads: in groups the conversation continues in the thread of the triggering message, so
   ``thread_id`` is ``thread_ts`` or, for a top-level message, its own ``ts``; answers go there.
   Top-level DMs are answered at top level unless ``dm_replies_in_thread``.
+- Commands: a message that is exactly the bot's mention and a command word (``@bot stop``)
+  becomes ``/stop`` (:func:`~channels.slack.commands.text_command`). In a thread it acts on
+  that thread; at the top level it acts like the slash command (``thread_id`` None, ``/stop``
+  on everything the sender started in the conversation), answered where a message would be.
 - Ignored on purpose (see :func:`ignore_reason`): the bot's own messages; edits
   (``message_changed``: the original was already handled, answering again would run twice);
   deletions; joins, leaves, topic/purpose/name changes and other channel housekeeping.
@@ -34,6 +38,7 @@ from bot.envelope import (
     IngressEnvelope,
     Sender,
 )
+from channels.slack.commands import scope_of, text_command
 
 ConversationKind = Literal["im", "mpim", "channel", "group"]
 _KINDS: dict[str, ConversationKind] = {
@@ -202,8 +207,16 @@ def build_envelope(
         thread_id = event.thread_ts
     else:
         thread_id = event.thread_ts or event.ts
+    reply_thread = thread_id
     is_bot = bool(event.bot_id) or event.subtype == _BOT_SUBTYPE
     sender_id = event.user or event.bot_id or ""
+    text = clean_text(event.text or "", bot.user_id)
+    command = text_command(event.text or "", bot.user_id)
+    scope: Literal["session", "conversation"] = "session"
+    if command is not None:
+        text = command
+        if not event.thread_ts:
+            thread_id, scope = None, scope_of(command)
     return IngressEnvelope(
         channel=ref,
         message_id=message_key(event.channel, event.ts),
@@ -214,7 +227,7 @@ def build_envelope(
             display_name=display_name or event.username or "",
             is_bot=is_bot,
         ),
-        text=clean_text(event.text or "", bot.user_id),
+        text=text,
         attachments=tuple(attachment_of(f) for f in event.files),
         is_direct=is_direct,
         is_group=not is_direct,
@@ -222,8 +235,9 @@ def build_envelope(
         reply_target=DeliveryTarget(
             channel=ref,
             conversation_id=event.channel,
-            thread_id=thread_id,
+            thread_id=reply_thread,
             reply_to_message_id=event.ts,
         ),
         capabilities=capabilities,
+        command_scope=scope,
     )

@@ -11,6 +11,10 @@ in the app's DM with them (``D…``): the returned message names that channel, s
 ``chat.update`` and reactions need it. With ``reactions_for_approval`` every posted card is
 recorded in the :class:`~channels.common.card_index.CardIndex` (a reaction is matched to its
 approval there) and marked closed once the card shows an outcome.
+
+A slash command's reply target is answered privately by
+:class:`~channels.slack.command_replies.CommandReplies` (nothing is returned to edit, and
+nothing reacts to a slash command).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ from bot.envelope import ChannelRef, DeliveryTarget
 from channels.common.card_index import CardEntry, CardIndex
 from channels.slack.api import SlackWebApi
 from channels.slack.cards import card_blocks, card_text
+from channels.slack.command_replies import CommandReplies
+from channels.slack.commands import SLASH_PREFIX
 from channels.slack.config import SlackChannelConfig
 from channels.slack.markup import render_chunks
 
@@ -64,17 +70,28 @@ class SlackOutbound:
     methods)."""
 
     def __init__(
-        self, *, ref: ChannelRef, config: SlackChannelConfig, api: SlackWebApi, cards: CardIndex
+        self,
+        *,
+        ref: ChannelRef,
+        config: SlackChannelConfig,
+        api: SlackWebApi,
+        cards: CardIndex,
+        command_replies: CommandReplies,
     ) -> None:
         self._ref = ref
         self._config = config
         self._api = api
         self._cards = cards
+        self._command_replies = command_replies
         self._last_edit: OrderedDict[tuple[str, str], str] = OrderedDict()
 
     async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
+        chunks = render_chunks(text, self._config.max_message_chars)
+        if self._command_replies.answers(target):
+            await self._command_replies.send(target, chunks)
+            return []  # ephemeral: nothing to edit later
         sent: list[SentMessage] = []
-        for chunk in render_chunks(text, self._config.max_message_chars):
+        for chunk in chunks:
             posted = await self._api.post_message(
                 channel=target.conversation_id, text=chunk, thread_ts=target.thread_id
             )
@@ -98,6 +115,8 @@ class SlackOutbound:
 
     async def react(self, target: DeliveryTarget, message_id: str, emoji: str) -> None:
         """React to a message; ``message_id`` is a ``ts`` or an envelope's ``channel:ts``."""
+        if message_id.startswith(SLASH_PREFIX):
+            return  # a slash command is no message
         name = emoji_name(emoji)
         if name is None:
             log.info("slack_unknown_emoji", channel=str(self._ref))

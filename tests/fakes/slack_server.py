@@ -20,7 +20,9 @@ closes the view. :meth:`FakeSlack.press_in_view` presses a button inside an open
 when the hash given is not the view's current one) and gives it a new hash. Messages and
 views are checked against Slack's Block Kit limits (``invalid_blocks``). Who is in which
 conversation, and which users the app cannot DM, is :attr:`FakeSlack.conversations`
-(:mod:`tests.fakes.slack_members`).
+(:mod:`tests.fakes.slack_members`). Slash commands: :meth:`FakeSlack.slash` builds one with a
+fresh trigger and a response URL served here (:attr:`FakeSlack.responses`,
+:mod:`tests.fakes.slack_commands`).
 
 Also here: payload builders for events and clicks, and request signing for HTTP mode.
 """
@@ -40,6 +42,7 @@ from aiohttp import WSMsgType, web
 from slack_sdk.signature import SignatureVerifier
 
 from tests.fakes.loopback import LoopbackServer
+from tests.fakes.slack_commands import ResponseUrls, slash_payload
 from tests.fakes.slack_members import Conversations
 from tests.fakes.slack_views import (
     block_problems,
@@ -95,12 +98,14 @@ class FakeSlack:
         self._ts = itertools.count(1)
         self._socket: web.WebSocketResponse | None = None
         self._changed = asyncio.Condition()
+        self.responses = ResponseUrls(self._changed)
         self._server = LoopbackServer()
 
     async def __aenter__(self) -> FakeSlack:
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_get("/socket", self._ws)
+        app.router.add_post("/commands/{key}", self.responses.handle)
         await self._server.start(app)
         return self
 
@@ -175,6 +180,23 @@ class FakeSlack:
         """A message someone else posted (the bot cannot edit it)."""
         self.messages[(channel, ts)] = {"type": "message", "ts": ts, "user": user, "text": text}
         self.messages[(channel, ts)].update(extra)
+
+    def slash(self, text: str, *, user: str, channel: str = "C0001", **extra: Any) -> JSON:
+        """The payload of ``user`` typing ``/hatchway {text}`` in ``channel``, with a fresh
+        trigger and a response URL of this server (``extra``: other payload fields)."""
+        url = self._server.url(f"/commands/{self.responses.issue()}")
+        trigger = self.issue_trigger()
+        return slash_payload(
+            text, user=user, channel=channel, response_url=url, trigger_id=trigger, **extra
+        )
+
+    async def wait_responses(
+        self, response_url: str, count: int = 1, wait_s: float = 10.0
+    ) -> list[JSON]:
+        """Wait until ``count`` answers were posted to ``response_url``; returns them."""
+        key = response_url.rsplit("/", 1)[-1]
+        await self._wait(lambda: len(self.responses.to(key)) >= count, wait_s)
+        return self.responses.to(key)
 
     def issue_trigger(self) -> str:
         trigger_id = f"{next(self._trigger_ids)}.{int(time.time())}.{uuid.uuid4().hex[:12]}"
