@@ -49,8 +49,10 @@ class Store:
         self.schedules = Schedules(db)
 
     @classmethod
-    async def open(cls, path: str | Path) -> Store:
-        return cls(await Database.open(path))
+    async def open(cls, path: str | Path, *, migrate: bool = True) -> Store:
+        """Open the database at ``path``, applying pending migrations unless ``migrate`` is
+        false (see :meth:`Database.open`)."""
+        return cls(await Database.open(path, migrate=migrate))
 
     @overload
     async def commit(self, work: UnitOfWork) -> None: ...

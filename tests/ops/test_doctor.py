@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from bot.cli import build_parser
+from bot.store import Store
 from tests.fakes.openai_server import OpenAIFake
 from tests.fakes.telegram_server import BOT_USERNAME, FakeTelegram
 
@@ -48,9 +48,8 @@ async def test_good_configuration_passes_every_check(
     monkeypatch.setenv("DOCTOR_TELEGRAM_TOKEN", TOKEN)
     monkeypatch.setenv("DOCTOR_TEST_KEY", "sk-test")
     state = tmp_path / "state"
-    state.mkdir()
-    with sqlite3.connect(state / "hatchway.db") as conn:
-        conn.execute("CREATE TABLE t (x)")
+    await (await Store.open(state / "hatchway.db")).aclose()  # a database at the latest schema
+    capsys.readouterr()  # the migrations' log lines
     async with FakeTelegram(TOKEN) as tg, OpenAIFake(model="gpt-4o-mini") as llm:
         llm.queue_text("p")  # the endpoint has no model list: a 1-token completion is asked
         config = doctor_config(tmp_path, telegram=tg.base_url, llm=llm.base_url, state_dir=state)
@@ -79,7 +78,10 @@ async def test_bad_credentials_fail_with_what_to_fix(
         code, out = await run_doctor(config, capsys)
     assert code == 1
     assert "✗ channel telegram.main: getMe refused the token (HTTP 401)" in out
-    assert "fix: put a valid token from @BotFather into DOCTOR_TELEGRAM_TOKEN" in out
+    assert (
+        "fix: put a valid token from @BotFather into DOCTOR_TELEGRAM_TOKEN "
+        "(channels.telegram.main.token_env)"
+    ) in out
     assert "✗ provider default: 1-token completion failed (HTTP 401: invalid api key)" in out
     assert "✓ database:" in out  # a missing database only needs a writable directory
     assert "sk-wrong" not in out and "wrong-token" not in out

@@ -11,15 +11,21 @@ command's driver and the one place that orders the checks; each area is its own 
    endpoint has no model list (:mod:`.provider`);
 4. the database: it opens, ``PRAGMA integrity_check`` says ok, and it accepts a write
    (a missing file only needs a writable directory) (:mod:`.database`);
+   It never applies migrations: pending ones are a ``⚠`` line, a schema newer than this
+   version a failure;
 5. the tool workspace directory is writable (:mod:`.workspace`);
-6. approvals can succeed on each channel (:mod:`bot.approval.findings`): each finding is a
-   ``⚠`` line with its fix, which does not change the exit status.
+6. people can talk to the bot on each channel (:mod:`.access`) and approvals can succeed
+   there (:mod:`bot.approval.findings`): each finding is a ``⚠`` line with its fix, which
+   does not change the exit status.
 
-A failing config stops the run; every later check runs even when an earlier one failed, and
-a check that cannot reach its endpoint or raises a :class:`~bot.errors.HatchwayError` becomes
-a failed line, never a traceback. Exit status 1 when any check fails. Run it as the
-service user (``sudo -u hatchway hatchway doctor``) so that files it opens keep the right
-owner. Secrets are sent only to the endpoints they belong to and never printed.
+Every failure and every warning names the config key to fix (``channels.slack.main.
+app_token_env``, ``providers.default.base_url``, ``storage.path``, …). A failing config stops
+the run; every later check runs even when an earlier one failed, and a check that cannot
+reach its endpoint or raises a :class:`~bot.errors.HatchwayError` becomes a failed line,
+never a traceback. Exit status 1 when any check fails. Run it as the service user
+(docs/operations.md shows how, with the service's environment file) so that files it opens
+keep the right owner. Secrets are sent only to the endpoints they belong to and never
+printed.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from collections.abc import Awaitable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bot.commands.doctor.access import access_findings
 from bot.commands.doctor.configuration import config_check
 from bot.commands.doctor.credentials import channel_check
 from bot.commands.doctor.database import database_check
@@ -76,15 +83,21 @@ async def run_checks(settings: Settings) -> list[CheckResult]:
     async with open_session() as http:
         for kind, alias, cfg in settings.channels.all():
             if cfg.enabled:
-                emit(await _guard(f"channel {kind}.{alias}", channel_check(kind, cfg, http)))
+                key = f"channels.{kind}.{alias}"
+                check = channel_check(kind, alias, cfg, http)
+                emit(await _guard(f"channel {kind}.{alias}", check, key, f"{key}.api_base_url"))
         for name in dict.fromkeys([settings.agent.provider, *settings.agent.fallback]):
             config = settings.providers.get(name)
             if config is not None:
-                emit(await _guard(f"provider {name}", provider_check(name, config, http)))
-    emit(await _guard("database", database_check(settings.database_path())))
+                key = f"providers.{name}"
+                check = provider_check(name, config, http)
+                emit(await _guard(f"provider {name}", check, key, f"{key}.base_url"))
+    emit(await _guard("database", database_check(settings.database_path()), "storage.path"))
     workspace = Path(settings.state_dir) / settings.tools.workspace.path
     ok, detail, fix = workspace_check(workspace)
     emit(CheckResult(name="workspace", ok=ok, detail=detail, fix=fix))
+    for access in access_findings(settings):
+        emit(access)
     from bot.approval.findings import approval_findings
 
     for finding in approval_findings(settings):
@@ -100,15 +113,22 @@ async def run_checks(settings: Settings) -> list[CheckResult]:
     return results
 
 
-async def _guard(name: str, check: Awaitable[Outcome]) -> CheckResult:
-    """Run one check; an unreachable endpoint or a ``HatchwayError`` is a failed line."""
+async def _guard(
+    name: str, check: Awaitable[Outcome | CheckResult], key: str, url_key: str = ""
+) -> CheckResult:
+    """Run one check; an unreachable endpoint or a ``HatchwayError`` is a failed line whose
+    fix names ``url_key`` (the endpoint's base URL) or ``key`` (the settings checked)."""
     import aiohttp
 
     try:
-        ok, detail, fix = await check
+        outcome = await check
     except (aiohttp.ClientError, TimeoutError) as exc:
-        ok, detail = False, f"cannot reach the endpoint: {type(exc).__name__} {exc}".strip()
-        fix = "check the base URL in the config, DNS, proxy settings and the firewall"
+        detail = f"cannot reach the endpoint: {type(exc).__name__} {exc}".strip()
+        fix = f"check {url_key or key}, DNS, proxy settings and the firewall"
+        return CheckResult(name=name, ok=False, detail=detail, fix=fix)
     except HatchwayError as exc:
-        ok, detail, fix = False, str(exc), "see the message"
+        return CheckResult(name=name, ok=False, detail=str(exc), fix=f"check {key}")
+    if isinstance(outcome, CheckResult):
+        return outcome
+    ok, detail, fix = outcome
     return CheckResult(name=name, ok=ok, detail=detail, fix=fix)

@@ -1,9 +1,13 @@
-"""The database check: the SQLite file opens, passes ``PRAGMA integrity_check`` and accepts a
-write.
+"""The database check: the SQLite file opens, passes ``PRAGMA integrity_check``, accepts a
+write and has a schema this version knows.
 
-A file that does not exist yet passes when its nearest existing directory is writable (the
-daemon creates it at start); the check never creates it. A database that cannot be opened
-raises :class:`~bot.errors.HatchwayError`, which the driver reports.
+The check never changes the schema: pending migrations are reported (a ``⚠`` line saying to
+back the file up first), and only the daemon applies them, at its next start. A schema newer
+than this version's last migration fails: the file was used by a newer version, and this one
+must not run on it. A file that does not exist yet passes when its nearest existing directory
+is writable (the daemon creates it at start); the check never creates it. A database that
+cannot be opened raises :class:`~bot.errors.HatchwayError`, which the driver reports. Every
+fix names ``storage.path``, the key that chooses the file.
 """
 
 from __future__ import annotations
@@ -12,33 +16,64 @@ import asyncio
 import os
 from pathlib import Path
 
-from bot.commands.doctor.report import Outcome
+from bot.commands.doctor.report import CheckResult
+
+NAME = "database"
+KEY = "storage.path"
+BACKUP = "back it up first (docs/operations.md, Upgrade)"
 
 
-async def database_check(path: Path) -> Outcome:
+async def database_check(path: Path) -> CheckResult:
     """Whether the database at ``path`` is sound and writable (or can be created)."""
     if not await asyncio.to_thread(path.exists):
         parent = _existing_parent(path)
         if os.access(parent, os.W_OK):
-            return True, f"{path} does not exist yet; it will be created at start", ""
-        return (
-            False,
+            return _passed(f"{path} does not exist yet; it will be created at start")
+        return _failed(
             f"{path} does not exist and {parent} is not writable",
-            ("create the directory and give the service user write access"),
+            f"create {path.parent} writable by the service user, or set {KEY} (a relative path "
+            "is under state_dir, which HATCHWAY_STATE_DIR overrides)",
         )
     from bot.store import Store
+    from bot.store.sqlite.schema import migrations
 
-    async with await Store.open(path) as store:
+    latest = max((number for number, _, _ in migrations()), default=0)
+    async with await Store.open(path, migrate=False) as store:
         integrity = await store.integrity_check()
         version = await store.schema_version()
         if integrity != "ok":
-            return (
-                False,
-                f"integrity_check: {integrity}",
-                ("stop the service and restore the latest backup (docs/operations.md)"),
+            return _failed(
+                f"{path}: integrity_check: {integrity}",
+                f"stop the service and restore the latest backup (docs/operations.md) to the "
+                f"file {KEY} names",
+            )
+        if version > latest:
+            return _failed(
+                f"{path} has schema {version}, newer than this version knows ({latest}): a "
+                "newer hatchway has migrated it",
+                f"install that newer version again, or restore the backup taken before it to "
+                f"the file {KEY} names (docs/operations.md, Roll back)",
             )
         await store.check_writable()
-    return True, f"{path} ok (schema {version}, integrity ok, writable)", ""
+    if version < latest:
+        pending = latest - version
+        return CheckResult(
+            name=NAME,
+            ok=True,
+            warning=True,
+            detail=f"{path} ok (schema {version}, integrity ok, writable); {pending} "
+            f"migration{'s' if pending != 1 else ''} pending, applied at the next start",
+            fix=f"{BACKUP}: the file {KEY} names",
+        )
+    return _passed(f"{path} ok (schema {version}, integrity ok, writable)")
+
+
+def _passed(detail: str) -> CheckResult:
+    return CheckResult(name=NAME, ok=True, detail=detail)
+
+
+def _failed(detail: str, fix: str) -> CheckResult:
+    return CheckResult(name=NAME, ok=False, detail=detail, fix=fix)
 
 
 def _existing_parent(path: Path) -> Path:

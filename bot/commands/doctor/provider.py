@@ -3,7 +3,9 @@
 Its model list first (``/models``, Anthropic ``/v1/models``): a refused key fails, a list
 that does not offer the configured model fails naming what it offers. An endpoint without a
 usable model list is asked for a 1-token completion instead. The API key is sent only to
-the provider's own base URL.
+the provider's own base URL. Every fix names the key to change
+(``providers.<name>.api_key_env``, ``.model``, ``.base_url``); a missing key fails without
+asking the endpoint.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from bot.commands.doctor.endpoint import json_object
 from bot.commands.doctor.report import Outcome
+from bot.errors import ConfigError
 
 if TYPE_CHECKING:
     import aiohttp
@@ -27,7 +30,15 @@ async def provider_check(name: str, cfg: ProviderConfig, http: aiohttp.ClientSes
     """Whether provider ``name`` accepts its key and offers its configured model."""
     from bot.providers.factory import api_key_for
 
-    key = api_key_for(name, cfg, None)
+    try:
+        key = api_key_for(name, cfg, None)
+    except ConfigError as exc:
+        return (
+            False,
+            str(exc),
+            f"set {cfg.api_key_env} in the service's environment file (or name another "
+            f"variable in providers.{name}.api_key_env)",
+        )
     if cfg.kind == "anthropic":
         base = (cfg.base_url or ANTHROPIC_API).rstrip("/")
         headers = {"x-api-key": key, "anthropic-version": "2023-06-01"}
@@ -42,7 +53,7 @@ async def provider_check(name: str, cfg: ProviderConfig, http: aiohttp.ClientSes
         return (
             False,
             f"the endpoint refused the API key (HTTP {response.status})",
-            (f"set a valid key in {cfg.api_key_env}"),
+            f"put a valid key into {cfg.api_key_env} (providers.{name}.api_key_env)",
         )
     if response.status == 200 and isinstance(body.get("data"), list):
         offered = [str(m.get("id", "")) for m in body["data"] if isinstance(m, dict)]
@@ -51,7 +62,7 @@ async def provider_check(name: str, cfg: ProviderConfig, http: aiohttp.ClientSes
             return (
                 False,
                 f"model {cfg.model!r} is not offered (offered: {shown})",
-                (f"set providers.{name}.model to one of them, or pull the model"),
+                f"set providers.{name}.model to one of them, or pull the model",
             )
         return True, f"{base} answers; model {cfg.model!r} available", ""
     return await _one_token(name, cfg, base, headers, http)
@@ -77,5 +88,6 @@ async def _one_token(
     return (
         False,
         f"1-token completion failed (HTTP {response.status}: {message or 'no detail'})",
-        (f"check providers.{name}.base_url, .model and {cfg.api_key_env}"),
+        f"check providers.{name}.base_url, providers.{name}.model and the key in "
+        f"{cfg.api_key_env} (providers.{name}.api_key_env)",
     )

@@ -1,7 +1,8 @@
 """The workspace check: the tools' workspace directory exists (it is created if missing) and
 accepts a new file.
 
-The probe is a temporary file that is removed at once; a failure names the OS error.
+The probe is a temporary file that is removed at once; a failure names the OS error and the
+key that chooses the directory (``tools.workspace.path``, relative to ``state_dir``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ def workspace_check(path: Path) -> Outcome:
         return (
             False,
             f"{path} is not writable ({exc.strerror or exc})",
-            "give the service user write access (systemd: ReadWritePaths/StateDirectory)",
+            f"give the service user write access to {path}, or set tools.workspace.path (a "
+            "relative path is under state_dir, which HATCHWAY_STATE_DIR overrides)",
         )
     return True, f"{path} is writable", ""

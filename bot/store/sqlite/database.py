@@ -50,9 +50,10 @@ class Database:
         ``bench/throughput.py`` reports per turn, and what tests of batching count)."""
 
     @classmethod
-    async def open(cls, path: str | Path) -> Database:
+    async def open(cls, path: str | Path, *, migrate: bool = True) -> Database:
         """Open (creating it if needed) and migrate the database at ``path``; StorageError
-        when it cannot be opened or prepared."""
+        when it cannot be opened or prepared. ``migrate=False`` leaves the schema as it is
+        (``hatchway doctor`` reports pending migrations; only the daemon applies them)."""
         file = Path(path)
         try:
             file.parent.mkdir(parents=True, exist_ok=True)
@@ -63,7 +64,7 @@ class Database:
         try:
             current = await db._submit(Prepare(file))
             for number, name, sql in migrations():
-                if number > current:
+                if migrate and number > current:
                     log.info("db_migration_applying", migration=name)
                     await db._submit(Migration(file, number, sql))
         except BaseException:
