@@ -35,6 +35,7 @@ from bot.backoff import BackoffPolicy
 from bot.errors import ProviderError, ProviderTimeout
 from bot.providers.base import StreamSink
 from bot.providers.draft_stream import DraftStream
+from bot.providers.endpoint import shown_url
 from bot.scrub import scrub_text
 
 if TYPE_CHECKING:
@@ -155,8 +156,50 @@ def timeout_failure(provider: str, timeout_s: float) -> AttemptFailed:
     )
 
 
-def connection_failure(provider: str) -> AttemptFailed:
-    return AttemptFailed(f"cannot reach {provider} (connection failed or was cut)", retryable=True)
+def connection_failure(provider: str, exc: BaseException) -> AttemptFailed:
+    """No answer because of the connection: none could be made (the one line a user needs:
+    where, whether the server runs, what to run), or it was cut mid-reply. The URL is the
+    one the request went to, without credentials or query (:func:`shown_url`)."""
+    url = _request_url(exc)
+    where = f"{provider} at {url}" if url else provider
+    if _never_connected(exc):
+        return AttemptFailed(
+            f"cannot reach {where}: is the server running? Run `hatchway doctor` to check",
+            retryable=True,
+        )
+    return AttemptFailed(f"lost the connection to {where} mid-reply", retryable=True)
+
+
+def _request_url(exc: BaseException) -> str:
+    """The URL of the request that failed, as shown to people ("" when unknown). Both SDKs'
+    connection errors and httpx's transport errors carry the request; httpx raises
+    ``RuntimeError`` when asked for one it was not given."""
+    for error in _chain(exc):
+        try:
+            request = getattr(error, "request", None)
+        except RuntimeError:
+            continue
+        url = getattr(request, "url", None)
+        if url is not None:
+            return shown_url(str(url))
+    return ""
+
+
+def _never_connected(exc: BaseException) -> bool:
+    """Whether no connection was made at all (refused, no route, unknown host)."""
+    import httpx2
+
+    return any(isinstance(error, httpx2.ConnectError) for error in _chain(exc))
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and the errors it was raised from (an SDK error wraps the transport's)."""
+    seen: list[BaseException] = []
+    error: BaseException | None = exc
+    while error is not None and error not in seen:
+        seen.append(error)
+        error = error.__cause__ or error.__context__
+    return seen
 
 
 def transport_failure(
@@ -167,7 +210,7 @@ def transport_failure(
 
     if isinstance(exc, httpx2.TimeoutException):
         return timeout_failure(provider, timeout_s)
-    return connection_failure(provider)
+    return connection_failure(provider, exc)
 
 
 class Retrier:
@@ -278,7 +321,7 @@ class Retrier:
         if isinstance(exc, sdk.timeout):
             return timeout_failure(self.provider, timeout_s)
         if isinstance(exc, sdk.connection):
-            return connection_failure(self.provider)
+            return connection_failure(self.provider, exc)
         if isinstance(exc, sdk.status):
             return status(exc)
         if isinstance(exc, sdk.unreadable):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email.utils
+import socket
 
 import pytest
 
@@ -148,14 +149,51 @@ async def test_timeout_then_success(openai_fake: OpenAIFake, make_openai: OpenAI
     assert reply.text == "late but fine"
 
 
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then closed)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 async def test_unreachable_server_is_a_retryable_connection_error(
     make_openai: OpenAIFactory, sleep: RecordedSleep
 ) -> None:
-    provider = make_openai(base_url="http://127.0.0.1:9/v1", max_retries=2)
+    """One line a person can act on: where, whether the server runs, what to run. The URL
+    loses its credentials."""
+    port = closed_port()
+    provider = make_openai(base_url=f"http://user:{TEST_KEY}@127.0.0.1:{port}/v1", max_retries=2)
     with pytest.raises(ProviderError) as caught:
         await provider.complete(HELLO)
-    assert str(caught.value) == "cannot reach primary (connection failed or was cut)"
+    assert str(caught.value) == (
+        f"cannot reach primary at http://127.0.0.1:{port}/v1/chat/completions: "
+        "is the server running? Run `hatchway doctor` to check"
+    )
+    assert caught.value.retryable
     assert len(sleep.waits) == 2
+
+
+async def test_unreachable_anthropic_endpoint_names_its_url(
+    make_anthropic: AnthropicFactory, sleep: RecordedSleep
+) -> None:
+    port = closed_port()
+    with pytest.raises(ProviderError) as caught:
+        await make_anthropic(base_url=f"http://127.0.0.1:{port}", max_retries=0).complete(HELLO)
+    assert str(caught.value) == (
+        f"cannot reach claude at http://127.0.0.1:{port}/v1/messages: "
+        "is the server running? Run `hatchway doctor` to check"
+    )
+
+
+async def test_a_connection_cut_before_the_reply_is_not_called_unreachable(
+    openai_fake: OpenAIFake, make_openai: OpenAIFactory, sleep: RecordedSleep
+) -> None:
+    openai_fake.queue_text("never sent", cut_after=0)
+    with pytest.raises(ProviderError) as caught:
+        await make_openai(max_retries=0).complete(HELLO)
+    assert str(caught.value) == (
+        f"lost the connection to primary at {openai_fake.base_url}/chat/completions mid-reply"
+    )
 
 
 async def test_openai_reply_that_is_not_json_is_retried(
