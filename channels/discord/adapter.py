@@ -4,7 +4,9 @@
 user messages to its :class:`~bot.channel.ChannelHost` as envelopes; it renders answers,
 progress edits, typing and approval cards. It decides nothing about access or approval.
 This module owns the lifecycle and health and composes the parts:
-:mod:`~channels.discord.inbound` (messages in), :mod:`~channels.discord.card_answers` (answers on
+:mod:`~channels.discord.inbound` (messages and application commands in, the commands synced
+by :mod:`~channels.discord.commands` after login and answered through
+:mod:`~channels.discord.command_replies`), :mod:`~channels.discord.card_answers` (answers on
 approval cards and their full views), :mod:`~channels.discord.outbound` (everything posted,
 cards as :mod:`~channels.discord.cards` renders them) and :mod:`~channels.discord.members`
 (whether an approver can see a conversation, asked before a card is posted), sharing one
@@ -49,6 +51,8 @@ from channels.discord.client import (
     endpoint_scope,
     gateway_intents,
 )
+from channels.discord.command_replies import CommandReplies
+from channels.discord.commands import sync_commands
 from channels.discord.config import DiscordChannelConfig
 from channels.discord.inbound import InboundMessages
 from channels.discord.members import ConversationMembers
@@ -72,12 +76,13 @@ class DiscordChannel(SendsThrough):
         threads = ThreadBook(str(ref))
         cards = CardIndex(context.store.channel_state, str(ref))
         reactions = config.reactions_for_approval
-        self._inbound = InboundMessages(ref, config, self._connection, threads)
+        replies = CommandReplies(ref, api_base_url=config.api_base_url)
+        self._inbound = InboundMessages(ref, config, self._connection, threads, replies)
         self._clicks = ApprovalClicks(
             ref, self._connection, cards, reactions_for_approval=reactions
         )
         self._outbound = Outbound(
-            ref, self._connection, threads, cards, reactions_for_approval=reactions
+            ref, self._connection, threads, cards, replies, reactions_for_approval=reactions
         )
         self._members = ConversationMembers(ref, self._connection)
 
@@ -113,6 +118,8 @@ class DiscordChannel(SendsThrough):
         try:
             with endpoint_scope(self._config.api_base_url):
                 await self._login(client, token)
+                if self._config.sync_commands:
+                    await sync_commands(client.tree, self.ref)
                 self._set_health(HealthState.STARTING, "logged in; connecting to the gateway")
                 await client.connect(reconnect=True)
         except discord.LoginFailure:
@@ -210,6 +217,11 @@ class DiscordChannel(SendsThrough):
 
     async def modal_submitted(self, interaction: discord.Interaction) -> None:
         await self._clicks.reply_submitted(interaction)
+
+    async def command_invoked(
+        self, interaction: discord.Interaction[discord.Client], name: str
+    ) -> None:
+        await self._inbound.command_invoked(interaction, name)
 
     # who can see a conversation (bot.approval.reach.MemberLookup) ----------------------
 

@@ -2,8 +2,9 @@
 
 :class:`GatewayClient` is a ``discord.Client`` that forwards the few gateway events the adapter
 needs to a :class:`GatewayListener` and can talk to a configurable REST base and gateway URL
-(for an egress proxy, or a loopback fake in tests). :class:`Connection` is where the adapter's
-parts find the running client and host.
+(for an egress proxy, or a loopback fake in tests). Its ``tree`` holds the chat commands
+(:mod:`channels.discord.commands`), whose invocations go to the listener too.
+:class:`Connection` is where the adapter's parts find the running client and host.
 
 Why endpoints are rewritten per client instead of setting ``discord.http.Route.BASE`` and
 ``DiscordWebSocket.DEFAULT_GATEWAY``: those are class attributes shared by every client in the
@@ -30,6 +31,7 @@ from discord.http import HTTPClient, Route
 from discord.webhook.async_ import AsyncWebhookAdapter, async_context
 
 from bot.channel import ApprovalChoice, ChannelHost
+from channels.discord.commands import command_tree
 
 log = structlog.get_logger(__name__)
 
@@ -76,6 +78,10 @@ class GatewayListener(Protocol):
     async def reply_button(self, interaction: discord.Interaction, approval_id: str) -> None: ...
 
     async def modal_submitted(self, interaction: discord.Interaction) -> None: ...
+
+    async def command_invoked(
+        self, interaction: discord.Interaction[discord.Client], name: str
+    ) -> None: ...
 
 
 def gateway_intents(*, reactions: bool) -> discord.Intents:
@@ -183,6 +189,7 @@ class GatewayClient(discord.Client):
             allowed_mentions=NO_MENTIONS,
         )
         self.listener = listener
+        self.tree = command_tree(self, self._command_invoked)
         http = self.http
         if type(http) is HTTPClient:
             # Same object, narrower class: only this client's requests are rebased.
@@ -198,6 +205,11 @@ class GatewayClient(discord.Client):
         if ready_wait is not None:
             ready_wait.cancel()
         await super().close()
+
+    async def _command_invoked(
+        self, interaction: discord.Interaction[discord.Client], name: str
+    ) -> None:
+        await self.listener.command_invoked(interaction, name)
 
     async def on_connect(self) -> None:
         # discord.py dispatches this on the gateway's READY (session established) and

@@ -14,7 +14,9 @@ from bot.config_model import Reconnecting
 
 class DiscordChannelConfig(ChannelCommon, Reconnecting):
     """``reconnect_*`` pace the login retries while Discord is unreachable; once connected,
-    discord.py resumes a dropped gateway with its own backoff."""
+    discord.py resumes a dropped gateway with its own backoff. ``sync_commands`` registers
+    the chat commands as the application's global commands at each start (false: leave the
+    application's commands as they are)."""
 
     token_env: str = "HATCHWAY_DISCORD_TOKEN"
     api_base_url: str | None = None
@@ -22,6 +24,7 @@ class DiscordChannelConfig(ChannelCommon, Reconnecting):
     allowed_guilds: list[str] = Field(default_factory=list)
     thread_per_request: bool = False
     guild_ready_timeout_s: float = Field(default=2.0, gt=0)
+    sync_commands: bool = True
 
 
 #: The model the registry validates ``[channels.discord.*]`` tables with.

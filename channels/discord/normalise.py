@@ -10,6 +10,13 @@ the DM channel for a DM); ``thread_id`` is the thread channel, and answers go th
 ``thread_per_request`` a guild message outside a thread gets a thread opened from it on the
 first answer; Discord gives such a thread the id of its starter message, so ``thread_id`` is
 the message id from the start and follow-ups in the thread share the session.
+
+Chat commands: a typed ``/new`` and a server's ``@bot stop`` get the text ``/new`` /
+``/stop`` (:mod:`channels.discord.commands`) and never open a thread of their own, so they
+act on the session they were typed in. An application command (:class:`CommandFacts`,
+:func:`envelope_from_command`) is addressed to the bot wherever it is used; its envelope's
+``message_id`` and ``reply_to_message_id`` are the interaction's id, which is how the
+answer finds the interaction (:mod:`channels.discord.command_replies`).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from bot.envelope import (
     IngressEnvelope,
     Sender,
 )
+from channels.discord.commands import mentioned_command, typed_command
 
 MAX_MESSAGE_CHARS = 2000
 _USER_MENTION = re.compile(r"<@!?(\d+)>")
@@ -149,12 +157,26 @@ def is_addressed(facts: MessageFacts, bot_user_id: str, *, threads_count: bool =
     return threads_count and facts.thread_parent_id is not None and in_bot_thread
 
 
+def message_text(facts: MessageFacts, bot_user_id: str) -> str:
+    """The envelope text: a chat command normalised to ``/name``, else :func:`clean_text`."""
+    text = clean_text(facts, bot_user_id)
+    if facts.guild_id is not None:
+        mentioned = mentioned_command(
+            facts.content, bot_user_id=bot_user_id, bot_role_id=facts.bot_role_id
+        )
+        if mentioned is not None:
+            return mentioned
+    return typed_command(text) or text
+
+
 def envelope_from_facts(facts: MessageFacts, options: NormaliseOptions) -> IngressEnvelope:
     """The envelope for one message. Pure: same facts and options, same envelope fields."""
     is_direct = facts.guild_id is None
+    text = message_text(facts, options.bot_user_id)
+    is_command = typed_command(text) is not None
     if facts.thread_parent_id is not None:
         conversation_id, thread_id = facts.thread_parent_id, facts.channel_id
-    elif options.thread_per_request and not is_direct:
+    elif options.thread_per_request and not is_direct and not is_command:
         conversation_id, thread_id = facts.channel_id, facts.message_id
     else:
         conversation_id, thread_id = facts.channel_id, None
@@ -172,7 +194,7 @@ def envelope_from_facts(facts: MessageFacts, options: NormaliseOptions) -> Ingre
         sender=Sender(
             id=facts.author_id, display_name=facts.author_name, is_bot=facts.author_is_bot
         ),
-        text=clean_text(facts, options.bot_user_id),
+        text=text,
         attachments=facts.attachments,
         is_direct=is_direct,
         is_group=not is_direct,
@@ -180,13 +202,75 @@ def envelope_from_facts(facts: MessageFacts, options: NormaliseOptions) -> Ingre
             facts, options.bot_user_id, threads_count=options.thread_counts_as_mention
         ),
         reply_target=reply_target,
-        capabilities=Capabilities(
-            can_edit=True,
-            can_react=True,
-            inline_buttons=True,
-            typing=True,
-            max_message_chars=MAX_MESSAGE_CHARS,
-            approval_backchannel=options.approval_backchannel,
-            terminal_prompt=False,
+        capabilities=capabilities(options),
+    )
+
+
+def capabilities(options: NormaliseOptions) -> Capabilities:
+    return Capabilities(
+        can_edit=True,
+        can_react=True,
+        inline_buttons=True,
+        typing=True,
+        max_message_chars=MAX_MESSAGE_CHARS,
+        approval_backchannel=options.approval_backchannel,
+        terminal_prompt=False,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandFacts:
+    """What hatchway reads off one application command interaction. Ids are decimal
+    strings; ``text`` is ``/<name>``."""
+
+    interaction_id: str
+    channel_id: str
+    guild_id: str | None = None
+    thread_parent_id: str | None = None  # set when the command was used in a thread
+    user_id: str
+    user_name: str = ""
+    text: str
+
+
+def facts_from_interaction(
+    interaction: discord.Interaction[discord.Client], name: str
+) -> CommandFacts:
+    """Read an application command's interaction into :class:`CommandFacts` (no network)."""
+    channel = interaction.channel
+    return CommandFacts(
+        interaction_id=str(interaction.id),
+        channel_id=str(interaction.channel_id),
+        guild_id=str(interaction.guild_id) if interaction.guild_id is not None else None,
+        thread_parent_id=(str(channel.parent_id) if isinstance(channel, discord.Thread) else None),
+        user_id=str(interaction.user.id),
+        user_name=interaction.user.display_name,
+        text=f"/{name}",
+    )
+
+
+def envelope_from_command(facts: CommandFacts, options: NormaliseOptions) -> IngressEnvelope:
+    """The envelope for an application command: addressed to the bot, in the thread it was
+    used in (never one of its own), answered through the interaction. Pure."""
+    is_direct = facts.guild_id is None
+    if facts.thread_parent_id is not None:
+        conversation_id, thread_id = facts.thread_parent_id, facts.channel_id
+    else:
+        conversation_id, thread_id = facts.channel_id, None
+    return IngressEnvelope(
+        channel=options.channel,
+        message_id=facts.interaction_id,
+        conversation_id=conversation_id,
+        thread_id=thread_id,
+        sender=Sender(id=facts.user_id, display_name=facts.user_name),
+        text=facts.text,
+        is_direct=is_direct,
+        is_group=not is_direct,
+        addressed_to_bot=True,
+        reply_target=DeliveryTarget(
+            channel=options.channel,
+            conversation_id=conversation_id,
+            thread_id=thread_id,
+            reply_to_message_id=facts.interaction_id,
         ),
+        capabilities=capabilities(options),
     )

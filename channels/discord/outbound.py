@@ -11,6 +11,10 @@ An approval card whose target names a user rather than a channel (an approver's 
 Discord answers Unknown Channel) is posted in the bot's DM with that user, opened on the way;
 the returned message names the DM channel, so later edits find it. A user who closed their
 DMs (403, code 50007) makes that a :class:`~bot.errors.ChannelError`.
+
+A target replying to an application command's interaction is answered through the
+interaction (:class:`~channels.discord.command_replies.CommandReplies`), and a message sent
+that way is edited through it; what the interaction cannot take goes to the channel.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from bot.errors import ChannelError
 from channels.common.card_index import CardEntry, CardIndex
 from channels.discord.cards import card_reactions, card_view, render_card
 from channels.discord.client import NO_MENTIONS, Connection, GatewayClient
+from channels.discord.command_replies import CommandReplies
 from channels.discord.markup import render_chunks, render_single
 from channels.discord.members import UNKNOWN_CHANNEL
 from channels.discord.threads import ThreadBook
@@ -48,6 +53,7 @@ class Outbound:
         connection: Connection,
         threads: ThreadBook,
         cards: CardIndex,
+        replies: CommandReplies,
         *,
         reactions_for_approval: bool,
     ) -> None:
@@ -55,6 +61,7 @@ class Outbound:
         self._connection = connection
         self._threads = threads
         self._cards = cards
+        self._replies = replies
         self._reactions = reactions_for_approval
         self._dm_channels: dict[str, str] = {}  # user id -> the bot's DM channel with them
         self._log = log.bind(channel=str(ref))
@@ -83,10 +90,14 @@ class Outbound:
         )
 
     async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
-        destination = await self._destination(target)
+        destination: discord.PartialMessageable | None = None
         reference = self._reference(target)
         sent: list[SentMessage] = []
         for chunk in render_chunks(text):
+            if (answer := await self._replies.send(target, chunk)) is not None:
+                sent.append(answer)
+                continue
+            destination = destination or await self._destination(target)
             try:
                 if reference is not None and not sent:
                     message = await destination.send(chunk, reference=reference)
@@ -98,6 +109,8 @@ class Outbound:
         return sent
 
     async def edit(self, message: SentMessage, text: str) -> None:
+        if await self._replies.edit(message, render_single(text)):
+            return
         destination = await self._destination(message.target)
         partial = destination.get_partial_message(int(message.message_id))
         try:

@@ -2,10 +2,13 @@
 real Discord refuses (a 400 with code 50035): message content keeps to 2,000 characters;
 message components keep to five action rows of one to five, labels to 80 characters and
 unique ``custom_id`` s of at most 100; a modal carries a title (≤ 45), a ``custom_id``
-(≤ 100) and one to five text inputs (in a Label, type 18, or an action row).
+(≤ 100) and one to five text inputs (in a Label, type 18, or an action row); application
+commands keep to their name and description rules.
 """
 
 from __future__ import annotations
+
+import re
 
 MESSAGE_LIMIT = 2000  # characters of message content
 
@@ -82,4 +85,26 @@ def modal_problem(data: object) -> str | None:
             problem = "a modal component is a Label (18) or an action row (1) of one input"
         if problem:
             return problem
+    return None
+
+
+def commands_problem(body: object) -> str | None:
+    """Why Discord would refuse this bulk overwrite of application commands, or None: a list
+    of at most 100 chat-input commands (type 1) with unique names of 1 to 32 lower-case
+    characters and descriptions of 1 to 100."""
+    if not isinstance(body, list) or len(body) > 100:
+        return "commands: a list of at most 100 commands"
+    names: set[str] = set()
+    for command in body:
+        if not isinstance(command, dict) or command.get("type", 1) != 1:
+            return "commands: only chat input commands (type 1) are expected here"
+        name = command.get("name")
+        if not isinstance(name, str) or not re.fullmatch(r"[-_a-z0-9]{1,32}", name):
+            return "commands: name must be 1 to 32 lower-case letters, digits, - or _"
+        if name in names:
+            return "commands: names must be unique"
+        names.add(name)
+        description = command.get("description")
+        if not isinstance(description, str) or not 1 <= len(description) <= 100:
+            return "commands: description must be 1 to 100 characters"
     return None

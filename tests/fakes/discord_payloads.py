@@ -1,8 +1,9 @@
 """Discord API objects as the gateway and REST API carry them, for the fake and for tests.
 
 Guilds the fake serves are :class:`FakeGuild` values; the builders return plain JSON objects
-(``GUILD_CREATE``, ``MESSAGE_CREATE``, ``INTERACTION_CREATE``, ``MESSAGE_REACTION_ADD``
-payloads, and the shapes of REST replies) in the shape discord.py 2.7 parses.
+(``GUILD_CREATE``, ``MESSAGE_CREATE``, ``INTERACTION_CREATE`` for buttons, modals and
+application commands, ``MESSAGE_REACTION_ADD`` payloads, and the shapes of REST replies) in
+the shape discord.py 2.7 parses.
 """
 
 from __future__ import annotations
@@ -307,6 +308,35 @@ def modal_submit_interaction(
     )
 
 
+def command_interaction(
+    *,
+    id: str,
+    command_id: str,
+    name: str,
+    user: JSON,
+    channel: JSON,
+    guild_id: str | None = None,
+    roles: list[str] | None = None,
+    application_id: str = APPLICATION_ID,
+) -> JSON:
+    """An INTERACTION_CREATE payload for a chat-input application command (type 2) with no
+    options, used in ``channel`` (the partial channel object Discord sends: a thread's
+    carries its parent). A global command's data names no guild."""
+    data: JSON = {"id": command_id, "name": name, "type": 1, "options": []}
+    return _interaction(
+        id=id,
+        kind=2,
+        channel_id=channel["id"],
+        message=None,
+        data=data,
+        user=user,
+        guild_id=guild_id,
+        roles=roles,
+        application_id=application_id,
+        channel=channel,
+    )
+
+
 def _interaction(
     *,
     id: str,
@@ -318,6 +348,7 @@ def _interaction(
     guild_id: str | None,
     roles: list[str] | None,
     application_id: str,
+    channel: JSON | None = None,
 ) -> JSON:
     channel_type = 0 if guild_id else 1
     payload: JSON = {
@@ -327,7 +358,7 @@ def _interaction(
         "token": f"itoken{id}",
         "version": 1,
         "channel_id": channel_id,
-        "channel": {"id": channel_id, "type": channel_type},
+        "channel": channel or {"id": channel_id, "type": channel_type},
         "data": data,
         "locale": "en-US",
         "app_permissions": "0",

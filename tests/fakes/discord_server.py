@@ -10,9 +10,17 @@ READY and then one GUILD_CREATE per guild; heartbeats (op 1) get op 11; an inter
 callback answers with an ``{"interaction": …, "resource": …}`` body.
 
 Interaction follow-ups (``POST /webhooks/<application>/<interaction token>``, tokens are
-``itoken<interaction id>``) are taken once the interaction was answered; they and ephemeral
-responses are kept, in order, in :attr:`FakeDiscord.ephemerals`. Multipart uploads are read
+``itoken<interaction id>``) are taken once the interaction was answered (or deferred, type
+5); every follow-up is kept, in order, in :attr:`FakeDiscord.follow_ups`, and the ephemeral
+ones (flag 64, or the first after an ephemeral deferral, which takes its place) with the
+ephemeral responses in :attr:`FakeDiscord.ephemerals`. A follow-up is edited, and a
+deferred response deleted (:attr:`FakeDiscord.deleted_responses`), through
+``/webhooks/<application>/<token>/messages/<id or @original>``. Multipart uploads are read
 into ``payload_json`` and :attr:`Call.files`.
+
+Application commands: a bulk overwrite (``PUT /applications/<id>/commands``, or
+``…/guilds/<guild>/commands``) is checked like Discord checks it and kept in
+:attr:`FakeDiscord.commands` by guild id (None for the global ones).
 
 Checks the real Discord makes and this fake makes too (a 400 with code 50035 or 40060, a 404
 with 10015): an interaction is answered once, and only if it was dispatched; a follow-up
@@ -37,7 +45,7 @@ from typing import cast
 
 from aiohttp import WSMsgType, web
 
-from tests.fakes.discord_limits import message_problem, modal_problem
+from tests.fakes.discord_limits import commands_problem, message_problem, modal_problem
 from tests.fakes.discord_members import People
 from tests.fakes.discord_payloads import (
     APPLICATION_ID,
@@ -120,6 +128,13 @@ class FakeDiscord:
         #: order, by interaction id.
         self.ephemerals: dict[str, list[JSON]] = {}
         self.modals: dict[str, JSON] = {}  # interaction id -> the modal it was answered with
+        #: Every follow-up message, in order, by interaction id.
+        self.follow_ups: dict[str, list[JSON]] = {}
+        self.deferred: dict[str, int] = {}  # interaction id -> flags of its deferral (type 5)
+        self.deleted_responses: set[str] = set()  # interaction ids whose response was deleted
+        #: Registered application commands by guild id (None: global), as the last bulk
+        #: overwrite set them.
+        self.commands: dict[str | None, list[JSON]] = {}
         self._answered: set[str] = set()
         self.identify_close_code: int | None = None
         self.rate_limits: list[float] = []  # retry_after of the next REST replies, as 429s
@@ -306,6 +321,11 @@ class FakeDiscord:
             failing = [status for rx, status in self.failing.items() if re.fullmatch(rx, path)]
             if failing:
                 return _json({"message": "Service Unavailable", "code": 0}, failing[0])
+            commands = re.fullmatch(
+                rf"/applications/{self.application_id}(?:/guilds/(\d+))?/commands", path
+            )
+            if commands is not None and request.method == "PUT":
+                return self._overwrite_commands(commands[1], body)  # a list, not an object
             response = self._route(request.method, path, body or {}, request.query)
             if response.status == 201 and path.endswith("/threads"):
                 # Discord tells the creator's gateway about the new thread, as it does here.
@@ -350,6 +370,8 @@ class FakeDiscord:
             return self._interaction_callback(m[1], body)
         if (m := re.fullmatch(r"/webhooks/\d+/itoken(\d+)", path)) and method == "POST":
             return self._follow_up(m[1], body, wait=query.get("wait") in ("1", "true"))
+        if m := re.fullmatch(r"/webhooks/\d+/itoken(\d+)/messages/(\d+|@original)", path):
+            return self._webhook_message(method, m[1], m[2], body)
         return _json({"message": f"fake has no route {method} {path}", "code": 0}, 404)
 
     def _interaction_callback(self, interaction_id: str, body: JSON) -> web.Response:
@@ -370,6 +392,8 @@ class FakeDiscord:
             assert isinstance(data, dict)
             self.modals[interaction_id] = data
         self._answered.add(interaction_id)
+        if body.get("type") == 5:
+            self.deferred[interaction_id] = int((data or {}).get("flags", 0))
         resource: JSON = {"type": body.get("type")}
         if isinstance(data, dict) and body.get("type") in (4, 7):
             resource["message"] = self._message_payload("0", data)
@@ -394,8 +418,50 @@ class FakeDiscord:
             return _json({"message": "Unknown Webhook", "code": 10015}, 404)
         if problem := message_problem(body):
             return _invalid(problem)
-        message = self._keep_ephemeral(interaction_id, body)
+        first = interaction_id not in self.follow_ups
+        deferral = self.deferred.get(interaction_id, 0) if first else 0
+        if (int(body.get("flags", 0)) | deferral) & EPHEMERAL:
+            message = self._keep_ephemeral(interaction_id, {**body, "flags": EPHEMERAL})
+        else:
+            channel_id = self.interaction_channels.get(interaction_id, "0")
+            message = self._store_message(channel_id, body)
+        self.follow_ups.setdefault(interaction_id, []).append(message)
         return _json(message) if wait else web.Response(status=204)
+
+    def _webhook_message(
+        self, method: str, interaction_id: str, message_id: str, body: JSON
+    ) -> web.Response:
+        """Edit a follow-up, or delete the original (deferred) response."""
+        if interaction_id not in self._answered:
+            return _json({"message": "Unknown Webhook", "code": 10015}, 404)
+        if method == "DELETE" and message_id == "@original":
+            self.deleted_responses.add(interaction_id)
+            return web.Response(status=204)
+        sent = [m for m in self.follow_ups.get(interaction_id, []) if m["id"] == message_id]
+        if method != "PATCH" or not sent:
+            return _json({"message": "Unknown Message", "code": 10008}, 404)
+        if problem := message_problem(body):
+            return _invalid(problem)
+        sent[0].update({k: body[k] for k in ("content", "components") if k in body})
+        sent[0]["edited_timestamp"] = TIMESTAMP
+        return _json(sent[0])
+
+    def _overwrite_commands(self, guild_id: str | None, body: object) -> web.Response:
+        if problem := commands_problem(body):
+            return _invalid(problem)
+        assert isinstance(body, list)
+        registered = [
+            {
+                **command,
+                "id": self.new_id(),
+                "application_id": self.application_id,
+                "version": self.new_id(),
+                **({"guild_id": guild_id} if guild_id else {}),
+            }
+            for command in body
+        ]
+        self.commands[guild_id] = registered
+        return _json(registered)
 
     def _keep_ephemeral(self, interaction_id: str, body: JSON) -> JSON:
         channel_id = self.interaction_channels.get(interaction_id, "0")

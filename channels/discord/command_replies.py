@@ -1,0 +1,167 @@
+"""Answers to application commands: through the interaction, within Discord's time limits.
+
+Discord wants an interaction answered within 3 s, and its token then lets the application
+post follow-ups for 15 minutes. A command is deferred as soon as it arrives
+(:meth:`CommandReplies.defer`: the user sees "hatchway is thinking…") and kept here, keyed
+by the interaction id — the id the command's envelope carries as ``message_id`` and as its
+reply target's ``reply_to_message_id``. A ``send`` to such a target goes out as the
+interaction's follow-up (the first one takes the place of "thinking…"), and an edit of a
+message sent that way goes through the interaction's webhook too. A reply that cannot use
+the interaction (never deferred, expired, or Discord refused the follow-up) is not taken
+here, and the caller posts it as a normal channel message.
+
+Replies to a command are ephemeral (only its user sees them) when :meth:`defer` says so; the
+inbound side asks that for commands about the asker (``/id``, ``/help``) in servers.
+
+Once the gateway has handled the command (:meth:`settle`), an interaction nothing was sent
+to — the gateway answers some commands with silence, such as a successful ``/stop``, whose
+stopped turn says so itself, or a refused sender — has its "thinking…" response deleted, so
+it is not left spinning until Discord gives up on it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import discord
+import structlog
+
+from bot.channel import SentMessage
+from bot.envelope import ChannelRef, DeliveryTarget
+from channels.discord.client import NO_MENTIONS, endpoint_scope
+
+log = structlog.get_logger(__name__)
+
+#: How long an interaction's token is used: Discord's 15 minutes, less a margin.
+TOKEN_LIFETIME_S = 14 * 60.0
+PENDING_LIMIT = 1024
+
+
+@dataclass(slots=True)
+class _Pending:
+    interaction: discord.Interaction[discord.Client]
+    ephemeral: bool
+    started: float
+    answered: bool = False
+    sent: set[str] = field(default_factory=set)  # ids of the messages sent through it
+
+
+class CommandReplies:
+    """The deferred interactions of one adapter, and replies through them."""
+
+    def __init__(
+        self,
+        ref: ChannelRef,
+        *,
+        api_base_url: str | None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._api_base = api_base_url
+        self._clock = clock
+        self._pending: OrderedDict[str, _Pending] = OrderedDict()
+        self._log = log.bind(channel=str(ref))
+
+    async def defer(
+        self, interaction: discord.Interaction[discord.Client], *, ephemeral: bool
+    ) -> None:
+        """Acknowledge the interaction now and keep it for the reply. A refused deferral
+        (Discord no longer knows the interaction) is logged; the reply then goes to the
+        channel."""
+        self._prune()
+        try:
+            with endpoint_scope(self._api_base):
+                await interaction.response.defer(ephemeral=ephemeral, thinking=True)
+        except discord.HTTPException as exc:
+            self._log.warning(
+                "discord_command_defer_failed",
+                interaction_id=str(interaction.id),
+                status=exc.status,
+                code=exc.code,
+            )
+            return
+        self._pending[str(interaction.id)] = _Pending(
+            interaction=interaction, ephemeral=ephemeral, started=self._clock()
+        )
+
+    async def send(self, target: DeliveryTarget, chunk: str) -> SentMessage | None:
+        """Post ``chunk`` as a follow-up of the interaction ``target`` replies to; None when
+        there is none to use (the caller posts in the channel)."""
+        pending = self._live(target.reply_to_message_id)
+        if pending is None:
+            return None
+        try:
+            with endpoint_scope(self._api_base):
+                message = await pending.interaction.followup.send(
+                    chunk, wait=True, ephemeral=pending.ephemeral, allowed_mentions=NO_MENTIONS
+                )
+        except discord.HTTPException as exc:
+            self._log.warning(
+                "discord_command_reply_failed",
+                interaction_id=str(pending.interaction.id),
+                status=exc.status,
+                code=exc.code,
+            )
+            self._pending.pop(str(pending.interaction.id), None)
+            return None
+        pending.answered = True
+        pending.sent.add(str(message.id))
+        return SentMessage(target=target, message_id=str(message.id))
+
+    async def edit(self, message: SentMessage, content: str) -> bool:
+        """Edit a message :meth:`send` posted, through the interaction's webhook; False when
+        ``message`` was not sent that way (or the interaction has expired)."""
+        pending = self._live(message.target.reply_to_message_id)
+        if pending is None or message.message_id not in pending.sent:
+            return False
+        try:
+            with endpoint_scope(self._api_base):
+                await pending.interaction.followup.edit_message(
+                    int(message.message_id), content=content, allowed_mentions=NO_MENTIONS
+                )
+        except discord.HTTPException as exc:
+            self._log.warning(
+                "discord_command_edit_failed",
+                message_id=message.message_id,
+                status=exc.status,
+                code=exc.code,
+            )
+        return True
+
+    async def settle(self, interaction_id: str) -> None:
+        """The gateway is done with the command: delete the "thinking…" response of an
+        interaction nothing was sent to. Later replies (a command that became a turn) still
+        use the interaction while its token lasts."""
+        pending = self._live(interaction_id)
+        if pending is None or pending.answered:
+            return
+        try:
+            with endpoint_scope(self._api_base):
+                await pending.interaction.delete_original_response()
+        except discord.HTTPException as exc:
+            self._log.warning(
+                "discord_command_close_failed",
+                interaction_id=interaction_id,
+                status=exc.status,
+                code=exc.code,
+            )
+            return
+        self._log.info("discord_command_unanswered", interaction_id=interaction_id)
+
+    def _live(self, interaction_id: str | None) -> _Pending | None:
+        if interaction_id is None:
+            return None
+        pending = self._pending.get(interaction_id)
+        if pending is None or self._clock() - pending.started > TOKEN_LIFETIME_S:
+            return None
+        return pending
+
+    def _prune(self) -> None:
+        now = self._clock()
+        while self._pending:
+            oldest = next(iter(self._pending.values()))
+            if now - oldest.started <= TOKEN_LIFETIME_S and len(self._pending) < PENDING_LIMIT:
+                return
+            self._pending.popitem(last=False)

@@ -1,0 +1,234 @@
+"""Chat commands on Discord with the real discord.py against the loopback fake: the
+application commands synced at start, an interaction deferred at once and delivered as
+``/<name>``, its answer through the interaction (or the channel when it cannot be), and the
+text forms (``/new`` typed in a DM, ``@bot stop`` in a server)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from structlog.testing import capture_logs
+
+from bot.channel import HealthState
+from bot.chat_commands import CHAT_COMMANDS
+from bot.envelope import DeliveryTarget, IngressEnvelope
+from bot.store import Store
+from channels.discord.inbound import NOT_SERVED_HERE
+from tests.fakes.discord_commands import AnsweringHost, invoke
+from tests.fakes.discord_payloads import APPLICATION_ID
+from tests.fakes.discord_server import EPHEMERAL, FakeDiscord
+from tests.fakes.discord_setup import (
+    ALICE,
+    BOT,
+    BOT_ID,
+    DM,
+    GENERAL,
+    RecordingHost,
+    make_channel,
+    running,
+    said,
+)
+
+pytestmark = pytest.mark.usefixtures("discord_env")
+
+THREAD = "800000000000000011"
+DEFERRED = 5
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeDiscord]:
+    """One guild: #general with a thread alice started."""
+    async with FakeDiscord(bot_id=BOT_ID) as server:
+        server.add_guild(channels={GENERAL: "general"}, threads={THREAD: (GENERAL, ALICE["id"])})
+        yield server
+
+
+def answered_with_name(envelope: IngressEnvelope) -> str | None:
+    return f"answer to {envelope.text}" if envelope.text.startswith("/") else None
+
+
+async def test_start_registers_the_chat_commands_globally(fake: FakeDiscord, store: Store) -> None:
+    async with running(make_channel(fake, store), RecordingHost()):
+        [sync] = fake.calls_to("PUT", r"/applications/.*")
+    assert sync.path == f"/applications/{APPLICATION_ID}/commands"
+    registered = fake.commands[None]
+    assert [(c["name"], c["description"]) for c in registered] == [
+        (spec.name, spec.summary) for spec in CHAT_COMMANDS
+    ]
+    assert all(c["type"] == 1 and c["options"] == [] for c in registered)
+    assert all(c["contexts"] == [0, 1] for c in registered)  # servers and the bot's DMs
+    assert list(fake.commands) == [None]  # no per-guild copies
+
+
+async def test_a_failed_sync_is_logged_and_the_channel_still_serves(
+    fake: FakeDiscord, store: Store
+) -> None:
+    fake.failing[r"/applications/\d+/commands"] = 503
+    host = RecordingHost()
+    channel = make_channel(fake, store)
+    with capture_logs() as logs:
+        async with running(channel, host):
+            assert channel.health.state is HealthState.CONNECTED
+            await fake.dispatch("MESSAGE_CREATE", said(fake, "hello", channel_id=DM))
+            [envelope] = await host.wait_envelopes(1)
+    assert envelope.text == "hello"
+    [failed] = [e for e in logs if e["event"] == "discord_commands_sync_failed"]
+    assert failed["status"] == 503 and failed["log_level"] == "warning"
+    assert fake.commands == {}
+
+
+async def test_sync_commands_false_leaves_the_registration_alone(
+    fake: FakeDiscord, store: Store
+) -> None:
+    async with running(make_channel(fake, store, sync_commands=False), RecordingHost()):
+        await fake.dispatch("MESSAGE_CREATE", said(fake, "hi", channel_id=DM))
+    assert fake.calls_to("PUT", r"/applications/.*") == []
+
+
+@pytest.mark.parametrize(
+    ("name", "where", "ephemeral"),
+    [
+        ("stop", GENERAL, False),
+        ("new", THREAD, False),
+        ("id", GENERAL, True),  # about the asker: only they see the answer
+        ("help", THREAD, True),
+        ("id", DM, False),
+        ("stop", DM, False),
+    ],
+)
+async def test_a_command_is_deferred_and_delivered_as_its_text(
+    fake: FakeDiscord, store: Store, name: str, where: str, ephemeral: bool
+) -> None:
+    host = RecordingHost()
+    channel = make_channel(fake, store, thread_per_request=True)
+    async with running(channel, host):
+        interaction_id, callback = await invoke(fake, name, ALICE, where)
+        [envelope] = await host.wait_envelopes(1)
+        await fake.wait_until(lambda: interaction_id in fake.deleted_responses)
+    flags = {"data": {"flags": EPHEMERAL}} if ephemeral else {}
+    assert callback.body == {"type": DEFERRED, **flags}
+    assert envelope.text == f"/{name}" and envelope.addressed_to_bot
+    assert envelope.message_id == interaction_id
+    assert envelope.sender.id == ALICE["id"] and envelope.sender.display_name == "alice"
+    assert envelope.command_scope == "session"
+    assert envelope.is_direct is (where == DM) and envelope.is_group is (where != DM)
+    thread = THREAD if where == THREAD else None  # never a thread of its own
+    conversation = GENERAL if where == THREAD else where
+    assert (envelope.conversation_id, envelope.thread_id) == (conversation, thread)
+    assert envelope.reply_target == DeliveryTarget(
+        channel=channel.ref,
+        conversation_id=conversation,
+        thread_id=thread,
+        reply_to_message_id=interaction_id,
+    )
+    # Nothing answered it, so its "thinking…" was removed; nothing went to the channel.
+    assert fake.follow_ups == {} and fake.calls_to("POST", r"/channels/\d+/messages") == []
+
+
+async def test_the_answer_goes_through_the_interaction(fake: FakeDiscord, store: Store) -> None:
+    host = AnsweringHost(answered_with_name)
+    channel = make_channel(fake, store)
+    host.channel = channel
+    async with running(channel, host):
+        private, _ = await invoke(fake, "id", ALICE, GENERAL)
+        public, _ = await invoke(fake, "new", ALICE, THREAD)
+        await host.wait_envelopes(2)
+    [told] = fake.follow_ups[private]
+    assert told["content"] == "answer to /id" and told["flags"] == EPHEMERAL
+    assert fake.ephemerals[private] == [told]
+    [shown] = fake.follow_ups[public]
+    assert shown["content"] == "answer to /new" and shown["channel_id"] == THREAD
+    assert fake.messages[shown["id"]] is shown  # a message in the thread, for everyone
+    assert fake.deleted_responses == set()
+    assert fake.calls_to("POST", r"/channels/\d+/messages") == []
+
+
+async def test_a_long_answer_and_its_edits_use_the_interaction(
+    fake: FakeDiscord, store: Store
+) -> None:
+    host = RecordingHost()
+    channel = make_channel(fake, store)
+    async with running(channel, host):
+        interaction_id, _ = await invoke(fake, "help", ALICE, DM)
+        [envelope] = await host.wait_envelopes(1)
+        # a command that became a turn: its answers arrive after the gateway let it go
+        sent = await channel.send(envelope.reply_target, "\n\n".join(["x" * 1500] * 3))
+        await channel.edit(sent[0], "⏳ edited")
+    assert len(sent) == 3
+    assert [m["id"] for m in fake.follow_ups[interaction_id]] == [s.message_id for s in sent]
+    [edit] = fake.calls_to("PATCH", rf"/webhooks/\d+/itoken{interaction_id}/messages/\d+")
+    assert edit.path.endswith(f"/messages/{sent[0].message_id}")
+    assert fake.follow_ups[interaction_id][0]["content"] == "⏳ edited"
+    assert fake.calls_to("POST", r"/channels/\d+/messages") == []
+
+
+async def test_an_answer_the_interaction_cannot_take_goes_to_the_channel(
+    fake: FakeDiscord, store: Store
+) -> None:
+    fake.failing[r"/webhooks/.*"] = 404  # the interaction is gone (its token expired)
+    host = AnsweringHost(answered_with_name)
+    channel = make_channel(fake, store)
+    host.channel = channel
+    async with running(channel, host):
+        interaction_id, callback = await invoke(fake, "stop", ALICE, THREAD)
+        await host.wait_envelopes(1)
+        await fake.wait_for_call("POST", f"/channels/{THREAD}/messages")
+    assert callback.body == {"type": DEFERRED}
+    assert fake.posted(THREAD) == ["answer to /stop"]
+    assert interaction_id not in fake.follow_ups
+
+
+async def test_a_command_from_a_server_not_served_is_refused_privately(
+    fake: FakeDiscord, store: Store
+) -> None:
+    host = RecordingHost()
+    channel = make_channel(fake, store, allowed_guilds=["1"])
+    async with running(channel, host):
+        _, callback = await invoke(fake, "id", ALICE, GENERAL)
+        await fake.dispatch("MESSAGE_CREATE", said(fake, "/new", channel_id=DM))
+        [envelope] = await host.wait_envelopes(1)  # a DM is served; the command was not
+    assert callback.body is not None and callback.body["type"] == 4
+    assert callback.body["data"]["content"] == NOT_SERVED_HERE
+    assert callback.body["data"]["flags"] == EPHEMERAL
+    assert envelope.text == "/new"
+
+
+@pytest.mark.parametrize(
+    ("where", "content", "mentions", "text", "addressed"),
+    [
+        (DM, "/new", False, "/new", True),
+        (DM, "/STOP", False, "/stop", True),
+        (DM, "/stop  now ", False, "/stop now", True),
+        (DM, "new", False, "new", True),  # a word, not a command
+        (DM, "/deploy now", False, "/deploy now", True),  # not ours: as typed
+        (GENERAL, f"<@{BOT_ID}> new", True, "/new", True),
+        (GENERAL, f"<@!{BOT_ID}>  Stop", True, "/stop", True),
+        (GENERAL, f"<@{BOT_ID}> /help", True, "/help", True),
+        (GENERAL, f"<@{BOT_ID}> stop the deploy", True, "stop the deploy", True),
+        (GENERAL, f"stop <@{BOT_ID}>", True, "stop", True),
+        (GENERAL, f"<@{BOT_ID}> <@{ALICE['id']}> stop", True, "@alice stop", True),
+        (GENERAL, "/stop", False, "/stop", False),  # typed in a server: not addressed
+        (THREAD, f"<@{BOT_ID}> stop", True, "/stop", True),
+    ],
+)
+async def test_text_forms_of_the_commands(
+    fake: FakeDiscord,
+    store: Store,
+    where: str,
+    content: str,
+    mentions: bool,
+    text: str,
+    addressed: bool,
+) -> None:
+    host = RecordingHost()
+    channel = make_channel(fake, store, thread_per_request=True)
+    people = [BOT, ALICE] if "<@1" in content else [BOT]
+    async with running(channel, host):
+        message = said(fake, content, channel_id=where, mentions=people if mentions else None)
+        await fake.dispatch("MESSAGE_CREATE", message)
+        [envelope] = await host.wait_envelopes(1)
+    assert (envelope.text, envelope.addressed_to_bot) == (text, addressed)
+    if text.startswith("/") and where != DM:  # a command opens no thread of its own
+        conversation, thread = (GENERAL, THREAD) if where == THREAD else (GENERAL, None)
+        assert (envelope.conversation_id, envelope.thread_id) == (conversation, thread)
