@@ -126,6 +126,21 @@ async def test_a_command_is_deferred_and_delivered_as_its_text(
     assert fake.follow_ups == {} and fake.calls_to("POST", r"/channels/\d+/messages") == []
 
 
+async def test_a_command_in_a_thread_opened_after_start_acts_on_that_thread(
+    fake: FakeDiscord, store: Store
+) -> None:
+    """The thread is not in discord.py's cache: the interaction's channel object says which
+    thread it is and its parent."""
+    late = "800000000000000012"
+    host = RecordingHost()
+    async with running(make_channel(fake, store), host):
+        fake.guilds[0].threads[late] = (GENERAL, ALICE["id"])  # after GUILD_CREATE
+        await invoke(fake, "stop", ALICE, late)
+        [envelope] = await host.wait_envelopes(1)
+    assert (envelope.conversation_id, envelope.thread_id) == (GENERAL, late)
+    assert envelope.reply_target.thread_id == late
+
+
 async def test_the_answer_goes_through_the_interaction(fake: FakeDiscord, store: Store) -> None:
     host = AnsweringHost(answered_with_name)
     channel = make_channel(fake, store)
