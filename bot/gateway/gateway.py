@@ -134,6 +134,16 @@ class Gateway:
     def queue_depth(self) -> int:
         return self._sessions.queue_depth()
 
+    @property
+    def idle(self) -> bool:
+        """No turn is queued or running."""
+        return self._sessions.idle
+
+    async def wait_idle(self) -> None:
+        """Return once no turn is queued or running: every message admitted so far has been
+        answered or has failed (``hatchway chat`` waits for this at the end of its input)."""
+        await self._sessions.wait_idle()
+
     async def drain(self, timeout_s: float) -> bool:
         """Stop accepting; wait up to ``timeout_s`` for running turns, then cancel them.
 

@@ -65,6 +65,8 @@ class Sessions:
         self._group: asyncio.TaskGroup | None = None
         # envelope ids queued or running in this process: recovery must not queue them again
         self._live: set[str] = set()
+        self._idle = asyncio.Event()  # set while _live is empty
+        self._idle.set()
 
     async def run(self) -> None:
         """Own the session workers; lives until cancelled."""
@@ -78,6 +80,7 @@ class Sessions:
     def enqueue(self, turn: TurnIdentity) -> None:
         """Queue a turn behind its session's others (starting the session's worker)."""
         self._live.add(turn.envelope.envelope_id)
+        self._idle.clear()
         session = self._sessions.get(turn.session_key)
         if session is None:
             session = _Session(queue=asyncio.Queue())
@@ -92,6 +95,21 @@ class Sessions:
         """Whether the message is queued or running in this process."""
         return envelope_id in self._live
 
+    @property
+    def idle(self) -> bool:
+        """No turn is queued or running in this process."""
+        return self._idle.is_set()
+
+    async def wait_idle(self) -> None:
+        """Return once no turn is queued or running (at once when none is)."""
+        await self._idle.wait()
+
+    def _forget(self, envelope_id: str) -> None:
+        """The message is no longer queued or running."""
+        self._live.discard(envelope_id)
+        if not self._live:
+            self._idle.set()
+
     def stop(self, session_key: str, reason: str) -> tuple[bool, list[TurnIdentity]]:
         """Cancel the session's running turn and take its queued ones out of the queue.
         Returns whether a turn was running and the turns dropped (their inbox entries are
@@ -103,7 +121,7 @@ class Sessions:
         dropped: list[TurnIdentity] = []
         while not session.queue.empty():
             turn = session.queue.get_nowait()
-            self._live.discard(turn.envelope.envelope_id)
+            self._forget(turn.envelope.envelope_id)
             dropped.append(turn)
         return stopped, dropped
 
@@ -131,7 +149,7 @@ class Sessions:
             while not session.queue.empty():
                 turn = session.queue.get_nowait()
                 if turn.envelope.sender.id == sender_id:
-                    self._live.discard(turn.envelope.envelope_id)
+                    self._forget(turn.envelope.envelope_id)
                     dropped.append(turn)
                 else:
                     kept.append(turn)
@@ -206,7 +224,7 @@ class Sessions:
                 reset_contextvars(**bound)
                 session.control = None
                 session.running = None
-                self._live.discard(envelope.envelope_id)
+                self._forget(envelope.envelope_id)
 
     async def _mark(
         self, turn: TurnIdentity, status: InboxStatus, *, error: str | None = None
