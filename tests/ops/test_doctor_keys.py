@@ -262,3 +262,16 @@ async def test_missing_config_file_names_the_option(
     assert code == 1
     assert out.startswith("✗ config: config file ")
     assert "--config" in finding(out, "config")
+
+
+async def test_the_access_fix_names_the_id_command_of_the_platform(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    channels = (
+        '[channels.slack.ops]\nslash_command = "/opsbot"\n\n'
+        '[channels.telegram.main]\ntoken_env = "DR_TG"\n'
+    )
+    _, out = await doctor(write_config(tmp_path, channels), capsys)
+    assert "by sending the bot /opsbot id" in finding(out, "access slack.ops")
+    assert "channels.slack.ops.allowed_users" in finding(out, "access slack.ops")
+    assert "by sending the bot /id" in finding(out, "access telegram.main")

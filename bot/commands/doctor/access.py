@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING
 from bot.commands.doctor.report import CheckResult
 
 if TYPE_CHECKING:
-    from bot.config import Settings
+    from bot.config import ChannelCommon, Settings
 
 FIX = (
-    "list the user ids in {key} (each person gets theirs from the bot's id command: /id, on "
-    'Slack /hatchway id), or set {key} = ["*"] to let everyone talk to the bot'
+    "list the user ids in {key} (each person gets theirs by sending the bot {command}), or "
+    'set {key} = ["*"] to let everyone talk to the bot'
 )
 
 
@@ -50,7 +50,16 @@ def access_findings(settings: Settings) -> list[CheckResult]:
                 ok=True,
                 warning=True,
                 detail=problem,
-                fix=FIX.format(key=f"channels.{kind}.{alias}.allowed_users"),
+                fix=FIX.format(
+                    key=f"channels.{kind}.{alias}.allowed_users", command=_id_command(kind, cfg)
+                ),
             )
         )
     return found
+
+
+def _id_command(kind: str, cfg: ChannelCommon) -> str:
+    """How a user asks the bot for their id there: ``/id``; on Slack, the slash command."""
+    if kind == "slack":
+        return f"{getattr(cfg, 'slash_command', '/hatchway')} id"
+    return "/id"
