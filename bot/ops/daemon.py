@@ -57,6 +57,7 @@ from bot.ops.notify import SystemdNotifier, watchdog_pings
 from bot.ops.web import HttpServer
 from bot.providers.deferred import DeferredProvider
 from bot.providers.factory import defer_provider
+from bot.providers.summary import describe_chain
 
 log = structlog.get_logger(__name__)
 
@@ -109,6 +110,25 @@ def restart_only_changes(old: Settings, new: Settings) -> list[str]:
 def _platform(config: ChannelCommon) -> dict[str, object]:
     """The adapter's own settings (tokens, URLs, modes): everything but the access fields."""
     return {k: v for k, v in config.model_dump().items() if k not in _COMMON_FIELDS}
+
+
+def provider_fields(settings: Settings) -> dict[str, object]:
+    """The ``daemon_ready`` fields naming the provider in use: its name, kind, model,
+    endpoint and tool mode, and the fallbacks (each in a few words) when there are any."""
+    chain = describe_chain(settings)
+    if not chain:
+        return {}
+    primary = chain[0]
+    fields: dict[str, object] = {
+        "provider": primary.name,
+        "provider_kind": primary.kind,
+        "model": primary.model,
+        "endpoint": primary.endpoint,
+        "tool_mode": primary.tool_mode,
+    }
+    if len(chain) > 1:
+        fields["fallback"] = [summary.text() for summary in chain[1:]]
+    return fields
 
 
 def status_line(health: Mapping[str, ChannelHealth]) -> str:
@@ -165,7 +185,7 @@ class Daemon:
             await self._wait_for_channels(app)
             status = status_line(app.channel_health())
             self.notifier.ready(status)
-            log.info("daemon_ready", status=status)
+            log.info("daemon_ready", status=status, **provider_fields(self.settings))
             async with (
                 _owned(self._refresh_status(app, status), "status"),
                 _owned(_warm_up(deferred), "provider-warm"),
