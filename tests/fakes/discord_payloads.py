@@ -106,6 +106,20 @@ def application_payload(application_id: str, bot_user: JSON) -> JSON:
     }
 
 
+def registered_command(
+    command: JSON, application_id: str, command_id: str, guild_id: str | None
+) -> JSON:
+    """The application command object Discord answers a registration with."""
+    scope = {"guild_id": guild_id} if guild_id else {}
+    return {
+        **command,
+        "id": command_id,
+        "application_id": application_id,
+        "version": command_id,
+        **scope,
+    }
+
+
 def guild_payload(guild: FakeGuild, bot_user: JSON) -> JSON:
     """The GUILD_CREATE payload of ``guild``, with the bot ``bot_user`` as its one member."""
     everyone = {

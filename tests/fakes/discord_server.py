@@ -55,6 +55,7 @@ from tests.fakes.discord_payloads import (
     application_payload,
     guild_payload,
     message_payload,
+    registered_command,
     thread_payload,
 )
 from tests.fakes.loopback import LoopbackServer
@@ -451,14 +452,7 @@ class FakeDiscord:
             return _invalid(problem)
         assert isinstance(body, list)
         registered = [
-            {
-                **command,
-                "id": self.new_id(),
-                "application_id": self.application_id,
-                "version": self.new_id(),
-                **({"guild_id": guild_id} if guild_id else {}),
-            }
-            for command in body
+            registered_command(c, self.application_id, self.new_id(), guild_id) for c in body
         ]
         self.commands[guild_id] = registered
         return _json(registered)
