@@ -168,9 +168,7 @@ async def test_a_member_stops_and_starts_over_case_insensitively(rig: Rig) -> No
     await until(lambda: rig.turns.started == ["slow"])
     await rig.gateway.deliver(envelope("/STOP"))
     await until(lambda: rig.turns.cancelled == ["slow"] and rig.turns.running == 0)
-    async with asyncio.timeout(10):  # the finished turn has left its session
-        while (await rig.store.inbox.counts()).get(InboxStatus.DONE) != 1:
-            await asyncio.sleep(0.01)
+    await until(lambda: rig.gateway.active_turns == 0)  # the turn has left its session
     await rig.gateway.deliver(envelope("/stop", message_id="again"))
     await until(lambda: NOTHING_RUNNING in rig.said())
     await rig.gateway.deliver(envelope("/New"))
