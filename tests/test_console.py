@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import io
 import os
+import weakref
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import IO
@@ -51,11 +52,14 @@ class Terminal:
         self.channel = ConsoleChannel(
             CONSOLE, stdin=self.channel_input, stdout=self.screen, user="ana"
         )
+        # The console does not close the stdin it reads; the read end goes with the terminal.
+        weakref.finalize(self, self.channel_input.close)
 
     def type(self, line: str) -> None:
         os.write(self._write_fd, f"{line}\n".encode())
 
     def close(self) -> None:
+        """End of input, as closing a pipe is."""
         if self._write_fd >= 0:
             os.close(self._write_fd)
             self._write_fd = -1
@@ -240,3 +244,112 @@ async def test_an_answer_cannot_drive_the_terminal(fake: OpenAIFake, tmp_path: P
         terminal.close()
     assert "\x1b" not in screen and "\x07" not in screen and "\u202e" not in screen
     assert "ok\\x1b[2J\\x1b]0;owned\\x07\\u202edone\n\tindented" in screen
+
+
+class PtyTerminal:
+    """A console channel on a real pseudo-terminal in this process: the test types on the
+    master side and reads what the terminal shows (echo, prompts, escape sequences)."""
+
+    def __init__(self) -> None:
+        self._master, slave = os.openpty()
+        self.channel_input: IO[str] = os.fdopen(slave, "r", encoding="utf-8", closefd=False)
+        self.channel_output: IO[str] = os.fdopen(slave, "w", encoding="utf-8", closefd=True)
+        self.channel = ConsoleChannel(
+            CONSOLE, stdin=self.channel_input, stdout=self.channel_output, user="ana"
+        )
+        self.raw = ""
+        self._changed = asyncio.Event()
+        os.set_blocking(self._master, False)
+        asyncio.get_running_loop().add_reader(self._master, self._readable)
+
+    def _readable(self) -> None:
+        try:
+            self.raw += os.read(self._master, 65536).decode("utf-8", "replace")
+        except BlockingIOError:
+            return
+        self._changed.set()
+
+    def type(self, text: str) -> None:
+        os.write(self._master, text.encode())
+
+    async def wait_for(self, needle: str, *, count: int = 1, within_s: float = 20.0) -> str:
+        async with asyncio.timeout(within_s):
+            while self.raw.count(needle) < count:
+                self._changed.clear()
+                await self._changed.wait()
+        return self.raw
+
+    def dispose(self) -> None:
+        asyncio.get_running_loop().remove_reader(self._master)
+        self.channel_input.close()
+        self.channel_output.close()
+        os.close(self._master)
+
+
+@pytest.fixture
+async def pty_terminal() -> AsyncIterator[PtyTerminal]:
+    terminal = PtyTerminal()
+    yield terminal
+    terminal.dispose()
+
+
+async def test_a_message_shown_while_an_approval_prompt_waits_comes_after_its_answer(
+    fake: OpenAIFake, tmp_path: Path, pty_terminal: PtyTerminal
+) -> None:
+    """What the channel is asked to show while the prompt waits (a progress flush, another
+    turn's answer) never lands inside the prompt's line: the typed answer follows the
+    prompt directly, and the held message comes after it."""
+    terminal = pty_terminal
+    fake.queue_tool_calls([("shell", {"command": "echo hi"})])
+    fake.queue_text("done")
+    async with App(settings_for(fake, tmp_path), channels={"console.main": terminal.channel}):
+        await terminal.wait_for("> ")
+        terminal.type("run it\n")
+        await terminal.wait_for("times out in 300s): ")
+        await terminal.channel.send(terminal.channel.target, "⏳ a line shown meanwhile")
+        terminal.type("y\n")
+        await terminal.wait_for("done")
+    raw = terminal.raw
+    answer = raw.index("times out in 300s): ") + len("times out in 300s): ")
+    assert raw[answer:].startswith("y\r\n")  # the echo of the answer, nothing before it
+    held = raw[answer:].split("⏳ shell")[0]  # shown after the answer, before the call runs
+    assert "⏳ a line shown meanwhile\r\n" in held
+
+
+async def test_the_input_prompt_stays_below_what_is_shown(
+    fake: OpenAIFake, tmp_path: Path, pty_terminal: PtyTerminal
+) -> None:
+    terminal = pty_terminal
+    fake.queue_text("first answer")
+    async with App(settings_for(fake, tmp_path), channels={"console.main": terminal.channel}):
+        await terminal.wait_for("> ")
+        terminal.type("hello\n")
+        await terminal.wait_for("first answer")
+        await terminal.wait_for("> ", count=2)
+        terminal.type("\n")  # an empty line is no message: a fresh prompt
+        await terminal.wait_for("> ", count=3)
+        terminal.channel.notice("a notice")  # erases the prompt, shows the line, prompts
+        await terminal.wait_for("a notice")
+    raw = terminal.raw
+    assert raw.startswith("> hello\r\nfirst answer\r\n> \r\n> \r\x1b[Ka notice\r\n> ")
+    assert len(fake.requests) == 1
+
+
+async def test_piped_input_shows_no_prompt_and_no_escape_sequences(
+    fake: OpenAIFake, tmp_path: Path
+) -> None:
+    terminal = Terminal()
+    fake.queue_tool_calls([("shell", {"command": "echo hi"})])
+    fake.queue_text("done")
+    async with App(settings_for(fake, tmp_path), channels={"console.main": terminal.channel}):
+        terminal.type("run it")
+        await terminal.screen.wait_for("times out in 300s): ")
+        await terminal.channel.send(terminal.channel.target, "shown meanwhile")
+        terminal.type("y")
+        screen = await terminal.screen.wait_for("done")
+        terminal.close()
+    assert "> " not in screen and "\x1b" not in screen
+    # no echo on a pipe: the prompt's line is ended for it, then the held line is shown
+    answer = screen.index("times out in 300s): ") + len("times out in 300s): ")
+    assert screen[answer:].startswith("\n")
+    assert "shown meanwhile\n" in screen[answer:].split("⏳ shell")[0]

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import gc
-import signal
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -33,8 +31,17 @@ def register(subparsers: Any) -> None:
     )
     run.set_defaults(handler=_run)
 
-    chat = subparsers.add_parser("chat", help="talk to the agent in this terminal")
+    chat = subparsers.add_parser(
+        "chat",
+        help="talk to the agent in this terminal (or answer piped lines, one message each)",
+    )
     add_config_argument(chat)
+    chat.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="write log lines to stderr instead of hatchway-chat.log in the state directory",
+    )
     chat.set_defaults(handler=_chat)
 
 
@@ -64,32 +71,38 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 async def _chat(args: argparse.Namespace) -> int:
+    from bot.commands.chat import ChatConsole, Conversation, banner, log_file
     from bot.config import ChannelsConfig
-    from bot.ops.logs import configure_logging
+    from bot.ops.logs import configure_logging, open_log_file
 
     settings = _settings(args)
     # The console alone: other configured channels are not started by ``chat``.
     console_only = settings.model_copy(update={"channels": ChannelsConfig.embedded_console()})
-    configure_logging("warning", settings.logging.format)
+    level, fmt = settings.logging.level, settings.logging.format
+    if args.verbose:
+        configure_logging(level, fmt)
+        where = "stderr (--verbose)"
+    else:
+        path = log_file(settings)
+        try:
+            configure_logging(level, fmt, open_log_file(path))
+            where = str(path)
+        except OSError as exc:
+            configure_logging("warning", fmt)
+            where = f"stderr, warnings only ({path}: {exc.strerror or exc})"
+    # before the app starts: nothing of the conversation can be on the screen yet
+    print(banner(settings, log=where), flush=True)
     from bot.app import App
 
     app = App(console_only)
     await app.start()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM,):
-        loop.add_signal_handler(sig, stop.set)
-    print(
-        "hatchway chat: type a message and press Enter. /new starts over, /stop cancels, "
-        "Ctrl-D quits.",
-        flush=True,
-    )
-    done = asyncio.ensure_future(app.wait_channel_done("console.main"))
-    stopped = asyncio.ensure_future(stop.wait())
+    drain_s = 0.0
     try:
-        await asyncio.wait({done, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        console = app.channels.get("console.main")
+        if not isinstance(console, ChatConsole):
+            raise RuntimeError("hatchway chat needs the console channel")
+        ending = await Conversation(app.gateway, console).run()
+        drain_s = ending.drain_s
+        return ending.code
     finally:
-        done.cancel()
-        stopped.cancel()
-        await app.stop(drain_timeout_s=300.0)
-    return 0
+        await app.stop(drain_timeout_s=drain_s)

@@ -1,5 +1,8 @@
 """structlog setup: JSON lines when stderr is not a terminal, a pretty console otherwise.
 
+``hatchway chat`` logs to a file instead (:func:`open_log_file`), so that no log line lands
+in the conversation on the terminal; ``--verbose`` sends them to stderr.
+
 Every event passes through a scrubbing processor, so a secret that slips into an event
 field is masked before it is written. Standard-library logging (used by the platform SDKs)
 is routed through the same chain and renderer.
@@ -13,9 +16,11 @@ frame's source line is masked like any other field, and no renderer ever sees a 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import MutableMapping
-from typing import Any, Literal
+from pathlib import Path
+from typing import IO, Any, Literal
 
 import structlog
 
@@ -27,6 +32,25 @@ _LEVELS = {
     "warning": logging.WARNING,
     "error": logging.ERROR,
 }
+
+
+#: A log file past this size is moved aside (``<name>.1``) when it is opened again.
+LOG_FILE_LIMIT_BYTES = 5_000_000
+
+
+def open_log_file(path: Path) -> IO[str]:
+    """Open ``path`` to append log lines to, readable by its owner only (events are scrubbed,
+    but they still say who asked what). A file grown past :data:`LOG_FILE_LIMIT_BYTES` is
+    renamed ``<name>.1`` first (one older file is kept). Raises ``OSError``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if path.stat().st_size > LOG_FILE_LIMIT_BYTES:
+            path.replace(path.with_name(path.name + ".1"))
+    except FileNotFoundError:
+        pass
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.fchmod(fd, 0o600)  # a file made before (or by hand) is narrowed too
+    return os.fdopen(fd, "a", encoding="utf-8", buffering=1)
 
 
 _render_stack_info = structlog.processors.StackInfoRenderer(additional_ignores=[__name__])

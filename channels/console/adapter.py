@@ -1,16 +1,26 @@
 """The console channel: stdin in, stdout out, approvals asked at the terminal.
 
 Each input line is one message. ``/stop`` cancels the running turn, ``/new`` starts a new
-session (both handled by the gateway). End of input (Ctrl-D) ends the channel's ``run``.
-While an approval prompt is open, the next input line answers it instead of becoming a
-message.
+session (both handled by the gateway). While an approval prompt is open, the next input line
+answers it instead of becoming a message. Output goes through one :class:`Screen`, which
+keeps the input prompt (``> `` on an interactive terminal) at the bottom and never writes
+into an open approval prompt's line.
+
+End of input (Ctrl-D, or the end of piped input) closes the console to new messages: an open
+approval prompt gets no answer (no), later lines are not sent, and the end is reported to
+whoever waits in :meth:`ConsoleChannel.end_of_input` (``hatchway chat``, which finishes the
+turns in hand and quits). On a pipe or file that is the end and ``run`` returns; on a
+terminal reading goes on, so that a second Ctrl-D can be reported and an approval prompt of
+the turn being finished can still be answered.
+
+Console input means nothing once the process that read it is gone: its envelopes say
+``replay_on_restart`` false, and recovery never answers them in a later run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import stat
 import sys
 import uuid
 from collections.abc import Sequence
@@ -28,12 +38,14 @@ from bot.channel import (
 from bot.channel_registry import ChannelContext
 from bot.config import ChannelCommon
 from bot.envelope import Capabilities, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
-from bot.visible_text import terminal_text
 from channels.common.health import HealthRecord
+from channels.console.inbound import StdinReader, is_terminal
+from channels.console.screen import Screen
 
 log = structlog.get_logger(__name__)
 
 CONVERSATION_ID = "terminal"
+QUITTING_NOTE = "(not sent: quitting; Ctrl-D again to quit now)"
 
 
 class ConsoleChannel:
@@ -52,9 +64,17 @@ class ConsoleChannel:
         self._stdout = stdout if stdout is not None else sys.stdout
         self._user = user or os.environ.get("USER") or "local"
         self._health = HealthRecord(ref)
-        self._prompt: asyncio.Future[str | None] | None = None
+        shows = is_terminal(self._stdout)
+        self._screen = Screen(
+            self._stdout, prompting=shows and is_terminal(self._stdin), erasable=shows
+        )
+        self._host: ChannelHost | None = None
+        self._answer: asyncio.Future[str | None] | None = None
         self._prompt_lock = asyncio.Lock()
-        self._eof = asyncio.Event()
+        self._echoes = False
+        self._ends: asyncio.Queue[None] = asyncio.Queue()
+        self._closing = False  # an end of input was read: no new messages
+        self._over = False  # and no more input will come
 
     @property
     def health(self) -> ChannelHealth:
@@ -67,48 +87,77 @@ class ConsoleChannel:
     def target(self) -> DeliveryTarget:
         return DeliveryTarget(channel=self.ref, conversation_id=CONVERSATION_ID)
 
-    def _write(self, text: str) -> None:
-        # what the model, a tool or a platform name says is shown, never obeyed by the terminal
-        self._stdout.write(terminal_text(text))
-        self._stdout.flush()
+    @property
+    def interactive(self) -> bool:
+        """A person types at a terminal: an end of input is a key press (Ctrl-D), and input
+        can still be read after it."""
+        return is_terminal(self._stdin)
 
     async def run(self, host: ChannelHost) -> None:
-        """Read lines until end of input, delivering each as an envelope."""
-        reader, transport = await self._open_reader()
+        """Deliver each line read as an envelope; return when input is over (a pipe or file
+        ended; on a terminal, when cancelled)."""
+        self._host = host
+        reader = StdinReader(self._stdin)
+        self._echoes = reader.echoes
+        reader.open()
         self._set_health(HealthState.CONNECTED, "reading stdin")
+        self._screen.begin()
         try:
             while True:
-                raw = await reader.readline()
-                if not raw:
-                    break
-                line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-                if self._prompt is not None and not self._prompt.done():
-                    self._prompt.set_result(line)
+                line = await reader.next()
+                if line is None:
+                    self._end_of_input(over=reader.finished)
+                    if reader.finished:
+                        return
                     continue
-                if not line.strip():
+                if self._answer is not None and not self._answer.done():
+                    self._answer.set_result(line)
                     continue
-                await host.deliver(self._envelope(line))
+                self._screen.line_read(blank=not line.strip())
+                if self._closing:
+                    self._screen.show(QUITTING_NOTE)
+                elif line.strip():
+                    await host.deliver(self._envelope(line))
         finally:
-            if transport is not None:
-                transport.close()
-            self._eof.set()
-            if self._prompt is not None and not self._prompt.done():
-                self._prompt.set_result(None)
+            reader.close()
+            if self._answer is not None and not self._answer.done():
+                self._answer.set_result(None)
             self._set_health(HealthState.STOPPED, "end of input")
 
-    async def _open_reader(self) -> tuple[asyncio.StreamReader, asyncio.BaseTransport | None]:
-        loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader()
-        if _watchable(self._stdin):
-            protocol = asyncio.StreamReaderProtocol(reader)
-            transport, _ = await loop.connect_read_pipe(lambda: protocol, self._stdin)
-            return reader, transport
-        # A regular file or /dev/null (a service without a terminal) cannot be watched by
-        # the event loop: read it whole; end of input follows.
-        data = await asyncio.to_thread(self._stdin.read)
-        reader.feed_data(data.encode("utf-8"))
-        reader.feed_eof()
-        return reader, None
+    def _end_of_input(self, *, over: bool) -> None:
+        self._closing = True
+        self._over = self._over or over
+        self._set_health(HealthState.STOPPED, "end of input")
+        self._screen.stop_prompting()
+        if self._answer is not None and not self._answer.done():
+            self._answer.set_result(None)
+        self._ends.put_nowait(None)
+
+    # -- what ``hatchway chat`` asks of its console --------------------------------------
+
+    async def end_of_input(self) -> None:
+        """Wait for the next end of input not yet waited for: each Ctrl-D on a terminal;
+        the end of piped input once, and at once from then on."""
+        if self._over and self._ends.empty():
+            return
+        await self._ends.get()
+
+    def notice(self, text: str) -> None:
+        """Show a line of the program's own (not a message of the conversation)."""
+        self._screen.show(text)
+
+    async def interrupt(self) -> None:
+        """Stop the turn running for this console and drop those queued behind it, as
+        typing ``/stop`` does (Ctrl-C; the ``^C`` the terminal echoed is cleared)."""
+        self._screen.clear_line()
+        if self._host is not None:
+            await self._host.deliver(self._envelope("/stop"))
+
+    def quitting(self) -> None:
+        """The program is about to quit: no new messages and no input prompt from now on;
+        the prompt line is cleared, so that the shell's prompt starts on a clean line."""
+        self._closing = True
+        self._screen.stop_prompting()
 
     def _envelope(self, text: str) -> IngressEnvelope:
         return IngressEnvelope(
@@ -123,17 +172,18 @@ class ConsoleChannel:
             capabilities=Capabilities(
                 max_message_chars=1_000_000,
                 terminal_prompt=True,
+                replay_on_restart=False,
             ),
         )
 
     # -- outbound ---------------------------------------------------------------------
 
     async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
-        self._write(f"{text}\n")
+        self._screen.show(text)
         return [SentMessage(target=target, message_id=uuid.uuid4().hex)]
 
     async def edit(self, message: SentMessage, text: str) -> None:
-        self._write(f"{text}\n")
+        self._screen.show(text)
 
     async def react(self, target: DeliveryTarget, message_id: str, emoji: str) -> None:
         return None
@@ -142,35 +192,29 @@ class ConsoleChannel:
         return None
 
     async def post_approval_card(self, target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
-        self._write(card.render_text() + "\n")
+        self._screen.show(card.render_text())
         return SentMessage(target=target, message_id=card.approval_id)
 
     async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:
-        self._write(card.render_text() + "\n")
+        self._screen.show(card.render_text())
 
     # -- terminal prompt (bot.approval TerminalPrompter) ---------------------------------
 
     async def ask_line(self, prompt: str) -> str | None:
-        """Show ``prompt`` and return the next input line (None at end of input)."""
+        """Show ``prompt`` and return the next input line (None once input is over, or at
+        the next end of input)."""
         async with self._prompt_lock:
-            if self._eof.is_set():
+            if self._over:
                 return None
-            self._prompt = asyncio.get_running_loop().create_future()
-            self._write(prompt)
+            answer: str | None = None
+            self._answer = asyncio.get_running_loop().create_future()
+            self._screen.ask(prompt)
             try:
-                return await self._prompt
+                answer = await self._answer
+                return answer
             finally:
-                self._prompt = None
-
-
-def _watchable(stream: IO[str]) -> bool:
-    """Pipes, sockets and terminals can be watched by the event loop; files cannot."""
-    try:
-        fd = stream.fileno()
-        mode = os.fstat(fd).st_mode
-    except (OSError, ValueError):
-        return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
+                self._answer = None
+                self._screen.answered(echoed=answer is not None and self._echoes)
 
 
 def create(ref: ChannelRef, config: ChannelCommon, context: ChannelContext) -> ConsoleChannel:

@@ -7,14 +7,17 @@ from __future__ import annotations
 import io
 import json
 import logging
+import stat
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Literal
 
 import pytest
 import structlog
 
-from bot.ops.logs import configure_logging
+from bot.ops import logs
+from bot.ops.logs import configure_logging, open_log_file
 from bot.scrub import register_secret
 
 REGISTERED = "vault-9f3c1d7e2a-registered"
@@ -162,3 +165,39 @@ def test_a_logged_password_is_masked_past_metacharacters() -> None:
     configure_logging("info", "json", stream=out)
     structlog.get_logger("t").info("connecting", dsn="host=db password=pa$$w;rd user=app")
     assert "w;rd" not in out.getvalue() and "pa$$" not in out.getvalue()
+
+
+def test_a_log_file_is_the_owners_alone_and_appended_to(tmp_path: Path) -> None:
+    path = tmp_path / "state" / "hatchway-chat.log"
+    with open_log_file(path) as first:
+        first.write("one\n")
+    path.chmod(0o644)  # as a hand-made or older file may be
+    with open_log_file(path) as second:
+        second.write("two\n")
+    assert path.read_text() == "one\ntwo\n"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_a_log_file_past_its_limit_is_moved_aside_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(logs, "LOG_FILE_LIMIT_BYTES", 10)
+    path = tmp_path / "chat.log"
+    path.write_text("x" * 11)
+    (tmp_path / "chat.log.1").write_text("oldest")
+    with open_log_file(path) as log_file:
+        log_file.write("new\n")
+    assert path.read_text() == "new\n"
+    assert (tmp_path / "chat.log.1").read_text() == "x" * 11
+
+
+def test_events_written_to_a_log_file_are_json_lines(
+    tmp_path: Path, logged: Callable[[Format], io.StringIO]
+) -> None:
+    logged("json")  # saves and restores the logging set-up around this test
+    path = tmp_path / "chat.log"
+    with open_log_file(path) as log_file:
+        configure_logging("info", "auto", log_file)
+        structlog.get_logger("bot.test").warning("provider_gave_up", provider="default")
+    (event,) = [json.loads(line) for line in path.read_text().splitlines()]
+    assert event["event"] == "provider_gave_up" and event["level"] == "warning"

@@ -1,0 +1,206 @@
+"""``hatchway chat`` as a real subprocess: on a pseudo-terminal, or with piped input.
+
+:class:`ChatProcess` starts ``python -m bot.cli chat`` with a clean environment (the state
+directory and the LLM endpoint given, nothing of the test's own ``HATCHWAY_``/``OPENAI_``
+variables). On a terminal (:func:`start_on_terminal`) the child is the session leader of a
+new pseudo-terminal, which is its controlling terminal, so typing ``^C`` sends it SIGINT and
+``^D`` at the start of a line is an end of input, exactly as at a real terminal; stdout and
+stderr both go to that terminal, as they would for a person. Everything the terminal shows
+is collected; waits take generous timeouts as failure guards only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import re
+import sqlite3
+import sys
+import termios
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+WAIT_S = 120.0
+USER = "ana"
+CTRL_C = "\x03"
+CTRL_D = "\x04"
+
+_STRIP = ("HATCHWAY_", "OPENAI_", "ANTHROPIC_", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+_ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def chat_environ(state_dir: Path, *, llm_url: str, model: str = "gpt-4o-mini") -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith(_STRIP)}
+    env.update(
+        OPENAI_BASE_URL=llm_url,
+        HATCHWAY_MODEL=model,
+        HATCHWAY_STATE_DIR=str(state_dir),
+        USER=USER,
+        NO_PROXY="127.0.0.1,localhost",
+        PYTHONPATH=str(ROOT),
+        PYTHONUNBUFFERED="1",
+        TERM="xterm",
+    )
+    return env
+
+
+async def settled(state_dir: Path) -> None:
+    """Wait until the chat's inbox has no message left unanswered. An answer is on the
+    screen a moment before its turn is marked done; a key pressed in between still finds
+    the turn running. The inbox (read from the SQLite file) says when it is not."""
+    unfinished = "SELECT COUNT(*) FROM inbox WHERE status IN ('received', 'processing')"
+    async with asyncio.timeout(WAIT_S):
+        while True:
+            with contextlib.closing(sqlite3.connect(state_dir / "hatchway.db")) as db:
+                if db.execute(unfinished).fetchone() == (0,):
+                    return
+            await asyncio.sleep(0.05)
+
+
+def _take_terminal() -> None:
+    """In the child, after ``setsid``: its stdin (the pty) becomes its controlling
+    terminal, and its process group the terminal's foreground group."""
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+class ChatProcess:
+    """A running ``hatchway chat``; build with :func:`start_on_terminal` or
+    :func:`start_piped`."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, master: int | None) -> None:
+        self.proc = proc
+        self._master = master
+        self._raw = bytearray()
+        self._changed = asyncio.Condition()
+
+    @property
+    def raw(self) -> str:
+        """Everything shown, as written (terminal line endings, escape sequences)."""
+        return self._raw.decode("utf-8", "replace")
+
+    @property
+    def shown(self) -> str:
+        """What was shown, with ``\\n`` line endings and without escape sequences."""
+        return _ESCAPE.sub("", self.raw.replace("\r\n", "\n")).replace("\r", "")
+
+    async def _collect(self, read: Callable[[], bytes]) -> None:
+        """Feed what ``read`` returns until it ends (b"" or an I/O error)."""
+        while True:
+            try:
+                data = await asyncio.to_thread(read)
+            except OSError:  # EIO: every holder of the terminal's other side has gone
+                data = b""
+            async with self._changed:
+                self._raw.extend(data)
+                self._changed.notify_all()
+            if not data:
+                return
+
+    async def wait_for(self, needle: str, *, count: int = 1) -> str:
+        """Wait until ``needle`` was shown ``count`` times; returns what was shown."""
+        try:
+            async with asyncio.timeout(WAIT_S), self._changed:
+                await self._changed.wait_for(lambda: self.shown.count(needle) >= count)
+        except TimeoutError:
+            raise AssertionError(
+                f"timed out waiting for {needle!r}; shown:\n{self.shown}"
+            ) from None
+        return self.shown
+
+    def type(self, text: str) -> None:
+        """Type at the terminal (or write to the pipe)."""
+        if self._master is not None:
+            os.write(self._master, text.encode())
+            return
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(text.encode())
+
+    async def close_input(self) -> None:
+        assert self.proc.stdin is not None
+        await self.proc.stdin.drain()
+        self.proc.stdin.close()
+
+    async def wait_exit(self) -> int:
+        try:
+            async with asyncio.timeout(WAIT_S):
+                return await self.proc.wait()
+        except TimeoutError:
+            raise AssertionError(f"hatchway chat did not exit; shown:\n{self.shown}") from None
+
+
+@contextlib.asynccontextmanager
+async def start_on_terminal(
+    env: dict[str, str], cwd: Path, *args: str
+) -> AsyncIterator[ChatProcess]:
+    """Run ``hatchway chat`` on a new pseudo-terminal for the block (killed at its end if
+    still running)."""
+    master, slave = os.openpty()
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bot.cli",
+            "chat",
+            *args,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env=env,
+            cwd=str(cwd),
+            start_new_session=True,
+            preexec_fn=_take_terminal,
+        )
+    finally:
+        os.close(slave)
+    chat = ChatProcess(proc, master)
+    reading = asyncio.create_task(chat._collect(lambda: os.read(master, 65536)))
+    try:
+        yield chat
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(reading, WAIT_S)
+        os.close(master)
+
+
+@contextlib.asynccontextmanager
+async def start_piped(env: dict[str, str], cwd: Path, *args: str) -> AsyncIterator[ChatProcess]:
+    """Run ``hatchway chat`` with stdin, stdout and stderr on pipes (stderr joins stdout)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot.cli",
+        "chat",
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env=env,
+        cwd=str(cwd),
+    )
+    chat = ChatProcess(proc, None)
+    assert proc.stdout is not None
+    stdout = proc.stdout
+    reading = asyncio.create_task(_pump(chat, stdout))
+    try:
+        yield chat
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        await reading
+
+
+async def _pump(chat: ChatProcess, stream: asyncio.StreamReader) -> None:
+    while True:
+        data = await stream.read(65536)
+        async with chat._changed:
+            chat._raw.extend(data)
+            chat._changed.notify_all()
+        if not data:
+            return

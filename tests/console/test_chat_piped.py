@@ -1,0 +1,74 @@
+"""``hatchway chat`` with piped input, as a real process against the loopback LLM fake:
+every line answered in order before it exits, and nothing of one run replayed in the next."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import stat
+from pathlib import Path
+
+from tests.console.chat_process import WAIT_S, chat_environ, start_piped
+from tests.ops.conftest import HeldOpenAI
+
+INTERRUPTED_NOTICE = "this request was interrupted"
+
+
+def asked(llm: HeldOpenAI) -> list[str]:
+    """The last user message of each request the model got, in order."""
+    return [
+        [m["content"] for m in r.body["messages"] if m["role"] == "user"][-1] for r in llm.requests
+    ]
+
+
+async def test_three_piped_lines_are_answered_in_order_then_it_exits_0(
+    tmp_path: Path, llm: HeldOpenAI
+) -> None:
+    for n in (1, 2, 3):
+        llm.queue_text(f"answer {n}")
+    env = chat_environ(tmp_path / "state", llm_url=llm.base_url)
+    async with start_piped(env, tmp_path) as chat:
+        chat.type("one\ntwo\nthree\n")
+        await chat.close_input()
+        assert await chat.wait_exit() == 0
+    shown = chat.shown
+    assert shown.index("answer 1") < shown.index("answer 2") < shown.index("answer 3")
+    assert asked(llm) == ["one", "two", "three"]
+    assert INTERRUPTED_NOTICE not in shown
+    # the second run answers its own line only
+    llm.queue_text("answer 4")
+    async with start_piped(env, tmp_path) as again:
+        again.type("four\n")
+        await again.close_input()
+        assert await again.wait_exit() == 0
+    assert "answer 4" in again.shown
+    assert INTERRUPTED_NOTICE not in again.shown
+    assert asked(llm) == ["one", "two", "three", "four"]
+
+
+async def test_input_left_by_a_killed_run_is_not_replayed(tmp_path: Path, llm: HeldOpenAI) -> None:
+    """The process dies while the first line's turn runs and two more wait in the inbox:
+    the next run neither answers them nor asks anyone to repeat them."""
+    env = chat_environ(tmp_path / "state", llm_url=llm.base_url)
+    llm.hold_next()
+    async with start_piped(env, tmp_path) as chat:
+        chat.type("one\ntwo\nthree\n")
+        await chat.close_input()
+        async with asyncio.timeout(WAIT_S):
+            await llm.arrived.wait()  # "one" is being answered, the others wait
+        chat.proc.send_signal(signal.SIGKILL)
+        await chat.wait_exit()
+    llm.queue_text("answer to four")
+    async with start_piped(env, tmp_path) as again:
+        again.type("four\n")
+        await again.close_input()
+        assert await again.wait_exit() == 0
+    assert "answer to four" in again.shown
+    assert INTERRUPTED_NOTICE not in again.shown
+    assert asked(llm) == ["four"]  # the held request for "one" is never recorded
+    log = tmp_path / "state" / "hatchway-chat.log"
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    dropped = [e for e in events if e["event"] == "inbox_entry_not_replayed"]
+    assert sorted(e["was"] for e in dropped) == ["processing", "received", "received"]
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
