@@ -3,9 +3,9 @@
 :func:`load_settings` reads ``hatchway.toml`` (or nothing: defaults plus environment),
 :func:`parse_settings` validates a mapping into :class:`~bot.config.settings.Settings` after
 the environment has had its say (``HATCHWAY_STATE_DIR``, ``HATCHWAY_MODEL``, an implicit
-provider from ``OPENAI_*`` or ``ANTHROPIC_API_KEY``), and :func:`resolve_config_path` finds
-the file. Every failure is a :class:`~bot.errors.ConfigError` naming the key by its dotted
-path, with a hint.
+provider from ``OPENAI_*`` or ``ANTHROPIC_API_KEY``; with neither, the embedded local model
+when it is installed), and :func:`resolve_config_path` finds the file. Every failure is a
+:class:`~bot.errors.ConfigError` naming the key by its dotted path, with a hint.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from bot.config.embedded import INSTALL_BOTH, embedded_problems
 from bot.config.settings import ProviderConfig, Settings
 from bot.errors import ConfigError
 
@@ -46,10 +47,24 @@ def _provider_from_env(environ: Mapping[str, str]) -> dict[str, ProviderConfig]:
 
 
 NO_PROVIDER_HINT = (
-    "no LLM provider is configured. Set OPENAI_BASE_URL (and OPENAI_API_KEY if the endpoint "
-    "needs one) and HATCHWAY_MODEL, or ANTHROPIC_API_KEY, or add a [providers.default] table "
-    "to hatchway.toml (see docs/configuration.md)."
+    "configure a provider: set OPENAI_BASE_URL (and OPENAI_API_KEY if the endpoint needs one) "
+    "and HATCHWAY_MODEL, or ANTHROPIC_API_KEY, or add a [providers.default] table to "
+    "hatchway.toml (see docs/providers.md)"
 )
+
+
+def _embedded_default(state_dir: str) -> dict[str, ProviderConfig]:
+    """The embedded model as the provider when none is configured; :class:`ConfigError`
+    naming both ways out when it cannot run here."""
+    config = ProviderConfig(kind="embedded")
+    problems = embedded_problems("default", config.model_path, state_dir)
+    if problems:
+        raise ConfigError(
+            "no LLM provider is configured, and the embedded local model cannot run: "
+            + "; ".join(problems)
+            + f". Either install it ({INSTALL_BOTH}) or {NO_PROVIDER_HINT}."
+        )
+    return {"default": config}
 
 
 def _format_validation_error(exc: ValidationError, source: str) -> str:
@@ -81,6 +96,8 @@ def parse_settings(
         raw["state_dir"] = env["HATCHWAY_STATE_DIR"]
     if not raw.get("providers"):
         implicit = _provider_from_env(env)
+        if not implicit and require_provider:
+            implicit = _embedded_default(str(raw.get("state_dir", ".")))
         if implicit:
             raw["providers"] = {k: v.model_dump() for k, v in implicit.items()}
     elif env.get("HATCHWAY_MODEL"):
@@ -97,7 +114,7 @@ def parse_settings(
         raise ConfigError(_format_validation_error(exc, source)) from None
     if require_provider:
         if not settings.providers:
-            raise ConfigError(NO_PROVIDER_HINT)
+            raise ConfigError(f"no LLM provider is configured: {NO_PROVIDER_HINT}")
         primary_cfg = settings.providers.get(settings.agent.provider)
         if primary_cfg is None:
             raise ConfigError(

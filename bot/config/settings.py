@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from bot.config.channels import ChannelsConfig
+from bot.config.embedded import PACKAGED_MODEL_NAME, packaged_model_path
 from bot.config.mcp import McpConfig
 from bot.config.tools import ToolsConfig
 from bot.config_model import ConfigModel
@@ -39,17 +40,68 @@ class AgentConfig(ConfigModel):
     receipt_key_env: str = "HATCHWAY_RECEIPT_KEY"
 
 
+#: Keys only a provider of ``kind = "embedded"`` reads.
+EMBEDDED_ONLY_KEYS = ("model_path", "context_tokens", "threads", "slots")
+#: ``max_tokens`` of an embedded provider that sets none: a small model on a few cores.
+EMBEDDED_MAX_TOKENS = 512
+
+
 class ProviderConfig(ConfigModel):
-    kind: Literal["openai", "anthropic"] = "openai"
+    """One ``[providers.<name>]`` table.
+
+    ``kind = "embedded"`` is llama.cpp in this process (:mod:`bot.config.embedded`): no
+    endpoint and no key. When it names no ``model_path`` the packaged SmolLM2 GGUF is filled
+    in at validation (``None`` when that is not installed, which the provider's start-up check
+    reports), so ``model_path`` always says which file an embedded provider runs.
+    """
+
+    kind: Literal["openai", "anthropic", "embedded"] = "openai"
     base_url: str | None = None
     model: str = ""
     api_key_env: str = "OPENAI_API_KEY"
-    tool_mode: Literal["native", "text", "auto"] = "auto"
+    tool_mode: Literal["native", "text", "off", "auto"] = "auto"
     timeout_s: float = Field(default=60.0, gt=0)
     max_retries: int = Field(default=3, ge=0, le=10)
     max_tokens: int = Field(default=4096, ge=1)
     stream: bool = False
     temperature: float | None = None
+    system_prompt: str | None = None
+    model_path: str | None = None
+    context_tokens: int = Field(default=2048, ge=256, le=131_072)
+    threads: int | None = Field(default=None, ge=1, le=256)
+    slots: int = Field(default=1, ge=1, le=16)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _embedded_defaults(cls, data: object) -> object:
+        if not isinstance(data, Mapping) or data.get("kind") != "embedded":
+            return data
+        table = dict(data)
+        given = table.get("model_path")
+        if not given:
+            packaged = packaged_model_path()
+            table["model_path"] = str(packaged) if packaged is not None else None
+        if not table.get("model"):
+            table["model"] = Path(str(given)).stem if given else PACKAGED_MODEL_NAME
+        table.setdefault("max_tokens", EMBEDDED_MAX_TOKENS)
+        return table
+
+    @model_validator(mode="after")
+    def _kind_keys(self) -> ProviderConfig:
+        if self.kind == "embedded":
+            if self.tool_mode == "native":
+                raise ValueError(
+                    'tool_mode "native" is not available for kind "embedded" (its replies '
+                    'carry no tool calls): use "off" or "text"'
+                )
+            if self.base_url is not None:
+                raise ValueError('base_url is not read for kind "embedded"; use model_path')
+            return self
+        fields = type(self).model_fields
+        stray = [k for k in EMBEDDED_ONLY_KEYS if getattr(self, k) != fields[k].default]
+        if stray:
+            raise ValueError(f'{", ".join(stray)} only apply to kind = "embedded"')
+        return self
 
 
 class ApprovalConfig(ConfigModel):

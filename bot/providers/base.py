@@ -52,10 +52,16 @@ class Usage:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CompletionRequest:
+    """One request to a model. ``response_schema`` (a JSON schema) asks for a reply that is
+    JSON valid against it: the embedded provider constrains its grammar to it and the
+    OpenAI-compatible one sends it as ``response_format``; the Anthropic API has no such
+    field, so there it is not enforced."""
+
     system: str
     messages: Sequence[ChatMessage]
     tools: Sequence[ToolDefinition] = ()
     max_tokens: int | None = None
+    response_schema: Mapping[str, object] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -2,6 +2,7 @@
 
 ``tool_mode = "auto"`` resolves by a fixed rule (also in ``docs/providers.md``):
 
+* ``kind = "embedded"`` → off (the small model cannot choose tools: no tools are offered).
 * ``kind = "anthropic"`` → native.
 * ``kind = "openai"`` with no ``base_url`` (api.openai.com) → native.
 * any other OpenAI-compatible endpoint → native when the model name (case-insensitive, the
@@ -10,6 +11,12 @@
 
 An API key is required unless ``base_url`` points at this machine or a private network
 (Ollama, vLLM, LM Studio, llama.cpp usually run without one); then a placeholder is sent.
+An embedded provider needs no key; instead the llama.cpp runtime and its model file must be
+installed, which is checked when the chain is built (start-up), not at the first message.
+
+A provider's system prompt is ``providers.<name>.system_prompt`` when set. The embedded
+model otherwise gets its own short one (:data:`~bot.providers.embedded.EMBEDDED_SYSTEM_PROMPT`)
+unless the configuration sets ``agent.system_prompt``; every other provider gets the agent's.
 """
 
 from __future__ import annotations
@@ -17,15 +24,18 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from bot.config import ProviderConfig, Settings
+from bot.config import AgentConfig, ProviderConfig, Settings
+from bot.config.embedded import embedded_problems, resolve_model_file
 from bot.errors import ConfigError
 from bot.providers.base import Provider
 from bot.providers.deferred import DeferredProvider
 from bot.providers.fallback import FallbackProvider
 from bot.providers.retry import Retrier, RetryPolicy, Sleep
+from bot.providers.shaped import ShapedProvider
 from bot.providers.text_protocol import TextProtocolProvider
 from bot.scrub import register_secret
 
@@ -66,10 +76,15 @@ NATIVE_TOOL_FAMILIES = (
 PLACEHOLDER_KEY = "not-needed"
 
 
-def resolve_tool_mode(config: ProviderConfig) -> Literal["native", "text"]:
+ToolMode = Literal["native", "text", "off"]
+
+
+def resolve_tool_mode(config: ProviderConfig) -> ToolMode:
     """The tool mode a provider runs in; ``auto`` follows the rule in the module doc."""
     if config.tool_mode != "auto":
         return config.tool_mode
+    if config.kind == "embedded":
+        return "off"
     if config.kind == "anthropic" or config.base_url is None:
         return "native"
     model = config.model.lower().rsplit("/", 1)[-1]
@@ -106,15 +121,55 @@ def api_key_for(name: str, config: ProviderConfig, environ: Mapping[str, str] | 
     return api_key
 
 
-def build_one(name: str, config: ProviderConfig, *, api_key: str, sleep: Sleep) -> Provider:
-    """One configured provider with its retries and tool-mode wrapping.
+def embedded_model_file(name: str, config: ProviderConfig, state_dir: str) -> Path:
+    """The GGUF file embedded provider ``name`` runs; :class:`ConfigError` naming what to
+    install (or which key to fix) when the runtime or the file is missing."""
+    problems = embedded_problems(name, config.model_path, state_dir)
+    if problems or config.model_path is None:
+        raise ConfigError(
+            f'providers.{name} (kind = "embedded") cannot run: ' + "; ".join(problems)
+        )
+    return resolve_model_file(config.model_path, state_dir)
+
+
+def own_system_prompt(config: ProviderConfig, agent: AgentConfig) -> str | None:
+    """The system prompt provider ``config`` is sent instead of the agent's, if any (see the
+    module doc)."""
+    if config.system_prompt is not None:
+        return config.system_prompt
+    if config.kind == "embedded" and "system_prompt" not in agent.model_fields_set:
+        from bot.providers.embedded import EMBEDDED_SYSTEM_PROMPT
+
+        return EMBEDDED_SYSTEM_PROMPT
+    return None
+
+
+def build_one(
+    name: str,
+    config: ProviderConfig,
+    *,
+    api_key: str,
+    sleep: Sleep,
+    system: str | None = None,
+    state_dir: str = ".",
+) -> Provider:
+    """One configured provider with its retries, tool mode and system prompt (``system``,
+    from :func:`own_system_prompt`).
 
     The vendor SDK (``anthropic`` or ``openai``, each a second or more to import) is imported
-    here, when a provider of that kind is built, not when this module is."""
+    here, when a provider of that kind is built, not when this module is. An embedded
+    provider starts loading its model here, on a thread of its own."""
     policy = RetryPolicy(max_retries=config.max_retries)
     retrier = Retrier(provider=name, policy=policy, sleep=sleep)
     provider: Provider
-    if config.kind == "anthropic":
+    if config.kind == "embedded":
+        from bot.providers.embedded import EmbeddedProvider
+
+        model_file = embedded_model_file(name, config, state_dir)
+        embedded = EmbeddedProvider(config, name=name, model_file=model_file)
+        embedded.start_loading()
+        provider = embedded
+    elif config.kind == "anthropic":
         from bot.providers.anthropic import AnthropicProvider
 
         provider = AnthropicProvider(config, name=name, api_key=api_key, retrier=retrier)
@@ -122,14 +177,18 @@ def build_one(name: str, config: ProviderConfig, *, api_key: str, sleep: Sleep) 
         from bot.providers.openai_compat import OpenAICompatProvider
 
         provider = OpenAICompatProvider(config, name=name, api_key=api_key, retrier=retrier)
-    if resolve_tool_mode(config) == "text":
+    mode = resolve_tool_mode(config)
+    if mode == "text":
         provider = TextProtocolProvider(provider)
+    if system is not None or mode == "off":
+        provider = ShapedProvider(provider, system=system, tools=mode != "off")
     return provider
 
 
 def _check_chain(settings: Settings, environ: Mapping[str, str] | None) -> dict[str, str]:
-    """Each provider name of the chain with its API key; :class:`ConfigError` for an unknown
-    name or a missing key."""
+    """Each provider name of the chain with its API key (``""`` for an embedded one, whose
+    runtime and model file are checked instead); :class:`ConfigError` for an unknown name, a
+    missing key, or an embedded model that cannot run."""
     names = list(dict.fromkeys([settings.agent.provider, *settings.agent.fallback]))
     unknown = [n for n in names if n not in settings.providers]
     if unknown:
@@ -137,13 +196,24 @@ def _check_chain(settings: Settings, environ: Mapping[str, str] | None) -> dict[
             f"agent.provider/fallback names provider {unknown[0]!r}, but [providers] defines "
             f"{sorted(settings.providers) or 'none'}"
         )
-    return {n: api_key_for(n, settings.providers[n], environ) for n in names}
+    keys: dict[str, str] = {}
+    for name in names:
+        config = settings.providers[name]
+        if config.kind == "embedded":
+            embedded_model_file(name, config, settings.state_dir)
+            keys[name] = ""
+        else:
+            keys[name] = api_key_for(name, config, environ)
+    return keys
 
 
 def sdk_module(config: ProviderConfig) -> str:
-    """The module that imports a provider's vendor SDK."""
+    """The module that imports a provider's vendor SDK (for the embedded provider, its own
+    module: ``xllamacpp`` is imported when its model loads, on its own thread)."""
     if config.kind == "anthropic":
         return "bot.providers.anthropic"
+    if config.kind == "embedded":
+        return "bot.providers.embedded"
     return "bot.providers.openai_compat"
 
 
@@ -160,7 +230,17 @@ def build_provider(
     client is created. ``environ`` defaults to ``os.environ``; ``sleep`` is for tests.
     """
     keys = _check_chain(settings, environ)
-    chain = [build_one(n, settings.providers[n], api_key=k, sleep=sleep) for n, k in keys.items()]
+    chain = [
+        build_one(
+            n,
+            settings.providers[n],
+            api_key=k,
+            sleep=sleep,
+            system=own_system_prompt(settings.providers[n], settings.agent),
+            state_dir=settings.state_dir,
+        )
+        for n, k in keys.items()
+    ]
     return chain[0] if len(chain) == 1 else FallbackProvider(chain)
 
 

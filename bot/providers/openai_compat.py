@@ -117,6 +117,11 @@ def completion_params(config: ProviderConfig, request: CompletionRequest) -> dic
             }
             for tool in request.tools
         ]
+    if request.response_schema is not None:
+        params["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "reply", "schema": dict(request.response_schema)},
+        }
     if config.temperature is not None:
         params["temperature"] = config.temperature
     return params

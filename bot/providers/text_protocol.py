@@ -209,6 +209,7 @@ class TextProtocolProvider:
             messages=render_history(request.messages),
             tools=(),
             max_tokens=request.max_tokens,
+            response_schema=request.response_schema,
         )
         visible_filter = _VisibleTextFilter(stream) if stream is not None else None
         sink = visible_filter.write if visible_filter is not None else None
