@@ -12,7 +12,6 @@ from structlog.testing import capture_logs
 
 from bot.channel_registry import CHANNEL_PACKAGES
 from bot.config import (
-    NO_PROVIDER_HINT,
     ChannelsConfig,
     load_settings,
     parse_settings,
@@ -36,12 +35,14 @@ def test_anthropic_from_environment() -> None:
     assert settings.providers["default"].kind == "anthropic"
 
 
-def test_no_provider_names_the_settings() -> None:
-    with pytest.raises(ConfigError) as err:
-        parse_settings({}, environ={})
-    assert str(err.value) == NO_PROVIDER_HINT
-    assert "OPENAI_BASE_URL" in str(err.value)
-    assert "ANTHROPIC_API_KEY" in str(err.value)
+def test_no_provider_is_the_embedded_local_model() -> None:
+    # without the local model it is an error naming both ways out:
+    # tests/providers/test_embedded_default.py
+    provider = parse_settings({}, environ={}).providers["default"]
+    assert provider.kind == "embedded"
+    assert provider.model == "smollm2-135m-instruct"
+    assert provider.model_path is not None
+    assert Path(provider.model_path).is_file()
 
 
 @pytest.mark.parametrize(
