@@ -1,0 +1,211 @@
+"""The embedded model (``kind = "embedded"``): load time, first token, tokens/s, peak RSS, and
+``printf 'hello\\n' | hatchway chat`` as a user starts it.
+
+* In-process (each run a fresh interpreter, so load and RSS are a cold process's): the
+  provider ``hatchway`` uses when none is configured, built and loaded as the factory does,
+  - **load**: from building the provider to the model being ready (``warm``);
+  - **first token**: a streamed answer to "hello" with the embedded system prompt, from the
+    request to its first delta; **answer**: to its end;
+  - **tokens/s**: a 128-token reply, output tokens over its generation time;
+  - **peak RSS** of the process (``ru_maxrss``).
+* ``hatchway chat`` as a subprocess in an empty directory, with no provider in the
+  environment and ``hello`` piped in: from spawning it to its **banner**, to the first byte of
+  the **answer** (its first line that an empty-input run does not print), to the **end of
+  the answer** (the last byte before end of output), to its **exit**; and its peak RSS
+  (``wait4``).
+
+Medians of ``--repeat`` runs. Targets on a 2-core machine: first answer byte ≤ 1.5 s and the
+whole short answer ≤ 3 s after the process starts; peak RSS ≤ 300 MB.
+
+    python bench/local_model.py [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import statistics
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+
+from bench.machine import describe_machine
+
+HATCHWAY = str(Path(sys.executable).with_name("hatchway"))
+
+
+# -- in-process -----------------------------------------------------------------------
+
+
+async def _in_process() -> dict[str, float]:
+    from bot.config import parse_settings
+    from bot.providers.base import ChatMessage, CompletionRequest
+    from bot.providers.embedded import EMBEDDED_SYSTEM_PROMPT, EmbeddedProvider
+    from bot.providers.factory import embedded_model_file
+
+    settings = parse_settings({}, environ={})  # no provider configured: the embedded one
+    config = settings.providers["default"]
+    started = time.perf_counter()
+    model_file = embedded_model_file("default", config, settings.state_dir)
+    provider = EmbeddedProvider(config, name="default", model_file=model_file)
+    provider.start_loading()  # as the factory does when it builds the provider
+    await provider.warm()
+    loaded = time.perf_counter()
+
+    first: list[float] = []
+
+    async def sink(delta: str) -> None:
+        if not first:
+            first.append(time.perf_counter())
+
+    asked = time.perf_counter()
+    hello = CompletionRequest(
+        system=EMBEDDED_SYSTEM_PROMPT, messages=[ChatMessage(role="user", content="hello")]
+    )
+    await provider.complete(hello, stream=sink)
+    answered = time.perf_counter()
+
+    long = CompletionRequest(
+        system="",
+        messages=[ChatMessage(role="user", content="Write a long story about a dragon.")],
+        max_tokens=128,
+    )
+    before = time.perf_counter()
+    reply = await provider.complete(long)
+    generated = time.perf_counter() - before
+    await provider.aclose()
+    return {
+        "load_s": loaded - started,
+        "first_token_s": first[0] - asked,
+        "answer_s": answered - asked,
+        "tokens_per_s": reply.usage.output_tokens / generated,
+        "output_tokens": reply.usage.output_tokens,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def in_process_run() -> dict[str, float]:
+    done = subprocess.run(
+        [sys.executable, __file__, "--child"], capture_output=True, text=True, check=True
+    )
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+# -- hatchway chat ----------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ChatRun:
+    lines: list[tuple[float, str]] = field(default_factory=list)
+    exit_s: float = 0.0
+    peak_rss_mb: float = 0.0
+    status: int = 0
+
+
+def _environ(state_dir: str) -> dict[str, str]:
+    environ = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENAI_", "ANTHROPIC_", "HATCHWAY_"))
+    }
+    environ["HATCHWAY_STATE_DIR"] = state_dir
+    return environ
+
+
+def chat_run(stdin: bytes, workdir: str, state_dir: str) -> ChatRun:
+    """One ``hatchway chat`` with ``stdin`` piped in; times from spawning it."""
+    run = ChatRun()
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [HATCHWAY, "chat"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=workdir,
+        env=_environ(state_dir),
+    )
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for raw in iter(proc.stdout.readline, b""):
+            run.lines.append((time.perf_counter() - started, raw.decode(errors="replace")))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    assert proc.stdin is not None
+    proc.stdin.write(stdin)
+    proc.stdin.close()
+    _, status, usage = os.wait4(proc.pid, 0)
+    run.exit_s = time.perf_counter() - started
+    proc.returncode = run.status = os.waitstatus_to_exitcode(status)
+    reader.join()
+    run.peak_rss_mb = usage.ru_maxrss / 1024
+    return run
+
+
+def chat_figures(repeat: int) -> dict[str, list[float]]:
+    figures: dict[str, list[float]] = {
+        "banner_s": [],
+        "first_answer_byte_s": [],
+        "answer_end_s": [],
+        "exit_s": [],
+        "peak_rss_mb": [],
+    }
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir, state_dir = f"{tmp}/work", f"{tmp}/state"
+        os.mkdir(workdir)
+        banner = {line for _, line in chat_run(b"", workdir, state_dir).lines}
+        for _ in range(repeat):
+            run = chat_run(b"hello\n", workdir, state_dir)
+            if run.status != 0:
+                raise SystemExit(f"hatchway chat exited {run.status}")
+            answer = [(t, line) for t, line in run.lines if line not in banner]
+            if not answer:
+                raise SystemExit("hatchway chat printed no answer")
+            figures["banner_s"].append(run.lines[0][0])
+            figures["first_answer_byte_s"].append(answer[0][0])
+            figures["answer_end_s"].append(answer[-1][0])
+            figures["exit_s"].append(run.exit_s)
+            figures["peak_rss_mb"].append(run.peak_rss_mb)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(asyncio.run(_in_process())))
+        return
+    print(describe_machine())
+    runs = [in_process_run() for _ in range(args.repeat)]
+    print(f"in-process, median of {args.repeat} fresh processes:")
+    for key, unit in (
+        ("load_s", "s"),
+        ("first_token_s", "s"),
+        ("answer_s", "s"),
+        ("tokens_per_s", "tokens/s"),
+        ("peak_rss_mb", "MB"),
+    ):
+        values = [run[key] for run in runs]
+        print(f"  {key:<16} {statistics.median(values):8.3f} {unit}  (min {min(values):.3f})")
+    print(f"printf 'hello\\n' | hatchway chat, median of {args.repeat} runs:")
+    for key, values in chat_figures(args.repeat).items():
+        unit = "MB" if key.endswith("_mb") else "s"
+        print(f"  {key:<20} {statistics.median(values):8.3f} {unit}  (min {min(values):.3f})")
+
+
+if __name__ == "__main__":
+    main()
