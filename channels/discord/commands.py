@@ -26,6 +26,7 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import aiohttp
 import discord
 import structlog
 from discord import app_commands
@@ -89,7 +90,12 @@ async def sync_commands(tree: app_commands.CommandTree, ref: ChannelRef) -> bool
     try:
         async with asyncio.timeout(SYNC_TIMEOUT_S):
             synced = await tree.sync()
-    except (discord.HTTPException, app_commands.AppCommandError, TimeoutError) as exc:
+    except (
+        discord.HTTPException,
+        app_commands.AppCommandError,
+        aiohttp.ClientError,
+        OSError,  # TimeoutError included
+    ) as exc:
         status = exc.status if isinstance(exc, discord.HTTPException) else None
         log.warning(
             "discord_commands_sync_failed",
