@@ -165,11 +165,10 @@ class EmbeddedProvider:
 
         generation = Generation(on_delta=forward if stream is not None else None)
         await self._slots.acquire()
-        try:
-            running = loop.run_in_executor(self._workers, model.run, job, generation)
-        except BaseException:
+        if self._closed:  # closed while this request waited for a slot
             self._slots.release()
-            raise
+            raise ProviderError(f"provider {self.name!r} is closed")
+        running = loop.run_in_executor(self._workers, model.run, job, generation)
         self._running.add(generation)
         running.add_done_callback(lambda done: self._finished(generation, done, deltas))
         try:

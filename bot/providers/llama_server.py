@@ -17,6 +17,9 @@ EmbeddedProvider`, never on the event loop. What ``xllamacpp`` does that shapes 
   one answer from the loop (the metrics request) before it returns.
 * llama.cpp's own log lines are switched off (``verbosity = -1``): they would reach the
   terminal, not hatchway's log.
+* The pinned release (2026.10) leaves the process's signal handlers alone; an earlier one
+  installed its own for SIGINT and SIGTERM, which would take Ctrl-C and the daemon's drain
+  away from Python.
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -167,3 +169,18 @@ async def test_a_schema_llama_cpp_cannot_use_is_a_provider_error(
 
     with pytest.raises(ProviderError, match="refused"):
         await provider.complete(ask("Hi.", response_schema=bad))
+
+
+async def test_the_loaded_model_leaves_sigterm_to_python(provider: EmbeddedProvider) -> None:
+    # an xllamacpp release that installs its own SIGINT/SIGTERM handlers would take the
+    # daemon's drain and the console's Ctrl-C away
+    received = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, received.set)
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        async with asyncio.timeout(30):  # a guard against hanging, not a figure
+            await received.wait()
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+    assert (await provider.complete(ask("Say hi.", max_tokens=4))).text.strip()
