@@ -11,6 +11,8 @@ One module per part of the file; import the names from ``bot.config``:
   ``[schedules]``, ``[logging]``);
 * :mod:`~bot.config.channels`: ``[channels]``, built from the registered channel models;
 * :mod:`~bot.config.tools`: ``[tools]``; :mod:`~bot.config.mcp`: ``[mcp]``;
+* :mod:`~bot.config.embedded`: where the embedded model's runtime and file come from, and
+  what is missing when it cannot run;
 * :mod:`~bot.config.loading`: the file, the environment's overrides, errors naming the key.
 
 The base model and renamed keys are :mod:`bot.config_model`'s, the keys every channel shares
