@@ -11,8 +11,9 @@
 * ``hatchway chat`` as a subprocess in an empty directory, with no provider in the
   environment and ``hello`` piped in: from spawning it to its **banner**, to the first byte of
   the **answer** (its first line that an empty-input run does not print), to the **end of
-  the answer** (the last byte before end of output), to its **exit**; and its peak RSS
-  (``wait4``).
+  the answer** (the last byte before end of output), to its **exit**; its peak RSS
+  (``wait4``), and the answer's length in characters (the model's answers vary in length,
+  and so does the time to the end of one).
 
 Medians of ``--repeat`` runs. Targets on a 2-core machine: first answer byte ≤ 1.5 s and the
 whole short answer ≤ 3 s after the process starts; peak RSS ≤ 300 MB.
@@ -161,6 +162,7 @@ def chat_figures(repeat: int) -> dict[str, list[float]]:
         "answer_end_s": [],
         "exit_s": [],
         "peak_rss_mb": [],
+        "answer_chars": [],
     }
     with tempfile.TemporaryDirectory() as tmp:
         workdir, state_dir = f"{tmp}/work", f"{tmp}/state"
@@ -178,6 +180,7 @@ def chat_figures(repeat: int) -> dict[str, list[float]]:
             figures["answer_end_s"].append(answer[-1][0])
             figures["exit_s"].append(run.exit_s)
             figures["peak_rss_mb"].append(run.peak_rss_mb)
+            figures["answer_chars"].append(sum(len(line.strip()) for _, line in answer))
     return figures
 
 
@@ -203,7 +206,7 @@ def main() -> None:
         print(f"  {key:<16} {statistics.median(values):8.3f} {unit}  (min {min(values):.3f})")
     print(f"printf 'hello\\n' | hatchway chat, median of {args.repeat} runs:")
     for key, values in chat_figures(args.repeat).items():
-        unit = "MB" if key.endswith("_mb") else "s"
+        unit = {"mb": "MB", "s": "s"}.get(key.rpartition("_")[2], "")
         print(f"  {key:<20} {statistics.median(values):8.3f} {unit}  (min {min(values):.3f})")
 
 

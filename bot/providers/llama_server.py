@@ -37,7 +37,7 @@ from typing import Any
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LlamaSpec:
     """What to load: the GGUF file, tokens of context per slot, slots (requests served at
-    once) and CPU threads (``None``: llama.cpp's choice, the physical cores)."""
+    once) and CPU threads (``None``: :func:`default_threads`)."""
 
     model_file: Path
     context_tokens: int
@@ -130,6 +130,19 @@ class LoadedModel:
         shutil.rmtree(self._socket_dir, ignore_errors=True)
 
 
+def default_threads() -> int:
+    """CPU threads when the configuration names none: one less than the CPUs this process
+    may use, at most 4, at least 1. llama.cpp's threads spin while they wait for each other
+    at every step: with as many threads as CPUs, anything else running (hatchway's own event
+    loop, another process) stalls them, and on two busy CPUs generation fell from ~100 to
+    ~1 token/s; one thread kept ~100."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(4, cpus - 1))
+
+
 def _socket_dir() -> str:
     # a Unix socket path must stay under ~104 bytes: prefer /tmp to a long $TMPDIR
     base = "/tmp" if os.path.isdir("/tmp") else None
@@ -152,9 +165,9 @@ def load(spec: LlamaSpec) -> LoadedModel:
     params.verbosity = -1
     params.endpoint_metrics = True
     params.ui = False
-    if spec.threads is not None:
-        params.cpuparams.n_threads = spec.threads
-        params.cpuparams_batch.n_threads = spec.threads
+    threads = spec.threads or default_threads()
+    params.cpuparams.n_threads = threads
+    params.cpuparams_batch.n_threads = threads
     socket_dir = _socket_dir()
     params.hostnames = [str(Path(socket_dir) / "llama.sock")]
     try:
