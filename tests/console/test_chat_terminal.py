@@ -155,3 +155,25 @@ async def test_an_unreachable_provider_is_one_readable_line_and_no_log_lines(
         assert log_word not in chat.shown
     log = (tmp_path / "state" / "hatchway-chat.log").read_text()
     assert "provider_gave_up" in log
+
+
+async def test_ctrl_d_at_an_approval_prompt_answers_no_and_finishes_the_turn(
+    tmp_path: Path, llm: HeldOpenAI
+) -> None:
+    marker = tmp_path / "state" / "workspace" / "ran.txt"
+    llm.queue_tool_calls([("shell", {"command": "echo approved > ran.txt"})])
+    llm.queue_text("not done then")
+    env = chat_environ(tmp_path / "state", llm_url=llm.base_url)
+    async with start_on_terminal(env, tmp_path) as chat:
+        await chat.wait_for(PROMPT)
+        chat.type("write a file\n")
+        await chat.wait_for("times out in")
+        chat.type(CTRL_D)
+        await chat.wait_for(FINISHING)
+        await chat.wait_for("not done then")
+        assert await chat.wait_exit() == 0
+    raw = chat.raw
+    answer = raw.index("times out in 300s): ") + len("times out in 300s): ")
+    assert raw[answer:].startswith("\r\n")  # the prompt's line ended, nothing inside it
+    assert "🚫 shell: not approved, not run" in chat.shown
+    assert not marker.exists()
