@@ -97,8 +97,10 @@ async def _in_process() -> dict[str, float]:
 
 def in_process_run() -> dict[str, float]:
     done = subprocess.run(
-        [sys.executable, __file__, "--child"], capture_output=True, text=True, check=True
+        [sys.executable, __file__, "--child"], capture_output=True, text=True, check=False
     )
+    if done.returncode != 0:
+        raise SystemExit(f"the in-process run failed:\n{done.stderr}")
     result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
