@@ -4,7 +4,10 @@ A :class:`RuntimeReason` is stored (the ``reason`` of an expired approvals row a
 runtime audit row) and compared; the pipeline shows its :attr:`~RuntimeReason.wording` to
 the model. Each wording names the specific cause, states plainly that the tool did not run,
 and never says that a person refused: no person did. Operator hints (which setting would
-allow a call) never appear here; they go to the log only.
+allow a call) never appear here; they go to the log only. The one exception is a scheduled
+run (:attr:`RuntimeReason.BACKGROUND`): nobody is there to ask, so its wording says that an
+admin can add a grant or ``auto_approve`` for the tool (never which setting or file), and
+the job's conversation is told once per run (:data:`BACKGROUND_NOTICE`).
 
 A person's decision is stored with the :class:`AnswerRoute` it came by; a refused click
 with its :class:`~bot.channel.ClickVerdict`; a policy decision with ``policy: `` and the
@@ -67,7 +70,7 @@ class RuntimeReason(enum.StrEnum):
 
     @property
     def wording(self) -> str:
-        """What the model is told (each ends in "The tool did NOT run")."""
+        """What the model is told (each says "The tool did NOT run")."""
         return _WORDING[self]
 
     @classmethod
@@ -96,8 +99,8 @@ _WORDING = {
         f"at once. {_DID_NOT_RUN}"
     ),
     RuntimeReason.BACKGROUND: (
-        "This call needs approval, and background turns cannot ask anyone, so the runtime "
-        f"denied it. {_DID_NOT_RUN}"
+        "This call needs approval, and scheduled runs cannot ask anyone, so the runtime "
+        f"denied it. {_DID_NOT_RUN} An admin can add a grant or `auto_approve` for this tool."
     ),
     RuntimeReason.TIMEOUT: (
         f"No approver answered in time, so the runtime denied this call. {_DID_NOT_RUN}"
@@ -134,3 +137,10 @@ EXPIRED_NOTICE = {
         "ask again once it is back."
     ),
 }
+
+#: Posted once per scheduled run to where its answer goes, the first time a tool it called
+#: needed an approval nobody could give.
+BACKGROUND_NOTICE = (
+    "🔐 This scheduled run needed approval for {tool}, and scheduled runs cannot ask anyone, "
+    "so it did not run. An admin can add a grant or `auto_approve` for this tool."
+)

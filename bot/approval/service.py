@@ -6,7 +6,8 @@ answer "ask" (:class:`~bot.approval.handler.ApprovalHandler`): the terminal prom
 runtime's auto-deny (:mod:`bot.approval.auto_deny`). The handler is chosen per ask, in this
 order:
 
-1. ``envelope.background`` → auto-deny (scheduled work never prompts);
+1. ``envelope.background`` → auto-deny (scheduled work never prompts), and the run's
+   conversation is told once (:class:`~bot.approval.auto_deny.RunNotices`);
 2. ``capabilities.terminal_prompt`` and the channel implements
    :class:`~bot.approval.terminal.TerminalPrompter` → terminal;
 3. ``capabilities.approval_backchannel``, the channel is running, the alias has approvers,
@@ -31,7 +32,7 @@ from collections.abc import Callable
 import structlog
 
 from bot.approval import audit, reasons
-from bot.approval.auto_deny import AutoDeny
+from bot.approval.auto_deny import AutoDeny, RunNotices
 from bot.approval.backchannel import Backchannel, CardHandler
 from bot.approval.card_desk import ChannelLookup
 from bot.approval.gate import ApprovalDecision, ApprovalRequest, Assessment, PolicyResult
@@ -71,6 +72,7 @@ class ApprovalService:
         self._backchannel = Backchannel(
             store, channel_for, self._policy.for_channel, clock, poll_interval_s=poll_interval_s
         )
+        self._run_notices = RunNotices(channel_for)
 
     def update_settings(self, settings: Settings) -> None:
         """Swap in reloaded settings (SIGHUP): approvers and policy of later requests."""
@@ -122,10 +124,13 @@ class ApprovalService:
         if self._backchannel.closed:
             return self._auto_deny(RuntimeReason.SHUTDOWN, hint="the daemon is shutting down")
         if env.background:
-            return self._auto_deny(
-                RuntimeReason.BACKGROUND,
+            return AutoDeny(
+                why=RuntimeReason.BACKGROUND,
                 hint=f"add {request.tool!r} to approval.auto_approve or create a grant; "
-                "background turns never prompt",
+                "scheduled runs never prompt",
+                audit_log=self._store.audit,
+                clock=self._clock,
+                notices=self._run_notices,
             )
         channel = self._channel_for(env.channel)
         if env.capabilities.terminal_prompt and isinstance(channel, TerminalPrompter):

@@ -118,10 +118,17 @@ class Gateway:
             )
         )
 
-    async def recover(self) -> tuple[int, int]:
-        """After a restart: re-queue messages that never started, and tell the senders of
-        messages whose turn was interrupted to ask again. Returns (requeued, interrupted)."""
-        return await recover(store=self._store, sessions=self._sessions, replies=self._replies)
+    async def recover(self, now: float | None = None) -> tuple[int, int]:
+        """After a restart: re-queue messages that never started, tell the senders of
+        messages whose turn was interrupted to ask again, and re-run cut-off scheduled runs
+        once (:mod:`~bot.gateway.recovery`). Returns (requeued, interrupted)."""
+        return await recover(
+            store=self._store,
+            sessions=self._sessions,
+            replies=self._replies,
+            schedules=self._settings.schedules,
+            now=now,
+        )
 
     async def run(self) -> None:
         """Own the session workers; lives until cancelled."""

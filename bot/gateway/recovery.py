@@ -7,18 +7,39 @@ ask again (:data:`SHUTDOWN_MESSAGE`). A message from a channel that does not rep
 process that read it) is marked ``failed`` either way, quietly: nobody is asked to repeat
 it and it is never answered in a later run. Messages already queued or running in this
 process are left alone.
+
+A background run (``IngressEnvelope.background``: a scheduled job) that was cut off has no
+sender to tell; recovery is the one place that runs it again, and never says "ask again":
+
+* it is re-run once, as a new inbox entry whose message id is the old one plus
+  :data:`RERUN_SUFFIX` (the old entry is marked ``failed``), when the restart comes within
+  ``schedules.misfire_grace_s`` of the run's start or ``schedules.missed_run_policy`` is
+  ``run_once`` — the catch-up policy of missed occurrences, applied to the cut-off run;
+* under ``skip``, later than the grace period, it is marked ``failed`` and logged
+  (``background_run_skipped``);
+* a re-run that is cut off in turn is marked ``failed`` and logged
+  (``background_run_failed``), never run a third time.
+
+The schedule runner never delivers an occurrence twice (the inbox keeps the old entry's
+message id), so nothing else runs a cut-off run again.
 """
 
 from __future__ import annotations
 
+import time
 import uuid
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Literal
 
 import structlog
 
-from bot.envelope import envelope_from_json
+from bot.config import SchedulesConfig
+from bot.envelope import IngressEnvelope, envelope_from_json, envelope_to_json
 from bot.gateway.sending import Replies
 from bot.gateway.sessions import Sessions
-from bot.store import InboxStatus, Store
+from bot.store import InboxKey, InboxStatus, Store
+from bot.store.inbox import InboxEntry
 from bot.turn import TurnIdentity
 
 log = structlog.get_logger(__name__)
@@ -26,13 +47,35 @@ log = structlog.get_logger(__name__)
 SHUTDOWN_MESSAGE = "⏹ The bot is restarting; this request was interrupted. Please ask again."
 #: The inbox error of a message dropped at start-up because its channel does not replay.
 NOT_REPLAYED = "not replayed after restart"
+#: The inbox error of a cut-off message whose sender was told to ask again.
+INTERRUPTED = "interrupted by restart"
+#: Appended to a cut-off background run's message id for its one re-run.
+RERUN_SUFFIX = ":rerun"
+#: The inbox errors of cut-off background runs: re-run, skipped, or cut off again.
+RERUN_QUEUED = "interrupted by restart; run again"
+RERUN_SKIPPED = "interrupted by restart; not run again (missed_run_policy skip)"
+RERUN_CUT_OFF = "interrupted by restart again after its re-run"
 
 
-async def recover(*, store: Store, sessions: Sessions, replies: Replies) -> tuple[int, int]:
+def is_rerun(envelope: IngressEnvelope) -> bool:
+    """Whether ``envelope`` is the re-run of a cut-off background run."""
+    return envelope.background and envelope.message_id.endswith(RERUN_SUFFIX)
+
+
+async def recover(
+    *,
+    store: Store,
+    sessions: Sessions,
+    replies: Replies,
+    schedules: SchedulesConfig,
+    now: float | None = None,
+) -> tuple[int, int]:
     """Re-queue messages that never started, and tell the senders of messages whose turn was
-    interrupted to ask again; drop, without a word, those whose channel does not replay.
-    Returns (requeued, interrupted)."""
-    requeued = interrupted = dropped = 0
+    interrupted to ask again; drop, without a word, those whose channel does not replay;
+    re-run or fail cut-off background runs under the catch-up policy (module docstring).
+    Returns (requeued, interrupted); re-runs count as requeued."""
+    at = time.time() if now is None else now
+    counts = dict.fromkeys(("requeued", "rerun", "interrupted", "dropped", "abandoned"), 0)
     for entry in await store.inbox.unfinished():
         if not entry.payload or sessions.is_live(entry.envelope_id):
             continue
@@ -45,18 +88,74 @@ async def recover(*, store: Store, sessions: Sessions, replies: Replies) -> tupl
                 message_id=entry.key.message_id,
                 was=entry.status.value,
             )
-            dropped += 1
+            counts["dropped"] += 1
         elif entry.status is InboxStatus.RECEIVED:
-            sessions.enqueue(
-                TurnIdentity(
-                    envelope=envelope, session_key=entry.session_key, turn_id=uuid.uuid4().hex
-                )
-            )
-            requeued += 1
+            _enqueue(sessions, envelope, entry.session_key)
+            counts["requeued"] += 1
+        elif envelope.background:
+            outcome = await _recover_background(store, sessions, entry, envelope, schedules, at)
+            if outcome:
+                counts[outcome] += 1
         else:
-            await store.inbox.mark(entry.key, InboxStatus.FAILED, error="interrupted by restart")
+            await store.inbox.mark(entry.key, InboxStatus.FAILED, error=INTERRUPTED)
             await replies.send(envelope, SHUTDOWN_MESSAGE)
-            interrupted += 1
-    if requeued or interrupted or dropped:
-        log.info("inbox_recovered", requeued=requeued, interrupted=interrupted, dropped=dropped)
-    return requeued, interrupted
+            counts["interrupted"] += 1
+    if any(counts.values()):
+        log.info("inbox_recovered", **counts)
+    return counts["requeued"] + counts["rerun"], counts["interrupted"]
+
+
+def _enqueue(sessions: Sessions, envelope: IngressEnvelope, session_key: str) -> None:
+    sessions.enqueue(
+        TurnIdentity(envelope=envelope, session_key=session_key, turn_id=uuid.uuid4().hex)
+    )
+
+
+async def _recover_background(
+    store: Store,
+    sessions: Sessions,
+    entry: InboxEntry,
+    envelope: IngressEnvelope,
+    schedules: SchedulesConfig,
+    now: float,
+) -> Literal["rerun", "abandoned", ""]:
+    """Re-run a cut-off background run once, or mark it failed. Returns what it counts as
+    (``rerun``, ``abandoned``; nothing when its re-run was admitted by an earlier start,
+    which counts for itself)."""
+    message_id = entry.key.message_id
+    late_s = round(now - envelope.received_at.timestamp())
+    if is_rerun(envelope):
+        await store.inbox.mark(entry.key, InboxStatus.FAILED, error=RERUN_CUT_OFF)
+        log.error("background_run_failed", message_id=message_id, reason=RERUN_CUT_OFF)
+        return "abandoned"
+    on_time = late_s <= schedules.misfire_grace_s
+    if not on_time and schedules.missed_run_policy == "skip":
+        await store.inbox.mark(entry.key, InboxStatus.FAILED, error=RERUN_SKIPPED)
+        log.info("background_run_skipped", message_id=message_id, late_s=late_s)
+        return "abandoned"
+    rerun = replace(
+        envelope,
+        message_id=message_id + RERUN_SUFFIX,
+        envelope_id=uuid.uuid4().hex,
+        received_at=datetime.fromtimestamp(now, UTC),
+    )
+    # Admitted before the old entry is marked: a crash in between leaves both unfinished,
+    # and the next start finds the re-run already admitted (and queues it as ``received``).
+    admitted = await store.inbox.admit(
+        InboxKey(channel=entry.key.channel, message_id=rerun.message_id),
+        envelope_id=rerun.envelope_id,
+        session_key=entry.session_key,
+        payload=envelope_to_json(rerun),
+    )
+    await store.inbox.mark(entry.key, InboxStatus.FAILED, error=RERUN_QUEUED)
+    if not admitted:
+        return ""
+    _enqueue(sessions, rerun, entry.session_key)
+    log.info(
+        "background_run_rerun",
+        message_id=message_id,
+        rerun_id=rerun.message_id,
+        late_s=late_s,
+        catch_up=not on_time,
+    )
+    return "rerun"
