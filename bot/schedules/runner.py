@@ -13,7 +13,9 @@ Each :meth:`ScheduleRunner.tick` reads the jobs due at the clock's "now" and, pe
 
 The envelope's ``message_id`` is ``schedule:{job_id}:{occurrence_epoch}``, and the envelope is
 delivered *before* the next run is stored: a restart in between re-delivers the same
-occurrence, which the gateway's inbox recognises, so an occurrence never runs twice.
+occurrence, which the gateway's inbox recognises, so an occurrence never runs twice. A run cut
+off mid-turn by a crash is not delivered again from here: the gateway's start-up recovery
+(:mod:`bot.gateway.recovery`) runs it once more under the same catch-up policy.
 
 :meth:`run` ticks every ``schedules.tick_s`` until cancelled; tests drive :meth:`tick` with
 their own clock.
