@@ -48,7 +48,8 @@ class TurnIdentity:
 class TurnReply:
     """What a turn leaves for the gateway: the text to send back (None: nothing), and, for a
     turn cut short by the daemon stopping, ``interrupted`` (``"shutdown"``), which the inbox
-    entry records as its error instead of marking it done."""
+    entry records as its error instead of marking it done; a scheduled (background) run's
+    entry is left unfinished instead, for start-up recovery to run it again."""
 
     text: str | None
     interrupted: str = ""

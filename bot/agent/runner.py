@@ -64,4 +64,8 @@ class AgentRunner:
         if self._turn_finished is not None:
             self._turn_finished(result.status.value)
         shutdown = result.status is TurnStatus.CANCELLED and state.cancel.reason == SHUTDOWN
+        if shutdown and envelope.background:
+            # nobody asked in a scheduled run's conversation: no "ask again" line there; the
+            # run is left to start-up recovery, which runs it again under its job's policy
+            return TurnReply(text="", interrupted=SHUTDOWN)
         return TurnReply(text=result.text, interrupted=SHUTDOWN if shutdown else "")

@@ -215,6 +215,11 @@ class Sessions:
                     return
                 if reply.text:
                     await self._replies.send(envelope, reply.text)
+                if reply.interrupted and envelope.background:
+                    # a scheduled run cut off by the shutdown stays unfinished: start-up
+                    # recovery runs it again once, under its job's missed-run policy
+                    log.info("background_run_interrupted", reason=reply.interrupted)
+                    return
                 if reply.interrupted:
                     log.info("turn_interrupted", reason=reply.interrupted)
                     await self._mark(turn, InboxStatus.FAILED, error=reply.interrupted)

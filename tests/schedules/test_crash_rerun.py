@@ -10,7 +10,9 @@ is killed mid-turn. After a restart on the same state directory:
   with no "ask again" line there, while a person's direct message cut off by the same kill
   is still told to ask again;
 * a re-run cut off by a second kill ends ``failed`` with a log line at the third start, and
-  is not run a third time.
+  is not run a third time;
+* a run cut off by a stop (SIGTERM past the drain budget) says nothing in the job's
+  conversation either, and is run again once at the next start.
 """
 
 from __future__ import annotations
@@ -231,3 +233,36 @@ async def test_a_rerun_cut_off_again_ends_failed_and_is_not_run_again(
     rows = inbox(db)
     assert rows[occurrence] == ("failed", RERUN_QUEUED)
     assert rows[occurrence + RERUN_SUFFIX] == ("failed", RERUN_CUT_OFF)
+
+
+async def test_a_run_cut_off_by_a_stop_says_nothing_and_is_run_again(
+    tmp_path: Path, config: Path, tg: FakeTelegram, llm: RoutedOpenAI
+) -> None:
+    db = tmp_path / "hatchway.db"
+    occurrence = await store_due_job(db, "job-gamma: water the plants")
+    llm.answer("job-gamma", Hang(), Reply(text="A-gamma: plants watered"))
+
+    async with start_daemon(config, "--drain-timeout", "0.2") as first:
+        await first.wait_notify("READY", "1")
+        await llm.wait_arrival("job-gamma")
+        await stop(first)  # the drain budget runs out: the run is cancelled
+        [interrupted] = events_named(first, "background_run_interrupted")
+
+    assert texts_to(tg, JOB_CHAT) == []  # no "shutting down… ask again" where nobody asked
+    assert inbox(db)[occurrence][0] == "processing"  # left for recovery
+
+    async with start_daemon(config) as second:
+        await second.wait_notify("READY", "1")
+        await tg.wait_for(
+            "sendMessage",
+            lambda c: c.params.get("text") == "A-gamma: plants watered",
+            wait_s=WAIT_S,
+        )
+        await stop(second)
+
+    assert interrupted["reason"] == "shutdown"
+    assert texts_to(tg, JOB_CHAT) == ["A-gamma: plants watered"]
+    assert llm.arrivals["job-gamma"] == 2
+    rows = inbox(db)
+    assert rows[occurrence] == ("failed", RERUN_QUEUED)
+    assert rows[occurrence + RERUN_SUFFIX] == ("done", None)
