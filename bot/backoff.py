@@ -11,10 +11,19 @@ loops that failed together (every channel when the network went away) drift apar
 (:mod:`bot.mcp.connection`), and in ``channels/`` the Telegram, Slack and Discord reconnects
 and Telegram's server-error retries. A server's own hint (``Retry-After``) is honoured by the
 caller instead of the policy.
+
+**A stop is never a failure.** A retry loop catches failures and tries again; but libraries
+(the ``mcp`` SDK, anyio, HTTP clients) can turn the cancellation of a stopping daemon into an
+ordinary error (a closed stream, a network error), which the loop would take for a failure,
+and the cancellation itself is then gone: the loop would retry for ever. ``Task.cancelling()``
+still counts the request, so :func:`cancel_requested` tells a loop's ``except`` that it is
+stopping, and :func:`sleep_before_retry`, the pause every retry loop takes, raises
+``CancelledError`` instead of sleeping.
 """
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -59,3 +68,20 @@ class Backoff:
     def reset(self) -> None:
         """Start over from ``initial_s`` (after a success)."""
         self._retries = 0
+
+
+def cancel_requested() -> bool:
+    """Whether the calling task has been asked to stop (``Task.cancelling()``), even if the
+    ``CancelledError`` was caught on the way and something else raised in its place. Inside
+    an ``asyncio.timeout`` block that has expired this is true too, until the block ends."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
+async def sleep_before_retry(delay_s: float) -> None:
+    """The pause of a retry loop after a failure: ``asyncio.sleep(delay_s)``, or
+    ``CancelledError`` at once when the task has been asked to stop (the failure was most
+    likely the stop itself, turned into an error by a library)."""
+    if cancel_requested():
+        raise asyncio.CancelledError
+    await asyncio.sleep(delay_s)

@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 
 import structlog
 
+from bot.backoff import cancel_requested
 from bot.config import SchedulesConfig
 from bot.envelope import Capabilities, IngressEnvelope, Sender
 from bot.schedules.book import ScheduleBook
@@ -108,7 +109,9 @@ class ScheduleRunner:
         while True:
             try:
                 await self.tick()
-            except Exception:
+            except Exception as exc:
+                if cancel_requested():
+                    raise asyncio.CancelledError from exc  # a stop, not a bad tick
                 # Boundary: the scheduler survives a bad tick (e.g. the database is busy).
                 log.exception("scheduler_tick_failed")
             await asyncio.sleep(self._settings.tick_s)
