@@ -35,8 +35,16 @@ def _escape(char: str) -> str:
     return f"\\U{code:08x}"
 
 
+def is_invisible(char: str) -> bool:
+    """Whether ``char`` is one this module never shows as itself: a control (newline and tab
+    included), format, separator or surrogate character other than the plain space, or an
+    invisible filler. Code that removes such characters instead of escaping them (text a
+    third party wrote, before anyone reads it) uses this one definition."""
+    return not char.isprintable() or char in _INVISIBLE
+
+
 def _needs_escape(char: str) -> bool:
-    return (not char.isprintable() and char != "\n") or char in _INVISIBLE
+    return char != "\n" and is_invisible(char)
 
 
 #: Everything but printable ASCII: the only characters worth a closer look.

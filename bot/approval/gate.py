@@ -104,13 +104,16 @@ class ApprovalDecision:
 class ApprovalRequest:
     """One call that wants to run, in the turn that makes it (the turn's own
     :class:`~bot.turn.TurnIdentity`, shared, not copied). ``arguments`` are already stripped
-    of any ``approved`` marker the model wrote."""
+    of any ``approved`` marker the model wrote. ``about`` is what a third-party tool says it
+    does (already sanitised and marked with its source), shown to an approver; empty for the
+    daemon's own tools."""
 
     tool: str
     arguments: Mapping[str, object]
     call_id: str
     turn: TurnIdentity
     requires_approval: bool
+    about: str = ""
     _fingerprint: str = field(default="", init=False, repr=False, compare=False)
 
     @property

@@ -48,8 +48,25 @@ from bot.config import Settings
 from bot.envelope import ChannelRef
 from bot.store import Store
 from bot.store.audit import Decision
+from bot.visible_text import visible
 
 log = structlog.get_logger(__name__)
+
+
+#: How much of a third-party tool's description the card or prompt shows.
+ABOUT_CHARS = 300
+
+
+def _why(request: ApprovalRequest) -> str:
+    """Why a person is asked, with what a third-party tool says it does (it is not what
+    runs: the arguments are, and they are shown in full)."""
+    why = "it has side effects" if request.requires_approval else "the policy asks for it"
+    if not request.about:
+        return why
+    about = request.about
+    if len(about) > ABOUT_CHARS:
+        about = about[: ABOUT_CHARS - 1] + "…"
+    return f"{why}. About the tool: {visible(about)}"
 
 
 class ApprovalService:
@@ -111,7 +128,7 @@ class ApprovalService:
             request=request,
             policy=self._policy.for_channel(request.turn.envelope.channel),
             view=describe(request.arguments),  # once: the card or prompt and the audit row
-            why="it has side effects" if request.requires_approval else "the policy asks for it",
+            why=_why(request),
         )
         handler = await self._handler(asked)
         return await handler.decide(asked)

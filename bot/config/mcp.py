@@ -29,6 +29,8 @@ class McpServerConfig(Reconnecting):
     cwd: str | None = None
     call_timeout_s: float = Field(default=60.0, gt=0)
     ping_interval_s: float = Field(default=15.0, gt=0)
+    # tools offered from this server; more are dropped (in listing order) with a log line
+    max_tools: int = Field(default=100, ge=1, le=1000)
 
     # One spelling for the backoff keys of every channel and MCP server (until the next
     # release the old names still load, with a warning).

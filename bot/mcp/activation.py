@@ -8,7 +8,8 @@ The rules, per turn and per iteration (``[mcp]`` in ``hatchway.toml``):
   appears in the message (case-insensitive), and is otherwise hidden;
 * any other MCP tool is shown while the number of MCP tools is at most
   ``deferred_threshold``, and hidden above it;
-* a hidden tool is shown for the rest of the turn once ``tool_search`` activated it;
+* a hidden tool is shown for the rest of the turn once ``tool_search`` activated it
+  (ranked by :mod:`bot.mcp.ranking`; a tool must be relevant enough to be activated);
 * ``tool_search`` itself is offered only while some MCP tool is hidden.
 
 Hidden tools stay runnable (approval and policy apply as usual); hiding only keeps their
@@ -25,6 +26,7 @@ import structlog
 from pydantic import Field
 
 from bot.config import McpConfig, McpToolFilterGroup
+from bot.mcp.ranking import SearchIndex, terms
 from bot.providers.base import ToolDefinition
 from bot.tools.builtin.arguments import ToolArguments, parse_arguments, schema_of
 from bot.tools.spec import ToolContext, ToolKind, ToolResult, ToolSpec
@@ -38,6 +40,11 @@ class ToolSearchArguments(ToolArguments):
     query: str = Field(
         min_length=1, max_length=200, description="Words describing the capability needed."
     )
+
+
+def _one_line(description: str, limit: int = 200) -> str:
+    line = " ".join(description.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _matches(name: str, group: McpToolFilterGroup) -> bool:
@@ -56,6 +63,7 @@ class ToolActivation:
         self._config = config
         self._mcp_tools = mcp_tools
         self._active: dict[str, set[str]] = {}
+        self._index = SearchIndex()
 
     def update_settings(self, config: McpConfig) -> None:
         self._config = config
@@ -117,19 +125,12 @@ class ToolActivation:
         self._active.pop(turn_id, None)
 
     def search(self, query: str, turn_id: str) -> list[ToolSpec]:
-        """Activate the MCP tools best matching ``query`` for the turn; returns them."""
-        words = [w for w in query.lower().replace("_", " ").split() if w]
-        scored: list[tuple[int, str, ToolSpec]] = []
-        for spec in self._mcp_tools():
-            haystack = f"{spec.name.replace('_', ' ')} {spec.description}".lower()
-            score = sum(1 for w in words if w in haystack)
-            if score:
-                scored.append((-score, spec.name, spec))
-        scored.sort(key=lambda item: (item[0], item[1]))
-        found = [spec for _, _, spec in scored[: self._config.search_limit]]
+        """Activate the MCP tools relevant to ``query`` for the turn (:mod:`bot.mcp.ranking`,
+        at most ``search_limit``); returns them, best first."""
+        found = self._index.ranked(query, self._mcp_tools(), self._config.search_limit)
         if turn_id:
             self._active.setdefault(turn_id, set()).update(s.name for s in found)
-        log.info("mcp_tools_activated", query_words=len(words), activated=len(found))
+        log.info("mcp_tools_activated", query_terms=len(terms(query)), activated=len(found))
         return found
 
     def search_tool(self) -> ToolSpec:
@@ -140,7 +141,7 @@ class ToolActivation:
             found = self.search(args.query, context.turn_id)
             if not found:
                 return "No tools match that query; try other words."
-            lines = [f"- {s.name}: {s.description[:200]}" for s in found]
+            lines = [f"- {s.name}: {_one_line(s.description)}" for s in found]
             return "Activated these tools for this turn; call them directly:\n" + "\n".join(lines)
 
         return ToolSpec(

@@ -1,21 +1,23 @@
 """MCP tools as :class:`~bot.tools.spec.ToolSpec` values.
 
-A server's tool ``search`` on server ``docs`` becomes ``docs__search`` (characters outside
-``[A-Za-z0-9_-]`` become ``_``; at most 64 characters, the providers' limit). Policy comes
-from the server's config: every MCP tool requires approval unless the server sets
-``requires_approval = false`` or lists the tool in ``auto_approve`` (the server's own tool
-name or the wrapped name; fnmatch patterns allowed). The approval policy's own lists
+A server's tool ``search`` on server ``docs`` becomes ``docs__search``; its name, description
+and input schema are sanitised first (:mod:`bot.mcp.sanitise`: characters providers refuse
+replaced, at most 64 characters; the description cleaned, capped and marked
+``[from MCP server docs]``; the schema rebuilt from known keywords, or the tool refused).
+Policy comes from the server's config: every MCP tool requires approval unless the server
+sets ``requires_approval = false`` or lists the tool in ``auto_approve`` (the server's own
+tool name or the wrapped name; fnmatch patterns allowed). The approval policy's own lists
 (``[approval] auto_approve`` / ``always_ask`` / ``deny``) apply on top, by wrapped name.
 
-The handler calls the server through its :class:`~bot.mcp.connection.McpConnection` and
-turns the result into text: text blocks joined, other blocks summarised, structured content
-as JSON when there is no text. A result flagged ``isError`` is a failed execution.
+The handler calls the server through its :class:`~bot.mcp.connection.McpConnection` by the
+server's own tool name and turns the result into text: text blocks joined, other blocks
+summarised, structured content as JSON when there is no text. A result flagged ``isError``
+is a failed execution.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from fnmatch import fnmatchcase
 
@@ -31,17 +33,10 @@ from mcp_types import (
 
 from bot.config import McpServerConfig
 from bot.mcp.connection import McpCallFailed, McpConnection, RemoteTool
+from bot.mcp.sanitise import Refusal, clean_schema, marked, usable_name, wrapped_name
 from bot.tools.spec import ToolContext, ToolKind, ToolResult, ToolSpec
 
-SEPARATOR = "__"
-MAX_NAME_CHARS = 64
-MAX_DESCRIPTION_CHARS = 1024
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
-
-
-def wrapped_name(server: str, tool: str) -> str:
-    """``server__tool`` with unsafe characters replaced, cut to the providers' limit."""
-    return _UNSAFE.sub("_", f"{server}{SEPARATOR}{tool}")[:MAX_NAME_CHARS]
+__all__ = ["needs_approval", "result_text", "tool_spec", "wrapped_name"]
 
 
 def needs_approval(config: McpServerConfig, server: str, tool: str) -> bool:
@@ -49,16 +44,6 @@ def needs_approval(config: McpServerConfig, server: str, tool: str) -> bool:
         return False
     names = (tool, wrapped_name(server, tool))
     return not any(fnmatchcase(n, p) for n in names for p in config.auto_approve)
-
-
-def parameters_of(tool: RemoteTool) -> dict[str, object]:
-    """The tool's input schema as the model sees it (always an object schema)."""
-    schema = dict(tool.input_schema)
-    schema.setdefault("type", "object")
-    schema.pop("title", None)
-    if "properties" not in schema:
-        schema["properties"] = {}
-    return schema
 
 
 def result_text(result: CallToolResult) -> str:
@@ -86,11 +71,16 @@ def result_text(result: CallToolResult) -> str:
 
 def tool_spec(
     connection: McpConnection, tool: RemoteTool, *, timeout_s: float | None = None
-) -> ToolSpec:
-    """Wrap one remote tool. The spec's ``parameters`` object is built once here, so the
-    registry's compiled validator is reused across turns."""
+) -> ToolSpec | Refusal:
+    """Wrap one remote tool, or say why it cannot be offered. The spec's ``parameters``
+    object is built once here, so the registry's compiled validator is reused across turns."""
     server, config = connection.name, connection.config
     remote_name = tool.name
+    if not usable_name(remote_name):
+        return Refusal("the name has no letter or digit providers accept")
+    parameters = clean_schema(tool.input_schema)
+    if isinstance(parameters, Refusal):
+        return parameters
 
     async def handler(arguments: Mapping[str, object], context: ToolContext) -> ToolResult:
         result = await connection.call(remote_name, arguments)
@@ -99,13 +89,13 @@ def tool_spec(
             raise McpCallFailed(text or f"{remote_name} reported an error")
         return text
 
-    description = f"[{server}] {tool.description}".strip()
     return ToolSpec(
-        name=wrapped_name(server, tool.name),
-        description=description[:MAX_DESCRIPTION_CHARS],
-        parameters=parameters_of(tool),
+        name=wrapped_name(server, remote_name),
+        description=marked(server, tool.description),
+        parameters=parameters,
         handler=handler,
-        requires_approval=needs_approval(config, server, tool.name),
+        requires_approval=needs_approval(config, server, remote_name),
         kind=ToolKind.READ_ONLY if tool.read_only else ToolKind.EXECUTE,
         timeout_s=timeout_s if timeout_s is not None else config.call_timeout_s,
+        origin=f"MCP server {server}",
     )

@@ -50,6 +50,7 @@ def approval_request(
         call_id=call_id,
         turn=context.turn,
         requires_approval=needs_approval(spec, arguments, context),
+        about=spec.description if spec.origin else "",
     )
 
 

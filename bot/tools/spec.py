@@ -111,6 +111,8 @@ class ToolSpec:
     ``completes_run`` call ends the turn; ``dedup_exempt`` tools may repeat in one iteration.
     ``path_arguments`` names the arguments that are file paths (locked canonically).
     ``approval_check``, when set, decides per call whether approval is needed.
+    ``origin`` names who wrote the name, description and schema when it was not this program
+    (``"MCP server docs"``); an approver is shown the description of such a tool.
     """
 
     name: str
@@ -127,3 +129,4 @@ class ToolSpec:
     timeout_s: float | None = None
     path_arguments: tuple[str, ...] = ()
     approval_check: ApprovalCheck | None = None
+    origin: str = ""
