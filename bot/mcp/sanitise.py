@@ -83,7 +83,7 @@ def clean_text(text: str, limit: int) -> str:
     # more than enough to fill the cap after cleaning; bounds the work on huge text
     text = text[: limit * 8].replace("\r\n", "\n")
     text = _ESCAPE_SEQUENCE.sub("", text)
-    if not text.isprintable():
+    if not (text.isascii() and text.isprintable()):
         text = "".join(map(_clean_char, text))
     text = _BLANK_LINES.sub("\n\n", text).strip()
     if len(text) > limit:
