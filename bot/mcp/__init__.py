@@ -3,9 +3,11 @@
 Modules: :mod:`~bot.mcp.connection` (one supervised client per configured server, stdio or
 streamable HTTP, restarted with backoff), :mod:`~bot.mcp.adapter` (remote tools as
 ``server__tool`` :class:`~bot.tools.spec.ToolSpec` values with policy from config),
-:mod:`~bot.mcp.activation` (deferred activation: ``tool_search`` and
-``tool_filter_groups``) and :mod:`~bot.mcp.catalog` (all of it behind
-:class:`bot.agent.turn.DynamicTools`). See ``docs/mcp.md``.
+:mod:`~bot.mcp.sanitise` (names, descriptions and schemas from a server made safe to show, or
+the tool refused), :mod:`~bot.mcp.activation` (deferred activation: ``tool_search`` and
+``tool_filter_groups``), :mod:`~bot.mcp.ranking` (how ``tool_search`` ranks) and
+:mod:`~bot.mcp.catalog` (all of it behind :class:`bot.agent.turn.DynamicTools`). See
+``docs/mcp.md``.
 
 ::
 
