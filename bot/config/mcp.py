@@ -29,6 +29,9 @@ class McpServerConfig(Reconnecting):
     cwd: str | None = None
     call_timeout_s: float = Field(default=60.0, gt=0)
     ping_interval_s: float = Field(default=15.0, gt=0)
+    # the longest message read from the server (a tool result, a listing); a longer one is
+    # not read, and the call it answers fails naming this cap (bot.mcp.reply_limit)
+    max_result_bytes: int = Field(default=1_048_576, ge=4096, le=1_073_741_824)
     # tools offered from this server; more are dropped (in listing order) with a log line
     max_tools: int = Field(default=100, ge=1, le=1000)
 

@@ -11,8 +11,14 @@ While the server is down its tools stay known (from the last listing) but every 
 :class:`~bot.tools.spec.ToolEnvironmentError`, which the pipeline reports as ENV_ERROR. A
 call cut off because the server died mid-call raises the same and triggers the restart.
 
+Transports: :func:`~bot.mcp.stdio_transport.bounded_stdio` (the server's stderr logged as
+``mcp_server_stderr`` events) and the SDK's streamable-HTTP client over
+:func:`~bot.mcp.http_limits.capped_http_client`; both stop reading a message at
+``max_result_bytes`` (:mod:`bot.mcp.reply_limit`).
+
 Secrets: values named by ``env_from`` / ``headers_from`` are read from the daemon's
-environment at each connect and never logged; log events name the server and the error type.
+environment at each connect, registered for scrubbing (a server that prints one has it
+masked in its logged stderr) and never logged; log events name the server and the error type.
 """
 
 from __future__ import annotations
@@ -20,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import enum
 import os
-import sys
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -30,17 +35,16 @@ from typing import TextIO
 import anyio
 import structlog
 from mcp import Client, MCPError, StdioServerParameters
-from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-
-# the SDK's HTTP client factory (its default MCP timeouts); not re-exported publicly
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_types import CallToolResult, Tool
 from mcp_types.jsonrpc import CONNECTION_CLOSED
 
 from bot.backoff import Backoff
 from bot.config import McpServerConfig
 from bot.errors import HatchwayError
+from bot.mcp.http_limits import capped_http_client
+from bot.mcp.stdio_transport import bounded_stdio
+from bot.scrub import register_secret
 from bot.tools.spec import ToolEnvironmentError
 
 log = structlog.get_logger(__name__)
@@ -98,7 +102,8 @@ class McpConnection:
         self.name = name
         self.config = config
         self._environ = os.environ if environ is None else environ
-        self._errlog = errlog
+        # errlog is no longer used: a stdio server's stderr is logged as events
+        del errlog
         self._on_tools = on_tools
         self._client: Client | None = None
         self._tools: tuple[RemoteTool, ...] = ()
@@ -199,15 +204,28 @@ class McpConnection:
                     env=env,
                     cwd=self.config.cwd,
                 )
-                errlog = self._errlog if self._errlog is not None else _server_log()
-                client = Client(stdio_client(server, errlog=errlog), mode="legacy")
+                transport = bounded_stdio(
+                    server, name=self.name, max_result_bytes=self.config.max_result_bytes
+                )
+                client = Client(transport, mode="legacy")
             else:
                 assert self.config.url is not None
+                limit = self.config.max_result_bytes
                 http = await stack.enter_async_context(
-                    create_mcp_http_client(headers=self._secrets(self.config.headers_from))
+                    capped_http_client(
+                        self.config.url,
+                        server=self.name,
+                        limit=limit,
+                        headers=self._secrets(self.config.headers_from),
+                    )
                 )
+                # the transport cuts events at the cap first; the SDK's own event limit (in
+                # decoded characters) is only a backstop
                 client = Client(
-                    streamable_http_client(self.config.url, http_client=http), mode="auto"
+                    streamable_http_client(
+                        self.config.url, http_client=http, max_sse_event_size=4 * limit
+                    ),
+                    mode="auto",
                 )
             yield await stack.enter_async_context(client)
 
@@ -216,6 +234,7 @@ class McpConnection:
         for key, env_name in names.items():
             value = self._environ.get(env_name)
             if value:
+                register_secret(value)
                 values[key] = value
             else:
                 log.warning("mcp_secret_missing", server=self.name, key=key, env=env_name)
@@ -262,19 +281,6 @@ async def _list_tools(client: Client, *, refresh: bool = False) -> tuple[RemoteT
         if cursor is None:
             break
     return tuple(tools)
-
-
-def _server_log() -> TextIO:
-    """Where a stdio server's stderr goes: the daemon's stderr (the journal under systemd).
-    A replaced ``sys.stderr`` without a file descriptor falls back to the original one."""
-    for stream in (sys.stderr, sys.__stderr__):
-        try:
-            if stream is not None:
-                stream.fileno()
-                return stream
-        except (OSError, ValueError, AttributeError):
-            continue
-    raise ToolEnvironmentError("no stderr to give an MCP server process")
 
 
 def _describe(exc: BaseException) -> str:

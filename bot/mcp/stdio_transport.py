@@ -1,0 +1,233 @@
+"""The stdio transport: a server process, its messages read line by line within a cap.
+
+Used in place of the SDK's ``stdio_client`` (which reads a whole line into memory, however
+long, and hands the server our stderr). :func:`bounded_stdio` starts the server in its own
+process group with three pipes and runs three tasks:
+
+* **stdout**: lines cut by :class:`~bot.mcp.line_framing.LineFramer` at
+  ``max_result_bytes``; each complete line is parsed as a JSON-RPC message for the session.
+  A longer line is never held: at the cap the transport answers the request it belongs to
+  with :func:`~bot.mcp.reply_limit.too_large_error` and skips the rest of the line, so the
+  call ends at once and the connection stays usable. The request is named by the id in the
+  line's first bytes, or, when the head does not say, is the one request still waiting;
+  with several waiting and no id to tell them apart, every waiting request gets the error
+  (their own replies, if they come, are dropped by the session as late). An oversized
+  request or notification from the server is dropped.
+* **stdin**: the session's messages, one JSON line each; the ids of our requests are
+  remembered until answered (or cancelled).
+* **stderr**: logged line by line as data (:class:`~bot.mcp.server_stderr.StderrLog`).
+
+Shutdown follows the SDK's (and the MCP spec's) order, shielded and bounded: stop traffic,
+give the writer 0.5 s to flush, close stdin, wait 2 s for the server to exit, then SIGTERM
+its process group and SIGKILL it 2 s later. POSIX only, like the daemon.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+
+import anyio
+import anyio.lowlevel
+import structlog
+from anyio.abc import AsyncResource, ByteReceiveStream, Process
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.client.stdio import StdioServerParameters, get_default_environment
+from mcp.os.posix.utilities import terminate_posix_process_tree
+from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
+from mcp.shared.message import SessionMessage
+from mcp_types import (
+    JSONRPCError,
+    JSONRPCMessage,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+    RequestId,
+    jsonrpc_message_adapter,
+)
+
+from bot.mcp.line_framing import LineFramer, LongLine
+from bot.mcp.reply_limit import HEAD_BYTES, MessageKind, head_of, too_large_error
+from bot.mcp.server_stderr import StderrLog
+
+log = structlog.get_logger(__name__)
+
+WRITER_FLUSH_S = 0.5
+EXIT_GRACE_S = 2.0
+KILL_AFTER_S = 2.0
+REAP_S = 2.0
+_PIPE_ERRORS = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError)
+
+
+class OutstandingRequests:
+    """The ids of our requests that have no answer yet (keyed as text: 7 and "7" are one)."""
+
+    def __init__(self) -> None:
+        self._ids: dict[str, RequestId] = {}
+
+    def sent(self, message: JSONRPCMessage) -> None:
+        if isinstance(message, JSONRPCRequest):
+            self._ids[str(message.id)] = message.id
+        elif isinstance(message, JSONRPCNotification) and message.method == (
+            "notifications/cancelled"
+        ):
+            cancelled = cancelled_request_id_from_params(message.params)
+            if cancelled is not None:
+                self.answered(cancelled)
+
+    def answered(self, request_id: RequestId | None) -> None:
+        if request_id is not None:
+            self._ids.pop(str(request_id), None)
+
+    def owners(self, request_id: RequestId | None) -> list[RequestId]:
+        """Which waiting requests an oversized reply ends (no longer waiting after this): the
+        one it names (if it waits), else every one waiting."""
+        if request_id is not None:
+            owner = self._ids.pop(str(request_id), None)
+            return [] if owner is None else [owner]
+        owners = list(self._ids.values())
+        self._ids.clear()
+        return owners
+
+
+@asynccontextmanager
+async def bounded_stdio(
+    server: StdioServerParameters, *, name: str, max_result_bytes: int
+) -> AsyncIterator[
+    tuple[
+        MemoryObjectReceiveStream[SessionMessage | Exception],
+        MemoryObjectSendStream[SessionMessage],
+    ]
+]:
+    """Start ``server`` and yield the session's read and write streams (an SDK transport)."""
+    process = await anyio.open_process(
+        [server.command, *server.args],
+        env=get_default_environment() | (server.env or {}),
+        cwd=server.cwd,
+        start_new_session=True,
+    )
+    # No await until the task group is entered, or a cancellation in the gap leaks the process.
+    read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+    outstanding = OutstandingRequests()
+    writer_done = anyio.Event()
+    assert process.stdin is not None and process.stdout is not None
+    assert process.stderr is not None
+    stdin, stdout, stderr = process.stdin, process.stdout, process.stderr
+
+    def messages_of(item: bytes | LongLine) -> list[SessionMessage | Exception]:
+        if isinstance(item, LongLine):
+            head = head_of(item.head)
+            if head.kind is MessageKind.REQUEST:
+                log.warning("mcp_message_too_large", server=name, limit=max_result_bytes)
+                return []
+            owners = outstanding.owners(head.request_id)
+            log.warning(
+                "mcp_reply_too_large", server=name, limit=max_result_bytes, request_ids=owners
+            )
+            unmatched = len(owners) > 1
+            return [
+                SessionMessage(too_large_error(owner, max_result_bytes, unmatched=unmatched))
+                for owner in owners
+            ]
+        if not item.strip():
+            return []
+        try:
+            message = jsonrpc_message_adapter.validate_json(item, by_name=False)
+        except ValueError as exc:
+            log.warning("mcp_message_unreadable", server=name, error=type(exc).__name__)
+            return [exc]
+        if isinstance(message, JSONRPCResponse | JSONRPCError):
+            outstanding.answered(message.id)
+        return [SessionMessage(message)]
+
+    async def read_stdout() -> None:
+        framer = LineFramer(max_result_bytes, head_bytes=HEAD_BYTES)
+        try:
+            async with read_writer:
+                while True:
+                    try:
+                        chunk = await stdout.receive()
+                    except _PIPE_ERRORS:
+                        return
+                    for item in framer.feed(chunk):
+                        for message in messages_of(item):
+                            await read_writer.send(message)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass  # the session is gone
+        finally:
+            await _drain(stdout)
+
+    async def write_stdin() -> None:
+        try:
+            async with write_reader:
+                async for session_message in write_reader:
+                    outstanding.sent(session_message.message)
+                    json = session_message.message.model_dump_json(
+                        by_alias=True, exclude_unset=True
+                    )
+                    await stdin.send((json + "\n").encode())
+        except _PIPE_ERRORS:
+            # the server may still run: end the session rather than leave a call waiting
+            await read_writer.aclose()
+        finally:
+            writer_done.set()
+
+    async def shutdown() -> None:
+        read_stream.close()  # unblocks the reader into its drain
+        write_stream.close()
+        with anyio.move_on_after(WRITER_FLUSH_S):
+            await writer_done.wait()
+        await _stop(process, name)
+        for stream in (read_stream, write_stream, read_writer, write_reader):
+            await stream.aclose()
+        await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(read_stdout)
+        group.start_soon(write_stdin)
+        group.start_soon(StderrLog(name).pump, stderr)
+        try:
+            yield read_stream, write_stream
+        finally:
+            # must finish under cancellation, or the server process would leak; every
+            # wait inside is bounded
+            with anyio.CancelScope(shield=True):
+                await shutdown()
+            group.cancel_scope.cancel()
+
+
+async def _drain(stdout: ByteReceiveStream) -> None:
+    """Discard what the server still writes, so that it never blocks on a full pipe while
+    it should be exiting; ends when the pipe closes."""
+    with anyio.CancelScope(shield=True), suppress(*_PIPE_ERRORS):
+        while True:
+            await stdout.receive()
+
+
+async def _stop(process: Process, name: str) -> None:
+    """Close stdin, wait for the exit, then terminate the process group; release the pipes."""
+    await _close(process.stdin)
+    if not await _exited(process, EXIT_GRACE_S):
+        await terminate_posix_process_tree(process, KILL_AFTER_S)
+        if not await _exited(process, REAP_S):
+            log.warning("mcp_server_process_survived", server=name, pid=process.pid)
+    if process.returncode is not None:
+        await process.aclose()  # closes the pipes' transports too; the exit is known
+    else:
+        for stream in (process.stdout, process.stderr):
+            await _close(stream)
+
+
+async def _exited(process: Process, timeout_s: float) -> bool:
+    # anyio's wait ends at the exit itself (asyncio's own also waits for the pipes, which a
+    # descendant of the server may hold open)
+    with anyio.move_on_after(timeout_s):
+        await process.wait()
+    return process.returncode is not None
+
+
+async def _close(stream: AsyncResource | None) -> None:
+    if stream is not None:
+        with suppress(*_PIPE_ERRORS):
+            await stream.aclose()

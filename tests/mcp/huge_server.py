@@ -1,0 +1,49 @@
+"""An MCP server whose results can be huge, run as a real process (``python huge_server.py``).
+
+Tools: ``huge`` (a text result of ``size`` bytes, made of lines that contain quotes and
+newlines, so the JSON line carrying it is escaped like a real one), ``add`` and ``notify_huge``
+(logs a message of ``size`` bytes to the client before a small result). With ``--http PORT``
+it serves streamable HTTP on loopback (server-sent events; ``--json`` for plain JSON replies).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from mcp.server.mcpserver import Context, MCPServer
+
+server = MCPServer("huge")
+
+_LINE = 'a "quoted" line of a huge result, with a tab\tand more text to fill it up\n'
+
+
+@server.tool()
+def huge(size: int) -> str:
+    """Return a text of ``size`` bytes."""
+    whole, rest = divmod(size, len(_LINE))
+    return _LINE * whole + "x" * rest
+
+
+@server.tool()
+def add(a: int, b: int) -> str:
+    """Add two integer numbers."""
+    return str(a + b)
+
+
+@server.tool()
+async def notify_huge(size: int, ctx: Context) -> str:
+    """Send a log notification of ``size`` bytes, then answer ``done``."""
+    await ctx.info("y" * size)
+    return "done"
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 3 and sys.argv[1] == "--http":
+        server.run(
+            "streamable-http",
+            host="127.0.0.1",
+            port=int(sys.argv[2]),
+            json_response="--json" in sys.argv[3:],
+        )
+    else:
+        server.run()
