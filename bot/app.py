@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -31,7 +31,7 @@ from bot.agent.turn import AgentBundle
 from bot.approval.findings import approval_findings
 from bot.approval.reasons import RuntimeReason
 from bot.approval.service import ApprovalService
-from bot.backoff import Backoff, BackoffPolicy
+from bot.backoff import Backoff, BackoffPolicy, cancel_requested, sleep_before_retry
 from bot.channel import Channel, ChannelHealth, HealthState
 from bot.channel_host import AdapterHost
 from bot.channel_registry import ChannelContext, create_channel
@@ -68,6 +68,13 @@ CARD_INDEX_KEEP_S = 7 * 24 * 3600.0
 #: Restarts of an adapter that crashed (a bug, not a network error: adapters reconnect
 #: themselves with their own reconnect_* keys).
 CHANNEL_RESTART = BackoffPolicy(initial_s=1.0, max_s=60.0)
+#: How long the long-running parts (channels, MCP servers, scheduler, gateway) get to stop
+#: once cancelled, after the drain. MCP servers need the most: up to ~6.5 s for one that
+#: ignores its closed stdin and SIGTERM (see bot.mcp.connection.STOP_GRACE_S).
+CLOSE_TIMEOUT_S = 10.0
+#: A part still running this long after its cancellation is cancelled again: a library that
+#: caught the cancellation and went on (a reconnect loop of its own) gets another one.
+CANCEL_AGAIN_S = 2.0
 
 
 def with_default_channel(settings: Settings, *, given: bool = False) -> Settings:
@@ -108,6 +115,7 @@ class App:
         self._web_app = web_app
         self.channels: dict[str, Channel] = {}
         self._runner: asyncio.Task[None] | None = None
+        self._parts: dict[str, asyncio.Task[None]] = {}
         self._channel_done: dict[str, asyncio.Event] = {}
         self._stopped = False
 
@@ -223,14 +231,18 @@ class App:
 
     async def _supervise(self) -> None:
         async with asyncio.TaskGroup() as group:
-            group.create_task(self.gateway.run(), name="gateway")
+
+            def start(name: str, coro: Coroutine[object, object, None]) -> None:
+                self._parts[name] = group.create_task(coro, name=name)
+
+            start("gateway", self.gateway.run())
             if self.mcp is not None:
-                group.create_task(self.mcp.run(), name="mcp")
+                start("mcp", self.mcp.run())
             if self.settings.schedules.enabled:
-                group.create_task(self.scheduler.run(), name="schedules")
+                start("schedules", self.scheduler.run())
             for name, channel in self.channels.items():
                 self._channel_done[name] = asyncio.Event()
-                group.create_task(self._run_channel(name, channel), name=f"channel:{name}")
+                start(f"channel:{name}", self._run_channel(name, channel))
 
     async def _run_channel(self, name: str, channel: Channel) -> None:
         """Run one adapter; restart it with jittered backoff when it fails, except on an
@@ -246,9 +258,12 @@ class App:
                     log.error("channel_auth_failed", channel=name, error=str(exc))
                     return
                 except Exception as exc:
+                    if cancel_requested():
+                        # the stop, turned into an error by the platform library
+                        raise asyncio.CancelledError from exc
                     # Boundary: an adapter crash is logged and the adapter restarted.
                     log.exception("channel_crashed", channel=name, error=type(exc).__name__)
-                    await asyncio.sleep(backoff.next_delay())
+                    await sleep_before_retry(backoff.next_delay())
         finally:
             self._channel_done[name].set()
 
@@ -320,13 +335,32 @@ class App:
         drained = await self.drain(drain_timeout_s)
         log.info("app_stopping", drained=drained)
         await self.approvals.close()
-        if self._runner is not None:
-            self._runner.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._runner
-        await self.provider.aclose()
-        await self.store.aclose()
-        log.info("app_stopped")
+        try:
+            if self._runner is not None:
+                await self._stop_parts(self._runner)
+        finally:
+            await self.provider.aclose()
+            await self.store.aclose()
+            log.info("app_stopped")
+
+    async def _stop_parts(self, runner: asyncio.Task[None]) -> None:
+        """Cancel the long-running parts and wait for them, at most CLOSE_TIMEOUT_S; a part
+        still running is cancelled again every CANCEL_AGAIN_S, and one left at the end is
+        named in ``app_stop_incomplete`` (the daemon's stop deadline ends the process)."""
+        runner.cancel()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + CLOSE_TIMEOUT_S
+        while not runner.done() and (left := deadline - loop.time()) > 0:
+            await asyncio.wait({runner}, timeout=min(CANCEL_AGAIN_S, left))
+            for task in self._parts.values():
+                if not task.done() and loop.time() < deadline:
+                    task.cancel()
+        if not runner.done():
+            running = sorted(name for name, task in self._parts.items() if not task.done())
+            log.error("app_stop_incomplete", running=running, waited_s=CLOSE_TIMEOUT_S)
+            return
+        with contextlib.suppress(asyncio.CancelledError):
+            runner.result()
 
     async def __aenter__(self) -> App:
         await self.start()

@@ -1,10 +1,13 @@
-"""The one backoff policy: doubling to a cap, jittered into the upper half, reset on success."""
+"""The one backoff policy: doubling to a cap, jittered into the upper half, reset on success;
+and a retry loop's pause, which ends the loop when its task is being cancelled."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
-from bot.backoff import Backoff, BackoffPolicy
+from bot.backoff import Backoff, BackoffPolicy, cancel_requested, sleep_before_retry
 
 
 @pytest.mark.parametrize(
@@ -32,3 +35,45 @@ def test_a_loop_counts_its_failures_until_reset() -> None:
     assert [backoff.next_delay() for _ in range(4)] == [0.5, 1.0, 2.0, 2.0]
     backoff.reset()
     assert [backoff.next_delay() for _ in range(2)] == [0.5, 1.0]
+
+
+async def library_call() -> None:
+    """A call into a library that turns its task's cancellation into an ordinary error (an
+    HTTP client whose connection was closed under it, the MCP SDK's closed stream)."""
+    try:
+        await asyncio.sleep(3600)
+    except asyncio.CancelledError:
+        raise OSError("connection closed") from None
+
+
+async def test_a_retry_loop_ends_when_its_cancellation_came_back_as_an_error() -> None:
+    attempts = 0
+    started = asyncio.Event()
+
+    async def retry_loop() -> None:
+        nonlocal attempts
+        while True:
+            attempts += 1
+            started.set()
+            try:
+                await library_call()
+            except OSError:
+                assert cancel_requested()
+                await sleep_before_retry(0.01)
+
+    task = asyncio.create_task(retry_loop())
+    await started.wait()
+    task.cancel()
+    async with asyncio.timeout(30):  # failure guard: the loop used to retry for ever
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert attempts == 1
+
+
+async def test_no_cancel_requested_after_a_timeout_ended() -> None:
+    assert not cancel_requested()
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.01):
+            await asyncio.sleep(3600)
+    assert not cancel_requested()
+    await sleep_before_retry(0)  # a plain pause when nothing asked the task to stop

@@ -6,6 +6,9 @@ streamable HTTP (``url``), lists the server's tools, then watches the connection
 finds it closed, or a failed tool listing every ``ping_interval_s``, ends the session — and
 reconnects with jittered exponential backoff (:mod:`bot.backoff`: ``reconnect_initial_s``
 doubling up to ``reconnect_max_s``; reset after a session that stayed up for a while).
+Cancelling :meth:`~McpConnection.run` stops the server (``mcp_server_stopped``, state
+``stopped``) within :data:`STOP_GRACE_S`, whatever the server does; a stop is never taken for
+a failure, so nothing is restarted once the daemon is stopping.
 
 While the server is down its tools stay known (from the last listing) but every call raises
 :class:`~bot.tools.spec.ToolEnvironmentError`, which the pipeline reports as ENV_ERROR. A
@@ -24,6 +27,7 @@ masked in its logged stderr) and never logged; log events name the server and th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import os
 import time
@@ -43,13 +47,22 @@ from bot.backoff import Backoff
 from bot.config import McpServerConfig
 from bot.errors import HatchwayError
 from bot.mcp.http_limits import capped_http_client
-from bot.mcp.stdio_transport import bounded_stdio
+from bot.mcp.stdio_transport import (
+    EXIT_GRACE_S,
+    KILL_AFTER_S,
+    REAP_S,
+    WRITER_FLUSH_S,
+    bounded_stdio,
+)
 from bot.scrub import register_secret
 from bot.tools.spec import ToolEnvironmentError
 
 log = structlog.get_logger(__name__)
 
 STABLE_AFTER_S = 30.0
+#: How long a stop waits for a server's shutdown: what the stdio transport gives one that
+#: ignores everything (flush, exit after stdin closes, SIGTERM to SIGKILL, reap), and a margin.
+STOP_GRACE_S = WRITER_FLUSH_S + EXIT_GRACE_S + KILL_AFTER_S + REAP_S + 1.5
 MAX_LIST_PAGES = 50
 
 
@@ -62,6 +75,7 @@ class ServerState(enum.StrEnum):
     STARTING = "starting"
     READY = "ready"
     RESTARTING = "restarting"
+    STOPPED = "stopped"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -138,26 +152,72 @@ class McpConnection:
     # -- supervision -------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Connect and serve until cancelled, restarting the server whenever it fails."""
+        """Connect and serve until cancelled, restarting the server whenever it fails.
+
+        Cancelling this task stops the server, within :data:`STOP_GRACE_S`. The supervision
+        runs in a task of its own and is stopped through an anyio cancel scope, which the
+        transport's shielded shutdown honours (close stdin, wait, SIGTERM, SIGKILL); a native
+        ``Task.cancel`` could land inside that shutdown and interrupt it, leaving the server
+        alive and the read of its stdout waiting for ever."""
+        stop = anyio.CancelScope()
+        supervisor = asyncio.create_task(self._supervise(stop), name=f"mcp-supervisor:{self.name}")
+        try:
+            await asyncio.shield(supervisor)
+        except asyncio.CancelledError:
+            stop.cancel()
+            await self._wait_stopped(supervisor)
+            raise
+
+    async def _supervise(self, stop: anyio.CancelScope) -> None:
         backoff = Backoff(self.config.reconnect_backoff())
-        while True:
-            started = time.monotonic()
+        with stop:
             try:
-                await self._serve()
-            except Exception as exc:
-                # Boundary: a server that fails to start or dies is restarted, never fatal.
-                log.warning("mcp_server_down", server=self.name, error=_describe(exc))
+                while True:
+                    started = time.monotonic()
+                    try:
+                        await self._serve()
+                    except BaseException as exc:
+                        # A stop is never a server failure: whatever the SDK raises on the
+                        # way out (CancelledError, a closed stream, a group of them) ends it.
+                        if stop.cancel_called and not isinstance(
+                            exc, KeyboardInterrupt | SystemExit
+                        ):
+                            return
+                        if not isinstance(exc, Exception):
+                            raise
+                        # Boundary: a server that fails to start or dies is restarted.
+                        log.warning("mcp_server_down", server=self.name, error=_describe(exc))
+                    finally:
+                        self._client = None
+                        self._ready.clear()
+                        self._state = ServerState.RESTARTING
+                    if time.monotonic() - started >= STABLE_AFTER_S:
+                        backoff.reset()
+                    self.restarts += 1
+                    await self._notify()
+                    wait = backoff.next_delay()
+                    log.info("mcp_server_restarting", server=self.name, in_s=round(wait, 2))
+                    await asyncio.sleep(wait)
             finally:
-                self._client = None
-                self._ready.clear()
-                self._state = ServerState.RESTARTING
-            if time.monotonic() - started >= STABLE_AFTER_S:
-                backoff.reset()
-            self.restarts += 1
-            await self._notify()
-            wait = backoff.next_delay()
-            log.info("mcp_server_restarting", server=self.name, in_s=round(wait, 2))
-            await asyncio.sleep(wait)
+                if stop.cancel_called:
+                    self._state = ServerState.STOPPED
+
+    async def _wait_stopped(self, supervisor: asyncio.Task[None]) -> None:
+        """Wait for the supervision to wind down after a stop, for at most STOP_GRACE_S even
+        if cancelled again meanwhile; past that, it is cancelled outright and left behind."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + STOP_GRACE_S
+        while not supervisor.done() and loop.time() < deadline:
+            # asyncio.wait leaves the task alone when the wait itself is cancelled
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait({supervisor}, timeout=deadline - loop.time())
+        if not supervisor.done():
+            log.error("mcp_server_stop_timeout", server=self.name, grace_s=STOP_GRACE_S)
+            supervisor.cancel()
+            return
+        if not supervisor.cancelled() and (error := supervisor.exception()) is not None:
+            log.warning("mcp_server_stop_failed", server=self.name, error=_describe(error))
+        log.info("mcp_server_stopped", server=self.name)
 
     async def _serve(self) -> None:
         async with self._open() as client:
@@ -248,8 +308,12 @@ class McpConnection:
         client = self._client
         if client is None or self._state is not ServerState.READY:
             raise ToolEnvironmentError(
-                f"MCP server {self.name!r} is unavailable ({self._state.value}); it is being "
-                "restarted, try again later"
+                f"MCP server {self.name!r} is unavailable ({self._state.value}); "
+                + (
+                    "the daemon is stopping"
+                    if self._state is ServerState.STOPPED
+                    else "it is being restarted, try again later"
+                )
             )
         try:
             return await client.call_tool(tool, dict(arguments))

@@ -29,6 +29,13 @@ out of later collections, and the collector is switched back on.
 then they are cancelled as interrupted; pending approvals are expired; the database is
 closed. A second signal skips the rest of the wait. The watchdog keeps pinging throughout.
 
+**A stop always ends.** After the drain the long-running parts (channels, MCP servers, the
+scheduler) are cancelled and get :data:`bot.app.CLOSE_TIMEOUT_S` to stop; MCP servers are shut
+down by their transport (stdin closed, then SIGTERM, then SIGKILL). If the process is still
+alive ``drain_timeout_s`` + :data:`~bot.ops.stop_deadline.CLOSE_BUDGET_S` after the stop
+signal, :class:`~bot.ops.stop_deadline.StopDeadline` logs ``stop_deadline_exceeded`` and ends
+it with status 1.
+
 **Reload.** Only what is read per message changes (see :meth:`bot.app.App.reload`); keys that
 need a restart are named in the ``config_reloaded`` event (:func:`restart_only_changes`).
 """
@@ -54,6 +61,7 @@ from bot.errors import HatchwayError
 from bot.metrics import MeteredProvider, Metrics
 from bot.ops.health import HealthRoutes, add_health_routes
 from bot.ops.notify import SystemdNotifier, watchdog_pings
+from bot.ops.stop_deadline import CLOSE_BUDGET_S, StopDeadline
 from bot.ops.web import HttpServer
 from bot.providers.deferred import DeferredProvider
 from bot.providers.factory import defer_provider
@@ -153,10 +161,12 @@ class Daemon:
         *,
         notifier: SystemdNotifier,
         metrics: Metrics | None = None,
+        deadline: StopDeadline | None = None,
     ) -> None:
         self.settings = settings
         self.options = options
         self.notifier = notifier
+        self.deadline = deadline
         self.metrics = metrics or Metrics()
         self.server = HttpServer(settings.server)
         self._signals: asyncio.Queue[signal.Signals] = asyncio.Queue()
@@ -191,6 +201,8 @@ class Daemon:
                 _owned(_warm_up(deferred), "provider-warm"),
             ):
                 await self._handle_signals_until_stop(app)
+            if self.deadline is not None:
+                self.deadline.arm()
             routes.draining = True
             await self._drain(app)
         finally:
@@ -339,4 +351,7 @@ async def run_daemon(options: DaemonOptions) -> int:
     settings = load_settings(options.config_path)
     configure_logging(settings.logging.level, settings.logging.format)
     notifier = SystemdNotifier.from_environ(os.environ, unset=True)
-    return await Daemon(settings, options, notifier=notifier).run()
+    # the whole process's last resort, never disarmed: it also covers the event loop's
+    # teardown after Daemon.run returns
+    deadline = StopDeadline(options.drain_timeout_s + CLOSE_BUDGET_S)
+    return await Daemon(settings, options, notifier=notifier, deadline=deadline).run()

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 
 import structlog
 
+from bot.backoff import cancel_requested
 from bot.providers.base import CompletionRequest, Provider, ProviderReply, StreamSink
 
 log = structlog.get_logger(__name__)
@@ -56,6 +57,8 @@ class DeferredProvider:
         try:
             await self._ready()
         except Exception as exc:  # the first completion raises it where it can be reported
+            if cancel_requested():
+                raise asyncio.CancelledError from exc  # a stop during warm-up, not a failure
             log.warning("provider_warm_failed", provider=self.name, error=repr(exc))
 
     async def complete(

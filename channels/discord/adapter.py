@@ -23,12 +23,10 @@ intent (close 4014) → ``FAILED`` and :class:`~bot.errors.ChannelAuthError` fro
 
 from __future__ import annotations
 
-import asyncio
-
 import aiohttp
 import discord
 
-from bot.backoff import Backoff
+from bot.backoff import Backoff, cancel_requested, sleep_before_retry
 from bot.channel import (
     ChannelHealth,
     ChannelHost,
@@ -135,8 +133,10 @@ class DiscordChannel(SendsThrough):
             self._fail(f"the gateway closed the connection (code {exc.code}: {exc.reason})")
             raise ChannelError(f"{self.ref}: gateway closed with code {exc.code}") from None
         except Exception as exc:
-            # Not swallowed: recorded so health says why the adapter stopped, then re-raised.
-            self._fail(f"stopped by an unexpected error: {type(exc).__name__}")
+            # Not swallowed: recorded so health says why the adapter stopped, then re-raised
+            # (unless it is the stop itself, turned into an error by the library).
+            if not cancel_requested():
+                self._fail(f"stopped by an unexpected error: {type(exc).__name__}")
             raise
         finally:
             self._connection.client = None
@@ -169,7 +169,7 @@ class DiscordChannel(SendsThrough):
                 f"cannot reach Discord ({reason}); retrying in {wait:.0f}s",
             )
             await client.http.close()
-            await asyncio.sleep(wait)
+            await sleep_before_retry(wait)
 
     # gateway events (GatewayListener) --------------------------------------------------
 

@@ -40,7 +40,7 @@ from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.app.async_app import AsyncApp
 
-from bot.backoff import Backoff
+from bot.backoff import Backoff, sleep_before_retry
 from bot.channel import (
     ChannelHealth,
     ChannelHost,
@@ -186,7 +186,7 @@ class SlackChannel(SendsThrough):
                 raise
             except ChannelError as exc:
                 self._set_health(HealthState.STARTING, f"{exc}; retrying")
-                await asyncio.sleep(backoff.next_delay())
+                await sleep_before_retry(backoff.next_delay())
 
     async def _serve(self, app: AsyncApp) -> None:
         """Receive events until cancelled: HTTP requests through the mounted route, or the

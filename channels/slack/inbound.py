@@ -36,6 +36,7 @@ import structlog
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 
+from bot.backoff import cancel_requested
 from bot.channel import ChannelHost
 from bot.envelope import Capabilities, ChannelRef
 from bot.errors import ChannelAuthError, ChannelError
@@ -240,6 +241,8 @@ class SlackInbound:
             except ChannelAuthError:
                 raise
             except ChannelError as exc:
+                if cancel_requested():
+                    raise asyncio.CancelledError from exc  # the stop, not a failed call
                 log.warning("slack_inbound_failed", channel=str(self._ref), error=str(exc))
 
     def capabilities(self) -> Capabilities:

@@ -21,7 +21,7 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.app.async_app import AsyncApp
 from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
 
-from bot.backoff import Backoff, BackoffPolicy
+from bot.backoff import Backoff, BackoffPolicy, sleep_before_retry
 from bot.channel import HealthState
 from bot.errors import ChannelAuthError, ChannelError
 from channels.slack.api import SlackCallFailed, SlackWebApi
@@ -100,7 +100,7 @@ class SocketSession:
                 log.warning("slack_socket_connect_failed", reason=reason, retry_in_s=delay)
                 state = HealthState.RECONNECTING if connected_once else HealthState.STARTING
                 self._set_health(state, f"socket mode connect failed ({reason}); retrying")
-                await asyncio.sleep(delay)
+                await sleep_before_retry(delay)
                 continue
             self._backoff.reset()
             connected_once = True
@@ -109,7 +109,7 @@ class SocketSession:
             await self._wait_dropped(handler)
             self._set_health(HealthState.RECONNECTING, "socket mode connection dropped")
             log.warning("slack_socket_dropped")
-            await asyncio.sleep(self._backoff.next_delay())
+            await sleep_before_retry(self._backoff.next_delay())
 
     async def _connect(self, handler: AsyncSocketModeHandler) -> None:
         self._hello.clear()

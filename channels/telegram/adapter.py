@@ -34,7 +34,7 @@ from telegram.error import Conflict, InvalidToken, NetworkError, RetryAfter
 from telegram.ext import Application
 from telegram.request import HTTPXRequest
 
-from bot.backoff import Backoff
+from bot.backoff import Backoff, sleep_before_retry
 from bot.channel import (
     ChannelHealth,
     ChannelHost,
@@ -162,7 +162,7 @@ class TelegramChannel(SendsThrough):
                 self._set_health(HealthState.FAILED, detail)
                 raise ChannelAuthError(f"{self.ref}: {detail}") from exc.__cause__
             except RetryAfter as exc:
-                await asyncio.sleep(retry_after_seconds(exc))
+                await sleep_before_retry(retry_after_seconds(exc))
                 continue
             except NetworkError as exc:
                 await self._reconnect_pause(backoff, f"cannot reach the Bot API: {exc}")
@@ -178,7 +178,7 @@ class TelegramChannel(SendsThrough):
         log.warning(
             "telegram_reconnecting", channel=str(self.ref), reason=reason, delay_s=round(delay, 2)
         )
-        await asyncio.sleep(delay)
+        await sleep_before_retry(delay)
 
     # -- polling ------------------------------------------------------------------------------
 
@@ -200,7 +200,7 @@ class TelegramChannel(SendsThrough):
                 self._set_health(HealthState.FAILED, detail)
                 raise ChannelAuthError(f"{self.ref}: {detail}") from exc.__cause__
             except RetryAfter as exc:
-                await asyncio.sleep(retry_after_seconds(exc))
+                await sleep_before_retry(retry_after_seconds(exc))
                 continue
             except Conflict:
                 await self._reconnect_pause(backoff, CONFLICT_DETAIL)

@@ -1,9 +1,15 @@
 """A server that dies: ENV_ERROR for the call it was in, a restart with backoff, and calls
-working again afterwards; a server that is not up answers every call with ENV_ERROR."""
+working again afterwards; a server that is not up answers every call with ENV_ERROR. A stop,
+in any state of a server that ignores everything but SIGKILL, ends the supervision with the
+server gone and nothing restarted (the whole daemon's case is tests/ops/test_stop_matrix.py)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +18,7 @@ from bot.mcp.connection import McpConnection, ServerState
 from bot.tools.spec import ToolEnvironmentError
 from tests.fakes.scripted_provider import ScriptedProvider, call, reply
 from tests.mcp.conftest import DEMO_SERVER, AppFactory, console_message, demo_config
+from tests.mcp.stop_marks import WAIT_S, Marks, alive, stop_server_command
 
 
 async def test_server_killed_mid_call_is_env_error_and_restarted(
@@ -61,6 +68,71 @@ async def test_server_that_cannot_start_keeps_restarting() -> None:
         async with asyncio.timeout(30):
             await connection.wait_until(lambda c: c.restarts >= 3)
         task.cancel()
-    assert connection.state is ServerState.RESTARTING
-    with pytest.raises(ToolEnvironmentError):
+    assert connection.state is ServerState.STOPPED
+    with pytest.raises(ToolEnvironmentError, match="stopping"):
         await connection.call("anything", {})
+
+
+# -- stopping: a cancellation is never a server failure ----------------------------------------
+
+#: a server that ignores both the end of its stdin and SIGTERM: only SIGKILL ends it
+HOSTILE = ("ignore-sigterm", "linger")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("flags", "state", "ping_interval_s"),
+    [
+        pytest.param(("slow-init", *HOSTILE), "initialising", 15.0, id="starting"),
+        pytest.param(("hang-health",), "health_check", 2.0, id="health-check-hanging"),
+        # the health check timed out and the transport is shutting the server down: a stop
+        # landing here used to interrupt that shutdown and wait for the server for ever
+        pytest.param(("hang-health", *HOSTILE), "stdin_closed", 0.5, id="shutting-down"),
+    ],
+)
+async def test_a_stop_in_any_state_stops_the_server_and_restarts_nothing(
+    tmp_path: Path, flags: tuple[str, ...], state: str, ping_interval_s: float
+) -> None:
+    marks = Marks(tmp_path / "marks")
+    config = McpServerConfig(
+        command=stop_server_command(marks.path, *flags),
+        ping_interval_s=ping_interval_s,
+        reconnect_initial_s=0.05,
+        reconnect_max_s=0.1,
+    )
+    connection = McpConnection("bad", config)
+    task = asyncio.create_task(connection.run())
+    try:
+        await marks.wait_for(state)
+        restarts = connection.restarts
+        task.cancel()
+        async with asyncio.timeout(WAIT_S):  # failure guard
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        assert connection.state is ServerState.STOPPED
+        assert connection.restarts == restarts
+        servers = marks.pids("started")
+        assert [pid for pid in servers if alive(pid)] == []
+    finally:
+        for pid in marks.pids("started"):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+async def test_a_server_backing_off_is_not_started_again_by_a_stop(tmp_path: Path) -> None:
+    marks = Marks(tmp_path / "marks")
+    config = McpServerConfig(
+        command=stop_server_command(marks.path, "crash-at-start"),
+        reconnect_initial_s=60.0,
+        reconnect_max_s=60.0,
+    )
+    connection = McpConnection("bad", config)
+    task = asyncio.create_task(connection.run())
+    async with asyncio.timeout(WAIT_S):
+        await connection.wait_until(lambda c: c.restarts == 1)
+    task.cancel()
+    async with asyncio.timeout(WAIT_S):  # failure guard
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert connection.state is ServerState.STOPPED
+    assert len(marks.pids("started")) == 1
