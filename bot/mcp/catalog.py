@@ -9,7 +9,8 @@ restarting keeps its tools; calls to them are ENV_ERROR until it is back) plus
 :meth:`McpCatalog.run` supervises every enabled server in one task group and lives until
 cancelled; the daemon starts it with its other long-running tasks. Each listing a server
 sends is wrapped (:mod:`bot.mcp.adapter`, :mod:`bot.mcp.sanitise`) on a worker thread, at
-most the server's ``max_tools`` of it, and installed on the event loop: a refused tool or a
+most the server's ``max_tools`` of it, and installed on the event loop (a turn that starts
+before a server's first listing was wrapped wraps it at once, so listed tools are offered): a refused tool or a
 name clash is dropped with a log line (``mcp_tool_refused``, ``mcp_tool_name_clash``), a
 listing over the cap is cut with one (``mcp_tools_capped``).
 """
@@ -118,19 +119,34 @@ class McpCatalog:
             pending, self._pending = self._pending, {}
             for server, connection in pending.items():
                 listed = connection.tools
-                cap = connection.config.max_tools
-                if len(listed) > cap:
-                    log.warning("mcp_tools_capped", server=server, listed=len(listed), kept=cap)
-                built = await asyncio.to_thread(wrap_listing, connection, listed[:cap])
-                self._install(server, built)
-                self._built_from[server] = listed
+                if self._built_from.get(server) is listed:
+                    continue  # wrapped at once by specs() meanwhile
+                capped = listed[: connection.config.max_tools]
+                built = await asyncio.to_thread(wrap_listing, connection, capped)
+                if self._built_from.get(server) is not listed:
+                    self._install(connection, listed, built)
             async with self._installed:
                 self._installed.notify_all()
 
-    def _install(self, server: str, built: Sequence[Wrapped]) -> None:
-        """Replace ``server``'s specs (others keep theirs). A refused tool, or one whose
+    def _wrap_first_listings(self) -> None:
+        """A turn starting between a server's first listing and its wrapping on the worker
+        thread wraps that listing here, at once: tools a server listed are offered."""
+        for server, connection in self.connections.items():
+            listed = connection.tools
+            if listed and server not in self._specs:
+                capped = listed[: connection.config.max_tools]
+                self._install(connection, listed, wrap_listing(connection, capped))
+
+    def _install(
+        self, connection: McpConnection, listed: tuple[RemoteTool, ...], built: Sequence[Wrapped]
+    ) -> None:
+        """Replace the server's specs (others keep theirs). A refused tool, or one whose
         wrapped name another tool already has, is dropped; each drop is logged once while
         the listing keeps it."""
+        server, cap = connection.name, connection.config.max_tools
+        self._built_from[server] = listed
+        if len(listed) > cap:
+            log.warning("mcp_tools_capped", server=server, listed=len(listed), kept=cap)
         taken = {s.name for n, specs in self._specs.items() if n != server for s in specs}
         taken.add(TOOL_SEARCH)
         previous = {s.name: s for s in self._specs.get(server, ())}
@@ -175,6 +191,7 @@ class McpCatalog:
         return [spec for specs in self._specs.values() for spec in specs]
 
     def specs(self) -> Sequence[ToolSpec]:
+        self._wrap_first_listings()
         tools = self.mcp_specs()
         if self._activation.may_hide(self._mcp_names):
             tools.append(self._search)

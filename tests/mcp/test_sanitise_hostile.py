@@ -17,8 +17,9 @@ from structlog.testing import capture_logs
 
 from bot.app import App
 from bot.channel import ApprovalCard
-from bot.config import Settings, parse_settings
+from bot.config import McpConfig, McpServerConfig, Settings, parse_settings
 from bot.envelope import Capabilities, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
+from bot.mcp.catalog import McpCatalog
 from bot.mcp.sanitise import DESCRIPTION_CHARS, SCHEMA_CHARS
 from bot.providers.base import Provider
 from bot.providers.factory import build_provider
@@ -256,3 +257,18 @@ def slack_message(text: str) -> IngressEnvelope:
         addressed_to_bot=True,
         capabilities=Capabilities(approval_backchannel=True),
     )
+
+
+async def test_tools_are_offered_as_soon_as_the_server_has_listed_them() -> None:
+    """A turn that starts before the worker thread wrapped a server's first listing wraps it
+    itself: here the catalog's wrapping task never runs at all."""
+    server = McpServerConfig(command=[*HOSTILE_SERVER, "--many", "3"])
+    catalog = McpCatalog(McpConfig(servers={"hostile": server}))
+    connection = catalog.connections["hostile"]
+    async with asyncio.TaskGroup() as group:
+        task = group.create_task(connection.run())
+        async with asyncio.timeout(60):
+            await connection.wait_ready()
+        names = [s.name for s in catalog.specs()]
+        task.cancel()
+    assert names == ["hostile__t0", "hostile__t1", "hostile__t2"]
