@@ -10,9 +10,9 @@ restarting keeps its tools; calls to them are ENV_ERROR until it is back) plus
 cancelled; the daemon starts it with its other long-running tasks. Each listing a server
 sends is wrapped (:mod:`bot.mcp.adapter`, :mod:`bot.mcp.sanitise`) on a worker thread, at
 most the server's ``max_tools`` of it, and installed on the event loop (a turn that starts
-before a server's first listing was wrapped wraps it at once, so listed tools are offered): a refused tool or a
-name clash is dropped with a log line (``mcp_tool_refused``, ``mcp_tool_name_clash``), a
-listing over the cap is cut with one (``mcp_tools_capped``).
+before a server's first listing was wrapped wraps it at once, so listed tools are offered):
+a refused tool or a name clash is dropped with a log line (``mcp_tool_refused``,
+``mcp_tool_name_clash``), a listing over the cap is cut with one (``mcp_tools_capped``).
 """
 
 from __future__ import annotations
