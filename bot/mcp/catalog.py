@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Collection, Mapping, Sequence
-from typing import TextIO
 
 import structlog
 
@@ -61,10 +60,9 @@ class McpCatalog:
         config: McpConfig,
         *,
         environ: Mapping[str, str] | None = None,
-        errlog: TextIO | None = None,
     ) -> None:
         self.connections: dict[str, McpConnection] = {
-            name: McpConnection(name, server, environ=environ, errlog=errlog, on_tools=self._listed)
+            name: McpConnection(name, server, environ=environ, on_tools=self._listed)
             for name, server in config.servers.items()
             if server.enabled
         }

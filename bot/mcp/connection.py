@@ -34,7 +34,6 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
-from typing import TextIO
 
 import anyio
 import structlog
@@ -110,14 +109,11 @@ class McpConnection:
         config: McpServerConfig,
         *,
         environ: Mapping[str, str] | None = None,
-        errlog: TextIO | None = None,
         on_tools: Callable[[McpConnection], None] | None = None,
     ) -> None:
         self.name = name
         self.config = config
         self._environ = os.environ if environ is None else environ
-        # errlog is no longer used: a stdio server's stderr is logged as events
-        del errlog
         self._on_tools = on_tools
         self._client: Client | None = None
         self._tools: tuple[RemoteTool, ...] = ()

@@ -56,6 +56,10 @@ WRITER_FLUSH_S = 0.5
 EXIT_GRACE_S = 2.0
 KILL_AFTER_S = 2.0
 REAP_S = 2.0
+#: what an SDK transport yields: the session's read and write streams
+Streams = tuple[
+    MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]
+]
 _PIPE_ERRORS = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError)
 
 
@@ -93,12 +97,7 @@ class OutstandingRequests:
 @asynccontextmanager
 async def bounded_stdio(
     server: StdioServerParameters, *, name: str, max_result_bytes: int
-) -> AsyncIterator[
-    tuple[
-        MemoryObjectReceiveStream[SessionMessage | Exception],
-        MemoryObjectSendStream[SessionMessage],
-    ]
-]:
+) -> AsyncIterator[Streams]:
     """Start ``server`` and yield the session's read and write streams (an SDK transport)."""
     process = await anyio.open_process(
         [server.command, *server.args],

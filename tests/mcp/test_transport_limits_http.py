@@ -13,7 +13,7 @@ import httpx2
 import pytest
 from aiohttp import web
 
-from bot.mcp.http_limits import capped_http_client
+from bot.mcp.http_limits import _environment_proxy, capped_http_client
 from bot.mcp.reply_limit import REPLY_TOO_LARGE, too_large_error
 from tests.fakes.loopback import LoopbackServer, serve_loopback
 
@@ -185,3 +185,12 @@ async def test_a_notification_over_the_cap_is_dropped_and_the_reply_passes(
     async with client.stream("POST", server.url("/events-big-notice"), json=CALL) as response:
         received = await events(response)
     assert received == [json.loads(result("the answer"))]
+
+
+def test_the_environments_proxy_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client given a transport reads no proxy settings itself: the cap's client does."""
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "internal.example")
+    assert _environment_proxy("https://mcp.example.com/mcp") == "http://proxy.example:3128"
+    assert _environment_proxy("https://tools.internal.example/mcp") is None
+    assert _environment_proxy("http://mcp.example.com/mcp") is None  # no HTTP_PROXY
