@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -125,7 +126,14 @@ async def run_case(stage: Stage, reach: Callable[[DaemonProcess], object]) -> Da
         try:
             state = reach(daemon)
             if asyncio.iscoroutine(state):
-                await state
+                try:
+                    await state
+                except TimeoutError:
+                    tail = "\n".join(json.dumps(e) for e in daemon.events[-30:])
+                    raise AssertionError(
+                        f"the state was never reached; marks {stage.marks.lines()}, "
+                        f"stdout {daemon.stdout[-5:]}, last events:\n{tail}"
+                    ) from None
             await stop_and_check(daemon, stage.marks)
         finally:
             # a grandchild holding stdout is out of the daemon's reach by design; servers
