@@ -10,7 +10,9 @@ channels; ``hatchway run`` and ``hatchway chat`` build one from the config file.
 Start-up order: store → provider → channels (objects only) → approvals → access → tools →
 turn runner → gateway → tasks (gateway, channels) → expire approvals left pending by a
 previous run → recover unfinished inbox entries. Shutdown reverses it: drain the gateway,
-expire pending approvals, cancel channel tasks, close the provider and the store.
+expire pending approvals, cancel the long-running parts (channels, MCP servers, scheduler,
+gateway) and wait for them at most :data:`CLOSE_TIMEOUT_S` (cancelling again any part that
+swallowed its cancellation), close the provider and the store.
 """
 
 from __future__ import annotations

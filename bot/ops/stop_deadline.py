@@ -1,7 +1,8 @@
 """The stop's last resort: a process still alive past its stop budget is ended.
 
-A stop is bounded step by step (the drain by ``--drain-timeout``, the parts' close by
-:data:`bot.app.CLOSE_TIMEOUT_S`, each MCP server's shutdown by the SDK's kill escalation), but
+A stop is bounded step by step (the drain by ``--drain-timeout`` and
+:data:`bot.gateway.drain.CANCEL_GRACE_S`, the parts' close by :data:`bot.app.CLOSE_TIMEOUT_S`,
+each MCP server's shutdown by its transport's kill escalation), but
 a step can still wait on something that never ends: a library that swallows cancellation, a
 worker thread stuck in a call, a task left behind that ``asyncio.run`` waits for when it
 closes the loop. :class:`StopDeadline` is armed when the stop begins; if the process has not
@@ -18,11 +19,15 @@ from collections.abc import Callable
 
 import structlog
 
+from bot.app import CLOSE_TIMEOUT_S
+from bot.gateway.drain import CANCEL_GRACE_S
+
 log = structlog.get_logger(__name__)
 
-#: What the stop may take beyond the drain: the parts' close (10 s), then the provider, the
-#: store, the HTTP server's own 2 s for open requests, and the event loop's teardown.
-CLOSE_BUDGET_S = 15.0
+#: What the stop may take beyond ``--drain-timeout``: the cancelled turns' grace, the parts'
+#: close, and 10 s for the provider, the store, the HTTP server's own 2 s for open requests
+#: and the event loop's teardown (30 s in all).
+CLOSE_BUDGET_S = CANCEL_GRACE_S + CLOSE_TIMEOUT_S + 10.0
 #: The exit status of a stop that had to be forced (a clean stop exits 0).
 EXIT_STOP_FORCED = 1
 
