@@ -280,8 +280,9 @@ class Daemon:
             finally:
                 if not drain.done():
                     drain.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await drain
+                    # asyncio.wait, not a suppressed await: a cancellation of this task while
+                    # it waits must propagate, not be taken for the drain's
+                    await asyncio.wait({drain})
                     log.info("drain_shortened")
         if not drain.cancelled():
             log.info("drain_finished", all_turns_finished=drain.result())
@@ -309,8 +310,9 @@ async def _owned(coro: Coroutine[None, None, None], name: str) -> AsyncIterator[
         yield task
     finally:
         task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await asyncio.wait({task})  # a cancellation of the caller propagates from here
+        if not task.cancelled():
+            task.result()  # the task's own error, if it failed
 
 
 def _import_all(modules: tuple[str, ...]) -> None:

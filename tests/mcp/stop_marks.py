@@ -43,3 +43,8 @@ def alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def reaped(pid: int) -> bool:
+    """Whether process ``pid`` is gone entirely (exited and waited for)."""
+    return not Path(f"/proc/{pid}").exists()

@@ -7,18 +7,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import signal
 from pathlib import Path
 
 import pytest
+import structlog
 
+import bot.mcp.connection as connection_module
 from bot.config import McpServerConfig
 from bot.mcp.connection import McpConnection, ServerState
 from bot.tools.spec import ToolEnvironmentError
 from tests.fakes.scripted_provider import ScriptedProvider, call, reply
 from tests.mcp.conftest import DEMO_SERVER, AppFactory, console_message, demo_config
-from tests.mcp.stop_marks import WAIT_S, Marks, alive, stop_server_command
+from tests.mcp.stop_marks import WAIT_S, Marks, alive, reaped, stop_server_command
 
 
 async def test_server_killed_mid_call_is_env_error_and_restarted(
@@ -136,3 +139,39 @@ async def test_a_server_backing_off_is_not_started_again_by_a_stop(tmp_path: Pat
             await task
     assert connection.state is ServerState.STOPPED
     assert len(marks.pids("started")) == 1
+
+
+@pytest.mark.slow
+# An abandoned shutdown never closes the server's pipes and subprocess transport: that is the
+# price of the last resort, and their ResourceWarnings are expected here (collected below).
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+async def test_a_shutdown_past_its_grace_is_abandoned_not_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(connection_module, "STOP_GRACE_S", 0.3)
+    marks = Marks(tmp_path / "marks")
+    config = McpServerConfig(command=stop_server_command(marks.path, *HOSTILE))
+    connection = McpConnection("bad", config)
+    task = asyncio.create_task(connection.run())
+    async with asyncio.timeout(WAIT_S):
+        await connection.wait_ready()
+    with structlog.testing.capture_logs() as logs:
+        task.cancel()
+        async with asyncio.timeout(WAIT_S):  # failure guard
+            with pytest.raises(asyncio.CancelledError):
+                await task
+    assert [e["event"] for e in logs if e["event"].startswith("mcp_server_stop")] == [
+        "mcp_server_stop_timeout"
+    ]
+    # the supervision left behind ends once the server is gone
+    for pid in marks.pids("started"):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    left = [t for t in asyncio.all_tasks() if t.get_name() == "mcp-supervisor:bad"]
+    async with asyncio.timeout(WAIT_S):
+        await asyncio.wait(left)
+        while not all(reaped(pid) for pid in marks.pids("started")):  # noqa: ASYNC110
+            await asyncio.sleep(0.05)  # until the event loop's child watcher has reaped it
+    del left, task
+    gc.collect()

@@ -196,6 +196,19 @@ async def test_mcp_tool_call_running(stage: Stage) -> None:
     assert "drain_finished" in [e.get("event") for e in daemon.events]
 
 
+async def test_mcp_http_server_not_answering(stage: Stage) -> None:
+    """A streamable-HTTP server that reads the client's first request and never answers."""
+    async with misbehaving("stalls") as server:
+        stage.extra.append(f'[mcp.servers.remote]\nurl = "{server.url}/mcp"\n')
+
+        async def reach(daemon: DaemonProcess) -> None:
+            async with asyncio.timeout(WAIT_S):
+                await server.requested.wait()
+
+        daemon = await run_case(stage, reach)
+    assert "mcp_server_stopped" in after(daemon.events, "app_stopping")
+
+
 # -- channels reconnecting -----------------------------------------------------------------
 
 CHANNELS = {
