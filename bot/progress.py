@@ -11,7 +11,6 @@ duration and a short reason.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import re
 import time
@@ -21,6 +20,7 @@ from typing import Protocol, TypeVar
 
 import structlog
 
+from bot.backoff import cancel_requested
 from bot.channel import Channel, SentMessage
 from bot.envelope import Capabilities, DeliveryTarget
 from bot.errors import ChannelError
@@ -281,8 +281,11 @@ class ChannelProgress:
                     self._ticker.cancel()
             else:  # asleep: nothing of it is in flight
                 self._ticker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            try:
                 await self._ticker
+            except asyncio.CancelledError:
+                if cancel_requested():  # this task is being stopped, not only the ticker
+                    raise
         await self._flush()
 
     # -- internals ---------------------------------------------------------------------

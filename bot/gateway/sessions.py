@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import structlog
 from structlog.contextvars import bind_contextvars, reset_contextvars
 
+from bot.backoff import cancel_requested
 from bot.envelope import IngressEnvelope
 from bot.gateway.drain import Drain
 from bot.gateway.sending import FAILURE_MESSAGE, Replies
@@ -182,6 +183,8 @@ class Sessions:
                     try:
                         await self._process(turn, session)
                     except Exception:
+                        if cancel_requested():  # a stop a library turned into an error
+                            raise
                         # Boundary: the turn's bookkeeping failed (e.g. the database stayed
                         # locked); the other sessions and the gateway itself carry on.
                         log.exception("turn_bookkeeping_failed", session=session_key)
