@@ -189,7 +189,7 @@ class App:
         pruned = await self.store.channel_state.prune("card:", older_than_s=CARD_INDEX_KEEP_S)
         if pruned:
             log.info("card_index_pruned", rows=pruned)
-        await self.gateway.recover()
+        await self.gateway.recover(now=self._clock())
         log.info("app_started", channels=sorted(self.channels))
 
     def _build_tools(self, settings: Settings) -> list[ToolSpec]:
