@@ -30,7 +30,7 @@ import structlog
 from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 from mcp_types import RequestId
 
-from bot.mcp.line_framing import LineFramer, LongLine
+from bot.mcp.line_framing import LineFramer, LongLine, LongLineEnd
 from bot.mcp.reply_limit import HEAD_BYTES, MessageKind, head_of, too_large_error
 
 log = structlog.get_logger(__name__)
@@ -173,6 +173,8 @@ class _CappedEvents(_CappedBody):
                 if isinstance(item, LongLine):
                     head = head if head is not None else _data_of(lines, item.head)
                     lines, size = [], 0
+                elif isinstance(item, LongLineEnd):
+                    continue  # the event goes on to its blank line
                 elif item:
                     size += len(item) + 1
                     if head is None and size > limit:

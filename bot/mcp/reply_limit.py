@@ -10,8 +10,10 @@ cap (:func:`too_large_message`), and the connection stays usable.
 Which request an oversized message answers is read from its first bytes
 (:func:`head_of`): the SDK and most servers write ``{"jsonrpc":"2.0","id":7,"result":…``, so
 the id comes before anything large. A message that is a server's request or notification
-(``"method"``) is dropped instead. (Over stdio, a reply whose head names no id answers the
-one call waiting, or, with several waiting, ends all of them: ``unmatched``.)
+(``"method"``) is dropped instead. Over stdio, a reply whose head names no id is matched by
+its last bytes when it ends (:func:`tail_id`: ``…},"id":7}``); one that names its id in
+neither place ends every call waiting on that server (``unmatched``), and the server is
+restarted.
 """
 
 from __future__ import annotations
@@ -36,8 +38,8 @@ def too_large_message(limit: int, *, unmatched: bool = False) -> str:
     if unmatched:
         return (
             f"a reply from the server exceeded {limit} bytes (max_result_bytes) and did not "
-            "say which call it answered, so every call waiting on this server was ended; this "
-            "one may have run, check before repeating it"
+            "say which call it answered, so every call waiting on this server was ended and "
+            "the server is being restarted; this one may have run, check before repeating it"
         )
     return (
         f"the server's reply exceeded {limit} bytes (max_result_bytes) and was not read; "
@@ -110,6 +112,23 @@ def head_of(data: bytes) -> MessageHead:
             break
         position = comma.end()
     return MessageHead(kind=kind, request_id=request_id)
+
+
+_TAIL_ID = re.compile(
+    _SPACE
+    + rb',[ \t\r\n]*"id"[ \t\r\n]*:[ \t\r\n]*(-?\d+|"[^"\\]*")'
+    + rb'(?:[ \t\r\n]*,[ \t\r\n]*"jsonrpc"[ \t\r\n]*:[ \t\r\n]*"2\.0")?'
+    + rb"[ \t\r\n]*\}[ \t\r\n]*\Z"
+)
+
+
+def tail_id(data: bytes) -> RequestId | None:
+    """The id of a JSON-RPC message from its last bytes, when it is the object's last member
+    (or last but ``"jsonrpc"``): ``…,"id":7}``. A comma before an unescaped quote and the
+    object's closing brace as the message's last character cannot be inside a string, so the
+    match is a top-level member."""
+    match = _TAIL_ID.search(data)
+    return None if match is None else _request_id(match.group(1))
 
 
 def _request_id(token: bytes) -> RequestId | None:

@@ -26,7 +26,7 @@ import anyio
 import structlog
 from anyio.abc import ByteReceiveStream
 
-from bot.mcp.line_framing import LineFramer, LongLine
+from bot.mcp.line_framing import Frame, LineFramer, LongLine, LongLineEnd
 
 log = structlog.get_logger(__name__)
 
@@ -130,9 +130,9 @@ class StderrLog:
         finally:
             self.flush()
 
-    def _lines(self, lines: list[bytes | LongLine]) -> None:
-        for item in lines:
-            if isinstance(item, LongLine):
-                self.line(item.head, cut=True)
-            else:
-                self.line(item)
+    def _lines(self, frames: list[Frame]) -> None:
+        for frame in frames:
+            if isinstance(frame, LongLine):
+                self.line(frame.head, cut=True)
+            elif not isinstance(frame, LongLineEnd):
+                self.line(frame)

@@ -4,17 +4,15 @@ Used in place of the SDK's ``stdio_client`` (which reads a whole line into memor
 long, and hands the server our stderr). :func:`bounded_stdio` starts the server in its own
 process group with three pipes and runs three tasks:
 
-* **stdout**: lines cut by :class:`~bot.mcp.line_framing.LineFramer` at
-  ``max_result_bytes``; each complete line is parsed as a JSON-RPC message for the session.
-  A longer line is never held: at the cap the transport answers the request it belongs to
-  with :func:`~bot.mcp.reply_limit.too_large_error` and skips the rest of the line, so the
-  call ends at once and the connection stays usable. The request is named by the id in the
-  line's first bytes, or, when the head does not say, is the one request still waiting;
-  with several waiting and no id to tell them apart, every waiting request gets the error
-  (their own replies, if they come, are dropped by the session as late). An oversized
-  request or notification from the server is dropped.
+* **stdout**: read as session messages by :class:`~bot.mcp.stdio_messages.StdioMessages`,
+  one JSON-RPC message per line of at most ``max_result_bytes``. A longer line is never
+  held: its request is answered with :func:`~bot.mcp.reply_limit.too_large_error` and the
+  rest of the line skipped, so the call fails naming the cap and the connection stays
+  usable (unless no request can be matched to the reply: then the task raises
+  :class:`~bot.mcp.stdio_messages.UnmatchedReply`, which ends the session, and the server is
+  restarted).
 * **stdin**: the session's messages, one JSON line each; the ids of our requests are
-  remembered until answered (or cancelled).
+  remembered until answered (:class:`~bot.mcp.stdio_messages.OutstandingRequests`).
 * **stderr**: logged line by line as data (:class:`~bot.mcp.server_stderr.StderrLog`).
 
 Shutdown follows the SDK's (and the MCP spec's) order, shielded and bounded: stop traffic,
@@ -34,21 +32,10 @@ from anyio.abc import AsyncResource, ByteReceiveStream, Process
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.client.stdio import StdioServerParameters, get_default_environment
 from mcp.os.posix.utilities import terminate_posix_process_tree
-from mcp.shared.jsonrpc_dispatcher import cancelled_request_id_from_params
 from mcp.shared.message import SessionMessage
-from mcp_types import (
-    JSONRPCError,
-    JSONRPCMessage,
-    JSONRPCNotification,
-    JSONRPCRequest,
-    JSONRPCResponse,
-    RequestId,
-    jsonrpc_message_adapter,
-)
 
-from bot.mcp.line_framing import LineFramer, LongLine
-from bot.mcp.reply_limit import HEAD_BYTES, MessageKind, head_of, too_large_error
 from bot.mcp.server_stderr import StderrLog
+from bot.mcp.stdio_messages import OutstandingRequests, StdioMessages, UnmatchedReply
 
 log = structlog.get_logger(__name__)
 
@@ -61,37 +48,6 @@ Streams = tuple[
     MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]
 ]
 _PIPE_ERRORS = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError)
-
-
-class OutstandingRequests:
-    """The ids of our requests that have no answer yet (keyed as text: 7 and "7" are one)."""
-
-    def __init__(self) -> None:
-        self._ids: dict[str, RequestId] = {}
-
-    def sent(self, message: JSONRPCMessage) -> None:
-        if isinstance(message, JSONRPCRequest):
-            self._ids[str(message.id)] = message.id
-        elif isinstance(message, JSONRPCNotification) and message.method == (
-            "notifications/cancelled"
-        ):
-            cancelled = cancelled_request_id_from_params(message.params)
-            if cancelled is not None:
-                self.answered(cancelled)
-
-    def answered(self, request_id: RequestId | None) -> None:
-        if request_id is not None:
-            self._ids.pop(str(request_id), None)
-
-    def owners(self, request_id: RequestId | None) -> list[RequestId]:
-        """Which waiting requests an oversized reply ends (no longer waiting after this): the
-        one it names (if it waits), else every one waiting."""
-        if request_id is not None:
-            owner = self._ids.pop(str(request_id), None)
-            return [] if owner is None else [owner]
-        owners = list(self._ids.values())
-        self._ids.clear()
-        return owners
 
 
 @asynccontextmanager
@@ -114,48 +70,23 @@ async def bounded_stdio(
     assert process.stderr is not None
     stdin, stdout, stderr = process.stdin, process.stdout, process.stderr
 
-    def messages_of(item: bytes | LongLine) -> list[SessionMessage | Exception]:
-        if isinstance(item, LongLine):
-            head = head_of(item.head)
-            if head.kind is MessageKind.REQUEST:
-                log.warning("mcp_message_too_large", server=name, limit=max_result_bytes)
-                return []
-            owners = outstanding.owners(head.request_id)
-            log.warning(
-                "mcp_reply_too_large", server=name, limit=max_result_bytes, request_ids=owners
-            )
-            unmatched = len(owners) > 1
-            return [
-                SessionMessage(too_large_error(owner, max_result_bytes, unmatched=unmatched))
-                for owner in owners
-            ]
-        if not item.strip():
-            return []
-        try:
-            message = jsonrpc_message_adapter.validate_json(item, by_name=False)
-        except ValueError as exc:
-            log.warning("mcp_message_unreadable", server=name, error=type(exc).__name__)
-            return [exc]
-        if isinstance(message, JSONRPCResponse | JSONRPCError):
-            outstanding.answered(message.id)
-        return [SessionMessage(message)]
-
     async def read_stdout() -> None:
-        framer = LineFramer(max_result_bytes, head_bytes=HEAD_BYTES)
+        messages = StdioMessages(name, max_result_bytes, outstanding)
         try:
             async with read_writer:
                 while True:
                     try:
                         chunk = await stdout.receive()
                     except _PIPE_ERRORS:
-                        return
-                    for item in framer.feed(chunk):
-                        for message in messages_of(item):
-                            await read_writer.send(message)
+                        break
+                    for message in messages.feed(chunk):
+                        await read_writer.send(message)
+                    if messages.unmatched:
+                        # ends the session (and the drain below would wait for its end)
+                        raise UnmatchedReply(f"MCP server {name!r}: a reply named no request")
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass  # the session is gone
-        finally:
-            await _drain(stdout)
+        await _drain(stdout)
 
     async def write_stdin() -> None:
         try:

@@ -22,7 +22,7 @@ from mcp_types import TextContent
 from pydantic import ValidationError
 
 from bot.config import McpServerConfig
-from bot.mcp.connection import McpCallFailed, McpConnection
+from bot.mcp.connection import McpCallFailed, McpConnection, ServerState
 from bot.mcp.http_limits import capped_http_client
 from tests.fakes.scripted_provider import ScriptedProvider, call, reply
 from tests.mcp.conftest import AppFactory, console_message
@@ -159,28 +159,59 @@ async def test_an_oversized_notification_is_dropped_and_the_call_answers(
     assert [getattr(b, "text", None) for b in result.content] == ["done"]
 
 
-async def test_an_oversized_reply_without_its_id_in_the_head() -> None:
-    """The id is after the result: one waiting call is the one it answers; with two waiting,
-    both are ended with a message that says so, and the connection goes on."""
-    connection = McpConnection("raw", McpServerConfig(command=RAW))
+async def test_an_oversized_reply_with_its_id_at_the_end() -> None:
+    """The id after the result: each reply is matched when its line ends, also with two calls
+    waiting; the connection goes on."""
+    # no health check during the test: it would be one more call waiting
+    connection = McpConnection("raw", McpServerConfig(command=RAW, ping_interval_s=3600))
     async with asyncio.TaskGroup() as group:
         task = group.create_task(connection.run())
         async with asyncio.timeout(60):
             await connection.wait_ready()
             with pytest.raises(McpCallFailed, match=re.escape(CAPPED)):
                 await connection.call("huge_id_last", {"size": 5_000_000})
-            both = await asyncio.gather(
-                connection.call("huge_id_last", {"size": 5_000_000, "delay_s": 0.5}),
-                connection.call("add", {"a": 1, "b": 2}),
-                return_exceptions=True,
-            )
+            # answered only once both calls have reached the server
+            both = await together(connection, {"size": 5_000_000, "together": 2})
+            after = await connection.call("add", {"a": 40, "b": 2})
+        task.cancel()
+    for outcome in both:
+        assert isinstance(outcome, McpCallFailed)
+        assert CAPPED in str(outcome)
+    assert [getattr(b, "text", None) for b in after.content] == ["42"]
+    assert connection.restarts == 0
+
+
+async def test_an_oversized_reply_that_names_no_id_ends_every_waiting_call() -> None:
+    """Neither the first nor the last bytes name the call: both waiting calls are ended and
+    told so, and the server is restarted (a reply still to come could otherwise be taken for
+    a later call's); then calls work again."""
+    connection = McpConnection(
+        "raw",
+        McpServerConfig(
+            command=RAW, ping_interval_s=3600, reconnect_initial_s=0.05, reconnect_max_s=0.1
+        ),
+    )
+    async with asyncio.TaskGroup() as group:
+        task = group.create_task(connection.run())
+        async with asyncio.timeout(60):
+            await connection.wait_ready()
+            both = await together(connection, {"size": 5_000_000, "together": 2, "id_inside": True})
+            await connection.wait_until(lambda c: c.restarts == 1 and c.state is ServerState.READY)
             after = await connection.call("add", {"a": 40, "b": 2})
         task.cancel()
     for outcome in both:
         assert isinstance(outcome, McpCallFailed)
         assert "did not say which call it answered" in str(outcome)
+        assert "the server is being restarted" in str(outcome)
     assert [getattr(b, "text", None) for b in after.content] == ["42"]
-    assert connection.restarts == 0
+
+
+async def together(connection: McpConnection, arguments: dict[str, object]) -> list[object]:
+    """Two calls of ``huge_id_last`` at once, their outcomes (results or errors)."""
+    return await asyncio.gather(
+        *(connection.call("huge_id_last", arguments) for _ in range(2)),
+        return_exceptions=True,
+    )
 
 
 @pytest.mark.parametrize("value", [0, 4095, -1, "1MB"])

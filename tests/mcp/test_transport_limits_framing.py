@@ -1,19 +1,37 @@
-"""The pieces of the reply cap: lines cut at a limit, a message's id read from its head, and
-which waiting request an oversized reply answers."""
+"""The pieces of the reply cap: lines cut at a limit, a message's id read from its first or
+last bytes, which waiting request an oversized reply answers, and the messages a server's
+stdout becomes."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from mcp_types import JSONRPCNotification, JSONRPCRequest, RequestId
+from mcp.shared.message import SessionMessage
+from mcp_types import (
+    JSONRPCError,
+    JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
+    RequestId,
+)
+from pydantic import ValidationError
 
-from bot.mcp.line_framing import LineFramer, LongLine
-from bot.mcp.reply_limit import HEAD_BYTES, MessageHead, MessageKind, head_of
-from bot.mcp.stdio_transport import OutstandingRequests
+from bot.mcp.line_framing import Frame, LineFramer, LongLine, LongLineEnd
+from bot.mcp.reply_limit import (
+    HEAD_BYTES,
+    REPLY_TOO_LARGE,
+    MessageHead,
+    MessageKind,
+    head_of,
+    tail_id,
+)
+from bot.mcp.stdio_messages import OutstandingRequests, StdioMessages
 
 
-def frame(chunks: list[bytes], limit: int, head_bytes: int = 4) -> list[bytes | LongLine]:
-    framer = LineFramer(limit, head_bytes=head_bytes)
-    out: list[bytes | LongLine] = []
+def frame(chunks: list[bytes], limit: int, head_bytes: int = 4) -> list[Frame]:
+    framer = LineFramer(limit, head_bytes=head_bytes, tail_bytes=3)
+    out: list[Frame] = []
     for chunk in chunks:
         out.extend(framer.feed(chunk))
     return out + framer.finish()
@@ -25,15 +43,19 @@ def frame(chunks: list[bytes], limit: int, head_bytes: int = 4) -> list[bytes | 
         ([b"one\ntwo\n"], [b"one", b"two"]),
         ([b"on", b"e\nt", b"wo\n"], [b"one", b"two"]),
         ([b"exactly10!\n"], [b"exactly10!"]),
-        ([b"eleven byte\nok\n"], [LongLine(b"elev"), b"ok"]),
-        # the report comes when the line crosses the limit, the rest is skipped
-        ([b"0123456", b"789AB", b"CDEF\nafter\n"], [LongLine(b"0123"), b"after"]),
+        ([b"eleven byte\nok\n"], [LongLine(b"elev"), LongLineEnd(b"yte"), b"ok"]),
+        # the head comes when the line crosses the limit, the tail when it ends
+        (
+            [b"0123456", b"789AB", b"CDEF\nafter\n"],
+            [LongLine(b"0123"), LongLineEnd(b"DEF"), b"after"],
+        ),
+        ([b"0123456789A", b"B", b"\n"], [LongLine(b"0123"), LongLineEnd(b"9AB")]),
         ([b"\n\n"], [b"", b""]),
-        ([b"tail without newline"], [LongLine(b"tail")]),
+        ([b"tail without newline"], [LongLine(b"tail"), LongLineEnd(b"ine")]),
         ([b"short tail"], [b"short tail"]),
     ],
 )
-def test_lines_are_cut_at_the_limit(chunks: list[bytes], expected: list[bytes | LongLine]) -> None:
+def test_lines_are_cut_at_the_limit(chunks: list[bytes], expected: list[Frame]) -> None:
     assert frame(chunks, limit=10) == expected
 
 
@@ -44,7 +66,7 @@ def test_a_long_line_is_never_held() -> None:
         reports += framer.feed(b"y" * 65536)
         assert len(framer._buffer) <= 1000
     reports += framer.feed(b"z\nnext\n")
-    assert reports == [LongLine(b"x" * 100), b"next"]
+    assert reports == [LongLine(b"x" * 100), LongLineEnd(b"y" * 255 + b"z"), b"next"]
     assert framer.skipped_bytes == 999 + 1000 * 65536 + 1
 
 
@@ -95,6 +117,22 @@ def test_a_hostile_head_is_read_only_up_to_its_bound() -> None:
     assert head == MessageHead(kind=MessageKind.UNKNOWN, request_id=None)
 
 
+@pytest.mark.parametrize(
+    ("tail", "expected"),
+    [
+        (b'text"}],"isError":false},"id":7}', 7),
+        (b'"}]},"id":"call-2"}\r', "call-2"),
+        (b'"}]} , "id" : 7 , "jsonrpc" : "2.0" }', 7),
+        (b'"}]},"id":7,"_meta":{"k":1}}', None),  # not the last member
+        (b'text with \\",\\"id\\":5}"}', None),  # inside a string
+        (b'"}]},"id":null}', None),
+        (b'"}]},"id":7', None),  # no closing brace: not the end of a message
+    ],
+)
+def test_the_id_at_the_end_of_a_message(tail: bytes, expected: RequestId | None) -> None:
+    assert tail_id(tail) == expected
+
+
 def request(request_id: RequestId) -> JSONRPCRequest:
     return JSONRPCRequest(jsonrpc="2.0", id=request_id, method="tools/call", params={})
 
@@ -131,3 +169,81 @@ def test_answered_and_cancelled_requests_stop_waiting() -> None:
         )
     )
     assert waiting.owners(None) == [3]
+
+
+LIMIT = 4096
+
+
+def reply_line(request_id: RequestId, text: str, *, id_last: bool = False) -> bytes:
+    result = {"content": [{"type": "text", "text": text}]}
+    if id_last:
+        return json.dumps({"jsonrpc": "2.0", "result": result, "id": request_id}).encode() + b"\n"
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}).encode() + b"\n"
+
+
+def errors(messages: list[SessionMessage | Exception]) -> list[tuple[RequestId, str]]:
+    out = []
+    for message in messages:
+        assert isinstance(message, SessionMessage)
+        assert isinstance(message.message, JSONRPCError)
+        assert message.message.error.code == REPLY_TOO_LARGE
+        out.append((message.message.id, message.message.error.message))
+    return out
+
+
+def test_a_reply_naming_its_id_first_is_answered_before_it_ends() -> None:
+    waiting = OutstandingRequests()
+    waiting.sent(request(3))
+    stdout = StdioMessages("srv", LIMIT, waiting)
+    line = reply_line(3, "x" * 10 * LIMIT)
+    ended = errors(stdout.feed(line[: 2 * LIMIT]))
+    assert [(i, "was not read" in m) for i, m in ended] == [(3, True)]
+    assert stdout.feed(line[2 * LIMIT :]) == []  # the rest is skipped
+    assert not stdout.unmatched
+
+
+def test_a_reply_naming_its_id_last_is_answered_when_it_ends() -> None:
+    waiting = OutstandingRequests()
+    waiting.sent(request(3))
+    waiting.sent(request(4))
+    stdout = StdioMessages("srv", LIMIT, waiting)
+    line = reply_line(4, "x" * 10 * LIMIT, id_last=True)
+    assert stdout.feed(line[:-1]) == []
+    assert [i for i, _ in errors(stdout.feed(line[-1:]))] == [4]
+    (small,) = stdout.feed(reply_line(3, "small"))
+    assert isinstance(small, SessionMessage)
+    assert isinstance(small.message, JSONRPCResponse) and small.message.id == 3
+    assert waiting.owners(None) == []  # both answered
+    assert not stdout.unmatched
+
+
+def test_a_reply_naming_no_id_ends_every_waiting_call_and_the_session() -> None:
+    waiting = OutstandingRequests()
+    waiting.sent(request(3))
+    waiting.sent(request(4))
+    stdout = StdioMessages("srv", LIMIT, waiting)
+    line = json.dumps({"result": {"text": "x" * 2 * LIMIT}, "id": 3, "_meta": {}}).encode()
+    ended = errors(stdout.feed(line + b"\n"))
+    assert [i for i, _ in ended] == [3, 4]
+    assert all("did not say which call" in m for _, m in ended)
+    assert stdout.unmatched
+
+
+def test_an_oversized_notification_is_dropped() -> None:
+    waiting = OutstandingRequests()
+    waiting.sent(request(3))
+    stdout = StdioMessages("srv", LIMIT, waiting)
+    notice = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"x": "y" * LIMIT}}
+    assert stdout.feed(json.dumps(notice).encode() + b"\n") == []
+    assert waiting.owners(3) == [3]  # still waiting
+
+
+def test_lines_under_the_cap_are_messages_or_parse_errors() -> None:
+    waiting = OutstandingRequests()
+    waiting.sent(request(3))
+    stdout = StdioMessages("srv", LIMIT, waiting)
+    messages = stdout.feed(b"not json\n\n" + reply_line(3, "fine"))
+    assert isinstance(messages[0], ValidationError)
+    assert isinstance(messages[1], SessionMessage)
+    assert len(messages) == 2  # the blank line is skipped
+    assert waiting.owners(None) == []
