@@ -35,6 +35,19 @@ def _escape(char: str) -> str:
     return f"\\U{code:08x}"
 
 
+#: Terminal escape sequences: CSI (ESC [ … final byte), OSC (ESC ] … BEL or ST, or to the
+#: end of the text) and the two-character escapes. Code that cleans text a third party wrote
+#: removes them whole, before removing invisible characters one by one.
+ESCAPE_SEQUENCE = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]"
+)
+
+
+def without_escapes(text: str) -> str:
+    """``text`` with its terminal escape sequences removed (:data:`ESCAPE_SEQUENCE`)."""
+    return ESCAPE_SEQUENCE.sub("", text)
+
+
 def is_invisible(char: str) -> bool:
     """Whether ``char`` is one this module never shows as itself: a control (newline and tab
     included), format, separator or surrogate character other than the plain space, or an

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from bot.visible_text import is_invisible, visible
+from bot.visible_text import is_invisible, visible, without_escapes
 
 SEPARATOR = "__"
 NAME_CHARS = 64
@@ -43,10 +43,6 @@ SCHEMA_DEPTH = 24  # nested JSON objects and arrays
 PROPERTY_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 _ALLOWED = re.compile(r"[A-Za-z0-9_-]")
-# CSI (ESC [ … final), OSC (ESC ] … BEL or ST) and two-character escapes
-_ESCAPE_SEQUENCE = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]"
-)
 _MARKER = re.compile(r"\A\[from MCP server [^\]\n]*\] ?")
 _BLANK_LINES = re.compile(r"\n{3,}")
 
@@ -82,7 +78,7 @@ def clean_text(text: str, limit: int) -> str:
     one blank line in a row), cut to ``limit`` characters (the last one ``…`` when cut)."""
     # more than enough to fill the cap after cleaning; bounds the work on huge text
     text = text[: limit * 8].replace("\r\n", "\n")
-    text = _ESCAPE_SEQUENCE.sub("", text)
+    text = without_escapes(text)
     if not (text.isascii() and text.isprintable()):
         text = "".join(map(_clean_char, text))
     text = _BLANK_LINES.sub("\n\n", text).strip()
@@ -122,14 +118,14 @@ def _name_char(char: str) -> str:
 
 def wrapped_name(server: str, tool: str) -> str:
     """``server__tool`` in ``[A-Za-z0-9_-]``, cut to the providers' limit of 64."""
-    raw = _ESCAPE_SEQUENCE.sub("", f"{server}{SEPARATOR}{tool}")
+    raw = without_escapes(f"{server}{SEPARATOR}{tool}")
     name = "".join(map(_name_char, raw))
     return name[:NAME_CHARS]
 
 
 def usable_name(tool: str) -> bool:
     """A tool name keeps at least one letter or digit once wrapped."""
-    return any(c.isalnum() for c in "".join(map(_name_char, _ESCAPE_SEQUENCE.sub("", tool))))
+    return any(c.isalnum() for c in "".join(map(_name_char, without_escapes(tool))))
 
 
 # -- schemas -----------------------------------------------------------------------------

@@ -18,7 +18,6 @@ A server that floods stderr is rate-limited: at most :data:`LINES_PER_WINDOW` li
 from __future__ import annotations
 
 import math
-import re
 import time
 from collections.abc import Callable
 
@@ -27,6 +26,7 @@ import structlog
 from anyio.abc import ByteReceiveStream
 
 from bot.mcp.line_framing import Frame, LineFramer, LongLine, LongLineEnd
+from bot.visible_text import is_invisible, without_escapes
 
 log = structlog.get_logger(__name__)
 
@@ -36,20 +36,12 @@ LINE_BYTES = 8 * 1024
 LINES_PER_WINDOW = 20
 WINDOW_S = 1.0
 
-# CSI (ESC [ … final byte), OSC (ESC ] … BEL or ST, or to the end of the line) and the
-# two-character escapes
-_ESCAPE_SEQUENCE = re.compile(
-    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]"
-)
-# printable characters that render as nothing (fillers, braille blank, joiners)
-_INVISIBLE = frozenset("\u115f\u1160\u3164\uffa0\u2800\u180e\u034f")
-
 
 def plain_line(raw: bytes) -> str:
     """One stderr line as plain text: decoded (bad UTF-8 replaced), escape sequences and
     control or format characters removed, a tab as a space, trailing blanks dropped."""
-    text = _ESCAPE_SEQUENCE.sub("", raw.decode("utf-8", "replace"))
-    if not text.isprintable() or not _INVISIBLE.isdisjoint(text):
+    text = without_escapes(raw.decode("utf-8", "replace"))
+    if not text.isprintable() or any(is_invisible(c) for c in text):
         text = "".join(_plain_char(c) for c in text)
     return text.rstrip()
 
@@ -57,7 +49,7 @@ def plain_line(raw: bytes) -> str:
 def _plain_char(char: str) -> str:
     if char == "\t":
         return " "
-    return char if char.isprintable() and char not in _INVISIBLE else ""
+    return "" if is_invisible(char) else char
 
 
 class StderrLog:
