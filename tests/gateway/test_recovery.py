@@ -26,21 +26,10 @@ from bot.gateway.recovery import NOT_REPLAYED
 from bot.store import InboxKey, InboxStatus, Store, UnitOfWork
 from bot.turn import TurnIdentity
 from tests.fakes.channel import FakeChannel
+from tests.gateway.test_gateway import AllowAll
 
 CONSOLE = ChannelRef(kind="console", alias="main")
 TELEGRAM = ChannelRef(kind="telegram", alias="main")
-
-
-@dataclass(frozen=True, slots=True)
-class Allowed:
-    allowed: bool = True
-    reply: str | None = None
-    reason: str = "allowed"
-
-
-class AllowAll:
-    async def check(self, envelope: IngressEnvelope) -> Allowed:
-        return Allowed()
 
 
 class Answering:

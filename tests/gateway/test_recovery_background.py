@@ -34,23 +34,12 @@ from bot.gateway.recovery import (
 from bot.store import InboxKey, InboxStatus, Store, UnitOfWork
 from bot.turn import TurnIdentity
 from tests.fakes.channel import FakeChannel
+from tests.gateway.test_gateway import AllowAll
 
 TELEGRAM = ChannelRef(kind="telegram", alias="main")
 SESSION = "telegram.main:c1"
 STARTED = 1_900_000_000.0  # when the cut-off run was delivered
 GRACE_S = 60.0
-
-
-@dataclass(frozen=True, slots=True)
-class Allowed:
-    allowed: bool = True
-    reply: str | None = None
-    reason: str = "allowed"
-
-
-class AllowAll:
-    async def check(self, envelope: IngressEnvelope) -> Allowed:
-        return Allowed()
 
 
 class Answering:
