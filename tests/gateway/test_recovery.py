@@ -4,8 +4,7 @@ told, and console input, which is never replayed into a later run."""
 from __future__ import annotations
 
 import asyncio
-import itertools
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,20 +25,21 @@ from bot.gateway.recovery import NOT_REPLAYED
 from bot.store import InboxKey, InboxStatus, Store, UnitOfWork
 from bot.turn import TurnIdentity
 from tests.fakes.channel import FakeChannel
-from tests.gateway.test_gateway import AllowAll
+from tests.gateway.test_gateway import AllowAll, until
 
 CONSOLE = ChannelRef(kind="console", alias="main")
 TELEGRAM = ChannelRef(kind="telegram", alias="main")
 
 
 class Answering:
-    """A turn runner that answers every message at once and records what it ran."""
+    """A turn runner that answers every message at once and records the message id of each
+    run."""
 
     def __init__(self) -> None:
         self.ran: list[str] = []
 
     async def __call__(self, turn: TurnIdentity, control: SessionControl) -> TurnReply:
-        self.ran.append(turn.envelope.text)
+        self.ran.append(turn.envelope.message_id)
         return TurnReply(text=f"answer to {turn.envelope.text}")
 
 
@@ -71,14 +71,6 @@ async def rig(tmp_path: Path) -> AsyncIterator[Rig]:
         with pytest.raises(asyncio.CancelledError):
             await task
         await store.aclose()
-
-
-async def until(predicate: Callable[[], bool], within_s: float = 10.0) -> None:
-    async with asyncio.timeout(within_s):
-        for _ in itertools.count():
-            if predicate():
-                return
-            await asyncio.sleep(0)
 
 
 def envelope(text: str, *, ref: ChannelRef, replay: bool) -> IngressEnvelope:
@@ -152,7 +144,7 @@ async def test_other_channels_are_still_replayed_and_told_beside_dropped_console
     assert await rig.gateway.recover() == (1, 1)
     await until(lambda: len(rig.channel.texts) == 2)
     assert rig.channel.texts == [SHUTDOWN_MESSAGE, "answer to waiting"]
-    assert rig.turns.ran == ["waiting"]
+    assert rig.turns.ran == [chat_waiting.message_id]
     for dropped in (console_cut, console_waiting):
         assert await status_of(rig.store, dropped) == (InboxStatus.FAILED, NOT_REPLAYED)
     # a second start finds nothing left to do

@@ -4,9 +4,7 @@ under the catch-up policy, never "ask again", and a second cut-off ends failed, 
 from __future__ import annotations
 
 import asyncio
-import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -23,7 +21,7 @@ from bot.envelope import (
     Sender,
     envelope_to_json,
 )
-from bot.gateway import SHUTDOWN_MESSAGE, Gateway, SessionControl, TurnReply
+from bot.gateway import SHUTDOWN_MESSAGE, Gateway
 from bot.gateway.recovery import (
     INTERRUPTED,
     RERUN_CUT_OFF,
@@ -32,33 +30,14 @@ from bot.gateway.recovery import (
     RERUN_SUFFIX,
 )
 from bot.store import InboxKey, InboxStatus, Store, UnitOfWork
-from bot.turn import TurnIdentity
 from tests.fakes.channel import FakeChannel
-from tests.gateway.test_gateway import AllowAll
+from tests.gateway.test_gateway import AllowAll, until
+from tests.gateway.test_recovery import Answering, Rig
 
 TELEGRAM = ChannelRef(kind="telegram", alias="main")
 SESSION = "telegram.main:c1"
 STARTED = 1_900_000_000.0  # when the cut-off run was delivered
 GRACE_S = 60.0
-
-
-class Answering:
-    """A turn runner that answers at once and records each run's message id."""
-
-    def __init__(self) -> None:
-        self.ran: list[str] = []
-
-    async def __call__(self, turn: TurnIdentity, control: SessionControl) -> TurnReply:
-        self.ran.append(turn.envelope.message_id)
-        return TurnReply(text=f"answer to {turn.envelope.text}")
-
-
-@dataclass
-class Rig:
-    gateway: Gateway
-    turns: Answering
-    channel: FakeChannel
-    store: Store
 
 
 RigFactory = Callable[..., Awaitable[Rig]]
@@ -92,14 +71,6 @@ async def make_rig(tmp_path: Path) -> AsyncIterator[RigFactory]:
             with pytest.raises(asyncio.CancelledError):
                 await task
         await store.aclose()
-
-
-async def until(predicate: Callable[[], bool], within_s: float = 10.0) -> None:
-    async with asyncio.timeout(within_s):
-        for _ in itertools.count():
-            if predicate():
-                return
-            await asyncio.sleep(0)
 
 
 def scheduled(
