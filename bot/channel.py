@@ -180,7 +180,23 @@ class ChannelHost(Protocol):
     """What the daemon offers an adapter: the way in for messages and approval clicks."""
 
     async def deliver(self, envelope: IngressEnvelope) -> None:
-        """Hand over one inbound message. Returns quickly; the turn runs elsewhere."""
+        """Hand over one inbound message. Returns once the message is admitted: written to
+        the inbox (or refused, or known as a redelivery), so an adapter that must confirm a
+        platform event (a Slack ack, a Telegram offset) confirms it after this returns. The
+        turn runs elsewhere."""
+        ...
+
+    async def edited(self, envelope: IngressEnvelope) -> None:
+        """A message was edited; ``envelope`` is the message as it reads now (same channel
+        and ``message_id``). The text of a message whose turn has not started is replaced;
+        a message never admitted is handled as if it arrived now (an edit that adds the
+        bot's mention is answered); a message whose turn started or ended is left alone
+        (docs/reliability.md, "Edited and deleted messages")."""
+        ...
+
+    async def deleted(self, channel: ChannelRef, message_id: str) -> None:
+        """A message was deleted on the platform: a turn for it that has not started is
+        skipped (its inbox entry becomes ``failed``); one that started runs on."""
         ...
 
     async def approval_clicked(self, click: ApprovalClick) -> ClickVerdict:
@@ -214,7 +230,14 @@ class ChannelSending(Protocol):
     """What a channel sends: markdown-ish text rendered for the platform and split at its
     limit without breaking code fences, edits, reactions, typing, and approval cards."""
 
-    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]: ...
+    async def send(
+        self, target: DeliveryTarget, text: str, *, key: str = ""
+    ) -> Sequence[SentMessage]:
+        """Post ``text`` (split at the platform's limit); the messages posted, in order.
+        ``key`` names a turn's reply so that :class:`DeliveryCheck` can find it again after a
+        crash (Slack message metadata, a Discord nonce); adapters without a check ignore
+        it."""
+        ...
 
     async def edit(self, message: SentMessage, text: str) -> None: ...
 
@@ -227,6 +250,29 @@ class ChannelSending(Protocol):
     ) -> SentMessage: ...
 
     async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None: ...
+
+
+@runtime_checkable
+class DeliveryCheck(Protocol):
+    """What a channel whose platform lets a bot read its own posts offers start-up
+    recovery: whether a reply whose send was begun before a crash (and never confirmed)
+    reached the conversation. Telegram bots cannot read history and do not implement it;
+    recovery then follows the policy in docs/reliability.md."""
+
+    async def find_delivered(
+        self,
+        target: DeliveryTarget,
+        *,
+        key: str,
+        text: str,
+        after_message_id: str | None,
+    ) -> Sequence[SentMessage] | None:
+        """The messages this bot posted to ``target`` as the reply ``key`` (sent with
+        ``send(..., key=key)``; ``text`` is what was sent, for a platform that keeps no key),
+        looking only after the message ``after_message_id`` when given: an empty sequence
+        when none is there, None when the platform could not be asked (an error; recovery
+        then treats the reply as unconfirmed)."""
+        ...
 
 
 @runtime_checkable

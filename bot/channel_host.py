@@ -18,6 +18,10 @@ class MessageSink(Protocol):
 
     async def deliver(self, envelope: IngressEnvelope) -> None: ...
 
+    async def edited(self, envelope: IngressEnvelope) -> None: ...
+
+    async def deleted(self, channel: ChannelRef, message_id: str) -> None: ...
+
 
 class ApprovalAnswers(Protocol):
     """Where approval answers go (:class:`bot.approval.service.ApprovalService`); the
@@ -43,6 +47,8 @@ class AdapterHost:
 
     def __init__(self, *, messages: MessageSink, approvals: ApprovalAnswers) -> None:
         self.deliver = messages.deliver
+        self.edited = messages.edited
+        self.deleted = messages.deleted
         self.approval_clicked = approvals.click
         self.approval_refusal = approvals.refusal
         self.approval_card = approvals.card

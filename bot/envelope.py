@@ -11,7 +11,7 @@ import json
 import uuid
 from dataclasses import dataclass, field, fields, is_dataclass
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -148,21 +148,33 @@ def _field_names(cls: type) -> tuple[str, ...]:
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=_encode_value)
 
 
+def target_to_json(target: DeliveryTarget) -> str:
+    """Serialise a delivery target (the outbox ledger keeps where each reply went)."""
+    return _ENCODER.encode(target)
+
+
+def target_from_json(text: str) -> DeliveryTarget:
+    return _target(json.loads(text))
+
+
+def _target(data: dict[str, Any]) -> DeliveryTarget:
+    return DeliveryTarget(
+        channel=ChannelRef(**data["channel"]),
+        conversation_id=data["conversation_id"],
+        thread_id=data["thread_id"],
+        reply_to_message_id=data["reply_to_message_id"],
+    )
+
+
 def envelope_from_json(text: str) -> IngressEnvelope:
     data = json.loads(text)
-    target = data["reply_target"]
     return IngressEnvelope(
         channel=ChannelRef(**data["channel"]),
         message_id=data["message_id"],
         conversation_id=data["conversation_id"],
         sender=Sender(**data["sender"]),
         text=data["text"],
-        reply_target=DeliveryTarget(
-            channel=ChannelRef(**target["channel"]),
-            conversation_id=target["conversation_id"],
-            thread_id=target["thread_id"],
-            reply_to_message_id=target["reply_to_message_id"],
-        ),
+        reply_target=_target(data["reply_target"]),
         thread_id=data["thread_id"],
         attachments=tuple(Attachment(**a) for a in data["attachments"]),
         is_direct=data["is_direct"],

@@ -38,6 +38,9 @@ class AgentConfig(ConfigModel):
     tool_timeout_s: float = Field(default=120.0, gt=0)
     receipts: bool = False
     receipt_key_env: str = "HATCHWAY_RECEIPT_KEY"
+    #: A turn cut off by a crash or a stop: its sender is told to ask again (``notify``), or
+    #: it runs again once when nothing with side effects ran in it (``retry``).
+    on_interrupted: Literal["notify", "retry"] = "notify"
 
 
 #: Keys only a provider of ``kind = "embedded"`` reads.

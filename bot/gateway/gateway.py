@@ -33,7 +33,7 @@ import structlog
 from structlog.contextvars import bind_contextvars, reset_contextvars
 
 from bot.config import ChannelCommon, Settings
-from bot.envelope import IngressEnvelope
+from bot.envelope import ChannelRef, IngressEnvelope, envelope_to_json
 from bot.gateway.access import AccessCheck, AccessStep
 from bot.gateway.admission import Arrival, compose
 from bot.gateway.commands import MemberCommands, OpenCommands
@@ -43,10 +43,13 @@ from bot.gateway.recovery import recover
 from bot.gateway.retry import StorageRetry
 from bot.gateway.sending import ChannelLookup, Replies
 from bot.gateway.sessions import Sessions, session_key_for
-from bot.store import Store
+from bot.store import InboxKey, Store
 from bot.turn import TurnIdentity, TurnRunner
 
 log = structlog.get_logger(__name__)
+
+#: The inbox error of a message deleted on its platform before its turn began.
+DELETED = "deleted before its turn began"
 
 
 class Gateway:
@@ -96,6 +99,52 @@ class Gateway:
         except Exception:
             # Boundary: one bad envelope never takes the adapter down.
             log.exception("envelope_failed")
+        finally:
+            reset_contextvars(**bound)
+
+    async def edited(self, envelope: IngressEnvelope) -> None:
+        """A message was edited (``ChannelHost.edited``): the text of a message still queued
+        is replaced, in the queue and in its inbox entry; a message never admitted is
+        admitted as it reads now; one whose turn was taken is left alone."""
+        key = InboxKey(channel=str(envelope.channel), message_id=envelope.message_id)
+        bound = bind_contextvars(channel=key.channel, message_id=key.message_id)
+        try:
+            if self._sessions.is_taken(key):
+                log.info("edit_ignored", reason="turn started")
+                return
+            queued = self._sessions.replace_queued(key, envelope)
+            if await self._store.inbox.replace_payload(key, envelope_to_json(envelope)):
+                log.info("edit_applied", queued=queued)
+                return
+            entry = await self._store.inbox.get(key)
+            if entry is None:
+                log.info("edit_admitted")
+                await self.deliver(envelope)
+                return
+            log.info("edit_ignored", reason=f"turn {entry.status.value}")
+        except Exception:
+            # Boundary: one bad edit never takes the adapter down.
+            log.exception("edit_failed")
+        finally:
+            reset_contextvars(**bound)
+
+    async def deleted(self, channel: ChannelRef, message_id: str) -> None:
+        """A message was deleted (``ChannelHost.deleted``): its turn is skipped when it has
+        not begun."""
+        key = InboxKey(channel=str(channel), message_id=message_id)
+        bound = bind_contextvars(channel=key.channel, message_id=message_id)
+        try:
+            if self._sessions.is_taken(key):
+                log.info("delete_ignored", reason="turn started")
+                return
+            dropped = self._sessions.drop_queued(key)
+            if await self._store.inbox.skip(key, DELETED):
+                log.info("deleted_message_skipped", queued=dropped is not None)
+            elif dropped is not None:  # queued in memory, its row no longer "received"
+                log.warning("deleted_message_skipped", queued=True, row="not received")
+        except Exception:
+            # Boundary: one bad deletion never takes the adapter down.
+            log.exception("delete_failed")
         finally:
             reset_contextvars(**bound)
 

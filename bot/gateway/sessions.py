@@ -10,8 +10,9 @@ A session's worker task takes its queued turns in order and hands each to the tu
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import structlog
 from structlog.contextvars import bind_contextvars, reset_contextvars
@@ -20,7 +21,7 @@ from bot.backoff import cancel_requested
 from bot.envelope import IngressEnvelope
 from bot.gateway.drain import Drain
 from bot.gateway.sending import FAILURE_MESSAGE, Replies
-from bot.store import InboxStatus, Store
+from bot.store import InboxKey, InboxStatus, Store
 from bot.turn import SessionControl, TurnIdentity, TurnRunner
 
 log = structlog.get_logger(__name__)
@@ -39,8 +40,9 @@ def session_key_for(envelope: IngressEnvelope, *, per_user_in_groups: bool = Fal
 
 @dataclass(slots=True)
 class _Session:
-    queue: asyncio.Queue[TurnIdentity]
+    queue: deque[TurnIdentity]
     control: SessionControl | None = None
+    #: the turn taken off the queue (waiting for a slot or running)
     running: TurnIdentity | None = None
     worker_running: bool = False
 
@@ -84,10 +86,10 @@ class Sessions:
         self._idle.clear()
         session = self._sessions.get(turn.session_key)
         if session is None:
-            session = _Session(queue=asyncio.Queue())
+            session = _Session(queue=deque())
             self._sessions[turn.session_key] = session
-        session.queue.put_nowait(turn)
-        log.info("envelope_queued", session=turn.session_key, depth=session.queue.qsize())
+        session.queue.append(turn)
+        log.info("envelope_queued", session=turn.session_key, depth=len(session.queue))
         if not session.worker_running:
             session.worker_running = True
             self._spawn(self._worker(turn.session_key, session))
@@ -105,6 +107,37 @@ class Sessions:
         """Return once no turn is queued or running (at once when none is)."""
         await self._idle.wait()
 
+    def replace_queued(self, inbox: InboxKey, envelope: IngressEnvelope) -> bool:
+        """Put ``envelope`` in place of the queued message ``inbox`` names (an edit that came
+        before its turn was taken off the queue). False when it is not queued here (its turn
+        was taken, or it is unknown to this process)."""
+        for session in self._sessions.values():
+            for index, turn in enumerate(session.queue):
+                if turn.inbox == inbox:
+                    session.queue[index] = replace(turn, envelope=envelope)
+                    self._live.discard(turn.envelope.envelope_id)
+                    self._live.add(envelope.envelope_id)
+                    return True
+        return False
+
+    def is_taken(self, inbox: InboxKey) -> bool:
+        """Whether the turn of the message ``inbox`` names was taken off its queue and is
+        waiting for a slot or running."""
+        return any(
+            s.running is not None and s.running.inbox == inbox for s in self._sessions.values()
+        )
+
+    def drop_queued(self, inbox: InboxKey) -> TurnIdentity | None:
+        """Take the queued message ``inbox`` names out of its queue (deleted before its turn
+        began); the turn dropped, or None when it is not queued here."""
+        for session in self._sessions.values():
+            for turn in session.queue:
+                if turn.inbox == inbox:
+                    session.queue.remove(turn)
+                    self._forget(turn.envelope.envelope_id)
+                    return turn
+        return None
+
     def _forget(self, envelope_id: str) -> None:
         """The message is no longer queued or running."""
         self._live.discard(envelope_id)
@@ -119,11 +152,10 @@ class Sessions:
         if session is None:
             return False, []
         stopped = bool(session.control and session.control.cancel(reason))
-        dropped: list[TurnIdentity] = []
-        while not session.queue.empty():
-            turn = session.queue.get_nowait()
+        dropped = list(session.queue)
+        session.queue.clear()
+        for turn in dropped:
             self._forget(turn.envelope.envelope_id)
-            dropped.append(turn)
         return stopped, dropped
 
     def stop_sender(
@@ -146,16 +178,14 @@ class Sessions:
                 and control.cancel(reason)
             ):
                 stopped.append(running)
-            kept: list[TurnIdentity] = []
-            while not session.queue.empty():
-                turn = session.queue.get_nowait()
+            kept: deque[TurnIdentity] = deque()
+            for turn in session.queue:
                 if turn.envelope.sender.id == sender_id:
                     self._forget(turn.envelope.envelope_id)
                     dropped.append(turn)
                 else:
                     kept.append(turn)
-            for turn in kept:
-                session.queue.put_nowait(turn)
+            session.queue = kept
         return stopped, dropped
 
     def cancel_running(self, reason: str) -> None:
@@ -165,7 +195,7 @@ class Sessions:
                 session.control.cancel(reason)
 
     def queue_depth(self) -> int:
-        return sum(s.queue.qsize() for s in self._sessions.values())
+        return sum(len(s.queue) for s in self._sessions.values())
 
     # -- workers ------------------------------------------------------------------------
 
@@ -177,8 +207,9 @@ class Sessions:
 
     async def _worker(self, session_key: str, session: _Session) -> None:
         try:
-            while not session.queue.empty():
-                turn = session.queue.get_nowait()
+            while session.queue:
+                turn = session.queue.popleft()
+                session.running = turn
                 async with self._slots:
                     try:
                         await self._process(turn, session)
@@ -190,14 +221,14 @@ class Sessions:
                         log.exception("turn_bookkeeping_failed", session=session_key)
         finally:
             session.worker_running = False
-            if session.queue.empty() and self._sessions.get(session_key) is session:
+            session.running = None
+            if not session.queue and self._sessions.get(session_key) is session:
                 del self._sessions[session_key]
 
     async def _process(self, turn: TurnIdentity, session: _Session) -> None:
         envelope = turn.envelope
         control = SessionControl()
         session.control = control
-        session.running = turn
         with self._drain.turn():
             bound = bind_contextvars(
                 envelope_id=envelope.envelope_id,

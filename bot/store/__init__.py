@@ -20,6 +20,7 @@ from bot.store.grants import Grants
 from bot.store.history import History
 from bot.store.inbox import Inbox, InboxKey, InboxStatus
 from bot.store.memory import MemoryNotes
+from bot.store.outbox import Outbox, OutboxEntry, ReplyKind, ReplyStatus
 from bot.store.pairings import Pairings
 from bot.store.schedules import Schedules
 from bot.store.sqlite import Database
@@ -27,7 +28,17 @@ from bot.store.statements import Read
 from bot.store.tool_calls import ToolCallRecord, ToolCalls
 from bot.store.unit_of_work import UnitOfWork
 
-__all__ = ["Database", "InboxKey", "InboxStatus", "Store", "ToolCallRecord", "UnitOfWork"]
+__all__ = [
+    "Database",
+    "InboxKey",
+    "InboxStatus",
+    "OutboxEntry",
+    "ReplyKind",
+    "ReplyStatus",
+    "Store",
+    "ToolCallRecord",
+    "UnitOfWork",
+]
 
 T = TypeVar("T")
 
@@ -38,6 +49,7 @@ class Store:
     def __init__(self, db: Database) -> None:
         self.db = db
         self.inbox = Inbox(db)
+        self.outbox = Outbox(db)
         self.history = History(db)
         self.tool_calls = ToolCalls(db)
         self.channel_state = ChannelState(db)

@@ -10,6 +10,11 @@ from collections.abc import Callable
 from bot.store.sqlite import Database
 
 
+def _like_prefix(prefix: str) -> str:
+    """A ``LIKE … ESCAPE '\\'`` pattern matching what starts with ``prefix``."""
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
 class ChannelState:
     def __init__(self, db: Database, clock: Callable[[], float] = time.time) -> None:
         self._db = db
@@ -29,6 +34,16 @@ class ChannelState:
             (channel, key, value, self._clock()),
         )
 
+    async def items(self, channel: str, prefix: str) -> list[tuple[str, str]]:
+        """The channel's rows whose key starts with ``prefix`` as (key, value), oldest
+        written first."""
+        rows = await self._db.fetchall(
+            "SELECT key, value FROM channel_state WHERE channel = ? AND key LIKE ? ESCAPE '\\'"
+            " ORDER BY updated_at, key",
+            (channel, _like_prefix(prefix)),
+        )
+        return [(str(r["key"]), str(r["value"])) for r in rows]
+
     async def delete(self, channel: str, key: str) -> None:
         await self._db.execute(
             "DELETE FROM channel_state WHERE channel = ? AND key = ?", (channel, key)
@@ -37,10 +52,9 @@ class ChannelState:
     async def prune(self, prefix: str, *, older_than_s: float) -> int:
         """Delete the rows of every channel whose key starts with ``prefix`` and that were
         last written more than ``older_than_s`` ago; the number deleted."""
-        pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         deleted = await self._db.execute_returning_all(
             "DELETE FROM channel_state WHERE key LIKE ? ESCAPE '\\' AND updated_at < ? "
             "RETURNING key",
-            (pattern, self._clock() - older_than_s),
+            (_like_prefix(prefix), self._clock() - older_than_s),
         )
         return len(deleted)

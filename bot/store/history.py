@@ -100,6 +100,15 @@ class History:
         """Append messages atomically: all of them or none (one trip)."""
         await self._db.commit(appending(session_key, turn_id, messages))
 
+    async def forget_turn(self, session_key: str, turn_id: str) -> int:
+        """Delete what the run ``turn_id`` appended to the session (a cut-off run about to
+        run again from the start); the number of messages deleted."""
+        rows = await self._db.execute_returning_all(
+            "DELETE FROM messages WHERE session_key = ? AND turn_id = ? RETURNING id",
+            (session_key, turn_id),
+        )
+        return len(rows)
+
     async def reset(self, session_key: str) -> None:
         """Start a new session (``/new``): older messages leave the context."""
         await self._db.execute(

@@ -36,12 +36,25 @@ class InboxEntry:
     status: InboxStatus
     error: str | None
     payload: str = ""
+    #: The run that last began (None: none began), how many runs began, and whether a tool
+    #: with side effects may have run in the last one (recorded only when
+    #: ``agent.on_interrupted`` is ``retry``).
+    turn_id: str | None = None
+    attempts: int = 0
+    side_effects: bool = False
 
 
 _MARK = (
     "UPDATE inbox SET status = ?, error = ?, updated_at = ? WHERE channel = ? AND message_id = ?"
 )
-_COLUMNS = "channel, message_id, envelope_id, session_key, status, error, payload"
+_COLUMNS = (
+    "channel, message_id, envelope_id, session_key, status, error, payload, turn_id,"
+    " attempts, side_effects"
+)
+_START = (
+    "UPDATE inbox SET status = ?, error = NULL, turn_id = ?, attempts = attempts + 1,"
+    " side_effects = 0, updated_at = ? WHERE channel = ? AND message_id = ?"
+)
 
 
 def _mark_params(key: InboxKey, status: InboxStatus, error: str | None) -> tuple[object, ...]:
@@ -53,6 +66,14 @@ def marking(key: InboxKey, status: InboxStatus, error: str | None = None) -> Wri
     return Write(_MARK, [_mark_params(key, status, error)])
 
 
+def starting(key: InboxKey, turn_id: str) -> Write:
+    """The write that moves the entry ``key`` to ``processing`` as the run ``turn_id`` begins
+    (counting the run; for a unit of work)."""
+    return Write(
+        _START, [(InboxStatus.PROCESSING, turn_id, time.time(), key.channel, key.message_id)]
+    )
+
+
 def _entry(row: Row) -> InboxEntry:
     return InboxEntry(
         key=InboxKey(channel=row["channel"], message_id=row["message_id"]),
@@ -61,6 +82,9 @@ def _entry(row: Row) -> InboxEntry:
         status=InboxStatus(row["status"]),
         error=row["error"],
         payload=row["payload"],
+        turn_id=row["turn_id"],
+        attempts=int(row["attempts"]),
+        side_effects=bool(row["side_effects"]),
     )
 
 
@@ -94,6 +118,56 @@ class Inbox:
     async def mark(self, key: InboxKey, status: InboxStatus, error: str | None = None) -> None:
         """Move the entry to ``status`` (with ``error`` for a failed one)."""
         await self._db.execute(_MARK, _mark_params(key, status, error))
+
+    async def note_side_effects(self, key: InboxKey) -> None:
+        """A tool with side effects is about to run in the entry's current run."""
+        await self._db.execute(
+            "UPDATE inbox SET side_effects = 1 WHERE channel = ? AND message_id = ?",
+            (key.channel, key.message_id),
+        )
+
+    async def replace_payload(self, key: InboxKey, payload: str) -> bool:
+        """Replace the envelope of an entry whose turn has not begun (an edited message).
+        False when the entry is unknown or its turn began."""
+        row = await self._db.execute_returning(
+            "UPDATE inbox SET payload = ?, updated_at = ? WHERE channel = ? AND message_id = ?"
+            " AND status = ? RETURNING id",
+            (payload, time.time(), key.channel, key.message_id, InboxStatus.RECEIVED),
+        )
+        return row is not None
+
+    async def skip(self, key: InboxKey, error: str) -> bool:
+        """Mark ``failed`` an entry whose turn has not begun (a deleted message). False when
+        the entry is unknown or its turn began."""
+        row = await self._db.execute_returning(
+            "UPDATE inbox SET status = ?, error = ?, updated_at = ? WHERE channel = ?"
+            " AND message_id = ? AND status = ? RETURNING id",
+            (
+                InboxStatus.FAILED,
+                error,
+                time.time(),
+                key.channel,
+                key.message_id,
+                InboxStatus.RECEIVED,
+            ),
+        )
+        return row is not None
+
+    async def requeue(self, key: InboxKey) -> bool:
+        """Put an entry cut off mid-turn back to ``received``, to run it again (its run count
+        stays). False unless it was ``processing``."""
+        row = await self._db.execute_returning(
+            "UPDATE inbox SET status = ?, updated_at = ? WHERE channel = ? AND message_id = ?"
+            " AND status = ? RETURNING id",
+            (
+                InboxStatus.RECEIVED,
+                time.time(),
+                key.channel,
+                key.message_id,
+                InboxStatus.PROCESSING,
+            ),
+        )
+        return row is not None
 
     async def get(self, key: InboxKey) -> InboxEntry | None:
         row = await self._db.fetchone(

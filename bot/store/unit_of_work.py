@@ -16,7 +16,8 @@ from collections.abc import Sequence
 
 from bot.providers.base import ChatMessage
 from bot.store.history import appending
-from bot.store.inbox import InboxKey, InboxStatus, marking
+from bot.store.inbox import InboxKey, InboxStatus, marking, starting
+from bot.store.outbox import ReplyKind, ReplyStatus, recording_reply, settling_reply
 from bot.store.statements import Write
 from bot.store.tool_calls import ToolCallRecord, recording
 
@@ -40,6 +41,32 @@ class UnitOfWork:
         """The inbox entry ``key`` moves to ``status`` (``processing`` commits with the turn's
         first record: after a crash, an entry is ``processing`` exactly when its turn began)."""
         self._writes.append(marking(key, status, error))
+        return self
+
+    def start_inbox(self, key: InboxKey, turn_id: str) -> UnitOfWork:
+        """The inbox entry ``key`` becomes ``processing`` as the run ``turn_id`` begins (the
+        turn's first record; the run is counted)."""
+        self._writes.append(starting(key, turn_id))
+        return self
+
+    def record_reply(
+        self, key: InboxKey, kind: ReplyKind, *, reply_key: str, target: str, body: str
+    ) -> UnitOfWork:
+        """A reply to the entry ``key`` is about to be sent (the outbox ledger)."""
+        self._writes.append(recording_reply(key, kind, reply_key=reply_key, target=target, body=body))
+        return self
+
+    def settle_reply(
+        self,
+        key: InboxKey,
+        kind: ReplyKind,
+        status: ReplyStatus,
+        *,
+        sent_ids: Sequence[str] = (),
+        error: str | None = None,
+    ) -> UnitOfWork:
+        """The reply ended ``sent`` (with the platform's message ids) or ``failed``."""
+        self._writes.append(settling_reply(key, kind, status, sent_ids=sent_ids, error=error))
         return self
 
     def append_history(

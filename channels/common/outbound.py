@@ -18,8 +18,10 @@ class SendsThrough:
 
     _outbound: ChannelSending
 
-    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
-        return await self._outbound.send(target, text)
+    async def send(
+        self, target: DeliveryTarget, text: str, *, key: str = ""
+    ) -> Sequence[SentMessage]:
+        return await self._outbound.send(target, text, key=key)
 
     async def edit(self, message: SentMessage, text: str) -> None:
         await self._outbound.edit(message, text)

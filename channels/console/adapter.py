@@ -178,7 +178,9 @@ class ConsoleChannel:
 
     # -- outbound ---------------------------------------------------------------------
 
-    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
+    async def send(
+        self, target: DeliveryTarget, text: str, *, key: str = ""
+    ) -> Sequence[SentMessage]:
         self._screen.show(text)
         return [SentMessage(target=target, message_id=uuid.uuid4().hex)]
 

@@ -89,7 +89,9 @@ class Outbound:
             fail_if_not_exists=False,
         )
 
-    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
+    async def send(
+        self, target: DeliveryTarget, text: str, *, key: str = ""
+    ) -> Sequence[SentMessage]:
         destination: discord.PartialMessageable | None = None
         reference = self._reference(target)
         sent: list[SentMessage] = []

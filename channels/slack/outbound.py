@@ -85,7 +85,9 @@ class SlackOutbound:
         self._command_replies = command_replies
         self._last_edit: OrderedDict[tuple[str, str], str] = OrderedDict()
 
-    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
+    async def send(
+        self, target: DeliveryTarget, text: str, *, key: str = ""
+    ) -> Sequence[SentMessage]:
         chunks = render_chunks(text, self._config.max_message_chars)
         if self._command_replies.answers(target):
             await self._command_replies.send(target, chunks)

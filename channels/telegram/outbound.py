@@ -144,7 +144,9 @@ class TelegramOutbound:
             log.warning("telegram_html_refused", channel=str(self._ref), error=exc.message)
             return await send(_plain(rendered), None)
 
-    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
+    async def send(
+        self, target: DeliveryTarget, text: str, *, key: str = ""
+    ) -> Sequence[SentMessage]:
         sent: list[SentMessage] = []
         for index, chunk in enumerate(render_chunks(text, TELEGRAM_LIMIT)):
             message = await self._send_one(target, chunk, reply=index == 0)

@@ -89,7 +89,9 @@ class FakeChannel:
         """What the sent messages were edited to, in order."""
         return [text for _, text in self.text_edits]
 
-    async def send(self, target: DeliveryTarget, text: str) -> Sequence[SentMessage]:
+    async def send(
+        self, target: DeliveryTarget, text: str, *, key: str = ""
+    ) -> Sequence[SentMessage]:
         if self.down:
             raise ChannelError("platform down")
         self.sent.append((target, text))

@@ -62,6 +62,9 @@ class RecordingHost:
         self.crash_on = crash_on
         self.envelopes: list[IngressEnvelope] = []
         self.clicks: list[ApprovalClick] = []
+        #: Messages reported edited (as they read now) and deleted (channel, message id).
+        self.edits: list[IngressEnvelope] = []
+        self.deletions: list[tuple[ChannelRef, str]] = []
         #: What :meth:`approval_card` answers, by approval id (tests put cards here).
         self.cards: dict[str, ApprovalCard] = {}
         self._changed = asyncio.Condition()
@@ -74,6 +77,26 @@ class RecordingHost:
         async with self._changed:
             self.envelopes.append(envelope)
             self._changed.notify_all()
+
+    async def edited(self, envelope: IngressEnvelope) -> None:
+        async with self._changed:
+            self.edits.append(envelope)
+            self._changed.notify_all()
+
+    async def deleted(self, channel: ChannelRef, message_id: str) -> None:
+        async with self._changed:
+            self.deletions.append((channel, message_id))
+            self._changed.notify_all()
+
+    async def wait_edits(self, count: int, wait_s: float = 10.0) -> list[IngressEnvelope]:
+        async with asyncio.timeout(wait_s), self._changed:
+            await self._changed.wait_for(lambda: len(self.edits) >= count)
+        return list(self.edits)
+
+    async def wait_deletions(self, count: int, wait_s: float = 10.0) -> list[tuple[ChannelRef, str]]:
+        async with asyncio.timeout(wait_s), self._changed:
+            await self._changed.wait_for(lambda: len(self.deletions) >= count)
+        return list(self.deletions)
 
     async def approval_clicked(self, click: ApprovalClick) -> ClickVerdict:
         async with self._changed:
