@@ -18,14 +18,16 @@ import structlog
 
 from bot.agent.context_window import fit_history
 from bot.agent.turn import AgentBundle, TurnResult, TurnState, TurnStatus
+from bot.crashpoints import crash_point
 from bot.errors import ProviderError
 from bot.providers.base import ChatMessage, CompletionRequest, ProviderReply, ToolDefinition
-from bot.store import InboxStatus, UnitOfWork
+from bot.store import ReplyKind, UnitOfWork
 from bot.tools.batch import BatchVerdict
 from bot.tools.cancellation import SHUTDOWN, unless_cancelled
 from bot.tools.pipeline import ToolPipeline
 from bot.tools.registry import ToolScope
 from bot.tools.spec import ToolContext
+from bot.turn import record_reply
 
 log = structlog.get_logger(__name__)
 
@@ -124,6 +126,7 @@ async def _iterate(
             )
         if reply is None:
             return _cancelled(state)
+        crash_point("after_model_call")
         if not reply.tool_calls or at_cap:
             return await _answer(bundle, state, reply, at_cap=at_cap, cap=cap)
         iterations += 1
@@ -165,7 +168,12 @@ async def _answer(
     if at_cap:
         log.info("turn_iteration_cap", cap=cap, ignored_calls=len(reply.tool_calls))
     if text:
-        await _remember(bundle, state, [ChatMessage(role="assistant", content=reply.text)])
+        await _remember(
+            bundle,
+            state,
+            [ChatMessage(role="assistant", content=reply.text)],
+            answer=None if at_cap else text,
+        )
     if at_cap:
         return TurnResult(
             status=TurnStatus.ITERATION_CAP, text=text or CAP_MESSAGE.format(count=cap)
@@ -186,7 +194,7 @@ async def _begin(bundle: AgentBundle, state: TurnState, user: ChatMessage) -> No
     store, turn = bundle.services.store, state.turn
     work = UnitOfWork()
     if state.inbox is not None:
-        work.mark_inbox(state.inbox, InboxStatus.PROCESSING)
+        work.start_inbox(state.inbox, turn.turn_id)
     work.append_history(turn.session_key, turn.turn_id, [user])
     if state.history is None:
         state.history = await store.commit(work, then=store.history.loading(turn.session_key))
@@ -202,9 +210,17 @@ def _history(state: TurnState) -> list[ChatMessage]:
     return state.history
 
 
-async def _remember(bundle: AgentBundle, state: TurnState, messages: list[ChatMessage]) -> None:
+async def _remember(
+    bundle: AgentBundle, state: TurnState, messages: list[ChatMessage], *, answer: str | None
+) -> None:
+    """Append the final answer to history; its outbox ledger row (``answer``: the text to
+    be sent) commits in the same transaction, so after a crash an answer in history always
+    has its row (:func:`bot.turn.record_reply`)."""
     turn = state.turn
-    await bundle.services.store.history.append(turn.session_key, turn.turn_id, messages)
+    work = UnitOfWork().append_history(turn.session_key, turn.turn_id, messages)
+    if answer is not None and state.inbox is not None:
+        state.answer_recorded = record_reply(work, turn, ReplyKind.ANSWER, answer)
+    await bundle.services.store.commit(work)
     _history(state).extend(messages)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import structlog
 
+from bot.crashpoints import crash_point
 from bot.envelope import envelope_to_json
 from bot.gateway.admission import Admit, Arrival
 from bot.store import InboxKey, Store
@@ -33,4 +34,5 @@ class InboxDedupe:
         if not admitted:
             log.info("envelope_duplicate", message_id=envelope.message_id)
             return
+        crash_point("after_admit")
         await call_next(arrival)

@@ -39,6 +39,7 @@ from bot.gateway.admission import Arrival, compose
 from bot.gateway.commands import MemberCommands, OpenCommands
 from bot.gateway.dedupe import InboxDedupe
 from bot.gateway.drain import Drain
+from bot.gateway.ledger import ReplyLedger
 from bot.gateway.recovery import recover
 from bot.gateway.retry import StorageRetry
 from bot.gateway.sending import ChannelLookup, Replies
@@ -68,10 +69,11 @@ class Gateway:
         self._store = store
         self._replies = Replies(channel_for)
         self._drain = Drain()
+        self._ledger = ReplyLedger(store, self._replies)
         self._sessions = Sessions(
             store=store,
             run_turn=run_turn,
-            replies=self._replies,
+            ledger=self._ledger,
             drain=self._drain,
             max_concurrent_turns=settings.agent.max_concurrent_turns,
         )
@@ -174,8 +176,9 @@ class Gateway:
         return await recover(
             store=self._store,
             sessions=self._sessions,
-            replies=self._replies,
+            ledger=self._ledger,
             schedules=self._settings.schedules,
+            on_interrupted=self._settings.agent.on_interrupted,
             now=now,
         )
 

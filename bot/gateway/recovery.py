@@ -1,8 +1,13 @@
 """Recovery after a restart: what the inbox says was left unfinished.
 
-An entry still ``received`` left no trace (its turn never began) and is queued again; one
-``processing`` was cut off mid-turn, so it is marked ``failed`` and its sender is told to
-ask again (:data:`SHUTDOWN_MESSAGE`). A message from a channel that does not replay
+An entry still ``received`` left no trace (its turn never began) and is queued again. One
+``processing`` was cut off mid-turn: when a reply to it was recorded in the outbox ledger,
+the ledger settles it (:meth:`bot.gateway.ledger.ReplyLedger.recover`: an answer that went
+out, or may have, is never followed by a notice); when none was, its sender is told once to
+ask again (:data:`SHUTDOWN_MESSAGE`, itself recorded first), or, under
+``agent.on_interrupted = "retry"``, a run in which nothing with side effects ran (read-only
+tools only) is run again once: what it appended to history is removed and the entry queued
+as new. A message from a channel that does not replay
 (``Capabilities.replay_on_restart`` false: the console, whose reader is gone with the
 process that read it) is marked ``failed`` either way, quietly: nobody is asked to repeat
 it and it is never answered in a later run. Messages already queued or running in this
@@ -36,7 +41,7 @@ import structlog
 
 from bot.config import SchedulesConfig
 from bot.envelope import IngressEnvelope, envelope_from_json, envelope_to_json
-from bot.gateway.sending import Replies
+from bot.gateway.ledger import ReplyLedger
 from bot.gateway.sessions import Sessions
 from bot.store import InboxKey, InboxStatus, Store
 from bot.store.inbox import InboxEntry
@@ -55,6 +60,8 @@ RERUN_SUFFIX = ":rerun"
 RERUN_QUEUED = "interrupted by restart; run again"
 RERUN_SKIPPED = "interrupted by restart; not run again (missed_run_policy skip)"
 RERUN_CUT_OFF = "interrupted by restart again after its re-run"
+#: How many runs of one message may begin under ``agent.on_interrupted = "retry"``.
+MAX_RUNS = 2
 
 
 def is_rerun(envelope: IngressEnvelope) -> bool:
@@ -66,16 +73,20 @@ async def recover(
     *,
     store: Store,
     sessions: Sessions,
-    replies: Replies,
+    ledger: ReplyLedger,
     schedules: SchedulesConfig,
+    on_interrupted: Literal["notify", "retry"] = "notify",
     now: float | None = None,
 ) -> tuple[int, int]:
-    """Re-queue messages that never started, and tell the senders of messages whose turn was
-    interrupted to ask again; drop, without a word, those whose channel does not replay;
-    re-run or fail cut-off background runs under the catch-up policy (module docstring).
-    Returns (requeued, interrupted); re-runs count as requeued."""
+    """Re-queue messages that never started; settle cut-off ones by their recorded replies,
+    or tell their senders to ask again (or run them again, ``on_interrupted = "retry"``);
+    drop, without a word, those whose channel does not replay; re-run or fail cut-off
+    background runs under the catch-up policy (module docstring). Returns (requeued,
+    interrupted); re-runs and retries count as requeued."""
     at = time.time() if now is None else now
-    counts = dict.fromkeys(("requeued", "rerun", "interrupted", "dropped", "abandoned"), 0)
+    counts = dict.fromkeys(
+        ("requeued", "rerun", "retried", "interrupted", "settled", "dropped", "abandoned"), 0
+    )
     for entry in await store.inbox.unfinished():
         if not entry.payload or sessions.is_live(entry.envelope_id):
             continue
@@ -96,13 +107,41 @@ async def recover(
             outcome = await _recover_background(store, sessions, entry, envelope, schedules, at)
             if outcome:
                 counts[outcome] += 1
+        elif await ledger.recover(entry.key, envelope, interrupted=INTERRUPTED) is not None:
+            counts["settled"] += 1
+        elif on_interrupted == "retry" and await _retry(store, sessions, entry, envelope):
+            counts["retried"] += 1
         else:
-            await store.inbox.mark(entry.key, InboxStatus.FAILED, error=INTERRUPTED)
-            await replies.send(envelope, SHUTDOWN_MESSAGE)
+            turn = TurnIdentity(
+                envelope=envelope, session_key=entry.session_key, turn_id=uuid.uuid4().hex
+            )
+            await ledger.notify(turn, SHUTDOWN_MESSAGE, error=INTERRUPTED)
             counts["interrupted"] += 1
     if any(counts.values()):
         log.info("inbox_recovered", **counts)
-    return counts["requeued"] + counts["rerun"], counts["interrupted"]
+    return counts["requeued"] + counts["rerun"] + counts["retried"], counts["interrupted"]
+
+
+async def _retry(
+    store: Store, sessions: Sessions, entry: InboxEntry, envelope: IngressEnvelope
+) -> bool:
+    """Run a cut-off turn again from the start when nothing with side effects ran in it and
+    it has not run :data:`MAX_RUNS` times; whether it was queued."""
+    if entry.side_effects or entry.attempts >= MAX_RUNS:
+        log.info(
+            "turn_not_retried",
+            message_id=entry.key.message_id,
+            side_effects=entry.side_effects,
+            attempts=entry.attempts,
+        )
+        return False
+    if entry.turn_id is not None:
+        await store.history.forget_turn(entry.session_key, entry.turn_id)
+    if not await store.inbox.requeue(entry.key):
+        return False
+    _enqueue(sessions, envelope, entry.session_key)
+    log.info("turn_retried", message_id=entry.key.message_id, attempts=entry.attempts)
+    return True
 
 
 def _enqueue(sessions: Sessions, envelope: IngressEnvelope, session_key: str) -> None:

@@ -3,12 +3,13 @@ to a message's reply target."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import structlog
 
-from bot.channel import Channel
-from bot.envelope import ChannelRef, IngressEnvelope
+from bot.channel import Channel, DeliveryCheck, SentMessage
+from bot.crashpoints import crash_point
+from bot.envelope import ChannelRef, DeliveryTarget, IngressEnvelope
 
 log = structlog.get_logger(__name__)
 
@@ -23,6 +24,29 @@ class Replies:
 
     def __init__(self, channel_for: ChannelLookup) -> None:
         self._channel_for = channel_for
+
+    async def deliver(
+        self, target: DeliveryTarget, text: str, *, key: str
+    ) -> Sequence[SentMessage] | None:
+        """Send a reply the outbox ledger recorded, named ``key`` on the platform: the
+        messages posted, or None when it could not be sent (logged)."""
+        channel = self._channel_for(target.channel)
+        if channel is None:
+            log.warning("reply_dropped_no_channel", channel=str(target.channel))
+            return None
+        try:
+            sent = await channel.send(target, text, key=key)
+        except Exception:
+            # Boundary: a platform failure on send is logged; the turn's history is kept.
+            log.exception("reply_send_failed")
+            return None
+        crash_point("after_send")
+        return sent
+
+    def check(self, target: DeliveryTarget) -> DeliveryCheck | None:
+        """The target channel's :class:`~bot.channel.DeliveryCheck`, when it has one."""
+        channel = self._channel_for(target.channel)
+        return channel if isinstance(channel, DeliveryCheck) else None
 
     async def send(self, envelope: IngressEnvelope, text: str) -> None:
         """Send to the envelope's reply target: nothing at all for a silent scheduled job

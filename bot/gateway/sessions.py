@@ -20,8 +20,9 @@ from structlog.contextvars import bind_contextvars, reset_contextvars
 from bot.backoff import cancel_requested
 from bot.envelope import IngressEnvelope
 from bot.gateway.drain import Drain
-from bot.gateway.sending import FAILURE_MESSAGE, Replies
-from bot.store import InboxKey, InboxStatus, Store
+from bot.gateway.ledger import ReplyLedger
+from bot.gateway.sending import FAILURE_MESSAGE
+from bot.store import InboxKey, InboxStatus, ReplyKind, Store
 from bot.turn import SessionControl, TurnIdentity, TurnRunner
 
 log = structlog.get_logger(__name__)
@@ -55,13 +56,13 @@ class Sessions:
         *,
         store: Store,
         run_turn: TurnRunner,
-        replies: Replies,
+        ledger: ReplyLedger,
         drain: Drain,
         max_concurrent_turns: int,
     ) -> None:
         self._store = store
         self._run_turn = run_turn
-        self._replies = replies
+        self._ledger = ledger
         self._drain = drain
         self._sessions: dict[str, _Session] = {}
         self._slots = asyncio.Semaphore(max_concurrent_turns)
@@ -243,12 +244,14 @@ class Sessions:
                 except Exception as exc:
                     # Boundary: a failing turn is logged and reported, never fatal.
                     log.exception("turn_failed")
-                    # tell the sender first: marking the row may fail for the same reason
-                    await self._replies.send(envelope, FAILURE_MESSAGE)
-                    await self._mark(turn, InboxStatus.FAILED, error=type(exc).__name__)
+                    await self._ledger.finish(
+                        turn,
+                        ReplyKind.FAILURE,
+                        FAILURE_MESSAGE,
+                        status=InboxStatus.FAILED,
+                        error=type(exc).__name__,
+                    )
                     return
-                if reply.text:
-                    await self._replies.send(envelope, reply.text)
                 if reply.interrupted and envelope.background:
                     # a scheduled run cut off by the shutdown stays unfinished: start-up
                     # recovery runs it again once, under its job's missed-run policy
@@ -256,16 +259,16 @@ class Sessions:
                     return
                 if reply.interrupted:
                     log.info("turn_interrupted", reason=reply.interrupted)
-                    await self._mark(turn, InboxStatus.FAILED, error=reply.interrupted)
-                    return
-                await self._mark(turn, InboxStatus.DONE)
+                await self._ledger.finish(
+                    turn,
+                    ReplyKind.NOTICE if reply.interrupted else ReplyKind.ANSWER,
+                    reply.text or "",
+                    status=InboxStatus.FAILED if reply.interrupted else InboxStatus.DONE,
+                    error=reply.interrupted or None,
+                    recorded=reply.recorded,
+                )
             finally:
                 reset_contextvars(**bound)
                 session.control = None
                 session.running = None
                 self._forget(envelope.envelope_id)
-
-    async def _mark(
-        self, turn: TurnIdentity, status: InboxStatus, *, error: str | None = None
-    ) -> None:
-        await self._store.inbox.mark(turn.inbox, status, error=error)

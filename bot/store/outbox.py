@@ -134,7 +134,9 @@ class Outbox:
         self, key: InboxKey, kind: ReplyKind, *, reply_key: str, target: str, body: str
     ) -> None:
         """Record a reply as ``sending`` (see :func:`recording_reply`)."""
-        await self._db.commit([recording_reply(key, kind, reply_key=reply_key, target=target, body=body)])
+        await self._db.commit(
+            [recording_reply(key, kind, reply_key=reply_key, target=target, body=body)]
+        )
 
     async def settle(
         self,

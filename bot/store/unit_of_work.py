@@ -53,7 +53,9 @@ class UnitOfWork:
         self, key: InboxKey, kind: ReplyKind, *, reply_key: str, target: str, body: str
     ) -> UnitOfWork:
         """A reply to the entry ``key`` is about to be sent (the outbox ledger)."""
-        self._writes.append(recording_reply(key, kind, reply_key=reply_key, target=target, body=body))
+        self._writes.append(
+            recording_reply(key, kind, reply_key=reply_key, target=target, body=body)
+        )
         return self
 
     def settle_reply(

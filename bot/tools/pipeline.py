@@ -33,6 +33,7 @@ import structlog
 
 from bot.approval.gate import Assessment, canonical_json
 from bot.approval.reasons import RuntimeReason
+from bot.crashpoints import crash_point
 from bot.progress import ProgressSink, progress_hint
 from bot.providers.base import ToolCallRequest
 from bot.store import UnitOfWork
@@ -65,7 +66,7 @@ from bot.tools.parsing import normalise_ids, parse_call
 from bot.tools.registry import ToolEntry, ToolExecutor
 from bot.tools.repetition import LOOP_WARNING, LoopDetector, Repetition
 from bot.tools.services import PipelineServices
-from bot.tools.spec import ToolContext
+from bot.tools.spec import ToolContext, ToolKind
 from bot.tools.transcript import assistant_message, result_messages
 from bot.tools.truncation import bound_text
 from bot.tools.turn_gate import TurnGate
@@ -121,6 +122,11 @@ class ToolPipeline:
             enabled=self._services.settings.parallel_tools,
             asked=batch.asked,
         )
+        if self._services.settings.on_interrupted == "retry" and any(
+            call.spec.kind is not ToolKind.READ_ONLY for call in runnable
+        ):
+            # a turn cut off from here on must not run again after a restart
+            await self._services.store.inbox.note_side_effects(self._turn.inbox)
         await dispatch(runnable, self._run_one, batch.slots, self._cancel, parallel=parallel)
         batch.fill_interrupted()
         return await self._finish(batch)
@@ -283,6 +289,7 @@ class ToolPipeline:
             retry=self._services.retry,
             clock=self._clock,
         )
+        crash_point("after_tool")
         await self._progress.tool_finished(
             call_id=call.call_id,
             tool=spec.name,

@@ -1,0 +1,175 @@
+"""The outbox ledger, gateway side: each reply to a message is recorded before it is sent
+and settled after, and a reply whose fate a crash hid is settled at start-up.
+
+A turn's answer is recorded by the agent with the answer's history (one transaction,
+:func:`bot.turn.record_reply`); every other reply (the failure line, a turn's text that is
+not in history, the notice to ask again) is recorded here first. After the send, one
+transaction settles the reply (``sent`` with the platform's message ids, or ``failed``) and
+marks the inbox entry, so an entry is ``done`` exactly when its reply's fate is known.
+
+At start-up, an entry cut off mid-turn (``processing``) is settled by its replies
+(:meth:`ReplyLedger.recover`):
+
+* a reply ``sent`` (or ``failed``): the sender heard back (or the platform refused for
+  good); the entry is marked and nothing more is sent;
+* a reply still ``sending`` may or may not have reached the platform. Where the platform
+  lets a bot read its own posts (:class:`bot.channel.DeliveryCheck`: Slack, Discord), it is
+  looked for: found, it is settled ``sent``; not there, the recorded text is sent again
+  under the same key. Where it cannot be asked (Telegram, or the check failed), it counts
+  as delivered (``reply_unconfirmed``): a send was begun, and a second copy or an "ask
+  again" beside an answer is worse than the rare answer lost to a crash in the instant
+  before the request left (docs/reliability.md);
+* no reply at all: the turn was cut off before its answer; the caller tells the sender
+  to ask again (or runs the turn again, under ``agent.on_interrupted = "retry"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import structlog
+
+from bot.channel import SentMessage
+from bot.crashpoints import crash_point
+from bot.envelope import IngressEnvelope, target_from_json
+from bot.errors import StorageError
+from bot.gateway.sending import Replies
+from bot.store import (
+    InboxKey,
+    InboxStatus,
+    OutboxEntry,
+    ReplyKind,
+    ReplyStatus,
+    Store,
+    UnitOfWork,
+)
+from bot.turn import TurnIdentity, record_reply
+
+log = structlog.get_logger(__name__)
+
+#: The outbox error of a reply whose send began before a crash and could not be confirmed.
+UNCONFIRMED = "unconfirmed: the send began before a restart"
+SEND_FAILED = "send failed"
+
+Settled = Literal["sent", "confirmed", "resent", "unconfirmed", "failed"]
+
+
+class ReplyLedger:
+    """Sends and settles replies through the outbox ledger (module docstring)."""
+
+    def __init__(self, store: Store, replies: Replies) -> None:
+        self._store = store
+        self._replies = replies
+
+    async def finish(
+        self,
+        turn: TurnIdentity,
+        kind: ReplyKind,
+        text: str,
+        *,
+        status: InboxStatus,
+        error: str | None = None,
+        recorded: bool = False,
+    ) -> None:
+        """Send ``text`` as ``turn``'s reply (nothing for no text or a silent envelope),
+        then settle it and mark the inbox entry ``status`` in one transaction.
+        ``recorded``: the agent already recorded it with the answer."""
+        if not recorded and text:
+            try:
+                work = UnitOfWork()
+                recorded = record_reply(work, turn, kind, text)
+                await self._store.commit(work)
+            except StorageError:
+                # the reply still goes out: unrecorded is better than unsaid
+                log.exception("reply_record_failed")
+                recorded = False
+        sent = await self._send(turn, text) if text and turn.envelope.announce else None
+        work = UnitOfWork()
+        if recorded:
+            _settle(work, turn.inbox, kind, sent)
+        work.mark_inbox(turn.inbox, status, error)
+        await self._store.commit(work)
+        crash_point("after_mark")
+
+    async def _send(self, turn: TurnIdentity, text: str) -> Sequence[SentMessage] | None:
+        return await self._replies.deliver(turn.envelope.reply_target, text, key=turn.reply_key)
+
+    async def notify(self, turn: TurnIdentity, text: str, *, error: str) -> None:
+        """Tell the sender of a cut-off message ``text`` (the notice to ask again) and mark
+        the entry ``failed`` with ``error``: recorded first, so a crash while telling is not
+        followed by a second notice."""
+        await self.finish(turn, ReplyKind.NOTICE, text, status=InboxStatus.FAILED, error=error)
+
+    async def recover(
+        self, key: InboxKey, envelope: IngressEnvelope, *, interrupted: str
+    ) -> Settled | None:
+        """Settle a cut-off entry by its recorded replies (module docstring); None when it
+        has none (the caller decides). An entry whose answer was settled is marked
+        ``done``; one whose failure line or notice was, ``failed`` with ``interrupted``."""
+        entries = await self._store.outbox.of_entry(key)
+        if not entries:
+            return None
+        outcome: Settled = "sent"
+        work = UnitOfWork()
+        for entry in entries:
+            if entry.status is ReplyStatus.SENDING:
+                outcome = await self._recover_sending(entry, envelope, work)
+        answered = any(e.kind is ReplyKind.ANSWER for e in entries)
+        if answered:
+            work.mark_inbox(key, InboxStatus.DONE)
+        else:
+            work.mark_inbox(key, InboxStatus.FAILED, interrupted)
+        await self._store.commit(work)
+        log.info(
+            "reply_recovered",
+            channel=key.channel,
+            message_id=key.message_id,
+            outcome=outcome,
+            kinds=[e.kind.value for e in entries],
+        )
+        return outcome
+
+    async def _recover_sending(
+        self, entry: OutboxEntry, envelope: IngressEnvelope, work: UnitOfWork
+    ) -> Settled:
+        """Settle one reply whose send was begun and never confirmed."""
+        target = target_from_json(entry.target)
+        check = self._replies.check(target)
+        found: Sequence[SentMessage] | None = None
+        if check is not None:
+            try:
+                found = await check.find_delivered(
+                    target,
+                    key=entry.reply_key,
+                    text=entry.body,
+                    after_message_id=envelope.message_id,
+                )
+            except Exception:
+                # Boundary: a failed check leaves the reply unconfirmed, never resent.
+                log.exception("reply_check_failed")
+        if found:
+            _settle(work, entry.key, entry.kind, found)
+            return "confirmed"
+        if found is None:
+            log.warning(
+                "reply_unconfirmed",
+                channel=entry.key.channel,
+                message_id=entry.key.message_id,
+                kind=entry.kind.value,
+                checked=check is not None,
+            )
+            work.settle_reply(entry.key, entry.kind, ReplyStatus.SENT, error=UNCONFIRMED)
+            return "unconfirmed"
+        sent = await self._replies.deliver(target, entry.body, key=entry.reply_key)
+        _settle(work, entry.key, entry.kind, sent)
+        return "resent" if sent is not None else "failed"
+
+
+def _settle(
+    work: UnitOfWork, key: InboxKey, kind: ReplyKind, sent: Sequence[SentMessage] | None
+) -> None:
+    if sent is None:
+        work.settle_reply(key, kind, ReplyStatus.FAILED, error=SEND_FAILED)
+    else:
+        work.settle_reply(key, kind, ReplyStatus.SENT, sent_ids=[m.message_id for m in sent])
