@@ -93,7 +93,9 @@ class RecordingHost:
             await self._changed.wait_for(lambda: len(self.edits) >= count)
         return list(self.edits)
 
-    async def wait_deletions(self, count: int, wait_s: float = 10.0) -> list[tuple[ChannelRef, str]]:
+    async def wait_deletions(
+        self, count: int, wait_s: float = 10.0
+    ) -> list[tuple[ChannelRef, str]]:
         async with asyncio.timeout(wait_s), self._changed:
             await self._changed.wait_for(lambda: len(self.deletions) >= count)
         return list(self.deletions)
