@@ -58,6 +58,7 @@ class FakeChannel:
         self.host: ChannelHost | None = None
         self.running = asyncio.Event()
         self.sent: list[tuple[DeliveryTarget, str]] = []
+        self.keys: list[str] = []  # the key of each sent text ("" for none)
         self.text_edits: list[tuple[str, str]] = []  # (message id, new text)
         self.typing_calls = 0
         self.typed = asyncio.Event()
@@ -95,6 +96,7 @@ class FakeChannel:
         if self.down:
             raise ChannelError("platform down")
         self.sent.append((target, text))
+        self.keys.append(key)
         if self.on_send is not None:
             self.on_send(target, text)
         self._sent_more.set()
