@@ -5,12 +5,26 @@ the secret token (:mod:`channels.telegram.webhook`). The polling offset lives in
 ``store.channel_state`` and is advanced only after an update was handed to the host
 (:mod:`channels.telegram.offset`), so a restart neither repeats nor loses updates.
 
-Updates used: new messages, callback queries (approval buttons) and, with
+Updates used: new and edited messages, callback queries (approval buttons) and, with
 ``reactions_for_approval``, message reactions; :mod:`channels.telegram.inbound` routes them
-(a reply to an approval card is a deny-with-edit, :mod:`channels.telegram.reply_instead`).
+(a reply to an approval card is a deny-with-edit, :mod:`channels.telegram.reply_instead`; an
+edit goes to :meth:`~bot.channel.ChannelHost.edited` under the message's own id).
 Before a card is posted in a group, the approval service asks :meth:`TelegramChannel.can_see`
 whether an approver is in it (:mod:`channels.telegram.members`); a DM copy to a user who never
 started the bot fails with :class:`~bot.errors.ChannelError` like any refused message.
+
+Deleted messages: the Bot API sends no update when a user deletes a message in a private
+chat, a group or a channel. Its ``Update`` object (PTB's ``telegram.Update``, whose
+``ALL_TYPES`` lists every kind) has one deletion only, ``deleted_business_messages``, for the
+chats of a connected business account, which this bot does not ask for; and a bot cannot read
+chat history to notice a message gone. So the adapter never calls
+:meth:`~bot.channel.ChannelHost.deleted`: a message deleted before its turn ran is still
+answered (sent with ``allow_sending_without_reply``, the answer does not need it).
+
+Exactly-once replies: a Telegram bot cannot read history, so the channel does not implement
+:class:`~bot.channel.DeliveryCheck` and ``send(..., key=...)`` posts exactly as without a key
+(the key has nowhere to go); recovery applies the policy for an unconfirmed send
+(docs/reliability.md).
 
 Chat commands: once connected, the channel offers :data:`bot.chat_commands.CHAT_COMMANDS` in
 Telegram's command menu (``setMyCommands``, :mod:`channels.telegram.commands`); a failure

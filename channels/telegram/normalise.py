@@ -2,10 +2,10 @@
 
 Contracts:
 
-- :func:`normalise_message` turns one new message into a complete :class:`IngressEnvelope`,
-  or ``None`` when the message is not one to answer (the bot's own messages, service messages
-  without text or media, channel posts). Other bots' messages are kept with ``is_bot=True``;
-  the gateway drops them.
+- :func:`normalise_message` turns one new (or edited) message into a complete
+  :class:`IngressEnvelope`, or ``None`` when the message is not one to answer (the bot's own
+  messages, service messages without text or media, channel posts). Other bots' messages are
+  kept with ``is_bot=True``; the gateway drops them.
 - ``message_id`` is ``"{chat_id}:{message_id}"`` because Telegram numbers messages per chat.
   :func:`parse_message_id` accepts that form or a bare message number.
 - Chat commands (``/stop``, ``/stop@thisbot``, ``/STOP``) become ``/stop`` and count as
@@ -238,7 +238,8 @@ def _text_and_addressing(message: Message, text: str, me: BotIdentity) -> tuple[
 def normalise_message(
     message: Message, *, ref: ChannelRef, me: BotIdentity, capabilities: Capabilities
 ) -> IngressEnvelope | None:
-    """The envelope for a new message, or ``None`` if it is not one to hand to the gateway."""
+    """The envelope for a new message, or ``None`` if it is not one to hand to the gateway.
+    An edited message gives the envelope it would give had it been sent as it reads now."""
     user = message.from_user
     if user is None or user.id == me.id:
         return None

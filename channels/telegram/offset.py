@@ -2,8 +2,9 @@
 
 The offset is advanced only after an update was handed to the host, so a restart neither
 repeats nor loses updates (a crash between handing over and saving repeats that one update,
-which the gateway's dedupe on ``message_id`` absorbs). Telegram may restart update ids after a
-week without updates, so an offset older than six days is void.
+which the gateway's dedupe on ``message_id`` absorbs; a repeated edit sets the same text
+again). Telegram may restart update ids after a week without updates, so an offset older
+than six days is void.
 """
 
 from __future__ import annotations

@@ -61,6 +61,10 @@ class CardReplies:
         approval_id = self._outbound.codec.approval_in(replied.reply_markup)
         return CardEntry(approval_id=approval_id) if approval_id else None
 
+    async def replies_to_card(self, message: Message, me: BotIdentity) -> bool:
+        """Whether ``message`` replies to an approval card (so it was, or is, an answer)."""
+        return await self._card_replied_to(message, me) is not None
+
     async def consume(
         self, message: Message, envelope: IngressEnvelope, me: BotIdentity, host: ChannelHost
     ) -> bool:

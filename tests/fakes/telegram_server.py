@@ -14,6 +14,13 @@ not modified".
 :meth:`FakeTelegram.bot_message_now` gives a message's current state, to put into a callback
 query or a ``reply_to_message`` as Telegram would.
 
+Like Telegram, it records only the update kinds the bot asked for: the last
+``allowed_updates`` sent with ``getUpdates`` or ``setWebhook`` (the setting outlives the
+client, as Telegram's does); before any, or after an empty list, every kind except
+``chat_member``, ``message_reaction`` and ``message_reaction_count``. An update of another
+kind pushed by a test is dropped, as Telegram never creates it; one already queued when the
+setting changes stays queued.
+
 ``forget_confirmed=False`` keeps updates the client confirmed with ``offset``; it models a
 client that crashed before its confirming ``getUpdates`` reached Telegram, so only the
 client's own persisted offset keeps it from seeing them again.
@@ -48,6 +55,8 @@ from tests.fakes.telegram_members import ChatRoster
 BOT_ID = 7000001
 BOT_USERNAME = "hatchbot"
 JSON = dict[str, Any]
+#: The kinds Telegram leaves out when no ``allowed_updates`` was ever given (or an empty list).
+NOT_SENT_BY_DEFAULT = frozenset({"chat_member", "message_reaction", "message_reaction_count"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +159,8 @@ class FakeTelegram:
         self.calls: list[ApiCall] = []
         self.files: dict[str, bytes] = {}
         self._updates: list[JSON] = []
+        self.allowed_updates: frozenset[str] | None = None
+        """The kinds the bot asked for last (``None``: never asked, Telegram's default)."""
         self._update_ids = itertools.count(1000)
         self._message_ids = itertools.count(500)
         self._chats: dict[int, JSON] = {}
@@ -184,8 +195,11 @@ class FakeTelegram:
     # -- test controls -----------------------------------------------------------------------
 
     async def push(self, update: JSON) -> int:
-        """Queue an update (``update_id`` assigned here) and wake a waiting ``getUpdates``."""
+        """Queue an update (``update_id`` assigned here) and wake a waiting ``getUpdates``;
+        an update of a kind the bot did not ask for is dropped, as Telegram never makes it."""
         update_id = next(self._update_ids)
+        if not self.wants(update):
+            return update_id
         for value in update.values():
             if isinstance(value, dict) and isinstance(value.get("chat"), dict):
                 self._chats[int(value["chat"]["id"])] = value["chat"]
@@ -193,6 +207,13 @@ class FakeTelegram:
             self._updates.append({"update_id": update_id, **update})
             self._changed.notify_all()
         return update_id
+
+    def wants(self, update: JSON) -> bool:
+        """Whether Telegram would create ``update`` under the bot's ``allowed_updates``."""
+        kinds = set(update) - {"update_id"}
+        if self.allowed_updates is None:
+            return not kinds & NOT_SENT_BY_DEFAULT
+        return kinds <= self.allowed_updates
 
     def fail_next(
         self,
@@ -268,6 +289,9 @@ class FakeTelegram:
             return self._error(failure.status, failure.description, failure.parameters)
         if refused := self.roster.refusal(method, params):
             return self._error(*refused)
+        if method in ("getUpdates", "setWebhook") and "allowed_updates" in params:
+            asked = params["allowed_updates"]
+            self.allowed_updates = frozenset(asked) if asked else None
         if method == "getUpdates":
             return self._ok(await self._get_updates(params))
         if method == "setMyCommands" and (invalid := _invalid_commands(params.get("commands"))):
@@ -495,6 +519,18 @@ def message(
     if entities:
         payload["entities"] = entities
     return payload
+
+
+def edit_of(original: JSON, text: str, *, entities: list[JSON] | None = None) -> JSON:
+    """An ``edited_message`` update: ``original`` (a :func:`message` payload) as Telegram
+    sends it after its author changed the text: same ``message_id``, chat, sender and
+    ``date``, the new text and entities, and an ``edit_date``."""
+    edited: JSON = {k: v for k, v in original.items() if k not in ("text", "entities")}
+    edited["text"] = text
+    edited["edit_date"] = next(_dates)
+    if entities:
+        edited["entities"] = entities
+    return {"edited_message": edited}
 
 
 def mention(text: str, username: str = BOT_USERNAME) -> list[JSON]:

@@ -146,8 +146,9 @@ async def test_group_addressing_and_topic(
 
 
 async def test_ignored_updates_still_advance(tg: FakeTelegram, store: Store) -> None:
-    """Own messages, edits and empty service messages are not delivered; others' bots are
-    delivered flagged; the next real message still comes through."""
+    """Own messages and empty service messages are not delivered, an edit is reported as an
+    edit (tests/channels/telegram/test_edits.py); others' bots are delivered flagged; the
+    next real message still comes through."""
     host = RecordingHost()
     chat = private_chat(REQUESTER)
     async with running(channel_for(tg, store), host):
@@ -160,6 +161,7 @@ async def test_ignored_updates_still_advance(tg: FakeTelegram, store: Store) -> 
         await tg.push({"message": message(chat, user(REQUESTER), "real", message_id=6)})
         envelopes = await host.wait_envelopes(2)
     assert [(e.text, e.sender.is_bot) for e in envelopes] == [("beep", True), ("real", False)]
+    assert [e.text for e in host.edits] == ["edited text"]
 
 
 async def test_media_is_attachment_metadata_and_downloads(tg: FakeTelegram, store: Store) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.channel import ApprovalCard, CardState, SentMessage
+from bot.channel import ApprovalCard, CardState, DeliveryCheck, SentMessage
 from bot.envelope import DeliveryTarget
 from bot.errors import ChannelError
 from bot.store import Store
@@ -66,6 +66,21 @@ async def test_long_answer_is_split_into_valid_chunks(
         code.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\n", "")
     )
     assert all(re.fullmatch(rf"{CHAT}:\d+", m.message_id) for m in sent)
+
+
+async def test_a_keyed_send_posts_exactly_as_an_unkeyed_one(
+    tg: FakeTelegram, live: TelegramChannel
+) -> None:
+    """A bot cannot read chat history, so the channel offers no delivery check and the
+    reply's key changes nothing that is posted."""
+    assert not isinstance(live, DeliveryCheck)
+    text = "Done: **3 files**\n\n" + "line of the answer\n" * 400
+    plain = await live.send(TOPIC_TARGET, text)
+    unkeyed = [c.params for c in tg.calls_of("sendMessage")]
+    keyed = await live.send(TOPIC_TARGET, text, key="turn-7:answer")
+    assert [c.params for c in tg.calls_of("sendMessage")][len(unkeyed) :] == unkeyed
+    assert len(keyed) == len(plain) == len(unkeyed) >= 2
+    assert {m.target for m in keyed} == {m.target for m in plain} == {TOPIC_TARGET}
 
 
 async def test_send_honours_retry_after(tg: FakeTelegram, live: TelegramChannel) -> None:
