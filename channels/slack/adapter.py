@@ -4,21 +4,25 @@ Inbound: Socket Mode by default (app-level token, see :mod:`channels.slack.socke
 HTTP Events API mounted on the daemon's aiohttp app at ``events_path``. The signature and
 timestamp are checked on the raw bytes before bolt sees the request (a bad or stale request
 gets 401, one log line): bolt parses the body before it checks the signature, and a
-malformed unsigned body would crash it. Every request is acknowledged at
-once; bolt listeners only drop the payload into a bounded queue that a worker owned by
-:meth:`SlackChannel.run` drains (see :mod:`channels.slack.inbound`), so a slow gateway never
-delays the ack past Slack's 3 seconds. Retries are no-ops:
+malformed unsigned body would crash it. Bolt runs each listener before it acknowledges
+(``process_before_response``): a message event is written to the store, then acknowledged,
+then handed to the host by a worker owned by :meth:`SlackChannel.run`, so a crash after the
+ack loses nothing and a slow gateway never delays the ack past Slack's 3 seconds; other
+payloads are acknowledged first thing (see :mod:`channels.slack.inbound`). Retries are no-ops:
 payloads are deduplicated by ``event_id`` and by ``channel:ts`` (also the envelope's
 ``message_id``, so the ``message``/``app_mention`` pair of one mention yields one envelope).
 
 This module owns the lifecycle, health and the HTTP route, and composes the parts:
-:mod:`~channels.slack.inbound` (listeners and the worker: messages in),
+:mod:`~channels.slack.inbound` (listeners and the worker: messages in, stored first by
+:mod:`~channels.slack.journal`, handed over by :mod:`~channels.slack.handover`; edits and
+deletions read by :mod:`~channels.slack.message_events`),
 :mod:`~channels.slack.card_answers` (clicks, reactions and modal answers on approval cards,
 parsed by :mod:`~channels.slack.buttons`; "✏️ Reply instead" is
 :mod:`~channels.slack.reply_instead`, "🔎 Show full and decide" :mod:`~channels.slack.full_view`),
 :mod:`~channels.slack.outbound` (everything posted; Block Kit cards from
-:mod:`~channels.slack.cards`) and :mod:`~channels.slack.members` (whether an approver is a member
-of a conversation, asked before a card is posted), sharing one
+:mod:`~channels.slack.cards`), :mod:`~channels.slack.members` (whether an approver is a member
+of a conversation, asked before a card is posted) and :mod:`~channels.slack.delivery_check`
+(whether a reply cut off by a crash reached Slack, by its metadata), sharing one
 :class:`~channels.slack.api.SlackWebApi` and one
 :class:`~channels.common.card_index.CardIndex`.
 
@@ -33,6 +37,7 @@ import asyncio
 import hashlib
 import hmac
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -45,6 +50,7 @@ from bot.channel import (
     ChannelHealth,
     ChannelHost,
     HealthState,
+    SentMessage,
 )
 from bot.config import ChannelCommon, Settings
 from bot.envelope import ChannelRef, DeliveryTarget
@@ -58,7 +64,9 @@ from channels.slack.api import SlackWebApi
 from channels.slack.command_replies import CommandReplies
 from channels.slack.commands import app_id_of
 from channels.slack.config import SlackChannelConfig
+from channels.slack.delivery_check import SlackDeliveryCheck
 from channels.slack.inbound import SlackInbound
+from channels.slack.journal import EventJournal
 from channels.slack.members import ConversationMembers
 from channels.slack.normalise import BotIdentity
 from channels.slack.outbound import SlackOutbound
@@ -116,7 +124,8 @@ class SlackChannel(SendsThrough):
             base_url=config.api_base_url,
             rate_limit_retries=config.rate_limit_retries,
         )
-        cards = CardIndex(store.channel_state if store is not None else None, str(ref))
+        state = store.channel_state if store is not None else None
+        cards = CardIndex(state, str(ref))
         replies = CommandReplies(ref=ref, api=self._api, api_base_url=config.api_base_url)
         self._inbound = SlackInbound(
             ref=ref,
@@ -124,12 +133,14 @@ class SlackChannel(SendsThrough):
             api=self._api,
             cards=cards,
             command_replies=replies,
+            journal=EventJournal(state, str(ref)),
             app_id=app_id_of(credentials.app_token),
         )
         self._outbound = SlackOutbound(
             ref=ref, config=config, api=self._api, cards=cards, command_replies=replies
         )
         self._members = ConversationMembers(self._api)
+        self._delivery = SlackDeliveryCheck(ref=ref, api=self._api)
         self._health = HealthRecord(ref, HealthState.STOPPED, "not started")
         self._app: AsyncApp | None = None
         if config.mode == "http":
@@ -170,23 +181,27 @@ class SlackChannel(SendsThrough):
             client=self._api.client,
             signing_secret=self._creds.signing_secret or "",
             request_verification_enabled=self._config.mode == "http",
-            process_before_response=False,
+            # the listener runs before the ack: a message event is stored first
+            process_before_response=True,
         )
         self._inbound.register(app)
         async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(self._inbound.run(host, bot))
+            tasks.create_task(self._inbound.run(host, bot, tasks))
             tasks.create_task(self._serve(app))
 
     async def _authenticate(self) -> BotIdentity:
         backoff = Backoff(self._config.reconnect_backoff())
         while True:
             try:
-                return await self._api.auth_test()
+                bot = await self._api.auth_test()
             except ChannelAuthError:
                 raise
             except ChannelError as exc:
                 self._set_health(HealthState.STARTING, f"{exc}; retrying")
                 await sleep_before_retry(backoff.next_delay())
+                continue
+            self._delivery.know(bot)
+            return bot
 
     async def _serve(self, app: AsyncApp) -> None:
         """Receive events until cancelled: HTTP requests through the mounted route, or the
@@ -222,6 +237,22 @@ class SlackChannel(SendsThrough):
         """Whether ``user_id`` is a member of the target's conversation
         (``conversations.members``, cached briefly); None when Slack cannot say."""
         return await self._members.can_see(target, user_id)
+
+    # -- whether a reply reached Slack (bot.channel.DeliveryCheck) ---------------------------
+
+    async def find_delivered(
+        self,
+        target: DeliveryTarget,
+        *,
+        key: str,
+        text: str,
+        after_message_id: str | None,
+    ) -> Sequence[SentMessage] | None:
+        """The chunks of reply ``key`` this bot posted to ``target`` after the message
+        ``after_message_id``, found by their metadata (:mod:`channels.slack.delivery_check`)."""
+        return await self._delivery.find_delivered(
+            target, key=key, text=text, after_message_id=after_message_id
+        )
 
     # -- outbound (Channel), delegated --------------------------------------------------------
 

@@ -62,6 +62,20 @@ class PostedMessage:
     ts: str
 
 
+#: Messages asked for per ``conversations.history`` / ``conversations.replies`` page.
+HISTORY_PAGE_SIZE = 200
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HistoryPage:
+    """One page of messages; ``has_more`` when Slack holds more, then ``next_cursor`` is
+    the next page's cursor (when Slack gave one)."""
+
+    messages: list[Mapping[str, Any]]
+    has_more: bool
+    next_cursor: str
+
+
 class SlackCallFailed(ChannelError):
     """A Web API call failed; ``code`` is Slack's error code (or the transport's)."""
 
@@ -189,12 +203,15 @@ class SlackWebApi:
         text: str,
         thread_ts: str | None = None,
         blocks: Sequence[Mapping[str, object]] | None = None,
+        metadata: Mapping[str, object] | None = None,
     ) -> PostedMessage:
         params: dict[str, Any] = {"channel": channel, "text": text, "mrkdwn": True}
         if thread_ts:
             params["thread_ts"] = thread_ts
         if blocks is not None:
             params["blocks"] = list(blocks)
+        if metadata is not None:
+            params["metadata"] = dict(metadata)
         data = await self._call("chat.postMessage", lambda: self.client.chat_postMessage(**params))
         return PostedMessage(
             channel=str(data.get("channel") or channel), ts=str(data.get("ts") or "")
@@ -264,6 +281,38 @@ class SlackWebApi:
         meta = data.get("response_metadata")
         following = meta.get("next_cursor") if isinstance(meta, dict) else None
         return [str(m) for m in members], str(following or "")
+
+    async def history_page(
+        self, *, channel: str, thread_ts: str | None, oldest: str, cursor: str = ""
+    ) -> HistoryPage:
+        """One page of the messages after ``oldest`` with their metadata: the replies in the
+        thread ``thread_ts`` (``conversations.replies``, the parent first) or the
+        conversation's top level (``conversations.history``, newest first)."""
+        params: dict[str, Any] = {
+            "channel": channel,
+            "oldest": oldest or None,
+            "cursor": cursor or None,
+            "limit": HISTORY_PAGE_SIZE,
+            "include_all_metadata": True,
+        }
+        if thread_ts:
+            method = "conversations.replies"
+            data = await self._call(
+                method, lambda: self.client.conversations_replies(ts=thread_ts, **params)
+            )
+        else:
+            method = "conversations.history"
+            data = await self._call(method, lambda: self.client.conversations_history(**params))
+        messages = data.get("messages")
+        if not isinstance(messages, list):
+            raise SlackCallFailed(method, "no_messages")
+        meta = data.get("response_metadata")
+        following = meta.get("next_cursor") if isinstance(meta, dict) else None
+        return HistoryPage(
+            messages=[m for m in messages if isinstance(m, dict)],
+            has_more=bool(data.get("has_more")),
+            next_cursor=str(following or ""),
+        )
 
     async def user_profile(self, user_id: str) -> Mapping[str, Any]:
         data = await self._call("users.info", lambda: self.client.users_info(user=user_id))

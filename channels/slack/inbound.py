@@ -1,34 +1,39 @@
-"""Slack's inbound side: bolt listeners that only enqueue, and the worker that delivers.
+"""Slack's inbound side: bolt listeners that store or queue, and the worker that hands over.
 
-Bolt acknowledges events before its listeners run, and the action listener acknowledges
-first thing; the listeners here then only deduplicate and drop the payload into a bounded
-queue, so nothing (a users.info lookup, a slow gateway) can delay an ack past Slack's
-3 seconds. :meth:`SlackInbound.run` drains the queue in order until cancelled: messages
-become envelopes for the host, answers on approval cards go to
-:class:`~channels.slack.card_answers.ApprovalClicks`.
+The app runs with ``process_before_response=True``: bolt runs a listener to its end and only
+then sends the acknowledgement (an event listener is acknowledged for it; the others call
+``ack`` themselves, and the ack goes out when they return), over Socket Mode and HTTP alike.
+What a listener does happens before the ack, so each does as little as it can:
 
-Three interactions are handled in their listener rather than queued, because they cannot
-wait behind the gateway: "✏️ Reply instead" and "🔎 Show full and decide" open their modal
-right after the ack (the ``trigger_id`` expires 3 seconds after the press; see
-:mod:`channels.slack.card_answers`), and a modal submission is validated before its ack,
-since the ack is what shows a field error (see :mod:`channels.slack.reply_instead`). The
-submission itself is then queued like a click.
+- **Message events** (``message``, ``app_mention``: new messages, edits, deletions) are
+  written to the store first (:mod:`channels.slack.journal`), then queued. The worker hands
+  each to the host (:mod:`channels.slack.handover`) and deletes its row once the host has it
+  (``deliver`` returns once the message is in the inbox). :meth:`SlackInbound.run` first hands
+  over the rows a crash left behind. So an acknowledged message event is always in the
+  journal or in the gateway's inbox, and the ack waits for one write: one trip to the store's
+  thread. The bot's own messages and channel housekeeping are acknowledged unstored.
+- **Clicks, reactions, modal submissions and slash commands** are acknowledged first thing and
+  queued in memory only: they act on live state (an open approval, a running turn), and one
+  lost in a crash shows its sender no outcome, so it is made again.
+- "✏️ Reply instead" and "🔎 Show full and decide" are acknowledged, then open their modal in a
+  task of their own beside the worker, since the ``trigger_id`` expires 3 seconds after the
+  press and cannot wait behind the gateway (:mod:`channels.slack.card_answers`). A modal
+  submission is validated before its ack, since the ack is what shows a field error
+  (:mod:`channels.slack.reply_instead`), then queued like a click.
 
-Slash commands (``/hatchway stop``) are acknowledged empty first thing, then queued; the
-worker checks they are this app's in this workspace and delivers them as commands
-(:mod:`channels.slack.commands`), keeping the response URL their answers are posted to
-(:mod:`channels.slack.command_replies`).
-
-Deduplication: by ``event_id`` (Slack's retries, ``X-Slack-Retry-Num``) and by
-``channel:ts`` (the ``message``/``app_mention`` pair Slack sends for one mention). Both are
-in-memory and bounded; the gateway's persisted inbox is the durable guarantee.
+Deduplication: by ``event_id`` (Slack's retries) and by ``channel:ts`` (the
+``message``/``app_mention`` pair Slack sends for one mention), in memory and bounded
+(:class:`~channels.slack.journal.Arrivals`); a copy that arrives while the first is being
+stored is acknowledged once it is stored. The gateway's persisted inbox is the durable
+guarantee. A message event that finds the queue full stays in the journal and is read back
+once the queue has drained; other payloads are then dropped and logged.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -38,33 +43,25 @@ from slack_bolt.context.ack.async_ack import AsyncAck
 
 from bot.backoff import cancel_requested
 from bot.channel import ChannelHost
-from bot.envelope import Capabilities, ChannelRef
-from bot.errors import ChannelAuthError, ChannelError
+from bot.crashpoints import crash_point
+from bot.envelope import ChannelRef
+from bot.errors import ChannelAuthError, ChannelError, HatchwayError
 from channels.common.card_index import CardIndex
-from channels.slack.api import DisplayNames, SlackWebApi
+from channels.slack.api import SlackWebApi
 from channels.slack.buttons import ACTION_PATTERN, REPLY_ACTION_ID, SHOW_FULL_ACTION_ID
 from channels.slack.card_answers import ApprovalClicks
 from channels.slack.command_replies import CommandReplies
-from channels.slack.commands import (
-    SLASH_PREFIX,
-    foreign_reason,
-    parse_slash,
-    slash_envelope,
-    slash_message_id,
-)
+from channels.slack.commands import SLASH_PREFIX
 from channels.slack.config import SlackChannelConfig
 from channels.slack.full_view import (
     FULL_VIEW_ACTION_PATTERN,
     FullViewClick,
     parse_full_view_click,
 )
-from channels.slack.normalise import (
-    BotIdentity,
-    build_envelope,
-    ignore_reason,
-    message_key,
-    parse_message,
-)
+from channels.slack.handover import Handover
+from channels.slack.journal import Arrivals, EventJournal, journal_key
+from channels.slack.message_events import Ignored, classify
+from channels.slack.normalise import BotIdentity, message_key
 from channels.slack.reply_instead import (
     CALLBACK_ID,
     INPUT_BLOCK_ID,
@@ -96,10 +93,15 @@ class RecentKeys:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Inbound:
-    """One acknowledged payload waiting for the worker."""
+    """One acknowledged payload waiting for the worker; ``journal_key`` names the stored row
+    of a message event."""
 
     kind: Literal["message", "click", "reaction", "command"]
     body: Mapping[str, Any]
+    journal_key: str = ""
+
+
+_Item = _Inbound | ReplySubmission | FullViewClick
 
 
 class SlackInbound:
@@ -113,22 +115,27 @@ class SlackInbound:
         api: SlackWebApi,
         cards: CardIndex,
         command_replies: CommandReplies,
+        journal: EventJournal | None = None,
         app_id: str = "",
         queue_size: int = 1000,
     ) -> None:
         self._ref = ref
         self._config = config
-        self._command_replies = command_replies
-        self._app_id = app_id
-        self._clicks = ApprovalClicks(ref=ref, api=api, cards=cards)
-        self._names = DisplayNames(api, ttl_s=config.user_cache_ttl_s)
-        self._queue: asyncio.Queue[_Inbound | ReplySubmission | FullViewClick] = asyncio.Queue(
-            maxsize=queue_size
+        self._journal = journal or EventJournal(None, str(ref))
+        self._handover = Handover(
+            ref=ref, config=config, api=api, command_replies=command_replies, app_id=app_id
         )
-        self._events = RecentKeys()
-        self._messages = RecentKeys()
-        # set by run(): the modal listeners ask it before opening a modal
+        self._clicks = ApprovalClicks(ref=ref, api=api, cards=cards)
+        self._queue: asyncio.Queue[_Item] = asyncio.Queue(maxsize=queue_size)
+        self._arrivals = Arrivals()
+        self._reactions = RecentKeys()
+        self._commands = RecentKeys()
+        self._queued: set[str] = set()  # journal keys of queued message events
+        self._backlog = False  # a stored message event found the queue full
+        # set by run(): the listeners ask them
         self._host: ChannelHost | None = None
+        self._bot: BotIdentity | None = None
+        self._aside: asyncio.TaskGroup | None = None
 
     def register(self, app: AsyncApp) -> None:
         app.event("message")(self._on_message)
@@ -141,38 +148,63 @@ class SlackInbound:
         app.action(FULL_VIEW_ACTION_PATTERN)(self._on_full_view_action)
         app.command(self._config.slash_command)(self._on_slash_command)
 
-    # -- listeners: run after (or as) the ack; they must stay fast ---------------------------
+    # -- listeners: they run before the ack, and must stay fast ---------------------------------
 
-    def _enqueue(self, item: _Inbound | ReplySubmission | FullViewClick) -> None:
+    def _enqueue(self, item: _Item) -> None:
         try:
             self._queue.put_nowait(item)
         except asyncio.QueueFull:
             kind = item.kind if isinstance(item, _Inbound) else type(item).__name__
             log.warning("slack_inbound_dropped", channel=str(self._ref), kind=kind)
 
-    def _is_retry(self, body: Mapping[str, Any]) -> bool:
-        event_id = str(body.get("event_id") or "")
-        if event_id and self._events.seen(event_id):
-            log.info("slack_duplicate_event", channel=str(self._ref), event_id=event_id)
-            return True
-        return False
-
     async def _on_message(self, body: dict[str, Any]) -> None:
         event = body.get("event")
-        if not isinstance(event, dict) or self._is_retry(body):
+        if not isinstance(event, dict):
             return
-        key = message_key(str(event.get("channel") or ""), str(event.get("ts") or ""))
-        if self._messages.seen(key):
-            log.info("slack_duplicate_message", channel=str(self._ref), message_id=key)
+        if self._bot is not None:
+            kind = classify(body, self._bot)
+            if isinstance(kind, Ignored):
+                log.debug("slack_message_ignored", channel=str(self._ref), reason=kind.reason)
+                return
+        channel, ts = str(event.get("channel") or ""), str(event.get("ts") or "")
+        keys = (str(body.get("event_id") or ""), message_key(channel, ts) if channel else "")
+        key = journal_key(body)
+        if not await self._store_first(keys, key, body):
             return
-        self._enqueue(_Inbound(kind="message", body=body))
+        try:
+            self._queue.put_nowait(_Inbound(kind="message", body=body, journal_key=key))
+        except asyncio.QueueFull:
+            log.warning("slack_inbound_deferred", channel=str(self._ref), key=key)
+            self._backlog = True  # stored: read back once the queue has drained
+        else:
+            self._queued.add(key)
+
+    async def _store_first(self, keys: tuple[str, ...], key: str, body: dict[str, Any]) -> bool:
+        """Store the event unless a copy of it came first: True when this copy was stored
+        (and is to be queued), False for a copy of one already stored. Raises when it cannot
+        be stored: bolt then sends no ack, and Slack sends the event again."""
+        while (earlier := self._arrivals.claim(keys)) is not None:
+            if await asyncio.shield(earlier):
+                log.info("slack_duplicate_event", channel=str(self._ref), event_id=keys[0])
+                return False
+        try:
+            await self._journal.record(key, body)
+        except BaseException:
+            self._arrivals.settle(keys, stored=False)
+            raise
+        crash_point("after_persist")
+        self._arrivals.settle(keys, stored=True)
+        return True
 
     async def _on_reaction(self, body: dict[str, Any]) -> None:
         event = body.get("event")
         if not self._config.reactions_for_approval or not isinstance(event, dict):
             return
-        if not self._is_retry(body):
-            self._enqueue(_Inbound(kind="reaction", body=event))
+        event_id = str(body.get("event_id") or "")
+        if event_id and self._reactions.seen(event_id):
+            log.info("slack_duplicate_event", channel=str(self._ref), event_id=event_id)
+            return
+        self._enqueue(_Inbound(kind="reaction", body=event))
 
     async def _on_action(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
@@ -180,7 +212,7 @@ class SlackInbound:
 
     async def _on_reply_action(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
-        await self._clicks.reply_requested(self._host, body)
+        self._beside(self._clicks.reply_requested(self._host, body))
 
     async def _on_reply_submitted(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         """Refuse an empty reply in the modal (the ack carries the error); otherwise close
@@ -199,7 +231,7 @@ class SlackInbound:
 
     async def _on_show_full(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
-        await self._clicks.full_view_requested(self._host, body)
+        self._beside(self._clicks.full_view_requested(self._host, body))
 
     async def _on_full_view_action(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
@@ -212,99 +244,73 @@ class SlackInbound:
     async def _on_slash_command(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
         trigger_id = str(body.get("trigger_id") or "")
-        if trigger_id and self._messages.seen(SLASH_PREFIX + trigger_id):
+        if trigger_id and self._commands.seen(SLASH_PREFIX + trigger_id):
             log.info("slack_duplicate_command", channel=str(self._ref))
             return
         self._enqueue(_Inbound(kind="command", body=body))
 
+    def _beside(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` (opening a modal) in a task beside the worker, so the listener
+        returns and the ack goes out at once."""
+        if self._aside is None:
+            work.close()
+            log.info("slack_inbound_not_running", channel=str(self._ref))
+            return
+        self._aside.create_task(self._guarded(work))
+
+    async def _guarded(self, work: Coroutine[Any, Any, None]) -> None:
+        try:
+            await work
+        except HatchwayError as exc:
+            log.warning("slack_modal_failed", channel=str(self._ref), error=str(exc))
+
     # -- the worker --------------------------------------------------------------------------
 
-    async def run(self, host: ChannelHost, bot: BotIdentity) -> None:
-        """Deliver queued payloads in order until cancelled. A failed Slack call is logged
-        and the next payload handled; a refused token ends the run."""
-        self._host = host
-        while True:
-            item = await self._queue.get()
-            try:
-                if isinstance(item, ReplySubmission):
-                    await self._clicks.reply(host, item)
-                elif isinstance(item, FullViewClick):
-                    await self._clicks.full_view_answer(host, item)
-                elif item.kind == "message":
-                    await self._deliver(host, bot, item.body)
-                elif item.kind == "command":
-                    await self._deliver_command(host, bot, item.body)
-                elif item.kind == "click":
-                    await self._clicks.click(host, item.body)
-                else:
-                    await self._clicks.reaction(host, bot, item.body)
-            except ChannelAuthError:
-                raise
-            except ChannelError as exc:
-                if cancel_requested():
-                    raise asyncio.CancelledError from exc  # the stop, not a failed call
-                log.warning("slack_inbound_failed", channel=str(self._ref), error=str(exc))
+    async def run(self, host: ChannelHost, bot: BotIdentity, aside: asyncio.TaskGroup) -> None:
+        """Hand over the message events a crash left stored, then queued payloads in order,
+        until cancelled. ``aside`` runs the modal openings. A failed Slack call is logged and
+        the next payload handled; a refused token ends the run."""
+        self._host, self._bot, self._aside = host, bot, aside
+        try:
+            await self._read_back(host, bot)
+            while True:
+                item = await self._queue.get()
+                if isinstance(item, _Inbound):
+                    self._queued.discard(item.journal_key)  # read back if its handling fails
+                await self._handle(host, bot, item)
+                if self._backlog and self._queue.empty():
+                    self._backlog = False
+                    await self._read_back(host, bot)
+        finally:
+            self._aside = None
 
-    def capabilities(self) -> Capabilities:
-        config = self._config
-        return Capabilities(
-            can_edit=True,
-            can_react=True,
-            inline_buttons=True,
-            typing=False,
-            max_message_chars=config.max_message_chars,
-            approval_backchannel=bool(config.approvers or config.approver_roles),
-            command_prefix=f"{config.slash_command} ",
-        )
+    async def _read_back(self, host: ChannelHost, bot: BotIdentity) -> None:
+        """Hand over the stored message events that are not queued (a crash's, or those that
+        found the queue full), oldest first."""
+        for key, body in await self._journal.left_over():
+            if key not in self._queued:
+                log.info("slack_event_read_back", channel=str(self._ref), key=key)
+                await self._handle(host, bot, _Inbound(kind="message", body=body, journal_key=key))
 
-    async def _deliver(self, host: ChannelHost, bot: BotIdentity, body: Mapping[str, Any]) -> None:
-        callback = parse_message(body)
-        if callback is None:
-            log.info("slack_event_malformed", channel=str(self._ref))
-            return
-        reason = ignore_reason(callback.event, bot)
-        if reason is not None:
-            log.debug("slack_message_ignored", channel=str(self._ref), reason=reason)
-            return
-        user = callback.event.user
-        envelope = build_envelope(
-            callback,
-            ref=self._ref,
-            bot=bot,
-            display_name=await self._names.get(user) if user else "",
-            capabilities=self.capabilities(),
-            dm_replies_in_thread=self._config.dm_replies_in_thread,
-        )
-        await host.deliver(envelope)
-
-    async def _deliver_command(
-        self, host: ChannelHost, bot: BotIdentity, body: Mapping[str, Any]
-    ) -> None:
-        command = parse_slash(body)
-        if command is None:
-            log.info("slack_command_malformed", channel=str(self._ref))
-            return
-        reason = foreign_reason(
-            command,
-            expected_command=self._config.slash_command,
-            team_id=bot.team_id,
-            app_id=self._app_id,
-        )
-        if reason is not None:
-            log.warning(
-                "slack_command_refused",
-                channel=str(self._ref),
-                reason=reason,
-                team_id=command.team_id,
-                user_id=command.user_id,
-            )
-            return
-        message_id = slash_message_id(command.user_id, command.trigger_id)
-        self._command_replies.remember(message_id, command.response_url)
-        envelope = slash_envelope(
-            command,
-            ref=self._ref,
-            display_name=await self._names.get(command.user_id),
-            capabilities=self.capabilities(),
-        )
-        await host.deliver(envelope)
+    async def _handle(self, host: ChannelHost, bot: BotIdentity, item: _Item) -> None:
+        try:
+            if isinstance(item, ReplySubmission):
+                await self._clicks.reply(host, item)
+            elif isinstance(item, FullViewClick):
+                await self._clicks.full_view_answer(host, item)
+            elif item.kind == "message":
+                await self._handover.message(host, bot, item.body)
+            elif item.kind == "command":
+                await self._handover.command(host, bot, item.body)
+            elif item.kind == "click":
+                await self._clicks.click(host, item.body)
+            else:
+                await self._clicks.reaction(host, bot, item.body)
+        except ChannelAuthError:
+            raise
+        except ChannelError as exc:
+            if cancel_requested():
+                raise asyncio.CancelledError from exc  # the stop, not a failed call
+            log.warning("slack_inbound_failed", channel=str(self._ref), error=str(exc))
+        if isinstance(item, _Inbound) and item.journal_key:
+            await self._journal.done(item.journal_key)

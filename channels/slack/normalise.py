@@ -15,10 +15,11 @@ Contracts:
   becomes ``/stop`` (:func:`~channels.slack.commands.text_command`). In a thread it acts on
   that thread; at the top level it acts like the slash command (``thread_id`` None, ``/stop``
   on everything the sender started in the conversation), answered where a message would be.
-- Ignored on purpose (see :func:`ignore_reason`): the bot's own messages; edits
-  (``message_changed``: the original was already handled, answering again would run twice);
-  deletions; joins, leaves, topic/purpose/name changes and other channel housekeeping.
-  Messages of other bots are kept with ``sender.is_bot`` so the gateway's policy decides.
+- Not new messages (see :func:`ignore_reason`): the bot's own messages; edits
+  (``message_changed``) and deletions (``message_deleted``), which are reported to the host as
+  such (:mod:`channels.slack.message_events`), never as new messages; joins, leaves,
+  topic/purpose/name changes and other channel housekeeping. Messages of other bots are kept
+  with ``sender.is_bot`` so the gateway's policy decides.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Everything the Slack adapter posts: answers, edits, reactions and approval cards.
 
 Markdown is rendered to ``mrkdwn`` and split under ``max_message_chars``
-(:mod:`channels.slack.markup`); answers go in the thread of the target. An edit replaces a
+(:mod:`channels.slack.markup`); answers go in the thread of the target, each chunk of a keyed
+reply with metadata naming the key (:mod:`channels.slack.delivery_check`). An edit replaces a
 message's first chunk, and repeating the text last set is a no-op. Reactions name Slack's
 short names (an unknown emoji is logged and skipped). Slack offers bots no typing indicator
 outside assistant threads, so ``typing`` does nothing.
@@ -34,6 +35,7 @@ from channels.slack.cards import card_blocks, card_text
 from channels.slack.command_replies import CommandReplies
 from channels.slack.commands import SLASH_PREFIX
 from channels.slack.config import SlackChannelConfig
+from channels.slack.delivery_check import reply_metadata
 from channels.slack.markup import render_chunks
 
 log = structlog.get_logger(__name__)
@@ -93,9 +95,12 @@ class SlackOutbound:
             await self._command_replies.send(target, chunks)
             return []  # ephemeral: nothing to edit later
         sent: list[SentMessage] = []
-        for chunk in chunks:
+        for part, chunk in enumerate(chunks, start=1):
             posted = await self._api.post_message(
-                channel=target.conversation_id, text=chunk, thread_ts=target.thread_id
+                channel=target.conversation_id,
+                text=chunk,
+                thread_ts=target.thread_id,
+                metadata=reply_metadata(key, part, len(chunks)) if key else None,
             )
             sent.append(SentMessage(target=target, message_id=posted.ts))
         return sent

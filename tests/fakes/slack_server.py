@@ -7,8 +7,9 @@ method with ``429`` + ``Retry-After``, refuses wrong tokens with ``invalid_auth`
 ``hello`` on connect, pushes ``events_api`` / ``interactive`` envelopes and records acks.
 
 It keeps the messages the bot posts, as Slack does: ``chat.update`` edits only a message that
-exists (``message_not_found``) and is the bot's (``cant_update_message``), and
-``conversations.replies`` returns them (the thread's parent first, as Slack always does).
+exists (``message_not_found``) and is the bot's (``cant_update_message``), with the
+metadata posted with them, and ``conversations.history`` and ``conversations.replies`` read
+them back as Slack does (:mod:`tests.fakes.slack_history`).
 Modals: :meth:`FakeSlack.press` clicks a button on a stored message and, like Slack, gives
 the payload a fresh ``trigger_id``; ``views.open`` accepts each trigger once
 (``invalid_trigger_id`` / ``exchanged_trigger_id`` / ``expired_trigger_id``), checks the view
@@ -43,6 +44,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from tests.fakes.loopback import LoopbackServer
 from tests.fakes.slack_commands import ResponseUrls, slash_payload
+from tests.fakes.slack_history import history, metadata_problem, replies
 from tests.fakes.slack_members import Conversations
 from tests.fakes.slack_views import (
     block_problems,
@@ -355,12 +357,19 @@ class FakeSlack:
             }
             if params.get("thread_ts"):
                 message["thread_ts"] = params["thread_ts"]
+            if params.get("metadata") is not None:
+                problem = metadata_problem(params["metadata"])
+                if problem:
+                    return 200, {"ok": False, "error": problem}
+                message["metadata"] = params["metadata"]
             self.messages[(channel, ts)] = message
             return 200, {"ok": True, "channel": channel, "ts": ts, "message": message}
         if method == "chat.update":
             return self._update(channel, params)
         if method == "conversations.replies":
-            return self._replies(channel, params)
+            return 200, replies(self.messages, channel, params)
+        if method == "conversations.history":
+            return 200, history(self.messages, channel, params)
         if method == "conversations.members":
             return 200, self.conversations.page(params)
         if method == "views.open":
@@ -392,31 +401,6 @@ class FakeSlack:
             "ts": params.get("ts"),
             "text": message["text"],
         }
-
-    def _replies(self, channel: str, params: JSON) -> tuple[int, JSON]:
-        """The thread of the message at ``ts``: its parent first, then the replies inside
-        ``oldest``..``latest`` (bounds included when ``inclusive``)."""
-        message = self.messages.get((channel, str(params.get("ts"))))
-        if message is None:
-            return 200, {"ok": False, "error": "thread_not_found"}
-        root = str(message.get("thread_ts") or message["ts"])
-        inclusive = str(params.get("inclusive")) in ("1", "true", "True")
-        oldest = float(params.get("oldest") or 0)
-        latest = float(params.get("latest") or "inf")
-
-        def inside(ts: str) -> bool:
-            value = float(ts)
-            if inclusive:
-                return oldest <= value <= latest
-            return oldest < value < latest
-
-        thread = [
-            m
-            for (where, ts), m in sorted(self.messages.items(), key=lambda kv: float(kv[0][1]))
-            if where == channel and ts != root and m.get("thread_ts") == root and inside(ts)
-        ]
-        parent = self.messages.get((channel, root))
-        return 200, {"ok": True, "messages": ([parent] if parent else []) + thread}
 
     def _update_view(self, params: JSON) -> tuple[int, JSON]:
         view_id = str(params.get("view_id") or "")
