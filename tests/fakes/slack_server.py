@@ -88,6 +88,8 @@ class FakeSlack:
         self.users: dict[str, JSON] = {}
         self.conversations = Conversations()
         self.acks: dict[str, JSON] = {}
+        #: When each ack arrived (``time.monotonic()``), by envelope id.
+        self.ack_at: dict[str, float] = {}
         self.messages: dict[tuple[str, str], JSON] = {}
         self.views: dict[str, JSON] = {}
         self.closed_views: set[str] = set()
@@ -283,6 +285,7 @@ class FakeSlack:
             if msg.type == WSMsgType.TEXT:
                 data = _decode(msg.data)
                 if isinstance(data, dict) and "envelope_id" in data:
+                    self.ack_at[str(data["envelope_id"])] = time.monotonic()
                     async with self._changed:
                         self.acks[str(data["envelope_id"])] = data
                         self._changed.notify_all()
