@@ -11,7 +11,7 @@ import pytest
 from bot.approval.service import ApprovalService
 from bot.channel import ChannelHost, ClickVerdict
 from bot.channel_host import AdapterHost
-from bot.envelope import IngressEnvelope
+from bot.envelope import ChannelRef, DeliveryTarget, IngressEnvelope, Sender
 from bot.store import Store
 from tests.approval.conftest import APPROVER, DISCORD, REQUESTER, make_record, make_settings
 
@@ -21,9 +21,17 @@ class Messages:
 
     def __init__(self) -> None:
         self.delivered: list[IngressEnvelope] = []
+        self.edits: list[IngressEnvelope] = []
+        self.deletions: list[tuple[ChannelRef, str]] = []
 
     async def deliver(self, envelope: IngressEnvelope) -> None:
         self.delivered.append(envelope)
+
+    async def edited(self, envelope: IngressEnvelope) -> None:
+        self.edits.append(envelope)
+
+    async def deleted(self, channel: ChannelRef, message_id: str) -> None:
+        self.deletions.append((channel, message_id))
 
 
 @pytest.mark.parametrize(
@@ -54,3 +62,24 @@ async def test_approval_refusal_is_the_approval_services_answer(
         assert await store.approvals.get(record.id) == record
         assert await store.audit.since() == []
         assert messages.delivered == []
+
+
+async def test_messages_edits_and_deletions_go_to_the_gateway(tmp_path: Path) -> None:
+    async with await Store.open(tmp_path / "h.db") as store:
+        messages = Messages()
+        host: ChannelHost = AdapterHost(
+            messages=messages,
+            approvals=ApprovalService(make_settings(kind="discord"), store, {}.get),
+        )
+        edited = IngressEnvelope(
+            channel=DISCORD,
+            message_id="m1",
+            conversation_id="c1",
+            sender=Sender(id="u1"),
+            text="edited",
+            reply_target=DeliveryTarget(channel=DISCORD, conversation_id="c1"),
+        )
+        await host.edited(edited)
+        await host.deleted(DISCORD, "m2")
+        assert messages.edits == [edited]
+        assert messages.deletions == [(DISCORD, "m2")]
