@@ -19,19 +19,30 @@ import aiohttp
 import pytest
 from structlog.testing import capture_logs
 
+from bot.app import App
 from bot.channel import HealthState
 from bot.store import Store
 from channels.slack.journal import KEY_PREFIX, Arrivals
 from tests.fakes.channel_health import serving, wait_for_health
 from tests.fakes.recording_host import HostCrash, RecordingHost
+from tests.fakes.scripted_provider import ScriptedProvider, reply
 from tests.fakes.slack_server import (
     BOT_USER,
     FakeSlack,
     event_callback,
     message_event,
+    params_match,
     signed_headers,
 )
-from tests.fakes.slack_setup import REF, SECRET, channel_for, http_channel
+from tests.fakes.slack_setup import (
+    APP_TOKEN,
+    BOT_TOKEN,
+    REF,
+    SECRET,
+    channel_for,
+    daemon_settings,
+    http_channel,
+)
 
 CHANNEL = str(REF)
 QUEUE_SIZE = 1000  # SlackInbound's default
@@ -249,3 +260,32 @@ async def test_events_that_find_the_queue_full_are_read_back_once_it_drains(
     assert len(envelopes) == count
     # 4, or 5 if every listener ran before the worker took the first event
     assert [e["event"] for e in logs].count("slack_inbound_deferred") in (4, 5)
+
+
+async def test_the_daemon_answers_a_stored_event_once_even_when_slack_sends_it_again(
+    slack: FakeSlack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The daemon died after storing an event (before or after its ack): started again, it
+    answers it once, and Slack's retry of it (sent when the ack never came) is dropped by
+    the gateway's inbox as a redelivery."""
+    monkeypatch.setenv("HATCHWAY_SLACK_BOT_TOKEN", BOT_TOKEN)
+    monkeypatch.setenv("HATCHWAY_SLACK_APP_TOKEN", APP_TOKEN)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    event = event_callback(message_event("left over", channel="D0001", ts="11.1"), event_id="Ev11")
+    async with await Store.open(tmp_path / "hatchway.db") as store:
+        await store.channel_state.set(CHANNEL, f"{KEY_PREFIX}Ev11", json.dumps(event))
+    provider = ScriptedProvider([reply("answer to the left over"), reply("answer to later")])
+    app = App(daemon_settings(slack, tmp_path), provider=provider, tools=[])
+    async with app:
+        await wait_for_health(app.channels[CHANNEL], HealthState.CONNECTED)
+        await slack.wait_for("chat.postMessage", where=params_match({"channel": "D0001"}))
+        await slack.wait_ack(await slack.push("events_api", event, retry_attempt=1))
+        later = event_callback(message_event("later", channel="D0001", ts="11.2"))
+        await slack.push("events_api", later)
+        await slack.wait_for(
+            "chat.postMessage", where=params_match({"text": "answer to later"}), count=1
+        )
+        await until_empty(app.store)
+    texts = [c.params.get("text") for c in slack.calls_of("chat.postMessage")]
+    assert texts == ["answer to the left over", "answer to later"]
+    assert len(provider.requests) == 2
