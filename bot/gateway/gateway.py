@@ -76,6 +76,7 @@ class Gateway:
             ledger=self._ledger,
             drain=self._drain,
             max_concurrent_turns=settings.agent.max_concurrent_turns,
+            on_interrupted=settings.agent.on_interrupted,
         )
         self._admit = compose(
             [

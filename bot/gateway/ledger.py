@@ -44,6 +44,7 @@ from bot.store import (
     Store,
     UnitOfWork,
 )
+from bot.store.inbox import InboxEntry
 from bot.turn import TurnIdentity, record_reply
 
 log = structlog.get_logger(__name__)
@@ -53,6 +54,14 @@ UNCONFIRMED = "unconfirmed: the send began before a restart"
 SEND_FAILED = "send failed"
 
 Settled = Literal["sent", "confirmed", "resent", "unconfirmed", "failed"]
+#: How many runs of one message may begin under ``agent.on_interrupted = "retry"``.
+MAX_RUNS = 2
+
+
+def may_run_again(entry: InboxEntry | None) -> bool:
+    """Whether a cut-off run may run again under ``agent.on_interrupted = "retry"``: no
+    tool with side effects may have run in it, and fewer than :data:`MAX_RUNS` began."""
+    return entry is not None and not entry.side_effects and entry.attempts < MAX_RUNS
 
 
 class ReplyLedger:

@@ -41,7 +41,7 @@ import structlog
 
 from bot.config import SchedulesConfig
 from bot.envelope import IngressEnvelope, envelope_from_json, envelope_to_json
-from bot.gateway.ledger import ReplyLedger
+from bot.gateway.ledger import ReplyLedger, may_run_again
 from bot.gateway.sessions import Sessions
 from bot.store import InboxKey, InboxStatus, Store
 from bot.store.inbox import InboxEntry
@@ -60,8 +60,6 @@ RERUN_SUFFIX = ":rerun"
 RERUN_QUEUED = "interrupted by restart; run again"
 RERUN_SKIPPED = "interrupted by restart; not run again (missed_run_policy skip)"
 RERUN_CUT_OFF = "interrupted by restart again after its re-run"
-#: How many runs of one message may begin under ``agent.on_interrupted = "retry"``.
-MAX_RUNS = 2
 
 
 def is_rerun(envelope: IngressEnvelope) -> bool:
@@ -126,8 +124,8 @@ async def _retry(
     store: Store, sessions: Sessions, entry: InboxEntry, envelope: IngressEnvelope
 ) -> bool:
     """Run a cut-off turn again from the start when nothing with side effects ran in it and
-    it has not run :data:`MAX_RUNS` times; whether it was queued."""
-    if entry.side_effects or entry.attempts >= MAX_RUNS:
+    it has not run :data:`~bot.gateway.ledger.MAX_RUNS` times; whether it was queued."""
+    if not may_run_again(entry):
         log.info(
             "turn_not_retried",
             message_id=entry.key.message_id,

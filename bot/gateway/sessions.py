@@ -13,6 +13,7 @@ import asyncio
 from collections import deque
 from collections.abc import Coroutine
 from dataclasses import dataclass, replace
+from typing import Literal
 
 import structlog
 from structlog.contextvars import bind_contextvars, reset_contextvars
@@ -20,7 +21,7 @@ from structlog.contextvars import bind_contextvars, reset_contextvars
 from bot.backoff import cancel_requested
 from bot.envelope import IngressEnvelope
 from bot.gateway.drain import Drain
-from bot.gateway.ledger import ReplyLedger
+from bot.gateway.ledger import ReplyLedger, may_run_again
 from bot.gateway.sending import FAILURE_MESSAGE
 from bot.store import InboxKey, InboxStatus, ReplyKind, Store
 from bot.turn import SessionControl, TurnIdentity, TurnRunner
@@ -59,6 +60,7 @@ class Sessions:
         ledger: ReplyLedger,
         drain: Drain,
         max_concurrent_turns: int,
+        on_interrupted: Literal["notify", "retry"] = "notify",
     ) -> None:
         self._store = store
         self._run_turn = run_turn
@@ -66,6 +68,7 @@ class Sessions:
         self._drain = drain
         self._sessions: dict[str, _Session] = {}
         self._slots = asyncio.Semaphore(max_concurrent_turns)
+        self._on_interrupted = on_interrupted
         self._group: asyncio.TaskGroup | None = None
         # envelope ids queued or running in this process: recovery must not queue them again
         self._live: set[str] = set()
@@ -198,6 +201,13 @@ class Sessions:
     def queue_depth(self) -> int:
         return sum(len(s.queue) for s in self._sessions.values())
 
+    async def _left_to_retry(self, turn: TurnIdentity) -> bool:
+        """Whether a turn cut off by a stop is left ``processing`` for the next start to
+        run again (``agent.on_interrupted = "retry"``, :func:`may_run_again`)."""
+        if self._on_interrupted != "retry":
+            return False
+        return may_run_again(await self._store.inbox.get(turn.inbox))
+
     # -- workers ------------------------------------------------------------------------
 
     def _spawn(self, coro: Coroutine[object, object, None]) -> None:
@@ -256,6 +266,11 @@ class Sessions:
                     # a scheduled run cut off by the shutdown stays unfinished: start-up
                     # recovery runs it again once, under its job's missed-run policy
                     log.info("background_run_interrupted", reason=reply.interrupted)
+                    return
+                if reply.interrupted and await self._left_to_retry(turn):
+                    # agent.on_interrupted = "retry": nothing is said; the next start runs
+                    # the turn again (recovery), as after a crash
+                    log.info("turn_left_for_retry", reason=reply.interrupted)
                     return
                 if reply.interrupted:
                     log.info("turn_interrupted", reason=reply.interrupted)

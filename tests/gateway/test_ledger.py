@@ -28,6 +28,7 @@ from bot.gateway.recovery import INTERRUPTED
 from bot.gateway.sending import FAILURE_MESSAGE
 from bot.providers.base import ChatMessage
 from bot.store import InboxKey, InboxStatus, ReplyKind, ReplyStatus, Store, UnitOfWork
+from bot.tools.cancellation import SHUTDOWN
 from bot.turn import TurnIdentity
 from tests.fakes.channel import FakeChannel
 from tests.gateway.test_gateway import AllowAll, until
@@ -72,6 +73,9 @@ class Runner:
         self.history_at_start.append([m.content for m in loaded])
         if turn.envelope.text == "boom":
             raise RuntimeError("boom")
+        if turn.envelope.text == "stopped" and len(self.ran) == 1:
+            # cut short by the daemon stopping (the real runner's reply)
+            return TurnReply(text=SHUTDOWN_MESSAGE, interrupted=SHUTDOWN)
         return TurnReply(text=f"answer to {turn.envelope.text}")
 
 
@@ -362,3 +366,30 @@ async def test_retry_tells_instead_after_side_effects_or_a_second_cut(
         assert await made.gateway.recover() == (0, 1)
         assert made.channel.texts == [SHUTDOWN_MESSAGE]
         assert made.runner.ran == []
+
+
+async def test_a_turn_cut_by_a_stop_is_told_under_notify(rig: CheckingRig) -> None:
+    env = envelope("stopped")
+    await rig.gateway.deliver(env)
+    await settle(rig)
+    assert rig.channel.texts == [SHUTDOWN_MESSAGE]
+    assert await replies_of(rig.store, env) == [("notice", "sent", None)]
+    assert await status_of(rig.store, env) == (InboxStatus.FAILED, SHUTDOWN)
+
+
+async def test_a_turn_cut_by_a_stop_is_left_for_the_next_start_under_retry(
+    tmp_path: Path,
+) -> None:
+    """Nothing is said at the stop; the next start runs the turn again and answers it."""
+    async with rig_for(tmp_path, on_interrupted="retry") as made:
+        env = envelope("stopped")
+        await made.gateway.deliver(env)
+        await settle(made)
+        assert made.channel.texts == []
+        assert await replies_of(made.store, env) == []
+        # the real loop marks the entry processing as the turn begins; the stop left it so
+        await made.store.commit(UnitOfWork().start_inbox(key(env), "t-stopped"))
+        assert await made.gateway.recover() == (1, 0)
+        await until(lambda: made.channel.texts == ["answer to stopped"])
+        await settle(made)
+        assert await status_of(made.store, env) == (InboxStatus.DONE, None)
