@@ -152,7 +152,8 @@ class ReplyLedger:
                     target,
                     key=entry.reply_key,
                     text=entry.body,
-                    after_message_id=envelope.message_id,
+                    # a scheduled run answers no platform message: look at recent posts
+                    after_message_id=None if envelope.background else envelope.message_id,
                 )
             except Exception:
                 # Boundary: a failed check leaves the reply unconfirmed, never resent.

@@ -13,8 +13,10 @@ process that read it) is marked ``failed`` either way, quietly: nobody is asked 
 it and it is never answered in a later run. Messages already queued or running in this
 process are left alone.
 
-A background run (``IngressEnvelope.background``: a scheduled job) that was cut off has no
-sender to tell; recovery is the one place that runs it again, and never says "ask again":
+A background run (``IngressEnvelope.background``: a scheduled job) whose answer was recorded
+is settled by the ledger like any other entry (never run again). One cut off before its
+answer has no sender to tell; recovery is the one place that runs it again, and never says
+"ask again":
 
 * it is re-run once, as a new inbox entry whose message id is the old one plus
   :data:`RERUN_SUFFIX` (the old entry is marked ``failed``), when the restart comes within
@@ -101,12 +103,13 @@ async def recover(
         elif entry.status is InboxStatus.RECEIVED:
             _enqueue(sessions, envelope, entry.session_key)
             counts["requeued"] += 1
+        elif await ledger.recover(entry.key, envelope, interrupted=INTERRUPTED) is not None:
+            # its reply went out, or may have: settled, never run or told again
+            counts["settled"] += 1
         elif envelope.background:
             outcome = await _recover_background(store, sessions, entry, envelope, schedules, at)
             if outcome:
                 counts[outcome] += 1
-        elif await ledger.recover(entry.key, envelope, interrupted=INTERRUPTED) is not None:
-            counts["settled"] += 1
         elif on_interrupted == "retry" and await _retry(store, sessions, entry, envelope):
             counts["retried"] += 1
         else:

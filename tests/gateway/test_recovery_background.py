@@ -20,6 +20,7 @@ from bot.envelope import (
     IngressEnvelope,
     Sender,
     envelope_to_json,
+    target_to_json,
 )
 from bot.gateway import SHUTDOWN_MESSAGE, Gateway
 from bot.gateway.recovery import (
@@ -29,7 +30,7 @@ from bot.gateway.recovery import (
     RERUN_SKIPPED,
     RERUN_SUFFIX,
 )
-from bot.store import InboxKey, InboxStatus, Store, UnitOfWork
+from bot.store import InboxKey, InboxStatus, ReplyKind, Store, UnitOfWork
 from tests.fakes.channel import FakeChannel
 from tests.gateway.test_gateway import AllowAll, until
 from tests.gateway.test_recovery import Answering, Rig
@@ -246,3 +247,28 @@ async def test_a_silent_jobs_rerun_posts_nothing(make_rig: RigFactory) -> None:
     await settled(rig)
     assert rig.turns.ran == [run.message_id + RERUN_SUFFIX]
     assert rig.channel.texts == []
+
+
+async def test_a_run_cut_off_after_its_answer_began_to_go_out_is_not_run_again(
+    make_rig: RigFactory,
+) -> None:
+    """Its answer is in the outbox ledger: settled like any reply (here unconfirmable),
+    neither re-run nor answered twice."""
+    rig = await make_rig(misfire_grace_s=GRACE_S)
+    run = scheduled()
+    await left_by_a_crash(rig.store, run, InboxStatus.PROCESSING)
+    await rig.store.outbox.record(
+        key(run),
+        ReplyKind.ANSWER,
+        reply_key="k-run",
+        target=target_to_json(run.reply_target),
+        body="stretch now",
+    )
+    with capture_logs() as logs:
+        assert await rig.gateway.recover(now=STARTED + 5) == (0, 0)
+    await settled(rig)
+    assert rig.turns.ran == []
+    assert rig.channel.texts == []
+    assert await status_of(rig.store, run.message_id) == (InboxStatus.DONE, None)
+    assert await rig.store.inbox.get(key(run.message_id + RERUN_SUFFIX)) is None
+    assert [e["outcome"] for e in logs if e["event"] == "reply_recovered"] == ["unconfirmed"]
