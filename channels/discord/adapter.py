@@ -11,7 +11,12 @@ approval cards and their full views), :mod:`~channels.discord.outbound` (everyth
 cards as :mod:`~channels.discord.cards` renders them) and :mod:`~channels.discord.members`
 (whether an approver can see a conversation, asked before a card is posted), sharing one
 :class:`~channels.discord.client.Connection` and one
-:class:`~channels.discord.threads.ThreadBook`.
+:class:`~channels.discord.threads.ThreadBook`. Each new gateway session (a start, or a
+reconnect Discord would not resume) catches up on what was posted meanwhile in the
+conversations the bot has seen (:mod:`~channels.discord.catch_up`, from
+:mod:`~channels.discord.last_seen`); edits and deletions are reported to the host
+(:mod:`~channels.discord.inbound`); start-up recovery asks
+:mod:`~channels.discord.delivery_check` whether a reply cut off by a crash was posted.
 
 Health: ``STARTING`` until the gateway's READY (credentials accepted, session established;
 messages flow from then on, before discord.py's ``on_ready``, which waits
@@ -23,6 +28,8 @@ intent (close 4014) → ``FAILED`` and :class:`~bot.errors.ChannelAuthError` fro
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import aiohttp
 import discord
 
@@ -31,6 +38,7 @@ from bot.channel import (
     ChannelHealth,
     ChannelHost,
     HealthState,
+    SentMessage,
 )
 from bot.channel_registry import ChannelContext
 from bot.config import ChannelCommon, Settings
@@ -42,6 +50,7 @@ from channels.common.health import HealthRecord
 from channels.common.outbound import SendsThrough
 from channels.discord.buttons import DYNAMIC_ITEMS
 from channels.discord.card_answers import ApprovalClicks
+from channels.discord.catch_up import CatchUp
 from channels.discord.client import (
     ButtonPress,
     Connection,
@@ -52,7 +61,9 @@ from channels.discord.client import (
 from channels.discord.command_replies import CommandReplies
 from channels.discord.commands import sync_commands
 from channels.discord.config import DiscordChannelConfig
+from channels.discord.delivery_check import ReplyFinder
 from channels.discord.inbound import InboundMessages
+from channels.discord.last_seen import LastSeen
 from channels.discord.members import ConversationMembers
 from channels.discord.outbound import Outbound
 from channels.discord.threads import ThreadBook
@@ -75,7 +86,12 @@ class DiscordChannel(SendsThrough):
         cards = CardIndex(context.store.channel_state, str(ref))
         reactions = config.reactions_for_approval
         replies = CommandReplies(ref, api_base_url=config.api_base_url)
-        self._inbound = InboundMessages(ref, config, self._connection, threads, replies)
+        self._last_seen = LastSeen(context.store.channel_state, str(ref))
+        self._inbound = InboundMessages(
+            ref, config, self._connection, threads, replies, self._last_seen
+        )
+        self._catch_up = CatchUp(ref, config, self._connection, self._last_seen, self._inbound)
+        self._replies_found = ReplyFinder(ref, self._connection)
         self._clicks = ApprovalClicks(
             ref, self._connection, cards, reactions_for_approval=reactions
         )
@@ -114,6 +130,7 @@ class DiscordChannel(SendsThrough):
         client.add_dynamic_items(*DYNAMIC_ITEMS)
         self._connection.client = client
         try:
+            await self._last_seen.load()
             with endpoint_scope(self._config.api_base_url):
                 await self._login(client, token)
                 if self._config.sync_commands:
@@ -141,6 +158,8 @@ class DiscordChannel(SendsThrough):
         finally:
             self._connection.client = None
             await client.close()
+            await self._catch_up.stop()
+            await self._last_seen.write()
             if self._health.state is not HealthState.FAILED:
                 self._set_health(HealthState.STOPPED, "stopped")
 
@@ -174,6 +193,9 @@ class DiscordChannel(SendsThrough):
     # gateway events (GatewayListener) --------------------------------------------------
 
     async def gateway_connected(self) -> None:
+        # A new session (the gateway's READY; a resume is gateway_resumed): marked for a
+        # catch-up before its first message is handled (no await before this).
+        self._catch_up.session_started()
         # Messages are dispatched from the gateway's READY on, so the channel is connected
         # then; discord.py's own "ready" only adds the wait for the guilds' details.
         client = self._connection.connected()
@@ -188,6 +210,11 @@ class DiscordChannel(SendsThrough):
         self._set_health(
             HealthState.CONNECTED, f"connected as {client.user} to {len(client.guilds)} guild(s)"
         )
+        # The guilds' channels are known now: fetch what the new session did not see.
+        caught_up = await self._catch_up.run()
+        if caught_up is not None and self._health.state is HealthState.CONNECTED:
+            detail = f"{self._health.current.detail}; {caught_up.describe()}"
+            self._set_health(HealthState.CONNECTED, detail)
 
     async def gateway_resumed(self) -> None:
         self._set_health(HealthState.CONNECTED, "gateway session resumed")
@@ -200,6 +227,15 @@ class DiscordChannel(SendsThrough):
 
     async def message_created(self, message: discord.Message) -> None:
         await self._inbound.message_created(message)
+
+    async def message_edited(self, payload: discord.RawMessageUpdateEvent) -> None:
+        await self._inbound.message_edited(payload)
+
+    async def message_deleted(self, payload: discord.RawMessageDeleteEvent) -> None:
+        await self._inbound.message_deleted(payload)
+
+    async def messages_deleted(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
+        await self._inbound.messages_deleted(payload)
 
     async def reaction_added(self, payload: discord.RawReactionActionEvent) -> None:
         await self._clicks.reaction(payload)
@@ -229,6 +265,22 @@ class DiscordChannel(SendsThrough):
         """Whether ``user_id`` may view the target's channel or thread; None when Discord
         cannot tell (:mod:`channels.discord.members`)."""
         return await self._members.can_see(target, user_id)
+
+    # replies cut off by a crash (bot.channel.DeliveryCheck) ------------------------------
+
+    async def find_delivered(
+        self,
+        target: DeliveryTarget,
+        *,
+        key: str,
+        text: str,
+        after_message_id: str | None,
+    ) -> Sequence[SentMessage] | None:
+        """The bot's messages that are the reply ``key`` (``text``) to ``target``
+        (:mod:`channels.discord.delivery_check`)."""
+        return await self._replies_found.find_delivered(
+            target, key=key, text=text, after_message_id=after_message_id
+        )
 
     # outbound (Channel) ----------------------------------------------------------------
 

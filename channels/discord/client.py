@@ -65,6 +65,12 @@ class GatewayListener(Protocol):
 
     async def message_created(self, message: discord.Message) -> None: ...
 
+    async def message_edited(self, payload: discord.RawMessageUpdateEvent) -> None: ...
+
+    async def message_deleted(self, payload: discord.RawMessageDeleteEvent) -> None: ...
+
+    async def messages_deleted(self, payload: discord.RawBulkMessageDeleteEvent) -> None: ...
+
     async def reaction_added(self, payload: discord.RawReactionActionEvent) -> None: ...
 
     async def approval_button(
@@ -227,6 +233,16 @@ class GatewayClient(discord.Client):
 
     async def on_message(self, message: discord.Message) -> None:
         await self.listener.message_created(message)
+
+    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        # Raw events: dispatched whether or not the message is in discord.py's cache.
+        await self.listener.message_edited(payload)
+
+    async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
+        await self.listener.message_deleted(payload)
+
+    async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
+        await self.listener.messages_deleted(payload)
 
     async def on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
         await self.listener.reaction_added(payload)

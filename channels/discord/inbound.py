@@ -1,11 +1,23 @@
-"""Discord messages and application commands in: the adapter's only filters, then envelopes
-to the host.
+"""Discord messages in: new, fetched by a catch-up, edited and deleted; application
+commands. The adapter's only filters, then envelopes to the host.
 
 It applies ``allowed_guilds`` (guild ids are a Discord notion the gateway does not see) and
-ignores its own messages, system messages and gateway replays of a message id; everything
-else — access, mention rules, pairing — is the gateway's. A guild message that will get a
-thread of its own (``thread_per_request``) is recorded in the
-:class:`~channels.discord.threads.ThreadBook` so the first answer opens it.
+ignores its own messages, system messages and second sightings of a message id (a gateway
+replay, or a message both received live and fetched by :mod:`channels.discord.catch_up`);
+everything else — access, mention rules, pairing — is the gateway's. A guild message that
+will get a thread of its own (``thread_per_request``) is recorded in the
+:class:`~channels.discord.threads.ThreadBook` so the first answer opens it. Every message
+of a served conversation is recorded as seen (:mod:`channels.discord.last_seen`) once the
+host has it.
+
+Edits and deletions come as discord.py's raw events, so they work for messages no longer
+(or never) in its cache. An edit is handed to the host (``ChannelHost.edited``, an envelope
+built like a live message's, same ``message_id``) only when the text changed: compared with
+what this adapter saw of the message, or discord.py's cached copy; for a message known to
+neither (from before a restart), only when the update carries an edit time less than
+:data:`FRESH_EDIT_S` old, so a pin or an embed added to an old message is not taken for an
+edit. The bot's own messages are never reported. A deletion is reported by id
+(``ChannelHost.deleted``); the gateway ignores ids it does not hold.
 
 An application command is deferred at once (Discord's 3 s; see
 :mod:`channels.discord.command_replies`), delivered as ``/<name>``, and settled when the host
@@ -16,16 +28,19 @@ sees it.
 
 from __future__ import annotations
 
+import hashlib
 from collections import OrderedDict
+from datetime import UTC, datetime
 
 import discord
 import structlog
 
 from bot.chat_commands import CommandAccess, command_spec
-from bot.envelope import ChannelRef
-from channels.discord.client import Connection, endpoint_scope
+from bot.envelope import ChannelRef, IngressEnvelope
+from channels.discord.client import Connection, GatewayClient, endpoint_scope
 from channels.discord.command_replies import CommandReplies
 from channels.discord.config import DiscordChannelConfig
+from channels.discord.last_seen import LastSeen
 from channels.discord.normalise import (
     NormaliseOptions,
     envelope_from_command,
@@ -40,10 +55,17 @@ log = structlog.get_logger(__name__)
 
 SEEN_LIMIT = 4096
 NOT_SERVED_HERE = "This bot does not serve this server."
+#: An update of a message this adapter knows nothing about counts as an edit only when its
+#: edit time is this recent (seconds).
+FRESH_EDIT_S = 300.0
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode(), digest_size=8).digest()
 
 
 class InboundMessages:
-    """Turns ``on_message`` events into envelopes for the host."""
+    """Turns message events (and fetched messages) into envelopes for the host."""
 
     def __init__(
         self,
@@ -52,41 +74,107 @@ class InboundMessages:
         connection: Connection,
         threads: ThreadBook,
         replies: CommandReplies,
+        last_seen: LastSeen,
     ) -> None:
         self.ref = ref
         self._config = config
         self._connection = connection
         self._threads = threads
         self._replies = replies
-        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._last_seen = last_seen
+        #: Message (and interaction) ids already handled, with a digest of the text
+        #: delivered: how a second sighting is dropped and an edit is told from an update.
+        self._seen: OrderedDict[str, bytes] = OrderedDict()
         self._log = log.bind(channel=str(ref))
 
-    async def message_created(self, message: discord.Message) -> None:
+    async def message_created(self, message: discord.Message, *, fetched: bool = False) -> None:
+        """A new message, from the gateway or (``fetched``) from a catch-up."""
         client, host = self._connection.connected(), self._connection.host
         if client is None or client.user is None or host is None:
-            return
-        if message.author.id == client.user.id or not is_conversational(message):
             return
         guild = message.guild
         if not self._guild_allowed(guild.id if guild is not None else None):
             return
-        if not self._first_sighting(str(message.id)):
+        conversation = str(message.channel.id)
+        if message.author.id == client.user.id or not is_conversational(message):
+            self._last_seen.seen(conversation, message.id)
             return
+        if not self._first_sighting(str(message.id), message.content):
+            return
+        envelope = self._envelope(message, client)
+        self._log.info(
+            "discord_message_received",
+            message_id=envelope.message_id,
+            conversation_id=envelope.conversation_id,
+            addressed=envelope.addressed_to_bot,
+            fetched=fetched,
+        )
+        with self._last_seen.delivering(conversation, message.id):
+            await host.deliver(envelope)
+        await self._last_seen.write_if_due()
+
+    async def message_edited(self, payload: discord.RawMessageUpdateEvent) -> None:
+        """A message was updated: handed to the host when its text was edited."""
+        client, host = self._connection.connected(), self._connection.host
+        if client is None or client.user is None or host is None:
+            return
+        message = payload.message
+        if message.author.id == client.user.id or not is_conversational(message):
+            return
+        if not self._guild_allowed(payload.guild_id):
+            return
+        message_id, now = str(message.id), _digest(message.content)
+        before = self._seen.get(message_id)
+        if before is None and payload.cached_message is not None:
+            before = _digest(payload.cached_message.content)
+        if before == now or (before is None and not _freshly_edited(message)):
+            return
+        self._remember(message_id, now)
+        envelope = self._envelope(message, client)
+        self._log.info(
+            "discord_message_edited",
+            message_id=envelope.message_id,
+            conversation_id=envelope.conversation_id,
+            addressed=envelope.addressed_to_bot,
+        )
+        await host.edited(envelope)
+
+    async def message_deleted(self, payload: discord.RawMessageDeleteEvent) -> None:
+        await self._deleted(payload.guild_id, [(payload.message_id, payload.cached_message)])
+
+    async def messages_deleted(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
+        cached = {m.id: m for m in payload.cached_messages}
+        ids = sorted(payload.message_ids)
+        await self._deleted(payload.guild_id, [(i, cached.get(i)) for i in ids])
+
+    async def _deleted(
+        self, guild_id: int | None, messages: list[tuple[int, discord.Message | None]]
+    ) -> None:
+        client, host = self._connection.connected(), self._connection.host
+        if client is None or client.user is None or host is None:
+            return
+        if not self._guild_allowed(guild_id):
+            return
+        for message_id, cached in messages:
+            if cached is not None and cached.author.id == client.user.id:
+                continue
+            self._log.info("discord_message_deleted", message_id=str(message_id))
+            await host.deleted(self.ref, str(message_id))
+
+    def _envelope(self, message: discord.Message, client: GatewayClient) -> IngressEnvelope:
+        """The message's envelope; a guild message that gets a thread of its own has it
+        recorded as pending, so the first answer opens it."""
+        assert client.user is not None
         facts = facts_from_message(message, bot_threads=self._threads.posted)
         envelope = envelope_from_facts(facts, self._options(str(client.user.id)))
+        guild = message.guild
         if guild is not None and envelope.thread_id == envelope.message_id:
             name = (envelope.text.splitlines() or [""])[0][:80].strip() or "hatchway"
             self._threads.expect(
                 envelope.message_id,
                 PendingThread(channel_id=message.channel.id, guild_id=guild.id, name=name),
             )
-        self._log.info(
-            "discord_message_received",
-            message_id=envelope.message_id,
-            conversation_id=envelope.conversation_id,
-            addressed=envelope.addressed_to_bot,
-        )
-        await host.deliver(envelope)
+        return envelope
 
     async def command_invoked(
         self, interaction: discord.Interaction[discord.Client], name: str
@@ -135,10 +223,21 @@ class InboundMessages:
         self._log.debug("discord_guild_not_allowed", guild_id=str(guild_id))
         return False
 
-    def _first_sighting(self, message_id: str) -> bool:
+    def _first_sighting(self, message_id: str, text: str = "") -> bool:
         if message_id in self._seen:
             return False
-        self._seen[message_id] = None
+        self._remember(message_id, _digest(text))
+        return True
+
+    def _remember(self, message_id: str, digest: bytes) -> None:
+        self._seen[message_id] = digest
+        self._seen.move_to_end(message_id)
         if len(self._seen) > SEEN_LIMIT:
             self._seen.popitem(last=False)
-        return True
+
+
+def _freshly_edited(message: discord.Message) -> bool:
+    edited = message.edited_at
+    if edited is None:
+        return False
+    return abs((datetime.now(UTC) - edited).total_seconds()) <= FRESH_EDIT_S

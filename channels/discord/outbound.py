@@ -2,7 +2,9 @@
 
 Text is rendered by :mod:`channels.discord.markup` and split under 2,000 characters; the first
 chunk of an answer replies to the request message (except in a thread opened from it, where
-the starter is not in the thread). A :class:`~bot.envelope.DeliveryTarget` with a thread posts
+the starter is not in the thread). A reply sent with a ``key`` gives each message a nonce
+Discord enforces (:func:`~channels.discord.delivery_check.reply_nonce`), so it can be
+retried without being doubled. A :class:`~bot.envelope.DeliveryTarget` with a thread posts
 into the thread, opening it first when :class:`~channels.discord.threads.ThreadBook` says it
 is still pending. Failures the caller should know about raise
 :class:`~bot.errors.ChannelError`; a vanished message or a refused reaction is only logged.
@@ -19,6 +21,7 @@ that way is edited through it; what the interaction cannot take goes to the chan
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 
@@ -33,6 +36,7 @@ from channels.common.card_index import CardEntry, CardIndex
 from channels.discord.cards import card_reactions, card_view, render_card
 from channels.discord.client import NO_MENTIONS, Connection, GatewayClient
 from channels.discord.command_replies import CommandReplies
+from channels.discord.delivery_check import first_reply_to, reply_nonce
 from channels.discord.markup import render_chunks, render_single
 from channels.discord.members import UNKNOWN_CHANNEL
 from channels.discord.threads import ThreadBook
@@ -80,11 +84,11 @@ class Outbound:
 
     @staticmethod
     def _reference(target: DeliveryTarget) -> discord.MessageReference | None:
-        reply_to = target.reply_to_message_id
-        if reply_to is None or reply_to == target.thread_id:
-            return None  # a thread opened from the request: the starter is not in the thread
+        reply_to = first_reply_to(target)
+        if reply_to is None:
+            return None
         return discord.MessageReference(
-            message_id=int(reply_to),
+            message_id=reply_to,
             channel_id=int(target.thread_id or target.conversation_id),
             fail_if_not_exists=False,
         )
@@ -95,16 +99,19 @@ class Outbound:
         destination: discord.PartialMessageable | None = None
         reference = self._reference(target)
         sent: list[SentMessage] = []
-        for chunk in render_chunks(text):
+        for index, chunk in enumerate(render_chunks(text)):
             if (answer := await self._replies.send(target, chunk)) is not None:
                 sent.append(answer)
                 continue
             destination = destination or await self._destination(target)
+            # discord.py sends every nonce with enforce_nonce; without a key, a random one
+            # (what discord.py itself picks when given none).
+            nonce = reply_nonce(key, index, chunk) if key else secrets.randbits(64)
             try:
                 if reference is not None and not sent:
-                    message = await destination.send(chunk, reference=reference)
+                    message = await destination.send(chunk, reference=reference, nonce=nonce)
                 else:
-                    message = await destination.send(chunk)
+                    message = await destination.send(chunk, nonce=nonce)
             except discord.HTTPException as exc:
                 raise ChannelError(f"{self.ref}: sending failed: HTTP {exc.status}") from exc
             sent.append(SentMessage(target=target, message_id=str(message.id)))

@@ -9,27 +9,31 @@ Facts discord.py 2.7 relies on (see ``docs/design/channels.md``): REST replies c
 READY and then one GUILD_CREATE per guild; heartbeats (op 1) get op 11; an interaction
 callback answers with an ``{"interaction": …, "resource": …}`` body.
 
-Interaction follow-ups (``POST /webhooks/<application>/<interaction token>``, tokens are
-``itoken<interaction id>``) are taken once the interaction was answered (or deferred, type
-5); every follow-up is kept, in order, in :attr:`FakeDiscord.follow_ups`, and the ephemeral
-ones (flag 64, or the first after an ephemeral deferral, which takes its place) with the
-ephemeral responses in :attr:`FakeDiscord.ephemerals`. A follow-up is edited, and a
-deferred response deleted (:attr:`FakeDiscord.deleted_responses`), through
-``/webhooks/<application>/<token>/messages/<id or @original>``. Multipart uploads are read
-into ``payload_json`` and :attr:`Call.files`.
+Interactions (callbacks, follow-ups kept in :attr:`FakeDiscord.follow_ups`, ephemeral
+messages in :attr:`FakeDiscord.ephemerals`, deleted responses) are
+:mod:`tests.fakes.discord_interactions`'s. Multipart uploads are read into ``payload_json``
+and :attr:`Call.files`.
 
 Application commands: a bulk overwrite (``PUT /applications/<id>/commands``, or
 ``…/guilds/<guild>/commands``) is checked like Discord checks it and kept in
 :attr:`FakeDiscord.commands` by guild id (None for the global ones).
 
-Checks the real Discord makes and this fake makes too (a 400 with code 50035 or 40060, a 404
-with 10015): an interaction is answered once, and only if it was dispatched; a follow-up
-only after the answer; a MODAL callback (type 9) is refused for a MODAL_SUBMIT; content,
-components and modals keep to :mod:`tests.fakes.discord_limits`.
-Payload builders are in :mod:`tests.fakes.discord_payloads`; guild members, channel lookups,
-private thread members and DMs with users are :attr:`FakeDiscord.people`
-(:mod:`tests.fakes.discord_members`). :attr:`FakeDiscord.failing` makes every call to
-matching paths fail with a status (503: discord.py does not retry it).
+Content, components and modals keep to :mod:`tests.fakes.discord_limits` (a 400 with code
+50035 otherwise). Payload builders are in :mod:`tests.fakes.discord_payloads`; guild
+members, channel lookups, private thread members and DMs with users are
+:attr:`FakeDiscord.people` (:mod:`tests.fakes.discord_members`). :attr:`FakeDiscord.failing`
+makes every call to matching paths fail with a status (503: discord.py does not retry it).
+
+Messages and sessions (:mod:`tests.fakes.discord_history`): ids are snowflakes of their
+moment; every message created (by REST, or dispatched as MESSAGE_CREATE, or
+:meth:`FakeDiscord.post`) is in its channel's history (``GET /channels/{id}/messages``) and
+counts for the channel's ``last_message_id``; a message without a guild opens its DM
+channel. A create with a nonce Discord has seen from the bot lately returns the earlier
+message. Each IDENTIFY starts a session; events of :meth:`FakeDiscord.post`,
+:meth:`~FakeDiscord.edit_message` and :meth:`~FakeDiscord.delete_message` made while no
+client is connected are replayed to a session that RESUMEs, and lost to a new one, as
+with Discord; :meth:`FakeDiscord.drop_session` ends the session, so the client's RESUME is
+answered INVALID_SESSION (op 9, not resumable) and it must IDENTIFY again.
 """
 
 from __future__ import annotations
@@ -41,11 +45,14 @@ import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import cast
 
 from aiohttp import WSMsgType, web
 
-from tests.fakes.discord_limits import commands_problem, message_problem, modal_problem
+from tests.fakes.discord_history import Nonces, Snowflakes, history_page, nonce_problem
+from tests.fakes.discord_interactions import Interactions
+from tests.fakes.discord_limits import commands_problem, message_problem
 from tests.fakes.discord_members import People
 from tests.fakes.discord_payloads import (
     APPLICATION_ID,
@@ -57,11 +64,11 @@ from tests.fakes.discord_payloads import (
     message_payload,
     registered_command,
     thread_payload,
+    user_payload,
 )
 from tests.fakes.loopback import LoopbackServer
 
 BOT_TOKEN = "fake-discord-token"
-EPHEMERAL = 64  # message flag
 
 
 def _json(data: object, status: int = 200) -> web.Response:
@@ -111,32 +118,19 @@ class FakeDiscord:
 
     def __init__(self, *, token: str = BOT_TOKEN, bot_id: str = "900000000000000001") -> None:
         self.token = token
-        self.bot_user: JSON = {
-            "id": bot_id,
-            "username": "hatchway",
-            "discriminator": "0",
-            "global_name": None,
-            "avatar": None,
-            "bot": True,
-        }
+        self.bot_user: JSON = user_payload(bot_id, "hatchway", bot=True)
         self.application_id = APPLICATION_ID
         self.guilds: list[FakeGuild] = []
         self.calls: list[Call] = []
         self.messages: dict[str, JSON] = {}
-        self.interactions: dict[str, int] = {}  # dispatched interaction id -> type
-        self.interaction_channels: dict[str, str] = {}  # dispatched interaction id -> channel
-        #: Messages only the interaction's user sees (ephemeral responses and follow-ups), in
-        #: order, by interaction id.
-        self.ephemerals: dict[str, list[JSON]] = {}
-        self.modals: dict[str, JSON] = {}  # interaction id -> the modal it was answered with
-        #: Every follow-up message, in order, by interaction id.
-        self.follow_ups: dict[str, list[JSON]] = {}
-        self.deferred: dict[str, int] = {}  # interaction id -> flags of its deferral (type 5)
-        self.deleted_responses: set[str] = set()  # interaction ids whose response was deleted
+        self.interactions = Interactions(make=self._message_payload, store=self._store_message)
+        # (the interactions' records, by interaction id, under their old names)
+        self.ephemerals = self.interactions.ephemerals
+        self.follow_ups = self.interactions.follow_ups
+        self.deleted_responses = self.interactions.deleted_responses
         #: Registered application commands by guild id (None: global), as the last bulk
         #: overwrite set them.
         self.commands: dict[str | None, list[JSON]] = {}
-        self._answered: set[str] = set()
         self.identify_close_code: int | None = None
         self.rate_limits: list[float] = []  # retry_after of the next REST replies, as 429s
         self.failing: dict[str, int] = {}  # path regex -> HTTP status every such call gets
@@ -145,7 +139,11 @@ class FakeDiscord:
         self.resumes = 0
         self.resume_gate = asyncio.Event()  # cleared by a test to hold RESUME unanswered
         self.resume_gate.set()
-        self._ids = itertools.count(950_000_000_000_000_000)
+        self.invalid_sessions = 0  # RESUMEs answered with INVALID_SESSION
+        self._session: str | None = None  # the session a RESUME may continue
+        self._missed: list[tuple[str, JSON]] = []  # events made while no client was connected
+        self._ids = Snowflakes()
+        self._nonces = Nonces()
         self._seq = itertools.count(1)
         self._ws: web.WebSocketResponse | None = None
         self._ws_ready = asyncio.Event()
@@ -175,7 +173,7 @@ class FakeDiscord:
         return self._server.url("/gateway", scheme="ws")
 
     def new_id(self) -> str:
-        return str(next(self._ids))
+        return self._ids.next()
 
     def add_guild(
         self,
@@ -200,14 +198,9 @@ class FakeDiscord:
         self, method: str, path_regex: str, *, count: int = 1, within: float = 10.0
     ) -> list[Call]:
         """Wait until ``count`` calls matching method and path (regex, full match) arrived."""
-        pattern = re.compile(path_regex)
-
-        def matching() -> list[Call]:
-            return [c for c in self.calls if c.method == method and pattern.fullmatch(c.path)]
-
         async with asyncio.timeout(within), self._changed:
-            await self._changed.wait_for(lambda: len(matching()) >= count)
-        return matching()
+            await self._changed.wait_for(lambda: len(self.calls_to(method, path_regex)) >= count)
+        return self.calls_to(method, path_regex)
 
     async def wait_until(self, predicate: Callable[[], bool], *, within: float = 10.0) -> None:
         """Wait until ``predicate`` holds; it is re-checked after every REST call."""
@@ -237,14 +230,54 @@ class FakeDiscord:
     # gateway ---------------------------------------------------------------------------
 
     async def dispatch(self, event: str, data: JSON) -> None:
-        """Send one DISPATCH (op 0) event to the connected client."""
+        """Send one DISPATCH (op 0) event to the connected client (waiting for one). A
+        MESSAGE_CREATE's message is kept in its channel's history too."""
+        if event == "MESSAGE_CREATE":
+            self._keep(data)
         await asyncio.wait_for(self._ws_ready.wait(), 10)
         assert self._ws is not None
         if event == "INTERACTION_CREATE":
-            self.interactions[str(data["id"])] = int(data["type"])
-            self.interaction_channels[str(data["id"])] = str(data["channel_id"])
+            self.interactions.dispatched(data)
         frame = {"op": 0, "s": next(self._seq), "t": event, "d": data}
         await self._ws.send_str(json.dumps(frame))
+
+    async def post(self, message: JSON) -> None:
+        """Someone posts ``message`` (a MESSAGE_CREATE payload): kept in the history, and
+        sent to the client when one is connected (else replayed only to a resumed session)."""
+        self._keep(message)
+        await self._event("MESSAGE_CREATE", message)
+
+    async def edit_message(self, message_id: str, content: str) -> JSON:
+        """Its author edits a message: the stored message changes, MESSAGE_UPDATE (the
+        whole message, with its edit time) goes out like :meth:`post`'s event."""
+        message = self.messages[message_id]
+        message["content"] = content
+        message["mentions"] = [  # Discord reads them from the new text
+            self.bot_user if uid == self.bot_user["id"] else self.people.user(uid)
+            for uid in dict.fromkeys(re.findall(r"<@!?(\d+)>", content))
+        ]
+        message["edited_timestamp"] = datetime.now(UTC).isoformat()
+        await self._event("MESSAGE_UPDATE", dict(message))
+        return message
+
+    async def delete_message(self, message_id: str) -> None:
+        """A message is deleted: gone from the history; MESSAGE_DELETE goes out."""
+        message = self.messages.pop(message_id)
+        data = {"id": message_id, "channel_id": message["channel_id"]}
+        if "guild_id" in message:
+            data["guild_id"] = message["guild_id"]
+        await self._event("MESSAGE_DELETE", data)
+
+    async def _event(self, event: str, data: JSON) -> None:
+        if self._ws_ready.is_set():
+            await self.dispatch(event, data)
+        else:
+            self._missed.append((event, data))
+
+    async def drop_session(self) -> None:
+        """End the client's session and drop its connection: Discord will not resume it."""
+        self._session = None
+        await self.drop_connection()
 
     async def drop_connection(self, code: int = 4000) -> None:
         """Close the gateway socket with ``code`` (4000: unknown error, resumable)."""
@@ -268,13 +301,26 @@ class FakeDiscord:
             elif op == 2:
                 await self._identify(ws, payload["d"])
             elif op == 6:
-                await self.resume_gate.wait()
-                self.resumes += 1
-                self._ws_ready.set()
-                frame = {"op": 0, "s": next(self._seq), "t": "RESUMED", "d": {}}
-                await ws.send_str(json.dumps(frame))
-                await self._notify()
+                await self._resume(ws, payload["d"])
+        if self._ws is ws:
+            self._ws_ready.clear()
         return ws
+
+    async def _resume(self, ws: web.WebSocketResponse, data: JSON) -> None:
+        await self.resume_gate.wait()
+        if self._session is None or data.get("session_id") != self._session:
+            self.invalid_sessions += 1
+            await ws.send_str(json.dumps({"op": 9, "d": False}))
+            await self._notify()
+            return
+        self.resumes += 1
+        self._ws_ready.set()
+        frame = {"op": 0, "s": next(self._seq), "t": "RESUMED", "d": {}}
+        await ws.send_str(json.dumps(frame))
+        missed, self._missed = self._missed, []
+        for event, event_data in missed:
+            await self.dispatch(event, event_data)
+        await self._notify()
 
     async def _identify(self, ws: web.WebSocketResponse, data: JSON) -> None:
         self.identifies += 1
@@ -282,10 +328,12 @@ class FakeDiscord:
         if data.get("token") != self.token or self.identify_close_code is not None:
             await ws.close(code=self.identify_close_code or 4004)
             return
+        self._session = f"fake-session-{self.identifies}"
+        self._missed = []  # a new session hears nothing of what happened before it
         ready = {
             "v": 10,
             "user": self.bot_user,
-            "session_id": "fake-session",
+            "session_id": self._session,
             "resume_gateway_url": self.gateway_url,
             "shard": [0, 1],
             "guilds": [{"id": g.id, "unavailable": True} for g in self.guilds],
@@ -293,12 +341,10 @@ class FakeDiscord:
         }
         await ws.send_str(json.dumps({"op": 0, "s": next(self._seq), "t": "READY", "d": ready}))
         for guild in self.guilds:
-            frame = {
-                "op": 0,
-                "s": next(self._seq),
-                "t": "GUILD_CREATE",
-                "d": guild_payload(guild, self.bot_user),
-            }
+            payload = guild_payload(guild, self.bot_user)
+            for channel in [*payload["channels"], *payload["threads"]]:
+                channel["last_message_id"] = self._last_message_id(channel["id"])
+            frame = {"op": 0, "s": next(self._seq), "t": "GUILD_CREATE", "d": payload}
             await ws.send_str(json.dumps(frame))
         self._ws_ready.set()
 
@@ -338,15 +384,23 @@ class FakeDiscord:
 
     def _route(self, method: str, path: str, body: JSON, query: Mapping[str, str]) -> web.Response:
         if (answer := self.people.route(method, path, body, self.guilds)) is not None:
+            if answer[0] == 200 and re.fullmatch(r"/channels/\d+", path):
+                channel_id = path.rsplit("/", 1)[1]
+                return _json({**answer[1], "last_message_id": self._last_message_id(channel_id)})
             return _json(answer[1], answer[0])
         if (method, path) == ("GET", "/users/@me"):
             return _json(self.bot_user)
         if (method, path) == ("GET", "/oauth2/applications/@me"):
             return _json(application_payload(self.application_id, self.bot_user))
         if (m := re.fullmatch(r"/channels/(\d+)/messages", path)) and method == "POST":
-            if problem := message_problem(body):
+            if problem := message_problem(body) or nonce_problem(body):
                 return _invalid(problem)
-            return _json(self._store_message(m[1], body))
+            return _json(self._create_message(m[1], body))
+        if (m := re.fullmatch(r"/channels/(\d+)/messages", path)) and method == "GET":
+            if self.guild_of(m[1]) is None and m[1] not in self.people.dm_channels:
+                return _json({"message": "Unknown Channel", "code": 10003}, 404)
+            page = history_page(self.messages.values(), m[1], query)
+            return _invalid(page) if isinstance(page, str) else _json(page)
         if m := re.fullmatch(r"/channels/(\d+)/messages/(\d+)", path):
             stored = self.messages.get(m[2])
             if stored is None or stored["channel_id"] != m[1]:
@@ -367,85 +421,10 @@ class FakeDiscord:
                 if m[1] in guild.channels:
                     guild.threads[m[2]] = (m[1], self.bot_user["id"])
             return _json({**thread, "name": body.get("name", "")}, 201)
-        if m := re.fullmatch(r"/interactions/(\d+)/[^/]+/callback", path):
-            return self._interaction_callback(m[1], body)
-        if (m := re.fullmatch(r"/webhooks/\d+/itoken(\d+)", path)) and method == "POST":
-            return self._follow_up(m[1], body, wait=query.get("wait") in ("1", "true"))
-        if m := re.fullmatch(r"/webhooks/\d+/itoken(\d+)/messages/(\d+|@original)", path):
-            return self._webhook_message(method, m[1], m[2], body)
+        if (by_token := self.interactions.route(method, path, body, query)) is not None:
+            status, data = by_token
+            return web.Response(status=204) if data is None else _json(data, status)
         return _json({"message": f"fake has no route {method} {path}", "code": 0}, 404)
-
-    def _interaction_callback(self, interaction_id: str, body: JSON) -> web.Response:
-        kind = self.interactions.get(interaction_id)
-        if kind is None:
-            return _json({"message": "Unknown interaction", "code": 10062}, 404)
-        if interaction_id in self._answered:
-            return _invalid("Interaction has already been acknowledged.", 40060)
-        data = body.get("data")
-        is_message = isinstance(data, dict) and body.get("type") in (4, 7)
-        if is_message and (problem := message_problem(data)):
-            return _invalid(problem)
-        if body.get("type") == 9:
-            if kind == 5:
-                return _invalid("Invalid Form Body: a modal cannot answer a modal submit")
-            if problem := modal_problem(data):
-                return _invalid(problem)
-            assert isinstance(data, dict)
-            self.modals[interaction_id] = data
-        self._answered.add(interaction_id)
-        if body.get("type") == 5:
-            self.deferred[interaction_id] = int((data or {}).get("flags", 0))
-        resource: JSON = {"type": body.get("type")}
-        if isinstance(data, dict) and body.get("type") in (4, 7):
-            resource["message"] = self._message_payload("0", data)
-        if isinstance(data, dict) and body.get("type") == 4 and data.get("flags", 0) & EPHEMERAL:
-            self._keep_ephemeral(interaction_id, data)
-        return _json(
-            {
-                "interaction": {
-                    "id": interaction_id,
-                    "type": kind,
-                    "response_message_ephemeral": bool(
-                        isinstance(data, dict) and data.get("flags", 0) & 64
-                    ),
-                },
-                "resource": resource,
-            }
-        )
-
-    def _follow_up(self, interaction_id: str, body: JSON, *, wait: bool) -> web.Response:
-        """A follow-up message: only after the interaction was answered (or deferred)."""
-        if interaction_id not in self._answered:
-            return _json({"message": "Unknown Webhook", "code": 10015}, 404)
-        if problem := message_problem(body):
-            return _invalid(problem)
-        first = interaction_id not in self.follow_ups
-        deferral = self.deferred.get(interaction_id, 0) if first else 0
-        if (int(body.get("flags", 0)) | deferral) & EPHEMERAL:
-            message = self._keep_ephemeral(interaction_id, {**body, "flags": EPHEMERAL})
-        else:
-            channel_id = self.interaction_channels.get(interaction_id, "0")
-            message = self._store_message(channel_id, body)
-        self.follow_ups.setdefault(interaction_id, []).append(message)
-        return _json(message) if wait else web.Response(status=204)
-
-    def _webhook_message(
-        self, method: str, interaction_id: str, message_id: str, body: JSON
-    ) -> web.Response:
-        """Edit a follow-up, or delete the original (deferred) response."""
-        if interaction_id not in self._answered:
-            return _json({"message": "Unknown Webhook", "code": 10015}, 404)
-        if method == "DELETE" and message_id == "@original":
-            self.deleted_responses.add(interaction_id)
-            return web.Response(status=204)
-        sent = [m for m in self.follow_ups.get(interaction_id, []) if m["id"] == message_id]
-        if method != "PATCH" or not sent:
-            return _json({"message": "Unknown Message", "code": 10008}, 404)
-        if problem := message_problem(body):
-            return _invalid(problem)
-        sent[0].update({k: body[k] for k in ("content", "components") if k in body})
-        sent[0]["edited_timestamp"] = TIMESTAMP
-        return _json(sent[0])
 
     def _overwrite_commands(self, guild_id: str | None, body: object) -> web.Response:
         if problem := commands_problem(body):
@@ -457,16 +436,39 @@ class FakeDiscord:
         self.commands[guild_id] = registered
         return _json(registered)
 
-    def _keep_ephemeral(self, interaction_id: str, body: JSON) -> JSON:
-        channel_id = self.interaction_channels.get(interaction_id, "0")
-        message = self._message_payload(channel_id, body)
-        message["flags"] = int(body.get("flags", 0))
-        message["attachments"] = [
-            {"id": str(n), "filename": a.get("filename", "")}
-            for n, a in enumerate(body.get("attachments") or [])
-        ]
-        self.ephemerals.setdefault(interaction_id, []).append(message)
+    def _create_message(self, channel_id: str, body: JSON) -> JSON:
+        """A message the bot posts: one it made with the same nonce lately, under
+        ``enforce_nonce``, instead of a second; a reply when it names one."""
+        nonce = str(body["nonce"]) if body.get("nonce") is not None else None
+        author = str(self.bot_user["id"])
+        if nonce is not None and body.get("enforce_nonce"):
+            earlier = self._nonces.earlier(channel_id, author, nonce)
+            if earlier is not None and earlier in self.messages:
+                return self.messages[earlier]
+        message = self._store_message(channel_id, body)
+        reference = body.get("message_reference")
+        if isinstance(reference, dict) and reference.get("message_id") is not None:
+            referenced_id = str(reference["message_id"])
+            message["type"] = 19
+            message["message_reference"] = {"message_id": referenced_id, "channel_id": channel_id}
+            if referenced_id in self.messages:
+                message["referenced_message"] = self.messages[referenced_id]
+        if nonce is not None:
+            message["nonce"] = nonce
+            self._nonces.remember(channel_id, author, nonce, message["id"])
         return message
+
+    def _keep(self, message: JSON) -> None:
+        """A message someone posted, into the history (a replay keeps the first copy); a
+        message without a guild is in a DM channel with its author."""
+        self.messages.setdefault(str(message["id"]), message)
+        channel_id = str(message["channel_id"])
+        if "guild_id" not in message and self.guild_of(channel_id) is None:
+            self.people.dm_channels.setdefault(channel_id, str(message["author"]["id"]))
+
+    def _last_message_id(self, channel_id: str) -> str | None:
+        ids = [int(m["id"]) for m in self.messages.values() if m["channel_id"] == channel_id]
+        return str(max(ids)) if ids else None
 
     def _store_message(self, channel_id: str, body: JSON) -> JSON:
         message = self._message_payload(channel_id, body)

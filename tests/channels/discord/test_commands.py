@@ -16,8 +16,9 @@ from bot.envelope import DeliveryTarget, IngressEnvelope
 from bot.store import Store
 from channels.discord.inbound import NOT_SERVED_HERE
 from tests.fakes.discord_commands import AnsweringHost, invoke
+from tests.fakes.discord_interactions import EPHEMERAL
 from tests.fakes.discord_payloads import APPLICATION_ID
-from tests.fakes.discord_server import EPHEMERAL, FakeDiscord
+from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.discord_setup import (
     ALICE,
     BOT,

@@ -23,7 +23,8 @@ from bot.gateway.commands import NEW_SESSION, NOTHING_RUNNING
 from bot.providers.base import CompletionRequest, ProviderReply
 from tests.fakes.channel_health import wait_for_health
 from tests.fakes.discord_commands import invoke
-from tests.fakes.discord_server import EPHEMERAL, FakeDiscord
+from tests.fakes.discord_interactions import EPHEMERAL
+from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.discord_setup import (
     ALICE,
     BOT,

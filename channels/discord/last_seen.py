@@ -1,0 +1,154 @@
+"""The last message seen in each Discord conversation, kept across restarts: where a
+catch-up starts (:mod:`channels.discord.catch_up`), and which conversations it covers.
+
+A conversation here is the Discord channel a message was posted in: a text channel, a
+thread or a DM channel. Its row in the store's channel state is
+``(<kind.alias>, "last_seen:<channel id>") = <message id>``, a snowflake; a conversation
+with a row is one the bot watches, so a conversation it has never seen a message in is not
+caught up.
+
+What a row says must be safe to start from: every message up to it was handed to the host
+(admitted) or passed over on purpose (the bot's own, a system message). discord.py handles
+events concurrently, so a message still being handed over, and a catch-up still working
+through a conversation, each hold the stored value below them (:class:`Hold`): the row is
+the highest id seen, capped at the lowest hold, and never goes back.
+
+Rows are written at most every :data:`WRITE_EVERY_S` as messages arrive, after each
+catch-up, and when the adapter stops. A crash loses at most the last few seconds of
+updates: those messages are fetched again by the next catch-up and the gateway's inbox
+drops them as redeliveries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import structlog
+
+from bot.errors import StorageError
+from bot.store.channel_state import ChannelState
+
+log = structlog.get_logger(__name__)
+
+PREFIX = "last_seen:"
+WRITE_EVERY_S = 5.0
+
+
+@dataclass(slots=True, eq=False)
+class Hold:
+    """Keeps a conversation's stored value at or below ``floor`` until released; the
+    holder raises ``floor`` as it gets through the conversation."""
+
+    conversation: str
+    floor: int
+
+
+class LastSeen:
+    """The last-seen message id of every conversation of one channel (``kind.alias``)."""
+
+    def __init__(
+        self,
+        state: ChannelState,
+        channel: str,
+        *,
+        write_every_s: float = WRITE_EVERY_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._state = state
+        self._channel = channel
+        self._write_every_s = write_every_s
+        self._clock = clock
+        self._seen: dict[str, int] = {}
+        self._written: dict[str, int] = {}
+        self._holds: dict[str, list[Hold]] = {}
+        self._last_write = clock()
+        self._writing = asyncio.Lock()
+        self._loaded = False
+        self._log = log.bind(channel=channel)
+
+    async def load(self) -> None:
+        """Read the stored rows (once per process: later sessions go on from memory)."""
+        if self._loaded:
+            return
+        try:
+            rows = await self._state.items(self._channel, PREFIX)
+        except StorageError as exc:
+            self._log.warning("discord_last_seen_unreadable", error=str(exc))
+            return
+        self._loaded = True
+        for key, value in rows:
+            conversation = key.removeprefix(PREFIX)
+            if value.isdigit() and conversation.isdigit():
+                stored = int(value)
+                self._written[conversation] = stored
+                self._seen[conversation] = max(stored, self._seen.get(conversation, 0))
+
+    def conversations(self) -> dict[str, int]:
+        """Every watched conversation and the highest message id seen in it."""
+        return dict(self._seen)
+
+    def seen(self, conversation: str, message_id: int) -> None:
+        """A message was handed over, or passed over on purpose."""
+        if message_id > self._seen.get(conversation, 0):
+            self._seen[conversation] = message_id
+
+    def hold(self, conversation: str, floor: int) -> Hold:
+        """Keep the conversation's stored value at or below ``floor`` until :meth:`release`."""
+        hold = Hold(conversation=conversation, floor=floor)
+        self._holds.setdefault(conversation, []).append(hold)
+        return hold
+
+    def release(self, hold: Hold) -> None:
+        holds = self._holds.get(hold.conversation, [])
+        if hold in holds:
+            holds.remove(hold)
+        if not holds:
+            self._holds.pop(hold.conversation, None)
+
+    @contextmanager
+    def delivering(self, conversation: str, message_id: int) -> Iterator[None]:
+        """Around handing one message over: held below it meanwhile, seen once it is
+        through (not when the hand-over raised)."""
+        hold = self.hold(conversation, message_id - 1)
+        try:
+            yield
+        finally:
+            self.release(hold)
+        self.seen(conversation, message_id)
+
+    def forget(self, conversation: str) -> None:
+        """Stop watching a conversation (gone, or no longer readable); its row is deleted at
+        the next write."""
+        self._seen.pop(conversation, None)
+
+    def _storable(self, conversation: str) -> int:
+        value = self._seen.get(conversation, 0)
+        for hold in self._holds.get(conversation, ()):
+            value = min(value, hold.floor)
+        return value
+
+    async def write_if_due(self) -> None:
+        """:meth:`write`, when the last one was :data:`WRITE_EVERY_S` ago or more."""
+        if self._clock() - self._last_write >= self._write_every_s:
+            await self.write()
+
+    async def write(self) -> None:
+        """Store every value that moved on since the last write (and delete forgotten rows).
+        A storage failure is logged; the values are written next time."""
+        self._last_write = self._clock()
+        async with self._writing:
+            try:
+                for conversation in [c for c in self._written if c not in self._seen]:
+                    await self._state.delete(self._channel, PREFIX + conversation)
+                    del self._written[conversation]
+                for conversation in list(self._seen):
+                    value = self._storable(conversation)
+                    if value > self._written.get(conversation, 0):
+                        await self._state.set(self._channel, PREFIX + conversation, str(value))
+                        self._written[conversation] = value
+            except StorageError as exc:
+                self._log.warning("discord_last_seen_not_written", error=str(exc))

@@ -1,0 +1,238 @@
+"""Catch-up after downtime, with the real discord.py against the loopback fake: what was
+posted while the bot was stopped, or while a session Discord would not resume was down, is
+fetched from the channel's history and delivered once, oldest first, within
+``catch_up_max_age_s`` and ``catch_up_max_messages``; a resumed session gets the gateway's
+replay instead, and a restart with nothing new delivers nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from bot.store import Store
+from channels.discord.adapter import DiscordChannel
+from tests.fakes.discord_history import snowflake_at
+from tests.fakes.discord_payloads import JSON
+from tests.fakes.discord_server import Call, FakeDiscord
+from tests.fakes.discord_setup import (
+    BOT,
+    BOT_ID,
+    DM,
+    GENERAL,
+    RecordingHost,
+    make_channel,
+    running,
+    said,
+)
+
+pytestmark = pytest.mark.usefixtures("discord_env")
+
+
+def mention(fake: FakeDiscord, text: str, **fields: Any) -> JSON:
+    return said(fake, f"<@{BOT_ID}> {text}", mentions=[BOT], **fields)
+
+
+def said_ago(fake: FakeDiscord, text: str, seconds: float, **fields: Any) -> JSON:
+    """A message posted ``seconds`` ago (its id says so, as Discord's do)."""
+    payload = said(fake, text, **fields)
+    payload["id"] = str(snowflake_at(time.time() - seconds))
+    return payload
+
+
+async def caught_up(channel: DiscordChannel, says: str = "caught up") -> str:
+    """Wait until the session's catch-up has finished; the health detail saying so."""
+    async with asyncio.timeout(10):
+        while says not in channel.health.detail:  # noqa: ASYNC110 (no notification)
+            await asyncio.sleep(0.005)
+    return channel.health.detail
+
+
+def history_calls(fake: FakeDiscord, channel_id: str = GENERAL) -> list[Call]:
+    return fake.calls_to("GET", f"/channels/{channel_id}/messages")
+
+
+async def seen_once(fake: FakeDiscord, store: Store, *messages: JSON, **options: Any) -> None:
+    """A first run of the bot that sees ``messages`` live, then stops."""
+    host = RecordingHost()
+    channel = make_channel(fake, store, **options)
+    async with running(channel, host):
+        for message in messages:
+            await fake.dispatch("MESSAGE_CREATE", message)
+        await host.wait_envelopes(len(messages))
+
+
+async def test_messages_posted_while_stopped_are_delivered_once_after_start(
+    fake: FakeDiscord, store: Store
+) -> None:
+    first = mention(fake, "before the stop")
+    await seen_once(fake, store, first)
+    away = [mention(fake, "while stopped"), said(fake, "chatter"), mention(fake, "and again")]
+    for message in away:
+        await fake.post(message)  # nobody connected: only in the channel's history
+
+    host = RecordingHost()
+    channel = make_channel(fake, store)
+    async with running(channel, host):
+        envelopes = await host.wait_envelopes(3)
+        detail = await caught_up(channel)
+    assert [e.message_id for e in envelopes] == [m["id"] for m in away]  # oldest first
+    assert [e.text for e in envelopes] == ["while stopped", "chatter", "and again"]
+    assert [e.addressed_to_bot for e in envelopes] == [True, False, True]
+    assert "1 conversation(s), 3 message(s)" in detail
+    [fetch] = history_calls(fake)
+    assert fetch.query["after"] == first["id"]  # from the last message seen, not before
+
+
+async def test_a_restart_with_nothing_new_fetches_nothing(fake: FakeDiscord, store: Store) -> None:
+    await seen_once(fake, store, mention(fake, "hello"), said(fake, "last word"))
+    host = RecordingHost()
+    channel = make_channel(fake, store)
+    async with running(channel, host):
+        detail = await caught_up(channel)
+    # the channel's last_message_id is the last message seen: no request at all
+    assert history_calls(fake) == []
+    assert host.envelopes == []
+    assert "0 message(s)" in detail
+
+
+async def test_a_session_discord_will_not_resume_is_caught_up(
+    fake: FakeDiscord, store: Store
+) -> None:
+    host = RecordingHost()
+    channel = make_channel(fake, store)
+    async with running(channel, host):
+        await caught_up(channel)
+        first = mention(fake, "before the drop")
+        await fake.dispatch("MESSAGE_CREATE", first)
+        await host.wait_envelopes(1)
+        fake.resume_gate.clear()  # hold the client's RESUME while the gap happens
+        await fake.drop_session()
+        gap = [mention(fake, "during the gap"), said(fake, "more of it")]
+        for message in [*gap, said(fake, "a first DM", channel_id=DM)]:
+            await fake.post(message)  # not to any session: lost to the gateway
+        fake.resume_gate.set()
+        await host.wait_envelopes(3)
+        await fake.dispatch("MESSAGE_CREATE", mention(fake, "after"))
+        envelopes = await host.wait_envelopes(4)
+    assert fake.invalid_sessions == 1 and fake.identifies == 2
+    texts = [e.text for e in envelopes]
+    assert texts == ["before the drop", "during the gap", "more of it", "after"]
+    [fetch] = history_calls(fake)
+    assert fetch.query["after"] == first["id"]
+    # a conversation never seen is not watched: the DM waits for its next live message
+    assert history_calls(fake, DM) == [] and "a first DM" not in texts
+
+
+async def test_a_resumed_session_gets_the_replay_and_fetches_nothing(
+    fake: FakeDiscord, store: Store
+) -> None:
+    host = RecordingHost()
+    channel = make_channel(fake, store)
+    async with running(channel, host):
+        await caught_up(channel)
+        await fake.dispatch("MESSAGE_CREATE", mention(fake, "before"))
+        await host.wait_envelopes(1)
+        fake.resume_gate.clear()
+        await fake.drop_connection()  # resumable
+        await fake.post(mention(fake, "missed"))
+        fake.resume_gate.set()
+        envelopes = await host.wait_envelopes(2)
+    assert fake.resumes == 1 and fake.identifies == 1
+    assert envelopes[1].text == "missed"
+    assert history_calls(fake) == []
+
+
+async def test_messages_older_than_catch_up_max_age_are_not_fetched(
+    fake: FakeDiscord, store: Store
+) -> None:
+    await seen_once(fake, store, said_ago(fake, "three hours ago", 3 * 3600))
+    old = said_ago(fake, "two hours ago", 2 * 3600)
+    recent = said_ago(fake, "ten minutes ago", 600)
+    for message in (old, recent):
+        await fake.post(message)
+    host = RecordingHost()
+    channel = make_channel(fake, store, catch_up_max_age_s=3600)
+    async with running(channel, host):
+        await caught_up(channel)
+    assert [e.text for e in host.envelopes] == ["ten minutes ago"]
+    [fetch] = history_calls(fake)
+    assert int(old["id"]) < int(fetch.query["after"]) < int(recent["id"])
+
+
+async def test_catch_up_max_messages_bounds_each_conversation(
+    fake: FakeDiscord, store: Store
+) -> None:
+    await seen_once(fake, store, said(fake, "seen"))
+    posted = [said(fake, f"message {n}") for n in range(5)]
+    for message in posted:
+        await fake.post(message)
+    host = RecordingHost()
+    channel = make_channel(fake, store, catch_up_max_messages=3)
+    async with running(channel, host):
+        await caught_up(channel)
+    assert [e.text for e in host.envelopes] == ["message 0", "message 1", "message 2"]
+    [fetch] = history_calls(fake)
+    assert fetch.query["limit"] == "3"
+
+
+async def test_dm_conversations_are_caught_up(fake: FakeDiscord, store: Store) -> None:
+    await seen_once(fake, store, said(fake, "hi", channel_id=DM))
+    await fake.post(said(fake, "are you there?", channel_id=DM))
+    host = RecordingHost()
+    channel = make_channel(fake, store)
+    async with running(channel, host):
+        [envelope] = await host.wait_envelopes(1)
+    assert envelope.text == "are you there?"
+    assert envelope.is_direct and envelope.addressed_to_bot and envelope.conversation_id == DM
+
+
+async def test_zero_max_age_turns_catch_up_off(fake: FakeDiscord, store: Store) -> None:
+    await seen_once(fake, store, said(fake, "seen"))
+    await fake.post(mention(fake, "while stopped"))
+    host = RecordingHost()
+    channel = make_channel(fake, store, catch_up_max_age_s=0)
+    async with running(channel, host):
+        assert "catch-up off" in await caught_up(channel, "catch-up off")
+        await fake.dispatch("MESSAGE_CREATE", mention(fake, "live"))
+        envelopes = await host.wait_envelopes(1)
+    assert [e.text for e in envelopes] == ["live"]
+    assert history_calls(fake) == []
+
+
+async def test_a_conversation_that_is_gone_stops_being_watched(
+    fake: FakeDiscord, store: Store
+) -> None:
+    await seen_once(fake, store, said(fake, "hi", channel_id=DM))
+    assert await store.channel_state.items("discord.main", "last_seen:") != []
+    del fake.people.dm_channels[DM]  # the DM channel no longer exists: 404 Unknown Channel
+    channel = make_channel(fake, store)
+    async with running(channel, RecordingHost()):
+        await caught_up(channel)
+    assert fake.calls_to("GET", f"/channels/{DM}")
+    assert await store.channel_state.items("discord.main", "last_seen:") == []
+    asked = len(fake.calls_to("GET", f"/channels/{DM}"))
+    channel = make_channel(fake, store)
+    async with running(channel, RecordingHost()):
+        await caught_up(channel)
+    assert len(fake.calls_to("GET", f"/channels/{DM}")) == asked
+
+
+async def test_a_failed_fetch_is_retried_by_the_next_start(fake: FakeDiscord, store: Store) -> None:
+    first = said(fake, "seen")
+    await seen_once(fake, store, first)
+    await fake.post(mention(fake, "while stopped"))
+    fake.failing[rf"/channels/{GENERAL}/messages"] = 503
+    channel = make_channel(fake, store)
+    async with running(channel, RecordingHost()):
+        detail = await caught_up(channel)
+    assert "1 to retry" in detail
+    del fake.failing[rf"/channels/{GENERAL}/messages"]
+    host = RecordingHost()
+    channel = make_channel(fake, store)
+    async with running(channel, host):
+        [envelope] = await host.wait_envelopes(1)
+    assert envelope.text == "while stopped"
+    assert history_calls(fake)[-1].query["after"] == first["id"]
