@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bot.app import App
 from bot.store import Store
 from channels.discord.adapter import DiscordChannel
 from tests.fakes.discord_history import snowflake_at
@@ -26,7 +28,9 @@ from tests.fakes.discord_setup import (
     make_channel,
     running,
     said,
+    settings_for,
 )
+from tests.fakes.scripted_provider import ScriptedProvider, reply
 
 pytestmark = pytest.mark.usefixtures("discord_env")
 
@@ -236,3 +240,28 @@ async def test_a_failed_fetch_is_retried_by_the_next_start(fake: FakeDiscord, st
         [envelope] = await host.wait_envelopes(1)
     assert envelope.text == "while stopped"
     assert history_calls(fake)[-1].query["after"] == first["id"]
+
+
+async def test_through_the_daemon_what_was_said_while_stopped_is_answered_once(
+    fake: FakeDiscord, tmp_path: Path
+) -> None:
+    provider = ScriptedProvider(
+        [reply("first answer"), reply("answer while stopped")], when_exhausted=reply("extra")
+    )
+    for run in range(3):
+        app = App(settings_for(fake, tmp_path), provider=provider, tools=[])
+        async with app:
+            channel = app.channels["discord.main"]
+            assert isinstance(channel, DiscordChannel)
+            await caught_up(channel)
+            if run == 0:
+                await fake.dispatch("MESSAGE_CREATE", mention(fake, "hello"))
+                await fake.wait_until(lambda: "first answer" in fake.posted(GENERAL))
+            if run == 1:
+                await fake.wait_until(lambda: "answer while stopped" in fake.posted(GENERAL))
+        if run == 0:
+            await fake.post(mention(fake, "are you there?"))  # while stopped
+    asked = [r.messages[-1].content for r in provider.requests]
+    assert asked == ["hello", "are you there?"]
+    assert fake.posted(GENERAL).count("answer while stopped") == 1
+    assert "extra" not in fake.posted(GENERAL)
