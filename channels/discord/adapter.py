@@ -114,6 +114,7 @@ class DiscordChannel(SendsThrough):
         token = Settings.secret(self._config.token_env)
         if token is None:
             self._set_health(HealthState.FAILED, f"no token: {self._config.token_env} is not set")
+            self._connection.login_settled.set()  # nobody waits for a login that never comes
             raise ChannelAuthError(
                 f"{self.ref}: environment variable {self._config.token_env} "
                 "holding the bot token is not set"
@@ -129,10 +130,12 @@ class DiscordChannel(SendsThrough):
         )
         client.add_dynamic_items(*DYNAMIC_ITEMS)
         self._connection.client = client
+        self._connection.login_settled.clear()
         try:
             await self._last_seen.load()
             with endpoint_scope(self._config.api_base_url):
                 await self._login(client, token)
+                self._connection.login_settled.set()
                 if self._config.sync_commands:
                     await sync_commands(client.tree, self.ref)
                 self._set_health(HealthState.STARTING, "logged in; connecting to the gateway")
@@ -157,6 +160,7 @@ class DiscordChannel(SendsThrough):
             raise
         finally:
             self._connection.client = None
+            self._connection.login_settled.set()
             await client.close()
             await self._catch_up.stop()
             await self._last_seen.write()

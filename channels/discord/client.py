@@ -17,6 +17,7 @@ webhook adapter, which it takes from a context variable).
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -162,13 +163,16 @@ def endpoint_scope(api_base: str | None) -> Iterator[None]:
 
 class Connection:
     """The running client and the host, while the adapter's ``run`` lives (None otherwise).
-    Only ``run`` sets them; the adapter's inbound and outbound parts read them."""
+    Only ``run`` sets them; the adapter's inbound and outbound parts read them.
+    ``login_settled`` is set once the client has logged in (REST works from then on, before
+    the gateway), or the run has ended; a run clears it when it starts."""
 
-    __slots__ = ("client", "host")
+    __slots__ = ("client", "host", "login_settled")
 
     def __init__(self) -> None:
         self.client: GatewayClient | None = None
         self.host: ChannelHost | None = None
+        self.login_settled = asyncio.Event()
 
     def connected(self) -> GatewayClient | None:
         """The client once it has logged in and knows its own user, else None."""

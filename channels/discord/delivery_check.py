@@ -22,13 +22,16 @@ the next bot message after the previous one with that chunk's text. Found: those
 (fewer than the chunks when the send was cut off part way). A bot message replying to
 another message never starts a match, so the same words answering a later question are not
 taken for this reply. A thread that was never opened (Unknown Channel) holds nothing: [].
-Any other error: None (recovery then treats the reply as unconfirmed). Replies only their
+Any other error, or no login within :data:`LOGIN_WAIT_S` (start-up recovery asks while
+the adapter is still logging in, so the lookup waits for that): None (recovery then
+treats the reply as unconfirmed). Replies only their
 user sees (ephemeral answers to an application command) are not in the history and are
 never found.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
@@ -49,6 +52,8 @@ log = structlog.get_logger(__name__)
 NONCE_CHARS = 25
 #: The most messages after the user's one looked at for a reply.
 SCAN_LIMIT = 300
+#: How long a lookup waits for the adapter to log in (recovery runs as channels start).
+LOGIN_WAIT_S = 15.0
 
 
 def reply_nonce(key: str, index: int, chunk: str) -> str:
@@ -81,8 +86,15 @@ class ReplyFinder:
         text: str,
         after_message_id: str | None,
     ) -> Sequence[SentMessage] | None:
+        # Start-up recovery asks as the adapter starts: wait for its login (REST), briefly.
+        try:
+            async with asyncio.timeout(LOGIN_WAIT_S):
+                await self._connection.login_settled.wait()
+        except TimeoutError:
+            pass
         client = self._connection.connected()
         if client is None or client.user is None:
+            self._log.warning("discord_reply_lookup_failed", key=key, error="not logged in")
             return None
         chunks = [chunk.strip() for chunk in render_chunks(text)]
         reply_to = first_reply_to(target)

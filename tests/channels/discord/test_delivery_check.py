@@ -7,6 +7,7 @@ asked."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
@@ -14,6 +15,7 @@ import pytest
 
 from bot.channel import DeliveryCheck
 from bot.envelope import DeliveryTarget, IngressEnvelope
+from bot.errors import ChannelAuthError
 from bot.store import Store
 from channels.discord.adapter import DiscordChannel
 from channels.discord.delivery_check import NONCE_CHARS
@@ -160,7 +162,38 @@ async def test_without_the_users_message_the_latest_messages_are_looked_at(
     assert "after" not in lookup.query
 
 
-async def test_none_when_not_connected(fake: FakeDiscord, store: Store) -> None:
+async def test_asked_as_the_adapter_starts_it_waits_for_the_login(
+    fake: FakeDiscord, store: Store
+) -> None:
+    """Start-up recovery asks while the channel is still logging in, after a restart."""
+    before = make_channel(fake, store)
+    host = RecordingHost()
+    async with running(before, host):
+        await fake.dispatch("MESSAGE_CREATE", said_in(fake, f"<@{BOT_ID}> hi", mentions=[BOT]))
+        [envelope] = await host.wait_envelopes(1)
+        sent = await before.send(envelope.reply_target, "The answer.", key=KEY)
+    after = make_channel(fake, store)  # a new process
+    lookup = asyncio.create_task(
+        after.find_delivered(
+            envelope.reply_target, key=KEY, text="The answer.", after_message_id=envelope.message_id
+        )
+    )
+    await asyncio.sleep(0)
+    assert not lookup.done()
+    async with running(after, RecordingHost()):
+        found = await asyncio.wait_for(lookup, 10)
+    assert found is not None and [m.message_id for m in found] == [sent[0].message_id]
+
+
+async def test_none_when_the_adapter_cannot_log_in(
+    fake: FakeDiscord, store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HATCHWAY_DISCORD_TOKEN", "not-the-right-token")
     channel = make_channel(fake, store)
     target = DeliveryTarget(channel=channel.ref, conversation_id=GENERAL)
-    assert await channel.find_delivered(target, key=KEY, text="x", after_message_id=None) is None
+    lookup = asyncio.create_task(
+        channel.find_delivered(target, key=KEY, text="x", after_message_id=None)
+    )
+    with pytest.raises(ChannelAuthError):
+        await asyncio.wait_for(channel.run(RecordingHost()), 10)
+    assert await asyncio.wait_for(lookup, 10) is None
