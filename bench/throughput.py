@@ -1,25 +1,37 @@
-"""Turns per second through the gateway: many conversations at once, one tool call each.
+"""Turns per second through the gateway: many conversations at once, each a turn of the model.
 
 Builds the real :class:`bot.app.App` — access policy, persisted inbox, gateway with its
 per-session queues and ``agent.max_concurrent_turns`` slots, the agent loop, the tool
-pipeline with a policy auto-approval, history and ``tool_calls`` rows on a real SQLite
-file — with the tests' in-process channel (:class:`tests.fakes.channel.FakeChannel`) and a
-scripted provider that answers instantly. Each conversation sends one message; the model asks
-for one no-op tool call, then answers. All messages are delivered at once, as a burst of
-``--conversations`` users would.
+pipeline with the default approval policy, history and ``tool_calls`` rows on a real SQLite
+file — with the tests' in-process channel (:class:`tests.fakes.channel.FakeChannel`). All
+messages are delivered at once, as a burst of ``--conversations`` users would.
+
+By default the model is what users run: the App builds its OpenAI-compatible provider from
+the configuration (``bot/providers/openai_compat.py``, native tool mode, every built-in tool
+offered to the model) and it talks over loopback HTTP to the OpenAI fake
+(:mod:`tests.fakes.openai_server`), which runs in a process of its own
+(:mod:`bench.model_server`) so that its CPU is not the daemon's. Each turn is one request
+answered at once; with ``--tool``, the model first calls the built-in ``calculator`` and
+answers after its result (two requests). ``--stream`` makes the provider stream (SSE).
+``--scripted`` replaces the provider and the HTTP server with an in-process scripted model
+and the tools with one no-op tool (the bench as it was before it spoke HTTP; its figure
+with ``--tool`` is comparable with the earlier rounds in ``docs/performance.md``).
 
 Prints turns per second (completed turns / wall time from the first delivery to the last
 reply), envelope-to-reply latency (p50, p99: from ``deliver`` to the channel's ``send``; it
 includes queueing behind the concurrency cap), the event loop thread's CPU per turn, the
-whole process's CPU per turn (the loop plus SQLite's worker thread), SQLite round trips
-(worker-thread trips) per turn, and the process's peak RSS. After the warm-up round the
-bench settles the garbage collector as the daemon does after start-up
-(:func:`bot.ops.daemon.settle_memory`: one collection, then ``gc.freeze()``).
+whole process's CPU per turn (the loop plus SQLite's worker thread), the model server's CPU
+per turn, SQLite round trips (worker-thread trips) per turn, and the process's peak RSS.
+After the warm-up round the bench settles the garbage collector as the daemon does after
+start-up (:func:`bot.ops.daemon.settle_memory`: one collection, then ``gc.freeze()``).
 
-    python bench/throughput.py [--conversations 1000] [--max-concurrent-turns 32]
-                               [--log-level warning] [--rounds 3]
+    python bench/throughput.py [--tool] [--stream] [--scripted] [--conversations 1000]
+                               [--max-concurrent-turns 32] [--rounds 3] [--log-level warning]
+                               [--profile FILE]
+    python bench/throughput.py --conversations 5000 [--tool]
 
-Targets on a 2-core machine: at least 300 turns/s, peak RSS under 150 MB.
+Targets on a 2-core machine, 1,000 conversations over HTTP: at least 600 turns/s plain and
+300 turns/s with ``--tool``; peak RSS under 100 MB at 5,000 conversations.
 """
 
 from __future__ import annotations
@@ -39,6 +51,7 @@ import time
 from typing import Any
 
 from bench.machine import describe_machine, percentile
+from bench.model_server import FINAL, ModelServer
 from bench.pipeline import NOOP
 from bot.app import App
 from bot.config import Settings, parse_settings
@@ -55,14 +68,19 @@ from tests.fakes.channel import FakeChannel
 from tests.fakes.scripted_provider import ScriptedProvider, call, reply
 
 CHANNEL = ChannelRef(kind="console", alias="main")
-FINAL = "done"
 
 
 def decide(request: CompletionRequest) -> ProviderReply:
-    """The instant model: a tool call for a new question, the answer after the result."""
+    """The scripted model with ``--tool``: a tool call for a new question, the answer after
+    the result."""
     if request.messages and request.messages[-1].role == "tool":
         return reply(FINAL)
     return reply("", call("noop", {"n": 1}))
+
+
+def answer_at_once(request: CompletionRequest) -> ProviderReply:
+    """The scripted model without ``--tool``."""
+    return reply(FINAL)
 
 
 class Replies:
@@ -86,7 +104,9 @@ class Replies:
         self.expected = conversations
 
 
-def bench_settings(state_dir: Path, max_concurrent_turns: int) -> Settings:
+def bench_settings(
+    state_dir: Path, max_concurrent_turns: int, *, base_url: str, stream: bool
+) -> Settings:
     return parse_settings(
         {
             "state_dir": str(state_dir),
@@ -95,9 +115,10 @@ def bench_settings(state_dir: Path, max_concurrent_turns: int) -> Settings:
             "providers": {
                 "default": {
                     "kind": "openai",
-                    "base_url": "http://127.0.0.1:9/v1",
-                    "model": "scripted",
+                    "base_url": base_url,
+                    "model": "gpt-4o-mini",
                     "tool_mode": "native",
+                    "stream": stream,
                 }
             },
         },
@@ -112,7 +133,7 @@ def envelope(round_no: int, n: int) -> IngressEnvelope:
         message_id=f"m-{conversation}",
         conversation_id=conversation,
         sender=Sender(id=f"user{n}"),
-        text="what does the no-op say?",
+        text="what is six times seven?",
         reply_target=DeliveryTarget(channel=CHANNEL, conversation_id=conversation),
         is_direct=True,
         addressed_to_bot=True,
@@ -120,7 +141,12 @@ def envelope(round_no: int, n: int) -> IngressEnvelope:
 
 
 async def one_round(
-    app: App, channel: FakeChannel, replies: Replies, round_no: int, conversations: int
+    app: App,
+    channel: FakeChannel,
+    replies: Replies,
+    round_no: int,
+    conversations: int,
+    model: ModelServer | None,
 ) -> dict[str, float]:
     host = channel.host
     assert host is not None
@@ -131,6 +157,7 @@ async def one_round(
     delivered: dict[str, float] = {}
     trips0 = trips(app)
     cpu0, process0 = time.thread_time(), time.process_time()
+    model0 = model.cpu_s() if model is not None else 0.0
     started = time.perf_counter()
 
     async def deliver(env: IngressEnvelope) -> None:
@@ -141,6 +168,7 @@ async def one_round(
     await asyncio.wait_for(replies.all_sent.wait(), timeout=600)
     finished = max(replies.at.values())
     cpu, process = time.thread_time() - cpu0, time.process_time() - process0
+    model_cpu = model.cpu_s() - model0 if model is not None else 0.0
     for _ in range(60_000):  # the last turns' "done" marks come after their replies
         if not app.gateway.active_turns:
             break
@@ -157,6 +185,7 @@ async def one_round(
         "p99_ms": percentile(latencies, 0.99) * 1000,
         "cpu_ms_per_turn": cpu / conversations * 1000,
         "process_cpu_ms_per_turn": process / conversations * 1000,
+        "model_cpu_ms_per_turn": model_cpu / conversations * 1000,
         "trips_per_turn": round_trips / conversations,
     }
 
@@ -176,15 +205,19 @@ def trips(app: App) -> int:
     return int(db.trips)
 
 
-async def check_persisted(app: App, rounds: int, conversations: int, warmup: int) -> str:
-    """What the store holds afterwards (every turn must be done and in history)."""
+async def check_persisted(app: App, turns: int, *, tool: bool) -> str:
+    """What the store holds afterwards (every turn must be done and in history: the question
+    and the answer, with ``--tool`` also the call and its result, and a ``tool_calls`` row)."""
     counts = await app.store.inbox.counts()
     rows = await app.store.db.fetchone("SELECT COUNT(*) AS n FROM messages")
     calls = await app.store.db.fetchone("SELECT COUNT(*) AS n FROM tool_calls")
-    expected = rounds * conversations + warmup
     messages = int(rows["n"]) if rows else 0
     tool_calls = int(calls["n"]) if calls else 0
-    ok = counts.get("done") == expected and messages == 4 * expected and tool_calls == expected
+    ok = (
+        counts.get("done") == turns
+        and messages == (4 if tool else 2) * turns
+        and tool_calls == (turns if tool else 0)
+    )
     return (
         f"persisted: inbox {counts}, {messages} history messages, {tool_calls} tool_calls rows"
         f" ({'as expected' if ok else 'UNEXPECTED'})"
@@ -197,30 +230,51 @@ def rss_mb() -> float:
 
 async def main(args: argparse.Namespace) -> None:
     print(describe_machine())
+    model_kind = (
+        "scripted in-process model, no-op tool"
+        if args.scripted
+        else f"OpenAI-compatible provider over HTTP{' (SSE)' if args.stream else ''}, "
+        "built-in tools"
+    )
+    turn = "1 tool call + 1 answer" if args.tool else "1 answer"
     print(
-        f"{args.conversations} conversations at once, 1 tool call + 1 reply each, "
+        f"{args.conversations} conversations at once, {turn} each, {model_kind}, "
         f"max_concurrent_turns={args.max_concurrent_turns}, log level {args.log_level}"
     )
     print(f"RSS after imports: {rss_mb():.0f} MB")
+    if args.scripted:
+        await run(args, model=None, base_url="http://127.0.0.1:9/v1")
+    else:
+        async with ModelServer(tool=args.tool) as model:
+            await run(args, model=model, base_url=model.base_url)
+
+
+async def run(args: argparse.Namespace, *, model: ModelServer | None, base_url: str) -> None:
     total = args.rounds * args.conversations + args.warmup
-    provider = ScriptedProvider([decide] * (2 * total))
+    provider = None
+    tools = None
+    if model is None:
+        provider = ScriptedProvider([decide if args.tool else answer_at_once] * (2 * total))
+        tools = [NOOP]
     replies = Replies()
     channel = FakeChannel(CHANNEL, on_send=replies.on_send)
     with tempfile.TemporaryDirectory() as folder:
-        settings = bench_settings(Path(folder), args.max_concurrent_turns)
+        settings = bench_settings(
+            Path(folder), args.max_concurrent_turns, base_url=base_url, stream=args.stream
+        )
         async with App(
-            settings, provider=provider, channels={"console.main": channel}, tools=[NOOP]
+            settings, provider=provider, channels={"console.main": channel}, tools=tools
         ) as app:
             await channel.running.wait()
             if args.warmup:
-                await one_round(app, channel, replies, 0, args.warmup)
+                await one_round(app, channel, replies, 0, args.warmup, model)
             settle_memory()  # as the daemon does after its warm-up
             results = []
             profiler = cProfile.Profile(time.thread_time) if args.profile else None
             for r in range(1, args.rounds + 1):
                 if profiler is not None:
                     profiler.enable()
-                figures = await one_round(app, channel, replies, r, args.conversations)
+                figures = await one_round(app, channel, replies, r, args.conversations, model)
                 if profiler is not None:
                     profiler.disable()
                 results.append(figures)
@@ -231,9 +285,11 @@ async def main(args: argparse.Namespace) -> None:
                     f"p99={figures['p99_ms']:7.1f} ms  "
                     f"loop CPU {figures['cpu_ms_per_turn']:.2f} ms/turn  "
                     f"process CPU {figures['process_cpu_ms_per_turn']:.2f} ms/turn  "
+                    f"model server CPU {figures['model_cpu_ms_per_turn']:.2f} ms/turn  "
                     f"{figures['trips_per_turn']:.2f} trips/turn"
                 )
-            print(await check_persisted(app, args.rounds, args.conversations, args.warmup))
+            turns = args.rounds * args.conversations + args.warmup
+            print(await check_persisted(app, turns, tool=args.tool))
             if profiler is not None:
                 profiler.dump_stats(args.profile)
                 print(f"cProfile of the measured rounds written to {args.profile}")
@@ -243,6 +299,7 @@ async def main(args: argparse.Namespace) -> None:
         f"median round: {median['turns_per_s']:.1f} turns/s, "
         f"p50={median['p50_ms']:.1f} ms, p99={median['p99_ms']:.1f} ms, "
         f"loop CPU {median['cpu_ms_per_turn']:.2f} ms/turn, "
+        f"model server CPU {median['model_cpu_ms_per_turn']:.2f} ms/turn, "
         f"{median['trips_per_turn']:.2f} trips/turn; "
         f"peak RSS {rss_mb():.0f} MB"
     )
@@ -250,7 +307,18 @@ async def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--conversations", type=int, default=1000)
+    parser.add_argument(
+        "--conversations", type=int, default=1000, help="delivered at once (1000; also 5000)"
+    )
+    parser.add_argument(
+        "--tool", action="store_true", help="each turn calls one read-only tool, then answers"
+    )
+    parser.add_argument("--stream", action="store_true", help="the provider streams (SSE)")
+    parser.add_argument(
+        "--scripted",
+        action="store_true",
+        help="an in-process scripted model and a no-op tool instead of the provider over HTTP",
+    )
     parser.add_argument("--max-concurrent-turns", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=3, help="bursts measured (median shown)")
     parser.add_argument("--warmup", type=int, default=100, help="conversations before measuring")

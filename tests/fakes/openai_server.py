@@ -7,6 +7,7 @@ Usage::
         fake.queue_tool_calls([("file_read", {"path": "a.md"})])
         fake.queue_error(429, headers={"Retry-After": "2"})
         fake.queue_hang()                               # never answers (until the fake stops)
+        fake.answer_with(rule)                          # rule(body) -> item once the queue is empty
         client = AsyncOpenAI(base_url=fake.base_url, api_key="test", max_retries=0)
         ...
         fake.requests[0].body["messages"]               # every request body, in order
@@ -16,7 +17,9 @@ JSON, or as an SSE stream of ``chat.completion.chunk`` events ending in ``data: 
 the request has ``"stream": true``. ``cut_after=N`` sends N stream events and then drops the
 connection mid-body (a non-streamed request gets its connection dropped with no reply). For
 exact control: ``queue_json(body)`` and ``queue_stream(chunks)``, with :func:`chunk` to build
-chunks. An unscripted request gets HTTP 500 ``fake script exhausted``.
+chunks. An unscripted request gets HTTP 500 ``fake script exhausted``, unless a rule was given
+with :meth:`ScriptedServer.answer_with` (a bench's model: the reply each request gets is
+decided from its body, so many conversations can run at once in any order).
 
 :class:`ScriptedServer` is the API-agnostic machinery, shared with the Anthropic fake.
 """
@@ -26,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any
@@ -87,6 +90,9 @@ class Garbled:
 
 ScriptItem = Reply | RawJson | RawStream | HttpError | Hang | Garbled
 
+Rule = Callable[[JsonObject], ScriptItem]
+"""Decides the reply to a request from its JSON body (see :meth:`ScriptedServer.answer_with`)."""
+
 
 class ScriptedServer:
     """An aiohttp app on 127.0.0.1 (port 0) answering one POST route from a queue.
@@ -97,9 +103,11 @@ class ScriptedServer:
 
     route = "/"
 
-    def __init__(self) -> None:
+    def __init__(self, *, record: bool = True) -> None:
+        self.record = record  # a bench serving many thousands of requests keeps none
         self.requests: list[RecordedRequest] = []
         self._script: deque[ScriptItem] = deque()
+        self._rule: Rule | None = None
         self._closing = asyncio.Event()
         self._server = LoopbackServer(handler_cancellation=True, shutdown_timeout=1)
 
@@ -129,6 +137,10 @@ class ScriptedServer:
 
     def queue(self, item: ScriptItem) -> None:
         self._script.append(item)
+
+    def answer_with(self, rule: Rule | None) -> None:
+        """Answer each request the queue has nothing for with ``rule(body)``."""
+        self._rule = rule
 
     def queue_text(self, text: str, *, cut_after: int | None = None) -> None:
         """A plain answer."""
@@ -184,12 +196,16 @@ class ScriptedServer:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         body: JsonObject = await request.json()
         headers = {k.lower(): v for k, v in request.headers.items()}
-        self.requests.append(RecordedRequest(path=request.path, headers=headers, body=body))
+        if self.record:
+            self.requests.append(RecordedRequest(path=request.path, headers=headers, body=body))
         if not self.check_auth(headers):
             return web.json_response(self.error_body(401, "missing credentials"), status=401)
-        if not self._script:
+        if self._script:
+            item = self._script.popleft()
+        elif self._rule is not None:
+            item = self._rule(body)
+        else:
             return web.json_response(self.error_body(500, "fake script exhausted"), status=500)
-        item = self._script.popleft()
         if isinstance(item, Hang):
             await self._closing.wait()
             return web.json_response(self.error_body(503, "shutting down"), status=503)
@@ -260,8 +276,10 @@ class OpenAIFake(ScriptedServer):
 
     route = "/v1/chat/completions"
 
-    def __init__(self, *, text_chunk_chars: int = 4, model: str = "fake-model") -> None:
-        super().__init__()
+    def __init__(
+        self, *, text_chunk_chars: int = 4, model: str = "fake-model", record: bool = True
+    ) -> None:
+        super().__init__(record=record)
         self.text_chunk_chars = text_chunk_chars
         self.model = model
         self._call_counter = 0

@@ -1,0 +1,106 @@
+"""The loopback OpenAI fake as a bench's model, in a process of its own.
+
+A bench that drives the real provider code over HTTP needs a model server that answers at
+once and whose CPU is not the daemon's: run on the bench's own event loop, the fake's request
+parsing and JSON replies would be counted as the daemon's loop CPU and would slow the turns
+it serves. :class:`ModelServer` starts ``python bench/model_server.py`` (the fake of
+:mod:`tests.fakes.openai_server`, keeping no request records, answering by rule), reads the
+base URL it prints, and reports the CPU time that process used (:meth:`ModelServer.cpu_s`).
+
+The rule: a request whose last message is a tool result gets :data:`FINAL`; any other request
+gets :data:`FINAL` too, or, with ``tool=True``, one call of the built-in ``calculator`` tool.
+
+    python bench/model_server.py [--tool]    # prints the base URL; serves until stdin closes
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import argparse
+import asyncio
+import os
+from types import TracebackType
+
+from bench.machine import process_cpu_s
+from tests.fakes.openai_server import JsonObject, OpenAIFake, Reply, ScriptItem
+
+FINAL = "done"
+TOOL_CALL = ("calculator", {"expression": "6*7"})
+SCRIPT = Path(__file__).resolve()
+ROOT = SCRIPT.parent.parent
+
+
+def answer(body: JsonObject, *, tool: bool) -> ScriptItem:
+    """The reply to one request (see the module doc)."""
+    messages = body.get("messages") or [{}]
+    if tool and messages[-1].get("role") != "tool":
+        return Reply(tool_calls=(TOOL_CALL,))
+    return Reply(text=FINAL)
+
+
+async def serve(tool: bool) -> None:
+    async with OpenAIFake(record=False, model="gpt-4o-mini") as fake:
+        fake.answer_with(lambda body: answer(body, tool=tool))
+        print(fake.base_url, flush=True)
+        # serve until the parent closes our stdin (or dies)
+        await asyncio.to_thread(sys.stdin.read)
+
+
+class ModelServer:
+    """The fake model in a child process, for ``async with`` in a bench."""
+
+    def __init__(self, *, tool: bool) -> None:
+        self.tool = tool
+        self.base_url = ""
+        self._process: asyncio.subprocess.Process | None = None
+
+    async def __aenter__(self) -> ModelServer:
+        command = [str(SCRIPT), "--tool"] if self.tool else [str(SCRIPT)]
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            *command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )
+        self._process = process
+        assert process.stdout is not None
+        line = (await process.stdout.readline()).decode()
+        if not line.startswith("http://"):
+            process.kill()
+            await process.wait()
+            raise RuntimeError(f"the model server did not start: {line!r}")
+        self.base_url = line.strip()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        process = self._process
+        if process is None:
+            return
+        assert process.stdin is not None
+        process.stdin.close()
+        try:
+            await asyncio.wait_for(process.wait(), 10)
+        except TimeoutError:
+            process.kill()
+            await process.wait()
+
+    def cpu_s(self) -> float:
+        """CPU time (user + system) the server process has used so far."""
+        assert self._process is not None
+        return process_cpu_s(self._process.pid)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tool", action="store_true", help="answer new questions with a tool call")
+    asyncio.run(serve(parser.parse_args().tool))
