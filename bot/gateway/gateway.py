@@ -44,7 +44,7 @@ from bot.gateway.recovery import recover
 from bot.gateway.retry import StorageRetry
 from bot.gateway.sending import ChannelLookup, Replies
 from bot.gateway.sessions import Sessions, session_key_for
-from bot.store import InboxKey, Store
+from bot.store import InboxKey, InboxStatus, Store
 from bot.turn import TurnIdentity, TurnRunner
 
 log = structlog.get_logger(__name__)
@@ -123,8 +123,16 @@ class Gateway:
             if entry is None:
                 log.info("edit_admitted")
                 await self.deliver(envelope)
+            elif entry.status is not InboxStatus.RECEIVED:
+                log.info("edit_ignored", reason=f"turn {entry.status.value}")
                 return
-            log.info("edit_ignored", reason=f"turn {entry.status.value}")
+            # Admitted meanwhile: by the edit itself, or by the original whose inbox write was
+            # in flight as the edit came (the edit's own admission is then dropped as a
+            # redelivery). The inbox answers in order, so the original is queued by now, and
+            # the edit applies to it.
+            if not self._sessions.is_taken(key):
+                self._sessions.replace_queued(key, envelope)
+                await self._store.inbox.replace_payload(key, envelope_to_json(envelope))
         except Exception:
             # Boundary: one bad edit never takes the adapter down.
             log.exception("edit_failed")

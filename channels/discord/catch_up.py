@@ -13,7 +13,7 @@ session's first message); once discord.py has the guilds (``on_ready``),
 as a live one (:meth:`~channels.discord.inbound.InboundMessages.message_created`: the same
 filters and envelope; the gateway decides what is addressed to the bot), oldest first.
 
-Bounds: nothing older than ``catch_up_max_age_s`` (the ``after`` id is at least a snowflake
+Bounds: nothing older than ``catch_up_max_age`` (the ``after`` id is at least a snowflake
 of that moment; 0 turns catch-up off) and at most ``catch_up_max_messages`` per
 conversation, the oldest first (reaching it is logged: the rest of that gap is not
 fetched). A conversation whose cached channel says its last message is not newer costs no
@@ -49,7 +49,7 @@ log = structlog.get_logger(__name__)
 class CaughtUp:
     """What one catch-up did: conversations looked at, messages handed over, and
     conversations that could not be fetched (still marked); ``off`` when
-    ``catch_up_max_age_s`` is 0."""
+    ``catch_up_max_age`` is 0."""
 
     conversations: int = 0
     messages: int = 0
@@ -85,7 +85,7 @@ class CatchUp:
 
     @property
     def enabled(self) -> bool:
-        return self._config.catch_up_max_age_s > 0
+        return self._config.catch_up_max_age > 0
 
     def session_started(self) -> None:
         """A new session: every watched conversation catches up from its last-seen message
@@ -117,7 +117,7 @@ class CatchUp:
             return None
         if not self.enabled:
             return CaughtUp(off=True)
-        since = datetime.now(UTC) - timedelta(seconds=self._config.catch_up_max_age_s)
+        since = datetime.now(UTC) - timedelta(seconds=self._config.catch_up_max_age)
         horizon = discord.utils.time_snowflake(since)
         order = sorted(self._pending.items(), key=lambda item: item[1].floor, reverse=True)
         self._log.info("discord_catch_up_started", conversations=len(order))

@@ -18,7 +18,7 @@ class DiscordChannelConfig(ChannelCommon, Reconnecting):
     the chat commands as the application's global commands at each start (false: leave the
     application's commands as they are).
 
-    ``catch_up_max_age_s`` and ``catch_up_max_messages`` bound the catch-up of a new gateway
+    ``catch_up_max_age`` and ``catch_up_max_messages`` bound the catch-up of a new gateway
     session (:mod:`channels.discord.catch_up`): what was posted in a conversation the bot
     has seen before, at most that many seconds ago (0: no catch-up) and at most that many
     messages per conversation."""
@@ -30,7 +30,7 @@ class DiscordChannelConfig(ChannelCommon, Reconnecting):
     thread_per_request: bool = False
     guild_ready_timeout_s: float = Field(default=2.0, gt=0)
     sync_commands: bool = True
-    catch_up_max_age_s: float = Field(default=3600.0, ge=0)
+    catch_up_max_age: float = Field(default=3600.0, ge=0)
     catch_up_max_messages: int = Field(default=50, ge=1, le=1000)
 
 

@@ -5,6 +5,7 @@ its turn began is skipped, one deleted after runs on."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import replace
 
 from structlog.testing import capture_logs
@@ -101,3 +102,19 @@ async def test_a_message_deleted_after_its_turn_began_runs_on(rig: Rig) -> None:
 async def test_deleting_an_unknown_message_does_nothing(rig: Rig) -> None:
     await rig.gateway.deleted(REF, "never-seen")
     assert await rig.store.inbox.get(key("never-seen")) is None
+
+
+async def test_an_edit_racing_its_original_admission_still_applies(rig: Rig) -> None:
+    """The edit arrives while the original's inbox write is in flight: whichever is
+    admitted, the turn runs with the edited text."""
+    await rig.gateway.deliver(envelope("busy"))
+    await until(lambda: rig.turns.started == ["busy"])
+    original = envelope("frist", message_id="m2")
+    first = asyncio.create_task(rig.gateway.deliver(original))
+    await rig.gateway.edited(replace(original, text="first"))
+    await first
+    rig.turns.finish("busy")
+    rig.turns.finish("first")
+    await until(lambda: rig.outbox.texts == ["answer to busy", "answer to first"])
+    entry = await rig.store.inbox.get(key("m2"))
+    assert entry is not None and envelope_from_json(entry.payload).text == "first"

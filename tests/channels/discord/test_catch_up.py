@@ -1,7 +1,7 @@
 """Catch-up after downtime, with the real discord.py against the loopback fake: what was
 posted while the bot was stopped, or while a session Discord would not resume was down, is
 fetched from the channel's history and delivered once, oldest first, within
-``catch_up_max_age_s`` and ``catch_up_max_messages``; a resumed session gets the gateway's
+``catch_up_max_age`` and ``catch_up_max_messages``; a resumed session gets the gateway's
 replay instead, and a restart with nothing new delivers nothing."""
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ async def test_messages_older_than_catch_up_max_age_are_not_fetched(
     for message in (old, recent):
         await fake.post(message)
     host = RecordingHost()
-    channel = make_channel(fake, store, catch_up_max_age_s=3600)
+    channel = make_channel(fake, store, catch_up_max_age=3600)
     async with running(channel, host):
         await caught_up(channel)
     assert [e.text for e in host.envelopes] == ["ten minutes ago"]
@@ -197,7 +197,7 @@ async def test_zero_max_age_turns_catch_up_off(fake: FakeDiscord, store: Store) 
     await seen_once(fake, store, said(fake, "seen"))
     await fake.post(mention(fake, "while stopped"))
     host = RecordingHost()
-    channel = make_channel(fake, store, catch_up_max_age_s=0)
+    channel = make_channel(fake, store, catch_up_max_age=0)
     async with running(channel, host):
         assert "catch-up off" in await caught_up(channel, "catch-up off")
         await fake.dispatch("MESSAGE_CREATE", mention(fake, "live"))
