@@ -51,6 +51,7 @@ from bot.schedules.runner import ScheduleRunner
 from bot.schedules.tools import schedule_tools
 from bot.store import Store
 from bot.tools.builtin import builtin_tools
+from bot.tools.builtin.scope_changes import announce_scope_changes
 from bot.tools.hooks import ToolHooks
 from bot.tools.receipt import ReceiptSigner
 from bot.tools.services import PipelineServices
@@ -86,6 +87,11 @@ def with_default_channel(settings: Settings, *, given: bool = False) -> Settings
         return settings
     channels = ChannelsConfig.embedded_console()
     return settings.model_copy(update={"channels": channels})
+
+
+def workspace_root(settings: Settings) -> Path:
+    """The tools' workspace root: ``tools.workspace.path`` under the state directory."""
+    return Path(settings.state_dir) / settings.tools.workspace.path
 
 
 def _streams(settings: Settings) -> bool:
@@ -144,6 +150,10 @@ class App:
                 max_per_conversation=settings.schedules.max_jobs_per_conversation,
             )
             self.tools = self._build_tools(settings)
+            if self._given_tools is None:
+                await announce_scope_changes(
+                    settings.tools, workspace=workspace_root(settings), notes=self.store.memory
+                )
             bundle = AgentBundle(
                 provider=self.provider,
                 services=PipelineServices(
@@ -200,7 +210,7 @@ class App:
             settings.tools,
             store=self.store,
             outbox=outbox,
-            workspace=Path(settings.state_dir) / settings.tools.workspace.path,
+            workspace=workspace_root(settings),
         )
         if settings.schedules.enabled:
             tools += schedule_tools(self.schedule_book, allows=outbox.allows, clock=self._clock)

@@ -11,7 +11,13 @@ from bot.config_model import ConfigModel
 
 
 class WorkspaceConfig(ConfigModel):
+    """``[tools.workspace]``. ``scope`` picks which folder under ``path`` a turn's file tools
+    and ``shell`` see: one per ``conversation`` (threads share their conversation's), one per
+    ``agent``, or the whole folder (``shared``, the layout before scopes existed); see
+    :mod:`bot.tools.builtin.scopes` and docs/tools.md."""
+
     path: str = "workspace"
+    scope: Literal["conversation", "agent", "shared"] = "conversation"
     allow_sensitive_files: bool = False
 
 
@@ -24,15 +30,35 @@ class FileToolsConfig(ConfigModel):
     max_output_chars: int = Field(default=20_000, ge=100)
 
 
+ShellSandbox = Literal["auto", "bwrap", "none"]
+ShellNetwork = Literal["none", "host"]
+
+
 class ShellToolConfig(ConfigModel):
     """``[tools.shell]``. ``env_passthrough`` names the daemon's variables a command may see
-    beyond the base set (exact names or ``*`` globs such as ``PIP_*``; see docs/tools.md)."""
+    beyond the base set (exact names or ``*`` globs such as ``PIP_*``; see docs/tools.md).
+
+    ``sandbox``: ``auto`` runs every command under bubblewrap when it works here and without
+    it (with a start-up warning) when not; ``bwrap`` requires it (the daemon does not start
+    without it); ``none`` never uses it. ``network`` is the default of every channel
+    (``shell_network`` of a channel overrides it); it needs the sandbox to mean ``none``.
+    ``hidden_paths`` are hidden from sandboxed commands besides the daemon's own files. The
+    ``max_*`` limits apply to each process of a call (0: no limit); see docs/tools.md.
+    """
 
     enabled: bool = True
     timeout_s: float = Field(default=60.0, gt=0)
     max_output_chars: int = Field(default=20_000, ge=100)
     deny_patterns: list[str] = Field(default_factory=list)
     env_passthrough: list[str] = Field(default_factory=list)
+    sandbox: ShellSandbox = "auto"
+    network: ShellNetwork = "none"
+    hidden_paths: list[str] = Field(default_factory=lambda: ["/etc/hatchway"])
+    max_cpu_s: int = Field(default=30, ge=0)
+    max_memory_mb: int = Field(default=2048, ge=0)
+    max_open_files: int = Field(default=1024, ge=0)
+    max_processes: int = Field(default=128, ge=0)
+    max_file_mb: int = Field(default=1024, ge=0)
 
     @model_validator(mode="after")
     def _variable_names(self) -> ShellToolConfig:
@@ -42,6 +68,11 @@ class ShellToolConfig(ConfigModel):
                 raise ValueError(
                     f"env_passthrough[{index}] = {entry!r} is not a variable name (letters, "
                     "digits and _, with * as a glob; a lone * would pass the whole environment)"
+                )
+        for index, entry in enumerate(self.hidden_paths):
+            if not entry.startswith("/") or entry.rstrip("/") == "":
+                raise ValueError(
+                    f"hidden_paths[{index}] = {entry!r} must be an absolute path other than /"
                 )
         return self
 
@@ -55,8 +86,12 @@ class HttpFetchToolConfig(ConfigModel):
 
 
 class MemoryToolConfig(ConfigModel):
+    """``[tools.memory]``. ``scope`` says which notes a call stores and recalls: its
+    ``conversation``'s (threads included), its configured ``channel``'s, its ``agent``'s, or
+    one set ``shared`` by everything (see :func:`bot.tools.builtin.memory.scope_key`)."""
+
     enabled: bool = True
-    scope: Literal["channel", "conversation"] = "channel"
+    scope: Literal["conversation", "channel", "agent", "shared"] = "conversation"
     max_note_chars: int = Field(default=4000, ge=100)
 
 

@@ -82,3 +82,14 @@ class MemoryNotes:
             "DELETE FROM memory WHERE id = ? AND scope_key = ? RETURNING id", (note_id, scope_key)
         )
         return deleted is not None
+
+    async def count_outside(self, prefix: str) -> int:
+        """How many notes have a ``scope_key`` that does not start with ``prefix`` (the notes
+        a change of ``tools.memory.scope`` left out of reach). ``prefix`` is plain text:
+        ``%``, ``_`` and ``\\`` in it match only themselves."""
+        pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        row = await self._db.fetchone(
+            "SELECT COUNT(*) AS n FROM memory WHERE scope_key NOT LIKE ? ESCAPE '\\'",
+            (pattern,),
+        )
+        return 0 if row is None else int(row["n"])

@@ -30,14 +30,17 @@ def builtin_tools(
 ) -> list[ToolSpec]:
     """Every enabled built-in, in a stable order.
 
-    ``workspace`` is the resolved workspace directory (the daemon resolves
-    ``tools.workspace.path`` against its state directory); it is created if missing.
+    ``workspace`` is the resolved workspace root (the daemon resolves
+    ``tools.workspace.path`` against its state directory); it is created if missing, and
+    each call works in its ``tools.workspace.scope`` folder under it.
     ``send_message`` is included only with an ``outbox``. A bad ``tools.shell.deny_patterns``
     regex raises ``ConfigError``.
     """
-    workspace.mkdir(parents=True, exist_ok=True)
+    workspace.mkdir(mode=0o700, parents=True, exist_ok=True)
     ws = Workspace(
-        root=workspace, allow_sensitive_files=tools_config.workspace.allow_sensitive_files
+        root=workspace,
+        allow_sensitive_files=tools_config.workspace.allow_sensitive_files,
+        scope=tools_config.workspace.scope,
     )
     tools = [current_time_tool(), calculator_tool()]
     files = tools_config.files

@@ -1,8 +1,10 @@
 """Memory tools: ``memory_store`` keeps a note, ``memory_recall`` finds the best matches.
 
-Notes are scoped by ``tools.memory.scope``: ``channel`` (default; every conversation of one
-configured channel shares notes) or ``conversation`` (each chat has its own). The scope comes
-from the call's :class:`ToolContext`, never from the model's arguments.
+Notes are scoped by ``tools.memory.scope``, with the words of ``tools.workspace.scope``:
+``conversation`` (default; each chat has its own, threads share their conversation's, a
+scheduled run uses its job's conversation), ``channel`` (every conversation of one configured
+channel shares notes), ``agent`` (every conversation of one agent) or ``shared`` (all of them).
+The scope comes from the call's :class:`ToolContext`, never from the model's arguments.
 
 Policy defaults: ``memory_recall`` is read-only and auto-approved. ``memory_store`` needs no
 approval (it writes only the bot's own notes, in its own database, and reaches nothing outside
@@ -23,6 +25,7 @@ from bot.scrub import scrub_text
 from bot.store.memory import MemoryNote, MemoryNotes
 from bot.tools.builtin.arguments import ToolArguments, parse_arguments, schema_of
 from bot.tools.builtin.observation import ToolFailed, bounded_text
+from bot.tools.builtin.scopes import DEFAULT_AGENT
 from bot.tools.spec import ToolContext, ToolKind, ToolResult, ToolSpec
 
 RECALL_OUTPUT_CHARS = 8000
@@ -40,11 +43,29 @@ class MemoryRecallArguments(ToolArguments):
     limit: int = Field(default=5, ge=1, le=20, description="How many notes to return.")
 
 
-def scope_key(scope: Literal["channel", "conversation"], context: ToolContext) -> str:
-    """The memory scope of a call: its channel, or its channel and conversation."""
+MemoryScope = Literal["conversation", "channel", "agent", "shared"]
+
+SHARED_KEY = "shared:all"
+
+#: How the tools' descriptions name where a note is kept.
+PLACES: Mapping[MemoryScope, str] = {
+    "conversation": "this conversation",
+    "channel": "this channel",
+    "agent": "this agent's conversations",
+    "shared": "every conversation",
+}
+
+
+def scope_key(scope: MemoryScope, context: ToolContext, *, agent: str = DEFAULT_AGENT) -> str:
+    """The memory scope of a call as stored: ``<scope>:<which>`` (the kind first, so the notes
+    of one kind share a prefix; see :meth:`MemoryNotes.count_outside`)."""
     if scope == "conversation":
         return f"conversation:{context.channel}:{context.conversation_id}"
-    return f"channel:{context.channel}"
+    if scope == "channel":
+        return f"channel:{context.channel}"
+    if scope == "agent":
+        return f"agent:{agent}"
+    return SHARED_KEY
 
 
 def _render(notes: list[MemoryNote]) -> str:
@@ -56,7 +77,7 @@ def _render(notes: list[MemoryNote]) -> str:
 
 
 def memory_store_tool(notes: MemoryNotes, cfg: MemoryToolConfig) -> ToolSpec:
-    """``memory_store``: keep a note in this channel's (or conversation's) memory."""
+    """``memory_store``: keep a note in the memory of the call's scope."""
 
     async def handler(arguments: Mapping[str, object], context: ToolContext) -> ToolResult:
         args = parse_arguments(MemoryStoreArguments, arguments)
@@ -77,8 +98,8 @@ def memory_store_tool(notes: MemoryNotes, cfg: MemoryToolConfig) -> ToolSpec:
     return ToolSpec(
         name="memory_store",
         description=(
-            "Remember a short note for later conversations in this "
-            f"{cfg.scope}. Use memory_recall to find it again."
+            f"Remember a short note for later, kept for {PLACES[cfg.scope]}. Use "
+            "memory_recall to find it again."
         ),
         parameters=schema_of(MemoryStoreArguments),
         handler=handler,
@@ -104,8 +125,8 @@ def memory_recall_tool(notes: MemoryNotes, cfg: MemoryToolConfig) -> ToolSpec:
     return ToolSpec(
         name="memory_recall",
         description=(
-            f"Search the notes remembered in this {cfg.scope}; best matches first, each with "
-            "its id. An empty query lists the newest notes."
+            f"Search the notes remembered for {PLACES[cfg.scope]}; best matches first, each "
+            "with its id. An empty query lists the newest notes."
         ),
         parameters=schema_of(MemoryRecallArguments),
         handler=handler,

@@ -6,6 +6,11 @@ credentials) are refused too unless ``tools.workspace.allow_sensitive_files`` is
 looks at both the path as given and the file it resolves to, so a harmless-looking symlink to
 ``.env`` is refused as well.
 
+The directory is the call's scope folder (``tools.workspace.scope``, see
+:mod:`bot.tools.builtin.scopes`): a path into a sibling conversation's folder, by ``..`` or
+absolute or through a symlink, is an escape like any other. A scope folder is created on
+first use, mode 0700, one level at a time, refusing a level that is a symlink.
+
 The check happens before the side effect; the pipeline's canonical-path file locks stop other
 calls of the same turn from swapping a symlink in between. Processes outside hatchway are not
 covered by that guarantee.
@@ -15,11 +20,19 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from dataclasses import dataclass
+import stat
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
+import structlog
+
 from bot.tools.builtin.observation import ToolRefused
+from bot.tools.builtin.scopes import DEFAULT_AGENT, WorkspaceScope, scope_folder
 from bot.tools.spec import ToolContext, ToolEnvironmentError
+
+log = structlog.get_logger(__name__)
+
+FOLDER_MODE = 0o700
 
 SENSITIVE_NAMES = (
     ".env",
@@ -75,20 +88,54 @@ def is_sensitive(path: PurePosixPath | Path) -> bool:
 class Workspace:
     """The directory file tools and the shell work in.
 
-    ``root`` is used as given by the catalog; a call's ``ToolContext.workspace``, when the
-    runtime sets one, takes its place for that call (see :meth:`for_call`).
+    ``root`` is the workspace root the catalog was given and ``scope`` how it is split
+    (``shared`` here unless the catalog passes the configured one: the whole root, as a
+    workspace was before scopes). A call works in its scope's folder, or in the context's
+    ``ToolContext.workspace`` when the runtime chose one (see :meth:`for_call`).
     """
 
     root: Path
     allow_sensitive_files: bool = False
+    scope: WorkspaceScope = "shared"
+    agent: str = DEFAULT_AGENT
 
     def for_call(self, context: ToolContext) -> Workspace:
-        """The workspace of one call: the context's, when the runtime chose one."""
+        """The workspace of one call, rooted at the folder its paths are confined to: the
+        context's, when the runtime chose one; else the call's scope folder under ``root``,
+        created (0700) if missing. Raises :class:`ToolEnvironmentError` when the root is
+        missing or a level of the folder is not a plain directory."""
         if context.workspace:
-            return Workspace(
-                root=Path(context.workspace), allow_sensitive_files=self.allow_sensitive_files
-            )
-        return self
+            return replace(self, root=Path(context.workspace), scope="shared")
+        if self.scope == "shared":
+            return self
+        relative = scope_folder(
+            self.scope,
+            channel=context.channel,
+            conversation_id=context.conversation_id,
+            agent=self.agent,
+        )
+        return replace(self, root=self._ensure(relative), scope="shared")
+
+    def _ensure(self, relative: PurePosixPath) -> Path:
+        """``root / relative``, each missing level made with mode 0700. A level that exists
+        must be a real directory: a symlink there (left by a ``shared`` turn, say) could
+        lead the folder, and the files written in it, anywhere."""
+        folder = self.real_root()
+        for part in relative.parts:
+            folder = folder / part
+            try:
+                os.mkdir(folder, FOLDER_MODE)
+            except FileExistsError:
+                pass
+            else:
+                log.info("workspace_folder_created", folder=str(folder), scope=self.scope)
+            mode = os.lstat(folder).st_mode
+            if not stat.S_ISDIR(mode):
+                raise ToolEnvironmentError(
+                    f"workspace folder {folder} is not a directory (a symlink or a file is in "
+                    "the way); remove it so the folder can be created"
+                )
+        return folder
 
     def real_root(self) -> Path:
         """The resolved root; raises :class:`ToolEnvironmentError` when it is not a

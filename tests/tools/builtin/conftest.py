@@ -23,17 +23,22 @@ def make_context(
     conversation: str = "C-ORIGIN",
     delivery: DeliveryTarget = ORIGIN,
     workspace: str | None = None,
+    thread: str | None = None,
+    background: bool = False,
 ) -> ToolContext:
     """A call's context in a turn answering U_ALICE in ``channel`` (``kind.alias``) and
-    ``conversation``, with replies going to ``delivery``."""
+    ``conversation`` (in ``thread`` when given; a scheduled run when ``background``), with
+    replies going to ``delivery``."""
     kind, _, alias = channel.partition(".")
     envelope = IngressEnvelope(
         channel=ChannelRef(kind=kind, alias=alias),
         message_id="m1",
         conversation_id=conversation,
+        thread_id=thread,
         sender=Sender(id="U_ALICE"),
         text="hello",
         reply_target=delivery,
+        background=background,
     )
     return harness.make_context(envelope, workspace=workspace)
 

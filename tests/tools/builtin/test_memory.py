@@ -61,6 +61,9 @@ async def test_tags_are_searchable(store: Store, context: ToolContext) -> None:
     [
         ("channel", [("slack.team", "C-OTHER", True), ("slack.other", "C-ORIGIN", False)]),
         ("conversation", [("slack.team", "C-OTHER", False), ("slack.team", "C-ORIGIN", True)]),
+        ("conversation", [("slack.other", "C-ORIGIN", False)]),
+        ("agent", [("slack.team", "C-OTHER", True), ("telegram.main", "42", True)]),
+        ("shared", [("slack.team", "C-OTHER", True), ("discord.guild", "7", True)]),
     ],
 )
 async def test_scope_isolation(
@@ -75,6 +78,45 @@ async def test_scope_isolation(
         for query in ("bazel", ""):
             text = await call(recall, {"query": query}, reader)
             assert ("bazel" in text) is visible, (channel, conversation, query)
+
+
+async def test_default_scope_is_the_conversation_threads_and_schedules_included(
+    store: Store,
+) -> None:
+    cfg = MemoryToolConfig()
+    assert cfg.scope == "conversation"
+    writer = make_context(conversation="C-ORIGIN", thread="T-9")
+    await call(memory_store_tool(store.memory, cfg), {"content": "standup at nine"}, writer)
+    recall = memory_recall_tool(store.memory, cfg)
+    same_room = [
+        make_context(conversation="C-ORIGIN"),
+        make_context(conversation="C-ORIGIN", thread="T-other"),
+        make_context(conversation="C-ORIGIN", background=True),
+    ]
+    for reader in same_room:
+        assert "standup" in await call(recall, {"query": "standup"}, reader)
+    other_room = make_context(conversation="C-OTHER")
+    assert await call(recall, {"query": "standup"}, other_room) == "no matching notes"
+
+
+async def test_agent_and_shared_notes_are_kept_apart(store: Store, context: ToolContext) -> None:
+    agent = MemoryToolConfig(scope="agent")
+    shared = MemoryToolConfig(scope="shared")
+    await call(memory_store_tool(store.memory, agent), {"content": "agent fact"}, context)
+    await call(memory_store_tool(store.memory, shared), {"content": "shared fact"}, context)
+    assert "shared" not in await call(memory_recall_tool(store.memory, agent), {}, context)
+    assert "agent" not in await call(memory_recall_tool(store.memory, shared), {}, context)
+
+
+async def test_notes_of_an_older_scope_are_counted(store: Store) -> None:
+    await store.memory.add(scope_key="channel:slack.team", content="from before scopes")
+    await store.memory.add(scope_key="conversation:slack.team:C1", content="kept")
+    await store.memory.add(scope_key="conversation:slack.team:C2", content="kept too")
+    assert await store.memory.count_outside("conversation:") == 1
+    assert await store.memory.count_outside("channel:") == 2
+    # LIKE wildcards in the prefix match only themselves
+    assert await store.memory.count_outside("c%") == 3
+    assert await store.memory.count_outside("conversation_") == 3
 
 
 @pytest.mark.parametrize(
@@ -99,7 +141,7 @@ async def test_fts_syntax_in_queries_is_inert(
     await call(memory_store_tool(store.memory, cfg), {"content": "deploy key rotates"}, context)
     text = await call(memory_recall_tool(store.memory, cfg), {"query": query}, context)
     assert text.startswith("[#") or text == "no matching notes"
-    assert (await store.memory.recent(scope_key="channel:slack.team"))[0].content
+    assert (await store.memory.recent(scope_key="conversation:slack.team:C-ORIGIN"))[0].content
 
 
 @pytest.mark.parametrize(
@@ -122,7 +164,7 @@ async def test_secrets_are_scrubbed_before_storing(store: Store, context: ToolCo
         {"content": "our key is sk-abcdefghijklmnopqrstuvwx"},
         context,
     )
-    (note,) = await store.memory.recent(scope_key="channel:slack.team")
+    (note,) = await store.memory.recent(scope_key="conversation:slack.team:C-ORIGIN")
     assert "sk-abcdefghijklmnopqrstuvwx" not in note.content and "***" in note.content
 
 
