@@ -1,0 +1,84 @@
+"""The fake model every bot in ``bench/peers.py`` talks to: the loopback OpenAI fake
+(:class:`tests.fakes.openai_server.OpenAIFake`, JSON or SSE as asked), answering by rule
+instead of from a script, so that many conversations can run through it at once.
+
+The rule, applied to each ``POST /v1/chat/completions``:
+
+* the last message is a tool result → the answer ``done: <the first 80 characters of that
+  result>`` (so the driver can check that the tool really ran);
+* the last user message contains :data:`TOOL_WORD` and the request offers a file-reading tool
+  (``file_read`` in hatchway, ``read_file`` in nanobot) → one call of it on :data:`NOTE`;
+* anything else → :data:`ANSWER`.
+
+Run as a process of its own (``python bench/peer_model.py``): it prints its base URL on the
+first line of stdout and serves until its stdin closes, so its CPU is nobody else's.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import asyncio
+from typing import Any
+
+from aiohttp import web
+
+from tests.fakes.openai_server import OpenAIFake, Reply
+
+ANSWER = "Hello! How can I help you today?"
+TOOL_WORD = "note"
+NOTE = "note.txt"
+NOTE_TEXT = "the-note-says-hello\n"
+READ_TOOLS = ("file_read", "read_file")
+
+
+def text_of(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def decide(body: dict[str, Any]) -> Reply:
+    messages = body.get("messages") or []
+    if messages and messages[-1].get("role") == "tool":
+        return Reply(text="done: " + text_of(messages[-1])[:80])
+    users = [m for m in messages if m.get("role") == "user"]
+    offered = {t.get("function", {}).get("name") for t in body.get("tools") or []}
+    tool = next((name for name in READ_TOOLS if name in offered), None)
+    if users and TOOL_WORD in text_of(users[-1]) and tool:
+        return Reply(tool_calls=((tool, {"path": NOTE}),))
+    return Reply(text=ANSWER)
+
+
+class RuleModel(OpenAIFake):
+    """:class:`OpenAIFake` with :func:`decide` in place of its script; counts requests
+    instead of keeping them (a long run would hold every body)."""
+
+    def __init__(self) -> None:
+        super().__init__(model="gpt-4o-mini")
+        self.served = 0
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.served += 1
+        reply = decide(body)
+        if body.get("stream"):
+            return await self._send_stream(request, self.render_stream(reply, body), None)
+        return web.json_response(self.render_json(reply, body))
+
+
+async def serve() -> None:
+    async with RuleModel() as model:
+        print(model.base_url, flush=True)
+        await asyncio.to_thread(sys.stdin.read)
+        print(f"served {model.served} requests", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    asyncio.run(serve())
