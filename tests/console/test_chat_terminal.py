@@ -19,6 +19,7 @@ from tests.console.chat_process import (
     start_on_terminal,
 )
 from tests.ops.conftest import HeldOpenAI
+from tests.tools.workspace_files import files_named
 
 FINISHING = "finishing the current turn… (Ctrl-D again to quit now)"
 PROMPT = "> "
@@ -107,7 +108,7 @@ async def test_an_approval_is_answered_at_the_terminal_and_nothing_breaks_its_li
     """A file listing (auto-approved) leaves progress lines that are shown at the batch
     interval, while the shell call's approval prompt waits: they come after the answer,
     never inside the prompt's line."""
-    marker = tmp_path / "state" / "workspace" / "ran.txt"
+    workspace = tmp_path / "state" / "workspace"
     llm.queue_tool_calls([("file_list", {"path": "."})])
     llm.queue_tool_calls([("shell", {"command": "echo approved > ran.txt"})])
     llm.queue_text("done")
@@ -126,6 +127,7 @@ async def test_an_approval_is_answered_at_the_terminal_and_nothing_breaks_its_li
     assert raw[answer_line : answer_line + 3] == "y\r\n"  # the typed answer, right after
     assert raw.index("✅ file_list") > 0
     assert raw.index("✅ shell") > answer_line
+    (marker,) = files_named(workspace, "ran.txt")  # in the conversation's folder
     assert marker.read_text() == "approved\n"
 
 
@@ -160,7 +162,7 @@ async def test_an_unreachable_provider_is_one_readable_line_and_no_log_lines(
 async def test_ctrl_d_at_an_approval_prompt_answers_no_and_finishes_the_turn(
     tmp_path: Path, llm: HeldOpenAI
 ) -> None:
-    marker = tmp_path / "state" / "workspace" / "ran.txt"
+    workspace = tmp_path / "state" / "workspace"
     llm.queue_tool_calls([("shell", {"command": "echo approved > ran.txt"})])
     llm.queue_text("not done then")
     env = chat_environ(tmp_path / "state", llm_url=llm.base_url)
@@ -176,4 +178,4 @@ async def test_ctrl_d_at_an_approval_prompt_answers_no_and_finishes_the_turn(
     answer = raw.index("times out in 300s): ") + len("times out in 300s): ")
     assert raw[answer:].startswith("\r\n")  # the prompt's line ended, nothing inside it
     assert "🚫 shell: not approved, not run" in chat.shown
-    assert not marker.exists()
+    assert not files_named(workspace, "ran.txt")

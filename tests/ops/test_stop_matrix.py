@@ -38,6 +38,7 @@ from tests.fakes.discord_server import FakeDiscord
 from tests.mcp.stop_marks import Marks, alive, stop_server_command
 from tests.ops.conftest import HeldOpenAI, write_config
 from tests.ops.daemon_process import USER, WAIT_S, DaemonProcess, start_daemon
+from tests.tools.workspace_files import files_named
 
 pytestmark = pytest.mark.slow
 
@@ -365,7 +366,7 @@ async def test_turn_waiting_for_approval(stage: Stage) -> None:
         await daemon.wait_stdout("Approve file_write")
 
     await run_case(stage, reach)
-    assert not (stage.tmp_path / "workspace" / "a.txt").exists()
+    assert not files_named(stage.tmp_path / "workspace", "a.txt")
 
 
 async def test_http_request_stalled_mid_headers(stage: Stage) -> None:

@@ -46,6 +46,7 @@ from tests.fakes.telegram_server import (
 )
 from tests.ops.daemon_process import WAIT_S, DaemonProcess, start_daemon
 from tests.reliability.routed_llm import RoutedOpenAI
+from tests.tools.workspace_files import files_named
 
 pytestmark = pytest.mark.slow
 
@@ -247,7 +248,7 @@ async def test_kill_9_mid_flight_loses_nothing_and_repeats_nothing(
 
     # -- no tool ran twice; the unapproved write never ran --------------------------------
     assert ran.read_text().split() == [str(shell_pid)]
-    assert not (workspace / "out.txt").exists()
+    assert not files_named(workspace, "out.txt")
 
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]

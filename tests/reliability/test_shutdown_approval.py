@@ -20,6 +20,7 @@ from bot.agent.loop import SHUTDOWN_MESSAGE
 from tests.fakes.telegram_server import FakeTelegram, message, private_chat, user
 from tests.ops.daemon_process import WAIT_S, start_daemon
 from tests.reliability.routed_llm import RoutedOpenAI
+from tests.tools.workspace_files import files_named
 
 pytestmark = pytest.mark.slow
 
@@ -113,7 +114,7 @@ async def test_sigterm_expires_a_pending_card_at_once_and_says_why(
     ]
     assert progress[0] == "🔐 waiting for approval: file_write", progress
     assert progress[-1] == "🚫 file_write: not approved, not run", progress
-    assert not (workspace / "out.txt").exists()
+    assert not files_named(workspace, "out.txt")
 
     with sqlite3.connect(db) as conn:
         approvals = conn.execute("SELECT status, reason FROM approvals").fetchall()

@@ -10,6 +10,7 @@ from tests.fakes.channel import FakeChannel
 from tests.fakes.scripted_provider import ScriptedProvider, call, reply
 from tests.schedules.conftest import AppFactory, Clock
 from tests.schedules.test_scheduled_turns import NINE_BERLIN_NEXT_DAY, create_daily_job
+from tests.tools.workspace_files import files_named
 
 REASON = "scheduled runs cannot ask anyone"
 ADMIN = "An admin can add a grant or `auto_approve` for this tool."
@@ -50,4 +51,4 @@ async def test_each_refused_call_tells_the_model_and_the_run_tells_the_chat_once
     audit = [(e.decision, e.decided_by, e.reason) for e in await app.store.audit.since()]
     assert audit == [(Decision.AUTO_DENIED, "runtime", "background turn")] * 2
     workspace = app.settings.database_path().parent / "workspace"
-    assert not (workspace / "one.txt").exists() and not (workspace / "two.txt").exists()
+    assert not files_named(workspace, "one.txt") and not files_named(workspace, "two.txt")

@@ -18,6 +18,7 @@ from tests.schedules.conftest import (
     message,
     wait_until,
 )
+from tests.tools.workspace_files import files_named
 
 NINE_BERLIN_NEXT_DAY = datetime(2030, 4, 11, 7, 0, 30, tzinfo=UTC)  # 09:00:30 CEST
 
@@ -93,7 +94,7 @@ async def test_tool_needing_approval_is_auto_denied_and_audited(
     assert audit[0].decision == "auto_denied"
     assert audit[0].decided_by == "runtime"
     assert audit[0].requester == "4242"
-    assert not (app.settings.database_path().parent / "workspace" / "done.txt").exists()
+    assert not files_named(app.settings.database_path().parent / "workspace", "done.txt")
 
 
 async def test_grant_lets_a_scheduled_tool_run(
