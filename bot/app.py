@@ -42,7 +42,6 @@ from bot.envelope import ChannelRef
 from bot.errors import ChannelAuthError
 from bot.gateway import Gateway
 from bot.gateway.access import AccessPolicy
-from bot.metrics import MeteredGate, Metrics
 from bot.outbox import ChannelOutbox
 from bot.providers.base import Provider
 from bot.providers.factory import build_provider
@@ -60,7 +59,9 @@ from bot.tools.spec import ToolSpec
 if TYPE_CHECKING:
     from aiohttp import web
 
+    from bot.approval.gate import ApprovalGate
     from bot.mcp.catalog import McpCatalog
+    from bot.metrics import Metrics
 
 log = structlog.get_logger(__name__)
 
@@ -159,9 +160,7 @@ class App:
                 services=PipelineServices(
                     settings=settings.agent,
                     store=self.store,
-                    gate=self.approvals
-                    if self.metrics is None
-                    else MeteredGate(self.approvals, self.metrics),
+                    gate=self._gate(),
                     hooks=ToolHooks()
                     if self.metrics is None
                     else ToolHooks(after=(self.metrics.after_tool_call,)),
@@ -201,6 +200,15 @@ class App:
             log.info("card_index_pruned", rows=pruned)
         await self.gateway.recover(now=self._clock())
         log.info("app_started", channels=sorted(self.channels))
+
+    def _gate(self) -> ApprovalGate:
+        """The approval service, metered when metrics are kept (the daemon). ``bot.metrics``
+        loads the Prometheus client, which ``hatchway chat`` does not need."""
+        if self.metrics is None:
+            return self.approvals
+        from bot.metrics import MeteredGate
+
+        return MeteredGate(self.approvals, self.metrics)
 
     def _build_tools(self, settings: Settings) -> list[ToolSpec]:
         if self._given_tools is not None:
@@ -351,9 +359,15 @@ class App:
             if self._runner is not None:
                 await self._stop_parts(self._runner)
         finally:
-            await self.provider.aclose()
-            await self.store.aclose()
+            # nothing uses either any more, and neither uses the other: closed side by side,
+            # each even when the other fails (the first error is raised)
+            closed = await asyncio.gather(
+                self.provider.aclose(), self.store.aclose(), return_exceptions=True
+            )
             log.info("app_stopped")
+            for outcome in closed:
+                if isinstance(outcome, BaseException):
+                    raise outcome
 
     async def _stop_parts(self, runner: asyncio.Task[None]) -> None:
         """Cancel the long-running parts and wait for them, at most CLOSE_TIMEOUT_S; a part

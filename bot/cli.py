@@ -53,6 +53,13 @@ def add_config_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command ``argv`` names (default: the process's own command line) and return
+    its exit status.
+
+    A command that sets ``exit_now=True`` (``hatchway chat``) has closed everything it owns
+    when its handler returns; run as the process's command (``argv`` None: the ``hatchway``
+    script, ``python -m bot.cli``), the process then ends at once with that status instead of
+    returning, skipping the interpreter's teardown (:mod:`bot.ops.process_exit`)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = cast(Handler | None, getattr(args, "handler", None))
@@ -60,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        return asyncio.run(handler(args))
+        code = asyncio.run(handler(args))
     except ConfigError as exc:
         print(f"hatchway: configuration error: {exc}", file=sys.stderr)
         return 2
@@ -69,6 +76,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    if argv is None and getattr(args, "exit_now", False):
+        from bot.ops.process_exit import exit_now
+
+        exit_now(code)  # returns only when a thread is left to wait for
+    return code
 
 
 if __name__ == "__main__":

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     # Imported when a command runs, not when ``hatchway --help`` builds the command line.
     from bot.config import Settings
+    from bot.providers.deferred import DeferredProvider
 
 
 def register(subparsers: Any) -> None:
@@ -42,7 +44,9 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="write log lines to stderr instead of hatchway-chat.log in the state directory",
     )
-    chat.set_defaults(handler=_chat)
+    # everything is closed when _chat returns: the process ends without the interpreter's
+    # teardown (bot.cli.main, bot.ops.process_exit)
+    chat.set_defaults(handler=_chat, exit_now=True)
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -71,9 +75,20 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 async def _chat(args: argparse.Namespace) -> int:
+    # As for ``hatchway run``: start-up only allocates what lives as long as the process,
+    # so the cyclic collector is off until the provider is built (:func:`_warm_up`).
+    gc.disable()
+    try:
+        return await _converse(args)
+    finally:
+        gc.enable()
+
+
+async def _converse(args: argparse.Namespace) -> int:
     from bot.commands.chat import ChatConsole, Conversation, banner, log_file
     from bot.config import ChannelsConfig
     from bot.ops.logs import configure_logging, open_log_file
+    from bot.providers.factory import defer_provider
 
     settings = _settings(args)
     # The console alone: other configured channels are not started by ``chat``.
@@ -90,19 +105,42 @@ async def _chat(args: argparse.Namespace) -> int:
         except OSError as exc:
             configure_logging("warning", fmt)
             where = f"stderr, warnings only ({path}: {exc.strerror or exc})"
+    # a configuration error (unknown provider, missing key) is raised here, before anything
+    # starts; the SDK is imported and the client built while the app starts and the first
+    # line is read (see _warm_up)
+    provider = defer_provider(console_only)
     # before the app starts: nothing of the conversation can be on the screen yet
     print(banner(settings, log=where), flush=True)
     from bot.app import App
 
-    app = App(console_only)
-    await app.start()
+    app = App(console_only, provider=provider)
+    warming = asyncio.create_task(_warm_up(provider), name="provider-warm")
     drain_s = 0.0
     try:
-        console = app.channels.get("console.main")
-        if not isinstance(console, ChatConsole):
-            raise RuntimeError("hatchway chat needs the console channel")
-        ending = await Conversation(app.gateway, console).run()
-        drain_s = ending.drain_s
-        return ending.code
+        await app.start()
+        try:
+            console = app.channels.get("console.main")
+            if not isinstance(console, ChatConsole):
+                raise RuntimeError("hatchway chat needs the console channel")
+            ending = await Conversation(app.gateway, console).run()
+            drain_s = ending.drain_s
+            return ending.code
+        finally:
+            await app.stop(drain_timeout_s=drain_s)
     finally:
-        await app.stop(drain_timeout_s=drain_s)
+        warming.cancel()
+        await asyncio.gather(warming, return_exceptions=True)
+
+
+async def _warm_up(provider: DeferredProvider) -> None:
+    """Build the provider (its SDK imported on a worker thread), then switch the collector
+    back on with what start-up left alive frozen out of later collections.
+
+    Unlike the daemon (:func:`bot.ops.daemon.settle_memory`) there is no full collection
+    first: it would cost a one-shot ``printf 'hello\n' | hatchway chat`` about 0.1 s for
+    the start-up garbage (a few thousand cyclic objects, a few MB), which stays."""
+    try:
+        await provider.warm()
+    finally:
+        gc.freeze()
+        gc.enable()
