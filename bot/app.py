@@ -50,6 +50,7 @@ from bot.schedules.runner import ScheduleRunner
 from bot.schedules.tools import schedule_tools
 from bot.store import Store
 from bot.tools.builtin import builtin_tools
+from bot.tools.builtin.sandbox import Confinement
 from bot.tools.builtin.scope_changes import announce_scope_changes
 from bot.tools.hooks import ToolHooks
 from bot.tools.receipt import ReceiptSigner
@@ -114,8 +115,10 @@ class App:
         web_app: web.Application | None = None,
         metrics: Metrics | None = None,
         clock: Callable[[], float] = time.time,
+        config_file: Path | None = None,
     ) -> None:
         self.settings = with_default_channel(settings, given=bool(channels))
+        self._config_file = config_file  # hidden from shell's sandbox with the state
         self._clock = clock  # wall clock of the scheduler (tests control it)
         self.metrics = metrics
         self._given_provider = provider
@@ -219,6 +222,7 @@ class App:
             store=self.store,
             outbox=outbox,
             workspace=workspace_root(settings),
+            confinement=Confinement.of(settings, config_file=self._config_file),
         )
         if settings.schedules.enabled:
             tools += schedule_tools(self.schedule_book, allows=outbox.allows, clock=self._clock)

@@ -42,4 +42,6 @@ class ChannelCommon(ConfigModel):
     ignore_other_bots: bool = True
     reactions_for_approval: bool = False
     excluded_tools: list[str] = Field(default_factory=list)
+    #: ``shell``'s network in this channel (``none`` or ``host``); unset: tools.shell.network.
+    shell_network: Literal["none", "host"] | None = None
     approval: ApprovalOverride = Field(default_factory=ApprovalOverride)

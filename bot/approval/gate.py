@@ -106,7 +106,8 @@ class ApprovalRequest:
     :class:`~bot.turn.TurnIdentity`, shared, not copied). ``arguments`` are already stripped
     of any ``approved`` marker the model wrote. ``about`` is what a third-party tool says it
     does (already sanitised and marked with its source), shown to an approver; empty for the
-    daemon's own tools."""
+    daemon's own tools. ``notes`` are the tool's lines on how this call would run (shown
+    below the arguments)."""
 
     tool: str
     arguments: Mapping[str, object]
@@ -114,6 +115,7 @@ class ApprovalRequest:
     turn: TurnIdentity
     requires_approval: bool
     about: str = ""
+    notes: tuple[str, ...] = ()
     _fingerprint: str = field(default="", init=False, repr=False, compare=False)
 
     @property

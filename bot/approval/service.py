@@ -113,7 +113,7 @@ class ApprovalService:
             await self._store.audit.append(
                 audit.entry_for_request(
                     request,
-                    describe(request.arguments).lines,
+                    describe(request.arguments, notes=request.notes).lines,
                     at=self._clock(),
                     decision=Decision.POLICY_ALLOWED if allowed else Decision.POLICY_DENIED,
                     decided_by=reasons.RUNTIME,
@@ -127,7 +127,9 @@ class ApprovalService:
         asked = AskedCall(
             request=request,
             policy=self._policy.for_channel(request.turn.envelope.channel),
-            view=describe(request.arguments),  # once: the card or prompt and the audit row
+            view=describe(
+                request.arguments, notes=request.notes
+            ),  # once: the card or prompt and the audit row
             why=_why(request),
         )
         handler = await self._handler(asked)

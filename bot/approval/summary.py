@@ -106,8 +106,9 @@ def _full_line(shown: _Shown) -> str:
     return f"{visible(shown.key)}: {visible_lines(shown.text)}{note}"
 
 
-def describe(arguments: Mapping[str, object]) -> ArgumentView:
-    """The summary and the full view of ``arguments`` (see the module contract)."""
+def describe(arguments: Mapping[str, object], *, notes: tuple[str, ...] = ()) -> ArgumentView:
+    """The summary and the full view of ``arguments`` (see the module contract), each
+    followed by the tool's ``notes`` (written by this program, shown escaped all the same)."""
     shown = {str(k): _shown(str(k), v) for k, v in arguments.items()}
     first = [k for k in PRIORITY_KEYS if k in shown]
     keys = first + sorted(k for k in shown if k not in first)
@@ -122,7 +123,10 @@ def describe(arguments: Mapping[str, object]) -> ArgumentView:
     if not lines:
         lines.append("(no arguments)")
     full = "\n".join(_full_line(shown[key]) for key in keys) or "(no arguments)"
-    return ArgumentView(lines=tuple(lines), full=full, cut=cut)
+    shown_notes = tuple(visible(note) for note in notes)
+    if shown_notes:
+        full = "\n".join((full, *shown_notes))
+    return ArgumentView(lines=(*lines, *shown_notes), full=full, cut=cut)
 
 
 def summary_json(lines: tuple[str, ...]) -> str:

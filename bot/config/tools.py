@@ -43,7 +43,8 @@ class ShellToolConfig(ConfigModel):
     without it); ``none`` never uses it. ``network`` is the default of every channel
     (``shell_network`` of a channel overrides it); it needs the sandbox to mean ``none``.
     ``hidden_paths`` are hidden from sandboxed commands besides the daemon's own files. The
-    ``max_*`` limits apply to each process of a call (0: no limit); see docs/tools.md.
+    ``max_*`` limits apply to every call, sandboxed or not (``max_processes`` only in the
+    sandbox), each process of it (0: no limit); see docs/tools.md.
     """
 
     enabled: bool = True
@@ -54,10 +55,10 @@ class ShellToolConfig(ConfigModel):
     sandbox: ShellSandbox = "auto"
     network: ShellNetwork = "none"
     hidden_paths: list[str] = Field(default_factory=lambda: ["/etc/hatchway"])
-    max_cpu_s: int = Field(default=30, ge=0)
-    max_memory_mb: int = Field(default=2048, ge=0)
+    max_cpu_s: int = Field(default=60, ge=0)
+    max_memory_mb: int = Field(default=4096, ge=0)
     max_open_files: int = Field(default=1024, ge=0)
-    max_processes: int = Field(default=128, ge=0)
+    max_processes: int = Field(default=256, ge=0)
     max_file_mb: int = Field(default=1024, ge=0)
 
     @model_validator(mode="after")

@@ -184,7 +184,13 @@ class Daemon:
     async def _lifecycle(self) -> int:
         deferred = defer_provider(self.settings)
         provider = MeteredProvider(deferred, self.metrics)
-        app = App(self.settings, provider=provider, web_app=self.server.app, metrics=self.metrics)
+        app = App(
+            self.settings,
+            provider=provider,
+            web_app=self.server.app,
+            metrics=self.metrics,
+            config_file=self.options.config_path,
+        )
         routes = HealthRoutes(app, self.metrics)
         add_health_routes(self.server.app, routes)
         own_routes = len(self.server.app.router.routes())

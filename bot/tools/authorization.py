@@ -51,6 +51,7 @@ def approval_request(
         turn=context.turn,
         requires_approval=needs_approval(spec, arguments, context),
         about=spec.description if spec.origin else "",
+        notes=spec.approval_notes(arguments, context) if spec.approval_notes else (),
     )
 
 

@@ -95,6 +95,10 @@ ApprovalCheck = Callable[[Mapping[str, object], ToolContext], bool]
 """Per-call refinement of ``requires_approval``: returns whether *this* call needs a yes
 (e.g. ``send_message`` only when the target is another conversation)."""
 
+ApprovalNotes = Callable[[Mapping[str, object], ToolContext], tuple[str, ...]]
+"""Lines an approver reads below a call's arguments: how *this* call would run that its
+arguments do not show (``shell``: that it may reach the network)."""
+
 
 def _default_requires_approval() -> bool:
     return True
@@ -113,6 +117,7 @@ class ToolSpec:
     ``approval_check``, when set, decides per call whether approval is needed.
     ``origin`` names who wrote the name, description and schema when it was not this program
     (``"MCP server docs"``); an approver is shown the description of such a tool.
+    ``approval_notes``, when set, gives the lines an approver reads below the arguments.
     """
 
     name: str
@@ -130,3 +135,4 @@ class ToolSpec:
     path_arguments: tuple[str, ...] = ()
     approval_check: ApprovalCheck | None = None
     origin: str = ""
+    approval_notes: ApprovalNotes | None = None

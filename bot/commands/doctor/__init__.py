@@ -14,7 +14,8 @@ command's driver and the one place that orders the checks; each area is its own 
    (a missing file only needs a writable directory) (:mod:`.database`);
    It never applies migrations: pending ones are a ``⚠`` line, a schema newer than this
    version a failure;
-5. the tool workspace directory is writable (:mod:`.workspace`);
+5. the tool workspace directory is writable (:mod:`.workspace`), and ``shell`` commands
+   will run under bubblewrap as ``tools.shell.sandbox`` asks (:mod:`.sandbox`);
 6. people can talk to the bot on each channel (:mod:`.access`) and approvals can succeed
    there (:mod:`bot.approval.findings`): each finding is a ``⚠`` line with its fix, which
    does not change the exit status.
@@ -43,6 +44,7 @@ from bot.commands.doctor.database import database_check
 from bot.commands.doctor.endpoint import open_session
 from bot.commands.doctor.provider import provider_check
 from bot.commands.doctor.report import CheckResult, Outcome
+from bot.commands.doctor.sandbox import sandbox_check
 from bot.commands.doctor.workspace import workspace_check
 from bot.errors import HatchwayError
 
@@ -97,6 +99,7 @@ async def run_checks(settings: Settings) -> list[CheckResult]:
     workspace = Path(settings.state_dir) / settings.tools.workspace.path
     ok, detail, fix = workspace_check(workspace)
     emit(CheckResult(name="workspace", ok=ok, detail=detail, fix=fix))
+    emit(sandbox_check(settings.tools.shell))
     for access in access_findings(settings):
         emit(access)
     from bot.approval.findings import approval_findings

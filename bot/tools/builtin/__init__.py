@@ -18,6 +18,7 @@ from bot.tools.builtin.file_reading import file_list_tool, file_read_tool, file_
 from bot.tools.builtin.file_writing import file_edit_tool, file_write_tool
 from bot.tools.builtin.memory import memory_recall_tool, memory_store_tool
 from bot.tools.builtin.messaging import Outbox, send_message_tool
+from bot.tools.builtin.sandbox import Confinement
 from bot.tools.builtin.shell import shell_tool
 from bot.tools.builtin.workspace import Workspace
 from bot.tools.spec import ToolSpec
@@ -26,15 +27,22 @@ __all__ = ["Outbox", "builtin_tools"]
 
 
 def builtin_tools(
-    tools_config: ToolsConfig, *, store: Store, outbox: Outbox | None, workspace: Path
+    tools_config: ToolsConfig,
+    *,
+    store: Store,
+    outbox: Outbox | None,
+    workspace: Path,
+    confinement: Confinement | None = None,
 ) -> list[ToolSpec]:
     """Every enabled built-in, in a stable order.
 
     ``workspace`` is the resolved workspace root (the daemon resolves
     ``tools.workspace.path`` against its state directory); it is created if missing, and
     each call works in its ``tools.workspace.scope`` folder under it.
-    ``send_message`` is included only with an ``outbox``. A bad ``tools.shell.deny_patterns``
-    regex raises ``ConfigError``.
+    ``send_message`` is included only with an ``outbox``. ``confinement`` names the daemon's
+    files that ``shell``'s sandbox hides and the channels' network modes. A bad
+    ``tools.shell.deny_patterns`` regex, or ``tools.shell.sandbox = "bwrap"`` where
+    bubblewrap cannot run, raises ``ConfigError``.
     """
     workspace.mkdir(mode=0o700, parents=True, exist_ok=True)
     ws = Workspace(
@@ -53,7 +61,7 @@ def builtin_tools(
             file_edit_tool(ws, files),
         ]
     if tools_config.shell.enabled:
-        tools.append(shell_tool(ws, tools_config.shell))
+        tools.append(shell_tool(ws, tools_config.shell, confinement=confinement))
     if tools_config.http_fetch.enabled:
         # aiohttp is imported with the tool that needs it, not with this package (whose
         # helper modules, e.g. ``arguments``, are imported by every tool module).

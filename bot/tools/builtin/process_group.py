@@ -4,7 +4,12 @@ itself exits while background children are still alive.
 
 The command runs in a new session, so its process group id is its pid and every descendant
 that does not start its own session is in that group. A descendant that calls ``setsid`` leaves
-the group and is out of reach; only an OS sandbox (cgroups, containers) closes that gap.
+the group and is out of reach here; the sandbox closes that gap (``wrapper`` is then the
+bubblewrap command line, :mod:`bot.tools.builtin.sandbox`: the group is bubblewrap, and when
+it ends, its PID namespace and every process in it end too).
+
+Output is bounded while it is read (:class:`OutputCapture` keeps a head and a tail), whatever
+the command writes.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,15 +134,19 @@ async def run_command(
     timeout_s: float,
     max_output_bytes: int,
     grace_s: float = 2.0,
+    wrapper: Sequence[str] = (),
 ) -> CommandResult:
-    """Run ``command`` with ``/bin/sh -c`` in ``cwd``; stdin is empty, stderr joins stdout.
+    """Run ``command`` with ``/bin/sh -c`` in ``cwd``, behind ``wrapper`` (programs that set
+    things up and then run the rest of their arguments: the sandbox, the limits); stdin is
+    empty, stderr joins stdout.
 
     Returns when the command exited (its leftover background processes are terminated) or
     when ``timeout_s`` passed (the whole group is terminated, ``timed_out`` is set). On
     cancellation the group is terminated and ``CancelledError`` propagates.
     """
     started = time.monotonic()
-    proc = await _spawn(command, cwd=cwd, env=env, grace_s=grace_s)
+    argv = [*wrapper, "/bin/sh", "-c", command]
+    proc = await _spawn(argv, cwd=cwd, env=env, grace_s=grace_s)
     pgid = proc.pid
     stdout = proc.stdout
     assert stdout is not None
@@ -195,9 +204,9 @@ async def run_command(
 
 
 async def _spawn(
-    command: str, *, cwd: Path, env: Mapping[str, str], grace_s: float
+    argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], grace_s: float
 ) -> asyncio.subprocess.Process:
-    """Start ``command`` in a new session; a cancellation while it starts still ends it.
+    """Start ``argv`` in a new session; a cancellation while it starts still ends it.
 
     asyncio's spawn awaits the pipes after the process exists, and when cancelled there it
     kills only the shell, not what the shell already started in the background (seen on a
@@ -205,9 +214,7 @@ async def _spawn(
     start waits for it and terminates the whole group before ``CancelledError`` goes on."""
     spawning = asyncio.ensure_future(
         asyncio.create_subprocess_exec(
-            "/bin/sh",
-            "-c",
-            command,
+            *argv,
             cwd=cwd,
             env=dict(env),
             stdin=asyncio.subprocess.DEVNULL,

@@ -1,5 +1,6 @@
-"""``shell`` with real processes: output, caps, deny list, the allow-listed environment, and
-the process group killed whole on timeout and on cancellation."""
+"""``shell`` with real processes and no sandbox (``sandbox = "none"``, the behaviour before
+it existed): output, caps, deny list, the allow-listed environment, and the process group
+killed whole on timeout and on cancellation."""
 
 from __future__ import annotations
 
@@ -74,7 +75,13 @@ def make_shell(
     environ: Mapping[str, str] | None = None,
     **cfg: object,
 ) -> ToolSpec:
-    return shell_tool(workspace, ShellToolConfig.model_validate(cfg), environ=environ, grace_s=0.3)
+    """``shell`` without the sandbox unless ``sandbox`` is given: these tests follow the
+    command's processes by pid, which a sandbox's own PID namespace renumbers
+    (tests/tools/builtin/test_shell_sandbox.py runs the same checks under bubblewrap)."""
+    settings = {"sandbox": "none", **cfg}
+    return shell_tool(
+        workspace, ShellToolConfig.model_validate(settings), environ=environ, grace_s=0.3
+    )
 
 
 def test_policy_fields(workspace: Workspace) -> None:

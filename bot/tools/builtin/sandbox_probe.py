@@ -1,0 +1,117 @@
+"""Whether bubblewrap works here, and which sandbox ``shell`` runs under.
+
+The probe runs ``bwrap`` once with the namespaces and mounts every call uses, around
+``true``, and is cached for the life of the process (a reload does not probe again). It fails
+when the program is missing, or when the kernel or the service's own sandbox refuses what it
+needs (user namespaces, mounts): the reason is bubblewrap's own message.
+
+:func:`choose_sandbox` applies ``tools.shell.sandbox``: ``none`` never probes; ``auto`` uses
+bubblewrap when the probe passes and otherwise logs ``shell_sandbox_unavailable`` (a
+warning naming the package and the setting) and runs commands as before; ``bwrap`` raises
+:class:`~bot.errors.ConfigError` when the probe fails, so the daemon does not start (or a
+reload is refused) without the sandbox it was told to use. ``hatchway doctor`` reports the
+same probe (:mod:`bot.commands.doctor.sandbox`).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+from bot.config import ShellToolConfig
+from bot.errors import ConfigError
+from bot.tools.builtin.sandbox import BwrapSandbox, namespace_options
+
+log = structlog.get_logger(__name__)
+
+PROBE_TIMEOUT_S = 10.0
+INSTALL_HINT = "apt-get install bubblewrap (the Debian package bubblewrap)"
+NONE_SETTING = 'tools.shell.sandbox = "none"'
+ROOT_NPROC = "the kernel does not apply the process limit (tools.shell.max_processes) to root"
+ROOT_NPROC_FIX = "run the daemon as its service user"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BwrapStatus:
+    """The probe's answer: ``problem`` is empty when bubblewrap works (``version`` says
+    which), else it says why not."""
+
+    program: str
+    version: str = ""
+    problem: str = ""
+
+    @property
+    def works(self) -> bool:
+        return not self.problem
+
+
+def bwrap_status(program: str = "bwrap") -> BwrapStatus:
+    """The cached probe of ``program`` (a name looked up on ``PATH``, or a path)."""
+    found = shutil.which(program)
+    if found is None:
+        return BwrapStatus(program=program, problem=f"{program} is not installed")
+    return _probe(found)
+
+
+@functools.cache
+def _probe(executable: str) -> BwrapStatus:
+    command = [
+        executable,
+        *namespace_options(network="none"),
+        *("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"),
+        "--",
+        "true",
+    ]
+    try:
+        ran = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+        version = subprocess.run(
+            [executable, "--version"], capture_output=True, text=True, timeout=5, check=False
+        ).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return BwrapStatus(program=executable, problem=f"{executable} cannot be run: {exc}")
+    if ran.returncode != 0:
+        said = " ".join(ran.stderr.split()) or f"exit status {ran.returncode}"
+        return BwrapStatus(program=executable, version=version, problem=f"{executable}: {said}")
+    return BwrapStatus(program=executable, version=version)
+
+
+def choose_sandbox(
+    cfg: ShellToolConfig, *, hidden: tuple[Path, ...], bwrap: str = "bwrap"
+) -> BwrapSandbox | None:
+    """The sandbox every call of a ``shell`` built from ``cfg`` runs under (None: none);
+    see the module docstring for the three settings."""
+    if cfg.sandbox == "none":
+        return None
+    status = bwrap_status(bwrap)
+    if not status.works:
+        if cfg.sandbox == "bwrap":
+            raise ConfigError(
+                f'tools.shell.sandbox = "bwrap", but bubblewrap cannot run here '
+                f"({status.problem}); install it ({INSTALL_HINT}), or set {NONE_SETTING} to run "
+                "commands without it"
+            )
+        log.warning(
+            "shell_sandbox_unavailable",
+            problem=status.problem,
+            effect="shell commands run without a sandbox: they see the daemon's files and "
+            "the network",
+            fix=f"{INSTALL_HINT}; or set {NONE_SETTING} to run without it on purpose",
+        )
+        return None
+    if cfg.max_processes and os.geteuid() == 0:
+        log.warning("shell_process_limit_not_applied", reason=ROOT_NPROC, fix=ROOT_NPROC_FIX)
+    tmp_bytes = cfg.max_file_mb * 1024 * 1024
+    return BwrapSandbox(executable=status.program, hidden=hidden, tmp_bytes=tmp_bytes)
