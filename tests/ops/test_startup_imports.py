@@ -56,3 +56,16 @@ def test_turn_libraries_load_after_ready_and_the_collector_comes_back_on() -> No
         "after ['jsonschema', 'httpx2', 'openai'] True True",
         "stopped True",
     ]
+
+
+def test_the_composition_root_leaves_the_metrics_client_to_the_daemon() -> None:
+    """``hatchway chat`` builds an App without metrics: the Prometheus client (and the
+    ``http.server`` it brings) is not loaded with ``bot.app``, only with the daemon."""
+    probe = (
+        "import sys, bot.app; print('prometheus_client' in sys.modules); "
+        "import bot.ops.daemon; print('prometheus_client' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert done.stdout.split() == ["False", "True"]
