@@ -14,7 +14,8 @@ Per run, from spawning the process:
 * **exit**: to its exit (``wait4``), the figure a shell user waits for;
 * **answer**: to the first byte of its first output line that the warm-up run (empty input,
   so no answer) did not print: piped output shows the answer whole, so this is also its end;
-* **peak RSS** of the child (``ru_maxrss`` from ``wait4``) and its **CPU** (user + system).
+* **peak RSS** of the child (``ru_maxrss`` from ``wait4``) and its **CPU** (user + system);
+* **stop**: ``App.stop`` as the chat's log tells it, from ``app_stopping`` to ``app_stopped``.
 
 ``--before DIR`` also runs the same command from another checkout (``PYTHONPATH=DIR``, e.g. a
 ``git worktree`` of the commit before a change), interleaved with this tree and the order
@@ -35,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
 import subprocess
@@ -42,6 +44,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from bench.machine import describe_machine
 
@@ -106,7 +109,13 @@ class Tree:
     workdir: Path
     banner: set[str] = field(default_factory=set)
     figures: dict[str, list[float]] = field(
-        default_factory=lambda: {"exit_s": [], "answer_s": [], "peak_rss_mb": [], "cpu_s": []}
+        default_factory=lambda: {
+            "exit_s": [],
+            "answer_s": [],
+            "peak_rss_mb": [],
+            "cpu_s": [],
+            "stop_s": [],
+        }
     )
 
     def environ(self) -> dict[str, str]:
@@ -177,6 +186,17 @@ def measure(tree: Tree) -> None:
     tree.figures["answer_s"].append(answer[0])
     tree.figures["peak_rss_mb"].append(run.peak_rss_mb)
     tree.figures["cpu_s"].append(run.cpu_s)
+    tree.figures["stop_s"].append(stop_s(tree.workdir / "state" / "hatchway-chat.log"))
+
+
+def stop_s(log: Path) -> float:
+    """The last ``App.stop`` in the chat's log: ``app_stopping`` to ``app_stopped``."""
+    at: dict[str, datetime] = {}
+    for line in log.read_text(encoding="utf-8").splitlines():
+        event = json.loads(line)
+        if event["event"] in ("app_stopping", "app_stopped"):
+            at[event["event"]] = datetime.fromisoformat(event["timestamp"])
+    return (at["app_stopped"] - at["app_stopping"]).total_seconds()
 
 
 def compile_bytecode(path: Path) -> None:
@@ -209,7 +229,8 @@ def main(args: argparse.Namespace) -> None:
         f"{args.repeat} interleaved rounds:"
     )
     print(f"  {'':<14}" + "".join(f"{tree.label:>28}" for tree in trees))
-    for key, unit in (("exit_s", "s"), ("answer_s", "s"), ("peak_rss_mb", "MB"), ("cpu_s", "s")):
+    units = {"exit_s": "s", "answer_s": "s", "peak_rss_mb": "MB", "cpu_s": "s", "stop_s": "s"}
+    for key, unit in units.items():
         cells = []
         for tree in trees:
             values = tree.figures[key]
