@@ -19,7 +19,8 @@ Per run, from spawning the process:
 
 ``--before DIR`` also runs the same command from another checkout (``PYTHONPATH=DIR``, e.g. a
 ``git worktree`` of the commit before a change), interleaved with this tree and the order
-alternated each round; both columns are printed side by side. Both trees are byte-compiled
+alternated each round; the columns are printed side by side. Give it more than once to
+compare several checkouts (each column is then named by its folder). Both trees are byte-compiled
 first, as ``pip install`` does for an installed package. Medians of ``--repeat`` rounds.
 
     python bench/oneshot.py [--repeat 9] [--before /tmp/before-tree]
@@ -214,15 +215,16 @@ def main(args: argparse.Namespace) -> None:
     print(describe_machine())
     with tempfile.TemporaryDirectory() as tmp, LlmProcess() as llm_url:
         trees = [Tree(label="this tree", path=ROOT, workdir=Path(tmp) / "this")]
-        if args.before:
-            before = Path(args.before).resolve()
-            trees.append(Tree(label="before", path=before, workdir=Path(tmp) / "before"))
+        for index, other in enumerate(args.before):
+            path = Path(other).resolve()
+            label = "before" if len(args.before) == 1 else path.name
+            trees.append(Tree(label=label, path=path, workdir=Path(tmp) / f"before{index}"))
         for tree in trees:
             compile_bytecode(tree.path)
             write_config(tree.workdir, llm_url)
             tree.banner = {line for _, line in chat_run(tree, b"").lines}
         for round_ in range(args.repeat):
-            for tree in trees if round_ % 2 == 0 else trees[::-1]:
+            for tree in trees if round_ % 2 == 0 else trees[::-1]:  # order alternated
                 measure(tree)
     print(
         f"printf 'hello\\n' | hatchway chat, OpenAI-compatible fake; median (min-max) of "
@@ -243,7 +245,12 @@ def main(args: argparse.Namespace) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=9, help="rounds (each tree once a round)")
-    parser.add_argument("--before", help="another checkout to run side by side (PYTHONPATH)")
+    parser.add_argument(
+        "--before",
+        action="append",
+        default=[],
+        help="another checkout to run side by side (PYTHONPATH); may be repeated",
+    )
     parser.add_argument("--serve-llm", action="store_true", help=argparse.SUPPRESS)
     parsed = parser.parse_args()
     if parsed.serve_llm:
