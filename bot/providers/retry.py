@@ -8,11 +8,14 @@ asked us to wait. :class:`Retrier` runs attempts until one succeeds, a failure i
 and safe to show a user: no keys, no response bodies. The wait between attempts is
 :class:`bot.backoff.BackoffPolicy`'s, unless the server named one.
 
-An attempt may also let its vendor SDK's errors escape: the ``openai`` and ``anthropic`` SDKs
-are generated from one template and raise the same tree (:class:`SdkErrors`), which
-:meth:`Retrier.run` maps to :class:`AttemptFailed` the same way for both (timeout, connection,
-HTTP status, unreadable reply, error inside a stream), as it does raw transport errors and a
-body that is not JSON. Only an HTTP status is read by the provider itself (``status``).
+An attempt may also let its vendor SDK's errors escape: the ``anthropic`` SDK (and the
+``openai`` one, generated from the same template) raises one tree (:class:`SdkErrors`), which
+:meth:`Retrier.run` maps to :class:`AttemptFailed` (timeout, connection, HTTP status,
+unreadable reply, error inside a stream), as it does raw transport errors and a body that is
+not JSON. Only an HTTP status is read by the provider itself (``status``). A provider on a
+client of its own (:mod:`bot.providers.chat_client`) maps its transport's errors with the
+same functions (:func:`timeout_failure`, :func:`connection_lost`,
+:meth:`Retrier.status_failure`, …), so the messages and the ladder are the same.
 
 A streamed attempt that dies half-way is retried from the start; nothing partial is returned,
 and :class:`~bot.providers.draft_stream.DraftStream` keeps the user's draft coherent.
@@ -27,7 +30,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import structlog
 
@@ -37,11 +40,6 @@ from bot.providers.base import StreamSink
 from bot.providers.draft_stream import DraftStream
 from bot.providers.endpoint import shown_url
 from bot.scrub import scrub_text
-
-if TYPE_CHECKING:
-    # Imported with the vendor SDK, after READY (:mod:`bot.providers.deferred`), not with
-    # this module, which the daemon loads before it.
-    import httpx2
 
 log = structlog.get_logger(__name__)
 
@@ -157,17 +155,39 @@ def timeout_failure(provider: str, timeout_s: float) -> AttemptFailed:
 
 
 def connection_failure(provider: str, exc: BaseException) -> AttemptFailed:
+    """No answer because of the connection, read from an SDK's or httpx's error: see
+    :func:`connection_lost`."""
+    return connection_lost(provider, _request_url(exc), never_connected=_never_connected(exc))
+
+
+def connection_lost(provider: str, url: str, *, never_connected: bool) -> AttemptFailed:
     """No answer because of the connection: none could be made (the one line a user needs:
-    where, whether the server runs, what to run), or it was cut mid-reply. The URL is the
-    one the request went to, without credentials or query (:func:`shown_url`)."""
-    url = _request_url(exc)
+    where, whether the server runs, what to run), or it was cut mid-reply. ``url`` is the
+    one the request went to, without credentials or query (:func:`shown_url`), or ``""``."""
     where = f"{provider} at {url}" if url else provider
-    if _never_connected(exc):
+    if never_connected:
         return AttemptFailed(
             f"cannot reach {where}: is the server running? Run `hatchway doctor` to check",
             retryable=True,
         )
     return AttemptFailed(f"lost the connection to {where} mid-reply", retryable=True)
+
+
+def not_json_failure(provider: str) -> AttemptFailed:
+    """A 200 whose body (or an SSE data line) is not JSON: garbled in transit or by a proxy.
+    Retried like a cut stream."""
+    return AttemptFailed(f"{provider} sent a reply that is not valid JSON", retryable=True)
+
+
+def unreadable_failure(provider: str) -> AttemptFailed:
+    """JSON that is not the shape of a reply (not retried: the same server sends it again)."""
+    return AttemptFailed(f"{provider} sent a reply we cannot read", retryable=False)
+
+
+def stream_error_failure(provider: str, error_type: str) -> AttemptFailed:
+    """An error event inside a stream that had begun."""
+    log.warning("provider_stream_error", provider=provider, error_type=error_type)
+    return AttemptFailed(f"{provider} reported an error mid-reply", retryable=True)
 
 
 def _request_url(exc: BaseException) -> str:
@@ -202,10 +222,9 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return seen
 
 
-def transport_failure(
-    exc: httpx2.TransportError, *, provider: str, timeout_s: float
-) -> AttemptFailed:
-    """A raw transport error that escaped the SDK (e.g. a stream cut while being read)."""
+def transport_failure(exc: Exception, *, provider: str, timeout_s: float) -> AttemptFailed:
+    """A raw transport error (an ``httpx2.TransportError``) that escaped the SDK (e.g. a
+    stream cut while being read)."""
     import httpx2
 
     if isinstance(exc, httpx2.TimeoutException):
@@ -240,20 +259,26 @@ class Retrier:
         attempt: Callable[[StreamSink | None], Awaitable[T]],
         stream: StreamSink | None,
         *,
-        sdk: SdkErrors,
-        status: Callable[[Any], AttemptFailed],
+        sdk: SdkErrors | None = None,
+        status: Callable[[Any], AttemptFailed] | None = None,
         timeout_s: float,
     ) -> T:
         """Call ``attempt`` until it returns; its argument is the sink for that attempt.
 
-        ``sdk`` names the errors the attempt's SDK raises; ``status`` turns one of its
+        ``sdk`` names the errors the attempt's SDK raises (none for an attempt that raises only
+        :class:`AttemptFailed` and ``json.JSONDecodeError``); ``status`` turns one of its
         ``sdk.status`` errors into a failure (usually with :meth:`status_failure`);
         ``timeout_s`` is the attempt's timeout, for messages. Raises :class:`ProviderError` /
         :class:`ProviderTimeout` when giving up. ``CancelledError`` propagates at once.
         """
-        # Imported with the vendor SDK (see the TYPE_CHECKING import above): loaded by now.
-        import httpx2
+        sdk_errors: tuple[type[Exception], ...] = ()
+        transport_errors: tuple[type[Exception], ...] = ()
+        if sdk is not None:
+            # Imported with the vendor SDK (after READY: :mod:`bot.providers.deferred`), not
+            # with this module, which the daemon loads before it: loaded by now.
+            import httpx2
 
+            sdk_errors, transport_errors = (sdk.api,), (httpx2.TransportError,)
         draft = DraftStream(stream) if stream is not None else None
         retries = 0
         while True:
@@ -262,14 +287,12 @@ class Retrier:
             except AttemptFailed as exc:
                 failure = exc
             except json.JSONDecodeError:
-                # A 200 whose body (or an SSE data line) is not JSON: garbled in transit or by
-                # a proxy. Every SDK lets this escape; it is retried like a cut stream.
-                failure = AttemptFailed(
-                    f"{self.provider} sent a reply that is not valid JSON", retryable=True
-                )
-            except sdk.api as exc:
+                # Every SDK lets this escape (see not_json_failure).
+                failure = not_json_failure(self.provider)
+            except sdk_errors as exc:
+                assert sdk is not None
                 failure = self._sdk_failure(exc, sdk, status, timeout_s)
-            except httpx2.TransportError as exc:
+            except transport_errors as exc:
                 # a raw transport error that escaped the SDK (a stream cut while being read)
                 failure = transport_failure(exc, provider=self.provider, timeout_s=timeout_s)
             if not failure.retryable or retries >= self.policy.max_retries:
@@ -315,7 +338,7 @@ class Retrier:
         self,
         exc: Exception,
         sdk: SdkErrors,
-        status: Callable[[Any], AttemptFailed],
+        status: Callable[[Any], AttemptFailed] | None,
         timeout_s: float,
     ) -> AttemptFailed:
         if isinstance(exc, sdk.timeout):
@@ -323,11 +346,11 @@ class Retrier:
         if isinstance(exc, sdk.connection):
             return connection_failure(self.provider, exc)
         if isinstance(exc, sdk.status):
+            assert status is not None, "an SDK's status errors need the provider's reading"
             return status(exc)
         if isinstance(exc, sdk.unreadable):
-            return AttemptFailed(f"{self.provider} sent a reply we cannot read", retryable=False)
-        log.warning("provider_stream_error", provider=self.provider, error_type=type(exc).__name__)
-        return AttemptFailed(f"{self.provider} reported an error mid-reply", retryable=True)
+            return unreadable_failure(self.provider)
+        return stream_error_failure(self.provider, type(exc).__name__)
 
     def _delay(self, failure: AttemptFailed, retry_index: int) -> float:
         if failure.retry_after_s is not None:

@@ -60,9 +60,9 @@ def test_the_sdk_is_imported_by_warm_not_by_deferring() -> None:
             "providers": {"local": {"base_url": "http://127.0.0.1:9/v1", "model": "m"}},
         })
         provider = defer_provider(settings, environ={})
-        print("before", "openai" in sys.modules, provider.built)
+        print("before", "bot.providers.openai_compat" in sys.modules, provider.built)
         asyncio.run(provider.warm())
-        print("after", "openai" in sys.modules, provider.built)
+        print("after", "bot.providers.openai_compat" in sys.modules, provider.built)
         """
     )
     done = subprocess.run(

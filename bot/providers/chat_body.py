@@ -1,0 +1,173 @@
+"""The Chat Completions request body, encoded to bytes with each tool list's schemas encoded once.
+
+A turn offers the model the same tools on every request (a registry's definitions are one
+tuple for the daemon's lifetime), and their JSON schemas are most of a request's size: about
+10 KB for the built-in tools against a few hundred bytes of history in a new conversation.
+:class:`ToolSchemas` encodes each :class:`~bot.providers.base.ToolDefinition` once and each
+tuple of them once, and :func:`request_body` splices those bytes into the JSON of the rest
+of the body, which is encoded per request. A definition's ``parameters`` must not change
+after it was first sent (registries and the MCP catalog build new definitions instead).
+
+The JSON is the OpenAI SDK's: compact separators, non-ASCII characters as they are, no NaN.
+Text that UTF-8 cannot encode (a lone surrogate) is sent as ``\\u`` escapes instead of
+failing the request.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from bot.config import ProviderConfig
+from bot.providers.base import ChatMessage, CompletionRequest, ToolDefinition
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+
+#: Definitions and tuples kept encoded per provider; past this, the cache starts again.
+MAX_CACHED = 512
+
+
+def to_openai_messages(system: str, messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
+    """Our history as Chat Completions messages: the system prompt first, assistant tool calls
+    as ``tool_calls``, each result as a ``tool`` message keyed by ``tool_call_id``."""
+    out: list[dict[str, Any]] = []
+    if system:
+        out.append({"role": "system", "content": system})
+    for message in messages:
+        if message.role == "tool":
+            out.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": message.tool_call_id or "",
+                    "content": message.content,
+                }
+            )
+        elif message.role == "assistant" and message.tool_calls:
+            out.append(
+                {
+                    "role": "assistant",
+                    "content": message.content or None,
+                    "tool_calls": [
+                        {
+                            "id": call.id,
+                            "type": "function",
+                            "function": {
+                                "name": call.name,
+                                "arguments": call.arguments or "{}",
+                            },
+                        }
+                        for call in message.tool_calls
+                    ],
+                }
+            )
+        else:
+            out.append({"role": message.role, "content": message.content})
+    return out
+
+
+def tool_json(tool: ToolDefinition) -> dict[str, Any]:
+    """One tool as the API's ``tools`` array holds it."""
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": dict(tool.parameters),
+        },
+    }
+
+
+def completion_params(config: ProviderConfig, request: CompletionRequest) -> dict[str, Any]:
+    """The Chat Completions request body (minus ``stream``) for ``request``, as a dict.
+
+    OpenAI's own API gets ``max_completion_tokens`` (its reasoning models refuse
+    ``max_tokens``); compatible servers get the ``max_tokens`` they all understand.
+    """
+    params = _params_without_tools(config, request)
+    if request.tools:
+        params["tools"] = [tool_json(tool) for tool in request.tools]
+    return params
+
+
+def _params_without_tools(config: ProviderConfig, request: CompletionRequest) -> dict[str, Any]:
+    official = config.base_url is None or "api.openai.com" in config.base_url
+    params: dict[str, Any] = {
+        "model": config.model,
+        "messages": to_openai_messages(request.system, request.messages),
+        "max_completion_tokens" if official else "max_tokens": (
+            request.max_tokens or config.max_tokens
+        ),
+    }
+    if request.response_schema is not None:
+        params["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "reply", "schema": dict(request.response_schema)},
+        }
+    if config.temperature is not None:
+        params["temperature"] = config.temperature
+    return params
+
+
+class ToolSchemas:
+    """Encoded ``tools`` arrays, each definition and each tuple of them encoded once.
+
+    Entries are keyed by object identity and keep their object alive, so an identity is never
+    reused while it is cached. A list is encoded from its definitions' cached JSON each time
+    (it may change); a tuple is cached whole.
+    """
+
+    def __init__(self) -> None:
+        self._tuples: dict[int, tuple[Sequence[ToolDefinition], str]] = {}
+        self._each: dict[int, tuple[ToolDefinition, str]] = {}
+
+    def array(self, tools: Sequence[ToolDefinition]) -> str:
+        """The JSON text of the ``tools`` array for ``tools``."""
+        cached = self._tuples.get(id(tools))
+        if cached is not None and cached[0] is tools:
+            return cached[1]
+        text = "[" + ",".join([self._one(tool) for tool in tools]) + "]"
+        if isinstance(tools, tuple):
+            if len(self._tuples) >= MAX_CACHED:
+                self._tuples.clear()
+            self._tuples[id(tools)] = (tools, text)
+        return text
+
+    def _one(self, tool: ToolDefinition) -> str:
+        cached = self._each.get(id(tool))
+        if cached is not None and cached[0] is tool:
+            return cached[1]
+        text = _encode(tool_json(tool))
+        if len(self._each) >= MAX_CACHED:
+            self._each.clear()
+        self._each[id(tool)] = (tool, text)
+        return text
+
+
+def request_body(
+    config: ProviderConfig, request: CompletionRequest, *, stream: bool, schemas: ToolSchemas
+) -> bytes:
+    """The whole request body as bytes: :func:`completion_params` with ``stream`` (and, when
+    streaming, usage in the last event), the tools spliced in from ``schemas``."""
+    params = _params_without_tools(config, request)
+    params["stream"] = stream
+    if stream:
+        params["stream_options"] = {"include_usage": True}
+    text = _encode(params)
+    if request.tools:
+        # ``text`` is one JSON object: the tools go in before its closing brace
+        text = f'{text[:-1]},"tools":{schemas.array(request.tools)}}}'
+    return _utf8(text)
+
+
+def _encode(value: object) -> str:
+    return _ENCODER.encode(value)
+
+
+def _utf8(text: str) -> bytes:
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        # a lone surrogate: JSON can carry it as an escape, UTF-8 cannot carry it at all
+        return _ASCII_ENCODER.encode(json.loads(text)).encode()
