@@ -1,7 +1,8 @@
 """docs/operations.md's install holds together: one environment-file path everywhere, the
 paths the unit runs are the ones the docs install, the lock files cover pyproject.toml, the
-commands and TOML it shows are ones hatchway accepts, and nothing installs "hatchway" from a
-package index (where it is not published)."""
+commands and TOML it shows are ones hatchway accepts, nothing installs "hatchway" from a
+package index (where it is not published), and the unit's hardening is the one the docs explain
+and CI scores."""
 
 from __future__ import annotations
 
@@ -163,3 +164,68 @@ def test_every_hatchway_command_shown_exists(subcommand: str) -> None:
     with pytest.raises(SystemExit) as exit_:
         build_parser().parse_args([subcommand, "--help"])
     assert exit_.value.code == 0, f"hatchway has no command {subcommand!r}"
+
+
+# Under these the shell sandbox cannot start (operations.md, "Hardening"): the first three mount
+# over files in /proc, after which the kernel refuses bubblewrap a /proc of its own; ProcSubset
+# hides /proc/sys/kernel/overflowuid; RestrictNamespaces refuses namespaces bubblewrap creates.
+# CI runs no systemd as PID 1, so the unit itself is never started under test.
+BREAK_BUBBLEWRAP = (
+    "ProtectKernelTunables",
+    "ProtectKernelLogs",
+    "ProtectHostname",
+    "ProcSubset",
+    "RestrictNamespaces",
+)
+
+
+def _hardening() -> str:
+    """operations.md's "Hardening" section."""
+    text = OPERATIONS.read_text(encoding="utf-8")
+    return text.split("\n### Hardening\n", 1)[1].split("\n## ", 1)[0]
+
+
+def _hardening_keys() -> list[str]:
+    """The unit's directives from its "# Hardening" comment to [Install], and its UMask."""
+    unit = UNIT.read_text(encoding="utf-8")
+    block = unit.split("\n# Hardening", 1)[1].split("\n[Install]", 1)[0]
+    return [*re.findall(r"^(\w+)=", block, flags=re.M), "UMask"]
+
+
+def test_the_documented_exposure_is_the_one_ci_enforces() -> None:
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    (tenths,) = re.findall(r"^unit_exposure_max=(\d+)$", ci, flags=re.M)
+    assert '--threshold="$unit_exposure_max"' in ci
+    (shown,) = re.findall(r"rates the shipped unit\s+\*\*(\d+\.\d)\*\*", _hardening())
+    assert shown == f"{int(tenths) // 10}.{int(tenths) % 10}"
+
+
+@pytest.mark.parametrize("key", _hardening_keys())
+def test_every_hardening_directive_is_explained(key: str) -> None:
+    (value,) = _unit(key)
+    assert f"`{key}={value}`" in _hardening(), f"operations.md does not explain {key}={value}"
+
+
+def test_directives_left_out_are_not_in_the_unit() -> None:
+    rows = [line for line in _hardening().splitlines() if line.startswith("| `")]
+    assert rows
+    for row in rows:
+        for directive in re.findall(r"`(\w+)=([^`]*)`", row.split("|")[1]):
+            key, value = directive
+            if value:
+                assert value not in _unit(key), f"{key}={value} is in the unit"
+            else:
+                assert _unit(key) == [], f"{key} is in the unit"
+
+
+@pytest.mark.parametrize("key", BREAK_BUBBLEWRAP)
+def test_the_unit_leaves_bubblewrap_its_proc_and_namespaces(key: str) -> None:
+    assert _unit(key) == [], f"{key} stops the shell sandbox (operations.md, Hardening)"
+    assert f"`{key}=" in _hardening()
+
+
+def test_the_unit_allows_bubblewrap_mounts_and_netlink() -> None:
+    (calls,) = _unit("SystemCallFilter")
+    assert "@mount" in calls.split()
+    (families,) = _unit("RestrictAddressFamilies")
+    assert "AF_NETLINK" in families.split()
