@@ -83,6 +83,11 @@ dm_approvers = true
 [tools.workspace]
 path = "{workspace}"
 
+# The test follows the command by its pid in a file outside the workspace: without the
+# sandbox, whose PID namespace and private /tmp would hide both.
+[tools.shell]
+sandbox = "none"
+
 [channels.telegram.main]
 token_env = "RELIABILITY_TG_TOKEN"
 api_base_url = "{tg.base_url}"
