@@ -29,6 +29,7 @@ log = structlog.get_logger(__name__)
 
 READ_CHUNK = 65536
 POLL_S = 0.02
+FIRST_POLL_S = 0.001
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,6 +112,10 @@ def _group_alive(pgid: int) -> bool:
 async def terminate_group(pgid: int, *, grace_s: float) -> None:
     """SIGTERM the group, wait up to ``grace_s`` for it to vanish, then SIGKILL whatever is
     left. The SIGKILL is sent even if this coroutine is cancelled while it waits."""
+    if not _group_alive(pgid):
+        # Nothing but zombies (a sandbox's init, which its reaper has not collected yet):
+        # no signal to send, no grace period to wait out.
+        return
     if not _signal_group(pgid, signal.SIGTERM):
         return
     deadline = time.monotonic() + grace_s
@@ -160,8 +165,11 @@ async def run_command(
     async def wait_then_reap_group() -> None:
         # Not proc.wait(): on 3.11 it also waits for the pipes to close, which a background
         # child holding stdout delays until it exits; asyncio offers no exit-only event.
+        # The first looks come soon (most commands are short), then every POLL_S.
+        delay = FIRST_POLL_S
         while proc.returncode is None:  # noqa: ASYNC110
-            await asyncio.sleep(POLL_S)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, POLL_S)
         # The call owns everything it started: background children die with it.
         await terminate_group(pgid, grace_s=grace_s)
 
