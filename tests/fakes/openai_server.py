@@ -46,6 +46,7 @@ class RecordedRequest:
     path: str
     headers: Mapping[str, str]
     body: JsonObject
+    peer: str = ""  # the client's address and port: requests on one connection share it
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,8 +66,12 @@ class RawJson:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RawStream:
+    """Exactly these SSE events; ``cut_after`` N drops the connection after N of them,
+    ``stall_after`` N sends nothing more after N (until the fake stops)."""
+
     events: tuple[str, ...]
     cut_after: int | None = None
+    stall_after: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,9 +88,11 @@ class Hang:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Garbled:
-    """A 200 that claims to be JSON but is not (a broken proxy)."""
+    """A 200 that claims to be JSON but is not (a broken proxy): ``text``, or ``raw`` bytes
+    (which need not be UTF-8)."""
 
     text: str = "<html>502 bad gateway</html>"
+    raw: bytes | None = None
 
 
 ScriptItem = Reply | RawJson | RawStream | HttpError | Hang | Garbled
@@ -197,7 +204,10 @@ class ScriptedServer:
         body: JsonObject = await request.json()
         headers = {k.lower(): v for k, v in request.headers.items()}
         if self.record:
-            self.requests.append(RecordedRequest(path=request.path, headers=headers, body=body))
+            peer = request.transport.get_extra_info("peername") if request.transport else None
+            self.requests.append(
+                RecordedRequest(path=request.path, headers=headers, body=body, peer=str(peer or ""))
+            )
         if not self.check_auth(headers):
             return web.json_response(self.error_body(401, "missing credentials"), status=401)
         if self._script:
@@ -214,10 +224,14 @@ class ScriptedServer:
         if isinstance(item, RawJson):
             return web.json_response(item.body, status=item.status)
         if isinstance(item, Garbled):
+            if item.raw is not None:
+                return web.Response(body=item.raw, content_type="application/json")
             return web.Response(text=item.text, content_type="application/json")
         streamed = bool(body.get("stream"))
         if isinstance(item, RawStream):
-            return await self._send_stream(request, list(item.events), item.cut_after)
+            return await self._send_stream(
+                request, list(item.events), item.cut_after, item.stall_after
+            )
         if streamed:
             return await self._send_stream(request, self.render_stream(item, body), item.cut_after)
         if item.cut_after is not None:
@@ -225,12 +239,19 @@ class ScriptedServer:
         return web.json_response(self.render_json(item, body))
 
     async def _send_stream(
-        self, request: web.Request, events: Sequence[str], cut_after: int | None
+        self,
+        request: web.Request,
+        events: Sequence[str],
+        cut_after: int | None,
+        stall_after: int | None = None,
     ) -> web.StreamResponse:
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         for index, event in enumerate(events):
             if cut_after is not None and index >= cut_after:
+                return self._drop(request)
+            if stall_after is not None and index >= stall_after:
+                await self._closing.wait()
                 return self._drop(request)
             await response.write(event.encode())
         await response.write_eof()
@@ -293,11 +314,17 @@ class OpenAIFake(ScriptedServer):
         return f"{self.origin}/v1"
 
     def queue_stream(
-        self, chunks: Sequence[JsonObject], *, cut_after: int | None = None, done: bool = True
+        self,
+        chunks: Sequence[JsonObject],
+        *,
+        cut_after: int | None = None,
+        stall_after: int | None = None,
+        done: bool = True,
     ) -> None:
-        """Exactly these chunks as SSE (then ``[DONE]`` unless ``done=False``)."""
+        """Exactly these chunks as SSE (then ``[DONE]`` unless ``done=False``); see
+        :class:`RawStream` for ``cut_after`` and ``stall_after``."""
         events = [self._sse(c) for c in chunks] + (["data: [DONE]\n\n"] if done else [])
-        self.queue(RawStream(events=tuple(events), cut_after=cut_after))
+        self.queue(RawStream(events=tuple(events), cut_after=cut_after, stall_after=stall_after))
 
     def error_body(self, status: int, message: str) -> JsonObject:
         return {"error": {"message": message, "type": "fake_error", "code": status}}
