@@ -167,7 +167,7 @@ async def run_command(
         # child holding stdout delays until it exits; asyncio offers no exit-only event.
         # The first looks come soon (most commands are short), then every POLL_S.
         delay = FIRST_POLL_S
-        while proc.returncode is None:  # noqa: ASYNC110
+        while proc.returncode is None:
             await asyncio.sleep(delay)
             delay = min(delay * 2, POLL_S)
         # The call owns everything it started: background children die with it.

@@ -113,6 +113,21 @@ class BwrapSandbox:
             args += ["--remount-ro", str(folder)]
         return [*args, "--chdir", str(workspace), "--", *inner]
 
+    def environment(self, env: Mapping[str, str], *, workspace: Path) -> dict[str, str]:
+        """``env`` with ``HOME`` and ``TMPDIR`` moved to the private ``/tmp`` when they lie in
+        a hidden folder (the unit's ``HOME`` is the state directory): there they would be
+        empty and read-only, and every tool that keeps a cache or a config would fail."""
+        hidden = {_real(path) for path in self.hidden} - {Path("/")}
+        moved = dict(env)
+        for name in ("HOME", "TMPDIR"):
+            value = env.get(name)
+            if not value:
+                continue
+            real = _real(Path(value))
+            if not real.is_relative_to(workspace) and any(_under(real, p) for p in hidden):
+                moved[name] = "/tmp"
+        return moved
+
 
 def namespace_options(*, network: ShellNetwork) -> list[str]:
     """Namespaces, capabilities and lifetime: the same for every call, and for the probe."""

@@ -111,6 +111,8 @@ def shell_tool(
         env = child_environment(
             os.environ if environ is None else environ, workspace=cwd, passthrough=passthrough
         )
+        if sandbox is not None:
+            env = sandbox.environment(env, workspace=cwd)
         result = await run_command(
             args.command,
             cwd=cwd,

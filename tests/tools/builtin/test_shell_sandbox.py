@@ -172,6 +172,21 @@ async def test_environment_is_allow_listed_in_both_modes(
     assert "SOME_RANDOM" not in names and "HATCHWAY_STATE_DIR" not in names
 
 
+@pytest.mark.parametrize("sandbox", MODES)
+async def test_a_home_in_the_state_directory_moves_to_the_private_tmp(
+    layout: DaemonLayout, sandbox: str
+) -> None:
+    """The shipped unit's HOME is the state directory, which the sandbox hides: a command
+    gets the private /tmp instead, where caches and configs can be written."""
+    environ = {"PATH": os.environ["PATH"], "HOME": str(layout.state)}
+    spec = shell_in(layout, sandbox=sandbox, environ=environ)
+    name = f"home-{uuid.uuid4().hex}"
+    text = await run(spec, f'echo "$HOME"; touch "$HOME/{name}" && echo WROTE', make_context())
+    home = "/tmp" if sandbox == "bwrap" else str(layout.state)
+    assert text.splitlines()[1:] == [home, "WROTE"]
+    assert (layout.state / name).exists() is (sandbox == "none")
+
+
 async def test_timeout_ends_every_process_of_the_sandbox(layout: DaemonLayout) -> None:
     spec = shell_in(layout, sandbox="bwrap", timeout_s=1.0)
     duration = unique_sleep()
