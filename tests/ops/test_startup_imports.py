@@ -73,3 +73,18 @@ def test_the_composition_root_leaves_the_metrics_client_to_the_daemon() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
     )
     assert done.stdout.split() == ["False", "True"]
+
+
+def test_the_command_line_is_built_without_the_config_models_or_the_tools() -> None:
+    """``hatchway --help`` (and every command before its handler runs) builds the parser by
+    importing each command's module: none of them may load pydantic, the config models, the
+    store or the built-in tools at import (about 0.15 s and 15 MB)."""
+    probe = (
+        "import sys, bot.cli; bot.cli.build_parser(); heavy = "
+        "('pydantic', 'bot.config', 'bot.store', 'bot.tools.builtin', 'aiohttp', 'structlog'); "
+        "print([m for m in heavy if m in sys.modules])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert done.stdout.strip() == "[]"

@@ -44,7 +44,6 @@ from bot.commands.doctor.database import database_check
 from bot.commands.doctor.endpoint import open_session
 from bot.commands.doctor.provider import provider_check
 from bot.commands.doctor.report import CheckResult, Outcome
-from bot.commands.doctor.sandbox import sandbox_check
 from bot.commands.doctor.workspace import workspace_check
 from bot.errors import HatchwayError
 
@@ -99,6 +98,10 @@ async def run_checks(settings: Settings) -> list[CheckResult]:
     workspace = Path(settings.state_dir) / settings.tools.workspace.path
     ok, detail, fix = workspace_check(workspace)
     emit(CheckResult(name="workspace", ok=ok, detail=detail, fix=fix))
+    # imported here: its probe lives in bot.tools.builtin, whose package loads every tool,
+    # which ``hatchway --help`` (this package is imported to build the command line) must not
+    from bot.commands.doctor.sandbox import sandbox_check
+
     emit(sandbox_check(settings.tools.shell))
     for access in access_findings(settings):
         emit(access)
