@@ -114,4 +114,5 @@ def choose_sandbox(
     if cfg.max_processes and os.geteuid() == 0:
         log.warning("shell_process_limit_not_applied", reason=ROOT_NPROC, fix=ROOT_NPROC_FIX)
     tmp_bytes = cfg.max_file_mb * 1024 * 1024
+    log.info("shell_sandbox", program=status.program, version=status.version)
     return BwrapSandbox(executable=status.program, hidden=hidden, tmp_bytes=tmp_bytes)
