@@ -155,7 +155,10 @@ def shell_tool(
 
 
 def _limits(cfg: ShellToolConfig, *, sandboxed: bool) -> ShellLimits | None:
-    """The call's limits; None (with a warning) when ``prlimit`` is missing."""
+    """The call's limits, which belong to the sandbox: None without it (``sandbox = "none"``
+    runs a command exactly as before) and, with a warning, when ``prlimit`` is missing."""
+    if not sandboxed:
+        return None
     prlimit = shutil.which("prlimit")
     if prlimit is None:
         log.warning(

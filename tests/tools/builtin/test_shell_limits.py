@@ -1,6 +1,6 @@
-"""``shell``'s resource limits, each hit for real, with the line the model reads, under
-bubblewrap and without it (the limits apply both ways; the process limit only in the
-sandbox, and only for a user other than root, as the kernel has it)."""
+"""``shell``'s resource limits, each hit for real under bubblewrap, with the line the model
+reads (the process limit only for a user other than root, as the kernel has it); without
+the sandbox a command runs with the daemon's own limits, as before."""
 
 from __future__ import annotations
 
@@ -25,9 +25,10 @@ from tests.tools.builtin.sandbox_rig import (
 )
 
 pytestmark = needs_bwrap
-MODES = ["bwrap", "none"]
+MODES = ["bwrap"]
 REPO = Path(__file__).resolve().parents[3]
 NOBODY = 65534
+OWN_LIMITS = Path("/proc/self/limits").read_text()  # the test process's, read once
 
 
 @pytest.fixture
@@ -81,7 +82,7 @@ async def test_private_tmp_is_as_small_as_the_file_limit(layout: DaemonLayout) -
     assert "No space left on device" in text
 
 
-@pytest.mark.parametrize("sandbox", MODES)
+@pytest.mark.parametrize("sandbox", ["bwrap", "none"])
 async def test_an_ordinary_failure_names_no_limit(layout: DaemonLayout, sandbox: str) -> None:
     spec = shell_in(layout, sandbox=sandbox)
     text = await run(spec, "ls /no/such/folder", make_context())
@@ -111,7 +112,21 @@ async def test_limits_are_set_on_the_command(layout: DaemonLayout, sandbox: str)
     assert limits["Max open files"] == ["200", "200"]
     assert limits["Max file size"] == [str(10 * 2**20)] * 2
     assert limits["Max core file size"] == ["0", "0"]
-    assert (limits["Max processes"] == ["50", "50"]) is (sandbox == "bwrap")
+    assert limits["Max processes"] == ["50", "50"]
+
+
+async def test_without_the_sandbox_a_command_keeps_the_daemons_limits(
+    layout: DaemonLayout,
+) -> None:
+    spec = shell_in(layout, sandbox="none", max_cpu_s=20, max_memory_mb=1024)
+    text = await run(spec, "cat /proc/self/limits", make_context())
+    limits = {
+        line[:26].strip(): line[26:].split()[:2] for line in text.splitlines()[2:] if line.strip()
+    }
+    own = OWN_LIMITS.splitlines()[1:]
+    mine = {line[:26].strip(): line[26:].split()[:2] for line in own if line.strip()}
+    assert limits["Max cpu time"] == mine["Max cpu time"]
+    assert limits["Max address space"] == mine["Max address space"]
 
 
 def run_as_service_user(workspace: Path, config: dict[str, object], command: str) -> str:
