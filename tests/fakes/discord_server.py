@@ -139,6 +139,8 @@ class FakeDiscord:
         self.resumes = 0
         self.resume_gate = asyncio.Event()  # cleared by a test to hold RESUME unanswered
         self.resume_gate.set()
+        self.login_gate = asyncio.Event()  # cleared by a test to hold the login unanswered
+        self.login_gate.set()
         self.invalid_sessions = 0  # RESUMEs answered with INVALID_SESSION
         self._session: str | None = None  # the session a RESUME may continue
         self._missed: list[tuple[str, JSON]] = []  # events made while no client was connected
@@ -352,6 +354,8 @@ class FakeDiscord:
 
     async def _rest(self, request: web.Request) -> web.Response:
         path = "/" + request.match_info["tail"]
+        if (request.method, path) == ("GET", "/users/@me"):
+            await self.login_gate.wait()  # discord.py's login: the gateway comes after it
         body, files = await _read_body(request)
         self.calls.append(
             Call(

@@ -16,7 +16,7 @@ import signal
 import socket
 import sys
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,11 @@ _STRIP = (
 )
 
 
-def daemon_environ(notify_address: str, *, watchdog_usec: int | None) -> dict[str, str]:
+def daemon_environ(
+    notify_address: str, *, watchdog_usec: int | None, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The test's environment without what would steer the daemon (``_STRIP``), plus the
+    notify socket and ``extra`` (e.g. ``HATCHWAY_CRASH_AT``, which the strip removes)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(_STRIP)}
     env.update(
         NOTIFY_SOCKET=notify_address,
@@ -55,6 +59,7 @@ def daemon_environ(notify_address: str, *, watchdog_usec: int | None) -> dict[st
     )
     if watchdog_usec is not None:
         env["WATCHDOG_USEC"] = str(watchdog_usec)
+    env.update(extra or {})
     return env
 
 
@@ -184,8 +189,10 @@ async def start_daemon(
     *extra_args: str,
     notify_path: Path | None = None,
     watchdog_usec: int | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> AsyncIterator[DaemonProcess]:
-    """Run the daemon for the block; it is killed at the end if it is still running."""
+    """Run the daemon for the block; it is killed at the end if it is still running.
+    ``env``: variables set for the daemon only."""
     notify = NotifyListener(notify_path)
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -198,7 +205,7 @@ async def start_daemon(
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env=daemon_environ(notify.address, watchdog_usec=watchdog_usec),
+        env=daemon_environ(notify.address, watchdog_usec=watchdog_usec, extra=env),
         cwd=str(config.parent),
     )
     daemon = DaemonProcess(proc, notify)

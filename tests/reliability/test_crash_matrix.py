@@ -1,0 +1,289 @@
+"""The crash matrix: ``kill -9`` at each step of a turn, on each platform, then a restart.
+
+Each case runs the real daemon (``python -m bot.cli run``) against one platform's loopback
+fake (Telegram, Slack, Discord: the real client libraries) and an OpenAI-compatible fake,
+with ``HATCHWAY_CRASH_AT=<point>`` (:mod:`bot.crashpoints`): the process kills itself with
+SIGKILL the first time its turn reaches that point. One message is sent; its turn calls
+``shell`` (a side effect the test counts: each run appends a line to a file), then answers.
+The test waits for the process to die by SIGKILL and restarts it on the same state without
+the crash point, the way a restart goes on the real platforms: the model answers only once
+the platform is connected again (a model takes longer than a login), and where start-up
+recovery itself tells the sender to ask again, it does so before the platform connection is
+up (a local database read against a network round trip): Discord's login is held until the
+daemon logged ``app_started``. (Telegram and Slack post over HTTP with nothing to wait for;
+a Discord reply check waits for the login by design, so that login is not held.) Then it
+sends a second message in the same conversation and waits for its answer (turns of one
+conversation run in order, so nothing about the first message is still pending) and stops
+the daemon with SIGTERM.
+
+Then: the first message was answered exactly once, or (a turn cut off mid-way) its sender
+was told once to ask again, never both; the command ran at most once (exactly as the
+point implies); the model was asked as often as the point implies; every inbox entry is
+``done`` or ``failed`` and every outbox reply ``sent`` or ``failed``; history has the answer
+once when it was answered and not at all when it was not, the message once, and no tool
+call without its result; ``PRAGMA integrity_check`` is ok.
+
+Under ``agent.on_interrupted = "retry"``, a turn cut off after its model call asked only for
+a read-only tool (``calculator``) is run again and answered, with no notice; one cut off
+after ``shell`` ran is not run again (notice, the command ran once).
+
+Two daemon starts per case, 21 cases: about 35 s on an idle 2-core machine, more under load.
+One case per platform (``after_send``, the step the issue reports) is in the fast suite, the
+rest are marked ``slow``. On Discord, a notice sent by start-up recovery is lost (see
+:data:`DISCORD_NOTICE_LOST`): those three cases are strict ``xfail`` until it is fixed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import pytest
+from aiohttp import web
+
+from bot.gateway import SHUTDOWN_MESSAGE
+from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.openai_server import Reply
+from tests.fakes.slack_server import FakeSlack
+from tests.fakes.telegram_server import FakeTelegram
+from tests.ops.daemon_process import WAIT_S, DaemonProcess, start_daemon
+from tests.reliability.crash_rig import daemon_env, lines, read_state, write_config
+from tests.reliability.platform_drivers import (
+    PLATFORMS,
+    SLACK_APP_TOKEN,
+    SLACK_BOT_TOKEN,
+    TELEGRAM_TOKEN,
+    DiscordDriver,
+    PlatformDriver,
+    SlackDriver,
+    TelegramDriver,
+    redeliver,
+)
+from tests.reliability.routed_llm import RoutedOpenAI
+
+Outcome = Literal["answered", "noticed"]
+QUESTION = "ask-alpha: tidy the build"
+ANSWER = "A-alpha: tidied"
+LATER = "ask-omega: and now?"
+LATER_ANSWER = "A-omega: all quiet"
+NOTICE = SHUTDOWN_MESSAGE.split(". ")[-1]  # "Please ask again." survives every renderer
+FAST_POINT = "after_send"
+RAN = "ran.txt"  # in the call's folder of the workspace (the shell's sandbox lets it write there)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Case:
+    """One crash point and what must follow it."""
+
+    point: str
+    outcome: Outcome
+    shell_runs: int
+    model_calls: int
+    on_interrupted: Literal["notify", "retry"] = "notify"
+    read_only: bool = False  # the model asks for ``calculator`` instead of ``shell``
+
+    @property
+    def id(self) -> str:
+        return self.point if self.on_interrupted == "notify" else f"retry-{self.point}"
+
+
+CASES = (
+    # still ``received``: queued again at start-up and answered
+    Case(point="after_admit", outcome="answered", shell_runs=1, model_calls=2),
+    # the model asked for the command, which never ran
+    Case(point="after_model_call", outcome="noticed", shell_runs=0, model_calls=1),
+    # the command ran, its result was never recorded
+    Case(point="after_tool", outcome="noticed", shell_runs=1, model_calls=1),
+    # the platform took the answer, the ledger never heard: answered, and no notice
+    Case(point="after_send", outcome="answered", shell_runs=1, model_calls=2),
+    Case(point="after_mark", outcome="answered", shell_runs=1, model_calls=2),
+    Case(
+        point="after_model_call",
+        outcome="answered",
+        shell_runs=0,
+        model_calls=3,
+        on_interrupted="retry",
+        read_only=True,
+    ),
+    Case(
+        point="after_tool",
+        outcome="noticed",
+        shell_runs=1,
+        model_calls=1,
+        on_interrupted="retry",
+    ),
+)
+
+
+#: The Discord adapter refuses to post until its client has logged in (``ChannelError: not
+#: connected to Discord``), and start-up recovery sends the notice before that: the notice
+#: is marked ``failed`` in the outbox and the sender hears nothing.
+DISCORD_NOTICE_LOST = pytest.mark.xfail(
+    strict=True,
+    reason="start-up recovery sends the notice before the Discord client has logged in; "
+    "the send fails (ChannelError: not connected to Discord) and is never retried",
+)
+
+
+def marks(platform: str, case: Case) -> tuple[pytest.MarkDecorator, ...]:
+    found: list[pytest.MarkDecorator] = []
+    if case.point != FAST_POINT or case.on_interrupted != "notify":
+        found.append(pytest.mark.slow)
+    if platform == "discord" and case.outcome == "noticed":
+        found.append(DISCORD_NOTICE_LOST)
+    return tuple(found)
+
+
+def matrix() -> list[object]:
+    """Every platform × every case; only ``after_send`` (notify) of each platform is fast."""
+    return [
+        pytest.param(platform, case, id=f"{platform}-{case.id}", marks=marks(platform, case))
+        for platform in PLATFORMS
+        for case in CASES
+    ]
+
+
+class HeldOpenAI(RoutedOpenAI):
+    """The routed model, holding every request while :attr:`open` is clear."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.open = asyncio.Event()
+        self.open.set()
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        await self.open.wait()
+        return await super()._handle(request)
+
+
+@pytest.fixture
+async def llm() -> AsyncIterator[HeldOpenAI]:
+    fake = HeldOpenAI()
+    async with fake:
+        yield fake
+
+
+@contextlib.asynccontextmanager
+async def platform_driver(platform: str) -> AsyncIterator[PlatformDriver]:
+    if platform == "telegram":
+        async with FakeTelegram(TELEGRAM_TOKEN) as tg:
+            yield TelegramDriver(fake=tg)
+    elif platform == "slack":
+        async with FakeSlack(SLACK_BOT_TOKEN, SLACK_APP_TOKEN) as slack:
+            yield SlackDriver(fake=slack)
+    else:
+        async with FakeDiscord() as discord_fake:
+            yield DiscordDriver(fake=discord_fake, conversations=1)
+
+
+def script(llm: RoutedOpenAI, case: Case) -> None:
+    if case.read_only:
+        calc = Reply(tool_calls=(("calculator", {"expression": "6 * 7"}),))
+        llm.answer("ask-alpha", calc, calc)  # the cut-off run's, then the retry's
+    else:
+        llm.answer("ask-alpha", Reply(tool_calls=(("shell", {"command": f"echo run >> {RAN}"}),)))
+    llm.route_text("ask-alpha", ANSWER)
+    llm.route_text("ask-omega", LATER_ANSWER)
+
+
+def texts(driver: PlatformDriver) -> list[str]:
+    return [p.text for p in driver.posts() if p.conversation == 0]
+
+
+async def expect_post(daemon: DaemonProcess, driver: PlatformDriver, needle: str) -> None:
+    try:
+        await driver.wait_post(0, needle, WAIT_S)
+    except TimeoutError:
+        tail = "\n".join(json.dumps(e) for e in daemon.events[-40:])
+        raise AssertionError(
+            f"no post with {needle!r}; posts {texts(driver)}; last events:\n{tail}"
+        ) from None
+
+
+@pytest.mark.parametrize(("platform", "case"), matrix())
+async def test_kill_9_at_each_step(
+    tmp_path: Path, llm: HeldOpenAI, platform: str, case: Case
+) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    script(llm, case)
+    async with platform_driver(platform) as driver:
+        config = write_config(
+            tmp_path / "hatchway.toml",
+            llm_url=llm.base_url,
+            tables=[driver.channel_table()],
+            workspace=workspace,
+            on_interrupted=case.on_interrupted,
+        )
+        crashing = daemon_env(driver.environment(), crash_at=case.point)
+        async with start_daemon(config, env=crashing) as first:
+            await first.wait_notify("READY", "1")
+            await driver.connected(1)
+            await driver.send(0, QUESTION)
+            status = await first.wait_exit()
+            assert status == -signal.SIGKILL, first.events[-20:]
+            driver.went_down()
+        # the first process said nothing after its crash point: a crash, not a stop
+        assert "daemon_stopped" not in [e.get("event") for e in first.events]
+
+        # The restart as on a real platform (module docstring): the model answers once the
+        # platform is connected; a notice from recovery goes out before it is.
+        driver.hold_connection(case.outcome == "noticed")
+        llm.open.clear()
+        async with start_daemon(config, env=daemon_env(driver.environment())) as second:
+            await second.wait_event("app_started")  # logged once recovery returned
+            driver.hold_connection(False)
+            await second.wait_notify("READY", "1")
+            await driver.connected(2)
+            llm.open.set()
+            await redeliver(driver)
+            # turns of one conversation run in order: once the later message is answered,
+            # whatever the restart did about the first one is done
+            await driver.send(0, LATER)
+            await expect_post(second, driver, LATER_ANSWER)
+            second.signal(signal.SIGTERM)
+            assert await second.wait_exit() == 0, second.events[-20:]
+        recovered = [e.get("outcome") for e in second.events if e.get("event") == "reply_recovered"]
+        said = texts(driver)
+
+    # -- the sender heard exactly one thing about the first message ------------------------
+    answers = sum(ANSWER in t for t in said)
+    notices = sum(NOTICE in t for t in said)
+    if case.outcome == "answered":
+        assert (answers, notices) == (1, 0), said
+    else:
+        assert (answers, notices) == (0, 1), said
+    assert sum(LATER_ANSWER in t for t in said) == 1, said
+
+    # -- a reply the ledger never heard back about: looked for where the platform allows it
+    if case.point == "after_send":
+        assert recovered == ["unconfirmed" if platform == "telegram" else "confirmed"]
+    elif case.point == "after_mark":
+        assert recovered == []  # settled before the crash: nothing to recover
+
+    # -- side effects and model calls ------------------------------------------------------
+    assert len(lines(workspace, RAN)) == case.shell_runs
+    assert llm.arrivals["ask-alpha"] == case.model_calls
+    assert llm.arrivals["ask-omega"] == 1
+
+    # -- the store agrees ------------------------------------------------------------------
+    state = read_state(tmp_path / "hatchway.db")
+    assert state.integrity == [("ok",)]
+    assert state.unsettled_inbox() == []
+    assert state.unsettled_outbox() == []
+    first_status = "done" if case.outcome == "answered" else "failed"
+    assert sorted(status for status, _ in state.inbox.values()) == sorted([first_status, "done"])
+    first_kind = "answer" if case.outcome == "answered" else "notice"
+    replies = sorted((kind, status) for _, _, kind, status in state.outbox)
+    assert replies == sorted([(first_kind, "sent"), ("answer", "sent")])
+    assert state.said("assistant", ANSWER) == (1 if case.outcome == "answered" else 0)
+    assert state.said("user", "ask-alpha") <= 1
+    assert state.said("assistant", LATER_ANSWER) == 1
+    assert state.unanswered_calls() == []
+    assert state.tool_calls.get("calculator", 0) == (1 if case.read_only else 0)
