@@ -1,6 +1,7 @@
 """The fake model every bot in ``bench/peers.py`` talks to: the loopback OpenAI fake
-(:class:`tests.fakes.openai_server.OpenAIFake`, JSON or SSE as asked), answering by rule
-instead of from a script, so that many conversations can run through it at once.
+(:class:`tests.fakes.openai_server.OpenAIFake`, JSON or SSE as asked, keeping no request
+records) answering by rule (``answer_with``), so that many conversations can run through it
+at once.
 
 The rule, applied to each ``POST /v1/chat/completions``:
 
@@ -23,8 +24,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import asyncio
 from typing import Any
-
-from aiohttp import web
 
 from tests.fakes.openai_server import OpenAIFake, Reply
 
@@ -56,28 +55,11 @@ def decide(body: dict[str, Any]) -> Reply:
     return Reply(text=ANSWER)
 
 
-class RuleModel(OpenAIFake):
-    """:class:`OpenAIFake` with :func:`decide` in place of its script; counts requests
-    instead of keeping them (a long run would hold every body)."""
-
-    def __init__(self) -> None:
-        super().__init__(model="gpt-4o-mini")
-        self.served = 0
-
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
-        body = await request.json()
-        self.served += 1
-        reply = decide(body)
-        if body.get("stream"):
-            return await self._send_stream(request, self.render_stream(reply, body), None)
-        return web.json_response(self.render_json(reply, body))
-
-
 async def serve() -> None:
-    async with RuleModel() as model:
+    async with OpenAIFake(record=False, model="gpt-4o-mini") as model:
+        model.answer_with(decide)
         print(model.base_url, flush=True)
         await asyncio.to_thread(sys.stdin.read)
-        print(f"served {model.served} requests", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -3,13 +3,14 @@ approval service."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
 import pytest
 
 from bot.approval.service import ApprovalService
-from bot.channel import ChannelHost, ClickVerdict
+from bot.channel import Channel, ChannelHost, ClickVerdict
 from bot.channel_host import AdapterHost
 from bot.envelope import ChannelRef, DeliveryTarget, IngressEnvelope, Sender
 from bot.store import Store
@@ -83,3 +84,58 @@ async def test_messages_edits_and_deletions_go_to_the_gateway(tmp_path: Path) ->
         await host.deleted(DISCORD, "m2")
         assert messages.edits == [edited]
         assert messages.deletions == [(DISCORD, "m2")]
+
+
+class SlowMessages(Messages):
+    """A sink whose ``deliver`` waits until released, counting how many wait at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inside = 0
+        self.most_inside = 0
+        self.release = asyncio.Event()
+
+    async def deliver(self, envelope: IngressEnvelope) -> None:
+        self.inside += 1
+        self.most_inside = max(self.most_inside, self.inside)
+        try:
+            await self.release.wait()
+            self.delivered.append(envelope)
+        finally:
+            self.inside -= 1
+
+
+def no_channel(ref: ChannelRef) -> Channel | None:
+    return None
+
+
+def message(n: int) -> IngressEnvelope:
+    return IngressEnvelope(
+        channel=DISCORD,
+        message_id=f"m{n}",
+        conversation_id=f"c{n}",
+        sender=Sender(id="u1"),
+        text=f"message {n}",
+        reply_target=DeliveryTarget(channel=DISCORD, conversation_id=f"c{n}"),
+    )
+
+
+async def test_a_burst_waits_at_the_door_in_order(tmp_path: Path) -> None:
+    """At most ``admitting`` messages are in admission at once; the rest follow in the
+    order they came, and each ``deliver`` returns only once its message went in."""
+    async with await Store.open(tmp_path / "h.db") as store:
+        messages = SlowMessages()
+        host = AdapterHost(
+            messages=messages,
+            approvals=ApprovalService(make_settings(kind="discord"), store, no_channel),
+            admitting=3,
+        )
+        burst = [asyncio.create_task(host.deliver(message(n))) for n in range(10)]
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert messages.inside == 3
+        assert not any(task.done() for task in burst)
+        messages.release.set()
+        await asyncio.gather(*burst)
+        assert messages.most_inside == 3
+        assert [e.message_id for e in messages.delivered] == [f"m{n}" for n in range(10)]
