@@ -11,7 +11,7 @@ Logging is set as ``nanobot gateway`` sets it (loguru, INFO, to stderr: the call
 stderr to /dev/null, so the cost is counted). Prints one JSON object.
 
     /tmp/peers-venv/bin/python bench/peer_nanobot.py --config CONFIG.json
-        [--conversations 100] [--warmup 10] [--tool] [--text TEXT]
+        [--conversations 100] [--warmup 10] [--text TEXT]
 """
 
 from __future__ import annotations
