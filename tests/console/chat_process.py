@@ -64,6 +64,18 @@ async def settled(state_dir: Path) -> None:
             await asyncio.sleep(0.05)
 
 
+async def admitted(state_dir: Path, count: int) -> None:
+    """Wait until the chat's inbox holds ``count`` messages. Piped lines are admitted one
+    after the other while the first one's turn already runs: its request can reach the
+    model before the last line is in the inbox."""
+    async with asyncio.timeout(WAIT_S):
+        while True:
+            with contextlib.closing(sqlite3.connect(state_dir / "hatchway.db")) as db:
+                if db.execute("SELECT COUNT(*) FROM inbox").fetchone() == (count,):
+                    return
+            await asyncio.sleep(0.05)
+
+
 def _take_terminal() -> None:
     """In the child, after ``setsid``: its stdin (the pty) becomes its controlling
     terminal, and its process group the terminal's foreground group."""

@@ -13,7 +13,7 @@ import pytest
 
 from bot.config import ProviderConfig
 from bot.config.embedded import embedded_problems
-from tests.console.chat_process import WAIT_S, chat_environ, start_piped
+from tests.console.chat_process import WAIT_S, admitted, chat_environ, start_piped
 from tests.ops.conftest import HeldOpenAI
 
 INTERRUPTED_NOTICE = "this request was interrupted"
@@ -61,6 +61,7 @@ async def test_input_left_by_a_killed_run_is_not_replayed(tmp_path: Path, llm: H
         await chat.close_input()
         async with asyncio.timeout(WAIT_S):
             await llm.arrived.wait()  # "one" is being answered, the others wait
+        await admitted(tmp_path / "state", 3)
         chat.proc.send_signal(signal.SIGKILL)
         await chat.wait_exit()
     llm.queue_text("answer to four")
