@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     # Imported when a command runs, not when ``hatchway --help`` builds the command line.
     from bot.config import Settings
-    from bot.providers.deferred import DeferredProvider
 
 
 def register(subparsers: Any) -> None:
@@ -75,16 +74,6 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 async def _chat(args: argparse.Namespace) -> int:
-    # As for ``hatchway run``: start-up only allocates what lives as long as the process,
-    # so the cyclic collector is off until the provider is built (:func:`_warm_up`).
-    gc.disable()
-    try:
-        return await _converse(args)
-    finally:
-        gc.enable()
-
-
-async def _converse(args: argparse.Namespace) -> int:
     from bot.commands.chat import ChatConsole, Conversation, banner, log_file
     from bot.config import ChannelsConfig
     from bot.ops.logs import configure_logging, open_log_file
@@ -105,16 +94,19 @@ async def _converse(args: argparse.Namespace) -> int:
         except OSError as exc:
             configure_logging("warning", fmt)
             where = f"stderr, warnings only ({path}: {exc.strerror or exc})"
-    # a configuration error (unknown provider, missing key) is raised here, before anything
-    # starts; the SDK is imported and the client built while the app starts and the first
-    # line is read (see _warm_up)
+    # A configuration error (unknown provider, missing key) is raised here, before anything
+    # starts. The provider's module (a vendor SDK for Anthropic, the model for the embedded
+    # provider) is imported on a worker thread and the provider built while the app starts
+    # and the first line is read.
     provider = defer_provider(console_only)
     # before the app starts: nothing of the conversation can be on the screen yet
     print(banner(settings, log=where), flush=True)
     from bot.app import App
 
+    # What is loaded so far lives as long as the process: later collections skip it.
+    gc.freeze()
     app = App(console_only, provider=provider)
-    warming = asyncio.create_task(_warm_up(provider), name="provider-warm")
+    warming = asyncio.create_task(provider.warm(), name="provider-warm")
     drain_s = 0.0
     try:
         await app.start()
@@ -130,17 +122,3 @@ async def _converse(args: argparse.Namespace) -> int:
     finally:
         warming.cancel()
         await asyncio.gather(warming, return_exceptions=True)
-
-
-async def _warm_up(provider: DeferredProvider) -> None:
-    """Build the provider (its SDK imported on a worker thread), then switch the collector
-    back on with what start-up left alive frozen out of later collections.
-
-    Unlike the daemon (:func:`bot.ops.daemon.settle_memory`) there is no full collection
-    first: it would cost a one-shot ``printf 'hello\n' | hatchway chat`` about 0.1 s for
-    the start-up garbage (a few thousand cyclic objects, a few MB), which stays."""
-    try:
-        await provider.warm()
-    finally:
-        gc.freeze()
-        gc.enable()
