@@ -10,8 +10,8 @@ tools only) is run again once: what it appended to history is removed and the en
 as new. A message from a channel that does not replay
 (``Capabilities.replay_on_restart`` false: the console, whose reader is gone with the
 process that read it) is marked ``failed`` either way, quietly: nobody is asked to repeat
-it and it is never answered in a later run. Messages already queued or running in this
-process are left alone.
+it and it is never answered in a later run. Messages queued by this process (the channels
+start before recovery runs) are left alone, whether still running or already finished.
 
 A background run (``IngressEnvelope.background``: a scheduled job) whose answer was recorded
 is settled by the ledger like any other entry (never run again). One cut off before its
@@ -88,7 +88,12 @@ async def recover(
         ("requeued", "rerun", "retried", "interrupted", "settled", "dropped", "abandoned"), 0
     )
     for entry in await store.inbox.unfinished():
-        if not entry.payload or sessions.is_live(entry.envelope_id):
+        # a message of this run (the channels start before recovery) is this run's to finish
+        if (
+            not entry.payload
+            or sessions.is_live(entry.envelope_id)
+            or sessions.queued_here(entry.envelope_id)
+        ):
             continue
         envelope = envelope_from_json(entry.payload)
         if not envelope.capabilities.replay_on_restart:
@@ -118,6 +123,7 @@ async def recover(
             )
             await ledger.notify(turn, SHUTDOWN_MESSAGE, error=INTERRUPTED)
             counts["interrupted"] += 1
+    sessions.recovered()
     if any(counts.values()):
         log.info("inbox_recovered", **counts)
     return counts["requeued"] + counts["rerun"] + counts["retried"], counts["interrupted"]

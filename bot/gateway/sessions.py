@@ -72,6 +72,10 @@ class Sessions:
         self._group: asyncio.TaskGroup | None = None
         # envelope ids queued or running in this process: recovery must not queue them again
         self._live: set[str] = set()
+        # every envelope id queued in this process until start-up recovery has run: the
+        # channels start first, so a message of this run may be in recovery's list and even
+        # finished by the time recovery reaches it (None once recovery is over)
+        self._queued_here: set[str] | None = set()
         self._idle = asyncio.Event()  # set while _live is empty
         self._idle.set()
 
@@ -87,6 +91,8 @@ class Sessions:
     def enqueue(self, turn: TurnIdentity) -> None:
         """Queue a turn behind its session's others (starting the session's worker)."""
         self._live.add(turn.envelope.envelope_id)
+        if self._queued_here is not None:
+            self._queued_here.add(turn.envelope.envelope_id)
         self._idle.clear()
         session = self._sessions.get(turn.session_key)
         if session is None:
@@ -101,6 +107,14 @@ class Sessions:
     def is_live(self, envelope_id: str) -> bool:
         """Whether the message is queued or running in this process."""
         return envelope_id in self._live
+
+    def queued_here(self, envelope_id: str) -> bool:
+        """Whether this process queued the message (known until :meth:`recovered`)."""
+        return self._queued_here is not None and envelope_id in self._queued_here
+
+    def recovered(self) -> None:
+        """Start-up recovery is over: stop remembering every message queued."""
+        self._queued_here = None
 
     @property
     def idle(self) -> bool:

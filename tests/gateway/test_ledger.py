@@ -62,8 +62,9 @@ class Runner:
     """Answers each message ``answer to <text>``; raises for ``boom``; records each run and
     what history held when it began."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, interrupt: tuple[str, ...] = ()) -> None:
         self.store = store
+        self.interrupt = interrupt
         self.ran: list[str] = []
         self.history_at_start: list[list[str]] = []
 
@@ -73,7 +74,7 @@ class Runner:
         self.history_at_start.append([m.content for m in loaded])
         if turn.envelope.text == "boom":
             raise RuntimeError("boom")
-        if turn.envelope.text == "stopped" and len(self.ran) == 1:
+        if turn.envelope.text in self.interrupt:
             # cut short by the daemon stopping (the real runner's reply)
             return TurnReply(text=SHUTDOWN_MESSAGE, interrupted=SHUTDOWN)
         return TurnReply(text=f"answer to {turn.envelope.text}")
@@ -87,18 +88,28 @@ class Rig:
     store: Store
 
 
-def rig_for(tmp_path: Path, *, on_interrupted: str = "notify", checks: bool = True) -> _RigContext:
-    """A gateway over a channel that can look for its posts (``checks``) or cannot."""
-    return _RigContext(tmp_path, on_interrupted, checks)
+def rig_for(
+    tmp_path: Path,
+    *,
+    on_interrupted: str = "notify",
+    checks: bool = True,
+    interrupt: tuple[str, ...] = (),
+) -> _RigContext:
+    """A gateway over a channel that can look for its posts (``checks``) or cannot; turns
+    for the texts in ``interrupt`` are cut short by a stop."""
+    return _RigContext(tmp_path, on_interrupted, checks, interrupt)
 
 
 class _RigContext:
-    def __init__(self, tmp_path: Path, on_interrupted: str, checks: bool) -> None:
+    def __init__(
+        self, tmp_path: Path, on_interrupted: str, checks: bool, interrupt: tuple[str, ...]
+    ) -> None:
         self.tmp_path, self.on_interrupted, self.checks = tmp_path, on_interrupted, checks
+        self.interrupt = interrupt
 
     async def __aenter__(self) -> Rig:
         self.store = store = await Store.open(self.tmp_path / "h.db")
-        runner = Runner(store)
+        runner = Runner(store, self.interrupt)
         channel = CheckingChannel(REF) if self.checks else FakeChannel(REF)
         settings = parse_settings(
             {"state_dir": str(self.tmp_path), "agent": {"on_interrupted": self.on_interrupted}},
@@ -368,28 +379,47 @@ async def test_retry_tells_instead_after_side_effects_or_a_second_cut(
         assert made.runner.ran == []
 
 
-async def test_a_turn_cut_by_a_stop_is_told_under_notify(rig: CheckingRig) -> None:
-    env = envelope("stopped")
-    await rig.gateway.deliver(env)
-    await settle(rig)
-    assert rig.channel.texts == [SHUTDOWN_MESSAGE]
-    assert await replies_of(rig.store, env) == [("notice", "sent", None)]
-    assert await status_of(rig.store, env) == (InboxStatus.FAILED, SHUTDOWN)
+async def test_a_turn_cut_by_a_stop_is_told_under_notify(tmp_path: Path) -> None:
+    async with rig_for(tmp_path, interrupt=("stopped",)) as made:
+        env = envelope("stopped")
+        await made.gateway.deliver(env)
+        await settle(made)
+        assert made.channel.texts == [SHUTDOWN_MESSAGE]
+        assert await replies_of(made.store, env) == [("notice", "sent", None)]
+        assert await status_of(made.store, env) == (InboxStatus.FAILED, SHUTDOWN)
 
 
 async def test_a_turn_cut_by_a_stop_is_left_for_the_next_start_under_retry(
     tmp_path: Path,
 ) -> None:
-    """Nothing is said at the stop; the next start runs the turn again and answers it."""
-    async with rig_for(tmp_path, on_interrupted="retry") as made:
-        env = envelope("stopped")
+    """Nothing is said at the stop; recovery in the same process leaves it alone (it is this
+    run's message), the next start runs the turn again and answers it."""
+    env = envelope("stopped")
+    async with rig_for(tmp_path, on_interrupted="retry", interrupt=("stopped",)) as made:
         await made.gateway.deliver(env)
         await settle(made)
         assert made.channel.texts == []
         assert await replies_of(made.store, env) == []
         # the real loop marks the entry processing as the turn begins; the stop left it so
         await made.store.commit(UnitOfWork().start_inbox(key(env), "t-stopped"))
-        assert await made.gateway.recover() == (1, 0)
-        await until(lambda: made.channel.texts == ["answer to stopped"])
-        await settle(made)
-        assert await status_of(made.store, env) == (InboxStatus.DONE, None)
+        assert await made.gateway.recover() == (0, 0)
+        assert made.channel.texts == []
+    async with rig_for(tmp_path, on_interrupted="retry") as restarted:
+        assert await restarted.gateway.recover() == (1, 0)
+        await until(lambda: restarted.channel.texts == ["answer to stopped"])
+        await settle(restarted)
+        assert await status_of(restarted.store, env) == (InboxStatus.DONE, None)
+
+
+async def test_recovery_leaves_alone_what_this_process_admitted(rig: CheckingRig) -> None:
+    """The channels start before recovery runs: a message of this run, finished or not, is
+    never taken for one a crash left (no second answer, no "ask again")."""
+    env = envelope("fresh")
+    await rig.gateway.deliver(env)
+    await until(lambda: rig.channel.texts == ["answer to fresh"])
+    await settle(rig)
+    # as if recovery had read the entry before its turn began
+    await rig.store.inbox.mark(key(env), InboxStatus.RECEIVED)
+    assert await rig.gateway.recover() == (0, 0)
+    assert rig.channel.texts == ["answer to fresh"]
+    assert rig.runner.ran == ["fresh"]
