@@ -117,8 +117,10 @@ async def test_ctrl_c_during_a_turn_still_exits_130_with_everything_written(
         interrupt_when=llm.arrived,
     )
 
+    # Whether the quick exit was taken is not asserted here: after a Ctrl-C a thread may
+    # still be finishing (a worker of the cancelled turn), and then the ordinary exit runs,
+    # as it should; what matters is the status and that everything was written.
     assert done.code == 130, done.stderr[-2000:]
-    assert TEARDOWN not in done.stderr
     with contextlib.closing(database(state)) as db:
         (status,) = db.execute("SELECT status FROM inbox").fetchone()
         assert status not in ("received", "processing")  # the cancelled turn was settled
