@@ -70,9 +70,9 @@ class PlatformDriver(Protocol):
         """The token variables the table names, for the daemon's environment."""
         ...
 
-    async def connected(self, starts: int) -> None:
-        """Wait until the ``starts``-th daemon process is connected to the fake (call it once
-        the daemon said READY)."""
+    async def connected(self) -> None:
+        """Wait until the daemon process started since the last :meth:`went_down` is
+        connected to the fake (call it once the daemon said READY)."""
         ...
 
     def went_down(self) -> None:
@@ -123,7 +123,7 @@ dm_policy = "open"
     def environment(self) -> dict[str, str]:
         return {"CRASH_TELEGRAM_TOKEN": TELEGRAM_TOKEN}
 
-    async def connected(self, starts: int) -> None:
+    async def connected(self) -> None:
         return None  # updates wait in the fake until a poll takes them
 
     def went_down(self) -> None:
@@ -173,6 +173,7 @@ class SlackDriver:
     pushed: list[_Pushed] = field(default_factory=list)
     retries: int = 0
     online: bool = False
+    connections_before: int = 0  # socket connections made by processes now dead
 
     @property
     def channel(self) -> str:
@@ -195,12 +196,13 @@ ping_interval_s = 0.5
             "CRASH_SLACK_APP_TOKEN": SLACK_APP_TOKEN,
         }
 
-    async def connected(self, starts: int) -> None:
-        await self.fake.wait_connected(starts, wait_s=120.0)
+    async def connected(self) -> None:
+        await self.fake.wait_connected(self.connections_before + 1, wait_s=120.0)
         self.online = True
 
     def went_down(self) -> None:
         self.online = False
+        self.connections_before = self.fake.connections
 
     def hold_connection(self, held: bool) -> None:
         return None
@@ -263,6 +265,7 @@ class DiscordDriver:
     fake: FakeDiscord
     conversations: int
     name: str = "discord"
+    identifies_before: int = 0  # gateway sessions of processes now dead
 
     def __post_init__(self) -> None:
         self.fake.add_guild(channels={self.room(i): f"room-{i}" for i in range(self.conversations)})
@@ -286,11 +289,11 @@ require_mention = true
     def environment(self) -> dict[str, str]:
         return {"CRASH_DISCORD_TOKEN": DISCORD_TOKEN}
 
-    async def connected(self, starts: int) -> None:
-        await self.fake.wait_for_gateway(identifies=starts, within=120.0)
+    async def connected(self) -> None:
+        await self.fake.wait_for_gateway(identifies=self.identifies_before + 1, within=120.0)
 
     def went_down(self) -> None:
-        return None  # the fake sees the socket close
+        self.identifies_before = self.fake.identifies  # the fake sees the socket close
 
     def hold_connection(self, held: bool) -> None:
         if held:
@@ -313,8 +316,9 @@ require_mention = true
             guild_id=self.fake.guild_of(room),
             mentions=[bot],
         )
-        # sent into a session that just died, it is only in the channel's history
-        with contextlib.suppress(ConnectionError):
+        # sent into a session that just died (or the fake gave up waiting for the next one:
+        # TimeoutError), it is only in the channel's history
+        with contextlib.suppress(ConnectionError, TimeoutError):
             await self.fake.post(payload)
 
     def posts(self) -> list[Post]:

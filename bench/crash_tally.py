@@ -1,0 +1,159 @@
+"""What ``bench/crash_load.py`` counts: each message's fate once the daemon settled.
+
+Messages carry a tag (``t<N>x``; the closing message of each conversation ``b<N>x``), the
+model answers ``answer <tag>``, and a turn's ``shell`` command appends the tag to a file in
+the workspace. From the platform: how often each tag was answered, and how many "Please ask
+again" notices each conversation received. From the store: which messages the outbox says
+were noticed (the notice carries no tag; the inbox entry it answers does), every inbox
+entry's status, ``PRAGMA integrity_check``. From the workspace: how often each command ran.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bot.gateway import SHUTDOWN_MESSAGE
+from tests.reliability.platform_drivers import PlatformDriver
+
+TAG = re.compile(r"\b[tb]\d+x\b")
+ANSWER = re.compile(r"\banswer ([tb]\d+x)\b")
+NOTICE = SHUTDOWN_MESSAGE.split(". ")[-1]  # "Please ask again."
+
+
+def message_text(tag: int) -> str:
+    return f"load t{tag}x"
+
+
+def barrier_text(conversation: int) -> str:
+    return f"last one b{conversation}x"
+
+
+def answered_tags(driver: PlatformDriver) -> Counter[str]:
+    """How many posts answered each tag."""
+    return Counter(m.group(1) for p in driver.posts() for m in ANSWER.finditer(p.text))
+
+
+@dataclass(kw_only=True)
+class Tally:
+    platform: str
+    plan: list[tuple[int, int]]  # (tag number, conversation), in sending order
+    while_down: set[str] = field(default_factory=set)  # tags sent while the daemon was down
+    rounds: list[str] = field(default_factory=list)
+    final_exit: int | None = None
+    elapsed_s: float = 0.0
+    settled_in_time: bool = False
+    answered: Counter[str] = field(default_factory=Counter)
+    noticed: set[str] = field(default_factory=set)
+    #: Messages whose reply was counted as delivered unconfirmed (its send began before a
+    #: crash, on a platform that cannot be asked: Telegram's documented policy).
+    unconfirmed: set[str] = field(default_factory=set)
+    ran: Counter[str] = field(default_factory=Counter)
+    notices_unaccounted: int = 0
+    inbox: dict[str, int] = field(default_factory=dict)
+    integrity: str = ""
+
+    # -- while running -------------------------------------------------------------------
+
+    def settled(self, driver: PlatformDriver) -> bool:
+        """Every message has an answer or a notice came for it (by count)."""
+        answered = sum(1 for tag in answered_tags(driver) if tag.startswith("t"))
+        notices = sum(1 for p in driver.posts() if NOTICE in p.text)
+        return answered + notices >= len(self.plan)
+
+    def barriers_answered(self, driver: PlatformDriver) -> int:
+        return sum(1 for tag in answered_tags(driver) if tag.startswith("b"))
+
+    # -- at the end ----------------------------------------------------------------------
+
+    def collect(self, driver: PlatformDriver, db: Path, workspace: Path, ran: str) -> None:
+        self.answered = answered_tags(driver)
+        on_platform = Counter(p.conversation for p in driver.posts() if NOTICE in p.text)
+        with sqlite3.connect(db) as conn:
+            self.integrity = str(conn.execute("PRAGMA integrity_check").fetchone()[0])
+            self.inbox = dict(conn.execute("SELECT status, COUNT(*) FROM inbox GROUP BY status"))
+            rows = conn.execute(
+                "SELECT i.payload FROM outbox o JOIN inbox i"
+                " ON i.channel = o.channel AND i.message_id = o.message_id"
+                " WHERE o.kind = 'notice' AND o.status = 'sent'"
+            ).fetchall()
+            unconfirmed = conn.execute(
+                "SELECT i.payload FROM outbox o JOIN inbox i"
+                " ON i.channel = o.channel AND i.message_id = o.message_id"
+                " WHERE o.error LIKE 'unconfirmed%'"
+            ).fetchall()
+        self.noticed = _tags_in(rows)
+        self.unconfirmed = _tags_in(unconfirmed)
+        conversation_of = {f"t{tag}x": conversation for tag, conversation in self.plan}
+        recorded = Counter(conversation_of[t] for t in self.noticed if t in conversation_of)
+        self.notices_unaccounted = sum(
+            abs(on_platform[c] - recorded[c]) for c in set(on_platform) | set(recorded)
+        )
+        for path in workspace.rglob(ran):
+            self.ran.update(path.read_text(encoding="utf-8").split())
+
+    def _tags(self) -> list[str]:
+        return [f"t{tag}x" for tag, _ in self.plan]
+
+    def once(self) -> list[str]:
+        return [t for t in self._tags() if self.answered[t] == 1 and t not in self.noticed]
+
+    def twice(self) -> list[str]:
+        return [t for t in self._tags() if self.answered[t] >= 2]
+
+    def only_noticed(self) -> list[str]:
+        return [t for t in self._tags() if self.answered[t] == 0 and t in self.noticed]
+
+    def both(self) -> list[str]:
+        return [t for t in self._tags() if self.answered[t] >= 1 and t in self.noticed]
+
+    def lost(self) -> list[str]:
+        return [t for t in self._tags() if self.answered[t] == 0 and t not in self.noticed]
+
+    def lost_unconfirmed(self) -> list[str]:
+        """Lost messages whose answer recovery counted as delivered, unconfirmed."""
+        return [t for t in self.lost() if t in self.unconfirmed]
+
+    def ran_twice(self) -> list[str]:
+        return [t for t in self._tags() if self.ran[t] >= 2]
+
+    def ok(self) -> bool:
+        return (
+            not self.lost()
+            and not self.twice()
+            and not self.both()
+            and not self.ran_twice()
+            and self.notices_unaccounted == 0
+            and self.integrity == "ok"
+        )
+
+    def table(self) -> str:
+        def row(label: str, tags: list[str]) -> str:
+            shown = f"  {', '.join(tags[:8])}{' …' if len(tags) > 8 else ''}" if tags else ""
+            return f"  {label:<22}{len(tags):>5}{shown}"
+
+        lines = [
+            f"{self.platform}: {len(self.plan)} messages ({len(self.while_down)} sent while down),"
+            f" {len(self.rounds)} kills, {self.elapsed_s:.1f} s",
+            row("answered once", self.once()),
+            row("answered twice", self.twice()),
+            row("noticed", self.only_noticed()),
+            row("answered and noticed", self.both()),
+            row("lost", self.lost()),
+            row("  answer unconfirmed", self.lost_unconfirmed()),
+            row("  sent while down", [t for t in self.lost() if t in self.while_down]),
+            row("command ran twice", self.ran_twice()),
+            f"  {'notices unaccounted':<22}{self.notices_unaccounted:>5}",
+            f"  inbox {self.inbox}, integrity {self.integrity},"
+            f" settled {'yes' if self.settled_in_time else 'NO'}, last exit {self.final_exit}",
+        ]
+        lines += [f"  round {i + 1}: {how}" for i, how in enumerate(self.rounds)]
+        return "\n".join(lines)
+
+
+def _tags_in(rows: list[tuple[str]]) -> set[str]:
+    """The message tags in inbox payloads."""
+    return {found.group(0) for (payload,) in rows if (found := TAG.search(str(payload)))}
