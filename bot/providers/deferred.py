@@ -1,8 +1,8 @@
 """A provider whose vendor SDK is imported off the start-up path.
 
-The ``openai`` and ``anthropic`` SDKs take most of a second each to import (``openai``
-imports every type it ships). A daemon does not need them to connect its channels and start
-admitting messages, so :class:`DeferredProvider` holds what is needed to build the real
+The ``anthropic`` SDK takes most of a second to import (the OpenAI-compatible provider, on
+its own HTTP client, a few milliseconds once aiohttp is loaded). A daemon does not need a
+provider to connect its channels and start admitting messages, so :class:`DeferredProvider` holds what is needed to build the real
 provider and builds it on :meth:`~DeferredProvider.warm` (the daemon calls it right after
 READY) or on the first completion, whichever comes first. The imports run in a worker thread
 so the event loop keeps serving channels meanwhile; a completion that arrives during the

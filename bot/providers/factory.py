@@ -156,7 +156,7 @@ def build_one(
     """One configured provider with its retries, tool mode and system prompt (``system``,
     from :func:`own_system_prompt`).
 
-    The vendor SDK (``anthropic`` or ``openai``, each a second or more to import) is imported
+    A provider's module (with the ``anthropic`` SDK, a second or more to import) is imported
     here, when a provider of that kind is built, not when this module is. An embedded
     provider starts loading its model here, on a thread of its own."""
     policy = RetryPolicy(max_retries=config.max_retries)
