@@ -10,8 +10,10 @@ the crash point, the way a restart goes on the real platforms: the model answers
 the platform is connected again (a model takes longer than a login), and where start-up
 recovery itself tells the sender to ask again, it does so before the platform connection is
 up (a local database read against a network round trip): Discord's login is held until the
-daemon logged ``app_started``. (Telegram and Slack post over HTTP with nothing to wait for;
-a Discord reply check waits for the login by design, so that login is not held.) Then it
+notice is recorded in the outbox (the ledger records a reply just before sending it), so a
+daemon that waited for the login before sending would still get its notice out.
+(Telegram and Slack post over HTTP with nothing to wait for; a Discord reply check waits
+for the login by design, so that login is not held.) Then it
 sends a second message in the same conversation and waits for its answer (turns of one
 conversation run in order, so nothing about the first message is still pending) and stops
 the daemon with SIGTERM.
@@ -39,6 +41,7 @@ import asyncio
 import contextlib
 import json
 import signal
+import sqlite3
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -206,6 +209,17 @@ async def expect_post(daemon: DaemonProcess, driver: PlatformDriver, needle: str
         ) from None
 
 
+async def reply_recorded(db: Path, kind: str) -> None:
+    """Wait until the outbox holds a reply of ``kind`` (the daemon writes the file: polled)."""
+    for _ in range(int(WAIT_S / 0.02)):
+        with contextlib.closing(sqlite3.connect(db)) as conn:
+            found = conn.execute("SELECT 1 FROM outbox WHERE kind = ?", (kind,)).fetchall()
+        if found:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"no {kind} recorded in the outbox")
+
+
 @pytest.mark.parametrize(("platform", "case"), matrix())
 async def test_kill_9_at_each_step(
     tmp_path: Path, llm: HeldOpenAI, platform: str, case: Case
@@ -224,7 +238,7 @@ async def test_kill_9_at_each_step(
         crashing = daemon_env(driver.environment(), crash_at=case.point)
         async with start_daemon(config, env=crashing) as first:
             await first.wait_notify("READY", "1")
-            await driver.connected(1)
+            await driver.connected()
             await driver.send(0, QUESTION)
             status = await first.wait_exit()
             assert status == -signal.SIGKILL, first.events[-20:]
@@ -237,10 +251,11 @@ async def test_kill_9_at_each_step(
         driver.hold_connection(case.outcome == "noticed")
         llm.open.clear()
         async with start_daemon(config, env=daemon_env(driver.environment())) as second:
-            await second.wait_event("app_started")  # logged once recovery returned
-            driver.hold_connection(False)
+            if case.outcome == "noticed":
+                await reply_recorded(tmp_path / "hatchway.db", "notice")
+                driver.hold_connection(False)
             await second.wait_notify("READY", "1")
-            await driver.connected(2)
+            await driver.connected()
             llm.open.set()
             await redeliver(driver)
             # turns of one conversation run in order: once the later message is answered,
