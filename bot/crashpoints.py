@@ -11,6 +11,7 @@ The points, in the order a turn reaches them (docs/reliability.md):
 * ``after_model_call`` — the model answered (a tool call or the final text), nothing of it
   recorded;
 * ``after_tool`` — a tool ran, its result not recorded;
+* ``after_answer`` — the final answer is in history, its reply not yet recorded or sent;
 * ``after_send`` — the platform took the reply, the ledger does not know it yet;
 * ``after_mark`` — the reply is recorded ``sent`` and the inbox entry ``done``;
 * ``after_persist`` — a Slack event is stored, not yet acknowledged.
@@ -26,6 +27,7 @@ POINTS = (
     "after_admit",
     "after_model_call",
     "after_tool",
+    "after_answer",
     "after_send",
     "after_mark",
     "after_persist",

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from bot.envelope import IngressEnvelope, target_to_json
-from bot.store import InboxKey, ReplyKind, UnitOfWork
+from bot.envelope import IngressEnvelope
+from bot.store import InboxKey
 
 #: How long a reply key is: a Discord nonce holds at most 25 characters.
 REPLY_KEY_CHARS = 24
@@ -53,24 +53,6 @@ class TurnIdentity:
         return self.turn_id[:REPLY_KEY_CHARS]
 
 
-def record_reply(work: UnitOfWork, turn: TurnIdentity, kind: ReplyKind, text: str) -> bool:
-    """Add to ``work`` the outbox ledger's row of the reply ``text`` to ``turn``'s message,
-    when one will be sent (there is text and the envelope announces); whether it did. The
-    agent adds its answer's row to the unit that records the answer in history, so the
-    answer and its ledger row commit together; the gateway records every other reply."""
-    envelope = turn.envelope
-    if not text or not envelope.announce:
-        return False
-    work.record_reply(
-        turn.inbox,
-        kind,
-        reply_key=turn.reply_key,
-        target=target_to_json(envelope.reply_target),
-        body=text,
-    )
-    return True
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnReply:
     """What a turn leaves for the gateway: the text to send back (None: nothing), and, for a
@@ -80,9 +62,6 @@ class TurnReply:
 
     text: str | None
     interrupted: str = ""
-    #: ``text`` is already in the outbox ledger as the answer (:func:`record_reply`),
-    #: committed with the answer's history.
-    recorded: bool = False
 
 
 @dataclass(slots=True)

@@ -21,13 +21,12 @@ from bot.agent.turn import AgentBundle, TurnResult, TurnState, TurnStatus
 from bot.crashpoints import crash_point
 from bot.errors import ProviderError
 from bot.providers.base import ChatMessage, CompletionRequest, ProviderReply, ToolDefinition
-from bot.store import ReplyKind, UnitOfWork
+from bot.store import UnitOfWork
 from bot.tools.batch import BatchVerdict
 from bot.tools.cancellation import SHUTDOWN, unless_cancelled
 from bot.tools.pipeline import ToolPipeline
 from bot.tools.registry import ToolScope
 from bot.tools.spec import ToolContext
-from bot.turn import record_reply
 
 log = structlog.get_logger(__name__)
 
@@ -168,12 +167,9 @@ async def _answer(
     if at_cap:
         log.info("turn_iteration_cap", cap=cap, ignored_calls=len(reply.tool_calls))
     if text:
-        await _remember(
-            bundle,
-            state,
-            [ChatMessage(role="assistant", content=reply.text)],
-            answer=None if at_cap else text,
-        )
+        await _remember(bundle, state, [ChatMessage(role="assistant", content=reply.text)])
+        # the answer is in history, its reply not yet recorded: recovery sends it
+        crash_point("after_answer")
     if at_cap:
         return TurnResult(
             status=TurnStatus.ITERATION_CAP, text=text or CAP_MESSAGE.format(count=cap)
@@ -210,17 +206,9 @@ def _history(state: TurnState) -> list[ChatMessage]:
     return state.history
 
 
-async def _remember(
-    bundle: AgentBundle, state: TurnState, messages: list[ChatMessage], *, answer: str | None
-) -> None:
-    """Append the final answer to history; its outbox ledger row (``answer``: the text to
-    be sent) commits in the same transaction, so after a crash an answer in history always
-    has its row (:func:`bot.turn.record_reply`)."""
+async def _remember(bundle: AgentBundle, state: TurnState, messages: list[ChatMessage]) -> None:
     turn = state.turn
-    work = UnitOfWork().append_history(turn.session_key, turn.turn_id, messages)
-    if answer is not None and state.inbox is not None:
-        state.answer_recorded = record_reply(work, turn, ReplyKind.ANSWER, answer)
-    await bundle.services.store.commit(work)
+    await bundle.services.store.history.append(turn.session_key, turn.turn_id, messages)
     _history(state).extend(messages)
 
 

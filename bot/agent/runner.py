@@ -68,8 +68,4 @@ class AgentRunner:
             # nobody asked in a scheduled run's conversation: no "ask again" line there; the
             # run is left to start-up recovery, which runs it again under its job's policy
             return TurnReply(text="", interrupted=SHUTDOWN)
-        return TurnReply(
-            text=result.text,
-            interrupted=SHUTDOWN if shutdown else "",
-            recorded=state.answer_recorded and result.status is TurnStatus.COMPLETED,
-        )
+        return TurnReply(text=result.text, interrupted=SHUTDOWN if shutdown else "")

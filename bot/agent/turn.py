@@ -123,8 +123,6 @@ class TurnState:
     excluded_tools: tuple[str, ...] = ()
     restrict_to: frozenset[str] | None = None
     inbox: InboxKey | None = None
-    #: The final answer's outbox ledger row was committed with it (set by the loop).
-    answer_recorded: bool = False
 
 
 class TurnStatus(enum.StrEnum):

@@ -1,9 +1,9 @@
 """The outbox ledger, gateway side: each reply to a message is recorded before it is sent
 and settled after, and a reply whose fate a crash hid is settled at start-up.
 
-A turn's answer is recorded by the agent with the answer's history (one transaction,
-:func:`bot.turn.record_reply`); every other reply (the failure line, a turn's text that is
-not in history, the notice to ask again) is recorded here first. After the send, one
+Every reply (a turn's answer, the failure line, the notice to ask again) is recorded
+``sending`` in one trip just before it leaves, as late as possible: the window in which a
+crash leaves a reply whose fate is unknown is the request's own flight. After the send, one
 transaction settles the reply (``sent`` with the platform's message ids, or ``failed``) and
 marks the inbox entry, so an entry is ``done`` exactly when its reply's fate is known.
 
@@ -16,15 +16,18 @@ At start-up, an entry cut off mid-turn (``processing``) is settled by its replie
   lets a bot read its own posts (:class:`bot.channel.DeliveryCheck`: Slack, Discord), it is
   looked for: found, it is settled ``sent``; not there, the recorded text is sent again
   under the same key. Where it cannot be asked (Telegram, or the check failed), it counts
-  as delivered (``reply_unconfirmed``): a send was begun, and a second copy or an "ask
-  again" beside an answer is worse than the rare answer lost to a crash in the instant
-  before the request left (docs/reliability.md);
-* no reply at all: the turn was cut off before its answer; the caller tells the sender
-  to ask again (or runs the turn again, under ``agent.on_interrupted = "retry"``).
+  as delivered (``reply_unconfirmed``): its request had left, and a second copy, or an "ask
+  again" beside an answer, is worse than the rare answer lost in that flight
+  (docs/reliability.md);
+* no reply, but the run's final answer in history (it was cut off between the two): the
+  answer was never sent, and is sent now (:meth:`ReplyLedger.answer_again`);
+* nothing: the turn was cut off before its answer; the caller tells the sender to ask
+  again (or runs the turn again, under ``agent.on_interrupted = "retry"``).
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from typing import Literal
 
@@ -32,7 +35,7 @@ import structlog
 
 from bot.channel import SentMessage
 from bot.crashpoints import crash_point
-from bot.envelope import IngressEnvelope, target_from_json
+from bot.envelope import IngressEnvelope, target_from_json, target_to_json
 from bot.errors import StorageError
 from bot.gateway.sending import Replies
 from bot.store import (
@@ -45,7 +48,7 @@ from bot.store import (
     UnitOfWork,
 )
 from bot.store.inbox import InboxEntry
-from bot.turn import TurnIdentity, record_reply
+from bot.turn import TurnIdentity
 
 log = structlog.get_logger(__name__)
 
@@ -79,21 +82,26 @@ class ReplyLedger:
         *,
         status: InboxStatus,
         error: str | None = None,
-        recorded: bool = False,
     ) -> None:
-        """Send ``text`` as ``turn``'s reply (nothing for no text or a silent envelope),
-        then settle it and mark the inbox entry ``status`` in one transaction.
-        ``recorded``: the agent already recorded it with the answer."""
-        if not recorded and text:
+        """Send ``text`` as ``turn``'s reply (nothing for no text or a silent envelope):
+        recorded ``sending`` first, then settled with the inbox entry marked ``status``, in
+        one transaction."""
+        sends = bool(text) and turn.envelope.announce
+        recorded = sends
+        if sends:
             try:
-                work = UnitOfWork()
-                recorded = record_reply(work, turn, kind, text)
-                await self._store.commit(work)
+                await self._store.outbox.record(
+                    turn.inbox,
+                    kind,
+                    reply_key=turn.reply_key,
+                    target=target_to_json(turn.envelope.reply_target),
+                    body=text,
+                )
             except StorageError:
                 # the reply still goes out: unrecorded is better than unsaid
                 log.exception("reply_record_failed")
                 recorded = False
-        sent = await self._send(turn, text) if text and turn.envelope.announce else None
+        sent = await self._send(turn, text) if sends else None
         work = UnitOfWork()
         if recorded:
             _settle(work, turn.inbox, kind, sent)
@@ -109,6 +117,21 @@ class ReplyLedger:
         the entry ``failed`` with ``error``: recorded first, so a crash while telling is not
         followed by a second notice."""
         await self.finish(turn, ReplyKind.NOTICE, text, status=InboxStatus.FAILED, error=error)
+
+    async def answer_again(self, entry: InboxEntry, envelope: IngressEnvelope) -> bool:
+        """Send the final answer a cut-off run left in history with no reply recorded (it
+        was never sent) and mark the entry ``done``; False when the run left no answer."""
+        if entry.turn_id is None:
+            return False
+        answer = await self._store.history.answer_of(entry.session_key, entry.turn_id)
+        if answer is None:
+            return False
+        turn = TurnIdentity(
+            envelope=envelope, session_key=entry.session_key, turn_id=uuid.uuid4().hex
+        )
+        await self.finish(turn, ReplyKind.ANSWER, answer, status=InboxStatus.DONE)
+        log.info("answer_sent_after_restart", message_id=entry.key.message_id)
+        return True
 
     async def recover(
         self, key: InboxKey, envelope: IngressEnvelope, *, interrupted: str

@@ -3,15 +3,16 @@
 An entry still ``received`` left no trace (its turn never began) and is queued again. One
 ``processing`` was cut off mid-turn: when a reply to it was recorded in the outbox ledger,
 the ledger settles it (:meth:`bot.gateway.ledger.ReplyLedger.recover`: an answer that went
-out, or may have, is never followed by a notice); when none was, its sender is told once to
-ask again (:data:`SHUTDOWN_MESSAGE`, itself recorded first), or, under
-``agent.on_interrupted = "retry"``, a run in which nothing with side effects ran (read-only
-tools only) is run again once: what it appended to history is removed and the entry queued
-as new. A message from a channel that does not replay
-(``Capabilities.replay_on_restart`` false: the console, whose reader is gone with the
-process that read it) is marked ``failed`` either way, quietly: nobody is asked to repeat
-it and it is never answered in a later run. Messages queued by this process (the channels
-start before recovery runs) are left alone, whether still running or already finished.
+out, or may have, is never followed by a notice); when none was but the run's answer is in
+history, that answer is sent; otherwise its sender is told once to ask again
+(:data:`SHUTDOWN_MESSAGE`, itself recorded first), or, under ``agent.on_interrupted =
+"retry"``, a run in which nothing with side effects ran (read-only tools only) is run again
+once: what it appended to history is removed and the entry queued as new. A message from a
+channel that does not replay (``Capabilities.replay_on_restart`` false: the console, whose
+reader is gone with the process that read it) is marked ``failed`` either way, quietly:
+nobody is asked to repeat it and it is never answered in a later run. Messages queued by
+this process (the channels start before recovery runs) are left alone, whether still running
+or already finished.
 
 A background run (``IngressEnvelope.background``: a scheduled job) whose answer was recorded
 is settled by the ledger like any other entry (never run again). One cut off before its
@@ -85,7 +86,17 @@ async def recover(
     interrupted); re-runs and retries count as requeued."""
     at = time.time() if now is None else now
     counts = dict.fromkeys(
-        ("requeued", "rerun", "retried", "interrupted", "settled", "dropped", "abandoned"), 0
+        (
+            "requeued",
+            "rerun",
+            "retried",
+            "interrupted",
+            "settled",
+            "answered",
+            "dropped",
+            "abandoned",
+        ),
+        0,
     )
     for entry in await store.inbox.unfinished():
         # a message of this run (the channels start before recovery) is this run's to finish
@@ -111,6 +122,9 @@ async def recover(
         elif await ledger.recover(entry.key, envelope, interrupted=INTERRUPTED) is not None:
             # its reply went out, or may have: settled, never run or told again
             counts["settled"] += 1
+        elif await ledger.answer_again(entry, envelope):
+            # cut off between its answer and the reply: the answer goes out now
+            counts["answered"] += 1
         elif envelope.background:
             outcome = await _recover_background(store, sessions, entry, envelope, schedules, at)
             if outcome:

@@ -294,7 +294,6 @@ class Sessions:
                     reply.text or "",
                     status=InboxStatus.FAILED if reply.interrupted else InboxStatus.DONE,
                     error=reply.interrupted or None,
-                    recorded=reply.recorded,
                 )
             finally:
                 reset_contextvars(**bound)

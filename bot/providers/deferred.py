@@ -2,14 +2,14 @@
 
 The ``anthropic`` SDK takes most of a second to import (the OpenAI-compatible provider, on
 its own HTTP client, a few milliseconds once aiohttp is loaded). A daemon does not need a
-provider to connect its channels and start admitting messages, so :class:`DeferredProvider` holds what is needed to build the real
-provider and builds it on :meth:`~DeferredProvider.warm` (the daemon calls it right after
-READY) or on the first completion, whichever comes first. The imports run in a worker thread
-so the event loop keeps serving channels meanwhile; a completion that arrives during the
-warm-up waits for it. Configuration errors (unknown provider, missing API key) are raised
-when the :class:`DeferredProvider` is created, not later: see
-:func:`bot.providers.factory.defer_provider`.
-"""
+provider to connect its channels and start admitting messages, so :class:`DeferredProvider`
+holds what is needed to build the real provider and builds it on
+:meth:`~DeferredProvider.warm` (the daemon calls it right after READY) or on the first
+completion, whichever comes first. The imports run in a worker thread so the event loop
+keeps serving channels meanwhile; a completion that arrives during the warm-up waits for it.
+Configuration errors (unknown provider, missing API key) are raised when the
+:class:`DeferredProvider` is created, not later: see
+:func:`bot.providers.factory.defer_provider`."""
 
 from __future__ import annotations
 

@@ -100,6 +100,22 @@ class History:
         """Append messages atomically: all of them or none (one trip)."""
         await self._db.commit(appending(session_key, turn_id, messages))
 
+    async def answer_of(self, session_key: str, turn_id: str) -> str | None:
+        """The final answer the run ``turn_id`` appended to the session, as it was sent
+        (stripped): its last message, when that is the assistant's text with no tool call;
+        None when the run ended otherwise or never got there."""
+        row = await self._db.fetchone(
+            "SELECT body FROM messages WHERE session_key = ? AND turn_id = ?"
+            " ORDER BY id DESC LIMIT 1",
+            (session_key, turn_id),
+        )
+        if row is None:
+            return None
+        message = decode_message(row["body"])
+        if message.role != "assistant" or message.tool_calls:
+            return None
+        return message.content.strip() or None
+
     async def forget_turn(self, session_key: str, turn_id: str) -> int:
         """Delete what the run ``turn_id`` appended to the session (a cut-off run about to
         run again from the start); the number of messages deleted."""

@@ -26,7 +26,7 @@ from bot.gateway import SHUTDOWN_MESSAGE, Gateway, SessionControl, TurnReply
 from bot.gateway.ledger import UNCONFIRMED
 from bot.gateway.recovery import INTERRUPTED
 from bot.gateway.sending import FAILURE_MESSAGE
-from bot.providers.base import ChatMessage
+from bot.providers.base import ChatMessage, ToolCallRequest
 from bot.store import InboxKey, InboxStatus, ReplyKind, ReplyStatus, Store, UnitOfWork
 from bot.tools.cancellation import SHUTDOWN
 from bot.turn import TurnIdentity
@@ -260,6 +260,39 @@ async def test_a_turn_cut_off_before_its_answer_is_told_once_to_ask_again(rig: C
     assert await replies_of(rig.store, env) == [("notice", "sent", None)]
     assert await status_of(rig.store, env) == (InboxStatus.FAILED, INTERRUPTED)
     assert rig.runner.ran == []
+
+
+async def test_an_answer_in_history_with_no_reply_recorded_is_sent_after_the_restart(
+    rig: CheckingRig,
+) -> None:
+    """Cut off between the answer's history and its reply: it was never sent, so it is sent
+    now, once, and nobody is told to ask again."""
+    env = envelope("almost")
+    await cut_off(rig.store, env)
+    await rig.store.history.append(
+        SESSION, "t-old", [ChatMessage(role="assistant", content="  answer to almost\n")]
+    )
+    with capture_logs() as logs:
+        assert await rig.gateway.recover() == (0, 0)
+    assert rig.channel.texts == ["answer to almost"]
+    assert await replies_of(rig.store, env) == [("answer", "sent", None)]
+    assert await status_of(rig.store, env) == (InboxStatus.DONE, None)
+    assert [e["message_id"] for e in logs if e["event"] == "answer_sent_after_restart"] == [
+        "m-almost"
+    ]
+    assert rig.runner.ran == []
+
+
+async def test_a_run_cut_off_mid_tool_call_is_not_taken_for_an_answer(rig: CheckingRig) -> None:
+    """The run's last message in history is the assistant's tool call: no answer to send."""
+    env = envelope("tooling")
+    await cut_off(rig.store, env)
+    call = ToolCallRequest(id="c1", name="shell", arguments="{}")
+    await rig.store.history.append(
+        SESSION, "t-old", [ChatMessage(role="assistant", content="let me see", tool_calls=(call,))]
+    )
+    assert await rig.gateway.recover() == (0, 1)
+    assert rig.channel.texts == [SHUTDOWN_MESSAGE]
 
 
 async def test_an_answer_recorded_sent_is_never_followed_by_a_notice(rig: CheckingRig) -> None:
