@@ -161,6 +161,10 @@ def endpoint_scope(api_base: str | None) -> Iterator[None]:
         async_context.reset(token)
 
 
+#: How long a send or a reply check made as the adapter starts waits for the login.
+LOGIN_WAIT_S = 15.0
+
+
 class Connection:
     """The running client and the host, while the adapter's ``run`` lives (None otherwise).
     Only ``run`` sets them; the adapter's inbound and outbound parts read them.
@@ -178,6 +182,18 @@ class Connection:
         """The client once it has logged in and knows its own user, else None."""
         client = self.client
         return client if client is not None and client.user is not None else None
+
+    async def logged_in(self, wait_s: float) -> GatewayClient | None:
+        """The client, waiting up to ``wait_s`` for its login (what start-up recovery sends
+        or asks goes out as the adapter starts); None when it did not log in by then or
+        its run ended without it."""
+        if self.connected() is None:
+            try:
+                async with asyncio.timeout(wait_s):
+                    await self.login_settled.wait()
+            except TimeoutError:
+                pass
+        return self.connected()
 
 
 class GatewayClient(discord.Client):

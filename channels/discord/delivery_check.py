@@ -31,7 +31,6 @@ never found.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
@@ -42,7 +41,7 @@ import structlog
 
 from bot.channel import SentMessage
 from bot.envelope import ChannelRef, DeliveryTarget
-from channels.discord.client import Connection
+from channels.discord.client import LOGIN_WAIT_S, Connection
 from channels.discord.markup import render_chunks
 from channels.discord.members import UNKNOWN_CHANNEL
 
@@ -53,7 +52,6 @@ NONCE_CHARS = 25
 #: The most messages after the user's one looked at for a reply.
 SCAN_LIMIT = 300
 #: How long a lookup waits for the adapter to log in (recovery runs as channels start).
-LOGIN_WAIT_S = 15.0
 
 
 def reply_nonce(key: str, index: int, chunk: str) -> str:
@@ -87,12 +85,7 @@ class ReplyFinder:
         after_message_id: str | None,
     ) -> Sequence[SentMessage] | None:
         # Start-up recovery asks as the adapter starts: wait for its login (REST), briefly.
-        try:
-            async with asyncio.timeout(LOGIN_WAIT_S):
-                await self._connection.login_settled.wait()
-        except TimeoutError:
-            pass
-        client = self._connection.connected()
+        client = await self._connection.logged_in(LOGIN_WAIT_S)
         if client is None or client.user is None:
             self._log.warning("discord_reply_lookup_failed", key=key, error="not logged in")
             return None

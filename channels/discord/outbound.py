@@ -34,7 +34,7 @@ from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelError
 from channels.common.card_index import CardEntry, CardIndex
 from channels.discord.cards import card_reactions, card_view, render_card
-from channels.discord.client import NO_MENTIONS, Connection, GatewayClient
+from channels.discord.client import LOGIN_WAIT_S, NO_MENTIONS, Connection, GatewayClient
 from channels.discord.command_replies import CommandReplies
 from channels.discord.delivery_check import first_reply_to, reply_nonce
 from channels.discord.markup import render_chunks, render_single
@@ -70,14 +70,16 @@ class Outbound:
         self._dm_channels: dict[str, str] = {}  # user id -> the bot's DM channel with them
         self._log = log.bind(channel=str(ref))
 
-    def _connected_client(self) -> GatewayClient:
-        client = self._connection.connected()
+    async def _connected_client(self) -> GatewayClient:
+        """The logged-in client; a send made as the adapter starts (start-up recovery's
+        notices and answers) waits for the login, at most :data:`LOGIN_WAIT_S`."""
+        client = await self._connection.logged_in(LOGIN_WAIT_S)
         if client is None:
             raise ChannelError(f"{self.ref}: not connected to Discord")
         return client
 
     async def _destination(self, target: DeliveryTarget) -> discord.PartialMessageable:
-        client = self._connected_client()
+        client = await self._connected_client()
         if target.thread_id is not None:
             await self._threads.before_posting(client, target.thread_id)
         return client.get_partial_messageable(int(target.thread_id or target.conversation_id))
@@ -187,7 +189,7 @@ class Outbound:
                 raise
         # Not a channel: a user. Opening the DM always works; a user who closed their DMs
         # (or shares no server with the bot) refuses the message itself (403, code 50007).
-        client = self._connected_client()
+        client = await self._connected_client()
         channel = await client.create_dm(discord.Object(id=int(target.conversation_id)))
         self._dm_channels[target.conversation_id] = str(channel.id)
         if len(self._dm_channels) > DM_CHANNELS_KEPT:
