@@ -114,5 +114,14 @@ def choose_sandbox(
     if cfg.max_processes and os.geteuid() == 0:
         log.warning("shell_process_limit_not_applied", reason=ROOT_NPROC, fix=ROOT_NPROC_FIX)
     tmp_bytes = cfg.max_file_mb * 1024 * 1024
-    log.info("shell_sandbox", program=status.program, version=status.version)
+    log.info(
+        "shell_sandbox",
+        program=status.program,
+        version=status.version,
+        network=cfg.network,
+        # the default changed from the host's network to none: say how to have it back
+        allow_network=None
+        if cfg.network == "host"
+        else 'tools.shell.network = "host" (or a channel\'s shell_network = "host")',
+    )
     return BwrapSandbox(executable=status.program, hidden=hidden, tmp_bytes=tmp_bytes)
