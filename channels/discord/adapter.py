@@ -13,9 +13,10 @@ cards as :mod:`~channels.discord.cards` renders them) and :mod:`~channels.discor
 :class:`~channels.discord.client.Connection` and one
 :class:`~channels.discord.threads.ThreadBook`. Each new gateway session (a start, or a
 reconnect Discord would not resume) catches up on what was posted meanwhile in the
-conversations the bot has seen (:mod:`~channels.discord.catch_up`, from
-:mod:`~channels.discord.last_seen`); edits and deletions are reported to the host
-(:mod:`~channels.discord.inbound`); start-up recovery asks
+conversations the bot has seen, and in the guild channels first posted to while it was away
+(:mod:`~channels.discord.catch_up`, from :mod:`~channels.discord.last_seen` and
+:mod:`~channels.discord.watermark`, written every few seconds while it runs); edits and
+deletions are reported to the host (:mod:`~channels.discord.inbound`); start-up recovery asks
 :mod:`~channels.discord.delivery_check` whether a reply cut off by a crash was posted.
 
 Health: ``STARTING`` until the gateway's READY (credentials accepted, session established;
@@ -67,6 +68,7 @@ from channels.discord.last_seen import LastSeen
 from channels.discord.members import ConversationMembers
 from channels.discord.outbound import Outbound
 from channels.discord.threads import ThreadBook
+from channels.discord.watermark import Watermark
 
 INTENT_HINT = (
     "the Message Content intent is not enabled for this application: enable it in the Discord "
@@ -86,11 +88,14 @@ class DiscordChannel(SendsThrough):
         cards = CardIndex(context.store.channel_state, str(ref))
         reactions = config.reactions_for_approval
         replies = CommandReplies(ref, api_base_url=config.api_base_url)
-        self._last_seen = LastSeen(context.store.channel_state, str(ref))
+        self._watermark = Watermark(context.store.channel_state, str(ref))
+        self._last_seen = LastSeen(context.store.channel_state, str(ref), watermark=self._watermark)
         self._inbound = InboundMessages(
             ref, config, self._connection, threads, replies, self._last_seen
         )
-        self._catch_up = CatchUp(ref, config, self._connection, self._last_seen, self._inbound)
+        self._catch_up = CatchUp(
+            ref, config, self._connection, self._last_seen, self._watermark, self._inbound
+        )
         self._replies_found = ReplyFinder(ref, self._connection)
         self._clicks = ApprovalClicks(
             ref, self._connection, cards, reactions_for_approval=reactions
@@ -133,13 +138,15 @@ class DiscordChannel(SendsThrough):
         self._connection.login_settled.clear()
         try:
             await self._last_seen.load()
+            await self._watermark.load()
             with endpoint_scope(self._config.api_base_url):
                 await self._login(client, token)
                 self._connection.login_settled.set()
                 if self._config.sync_commands:
                     await sync_commands(client.tree, self.ref)
                 self._set_health(HealthState.STARTING, "logged in; connecting to the gateway")
-                await client.connect(reconnect=True)
+                async with self._last_seen.flushing():
+                    await client.connect(reconnect=True)
         except discord.LoginFailure:
             self._fail("Discord refused the bot token (401 on /users/@me)")
             raise ChannelAuthError(f"{self.ref}: Discord refused the bot token") from None
@@ -162,6 +169,7 @@ class DiscordChannel(SendsThrough):
             self._connection.client = None
             self._connection.login_settled.set()
             await client.close()
+            self._watermark.disconnected()
             await self._catch_up.stop()
             await self._last_seen.write()
             if self._health.state is not HealthState.FAILED:
@@ -200,6 +208,7 @@ class DiscordChannel(SendsThrough):
         # A new session (the gateway's READY; a resume is gateway_resumed): marked for a
         # catch-up before its first message is handled (no await before this).
         self._catch_up.session_started()
+        self._watermark.connected()  # after the gap is opened at the stored value
         # Messages are dispatched from the gateway's READY on, so the channel is connected
         # then; discord.py's own "ready" only adds the wait for the guilds' details.
         client = self._connection.connected()
@@ -221,9 +230,11 @@ class DiscordChannel(SendsThrough):
             self._set_health(HealthState.CONNECTED, detail)
 
     async def gateway_resumed(self) -> None:
+        self._watermark.connected()  # Discord replays the gap to a resumed session
         self._set_health(HealthState.CONNECTED, "gateway session resumed")
 
     async def gateway_disconnected(self) -> None:
+        self._watermark.disconnected()
         if self._health.state in (HealthState.CONNECTED, HealthState.STARTING):
             self._set_health(
                 HealthState.RECONNECTING, "gateway connection lost; discord.py is resuming it"

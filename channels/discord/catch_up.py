@@ -3,23 +3,34 @@
 Discord replays missed events only to a session it *resumes*. A new session — every start,
 and a reconnect Discord would not resume (an invalidated or expired session: discord.py
 identifies again and fires ``on_ready``, not ``on_resumed``) — begins with nothing about
-the gap. So at the start of each new session every watched conversation (one with a
-last-seen row, :mod:`channels.discord.last_seen`: the bot has seen a message there; a
-conversation it never saw is not caught up, DMs included) is marked to catch up from its
-last-seen message (:meth:`CatchUp.session_started`, on the gateway's READY, before the
-session's first message); once discord.py has the guilds (``on_ready``),
-:meth:`CatchUp.run` fetches each one's history after that message with discord.py's REST
-(``history(after=…, oldest_first=True)``) and hands every message to the same inbound path
+the gap. So at the start of each new session (:meth:`CatchUp.session_started`, on the
+gateway's READY, before the session's first message) every watched conversation (one with a
+last-seen row, :mod:`channels.discord.last_seen`: the bot has seen a message there) is
+marked to catch up from its last-seen message, and the gap is opened on the channel's
+watermark (:mod:`channels.discord.watermark`: how far the bot saw). Once discord.py has the
+guilds (``on_ready``), :meth:`CatchUp.run` fetches each watched conversation's history after
+that message with discord.py's REST (``history(after=…, oldest_first=True)``), then every
+*unseen* channel: a text channel or active thread of an allowed guild, in discord.py's
+guild cache, that the bot may read (``read_message_history``), with no last-seen row and a
+cached ``last_message_id`` newer than the watermark — a channel whose first message came
+while the bot was away — from the watermark. Every message goes to the same inbound path
 as a live one (:meth:`~channels.discord.inbound.InboundMessages.message_created`: the same
 filters and envelope; the gateway decides what is addressed to the bot), oldest first.
+
+Not caught up: anything before the first watermark (the first start ever stores none:
+the bot does not answer what was posted before it was ever connected), and a DM channel it
+has never seen (a bot cannot list its DM channels; the next live message there is
+answered, and watches it from then on).
 
 Bounds: nothing older than ``catch_up_max_age`` (the ``after`` id is at least a snowflake
 of that moment; 0 turns catch-up off) and at most ``catch_up_max_messages`` per
 conversation, the oldest first (reaching it is logged: the rest of that gap is not
 fetched). A conversation whose cached channel says its last message is not newer costs no
-request; one Discord no longer shows the bot (404, 403) stops being watched. A conversation
-whose fetch failed stays marked, and its stored last-seen value stays where it was, so the
-next session (or start) tries again.
+request, so a channel with no activity since the watermark costs nothing; one Discord no
+longer shows the bot (404, 403) stops being watched. A conversation whose fetch failed
+stays marked, and its stored last-seen value stays where it was (an unseen channel gets a
+row at the watermark), so the next session (or start) tries again; the watermark does not
+move past the gap until its catch-up is done.
 
 A message that arrives live while its conversation is being caught up is delivered at once,
 possibly before older caught-up ones. A message delivered twice (live and fetched) is
@@ -41,6 +52,7 @@ from channels.discord.client import Connection, GatewayClient
 from channels.discord.config import DiscordChannelConfig
 from channels.discord.inbound import InboundMessages
 from channels.discord.last_seen import Hold, LastSeen
+from channels.discord.watermark import Gap, Watermark
 
 log = structlog.get_logger(__name__)
 
@@ -72,11 +84,14 @@ class CatchUp:
         config: DiscordChannelConfig,
         connection: Connection,
         last_seen: LastSeen,
+        watermark: Watermark,
         inbound: InboundMessages,
     ) -> None:
         self._config = config
         self._connection = connection
         self._last_seen = last_seen
+        self._watermark = watermark
+        self._gap: Gap | None = None
         self._inbound = inbound
         self._pending: dict[str, Hold] = {}
         self._lock = asyncio.Lock()
@@ -89,10 +104,12 @@ class CatchUp:
 
     def session_started(self) -> None:
         """A new session: every watched conversation catches up from its last-seen message
-        (one still marked from an earlier session keeps its earlier start). Synchronous, so
-        it runs before the session's first message is handled."""
+        (one still marked from an earlier session keeps its earlier start), and the
+        unseen channels from the watermark, held meanwhile. Synchronous, so it runs before
+        the session's first message is handled."""
         if not self.enabled:
             return
+        self._gap = self._watermark.open_gap()
         for conversation, seen in self._last_seen.conversations().items():
             if conversation not in self._pending:
                 self._pending[conversation] = self._last_seen.hold(conversation, seen)
@@ -130,8 +147,13 @@ class CatchUp:
             messages += fetched
             del self._pending[conversation]
             self._last_seen.release(hold)
+        unseen = await self._unseen(client, horizon)
         await self._last_seen.write()
-        done = CaughtUp(conversations=len(order), messages=messages, failed=failed)
+        done = CaughtUp(
+            conversations=len(order) + unseen.conversations,
+            messages=messages + unseen.messages,
+            failed=failed + unseen.failed,
+        )
         self._log.info(
             "discord_catch_up_finished",
             conversations=done.conversations,
@@ -139,6 +161,62 @@ class CatchUp:
             failed=failed,
         )
         return done
+
+    async def _unseen(self, client: GatewayClient, horizon: int) -> CaughtUp:
+        """Catch up the unseen channels with activity after the gap's start (or ``horizon``,
+        when later), then close the gap. One that could not be fetched is watched from
+        there (a row at that id, and marked) so the next session tries again."""
+        gap = self._gap
+        if gap is None:
+            return CaughtUp()
+        after = max(gap.after, horizon)
+        channels = self._unseen_channels(client, after)
+        self._log.info(
+            "discord_catch_up_unseen",
+            channels=[str(c.id) for c in channels],
+            after=after,
+        )
+        messages = failed = 0
+        for channel in channels:
+            conversation = str(channel.id)
+            hold = self._last_seen.hold(conversation, after)
+            fetched = await self._conversation(client, hold, after)
+            if fetched is None:
+                failed += 1
+                self._last_seen.seen(conversation, after)
+                self._pending[conversation] = hold
+                continue
+            messages += fetched
+            self._last_seen.release(hold)
+        await self._last_seen.write()  # rows for what failed before the gap closes
+        self._watermark.close_gap(gap)
+        self._gap = None
+        return CaughtUp(conversations=len(channels), messages=messages, failed=failed)
+
+    def _unseen_channels(
+        self, client: GatewayClient, after: int
+    ) -> list[discord.TextChannel | discord.Thread]:
+        """The cached channels of allowed guilds the bot may read, without a row, whose
+        last message is newer than ``after`` (asks Discord nothing)."""
+        watched = self._last_seen.conversations().keys() | self._pending.keys()
+        allowed = self._config.allowed_guilds
+        found: list[discord.TextChannel | discord.Thread] = []
+        for guild in client.guilds:
+            if allowed and str(guild.id) not in allowed:
+                continue
+            me = guild.me
+            readable: list[discord.TextChannel | discord.Thread] = [*guild.text_channels]
+            readable.extend(guild.threads)
+            for channel in readable:
+                last = channel.last_message_id
+                if last is None or last <= after or str(channel.id) in watched:
+                    continue
+                if me is not None:
+                    can = channel.permissions_for(me)
+                    if not (can.read_messages and can.read_message_history):
+                        continue
+                found.append(channel)
+        return found
 
     async def _conversation(self, client: GatewayClient, hold: Hold, after: int) -> int | None:
         """Fetch and hand over one conversation's messages after ``after``: how many; None

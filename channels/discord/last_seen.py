@@ -13,24 +13,28 @@ events concurrently, so a message still being handed over, and a catch-up still 
 through a conversation, each hold the stored value below them (:class:`Hold`): the row is
 the highest id seen, capped at the lowest hold, and never goes back.
 
-Rows are written at most every :data:`WRITE_EVERY_S` as messages arrive, after each
-catch-up, and when the adapter stops. A crash loses at most the last few seconds of
-updates: those messages are fetched again by the next catch-up and the gateway's inbox
-drops them as redeliveries.
+Rows are written every :data:`WRITE_EVERY_S` while the adapter runs (:meth:`LastSeen.flushing`;
+also as messages arrive, at most that often), after each catch-up, and when the adapter
+stops; the channel's watermark (:mod:`channels.discord.watermark`) is written after them,
+kept below any message still being handed over in a conversation that has no row yet. A
+crash loses at most the last few seconds of updates: those messages are fetched again by
+the next catch-up and the gateway's inbox drops them as redeliveries.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 
 import structlog
 
 from bot.errors import StorageError
 from bot.store.channel_state import ChannelState
+from channels.discord.watermark import Watermark
 
 log = structlog.get_logger(__name__)
 
@@ -55,10 +59,12 @@ class LastSeen:
         state: ChannelState,
         channel: str,
         *,
+        watermark: Watermark | None = None,
         write_every_s: float = WRITE_EVERY_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._state = state
+        self._watermark = watermark
         self._channel = channel
         self._write_every_s = write_every_s
         self._clock = clock
@@ -136,9 +142,37 @@ class LastSeen:
         if self._clock() - self._last_write >= self._write_every_s:
             await self.write()
 
+    def _unwatched_floor(self) -> int | None:
+        """The lowest hold in a conversation without a row: the watermark stays below it."""
+        floors = [
+            hold.floor
+            for conversation, holds in self._holds.items()
+            if conversation not in self._written
+            for hold in holds
+        ]
+        return min(floors, default=None)
+
+    @asynccontextmanager
+    async def flushing(self) -> AsyncIterator[None]:
+        """Within the block, :meth:`write` every :data:`WRITE_EVERY_S` (the watermark moves
+        while the gateway is connected, messages or not)."""
+
+        async def every_interval() -> None:
+            while True:
+                await asyncio.sleep(self._write_every_s)
+                await self.write()
+
+        task = asyncio.create_task(every_interval())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
     async def write(self) -> None:
-        """Store every value that moved on since the last write (and delete forgotten rows).
-        A storage failure is logged; the values are written next time."""
+        """Store every value that moved on since the last write (and delete forgotten rows),
+        then the watermark. A storage failure is logged; the values are written next time."""
         self._last_write = self._clock()
         async with self._writing:
             try:
@@ -152,3 +186,6 @@ class LastSeen:
                         self._written[conversation] = value
             except StorageError as exc:
                 self._log.warning("discord_last_seen_not_written", error=str(exc))
+                return
+            if self._watermark is not None:
+                await self._watermark.write(cap=self._unwatched_floor())

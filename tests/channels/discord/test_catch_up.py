@@ -2,7 +2,9 @@
 posted while the bot was stopped, or while a session Discord would not resume was down, is
 fetched from the channel's history and delivered once, oldest first, within
 ``catch_up_max_age`` and ``catch_up_max_messages``; a resumed session gets the gateway's
-replay instead, and a restart with nothing new delivers nothing."""
+replay instead, and a restart with nothing new delivers nothing. A guild channel the bot
+never saw a message in (first posted to while it was away) is caught up from the watermark,
+when one was ever stored, at no cost when nothing in it is newer."""
 
 from __future__ import annotations
 
@@ -17,9 +19,10 @@ from bot.app import App
 from bot.store import Store
 from channels.discord.adapter import DiscordChannel
 from tests.fakes.discord_history import snowflake_at
-from tests.fakes.discord_payloads import JSON
+from tests.fakes.discord_payloads import JSON, visible_only_to
 from tests.fakes.discord_server import Call, FakeDiscord
 from tests.fakes.discord_setup import (
+    ALICE,
     BOT,
     BOT_ID,
     DM,
@@ -265,3 +268,161 @@ async def test_through_the_daemon_what_was_said_while_stopped_is_answered_once(
     assert asked == ["hello", "are you there?"]
     assert fake.posted(GENERAL).count("answer while stopped") == 1
     assert "extra" not in fake.posted(GENERAL)
+
+
+# channels the bot never saw a message in: from the watermark ------------------------------
+
+OTHER = "800000000000000020"
+THREAD = "800000000000000030"
+WATERMARK = "catch_up_watermark"
+
+
+@pytest.fixture
+def other(fake: FakeDiscord) -> str:
+    """A second text channel in the guild, and an active thread under #general."""
+    fake.guilds[0].channels[OTHER] = "other"
+    fake.guilds[0].threads[THREAD] = (GENERAL, ALICE["id"])
+    return OTHER
+
+
+async def watermark(store: Store) -> int:
+    stored = await store.channel_state.get("discord.main", WATERMARK)
+    assert stored is not None and stored.isdigit()
+    return int(stored)
+
+
+async def test_a_channel_first_posted_to_while_stopped_is_caught_up_from_the_watermark(
+    fake: FakeDiscord, store: Store, other: str
+) -> None:
+    await seen_once(fake, store, mention(fake, "in general"))
+    mark = await watermark(store)
+    away = [mention(fake, "first words", channel_id=other), said(fake, "more", channel_id=other)]
+    in_thread = mention(fake, "in the thread", channel_id=THREAD)
+    for message in [*away, in_thread]:
+        await fake.post(message)
+    host = RecordingHost()
+    channel = make_channel(fake, store)
+    async with running(channel, host):
+        envelopes = await host.wait_envelopes(3)
+        detail = await caught_up(channel)
+    assert [e.text for e in envelopes] == ["first words", "more", "in the thread"]
+    assert [e.addressed_to_bot for e in envelopes] == [True, False, True]
+    assert "3 conversation(s), 3 message(s)" in detail  # #general (no request), other, thread
+    [fetch] = history_calls(fake, other)
+    assert fetch.query["after"] == str(mark)
+    assert history_calls(fake, THREAD)[0].query["after"] == str(mark)
+    assert history_calls(fake) == []  # #general's last message is the one seen
+    # watched from now on: a row each
+    rows = dict(await store.channel_state.items("discord.main", "last_seen:"))
+    assert rows[f"last_seen:{other}"] == away[-1]["id"]
+    assert rows[f"last_seen:{THREAD}"] == in_thread["id"]
+
+
+async def test_a_channel_with_nothing_since_the_watermark_costs_no_request(
+    fake: FakeDiscord, store: Store, other: str
+) -> None:
+    await fake.post(said_ago(fake, "long before", 600, channel_id=other))
+    await seen_once(fake, store, said(fake, "seen"))
+    host = RecordingHost()
+    channel = make_channel(fake, store)
+    async with running(channel, host):
+        detail = await caught_up(channel)
+    assert history_calls(fake, other) == [] and history_calls(fake, THREAD) == []
+    assert host.envelopes == []
+    assert "caught up on 1 conversation(s), 0 message(s)" in detail  # #general only
+
+
+async def test_the_first_start_ever_fetches_nothing_it_never_saw(
+    fake: FakeDiscord, store: Store, other: str
+) -> None:
+    await fake.post(mention(fake, "before the bot ever connected", channel_id=other))
+    host = RecordingHost()
+    channel = make_channel(fake, store)
+    async with running(channel, host):
+        detail = await caught_up(channel)
+    assert [c for c in fake.calls if c.method == "GET" and c.path.endswith("/messages")] == []
+    assert host.envelopes == [] and "0 message(s)" in detail
+    # the stop stored a watermark, not below the first connection: the next start does not
+    # go back to what was posted before it either
+    await watermark(store)
+    channel = make_channel(fake, store)
+    async with running(channel, host):
+        await caught_up(channel)
+    assert history_calls(fake, other) == [] and host.envelopes == []
+
+
+async def test_unseen_channels_are_not_fetched_past_catch_up_max_age(
+    fake: FakeDiscord, store: Store, other: str
+) -> None:
+    # the last run stopped three hours ago
+    stopped = snowflake_at(time.time() - 3 * 3600)
+    await store.channel_state.set("discord.main", WATERMARK, str(stopped))
+    old = said_ago(fake, "two hours ago", 2 * 3600, channel_id=other)
+    recent = said_ago(fake, "ten minutes ago", 600, channel_id=other)
+    for message in (old, recent):
+        await fake.post(message)
+    host = RecordingHost()
+    channel = make_channel(fake, store, catch_up_max_age=3600)
+    async with running(channel, host):
+        await caught_up(channel)
+    assert [e.text for e in host.envelopes] == ["ten minutes ago"]
+    [fetch] = history_calls(fake, other)
+    assert int(old["id"]) < int(fetch.query["after"]) < int(recent["id"])
+
+
+async def test_a_channel_the_bot_may_not_read_is_not_fetched(
+    fake: FakeDiscord, store: Store, other: str
+) -> None:
+    await seen_once(fake, store, said(fake, "seen"))
+    guild = fake.guilds[0]
+    guild.overwrites[other] = visible_only_to(guild, ALICE["id"])
+    await fake.post(mention(fake, "hidden from the bot", channel_id=other))
+    channel = make_channel(fake, store)
+    async with running(channel, RecordingHost()):
+        await caught_up(channel)
+    assert history_calls(fake, other) == []
+
+
+async def test_an_unseen_channel_whose_fetch_failed_is_watched_and_retried(
+    fake: FakeDiscord, store: Store, other: str
+) -> None:
+    await seen_once(fake, store, said(fake, "seen"))
+    mark = await watermark(store)
+    await fake.post(mention(fake, "while stopped", channel_id=other))
+    fake.failing[rf"/channels/{other}/messages"] = 503
+    channel = make_channel(fake, store)
+    async with running(channel, RecordingHost()):
+        assert "1 to retry" in await caught_up(channel)
+    rows = dict(await store.channel_state.items("discord.main", "last_seen:"))
+    assert rows[f"last_seen:{other}"] == str(mark)  # watched from the watermark
+    del fake.failing[rf"/channels/{other}/messages"]
+    host = RecordingHost()
+    channel = make_channel(fake, store)
+    async with running(channel, host):
+        [envelope] = await host.wait_envelopes(1)
+    assert envelope.text == "while stopped"
+    assert history_calls(fake, other)[-1].query["after"] == str(mark)
+
+
+async def test_through_the_daemon_a_channel_first_used_while_stopped_is_answered_once(
+    fake: FakeDiscord, tmp_path: Path, other: str
+) -> None:
+    provider = ScriptedProvider(
+        [reply("first answer"), reply("answer in other")], when_exhausted=reply("extra")
+    )
+    for run in range(3):
+        app = App(settings_for(fake, tmp_path), provider=provider, tools=[])
+        async with app:
+            channel = app.channels["discord.main"]
+            assert isinstance(channel, DiscordChannel)
+            await caught_up(channel)
+            if run == 0:
+                await fake.dispatch("MESSAGE_CREATE", mention(fake, "hello"))
+                await fake.wait_until(lambda: "first answer" in fake.posted(GENERAL))
+            if run == 1:
+                await fake.wait_until(lambda: "answer in other" in fake.posted(other))
+        if run == 0:
+            await fake.post(mention(fake, "anyone here?", channel_id=other))  # while stopped
+    asked = [r.messages[-1].content for r in provider.requests]
+    assert asked == ["hello", "anyone here?"]
+    assert fake.posted(other) == ["answer in other"]
