@@ -6,11 +6,11 @@ Every platform must show no message answered twice, none both answered and told 
 again, no ``shell`` command run twice, every notice on the platform recorded in the outbox,
 and an intact database. Lost messages:
 
-* Slack: none.
+* Slack and Discord: none (Discord's catch-up reaches channels first posted to while the
+  daemon was down through its watermark).
 * Telegram: only answers recovery counted as delivered without confirmation (the send
   began before the crash, and a Telegram bot cannot read its chat to check: the policy in
   docs/reliability.md); any other loss fails.
-* Discord: strict ``xfail`` (:data:`DISCORD_LOSES`) until its two defects are fixed.
 """
 
 from __future__ import annotations
@@ -25,22 +25,8 @@ pytestmark = pytest.mark.slow
 
 SMALL = ("--conversations", "8", "--messages", "2", "--rounds", "3", "--settle-seconds", "20")
 
-#: Discord's catch-up only fetches conversations with a last-seen row: one whose first
-#: message was posted while the daemon was down, or came less than ``WRITE_EVERY_S`` (5 s)
-#: before a crash (rows are written at most that often, as messages arrive), is not caught
-#: up, and what was posted there during the downtime is never answered. A notice sent by
-#: start-up recovery before the client logged in fails (``not connected to Discord``) and
-#: is not retried.
-DISCORD_LOSES = pytest.mark.xfail(
-    strict=True,
-    reason="Discord does not catch up conversations without a last-seen row (first seen "
-    "while down, or under 5 s before the crash); start-up notices sent before the login fail",
-)
 
-
-@pytest.mark.parametrize(
-    "platform", ["telegram", "slack", pytest.param("discord", marks=DISCORD_LOSES)]
-)
+@pytest.mark.parametrize("platform", ["telegram", "slack", "discord"])
 async def test_load_under_kill_9(platform: str) -> None:
     args = parse(["--platform", platform, "--seed", "5", *SMALL])
     tally = await run_platform(platform, args, random.Random(args.seed))
