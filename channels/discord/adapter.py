@@ -209,6 +209,10 @@ class DiscordChannel(SendsThrough):
         # catch-up before its first message is handled (no await before this).
         self._catch_up.session_started()
         self._watermark.connected()  # after the gap is opened at the stored value
+        if self._watermark.stored is None:
+            # The first start ever: store the first watermark now, not at the first
+            # interval, so a start killed within seconds still leaves one.
+            await self._last_seen.write()
         # Messages are dispatched from the gateway's READY on, so the channel is connected
         # then; discord.py's own "ready" only adds the wait for the guilds' details.
         client = self._connection.connected()

@@ -15,11 +15,13 @@ have reached the bot yet), stays below any message still being handed over in a
 conversation without a row (the cap :class:`~channels.discord.last_seen.LastSeen` passes),
 and never goes back.
 
-It is written with the last-seen rows, after them: every :data:`~channels.discord.last_seen.
-WRITE_EVERY_S` while the adapter runs (:meth:`LastSeen.flushing`), after each catch-up and
-at the stop. No stored value (the first start ever) means the bot knows nothing of what was
-posted before it connected: a catch-up fetches nothing from unseen channels, and the first
-value stored is never below the moment it first connected.
+It is written with the last-seen rows, after them: as soon as the first start ever connects
+(a start killed within seconds still leaves one), every
+:data:`~channels.discord.last_seen.WRITE_EVERY_S` while the adapter runs
+(:meth:`LastSeen.flushing`), after each catch-up and at the stop. No stored value (the
+first start ever) means the bot knows nothing of what was posted before it connected: a
+catch-up fetches nothing from unseen channels, and the first value stored is never below
+the moment it first connected.
 """
 
 from __future__ import annotations
