@@ -48,8 +48,8 @@ class Tally:
     settled_in_time: bool = False
     answered: Counter[str] = field(default_factory=Counter)
     noticed: set[str] = field(default_factory=set)
-    #: Messages whose reply was counted as delivered unconfirmed (its send began before a
-    #: crash, on a platform that cannot be asked: Telegram's documented policy).
+    #: Messages whose answer or notice was counted as delivered unconfirmed (its send began
+    #: before a crash, on a platform that cannot be asked: Telegram's documented policy).
     unconfirmed: set[str] = field(default_factory=set)
     ran: Counter[str] = field(default_factory=Counter)
     notices_unaccounted: int = 0
@@ -71,12 +71,11 @@ class Tally:
 
     def collect(self, driver: PlatformDriver, db: Path, workspace: Path, ran: str) -> None:
         self.answered = answered_tags(driver)
-        on_platform = Counter(p.conversation for p in driver.posts() if NOTICE in p.text)
         with sqlite3.connect(db) as conn:
             self.integrity = str(conn.execute("PRAGMA integrity_check").fetchone()[0])
             self.inbox = dict(conn.execute("SELECT status, COUNT(*) FROM inbox GROUP BY status"))
-            rows = conn.execute(
-                "SELECT i.payload FROM outbox o JOIN inbox i"
+            notices = conn.execute(
+                "SELECT i.payload, o.error FROM outbox o JOIN inbox i"
                 " ON i.channel = o.channel AND i.message_id = o.message_id"
                 " WHERE o.kind = 'notice' AND o.status = 'sent'"
             ).fetchall()
@@ -85,15 +84,37 @@ class Tally:
                 " ON i.channel = o.channel AND i.message_id = o.message_id"
                 " WHERE o.error LIKE 'unconfirmed%'"
             ).fetchall()
-        self.noticed = _tags_in(rows)
         self.unconfirmed = _tags_in(unconfirmed)
-        conversation_of = {f"t{tag}x": conversation for tag, conversation in self.plan}
-        recorded = Counter(conversation_of[t] for t in self.noticed if t in conversation_of)
-        self.notices_unaccounted = sum(
-            abs(on_platform[c] - recorded[c]) for c in set(on_platform) | set(recorded)
-        )
+        self._settle_notices(driver, notices)
         for path in workspace.rglob(ran):
             self.ran.update(path.read_text(encoding="utf-8").split())
+
+    def _settle_notices(self, driver: PlatformDriver, notices: list[tuple[str, str]]) -> None:
+        """Which messages were told to ask again. The outbox says which notices went out;
+        the platform, how many each conversation got. A notice carries no tag, so where a
+        conversation got fewer than the outbox says, the missing ones are taken to be those
+        counted as delivered without confirmation (their messages are then lost); any other
+        difference is counted in :attr:`notices_unaccounted`."""
+        conversation_of = {f"t{tag}x": conversation for tag, conversation in self.plan}
+        on_platform = Counter(p.conversation for p in driver.posts() if NOTICE in p.text)
+        by_conversation: dict[int, list[tuple[str, bool]]] = {}
+        for payload, error in notices:
+            found = TAG.search(str(payload))
+            if found and found.group(0) in conversation_of:
+                tag = found.group(0)
+                unconfirmed = str(error or "").startswith("unconfirmed")
+                by_conversation.setdefault(conversation_of[tag], []).append((tag, unconfirmed))
+        self.noticed = set()
+        self.notices_unaccounted = 0
+        for conversation in set(on_platform) | set(by_conversation):
+            recorded = by_conversation.get(conversation, [])
+            missing = len(recorded) - on_platform[conversation]
+            unsure = [tag for tag, unconfirmed in recorded if unconfirmed]
+            if missing < 0 or missing > len(unsure):
+                self.notices_unaccounted += abs(missing)
+                missing = 0
+            never_arrived = set(unsure[:missing])
+            self.noticed.update(tag for tag, _ in recorded if tag not in never_arrived)
 
     def _tags(self) -> list[str]:
         return [f"t{tag}x" for tag, _ in self.plan]
@@ -114,7 +135,7 @@ class Tally:
         return [t for t in self._tags() if self.answered[t] == 0 and t not in self.noticed]
 
     def lost_unconfirmed(self) -> list[str]:
-        """Lost messages whose answer recovery counted as delivered, unconfirmed."""
+        """Lost messages whose answer or notice recovery counted as delivered, unconfirmed."""
         return [t for t in self.lost() if t in self.unconfirmed]
 
     def ran_twice(self) -> list[str]:
@@ -143,7 +164,7 @@ class Tally:
             row("noticed", self.only_noticed()),
             row("answered and noticed", self.both()),
             row("lost", self.lost()),
-            row("  answer unconfirmed", self.lost_unconfirmed()),
+            row("  reply unconfirmed", self.lost_unconfirmed()),
             row("  sent while down", [t for t in self.lost() if t in self.while_down]),
             row("command ran twice", self.ran_twice()),
             f"  {'notices unaccounted':<22}{self.notices_unaccounted:>5}",

@@ -8,9 +8,9 @@ and an intact database. Lost messages:
 
 * Slack and Discord: none (Discord's catch-up reaches channels first posted to while the
   daemon was down through its watermark).
-* Telegram: only answers recovery counted as delivered without confirmation (the send
-  began before the crash, and a Telegram bot cannot read its chat to check: the policy in
-  docs/reliability.md); any other loss fails.
+* Telegram: only messages whose answer or notice recovery counted as delivered without
+  confirmation (the send began before the crash, and a Telegram bot cannot read its chat to
+  check: the policy in docs/reliability.md); any other loss fails.
 """
 
 from __future__ import annotations

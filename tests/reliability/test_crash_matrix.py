@@ -29,10 +29,8 @@ Under ``agent.on_interrupted = "retry"``, a turn cut off after its model call as
 a read-only tool (``calculator``) is run again and answered, with no notice; one cut off
 after ``shell`` ran is not run again (notice, the command ran once).
 
-Two daemon starts per case, 21 cases: about 35 s on an idle 2-core machine, more under load.
-One case per platform (``after_send``, the step the issue reports) is in the fast suite, the
-rest are marked ``slow``. On Discord, a notice sent by start-up recovery is lost (see
-:data:`DISCORD_NOTICE_LOST`): those three cases are strict ``xfail`` until it is fixed.
+Two daemon starts per case, 24 cases: 25-50 s on a 2-core machine. One case per platform
+(``after_send``, the step the issue reports) is in the fast suite, the rest are ``slow``.
 """
 
 from __future__ import annotations
@@ -103,6 +101,8 @@ CASES = (
     Case(point="after_model_call", outcome="noticed", shell_runs=0, model_calls=1),
     # the command ran, its result was never recorded
     Case(point="after_tool", outcome="noticed", shell_runs=1, model_calls=1),
+    # the answer is in history, its reply never recorded: recovery sends it
+    Case(point="after_answer", outcome="answered", shell_runs=1, model_calls=2),
     # the platform took the answer, the ledger never heard: answered, and no notice
     Case(point="after_send", outcome="answered", shell_runs=1, model_calls=2),
     Case(point="after_mark", outcome="answered", shell_runs=1, model_calls=2),
@@ -124,22 +124,10 @@ CASES = (
 )
 
 
-#: The Discord adapter refuses to post until its client has logged in (``ChannelError: not
-#: connected to Discord``), and start-up recovery sends the notice before that: the notice
-#: is marked ``failed`` in the outbox and the sender hears nothing.
-DISCORD_NOTICE_LOST = pytest.mark.xfail(
-    strict=True,
-    reason="start-up recovery sends the notice before the Discord client has logged in; "
-    "the send fails (ChannelError: not connected to Discord) and is never retried",
-)
-
-
 def marks(platform: str, case: Case) -> tuple[pytest.MarkDecorator, ...]:
     found: list[pytest.MarkDecorator] = []
     if case.point != FAST_POINT or case.on_interrupted != "notify":
         found.append(pytest.mark.slow)
-    if platform == "discord" and case.outcome == "noticed":
-        found.append(DISCORD_NOTICE_LOST)
     return tuple(found)
 
 
@@ -265,6 +253,9 @@ async def test_kill_9_at_each_step(
             second.signal(signal.SIGTERM)
             assert await second.wait_exit() == 0, second.events[-20:]
         recovered = [e.get("outcome") for e in second.events if e.get("event") == "reply_recovered"]
+        answered_after_restart = sum(
+            1 for e in second.events if e.get("event") == "answer_sent_after_restart"
+        )
         said = texts(driver)
 
     # -- the sender heard exactly one thing about the first message ------------------------
@@ -279,6 +270,8 @@ async def test_kill_9_at_each_step(
     # -- a reply the ledger never heard back about: looked for where the platform allows it
     if case.point == "after_send":
         assert recovered == ["unconfirmed" if platform == "telegram" else "confirmed"]
+    elif case.point == "after_answer":
+        assert answered_after_restart == 1 and recovered == []
     elif case.point == "after_mark":
         assert recovered == []  # settled before the crash: nothing to recover
 
