@@ -10,8 +10,10 @@ read every file: only the sandbox keeps a command from the daemon's.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import sqlite3
+import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -31,6 +33,26 @@ needs_bwrap = pytest.mark.skipif(
     reason="bubblewrap is not installed (apt-get install bubblewrap; .ci/run installs it)",
 )
 SCRATCH = Path("/var/tmp")
+
+
+def visible_python() -> str:
+    """A Python a sandboxed command can run: the tests' own interpreter resolved past its
+    virtual environment (a checkout under ``/tmp``, as CI's may be, has its venv hidden by
+    the sandbox's private ``/tmp``), else ``python3`` from ``PATH``; never one under
+    ``/tmp``."""
+    candidates = (
+        os.path.realpath(sys.executable),
+        os.path.realpath(getattr(sys, "_base_executable", "") or sys.executable),
+        shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin") or "",
+    )
+    for candidate in candidates:
+        if candidate and not candidate.startswith("/tmp/"):
+            return candidate
+    raise RuntimeError("no Python interpreter outside /tmp for sandboxed commands")
+
+
+#: What sandboxed test commands run Python with (see :func:`visible_python`).
+PYTHON = visible_python()
 DB_SECRET = "DB-ROW-SECRET-2f1c"
 ENV_SECRET = "ENV-FILE-SECRET-9b7e"
 CONFIG_SECRET = "CONFIG-SECRET-41aa"

@@ -17,6 +17,7 @@ import structlog
 
 from tests.tools.builtin.conftest import make_context
 from tests.tools.builtin.sandbox_rig import (
+    PYTHON,
     DaemonLayout,
     needs_bwrap,
     run,
@@ -49,7 +50,7 @@ async def test_cpu_time_limit(layout: DaemonLayout, sandbox: str) -> None:
 @pytest.mark.parametrize("sandbox", MODES)
 async def test_memory_limit(layout: DaemonLayout, sandbox: str) -> None:
     spec = shell_in(layout, sandbox=sandbox, max_memory_mb=256)
-    command = f"{sys.executable} -c 'block = bytearray(512 * 1024 * 1024)'"
+    command = f"{PYTHON} -c 'block = bytearray(512 * 1024 * 1024)'"
     text = await run(spec, command, make_context())
     lines = text.splitlines()
     assert lines[:2] == ["exit code 1", "stopped: out of memory (limit 256 MiB of address space)"]
@@ -59,7 +60,7 @@ async def test_memory_limit(layout: DaemonLayout, sandbox: str) -> None:
 @pytest.mark.parametrize("sandbox", MODES)
 async def test_open_files_limit(layout: DaemonLayout, sandbox: str) -> None:
     spec = shell_in(layout, sandbox=sandbox, max_open_files=64)
-    command = f"{sys.executable} -c 'files = [open(\"/dev/null\") for _ in range(100)]'"
+    command = f"{PYTHON} -c 'files = [open(\"/dev/null\") for _ in range(100)]'"
     text = await run(spec, command, make_context())
     assert text.splitlines()[:2] == ["exit code 1", "stopped: too many open files (limit 64)"]
 

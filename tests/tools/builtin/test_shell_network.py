@@ -5,7 +5,6 @@ says ``host``, and always without the sandbox; the approval card says when it is
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 
@@ -19,7 +18,14 @@ from tests.approval.conftest import APPROVER, asking, make_envelope
 from tests.fakes.channel import FakeChannel
 from tests.tools import harness
 from tests.tools.builtin.conftest import make_context
-from tests.tools.builtin.sandbox_rig import DaemonLayout, needs_bwrap, run, scratch_folder, shell_in
+from tests.tools.builtin.sandbox_rig import (
+    PYTHON,
+    DaemonLayout,
+    needs_bwrap,
+    run,
+    scratch_folder,
+    shell_in,
+)
 
 pytestmark = needs_bwrap
 TEAM = {"allowed_users": ["*"], "approvers": [APPROVER]}
@@ -60,7 +66,7 @@ def connect_command(port: int) -> str:
         f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=5); "
         "print('CONNECTED')"
     )
-    return f'{sys.executable} -c "{code}"'
+    return f'{PYTHON} -c "{code}"'
 
 
 async def settle() -> None:

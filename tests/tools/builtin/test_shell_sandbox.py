@@ -13,7 +13,6 @@ import asyncio
 import os
 import secrets
 import signal
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +25,7 @@ from tests.tools.builtin.sandbox_rig import (
     CONFIG_SECRET,
     DB_SECRET,
     ENV_SECRET,
+    PYTHON,
     DaemonLayout,
     host_processes,
     needs_bwrap,
@@ -224,7 +224,7 @@ async def test_exit_status_and_stderr_come_through(layout: DaemonLayout) -> None
     spec = shell_in(layout, sandbox="bwrap")
     text = await run(
         spec,
-        f"{sys.executable} -c 'import sys; sys.exit(7)'; echo oops >&2; exit 3",
+        f"{PYTHON} -c 'import sys; sys.exit(7)'; echo oops >&2; exit 3",
         make_context(),
     )
     assert text.splitlines() == ["exit code 3", "oops"]
