@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -177,6 +177,7 @@ class App:
                 channel_for=self.channel_for,
                 stream=_streams(settings),
                 turn_finished=None if self.metrics is None else self.metrics.turn_finished,
+                excluded_for=self._channel_excluded_tools,
             )
             self.gateway = Gateway(
                 settings=settings,
@@ -249,6 +250,12 @@ class App:
                 continue
             self.channels[name] = create_channel(kind, alias, cfg, context)
         self.channels.update(self._given_channels)
+
+    def _channel_excluded_tools(self, ref: ChannelRef) -> Sequence[str]:
+        """The tools the channel's configuration hides (read at each turn: a reload applies
+        to the next turn)."""
+        config = self.settings.channels.get(ref.kind, ref.alias)
+        return () if config is None else config.excluded_tools
 
     def channel_for(self, ref: ChannelRef) -> Channel | None:
         return self.channels.get(str(ref))

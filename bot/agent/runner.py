@@ -3,12 +3,14 @@
 For one admitted message it opens a progress message on the message's own channel (none
 for a background job), wires ``/stop`` and shutdown to the turn's cancel token, runs
 :func:`bot.agent.loop.run_turn` with the agent's current :class:`AgentBundle`, and tells the
-gateway what to send and whether a shutdown cut the turn short.
+gateway what to send and whether a shutdown cut the turn short. ``excluded_for`` names the
+tools a channel's configuration hides (``channels.<kind>.<alias>.excluded_tools``), added to
+the agent's own exclusions for every turn from that channel.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from bot.agent.loop import run_turn
 from bot.agent.turn import AgentBundle, TurnState, TurnStatus
@@ -31,11 +33,13 @@ class AgentRunner:
         channel_for: Callable[[ChannelRef], Channel | None],
         stream: bool = False,
         turn_finished: Callable[[str], None] | None = None,
+        excluded_for: Callable[[ChannelRef], Sequence[str]] | None = None,
     ) -> None:
         self.bundle = bundle
         self.stream = stream
         self._channel_for = channel_for
         self._turn_finished = turn_finished
+        self._excluded_for = excluded_for
 
     def update(self, bundle: AgentBundle, *, stream: bool) -> None:
         """Use a reloaded agent for every turn that starts from now on."""
@@ -52,7 +56,8 @@ class AgentRunner:
             if channel is not None and not envelope.background
             else None
         )
-        state = TurnState(turn=turn, inbox=turn.inbox)
+        excluded = () if self._excluded_for is None else self._excluded_for(envelope.channel)
+        state = TurnState(turn=turn, inbox=turn.inbox, excluded_tools=tuple(excluded))
         if progress is not None:
             state.progress = progress
             await progress.start()

@@ -29,7 +29,12 @@ USER = "4242"
 ALPHA, BETA = "-100111", "-100222"
 
 
-def settings(tmp_path: Path, **tools: Any) -> Settings:
+def settings(
+    tmp_path: Path, *, excluded_in_telegram: list[str] | None = None, **tools: Any
+) -> Settings:
+    telegram: dict[str, Any] = {"allowed_users": [USER]}
+    if excluded_in_telegram is not None:
+        telegram["excluded_tools"] = excluded_in_telegram
     shell: dict[str, Any] = {}
     if "sandbox" in ShellToolConfig.model_fields:
         shell["sandbox"] = "none"  # the folder is chosen the same way in the sandbox
@@ -38,7 +43,7 @@ def settings(tmp_path: Path, **tools: Any) -> Settings:
             "state_dir": str(tmp_path),
             "agent": {"turn_timeout_s": 30.0, "parallel_tools": False},
             "approval": {"auto_approve": ["file_write", "file_read", "shell", "schedule_add"]},
-            "channels": {"telegram": {"main": {"allowed_users": [USER]}}},
+            "channels": {"telegram": {"main": telegram}},
             "schedules": {"tick_s": 3600.0},
             "tools": {"shell": shell, **tools},
         },
@@ -198,3 +203,29 @@ async def test_start_warns_about_files_and_notes_left_by_an_older_install(
     assert len(memory) == 1 and memory[0]["unreachable_notes"] == 1
     assert 'tools.memory.scope = "channel"' in memory[0]["fix"]
     assert (tmp_path / "workspace" / "report.md").exists()  # nothing is moved
+
+
+async def test_a_channels_excluded_tools_are_not_offered_in_it(
+    tmp_path: Path, provider: ScriptedProvider, channel: FakeChannel, clock: Clock
+) -> None:
+    """``channels.<kind>.<alias>.excluded_tools`` hides tools in that channel's turns, on top
+    of the agent's own exclusions, and a reload applies to the next turn."""
+    configured = settings(tmp_path)
+    hiding = settings(tmp_path, excluded_in_telegram=["shell", "file_write"])
+    app = App(hiding, provider=provider, channels={"telegram.main": channel}, clock=clock)
+    await app.start()
+    try:
+        provider.add(reply("answer 1"))
+        await app.gateway.deliver(message(ALPHA, "question 1", "1"))
+        await channel.wait_for("answer 1")
+        offered = {tool.name for tool in provider.requests[-1].tools}
+        assert "file_read" in offered
+        assert not offered & {"shell", "file_write"}
+
+        app.reload(configured)
+        provider.add(reply("answer 2"))
+        await app.gateway.deliver(message(ALPHA, "question 2", "2"))
+        await channel.wait_for("answer 2")
+        assert {"shell", "file_write"} <= {tool.name for tool in provider.requests[-1].tools}
+    finally:
+        await app.stop(drain_timeout_s=5.0)
