@@ -105,7 +105,10 @@ async def _chat(args: argparse.Namespace) -> int:
 
     # What is loaded so far lives as long as the process: later collections skip it.
     gc.freeze()
-    app = App(console_only, provider=provider)
+    from bot.config import resolve_config_path
+
+    # the config file is hidden from shell's sandbox, --config's included
+    app = App(console_only, provider=provider, config_file=resolve_config_path(args.config))
     warming = asyncio.create_task(provider.warm(), name="provider-warm")
     drain_s = 0.0
     try:
