@@ -1,11 +1,12 @@
 """The outbox ledger: the replies sent for each inbox entry.
 
-A reply is recorded ``sending`` before it leaves (in the same transaction as the answer's
-history, for a turn's answer) and ``sent``, with the platform's message ids, after the
-platform took it — in the transaction that marks the inbox entry. After a crash, an entry
-whose reply is ``sent`` was answered; one whose reply is still ``sending`` may have been, and
-start-up recovery asks the platform where it can (:class:`bot.channel.DeliveryCheck`). Each
-entry has at most one reply of each :class:`ReplyKind`.
+A reply is recorded ``sending`` in the last trip before it leaves (:meth:`Outbox.record`)
+and ``sent``, with the platform's message ids, after the platform took it — in the
+transaction that marks the inbox entry (:meth:`bot.store.UnitOfWork.settle_reply`). After a
+crash, an entry whose reply is ``sent`` was answered; one whose reply is still ``sending``
+may have been, and start-up recovery asks the platform where it can
+(:class:`bot.channel.DeliveryCheck`). Each entry has at most one reply of each
+:class:`ReplyKind`.
 """
 
 from __future__ import annotations
@@ -138,18 +139,6 @@ class Outbox:
             [recording_reply(key, kind, reply_key=reply_key, target=target, body=body)]
         )
 
-    async def settle(
-        self,
-        key: InboxKey,
-        kind: ReplyKind,
-        status: ReplyStatus,
-        *,
-        sent_ids: Sequence[str] = (),
-        error: str | None = None,
-    ) -> None:
-        """End a reply ``sent`` or ``failed`` (see :func:`settling_reply`)."""
-        await self._db.commit([settling_reply(key, kind, status, sent_ids=sent_ids, error=error)])
-
     async def of_entry(self, key: InboxKey) -> list[OutboxEntry]:
         """The replies recorded for the inbox entry ``key``, in the order recorded."""
         rows = await self._db.fetchall(
@@ -157,8 +146,3 @@ class Outbox:
             (key.channel, key.message_id),
         )
         return [_entry(r) for r in rows]
-
-    async def counts(self) -> dict[str, int]:
-        """Replies by status."""
-        rows = await self._db.fetchall("SELECT status, COUNT(*) AS n FROM outbox GROUP BY status")
-        return {str(r["status"]): int(r["n"]) for r in rows}

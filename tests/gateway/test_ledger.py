@@ -185,17 +185,16 @@ async def cut_off(
     if side_effects:
         await store.inbox.note_side_effects(key(env))
     if answer is not None:
-        work = UnitOfWork().append_history(
+        await store.history.append(
             SESSION, "t-old", [ChatMessage(role="assistant", content=answer)]
         )
-        work.record_reply(
+        await store.outbox.record(
             key(env),
             ReplyKind.ANSWER,
             reply_key="k-old",
             target=target_to_json(env.reply_target),
             body=answer,
         )
-        await store.commit(work)
 
 
 async def replies_of(store: Store, env: IngressEnvelope) -> list[tuple[str, str, str | None]]:
@@ -300,7 +299,9 @@ async def test_an_answer_recorded_sent_is_never_followed_by_a_notice(rig: Checki
     together now; an older database, or a reply sent by hand, can still leave this)."""
     env = envelope("answered")
     await cut_off(rig.store, env, answer="answer to answered")
-    await rig.store.outbox.settle(key(env), ReplyKind.ANSWER, ReplyStatus.SENT, sent_ids=["41"])
+    await rig.store.commit(
+        UnitOfWork().settle_reply(key(env), ReplyKind.ANSWER, ReplyStatus.SENT, sent_ids=["41"])
+    )
     assert await rig.gateway.recover() == (0, 0)
     assert rig.channel.texts == []
     assert await status_of(rig.store, env) == (InboxStatus.DONE, None)
