@@ -8,11 +8,12 @@ approval cards. It decides nothing: no access policy, no LLM, no storage.
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from bot.envelope import ChannelRef, DeliveryTarget, IngressEnvelope
+from bot.envelope import Attachment, ChannelRef, DeliveryTarget, IngressEnvelope
 
 
 class HealthState(enum.StrEnum):
@@ -272,6 +273,53 @@ class DeliveryCheck(Protocol):
         looking only after the message ``after_message_id`` when given: an empty sequence
         when none is there, None when the platform could not be asked (an error; recovery
         then treats the reply as unconfirmed)."""
+        ...
+
+
+@runtime_checkable
+class AttachmentDownloads(Protocol):
+    """What a channel whose users attach files offers the turn that answers them: the
+    file's bytes, fetched through the platform's own API with the bot's credentials, and
+    only from the platform's own hosts (a redirect is checked at every hop). The core
+    streams them to the state directory under ``attachments.max_bytes``."""
+
+    def download_limit(self) -> int:
+        """The largest file the platform lets a bot download, in bytes (Telegram's Bot API
+        serves 20 MB)."""
+        ...
+
+    def download_attachment(self, attachment: Attachment) -> AsyncIterator[bytes]:
+        """The bytes of ``attachment`` (one of this channel's envelopes carried it), in
+        chunks as they arrive. Raises :class:`bot.errors.AttachmentError`: a refused host
+        (:class:`~bot.errors.AttachmentRefused`), a failed or expired download, or a file
+        the platform says is over :meth:`download_limit`
+        (:class:`~bot.errors.AttachmentTooLarge`). The caller stops reading (and closes
+        the iterator) once it has read more than it allows."""
+        ...
+
+
+@runtime_checkable
+class FileSending(Protocol):
+    """What a channel that can post files offers the ``send_file`` tool and long answers
+    sent as a file."""
+
+    def upload_limit(self, target: DeliveryTarget) -> int:
+        """The largest file the bot may post to ``target``, in bytes."""
+        ...
+
+    async def send_file(
+        self,
+        target: DeliveryTarget,
+        path: Path,
+        *,
+        name: str,
+        caption: str = "",
+        key: str = "",
+    ) -> Sequence[SentMessage]:
+        """Post the file at ``path`` as ``name`` (an image as a photo where the platform
+        shows one), with ``caption`` rendered like :meth:`ChannelSending.send`'s text;
+        ``key`` as there. Raises :class:`bot.errors.ChannelError` with a plain sentence
+        when the platform refuses it."""
         ...
 
 

@@ -76,5 +76,20 @@ class ChannelAuthError(ChannelError):
     """The platform refused the adapter's credentials; the adapter stops."""
 
 
+class AttachmentError(HatchwayError):
+    """A file a user attached cannot be fetched or read: the download failed or expired,
+    its address is not one of the platform's own hosts, or it is larger than allowed. The
+    message is one plain sentence the user can be shown (no token, no signed URL)."""
+
+
+class AttachmentTooLarge(AttachmentError):
+    """The file is larger than ``attachments.max_bytes`` or the platform's own limit."""
+
+
+class AttachmentRefused(AttachmentError):
+    """The attachment's address (or a redirect's) is not one of the platform's own hosts:
+    nothing is fetched from it."""
+
+
 class RegistryError(HatchwayError):
     """A tool registry is inconsistent, e.g. a spec has no handler."""

@@ -95,6 +95,7 @@ class AgentBundle:
 
     provider: Provider
     services: PipelineServices
+    name: str = "default"
     tools: Sequence[ToolSpec] = ()
     registry: ToolRegistry | None = None
     workspace: str | None = None

@@ -24,15 +24,32 @@ class ToolCallRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ImagePart:
+    """An image the model is shown with a message: already within every provider's limits
+    (``media_type`` one of image/png, image/jpeg, image/gif, image/webp). ``name`` is how
+    the user and the history's reference name it."""
+
+    media_type: str
+    data: bytes
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ChatMessage:
     """One history message. Assistant messages may carry tool calls; tool messages answer
-    exactly one call by ``tool_call_id``."""
+    exactly one call by ``tool_call_id``.
+
+    ``images`` go to the model with this message in the turn they came with (a user's
+    attachment, or ``view_attachment``'s result) and are never stored: history keeps
+    ``content``, whose text names each image and where it is saved. A provider or model that
+    takes no images gets ``content`` alone."""
 
     role: Role
     content: str = ""
     tool_calls: tuple[ToolCallRequest, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
+    images: tuple[ImagePart, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
