@@ -69,6 +69,7 @@ class ProviderConfig(ConfigModel):
     stream: bool = False
     temperature: float | None = None
     system_prompt: str | None = None
+    images: bool | None = None
     model_path: str | None = None
     context_tokens: int = Field(default=2048, ge=256, le=131_072)
     threads: int | None = Field(default=None, ge=1, le=256)
@@ -99,6 +100,10 @@ class ProviderConfig(ConfigModel):
                 )
             if self.base_url is not None:
                 raise ValueError('base_url is not read for kind "embedded"; use model_path')
+            if self.images:
+                raise ValueError(
+                    'images = true is not available for kind "embedded" (it reads text only)'
+                )
             return self
         fields = type(self).model_fields
         stray = [k for k in EMBEDDED_ONLY_KEYS if getattr(self, k) != fields[k].default]
@@ -116,6 +121,7 @@ class ApprovalConfig(ConfigModel):
             "file_read",
             "file_list",
             "file_search",
+            "view_attachment",
             "memory_recall",
         ]
     )
