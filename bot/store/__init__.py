@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TypeVar, overload
 
 from bot.store.approvals import Approvals
+from bot.store.attachments import AttachmentKind, AttachmentRecord, Attachments
 from bot.store.audit import AuditLog
 from bot.store.channel_state import ChannelState
 from bot.store.grants import Grants
@@ -29,6 +30,8 @@ from bot.store.tool_calls import ToolCallRecord, ToolCalls
 from bot.store.unit_of_work import UnitOfWork
 
 __all__ = [
+    "AttachmentKind",
+    "AttachmentRecord",
     "Database",
     "InboxKey",
     "InboxStatus",
@@ -59,6 +62,7 @@ class Store:
         self.audit = AuditLog(db)
         self.pairings = Pairings(db)
         self.schedules = Schedules(db)
+        self.attachments = Attachments(db)
 
     @classmethod
     async def open(cls, path: str | Path, *, migrate: bool = True) -> Store:
