@@ -16,6 +16,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from bot.config.attachments import AttachmentsConfig
 from bot.config.channels import ChannelsConfig
 from bot.config.embedded import PACKAGED_MODEL_NAME, packaged_model_path
 from bot.config.mcp import McpConfig
@@ -174,6 +175,7 @@ class Settings(ConfigModel):
     mcp: McpConfig = Field(default_factory=McpConfig)
     schedules: SchedulesConfig = Field(default_factory=SchedulesConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
+    attachments: AttachmentsConfig = Field(default_factory=AttachmentsConfig)
     state_dir: str = "."
 
     @model_validator(mode="after")
