@@ -39,7 +39,8 @@ refused, and :meth:`TelegramChannel.run` raises :class:`~bot.errors.ChannelAuthE
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
 
 import httpx
 import structlog
@@ -53,10 +54,11 @@ from bot.channel import (
     ChannelHealth,
     ChannelHost,
     HealthState,
+    SentMessage,
 )
 from bot.channel_registry import ChannelContext
 from bot.config import ChannelCommon, Settings
-from bot.envelope import ChannelRef, DeliveryTarget
+from bot.envelope import Attachment, ChannelRef, DeliveryTarget
 from bot.errors import ChannelAuthError, ChannelError, ConfigError
 from bot.scrub import register_secret
 from channels.common.card_index import CardIndex
@@ -66,6 +68,8 @@ from channels.telegram.addressing import BotIdentity
 from channels.telegram.card_answers import ApprovalTaps
 from channels.telegram.commands import CommandMenu
 from channels.telegram.config import TelegramChannelConfig
+from channels.telegram.downloads import TelegramDownloads
+from channels.telegram.files import TelegramFiles
 from channels.telegram.inbound import UpdateRouter, allowed_updates
 from channels.telegram.members import ConversationMembers
 from channels.telegram.offset import PollingOffset
@@ -102,7 +106,8 @@ class TelegramChannel(SendsThrough):
         # PTB builds two httpx clients (Bot API calls, getUpdates), and each would load the
         # CA bundle into a TLS context of its own: ~60 ms of CPU apiece at start-up, so they
         # share one (httpx's own default, which honours SSL_CERT_FILE / SSL_CERT_DIR).
-        tls = {"verify": httpx.create_ssl_context()}
+        tls_context = httpx.create_ssl_context()
+        tls = {"verify": tls_context}
         app = (
             Application.builder()
             .token(token)
@@ -119,6 +124,8 @@ class TelegramChannel(SendsThrough):
         cards = CardIndex(context.store.channel_state, str(ref))
         self._outbound = TelegramOutbound(ref=ref, config=config, bot=app.bot, cards=cards)
         self._members = ConversationMembers(ref=ref, bot=app.bot)
+        self._downloads = TelegramDownloads(ref=ref, config=config, bot=app.bot, tls=tls_context)
+        self._files = TelegramFiles(ref=ref, config=config, bot=app.bot, outbound=self._outbound)
         self._menu = CommandMenu(ref=ref, bot=app.bot)
         taps = ApprovalTaps(ref=ref, config=config, bot=app.bot, outbound=self._outbound)
         replies = CardReplies(ref=ref, outbound=self._outbound, roles=taps.roles)
@@ -270,10 +277,30 @@ class TelegramChannel(SendsThrough):
 
     # -- outbound, delegated -----------------------------------------------------------------
 
-    async def download(self, file_ref: str) -> bytes:
-        """The contents of an attachment (``Attachment.ref`` is the Telegram file id)."""
-        file = await self._app.bot.get_file(file_ref)
-        return bytes(await file.download_as_bytearray())
+    # -- files (bot.channel.AttachmentDownloads, bot.channel.FileSending) -------------------
+
+    def download_limit(self) -> int:
+        return self._downloads.download_limit()
+
+    def download_attachment(self, attachment: Attachment) -> AsyncIterator[bytes]:
+        """The bytes of a file a user sent (``Attachment.ref`` is its Telegram file id),
+        streamed from the Bot API server (:mod:`channels.telegram.downloads`)."""
+        return self._downloads.download_attachment(attachment)
+
+    def upload_limit(self, target: DeliveryTarget) -> int:
+        return self._files.upload_limit(target)
+
+    async def send_file(
+        self,
+        target: DeliveryTarget,
+        path: Path,
+        *,
+        name: str,
+        caption: str = "",
+        key: str = "",
+    ) -> Sequence[SentMessage]:
+        """Post a file as a photo or a document (:mod:`channels.telegram.files`)."""
+        return await self._files.send_file(target, path, name=name, caption=caption, key=key)
 
 
 def create(ref: ChannelRef, config: ChannelCommon, context: ChannelContext) -> TelegramChannel:

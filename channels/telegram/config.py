@@ -13,6 +13,8 @@ from pydantic import Field
 from bot.channel_config import ChannelCommon
 from bot.config_model import Reconnecting
 
+MB = 1024 * 1024
+
 
 class TelegramChannelConfig(ChannelCommon, Reconnecting):
     token_env: str = "HATCHWAY_TELEGRAM_TOKEN"
@@ -27,6 +29,10 @@ class TelegramChannelConfig(ChannelCommon, Reconnecting):
     poll_timeout_s: int = Field(default=30, ge=0)
     retry_after_max_s: float = Field(default=60.0, ge=0)
     send_attempts: int = Field(default=3, ge=1, le=10)
+    #: The Bot API lets bots download files up to 20 MB and upload up to 50 MB; a local
+    #: Bot API server allows more (raise these to match it).
+    download_max_bytes: int = Field(default=20 * MB, ge=1)
+    upload_max_bytes: int = Field(default=50 * MB, ge=1)
 
 
 #: The model the registry validates ``[channels.telegram.*]`` tables with.

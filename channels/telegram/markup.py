@@ -35,6 +35,7 @@ TELEGRAM_LIMIT = 4096
 _SAFE_SCHEMES = ("http://", "https://", "tg://", "mailto:")
 _TAGS = {md.Style.STRONG: "b", md.Style.EMPHASIS: "i", md.Style.STRIKE: "s"}
 # What a cut must not fall inside: a visible escape (bot.visible_text) or one character.
+_TAG = re.compile(r"<[^>]+>")
 _LITERAL_PIECE = re.compile(r"\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|[tr])|.", re.DOTALL)
 
 
@@ -46,6 +47,12 @@ def telegram_length(rendered: str) -> int:
     """The size of ``rendered`` as checked against Telegram's limits: UTF-16 code units of the
     HTML itself, an upper bound of what Telegram counts after parsing it."""
     return len(rendered.encode("utf-16-le")) // 2
+
+
+def plain_text(rendered: str) -> str:
+    """The text of rendered HTML without its markup: what is sent when Telegram cannot parse
+    the HTML."""
+    return html.unescape(_TAG.sub("", rendered))
 
 
 def literal_line(text: str) -> str:

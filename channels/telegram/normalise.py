@@ -37,7 +37,6 @@ from telegram.constants import ChatType
 
 from bot.channel import ApprovalChoice
 from bot.envelope import (
-    Attachment,
     Capabilities,
     ChannelRef,
     DeliveryTarget,
@@ -46,6 +45,7 @@ from bot.envelope import (
 )
 from channels.telegram.addressing import BotIdentity, mentions_bot, replies_to_bot, strip_mention
 from channels.telegram.commands import typed_command
+from channels.telegram.media import attachments_of
 
 CALLBACK_PREFIX = "ap"
 CALLBACK_MAX_BYTES = 64
@@ -166,59 +166,6 @@ def _display_name(message: Message) -> str:
     if user is None:
         return ""
     return user.full_name or (f"@{user.username}" if user.username else str(user.id))
-
-
-def attachments_of(message: Message) -> tuple[Attachment, ...]:
-    """File metadata of a message; ``ref`` is the Telegram ``file_id`` (download on demand)."""
-    found: list[Attachment] = []
-    if message.photo:
-        largest = max(message.photo, key=lambda p: p.width * p.height)
-        found.append(
-            Attachment(
-                kind="image", mime_type="image/jpeg", size=largest.file_size, ref=largest.file_id
-            )
-        )
-    if message.document is not None:
-        doc = message.document
-        found.append(
-            Attachment(
-                kind="file",
-                name=doc.file_name or "",
-                mime_type=doc.mime_type or "",
-                size=doc.file_size,
-                ref=doc.file_id,
-            )
-        )
-    for kind, media in (
-        ("audio", message.audio),
-        ("video", message.video),
-        ("audio", message.voice),
-        ("video", message.animation),
-    ):
-        if media is not None:
-            found.append(
-                Attachment(
-                    kind=kind,
-                    name=getattr(media, "file_name", None) or "",
-                    mime_type=media.mime_type or "",
-                    size=media.file_size,
-                    ref=media.file_id,
-                )
-            )
-    if message.video_note is not None:
-        note = message.video_note
-        found.append(Attachment(kind="video", size=note.file_size, ref=note.file_id))
-    if message.sticker is not None:
-        sticker = message.sticker
-        found.append(
-            Attachment(
-                kind="sticker",
-                name=sticker.emoji or "",
-                size=sticker.file_size,
-                ref=sticker.file_id,
-            )
-        )
-    return tuple(found)
 
 
 def _text_and_addressing(message: Message, text: str, me: BotIdentity) -> tuple[str, bool]:

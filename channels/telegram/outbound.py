@@ -17,8 +17,6 @@ on it) likewise only loses its buttons: its text is the request, not a card.
 
 from __future__ import annotations
 
-import html
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
@@ -41,7 +39,7 @@ from channels.common.card_index import CardEntry, CardIndex, ViewMessage
 from channels.telegram.cards import card_keyboard, fit_card, full_view_keyboard
 from channels.telegram.config import TelegramChannelConfig
 from channels.telegram.full_view import DOCUMENT_NAME, FullViewPlan, plan_full_view
-from channels.telegram.markup import TELEGRAM_LIMIT, render_chunks
+from channels.telegram.markup import TELEGRAM_LIMIT, plain_text, render_chunks
 from channels.telegram.normalise import CallbackCodec, message_key, parse_message_id
 from channels.telegram.ratelimit import with_retry_after
 
@@ -49,7 +47,6 @@ log = structlog.get_logger(__name__)
 
 T = TypeVar("T")
 
-_TAG = re.compile(r"<[^>]+>")
 # Telegram accepts only a fixed set of reaction emoji; map the core's to allowed ones.
 _REACTION_ALIASES = {"✅": "👍", "❌": "👎", "⏳": "👀", "🔐": "🤔"}
 
@@ -63,10 +60,6 @@ def _remember(cache: dict[str, str], key: str, value: str) -> None:
     cache[key] = value
     while len(cache) > REMEMBERED:
         cache.pop(next(iter(cache)))
-
-
-def _plain(rendered: str) -> str:
-    return html.unescape(_TAG.sub("", rendered))
 
 
 def _not_modified(exc: BadRequest) -> bool:
@@ -142,7 +135,7 @@ class TelegramOutbound:
             if not _unparsable(exc):
                 raise ChannelError(f"telegram sendMessage refused: {exc.message}") from exc
             log.warning("telegram_html_refused", channel=str(self._ref), error=exc.message)
-            return await send(_plain(rendered), None)
+            return await send(plain_text(rendered), None)
 
     async def send(
         self, target: DeliveryTarget, text: str, *, key: str = ""
@@ -156,6 +149,19 @@ class TelegramOutbound:
                 )
             )
         return sent
+
+    def message_count(self, text: str) -> int:
+        """How many messages :meth:`send` posts for ``text``."""
+        return len(render_chunks(text, TELEGRAM_LIMIT))
+
+    async def post_rendered(
+        self, target: DeliveryTarget, rendered: str, *, reply: bool
+    ) -> SentMessage:
+        """Post one message of Telegram HTML (``reply``: as a reply to the target's message)."""
+        message = await self._send_one(target, rendered, reply=reply)
+        return SentMessage(
+            target=target, message_id=message_key(message.chat_id, message.message_id)
+        )
 
     async def _edit_html(
         self, message: SentMessage, rendered: str, markup: InlineKeyboardMarkup | None
@@ -180,16 +186,16 @@ class TelegramOutbound:
             await edit(rendered, ParseMode.HTML)
         except BadRequest as exc:
             if _unparsable(exc):
-                await self._edit_plain(edit, rendered)
+                await self._editplain_text(edit, rendered)
             elif not _not_modified(exc):
                 raise ChannelError(f"telegram editMessageText refused: {exc.message}") from exc
         _remember(self._last_edit, key, rendered)
 
-    async def _edit_plain(
+    async def _editplain_text(
         self, edit: Callable[[str, str | None], Awaitable[None]], rendered: str
     ) -> None:
         try:
-            await edit(_plain(rendered), None)
+            await edit(plain_text(rendered), None)
         except BadRequest as exc:
             if not _not_modified(exc):
                 raise ChannelError(f"telegram editMessageText refused: {exc.message}") from exc

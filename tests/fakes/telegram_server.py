@@ -7,10 +7,11 @@ is queued or the poll timeout passes, and can be told to fail the next calls of 
 
 Like Telegram, it keeps each message the bot sent as a Message (HTML parsed into plain text and
 ``entities``, the inline keyboard as ``reply_markup``; a ``sendDocument`` upload as a
-``document`` with its ``caption``, the bytes in :attr:`FakeTelegram.files`), updates it on
-``editMessageText`` and ``editMessageReplyMarkup`` (an edit without ``reply_markup`` removes
-the keyboard), and answers an edit that changes neither text nor keyboard with "message is
-not modified".
+``document`` with its ``caption``, a ``sendPhoto`` upload as a ``photo``, the bytes in
+:attr:`FakeTelegram.files`), updates it on ``editMessageText`` and ``editMessageReplyMarkup``
+(an edit without ``reply_markup`` removes the keyboard), and answers an edit that changes
+neither text nor keyboard with "message is not modified". ``getFile``, the file URL and the
+checks of uploads are :attr:`FakeTelegram.file_store` (:mod:`tests.fakes.telegram_files`).
 :meth:`FakeTelegram.bot_message_now` gives a message's current state, to put into a callback
 query or a ``reply_to_message`` as Telegram would.
 
@@ -50,6 +51,7 @@ from typing import Any
 from aiohttp import web
 
 from tests.fakes.loopback import LoopbackServer
+from tests.fakes.telegram_files import CAPTION_LIMIT, TelegramFiles
 from tests.fakes.telegram_members import ChatRoster
 
 BOT_ID = 7000001
@@ -167,6 +169,8 @@ class FakeTelegram:
         self._sent: dict[tuple[int, int], _Sent] = {}
         self._failures: dict[str, list[_Failure]] = {}
         self.roster = ChatRoster()
+        self.file_store = TelegramFiles(self.files)
+        """``getFile``, downloads and uploads (:mod:`tests.fakes.telegram_files`)."""
         self.menus: dict[str, list[JSON]] = {}
         """The command list of each scope (its ``type``: ``default``, ``all_group_chats``...)."""
         self._changed = asyncio.Condition()
@@ -265,8 +269,7 @@ class FakeTelegram:
     async def _file(self, request: web.Request) -> web.Response:
         if request.match_info["token"] != self.token:
             return web.Response(status=401)
-        data = self.files.get(request.match_info["path"])
-        return web.Response(status=404) if data is None else web.Response(body=data)
+        return self.file_store.serve(request.match_info["path"])
 
     async def _api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
@@ -294,6 +297,9 @@ class FakeTelegram:
             self.allowed_updates = frozenset(asked) if asked else None
         if method == "getUpdates":
             return self._ok(await self._get_updates(params))
+        if method in ("getFile", "sendDocument", "sendPhoto"):
+            answer = self._file_call(method, params)
+            return self._error(*answer) if isinstance(answer, tuple) else self._ok(answer)
         if method == "setMyCommands" and (invalid := _invalid_commands(params.get("commands"))):
             return self._error(400, f"Bad Request: {invalid}")
         if method in ("editMessageText", "editMessageReplyMarkup") and self._unchanged(params):
@@ -362,29 +368,34 @@ class FakeTelegram:
             message["reply_markup"] = params["reply_markup"]
         return message
 
-    def _document(self, params: Mapping[str, Any]) -> JSON:
-        """A document message: the upload kept in :attr:`files`, the caption parsed."""
-        upload = params["document"]
-        message_id = next(self._message_ids)
-        file_id = f"DOC{message_id}"
-        self.files[f"documents/{file_id}"] = upload["bytes"]
+    def _file_call(self, method: str, params: Mapping[str, Any]) -> JSON | tuple[int, str]:
+        """``getFile``, or an upload: a ``sendDocument`` or ``sendPhoto`` message (the file in
+        :attr:`file_store`, the caption parsed), or Telegram's refusal."""
+        if method == "getFile":
+            return self.file_store.get_file(str(params.get("file_id", "")))
+        field_name = "photo" if method == "sendPhoto" else "document"
+        upload = params[field_name]
         caption = str(params.get("caption", ""))
-        message = self._message({**params, "text": caption}, message_id)
-        message.pop("text")
-        message.pop("entities", None)
         caption_text, entities = (
             _parse_html(caption) if params.get("parse_mode") == "HTML" else (caption, [])
         )
+        if _utf16_len(caption_text) > CAPTION_LIMIT:
+            return 400, "Bad Request: message caption is too long"
+        message_id = next(self._message_ids)
+        if method == "sendPhoto":
+            sizes = self.file_store.photo(message_id, upload["bytes"])
+            if isinstance(sizes, tuple):
+                return sizes
+            media: Any = sizes
+        else:
+            media = self.file_store.document(message_id, upload)
+        message = self._message({**params, "text": caption}, message_id)
+        message.pop("text")
+        message.pop("entities", None)
         message["caption"] = caption_text
         if entities:
             message["caption_entities"] = entities
-        message["document"] = {
-            "file_id": file_id,
-            "file_unique_id": "u" + file_id,
-            "file_name": upload["file_name"],
-            "mime_type": "text/plain",
-            "file_size": len(upload["bytes"]),
-        }
+        message[field_name] = media
         key = (int(params["chat_id"]), message_id)
         self._sent[key] = _Sent(caption, params.get("reply_markup"), message)
         return message
@@ -405,8 +416,6 @@ class FakeTelegram:
             key = (int(params["chat_id"]), message["message_id"])
             self._sent[key] = _Sent(str(params["text"]), params.get("reply_markup"), message)
             return message
-        if method == "sendDocument":
-            return self._document(params)
         if method == "editMessageText":
             key = (int(params["chat_id"]), int(params["message_id"]))
             message = self._message(params, key[1])
@@ -427,15 +436,6 @@ class FakeTelegram:
             if sent.markup:
                 sent.message["reply_markup"] = sent.markup
             return copy.deepcopy(sent.message)
-        if method == "getFile":
-            path = f"documents/{params['file_id']}"
-            size = len(self.files.get(path, b""))
-            return {
-                "file_id": params["file_id"],
-                "file_unique_id": "u" + str(params["file_id"]),
-                "file_size": size,
-                "file_path": path,
-            }
         if method == "setMyCommands":
             self.menus[_scope_type(params)] = list(params["commands"])
             return True

@@ -166,7 +166,7 @@ async def test_ignored_updates_still_advance(tg: FakeTelegram, store: Store) -> 
 
 async def test_media_is_attachment_metadata_and_downloads(tg: FakeTelegram, store: Store) -> None:
     host = RecordingHost()
-    tg.files["documents/DOC1"] = b"report body"
+    tg.file_store.add("DOC1", b"report body")
     document = {
         "file_id": "DOC1",
         "file_unique_id": "u1",
@@ -186,7 +186,8 @@ async def test_media_is_attachment_metadata_and_downloads(tg: FakeTelegram, stor
         assert env.attachments == (
             Attachment(kind="file", name="r.txt", mime_type="text/plain", size=11, ref="DOC1"),
         )
-        assert await channel.download(env.attachments[0].ref) == b"report body"
+        chunks = [chunk async for chunk in channel.download_attachment(env.attachments[0])]
+        assert b"".join(chunks) == b"report body"
 
 
 # -- offset persistence ---------------------------------------------------------------------------
