@@ -19,7 +19,9 @@ from pydantic import Field, model_validator
 from bot.config.attachments import AttachmentsConfig
 from bot.config.channels import ChannelsConfig
 from bot.config.embedded import PACKAGED_MODEL_NAME, packaged_model_path
+from bot.config.limits import RateLimitsConfig
 from bot.config.mcp import McpConfig
+from bot.config.retention import RetentionConfig
 from bot.config.tools import ToolsConfig
 from bot.config_model import ConfigModel
 
@@ -175,6 +177,8 @@ class Settings(ConfigModel):
     mcp: McpConfig = Field(default_factory=McpConfig)
     schedules: SchedulesConfig = Field(default_factory=SchedulesConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
+    rate_limits: RateLimitsConfig = Field(default_factory=RateLimitsConfig)
+    retention: RetentionConfig = Field(default_factory=RetentionConfig)
     attachments: AttachmentsConfig = Field(default_factory=AttachmentsConfig)
     state_dir: str = "."
 
