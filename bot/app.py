@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from bot.agent.bundles import ProviderPool, build_bundles, streams
 from bot.agent.runner import AgentRunner
 from bot.agent.turn import AgentBundle
 from bot.approval.findings import approval_findings
@@ -96,10 +97,9 @@ def workspace_root(settings: Settings) -> Path:
     return Path(settings.state_dir) / settings.tools.workspace.path
 
 
-def _streams(settings: Settings) -> bool:
-    """Whether the primary provider streams its answers."""
-    primary = settings.providers.get(settings.agent.provider)
-    return bool(primary and primary.stream)
+def _streams(settings: Settings) -> frozenset[str]:
+    """The agents whose primary provider streams its answers."""
+    return frozenset(name for name in settings.agent_names() if streams(settings, name))
 
 
 class App:
@@ -158,7 +158,7 @@ class App:
                 await announce_scope_changes(
                     settings.tools, workspace=workspace_root(settings), notes=self.store.memory
                 )
-            bundle = AgentBundle(
+            self._shared_bundle = AgentBundle(
                 provider=self.provider,
                 services=PipelineServices(
                     settings=settings.agent,
@@ -172,10 +172,11 @@ class App:
                 tools=self.tools,
                 dynamic=self.mcp,
             )
+            self._providers = ProviderPool(settings, given=self.provider, wrap=self._metered)
             self.agent = AgentRunner(
-                bundle=bundle,
+                bundles=build_bundles(settings, self._shared_bundle, self._providers),
                 channel_for=self.channel_for,
-                stream=_streams(settings),
+                streams=_streams(settings),
                 turn_finished=None if self.metrics is None else self.metrics.turn_finished,
                 excluded_for=self._channel_excluded_tools,
             )
@@ -213,6 +214,14 @@ class App:
         from bot.metrics import MeteredGate
 
         return MeteredGate(self.approvals, self.metrics)
+
+    def _metered(self, provider: Provider) -> Provider:
+        """An agent's provider chain, timed like the default one when metrics are kept."""
+        if self.metrics is None:
+            return provider
+        from bot.metrics import MeteredProvider
+
+        return MeteredProvider(provider, self.metrics)
 
     def _build_tools(self, settings: Settings) -> list[ToolSpec]:
         if self._given_tools is not None:
@@ -325,15 +334,17 @@ class App:
 
     def reload(self, settings: Settings) -> None:
         """Apply a reloaded configuration to every message admitted from now on: access
-        (allow-lists, DM/group policy), approvers and approval policy, agent and tool
+        (allow-lists, DM/group policy), approvers and approval policy, every agent's
+        bundle (profiles, routes, prompt files as read again by the loading) and tool
         settings. Everything new is built first, then swapped in with no ``await`` in
         between, so no message sees half of it; a build error (``HatchwayError``) leaves the
-        old configuration in place. Channels, providers, storage and the HTTP server keep
-        their start-up settings (see :func:`bot.ops.daemon.restart_only_changes`)."""
+        old configuration in place. Channels, ``[providers]``, storage and the HTTP server
+        keep their start-up settings (see :func:`bot.ops.daemon.restart_only_changes`); an
+        agent whose chain is new gets it built now."""
         settings = with_default_channel(settings, given=bool(self._given_channels))
         tools = self._build_tools(settings)
-        current = self.agent.bundle
-        bundle = dataclasses.replace(
+        current = self._shared_bundle
+        shared = dataclasses.replace(
             current,
             services=dataclasses.replace(
                 current.services,
@@ -342,9 +353,11 @@ class App:
             ),
             tools=tools,
         )
+        bundles = build_bundles(settings, shared, self._providers)
         self.settings = settings
         self.tools = tools
-        self.agent.update(bundle, stream=_streams(settings))
+        self._shared_bundle = shared
+        self.agent.update(bundles, streams=_streams(settings))
         self.access.update_settings(settings.channels)
         self.approvals.update_settings(settings)
         self.gateway.update_settings(settings)
@@ -373,7 +386,10 @@ class App:
             # nothing uses either any more, and neither uses the other: closed side by side,
             # each even when the other fails (the first error is raised)
             closed = await asyncio.gather(
-                self.provider.aclose(), self.store.aclose(), return_exceptions=True
+                self.provider.aclose(),
+                self._providers.aclose(),
+                self.store.aclose(),
+                return_exceptions=True,
             )
             log.info("app_stopped")
             for outcome in closed:

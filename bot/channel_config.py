@@ -45,3 +45,5 @@ class ChannelCommon(ConfigModel):
     #: ``shell``'s network in this channel (``none`` or ``host``); unset: tools.shell.network.
     shell_network: Literal["none", "host"] | None = None
     approval: ApprovalOverride = Field(default_factory=ApprovalOverride)
+    #: The agent that answers here unless a route of ``[agents]`` says otherwise.
+    agent: str = "default"

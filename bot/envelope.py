@@ -102,6 +102,10 @@ class IngressEnvelope:
     command). ``command_scope`` says what a command acts on: ``session`` (the session the
     message belongs to) or ``conversation`` (every session of the conversation the sender
     started, threads included: a Slack slash command names the channel, never the thread).
+
+    ``guild_id`` is the Discord server the conversation belongs to (None elsewhere). ``agent``
+    and ``route`` are filled in by the gateway as the message arrives (:mod:`bot.routing`):
+    the agent that answers and why (``agents.ops.routes[0]``, ``channels.slack.work.agent``).
     """
 
     channel: ChannelRef
@@ -121,6 +125,9 @@ class IngressEnvelope:
     received_at: datetime = field(default_factory=_now)
     announce: bool = True
     command_scope: Literal["session", "conversation"] = "session"
+    guild_id: str | None = None
+    agent: str = "default"
+    route: str = ""
 
 
 def envelope_to_json(envelope: IngressEnvelope) -> str:
@@ -186,4 +193,7 @@ def envelope_from_json(text: str) -> IngressEnvelope:
         received_at=datetime.fromisoformat(data["received_at"]),
         announce=data.get("announce", True),
         command_scope=data.get("command_scope", "session"),
+        guild_id=data.get("guild_id"),
+        agent=data.get("agent", "default"),
+        route=data.get("route", ""),
     )

@@ -2,15 +2,20 @@
 
 For one admitted message it opens a progress message on the message's own channel (none
 for a background job), wires ``/stop`` and shutdown to the turn's cancel token, runs
-:func:`bot.agent.loop.run_turn` with the agent's current :class:`AgentBundle`, and tells the
-gateway what to send and whether a shutdown cut the turn short. ``excluded_for`` names the
+:func:`bot.agent.loop.run_turn` with the current :class:`AgentBundle` of the agent the
+gateway routed the message to (``envelope.agent``, :mod:`bot.routing`), and tells the
+gateway what to send and whether a shutdown cut the turn short. A message whose agent is no
+longer configured (removed by a reload while it waited, or before a restart) is answered by
+the ``default`` agent. ``excluded_for`` names the
 tools a channel's configuration hides (``channels.<kind>.<alias>.excluded_tools``), added to
 the agent's own exclusions for every turn from that channel.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+
+import structlog
 
 from bot.agent.loop import run_turn
 from bot.agent.turn import AgentBundle, TurnState, TurnStatus
@@ -20,38 +25,56 @@ from bot.progress import ChannelProgress
 from bot.tools.cancellation import SHUTDOWN
 from bot.turn import SessionControl, TurnIdentity, TurnReply
 
+log = structlog.get_logger(__name__)
+
+#: The agent of a message whose own agent is not configured.
+FALLBACK_AGENT = "default"
+
 
 class AgentRunner:
-    """Runs turns with one agent. ``stream`` says whether the primary provider streams
-    (the progress message then shows the answer as it is written); ``turn_finished``, when
-    given, is told each turn's :class:`~bot.agent.turn.TurnStatus` value (metrics)."""
+    """Runs turns, each with its agent's bundle (``bundles`` by agent name, ``default``
+    among them). ``streams`` names the agents whose primary provider streams (the progress
+    message then shows the answer as it is written); ``turn_finished``, when given, is told
+    each turn's :class:`~bot.agent.turn.TurnStatus` value (metrics)."""
 
     def __init__(
         self,
         *,
-        bundle: AgentBundle,
+        bundles: Mapping[str, AgentBundle],
         channel_for: Callable[[ChannelRef], Channel | None],
-        stream: bool = False,
+        streams: frozenset[str] = frozenset(),
         turn_finished: Callable[[str], None] | None = None,
         excluded_for: Callable[[ChannelRef], Sequence[str]] | None = None,
     ) -> None:
-        self.bundle = bundle
-        self.stream = stream
+        self.bundles = dict(bundles)
+        self.streams = streams
         self._channel_for = channel_for
         self._turn_finished = turn_finished
         self._excluded_for = excluded_for
 
-    def update(self, bundle: AgentBundle, *, stream: bool) -> None:
-        """Use a reloaded agent for every turn that starts from now on."""
-        self.bundle = bundle
-        self.stream = stream
+    def update(self, bundles: Mapping[str, AgentBundle], *, streams: frozenset[str]) -> None:
+        """Use reloaded agents for every turn that starts from now on."""
+        self.bundles = dict(bundles)
+        self.streams = streams
+
+    def bundle_for(self, agent: str) -> AgentBundle:
+        """Agent ``agent``'s bundle; the default agent's when it is not configured."""
+        bundle = self.bundles.get(agent)
+        if bundle is None:
+            log.warning("agent_not_configured", agent=agent, instead=FALLBACK_AGENT)
+            bundle = self.bundles[FALLBACK_AGENT]
+        return bundle
 
     async def __call__(self, turn: TurnIdentity, control: SessionControl) -> TurnReply:
         envelope = turn.envelope
+        bundle = self.bundle_for(envelope.agent)
         channel = self._channel_for(envelope.channel)
         progress = (
             ChannelProgress(
-                channel, envelope.reply_target, envelope.capabilities, stream=self.stream
+                channel,
+                envelope.reply_target,
+                envelope.capabilities,
+                stream=bundle.name in self.streams,
             )
             if channel is not None and not envelope.background
             else None
@@ -63,7 +86,7 @@ class AgentRunner:
             await progress.start()
         control.on_cancel(state.cancel.cancel)
         try:
-            result = await run_turn(self.bundle, state)
+            result = await run_turn(bundle, state)
         finally:
             await state.progress.aclose()
         if self._turn_finished is not None:

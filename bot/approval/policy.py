@@ -1,6 +1,8 @@
 """The approval policy: which calls run, which are refused, which need a person.
 
-Decision order (first match wins), per channel alias after applying its overrides:
+Decision order (first match wins), per channel alias and agent after applying their
+overrides (``[approval]``, then the channel's ``approval`` table, then the agent's
+``[agents.<name>.approval]``: the agent is chosen per conversation, the narrowest of the three):
 
 1. ``deny`` list → DENY (even under ``full``)
 2. level: ``readonly`` → DENY for a side-effecting call; ``full`` → ALLOW
@@ -28,7 +30,7 @@ from typing import Literal, TypeVar
 
 from bot.approval.gate import ApprovalRequest, Assessment, PolicyResult
 from bot.approval.reasons import PolicyReason
-from bot.config import ApprovalConfig, ChannelCommon, Settings
+from bot.config import DEFAULT_AGENT, AgentApproval, ApprovalConfig, ChannelCommon, Settings
 from bot.envelope import ChannelRef
 from bot.store.grants import GrantRecord
 
@@ -69,15 +71,21 @@ def _pick(override: _T | None, default: _T) -> _T:
     return default if override is None else override
 
 
-def effective_policy(base: ApprovalConfig, channel: ChannelCommon | None) -> EffectivePolicy:
-    """Merge the global ``[approval]`` table with a channel's ``approval`` overrides."""
+def effective_policy(
+    base: ApprovalConfig, channel: ChannelCommon | None, agent: AgentApproval | None = None
+) -> EffectivePolicy:
+    """Merge the global ``[approval]`` table with a channel's ``approval`` overrides, and
+    those with an agent's."""
     o = channel.approval if channel is not None else None
+    a = agent if agent is not None else AgentApproval()
 
     return EffectivePolicy(
-        level=_pick(o.level if o else None, base.level),
-        auto_approve=tuple(_pick(o.auto_approve if o else None, base.auto_approve)),
-        always_ask=tuple(_pick(o.always_ask if o else None, base.always_ask)),
-        deny=tuple(_pick(o.deny if o else None, base.deny)),
+        level=_pick(a.level, _pick(o.level if o else None, base.level)),
+        auto_approve=tuple(
+            _pick(a.auto_approve, _pick(o.auto_approve if o else None, base.auto_approve))
+        ),
+        always_ask=tuple(_pick(a.always_ask, _pick(o.always_ask if o else None, base.always_ask))),
+        deny=tuple(_pick(a.deny, _pick(o.deny if o else None, base.deny))),
         self_approval=_pick(o.self_approval if o else None, base.self_approval),
         timeout_s=base.timeout_s,
         grant_scope=base.grant_scope,
@@ -93,27 +101,32 @@ class ApprovalPolicy:
 
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
-        # merged once per channel alias (settings are immutable; a reload starts afresh)
-        self._merged: dict[ChannelRef, EffectivePolicy] = {}
+        # merged once per channel alias and agent (settings are immutable; a reload starts
+        # afresh)
+        self._merged: dict[tuple[ChannelRef, str], EffectivePolicy] = {}
 
     def update_settings(self, settings: Settings) -> None:
         """Swap in reloaded settings (SIGHUP); later evaluations use them."""
         self._settings = settings
         self._merged = {}
 
-    def for_channel(self, ref: ChannelRef) -> EffectivePolicy:
-        merged = self._merged.get(ref)
+    def for_channel(self, ref: ChannelRef, agent: str = DEFAULT_AGENT) -> EffectivePolicy:
+        merged = self._merged.get((ref, agent))
         if merged is None:
+            profile = self._settings.agents.get(agent)
             merged = effective_policy(
-                self._settings.approval, self._settings.channels.get(ref.kind, ref.alias)
+                self._settings.approval,
+                self._settings.channels.get(ref.kind, ref.alias),
+                None if profile is None else profile.approval,
             )
-            self._merged[ref] = merged
+            self._merged[(ref, agent)] = merged
         return merged
 
     async def evaluate(self, request: ApprovalRequest, grant: GrantLookup) -> PolicyResult:
         """Apply the decision order. ``grant`` is awaited only when step 4 is reached and
         steps 5 and 6 would not allow the call anyway."""
-        policy = self.for_channel(request.turn.envelope.channel)
+        envelope = request.turn.envelope
+        policy = self.for_channel(envelope.channel, envelope.agent)
         tool = request.tool
         if matches(tool, policy.deny):
             return PolicyResult(assessment=Assessment.DENY, reason=PolicyReason.DENY_LIST)

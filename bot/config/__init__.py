@@ -11,6 +11,7 @@ One module per part of the file; import the names from ``bot.config``:
   ``[schedules]``, ``[logging]``);
 * :mod:`~bot.config.channels`: ``[channels]``, built from the registered channel models;
 * :mod:`~bot.config.tools`: ``[tools]``; :mod:`~bot.config.mcp`: ``[mcp]``;
+* :mod:`~bot.config.agents`: ``[agents.<name>]`` profiles and their routes;
 * :mod:`~bot.config.embedded`: where the embedded model's runtime and file come from, and
   what is missing when it cannot run;
 * :mod:`~bot.config.loading`: the file, the environment's overrides, errors naming the key.
@@ -22,6 +23,7 @@ The base model and renamed keys are :mod:`bot.config_model`'s, the keys every ch
 from __future__ import annotations
 
 from bot.channel_config import ApprovalOverride, ChannelCommon
+from bot.config.agents import DEFAULT_AGENT, AgentApproval, AgentProfile, RouteConfig
 from bot.config.channels import ChannelsConfig
 from bot.config.loading import (
     NO_PROVIDER_HINT,
@@ -50,8 +52,11 @@ from bot.config.tools import (
 )
 
 __all__ = [
+    "DEFAULT_AGENT",
     "NO_PROVIDER_HINT",
+    "AgentApproval",
     "AgentConfig",
+    "AgentProfile",
     "ApprovalConfig",
     "ApprovalOverride",
     "ChannelCommon",
@@ -64,6 +69,7 @@ __all__ = [
     "McpToolFilterGroup",
     "MemoryToolConfig",
     "ProviderConfig",
+    "RouteConfig",
     "SchedulesConfig",
     "ServerConfig",
     "Settings",

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from bot.config.agents import read_prompt_file
 from bot.config.embedded import INSTALL_BOTH, embedded_problems
 from bot.config.settings import ProviderConfig, Settings
 from bot.errors import ConfigError
@@ -82,14 +83,37 @@ def _format_validation_error(exc: ValidationError, source: str) -> str:
     return "\n".join(lines)
 
 
+def with_prompt_files(settings: Settings, base_dir: Path) -> Settings:
+    """``settings`` with the text of every ``system_prompt_file`` (``[agent]``'s and each
+    profile's) read into its ``system_prompt``, relative to ``base_dir``."""
+    update: dict[str, object] = {}
+    if settings.agent.system_prompt_file:
+        text = read_prompt_file(
+            "agent.system_prompt_file", settings.agent.system_prompt_file, base_dir
+        )
+        update["agent"] = settings.agent.model_copy(update={"system_prompt": text})
+    profiles = dict(settings.agents)
+    for name, profile in settings.agents.items():
+        if profile.system_prompt_file:
+            where = f"agents.{name}.system_prompt_file"
+            text = read_prompt_file(where, profile.system_prompt_file, base_dir)
+            profiles[name] = profile.model_copy(update={"system_prompt": text})
+    if profiles != settings.agents:
+        update["agents"] = profiles
+    return settings.model_copy(update=update) if update else settings
+
+
 def parse_settings(
     data: Mapping[str, Any],
     *,
     environ: Mapping[str, str] | None = None,
     source: str = "configuration",
     require_provider: bool = True,
+    config_dir: Path | None = None,
 ) -> Settings:
-    """Validate a config mapping, apply environment overrides and check references."""
+    """Validate a config mapping, apply environment overrides and check references.
+    ``system_prompt_file`` paths are read relative to ``config_dir`` (the config file's
+    directory), or the state directory when there is no file."""
     env = os.environ if environ is None else environ
     raw = dict(data)
     if env.get("HATCHWAY_STATE_DIR"):
@@ -112,6 +136,7 @@ def parse_settings(
         settings = Settings.model_validate(raw)
     except ValidationError as exc:
         raise ConfigError(_format_validation_error(exc, source)) from None
+    settings = with_prompt_files(settings, config_dir or Path(settings.state_dir))
     if require_provider:
         if not settings.providers:
             raise ConfigError(f"no LLM provider is configured: {NO_PROVIDER_HINT}")
@@ -121,7 +146,8 @@ def parse_settings(
                 f"agent.provider is {settings.agent.provider!r} but [providers] has "
                 f"{sorted(settings.providers)}; set agent.provider to one of them"
             )
-        for name in [settings.agent.provider, *settings.agent.fallback]:
+        chains = (settings.agent_for(agent) for agent in settings.agent_names())
+        for name in dict.fromkeys(n for c in chains for n in [c.provider, *c.fallback]):
             cfg = settings.providers[name]
             if not cfg.model:
                 raise ConfigError(
@@ -140,6 +166,7 @@ def load_settings(
     """Load ``hatchway.toml`` (or no file: defaults plus environment)."""
     data: dict[str, Any] = {}
     source = "the environment"
+    config_dir: Path | None = None
     if path is not None:
         # tomllib is imported only when a file is read: parse_settings, and most modules
         # that import bot.config, never need it.
@@ -157,9 +184,16 @@ def load_settings(
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{file} is not valid TOML: {exc}") from None
+        config_dir = file.resolve().parent
         if "state_dir" not in data:
-            data["state_dir"] = str(file.resolve().parent)
-    return parse_settings(data, environ=environ, source=source, require_provider=require_provider)
+            data["state_dir"] = str(config_dir)
+    return parse_settings(
+        data,
+        environ=environ,
+        source=source,
+        require_provider=require_provider,
+        config_dir=config_dir,
+    )
 
 
 def resolve_config_path(

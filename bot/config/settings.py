@@ -1,10 +1,11 @@
 """``Settings``: the whole of ``hatchway.toml``, and the core's own tables.
 
 ``[agent]``, ``[providers.<name>]``, ``[approval]``, ``[storage]``, ``[server]``,
-``[schedules]`` and ``[logging]`` are here; ``[channels]``, ``[tools]`` and ``[mcp]`` have
-modules of their own in this package. :class:`Settings` checks what the tables say of each
-other (the providers the agent names); reading the file and the environment is
-:mod:`bot.config.loading`'s.
+``[schedules]`` and ``[logging]`` are here; ``[channels]``, ``[tools]``, ``[mcp]`` and
+``[agents]`` have modules of their own in this package. :class:`Settings` checks what the
+tables say of each other (the providers each agent names, the agent each channel names) and
+resolves an agent profile over ``[agent]`` (:meth:`Settings.agent_for`); reading the file and
+the environment is :mod:`bot.config.loading`'s.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from bot.config.agents import DEFAULT_AGENT, AgentProfile, check_agent_name, exclusive_prompt
 from bot.config.attachments import AttachmentsConfig
 from bot.config.channels import ChannelsConfig
 from bot.config.embedded import PACKAGED_MODEL_NAME, packaged_model_path
@@ -27,9 +29,18 @@ from bot.config_model import ConfigModel
 
 
 class AgentConfig(ConfigModel):
+    """``[agent]``: the agent named ``default``, and what every ``[agents.<name>]``
+    inherits. ``temperature`` and ``max_tokens``, when set, replace the providers' own;
+    ``allowed_tools`` (unset: every tool) and ``excluded_tools`` take tool names, shell-style
+    patterns and ``mcp:<server>`` (see :mod:`bot.agent.tool_filter`)."""
+
     provider: str = "default"
     fallback: list[str] = Field(default_factory=list)
     system_prompt: str = "You are the team's assistant. Be brief and accurate."
+    system_prompt_file: str | None = None
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_tokens: int | None = Field(default=None, ge=1)
+    allowed_tools: list[str] | None = None
     max_tool_iterations: int = Field(default=10, ge=1, le=200)
     parallel_tools: bool = True
     max_tool_result_chars: int = Field(default=50_000, ge=200)
@@ -44,6 +55,11 @@ class AgentConfig(ConfigModel):
     #: A turn cut off by a crash or a stop: its sender is told to ask again (``notify``), or
     #: it runs again once when nothing with side effects ran in it (``retry``).
     on_interrupted: Literal["notify", "retry"] = "notify"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_prompt(cls, data: object) -> object:
+        return exclusive_prompt(data)
 
 
 #: Keys only a provider of ``kind = "embedded"`` reads.
@@ -180,19 +196,69 @@ class Settings(ConfigModel):
     rate_limits: RateLimitsConfig = Field(default_factory=RateLimitsConfig)
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
     attachments: AttachmentsConfig = Field(default_factory=AttachmentsConfig)
+    agents: dict[str, AgentProfile] = Field(default_factory=dict)
     state_dir: str = "."
 
     @model_validator(mode="after")
     def _check_references(self) -> Settings:
-        names = [self.agent.provider, *self.agent.fallback]
+        for name in self.agents:
+            check_agent_name(name)
         if self.providers:
-            for name in names:
-                if name not in self.providers:
-                    raise ValueError(
-                        f"agent.provider/fallback names provider {name!r}, but [providers] "
-                        f"defines only {sorted(self.providers)}"
-                    )
+            for agent in self.agent_names():
+                where = "agent" if agent == DEFAULT_AGENT else f"agents.{agent}"
+                config = self.agent_for(agent)
+                for name in [config.provider, *config.fallback]:
+                    if name not in self.providers:
+                        raise ValueError(
+                            f"{where}.provider/fallback names provider {name!r}, but "
+                            f"[providers] defines only {sorted(self.providers)}"
+                        )
+        agents = self.agent_names()
+        for kind, alias, channel in self.channels.all():
+            if channel.agent not in agents:
+                raise ValueError(
+                    f"channels.{kind}.{alias}.agent names agent {channel.agent!r}, but the "
+                    f"agents are {agents} (add [agents.{channel.agent}] or fix the name)"
+                )
         return self
+
+    def agent_names(self) -> list[str]:
+        """``default`` first, then every ``[agents.<name>]`` in file order."""
+        return [DEFAULT_AGENT, *(n for n in self.agents if n != DEFAULT_AGENT)]
+
+    def agent_for(self, name: str) -> AgentConfig:
+        """Agent ``name``'s settings: ``[agent]`` with its profile's keys over it (the
+        ``default`` agent's profile, ``[agents.default]``, is optional)."""
+        profile = self.agents.get(name)
+        if profile is None:
+            if name != DEFAULT_AGENT:
+                raise KeyError(name)
+            return self.agent
+        overrides = profile.overrides()
+        if not overrides:
+            return self.agent
+        if "system_prompt_file" not in overrides and "system_prompt" in overrides:
+            overrides["system_prompt_file"] = None  # an inline prompt replaces [agent]'s file
+        return self.agent.model_copy(update=overrides)
+
+    def as_agent(self, name: str) -> Settings:
+        """The settings as agent ``name`` runs with them: its settings in place of
+        ``[agent]``, and the providers of its chain with its ``temperature`` and
+        ``max_tokens`` when it sets them (what the provider factory builds its chain from)."""
+        agent = self.agent_for(name)
+        if agent is self.agent and agent.temperature is None and agent.max_tokens is None:
+            return self
+        tuned: dict[str, object] = {}
+        if agent.temperature is not None:
+            tuned["temperature"] = agent.temperature
+        if agent.max_tokens is not None:
+            tuned["max_tokens"] = agent.max_tokens
+        providers = dict(self.providers)
+        if tuned:
+            for provider in [agent.provider, *agent.fallback]:
+                if provider in providers:
+                    providers[provider] = providers[provider].model_copy(update=tuned)
+        return self.model_copy(update={"agent": agent, "providers": providers})
 
     def database_path(self) -> Path:
         path = Path(self.storage.path)

@@ -1,7 +1,10 @@
 """The gateway: from an inbound envelope to a turn, exactly once per platform message.
 
-As a message arrives its session key is derived (``kind.alias:conversation[:thread]``, per
-user in groups when the channel says so). Then admission runs these steps, in this order,
+As a message arrives it is routed to its agent (:mod:`bot.routing`: the envelope's
+``agent`` and ``route``) and its session key is derived
+(``kind.alias:conversation[:thread]``, per user in groups when the channel says so, with
+the agent's name when it is not ``default``: a conversation's history belongs to its
+agent). Then admission runs these steps, in this order,
 composed in :meth:`Gateway.__init__` and nowhere else:
 
 1. storage retry (:mod:`~bot.gateway.retry`) — a busy database runs the steps below again;
@@ -44,6 +47,7 @@ from bot.gateway.recovery import recover
 from bot.gateway.retry import StorageRetry
 from bot.gateway.sending import ChannelLookup, Replies
 from bot.gateway.sessions import Sessions, session_key_for
+from bot.routing import Router
 from bot.store import InboxKey, InboxStatus, Store
 from bot.turn import TurnIdentity, TurnRunner
 
@@ -66,6 +70,7 @@ class Gateway:
         channel_for: ChannelLookup,
     ) -> None:
         self._settings = settings
+        self._router = Router(settings)
         self._store = store
         self._replies = Replies(channel_for)
         self._drain = Drain()
@@ -91,8 +96,10 @@ class Gateway:
         )
 
     def update_settings(self, settings: Settings) -> None:
-        """Swap in a reloaded configuration (session keys are derived per message)."""
+        """Swap in a reloaded configuration (routes and session keys are derived per
+        message)."""
         self._settings = settings
+        self._router = Router(settings)
 
     async def deliver(self, envelope: IngressEnvelope) -> None:
         """Admit one inbound message; returns once it is queued (or refused)."""
@@ -112,6 +119,7 @@ class Gateway:
         key = InboxKey(channel=str(envelope.channel), message_id=envelope.message_id)
         bound = bind_contextvars(channel=key.channel, message_id=key.message_id)
         try:
+            envelope = self._router.routed(envelope)
             if self._sessions.is_taken(key):
                 log.info("edit_ignored", reason="turn started")
                 return
@@ -163,6 +171,7 @@ class Gateway:
         return self._settings.channels.get(envelope.channel.kind, envelope.channel.alias)
 
     def _arrival(self, envelope: IngressEnvelope) -> Arrival:
+        envelope = self._router.routed(envelope)
         channel_cfg = self._channel_settings(envelope)
         per_user = channel_cfg.session_per_user_in_groups if channel_cfg else False
         return Arrival(

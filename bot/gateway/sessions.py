@@ -19,6 +19,7 @@ import structlog
 from structlog.contextvars import bind_contextvars, reset_contextvars
 
 from bot.backoff import cancel_requested
+from bot.config import DEFAULT_AGENT
 from bot.envelope import IngressEnvelope
 from bot.gateway.drain import Drain
 from bot.gateway.ledger import ReplyLedger, may_run_again
@@ -30,13 +31,17 @@ log = structlog.get_logger(__name__)
 
 
 def session_key_for(envelope: IngressEnvelope, *, per_user_in_groups: bool = False) -> str:
-    """``kind.alias:conversation[:thread][:u<user>]``; per user only in groups, and only when
-    the channel asks for it."""
+    """``kind.alias:conversation[:thread][:u<user>][:@agent]``; per user only in groups, and
+    only when the channel asks for it; the agent (:mod:`bot.routing`) only when it is not
+    ``default``, so that sessions from before agents existed keep their keys, and a room
+    switched to another agent starts a new session."""
     key = f"{envelope.channel}:{envelope.conversation_id}"
     if envelope.thread_id:
         key += f":{envelope.thread_id}"
     if per_user_in_groups and envelope.is_group:
         key += f":u{envelope.sender.id}"
+    if envelope.agent != DEFAULT_AGENT:
+        key += f":@{envelope.agent}"
     return key
 
 
@@ -260,6 +265,8 @@ class Sessions:
                 channel=turn.channel,
                 session=turn.session_key,
                 turn_id=turn.turn_id,
+                agent=envelope.agent,
+                route=envelope.route,
             )
             try:
                 # the runner marks the entry "processing" with its first record (TurnRunner)

@@ -1,0 +1,118 @@
+"""One :class:`~bot.agent.turn.AgentBundle` per agent (``[agent]`` and ``[agents.<name>]``).
+
+Every agent's bundle is the shared one (store, approval gate, hooks, tool scheduler, path
+locks, receipt signer, MCP catalog) with its own settings (:meth:`Settings.agent_for`: prompt,
+iterations, history length, ...), its own tools (``allowed_tools``/``excluded_tools``,
+:mod:`bot.agent.tool_filter`) and its own provider chain. Agents whose chains come out the same
+(the same providers, temperature, max tokens and system prompt handling) share one provider:
+:class:`ProviderPool` builds each distinct chain once, through the provider factory, from the
+settings as that agent sees them (:meth:`Settings.as_agent`), and keeps it for later reloads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Callable, Hashable
+
+from bot.agent.tool_filter import ToolFilter, filtered
+from bot.agent.turn import AgentBundle
+from bot.config import DEFAULT_AGENT, Settings
+from bot.errors import ConfigError
+from bot.providers.base import Provider
+from bot.providers.factory import defer_provider, own_system_prompt
+
+ProviderWrap = Callable[[Provider], Provider]
+
+
+def chain_key(settings: Settings) -> Hashable:
+    """What makes two agents' provider chains the same: each provider's configuration (with
+    the agent's temperature and max tokens applied) and the system prompt it is sent in place
+    of the agent's."""
+    agent = settings.agent
+    names = dict.fromkeys([agent.provider, *agent.fallback])
+    return tuple(
+        (
+            name,
+            settings.providers[name].model_dump_json(),
+            own_system_prompt(settings.providers[name], agent),
+        )
+        for name in names
+        if name in settings.providers
+    )
+
+
+class ProviderPool:
+    """The provider chain of each agent, built once per distinct chain. ``given`` is the
+    default agent's provider when the caller built it (the daemon's, metered; a test's
+    scripted one); the pool never closes that one. ``wrap`` is applied to every chain the
+    pool builds (metrics). ``[providers]`` is read once, from the start-up settings: a
+    reload that changes it needs a restart, as for the default agent."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        given: Provider | None = None,
+        wrap: ProviderWrap | None = None,
+    ) -> None:
+        self._wrap = wrap
+        self._built: dict[Hashable, Provider] = {}
+        self._given = given
+        self._given_key = chain_key(settings.as_agent(DEFAULT_AGENT)) if given else None
+        self._providers = settings.providers
+
+    def provider_for(self, settings: Settings, agent: str) -> Provider:
+        """Agent ``agent``'s chain under ``settings``; :class:`ConfigError` for a chain
+        that cannot be built (an unknown provider, a missing API key)."""
+        if settings.providers is not self._providers:
+            settings = settings.model_copy(update={"providers": self._providers})
+        seen = settings.as_agent(agent)
+        key = chain_key(seen)
+        if self._given is not None and (key == self._given_key or agent == DEFAULT_AGENT):
+            # the default agent always runs on the given provider (a test's, the daemon's)
+            return self._given
+        provider = self._built.get(key)
+        if provider is None:
+            try:
+                provider = defer_provider(seen)
+            except ConfigError as exc:
+                raise ConfigError(f"agents.{agent}: {exc}") from None
+            if self._wrap is not None:
+                provider = self._wrap(provider)
+            self._built[key] = provider
+        return provider
+
+    async def aclose(self) -> None:
+        """Close every chain the pool built (each even when another fails)."""
+        built, self._built = list(self._built.values()), {}
+        closed = await asyncio.gather(*(p.aclose() for p in built), return_exceptions=True)
+        for outcome in closed:
+            if isinstance(outcome, BaseException):
+                raise outcome
+
+
+def build_bundles(
+    settings: Settings, shared: AgentBundle, providers: ProviderPool
+) -> dict[str, AgentBundle]:
+    """Every agent's bundle, ``default`` first: ``shared`` (the default agent's tools,
+    services and MCP catalog) with each agent's settings, tools and provider."""
+    bundles: dict[str, AgentBundle] = {}
+    for name in settings.agent_names():
+        config = settings.agent_for(name)
+        tools = ToolFilter.of(config)
+        bundles[name] = dataclasses.replace(
+            shared,
+            name=name,
+            provider=providers.provider_for(settings, name),
+            services=dataclasses.replace(shared.services, settings=config),
+            tools=tools.kept(shared.tools) if tools.narrows else shared.tools,
+            dynamic=filtered(shared.dynamic, tools),
+        )
+    return bundles
+
+
+def streams(settings: Settings, agent: str) -> bool:
+    """Whether agent ``agent``'s primary provider streams its answers."""
+    primary = settings.providers.get(settings.agent_for(agent).provider)
+    return bool(primary and primary.stream)
