@@ -203,6 +203,7 @@ def envelope_from_facts(facts: MessageFacts, options: NormaliseOptions) -> Ingre
         ),
         reply_target=reply_target,
         capabilities=capabilities(options),
+        guild_id=facts.guild_id,
     )
 
 
@@ -273,4 +274,5 @@ def envelope_from_command(facts: CommandFacts, options: NormaliseOptions) -> Ing
             reply_to_message_id=facts.interaction_id,
         ),
         capabilities=capabilities(options),
+        guild_id=facts.guild_id,
     )
