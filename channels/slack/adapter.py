@@ -37,8 +37,9 @@ import asyncio
 import hashlib
 import hmac
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -53,7 +54,7 @@ from bot.channel import (
     SentMessage,
 )
 from bot.config import ChannelCommon, Settings
-from bot.envelope import ChannelRef, DeliveryTarget
+from bot.envelope import Attachment, ChannelRef, DeliveryTarget
 from bot.errors import ChannelAuthError, ChannelError, ConfigError
 from bot.ops.web import header_bytes
 from bot.scrub import register_secrets
@@ -65,6 +66,7 @@ from channels.slack.command_replies import CommandReplies
 from channels.slack.commands import app_id_of
 from channels.slack.config import SlackChannelConfig
 from channels.slack.delivery_check import SlackDeliveryCheck
+from channels.slack.files import SlackFiles
 from channels.slack.inbound import SlackInbound
 from channels.slack.journal import EventJournal
 from channels.slack.members import ConversationMembers
@@ -105,7 +107,10 @@ class SlackCredentials:
 
 
 class SlackChannel(SendsThrough):
-    """A Slack workspace as a :class:`~bot.channel.Channel`."""
+    """A Slack workspace as a :class:`~bot.channel.Channel`, with
+    :class:`~bot.channel.AttachmentDownloads` and :class:`~bot.channel.FileSending`."""
+
+    _outbound: SlackOutbound
 
     def __init__(
         self,
@@ -136,8 +141,22 @@ class SlackChannel(SendsThrough):
             journal=EventJournal(state, str(ref)),
             app_id=app_id_of(credentials.app_token),
         )
+        self._files = SlackFiles(
+            ref=ref,
+            api=self._api,
+            token=credentials.bot_token,
+            api_base_url=config.api_base_url,
+            max_download_bytes=config.max_download_bytes,
+            max_upload_bytes=config.max_upload_bytes,
+            command_replies=replies,
+        )
         self._outbound = SlackOutbound(
-            ref=ref, config=config, api=self._api, cards=cards, command_replies=replies
+            ref=ref,
+            config=config,
+            api=self._api,
+            cards=cards,
+            command_replies=replies,
+            files=self._files,
         )
         self._members = ConversationMembers(self._api)
         self._delivery = SlackDeliveryCheck(ref=ref, api=self._api)
@@ -253,6 +272,36 @@ class SlackChannel(SendsThrough):
         return await self._delivery.find_delivered(
             target, key=key, text=text, after_message_id=after_message_id
         )
+
+    # -- files users attach (bot.channel.AttachmentDownloads) -------------------------------
+
+    def download_limit(self) -> int:
+        """``max_download_bytes`` (Slack's own 1 GB by default); ``attachments.max_bytes``
+        applies as well."""
+        return self._files.download_limit()
+
+    def download_attachment(self, attachment: Attachment) -> AsyncIterator[bytes]:
+        """The file's bytes from Slack's file hosts, with the bot token
+        (:mod:`channels.slack.files`)."""
+        return self._files.download(attachment)
+
+    # -- files the bot posts (bot.channel.FileSending) ---------------------------------------
+
+    def upload_limit(self, target: DeliveryTarget) -> int:
+        """``max_upload_bytes`` of the channel's config."""
+        return self._outbound.upload_limit(target)
+
+    async def send_file(
+        self,
+        target: DeliveryTarget,
+        path: Path,
+        *,
+        name: str,
+        caption: str = "",
+        key: str = "",
+    ) -> Sequence[SentMessage]:
+        """Share the file in the target's thread (:mod:`channels.slack.outbound`)."""
+        return await self._outbound.send_file(target, path, name=name, caption=caption, key=key)
 
     # -- outbound (Channel), delegated --------------------------------------------------------
 

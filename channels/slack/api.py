@@ -174,6 +174,13 @@ class SlackWebApi:
         data: Mapping[str, Any] = response.data if isinstance(response.data, dict) else {}
         return data
 
+    async def call(
+        self, method: str, invoke: Callable[[], Awaitable[AsyncSlackResponse]]
+    ) -> Mapping[str, Any]:
+        """Any other Web API call (``invoke`` uses :attr:`client`), rate-limited and mapped
+        to errors like the calls here: the file calls of :mod:`channels.slack.files`."""
+        return await self._call(method, invoke)
+
     async def auth_test(self) -> BotIdentity:
         data = await self._call("auth.test", self.client.auth_test)
         user_id = str(data.get("user_id") or "")

@@ -40,6 +40,7 @@ from bot.envelope import (
     Sender,
 )
 from channels.slack.commands import scope_of, text_command
+from channels.slack.file_hosts import FileRef
 
 ConversationKind = Literal["im", "mpim", "channel", "group"]
 _KINDS: dict[str, ConversationKind] = {
@@ -65,6 +66,7 @@ class SlackFile(_Payload):
     mimetype: str | None = None
     size: int | None = None
     url_private: str | None = None
+    url_private_download: str | None = None
 
 
 class MessageEvent(_Payload):
@@ -179,15 +181,18 @@ def is_addressed(event: MessageEvent, kind: ConversationKind, bot: BotIdentity) 
 
 
 def attachment_of(file: SlackFile) -> Attachment:
+    """The attachment of a shared file; its ``ref`` (:class:`FileRef`) names the file and
+    where to download it, for :mod:`channels.slack.files`."""
     mime = file.mimetype or ""
     major = mime.split("/", 1)[0]
     kind = major if major in ("image", "audio", "video") else "file"
+    url = file.url_private_download or file.url_private or ""
     return Attachment(
         kind=kind,
         name=file.name or file.title or "",
         mime_type=mime,
         size=file.size,
-        ref=file.url_private or file.id,
+        ref=FileRef(file_id=file.id, url=url).encode(),
     )
 
 

@@ -16,6 +16,11 @@ approval there) and marked closed once the card shows an outcome.
 A slash command's reply target is answered privately by
 :class:`~channels.slack.command_replies.CommandReplies` (nothing is returned to edit, and
 nothing reacts to a slash command).
+
+Files (``send_file``) are shared in the target's thread by :mod:`channels.slack.files`, the
+caption rendered like an answer as the upload's comment. A file share carries no metadata, so
+a keyed file is posted first and its caption (or name) after it as a keyed message: the
+delivery check finds the reply only once both went out.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import re
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 
 import structlog
 
@@ -36,6 +42,7 @@ from channels.slack.command_replies import CommandReplies
 from channels.slack.commands import SLASH_PREFIX
 from channels.slack.config import SlackChannelConfig
 from channels.slack.delivery_check import reply_metadata
+from channels.slack.files import SlackFiles
 from channels.slack.markup import render_chunks
 
 log = structlog.get_logger(__name__)
@@ -79,12 +86,14 @@ class SlackOutbound:
         api: SlackWebApi,
         cards: CardIndex,
         command_replies: CommandReplies,
+        files: SlackFiles,
     ) -> None:
         self._ref = ref
         self._config = config
         self._api = api
         self._cards = cards
         self._command_replies = command_replies
+        self._files = files
         self._last_edit: OrderedDict[tuple[str, str], str] = OrderedDict()
 
     async def send(
@@ -103,6 +112,28 @@ class SlackOutbound:
                 metadata=reply_metadata(key, part, len(chunks)) if key else None,
             )
             sent.append(SentMessage(target=target, message_id=posted.ts))
+        return sent
+
+    def upload_limit(self, target: DeliveryTarget) -> int:
+        return self._files.upload_limit(target)
+
+    async def send_file(
+        self,
+        target: DeliveryTarget,
+        path: Path,
+        *,
+        name: str,
+        caption: str = "",
+        key: str = "",
+    ) -> Sequence[SentMessage]:
+        """Share the file in the target's thread with ``caption`` under it; keyed, the file
+        and then its caption (or name) as a keyed message (module docstring)."""
+        chunks = render_chunks(caption, self._config.max_message_chars) if caption.strip() else []
+        comment = chunks[0] if len(chunks) == 1 and not key else None
+        shared = await self._files.upload(target, path, name=name, comment=comment)
+        sent = [shared] if shared is not None else []
+        if comment is None and (chunks or key):
+            sent.extend(await self.send(target, caption if chunks else name, key=key))
         return sent
 
     async def edit(self, message: SentMessage, text: str) -> None:

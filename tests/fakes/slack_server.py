@@ -23,7 +23,8 @@ views are checked against Slack's Block Kit limits (``invalid_blocks``). Who is 
 conversation, and which users the app cannot DM, is :attr:`FakeSlack.conversations`
 (:mod:`tests.fakes.slack_members`). Slash commands: :meth:`FakeSlack.slash` builds one with a
 fresh trigger and a response URL served here (:attr:`FakeSlack.responses`,
-:mod:`tests.fakes.slack_commands`).
+:mod:`tests.fakes.slack_commands`). Files users share and files the bot uploads (the external
+upload flow) are :attr:`FakeSlack.files` (:mod:`tests.fakes.slack_files`).
 
 Also here: payload builders for events and clicks, and request signing for HTTP mode.
 """
@@ -44,6 +45,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from tests.fakes.loopback import LoopbackServer
 from tests.fakes.slack_commands import ResponseUrls, slash_payload
+from tests.fakes.slack_files import FakeFiles
 from tests.fakes.slack_history import history, metadata_problem, replies
 from tests.fakes.slack_members import Conversations
 from tests.fakes.slack_views import (
@@ -103,6 +105,7 @@ class FakeSlack:
         self._socket: web.WebSocketResponse | None = None
         self._changed = asyncio.Condition()
         self.responses = ResponseUrls(self._changed)
+        self.files = FakeFiles(bot_token=bot_token, team=TEAM, bot_user=BOT_USER, bot_id=BOT_ID)
         self._server = LoopbackServer()
 
     async def __aenter__(self) -> FakeSlack:
@@ -110,12 +113,15 @@ class FakeSlack:
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_get("/socket", self._ws)
         app.router.add_post("/commands/{key}", self.responses.handle)
+        self.files.add_routes(app)
         await self._server.start(app)
+        await self.files.start(self._server.origin)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         if self._socket is not None:
             await self._socket.close()
+        await self.files.aclose()
         await self._server.aclose()
 
     @property
@@ -336,6 +342,9 @@ class FakeSlack:
             }
         if method == "apps.connections.open":
             return 200, {"ok": True, "url": self._server.url("/socket", scheme="ws")}
+        answered = self.files.answer(method, params, ts=ts, post=self._post_file_share)
+        if answered is not None:
+            return answered
         if method in ("chat.postMessage", "chat.update") and block_problems(
             params.get("blocks") or []
         ):
@@ -387,6 +396,14 @@ class FakeSlack:
                 return 200, {"ok": False, "error": "user_not_found"}
             return 200, {"ok": True, "user": user}
         return 200, {"ok": True}
+
+    def _post_file_share(self, channel: str, message: JSON) -> str:
+        """Store the message sharing an uploaded file; where it landed, or the error."""
+        landed, refused = self.conversations.post_to(channel)
+        if refused:
+            return refused
+        self.messages[(landed, str(message["ts"]))] = message
+        return landed
 
     def _update(self, channel: str, params: JSON) -> tuple[int, JSON]:
         message = self.messages.get((channel, str(params.get("ts"))))

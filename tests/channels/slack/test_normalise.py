@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bot.envelope import Capabilities, ChannelRef
+from channels.slack.file_hosts import FileRef
 from channels.slack.normalise import (
     BotIdentity,
     build_envelope,
@@ -145,8 +146,28 @@ def test_files_are_attachment_metadata() -> None:
         capabilities=Capabilities(),
     )
     first, second = envelope.attachments
-    assert (first.kind, first.name, first.size, first.ref) == ("file", "log.txt", 10, "u")
-    assert (second.kind, second.name, second.ref) == ("video", "clip", "F2")
+    assert (first.kind, first.name, first.size) == ("file", "log.txt", 10)
+    assert FileRef.decode(first.ref) == FileRef(file_id="F1", url="u")
+    assert (second.kind, second.name) == ("video", "clip")
+    assert FileRef.decode(second.ref) == FileRef(file_id="F2")
+
+
+def test_the_download_url_is_preferred() -> None:
+    file = {
+        "id": "F1",
+        "name": "a.png",
+        "url_private": "https://files.slack.com/files-pri/T1-F1/a.png",
+        "url_private_download": "https://files.slack.com/files-pri/T1-F1/download/a.png",
+    }
+    envelope = build_envelope(
+        parsed(subtype="file_share", files=[file]),
+        ref=REF,
+        bot=BOT,
+        display_name="",
+        capabilities=Capabilities(),
+    )
+    (attachment,) = envelope.attachments
+    assert FileRef.decode(attachment.ref).url == file["url_private_download"]
 
 
 @pytest.mark.parametrize(
