@@ -75,6 +75,8 @@ class JobSpec(_Frozen):
     creator_name: str = ""
     origin_is_direct: bool = False
     origin_is_group: bool = False
+    #: The origin's Discord server, so that a run is routed to the conversation's agent.
+    origin_guild_id: str | None = None
 
     def when(self) -> str:
         """A short human description of the timing."""

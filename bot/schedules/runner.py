@@ -80,6 +80,7 @@ def job_envelope(job: ScheduledJob, run_at: float, now: float) -> IngressEnvelop
         background=True,
         announce=spec.delivery is DeliveryMode.ANNOUNCE,
         received_at=datetime.fromtimestamp(now, UTC),
+        guild_id=spec.origin_guild_id,
     )
 
 

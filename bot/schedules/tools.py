@@ -114,6 +114,7 @@ def schedule_tools(
                 creator_id=context.requester,
                 origin_is_direct=context.is_direct,
                 origin_is_group=not context.is_direct,
+                origin_guild_id=context.turn.envelope.guild_id,
             )
             job = await book.add(spec, now=clock())
         except ScheduleError as exc:
