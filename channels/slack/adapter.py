@@ -20,9 +20,11 @@ deletions read by :mod:`~channels.slack.message_events`),
 parsed by :mod:`~channels.slack.buttons`; "✏️ Reply instead" is
 :mod:`~channels.slack.reply_instead`, "🔎 Show full and decide" :mod:`~channels.slack.full_view`),
 :mod:`~channels.slack.outbound` (everything posted; Block Kit cards from
-:mod:`~channels.slack.cards`), :mod:`~channels.slack.members` (whether an approver is a member
-of a conversation, asked before a card is posted) and :mod:`~channels.slack.delivery_check`
-(whether a reply cut off by a crash reached Slack, by its metadata), sharing one
+:mod:`~channels.slack.cards`), :mod:`~channels.slack.files` (files users share, downloaded
+with the bot token; files the bot sends), :mod:`~channels.slack.members` (whether an
+approver is a member of a conversation, asked before a card is posted) and
+:mod:`~channels.slack.delivery_check` (whether a reply cut off by a crash reached Slack, by
+its metadata), sharing one
 :class:`~channels.slack.api.SlackWebApi` and one
 :class:`~channels.common.card_index.CardIndex`.
 
