@@ -148,8 +148,8 @@ class SlackChannel(SendsThrough):
             api=self._api,
             token=credentials.bot_token,
             api_base_url=config.api_base_url,
-            max_download_bytes=config.max_download_bytes,
-            max_upload_bytes=config.max_upload_bytes,
+            download_max_bytes=config.download_max_bytes,
+            upload_max_bytes=config.upload_max_bytes,
             command_replies=replies,
         )
         self._outbound = SlackOutbound(
@@ -278,7 +278,7 @@ class SlackChannel(SendsThrough):
     # -- files users attach (bot.channel.AttachmentDownloads) -------------------------------
 
     def download_limit(self) -> int:
-        """``max_download_bytes`` (Slack's own 1 GB by default); ``attachments.max_bytes``
+        """``download_max_bytes`` (Slack's own 1 GB by default); ``attachments.max_bytes``
         applies as well."""
         return self._files.download_limit()
 
@@ -290,7 +290,7 @@ class SlackChannel(SendsThrough):
     # -- files the bot posts (bot.channel.FileSending) ---------------------------------------
 
     def upload_limit(self, target: DeliveryTarget) -> int:
-        """``max_upload_bytes`` of the channel's config."""
+        """``upload_max_bytes`` of the channel's config."""
         return self._outbound.upload_limit(target)
 
     async def send_file(

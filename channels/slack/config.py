@@ -31,9 +31,9 @@ class SlackChannelConfig(ChannelCommon, Reconnecting):
     slash_command: str = Field(default="/hatchway", pattern=r"^/[a-z0-9_\-]{1,31}$")
     # The largest attached file downloaded (Slack stores up to 1 GB); attachments.max_bytes
     # applies as well, and is usually the lower.
-    max_download_bytes: int = Field(default=1_000_000_000, ge=1, le=1_000_000_000)
+    download_max_bytes: int = Field(default=1_000_000_000, ge=1, le=1_000_000_000)
     # The largest file send_file posts (Slack takes up to 1 GB; an upload is held in memory).
-    max_upload_bytes: int = Field(default=50 * 1024 * 1024, ge=1, le=1_000_000_000)
+    upload_max_bytes: int = Field(default=50 * 1024 * 1024, ge=1, le=1_000_000_000)
 
     # One spelling for the backoff keys of every channel and MCP server (until the next
     # release the old name still loads, with a warning).

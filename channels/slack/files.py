@@ -11,7 +11,7 @@ raises :class:`~bot.errors.AttachmentRefused` before anything is sent to it. Sla
 token without the ``files:read`` scope with its sign-in page (HTML, status 200) instead of
 the file: that, any status other than 2xx, and a failed connection raise
 :class:`~bot.errors.AttachmentError` with a sentence a user may read. The body is streamed
-in chunks and stops once it passes ``max_download_bytes`` (Slack's own 1 GB by default; the
+in chunks and stops once it passes ``download_max_bytes`` (Slack's own 1 GB by default; the
 caller stops at ``attachments.max_bytes`` too). No URL is logged whole: a log line names the
 host only.
 
@@ -24,7 +24,7 @@ message metadata, so a keyed send (``key``, for the delivery check of
 :mod:`channels.slack.delivery_check`) posts the file first and then its caption (the file's
 name when there is none) as a message with the key's metadata: a crash between the two leaves
 the key unfound, so recovery sends again and the file may appear twice, but is never lost.
-Files over ``max_upload_bytes`` are refused before anything is sent.
+Files over ``upload_max_bytes`` are refused before anything is sent.
 """
 
 from __future__ import annotations
@@ -83,16 +83,16 @@ class SlackFiles:
         api: SlackWebApi,
         token: str,
         api_base_url: str,
-        max_download_bytes: int,
-        max_upload_bytes: int,
+        download_max_bytes: int,
+        upload_max_bytes: int,
         command_replies: CommandReplies,
     ) -> None:
         self._ref = ref
         self._api = api
         self._token = token
         self._hosts = FileHosts.for_api(api_base_url)
-        self._max_download = max_download_bytes
-        self._max_upload = max_upload_bytes
+        self._max_download = download_max_bytes
+        self._max_upload = upload_max_bytes
         self._command_replies = command_replies
 
     # -- downloads ---------------------------------------------------------------------------
@@ -253,7 +253,7 @@ def _read(path: Path, limit: int) -> bytes:
     if size > limit:
         raise ChannelError(
             f"The file is {size / 1e6:.1f} MB; this Slack channel posts files up to "
-            f"{limit / 1e6:.1f} MB (max_upload_bytes)."
+            f"{limit / 1e6:.1f} MB (upload_max_bytes)."
         )
     return data
 

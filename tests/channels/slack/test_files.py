@@ -179,7 +179,7 @@ async def test_a_download_stops_over_the_limit(
     # the event understates the size, so only the download itself can notice
     file = slack.files.share("big.bin", data, "application/octet-stream", chunked=chunked, size=10)
     (attachment,) = (await shared(slack, host, file)).attachments
-    small = channel_for(slack, store, max_download_bytes=100_000)
+    small = channel_for(slack, store, download_max_bytes=100_000)
     assert small.download_limit() == 100_000
     received: list[bytes] = []
     with pytest.raises(AttachmentTooLarge) as too_large:
@@ -196,7 +196,7 @@ async def test_a_file_stated_over_the_limit_is_not_fetched(
 ) -> None:
     file = slack.files.share("big.bin", bytes(1000), "application/octet-stream", size=5_000_000)
     (attachment,) = (await shared(slack, host, file)).attachments
-    small = channel_for(slack, store, max_download_bytes=1_000_000)
+    small = channel_for(slack, store, download_max_bytes=1_000_000)
     with pytest.raises(AttachmentTooLarge):
         await read_all(small, attachment)
     assert slack.files.requests == []
@@ -288,12 +288,12 @@ async def test_a_file_over_the_upload_limit_is_refused_before_sending(
 ) -> None:
     path = tmp_path / "big.bin"
     path.write_bytes(bytes(2_000))
-    channel = channel_for(slack, store, max_upload_bytes=1_000)
+    channel = channel_for(slack, store, upload_max_bytes=1_000)
     target = DeliveryTarget(channel=REF, conversation_id="C0001")
     assert channel.upload_limit(target) == 1_000
     with pytest.raises(ChannelError) as refused:
         await channel.send_file(target, path, name="big.bin")
-    assert "max_upload_bytes" in str(refused.value)
+    assert "upload_max_bytes" in str(refused.value)
     assert slack.calls_of("files.getUploadURLExternal") == []
     assert slack.files.uploads == []
 
