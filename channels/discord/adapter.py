@@ -29,7 +29,8 @@ intent (close 4014) → ``FAILED`` and :class:`~bot.errors.ChannelAuthError` fro
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 
 import aiohttp
 import discord
@@ -43,7 +44,7 @@ from bot.channel import (
 )
 from bot.channel_registry import ChannelContext
 from bot.config import ChannelCommon, Settings
-from bot.envelope import ChannelRef, DeliveryTarget
+from bot.envelope import Attachment, ChannelRef, DeliveryTarget
 from bot.errors import ChannelAuthError, ChannelError, ConfigError
 from bot.scrub import register_secret
 from channels.common.card_index import CardIndex
@@ -63,6 +64,8 @@ from channels.discord.command_replies import CommandReplies
 from channels.discord.commands import sync_commands
 from channels.discord.config import DiscordChannelConfig
 from channels.discord.delivery_check import ReplyFinder
+from channels.discord.downloads import Downloads
+from channels.discord.files import FileSender
 from channels.discord.inbound import InboundMessages
 from channels.discord.last_seen import LastSeen
 from channels.discord.members import ConversationMembers
@@ -104,6 +107,8 @@ class DiscordChannel(SendsThrough):
             ref, self._connection, threads, cards, replies, reactions_for_approval=reactions
         )
         self._members = ConversationMembers(ref, self._connection)
+        self._downloads = Downloads(ref, self._connection, api_base_url=config.api_base_url)
+        self._files = FileSender(ref, self._connection, self._outbound, replies)
 
     @property
     def health(self) -> ChannelHealth:
@@ -300,6 +305,33 @@ class DiscordChannel(SendsThrough):
         return await self._replies_found.find_delivered(
             target, key=key, text=text, after_message_id=after_message_id
         )
+
+    # files users attach (bot.channel.AttachmentDownloads) -------------------------------
+
+    def download_limit(self) -> int:
+        return self._downloads.download_limit()
+
+    def download_attachment(self, attachment: Attachment) -> AsyncIterator[bytes]:
+        """The attachment's bytes from Discord's CDN, its expired link renewed
+        (:mod:`channels.discord.downloads`)."""
+        return self._downloads.download_attachment(attachment)
+
+    # files the bot posts (bot.channel.FileSending) --------------------------------------
+
+    def upload_limit(self, target: DeliveryTarget) -> int:
+        return self._files.upload_limit(target)
+
+    async def send_file(
+        self,
+        target: DeliveryTarget,
+        path: Path,
+        *,
+        name: str,
+        caption: str = "",
+        key: str = "",
+    ) -> Sequence[SentMessage]:
+        """The file as an attachment, replying like an answer (:mod:`channels.discord.files`)."""
+        return await self._files.send_file(target, path, name=name, caption=caption, key=key)
 
     # outbound (Channel) ----------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import discord
 import structlog
+from discord.utils import MISSING
 
 from bot.channel import SentMessage
 from bot.envelope import ChannelRef, DeliveryTarget
@@ -86,16 +87,27 @@ class CommandReplies:
             interaction=interaction, ephemeral=ephemeral, started=self._clock()
         )
 
-    async def send(self, target: DeliveryTarget, chunk: str) -> SentMessage | None:
-        """Post ``chunk`` as a follow-up of the interaction ``target`` replies to; None when
-        there is none to use (the caller posts in the channel)."""
+    async def send(
+        self,
+        target: DeliveryTarget,
+        chunk: str,
+        *,
+        file: Callable[[], discord.File] | None = None,
+    ) -> SentMessage | None:
+        """Post ``chunk`` (with the file ``file`` makes attached, when given: made only when
+        the interaction is used) as a follow-up of the interaction ``target`` replies to;
+        None when there is none to use (the caller posts in the channel)."""
         pending = self._live(target.reply_to_message_id)
         if pending is None:
             return None
         try:
             with endpoint_scope(self._api_base):
                 message = await pending.interaction.followup.send(
-                    chunk, wait=True, ephemeral=pending.ephemeral, allowed_mentions=NO_MENTIONS
+                    chunk or MISSING,  # a file needs no text
+                    wait=True,
+                    ephemeral=pending.ephemeral,
+                    allowed_mentions=NO_MENTIONS,
+                    file=MISSING if file is None else file(),
                 )
         except discord.HTTPException as exc:
             self._log.warning(

@@ -12,7 +12,8 @@ answer the second with the first), and two replies of one turn (an answer and a 
 line) share a key.
 
 Finding (:meth:`ReplyFinder.find_delivered`). Discord's history does not return nonces, so
-a reply is recognised by what it says and what it answers. The rule: among the bot's own
+a reply is recognised by what it says and what it answers (a file's message by its caption,
+a file without one by its empty text). The rule: among the bot's own
 messages in the target's channel (its thread, when it has one) after the user's message,
 oldest first and at most :data:`SCAN_LIMIT` of them, the reply starts at the first message
 whose text is the reply's first chunk, rendered exactly as ``send`` renders it, and that
@@ -51,13 +52,21 @@ log = structlog.get_logger(__name__)
 NONCE_CHARS = 25
 #: The most messages after the user's one looked at for a reply.
 SCAN_LIMIT = 300
-#: How long a lookup waits for the adapter to log in (recovery runs as channels start).
+#: What a blank text is sent as (Discord refuses an empty message without a file).
+BLANK_CHUNK = "\u200b"
 
 
 def reply_nonce(key: str, index: int, chunk: str) -> str:
     """The nonce of message ``index`` (``chunk``, as sent) of the reply named ``key``."""
     digest = hashlib.sha256(f"{key}\0{index}\0{chunk}".encode()).hexdigest()
     return digest[:NONCE_CHARS]
+
+
+def _as_compared(content: str) -> str:
+    """A message's text as a reply is matched by: stripped, and empty for a blank reply
+    (sent as a zero-width space, or as no text at all with a file)."""
+    stripped = content.strip()
+    return "" if stripped == BLANK_CHUNK else stripped
 
 
 def first_reply_to(target: DeliveryTarget) -> int | None:
@@ -89,7 +98,7 @@ class ReplyFinder:
         if client is None or client.user is None:
             self._log.warning("discord_reply_lookup_failed", key=key, error="not logged in")
             return None
-        chunks = [chunk.strip() for chunk in render_chunks(text)]
+        chunks = [_as_compared(chunk) for chunk in render_chunks(text)]
         reply_to = first_reply_to(target)
         bot_id = client.user.id
         where = client.get_partial_messageable(int(target.thread_id or target.conversation_id))
@@ -99,7 +108,7 @@ class ReplyFinder:
                 async for message in messages:
                     if message.author.id != bot_id:
                         continue
-                    if message.content.strip() != chunks[len(found)]:
+                    if _as_compared(message.content) != chunks[len(found)]:
                         continue
                     reference = message.reference
                     if not found and reference is not None and reference.message_id != reply_to:

@@ -11,6 +11,10 @@ the DM channel for a DM); ``thread_id`` is the thread channel, and answers go th
 first answer; Discord gives such a thread the id of its starter message, so ``thread_id`` is
 the message id from the start and follow-ups in the thread share the session.
 
+Attachments are metadata (name, content type, size); each ref is a
+:class:`~channels.discord.cdn.AttachmentRef`: the channel, message and attachment ids with the
+signed URL, so :mod:`~channels.discord.downloads` can renew the URL once it has expired.
+
 Chat commands: a typed ``/new`` and a server's ``@bot stop`` get the text ``/new`` /
 ``/stop`` (:mod:`channels.discord.commands`) and never open a thread of their own, so they
 act on the session they were typed in. An application command (:class:`CommandFacts`,
@@ -35,6 +39,7 @@ from bot.envelope import (
     IngressEnvelope,
     Sender,
 )
+from channels.discord.cdn import AttachmentRef
 from channels.discord.commands import mentioned_command, typed_command
 
 MAX_MESSAGE_CHARS = 2000
@@ -80,11 +85,17 @@ def is_conversational(message: discord.Message) -> bool:
     return message.type in _CONVERSATIONAL_TYPES
 
 
-def _attachment(item: discord.Attachment) -> Attachment:
+def _attachment(item: discord.Attachment, *, channel_id: str, message_id: str) -> Attachment:
+    """The attachment's metadata; its ref keeps the ids that renew its expiring URL."""
     mime = item.content_type or ""
     major = mime.split("/", 1)[0]
     kind = major if major in ("image", "audio", "video") else "file"
-    return Attachment(kind=kind, name=item.filename, mime_type=mime, size=item.size, ref=item.url)
+    ref = AttachmentRef(
+        channel_id=channel_id, message_id=message_id, attachment_id=str(item.id), url=item.url
+    )
+    return Attachment(
+        kind=kind, name=item.filename, mime_type=mime, size=item.size, ref=ref.encode()
+    )
 
 
 def facts_from_message(
@@ -114,7 +125,10 @@ def facts_from_message(
         replied_to_author_id=(
             str(replied.author.id) if isinstance(replied, discord.Message) else None
         ),
-        attachments=tuple(_attachment(a) for a in message.attachments),
+        attachments=tuple(
+            _attachment(a, channel_id=str(channel.id), message_id=str(message.id))
+            for a in message.attachments
+        ),
     )
 
 

@@ -47,6 +47,18 @@ log = structlog.get_logger(__name__)
 DM_CHANNELS_KEPT = 256
 
 
+def reply_reference(target: DeliveryTarget) -> discord.MessageReference | None:
+    """What the first message of a reply to ``target`` replies to (None: nothing)."""
+    reply_to = first_reply_to(target)
+    if reply_to is None:
+        return None
+    return discord.MessageReference(
+        message_id=reply_to,
+        channel_id=int(target.thread_id or target.conversation_id),
+        fail_if_not_exists=False,
+    )
+
+
 class Outbound:
     """The sending half of :class:`~channels.discord.adapter.DiscordChannel` (its ``Channel``
     methods)."""
@@ -78,34 +90,33 @@ class Outbound:
             raise ChannelError(f"{self.ref}: not connected to Discord")
         return client
 
-    async def _destination(self, target: DeliveryTarget) -> discord.PartialMessageable:
+    async def destination(self, target: DeliveryTarget) -> discord.PartialMessageable:
+        """Where a message to ``target`` is posted: its thread (opened first when still
+        pending) or its channel."""
         client = await self._connected_client()
         if target.thread_id is not None:
             await self._threads.before_posting(client, target.thread_id)
         return client.get_partial_messageable(int(target.thread_id or target.conversation_id))
 
-    @staticmethod
-    def _reference(target: DeliveryTarget) -> discord.MessageReference | None:
-        reply_to = first_reply_to(target)
-        if reply_to is None:
-            return None
-        return discord.MessageReference(
-            message_id=reply_to,
-            channel_id=int(target.thread_id or target.conversation_id),
-            fail_if_not_exists=False,
-        )
-
     async def send(
         self, target: DeliveryTarget, text: str, *, key: str = ""
     ) -> Sequence[SentMessage]:
+        return await self.send_chunks(target, render_chunks(text), key=key)
+
+    async def send_chunks(
+        self, target: DeliveryTarget, chunks: Sequence[str], *, key: str = "", start: int = 0
+    ) -> Sequence[SentMessage]:
+        """Post rendered ``chunks`` as messages ``start``, ``start + 1``… of the reply
+        ``key``; only a reply's first message (``start`` 0) replies to the request (a file
+        sent with a long caption posts the caption's rest this way)."""
         destination: discord.PartialMessageable | None = None
-        reference = self._reference(target)
+        reference = reply_reference(target) if start == 0 else None
         sent: list[SentMessage] = []
-        for index, chunk in enumerate(render_chunks(text)):
+        for index, chunk in enumerate(chunks, start):
             if (answer := await self._replies.send(target, chunk)) is not None:
                 sent.append(answer)
                 continue
-            destination = destination or await self._destination(target)
+            destination = destination or await self.destination(target)
             # discord.py sends every nonce with enforce_nonce; without a key, a random one
             # (what discord.py itself picks when given none).
             nonce = reply_nonce(key, index, chunk) if key else secrets.randbits(64)
@@ -122,7 +133,7 @@ class Outbound:
     async def edit(self, message: SentMessage, text: str) -> None:
         if await self._replies.edit(message, render_single(text)):
             return
-        destination = await self._destination(message.target)
+        destination = await self.destination(message.target)
         partial = destination.get_partial_message(int(message.message_id))
         try:
             await partial.edit(content=render_single(text))
@@ -132,14 +143,14 @@ class Outbound:
             raise ChannelError(f"{self.ref}: editing failed: HTTP {exc.status}") from exc
 
     async def react(self, target: DeliveryTarget, message_id: str, emoji: str) -> None:
-        destination = await self._destination(target)
+        destination = await self.destination(target)
         try:
             await destination.get_partial_message(int(message_id)).add_reaction(emoji)
         except discord.HTTPException as exc:
             self._log.warning("discord_react_failed", status=exc.status, code=exc.code)
 
     async def typing(self, target: DeliveryTarget) -> None:
-        destination = await self._destination(target)
+        destination = await self.destination(target)
         try:
             await destination.typing()
         except discord.HTTPException as exc:
@@ -183,7 +194,7 @@ class Outbound:
         if known is not None:
             target = replace(target, conversation_id=known)
         try:
-            return target, await post(await self._destination(target))
+            return target, await post(await self.destination(target))
         except discord.NotFound as exc:
             if known is not None or exc.code != UNKNOWN_CHANNEL or target.thread_id is not None:
                 raise
@@ -197,7 +208,7 @@ class Outbound:
         return replace(target, conversation_id=str(channel.id)), await post(channel)
 
     async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:
-        destination = await self._destination(message.target)
+        destination = await self.destination(message.target)
         partial = destination.get_partial_message(int(message.message_id))
         shown = render_card(card)
         try:

@@ -50,6 +50,7 @@ class FakeGuild:
     overwrites: dict[str, list[JSON]] = field(default_factory=dict)  # channel id -> overwrites
     private_threads: dict[str, set[str]] = field(default_factory=dict)  # thread -> member ids
     everyone_permissions: int = EVERYONE_DEFAULT
+    premium_tier: int = 0  # boost level: the upload limit grows with it
 
 
 def visible_only_to(guild: FakeGuild, *ids: str) -> list[JSON]:
@@ -160,7 +161,7 @@ def guild_payload(guild: FakeGuild, bot_user: JSON) -> JSON:
         "default_message_notifications": 0,
         "explicit_content_filter": 0,
         "mfa_level": 0,
-        "premium_tier": 0,
+        "premium_tier": guild.premium_tier,
         "preferred_locale": "en-US",
         "nsfw_level": 0,
         "joined_at": TIMESTAMP,

@@ -9,6 +9,12 @@ Facts discord.py 2.7 relies on (see ``docs/design/channels.md``): REST replies c
 READY and then one GUILD_CREATE per guild; heartbeats (op 1) get op 11; an interaction
 callback answers with an ``{"interaction": …, "resource": …}`` body.
 
+Files (:mod:`tests.fakes.discord_files`, :attr:`FakeDiscord.cdn`): attachments at signed
+URLs that expire, served on the fake's own origin (404 once expired or revoked), renewed by
+fetching their message again; a message the bot posts with files (multipart) keeps them as
+attachments there, over the guild's upload limit it is refused (413, code 40005), and an
+empty message without a file is refused (code 50006).
+
 Interactions (callbacks, follow-ups kept in :attr:`FakeDiscord.follow_ups`, ephemeral
 messages in :attr:`FakeDiscord.ephemerals`, deleted responses) are
 :mod:`tests.fakes.discord_interactions`'s. Multipart uploads are read into ``payload_json``
@@ -50,6 +56,7 @@ from typing import cast
 
 from aiohttp import WSMsgType, web
 
+from tests.fakes.discord_files import UPLOAD_LIMITS, FakeCdn
 from tests.fakes.discord_history import Nonces, Snowflakes, history_page, nonce_problem
 from tests.fakes.discord_interactions import Interactions
 from tests.fakes.discord_limits import commands_problem, message_problem
@@ -135,6 +142,7 @@ class FakeDiscord:
         self.rate_limits: list[float] = []  # retry_after of the next REST replies, as 429s
         self.failing: dict[str, int] = {}  # path regex -> HTTP status every such call gets
         self.people = People(self.new_id)
+        self.cdn = FakeCdn(lambda: self._server.origin, self.new_id)
         self.identifies = 0
         self.resumes = 0
         self.resume_gate = asyncio.Event()  # cleared by a test to hold RESUME unanswered
@@ -158,6 +166,7 @@ class FakeDiscord:
         app = web.Application()
         app.router.add_get("/gateway", self._gateway)
         app.router.add_route("*", "/api/v10/{tail:.*}", self._rest)
+        app.router.add_get("/attachments/{channel}/{attachment}/{name}", self.cdn.serve)
         await self._server.start(app)
         return self
 
@@ -377,7 +386,7 @@ class FakeDiscord:
             )
             if commands is not None and request.method == "PUT":
                 return self._overwrite_commands(commands[1], body)  # a list, not an object
-            response = self._route(request.method, path, body or {}, request.query)
+            response = self._route(request.method, path, body or {}, request.query, files)
             if response.status == 201 and path.endswith("/threads"):
                 # Discord tells the creator's gateway about the new thread, as it does here.
                 thread = json.loads(cast(bytes, response.body))
@@ -386,7 +395,14 @@ class FakeDiscord:
         finally:
             await self._notify()
 
-    def _route(self, method: str, path: str, body: JSON, query: Mapping[str, str]) -> web.Response:
+    def _route(
+        self,
+        method: str,
+        path: str,
+        body: JSON,
+        query: Mapping[str, str],
+        files: Mapping[str, bytes],
+    ) -> web.Response:
         if (answer := self.people.route(method, path, body, self.guilds)) is not None:
             if answer[0] == 200 and re.fullmatch(r"/channels/\d+", path):
                 channel_id = path.rsplit("/", 1)[1]
@@ -399,7 +415,11 @@ class FakeDiscord:
         if (m := re.fullmatch(r"/channels/(\d+)/messages", path)) and method == "POST":
             if problem := message_problem(body) or nonce_problem(body):
                 return _invalid(problem)
-            return _json(self._create_message(m[1], body))
+            if not (body.get("content") or body.get("components") or files):
+                return _invalid("Cannot send an empty message", code=50006)
+            if sum(map(len, files.values())) > self.upload_limit(m[1]):
+                return _json({"message": "Request entity too large", "code": 40005}, 413)
+            return _json(self._create_message(m[1], body, files))
         if (m := re.fullmatch(r"/channels/(\d+)/messages", path)) and method == "GET":
             if self.guild_of(m[1]) is None and m[1] not in self.people.dm_channels:
                 return _json({"message": "Unknown Channel", "code": 10003}, 404)
@@ -414,7 +434,7 @@ class FakeDiscord:
                     return _invalid(problem)
                 stored.update({k: body[k] for k in ("content", "components") if k in body})
                 stored["edited_timestamp"] = TIMESTAMP
-            return _json(stored)
+            return _json(self.cdn.renew(stored) if method == "GET" else stored)
         if re.fullmatch(r"/channels/\d+/messages/\d+/reactions/[^/]+/@me", path):
             return web.Response(status=204)
         if re.fullmatch(r"/channels/\d+/typing", path):
@@ -440,9 +460,18 @@ class FakeDiscord:
         self.commands[guild_id] = registered
         return _json(registered)
 
-    def _create_message(self, channel_id: str, body: JSON) -> JSON:
+    def upload_limit(self, channel_id: str) -> int:
+        """The most a message posted in ``channel_id`` may carry in files."""
+        guild_id = self.guild_of(channel_id)
+        tiers = [g.premium_tier for g in self.guilds if g.id == guild_id]
+        return UPLOAD_LIMITS[tiers[0] if tiers else None]
+
+    def _create_message(
+        self, channel_id: str, body: JSON, files: Mapping[str, bytes] | None = None
+    ) -> JSON:
         """A message the bot posts: one it made with the same nonce lately, under
-        ``enforce_nonce``, instead of a second; a reply when it names one."""
+        ``enforce_nonce``, instead of a second; a reply when it names one; its files as
+        attachments on the fake's CDN."""
         nonce = str(body["nonce"]) if body.get("nonce") is not None else None
         author = str(self.bot_user["id"])
         if nonce is not None and body.get("enforce_nonce"):
@@ -450,6 +479,7 @@ class FakeDiscord:
             if earlier is not None and earlier in self.messages:
                 return self.messages[earlier]
         message = self._store_message(channel_id, body)
+        message["attachments"] = self.cdn.uploaded(channel_id, files or {})
         reference = body.get("message_reference")
         if isinstance(reference, dict) and reference.get("message_id") is not None:
             referenced_id = str(reference["message_id"])

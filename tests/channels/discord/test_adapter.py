@@ -11,6 +11,7 @@ import pytest
 
 from bot.envelope import DeliveryTarget, IngressEnvelope
 from bot.store import Store
+from channels.discord.cdn import AttachmentRef
 from tests.fakes.discord_payloads import FakeGuild, user_payload
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.discord_setup import (
@@ -235,28 +236,29 @@ async def test_rate_limited_send_is_retried_after_retry_after(
     assert len(sent) == 1 and len(attempts) == 2  # one 429, then the retry
 
 
-async def test_attachments_are_metadata_only(fake: FakeDiscord, store: Store) -> None:
+async def test_attachments_carry_metadata_and_where_to_find_them_again(
+    fake: FakeDiscord, store: Store
+) -> None:
     host = RecordingHost()
     channel = make_channel(fake, store)
-    attachment = {
-        "id": fake.new_id(),
-        "filename": "plot.png",
-        "size": 1234,
-        "content_type": "image/png",
-        "url": "https://cdn.example/plot.png",
-        "proxy_url": "https://cdn.example/p.png",
-    }
+    attachment = fake.cdn.attachment(GENERAL, "plot.png", b"png", content_type="image/png")
+    message = said(fake, "see", attachments=[attachment])
     async with running(channel, host):
-        await fake.dispatch("MESSAGE_CREATE", said(fake, "see", attachments=[attachment]))
+        await fake.dispatch("MESSAGE_CREATE", message)
         [envelope] = await host.wait_envelopes(1)
     [meta] = envelope.attachments
     assert (meta.kind, meta.name, meta.mime_type, meta.size) == (
         "image",
         "plot.png",
         "image/png",
-        1234,
+        3,
     )
-    assert meta.ref == "https://cdn.example/plot.png"
+    assert AttachmentRef.decode(meta.ref) == AttachmentRef(
+        channel_id=GENERAL,
+        message_id=message["id"],
+        attachment_id=attachment["id"],
+        url=attachment["url"],
+    )
 
 
 async def test_endpoints_stay_per_client(store: Store) -> None:
