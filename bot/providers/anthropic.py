@@ -195,10 +195,7 @@ class AnthropicProvider:
         return ProviderReply(
             text="".join(text),
             tool_calls=tuple(calls),
-            usage=Usage(
-                input_tokens=message.usage.input_tokens,
-                output_tokens=message.usage.output_tokens,
-            ),
+            usage=_usage(message.usage),
             finish_reason=message.stop_reason or "",
             model=message.model or self._config.model,
         )
@@ -207,7 +204,7 @@ class AnthropicProvider:
         events = await self._client.messages.create(stream=True, **params)
         blocks: dict[int, _Block] = {}
         repair = DeltaRepair()
-        input_tokens = output_tokens = 0
+        usage = Usage()
         stop_reason = ""
         model = ""
         finished = False
@@ -215,8 +212,7 @@ class AnthropicProvider:
             async for event in events:
                 if event.type == "message_start":
                     model = event.message.model
-                    input_tokens = event.message.usage.input_tokens
-                    output_tokens = event.message.usage.output_tokens
+                    usage = _usage(event.message.usage)
                 elif event.type == "content_block_start":
                     blocks[event.index] = _start_block(event)
                 elif event.type == "content_block_delta":
@@ -230,7 +226,7 @@ class AnthropicProvider:
                         block.parts.append(delta.partial_json)
                 elif event.type == "message_delta":
                     stop_reason = event.delta.stop_reason or stop_reason
-                    output_tokens = event.usage.output_tokens or output_tokens
+                    usage = _usage(event.usage, usage)
                 elif event.type == "message_stop":
                     finished = True
         if not finished:
@@ -241,7 +237,7 @@ class AnthropicProvider:
         return ProviderReply(
             text="".join("".join(b.parts) for b in ordered if b.kind == "text"),
             tool_calls=tuple(_tool_call(b) for b in ordered if b.kind == "tool_use"),
-            usage=Usage(input_tokens=input_tokens, output_tokens=output_tokens),
+            usage=usage,
             finish_reason=stop_reason,
             model=model or self._config.model,
         )
@@ -260,6 +256,24 @@ class AnthropicProvider:
                 retryable=exc.type in _TRANSIENT_STREAM_ERRORS,
             )
         return failure
+
+
+def _usage(reported: object, before: Usage | None = None) -> Usage:
+    """The API's usage (a message's, or a ``message_delta``'s running totals) as
+    :class:`Usage`: ``input_tokens`` already leaves the cache's tokens out. A count the
+    object does not have (a delta may carry only ``output_tokens``) keeps ``before``'s."""
+    base = before or Usage()
+
+    def count(name: str, default: int) -> int:
+        value = getattr(reported, name, None)
+        return value if isinstance(value, int) else default
+
+    return Usage(
+        input_tokens=count("input_tokens", base.input_tokens),
+        output_tokens=count("output_tokens", base.output_tokens),
+        cache_write_tokens=count("cache_creation_input_tokens", base.cache_write_tokens),
+        cache_read_tokens=count("cache_read_input_tokens", base.cache_read_tokens),
+    )
 
 
 def _start_block(event: RawMessageStreamEvent) -> _Block:

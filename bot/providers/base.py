@@ -8,7 +8,7 @@ pipeline's job, so a broken reply is an outcome, never a crash.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -63,8 +63,32 @@ class ToolDefinition:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Usage:
+    """The tokens one model call used, each token counted in exactly one of four kinds
+    (providers price them differently):
+
+    * ``input_tokens``: prompt tokens read at the full price, cached ones *excluded*
+      (OpenAI's ``prompt_tokens`` counts its ``cached_tokens`` too: a provider takes them
+      out);
+    * ``output_tokens``: what the model wrote;
+    * ``cache_write_tokens``: prompt tokens written to the provider's prompt cache
+      (Anthropic's ``cache_creation_input_tokens``);
+    * ``cache_read_tokens``: prompt tokens read from it (Anthropic's
+      ``cache_read_input_tokens``, OpenAI's ``prompt_tokens_details.cached_tokens``).
+
+    ``estimated``: the counts are hatchway's estimate (:mod:`bot.usage.estimate`), not the
+    provider's report."""
+
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_write_tokens: int = 0
+    cache_read_tokens: int = 0
+    estimated: bool = False
+
+    @property
+    def total_tokens(self) -> int:
+        """Every token of the call, of all four kinds."""
+        prompt = self.input_tokens + self.cache_write_tokens + self.cache_read_tokens
+        return prompt + self.output_tokens
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,11 +107,17 @@ class CompletionRequest:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProviderReply:
+    """One model reply. ``usage`` is what the provider reported (``None``: it reported
+    nothing, and the turn records an estimate); ``model`` is the model that answered (the
+    configured one when the reply names none); ``provider`` the configured provider that
+    answered (``""`` when the provider does not say: the turn names the agent's)."""
+
     text: str
     tool_calls: tuple[ToolCallRequest, ...] = ()
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage | None = None
     finish_reason: str = ""
     model: str = ""
+    provider: str = ""
 
 
 StreamSink = Callable[[str], Awaitable[None]]

@@ -7,6 +7,12 @@ JSON object instead of a string are serialised, ``None`` content becomes ``""``,
 finish reason is inferred, a missing model is the configured one, and servers that number
 every streamed call 0 still get their calls apart (:func:`_starts_new_call`). A field of the
 wrong type counts as missing; a reply that is not a JSON object at all cannot be read.
+
+Usage (:func:`read_usage`): ``prompt_tokens`` counts the cached prompt tokens too
+(``prompt_tokens_details.cached_tokens``, or DeepSeek's ``prompt_cache_hit_tokens``); they
+are taken out of ``input_tokens`` and counted as cache reads. A reply without a ``usage``
+object reports none (``None``; the turn estimates it), even when streamed with
+``stream_options.include_usage``.
 """
 
 from __future__ import annotations
@@ -52,7 +58,7 @@ def reply_from_json(body: object, *, provider: str, model: str) -> ProviderReply
     return ProviderReply(
         text=_text(message.get("content")),
         tool_calls=calls,
-        usage=_usage(body.get("usage")) or Usage(),
+        usage=read_usage(body.get("usage")),
         finish_reason=_str(choice.get("finish_reason")) or ("tool_calls" if calls else "stop"),
         model=_str(body.get("model")) or model,
     )
@@ -69,7 +75,7 @@ class StreamedReply:
         self._repair = DeltaRepair()
         self._calls = ToolCallAssembler()
         self.finish_reason = ""
-        self._usage = Usage()
+        self._usage: Usage | None = None
         self._model = ""
 
     async def add(self, chunk: object) -> None:
@@ -77,7 +83,7 @@ class StreamedReply:
         if not isinstance(chunk, dict):
             return
         self._model = _str(chunk.get("model")) or self._model
-        self._usage = _usage(chunk.get("usage")) or self._usage
+        self._usage = read_usage(chunk.get("usage")) or self._usage
         for choice in map(_object, _list(chunk.get("choices"))[:1]):
             delta = _object(choice.get("delta"))
             content = _text(delta.get("content"))
@@ -166,12 +172,19 @@ class ToolCallAssembler:
         )
 
 
-def _usage(value: object) -> Usage | None:
+def read_usage(value: object) -> Usage | None:
+    """A Chat Completions ``usage`` object as :class:`Usage` (see the module doc); ``None``
+    when there is none."""
     if not isinstance(value, dict):
         return None
+    prompt = _int(value.get("prompt_tokens"))
+    details = _object(value.get("prompt_tokens_details"))
+    cached = _int(details.get("cached_tokens")) or _int(value.get("prompt_cache_hit_tokens"))
+    cached = min(cached, prompt)
     return Usage(
-        input_tokens=_int(value.get("prompt_tokens")),
+        input_tokens=prompt - cached,
         output_tokens=_int(value.get("completion_tokens")),
+        cache_read_tokens=cached,
     )
 
 

@@ -257,7 +257,9 @@ class EmbeddedProvider:
                 usage=Usage(
                     input_tokens=generation.prompt_tokens,
                     output_tokens=generation.output_tokens,
-                ),
+                )
+                if generation.usage_reported
+                else None,
                 finish_reason=generation.finish_reason or "stop",
                 model=self._config.model,
             )

@@ -1,13 +1,15 @@
 """The fallback chain: try providers in order until one answers.
 
-Each provider has already spent its own retries when it raises; the chain then moves on. When
-the last one fails too, :class:`~bot.errors.ProviderUnavailable` says which providers were
-tried and why each failed, in short user-safe words.
+Each provider has already spent its own retries when it raises; the chain then moves on. The
+reply names the provider that gave it (``ProviderReply.provider``: its usage is recorded
+against that one). When the last one fails too, :class:`~bot.errors.ProviderUnavailable` says
+which providers were tried and why each failed, in short user-safe words.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Sequence
 
 import structlog
@@ -40,7 +42,7 @@ class FallbackProvider:
         failures: list[str] = []
         for index, provider in enumerate(self.providers):
             try:
-                return await provider.complete(
+                reply = await provider.complete(
                     request, stream=draft.attempt() if draft is not None else None
                 )
             except ProviderError as exc:
@@ -52,6 +54,10 @@ class FallbackProvider:
                     reason=str(exc),
                     next=following[0].name if following else None,
                 )
+            else:
+                if reply.provider:
+                    return reply
+                return dataclasses.replace(reply, provider=provider.name)
         raise ProviderUnavailable(
             "no language model provider answered (" + "; ".join(failures) + ")"
         )

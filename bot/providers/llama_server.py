@@ -194,6 +194,7 @@ class Generation:
     finish_reason: str = ""
     prompt_tokens: int = 0
     output_tokens: int = 0
+    usage_reported: bool = False
     refusal: LlamaRefusal | None = None
 
     def on_chunk(self, chunk: dict[str, Any]) -> bool:
@@ -216,6 +217,7 @@ class Generation:
             self.finish_reason = choice.get("finish_reason") or self.finish_reason
         usage = chunk.get("usage")
         if isinstance(usage, dict):
+            self.usage_reported = True
             self.prompt_tokens = int(usage.get("prompt_tokens") or 0)
             self.output_tokens = int(usage.get("completion_tokens") or 0)
         return self.stopped.is_set()

@@ -7,6 +7,8 @@ Same script API as :mod:`tests.fakes.openai_server` (``queue_text``, ``queue_too
 ``content_block_stop`` → ``message_delta`` → ``message_stop``. ``queue_stream(events)`` sends
 exact ``(event_type, payload)`` pairs. Requests without ``x-api-key`` or
 ``Authorization: Bearer`` get 401. ``base_url`` is the origin (the SDK appends ``/v1``).
+``usage`` is what every rendered reply reports (:data:`USAGE` unless changed): in the body,
+or streamed in ``message_start`` with the output tokens in ``message_delta``, as the API does.
 """
 
 from __future__ import annotations
@@ -16,6 +18,15 @@ from collections.abc import Mapping, Sequence
 
 from tests.fakes.openai_server import JsonObject, RawStream, Reply, ScriptedServer
 
+#: What a reply reports unless ``AnthropicFake.usage`` says otherwise: 13 input tokens read
+#: at the full price, 3 written to the prompt cache, 2 read from it, 5 output tokens.
+USAGE: JsonObject = {
+    "input_tokens": 13,
+    "output_tokens": 5,
+    "cache_creation_input_tokens": 3,
+    "cache_read_input_tokens": 2,
+}
+
 
 class AnthropicFake(ScriptedServer):
     route = "/v1/messages"
@@ -24,6 +35,7 @@ class AnthropicFake(ScriptedServer):
         super().__init__()
         self.text_chunk_chars = text_chunk_chars
         self.model = model
+        self.usage: JsonObject = dict(USAGE)
         self._call_counter = 0
 
     async def __aenter__(self) -> AnthropicFake:
@@ -71,7 +83,7 @@ class AnthropicFake(ScriptedServer):
             "content": content,
             "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
             "stop_sequence": None,
-            "usage": {"input_tokens": 13, "output_tokens": 5},
+            "usage": self.usage,
         }
 
     def render_stream(self, reply: Reply, request: JsonObject) -> list[str]:
@@ -88,7 +100,7 @@ class AnthropicFake(ScriptedServer):
                         "content": [],
                         "stop_reason": None,
                         "stop_sequence": None,
-                        "usage": {"input_tokens": 13, "output_tokens": 1},
+                        "usage": {**self.usage, "output_tokens": 1},
                     },
                 },
             )
@@ -121,7 +133,7 @@ class AnthropicFake(ScriptedServer):
                 {
                     "type": "message_delta",
                     "delta": {"stop_reason": stop, "stop_sequence": None},
-                    "usage": {"output_tokens": 5},
+                    "usage": {"output_tokens": self.usage["output_tokens"]},
                 },
             )
         )

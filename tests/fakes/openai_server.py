@@ -8,6 +8,7 @@ Usage::
         fake.queue_error(429, headers={"Retry-After": "2"})
         fake.queue_hang()                               # never answers (until the fake stops)
         fake.answer_with(rule)                          # rule(body) -> item once the queue is empty
+        fake.usage = None                               # replies report no usage from now on
         client = AsyncOpenAI(base_url=fake.base_url, api_key="test", max_retries=0)
         ...
         fake.requests[0].body["messages"]               # every request body, in order
@@ -292,8 +293,22 @@ def chunk(
     return out
 
 
+#: What every reply reports unless ``OpenAIFake.usage`` says otherwise: 11 prompt tokens of
+#: which 4 were read from the prompt cache, 7 completion tokens.
+USAGE: JsonObject = {
+    "prompt_tokens": 11,
+    "completion_tokens": 7,
+    "total_tokens": 18,
+    "prompt_tokens_details": {"cached_tokens": 4},
+}
+
+
 class OpenAIFake(ScriptedServer):
-    """The scripted Chat Completions server (see the module doc). ``base_url`` ends in /v1."""
+    """The scripted Chat Completions server (see the module doc). ``base_url`` ends in /v1.
+
+    ``usage`` is the ``usage`` object every rendered reply reports (JSON: in the body; SSE:
+    in a last chunk without choices, as ``stream_options.include_usage`` asks); ``None``
+    leaves it out, as servers that ignore ``include_usage`` do."""
 
     route = "/v1/chat/completions"
 
@@ -303,6 +318,7 @@ class OpenAIFake(ScriptedServer):
         super().__init__(record=record)
         self.text_chunk_chars = text_chunk_chars
         self.model = model
+        self.usage: JsonObject | None = dict(USAGE)
         self._call_counter = 0
 
     async def __aenter__(self) -> OpenAIFake:
@@ -344,7 +360,7 @@ class OpenAIFake(ScriptedServer):
                 }
                 for name, args in reply.tool_calls
             ]
-        return {
+        body: JsonObject = {
             "id": "chatcmpl-fake",
             "object": "chat.completion",
             "created": 0,
@@ -356,8 +372,10 @@ class OpenAIFake(ScriptedServer):
                     "finish_reason": "tool_calls" if reply.tool_calls else "stop",
                 }
             ],
-            "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
         }
+        if self.usage is not None:
+            body["usage"] = self.usage
+        return body
 
     def render_stream(self, reply: Reply, request: JsonObject) -> list[str]:
         chunks: list[JsonObject] = []
@@ -381,12 +399,8 @@ class OpenAIFake(ScriptedServer):
             )
         finish = "tool_calls" if reply.tool_calls else "stop"
         chunks.append(chunk(finish_reason=finish, model=self.model))
-        chunks.append(
-            chunk(
-                usage={"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
-                model=self.model,
-            )
-        )
+        if self.usage is not None:
+            chunks.append(chunk(usage=self.usage, model=self.model))
         return [self._sse(c) for c in chunks] + ["data: [DONE]\n\n"]
 
     @staticmethod
