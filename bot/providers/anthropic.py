@@ -6,12 +6,16 @@ blocks, and consecutive same-role messages are merged, so a batch of results is 
 message. The API requires ``max_tokens`` and a user message first: the request's or the
 config's ``max_tokens`` is always sent, and a placeholder user message is prepended when the
 (trimmed) history starts with the assistant. SDK retries are off; see :mod:`bot.providers.retry`.
+Images, when the provider takes them (:func:`bot.providers.vision.takes_images`), are
+``image`` blocks: before the text of a user message (where the API reads them best), after
+the text inside a ``tool_result``. A message without images is mapped exactly as before.
 Lone UTF-16 surrogates in the reply and in streamed deltas become U+FFFD
 (:mod:`bot.providers.surrogates`).
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +27,7 @@ from bot.config import ProviderConfig
 from bot.providers.base import (
     ChatMessage,
     CompletionRequest,
+    ImagePart,
     ProviderReply,
     StreamSink,
     ToolCallRequest,
@@ -31,6 +36,7 @@ from bot.providers.base import (
 from bot.providers.call_id import new_call_id
 from bot.providers.retry import AttemptFailed, Retrier, SdkErrors
 from bot.providers.surrogates import DeltaRepair, clean_reply
+from bot.providers.vision import takes_images
 
 HISTORY_TRIMMED = "(earlier conversation omitted)"
 _TRANSIENT_STREAM_ERRORS = frozenset(
@@ -55,16 +61,30 @@ def _tool_input(arguments: str) -> dict[str, object]:
     return value if isinstance(value, dict) else {"_raw_arguments": arguments}
 
 
-def _blocks(message: ChatMessage) -> list[dict[str, Any]]:
+def _image(image: ImagePart) -> dict[str, Any]:
+    data = base64.b64encode(image.data).decode("ascii")
+    return {
+        "type": "image",
+        "source": {"type": "base64", "media_type": image.media_type, "data": data},
+    }
+
+
+def _blocks(message: ChatMessage, images: bool) -> list[dict[str, Any]]:
     if message.role == "tool":
+        content: str | list[dict[str, Any]] = message.content or "(no output)"
+        if images and message.images:
+            text = {"type": "text", "text": content}
+            content = [text, *(_image(image) for image in message.images)]
         return [
             {
                 "type": "tool_result",
                 "tool_use_id": message.tool_call_id or "",
-                "content": message.content or "(no output)",
+                "content": content,
             }
         ]
     blocks: list[dict[str, Any]] = []
+    if images and message.images and message.role == "user":
+        blocks.extend(_image(image) for image in message.images)
     if message.content:
         blocks.append({"type": "text", "text": message.content})
     blocks.extend(
@@ -75,9 +95,10 @@ def _blocks(message: ChatMessage) -> list[dict[str, Any]]:
 
 
 def to_anthropic_request(
-    system: str, messages: list[ChatMessage]
+    system: str, messages: list[ChatMessage], *, images: bool = False
 ) -> tuple[str, list[dict[str, Any]]]:
-    """``(system, messages)`` for the Messages API; see the module doc for the rules."""
+    """``(system, messages)`` for the Messages API; see the module doc for the rules. With
+    ``images``, messages' images are sent too; without, only text."""
     system_parts = [system] if system else []
     out: list[dict[str, Any]] = []
     for message in messages:
@@ -86,7 +107,7 @@ def to_anthropic_request(
                 system_parts.append(message.content)
             continue
         role = "assistant" if message.role == "assistant" else "user"
-        blocks = _blocks(message)
+        blocks = _blocks(message, images)
         if not blocks:
             continue
         if out and out[-1]["role"] == role:
@@ -124,6 +145,7 @@ class AnthropicProvider:
         self.name = name
         self._config = config
         self._retrier = retrier
+        self._images = takes_images(config)
         self._client = anthropic.AsyncAnthropic(
             base_url=config.base_url,
             api_key=api_key,
@@ -157,7 +179,9 @@ class AnthropicProvider:
         await self._client.close()
 
     def _params(self, request: CompletionRequest) -> dict[str, Any]:
-        system, messages = to_anthropic_request(request.system, list(request.messages))
+        system, messages = to_anthropic_request(
+            request.system, list(request.messages), images=self._images
+        )
         params: dict[str, Any] = {
             "model": self._config.model,
             "messages": messages,

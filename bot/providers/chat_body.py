@@ -11,31 +11,49 @@ after it was first sent (registries and the MCP catalog build new definitions in
 The JSON is the OpenAI SDK's: compact separators, non-ASCII characters as they are, no NaN.
 Text that UTF-8 cannot encode (a lone surrogate) is sent as ``\\u`` escapes instead of
 failing the request.
+
+Images (:attr:`ChatMessage.images <bot.providers.base.ChatMessage.images>`) are sent only
+when the provider takes them (:func:`bot.providers.vision.takes_images`): a user message's
+as its ``content`` array (its text, then one ``image_url`` part per image, a ``data:`` URL).
+A ``tool`` message can carry text only, so the images of a run of tool results go in one
+user message right after them, built here for this request and never kept in history. A
+message without images is encoded exactly as before.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Sequence
 from typing import Any
 
 from bot.config import ProviderConfig
-from bot.providers.base import ChatMessage, CompletionRequest, ToolDefinition
+from bot.providers.base import ChatMessage, CompletionRequest, ImagePart, ToolDefinition
+from bot.providers.vision import takes_images
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 
 #: Definitions and tuples kept encoded per provider; past this, the cache starts again.
 MAX_CACHED = 512
+#: The text before the images of a run of tool results, in the user message that carries them.
+TOOL_IMAGES_NOTE = "Images returned by the tool calls above (from the tools, not the user):"
 
 
-def to_openai_messages(system: str, messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
+def to_openai_messages(
+    system: str, messages: Sequence[ChatMessage], *, images: bool = False
+) -> list[dict[str, Any]]:
     """Our history as Chat Completions messages: the system prompt first, assistant tool calls
-    as ``tool_calls``, each result as a ``tool`` message keyed by ``tool_call_id``."""
+    as ``tool_calls``, each result as a ``tool`` message keyed by ``tool_call_id``. With
+    ``images``, messages' images are sent too (see the module doc); without, only text."""
     out: list[dict[str, Any]] = []
     if system:
         out.append({"role": "system", "content": system})
+    shown: list[dict[str, Any]] = []  # the images of the tool results since the last non-tool
     for message in messages:
+        if shown and message.role != "tool":
+            out.append({"role": "user", "content": [_text(TOOL_IMAGES_NOTE), *shown]})
+            shown = []
         if message.role == "tool":
             out.append(
                 {
@@ -44,6 +62,10 @@ def to_openai_messages(system: str, messages: Sequence[ChatMessage]) -> list[dic
                     "content": message.content,
                 }
             )
+            if images and message.images:
+                label = f"{message.name or 'tool'} ({message.tool_call_id or ''})"
+                for image in message.images:
+                    shown += [_text(f"{label}: {image.name or image.media_type}"), _image(image)]
         elif message.role == "assistant" and message.tool_calls:
             out.append(
                 {
@@ -62,9 +84,23 @@ def to_openai_messages(system: str, messages: Sequence[ChatMessage]) -> list[dic
                     ],
                 }
             )
+        elif images and message.images and message.role == "user":
+            parts = [_text(message.content)] if message.content else []
+            out.append({"role": "user", "content": parts + [_image(i) for i in message.images]})
         else:
             out.append({"role": message.role, "content": message.content})
+    if shown:
+        out.append({"role": "user", "content": [_text(TOOL_IMAGES_NOTE), *shown]})
     return out
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _image(image: ImagePart) -> dict[str, Any]:
+    data = base64.b64encode(image.data).decode("ascii")
+    return {"type": "image_url", "image_url": {"url": f"data:{image.media_type};base64,{data}"}}
 
 
 def tool_json(tool: ToolDefinition) -> dict[str, Any]:
@@ -79,23 +115,31 @@ def tool_json(tool: ToolDefinition) -> dict[str, Any]:
     }
 
 
-def completion_params(config: ProviderConfig, request: CompletionRequest) -> dict[str, Any]:
+def completion_params(
+    config: ProviderConfig, request: CompletionRequest, *, images: bool | None = None
+) -> dict[str, Any]:
     """The Chat Completions request body (minus ``stream``) for ``request``, as a dict.
 
     OpenAI's own API gets ``max_completion_tokens`` (its reasoning models refuse
-    ``max_tokens``); compatible servers get the ``max_tokens`` they all understand.
+    ``max_tokens``); compatible servers get the ``max_tokens`` they all understand. Images
+    are sent when ``images`` says so (``None``: as :func:`takes_images` decides for
+    ``config``).
     """
-    params = _params_without_tools(config, request)
+    params = _params_without_tools(config, request, images=images)
     if request.tools:
         params["tools"] = [tool_json(tool) for tool in request.tools]
     return params
 
 
-def _params_without_tools(config: ProviderConfig, request: CompletionRequest) -> dict[str, Any]:
+def _params_without_tools(
+    config: ProviderConfig, request: CompletionRequest, *, images: bool | None
+) -> dict[str, Any]:
     official = config.base_url is None or "api.openai.com" in config.base_url
+    if images is None:
+        images = takes_images(config)
     params: dict[str, Any] = {
         "model": config.model,
-        "messages": to_openai_messages(request.system, request.messages),
+        "messages": to_openai_messages(request.system, request.messages, images=images),
         "max_completion_tokens" if official else "max_tokens": (
             request.max_tokens or config.max_tokens
         ),
@@ -146,11 +190,16 @@ class ToolSchemas:
 
 
 def request_body(
-    config: ProviderConfig, request: CompletionRequest, *, stream: bool, schemas: ToolSchemas
+    config: ProviderConfig,
+    request: CompletionRequest,
+    *,
+    stream: bool,
+    schemas: ToolSchemas,
+    images: bool | None = None,
 ) -> bytes:
     """The whole request body as bytes: :func:`completion_params` with ``stream`` (and, when
     streaming, usage in the last event), the tools spliced in from ``schemas``."""
-    params = _params_without_tools(config, request)
+    params = _params_without_tools(config, request, images=images)
     params["stream"] = stream
     if stream:
         params["stream_options"] = {"include_usage": True}

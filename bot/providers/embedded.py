@@ -73,7 +73,8 @@ def _estimate(text: str) -> int:
 
 def plain_messages(messages: Sequence[ChatMessage]) -> list[tuple[str, str]]:
     """The history as plain user/assistant turns: a tool call becomes a line of the
-    assistant's text, a tool result a user message naming the tool."""
+    assistant's text, a tool result a user message naming the tool. Images are left out (the
+    model reads text only): the content names each image and where it is saved."""
     plain: list[tuple[str, str]] = []
     for message in messages:
         if message.role == "tool":

@@ -6,7 +6,8 @@ encoded once (:mod:`bot.providers.chat_body`), sent over a keep-alive pool of ou
 the reply read from its JSON or its SSE stream (:mod:`bot.providers.chat_reply`). Retries,
 backoff and ``Retry-After`` are :mod:`bot.providers.retry`'s job. Replies from compatible
 servers are normalised (see :mod:`~bot.providers.chat_reply`), and lone UTF-16 surrogates
-become U+FFFD in the reply and in streamed deltas (:mod:`bot.providers.surrogates`).
+become U+FFFD in the reply and in streamed deltas (:mod:`bot.providers.surrogates`). Images
+are sent when :func:`~bot.providers.vision.takes_images` says the model reads them.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from bot.providers.chat_client import ChatCompletionsClient
 from bot.providers.chat_reply import StreamedReply, raw_arguments, reply_from_json
 from bot.providers.retry import AttemptFailed, Retrier
 from bot.providers.surrogates import clean_reply
+from bot.providers.vision import takes_images
 
 __all__ = ["OpenAICompatProvider", "completion_params", "raw_arguments"]
 
@@ -40,6 +42,7 @@ class OpenAICompatProvider:
         self._config = config
         self._retrier = retrier
         self._schemas = ToolSchemas()
+        self._images = takes_images(config)
         self._client = ChatCompletionsClient(
             base_url=config.base_url, api_key=api_key, timeout_s=config.timeout_s, retrier=retrier
         )
@@ -49,7 +52,9 @@ class OpenAICompatProvider:
     ) -> ProviderReply:
         """One completion, retried as a whole on transient failures (see the module doc)."""
         use_stream = stream is not None or self._config.stream
-        body = request_body(self._config, request, stream=use_stream, schemas=self._schemas)
+        body = request_body(
+            self._config, request, stream=use_stream, schemas=self._schemas, images=self._images
+        )
 
         async def attempt(sink: StreamSink | None) -> ProviderReply:
             if use_stream:

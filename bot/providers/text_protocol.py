@@ -110,12 +110,15 @@ def render_history(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
 
     Assistant tool calls become ``<tool_call>`` blocks after the assistant's text; tool results
     become ``<tool_result>`` blocks in a user message. Consecutive same-role messages merge,
-    because many local chat templates reject two user messages in a row.
+    because many local chat templates reject two user messages in a row. Images stay with
+    the user message they are rendered into (a tool result's too): the wrapped provider sends
+    them if its model reads images, and drops them otherwise.
     """
     names = {call.id: call.name for m in messages for call in m.tool_calls}
     out: list[ChatMessage] = []
     for message in messages:
         role: Role
+        images = message.images if message.role in ("user", "tool") else ()
         if message.role == "tool":
             name = message.name or names.get(message.tool_call_id or "", "")
             role = "user"
@@ -127,9 +130,10 @@ def render_history(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
         else:
             role, content = message.role, message.content
         if out and out[-1].role == role and role != "system":
-            out[-1] = ChatMessage(role=role, content=f"{out[-1].content}\n\n{content}")
+            merged = f"{out[-1].content}\n\n{content}"
+            out[-1] = ChatMessage(role=role, content=merged, images=(*out[-1].images, *images))
         else:
-            out.append(ChatMessage(role=role, content=content))
+            out.append(ChatMessage(role=role, content=content, images=images))
     return out
 
 
