@@ -82,11 +82,11 @@ class PreparedImage:
     resized: bool
 
     def describe(self) -> str:
-        """``PNG, 2400×1600, shown at 1568×1045`` (what the model's line says of it)."""
+        """``PNG image, 2400×1600, shown at 1568×1045`` (what the model's line says)."""
         width, height = self.size
         shown = f", shown at {self.shown[0]}×{self.shown[1]}" if self.resized else ""
         animated = f", first of {self.frames} frames" if self.frames > 1 else ""
-        return f"{self.format}, {width}×{height}{shown}{animated}"
+        return f"{self.format} image, {width}×{height}{shown}{animated}"
 
 
 def prepare_image(data: bytes, *, name: str = "") -> PreparedImage:

@@ -86,26 +86,27 @@ def _first(rows: list[Row]) -> AttachmentRecord | None:
     return _record(rows[0]) if rows else None
 
 
-def recording(record: AttachmentRecord) -> Write:
-    """The write that records ``record`` (for a unit of work, or :meth:`Attachments.record`)."""
+def recording(*records: AttachmentRecord) -> Write:
+    """The write that records ``records`` (for a unit of work, or :meth:`Attachments.record`)."""
     return Write(
         _RECORD,
         [
             (
-                record.id,
-                record.session_key,
-                record.turn_id,
-                record.channel,
-                record.conversation_id,
-                record.user_id,
-                record.name,
-                record.kind,
-                record.mime_type,
-                record.size,
-                record.path,
-                record.workspace_path,
-                record.created_at,
+                r.id,
+                r.session_key,
+                r.turn_id,
+                r.channel,
+                r.conversation_id,
+                r.user_id,
+                r.name,
+                r.kind,
+                r.mime_type,
+                r.size,
+                r.path,
+                r.workspace_path,
+                r.created_at,
             )
+            for r in records
         ],
     )
 
@@ -127,9 +128,10 @@ class Attachments:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def record(self, record: AttachmentRecord) -> None:
-        """Store one saved file's row (one trip)."""
-        await self._db.commit([recording(record)])
+    async def record(self, *records: AttachmentRecord) -> None:
+        """Store saved files' rows, all or none (one trip)."""
+        if records:
+            await self._db.commit([recording(*records)])
 
     async def get(self, attachment_id: str) -> AttachmentRecord | None:
         """The file with this id, or None (an unknown id, or one already deleted)."""

@@ -31,7 +31,7 @@ def test_small_png_is_sent_as_it_is() -> None:
     assert prepared.part.media_type == "image/png"
     assert prepared.part.name == "shot.png"
     assert (prepared.size, prepared.shown, prepared.resized) == ((300, 200), (300, 200), False)
-    assert prepared.describe() == "PNG, 300×200"
+    assert prepared.describe() == "PNG image, 300×200"
 
 
 def test_large_png_is_scaled_to_the_long_side_and_stays_png() -> None:
@@ -41,7 +41,10 @@ def test_large_png_is_scaled_to_the_long_side_and_stays_png() -> None:
     image = _opened(prepared.part.data)
     assert image.size == prepared.shown == (MAX_LONG_SIDE, MAX_LONG_SIDE // 2)
     assert image.mode == "RGBA"
-    assert prepared.describe() == f"PNG, 3000×1500, shown at {MAX_LONG_SIDE}×{MAX_LONG_SIDE // 2}"
+    assert (
+        prepared.describe()
+        == f"PNG image, 3000×1500, shown at {MAX_LONG_SIDE}×{MAX_LONG_SIDE // 2}"
+    )
 
 
 def test_photo_too_heavy_as_png_becomes_jpeg_within_the_byte_limit() -> None:
