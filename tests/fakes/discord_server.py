@@ -163,7 +163,8 @@ class FakeDiscord:
     # lifecycle -------------------------------------------------------------------------
 
     async def __aenter__(self) -> FakeDiscord:
-        app = web.Application()
+        # Bodies up to the largest upload Discord takes (aiohttp's default is 1 MiB).
+        app = web.Application(client_max_size=max(UPLOAD_LIMITS.values()) + 2**20)
         app.router.add_get("/gateway", self._gateway)
         app.router.add_route("*", "/api/v10/{tail:.*}", self._rest)
         app.router.add_get("/attachments/{channel}/{attachment}/{name}", self.cdn.serve)

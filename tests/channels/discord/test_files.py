@@ -80,6 +80,18 @@ async def test_a_file_arrives_with_its_name_and_bytes_replying_to_the_request(
     assert message.target == envelope.reply_target
 
 
+async def test_a_file_of_several_megabytes_arrives_whole(
+    fake: FakeDiscord, connected: tuple[DiscordChannel, IngressEnvelope], tmp_path: Path
+) -> None:
+    channel, envelope = connected
+    data = bytes(range(256)) * (3 * MIB // 256)
+    path = tmp_path / "dump.bin"
+    path.write_bytes(data)
+    await channel.send_file(envelope.reply_target, path, name="dump.bin")
+    [post] = fake.calls_to("POST", f"/channels/{GENERAL}/messages")
+    assert post.files == {"dump.bin": data}
+
+
 async def test_a_file_without_a_caption_has_no_text(
     fake: FakeDiscord, connected: tuple[DiscordChannel, IngressEnvelope], report: Path
 ) -> None:
@@ -203,3 +215,25 @@ async def test_a_missing_file_is_a_plain_error(
     channel, envelope = connected
     with pytest.raises(ChannelError, match=r"gone\.txt cannot be read"):
         await channel.send_file(envelope.reply_target, tmp_path / "gone.txt", name="gone.txt")
+
+
+async def test_discords_own_refusal_of_a_large_file_is_a_plain_error(
+    fake: FakeDiscord, store: Store, tmp_path: Path
+) -> None:
+    """The server lost its boosts after discord.py read its limit: Discord answers 413."""
+    boosted = fake.add_guild(channels={"800000000000000020": "boosted"})
+    boosted.premium_tier = 2
+    host = RecordingHost()
+    channel = make_channel(fake, store)
+    big = tmp_path / "big.bin"
+    with big.open("wb") as out:
+        out.truncate(10 * MIB + 1)
+    async with running(channel, host):
+        message = said(fake, "hi", channel_id="800000000000000020", mentions=[BOT])
+        await fake.dispatch("MESSAGE_CREATE", message)
+        [envelope] = await host.wait_envelopes(1)
+        boosted.premium_tier = 0
+        with pytest.raises(ChannelError, match=r"Discord refused big\.bin: it is larger"):
+            await channel.send_file(envelope.reply_target, big, name="big.bin")
+    assert len(fake.calls_to("POST", "/channels/800000000000000020/messages")) == 1
+    assert not any(m["attachments"] for m in fake.messages.values())
