@@ -32,7 +32,8 @@ from telegram.error import BadRequest, TelegramError
 
 from bot.envelope import Attachment, ChannelRef
 from bot.errors import AttachmentError, AttachmentRefused, AttachmentTooLarge
-from channels.telegram.config import MB, TelegramChannelConfig
+from channels.telegram.config import TelegramChannelConfig
+from channels.telegram.media import human_size
 
 log = structlog.get_logger(__name__)
 
@@ -46,14 +47,11 @@ def _origin(url: httpx.URL) -> tuple[str, str, int]:
     return url.scheme, url.host.lower(), url.port or _DEFAULT_PORTS.get(url.scheme, 0)
 
 
-def _megabytes(size: int) -> str:
-    return f"{size / MB:.1f}".removesuffix(".0") + " MB"
-
-
 def _named(attachment: Attachment) -> str:
+    """How the sentences about ``attachment`` start: its name, else "The photo"..."""
     if attachment.name:
         return attachment.name
-    return "the photo" if attachment.kind == "image" else f"the {attachment.kind}"
+    return "The photo" if attachment.kind == "image" else f"The {attachment.kind}"
 
 
 class TelegramDownloads:
@@ -78,13 +76,13 @@ class TelegramDownloads:
 
     def _too_large(self, name: str, size: int | None) -> AttachmentTooLarge:
         """``size`` None: larger than the limit by Telegram's word, or by what arrived."""
-        limit = _megabytes(self.download_limit())
+        limit = human_size(self.download_limit())
         if size is None:
             return AttachmentTooLarge(
                 f"{name} is larger than the {limit} Telegram lets bots download."
             )
         return AttachmentTooLarge(
-            f"{name} is {_megabytes(size)}; Telegram lets bots download files of at most {limit}."
+            f"{name} is {human_size(size)}; Telegram lets bots download files of at most {limit}."
         )
 
     async def _get_file(self, attachment: Attachment, name: str) -> File:
@@ -95,7 +93,7 @@ class TelegramDownloads:
             if "too big" in exc.message.lower():
                 refused = self._too_large(name, None)
             else:
-                refused = AttachmentError(f"Telegram would not hand over {name} ({exc.message}).")
+                refused = AttachmentError(f"{name} was refused by Telegram ({exc.message}).")
         except TelegramError:
             refused = AttachmentError(
                 f"{name} could not be fetched: the Telegram Bot API did not answer."
@@ -110,7 +108,7 @@ class TelegramDownloads:
         prefix = self._bot.base_file_url + "/"
         path = given.removeprefix(prefix)
         if not path:
-            raise AttachmentError(f"Telegram gave no path to download {name} from.")
+            raise AttachmentError(f"{name} has no path on the Bot API server to download it from.")
         if path.startswith("/"):
             raise AttachmentRefused(
                 f"{name} was not downloaded: the Bot API server keeps it on its own disk "

@@ -30,6 +30,7 @@ from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelError
 from channels.telegram.config import MB, TelegramChannelConfig
 from channels.telegram.markup import TELEGRAM_LIMIT, plain_text, render_chunks
+from channels.telegram.media import human_size
 from channels.telegram.normalise import message_key, parse_message_id
 from channels.telegram.outbound import TelegramOutbound
 from channels.telegram.ratelimit import with_retry_after
@@ -77,18 +78,14 @@ def caption_parts(caption: str) -> tuple[str, list[str]]:
     return chunks[0], rest
 
 
-def _megabytes(size: int) -> str:
-    return f"{size / MB:.1f}".removesuffix(".0") + " MB"
-
-
 def _load(path: Path, name: str, limit: int) -> tuple[bytes, bool]:
     """The file's bytes, and whether it goes as a photo; too large or unreadable: refused."""
     try:
         size = path.stat().st_size
         if size > limit:
             raise ChannelError(
-                f"{name} is {_megabytes(size)}; Telegram takes files of at most "
-                f"{_megabytes(limit)} from a bot."
+                f"{name} is {human_size(size)}; Telegram takes files of at most "
+                f"{human_size(limit)} from a bot."
             )
         data = path.read_bytes()
     except OSError as exc:

@@ -106,3 +106,16 @@ def _sticker_type(animated: bool, video: bool) -> str:
     if video:
         return "video/webm"
     return "application/x-tgsticker" if animated else "image/webp"
+
+
+def human_size(size: int) -> str:
+    """``812 bytes``, ``45 KB``, ``3.2 MB``, ``20 MB`` (1 KB = 1024 bytes), as a user reads a
+    limit."""
+    if size < 1024:
+        return f"{size} byte" if size == 1 else f"{size} bytes"
+    if size < 1024 * 1024:
+        return f"{round(size / 1024)} KB"
+    megabytes = size / (1024 * 1024)
+    if megabytes >= 10 or megabytes == int(megabytes):
+        return f"{round(megabytes)} MB"
+    return f"{megabytes:.1f} MB"
