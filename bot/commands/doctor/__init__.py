@@ -7,7 +7,7 @@ command's driver and the one place that orders the checks; each area is its own 
 2. each enabled channel's credentials, asked of the platform's own API at the configured base
    URL (Telegram ``getMe``, Slack ``auth.test`` and, in socket mode, the app token with
    ``apps.connections.open``, Discord ``GET /users/@me``) (:mod:`.credentials`);
-3. each provider of the agent's chain: its model list, or a 1-token completion when the
+3. each provider of every agent's chain: its model list, or a 1-token completion when the
    endpoint has no model list; for the embedded model, that its runtime and model file are
    installed (:mod:`.provider`);
 4. the database: it opens, ``PRAGMA integrity_check`` says ok, and it accepts a write
@@ -18,7 +18,9 @@ command's driver and the one place that orders the checks; each area is its own 
    will run under bubblewrap as ``tools.shell.sandbox`` asks (:mod:`.sandbox`);
 6. people can talk to the bot on each channel (:mod:`.access`) and approvals can succeed
    there (:mod:`bot.approval.findings`): each finding is a ``⚠`` line with its fix, which
-   does not change the exit status.
+   does not change the exit status;
+7. the routing table: the agent of each channel and of each route, and a ``⚠`` for a route
+   that can never match (:mod:`.routing`).
 
 Every failure and every warning names the config key to fix (``channels.slack.main.
 app_token_env``, ``providers.default.base_url``, ``storage.path``, …). A failing config stops
@@ -44,6 +46,7 @@ from bot.commands.doctor.database import database_check
 from bot.commands.doctor.endpoint import open_session
 from bot.commands.doctor.provider import provider_check
 from bot.commands.doctor.report import CheckResult, Outcome
+from bot.commands.doctor.routing import routing_findings
 from bot.commands.doctor.workspace import workspace_check
 from bot.errors import HatchwayError
 
@@ -88,7 +91,8 @@ async def run_checks(settings: Settings) -> list[CheckResult]:
                 key = f"channels.{kind}.{alias}"
                 check = channel_check(kind, alias, cfg, http)
                 emit(await _guard(f"channel {kind}.{alias}", check, key, f"{key}.api_base_url"))
-        for name in dict.fromkeys([settings.agent.provider, *settings.agent.fallback]):
+        chains = (settings.agent_for(agent) for agent in settings.agent_names())
+        for name in dict.fromkeys(n for c in chains for n in [c.provider, *c.fallback]):
             config = settings.providers.get(name)
             if config is not None:
                 key = f"providers.{name}"
@@ -117,6 +121,8 @@ async def run_checks(settings: Settings) -> list[CheckResult]:
                 fix=finding.fix,
             )
         )
+    for line in routing_findings(settings):
+        emit(line)
     return results
 
 
