@@ -28,6 +28,7 @@ from bot.store.sqlite import Database
 from bot.store.statements import Read
 from bot.store.tool_calls import ToolCallRecord, ToolCalls
 from bot.store.unit_of_work import UnitOfWork
+from bot.store.usage import UsageLog, UsageRecord
 
 __all__ = [
     "AttachmentKind",
@@ -41,6 +42,7 @@ __all__ = [
     "Store",
     "ToolCallRecord",
     "UnitOfWork",
+    "UsageRecord",
 ]
 
 T = TypeVar("T")
@@ -62,6 +64,7 @@ class Store:
         self.audit = AuditLog(db)
         self.pairings = Pairings(db)
         self.schedules = Schedules(db)
+        self.usage = UsageLog(db)
         self.attachments = Attachments(db)
 
     @classmethod

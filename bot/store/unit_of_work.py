@@ -20,6 +20,8 @@ from bot.store.inbox import InboxKey, InboxStatus, marking, starting
 from bot.store.outbox import ReplyKind, ReplyStatus, settling_reply
 from bot.store.statements import Write
 from bot.store.tool_calls import ToolCallRecord, recording
+from bot.store.usage import UsageRecord
+from bot.store.usage import recording as recording_usage
 
 
 class UnitOfWork:
@@ -72,4 +74,9 @@ class UnitOfWork:
     def record_tool_calls(self, records: Sequence[ToolCallRecord]) -> UnitOfWork:
         """One ``tool_calls`` row per record."""
         self._writes += recording(records)
+        return self
+
+    def record_usage(self, records: Sequence[UsageRecord]) -> UnitOfWork:
+        """One ``usage`` row per model call (a turn's calls ride with its own records)."""
+        self._writes += recording_usage(records)
         return self
