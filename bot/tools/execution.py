@@ -112,6 +112,7 @@ async def execute(
                 text=result.text,
                 duration_s=duration,
                 paths=result.paths,
+                images=result.images,
             )
         return executed(
             call_id=invocation.call_id, tool=invocation.tool, text=str(result), duration_s=duration

@@ -23,6 +23,7 @@ import enum
 from dataclasses import dataclass, replace
 
 from bot.channel import MAX_REPLY_CHARS
+from bot.providers.base import ImagePart
 
 
 class OutcomeStatus(enum.StrEnum):
@@ -62,7 +63,9 @@ class ToolOutcome:
     """The result of one call. ``observation`` is what the model sees (before bounding).
 
     ``aborted_before_launch`` is true only for an INTERRUPTED call whose handler never
-    started; a cancel after launch never claims nothing happened.
+    started; a cancel after launch never claims nothing happened. ``images`` go to the model
+    with the observation in this turn and are never stored (the ``tool_calls`` row and
+    history keep the observation, which names them).
     """
 
     call_id: str
@@ -76,6 +79,7 @@ class ToolOutcome:
     aborted_before_launch: bool = False
     duration_s: float = 0.0
     paths: tuple[str, ...] = ()
+    images: tuple[ImagePart, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -184,7 +188,13 @@ def interrupted(*, call_id: str, tool: str, before_launch: bool) -> ToolOutcome:
 
 
 def executed(
-    *, call_id: str, tool: str, text: str, duration_s: float, paths: tuple[str, ...] = ()
+    *,
+    call_id: str,
+    tool: str,
+    text: str,
+    duration_s: float,
+    paths: tuple[str, ...] = (),
+    images: tuple[ImagePart, ...] = (),
 ) -> ToolOutcome:
     return ToolOutcome(
         call_id=call_id,
@@ -194,6 +204,7 @@ def executed(
         synthetic=False,
         duration_s=duration_s,
         paths=paths,
+        images=images,
     )
 
 

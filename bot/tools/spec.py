@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from bot.envelope import DeliveryTarget
 from bot.errors import HatchwayError
+from bot.providers.base import ImagePart
 from bot.turn import TurnIdentity
 
 
@@ -30,10 +31,12 @@ class ToolEnvironmentError(HatchwayError):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolOutput:
     """A handler's rich result: the text the model sees, plus optional file paths it touched
-    (for locks and receipts)."""
+    (for locks and receipts) and images the model is shown with the text (``view_attachment``;
+    in this turn only: history keeps ``text``, which should name each image)."""
 
     text: str
     paths: tuple[str, ...] = ()
+    images: tuple[ImagePart, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

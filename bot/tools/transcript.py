@@ -1,5 +1,6 @@
 """History messages of one batch: the assistant's tool-call message, then one tool-result
-message per call, matched by call id, in the model's order."""
+message per call, matched by call id, in the model's order. A result carries its outcome's
+images for the rest of the turn; the store never keeps them (:mod:`bot.store.history`)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,12 @@ def assistant_message(text: str, calls: Sequence[ToolCallRequest]) -> ChatMessag
 
 def result_messages(outcomes: Sequence[ToolOutcome]) -> list[ChatMessage]:
     return [
-        ChatMessage(role="tool", content=o.observation, tool_call_id=o.call_id, name=o.tool)
+        ChatMessage(
+            role="tool",
+            content=o.observation,
+            tool_call_id=o.call_id,
+            name=o.tool,
+            images=o.images,
+        )
         for o in outcomes
     ]
