@@ -6,7 +6,9 @@ both are bounded by ``tools.http_fetch.timeout_s`` (the whole fetch, redirects i
 :data:`MAX_REDIRECTS`, and every hop passes the :class:`NetworkGuard` and is pinned to its
 vetted addresses. Proxy variables in the environment are ignored on purpose (a proxy would
 bypass the guard). HTML is reduced to text; other text types are returned as they are; binary
-bodies are described, not shown.
+bodies are described, not shown. A page's text is written by whoever runs the site, so it
+reaches the model marked as untrusted data (:func:`bot.untrusted.untrusted`, named by the URL
+without its credentials, query or fragment) after the lines this tool writes itself.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Literal
 
 import aiohttp
@@ -22,11 +25,13 @@ from pydantic import Field
 from yarl import URL
 
 from bot.config import HttpFetchToolConfig
+from bot.scrub import scrub_text
 from bot.tools.builtin.arguments import ToolArguments, parse_arguments, schema_of
 from bot.tools.builtin.html_text import html_to_text
 from bot.tools.builtin.network_guard import HostResolver, NetworkGuard, PinnedResolver
 from bot.tools.builtin.observation import ToolFailed, ToolRefused, bounded_text
 from bot.tools.spec import ToolContext, ToolKind, ToolResult, ToolSpec
+from bot.untrusted import untrusted
 
 log = structlog.get_logger(__name__)
 
@@ -70,6 +75,36 @@ class HttpFetchArguments(ToolArguments):
     )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Page:
+    """What a fetch got: ``head`` the lines this tool writes (status, URL, type, notes),
+    ``body`` the text the site sent (``None`` for a binary body, which is not shown) and
+    ``source`` the URL it came from as the model is shown it (no credentials, no query)."""
+
+    head: str
+    body: str | None
+    source: str
+
+    def shown(self, limit: int) -> str:
+        """The observation: scrubbed, about ``limit`` characters at most, the body cut in
+        its middle (never the marks around it) and marked as untrusted data."""
+        head = scrub_text(self.head)
+        if self.body is None:
+            return bounded_text(head, limit)
+        source = scrub_text(self.source)
+        room = limit - len(head) - 2 - len(untrusted(source, ""))
+        marked = untrusted(source, bounded_text(self.body, max(room, 0)))
+        over = len(head) + 2 + len(marked) - limit
+        if over > 0:  # each tag the page wrote was defused with a character more
+            marked = untrusted(source, bounded_text(self.body, max(room - over, 0)))
+        return f"{head}\n\n{marked}"
+
+
+def shown_source(url: URL) -> str:
+    """``url`` without user, password, query or fragment."""
+    return str(url.with_user(None).with_query(None).with_fragment(None))
+
+
 def needs_approval(arguments: Mapping[str, object], context: ToolContext) -> bool:
     """Per-call approval: anything but a GET (a POST can change things elsewhere)."""
     return str(arguments.get("method", "GET")).upper() != "GET"
@@ -102,7 +137,7 @@ async def _read_capped(response: aiohttp.ClientResponse, limit: int) -> tuple[by
     return bytes(data), False
 
 
-def _render(response: aiohttp.ClientResponse, data: bytes, truncated: bool, limit: int) -> str:
+def _render(response: aiohttp.ClientResponse, data: bytes, truncated: bool, limit: int) -> Page:
     content_type = response.headers.get("Content-Type", "")
     mime = content_type.split(";", 1)[0].strip().lower()
     lines = [f"HTTP {response.status} {response.reason or ''}".rstrip(), f"URL: {response.url}"]
@@ -112,7 +147,7 @@ def _render(response: aiohttp.ClientResponse, data: bytes, truncated: bool, limi
         lines.append(f"[body cut at {limit} bytes (tools.http_fetch.max_bytes)]")
     if mime and not mime.startswith(TEXT_TYPES) and not mime.endswith(("+json", "+xml")):
         lines.append(f"[binary body not shown: {len(data)} bytes]")
-        return "\n".join(lines)
+        return Page(head="\n".join(lines), body=None, source=shown_source(response.url))
     charset = response.charset or "utf-8"
     try:
         text = data.decode(charset, errors="replace")
@@ -120,10 +155,10 @@ def _render(response: aiohttp.ClientResponse, data: bytes, truncated: bool, limi
         text = data.decode("utf-8", errors="replace")
     if mime in ("text/html", "application/xhtml+xml") or (not mime and "<html" in text[:1000]):
         text = html_to_text(text)
-    return "\n".join(lines) + "\n\n" + text
+    return Page(head="\n".join(lines), body=text, source=shown_source(response.url))
 
 
-async def fetch(args: HttpFetchArguments, cfg: HttpFetchToolConfig, guard: NetworkGuard) -> str:
+async def fetch(args: HttpFetchArguments, cfg: HttpFetchToolConfig, guard: NetworkGuard) -> Page:
     """Perform the request, following up to :data:`MAX_REDIRECTS` redirects, each hop vetted
     and pinned. Raises :class:`ToolRefused` / :class:`ToolFailed`."""
     url = URL(args.url)
@@ -186,15 +221,15 @@ def http_fetch_tool(cfg: HttpFetchToolConfig, *, resolver: HostResolver | None =
 
     async def handler(arguments: Mapping[str, object], context: ToolContext) -> ToolResult:
         args = parse_arguments(HttpFetchArguments, arguments)
-        text = await fetch(args, cfg, guard)
-        return bounded_text(text, cfg.max_output_chars)
+        page = await fetch(args, cfg, guard)
+        return page.shown(cfg.max_output_chars)
 
     return ToolSpec(
         name="http_fetch",
         description=(
             "Fetch a public http(s) URL (GET, or POST with a body) and return the status and "
-            "the body as text (HTML reduced to readable text). Internal and private addresses "
-            "are refused."
+            "the body as text (HTML reduced to readable text), marked as data from the site. "
+            "Internal and private addresses are refused."
         ),
         parameters=schema_of(HttpFetchArguments),
         handler=handler,
