@@ -98,6 +98,11 @@ class Outbound:
             await self._threads.before_posting(client, target.thread_id)
         return client.get_partial_messageable(int(target.thread_id or target.conversation_id))
 
+    def message_count(self, text: str) -> int:
+        """How many messages :meth:`send` posts for ``text`` (a long answer may go as a
+        file instead: ``delivery.long_answer``)."""
+        return len(render_chunks(text))
+
     async def send(
         self, target: DeliveryTarget, text: str, *, key: str = ""
     ) -> Sequence[SentMessage]:
