@@ -6,7 +6,8 @@ direct messages to ``default``. Each agent's requests reach its own model server
 system prompt (``ops``'s from a file beside the config), its own tools, temperature and
 max tokens. Switching the group to the other agent (a reload) starts a new session there:
 the other agent's history is not in the request, and switching back finds ``ops``'s history
-again. A reload reads a changed prompt file.
+again; ``/new`` there starts a new session of ``ops``. A reload reads a changed prompt
+file.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ import pytest
 from bot.app import App
 from bot.channel import HealthState
 from bot.config import load_settings
+from bot.gateway.commands import NEW_SESSION
 from bot.tools.spec import ToolContext, ToolSpec
 from tests.fakes.channel_health import wait_for_health
 from tests.fakes.openai_server import OpenAIFake, RecordedRequest
-from tests.fakes.telegram_server import FakeTelegram, message, private_chat, user
+from tests.fakes.telegram_server import FakeTelegram, command, message, private_chat, user
 from tests.fakes.telegram_setup import TOKEN
 
 PERSON = 1001
@@ -220,3 +222,14 @@ async def test_two_rooms_two_agents_reload_and_history(tg: FakeTelegram, tmp_pat
                 "ops again",
                 "back?",
             ]
+
+            # /new in the group starts a new session of the group's agent
+            new = message(
+                GROUP, user(PERSON, "Ann"), "/new", message_id=6, entities=command("/new")
+            )
+            await tg.push({"message": new})
+            await _answered(tg, GROUP["id"], NEW_SESSION)
+            ops.queue_text("fresh start")
+            await _ask(tg, GROUP, "again", 7)
+            await _answered(tg, GROUP["id"], "fresh start")
+            assert _texts(ops.requests[-1]) == ["again"]
