@@ -26,6 +26,18 @@ class ApprovalOverride(ConfigModel):
     self_approval: bool | None = None
 
 
+class DeliveryOptions(ConfigModel):
+    """``[channels.<kind>.<alias>.delivery]``: how the channel's answers go out.
+
+    ``long_answer = "file"`` sends an answer that would split into more than
+    ``long_answer_max_messages`` messages as one Markdown file (``answer.md``) with its first
+    lines as the caption, on a platform that can post files; ``"split"`` (the default) always
+    sends messages. Read by the adapter when it starts."""
+
+    long_answer: Literal["split", "file"] = "split"
+    long_answer_max_messages: int = Field(default=3, ge=1)
+
+
 class ChannelCommon(ConfigModel):
     """The keys every channel kind shares (see docs/configuration.md)."""
 
@@ -47,3 +59,4 @@ class ChannelCommon(ConfigModel):
     approval: ApprovalOverride = Field(default_factory=ApprovalOverride)
     #: The agent that answers here unless a route of ``[agents]`` says otherwise.
     agent: str = "default"
+    delivery: DeliveryOptions = Field(default_factory=DeliveryOptions)

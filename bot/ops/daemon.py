@@ -86,7 +86,8 @@ RESTART_ONLY_NESTED = (
     ("schedules", "enabled"),
     ("schedules", "max_jobs_per_conversation"),
 )
-_COMMON_FIELDS = frozenset(ChannelCommon.model_fields)
+# ``delivery`` is read by the adapter when it starts, like its platform keys.
+_COMMON_FIELDS = frozenset(ChannelCommon.model_fields) - {"delivery"}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -2,15 +2,24 @@
 
 Each adapter keeps what it sends in its own ``outbound`` module (text, edits, reactions,
 typing, approval cards) and is a :class:`SendsThrough`: the protocol's six sending methods
-are that module's, so they are written once here instead of once per platform.
+are that module's, so they are written once here instead of once per platform. So is the
+channel's ``delivery.long_answer``: an answer too long for its messages goes as a file
+(:mod:`channels.common.long_answer`) when the adapter can post files.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.channel import ApprovalCard, ChannelSending, SentMessage
+import structlog
+
+from bot.channel import ApprovalCard, ChannelSending, FileSending, SentMessage
+from bot.channel_config import ChannelCommon
 from bot.envelope import DeliveryTarget
+from bot.errors import ChannelError
+from channels.common.long_answer import CountsMessages, send_as_file
+
+log = structlog.get_logger(__name__)
 
 
 class SendsThrough:
@@ -21,7 +30,25 @@ class SendsThrough:
     async def send(
         self, target: DeliveryTarget, text: str, *, key: str = ""
     ) -> Sequence[SentMessage]:
+        if key and self._as_file(target, text) and isinstance(self, FileSending):
+            try:
+                return await send_as_file(self, target, text, key=key)
+            except ChannelError as exc:
+                log.warning("long_answer_file_refused", channel=str(target.channel), error=str(exc))
         return await self._outbound.send(target, text, key=key)
+
+    def _as_file(self, target: DeliveryTarget, text: str) -> bool:
+        """Whether ``delivery.long_answer`` sends ``text`` as a file (the module doc)."""
+        # Every adapter keeps its validated table as ``_config`` (typed by its own kind).
+        config = getattr(self, "_config", None)
+        if not isinstance(config, ChannelCommon) or config.delivery.long_answer != "file":
+            return False
+        outbound = self._outbound
+        if not isinstance(outbound, CountsMessages) or not isinstance(self, FileSending):
+            return False
+        if len(text.encode()) > self.upload_limit(target):
+            return False
+        return outbound.message_count(text) > config.delivery.long_answer_max_messages
 
     async def edit(self, message: SentMessage, text: str) -> None:
         await self._outbound.edit(message, text)

@@ -32,6 +32,20 @@ def settings(**changes: Any) -> Any:
             ["channels.telegram.main"],
         ),
         ({"channels": {}}, ["channels.telegram.main"]),
+        (  # read by the adapter when it starts
+            {
+                "channels": {
+                    "telegram": {
+                        "main": {
+                            "allowed_users": ["1"],
+                            "token_env": "T",
+                            "delivery": {"long_answer": "file"},
+                        }
+                    }
+                }
+            },
+            ["channels.telegram.main"],
+        ),
         ({"server": {"enabled": True}}, ["server"]),
         ({"agent": {"max_concurrent_turns": 2}}, ["agent.max_concurrent_turns"]),
         ({"schedules": {"missed_run_policy": "skip", "tick_s": 5}}, []),  # applied on reload
