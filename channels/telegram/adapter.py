@@ -26,6 +26,11 @@ Exactly-once replies: a Telegram bot cannot read history, so the channel does no
 (the key has nowhere to go); recovery applies the policy for an unconfirmed send
 (docs/reliability.md).
 
+Files: the channel is :class:`~bot.channel.AttachmentDownloads` (a user's file, by its
+``file_id``, from the Bot API server's own host: :mod:`channels.telegram.downloads`) and
+:class:`~bot.channel.FileSending` (``sendPhoto`` or ``sendDocument``:
+:mod:`channels.telegram.files`).
+
 Chat commands: once connected, the channel offers :data:`bot.chat_commands.CHAT_COMMANDS` in
 Telegram's command menu (``setMyCommands``, :mod:`channels.telegram.commands`); a failure
 there is logged and does not stop the start.
