@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -25,8 +25,8 @@ from bot.channel import (
     HealthState,
     SentMessage,
 )
-from bot.envelope import ChannelRef, DeliveryTarget
-from bot.errors import ChannelError
+from bot.envelope import Attachment, ChannelRef, DeliveryTarget
+from bot.errors import AttachmentError, ChannelError
 
 #: Called with each sent text as it is sent (a bench timing replies); must not block.
 SendHook = Callable[[DeliveryTarget, str], None]
@@ -214,3 +214,47 @@ class MemberChannel(FakeChannel):
         self.asked.append((target.conversation_id, user_id))
         present = self.members.get(target.conversation_id)
         return None if present is None else user_id in present
+
+
+class FileChannel(FakeChannel):
+    """A fake channel whose users attach files (:class:`bot.channel.AttachmentDownloads`):
+    it serves the bytes in :attr:`files` (by attachment ref) in chunks of ``chunk_bytes``,
+    raises the error in :attr:`failures` for a ref listed there, and says ``limit`` is the
+    largest file it lets a bot download. :attr:`served` counts the bytes each ref handed
+    out before its download ended, :attr:`closed` the refs whose stream was closed."""
+
+    def __init__(
+        self,
+        ref: ChannelRef,
+        files: dict[str, bytes] | None = None,
+        *,
+        limit: int = 50 * 1024 * 1024,
+        chunk_bytes: int = 64 * 1024,
+    ) -> None:
+        super().__init__(ref)
+        self.files = dict(files or {})
+        self.failures: dict[str, AttachmentError] = {}
+        self.limit = limit
+        self.chunk_bytes = chunk_bytes
+        self.served: dict[str, int] = {}
+        self.closed: set[str] = set()
+
+    def download_limit(self) -> int:
+        return self.limit
+
+    async def download_attachment(self, attachment: Attachment) -> AsyncIterator[bytes]:
+        ref = attachment.ref
+        if ref in self.failures:
+            raise self.failures[ref]
+        if ref not in self.files:
+            raise AttachmentError("the file is no longer available")
+        data = self.files[ref]
+        self.served[ref] = 0
+        try:
+            for start in range(0, len(data), self.chunk_bytes):
+                piece = data[start : start + self.chunk_bytes]
+                self.served[ref] += len(piece)
+                yield piece
+                await asyncio.sleep(0)
+        finally:
+            self.closed.add(ref)

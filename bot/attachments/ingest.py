@@ -1,0 +1,217 @@
+"""A turn's user message with what its attachments hold, built when the turn starts.
+
+:class:`AttachmentIngest` is what the turn runner calls for a message that came with files.
+Through the channel's :class:`~bot.channel.AttachmentDownloads` it downloads each file
+(``attachments.parallel_downloads`` at once) to ``<state_dir>/attachments`` under the
+smaller of ``attachments.max_bytes`` and the platform's own limit, reads it by its content
+(:mod:`bot.attachments.reading`), records a row per saved file (:mod:`bot.store.attachments`)
+and returns the user :class:`~bot.providers.base.ChatMessage`: the user's text, a line per
+file (:mod:`bot.attachments.lines`), and the images to show with it this turn. Nothing the
+user sent is lost on the way: a file that cannot be downloaded, is too large or cannot be
+read becomes a line saying so, and the turn runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import structlog
+
+from bot.attachments import lines
+from bot.attachments.download import download
+from bot.attachments.lines import Note
+from bot.attachments.naming import new_attachment_id, saved_name
+from bot.attachments.reading import Read, Saved, read_saved
+from bot.channel import AttachmentDownloads
+from bot.config.attachments import AttachmentsConfig
+from bot.envelope import Attachment
+from bot.errors import AttachmentError, StorageError
+from bot.providers.base import ChatMessage, ImagePart
+from bot.store import Store
+from bot.store.attachments import AttachmentRecord
+from bot.turn import TurnIdentity
+
+log = structlog.get_logger(__name__)
+
+FOLDER = "attachments"
+"""The state directory's folder of saved attachments."""
+FOLDER_MODE = 0o700
+#: The most images shown with one message, and their most bytes together: within what
+#: every provider takes in one request (Anthropic: 32 MB, base64 included).
+MAX_IMAGES = 8
+MAX_IMAGE_BYTES = 15 * 1024 * 1024
+NO_DOWNLOADS = "this channel does not pass files to the bot"
+CRASHED = "the bot failed while reading it (its log says why)"
+TURNED_OFF = "reading attachments is turned off (attachments.enabled)"
+
+WorkspaceFor = Callable[[TurnIdentity], Path | None]
+"""The folder of a turn's workspace that its file tools see (None: none can be used)."""
+
+_UNSHOWN = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\[\]]+")
+
+
+class AttachmentIngest:
+    """Builds the user message of a turn whose message came with files (see the module
+    doc). ``config`` is read at each turn, so a reload applies to the next one; ``folder``
+    is ``<state_dir>/attachments``; ``workspace_for`` names the turn's workspace folder."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        config: Callable[[], AttachmentsConfig],
+        folder: Path,
+        workspace_for: WorkspaceFor,
+    ) -> None:
+        self._store = store
+        self._config = config
+        self.folder = folder
+        self._workspace_for = workspace_for
+
+    async def user_message(self, turn: TurnIdentity, channel: object) -> ChatMessage:
+        """The user message of ``turn``: the envelope's text, a line per attachment, and
+        the images to show. ``channel`` is the message's channel (None when it is gone);
+        files are downloaded only when it implements AttachmentDownloads. Raises nothing
+        for what the files are or how they fail."""
+        envelope = turn.envelope
+        config = self._config()
+        attachments = envelope.attachments
+        if not attachments:
+            return ChatMessage(role="user", content=envelope.text)
+        if not config.enabled or not isinstance(channel, AttachmentDownloads):
+            reason = TURNED_OFF if not config.enabled else NO_DOWNLOADS
+            notes = [lines.unread(_name(a, i), a.size, reason) for i, a in enumerate(attachments)]
+        else:
+            try:
+                notes = await self._read_all(turn, channel, config)
+            except Exception:
+                # Boundary: a bug here must not cost the user their message; it is logged
+                # and the model is told each file's name.
+                log.exception("attachment_ingest_crashed", channel=turn.channel)
+                notes = [
+                    lines.unread(_name(a, i), a.size, CRASHED) for i, a in enumerate(attachments)
+                ]
+        shown, notes = _shown_images(notes)
+        return ChatMessage(role="user", content=lines.content(envelope.text, notes), images=shown)
+
+    async def _read_all(
+        self, turn: TurnIdentity, channel: AttachmentDownloads, config: AttachmentsConfig
+    ) -> list[Note]:
+        limit = min(config.max_bytes, channel.download_limit())
+        workspace = self._workspace_for(turn)
+        await asyncio.to_thread(os.makedirs, self.folder, FOLDER_MODE, True)
+        slots = asyncio.Semaphore(config.parallel_downloads)
+        async with asyncio.TaskGroup() as group:
+            tasks = [
+                group.create_task(
+                    self._read_one(
+                        turn,
+                        channel,
+                        attachment,
+                        _name(attachment, index),
+                        limit=limit,
+                        config=config,
+                        workspace=workspace,
+                        slots=slots,
+                    )
+                )
+                for index, attachment in enumerate(turn.envelope.attachments)
+            ]
+        done = [task.result() for task in tasks]
+        records = [record for record, _ in done if record is not None]
+        try:
+            await self._store.attachments.record(*records)
+        except StorageError as exc:
+            # the files stay until the sweep of old files; this turn still sees them
+            log.warning("attachment_rows_not_recorded", error=str(exc), files=len(records))
+        return [note for _, note in done]
+
+    async def _read_one(
+        self,
+        turn: TurnIdentity,
+        channel: AttachmentDownloads,
+        attachment: Attachment,
+        name: str,
+        *,
+        limit: int,
+        config: AttachmentsConfig,
+        workspace: Path | None,
+        slots: asyncio.Semaphore,
+    ) -> tuple[AttachmentRecord | None, Note]:
+        attachment_id = new_attachment_id()
+        path = self.folder / saved_name(attachment_id, name)
+        async with slots:
+            try:
+                size = await download(
+                    channel, attachment, path, limit=limit, timeout_s=config.download_timeout_s
+                )
+            except AttachmentError as exc:
+                log.warning(
+                    "attachment_not_read",
+                    channel=turn.channel,
+                    attachment_kind=attachment.kind,
+                    reason=type(exc).__name__,
+                    error=str(exc),
+                )
+                return None, lines.unread(name, attachment.size, str(exc))
+            saved = Saved(id=attachment_id, name=name, path=path, size=size)
+            read = await read_saved(saved, config, workspace)
+        log.info(
+            "attachment_saved",
+            channel=turn.channel,
+            kind=read.detected.kind.value,
+            mime_type=read.detected.mime_type,
+            size=size,
+        )
+        return _record(turn, saved, read), read.note
+
+
+def _record(turn: TurnIdentity, saved: Saved, read: Read) -> AttachmentRecord:
+    envelope = turn.envelope
+    return AttachmentRecord(
+        id=saved.id,
+        session_key=turn.session_key,
+        turn_id=turn.turn_id,
+        channel=turn.channel,
+        conversation_id=envelope.conversation_id,
+        user_id=envelope.sender.id,
+        name=saved.name,
+        kind=read.detected.kind,
+        mime_type=read.detected.mime_type,
+        size=saved.size,
+        path=str(saved.path),
+        workspace_path=None if read.workspace_path is None else str(read.workspace_path),
+        created_at=time.time(),
+    )
+
+
+def _name(attachment: Attachment, index: int) -> str:
+    """The attachment's name as the model's line shows it: on one line, without brackets
+    (a name cannot end its line early), at most 120 characters; ``<kind>-<n>`` for a file
+    the platform gave no name (a Telegram photo)."""
+    name = _UNSHOWN.sub(" ", attachment.name).strip()[:120].strip()
+    return name or f"{attachment.kind or 'file'}-{index + 1}"
+
+
+def _shown_images(notes: list[Note]) -> tuple[tuple[ImagePart, ...], list[Note]]:
+    """The images shown with the message (at most MAX_IMAGES, MAX_IMAGE_BYTES together, in
+    the order sent), and the notes with those left out saying so."""
+    shown: list[ImagePart] = []
+    total = 0
+    kept: list[Note] = []
+    for note in notes:
+        image = note.image
+        if image is None:
+            kept.append(note)
+        elif len(shown) < MAX_IMAGES and total + len(image.data) <= MAX_IMAGE_BYTES:
+            shown.append(image)
+            total += len(image.data)
+            kept.append(note)
+        else:
+            kept.append(Note(text=note.held or note.text))
+    return tuple(shown), kept

@@ -1,0 +1,96 @@
+"""Files judged by their content, and names that say otherwise."""
+
+from __future__ import annotations
+
+import codecs
+
+import pytest
+from PIL import Image
+
+from bot.attachments.kinds import contradiction, detect, kind_by_name
+from bot.store import AttachmentKind
+from tests.attachments.images import encoded, png
+from tests.attachments.pdfs import text_pdf
+
+SMALL = Image.new("RGB", (8, 8), (1, 2, 3))
+
+
+@pytest.mark.parametrize(
+    ("data", "kind", "mime", "label"),
+    [
+        (png(8, 8), AttachmentKind.IMAGE, "image/png", "PNG image"),
+        (encoded(SMALL, "JPEG"), AttachmentKind.IMAGE, "image/jpeg", "JPEG image"),
+        (encoded(SMALL, "GIF"), AttachmentKind.IMAGE, "image/gif", "GIF image"),
+        (encoded(SMALL, "WEBP"), AttachmentKind.IMAGE, "image/webp", "WEBP image"),
+        (text_pdf(["x"]), AttachmentKind.PDF, "application/pdf", "PDF"),
+        (b"a,b\n1,2\n", AttachmentKind.TEXT, "text/csv", "text"),
+        (b"PK\x03\x04" + bytes(40), AttachmentKind.BINARY, "application/zip", "ZIP archive"),
+        (
+            b"\x7fELF\x02\x01\x01" + bytes(40),
+            AttachmentKind.BINARY,
+            "application/x-executable",
+            "ELF executable",
+        ),
+        (bytes(range(256)) * 4, AttachmentKind.BINARY, "application/octet-stream", "binary data"),
+        (b"BMW report, quarter 3\n", AttachmentKind.TEXT, "text/csv", "text"),
+    ],
+    ids=["png", "jpeg", "gif", "webp", "pdf", "csv", "zip", "elf", "bytes", "starts-BM"],
+)
+def test_the_content_decides(data: bytes, kind: AttachmentKind, mime: str, label: str) -> None:
+    detected = detect(data, name="data.csv")
+    assert (detected.kind, detected.mime_type, detected.label) == (kind, mime, label)
+
+
+@pytest.mark.parametrize(
+    ("data", "text"),
+    [
+        ("naïve café ✓\n".encode(), "naïve café ✓\n"),
+        (codecs.BOM_UTF8 + b"with a BOM", "with a BOM"),
+        (codecs.BOM_UTF16_LE + "wide text".encode("utf-16-le"), "wide text"),
+        ("Grüße aus Köln".encode("cp1252"), "Grüße aus Köln"),
+        (b"\x1b[31mred\x1b[0m log line\n", "\x1b[31mred\x1b[0m log line\n"),
+    ],
+    ids=["utf-8", "utf-8-bom", "utf-16", "windows-1252", "ansi-log"],
+)
+def test_text_in_its_encodings(data: bytes, text: str) -> None:
+    detected = detect(data, name="notes.txt")
+    assert detected.kind is AttachmentKind.TEXT
+    assert detected.text == text
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"text\x00with a NUL", b"\x01\x02\x03\x04 mostly control \x05\x06\x07\x08\x0e\x0f"],
+    ids=["nul", "controls"],
+)
+def test_not_text(data: bytes) -> None:
+    assert detect(data, name="notes.txt").kind is AttachmentKind.BINARY
+
+
+def test_a_name_that_contradicts_the_content_is_named() -> None:
+    as_text = detect(b"id,total\n1,2\n", name="chart.png")
+    assert as_text.kind is AttachmentKind.TEXT
+    assert as_text.mime_type == "text/plain"  # not the name's image/png
+    assert contradiction("chart.png", as_text) == "named .png, but its content is text"
+    as_png = detect(png(4, 4), name="notes.txt")
+    assert contradiction("notes.txt", as_png) == "named .txt, but its content is PNG image"
+    assert contradiction("photo.png", detect(png(4, 4))) == ""
+    assert contradiction("no-extension", as_text) == ""
+    assert contradiction("clip.heic", detect(b"\x00\x00\x00\x18ftypheic" + bytes(20))) == ""
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("a.CSV", AttachmentKind.TEXT),
+        ("config.yaml", AttachmentKind.TEXT),
+        ("main.rs", AttachmentKind.TEXT),
+        ("logo.svg", AttachmentKind.TEXT),
+        ("scan.pdf", AttachmentKind.PDF),
+        ("photo.jpeg", AttachmentKind.IMAGE),
+        ("bundle.zip", AttachmentKind.BINARY),
+        ("README", None),
+    ],
+)
+def test_kind_by_name(name: str, kind: AttachmentKind | None) -> None:
+    assert kind_by_name(name) is kind
