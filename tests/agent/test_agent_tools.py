@@ -1,6 +1,7 @@
 """Each agent's tools and approval policy, with a real MCP server process behind the App:
 ``allowed_tools``/``excluded_tools`` with ``mcp:<server>``, shell patterns and names, and an
-agent's ``approval`` overrides deciding its calls through the real approval gate."""
+agent's ``approval`` overrides deciding its calls through the real approval gate, the
+turn's log lines naming the agent and the route."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from structlog.contextvars import merge_contextvars
+from structlog.testing import capture_logs
 
 from bot.app import App
 from bot.config import parse_settings
@@ -94,9 +97,14 @@ async def test_an_agents_approval_overrides_decide_its_calls(
     app, terminal, provider = started
     # the demo agent is readonly: a side-effecting call is refused without asking anyone
     provider.add(reply("", call("demo__add", {"a": 1, "b": 2})), reply("refused, fine"))
-    await app.gateway.deliver(message("demo-room", "add", "m1"))
-    await terminal.wait_for("refused, fine")
+    with capture_logs(processors=[merge_contextvars]) as logs:
+        await app.gateway.deliver(message("demo-room", "add", "m1"))
+        await terminal.wait_for("refused, fine")
     assert terminal.prompts == []
+    # the turn's log lines say which agent answered and by which route
+    [denied] = [line for line in logs if line["event"] == "tool_call_policy_denied"]
+    assert (denied["agent"], denied["route"]) == ("demo", "agents.demo.routes[0]")
+    assert denied["session"] == "console.main:demo-room:@demo"
     # the default agent asks the person at the terminal, who says yes
     provider.add(reply("", call("demo__add", {"a": 1, "b": 2})), reply("added: 3"))
     await app.gateway.deliver(message("local", "add", "m2"))
