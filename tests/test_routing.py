@@ -3,12 +3,20 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from bot.config import parse_settings
-from bot.envelope import ChannelRef, DeliveryTarget, IngressEnvelope, Sender
+from bot.envelope import (
+    ChannelRef,
+    DeliveryTarget,
+    IngressEnvelope,
+    Sender,
+    envelope_from_json,
+    envelope_to_json,
+)
 from bot.gateway.sessions import session_key_for
 from bot.routing import Router
 
@@ -93,3 +101,14 @@ def test_a_history_belongs_to_its_agent() -> None:
     assert session_key_for(routed) == "telegram.main:100:5:@topic"
     per_user = session_key_for(routed, per_user_in_groups=True)
     assert per_user == "telegram.main:100:5:u7:@topic"
+
+
+def test_the_route_is_kept_with_the_inbox_entry() -> None:
+    routed = router(AGENTS).routed(envelope("discord.main", "55", guild="9"))
+    assert envelope_from_json(envelope_to_json(routed)) == routed
+    # an entry stored before routing existed reads as the default agent's
+    stored = json.loads(envelope_to_json(envelope()))
+    for key in ("guild_id", "agent", "route"):
+        del stored[key]
+    old = json.dumps(stored)
+    assert envelope_from_json(old).agent == "default"
