@@ -30,6 +30,7 @@ class InboxDedupe:
             envelope_id=envelope.envelope_id,
             session_key=arrival.session_key,
             payload=envelope_to_json(envelope),
+            sender_id=envelope.sender.id,
         )
         if not admitted:
             log.info("envelope_duplicate", message_id=envelope.message_id)

@@ -206,6 +206,7 @@ async def _recover_background(
         envelope_id=rerun.envelope_id,
         session_key=entry.session_key,
         payload=envelope_to_json(rerun),
+        sender_id=rerun.sender.id,
     )
     await store.inbox.mark(entry.key, InboxStatus.FAILED, error=RERUN_QUEUED)
     if not admitted:

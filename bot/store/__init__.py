@@ -17,14 +17,17 @@ from bot.store.approvals import Approvals
 from bot.store.attachments import AttachmentKind, AttachmentRecord, Attachments
 from bot.store.audit import AuditLog
 from bot.store.channel_state import ChannelState
+from bot.store.forget import ForgetReport, Forgetting
 from bot.store.grants import Grants
 from bot.store.history import History
 from bot.store.inbox import Inbox, InboxKey, InboxStatus
 from bot.store.memory import MemoryNotes
 from bot.store.outbox import Outbox, OutboxEntry, ReplyKind, ReplyStatus
 from bot.store.pairings import Pairings
+from bot.store.rate_limits import RateLimitBuckets
+from bot.store.retention import Retention
 from bot.store.schedules import Schedules
-from bot.store.sqlite import Database
+from bot.store.sqlite import Compaction, Database
 from bot.store.statements import Read
 from bot.store.tool_calls import ToolCallRecord, ToolCalls
 from bot.store.unit_of_work import UnitOfWork
@@ -33,7 +36,9 @@ from bot.store.usage import UsageLog, UsageRecord
 __all__ = [
     "AttachmentKind",
     "AttachmentRecord",
+    "Compaction",
     "Database",
+    "ForgetReport",
     "InboxKey",
     "InboxStatus",
     "OutboxEntry",
@@ -66,6 +71,9 @@ class Store:
         self.schedules = Schedules(db)
         self.usage = UsageLog(db)
         self.attachments = Attachments(db)
+        self.rate_limits = RateLimitBuckets(db)
+        self.retention = Retention(db)
+        self.forget = Forgetting(db, self.attachments)
 
     @classmethod
     async def open(cls, path: str | Path, *, migrate: bool = True) -> Store:
@@ -88,6 +96,11 @@ class Store:
             await self.db.commit(work.writes)
             return None
         return await self.db.commit(work.writes, then)
+
+    async def compact(self) -> Compaction:
+        """Give the pages freed by deletions back to the file system (SQLite's incremental
+        vacuum; a file from before it is switched once, by a full rewrite)."""
+        return await self.db.compact()
 
     async def check_writable(self) -> None:
         """Return when the database accepts a write transaction now (nothing is written);

@@ -93,14 +93,21 @@ class Inbox:
         self._db = db
 
     async def admit(
-        self, key: InboxKey, *, envelope_id: str, session_key: str, payload: str = ""
+        self,
+        key: InboxKey,
+        *,
+        envelope_id: str,
+        session_key: str,
+        payload: str = "",
+        sender_id: str | None = None,
     ) -> bool:
-        """Record a new inbound message. False when it was seen before (a redelivery)."""
+        """Record a new inbound message (``sender_id``: who sent it, for forgetting a person).
+        False when it was seen before (a redelivery)."""
         now = time.time()
         # One statement, one round trip: a redelivery conflicts and returns no row.
         row = await self._db.execute_returning(
             "INSERT INTO inbox (channel, message_id, envelope_id, session_key, payload,"
-            " status, received_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+            " sender_id, status, received_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (channel, message_id) DO NOTHING RETURNING id",
             (
                 key.channel,
@@ -108,6 +115,7 @@ class Inbox:
                 envelope_id,
                 session_key,
                 payload,
+                sender_id,
                 InboxStatus.RECEIVED,
                 now,
                 now,

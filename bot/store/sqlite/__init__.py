@@ -13,7 +13,8 @@ PostgreSQL engine would hold differently (see the Storage section of ``docs/arch
 * :mod:`~bot.store.sqlite.connection`: opening the connection and its pragmas;
 * :mod:`~bot.store.sqlite.schema` and ``migrations/``: the numbered migrations;
 * :mod:`~bot.store.sqlite.errors`: ``sqlite3`` errors mapped into the ``StorageError`` tree;
-* :mod:`~bot.store.sqlite.memory_search`: the one statement that is not portable.
+* :mod:`~bot.store.sqlite.memory_search`: the one statement that is not portable;
+* :mod:`~bot.store.sqlite.vacuum`: giving freed pages back (incremental vacuum).
 
 Only this package imports ``sqlite3``.
 """
@@ -22,5 +23,6 @@ from __future__ import annotations
 
 from bot.store.sqlite.database import Database
 from bot.store.sqlite.transaction import Transaction
+from bot.store.sqlite.vacuum import Compaction
 
-__all__ = ["Database", "Transaction"]
+__all__ = ["Compaction", "Database", "Transaction"]

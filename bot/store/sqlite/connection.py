@@ -1,4 +1,5 @@
-"""The SQLite connection: how it is opened and set up (WAL, foreign keys, busy timeout).
+"""The SQLite connection: how it is opened and set up (WAL, foreign keys, busy timeout,
+incremental vacuum for a new file).
 
 Both run on the worker thread (:class:`~bot.store.sqlite.worker.SqliteWorker`), the only
 thread that ever uses the connection: :func:`connect` opens it, then :class:`Prepare` sets
@@ -31,6 +32,10 @@ class Prepare:
 
     def __call__(self, conn: sqlite3.Connection) -> int:
         with mapped(f"cannot prepare database {self.path}"):
+            if int(conn.execute("PRAGMA page_count").fetchone()[0]) == 0:
+                # a new file: freed pages can be given back without rewriting it (only
+                # settable before the first table, and before WAL writes the header)
+                conn.execute("PRAGMA auto_vacuum=INCREMENTAL")
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")

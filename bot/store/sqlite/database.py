@@ -24,6 +24,7 @@ from bot.store.sqlite.connection import Prepare, connect
 from bot.store.sqlite.schema import Migration, migrations
 from bot.store.sqlite.transaction import Transaction
 from bot.store.sqlite.trip import Answer, Statement, Trip, rollback_if_open, settle
+from bot.store.sqlite.vacuum import Compact, Compaction
 from bot.store.sqlite.worker import Job, SqliteWorker
 from bot.store.statements import Params, Read, Row, Write
 
@@ -87,6 +88,14 @@ class Database:
             self._check_open()
             done = self._submit(Trip(path=self.path, begin=True, statement=None, commit=True))
         await settle(done)
+
+    async def compact(self) -> Compaction:
+        """Give freed pages back to the file system (:class:`Compact`: the first time on a
+        file from before incremental vacuum, a full ``VACUUM`` that rewrites it)."""
+        async with self._lock:
+            self._check_open()
+            done = self._submit(Compact(self.path))
+        return await done
 
     def transaction(self) -> Transaction:
         """An interactive write transaction: ``async with db.transaction() as tx`` (see

@@ -1,0 +1,141 @@
+"""Retention on a real SQLite file: deleting by age keeps turns whole and unfinished messages
+in place, the audit trail goes only past its recorded cutoff, freed pages go back to the file
+system (an old file switched once), and the rate-limit buckets outlive the connection."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from importlib import resources
+from pathlib import Path
+
+from bot.store import InboxStatus, Store
+from bot.store.rate_limits import SavedBucket
+from bot.store.retention import BATCH
+from tests.store.records import audit_row, column, count, envelope, turn
+
+DAY = 86400.0
+
+
+async def test_pruning_by_age(tmp_path: Path) -> None:
+    now = time.time()
+    old, recent = now - 100 * DAY, now - DAY
+    async with await Store.open(tmp_path / "h.db") as store:
+        await turn(store, envelope("1", "-100", "1", text="old"), at=old)
+        await turn(store, envelope("1", "-100", "2", text="recent"), at=recent)
+        await turn(store, envelope("1", "-100", "3", text="waiting"), status=InboxStatus.RECEIVED)
+        with sqlite3.connect(store.db.path) as conn:  # an old message still waiting its turn
+            conn.execute("UPDATE inbox SET updated_at = ? WHERE message_id = '3'", (old,))
+        cutoff = now - 30 * DAY
+
+        assert await store.retention.prune_history(cutoff) == 4
+        history = await store.history.load("telegram.main:-100")
+        assert [m.content for m in history if m.role == "user"] == ["recent"]
+        assert await store.retention.prune_tool_calls(cutoff) == (1, 0)
+        assert await store.retention.prune_inbox(cutoff) == (1, 1)
+        assert await store.retention.prune_usage(cutoff) == (1, 0)
+        assert count(store, "SELECT COUNT(*) FROM usage") == 1
+        assert column(store, "SELECT message_id FROM inbox ORDER BY id") == ["2", "3"]
+        assert count(store, "SELECT COUNT(*) FROM outbox") == 1
+        # nothing older left: a second run deletes nothing
+        assert await store.retention.prune_history(cutoff) == 0
+        assert await store.retention.prune_inbox(cutoff) == (0, 0)
+
+
+async def test_history_goes_by_whole_turns_in_batches(tmp_path: Path) -> None:
+    now = time.time()
+    async with await Store.open(tmp_path / "h.db") as store:
+        for n in range(BATCH // 4 + 3):  # four messages a turn: more than one batch
+            await turn(store, envelope("1", "-100", str(n)), at=now - 10 * DAY)
+        with sqlite3.connect(store.db.path) as conn:  # one turn's answer came much later
+            conn.execute("UPDATE messages SET created_at = ? WHERE id = 4", (now,))
+        assert await store.retention.prune_history(now - DAY) == 4 * (BATCH // 4 + 3)
+        assert count(store, "SELECT COUNT(*) FROM messages") == 0
+
+
+async def test_audit_goes_only_past_its_cutoff(tmp_path: Path) -> None:
+    now = time.time()
+    async with await Store.open(tmp_path / "h.db") as store:
+        await audit_row(store, requester="1", decided_by="2", at=now - 400 * DAY)
+        await audit_row(store, requester="1", decided_by="2", at=now - 100 * DAY)
+        assert await store.retention.prune_audit(now - 365 * DAY) == 1
+        assert count(store, "SELECT COUNT(*) FROM audit") == 1
+        assert column(store, "SELECT value FROM retention_marks") == [now - 365 * DAY]
+
+
+async def test_marks_and_buckets_outlive_the_connection(tmp_path: Path) -> None:
+    path = tmp_path / "h.db"
+    async with await Store.open(path) as store:
+        assert await store.retention.last_run() is None
+        await store.retention.record_run(1234.5)
+        await store.rate_limits.save(
+            [
+                SavedBucket(bucket="user:telegram.main:1", tokens=0.25, updated_at=10.0),
+                SavedBucket(bucket="user:telegram.main:2", tokens=1.0, updated_at=10.0),
+            ]
+        )
+        await store.rate_limits.save(
+            [
+                SavedBucket(
+                    bucket="user:telegram.main:1", tokens=0.0, updated_at=11.0, noticed_at=11.0
+                )
+            ],
+            dropped=["user:telegram.main:2"],
+        )
+    async with await Store.open(path) as store:
+        assert await store.retention.last_run() == 1234.5
+        assert await store.rate_limits.load() == [
+            SavedBucket(bucket="user:telegram.main:1", tokens=0.0, updated_at=11.0, noticed_at=11.0)
+        ]
+
+
+def version_10_file(path: Path) -> None:
+    """A file as the release before incremental vacuum made it: no auto_vacuum, every
+    migration up to 0010 applied, and a large table since deleted."""
+    folder = resources.files("bot.store.sqlite") / "migrations"
+    scripts = sorted(
+        (e.name, e.read_text(encoding="utf-8"))
+        for e in folder.iterdir()
+        if e.name.endswith(".sql") and int(e.name[:4]) <= 10
+    )
+    with sqlite3.connect(path) as conn:
+        for _name, sql in scripts:
+            conn.executescript(sql)
+        conn.execute(f"PRAGMA user_version = {int(scripts[-1][0][:4])}")
+        conn.executemany(
+            "INSERT INTO memory (scope_key, content, created_at) VALUES ('s', ?, 1)",
+            [("x" * 2000,) for _ in range(500)],
+        )
+        conn.commit()
+        conn.execute("DELETE FROM memory")
+        conn.commit()
+
+
+async def test_an_old_file_is_switched_once_then_compacted(tmp_path: Path) -> None:
+    path = tmp_path / "h.db"
+    version_10_file(path)
+    async with await Store.open(path) as store:
+        first = await store.compact()
+        assert first.switched
+        with sqlite3.connect(path) as conn:
+            assert conn.execute("PRAGMA auto_vacuum").fetchone()[0] == 2
+        with sqlite3.connect(path) as conn:
+            conn.executemany(
+                "INSERT INTO memory (scope_key, content, created_at) VALUES ('s', ?, 1)",
+                [("y" * 2000,) for _ in range(500)],
+            )
+            conn.commit()
+        pages = first.file_pages
+        assert count(store, "SELECT COUNT(*) FROM memory") == 500
+        with sqlite3.connect(path) as conn:
+            conn.execute("DELETE FROM memory")
+            conn.commit()
+        second = await store.compact()
+        assert not second.switched
+        assert second.pages_freed > 200
+        assert second.file_pages <= pages + 5
+
+
+async def test_a_new_file_needs_no_switch(tmp_path: Path) -> None:
+    async with await Store.open(tmp_path / "h.db") as store:
+        assert not (await store.compact()).switched
