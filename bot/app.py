@@ -34,6 +34,9 @@ from bot.agent.turn import AgentBundle
 from bot.approval.findings import approval_findings
 from bot.approval.reasons import RuntimeReason
 from bot.approval.service import ApprovalService
+from bot.attachments.ingest import FOLDER as ATTACHMENTS_FOLDER
+from bot.attachments.ingest import AttachmentIngest
+from bot.attachments.retention import prune_periodically
 from bot.backoff import Backoff, BackoffPolicy, cancel_requested, sleep_before_retry
 from bot.channel import Channel, ChannelHealth, HealthState
 from bot.channel_host import AdapterHost
@@ -53,10 +56,12 @@ from bot.store import Store
 from bot.tools.builtin import builtin_tools
 from bot.tools.builtin.sandbox import Confinement
 from bot.tools.builtin.scope_changes import announce_scope_changes
+from bot.tools.builtin.workspace import Workspace
 from bot.tools.hooks import ToolHooks
 from bot.tools.receipt import ReceiptSigner
 from bot.tools.services import PipelineServices
-from bot.tools.spec import ToolSpec
+from bot.tools.spec import ToolContext, ToolEnvironmentError, ToolSpec
+from bot.turn import TurnIdentity
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -173,12 +178,19 @@ class App:
                 dynamic=self.mcp,
             )
             self._providers = ProviderPool(settings, given=self.provider, wrap=self._metered)
+            self.attachments = AttachmentIngest(
+                store=self.store,
+                config=lambda: self.settings.attachments,
+                folder=Path(settings.state_dir) / ATTACHMENTS_FOLDER,
+                workspace_for=self._attachment_workspace,
+            )
             self.agent = AgentRunner(
                 bundles=build_bundles(settings, self._shared_bundle, self._providers),
                 channel_for=self.channel_for,
                 streams=_streams(settings),
                 turn_finished=None if self.metrics is None else self.metrics.turn_finished,
                 excluded_for=self._channel_excluded_tools,
+                attachments=self.attachments,
             )
             self.gateway = Gateway(
                 settings=settings,
@@ -269,6 +281,22 @@ class App:
     def channel_for(self, ref: ChannelRef) -> Channel | None:
         return self.channels.get(str(ref))
 
+    def _attachment_workspace(self, turn: TurnIdentity) -> Path | None:
+        """The folder of ``turn``'s workspace that its file tools see (its
+        ``tools.workspace.scope`` folder), where the files its message came with are
+        saved; None when it cannot be made."""
+        config = self.settings.tools.workspace
+        root = workspace_root(self.settings)
+        workspace = Workspace(
+            root=root, allow_sensitive_files=config.allow_sensitive_files, scope=config.scope
+        )
+        try:
+            root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            return workspace.for_call(ToolContext(turn=turn)).real_root()
+        except (OSError, ToolEnvironmentError) as exc:
+            log.warning("attachment_workspace_unavailable", error=str(exc))
+            return None
+
     async def _supervise(self) -> None:
         async with asyncio.TaskGroup() as group:
 
@@ -276,6 +304,15 @@ class App:
                 self._parts[name] = group.create_task(coro, name=name)
 
             start("gateway", self.gateway.run())
+            start(
+                "attachments",
+                prune_periodically(
+                    self.store,
+                    config=lambda: self.settings.attachments,
+                    folder=self.attachments.folder,
+                    clock=self._clock,
+                ),
+            )
             if self.mcp is not None:
                 start("mcp", self.mcp.run())
             if self.settings.schedules.enabled:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import replace
 
 import structlog
 
@@ -77,7 +78,7 @@ async def run_turn(bundle: AgentBundle, state: TurnState) -> TurnResult:
         progress=state.progress,
         cancel=state.cancel,
     )
-    await _begin(bundle, state, ChatMessage(role="user", content=envelope.text))
+    await _begin(bundle, state, state.user or ChatMessage(role="user", content=envelope.text))
     try:
         async with asyncio.timeout(settings.turn_timeout_s) as budget:
             return await _iterate(bundle, state, pipeline, registry.definitions())
@@ -194,6 +195,9 @@ async def _begin(bundle: AgentBundle, state: TurnState, user: ChatMessage) -> No
     work.append_history(turn.session_key, turn.turn_id, [user])
     if state.history is None:
         state.history = await store.commit(work, then=store.history.loading(turn.session_key))
+        if user.images and state.history and state.history[-1] == replace(user, images=()):
+            # the images go to the model with this turn's message only: history has its text
+            state.history[-1] = user
         return
     await store.commit(work)
     state.history.append(user)

@@ -8,7 +8,9 @@ gateway what to send and whether a shutdown cut the turn short. A message whose 
 longer configured (removed by a reload while it waited, or before a restart) is answered by
 the ``default`` agent. ``excluded_for`` names the
 tools a channel's configuration hides (``channels.<kind>.<alias>.excluded_tools``), added to
-the agent's own exclusions for every turn from that channel.
+the agent's own exclusions for every turn from that channel. A message that came with files
+has them read first (``attachments``, :class:`~bot.attachments.ingest.AttachmentIngest`):
+the turn's user message then carries a line per file and the images to show.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ import structlog
 
 from bot.agent.loop import run_turn
 from bot.agent.turn import AgentBundle, TurnState, TurnStatus
+from bot.attachments.ingest import AttachmentIngest
 from bot.channel import Channel
 from bot.envelope import ChannelRef
 from bot.progress import ChannelProgress
-from bot.tools.cancellation import SHUTDOWN
+from bot.tools.cancellation import SHUTDOWN, unless_cancelled
 from bot.turn import SessionControl, TurnIdentity, TurnReply
 
 log = structlog.get_logger(__name__)
@@ -45,8 +48,10 @@ class AgentRunner:
         streams: frozenset[str] = frozenset(),
         turn_finished: Callable[[str], None] | None = None,
         excluded_for: Callable[[ChannelRef], Sequence[str]] | None = None,
+        attachments: AttachmentIngest | None = None,
     ) -> None:
         self.bundles = dict(bundles)
+        self._attachments = attachments
         self.streams = streams
         self._channel_for = channel_for
         self._turn_finished = turn_finished
@@ -86,6 +91,11 @@ class AgentRunner:
             await progress.start()
         control.on_cancel(state.cancel.cancel)
         try:
+            if envelope.attachments and self._attachments is not None:
+                # downloaded before the turn's first record: a crash meanwhile leaves the
+                # message to recovery, which runs it again from the start
+                reading = self._attachments.user_message(turn, channel)
+                state.user = await unless_cancelled(reading, state.cancel)
             result = await run_turn(bundle, state)
         finally:
             await state.progress.aclose()

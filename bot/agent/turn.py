@@ -115,6 +115,9 @@ class TurnState:
     ``restrict_to`` (when set) narrows the offered tools to those names for this run.
     ``inbox`` names the inbox entry the turn answers (None: none, e.g. in tests):
     ``run_turn`` marks it ``processing`` in the same transaction as the user message.
+    ``user`` is that message when the runner built more than the envelope's text (the
+    message came with files: their lines, and images shown this turn only); None: the
+    envelope's text.
     """
 
     turn: TurnIdentity
@@ -124,6 +127,7 @@ class TurnState:
     excluded_tools: tuple[str, ...] = ()
     restrict_to: frozenset[str] | None = None
     inbox: InboxKey | None = None
+    user: ChatMessage | None = None
 
 
 class TurnStatus(enum.StrEnum):

@@ -123,7 +123,13 @@ class AttachmentIngest:
                 for index, attachment in enumerate(turn.envelope.attachments)
             ]
         done = [task.result() for task in tasks]
-        records = [record for record, _ in done if record is not None]
+        # one time for the message, its files a microsecond apart: listed in the order sent
+        now = time.time()
+        records = [
+            _record(turn, *kept, created_at=now + index / 1e6)
+            for index, (kept, _) in enumerate(done)
+            if kept is not None
+        ]
         try:
             await self._store.attachments.record(*records)
         except StorageError as exc:
@@ -142,7 +148,7 @@ class AttachmentIngest:
         config: AttachmentsConfig,
         workspace: Path | None,
         slots: asyncio.Semaphore,
-    ) -> tuple[AttachmentRecord | None, Note]:
+    ) -> tuple[tuple[Saved, Read] | None, Note]:
         attachment_id = new_attachment_id()
         path = self.folder / saved_name(attachment_id, name)
         async with slots:
@@ -168,10 +174,10 @@ class AttachmentIngest:
             mime_type=read.detected.mime_type,
             size=size,
         )
-        return _record(turn, saved, read), read.note
+        return (saved, read), read.note
 
 
-def _record(turn: TurnIdentity, saved: Saved, read: Read) -> AttachmentRecord:
+def _record(turn: TurnIdentity, saved: Saved, read: Read, *, created_at: float) -> AttachmentRecord:
     envelope = turn.envelope
     return AttachmentRecord(
         id=saved.id,
@@ -186,7 +192,7 @@ def _record(turn: TurnIdentity, saved: Saved, read: Read) -> AttachmentRecord:
         size=saved.size,
         path=str(saved.path),
         workspace_path=None if read.workspace_path is None else str(read.workspace_path),
-        created_at=time.time(),
+        created_at=created_at,
     )
 
 
