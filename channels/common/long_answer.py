@@ -6,9 +6,10 @@ split into more than ``long_answer_max_messages`` messages goes as one Markdown 
 key (so a platform's :class:`~bot.channel.DeliveryCheck` still finds it after a restart) and
 a caption made of the answer's first lines (:func:`caption_of`). Nothing else changes: a
 short answer, a send without a key (``send_message``, notices of the approval desk), a
-channel whose adapter cannot post files or count its messages, and an answer over the
-upload limit are sent as messages. When the platform refuses the file, the answer is sent
-as messages after all: it is never lost to the choice.
+channel whose adapter cannot post files or count its messages, an answer over the upload
+limit and an answer only its user sees (:class:`AnswersPrivately`) are sent as messages.
+When the platform refuses the file, the answer is sent as messages after all: it is never
+lost to the choice.
 
 The file is written to a private temporary directory and removed once sent.
 """
@@ -37,6 +38,17 @@ class CountsMessages(Protocol):
 
     def message_count(self, text: str) -> int:
         """How many messages ``send`` posts for ``text``."""
+        ...
+
+
+@runtime_checkable
+class AnswersPrivately(Protocol):
+    """An outbound module some of whose targets see answers alone (a Slack slash command's,
+    answered only to the user who typed it): a file would be posted for everyone there, so
+    their long answers stay messages."""
+
+    def answers_privately(self, target: DeliveryTarget) -> bool:
+        """Whether answers to ``target`` are shown to one user only."""
         ...
 
 

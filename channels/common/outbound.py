@@ -17,7 +17,12 @@ from bot.channel import ApprovalCard, ChannelSending, FileSending, SentMessage
 from bot.channel_config import ChannelCommon
 from bot.envelope import DeliveryTarget
 from bot.errors import ChannelError
-from channels.common.long_answer import CountsMessages, send_as_file
+from channels.common.long_answer import (
+    AnswersPrivately,
+    CountsMessages,
+    caption_of,
+    send_as_file,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -37,6 +42,12 @@ class SendsThrough:
                 log.warning("long_answer_file_refused", channel=str(target.channel), error=str(exc))
         return await self._outbound.send(target, text, key=key)
 
+    def shown_text(self, target: DeliveryTarget, text: str) -> str:
+        """What a keyed reply of ``text`` to ``target`` says on the platform: the caption of
+        its file when ``delivery.long_answer`` sends it as one, else ``text`` (for a
+        delivery check that finds replies by their text; a refused file went as ``text``)."""
+        return caption_of(text) if self._as_file(target, text) else text
+
     def _as_file(self, target: DeliveryTarget, text: str) -> bool:
         """Whether ``delivery.long_answer`` sends ``text`` as a file (the module doc)."""
         # Every adapter keeps its validated table as ``_config`` (typed by its own kind).
@@ -47,6 +58,8 @@ class SendsThrough:
         if not isinstance(outbound, CountsMessages) or not isinstance(self, FileSending):
             return False
         if len(text.encode()) > self.upload_limit(target):
+            return False
+        if isinstance(outbound, AnswersPrivately) and outbound.answers_privately(target):
             return False
         return outbound.message_count(text) > config.delivery.long_answer_max_messages
 

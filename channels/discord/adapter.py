@@ -301,10 +301,17 @@ class DiscordChannel(SendsThrough):
         after_message_id: str | None,
     ) -> Sequence[SentMessage] | None:
         """The bot's messages that are the reply ``key`` (``text``) to ``target``
-        (:mod:`channels.discord.delivery_check`)."""
-        return await self._replies_found.find_delivered(
-            target, key=key, text=text, after_message_id=after_message_id
+        (:mod:`channels.discord.delivery_check`); a long answer sent as a file is found by
+        its caption, or by its text when the file was refused and it went as messages."""
+        shown = self.shown_text(target, text)
+        found = await self._replies_found.find_delivered(
+            target, key=key, text=shown, after_message_id=after_message_id
         )
+        if found == [] and shown != text:
+            found = await self._replies_found.find_delivered(
+                target, key=key, text=text, after_message_id=after_message_id
+            )
+        return found
 
     # files users attach (bot.channel.AttachmentDownloads) -------------------------------
 

@@ -114,6 +114,15 @@ class SlackOutbound:
             sent.append(SentMessage(target=target, message_id=posted.ts))
         return sent
 
+    def message_count(self, text: str) -> int:
+        """How many messages :meth:`send` posts for ``text`` (a long answer may go as a
+        file instead: ``delivery.long_answer``)."""
+        return len(render_chunks(text, self._config.max_message_chars))
+
+    def answers_privately(self, target: DeliveryTarget) -> bool:
+        """A slash command's answers are shown only to its user; a file would be public."""
+        return self._command_replies.answers(target)
+
     def upload_limit(self, target: DeliveryTarget) -> int:
         return self._files.upload_limit(target)
 
