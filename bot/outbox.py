@@ -1,4 +1,5 @@
-"""The outbox over live channels: how tools (``send_message``) and scheduled jobs post.
+"""The outbox over live channels: how tools (``send_message``, ``send_file``) and scheduled
+jobs post.
 
 A target is allowed when its channel is configured and running and:
 
@@ -17,6 +18,10 @@ into the DM with that user, while channels start with ``C`` or ``G``. A Slack ``
 not name its user, so it is allowed only with ``"*"``: name the user (``U…``) instead. Paired
 users are not on ``allowed_users`` and get no DMs through the outbox: the outbox answers
 from configuration alone. The console's one conversation is the local terminal.
+
+Files go through the target channel's :class:`~bot.channel.FileSending`, under the same
+rules; a channel without it posts no files (:meth:`ChannelOutbox.upload_limit` says so
+before anything is read).
 """
 
 from __future__ import annotations
@@ -25,8 +30,9 @@ import enum
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
-from bot.channel import Channel
+from bot.channel import Channel, FileSending
 from bot.config import ChannelCommon, Settings
 from bot.envelope import ChannelRef, DeliveryTarget
 
@@ -98,7 +104,8 @@ def may_post(config: ChannelCommon, kind: str, conversation_id: str) -> bool:
 
 
 class ChannelOutbox:
-    """Implements :class:`bot.tools.builtin.messaging.Outbox` over the daemon's channels."""
+    """Implements :class:`bot.tools.builtin.messaging.Outbox` and
+    :class:`bot.tools.builtin.file_sending.FileOutbox` over the daemon's channels."""
 
     def __init__(
         self,
@@ -123,3 +130,21 @@ class ChannelOutbox:
         if channel is None:
             raise LookupError(f"channel {target.channel} is not running")
         await channel.send(target, text)
+
+    def upload_limit(self, target: DeliveryTarget) -> int | None:
+        """The largest file ``target``'s channel takes there; None when the channel posts
+        no files or is not running."""
+        channel = self._channel_for(target.channel)
+        if not isinstance(channel, FileSending):
+            return None
+        return channel.upload_limit(target)
+
+    async def send_file(
+        self, target: DeliveryTarget, path: Path, *, name: str, caption: str = ""
+    ) -> None:
+        channel = self._channel_for(target.channel)
+        if channel is None:
+            raise LookupError(f"channel {target.channel} is not running")
+        if not isinstance(channel, FileSending):
+            raise LookupError(f"channel {target.channel} posts no files")
+        await channel.send_file(target, path, name=name, caption=caption)

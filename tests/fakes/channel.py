@@ -6,6 +6,8 @@ typing, a platform that is down), the throughput bench (timing replies). It reco
 was asked to send, edit and post, and a test clicks on a card it posted as any user with
 :meth:`FakeChannel.click`. :class:`FakeTerminal` answers
 terminal prompts from a script; :class:`MemberChannel` knows who is in which conversation.
+:class:`FileChannel` serves files users attach; :class:`UploadChannel` takes files the bot
+sends.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import asyncio
 import itertools
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TypeVar
 
 from bot.channel import (
@@ -258,3 +261,46 @@ class FileChannel(FakeChannel):
                 await asyncio.sleep(0)
         finally:
             self.closed.add(ref)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Upload:
+    """One file a channel was asked to post: where, under which name, its bytes as read at
+    the upload, its caption and key."""
+
+    target: DeliveryTarget
+    name: str
+    data: bytes
+    caption: str
+    key: str
+
+
+class UploadChannel(FakeChannel):
+    """A fake channel that posts files (:class:`bot.channel.FileSending`): it reads each file
+    when asked to post it and records it in :attr:`uploads`; ``limit`` is the largest file
+    it takes (in every conversation); while :attr:`refusing` is set, an upload raises
+    :class:`~bot.errors.ChannelError` with that sentence."""
+
+    def __init__(self, ref: ChannelRef, *, limit: int = 50 * 1024 * 1024) -> None:
+        super().__init__(ref)
+        self.limit = limit
+        self.uploads: list[Upload] = []
+        self.refusing = ""
+
+    def upload_limit(self, target: DeliveryTarget) -> int:
+        return self.limit
+
+    async def send_file(
+        self,
+        target: DeliveryTarget,
+        path: Path,
+        *,
+        name: str,
+        caption: str = "",
+        key: str = "",
+    ) -> Sequence[SentMessage]:
+        if self.refusing:
+            raise ChannelError(self.refusing)
+        data = await asyncio.to_thread(path.read_bytes)
+        self.uploads.append(Upload(target=target, name=name, data=data, caption=caption, key=key))
+        return [SentMessage(target=target, message_id=f"f{next(self._ids)}")]

@@ -12,9 +12,11 @@ from pathlib import Path
 
 from bot.config import ToolsConfig
 from bot.store import Store
+from bot.tools.builtin.attachment_viewing import view_attachment_tool
 from bot.tools.builtin.calculator import calculator_tool
 from bot.tools.builtin.clock import current_time_tool
 from bot.tools.builtin.file_reading import file_list_tool, file_read_tool, file_search_tool
+from bot.tools.builtin.file_sending import FileOutbox, send_file_tool
 from bot.tools.builtin.file_writing import file_edit_tool, file_write_tool
 from bot.tools.builtin.memory import memory_recall_tool, memory_store_tool
 from bot.tools.builtin.messaging import Outbox, send_message_tool
@@ -39,7 +41,9 @@ def builtin_tools(
     ``workspace`` is the resolved workspace root (the daemon resolves
     ``tools.workspace.path`` against its state directory); it is created if missing, and
     each call works in its ``tools.workspace.scope`` folder under it.
-    ``send_message`` is included only with an ``outbox``. ``confinement`` names the daemon's
+    ``send_message`` is included only with an ``outbox``, ``send_file`` only with one that
+    also uploads files (a :class:`FileOutbox`) and with the file tools enabled;
+    ``view_attachment`` always. ``confinement`` names the daemon's
     files that ``shell``'s sandbox hides and the channels' network modes. A bad
     ``tools.shell.deny_patterns`` regex, or ``tools.shell.sandbox = "bwrap"`` where
     bubblewrap cannot run, raises ``ConfigError``.
@@ -60,6 +64,7 @@ def builtin_tools(
             file_write_tool(ws, files),
             file_edit_tool(ws, files),
         ]
+    tools.append(view_attachment_tool(store.attachments, ws))
     if tools_config.shell.enabled:
         tools.append(shell_tool(ws, tools_config.shell, confinement=confinement))
     if tools_config.http_fetch.enabled:
@@ -75,4 +80,6 @@ def builtin_tools(
         ]
     if outbox is not None:
         tools.append(send_message_tool(outbox))
+        if files.enabled and isinstance(outbox, FileOutbox):
+            tools.append(send_file_tool(outbox, ws))
     return tools

@@ -40,6 +40,20 @@ class Outbox(Protocol):
     async def send(self, target: DeliveryTarget, text: str) -> None: ...
 
 
+class Addressed(Protocol):
+    """Arguments that name a conversation, each part optional (``send_message``,
+    ``send_file``)."""
+
+    @property
+    def channel(self) -> str | None: ...
+
+    @property
+    def to(self) -> str | None: ...
+
+    @property
+    def thread(self) -> str | None: ...
+
+
 class SendMessageArguments(ToolArguments):
     text: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS, description="Message text.")
     channel: str | None = Field(
@@ -60,7 +74,7 @@ def _parse_channel(text: str) -> ChannelRef:
     return ChannelRef(kind=kind, alias=alias)
 
 
-def resolve_target(args: SendMessageArguments, context: ToolContext) -> DeliveryTarget:
+def resolve_target(args: Addressed, context: ToolContext) -> DeliveryTarget:
     """The target of a call: explicit arguments first, the originating conversation for what
     is missing. The origin's thread is used only when the conversation is the origin's."""
     origin_channel, origin_conversation = _origin(context)
@@ -82,6 +96,11 @@ def resolve_target(args: SendMessageArguments, context: ToolContext) -> Delivery
     )
 
 
+def is_origin(target: DeliveryTarget, context: ToolContext) -> bool:
+    """Whether ``target`` is the conversation the request came from (any thread of it)."""
+    return (str(target.channel), target.conversation_id) == _origin(context)
+
+
 def needs_approval(arguments: Mapping[str, object], context: ToolContext) -> bool:
     """Approval is needed when the message would go to another conversation than the one the
     request came from (a different channel or conversation id; a thread of the same
@@ -100,8 +119,7 @@ def send_message_tool(outbox: Outbox) -> ToolSpec:
         target = resolve_target(args, context)
         # The conversation the request came from is always allowed: its sender was let in,
         # and its id may be of a shape the outbox cannot classify (every Discord channel).
-        here = (str(target.channel), target.conversation_id) == _origin(context)
-        if not here and not outbox.allows(target):
+        if not is_origin(target, context) and not outbox.allows(target):
             raise ToolRefused(
                 f"{target.channel}:{target.conversation_id} is not a conversation this bot "
                 "can post to"

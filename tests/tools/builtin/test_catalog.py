@@ -22,11 +22,25 @@ from tests.tools.gates import PolicyGate
 from tests.tools.harness import Harness
 
 
-class NullOutbox:
+class TextOutbox:
+    """An outbox that posts text only."""
+
     def allows(self, target: DeliveryTarget) -> bool:
         return False
 
     async def send(self, target: DeliveryTarget, text: str) -> None:
+        raise AssertionError("nothing may be sent")
+
+
+class NullOutbox(TextOutbox):
+    """An outbox that posts text and files (and sends nothing)."""
+
+    def upload_limit(self, target: DeliveryTarget) -> int | None:
+        return None
+
+    async def send_file(
+        self, target: DeliveryTarget, path: Path, *, name: str, caption: str = ""
+    ) -> None:
         raise AssertionError("nothing may be sent")
 
 
@@ -38,11 +52,13 @@ ALL = [
     "file_search",
     "file_write",
     "file_edit",
+    "view_attachment",
     "shell",
     "http_fetch",
     "memory_store",
     "memory_recall",
     "send_message",
+    "send_file",
 ]
 
 # (requires_approval, kind) of every built-in; http_fetch and send_message refine per call.
@@ -57,6 +73,8 @@ POLICY = {
     "memory_store": (False, ToolKind.WRITE),
     "memory_recall": (False, ToolKind.READ_ONLY),
     "send_message": (True, ToolKind.WRITE),
+    "view_attachment": (False, ToolKind.READ_ONLY),
+    "send_file": (True, ToolKind.WRITE),
 }
 
 
@@ -85,20 +103,21 @@ def test_every_builtin_with_its_policy(store: Store, tmp_path: Path) -> None:
         (
             {"files": {"enabled": False}},
             True,
-            {"file_read", "file_list", "file_search", "file_write", "file_edit"},
+            {"file_read", "file_list", "file_search", "file_write", "file_edit", "send_file"},
         ),
-        ({}, False, {"send_message"}),
+        ({}, False, {"send_message", "send_file"}),
+        ({}, "text", {"send_file"}),
     ],
 )
 def test_disabled_tools_are_left_out(
-    store: Store, tmp_path: Path, sections: dict[str, object], outbox: bool, missing: set[str]
+    store: Store,
+    tmp_path: Path,
+    sections: dict[str, object],
+    outbox: bool | str,
+    missing: set[str],
 ) -> None:
-    specs = builtin_tools(
-        tools_config(**sections),
-        store=store,
-        outbox=NullOutbox() if outbox else None,
-        workspace=tmp_path,
-    )
+    given = TextOutbox() if outbox == "text" else NullOutbox() if outbox else None
+    specs = builtin_tools(tools_config(**sections), store=store, outbox=given, workspace=tmp_path)
     assert {s.name for s in specs} == set(ALL) - missing
 
 
