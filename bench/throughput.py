@@ -16,6 +16,9 @@ answers after its result (two requests). ``--stream`` makes the provider stream 
 ``--scripted`` replaces the provider and the HTTP server with an in-process scripted model
 and the tools with one no-op tool (the bench as it was before it spoke HTTP; its figure
 with ``--tool`` is comparable with the earlier rounds in ``docs/performance.md``).
+``--budgets`` prices the model and sets a budget of every kind (per user, per conversation,
+for the agent and for the channel; daily and monthly; tokens and cost), none of which a
+round comes near, so every turn runs every budget check.
 
 Prints turns per second (completed turns / wall time from the first delivery to the last
 reply), envelope-to-reply latency (p50, p99: from ``deliver`` to the channel's ``send``; it
@@ -25,9 +28,9 @@ per turn, SQLite round trips (worker-thread trips) per turn, and the process's p
 After the warm-up round the bench settles the garbage collector as the daemon does after
 start-up (:func:`bot.ops.daemon.settle_memory`: one collection, then ``gc.freeze()``).
 
-    python bench/throughput.py [--tool] [--stream] [--scripted] [--conversations 1000]
-                               [--max-concurrent-turns 32] [--rounds 3] [--log-level warning]
-                               [--profile FILE]
+    python bench/throughput.py [--tool] [--stream] [--scripted] [--budgets]
+                               [--conversations 1000] [--max-concurrent-turns 32] [--rounds 3]
+                               [--log-level warning] [--profile FILE]
     python bench/throughput.py --conversations 5000 [--tool]
 
 Targets on a 2-core machine, 1,000 conversations over HTTP: at least 600 turns/s plain and
@@ -104,11 +107,40 @@ class Replies:
         self.expected = conversations
 
 
+#: Limits no round comes near (``--budgets``): every check runs, none stops a turn.
+ROOMY = {
+    "daily_tokens": 10**12,
+    "monthly_tokens": 10**13,
+    "daily_cost": 10.0**9,
+    "monthly_cost": 10.0**10,
+}
+
+
+def budget_tables() -> dict[str, Any]:
+    """``[pricing]`` and ``[budgets]`` for ``--budgets``."""
+    return {
+        "pricing": {"gpt-4o-mini": {"input": 0.15, "output": 0.6, "cache_read": 0.075}},
+        "budgets": {
+            "time_zone": "Europe/Berlin",
+            "per_user": ROOMY,
+            "per_conversation": ROOMY,
+            "agents": {"default": ROOMY},
+            "channels": {str(CHANNEL): ROOMY},
+        },
+    }
+
+
 def bench_settings(
-    state_dir: Path, max_concurrent_turns: int, *, base_url: str, stream: bool
+    state_dir: Path,
+    max_concurrent_turns: int,
+    *,
+    base_url: str,
+    stream: bool,
+    budgets: bool = False,
 ) -> Settings:
     return parse_settings(
         {
+            **(budget_tables() if budgets else {}),
             "state_dir": str(state_dir),
             "agent": {"max_concurrent_turns": max_concurrent_turns, "turn_timeout_s": 300.0},
             "channels": {"console": {"main": {}}},
@@ -207,20 +239,24 @@ def trips(app: App) -> int:
 
 async def check_persisted(app: App, turns: int, *, tool: bool) -> str:
     """What the store holds afterwards (every turn must be done and in history: the question
-    and the answer, with ``--tool`` also the call and its result, and a ``tool_calls`` row)."""
+    and the answer, with ``--tool`` also the call and its result, and a ``tool_calls`` row;
+    a ``usage`` row per model call)."""
     counts = await app.store.inbox.counts()
     rows = await app.store.db.fetchone("SELECT COUNT(*) AS n FROM messages")
     calls = await app.store.db.fetchone("SELECT COUNT(*) AS n FROM tool_calls")
+    used = await app.store.db.fetchone("SELECT COUNT(*) AS n FROM usage")
     messages = int(rows["n"]) if rows else 0
     tool_calls = int(calls["n"]) if calls else 0
+    usage = int(used["n"]) if used else 0
     ok = (
         counts.get("done") == turns
         and messages == (4 if tool else 2) * turns
         and tool_calls == (turns if tool else 0)
+        and usage == (2 if tool else 1) * turns
     )
     return (
-        f"persisted: inbox {counts}, {messages} history messages, {tool_calls} tool_calls rows"
-        f" ({'as expected' if ok else 'UNEXPECTED'})"
+        f"persisted: inbox {counts}, {messages} history messages, {tool_calls} tool_calls rows,"
+        f" {usage} usage rows ({'as expected' if ok else 'UNEXPECTED'})"
     )
 
 
@@ -240,6 +276,7 @@ async def main(args: argparse.Namespace) -> None:
     print(
         f"{args.conversations} conversations at once, {turn} each, {model_kind}, "
         f"max_concurrent_turns={args.max_concurrent_turns}, log level {args.log_level}"
+        + (", budgets of every kind" if args.budgets else "")
     )
     print(f"RSS after imports: {rss_mb():.0f} MB")
     if args.scripted:
@@ -260,7 +297,11 @@ async def run(args: argparse.Namespace, *, model: ModelServer | None, base_url: 
     channel = FakeChannel(CHANNEL, on_send=replies.on_send)
     with tempfile.TemporaryDirectory() as folder:
         settings = bench_settings(
-            Path(folder), args.max_concurrent_turns, base_url=base_url, stream=args.stream
+            Path(folder),
+            args.max_concurrent_turns,
+            base_url=base_url,
+            stream=args.stream,
+            budgets=args.budgets,
         )
         async with App(
             settings, provider=provider, channels={"console.main": channel}, tools=tools
@@ -314,6 +355,11 @@ if __name__ == "__main__":
         "--tool", action="store_true", help="each turn calls one read-only tool, then answers"
     )
     parser.add_argument("--stream", action="store_true", help="the provider streams (SSE)")
+    parser.add_argument(
+        "--budgets",
+        action="store_true",
+        help="price the model and set budgets of every kind (none reached): every check runs",
+    )
     parser.add_argument(
         "--scripted",
         action="store_true",

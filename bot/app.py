@@ -62,6 +62,7 @@ from bot.tools.receipt import ReceiptSigner
 from bot.tools.services import PipelineServices
 from bot.tools.spec import ToolContext, ToolEnvironmentError, ToolSpec
 from bot.turn import TurnIdentity
+from bot.usage.meter import UsageMeter
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -163,6 +164,11 @@ class App:
                 await announce_scope_changes(
                     settings.tools, workspace=workspace_root(settings), notes=self.store.memory
                 )
+            self.usage = UsageMeter(
+                settings,
+                self.store,
+                on_record=None if self.metrics is None else self.metrics.usage_recorded,
+            )
             self._shared_bundle = AgentBundle(
                 provider=self.provider,
                 services=PipelineServices(
@@ -176,6 +182,7 @@ class App:
                 ),
                 tools=self.tools,
                 dynamic=self.mcp,
+                usage=self.usage,
             )
             self._providers = ProviderPool(settings, given=self.provider, wrap=self._metered)
             self.attachments = AttachmentIngest(
@@ -304,6 +311,7 @@ class App:
                 self._parts[name] = group.create_task(coro, name=name)
 
             start("gateway", self.gateway.run())
+            start("usage", self.usage.run())
             start(
                 "attachments",
                 prune_periodically(
@@ -401,6 +409,7 @@ class App:
         if self.mcp is not None:
             self.mcp.update_settings(settings.mcp)
         self.scheduler.update_settings(settings.schedules)
+        self.usage.update(settings)
 
     async def drain(self, timeout_s: float) -> bool:
         """Stop taking messages and let running turns finish (:meth:`Gateway.drain`).

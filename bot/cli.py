@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "bot.commands.receipts",
     "bot.commands.pairing",
     "bot.commands.schedules",
+    "bot.commands.usage",
 )
 
 Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]

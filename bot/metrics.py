@@ -3,7 +3,8 @@
 Two kinds of source feed :class:`Metrics`:
 
 * **events**, counted as they happen through small hooks: turns by status
-  (:meth:`Metrics.turn_finished`, called by the App), tool calls by outcome
+  (:meth:`Metrics.turn_finished`, called by the App), model tokens and cost
+  (:meth:`Metrics.usage_recorded`, the usage meter's hook), tool calls by outcome
   (:meth:`Metrics.after_tool_call`, the ``after_tool_call`` hook the App registers in its
   agent bundle), approvals by decision and their latency (:class:`MeteredGate`, which the App
   puts around the approval gate), provider latency and errors (:class:`MeteredProvider`,
@@ -32,6 +33,7 @@ from bot.channel import ChannelHealth, HealthState
 from bot.errors import ProviderError
 from bot.providers.base import CompletionRequest, Provider, ProviderReply, StreamSink
 from bot.store.audit import Decision
+from bot.store.usage import UsageRecord
 from bot.tools.hooks import HookCall
 from bot.tools.outcome import OutcomeReason, ToolOutcome
 
@@ -53,6 +55,10 @@ _NAMELESS = frozenset(
 # ... and a batch interrupted before preparation names its calls as the model did, so the
 # distinct tool labels are capped as well.
 MAX_TOOL_LABELS = 200
+# A model label is the name the reply gave (a server may add dates or versions): capped too.
+# Agent, provider and channel labels are configured names; a user id is never a label.
+MAX_MODEL_LABELS = 50
+TOKEN_KINDS = ("input", "output", "cache_write", "cache_read")
 
 
 class LiveState(Protocol):
@@ -78,6 +84,19 @@ class Metrics:
             "hatchway_tool_calls",
             "Tool calls finished, by tool, outcome status and reason.",
             ["tool", "outcome", "reason"],
+            registry=r,
+        )
+        self.tokens = Counter(
+            "hatchway_tokens",
+            "Model tokens used, by agent, provider, model, channel and kind (input is the "
+            "prompt read at the full price; cache_write and cache_read the prompt cache's).",
+            ["agent", "provider", "model", "channel", "kind"],
+            registry=r,
+        )
+        self.cost = Counter(
+            "hatchway_cost",
+            "Cost of the model calls whose model has a [pricing] entry, in its currency.",
+            ["agent", "provider", "model", "channel"],
             registry=r,
         )
         self.approvals = Counter(
@@ -122,6 +141,7 @@ class Metrics:
         self.build.labels(version=__version__).set(1)
         self._live: _LiveCollector | None = None
         self._tool_labels: set[str] = set()
+        self._model_labels: set[str] = set()
 
     # -- live state ---------------------------------------------------------------------
 
@@ -156,6 +176,30 @@ class Metrics:
             else (outcome.reason.value)
         )
         self.tool_calls.labels(tool=tool, outcome=outcome.status.value, reason=reason).inc()
+
+    def usage_recorded(self, record: UsageRecord) -> None:
+        """The usage meter's hook: one model call's tokens of each kind, and its cost when
+        priced. The ``model`` label is ``other`` once :data:`MAX_MODEL_LABELS` names were
+        seen."""
+        model = record.model
+        if model not in self._model_labels:
+            if len(self._model_labels) >= MAX_MODEL_LABELS:
+                model = "other"
+            else:
+                self._model_labels.add(model)
+        labels = (record.agent, record.provider, model, record.channel)
+        usage = record.usage
+        counts = (
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_write_tokens,
+            usage.cache_read_tokens,
+        )
+        for kind, count in zip(TOKEN_KINDS, counts, strict=True):
+            if count:
+                self.tokens.labels(*labels, kind).inc(count)
+        if record.cost is not None:
+            self.cost.labels(*labels).inc(record.cost)
 
     def _tool_label(self, name: str) -> str:
         if name in self._tool_labels:

@@ -1,8 +1,10 @@
 """The turn loop: provider calls and tool batches until the turn ends.
 
 A turn ends on final text, on a ``completes_run`` tool's success, on cancel, on the loop
-detector, on a repeated refused prompt, or at ``max_tool_iterations`` — where the model is
-asked once more with tools disabled for a final answer. The whole turn runs within
+detector, on a repeated refused prompt, on a usage budget used up (:mod:`bot.usage.meter`:
+before the first model call, or before the next one once a step used it up), or at
+``max_tool_iterations`` — where the model is asked once more with tools disabled for a final
+answer. The whole turn runs within
 ``turn_timeout_s``; when the budget expires mid-batch, the batch is salvaged so that
 history stays well-formed (every assistant tool-call message followed by exactly one result
 per call id). Provider failures and budget expiry become a :class:`TurnResult`, never an
@@ -12,6 +14,7 @@ exception.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -55,7 +58,9 @@ async def run_turn(bundle: AgentBundle, state: TurnState) -> TurnResult:
     ``state.history``); the user message commits together with ``state.inbox`` becoming
     ``processing`` (see :func:`_begin`). Raises :class:`bot.errors.RegistryError` before
     any provider call when an offered tool has no handler; never raises for provider
-    failures, budget expiry or tool failures.
+    failures, budget expiry or tool failures. A turn one of whose usage budgets is used up
+    makes no model call and records nothing (its inbox entry stays ``received`` until the
+    gateway marks it); each model call's usage is recorded with the turn's next record.
     """
     settings = bundle.services.settings
     envelope = state.turn.envelope
@@ -78,6 +83,13 @@ async def run_turn(bundle: AgentBundle, state: TurnState) -> TurnResult:
         progress=state.progress,
         cancel=state.cancel,
     )
+    if bundle.usage is not None:
+        state.usage = bundle.usage.turn(
+            state.turn, agent=bundle.name, provider=bundle.provider.name
+        )
+        refused = await state.usage.refusal()
+        if refused is not None:  # a budget is used up: no model call, no record of the turn
+            return TurnResult(status=TurnStatus.BUDGET_SPENT, text=refused)
     await _begin(bundle, state, state.user or ChatMessage(role="user", content=envelope.text))
     try:
         async with asyncio.timeout(settings.turn_timeout_s) as budget:
@@ -94,6 +106,8 @@ async def run_turn(bundle: AgentBundle, state: TurnState) -> TurnResult:
     finally:
         if bundle.dynamic is not None:
             bundle.dynamic.finish_turn(state.turn.turn_id)
+        if state.usage is not None:
+            state.usage.finish()
 
 
 async def _iterate(
@@ -105,16 +119,24 @@ async def _iterate(
     settings = bundle.services.settings
     cap = settings.max_tool_iterations
     iterations = 0
+    said: list[str] = []  # the text that came with tool calls (a budget may end the turn)
     while True:
         at_cap = iterations >= cap
+        if iterations and state.usage is not None:
+            # a step that used up a budget was finished; no further model call
+            notice = await state.usage.cut_short()
+            if notice is not None:
+                return TurnResult(status=TurnStatus.BUDGET_SPENT, text="\n\n".join([*said, notice]))
+        request = CompletionRequest(
+            system=settings.system_prompt,
+            messages=fit_history(_history(state), settings.history_max_tokens),
+            tools=() if at_cap else _offered(bundle, state, definitions),
+        )
+        started = time.perf_counter()
         try:
             reply = await unless_cancelled(
                 bundle.provider.complete(
-                    CompletionRequest(
-                        system=settings.system_prompt,
-                        messages=fit_history(_history(state), settings.history_max_tokens),
-                        tools=() if at_cap else _offered(bundle, state, definitions),
-                    ),
+                    request,
                     stream=state.progress.stream_text if state.progress.wants_stream else None,
                 ),
                 state.cancel,
@@ -126,12 +148,19 @@ async def _iterate(
             )
         if reply is None:
             return _cancelled(state)
+        if state.usage is not None:
+            state.usage.add(request, reply, time.perf_counter() - started)
         crash_point("after_model_call")
         if not reply.tool_calls or at_cap:
             return await _answer(bundle, state, reply, at_cap=at_cap, cap=cap)
         iterations += 1
-        report = await pipeline.run_batch(reply.text, reply.tool_calls)
+        report = await pipeline.run_batch(
+            reply.text, reply.tool_calls, _with_usage(state, UnitOfWork())
+        )
+        _usage_committed(state)
         _history(state).extend(report.messages)
+        if reply.text.strip():
+            said.append(reply.text.strip())
         if report.verdict is BatchVerdict.ABORTED:
             return TurnResult(status=TurnStatus.ABORTED, text=ABORTED_MESSAGE)
         if report.verdict is BatchVerdict.LOOP_STOPPED:
@@ -211,13 +240,27 @@ def _history(state: TurnState) -> list[ChatMessage]:
 
 
 async def _remember(bundle: AgentBundle, state: TurnState, messages: list[ChatMessage]) -> None:
+    """The answer joins history, with the usage of the calls not yet recorded (one trip)."""
     turn = state.turn
-    await bundle.services.store.history.append(turn.session_key, turn.turn_id, messages)
+    work = UnitOfWork().append_history(turn.session_key, turn.turn_id, messages)
+    await bundle.services.store.commit(_with_usage(state, work))
+    _usage_committed(state)
     _history(state).extend(messages)
+
+
+def _with_usage(state: TurnState, work: UnitOfWork) -> UnitOfWork:
+    """``work`` with the turn's model calls not yet recorded (when the agent keeps usage)."""
+    return work if state.usage is None else state.usage.record(work)
+
+
+def _usage_committed(state: TurnState) -> None:
+    if state.usage is not None:
+        state.usage.committed()
 
 
 async def _salvage(bundle: AgentBundle, state: TurnState, pipeline: ToolPipeline) -> None:
     """Complete an interrupted batch in history (outside the expired budget)."""
     report = await pipeline.salvage()
     if report is not None:
+        _usage_committed(state)  # the salvaged batch carried them
         _history(state).extend(report.messages)

@@ -19,6 +19,7 @@ from bot.tools.registry import RegistryCache, ToolRegistry
 from bot.tools.services import PipelineServices
 from bot.tools.spec import ToolSpec
 from bot.turn import TurnIdentity
+from bot.usage.meter import TurnUsage, UsageMeter
 
 
 class CancelToken:
@@ -89,8 +90,9 @@ class AgentBundle:
     ``registry`` (when set) is used instead of building one from ``tools``; build it once at
     start so that a bad spec fails there. ``workspace`` is the directory relative tool paths
     resolve against. ``dynamic`` adds tools that come and go at run time (MCP) and decides
-    which of them are shown each iteration. ``assembled`` keeps the registry built from
-    ``tools`` and ``dynamic`` while they stay the same.
+    which of them are shown each iteration. ``usage`` (the process's, shared by every agent)
+    records each model call and holds turns to their budgets. ``assembled`` keeps the
+    registry built from ``tools`` and ``dynamic`` while they stay the same.
     """
 
     provider: Provider
@@ -100,6 +102,7 @@ class AgentBundle:
     registry: ToolRegistry | None = None
     workspace: str | None = None
     dynamic: DynamicTools | None = None
+    usage: UsageMeter | None = None
     assembled: RegistryCache = field(default_factory=RegistryCache, init=False, compare=False)
 
 
@@ -117,7 +120,8 @@ class TurnState:
     ``run_turn`` marks it ``processing`` in the same transaction as the user message.
     ``user`` is that message when the runner built more than the envelope's text (the
     message came with files: their lines, and images shown this turn only); None: the
-    envelope's text.
+    envelope's text. ``usage`` is set by ``run_turn`` when the agent keeps usage: the
+    turn's model calls and budgets.
     """
 
     turn: TurnIdentity
@@ -128,6 +132,7 @@ class TurnState:
     restrict_to: frozenset[str] | None = None
     inbox: InboxKey | None = None
     user: ChatMessage | None = None
+    usage: TurnUsage | None = None
 
 
 class TurnStatus(enum.StrEnum):
@@ -138,6 +143,7 @@ class TurnStatus(enum.StrEnum):
     LOOP_STOPPED = "loop_stopped"
     ITERATION_CAP = "iteration_cap"
     ABORTED = "aborted"  # e.g. a repeated prompt-requiring call
+    BUDGET_SPENT = "budget_spent"  # a usage budget ([budgets]) is used up
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -12,6 +12,7 @@ One module per part of the file; import the names from ``bot.config``:
 * :mod:`~bot.config.channels`: ``[channels]``, built from the registered channel models;
 * :mod:`~bot.config.tools`: ``[tools]``; :mod:`~bot.config.mcp`: ``[mcp]``;
 * :mod:`~bot.config.agents`: ``[agents.<name>]`` profiles and their routes;
+* :mod:`~bot.config.usage`: ``[pricing."<model>"]`` and ``[budgets]``;
 * :mod:`~bot.config.embedded`: where the embedded model's runtime and file come from, and
   what is missing when it cannot run;
 * :mod:`~bot.config.loading`: the file, the environment's overrides, errors naming the key.
@@ -50,6 +51,7 @@ from bot.config.tools import (
     ToolsConfig,
     WorkspaceConfig,
 )
+from bot.config.usage import BudgetLimits, BudgetsConfig, ModelPrice
 
 __all__ = [
     "DEFAULT_AGENT",
@@ -59,6 +61,8 @@ __all__ = [
     "AgentProfile",
     "ApprovalConfig",
     "ApprovalOverride",
+    "BudgetLimits",
+    "BudgetsConfig",
     "ChannelCommon",
     "ChannelsConfig",
     "FileToolsConfig",
@@ -68,6 +72,7 @@ __all__ = [
     "McpServerConfig",
     "McpToolFilterGroup",
     "MemoryToolConfig",
+    "ModelPrice",
     "ProviderConfig",
     "RouteConfig",
     "SchedulesConfig",

@@ -25,6 +25,7 @@ from bot.config.limits import RateLimitsConfig
 from bot.config.mcp import McpConfig
 from bot.config.retention import RetentionConfig
 from bot.config.tools import ToolsConfig
+from bot.config.usage import BudgetsConfig, ModelPrice
 from bot.config_model import ConfigModel
 
 
@@ -197,6 +198,8 @@ class Settings(ConfigModel):
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
     attachments: AttachmentsConfig = Field(default_factory=AttachmentsConfig)
     agents: dict[str, AgentProfile] = Field(default_factory=dict)
+    pricing: dict[str, ModelPrice] = Field(default_factory=dict)
+    budgets: BudgetsConfig = Field(default_factory=BudgetsConfig)
     state_dir: str = "."
 
     @model_validator(mode="after")
@@ -259,6 +262,23 @@ class Settings(ConfigModel):
                 if provider in providers:
                     providers[provider] = providers[provider].model_copy(update=tuned)
         return self.model_copy(update={"agent": agent, "providers": providers})
+
+    @model_validator(mode="after")
+    def _check_budgets(self) -> Settings:
+        """A budget names an agent and a channel that exist (the implicit ``console.main``
+        of a configuration without channels counts as one)."""
+        agents = self.agent_names()
+        for name in self.budgets.agents:
+            if name not in agents:
+                raise ValueError(f"budgets.agents.{name} names no agent; the agents are {agents}")
+        channels = {f"{kind}.{alias}" for kind, alias, _ in self.channels.all()} or {"console.main"}
+        for name in self.budgets.channels:
+            if name not in channels:
+                raise ValueError(
+                    f'budgets.channels."{name}" names no configured channel; the channels '
+                    f"are {sorted(channels)}"
+                )
+        return self
 
     def database_path(self) -> Path:
         path = Path(self.storage.path)

@@ -94,15 +94,28 @@ SCOPE_KEYS: dict[UsageScope, str] = {
 }
 
 
-def scope_key(scope: UsageScope, record: UsageRecord) -> str:
-    """``record``'s key in ``scope`` (the value :data:`SCOPE_KEYS` computes in SQL)."""
+def scope_key(
+    scope: UsageScope, *, channel: str, conversation_id: str, user_id: str, agent: str
+) -> str:
+    """A call's key in ``scope`` (the value :data:`SCOPE_KEYS` computes in SQL)."""
     if scope is UsageScope.USER:
-        return f"{record.channel} {record.user_id}"
+        return f"{channel} {user_id}"
     if scope is UsageScope.CONVERSATION:
-        return f"{record.channel} {record.conversation_id}"
+        return f"{channel} {conversation_id}"
     if scope is UsageScope.AGENT:
-        return record.agent
-    return record.channel
+        return agent
+    return channel
+
+
+def record_key(scope: UsageScope, record: UsageRecord) -> str:
+    """``record``'s key in ``scope``."""
+    return scope_key(
+        scope,
+        channel=record.channel,
+        conversation_id=record.conversation_id,
+        user_id=record.user_id,
+        agent=record.agent,
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

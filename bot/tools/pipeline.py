@@ -100,12 +100,21 @@ class ToolPipeline:
         self._loops = LoopDetector()
         self._turn_gate = TurnGate()
         self._batch: Batch | None = None
+        self._with_batch: UnitOfWork | None = None
 
     # -- batch -------------------------------------------------------------------------
 
-    async def run_batch(self, text: str, requests: Sequence[ToolCallRequest]) -> BatchReport:
-        """Run one reply's tool calls and append them with their results to history."""
+    async def run_batch(
+        self,
+        text: str,
+        requests: Sequence[ToolCallRequest],
+        with_batch: UnitOfWork | None = None,
+    ) -> BatchReport:
+        """Run one reply's tool calls and append them with their results to history.
+        ``with_batch`` is what the caller records with the batch (the model call's usage):
+        committed in the batch's own transaction, salvaged or not."""
         batch = self._batch = Batch(text, normalise_ids(requests))
+        self._with_batch = with_batch
         self._guard.new_iteration()
         for index, request in enumerate(batch.slots.requests):
             if batch.aborted or self._cancel.cancelled:
@@ -153,7 +162,8 @@ class ToolPipeline:
         ]
         self._batch = None
         # the batch's rows and its history messages commit together: all or none
-        work = UnitOfWork().record_tool_calls(batch.rows)
+        work, self._with_batch = self._with_batch or UnitOfWork(), None
+        work.record_tool_calls(batch.rows)
         work.append_history(self._turn.session_key, self._turn.turn_id, messages)
         await self._services.store.commit(work)
         return BatchReport(
