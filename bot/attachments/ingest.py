@@ -70,7 +70,8 @@ class AttachmentIngest:
     ) -> None:
         self._store = store
         self._config = config
-        self.folder = folder
+        # rows keep absolute paths, which a later change of working directory cannot break
+        self.folder = folder.absolute()
         self._workspace_for = workspace_for
 
     async def user_message(self, turn: TurnIdentity, channel: object) -> ChatMessage:
