@@ -4,7 +4,7 @@ API fake (``getFile`` and its file URL included) and an OpenAI-compatible model 
 whose requests are read back: a photo arrives as an ``image_url`` data URL, a CSV's text and
 a PDF's text inline, marked as data from outside; a file over ``attachments.max_bytes``, or
 over what the Bot API lets a bot download, gets the line saying so, is never downloaded, and
-the user is still answered."""
+the user is still answered. The ``send_file`` tool posts a photo and a document."""
 
 from __future__ import annotations
 
@@ -19,10 +19,12 @@ from PIL import Image
 
 from bot.app import App
 from bot.config import Settings, parse_settings
+from bot.tools.builtin.scopes import scope_folder
 from bot.untrusted import CLOSE_TAG, OPEN_TAG
 from tests.attachments.images import png
 from tests.attachments.pdfs import text_pdf
 from tests.fakes.openai_server import OpenAIFake
+from tests.fakes.scripted_provider import ScriptedProvider, call, reply
 from tests.fakes.telegram_server import JSON, FakeTelegram, message, private_chat, user
 from tests.fakes.telegram_setup import REQUESTER, started
 
@@ -33,7 +35,20 @@ CSV = b"region,revenue\nnorth,1200\nsouth,950\n"
 MB = 1024 * 1024
 
 
-def settings_for(tg: FakeTelegram, llm: OpenAIFake, tmp_path: Path, **attachments: Any) -> Settings:
+def settings_for(
+    tg: FakeTelegram, llm: OpenAIFake | None, tmp_path: Path, **attachments: Any
+) -> Settings:
+    """The daemon's settings: the Telegram channel, ``attachments``, and the model at
+    ``llm`` (None: the test gives the App its provider)."""
+    providers: dict[str, Any] = {}
+    if llm is not None:
+        providers["default"] = {
+            "kind": "openai",
+            "base_url": llm.base_url,
+            "model": "gpt-4o",  # a model that reads images
+            "api_key_env": KEY_ENV,
+            "max_retries": 0,
+        }
     return parse_settings(
         {
             "state_dir": str(tmp_path),
@@ -49,17 +64,10 @@ def settings_for(tg: FakeTelegram, llm: OpenAIFake, tmp_path: Path, **attachment
                     }
                 }
             },
-            "providers": {
-                "default": {
-                    "kind": "openai",
-                    "base_url": llm.base_url,
-                    "model": "gpt-4o",  # a model that reads images
-                    "api_key_env": KEY_ENV,
-                    "max_retries": 0,
-                }
-            },
+            "providers": providers,
         },
         environ={KEY_ENV: "sk-test-not-a-real-key-000"},
+        require_provider=llm is not None,
     )
 
 
@@ -217,3 +225,41 @@ async def test_a_file_url_off_the_bot_api_server_is_not_fetched_and_the_model_is
     text = text_of(turn)
     assert "sales.csv was not downloaded: its address is not on the Bot API server" in text
     assert "north,1200" not in text and tg.file_store.downloads == []
+
+
+async def test_the_send_file_tool_posts_a_photo_and_a_document(
+    tg: FakeTelegram, tmp_path: Path
+) -> None:
+    """The model sends two workspace files to the conversation it answers (no approval):
+    the picture arrives as a photo, the CSV as a document under the name given."""
+    image = png(400, 300)
+    folder = (
+        tmp_path
+        / "workspace"
+        / scope_folder("conversation", channel="telegram.main", conversation_id=str(REQUESTER))
+    )
+    folder.mkdir(parents=True)
+    (folder / "chart.png").write_bytes(image)
+    (folder / "out.csv").write_bytes(CSV)
+    provider = ScriptedProvider(
+        [
+            reply(
+                "",
+                call("send_file", {"path": "chart.png", "caption": "The **chart**"}),
+                call("send_file", {"path": "out.csv", "name": "sales.csv"}),
+            ),
+            reply("Both sent."),
+        ]
+    )
+    settings = settings_for(tg, None, tmp_path)
+    async with App(settings, provider=provider) as app:
+        await started(app)
+        dm = private_chat(REQUESTER)
+        await tg.push({"message": message(dm, user(REQUESTER), "send them", message_id=20)})
+        await tg.wait_for("sendMessage", lambda c: "Both sent." in str(c.params.get("text")))
+    [photo] = tg.calls_of("sendPhoto")
+    assert photo.params["photo"] == {"file_name": "chart.png", "bytes": image}
+    assert photo.params["caption"] == "The <b>chart</b>"
+    [doc] = tg.calls_of("sendDocument")
+    assert doc.params["document"] == {"file_name": "sales.csv", "bytes": CSV}
+    assert {photo.params["chat_id"], doc.params["chat_id"]} == {REQUESTER}
