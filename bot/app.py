@@ -50,6 +50,7 @@ from bot.outbox import ChannelOutbox
 from bot.providers.base import Provider
 from bot.providers.factory import build_provider
 from bot.schedules.book import ScheduleBook
+from bot.schedules.retention import RetentionJob
 from bot.schedules.runner import ScheduleRunner
 from bot.schedules.tools import schedule_tools
 from bot.store import Store
@@ -205,6 +206,7 @@ class App:
                 access=self.access,
                 run_turn=self.agent,
                 channel_for=self.channel_for,
+                approvals=self._gate(),
             )
             self.host = AdapterHost(messages=self.gateway, approvals=self.approvals)
             self.scheduler = ScheduleRunner(
@@ -311,6 +313,10 @@ class App:
                 self._parts[name] = group.create_task(coro, name=name)
 
             start("gateway", self.gateway.run())
+            start(
+                "retention",
+                RetentionJob(store=self.store, config=lambda: self.settings.retention).run(),
+            )
             start("usage", self.usage.run())
             start(
                 "attachments",

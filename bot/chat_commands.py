@@ -43,6 +43,11 @@ CHAT_COMMANDS: tuple[ChatCommandSpec, ...] = (
         access=CommandAccess.MEMBER,
     ),
     ChatCommandSpec(
+        name="forget",
+        summary="Have the bot forget what you left on this channel (an approver confirms)",
+        access=CommandAccess.MEMBER,
+    ),
+    ChatCommandSpec(
         name="id",
         summary="Show your user id and this chat's id (for allowed_users and approvers)",
         access=CommandAccess.ANYONE,

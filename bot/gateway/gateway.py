@@ -17,8 +17,12 @@ composed in :meth:`Gateway.__init__` and nowhere else:
 5. the members' chat commands: ``/stop`` cancels the session's running turn (or, from a
    Slack slash command, what the sender started in the conversation), ``/new`` starts a new
    session;
-6. dedupe against the persisted inbox (:mod:`~bot.gateway.dedupe`) — a platform
+6. ``/forget`` (:mod:`~bot.gateway.forget`): asks an approver, then forgets the sender on
+   this channel, in a task of its own;
+7. dedupe against the persisted inbox (:mod:`~bot.gateway.dedupe`) — a platform
    redelivery is a no-op;
+8. rate limits (:mod:`~bot.gateway.ratelimit`): a token bucket per sender and per
+   conversation; a refused message's inbox entry is marked, its sender told once a minute;
 
 and the endpoint queues the message as a turn (:mod:`~bot.gateway.sessions`: one turn at a
 time per session, a global cap on concurrent turns), with a new
@@ -30,11 +34,13 @@ service (:class:`bot.channel_host.AdapterHost`).
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import structlog
 from structlog.contextvars import bind_contextvars, reset_contextvars
 
+from bot.approval.gate import ApprovalGate
 from bot.config import ChannelCommon, Settings
 from bot.envelope import ChannelRef, IngressEnvelope, envelope_to_json
 from bot.gateway.access import AccessCheck, AccessStep
@@ -42,7 +48,9 @@ from bot.gateway.admission import Arrival, compose
 from bot.gateway.commands import MemberCommands, OpenCommands
 from bot.gateway.dedupe import InboxDedupe
 from bot.gateway.drain import Drain
+from bot.gateway.forget import ForgetCommand
 from bot.gateway.ledger import ReplyLedger
+from bot.gateway.ratelimit import RateLimits
 from bot.gateway.recovery import recover
 from bot.gateway.retry import StorageRetry
 from bot.gateway.sending import ChannelLookup, Replies
@@ -68,6 +76,7 @@ class Gateway:
         access: AccessCheck,
         run_turn: TurnRunner,
         channel_for: ChannelLookup,
+        approvals: ApprovalGate | None = None,
     ) -> None:
         self._settings = settings
         self._router = Router(settings)
@@ -83,6 +92,15 @@ class Gateway:
             max_concurrent_turns=settings.agent.max_concurrent_turns,
             on_interrupted=settings.agent.on_interrupted,
         )
+        self._forget = ForgetCommand(
+            approvals=approvals, store=store, replies=self._replies, settings=self._current
+        )
+        self._limits = RateLimits(
+            config=settings.rate_limits,
+            store=store,
+            replies=self._replies,
+            channel_settings=self._channel_settings,
+        )
         self._admit = compose(
             [
                 StorageRetry(self._replies),
@@ -90,7 +108,9 @@ class Gateway:
                 OpenCommands(replies=self._replies, channel_settings=self._channel_settings),
                 AccessStep(access, self._replies),
                 MemberCommands(sessions=self._sessions, store=store, replies=self._replies),
+                self._forget,
                 InboxDedupe(store),
+                self._limits,
             ],
             endpoint=self._queue,
         )
@@ -100,6 +120,10 @@ class Gateway:
         message)."""
         self._settings = settings
         self._router = Router(settings)
+        self._limits.update(settings.rate_limits)
+
+    def _current(self) -> Settings:
+        return self._settings
 
     async def deliver(self, envelope: IngressEnvelope) -> None:
         """Admit one inbound message; returns once it is queued (or refused)."""
@@ -201,8 +225,17 @@ class Gateway:
         )
 
     async def run(self) -> None:
-        """Own the session workers; lives until cancelled."""
-        await self._sessions.run()
+        """Own the session workers, the rate limits' writer and the ``/forget`` requests
+        waiting for an approver; lives until cancelled."""
+        async with asyncio.TaskGroup() as group:
+            group.create_task(self._sessions.run())
+            group.create_task(self._limits.run())
+            group.create_task(self._forget.run())
+
+    @property
+    def rate_limited(self) -> int:
+        """Messages the rate limits refused since the start."""
+        return self._limits.refused
 
     @property
     def active_turns(self) -> int:
@@ -224,5 +257,8 @@ class Gateway:
     async def drain(self, timeout_s: float) -> bool:
         """Stop accepting; wait up to ``timeout_s`` for running turns, then cancel them.
 
-        Returns True when every turn finished on its own."""
-        return await self._drain.drain(timeout_s, self._sessions.cancel_running)
+        Returns True when every turn finished on its own. The rate limits' buckets are
+        written last, so that the next start goes on counting from them."""
+        drained = await self._drain.drain(timeout_s, self._sessions.cancel_running)
+        await self._limits.flush()
+        return drained

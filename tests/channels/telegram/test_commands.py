@@ -49,7 +49,13 @@ async def test_commands_are_offered_at_start(tg: FakeTelegram, store: Store) -> 
     async with running(channel_for(tg, store), RecordingHost()):
         [call] = await tg.wait_for("setMyCommands")
     assert call.params["commands"] == EXPECTED_MENU
-    assert {c["command"] for c in call.params["commands"]} == {"new", "stop", "help", "id"}
+    assert {c["command"] for c in call.params["commands"]} == {
+        "new",
+        "stop",
+        "forget",
+        "help",
+        "id",
+    }
     assert call.params["scope"] == {"type": "default"}
     assert tg.menus == {"default": EXPECTED_MENU}
 
