@@ -3,7 +3,8 @@ settings behind the Discord channel, the real discord.py against the loopback fa
 included) and an OpenAI-compatible model on loopback whose requests are read back: a photo
 arrives as an ``image_url`` data URL, a CSV's text and a PDF's text inline, marked as data
 from outside; a file over ``attachments.max_bytes`` gets the line saying so; an attachment
-whose signed URL expired is renewed on the way."""
+whose signed URL expired is renewed on the way. The ``send_file`` tool posts workspace files
+to the conversation as attachments."""
 
 from __future__ import annotations
 
@@ -19,45 +20,21 @@ from PIL import Image
 from bot.app import App
 from bot.channel import HealthState
 from bot.config import Settings, parse_settings
+from bot.tools.builtin.scopes import scope_folder
 from bot.untrusted import CLOSE_TAG, OPEN_TAG
 from channels.discord.adapter import DiscordChannel
+from tests.attachments.pdfs import text_pdf
 from tests.fakes.channel_health import wait_for_health
 from tests.fakes.discord_payloads import JSON
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.discord_setup import ALICE, BOT, BOT_ID, GENERAL, said
 from tests.fakes.openai_server import OpenAIFake
+from tests.fakes.scripted_provider import ScriptedProvider, call, reply
 
 pytestmark = pytest.mark.usefixtures("discord_env")
 
 KEY_ENV = "HATCHWAY_TEST_OPENAI_KEY"
 CSV = b"region,revenue\nnorth,1200\nsouth,950\n"
-
-
-def text_pdf(*lines: str) -> bytes:
-    """A one-page PDF whose page shows ``lines`` (Helvetica, one per line)."""
-    shown = " ".join(f"({line}) Tj 0 -28 Td" for line in lines)
-    content = f"BT /F1 20 Tf 72 720 Td {shown} ET".encode()
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-        b"/Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
-    ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
 
 
 def photo() -> bytes:
@@ -148,7 +125,7 @@ async def test_a_photo_a_csv_and_a_pdf_reach_the_model(
         fake.cdn.attachment(
             GENERAL,
             "report.pdf",
-            text_pdf("Quarterly revenue rose 12 percent"),
+            text_pdf(["Quarterly revenue rose 12 percent"]),
             content_type="application/pdf",
         ),
     ]
@@ -197,3 +174,40 @@ async def test_a_foreign_attachment_is_not_fetched_and_the_model_is_told(
     user = await asked_with(fake, llm, settings_for(fake, llm, tmp_path), [item])
     assert "x.csv" in text_of(user) and "not on Discord's own file servers" in text_of(user)
     assert fake.cdn.hits == []
+
+
+async def test_the_send_file_tool_posts_workspace_files_as_attachments(
+    fake: FakeDiscord, llm: OpenAIFake, tmp_path: Path
+) -> None:
+    """The model sends two workspace files to the conversation it answers (no approval):
+    each arrives as a message attachment with its bytes, the caption rendered."""
+    image = photo()
+    folder = (
+        tmp_path
+        / "workspace"
+        / scope_folder("conversation", channel="discord.main", conversation_id=GENERAL)
+    )
+    folder.mkdir(parents=True)
+    (folder / "chart.png").write_bytes(image)
+    (folder / "out.csv").write_bytes(CSV)
+    provider = ScriptedProvider(
+        [
+            reply(
+                "",
+                call("send_file", {"path": "chart.png", "caption": "The **chart**"}),
+                call("send_file", {"path": "out.csv", "name": "sales.csv"}),
+            ),
+            reply("Both sent."),
+        ]
+    )
+    async with App(settings_for(fake, llm, tmp_path), provider=provider) as app:
+        channel = app.channels["discord.main"]
+        assert isinstance(channel, DiscordChannel)
+        await wait_for_health(channel, HealthState.CONNECTED)
+        request = said(fake, f"<@{BOT_ID}> send them", mentions=[BOT])
+        await fake.dispatch("MESSAGE_CREATE", request)
+        await fake.wait_until(lambda: "Both sent." in fake.posted(GENERAL), within=30)
+    uploads = [c for c in fake.calls_to("POST", f"/channels/{GENERAL}/messages") if c.files]
+    assert [c.files for c in uploads] == [{"chart.png": image}, {"sales.csv": CSV}]
+    [chart, sales] = [c.body or {} for c in uploads]
+    assert chart["content"] == "The **chart**" and not sales.get("content")
