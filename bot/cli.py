@@ -19,6 +19,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "bot.commands.approvals",
     "bot.commands.grants",
     "bot.commands.audit",
+    "bot.commands.forget",
     "bot.commands.receipts",
     "bot.commands.pairing",
     "bot.commands.schedules",

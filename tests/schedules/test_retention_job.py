@@ -1,0 +1,78 @@
+"""The daily retention job on a real SQLite file: a run deletes what is older than each
+configured window and nothing younger, keeps what a 0 window keeps for ever, compacts the
+file and records itself; the job runs at once when no run was ever recorded, and only a day
+after the last one."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from bot.config.retention import RetentionConfig
+from bot.schedules.retention import DAY_S, RetentionJob
+from bot.store import Store
+from tests.schedules.conftest import wait_until
+from tests.store.records import audit_row, count, envelope, turn
+
+
+async def aged(store: Store, now: float) -> None:
+    """A turn, a usage row and an audit row 400 days old, and the same a day old."""
+    for n, age in (("1", 400), ("2", 1)):
+        await turn(store, envelope("1001", "-100", n, text=f"{age} days"), at=now - age * DAY_S)
+        await audit_row(store, requester="1001", decided_by="2002", at=now - age * DAY_S)
+
+
+async def test_a_run_deletes_past_each_window(tmp_path: Path) -> None:
+    now = time.time()
+    config = RetentionConfig(
+        history_days=90, tool_calls_days=90, inbox_days=90, usage_days=90, audit_days=365
+    )
+    async with await Store.open(tmp_path / "h.db") as store:
+        await aged(store, now)
+        run = await RetentionJob(store=store, config=lambda: config).run_once()
+        assert run.removed == {
+            "messages": 4,
+            "tool_calls": 1,
+            "approvals": 0,
+            "inbox": 1,
+            "outbox": 1,
+            "usage": 1,
+            "budget_notices": 0,
+            "audit": 1,
+        }
+        assert run.compaction is not None and not run.compaction.switched
+        for table in ("messages", "tool_calls", "inbox", "outbox", "usage", "audit"):
+            assert count(store, f"SELECT COUNT(*) FROM {table}") > 0, table
+        last = await store.retention.last_run()
+        assert last is not None and last >= now
+
+
+async def test_windows_of_zero_keep_everything(tmp_path: Path) -> None:
+    now = time.time()
+    config = RetentionConfig(inbox_days=0, vacuum=False)
+    async with await Store.open(tmp_path / "h.db") as store:
+        await aged(store, now)
+        run = await RetentionJob(store=store, config=lambda: config).run_once()
+        assert run.removed == {} and run.compaction is None
+        assert count(store, "SELECT COUNT(*) FROM messages") == 8
+
+
+async def test_the_job_runs_when_due(tmp_path: Path) -> None:
+    now = time.time()
+    config = RetentionConfig(history_days=90)
+    async with await Store.open(tmp_path / "h.db") as store:
+        await aged(store, now)
+        job = RetentionJob(store=store, config=lambda: config, first_run_delay_s=0)
+        async with asyncio.TaskGroup() as group:
+            task = group.create_task(job.run())
+
+            async def ran() -> bool:
+                return await store.retention.last_run() is not None
+
+            await wait_until(ran)
+            task.cancel()
+        assert count(store, "SELECT COUNT(*) FROM messages") == 4
+        # the next run is a day after this one, whenever the job starts again
+        later = RetentionJob(store=store, config=lambda: config, clock=lambda: now + 3600)
+        assert 0 < await later._until_due() <= DAY_S
