@@ -18,7 +18,9 @@ and the tools with one no-op tool (the bench as it was before it spoke HTTP; its
 with ``--tool`` is comparable with the earlier rounds in ``docs/performance.md``).
 ``--budgets`` prices the model and sets a budget of every kind (per user, per conversation,
 for the agent and for the channel; daily and monthly; tokens and cost), none of which a
-round comes near, so every turn runs every budget check.
+round comes near, so every turn runs every budget check. ``--rate-limits`` sets both rate
+limits (per sender and per conversation) high enough that no message is refused, so every
+message takes a token from two buckets and the buckets are written behind every second.
 
 Prints turns per second (completed turns / wall time from the first delivery to the last
 reply), envelope-to-reply latency (p50, p99: from ``deliver`` to the channel's ``send``; it
@@ -28,7 +30,7 @@ per turn, SQLite round trips (worker-thread trips) per turn, and the process's p
 After the warm-up round the bench settles the garbage collector as the daemon does after
 start-up (:func:`bot.ops.daemon.settle_memory`: one collection, then ``gc.freeze()``).
 
-    python bench/throughput.py [--tool] [--stream] [--scripted] [--budgets]
+    python bench/throughput.py [--tool] [--stream] [--scripted] [--budgets] [--rate-limits]
                                [--conversations 1000] [--max-concurrent-turns 32] [--rounds 3]
                                [--log-level warning] [--profile FILE]
     python bench/throughput.py --conversations 5000 [--tool]
@@ -130,6 +132,10 @@ def budget_tables() -> dict[str, Any]:
     }
 
 
+#: Rate limits no round comes near (``--rate-limits``): every message takes two tokens.
+ROOMY_RATE = {"messages_per_minute": 10**5, "burst": 10**5}
+
+
 def bench_settings(
     state_dir: Path,
     max_concurrent_turns: int,
@@ -137,10 +143,16 @@ def bench_settings(
     base_url: str,
     stream: bool,
     budgets: bool = False,
+    rate_limits: bool = False,
 ) -> Settings:
     return parse_settings(
         {
             **(budget_tables() if budgets else {}),
+            **(
+                {"rate_limits": {"per_user": ROOMY_RATE, "per_conversation": ROOMY_RATE}}
+                if rate_limits
+                else {}
+            ),
             "state_dir": str(state_dir),
             "agent": {"max_concurrent_turns": max_concurrent_turns, "turn_timeout_s": 300.0},
             "channels": {"console": {"main": {}}},
@@ -277,6 +289,7 @@ async def main(args: argparse.Namespace) -> None:
         f"{args.conversations} conversations at once, {turn} each, {model_kind}, "
         f"max_concurrent_turns={args.max_concurrent_turns}, log level {args.log_level}"
         + (", budgets of every kind" if args.budgets else "")
+        + (", rate limits per sender and conversation" if args.rate_limits else "")
     )
     print(f"RSS after imports: {rss_mb():.0f} MB")
     if args.scripted:
@@ -302,6 +315,7 @@ async def run(args: argparse.Namespace, *, model: ModelServer | None, base_url: 
             base_url=base_url,
             stream=args.stream,
             budgets=args.budgets,
+            rate_limits=args.rate_limits,
         )
         async with App(
             settings, provider=provider, channels={"console.main": channel}, tools=tools
@@ -359,6 +373,11 @@ if __name__ == "__main__":
         "--budgets",
         action="store_true",
         help="price the model and set budgets of every kind (none reached): every check runs",
+    )
+    parser.add_argument(
+        "--rate-limits",
+        action="store_true",
+        help="set both rate limits (none reached): every message takes two tokens",
     )
     parser.add_argument(
         "--scripted",
