@@ -114,6 +114,7 @@ class RateLimits:
         self._buckets: dict[str, _Bucket] = {}
         self._dirty: set[str] = set()
         self._dropped: set[str] = set()
+        self._saved: set[str] = set()  # buckets the table holds a row of
         self._loaded = False
         self._load_lock = asyncio.Lock()
         self._flush_lock = asyncio.Lock()
@@ -202,6 +203,7 @@ class RateLimits:
             if self._loaded:
                 return
             for saved in await self._store.rate_limits.load():
+                self._saved.add(saved.bucket)
                 self._buckets.setdefault(
                     saved.bucket,
                     _Bucket(tokens=saved.tokens, at=saved.updated_at, noticed_at=saved.noticed_at),
@@ -225,6 +227,7 @@ class RateLimits:
             ]
             try:
                 await self._store.rate_limits.save(changed, sorted(dropped))
+                self._saved = (self._saved - dropped) | {b.bucket for b in changed}
             except StorageError as exc:
                 # counted again at the next flush; admission goes on from memory meanwhile
                 self._dirty |= {name for name in dirty if name in self._buckets}
@@ -236,9 +239,12 @@ class RateLimits:
             limit = self._limit_of(name)
             idle = limit is None or _refilled(bucket, limit, now) >= limit.capacity
             if idle and now - bucket.noticed_at >= NOTICE_WINDOW_S:
+                # full again: it says nothing, in memory or in the table (a bucket filled
+                # before it was ever written costs no write at all)
                 del self._buckets[name]
                 self._dirty.discard(name)
-                self._dropped.add(name)
+                if name in self._saved:
+                    self._dropped.add(name)
 
     def _limit_of(self, name: str) -> RateLimit | None:
         """The limit a bucket counts for; None when that limit is off now."""

@@ -6,6 +6,7 @@ and scheduled runs are never limited (the in-process channel)."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -135,6 +136,11 @@ async def test_a_restart_keeps_the_buckets(tg: FakeTelegram, tmp_path: Path) -> 
             await say(tg, ANN, f"ann {n}", n)
         assert await settled(app, 4) == {"done": 3, "failed": 1}
         await tg.wait_for("sendMessage", is_notice)
+    with sqlite3.connect(tmp_path / "hatchway.db") as conn:
+        saved = conn.execute("SELECT bucket, tokens, noticed_at FROM rate_limit_buckets").fetchall()
+    [(bucket, tokens, noticed_at)] = saved
+    assert (bucket, noticed_at > 0) == (f"user:telegram.main:{ANN}", True)
+    assert tokens < 1
 
     async with App(settings(tg, tmp_path), provider=provider, tools=[]) as app:
         await started(app)
