@@ -5,7 +5,8 @@ A user shares a photo, a CSV and a PDF with one message: the turn downloads each
 bot token, and the model's request carries the photo as an ``image_url`` data URL, the CSV's
 text and the PDF's text marked as outside data. A file over ``attachments.max_bytes`` is not
 downloaded at all (or, when its event understates its size, the download stops past the
-limit); the model is told the limit, and the turn is answered.
+limit); the model is told the limit, and the turn is answered. The ``send_file`` tool shares
+workspace files in the thread it answers, through the external upload flow.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from PIL import Image
 from bot.app import App
 from bot.channel import HealthState
 from bot.config import Settings, parse_settings
+from bot.tools.builtin.scopes import scope_folder
 from tests.attachments.pdfs import text_pdf
 from tests.fakes.channel_health import wait_for_health
 from tests.fakes.openai_server import OpenAIFake
+from tests.fakes.scripted_provider import ScriptedProvider, call, reply
 from tests.fakes.slack_server import BOT_USER, FakeSlack, event_callback, message_event
 from tests.fakes.slack_setup import REF, REQUESTER, channel_values, slack_channel
 
@@ -38,25 +41,31 @@ async def llm() -> AsyncIterator[OpenAIFake]:
         yield fake
 
 
-def settings_for(slack: FakeSlack, llm: OpenAIFake, tmp_path: Path, **attachments: Any) -> Settings:
+def settings_for(
+    slack: FakeSlack, llm: OpenAIFake | None, tmp_path: Path, **attachments: Any
+) -> Settings:
+    """The daemon's settings: the Slack channel, ``attachments``, and the model at ``llm``
+    (None: the test gives the App its provider)."""
+    providers: dict[str, Any] = {}
+    if llm is not None:
+        providers["default"] = {
+            "kind": "openai",
+            "base_url": llm.base_url,
+            "model": "gpt-4o",
+            "api_key_env": "HATCHWAY_SLACK_FILES_KEY",
+            "images": True,
+            "max_retries": 0,
+            "timeout_s": 30,
+        }
     return parse_settings(
         {
             "state_dir": str(tmp_path / "state"),
             "attachments": attachments,
             "channels": {"slack": {"main": channel_values(slack)}},
-            "providers": {
-                "default": {
-                    "kind": "openai",
-                    "base_url": llm.base_url,
-                    "model": "gpt-4o",
-                    "api_key_env": "HATCHWAY_SLACK_FILES_KEY",
-                    "images": True,
-                    "max_retries": 0,
-                    "timeout_s": 30,
-                }
-            },
+            "providers": providers,
         },
         environ={"HATCHWAY_SLACK_FILES_KEY": KEY},
+        require_provider=llm is not None,
     )
 
 
@@ -145,3 +154,47 @@ async def test_a_file_over_the_limit_gets_the_limit_line(
     assert "2024-01-02,rollback" in text
     fetched = [r.path.rsplit("/", 1)[-1] for r in slack.files.requests]
     assert sorted(fetched) == ["changes.csv", "trace.log"]  # dump.log never fetched
+
+
+async def test_the_send_file_tool_shares_files_in_the_thread(
+    slack: FakeSlack, tmp_path: Path
+) -> None:
+    """The model sends two workspace files to the conversation it answers (no approval):
+    both arrive in the mention's thread with the right names and bytes."""
+    png = photo()
+    folder = (
+        tmp_path
+        / "state"
+        / "workspace"
+        / scope_folder("conversation", channel=str(REF), conversation_id="C0001")
+    )
+    folder.mkdir(parents=True)
+    (folder / "chart.png").write_bytes(png)
+    (folder / "out.csv").write_bytes(CSV)
+    provider = ScriptedProvider(
+        [
+            reply(
+                "",
+                call("send_file", {"path": "chart.png", "caption": "The **chart**"}),
+                call("send_file", {"path": "out.csv", "name": "sales.csv"}),
+            ),
+            reply("Both sent."),
+        ]
+    )
+    channel = slack_channel(slack)
+    mention_ts = "1700000001.000200"
+    async with App(
+        settings_for(slack, None, tmp_path), provider=provider, channels={str(REF): channel}
+    ):
+        await wait_for_health(channel, HealthState.CONNECTED)
+        mention = message_event(
+            f"<@{BOT_USER}> send them", user=REQUESTER, kind="app_mention", ts=mention_ts
+        )
+        await slack.push("events_api", event_callback(mention))
+        await slack.wait_for("chat.postMessage", where=lambda p: "Both sent." in str(p.get("text")))
+
+    chart, sales = slack.files.uploads
+    assert (chart.name, chart.data, chart.initial_comment) == ("chart.png", png, "The *chart*")
+    assert (sales.name, sales.data, sales.initial_comment) == ("sales.csv", CSV, None)
+    assert {(u.channel, u.thread_ts) for u in (chart, sales)} == {("C0001", mention_ts)}
+    assert slack.calls_of("files.upload") == []
