@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     from bot.approval.gate import ApprovalGate
     from bot.mcp.catalog import McpCatalog
     from bot.metrics import Metrics
+    from bot.webconsole import Console
 
 log = structlog.get_logger(__name__)
 
@@ -137,6 +138,7 @@ class App:
         self._parts: dict[str, asyncio.Task[None]] = {}
         self._channel_done: dict[str, asyncio.Event] = {}
         self._stopped = False
+        self.console: Console | None = None
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -209,6 +211,7 @@ class App:
                 approvals=self._gate(),
             )
             self.host = AdapterHost(messages=self.gateway, approvals=self.approvals)
+            self.console = self._mount_console(settings)
             self.scheduler = ScheduleRunner(
                 book=self.schedule_book,
                 deliver=self.gateway.deliver,
@@ -226,6 +229,18 @@ class App:
             log.info("card_index_pruned", rows=pruned)
         await self.gateway.recover(now=self._clock())
         log.info("app_started", channels=sorted(self.channels))
+
+    def _mount_console(self, settings: Settings) -> Console | None:
+        """The web console on the daemon's HTTP application when ``[web]`` enables it (its
+        routes make the daemon listen, see bot.ops.daemon); nothing where there is no HTTP
+        application (``hatchway chat``). Its templates are loaded only then."""
+        if self._web_app is None or not settings.web.enabled:
+            return None
+        from bot.webconsole import Console
+
+        console = Console(self, clock=self._clock)
+        console.mount(self._web_app)
+        return console
 
     def _gate(self) -> ApprovalGate:
         """The approval service, metered when metrics are kept (the daemon). ``bot.metrics``
@@ -329,6 +344,8 @@ class App:
             )
             if self.mcp is not None:
                 start("mcp", self.mcp.run())
+            if self.console is not None:
+                start("web-console", self.console.run())
             if self.settings.schedules.enabled:
                 start("schedules", self.scheduler.run())
             for name, channel in self.channels.items():

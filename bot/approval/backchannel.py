@@ -38,7 +38,7 @@ from bot.approval.approvers import refusal
 from bot.approval.card import card_for, decision_for
 from bot.approval.card_desk import CardDesk, ChannelLookup, PolicyLookup
 from bot.approval.gate import ApprovalDecision
-from bot.approval.grants import new_grant
+from bot.approval.grants import GrantScope, new_grant
 from bot.approval.handler import AskedCall
 from bot.approval.policy import EffectivePolicy
 from bot.approval.reach import eligible_approvers
@@ -187,12 +187,24 @@ class Backchannel:
             log.info("approval_expired", approval_id=record.id, tool=record.tool, reason=why)
         return won
 
-    async def click(self, click: ApprovalClick) -> ClickVerdict:
+    async def click(
+        self,
+        click: ApprovalClick,
+        *,
+        route: AnswerRoute = AnswerRoute.CLICK,
+        fingerprint: str | None = None,
+        grant_scope: GrantScope | None = None,
+    ) -> ClickVerdict:
         """Apply one click. Unknown, foreign-channel, late and repeated clicks change
         nothing; refused clicks are audited. A click on a request that is no longer open
-        edits the clicked card to the request's outcome."""
+        edits the clicked card to the request's outcome. The web console's answers
+        (:mod:`bot.approval.web_answer`) also name their ``route``, the ``fingerprint`` of
+        the call they were shown (another one decides nothing) and a ``grant_scope``."""
         record = await self._record(click.channel, click.approval_id)
         if record is None:
+            return ClickVerdict.UNKNOWN
+        if fingerprint is not None and fingerprint != record.fingerprint:
+            log.warning("approval_fingerprint_mismatch", approval_id=record.id, route=route)
             return ClickVerdict.UNKNOWN
         policy = self._policy_for(click.channel)
         refused = refusal(
@@ -215,7 +227,7 @@ class Backchannel:
                 verdict=refused,
             )
             return refused
-        verdict = await self._decide(record, click, policy)
+        verdict = await self._decide(record, click, policy, route, grant_scope)
         if verdict is not ClickVerdict.ACCEPTED and click.card is not None:
             await self._cards.show_outcome(record.id, click.card)
         return verdict
@@ -249,7 +261,12 @@ class Backchannel:
         return record
 
     async def _decide(
-        self, record: ApprovalRecord, click: ApprovalClick, policy: EffectivePolicy
+        self,
+        record: ApprovalRecord,
+        click: ApprovalClick,
+        policy: EffectivePolicy,
+        route: AnswerRoute,
+        grant_scope: GrantScope | None,
     ) -> ClickVerdict:
         now = self._clock()
         closed = _closed(record, now)
@@ -273,7 +290,7 @@ class Backchannel:
             status = ApprovalStatus.ALWAYS
             grant = new_grant(
                 tool=record.tool,
-                scope=policy.grant_scope,
+                scope=grant_scope or policy.grant_scope,
                 channel=record.channel,
                 conversation_id=record.conversation_id,
                 granted_by=click.user_id,
@@ -285,7 +302,7 @@ class Backchannel:
             Resolution(
                 status=status,
                 decided_by=click.user_id,
-                reason=AnswerRoute.CLICK,
+                reason=route,
                 at=now,
                 reply=reply,
             ),
@@ -294,14 +311,20 @@ class Backchannel:
                 at=now,
                 decision=status.decision,
                 decided_by=click.user_id,
-                reason=AnswerRoute.CLICK,
+                reason=route,
             ),
             grant=grant,
         )
         if not won:
             return ClickVerdict.ALREADY_DECIDED
         self._wake(record.id)
-        log.info("approval_clicked", approval_id=record.id, user_id=click.user_id, decision=status)
+        log.info(
+            "approval_clicked",
+            approval_id=record.id,
+            user_id=click.user_id,
+            decision=status,
+            route=route,
+        )
         return ClickVerdict.ACCEPTED
 
     async def decide_as_operator(

@@ -28,6 +28,7 @@ class AnswerRoute(enum.StrEnum):
     TERMINAL = "terminal"  # the console prompt
     CLICK = "click"  # a button, reaction, reply or full view on a card
     CLI = "cli"  # ``hatchway approvals approve|deny``
+    WEB = "web"  # the web console's pending approvals page
 
 
 class PolicyReason(enum.StrEnum):

@@ -21,7 +21,7 @@ Every decision is audited (by the policy here, by the handler for an ask); the d
 :meth:`expire_pending` at start and :meth:`close` when it starts to stop, the adapters'
 host (:class:`bot.channel_host.AdapterHost`) binds ``ChannelHost.approval_clicked`` to
 :meth:`click` (``approval_refusal`` to :meth:`refusal`, ``approval_card`` to :meth:`card`),
-and the CLI uses :meth:`decide_from_cli`.
+the CLI uses :meth:`decide_from_cli` and the web console :meth:`decide_from_web`.
 """
 
 from __future__ import annotations
@@ -38,11 +38,12 @@ from bot.approval.card_desk import ChannelLookup
 from bot.approval.gate import ApprovalDecision, ApprovalRequest, Assessment, PolicyResult
 from bot.approval.grants import GrantBook
 from bot.approval.handler import ApprovalHandler, AskedCall
-from bot.approval.policy import ApprovalPolicy
+from bot.approval.policy import ApprovalPolicy, EffectivePolicy
 from bot.approval.reach import approvers_here
-from bot.approval.reasons import RuntimeReason
+from bot.approval.reasons import AnswerRoute, RuntimeReason
 from bot.approval.summary import describe
 from bot.approval.terminal import TerminalHandler, TerminalPrompter
+from bot.approval.web_answer import WebAnswer, scopes_up_to
 from bot.channel import ApprovalCard, ApprovalClick, ClickVerdict
 from bot.config import Settings
 from bot.envelope import ChannelRef
@@ -219,6 +220,35 @@ class ApprovalService:
         if count:
             log.info("approvals_expired_pending", count=count, reason=RuntimeReason.SHUTDOWN)
         return count
+
+    def policy_for(self, channel: ChannelRef) -> EffectivePolicy:
+        """The approval settings in force on ``channel`` (approvers, timeout, grant scope)."""
+        return self._policy.for_channel(channel)
+
+    async def decide_from_web(self, answer: WebAnswer) -> ClickVerdict:
+        """A decision from the web console: the same rules as a click on a full view
+        (approvers only, never the requester's own call unless ``self_approval``, once, and
+        only for the call whose fingerprint the page showed); the waiting turn wakes and
+        edits the chat's cards. Refusals are audited like refused clicks; the decision's
+        rows record the route ``web``."""
+        if answer.grant_scope is not None:
+            allowed = scopes_up_to(self._policy.for_channel(answer.channel).grant_scope)
+            if answer.grant_scope not in allowed:
+                raise ValueError(f"grant scope {answer.grant_scope!r} is wider than {allowed}")
+        click = ApprovalClick(
+            channel=answer.channel,
+            approval_id=answer.approval_id,
+            choice=answer.choice,
+            user_id=answer.user_id,
+            replacement_text=answer.reply,
+            full_view=True,
+        )
+        return await self._backchannel.click(
+            click,
+            route=AnswerRoute.WEB,
+            fingerprint=answer.fingerprint,
+            grant_scope=answer.grant_scope,
+        )
 
     async def decide_from_cli(self, approval_id: str, approve: bool, operator: str) -> ClickVerdict:
         """``hatchway approvals approve|deny ID``; ``operator`` is recorded as the decider.

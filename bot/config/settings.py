@@ -26,6 +26,7 @@ from bot.config.mcp import McpConfig
 from bot.config.retention import RetentionConfig
 from bot.config.tools import ToolsConfig
 from bot.config.usage import BudgetsConfig, ModelPrice
+from bot.config.web import WebConfig
 from bot.config_model import ConfigModel
 
 
@@ -197,6 +198,7 @@ class Settings(ConfigModel):
     rate_limits: RateLimitsConfig = Field(default_factory=RateLimitsConfig)
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
     attachments: AttachmentsConfig = Field(default_factory=AttachmentsConfig)
+    web: WebConfig = Field(default_factory=WebConfig)
     agents: dict[str, AgentProfile] = Field(default_factory=dict)
     pricing: dict[str, ModelPrice] = Field(default_factory=dict)
     budgets: BudgetsConfig = Field(default_factory=BudgetsConfig)

@@ -32,6 +32,7 @@ from bot.store.statements import Read
 from bot.store.tool_calls import ToolCallRecord, ToolCalls
 from bot.store.unit_of_work import UnitOfWork
 from bot.store.usage import UsageLog, UsageRecord
+from bot.store.web import WebAccess
 
 __all__ = [
     "AttachmentKind",
@@ -74,6 +75,7 @@ class Store:
         self.rate_limits = RateLimitBuckets(db)
         self.retention = Retention(db)
         self.forget = Forgetting(db, self.attachments)
+        self.web = WebAccess(db)
 
     @classmethod
     async def open(cls, path: str | Path, *, migrate: bool = True) -> Store:
