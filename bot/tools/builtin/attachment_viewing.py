@@ -39,9 +39,12 @@ class ViewAttachmentArguments(ToolArguments):
 
 
 def pick(records: Sequence[AttachmentRecord], wanted: str) -> AttachmentRecord:
-    """The record ``wanted`` names: its id, else its name (exactly, then ignoring case; the
-    newest of several). :class:`ToolFailed` naming the files there are when none matches."""
+    """The record ``wanted`` names: its id (also as the line writes it, ``attachment 3f…``),
+    else its name (exactly, then ignoring case; the newest of several). :class:`ToolFailed`
+    naming the files there are when none matches."""
     wanted = wanted.strip()
+    if wanted.lower().startswith("attachment "):
+        wanted = wanted[len("attachment ") :].strip()
     for record in records:
         if record.id == wanted.lower():
             return record

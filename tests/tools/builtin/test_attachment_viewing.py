@@ -112,6 +112,7 @@ async def test_an_image_named_by_its_id_is_shown_again(
 ) -> None:
     record = await saved.add("screen.png", png((40, 30)), AttachmentKind.IMAGE, "image/png")
     result = await view(tool, record.id, context)
+    assert await view(tool, f"attachment {record.id}", context) == result
 
     assert isinstance(result, ToolOutput)
     assert result.text == (
