@@ -3,8 +3,9 @@
 Under ``dm_policy = "pairing"`` an unknown DM gets a short one-time code. The code expires
 after ``CODE_TTL_S``; while one is pending no new code is issued, and a user gets at most
 ``MAX_CODES_PER_DAY`` codes in 24 hours (further DMs are ignored). An admin approves the code
-with ``hatchway pairing approve CODE`` or by sending ``/pair CODE`` in chat as an approver;
-from then on the user counts as allowed on that alias.
+with ``hatchway pairing approve CODE``, by sending ``/pair CODE`` in chat as an approver, or
+on the web console's pairing page (which can also reject it); from then on the user counts
+as allowed on that alias.
 """
 
 from __future__ import annotations
@@ -97,5 +98,22 @@ class PairingBook:
         return PairingOutcome(
             approved=True,
             message=f"Paired {name} ({record.user_id}) on {record.channel}.",
+            record=record,
+        )
+
+    async def reject(self, code: str, rejecter: str) -> PairingOutcome:
+        """Reject ``code`` (any alias: the web console's admins). ``approved`` is False
+        either way; ``record`` is set when the code was rejected."""
+        wanted = normalise_code(code)
+        record = await self._store.pairings.reject(wanted, self._clock())
+        if record is None:
+            return PairingOutcome(approved=False, message="No pending pairing with that code.")
+        log.info(
+            "pairing_rejected", channel=record.channel, user_id=record.user_id, rejected_by=rejecter
+        )
+        name = record.display_name or record.user_id
+        return PairingOutcome(
+            approved=False,
+            message=f"Rejected the pairing of {name} ({record.user_id}) on {record.channel}.",
             record=record,
         )

@@ -15,7 +15,7 @@ import structlog
 
 from bot.envelope import DeliveryTarget
 from bot.schedules.job import JobSpec, ScheduledJob, ScheduleError
-from bot.schedules.recurrence import check_cron, first_run, zone
+from bot.schedules.recurrence import check_cron, first_run, next_run, zone
 from bot.store.schedules import ScheduleRow, Schedules
 
 log = structlog.get_logger(__name__)
@@ -26,7 +26,7 @@ def _new_id() -> str:
 
 
 class ScheduleBook:
-    """Create, list and remove jobs; read the due ones."""
+    """Create, list, pause, resume and remove jobs; read the due ones."""
 
     def __init__(self, schedules: Schedules, *, max_per_conversation: int = 20) -> None:
         self._schedules = schedules
@@ -85,6 +85,31 @@ class ScheduleBook:
         self, job_id: str, *, last_run_at: float | None, next_run_at: float | None
     ) -> None:
         await self._schedules.mark_run(job_id, last_run_at=last_run_at, next_run_at=next_run_at)
+
+    async def pause(self, job_id: str) -> bool:
+        """Stop an active job from coming due; False unless it was active."""
+        paused = await self._schedules.pause(job_id)
+        if paused:
+            log.info("schedule_paused", job_id=job_id)
+        return paused
+
+    async def resume(self, job_id: str, *, now: float) -> ScheduledJob | None:
+        """Let a paused job come due again from ``now`` on (runs missed while it was paused
+        are skipped, not caught up). None when it is not paused, or is a one-shot job whose
+        time passed meanwhile (:class:`ScheduleError`)."""
+        job = await self.get(job_id)
+        if job is None or not job.paused:
+            return None
+        following = next_run(job.spec, now)
+        if following is None:
+            raise ScheduleError(
+                f"job {job_id} was to run {job.spec.when()}, which passed while it was"
+                " paused; remove it instead"
+            )
+        if not await self._schedules.resume(job_id, following):
+            return None
+        log.info("schedule_resumed", job_id=job_id, next_run_at=following)
+        return await self.get(job_id)
 
     async def remove(self, job_id: str) -> bool:
         removed = await self._schedules.remove(job_id)

@@ -89,7 +89,7 @@ class JobSpec(_Frozen):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ScheduledJob:
     """A job with its timing state (epoch seconds). ``enabled`` is False once a one-shot
-    job has run."""
+    job has run (finished: no next run) or while an admin has paused it (a next run kept)."""
 
     id: str
     spec: JobSpec
@@ -123,6 +123,10 @@ class ScheduledJob:
             enabled=self.enabled,
             created_at=self.created_at,
         )
+
+    @property
+    def paused(self) -> bool:
+        return not self.enabled and self.next_run_at is not None
 
     def belongs_to(self, target: DeliveryTarget) -> bool:
         """True when the job was created in ``target``'s conversation (any thread)."""

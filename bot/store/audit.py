@@ -8,8 +8,10 @@ already scrubbed; this module only stores and reads them.
 from __future__ import annotations
 
 import enum
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+from bot.store.audit_search import PAGE_SIZE, AuditCursor, AuditFilter, page_query
 from bot.store.sqlite import Database, Transaction
 from bot.store.statements import Row
 
@@ -56,6 +58,21 @@ class AuditEntry:
     reason: str = ""
     latency_ms: float = 0.0
     id: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuditPage:
+    """One page of the trail, newest first. ``older`` continues towards older rows
+    (``before=``), ``newer`` back towards newer ones (``after=``); ``None`` when there is
+    nothing that way."""
+
+    entries: tuple[AuditEntry, ...]
+    older: AuditCursor | None
+    newer: AuditCursor | None
+
+
+def _cursor(entry: AuditEntry) -> AuditCursor:
+    return AuditCursor(at=entry.at, id=entry.id)
 
 
 _INSERT = (
@@ -120,3 +137,44 @@ class AuditLog:
         """Rows with ``at >= at``, oldest first."""
         rows = await self._db.fetchall("SELECT * FROM audit WHERE at >= ? ORDER BY at, id", (at,))
         return [_entry(r) for r in rows]
+
+    async def page(
+        self,
+        flt: AuditFilter,
+        *,
+        before: AuditCursor | None = None,
+        after: AuditCursor | None = None,
+        size: int = PAGE_SIZE,
+    ) -> AuditPage:
+        """The ``size`` rows matching ``flt`` just older than ``before`` (the newest rows
+        when neither cursor is given), or just newer than ``after`` (the first page once
+        fewer than ``size`` are newer); newest first either way. One more row is read to
+        know whether the walk can go on."""
+        sql, params = page_query(flt, before=before, after=after, limit=size + 1)
+        rows = [_entry(r) for r in await self._db.fetchall(sql, params)]
+        more = len(rows) > size
+        rows = rows[:size]
+        older: AuditCursor | None
+        newer: AuditCursor | None
+        if after is not None:
+            if not more:  # back at the newest rows: the first page, full
+                return await self.page(flt, size=size)
+            rows.reverse()
+            older = _cursor(rows[-1])
+            newer = _cursor(rows[0])
+        else:
+            older = _cursor(rows[-1]) if more else None
+            newer = _cursor(rows[0]) if before is not None and rows else None
+        return AuditPage(entries=tuple(rows), older=older, newer=newer)
+
+    async def matching(self, flt: AuditFilter, *, batch: int = 500) -> AsyncIterator[AuditEntry]:
+        """Every row matching ``flt``, newest first, read ``batch`` rows per query (an
+        export streams them out without holding the trail in memory)."""
+        before: AuditCursor | None = None
+        while True:
+            found = await self.page(flt, before=before, size=batch)
+            for entry in found.entries:
+                yield entry
+            if found.older is None:
+                return
+            before = found.older

@@ -1,7 +1,8 @@
 """Pairing codes: a stranger's DM gets a one-time code; an admin approves it.
 
-A pairing is ``pending`` until approved or past ``expires_at``; an approved pairing lets that
-user (on that channel alias) talk to the bot from then on.
+A pairing is ``pending`` until approved, rejected, or past ``expires_at``; an approved pairing
+lets that user (on that channel alias) talk to the bot from then on. A rejected one lets
+nobody in (the user may ask for a new code, within the daily limit of codes).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ class PairingRecord:
     channel: str
     user_id: str
     display_name: str
-    status: str  # pending | approved | expired
+    status: str  # pending | approved | rejected | expired
     created_at: float
     expires_at: float
     approved_by: str | None = None
@@ -87,5 +88,14 @@ class Pairings:
             "UPDATE pairings SET status = 'approved', approved_by = ?, approved_at = ?"
             " WHERE code = ? AND status = 'pending' AND expires_at > ? RETURNING *",
             (approver, now, code, now),
+        )
+        return _record(updated) if updated else None
+
+    async def reject(self, code: str, now: float) -> PairingRecord | None:
+        """Reject a pending, unexpired code; None when there is no such code."""
+        updated = await self._db.execute_returning(
+            "UPDATE pairings SET status = 'rejected'"
+            " WHERE code = ? AND status = 'pending' AND expires_at > ? RETURNING *",
+            (code, now),
         )
         return _record(updated) if updated else None

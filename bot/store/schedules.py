@@ -3,7 +3,8 @@
 The job definition is stored as JSON in ``spec`` (its shape belongs to
 :mod:`bot.schedules.job`; this repository does not interpret it). ``next_run_at`` and
 ``last_run_at`` are epoch seconds; a job whose ``next_run_at`` is NULL or that is disabled
-never comes due. Removing a job deletes its row.
+never comes due: disabled with a next run is *paused*, with none *finished*. Removing a job
+deletes its row.
 """
 
 from __future__ import annotations
@@ -81,12 +82,34 @@ class Schedules:
     async def mark_run(
         self, job_id: str, *, last_run_at: float | None, next_run_at: float | None
     ) -> None:
-        """Record a run (or a skip): the job is disabled when there is no next run."""
+        """Record a run (or a skip): the job is disabled when there is no next run. A job
+        paused while its run was being delivered stays paused."""
         await self._db.execute(
             "UPDATE schedules SET last_run_at = COALESCE(?, last_run_at), next_run_at = ?,"
-            " enabled = ? WHERE id = ?",
-            (last_run_at, next_run_at, int(next_run_at is not None), job_id),
+            " enabled = CASE WHEN ? IS NULL THEN 0 ELSE enabled END WHERE id = ?",
+            (last_run_at, next_run_at, next_run_at, job_id),
         )
+
+    async def pause(self, job_id: str) -> bool:
+        """Stop an active job from coming due, keeping its next run (a paused job is
+        disabled with a next run; a finished one has none). False unless it was active."""
+        found = await self._db.execute_returning(
+            "UPDATE schedules SET enabled = 0 WHERE id = ? AND enabled = 1"
+            " AND next_run_at IS NOT NULL RETURNING id",
+            (job_id,),
+        )
+        return found is not None
+
+    async def resume(self, job_id: str, next_run_at: float) -> bool:
+        """Let a paused job come due again, next at ``next_run_at`` (the caller computes it
+        from now, so runs missed while paused are not caught up). False unless it was
+        paused."""
+        found = await self._db.execute_returning(
+            "UPDATE schedules SET enabled = 1, next_run_at = ? WHERE id = ? AND enabled = 0"
+            " AND next_run_at IS NOT NULL RETURNING id",
+            (next_run_at, job_id),
+        )
+        return found is not None
 
     async def remove(self, job_id: str) -> bool:
         """Delete a job; False when there was none with that id."""

@@ -75,7 +75,8 @@ def recording(recs: Sequence[ToolCallRecord]) -> list[Write]:
     return [Write(_INSERT, [_row(rec, now) for rec in recs])]
 
 
-def _record(r: Row) -> ToolCallRecord:
+def tool_call_record(r: Row) -> ToolCallRecord:
+    """A ``tool_calls`` row (``SELECT *``) as its record."""
     return ToolCallRecord(
         turn_id=r["turn_id"],
         call_id=r["call_id"],
@@ -106,7 +107,7 @@ class ToolCalls:
         rows = await self._db.fetchall(
             "SELECT * FROM tool_calls WHERE turn_id = ? ORDER BY id", (turn_id,)
         )
-        return [_record(r) for r in rows]
+        return [tool_call_record(r) for r in rows]
 
     async def for_call(self, call_id: str) -> list[ToolCallRecord]:
         """Every row with this call id, oldest first (a model's call ids are unique within
@@ -114,4 +115,4 @@ class ToolCalls:
         rows = await self._db.fetchall(
             "SELECT * FROM tool_calls WHERE call_id = ? ORDER BY id", (call_id,)
         )
-        return [_record(r) for r in rows]
+        return [tool_call_record(r) for r in rows]
