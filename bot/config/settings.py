@@ -24,6 +24,7 @@ from bot.config.embedded import PACKAGED_MODEL_NAME, packaged_model_path
 from bot.config.limits import RateLimitsConfig
 from bot.config.mcp import McpConfig
 from bot.config.retention import RetentionConfig
+from bot.config.telemetry import TelemetryConfig
 from bot.config.tools import ToolsConfig
 from bot.config.usage import BudgetsConfig, ModelPrice
 from bot.config.web import WebConfig
@@ -198,6 +199,7 @@ class Settings(ConfigModel):
     rate_limits: RateLimitsConfig = Field(default_factory=RateLimitsConfig)
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
     attachments: AttachmentsConfig = Field(default_factory=AttachmentsConfig)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     web: WebConfig = Field(default_factory=WebConfig)
     agents: dict[str, AgentProfile] = Field(default_factory=dict)
     pricing: dict[str, ModelPrice] = Field(default_factory=dict)
