@@ -275,20 +275,27 @@ class Upload:
     key: str
 
 
-class UploadChannel(FakeChannel):
-    """A fake channel that posts files (:class:`bot.channel.FileSending`): it reads each file
-    when asked to post it and records it in :attr:`uploads`; ``limit`` is the largest file
-    it takes (in every conversation); while :attr:`refusing` is set, an upload raises
+class UploadChannel(FileChannel):
+    """A fake channel that posts files (:class:`bot.channel.FileSending`) and, like
+    :class:`FileChannel`, serves the files its users attach: it reads each file when asked to
+    post it and records it in :attr:`uploads`; ``upload_max`` is the largest file it takes
+    (in every conversation); while :attr:`refusing` is set, an upload raises
     :class:`~bot.errors.ChannelError` with that sentence."""
 
-    def __init__(self, ref: ChannelRef, *, limit: int = 50 * 1024 * 1024) -> None:
-        super().__init__(ref)
-        self.limit = limit
+    def __init__(
+        self,
+        ref: ChannelRef,
+        files: dict[str, bytes] | None = None,
+        *,
+        upload_max: int = 50 * 1024 * 1024,
+    ) -> None:
+        super().__init__(ref, files)
+        self.upload_max = upload_max
         self.uploads: list[Upload] = []
         self.refusing = ""
 
     def upload_limit(self, target: DeliveryTarget) -> int:
-        return self.limit
+        return self.upload_max
 
     async def send_file(
         self,

@@ -140,9 +140,12 @@ def send_file_tool(outbox: FileOutbox, workspace: Workspace) -> ToolSpec:
         if limit is None:
             raise ToolFailed(f"{target.channel} cannot post files: nothing was sent")
         if size > limit:
+            shown, most = human_size(size), human_size(limit)
+            if shown == most:  # rounded alike: the bytes tell them apart
+                shown, most = f"{size:,} bytes", f"{limit:,} bytes"
             raise ToolFailed(
-                f"{name} is {human_size(size)}, over the {human_size(limit)} {target.channel} "
-                "takes there: nothing was sent (a smaller or compressed file would go)"
+                f"{name} is {shown}, over the {most} {target.channel} takes there: nothing "
+                "was sent (a smaller or compressed file would go)"
             )
         try:
             await outbox.send_file(target, real, name=name, caption=scrub_text(args.caption))

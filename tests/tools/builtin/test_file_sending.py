@@ -99,7 +99,7 @@ async def test_the_name_shown_is_a_plain_file_name(
 async def test_a_file_over_the_channels_limit_is_not_uploaded(
     workspace: Workspace, files: Path, context: ToolContext
 ) -> None:
-    small = UploadChannel(SLACK, limit=10)
+    small = UploadChannel(SLACK, upload_max=10)
     spec = send_file_tool(outbox_over(small), workspace)
     with pytest.raises(ToolFailed, match=r"report\.csv is 14 bytes, over the 10 bytes slack\.team"):
         await call(spec, {"path": "report.csv"}, context)
