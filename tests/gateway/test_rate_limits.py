@@ -110,6 +110,7 @@ async def test_a_burst_gets_one_reply_and_loses_nobody_elses_message(
             await say(tg, BOB, f"bob {n}", 100 + n)
         counts = await settled(app, 23)
         await tg.wait_for("sendMessage", lambda c: "echo: bob 3" in str(c.params["text"]))
+        await tg.wait_for("sendMessage", is_notice)
         sent = texts(tg)
 
         assert counts == {"done": 6, "failed": 17}
@@ -126,6 +127,24 @@ async def test_a_burst_gets_one_reply_and_loses_nobody_elses_message(
         failed = [e for e in refused if e is not None and e.status is InboxStatus.FAILED]
         assert len(failed) == 17 and all(e.error == RATE_LIMITED for e in failed)
         assert len(provider.requests) == 6
+
+
+async def test_a_busy_conversation_is_told_once(tg: FakeTelegram, tmp_path: Path) -> None:
+    limits = {"per_conversation": SLOW}
+    provider = ScriptedProvider([echo] * 10)
+    async with App(settings(tg, tmp_path, **limits), provider=provider, tools=[]) as app:
+        await started(app)
+        for n in range(1, 4):
+            await say(tg, ANN, f"ann {n}", n)
+            await say(tg, BOB, f"bob {n}", 10 + n)
+        assert await settled(app, 6) == {"done": 3, "failed": 3}
+        await tg.wait_for("sendMessage", lambda c: "echo: " in str(c.params["text"]), count=3)
+        await tg.wait_for("sendMessage", lambda c: "faster than I" in str(c.params["text"]))
+        notices = [t for t in texts(tg) if "faster than I can take them" in t]
+        assert notices == [
+            "This conversation is sending messages faster than I can take them; I'll answer "
+            "again in 600 s."
+        ]
 
 
 async def test_a_restart_keeps_the_buckets(tg: FakeTelegram, tmp_path: Path) -> None:
