@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "bot.commands.pairing",
     "bot.commands.schedules",
     "bot.commands.usage",
+    "bot.commands.web",
 )
 
 Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]

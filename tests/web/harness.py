@@ -34,6 +34,7 @@ from playwright.async_api import Page
 
 from bot.app import App
 from bot.config import ServerConfig, Settings, parse_settings
+from bot.metrics import Metrics
 from bot.ops.web import HttpServer
 from tests.fakes.openai_server import OpenAIFake
 from tests.fakes.recording_tool import deploy_tool
@@ -172,14 +173,16 @@ class ConsoleRig:
 
 
 @asynccontextmanager
-async def console_rig(state: Path, **web: Any) -> AsyncIterator[ConsoleRig]:
+async def console_rig(
+    state: Path, *, metrics: Metrics | None = None, **web: Any
+) -> AsyncIterator[ConsoleRig]:
     """Everything in the module docstring, running for the block; ``web``: more ``[web]``
-    keys."""
+    keys; ``metrics``: the daemon's figures, kept as ``hatchway run`` keeps them."""
     async with FakeTelegram(TOKEN) as tg, OpenAIFake(model="gpt-4o-mini") as llm:
         settings = console_settings(tg, llm, state, **web)
         server = HttpServer(ServerConfig(host="127.0.0.1", port=0))
         ran: list[Mapping[str, object]] = []
-        app = App(settings, web_app=server.app, tools=[deploy_tool(ran)])
+        app = App(settings, web_app=server.app, tools=[deploy_tool(ran)], metrics=metrics)
         async with app:
             await server.start()
             try:

