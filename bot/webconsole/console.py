@@ -37,7 +37,15 @@ from bot.webconsole.sign_in import HOME, SignIn
 log = structlog.get_logger(__name__)
 
 #: The page modules, in navigation order; each exposes ``register(pages: Pages)``.
-PAGE_MODULES: tuple[str, ...] = ("bot.webconsole.approvals",)
+PAGE_MODULES: tuple[str, ...] = (
+    "bot.webconsole.approvals",
+    "bot.webconsole.pages_grants",
+    "bot.webconsole.pages_audit",
+    "bot.webconsole.pages_turns",
+    "bot.webconsole.pages_health",
+    "bot.webconsole.pages_schedules",
+    "bot.webconsole.pages_pairing",
+)
 PRUNE_EVERY_S = 600.0
 STATIC = Path(__file__).parent / "static"
 

@@ -1,0 +1,195 @@
+"""The Turns page: conversations with recent activity, and one session's recent turns with
+every tool call, its outcome, its duration, who let it run and its receipt check.
+
+``/turns`` lists sessions (a conversation, or one of its threads or agents) by their latest
+activity; ``/turns/session?key=…`` shows that session's turns, newest first, from
+:attr:`bot.store.Store.turns`: the message that started each (sender, text, when, how it
+ended, how long it took) and the tool calls of its run. A call's receipt is checked against
+its row as stored now, with the key ``agent.receipt_key_env`` names, like
+``hatchway receipts verify`` (:mod:`bot.tools.receipt`); the key is never shown.
+
+An approver sees the sessions of the channels they approve; another channel's session reads
+as empty (the store's queries take the viewer's channels).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+from aiohttp import web
+
+from bot.errors import ConfigError
+from bot.store.tool_calls import ToolCallRecord
+from bot.store.turns import SESSIONS_PAGE, TurnRecord
+from bot.tools.receipt import ReceiptSigner, ReceiptVerdict
+from bot.webconsole import display
+from bot.webconsole.pages import Access, PageRequest, Pages
+
+PATH = "/turns"
+SESSION_PATH = f"{PATH}/session"
+MAX_KEY_CHARS = 512
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallRow:
+    tool: str
+    arguments: str
+    outcome: str
+    outcome_class: str
+    duration: str
+    approved_by: str
+    receipt: str
+    receipt_class: str
+    result: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnView:
+    turn_id: str
+    started: str
+    took: str
+    status: str
+    error: str
+    sender: str
+    text: str
+    attempts: int
+    background: bool
+    calls: tuple[CallRow, ...]
+
+
+class Receipts:
+    """Checks receipts with the configured key, read once per page (and only when a row
+    has a receipt)."""
+
+    def __init__(self, page: PageRequest) -> None:
+        self._agent = page.host.settings.agent
+        self._signer: ReceiptSigner | None = None
+        self._missing = ""
+
+    def check(self, record: ToolCallRecord) -> tuple[str, str]:
+        """(what the check found, its CSS class)."""
+        if record.receipt is None:
+            return "no receipt", "receipt-none"
+        if self._signer is None and not self._missing:
+            try:
+                self._signer = ReceiptSigner.for_verifying(self._agent)
+            except ConfigError:
+                self._missing = f"not checked: {self._agent.receipt_key_env} is not set"
+        if self._signer is None:
+            return self._missing, "receipt-unchecked"
+        result = self._signer.check(record)
+        verified = result.verdict is ReceiptVerdict.VERIFIED
+        return result.describe(), "receipt-verified" if verified else "receipt-bad"
+
+
+def _call(record: ToolCallRecord, receipts: Receipts) -> CallRow:
+    receipt, receipt_class = receipts.check(record)
+    outcome = record.status + (" (synthetic)" if record.synthetic else "")
+    return CallRow(
+        tool=display.text(record.tool),
+        arguments=display.arguments(record.arguments),
+        outcome=outcome,
+        outcome_class=f"outcome-{record.status}",
+        duration=display.duration(record.duration_ms / 1000),
+        approved_by=display.text(record.approved_by) or "not asked",
+        receipt=receipt,
+        receipt_class=receipt_class,
+        result=display.block(record.observation, 600),
+    )
+
+
+def _turn(turn: TurnRecord, receipts: Receipts) -> TurnView:
+    sender = display.text(turn.sender_name)
+    sender_id = display.text(turn.sender_id)
+    return TurnView(
+        turn_id=turn.turn_id,
+        started=display.when(turn.received_at),
+        took=display.duration(turn.duration_s),
+        status=turn.status,
+        error=display.text(turn.error, 300),
+        sender=f"{sender} ({sender_id})" if sender and sender != sender_id else sender_id,
+        text=display.block(turn.text, 1000),
+        attempts=turn.attempts,
+        background=turn.background,
+        calls=tuple(_call(c, receipts) for c in turn.tool_calls),
+    )
+
+
+def register(pages: Pages) -> None:
+    pages.add("GET", PATH, sessions_page, access=Access.SIGNED_IN, nav="Turns")
+    pages.add("GET", SESSION_PATH, session_page, access=Access.SIGNED_IN)
+
+
+def _bad(page: PageRequest, template: str, context: dict[str, Any], error: str) -> web.Response:
+    return page.render(template, {**context, "error": error}, status=400)
+
+
+async def sessions_page(page: PageRequest) -> web.StreamResponse:
+    query = page.request.query
+    configured = [f"{kind}.{alias}" for kind, alias, _ in page.host.settings.channels.all()]
+    channel = query.get("channel", "")[:200]
+    context: dict[str, Any] = {
+        "sessions": [],
+        "channels": [c for c in configured if page.viewer.may_read(c)],
+        "channel": channel,
+        "older": "",
+        "error": "",
+        "path": PATH,
+        "session_path": SESSION_PATH,
+    }
+    before: tuple[float, str] | None = None
+    if "before_at" in query or "before_key" in query:
+        try:
+            at = float(query.get("before_at", ""))
+        except ValueError:
+            at = math.nan
+        if not math.isfinite(at):
+            return _bad(page, "turns.html", context, "before_at: not a time; start again")
+        before = (at, query.get("before_key", "")[:MAX_KEY_CHARS])
+    found = await page.host.store.turns.sessions(
+        display.reach(page.viewer), channel=channel, before=before, limit=SESSIONS_PAGE + 1
+    )
+    more, found = len(found) > SESSIONS_PAGE, found[:SESSIONS_PAGE]
+    context["sessions"] = [
+        {
+            "key": display.text(s.session_key, 300),
+            "href": f"{SESSION_PATH}?{urlencode({'key': s.session_key})}",
+            "channel": s.channel,
+            "active": display.when(s.updated_at),
+        }
+        for s in found
+    ]
+    if more:
+        last = found[-1]
+        position = {"before_at": repr(last.updated_at), "before_key": last.session_key}
+        keep = {"channel": channel} if channel else {}
+        context["older"] = f"{PATH}?{urlencode({**keep, **position})}"
+    return page.render("turns.html", context)
+
+
+async def session_page(page: PageRequest) -> web.StreamResponse:
+    query = page.request.query
+    key = query.get("key", "")[:MAX_KEY_CHARS]
+    context: dict[str, Any] = {
+        "key": display.text(key, 300),
+        "turns": [],
+        "older": "",
+        "error": "",
+        "path": PATH,
+    }
+    if not key:
+        return _bad(page, "session.html", context, "Pick a conversation from the list.")
+    raw_before = query.get("before", "")
+    if raw_before and not (raw_before.isdigit() and len(raw_before) <= 18):
+        return _bad(page, "session.html", context, "before: not a turn's position; start again")
+    found = await page.host.store.turns.for_session(
+        key, display.reach(page.viewer), before=int(raw_before) if raw_before else None
+    )
+    receipts = Receipts(page)
+    context["turns"] = [_turn(t, receipts) for t in found.turns]
+    if found.older is not None:
+        context["older"] = f"{SESSION_PATH}?{urlencode({'key': key, 'before': found.older})}"
+    return page.render("session.html", context)
