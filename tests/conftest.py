@@ -9,6 +9,8 @@ import pytest
 import structlog
 from hypothesis import HealthCheck, settings
 
+from tests.pg import pg_empty_url, pg_server, pg_store, pg_template, pg_url  # noqa: F401
+
 # Property tests judge what the code does, not how fast this machine is: under load (two suites
 # at once on two cores) an example can take longer than hypothesis' 200 ms deadline, and
 # generating them can trip its too_slow health check. The other health checks stay on.
