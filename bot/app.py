@@ -54,6 +54,8 @@ from bot.schedules.retention import RetentionJob
 from bot.schedules.runner import ScheduleRunner
 from bot.schedules.tools import schedule_tools
 from bot.store import Store
+from bot.telemetry.setup import install as start_traces
+from bot.telemetry.setup import shutdown as stop_traces
 from bot.tools.builtin import builtin_tools
 from bot.tools.builtin.sandbox import Confinement
 from bot.tools.builtin.scope_changes import announce_scope_changes
@@ -124,8 +126,12 @@ class App:
         metrics: Metrics | None = None,
         clock: Callable[[], float] = time.time,
         config_file: Path | None = None,
+        span_exporter: object | None = None,
     ) -> None:
         self.settings = with_default_channel(settings, given=bool(channels))
+        #: where spans go when ``[telemetry]`` is on, instead of OTLP (tests, the bench)
+        self._span_exporter = span_exporter
+        self._tracing = False
         self._config_file = config_file  # hidden from shell's sandbox with the state
         self._clock = clock  # wall clock of the scheduler (tests control it)
         self.metrics = metrics
@@ -144,7 +150,13 @@ class App:
 
     async def start(self) -> None:
         settings = self.settings
-        self.store = await Store.open(settings.database_path())
+        # first: a missing package of the otel extra stops the start before anything opens
+        self._tracing = start_traces(settings.telemetry, exporter=self._span_exporter)
+        try:
+            self.store = await Store.open(settings.database_path())
+        except BaseException:
+            await self._stop_traces()
+            raise
         try:
             self.provider = self._given_provider or build_provider(settings)
             self._build_channels()
@@ -220,6 +232,7 @@ class App:
             )
         except BaseException:
             await self.store.aclose()
+            await self._stop_traces()
             raise
         self._runner = asyncio.create_task(self._supervise(), name="hatchway-app")
         await asyncio.sleep(0)  # let the gateway's task group open before recovery
@@ -460,10 +473,18 @@ class App:
                 self.store.aclose(),
                 return_exceptions=True,
             )
+            await self._stop_traces()
             log.info("app_stopped")
             for outcome in closed:
                 if isinstance(outcome, BaseException):
                     raise outcome
+
+    async def _stop_traces(self) -> None:
+        """Export the spans still batched (on a thread: a collector that does not answer
+        holds the stop for its export timeout, never the loop) and turn traces off."""
+        if self._tracing:
+            self._tracing = False
+            await asyncio.to_thread(stop_traces)
 
     async def _stop_parts(self, runner: asyncio.Task[None]) -> None:
         """Cancel the long-running parts and wait for them, at most CLOSE_TIMEOUT_S; a part

@@ -20,6 +20,7 @@ from typing import Protocol, TypeVar
 
 import structlog
 
+from bot import telemetry
 from bot.backoff import cancel_requested
 from bot.channel import Channel, SentMessage
 from bot.envelope import Capabilities, DeliveryTarget
@@ -369,7 +370,9 @@ class ChannelProgress:
     async def _call(self, action: Awaitable[T], what: str) -> T | None:
         """Run one platform call; a platform failure never breaks the turn."""
         try:
-            return await action
+            with telemetry.send(self._target.channel.kind, "progress") as span:
+                span.set("hatchway.send.action", what)
+                return await action
         except ChannelError as exc:
             log.warning("progress_update_failed", action=what, error=scrub_text(str(exc)))
             return None

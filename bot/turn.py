@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from bot.envelope import IngressEnvelope
 from bot.store import InboxKey
+from bot.telemetry import NO_TRACE, TurnTrace
 
 #: How long a reply key is: a Discord nonce holds at most 25 characters.
 REPLY_KEY_CHARS = 24
@@ -29,11 +30,14 @@ REPLY_KEY_CHARS = 24
 class TurnIdentity:
     """One admitted message as a turn: ``turn_id`` is new for every run of the message
     (a message re-queued after a restart gets another one), ``session_key`` names the
-    history it reads and extends, ``envelope`` is the message itself."""
+    history it reads and extends, ``envelope`` is the message itself. ``trace`` is the
+    turn's root span, started at admission (:mod:`bot.telemetry`; :data:`NO_TRACE` while
+    traces are off)."""
 
     turn_id: str
     session_key: str
     envelope: IngressEnvelope
+    trace: TurnTrace = field(default=NO_TRACE, compare=False, repr=False)
 
     @property
     def channel(self) -> str:

@@ -20,6 +20,7 @@ from dataclasses import replace
 
 import structlog
 
+from bot import telemetry
 from bot.agent.context_window import fit_history
 from bot.agent.turn import AgentBundle, TurnResult, TurnState, TurnStatus
 from bot.crashpoints import crash_point
@@ -134,13 +135,15 @@ async def _iterate(
         )
         started = time.perf_counter()
         try:
-            reply = await unless_cancelled(
-                bundle.provider.complete(
-                    request,
-                    stream=state.progress.stream_text if state.progress.wants_stream else None,
-                ),
-                state.cancel,
-            )
+            with telemetry.model_call(bundle.provider.name) as span:
+                reply = await unless_cancelled(
+                    bundle.provider.complete(
+                        request,
+                        stream=state.progress.stream_text if state.progress.wants_stream else None,
+                    ),
+                    state.cancel,
+                )
+                span.answered(reply)
         except ProviderError as exc:
             log.warning("provider_failed", error=str(exc), retryable=exc.retryable)
             return TurnResult(

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import structlog
 
+from bot import telemetry
 from bot.agent.loop import run_turn
 from bot.agent.turn import AgentBundle, TurnState, TurnStatus
 from bot.attachments.ingest import AttachmentIngest
@@ -99,6 +100,7 @@ class AgentRunner:
             result = await run_turn(bundle, state)
         finally:
             await state.progress.aclose()
+        telemetry.note("hatchway.turn.status", result.status.value)
         if self._turn_finished is not None:
             self._turn_finished(result.status.value)
         shutdown = result.status is TurnStatus.CANCELLED and state.cancel.reason == SHUTDOWN

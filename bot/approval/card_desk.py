@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import structlog
 
+from bot import telemetry
 from bot.approval import reasons
 from bot.approval.card import card_for, parse_channel_ref
 from bot.approval.policy import EffectivePolicy
@@ -58,7 +59,8 @@ class CardDesk:
         closed their DMs) is logged and left out."""
         card = card_for(record, timeout_s=self._policy_for(target.channel).timeout_s)
         try:
-            sent = await channel.post_approval_card(target, card)
+            with telemetry.send(target.channel.kind, "approval_card"):
+                sent = await channel.post_approval_card(target, card)
         except CHANNEL_FAILURES as exc:
             log.warning("approval_card_failed", approval_id=record.id, error=scrub_text(str(exc)))
             return []
@@ -67,7 +69,8 @@ class CardDesk:
         for approver in dm_to:
             dm = DeliveryTarget(channel=target.channel, conversation_id=approver)
             try:
-                refs.append(_ref(await channel.post_approval_card(dm, card)))
+                with telemetry.send(target.channel.kind, "approval_card"):
+                    refs.append(_ref(await channel.post_approval_card(dm, card)))
             except CHANNEL_FAILURES as exc:
                 log.warning(
                     "approval_dm_card_failed",

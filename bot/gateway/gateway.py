@@ -40,6 +40,7 @@ import uuid
 import structlog
 from structlog.contextvars import bind_contextvars, reset_contextvars
 
+from bot import telemetry
 from bot.approval.gate import ApprovalGate
 from bot.config import ChannelCommon, Settings
 from bot.envelope import ChannelRef, IngressEnvelope, envelope_to_json
@@ -129,7 +130,8 @@ class Gateway:
         """Admit one inbound message; returns once it is queued (or refused)."""
         bound = bind_contextvars(envelope_id=envelope.envelope_id, channel=str(envelope.channel))
         try:
-            await self._admit(self._arrival(envelope))
+            with telemetry.admission(envelope):
+                await self._admit(self._arrival(envelope))
         except Exception:
             # Boundary: one bad envelope never takes the adapter down.
             log.exception("envelope_failed")
@@ -207,7 +209,10 @@ class Gateway:
         turn_id = uuid.uuid4().hex
         self._sessions.enqueue(
             TurnIdentity(
-                turn_id=turn_id, session_key=arrival.session_key, envelope=arrival.envelope
+                turn_id=turn_id,
+                session_key=arrival.session_key,
+                envelope=arrival.envelope,
+                trace=telemetry.admitted(turn_id),
             )
         )
 

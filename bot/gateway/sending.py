@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 import structlog
 
+from bot import telemetry
 from bot.channel import Channel, DeliveryCheck, SentMessage
 from bot.crashpoints import crash_point
 from bot.envelope import ChannelRef, DeliveryTarget, IngressEnvelope
@@ -35,7 +36,9 @@ class Replies:
             log.warning("reply_dropped_no_channel", channel=str(target.channel))
             return None
         try:
-            sent = await channel.send(target, text, key=key)
+            with telemetry.send(target.channel.kind, "reply") as span:
+                sent = await channel.send(target, text, key=key)
+                span.sent(len(sent))
         except Exception:
             # Boundary: a platform failure on send is logged; the turn's history is kept.
             log.exception("reply_send_failed")
@@ -60,7 +63,8 @@ class Replies:
             log.warning("reply_dropped_no_channel", channel=str(target_channel))
             return
         try:
-            await channel.send(envelope.reply_target, text)
+            with telemetry.send(target_channel.kind, "message") as span:
+                span.sent(len(await channel.send(envelope.reply_target, text)))
         except Exception:
             # Boundary: a platform failure on send is logged; the turn's history is kept.
             log.exception("reply_send_failed")

@@ -16,8 +16,9 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 import structlog
-from structlog.contextvars import bind_contextvars, reset_contextvars
+from structlog.contextvars import bind_contextvars, clear_contextvars, reset_contextvars
 
+from bot import telemetry
 from bot.backoff import cancel_requested
 from bot.config import DEFAULT_AGENT
 from bot.envelope import IngressEnvelope
@@ -236,6 +237,9 @@ class Sessions:
         self._group.create_task(coro)
 
     async def _worker(self, session_key: str, session: _Session) -> None:
+        # the task was created with a copy of the context of the admission that spawned it:
+        # its message's fields (and a scheduled run's job id) would go on every later line
+        clear_contextvars()
         try:
             while session.queue:
                 turn = session.queue.popleft()
@@ -248,7 +252,9 @@ class Sessions:
                             raise
                         # Boundary: the turn's bookkeeping failed (e.g. the database stayed
                         # locked); the other sessions and the gateway itself carry on.
-                        log.exception("turn_bookkeeping_failed", session=session_key)
+                        log.exception(
+                            "turn_bookkeeping_failed", session=session_key, turn_id=turn.turn_id
+                        )
         finally:
             session.worker_running = False
             session.running = None
@@ -259,7 +265,7 @@ class Sessions:
         envelope = turn.envelope
         control = SessionControl()
         session.control = control
-        with self._drain.turn():
+        with self._drain.turn(), telemetry.turn(turn):
             bound = bind_contextvars(
                 envelope_id=envelope.envelope_id,
                 channel=turn.channel,

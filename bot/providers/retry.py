@@ -34,6 +34,7 @@ from typing import Any, TypeVar
 
 import structlog
 
+from bot import telemetry
 from bot.backoff import BackoffPolicy
 from bot.errors import ProviderError, ProviderTimeout
 from bot.providers.base import StreamSink
@@ -315,6 +316,7 @@ class Retrier:
                 reason=str(failure),
             )
             retries += 1
+            telemetry.retried(self.provider, failure.status)
             await self._sleep(delay)
 
     def status_failure(

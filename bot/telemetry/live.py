@@ -34,22 +34,36 @@ MODEL_CALL = "hatchway.model.call"
 SEND = "hatchway.send"
 #: ``hatchway.tool.prepare``, ``….approval``, ``….execute``, ``….record``
 TOOL_STAGE = "hatchway.tool."
+#: The purpose of the progress message's sends (:func:`bot.telemetry.spans.send`).
+PROGRESS = "progress"
+#: The longest tool name or call id a span shows.
+NAME_CHARS = 200
 
 #: The admission in progress on this task (:meth:`Live.admitted` takes its root).
 _admitting: ContextVar[LiveAdmission | None] = ContextVar("hatchway_admitting", default=None)
 #: The model call in progress (:meth:`Live.retried` counts on it).
 _model_call: ContextVar[LiveSpan | None] = ContextVar("hatchway_model_call", default=None)
+#: The turn's root span, for the progress message's sends: its task is started by whatever
+#: stage first has a line to show, and would otherwise hang them all under that stage.
+_turn_root: ContextVar[trace.Span | None] = ContextVar("hatchway_turn_root", default=None)
 
 
 class LiveSpan(Span):
     """One span, current while its ``with`` runs."""
 
-    __slots__ = ("_attributes", "_name", "_span", "_token", "_tracer", "retries")
+    __slots__ = ("_attributes", "_name", "_parent", "_span", "_token", "_tracer", "retries")
 
-    def __init__(self, tracer: trace.Tracer, name: str, attributes: dict[str, Value]) -> None:
+    def __init__(
+        self,
+        tracer: trace.Tracer,
+        name: str,
+        attributes: dict[str, Value],
+        parent: otel_context.Context | None = None,
+    ) -> None:
         self._tracer = tracer
         self._name = name
         self._attributes = attributes
+        self._parent = parent  # None: the current span
         self.retries = 0
 
     _tracer: trace.Tracer
@@ -57,7 +71,9 @@ class LiveSpan(Span):
     _token: Token[otel_context.Context]
 
     def __enter__(self) -> Self:
-        self._span = self._tracer.start_span(self._name, attributes=self._attributes)
+        self._span = self._tracer.start_span(
+            self._name, context=self._parent, attributes=self._attributes
+        )
         self._token = otel_context.attach(trace.set_span_in_context(self._span))
         return self
 
@@ -190,7 +206,7 @@ class LiveAdmission(Span):
 class LiveTurn(Span):
     """A turn's root span made current on the session worker; ended on leaving."""
 
-    __slots__ = ("_bound", "_root", "_token", "_tracer", "_turn")
+    __slots__ = ("_bound", "_root", "_root_token", "_token", "_tracer", "_turn")
 
     def __init__(self, tracer: trace.Tracer, turn: TracedTurn) -> None:
         self._tracer = tracer
@@ -200,6 +216,7 @@ class LiveTurn(Span):
     _root: trace.Span
     _token: Token[otel_context.Context]
     _bound: Mapping[str, Token[Any]]
+    _root_token: Token[trace.Span | None]
 
     def __enter__(self) -> Self:
         turn = self._turn
@@ -222,6 +239,7 @@ class LiveTurn(Span):
         root.set_attribute("hatchway.background", envelope.background)
         self._root = root
         self._token = otel_context.attach(trace.set_span_in_context(root))
+        self._root_token = _turn_root.set(root)
         context = root.get_span_context()
         self._bound = (
             bind_contextvars(trace_id=trace.format_trace_id(context.trace_id))
@@ -238,6 +256,7 @@ class LiveTurn(Span):
     ) -> None:
         if self._bound:
             reset_contextvars(**self._bound)
+        _turn_root.reset(self._root_token)
         otel_context.detach(self._token)
         ended(self._root, exc_type)
 
@@ -281,14 +300,17 @@ class Live:
         return LiveSpan(
             self.tracer,
             TOOL_STAGE + stage,
-            {"hatchway.tool": tool, "hatchway.call_id": call_id},
+            # the model writes both: a name and an id, never more than a name's length
+            {"hatchway.tool": tool[:NAME_CHARS], "hatchway.call_id": call_id[:NAME_CHARS]},
         )
 
     def send(self, channel_kind: str, purpose: str) -> Span:
+        root = _turn_root.get() if purpose == PROGRESS else None
         return LiveSpan(
             self.tracer,
             SEND,
             {"hatchway.channel.kind": channel_kind, "hatchway.send.purpose": purpose},
+            parent=None if root is None else trace.set_span_in_context(root),
         )
 
     def note(self, key: str, value: Value) -> None:

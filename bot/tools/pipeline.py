@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import structlog
 
+from bot import telemetry
 from bot.approval.gate import Assessment, canonical_json
 from bot.approval.reasons import RuntimeReason
 from bot.crashpoints import crash_point
@@ -119,7 +120,8 @@ class ToolPipeline:
         for index, request in enumerate(batch.slots.requests):
             if batch.aborted or self._cancel.cancelled:
                 break
-            prepared = await self._prepare(batch, index, request)
+            with telemetry.tool_stage("prepare", request.name, request.id):
+                prepared = await self._prepare(batch, index, request)
             if isinstance(prepared, PreparedCall):
                 batch.prepared[index] = prepared
             else:
@@ -154,7 +156,9 @@ class ToolPipeline:
         for index, outcome in enumerate(batch.slots.outcomes()):
             final = batch.final.get(index)
             if final is None:
-                final = await self._record(batch, index, outcome)
+                with telemetry.tool_stage("record", outcome.tool, outcome.call_id) as span:
+                    final = await self._record(batch, index, outcome)
+                    span.set("hatchway.tool.status", final.status.value)
             outcomes.append(final)
         messages = [
             assistant_message(batch.text, batch.slots.requests),
@@ -246,7 +250,10 @@ class ToolPipeline:
             batch.abort()
             return not_executed(OutcomeReason.REPEATED_PROMPT, call_id=call_id, tool=spec.name)
         await self._progress.waiting_for_approval(tool=spec.name)
-        decision = await unless_cancelled(self._services.gate.ask(request), self._cancel)
+        with telemetry.tool_stage("approval", spec.name, call_id) as span:
+            decision = await unless_cancelled(self._services.gate.ask(request), self._cancel)
+            if decision is not None:
+                span.set("hatchway.approval.verdict", decision.verdict.value)
         await self._progress.approval_resolved(
             tool=spec.name, approved=decision is not None and decision.allowed
         )
@@ -293,12 +300,14 @@ class ToolPipeline:
             call_id=call.call_id, tool=spec.name, hint=progress_hint(call.arguments)
         )
         timeout_s = self._services.settings.tool_timeout_s
-        outcome = await execute(
-            Invocation.of(call, self._context, default_timeout_s=timeout_s),
-            cancel=self._cancel,
-            retry=self._services.retry,
-            clock=self._clock,
-        )
+        with telemetry.tool_stage("execute", spec.name, call.call_id) as span:
+            outcome = await execute(
+                Invocation.of(call, self._context, default_timeout_s=timeout_s),
+                cancel=self._cancel,
+                retry=self._services.retry,
+                clock=self._clock,
+            )
+            span.set("hatchway.tool.status", outcome.status.value)
         crash_point("after_tool")
         await self._progress.tool_finished(
             call_id=call.call_id,
