@@ -32,7 +32,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import structlog
+from structlog.contextvars import bound_contextvars
 
+from bot import telemetry
 from bot.approval import audit, reasons
 from bot.approval.approvers import refusal
 from bot.approval.card import card_for, decision_for
@@ -50,6 +52,10 @@ from bot.store import Store
 from bot.store.approvals import ApprovalRecord, ApprovalStatus, Resolution
 
 log = structlog.get_logger(__name__)
+
+#: How many approvals' turns a backchannel remembers for the log lines of their clicks (a
+#: late click too); a click on an approval asked before a restart names no turn.
+TURNS_KEPT = 1024
 
 
 class Backchannel:
@@ -70,6 +76,8 @@ class Backchannel:
         self._clock = clock
         self._poll_s = poll_interval_s
         self._wakeups: dict[str, asyncio.Event] = {}
+        #: the turn of each approval asked here, the latest TURNS_KEPT (click log lines)
+        self._turns: dict[str, str] = {}
         self._closed = False
 
     async def ask(
@@ -102,6 +110,8 @@ class Backchannel:
         )
         await self._store.approvals.create(record)
         wakeup = self._wakeups[record.id] = asyncio.Event()
+        self._remember_turn(record.id, request.turn.turn_id)
+        telemetry.note("hatchway.approval_id", record.id)
         log.info(
             "approval_requested",
             approval_id=record.id,
@@ -187,6 +197,11 @@ class Backchannel:
             log.info("approval_expired", approval_id=record.id, tool=record.tool, reason=why)
         return won
 
+    def _remember_turn(self, approval_id: str, turn_id: str) -> None:
+        if len(self._turns) >= TURNS_KEPT:
+            del self._turns[next(iter(self._turns))]
+        self._turns[approval_id] = turn_id
+
     async def click(
         self,
         click: ApprovalClick,
@@ -194,6 +209,25 @@ class Backchannel:
         route: AnswerRoute = AnswerRoute.CLICK,
         fingerprint: str | None = None,
         grant_scope: GrantScope | None = None,
+    ) -> ClickVerdict:
+        """:meth:`_click`, every log line of it naming the approval and, when it was asked
+        in this process, the turn whose call it decides."""
+        ids = {"approval_id": click.approval_id}
+        turn_id = self._turns.get(click.approval_id)
+        if turn_id is not None:
+            ids["turn_id"] = turn_id
+        with bound_contextvars(**ids):
+            return await self._click(
+                click, route=route, fingerprint=fingerprint, grant_scope=grant_scope
+            )
+
+    async def _click(
+        self,
+        click: ApprovalClick,
+        *,
+        route: AnswerRoute,
+        fingerprint: str | None,
+        grant_scope: GrantScope | None,
     ) -> ClickVerdict:
         """Apply one click. Unknown, foreign-channel, late and repeated clicks change
         nothing; refused clicks are audited. A click on a request that is no longer open

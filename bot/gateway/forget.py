@@ -24,6 +24,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 
 import structlog
+from structlog.contextvars import bind_contextvars
 
 from bot.approval.gate import ApprovalDecision, ApprovalGate, ApprovalRequest
 from bot.config import Settings
@@ -155,6 +156,8 @@ class ForgetCommand:
         turn = TurnIdentity(
             turn_id=uuid.uuid4().hex, session_key=arrival.session_key, envelope=envelope
         )
+        # this task is the request's own (a copy of its admission's context): no reset
+        bind_contextvars(turn_id=turn.turn_id, session=arrival.session_key)
         request = ApprovalRequest(
             tool=FORGET_TOOL,
             arguments={"user": envelope.sender.id, "channel": channel},

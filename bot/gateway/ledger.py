@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 import structlog
+from structlog.contextvars import bound_contextvars
 
 from bot.channel import SentMessage
 from bot.crashpoints import crash_point
@@ -129,8 +130,10 @@ class ReplyLedger:
         turn = TurnIdentity(
             envelope=envelope, session_key=entry.session_key, turn_id=uuid.uuid4().hex
         )
-        await self.finish(turn, ReplyKind.ANSWER, answer, status=InboxStatus.DONE)
-        log.info("answer_sent_after_restart", message_id=entry.key.message_id)
+        # its lines name the run whose answer it is
+        with bound_contextvars(turn_id=entry.turn_id, session=entry.session_key):
+            await self.finish(turn, ReplyKind.ANSWER, answer, status=InboxStatus.DONE)
+            log.info("answer_sent_after_restart", message_id=entry.key.message_id)
         return True
 
     async def recover(

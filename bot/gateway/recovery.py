@@ -41,6 +41,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 import structlog
+from structlog.contextvars import bound_contextvars
 
 from bot.config import SchedulesConfig
 from bot.envelope import IngressEnvelope, envelope_from_json, envelope_to_json
@@ -135,7 +136,10 @@ async def recover(
             turn = TurnIdentity(
                 envelope=envelope, session_key=entry.session_key, turn_id=uuid.uuid4().hex
             )
-            await ledger.notify(turn, SHUTDOWN_MESSAGE, error=INTERRUPTED)
+            # its lines name the run that was cut off, when the entry knows it
+            run = entry.turn_id or turn.turn_id
+            with bound_contextvars(turn_id=run, session=entry.session_key):
+                await ledger.notify(turn, SHUTDOWN_MESSAGE, error=INTERRUPTED)
             counts["interrupted"] += 1
     sessions.recovered()
     if any(counts.values()):
