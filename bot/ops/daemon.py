@@ -85,6 +85,7 @@ RESTART_ONLY_NESTED = (
     ("mcp", "servers"),
     ("schedules", "enabled"),
     ("schedules", "max_jobs_per_conversation"),
+    ("web", "enabled"),
 )
 # ``delivery`` is read by the adapter when it starts, like its platform keys.
 _COMMON_FIELDS = frozenset(ChannelCommon.model_fields) - {"delivery"}
@@ -220,7 +221,8 @@ class Daemon:
         return 0
 
     async def _serve_http(self, own_routes: int) -> None:
-        """Listen when ``[server]`` is enabled or an adapter added routes (webhooks)."""
+        """Listen when ``[server]`` is enabled or the App added routes: an adapter's
+        (webhooks) or the web console's (``[web] enabled``)."""
         adapter_routes = len(self.server.app.router.routes()) > own_routes
         if self.settings.server.enabled or adapter_routes:
             await self.server.start()
