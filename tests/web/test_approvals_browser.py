@@ -5,7 +5,7 @@ once and the chat's cards show the outcome."""
 from __future__ import annotations
 
 import pytest
-from playwright.async_api import Page
+from playwright.async_api import Browser, Page
 
 from tests.web.harness import APPROVER, REQUESTER, ConsoleRig
 
@@ -104,3 +104,35 @@ async def test_hostile_arguments_are_shown_not_obeyed(rig: ConsoleRig, page: Pag
     assert await page.locator("article.approval img, article.approval script").count() == 0
     assert await page.title() == "Pending approvals · hatchway console"
     await rig.screenshot(page, "hostile-arguments")
+
+
+async def test_a_request_decided_elsewhere_leaves_the_page(rig: ConsoleRig, page: Page) -> None:
+    await rig.sign_in(page, APPROVER)
+    await page.goto(rig.url("/approvals"))
+    await page.evaluate("window.keptSinceLoad = true")
+    await rig.deploy_asked("v5")
+    card = page.locator("article.approval")
+    await card.wait_for()
+    [row] = await rig.app.store.approvals.list()
+    await rig.app.approvals.decide_from_cli(row.id, False, "operator:ops")
+    await card.wait_for(state="detached")
+    await page.wait_for_selector("text=Nothing is waiting for a decision.")
+    assert await page.evaluate("window.keptSinceLoad === true")
+    assert rig.ran == []
+
+
+async def test_without_javascript(rig: ConsoleRig, browser: Browser) -> None:
+    context = await browser.new_context(java_script_enabled=False)
+    try:
+        page = await context.new_page()
+        await rig.sign_in(page, APPROVER)
+        await page.goto(rig.url("/approvals"))
+        await rig.deploy_asked("v6")
+        await rig.tg.wait_for("sendMessage", lambda c: "Approval needed" in str(c.params))
+        await page.click("text=Refresh")
+        await page.locator("article.approval button[value=approve]").click()
+        await page.wait_for_selector("text=Approved. The call runs now.")
+        await rig.tg.wait_for("sendMessage", lambda c: "Deployed v6." in str(c.params.get("text")))
+        assert rig.ran == [{"version": "v6"}]
+    finally:
+        await context.close()

@@ -5,16 +5,20 @@ carries, the sign-in rate limits, requests from another site, links that never t
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 import aiohttp
 import pytest
+from structlog.testing import capture_logs
 
+from bot.webconsole import tokens
 from bot.webconsole.security import CONTENT_SECURITY_POLICY
+from tests.fakes.telegram_members import NEVER_STARTED
 from tests.fakes.telegram_setup import TOKEN
-from tests.web.harness import APPROVER, LLM_KEY_ENV, STRANGER, ConsoleRig, console_rig
+from tests.web.harness import ADMIN, APPROVER, LLM_KEY_ENV, STRANGER, ConsoleRig, console_rig
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -125,3 +129,47 @@ async def test_the_cookies_are_secure_behind_tls(tmp_path: Path) -> None:
             assert answer.headers["Location"] == "/console/approvals"
             cookie = answer.cookies["hatchway_console"]
     assert cookie["secure"] and cookie["httponly"] and cookie["samesite"] == "Strict"
+
+
+async def test_a_user_who_never_started_the_bot_is_told_in_advance_and_logged(
+    tmp_path: Path,
+) -> None:
+    async with console_rig(tmp_path) as rig, browsing(rig) as client:
+        rig.tg.roster.unreachable[APPROVER] = NEVER_STARTED
+        token = await _form_token(client, rig)
+        with capture_logs() as logs:
+            async with client.post(
+                rig.url("/sign-in"),
+                data={"csrf": token, "channel": "telegram.main", "user": str(APPROVER)},
+            ) as answer:
+                page = await answer.text()
+            # asks are sent in order: once the admin's message is out, the first one is done
+            await _ask(client, rig, ADMIN)
+            await rig.sign_in_message(ADMIN)
+    assert answer.status == 200
+    assert "the bot can only" in page and "/start" in page
+    [failed] = [e for e in logs if e["event"] == "web_sign_in_send_failed"]
+    assert failed["identity"] == f"telegram:{APPROVER}"
+    assert "started it" in failed["hint"]
+    assert TOKEN not in str(failed)
+
+
+async def test_an_idle_session_ends(tmp_path: Path) -> None:
+    async with console_rig(tmp_path) as rig, browsing(rig) as client:
+        now = time.time()
+        for name, last_seen in (("idle", now - 1801), ("fresh", now - 60)):
+            session_id = tokens.new_token()
+            await rig.app.store.web.open_session(
+                tokens.digest(session_id),
+                f"telegram:{APPROVER}",
+                now=last_seen,
+                expires_at=now + 3600,
+            )
+            async with client.get(
+                rig.url("/approvals"),
+                headers={"Cookie": f"hatchway_console={session_id}"},
+                allow_redirects=False,
+            ) as answer:
+                assert answer.status == (303 if name == "idle" else 200), name
+            stored = await rig.app.store.web.session(tokens.digest(session_id))
+            assert (stored is None) == (name == "idle")
