@@ -9,7 +9,8 @@ failed tool call is an outcome value, never an exception.
     ├── ConfigError            bad or missing configuration (names the key and the fix)
     ├── StorageError           the database cannot be opened, migrated, read or written
     │   ├── StorageBusy        another connection holds it right now (passes: try again)
-    │   └── StorageIntegrityError  a write broke a constraint (unique, foreign key, a trigger)
+    │   ├── StorageIntegrityError  a write broke a constraint (unique, foreign key, a trigger)
+    │   └── StorageUnavailable the database server cannot be reached (connection lost or refused)
     ├── ProviderError          an LLM provider failed after its retries
     │   ├── ProviderTimeout    no answer within the request timeout
     │   └── ProviderUnavailable every provider in the fallback chain failed
@@ -50,6 +51,13 @@ class StorageBusy(StorageError):
 class StorageIntegrityError(StorageError):
     """A write broke a constraint: a unique or foreign key, or a trigger that refuses it
     (the audit table is append-only). Trying again fails the same way."""
+
+
+class StorageUnavailable(StorageError):
+    """The database server cannot be reached: the connection was refused or lost, or the
+    server is starting or shutting down (PostgreSQL only; a SQLite file has no server).
+    What was in flight did not commit, or its outcome is unknown; the database may be back
+    a moment later, so a replica reports not-ready rather than stopping."""
 
 
 class ProviderError(HatchwayError):
