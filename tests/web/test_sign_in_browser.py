@@ -18,6 +18,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="module")]
 
 
 async def test_sign_in_with_the_link_then_sign_out(rig: ConsoleRig, page: Page) -> None:
+    await page.goto(rig.url("/sign-in"))
+    await page.fill("input[name=user]", str(APPROVER))
+    await rig.screenshot(page, "sign-in")
     await rig.ask_for_link(page, APPROVER)
     await rig.screenshot(page, "sign-in-sent")
     text = await rig.sign_in_message(APPROVER)
