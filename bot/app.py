@@ -8,8 +8,10 @@ the approval service. Tests build an ``App`` with an injected provider and pre-b
 channels; ``hatchway run`` and ``hatchway chat`` build one from the config file.
 
 Start-up order: store → provider → channels (objects only) → approvals → access → tools →
-turn runner → gateway → tasks (gateway, channels) → expire approvals left pending by a
-previous run → recover unfinished inbox entries. Shutdown reverses it: drain the gateway,
+turn runner → gateway → the web console (mounted on the daemon's HTTP application when
+``[web] enabled``, :mod:`bot.webconsole`; the App is its ``ConsoleHost``) → tasks (gateway,
+channels, the console's) → expire approvals left pending by a previous run → recover
+unfinished inbox entries. Shutdown reverses it: drain the gateway,
 expire pending approvals, cancel the long-running parts (channels, MCP servers, scheduler,
 gateway) and wait for them at most :data:`CLOSE_TIMEOUT_S` (cancelling again any part that
 swallowed its cancellation), close the provider and the store.
