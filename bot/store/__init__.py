@@ -25,6 +25,7 @@ from bot.store.memory import MemoryNotes
 from bot.store.outbox import Outbox, OutboxEntry, ReplyKind, ReplyStatus
 from bot.store.pairings import Pairings
 from bot.store.rate_limits import RateLimitBuckets
+from bot.store.replicas import Replicas
 from bot.store.retention import Retention
 from bot.store.schedules import Schedules
 from bot.store.sqlite import Compaction, Database
@@ -74,6 +75,7 @@ class Store:
         self.attachments = Attachments(db)
         self.rate_limits = RateLimitBuckets(db)
         self.retention = Retention(db)
+        self.replicas = Replicas(db)
         self.forget = Forgetting(db, self.attachments)
         self.web = WebAccess(db)
 
