@@ -23,6 +23,7 @@ from bot.config.channels import ChannelsConfig
 from bot.config.embedded import PACKAGED_MODEL_NAME, packaged_model_path
 from bot.config.limits import RateLimitsConfig
 from bot.config.mcp import McpConfig
+from bot.config.replicas import ReplicasConfig
 from bot.config.retention import RetentionConfig
 from bot.config.telemetry import TelemetryConfig
 from bot.config.tools import ToolsConfig
@@ -201,6 +202,7 @@ class Settings(ConfigModel):
     attachments: AttachmentsConfig = Field(default_factory=AttachmentsConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     web: WebConfig = Field(default_factory=WebConfig)
+    replicas: ReplicasConfig = Field(default_factory=ReplicasConfig)
     agents: dict[str, AgentProfile] = Field(default_factory=dict)
     pricing: dict[str, ModelPrice] = Field(default_factory=dict)
     budgets: BudgetsConfig = Field(default_factory=BudgetsConfig)
