@@ -2,11 +2,14 @@
 
 A turn is held to the budgets of its sender (``per_user``), its conversation
 (``per_conversation``), its agent (``agents.<name>``) and its channel
-(``channels."<kind.alias>"``), each a limit of tokens or cost per day or month
-(:class:`Budget`). A scheduled run is held to them as its creator's message in its
+(``channels."<kind.alias>"``), each a set of limits of tokens or cost per day or month
+(:class:`Limit`). A scheduled run is held to them as its creator's message in its
 conversation, under the agent that conversation routes to. A sender listed in
 ``budget_exempt`` (or, with ``"approvers"`` there, an approver of the message's channel) is
 held to none; their calls are still recorded and count against everyone else's budgets.
+
+The limits of each table are worked out once per configuration; a turn only names its keys
+(:meth:`BudgetRules.for_turn`), which keeps the check a few lookups.
 """
 
 from __future__ import annotations
@@ -28,41 +31,57 @@ OWNERS = {
     UsageScope.CHANNEL: "This channel's",
 }
 
+#: A turn's key in each scope the ledger sums, in :attr:`BudgetRules.scopes` order.
+ScopeKeys = tuple[tuple[UsageScope, str], ...]
+
 
 class Metric(enum.StrEnum):
     TOKENS = "tokens"
     COST = "cost"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True)
+class Limit:
+    """At most ``amount`` tokens or cost per ``period``. ``index`` is where the ledger keeps
+    that sum (:data:`bot.usage.ledger.Sums`)."""
+
+    period: Period
+    metric: Metric
+    amount: float
+    index: int
+
+
+@dataclass(frozen=True, slots=True)
 class Budget:
-    """One limit: ``limit`` tokens or cost per ``period`` for the calls of ``key`` in
-    ``scope``. ``name`` identifies the budget's window in ``budget_notices``."""
+    """One limit of one scope key; ``name`` identifies its window in ``budget_notices``."""
 
     scope: UsageScope
     key: str
-    period: Period
-    metric: Metric
-    limit: float
+    limit: Limit
 
     @property
     def name(self) -> str:
-        return f"{self.scope.value}:{self.key}:{self.period.value}"
+        return f"{self.scope.value}:{self.key}:{self.limit.period.value}"
 
 
-def _limits(scope: UsageScope, key: str, limits: BudgetLimits) -> list[Budget]:
-    found: list[Budget] = []
-    for period, metric, limit in (
-        (Period.DAY, Metric.TOKENS, limits.daily_tokens),
-        (Period.MONTH, Metric.TOKENS, limits.monthly_tokens),
-        (Period.DAY, Metric.COST, limits.daily_cost),
-        (Period.MONTH, Metric.COST, limits.monthly_cost),
+#: What one scope key of a turn is held to.
+Held = tuple[UsageScope, str, tuple[Limit, ...]]
+
+
+def limits_of(table: BudgetLimits) -> tuple[Limit, ...]:
+    """A table's limits, in the ledger's order: day tokens, day cost, month tokens, cost."""
+    found: list[Limit] = []
+    for index, (period, metric, amount) in enumerate(
+        (
+            (Period.DAY, Metric.TOKENS, table.daily_tokens),
+            (Period.DAY, Metric.COST, table.daily_cost),
+            (Period.MONTH, Metric.TOKENS, table.monthly_tokens),
+            (Period.MONTH, Metric.COST, table.monthly_cost),
+        )
     ):
-        if limit is not None:
-            found.append(
-                Budget(scope=scope, key=key, period=period, metric=metric, limit=float(limit))
-            )
-    return found
+        if amount is not None:
+            found.append(Limit(period=period, metric=metric, amount=float(amount), index=index))
+    return tuple(found)
 
 
 class BudgetRules:
@@ -70,14 +89,14 @@ class BudgetRules:
 
     def __init__(self, config: BudgetsConfig, channels: ChannelsConfig) -> None:
         self.config = config
-        self._per_user = None if config.per_user.empty else config.per_user
-        self._per_conversation = None if config.per_conversation.empty else config.per_conversation
-        self._agents = {name: lim for name, lim in config.agents.items() if not lim.empty}
-        self._channels = {name: lim for name, lim in config.channels.items() if not lim.empty}
-        scopes = []
-        if self._per_user is not None:
+        self._per_user = limits_of(config.per_user)
+        self._per_conversation = limits_of(config.per_conversation)
+        self._agents = {name: limits_of(t) for name, t in config.agents.items() if not t.empty}
+        self._channels = {name: limits_of(t) for name, t in config.channels.items() if not t.empty}
+        scopes: list[UsageScope] = []
+        if self._per_user:
             scopes.append(UsageScope.USER)
-        if self._per_conversation is not None:
+        if self._per_conversation:
             scopes.append(UsageScope.CONVERSATION)
         if self._agents:
             scopes.append(UsageScope.AGENT)
@@ -85,11 +104,10 @@ class BudgetRules:
             scopes.append(UsageScope.CHANNEL)
         #: The scopes some budget counts in (what the ledger keeps sums of).
         self.scopes: tuple[UsageScope, ...] = tuple(scopes)
-        tables = [self._per_user, self._per_conversation, *self._agents.values()]
+        tables = [self._per_user, self._per_conversation]
+        tables += [*self._agents.values(), *self._channels.values()]
         #: Whether any budget is monthly (the ledger then sums the whole month).
-        self.monthly = any(t is not None and t.monthly for t in tables) or any(
-            t.monthly for t in self._channels.values()
-        )
+        self.monthly = any(limit.period is Period.MONTH for t in tables for limit in t)
         exempt = set(config.budget_exempt)
         self._exempt = frozenset(exempt - {APPROVERS})
         self._approvers: dict[str, frozenset[str]] = {}
@@ -105,27 +123,37 @@ class BudgetRules:
             return True
         return sender in self._approvers.get(turn.channel, ())
 
-    def for_turn(self, turn: TurnIdentity, *, agent: str) -> tuple[Budget, ...]:
-        """The budgets ``turn`` of ``agent`` is held to (none for an exempt sender)."""
-        if not self.scopes or self.exempt(turn):
-            return ()
+    def keys(self, turn: TurnIdentity, *, agent: str) -> ScopeKeys:
+        """The turn's key in each scope some budget counts in."""
         envelope, channel = turn.envelope, turn.channel
-        budgets: list[Budget] = []
-        tables = (
-            (UsageScope.USER, self._per_user),
-            (UsageScope.CONVERSATION, self._per_conversation),
-            (UsageScope.AGENT, self._agents.get(agent)),
-            (UsageScope.CHANNEL, self._channels.get(channel)),
-        )
-        for scope, limits in tables:
-            if limits is None:
-                continue
-            key = scope_key(
+        return tuple(
+            (
                 scope,
-                channel=channel,
-                conversation_id=envelope.conversation_id,
-                user_id=envelope.sender.id,
-                agent=agent,
+                scope_key(
+                    scope,
+                    channel=channel,
+                    conversation_id=envelope.conversation_id,
+                    user_id=envelope.sender.id,
+                    agent=agent,
+                ),
             )
-            budgets += _limits(scope, key, limits)
-        return tuple(budgets)
+            for scope in self.scopes
+        )
+
+    def for_turn(self, turn: TurnIdentity, keys: ScopeKeys, *, agent: str) -> tuple[Held, ...]:
+        """What ``turn`` of ``agent`` is held to, by its ``keys`` (nothing when exempt)."""
+        if not keys or self.exempt(turn):
+            return ()
+        held: list[Held] = []
+        for scope, key in keys:
+            if scope is UsageScope.USER:
+                limits = self._per_user
+            elif scope is UsageScope.CONVERSATION:
+                limits = self._per_conversation
+            elif scope is UsageScope.AGENT:
+                limits = self._agents.get(agent, ())
+            else:
+                limits = self._channels.get(turn.channel, ())
+            if limits:
+                held.append((scope, key, limits))
+        return tuple(held)

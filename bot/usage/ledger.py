@@ -21,12 +21,15 @@ import structlog
 
 from bot.errors import StorageError
 from bot.store.usage import UsageLog, UsageRecord, UsageScope, record_key
-from bot.usage.windows import BudgetCalendar, Period, Window
+from bot.usage.budgets import ScopeKeys
+from bot.usage.windows import BudgetCalendar, Window
 
 log = structlog.get_logger(__name__)
 
-#: (tokens, cost) of one scope key in one window.
-Sums = tuple[int, float]
+#: What one scope key spent: the day's tokens and cost, the month's tokens and cost (the
+#: order of :attr:`bot.usage.budgets.Limit.index`).
+Sums = list[float]
+NOTHING: Sums = [0, 0.0, 0, 0.0]
 
 
 class SpendLedger:
@@ -50,8 +53,7 @@ class SpendLedger:
         self.refresh_s = refresh_s
         self._clock = clock
         self._monotonic = monotonic
-        self._day: dict[tuple[UsageScope, str], Sums] = {}
-        self._month: dict[tuple[UsageScope, str], Sums] = {}
+        self._sums: dict[tuple[UsageScope, str], Sums] = {}
         self._windows: tuple[Window, Window] | None = None
         self._read_at: float | None = None
         self._lock = asyncio.Lock()
@@ -69,27 +71,32 @@ class SpendLedger:
                 await self._read(windows)
         return windows
 
-    def spent(self, scope: UsageScope, key: str, period: Period) -> Sums:
-        """What ``key`` in ``scope`` spent in the current ``period`` (its committed calls)."""
-        sums = self._day if period is Period.DAY else self._month
-        return sums.get((scope, key), (0, 0.0))
+    def spent(self, scope: UsageScope, key: str) -> Sums:
+        """What ``key`` in ``scope`` spent in the current day and month (its committed
+        calls); not to be changed."""
+        return self._sums.get((scope, key), NOTHING)
 
-    def add(self, records: Sequence[UsageRecord]) -> None:
-        """Count ``records``, whose rows were just committed by this process."""
+    def add(self, records: Sequence[UsageRecord], keys: ScopeKeys | None = None) -> None:
+        """Count ``records``, whose rows were just committed by this process; ``keys``:
+        their keys, when they are one turn's (else worked out per record)."""
         windows = self._windows
         if windows is None or not self.scopes:
             return  # never read: the first read will find them in the table
-        day, month = windows
+        day_start, month_start = windows[0].start, windows[1].start
+        sums = self._sums
         for record in records:
-            tokens, cost = record.usage.total_tokens, record.cost or 0.0
-            for scope in self.scopes:
-                key = (scope, record_key(scope, record))
-                if record.at >= day.start:
-                    old = self._day.get(key, (0, 0.0))
-                    self._day[key] = (old[0] + tokens, old[1] + cost)
-                if record.at >= month.start:
-                    old = self._month.get(key, (0, 0.0))
-                    self._month[key] = (old[0] + tokens, old[1] + cost)
+            tokens, cost, at = record.usage.total_tokens, record.cost or 0.0, record.at
+            if at < month_start:
+                continue
+            for scope, key in keys or [(s, record_key(s, record)) for s in self.scopes]:
+                found = sums.get((scope, key))
+                if found is None:
+                    found = sums[(scope, key)] = [0, 0.0, 0, 0.0]
+                if at >= day_start:
+                    found[0] += tokens
+                    found[1] += cost
+                found[2] += tokens
+                found[3] += cost
 
     def _due(self, windows: tuple[Window, Window]) -> bool:
         if self._read_at is None or self._windows is None:
@@ -109,10 +116,11 @@ class SpendLedger:
         except StorageError as exc:
             log.warning("budget_sums_unread", error=str(exc))
             if self._windows is None or self._windows[0].start != day.start:
-                self._day, self._month, self._windows = {}, {}, windows
+                self._sums, self._windows = {}, windows
             self._read_at = self._monotonic()  # not every turn: again after refresh_s
             return
-        self._day = {(r.scope, r.key): (r.day_tokens, r.day_cost) for r in rows}
-        self._month = {(r.scope, r.key): (r.month_tokens, r.month_cost) for r in rows}
+        self._sums = {
+            (r.scope, r.key): [r.day_tokens, r.day_cost, r.month_tokens, r.month_cost] for r in rows
+        }
         self._windows = windows
         self._read_at = self._monotonic()

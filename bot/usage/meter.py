@@ -32,7 +32,7 @@ from bot.errors import StorageBusy, StorageError
 from bot.providers.base import CompletionRequest, ProviderReply
 from bot.store import Store, UnitOfWork, UsageRecord
 from bot.turn import TurnIdentity
-from bot.usage.budgets import OWNERS, Budget, BudgetRules, Metric
+from bot.usage.budgets import OWNERS, Budget, BudgetRules, Held, Metric, ScopeKeys
 from bot.usage.estimate import estimated_usage
 from bot.usage.ledger import SpendLedger
 from bot.usage.pricing import PriceTable
@@ -98,13 +98,17 @@ class UsageMeter:
     def turn(self, turn: TurnIdentity, *, agent: str, provider: str) -> TurnUsage:
         """The usage of one turn of ``agent`` (``provider``: the name its calls are recorded
         under when a reply names none)."""
-        budgets = self.rules.for_turn(turn, agent=agent) if self.ledger is not None else ()
-        return TurnUsage(self, turn, agent=agent, provider=provider, budgets=budgets)
+        if self.ledger is None:
+            return TurnUsage(self, turn, agent=agent, provider=provider, keys=(), held=())
+        keys = self.rules.keys(turn, agent=agent)
+        held = self.rules.for_turn(turn, keys, agent=agent)
+        return TurnUsage(self, turn, agent=agent, provider=provider, keys=keys, held=held)
 
-    def committed(self, records: list[UsageRecord]) -> None:
-        """``records`` were written: count them in the budgets."""
+    def committed(self, records: list[UsageRecord], keys: ScopeKeys | None = None) -> None:
+        """``records`` were written: count them in the budgets (``keys``: theirs, when they
+        are one turn's)."""
         if self.ledger is not None:
-            self.ledger.add(records)
+            self.ledger.add(records, keys)
 
     def later(self, records: list[UsageRecord]) -> None:
         """Write ``records`` from the meter's own task (:meth:`run`)."""
@@ -154,13 +158,15 @@ class TurnUsage:
         *,
         agent: str,
         provider: str,
-        budgets: tuple[Budget, ...],
+        keys: ScopeKeys,
+        held: tuple[Held, ...],
     ) -> None:
         self._meter = meter
         self._turn = turn
         self._agent = agent
         self._provider = provider
-        self._budgets = budgets
+        self._keys = keys
+        self._held = held
         self._channel = turn.channel
         self._pending: list[UsageRecord] = []
 
@@ -172,19 +178,19 @@ class TurnUsage:
         if budget is None or window is None:
             return None
         told = await self._notice(budget, window)
-        log.info("budget_spent", budget=budget.name, metric=budget.metric.value, told=told)
+        log.info("budget_spent", budget=budget.name, metric=budget.limit.metric.value, told=told)
         return _notice_text(budget, window) if told else ""
 
     async def cut_short(self) -> str | None:
         """Before each further call: ``None`` while the turn may go on; once its calls used
         up a budget, the notice that ends it (recorded as the window's notice)."""
-        if not self._budgets:
+        if not self._held:
             return None
         budget, window = await self._spent()
         if budget is None or window is None:
             return None
         await self._notice(budget, window)
-        log.info("budget_spent_midway", budget=budget.name, metric=budget.metric.value)
+        log.info("budget_spent_midway", budget=budget.name, metric=budget.limit.metric.value)
         return _notice_text(budget, window)
 
     def add(self, request: CompletionRequest, reply: ProviderReply, latency_s: float) -> None:
@@ -218,7 +224,7 @@ class TurnUsage:
     def committed(self) -> None:
         """The unit of work from :meth:`record` was committed."""
         if self._pending:
-            self._meter.committed(self._pending)
+            self._meter.committed(self._pending, self._keys)
             self._pending = []
 
     def finish(self) -> None:
@@ -230,23 +236,27 @@ class TurnUsage:
     async def _spent(self) -> tuple[Budget | None, Window | None]:
         """The used-up budget whose window ends last (the longest wait), if any."""
         ledger = self._meter.ledger
-        if not self._budgets or ledger is None:
+        if not self._held or ledger is None:
             return None, None
         day, month = await ledger.current()
         found: tuple[Budget, Window] | None = None
-        own_tokens, own_cost = self._unrecorded()
-        for budget in self._budgets:
-            window = day if budget.period is Period.DAY else month
-            tokens, cost = ledger.spent(budget.scope, budget.key, budget.period)
-            used = tokens + own_tokens if budget.metric is Metric.TOKENS else cost + own_cost
-            if used >= budget.limit and (found is None or window.end > found[1].end):
-                found = (budget, window)
+        own = self._unrecorded()
+        for scope, key, limits in self._held:
+            sums = ledger.spent(scope, key)
+            for limit in limits:
+                if sums[limit.index] + own[limit.metric] < limit.amount:
+                    continue
+                window = day if limit.period is Period.DAY else month
+                if found is None or window.end > found[1].end:
+                    found = (Budget(scope=scope, key=key, limit=limit), window)
         return found if found is not None else (None, None)
 
-    def _unrecorded(self) -> tuple[int, float]:
+    def _unrecorded(self) -> dict[Metric, float]:
         """This turn's calls the ledger has not counted yet."""
+        if not self._pending:
+            return _NONE
         tokens = sum(r.usage.total_tokens for r in self._pending)
-        return tokens, sum(r.cost or 0.0 for r in self._pending)
+        return {Metric.TOKENS: tokens, Metric.COST: sum(r.cost or 0.0 for r in self._pending)}
 
     async def _notice(self, budget: Budget, window: Window) -> bool:
         turn = self._turn
@@ -263,6 +273,9 @@ class TurnUsage:
             # telling twice is better than saying nothing
             log.warning("budget_notice_unrecorded", error=str(exc))
             return True
+
+
+_NONE = {Metric.TOKENS: 0.0, Metric.COST: 0.0}
 
 
 def _notice_text(budget: Budget, window: Window) -> str:
