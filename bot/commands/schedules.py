@@ -29,13 +29,13 @@ async def _list(args: argparse.Namespace) -> int:
 
     async with operator_store(args) as (_settings, store):
         jobs = await ScheduleBook(store.schedules).jobs()
-    shown = [j for j in jobs if j.enabled or args.all]
+    shown = [j for j in jobs if j.enabled or j.paused or args.all]
     if not shown:
         print("no scheduled jobs")
         return 0
     for job in shown:
         spec = job.spec
-        state = "active" if job.enabled else "finished"
+        state = "active" if job.enabled else ("paused" if job.paused else "finished")
         target = (
             "none"
             if spec.delivery.value == "none"

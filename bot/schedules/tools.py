@@ -131,15 +131,20 @@ def schedule_tools(
 
     async def listing(arguments: Mapping[str, object], context: ToolContext) -> ToolResult:
         parse_arguments(NoArguments, arguments)
-        jobs = [j for j in await book.for_conversation(context.delivery) if j.enabled]
+        jobs = [j for j in await book.for_conversation(context.delivery) if j.enabled or j.paused]
         if not jobs:
             return "no scheduled jobs in this conversation"
         lines = []
         for job in jobs:
             spec = job.spec
             label = f' "{spec.name}"' if spec.name else ""
+            timing = (
+                "paused by an admin (it does not run until resumed)"
+                if job.paused
+                else f"next {describe(job.next_run_at, spec.timezone)}"
+            )
             lines.append(
-                f"{job.id}{label}: {spec.when()}; next {describe(job.next_run_at, spec.timezone)}"
+                f"{job.id}{label}: {spec.when()}; {timing}"
                 f"; delivery {spec.delivery.value}; task: {spec.prompt[:200]}"
             )
         return "\n".join(lines)

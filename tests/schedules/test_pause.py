@@ -3,20 +3,24 @@ runner ticking under a hand-moved clock."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from bot.cli import main
 from bot.config import SchedulesConfig
 from bot.envelope import IngressEnvelope
 from bot.schedules.book import ScheduleBook
 from bot.schedules.job import JobSpec, ScheduleError
 from bot.schedules.recurrence import parse_time
 from bot.schedules.runner import ScheduleRunner
+from bot.schedules.tools import schedule_tools
 from bot.store import Store
 from tests.schedules.conftest import Clock
+from tests.schedules.test_cli_and_tools import add_job, context
 from tests.schedules.test_runner import ORIGIN, START, hourly, runner, ts
 
 
@@ -102,3 +106,33 @@ async def test_a_one_shot_job_whose_time_passed_while_paused_cannot_resume(store
         await book.resume(job.id, now=clock.now)
     still = await book.get(job.id)
     assert still is not None and still.paused  # left as it was: the admin removes it
+
+
+def test_the_cli_lists_a_paused_job_as_paused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "hatchway.toml"
+    config.write_text('[storage]\npath = "state.db"\n', encoding="utf-8")
+    job_id = asyncio.run(add_job(tmp_path / "state.db"))
+
+    async def pause() -> None:
+        async with await Store.open(tmp_path / "state.db") as opened:
+            assert await ScheduleBook(opened.schedules).pause(job_id)
+
+    asyncio.run(pause())
+    assert main(["schedules", "list", "--config", str(config)]) == 0
+    listed = capsys.readouterr().out
+    assert job_id in listed and " paused " in listed
+
+
+async def test_the_conversation_sees_its_paused_job_as_paused(tmp_path: Path) -> None:
+    job_id = await add_job(tmp_path / "state.db")
+    async with await Store.open(tmp_path / "state.db") as opened:
+        book = ScheduleBook(opened.schedules)
+        listing = next(t for t in schedule_tools(book) if t.name == "schedule_list")
+        assert listing.handler is not None
+        before = str(await listing.handler({}, context()))
+        assert job_id in before and "; next " in before
+        assert await book.pause(job_id)
+        after = str(await listing.handler({}, context()))
+        assert job_id in after and "paused by an admin" in after and "; next " not in after
