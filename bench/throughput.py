@@ -21,6 +21,9 @@ for the agent and for the channel; daily and monthly; tokens and cost), none of 
 round comes near, so every turn runs every budget check. ``--rate-limits`` sets both rate
 limits (per sender and per conversation) high enough that no message is refused, so every
 message takes a token from two buckets and the buckets are written behind every second.
+``--traces`` turns ``[telemetry]`` on with every turn sampled: the real OpenTelemetry SDK
+builds each turn's spans and its batch processor hands them, on its own thread, to an
+exporter that counts and drops them (the OTLP exporter's encoding and HTTP are left out).
 
 Prints turns per second (completed turns / wall time from the first delivery to the last
 reply), envelope-to-reply latency (p50, p99: from ``deliver`` to the channel's ``send``; it
@@ -31,6 +34,7 @@ After the warm-up round the bench settles the garbage collector as the daemon do
 start-up (:func:`bot.ops.daemon.settle_memory`: one collection, then ``gc.freeze()``).
 
     python bench/throughput.py [--tool] [--stream] [--scripted] [--budgets] [--rate-limits]
+                               [--traces]
                                [--conversations 1000] [--max-concurrent-turns 32] [--rounds 3]
                                [--log-level warning] [--profile FILE]
     python bench/throughput.py --conversations 5000 [--tool]
@@ -53,6 +57,7 @@ import os
 import resource
 import tempfile
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from bench.machine import describe_machine, percentile
@@ -144,6 +149,7 @@ def bench_settings(
     stream: bool,
     budgets: bool = False,
     rate_limits: bool = False,
+    traces: bool = False,
 ) -> Settings:
     return parse_settings(
         {
@@ -153,6 +159,7 @@ def bench_settings(
                 if rate_limits
                 else {}
             ),
+            **({"telemetry": {"enabled": True}} if traces else {}),
             "state_dir": str(state_dir),
             "agent": {"max_concurrent_turns": max_concurrent_turns, "turn_timeout_s": 300.0},
             "channels": {"console": {"main": {}}},
@@ -272,6 +279,23 @@ async def check_persisted(app: App, turns: int, *, tool: bool) -> str:
     )
 
 
+def span_sink() -> Any:
+    """An OpenTelemetry ``SpanExporter`` that counts the spans it is handed and drops them
+    (``--traces``)."""
+    from opentelemetry.sdk.trace import ReadableSpan
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+    class CountingExporter(SpanExporter):
+        def __init__(self) -> None:
+            self.spans = 0
+
+        def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+            self.spans += len(spans)
+            return SpanExportResult.SUCCESS
+
+    return CountingExporter()
+
+
 def rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -290,6 +314,7 @@ async def main(args: argparse.Namespace) -> None:
         f"max_concurrent_turns={args.max_concurrent_turns}, log level {args.log_level}"
         + (", budgets of every kind" if args.budgets else "")
         + (", rate limits per sender and conversation" if args.rate_limits else "")
+        + (", traces on (every turn sampled, spans counted and dropped)" if args.traces else "")
     )
     print(f"RSS after imports: {rss_mb():.0f} MB")
     if args.scripted:
@@ -316,9 +341,15 @@ async def run(args: argparse.Namespace, *, model: ModelServer | None, base_url: 
             stream=args.stream,
             budgets=args.budgets,
             rate_limits=args.rate_limits,
+            traces=args.traces,
         )
+        sink = span_sink() if args.traces else None
         async with App(
-            settings, provider=provider, channels={"console.main": channel}, tools=tools
+            settings,
+            provider=provider,
+            channels={"console.main": channel},
+            tools=tools,
+            span_exporter=sink,
         ) as app:
             await channel.running.wait()
             if args.warmup:
@@ -345,6 +376,8 @@ async def run(args: argparse.Namespace, *, model: ModelServer | None, base_url: 
                 )
             turns = args.rounds * args.conversations + args.warmup
             print(await check_persisted(app, turns, tool=args.tool))
+        if sink is not None:  # the App's stop exported what was still batched
+            print(f"spans exported: {sink.spans} ({sink.spans / turns:.1f} per turn)")
             if profiler is not None:
                 profiler.dump_stats(args.profile)
                 print(f"cProfile of the measured rounds written to {args.profile}")
@@ -383,6 +416,11 @@ if __name__ == "__main__":
         "--scripted",
         action="store_true",
         help="an in-process scripted model and a no-op tool instead of the provider over HTTP",
+    )
+    parser.add_argument(
+        "--traces",
+        action="store_true",
+        help="[telemetry] on, every turn sampled; spans counted and dropped by the exporter",
     )
     parser.add_argument("--max-concurrent-turns", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=3, help="bursts measured (median shown)")
