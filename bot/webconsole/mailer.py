@@ -32,6 +32,8 @@ log = structlog.get_logger(__name__)
 
 #: Asks waiting to be sent; more are dropped (and logged) rather than held in memory.
 QUEUE_SIZE = 64
+#: How long one message may take to send.
+SEND_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -123,7 +125,9 @@ class SignInMailer:
             channel=ChannelRef(kind=kind, alias=alias), conversation_id=identity.user_id
         )
         try:
-            await channel.send(target, message_text(link, identity, ttl_s))
+            # a platform that does not answer must not hold up the asks queued behind
+            async with asyncio.timeout(SEND_TIMEOUT_S):
+                await channel.send(target, message_text(link, identity, ttl_s))
         except CHANNEL_FAILURES as exc:
             hint = (
                 "a Telegram bot can only message a user who started it: open the bot and "

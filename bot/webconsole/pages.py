@@ -94,7 +94,9 @@ def render(
     shown = tuple(
         entry
         for entry in nav
-        if viewer is not None and (entry.access is Access.SIGNED_IN or viewer.admin)
+        if viewer is not None
+        and viewer.eligible
+        and (entry.access is Access.SIGNED_IN or viewer.admin)
     )
     values = {
         "prefix": PREFIX,
