@@ -34,7 +34,7 @@ SCOPES: tuple[GrantScope, ...] = ("conversation", "channel", "global")
 #: ``hatchway grants list --all``.
 ENDED_SHOWN = 100
 MAX_TTL_HOURS = 24 * 366
-#: A tool's name as registries spell them (built-ins, ``server.tool`` of MCP servers).
+#: A tool's name as the registry spells it (built-ins, ``server__tool`` of MCP servers).
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$")
 _DONE = {
     "created": "Grant {ref} created.",
