@@ -3,7 +3,7 @@
 Every cell is written for a spreadsheet that will open it. Tool arguments, names and reasons
 are attacker-controlled (a model or a chat user wrote them), and a spreadsheet runs a cell
 that starts with ``=``, ``+``, ``-`` or ``@`` as a formula (``=HYPERLINK(...)``, DDE): such a
-cell gets a leading ``'``, which spreadsheets show as text and do not display. Control and
+cell (leading spaces aside) gets a leading ``'``, which spreadsheets show as text and do not display. Control and
 bidirectional characters are shown as escapes first (:func:`bot.visible_text.visible`), so no
 tab, carriage return or reordering mark reaches the reader as itself, and none can hide a
 formula's start.
@@ -34,7 +34,8 @@ def spreadsheet_cell(value: object) -> str:
     """``value`` as a CSV cell no spreadsheet runs: text made visible, and a leading ``'``
     before a formula's first character."""
     text = visible(value) if isinstance(value, str) else str(value)
-    return "'" + text if text.startswith(FORMULA_START) else text
+    # a spreadsheet may trim leading spaces on import (a newline is shown as " ⏎ ")
+    return "'" + text if text.lstrip(" ").startswith(FORMULA_START) else text
 
 
 def _iso(ts: float) -> str:
