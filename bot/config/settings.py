@@ -14,6 +14,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
 
@@ -158,7 +159,31 @@ class ApprovalConfig(ConfigModel):
 
 
 class StorageConfig(ConfigModel):
+    """``[storage]``: the SQLite file ``path`` (the default), or a PostgreSQL database
+    (``url``, the password in the environment variable ``password_env`` names), which
+    several replicas can share."""
+
     path: str = "hatchway.db"
+    url: str | None = None
+    password_env: str = "HATCHWAY_DB_PASSWORD"
+    pool_size: int = Field(default=10, ge=1, le=100)
+
+    @model_validator(mode="after")
+    def _check_url(self) -> StorageConfig:
+        if self.url is None:
+            return self
+        parts = urlsplit(self.url)
+        if parts.scheme not in ("postgresql", "postgres") or not parts.hostname:
+            raise ValueError(
+                "storage.url must be a PostgreSQL URL, postgresql://user@host:port/database "
+                "(leave it out to use the SQLite file storage.path)"
+            )
+        if parts.password is not None or "password=" in parts.query.lower():
+            raise ValueError(
+                "storage.url must not hold the password: put it in the environment variable "
+                f"storage.password_env names ({self.password_env})"
+            )
+        return self
 
 
 class ServerConfig(ConfigModel):

@@ -1,22 +1,27 @@
-"""Storage: one SQLite file behind one small interface.
+"""Storage: one database behind one small interface, a SQLite file or a PostgreSQL database.
 
 :class:`Store` opens the database (applying migrations) and exposes one repository per
 table; several writes that must commit together go in a :class:`UnitOfWork` handed to
 :meth:`Store.commit`. Nothing outside this package writes SQL, and nothing of the engine
 leaves it: every failure is a :class:`~bot.errors.StorageError` (``StorageBusy`` when it
-passes). The engine (:class:`Database`, SQLite: :mod:`bot.store.sqlite`) runs on a thread of
-its own; see the Storage section of ``docs/architecture.md``.
+passes). The engine (a :class:`bot.store.engine.Database`) is SQLite's
+(:mod:`bot.store.sqlite`, a file on a thread of its own: ``[storage] path``, the default) or
+PostgreSQL's (:mod:`bot.store.postgres`, a pool of connections: ``[storage] url``);
+:meth:`Store.open_configured` picks the one the configuration names. See the Storage
+section of ``docs/architecture.md``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TypeVar, overload
+from typing import TYPE_CHECKING, TypeVar, overload
 
 from bot.store.approvals import Approvals
 from bot.store.attachments import AttachmentKind, AttachmentRecord, Attachments
 from bot.store.audit import AuditLog
 from bot.store.channel_state import ChannelState
+from bot.store.engine import Compaction
+from bot.store.engine import Database as Engine
 from bot.store.forget import ForgetReport, Forgetting
 from bot.store.grants import Grants
 from bot.store.history import History
@@ -28,18 +33,25 @@ from bot.store.rate_limits import RateLimitBuckets
 from bot.store.replicas import Replicas
 from bot.store.retention import Retention
 from bot.store.schedules import Schedules
-from bot.store.sqlite import Compaction, Database
+from bot.store.session_owners import SessionOwners
+from bot.store.signals import NoSignals, Signals
+from bot.store.sqlite import Database
 from bot.store.statements import Read
 from bot.store.tool_calls import ToolCallRecord, ToolCalls
+from bot.store.turns import Turns
 from bot.store.unit_of_work import UnitOfWork
 from bot.store.usage import UsageLog, UsageRecord
 from bot.store.web import WebAccess
+
+if TYPE_CHECKING:
+    from bot.config import Settings
 
 __all__ = [
     "AttachmentKind",
     "AttachmentRecord",
     "Compaction",
     "Database",
+    "Engine",
     "ForgetReport",
     "InboxKey",
     "InboxStatus",
@@ -58,12 +70,13 @@ T = TypeVar("T")
 class Store:
     """The open database and its repositories."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Engine) -> None:
         self.db = db
         self.inbox = Inbox(db)
         self.outbox = Outbox(db)
         self.history = History(db)
         self.tool_calls = ToolCalls(db)
+        self.turns = Turns(db)
         self.channel_state = ChannelState(db)
         self.memory = MemoryNotes(db)
         self.approvals = Approvals(db)
@@ -78,12 +91,52 @@ class Store:
         self.replicas = Replicas(db)
         self.forget = Forgetting(db, self.attachments)
         self.web = WebAccess(db)
+        self.session_owners = SessionOwners(db)
+        #: notifications between the processes of the database (PostgreSQL's LISTEN/NOTIFY;
+        #: nothing for one process over SQLite)
+        self.signals: Signals = NoSignals()
 
     @classmethod
     async def open(cls, path: str | Path, *, migrate: bool = True) -> Store:
-        """Open the database at ``path``, applying pending migrations unless ``migrate`` is
-        false (see :meth:`Database.open`)."""
+        """Open the SQLite database at ``path``, applying pending migrations unless
+        ``migrate`` is false (see :meth:`Database.open`)."""
         return cls(await Database.open(path, migrate=migrate))
+
+    @classmethod
+    async def open_postgres(
+        cls,
+        url: str,
+        *,
+        password: str | None = None,
+        migrate: bool = True,
+        pool_size: int = 10,
+    ) -> Store:
+        """Open the PostgreSQL database at ``url`` (``password`` from the environment),
+        applying pending migrations under an advisory lock unless ``migrate`` is false."""
+        from bot.store.postgres import Database as PostgresDatabase
+
+        db = await PostgresDatabase.open(
+            url, password=password, migrate=migrate, pool_size=pool_size
+        )
+        from bot.store.postgres.signals import PgSignals, connector
+
+        store = cls(db)
+        store.signals = PgSignals(db, connector(url, password=password))
+        return store
+
+    @classmethod
+    async def open_configured(cls, settings: Settings, *, migrate: bool = True) -> Store:
+        """Open the database ``[storage]`` names: PostgreSQL when ``url`` is set (its
+        password from the variable ``password_env`` names), else the SQLite file ``path``."""
+        storage = settings.storage
+        if storage.url:
+            return await cls.open_postgres(
+                storage.url,
+                password=settings.secret(storage.password_env),
+                migrate=migrate,
+                pool_size=storage.pool_size,
+            )
+        return await cls.open(settings.database_path(), migrate=migrate)
 
     @overload
     async def commit(self, work: UnitOfWork) -> None: ...
@@ -95,7 +148,7 @@ class Store:
         """Commit ``work``: all of its writes or none (StorageError, nothing written).
         ``then``: a read (e.g. ``store.history.loading(key)``) run after the writes, in the
         same transaction, so it sees them; its value is returned. On SQLite the whole of it
-        is one trip to the database thread."""
+        is one trip to the database thread; on PostgreSQL one transaction on one connection."""
         if then is None:
             await self.db.commit(work.writes)
             return None
@@ -103,7 +156,8 @@ class Store:
 
     async def compact(self) -> Compaction:
         """Give the pages freed by deletions back to the file system (SQLite's incremental
-        vacuum; a file from before it is switched once, by a full rewrite)."""
+        vacuum; a file from before it is switched once, by a full rewrite). PostgreSQL's
+        autovacuum does its own: nothing is done there."""
         return await self.db.compact()
 
     async def check_writable(self) -> None:
@@ -120,6 +174,7 @@ class Store:
         return await self.db.schema_version()
 
     async def aclose(self) -> None:
+        await self.signals.aclose()
         await self.db.aclose()
 
     async def __aenter__(self) -> Store:

@@ -17,7 +17,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.store.sqlite import Database
+from bot.store.engine import Database
 from bot.store.statements import Read, Row, Write
 
 

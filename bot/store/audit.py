@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from bot.store.audit_search import PAGE_SIZE, AuditCursor, AuditFilter, page_query
-from bot.store.sqlite import Database, Transaction
+from bot.store.engine import Database, Transaction
 from bot.store.statements import Row
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from bot.store.sqlite import Database
+from bot.store.engine import Database
 
 
 def _like_prefix(prefix: str) -> str:

@@ -24,8 +24,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from bot.store.attachments import Attachments
+from bot.store.engine import Database, Transaction
 from bot.store.inbox import InboxStatus
-from bot.store.sqlite import Database, Transaction
 from bot.store.statements import Row
 
 TOMBSTONE_PREFIX = "forgotten:"

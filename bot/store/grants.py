@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.errors import StorageError
-from bot.store.sqlite import Database, Transaction
+from bot.store.engine import Database, Transaction
 from bot.store.statements import Row
 
 

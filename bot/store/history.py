@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 
 from bot.providers.base import ChatMessage, ToolCallRequest
-from bot.store.sqlite import Database
+from bot.store.engine import Database
 from bot.store.statements import Read, Row, Write
 
 

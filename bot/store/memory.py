@@ -2,8 +2,8 @@
 
 Notes live in ``memory`` and belong to one ``scope_key``; every read filters by scope, so one
 channel or conversation never sees another's notes. The search itself is the engine's own
-statement (:mod:`bot.store.sqlite.memory_search`: FTS5 ranked by bm25 on SQLite), the one
-query of the store that is not portable.
+statement (``db.memory_search``: FTS5 ranked by bm25 on SQLite, a ``tsvector`` ranked by
+``ts_rank`` on PostgreSQL), the one query of the store that is not portable.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ import time
 from dataclasses import dataclass
 
 from bot.errors import StorageError
-from bot.store.sqlite import Database
-from bot.store.sqlite.memory_search import memory_search
+from bot.store.engine import Database
 from bot.store.statements import Row
 
 
@@ -62,8 +61,8 @@ class MemoryNotes:
         return int(row["id"])
 
     async def search(self, *, scope_key: str, query: str, limit: int = 5) -> list[MemoryNote]:
-        """Notes of ``scope_key`` matching ``query``, best bm25 rank first (ties: newest)."""
-        search = memory_search(scope_key=scope_key, text=query, limit=limit, decode=_notes)
+        """Notes of ``scope_key`` matching ``query``, best rank first (ties: newest)."""
+        search = self._db.memory_search(scope_key=scope_key, text=query, limit=limit, decode=_notes)
         if search is None:
             return []
         return await self._db.read(search)

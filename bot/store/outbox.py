@@ -17,8 +17,8 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from bot.store.engine import Database
 from bot.store.inbox import InboxKey
-from bot.store.sqlite import Database
 from bot.store.statements import Row, Write
 
 

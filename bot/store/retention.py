@@ -20,8 +20,8 @@ again before its day is over.
 
 from __future__ import annotations
 
+from bot.store.engine import Database
 from bot.store.inbox import InboxStatus
-from bot.store.sqlite import Database
 
 BATCH = 500
 LAST_RUN = "last_run_at"

@@ -3,9 +3,9 @@
 A repository module (``inbox.py``, ``history.py``, …) writes its SQL once, in the subset
 SQLite and PostgreSQL share (``?`` placeholders, ``ON CONFLICT``, ``RETURNING``; see the
 Storage section of ``docs/architecture.md``), and wraps it in a :class:`Write` or a
-:class:`Read`. The engine (:class:`bot.store.sqlite.Database` for SQLite) decides how those
-travel: a :class:`~bot.store.unit_of_work.UnitOfWork` of several writes, and a read after
-them, commit in one transaction and, on SQLite, in one trip to its thread.
+:class:`Read`. The engine (a :class:`bot.store.engine.Database`: SQLite's or PostgreSQL's)
+decides how those travel: a :class:`~bot.store.unit_of_work.UnitOfWork` of several writes,
+and a read after them, commit in one transaction and, on SQLite, in one trip to its thread.
 """
 
 from __future__ import annotations

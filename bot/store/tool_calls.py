@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.store.sqlite import Database
+from bot.store.engine import Database
 from bot.store.statements import Row, Write
 
 

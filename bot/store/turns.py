@@ -17,7 +17,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.store.sqlite import Database
+from bot.store.engine import Database
 from bot.store.statements import Params, Row
 from bot.store.tool_calls import ToolCallRecord, tool_call_record
 

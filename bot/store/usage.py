@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.providers.base import Usage
-from bot.store.sqlite import Database
+from bot.store.engine import Database
 from bot.store.statements import Params, Row, Write
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.store.sqlite import Database
+from bot.store.engine import Database
 from bot.store.statements import Row
 
 

@@ -21,8 +21,8 @@ Only this package imports ``sqlite3``.
 
 from __future__ import annotations
 
+from bot.store.engine import Compaction
 from bot.store.sqlite.database import Database
 from bot.store.sqlite.transaction import Transaction
-from bot.store.sqlite.vacuum import Compaction
 
 __all__ = ["Compaction", "Database", "Transaction"]

@@ -13,18 +13,20 @@ and no ``sqlite3`` error leaves it: the worker maps them into
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar, cast, overload
 
 import structlog
 
 from bot.errors import StorageError
+from bot.store.engine import Compaction, settle
 from bot.store.sqlite.connection import Prepare, connect
+from bot.store.sqlite.memory_search import memory_search
 from bot.store.sqlite.schema import Migration, migrations
 from bot.store.sqlite.transaction import Transaction
-from bot.store.sqlite.trip import Answer, Statement, Trip, rollback_if_open, settle
-from bot.store.sqlite.vacuum import Compact, Compaction
+from bot.store.sqlite.trip import Answer, Statement, Trip, rollback_if_open
+from bot.store.sqlite.vacuum import Compact
 from bot.store.sqlite.worker import Job, SqliteWorker
 from bot.store.statements import Params, Read, Row, Write
 
@@ -37,8 +39,8 @@ class Database:
     """An open SQLite file. Use :meth:`open` and :meth:`aclose` (or ``async with``).
 
     The engine behind :class:`bot.store.Store`: the repositories hand it their statements
-    (:mod:`bot.store.statements`), and it decides how they travel. A PostgreSQL engine
-    would offer the same methods (see the Storage section of ``docs/architecture.md``).
+    (:mod:`bot.store.statements`), and it decides how they travel. It satisfies
+    :class:`bot.store.engine.Database`, as the PostgreSQL engine does.
     """
 
     def __init__(self, path: Path, worker: SqliteWorker) -> None:
@@ -72,6 +74,17 @@ class Database:
             await worker.aclose()
             raise
         return db
+
+    @property
+    def description(self) -> str:
+        """The database in words: its file."""
+        return str(self.path)
+
+    def memory_search(
+        self, *, scope_key: str, text: str, limit: int, decode: Callable[[list[Row]], T]
+    ) -> Read[T] | None:
+        """FTS5 ``MATCH`` ranked by ``bm25`` (:mod:`bot.store.sqlite.memory_search`)."""
+        return memory_search(scope_key=scope_key, text=text, limit=limit, decode=decode)
 
     async def schema_version(self) -> int:
         row = await self.fetchone("PRAGMA user_version")

@@ -13,7 +13,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, cast
 
 from bot.errors import StorageError
-from bot.store.sqlite.trip import Answer, Statement, Trip, settle
+from bot.store.engine import settle
+from bot.store.sqlite.trip import Answer, Statement, Trip
 from bot.store.statements import Params, Row
 
 if TYPE_CHECKING:

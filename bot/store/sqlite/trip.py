@@ -4,16 +4,16 @@ A :class:`Trip` is a job for :class:`~bot.store.sqlite.worker.SqliteWorker`: ``B
 IMMEDIATE`` if due, the writes of a unit of work, one statement whose answer comes back,
 ``COMMIT`` if due — however many statements, one trip, which costs the event loop far more
 than SQLite's work does. This is how a :class:`~bot.store.unit_of_work.UnitOfWork` travels
-on SQLite. :func:`settle` is the loop's side: a trip once queued is awaited to its end even
-when the caller is cancelled, so the shared connection never stays inside a transaction.
+on SQLite. :func:`~bot.store.engine.settle` is the loop's side: a trip once queued is
+awaited to its end even when the caller is cancelled, so the shared connection never stays
+inside a transaction.
 """
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import sqlite3
-from collections.abc import Awaitable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -109,18 +109,3 @@ def rollback_if_open(conn: sqlite3.Connection) -> None:
     """Roll back the connection's transaction, if one is open (a job of its own, too)."""
     if conn.in_transaction:
         conn.execute("ROLLBACK")
-
-
-async def settle(awaitable: Awaitable[T]) -> T:
-    """Await ``awaitable`` to completion even if the caller is cancelled meanwhile; the
-    cancellation is re-raised once it has settled."""
-    task = asyncio.ensure_future(awaitable)
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        while not task.done():
-            try:
-                await asyncio.shield(task)
-            except asyncio.CancelledError:
-                continue
-        raise

@@ -16,21 +16,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.store.engine import Compaction
 from bot.store.sqlite.errors import mapped
 
 #: ``PRAGMA auto_vacuum`` of a file in incremental mode.
 INCREMENTAL = 2
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Compaction:
-    """What one :class:`Compact` did: whether it switched the file to incremental mode
-    (a full ``VACUUM``, and how long that took), and the pages given back."""
-
-    switched: bool
-    vacuum_s: float
-    pages_freed: int
-    file_pages: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,93 @@
+"""Connecting to PostgreSQL: the URL, the pool and how each connection is set up.
+
+The URL comes from ``[storage] url`` and names no password; the password comes from the
+environment variable ``[storage] password_env`` names (as every other secret) and is handed
+to the driver alone, never put in a message: :func:`describe` is the URL as messages and
+logs show it, without credentials or options.
+
+Every connection of the pool is set up alike (:func:`_setup`): PostgreSQL's ``numeric``
+(what ``SUM`` of an integer column answers) comes back as an ``int`` when it is whole and a
+``float`` otherwise, as SQLite answers; a lock waited on longer than :data:`LOCK_TIMEOUT_MS`
+fails as :class:`~bot.errors.StorageBusy` (SQLite's busy timeout); a connection handed back
+is only rolled back if a transaction is still open, not reset with a round trip (the engine
+leaves no other session state on it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+import asyncpg
+
+LOCK_TIMEOUT_MS = 5000
+"""How long a statement waits for a lock (a row, or the interactive transactions' lock)
+before failing as busy: SQLite's ``busy_timeout``."""
+
+STATEMENT_CACHE_SIZE = 512
+"""Prepared statements each connection keeps (asyncpg's default is 100; the repositories
+write a few hundred distinct statements, each prepared once per connection)."""
+
+SCHEMES = ("postgresql", "postgres")
+
+
+def is_postgres_url(url: str) -> bool:
+    return urlsplit(url).scheme in SCHEMES
+
+
+def describe(url: str) -> str:
+    """``url`` without its password and options: ``postgresql://user@host:port/db``."""
+    parts = urlsplit(url)
+    user = f"{parts.username}@" if parts.username else ""
+    host = parts.hostname or ""
+    if ":" in host:  # an IPv6 address
+        host = f"[{host}]"
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{user}{host}{port}{parts.path}"
+
+
+def url_password(url: str) -> bool:
+    """Whether ``url`` carries a password (which belongs in ``password_env`` instead)."""
+    parts = urlsplit(url)
+    return parts.password is not None or "password=" in parts.query.lower()
+
+
+def _number(text: str) -> int | float:
+    return int(text) if text.lstrip("-").isdigit() else float(text)
+
+
+async def _setup(conn: asyncpg.Connection) -> None:
+    await conn.set_type_codec(
+        "numeric", schema="pg_catalog", encoder=str, decoder=_number, format="text"
+    )
+
+
+async def _reset(conn: asyncpg.Connection) -> None:
+    if conn.is_in_transaction():
+        await conn.execute("ROLLBACK")
+
+
+async def create_pool(
+    url: str, *, password: str | None, size: int, connect_timeout_s: float
+) -> asyncpg.Pool:
+    """A pool of at most ``size`` connections to ``url`` (one opened now, so a server that
+    cannot be reached fails here)."""
+    options: dict[str, Any] = {
+        "password": password,
+        "timeout": connect_timeout_s,
+        "statement_cache_size": STATEMENT_CACHE_SIZE,
+        "server_settings": {
+            "application_name": "hatchway",
+            "lock_timeout": str(LOCK_TIMEOUT_MS),
+        },
+    }
+    pool: asyncpg.Pool = await asyncpg.create_pool(
+        url,
+        min_size=1,
+        max_size=size,
+        init=_setup,
+        reset=_reset,
+        max_inactive_connection_lifetime=300.0,
+        **options,
+    )
+    return pool

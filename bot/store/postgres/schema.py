@@ -1,0 +1,76 @@
+"""The schema on PostgreSQL: the numbered migrations in ``migrations/`` (the same numbers as
+SQLite's, in PostgreSQL's words), applied in order, while holding an advisory lock.
+
+Several replicas may start at once against one database: each takes
+:data:`MIGRATION_LOCK` (``pg_advisory_lock``, waiting as long as it takes) before reading
+which migrations are applied, so one applies them and the others, once they get the lock,
+find nothing left to do. Each migration runs in a transaction of its own with its row in
+``schema_migrations`` (number, file name, when), whose highest number is the schema version
+(SQLite's ``user_version``).
+"""
+
+from __future__ import annotations
+
+import time
+from importlib import resources
+
+import asyncpg
+import structlog
+
+log = structlog.get_logger(__name__)
+
+MIGRATION_LOCK = int.from_bytes(b"hatchmig", "big")
+"""The advisory lock key held while migrating (``pg_advisory_lock``; session level)."""
+
+MIGRATION_LOCK_TIMEOUT = "60s"
+"""How long a migration's statement waits for a table another replica is using."""
+
+_LEDGER = (
+    "CREATE TABLE IF NOT EXISTS schema_migrations ("
+    " number INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at DOUBLE PRECISION NOT NULL)"
+)
+
+
+def migrations() -> list[tuple[int, str, str]]:
+    """Every migration as ``(number, file name, SQL)``, lowest number first."""
+    folder = resources.files("bot.store.postgres") / "migrations"
+    found: list[tuple[int, str, str]] = []
+    for entry in folder.iterdir():
+        name = entry.name
+        if name.endswith(".sql") and name[:4].isdigit():
+            found.append((int(name[:4]), name, entry.read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+async def schema_version(conn: asyncpg.Connection) -> int:
+    """The number of the last migration applied; 0 for a database without any."""
+    if await conn.fetchval("SELECT to_regclass('schema_migrations') IS NULL"):
+        return 0
+    return int(await conn.fetchval("SELECT COALESCE(MAX(number), 0) FROM schema_migrations"))
+
+
+async def migrate(conn: asyncpg.Connection) -> int:
+    """Apply every pending migration under :data:`MIGRATION_LOCK`; returns the version."""
+    await conn.execute("SET lock_timeout = 0")
+    await conn.execute(f"SELECT pg_advisory_lock({MIGRATION_LOCK})")
+    try:
+        await conn.execute(f"SET lock_timeout = '{MIGRATION_LOCK_TIMEOUT}'")
+        await conn.execute(_LEDGER)
+        current = await schema_version(conn)
+        for number, name, sql in migrations():
+            if number <= current:
+                continue
+            log.info("db_migration_applying", migration=name)
+            async with conn.transaction():
+                await conn.execute(sql)
+                await conn.execute(
+                    "INSERT INTO schema_migrations (number, name, applied_at) VALUES ($1, $2, $3)",
+                    number,
+                    name,
+                    time.time(),
+                )
+            current = number
+        return current
+    finally:
+        if not conn.is_closed():
+            await conn.execute(f"SELECT pg_advisory_unlock({MIGRATION_LOCK}); RESET lock_timeout")
