@@ -118,18 +118,20 @@ class SignIn:
         *,
         status: int = 200,
     ) -> web.Response:
-        """A sign-in page, with the browser's nonce as its forms' CSRF token (given now when
-        it has none)."""
+        """A sign-in page. Its forms' CSRF token is the browser's nonce (given now when it
+        has none: a code counts only with it), or the session's when one is signed in (an
+        identity that may not use the console, asking for another one's link)."""
         nonce = self._sessions.nonce(request)
         fresh = nonce is None
         if nonce is None:
             nonce = tokens.new_token()
+        viewer = request[VIEWER]
         response = render(
             request,
             template,
             {"next": _next(request.query.get("next", "")), **context},
             viewer=None,
-            csrf=nonce,
+            csrf=nonce if viewer is None else viewer.csrf,
             status=status,
         )
         if fresh:

@@ -31,6 +31,16 @@ async def _csrf(page: Page) -> str:
     return token
 
 
+def _reload_with_approvers(rig: ConsoleRig, *approvers: int) -> None:
+    """Reload the settings (as SIGHUP does) with only ``approvers`` on telegram.main."""
+    settings = rig.app.settings
+    main = settings.channels.get("telegram", "main")
+    assert main is not None
+    telegram = main.model_copy(update={"approvers": [str(a) for a in approvers]})
+    channels = settings.channels.model_copy(update={"telegram": {"main": telegram}})
+    rig.app.reload(settings.model_copy(update={"channels": channels}))
+
+
 async def test_a_replayed_form_post_is_refused(rig: ConsoleRig, page: Page) -> None:
     await rig.sign_in(page, APPROVER)
     await _pending_card(rig, page)
@@ -119,13 +129,19 @@ async def test_an_admin_who_is_not_an_approver_reads_but_cannot_decide(
 async def test_a_removed_approver_is_refused_at_the_next_page(rig: ConsoleRig, page: Page) -> None:
     await rig.sign_in(page, APPROVER)
     await page.goto(rig.url("/approvals"))
-    settings = rig.app.settings
-    main = settings.channels.get("telegram", "main")
-    assert main is not None
-    telegram = main.model_copy(update={"approvers": [str(REQUESTER)]})
-    channels = settings.channels.model_copy(update={"telegram": {"main": telegram}})
-    rig.app.reload(settings.model_copy(update={"channels": channels}))
+    _reload_with_approvers(rig, REQUESTER)
 
     answer = await page.goto(rig.url("/approvals"))
     assert answer is not None and answer.status == 403
     assert "is not an approver of any channel" in await page.inner_text("main")
+
+
+async def test_a_refused_identity_may_sign_in_as_another(rig: ConsoleRig, page: Page) -> None:
+    await rig.sign_in(page, APPROVER)
+    _reload_with_approvers(rig, REQUESTER)
+    answer = await page.goto(rig.url("/approvals"))
+    assert answer is not None and answer.status == 403
+    assert await page.locator("header nav a").count() == 0
+
+    await rig.sign_in(page, REQUESTER)
+    assert "Pending approvals" in await page.inner_text("h1")
