@@ -141,12 +141,26 @@ def to_jsonl(entries: Sequence[AuditEntry]) -> str:
     return "".join(json.dumps(_row(e), ensure_ascii=False) + "\n" for e in entries)
 
 
+FORMULA_START = ("=", "+", "-", "@")
+"""What a spreadsheet reads as the start of a formula."""
+
+
+def spreadsheet_cell(value: object) -> str:
+    """``value`` as a CSV cell no spreadsheet runs: text made visible, and a leading ``'``
+    before a formula's first character (leading spaces aside: a spreadsheet may trim them on
+    import, and a newline is shown as `` ⏎ ``). Requesters, arguments and reasons are
+    attacker-controlled, and ``=HYPERLINK(...)`` or a DDE formula runs when the file opens."""
+    text = visible(value) if isinstance(value, str) else str(value)
+    return "'" + text if text.lstrip(" ").startswith(FORMULA_START) else text
+
+
 def to_csv(entries: Sequence[AuditEntry]) -> str:
+    """The rows as CSV, every cell through :func:`spreadsheet_cell`."""
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=list(FIELDS), lineterminator="\n")
     writer.writeheader()
     for e in entries:
-        writer.writerow(_row(e))
+        writer.writerow({k: spreadsheet_cell(v) for k, v in _row(e).items()})
     return out.getvalue()
 
 

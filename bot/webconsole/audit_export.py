@@ -1,12 +1,13 @@
 """The audit log as CSV, streamed: the rows of the console's filter, newest first.
 
-Every cell is written for a spreadsheet that will open it. Tool arguments, names and reasons
-are attacker-controlled (a model or a chat user wrote them), and a spreadsheet runs a cell
-that starts with ``=``, ``+``, ``-`` or ``@`` as a formula (``=HYPERLINK(...)``, DDE): such a
-cell (leading spaces aside) gets a leading ``'``, which spreadsheets show as text and do not display. Control and
-bidirectional characters are shown as escapes first (:func:`bot.visible_text.visible`), so no
-tab, carriage return or reordering mark reaches the reader as itself, and none can hide a
-formula's start.
+Every cell is written for a spreadsheet that will open it
+(:func:`bot.approval.audit.spreadsheet_cell`, as ``hatchway audit --format csv`` writes them).
+Tool arguments, names and reasons are attacker-controlled (a model or a chat user wrote them),
+and a spreadsheet runs a cell that starts with ``=``, ``+``, ``-`` or ``@`` as a formula
+(``=HYPERLINK(...)``, DDE): such a cell (leading spaces aside) gets a leading ``'``, which
+spreadsheets show as text and do not display. Control and bidirectional characters are shown
+as escapes first (:func:`bot.visible_text.visible`), so no tab, carriage return or reordering
+mark reaches the reader as itself, and none can hide a formula's start.
 
 The rows are read a batch at a time (:meth:`bot.store.audit.AuditLog.matching`) and written
 as they come, so an export of the whole trail holds one batch in memory.
@@ -21,21 +22,9 @@ from datetime import UTC, datetime
 
 from aiohttp import web
 
-from bot.approval.audit import FIELDS
+from bot.approval.audit import FIELDS, spreadsheet_cell
 from bot.store.audit import AuditEntry
-from bot.visible_text import visible
 from bot.webconsole.security import HEADERS
-
-FORMULA_START = ("=", "+", "-", "@")
-"""What a spreadsheet reads as the start of a formula."""
-
-
-def spreadsheet_cell(value: object) -> str:
-    """``value`` as a CSV cell no spreadsheet runs: text made visible, and a leading ``'``
-    before a formula's first character."""
-    text = visible(value) if isinstance(value, str) else str(value)
-    # a spreadsheet may trim leading spaces on import (a newline is shown as " ⏎ ")
-    return "'" + text if text.lstrip(" ").startswith(FORMULA_START) else text
 
 
 def _iso(ts: float) -> str:
