@@ -14,21 +14,28 @@ the one declared first wins, which may not be what was meant.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from bot.channel_config import ChannelCommon
 from bot.commands.doctor.report import CheckResult
-from bot.config import ChannelsConfig, Settings
-from bot.routing import RouteRule, route_rules
+
+if TYPE_CHECKING:
+    # the config models and the routing rules load with the doctor's run, not with the
+    # command line (tests/ops/test_startup_imports.py)
+    from bot.channel_config import ChannelCommon
+    from bot.config import Settings
+    from bot.routing import RouteRule
 
 #: Channel kinds where every conversation is a direct one (no groups, no threads).
 DIRECT_ONLY_KINDS = frozenset({"console"})
 
-Channels = list[tuple[str, ChannelCommon]]
+Channels = list[tuple[str, "ChannelCommon"]]
 
 
 def _enabled(settings: Settings) -> Channels:
     """``kind.alias`` and config of each enabled channel (the console when none is, as
     ``hatchway run`` does)."""
+    from bot.config import ChannelsConfig
+
     channels = settings.channels
     if not any(cfg.enabled for _, _, cfg in channels.all()):
         channels = ChannelsConfig.embedded_console()
@@ -88,6 +95,8 @@ def routing_findings(settings: Settings) -> list[CheckResult]:
         CheckResult(name=f"routing {name}", ok=True, detail=f"agent {cfg.agent} by default")
         for name, cfg in channels
     ]
+    from bot.routing import route_rules
+
     rules = route_rules(settings)
     for index, rule in enumerate(rules):
         earlier = rules[:index]
