@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.store.audit import AuditEntry, AuditLog, Decision
+from bot.store.engine import Database
 from bot.store.grants import Grants, NewGrant
-from bot.store.sqlite import Database
 from bot.store.statements import Row
 
 
@@ -82,6 +82,8 @@ class ApprovalRecord:
     reply: str | None = None
     card_refs: tuple[CardRef, ...] = ()
     decided_at: float | None = None
+    #: The replica whose turn waits on the request (None: one process).
+    replica_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -126,6 +128,7 @@ def _record(row: Row) -> ApprovalRecord:
         created_at=float(row["created_at"]),
         expires_at=float(row["expires_at"]),
         decided_at=row["decided_at"],
+        replica_id=row["replica_id"],
     )
 
 
@@ -139,8 +142,8 @@ class Approvals:
         await self._db.execute(
             "INSERT INTO approvals (id, channel, conversation_id, thread_id, session_key,"
             " requester, requester_name, tool, fingerprint, summary, full_text, cut,"
-            " ask_reason, status, card_refs, created_at, expires_at)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " ask_reason, status, card_refs, created_at, expires_at, replica_id)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 rec.id,
                 rec.channel,
@@ -159,6 +162,7 @@ class Approvals:
                 "[]",
                 rec.created_at,
                 rec.expires_at,
+                rec.replica_id,
             ),
         )
 

@@ -1,6 +1,9 @@
 """The persisted inbox: each (channel, platform message id) is answered once.
 
-Every method names its entry with one :class:`InboxKey`.
+Every method names its entry with one :class:`InboxKey`. Where several replicas share the
+database, an entry also names the replica that took it to run it (``replica_id``; see
+:mod:`bot.gateway.handover`): claimed while it waits, taken again just before its turn, each
+a conditional update, so no two replicas run it.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ import enum
 import time
 from dataclasses import dataclass
 
-from bot.store.sqlite import Database
+from bot.store.engine import Database
 from bot.store.statements import Row, Write
 
 
@@ -163,10 +166,10 @@ class Inbox:
 
     async def requeue(self, key: InboxKey) -> bool:
         """Put an entry cut off mid-turn back to ``received``, to run it again (its run count
-        stays). False unless it was ``processing``."""
+        stays; no replica has taken it). False unless it was ``processing``."""
         row = await self._db.execute_returning(
-            "UPDATE inbox SET status = ?, updated_at = ? WHERE channel = ? AND message_id = ?"
-            " AND status = ? RETURNING id",
+            "UPDATE inbox SET status = ?, replica_id = NULL, updated_at = ? WHERE channel = ?"
+            " AND message_id = ? AND status = ? RETURNING id",
             (
                 InboxStatus.RECEIVED,
                 time.time(),
@@ -174,6 +177,38 @@ class Inbox:
                 key.message_id,
                 InboxStatus.PROCESSING,
             ),
+        )
+        return row is not None
+
+    async def claim_waiting(self, session_key: str, replica_id: str) -> list[InboxEntry]:
+        """Claim for ``replica_id`` the entries of ``session_key`` that wait (``received``)
+        and nobody else took, in one statement; returns them with those it had claimed
+        before, in inbox order."""
+        rows = await self._db.execute_returning_all(
+            f"UPDATE inbox SET replica_id = ? WHERE session_key = ? AND status = ?"
+            f" AND (replica_id IS NULL OR replica_id = ?) RETURNING id, {_COLUMNS}",
+            (replica_id, session_key, InboxStatus.RECEIVED, replica_id),
+        )
+        return [_entry(r) for r in sorted(rows, key=lambda r: int(r["id"]))]
+
+    async def take(self, key: InboxKey, replica_id: str) -> InboxEntry | None:
+        """Take the entry for ``replica_id`` to run it now: only while it waits
+        (``received``) and no other replica took it. None otherwise (deleted, begun, or
+        another replica's)."""
+        row = await self._db.execute_returning(
+            f"UPDATE inbox SET replica_id = ? WHERE channel = ? AND message_id = ?"
+            f" AND status = ? AND (replica_id IS NULL OR replica_id = ?) RETURNING {_COLUMNS}",
+            (replica_id, key.channel, key.message_id, InboxStatus.RECEIVED, replica_id),
+        )
+        return None if row is None else _entry(row)
+
+    async def release(self, key: InboxKey, replica_id: str) -> bool:
+        """Give back an entry that waits and that ``replica_id`` (a replica gone) took, for
+        another replica to claim; False when it no longer waits or is not that one's."""
+        row = await self._db.execute_returning(
+            "UPDATE inbox SET replica_id = NULL WHERE channel = ? AND message_id = ?"
+            " AND status = ? AND replica_id = ? RETURNING id",
+            (key.channel, key.message_id, InboxStatus.RECEIVED, replica_id),
         )
         return row is not None
 

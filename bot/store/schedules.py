@@ -4,7 +4,8 @@ The job definition is stored as JSON in ``spec`` (its shape belongs to
 :mod:`bot.schedules.job`; this repository does not interpret it). ``next_run_at`` and
 ``last_run_at`` are epoch seconds; a job whose ``next_run_at`` is NULL or that is disabled
 never comes due: disabled with a next run is *paused*, with none *finished*. Removing a job
-deletes its row.
+deletes its row. Where several replicas share the database, a due run is claimed by one of
+them first (``claimed_by`` until ``claimed_until``), and recording the run ends the claim.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.store.sqlite import Database
+from bot.store.engine import Database
 from bot.store.statements import Row
 
 
@@ -79,15 +80,29 @@ class Schedules:
         )
         return [_row(r) for r in rows]
 
+    async def claim(self, job_id: str, *, run_at: float, by: str, now: float, until: float) -> bool:
+        """Claim the run of ``job_id`` due at ``run_at`` for the replica ``by`` until
+        ``until``, in one conditional statement: only while that run is still the job's next
+        and no other replica's claim is current at ``now``. False when another replica
+        claimed it or already recorded it."""
+        found = await self._db.execute_returning(
+            "UPDATE schedules SET claimed_by = ?, claimed_until = ? WHERE id = ? AND enabled = 1"
+            " AND next_run_at = ? AND (claimed_until IS NULL OR claimed_until < ?"
+            " OR claimed_by = ?) RETURNING id",
+            (by, until, job_id, run_at, now, by),
+        )
+        return found is not None
+
     async def mark_run(
         self, job_id: str, *, last_run_at: float | None, next_run_at: float | None
     ) -> None:
-        """Record a run (or a skip): the job is disabled when there is no next run. A job
-        paused while its run was being delivered stays paused."""
+        """Record a run (or a skip), ending its claim: the job is disabled when there is no
+        next run. A job paused while its run was being delivered stays paused."""
         await self._db.execute(
             "UPDATE schedules SET last_run_at = COALESCE(?, last_run_at), next_run_at = ?,"
-            " enabled = CASE WHEN ? IS NULL THEN 0 ELSE enabled END WHERE id = ?",
-            (last_run_at, next_run_at, next_run_at, job_id),
+            " enabled = CASE WHEN ? = 0 THEN 0 ELSE enabled END, claimed_by = NULL,"
+            " claimed_until = NULL WHERE id = ?",
+            (last_run_at, next_run_at, int(next_run_at is not None), job_id),
         )
 
     async def pause(self, job_id: str) -> bool:

@@ -1,0 +1,108 @@
+"""Session owners: which replica runs each session's turns (several replicas, one database).
+
+One row per session some replica took (``session_owners``). Ownership changes only by a
+compare-and-set (:meth:`SessionOwners.take`: inserted where there was no row, or moved from
+the owner the caller saw, which it found gone), so of two replicas that find a session free
+exactly one gets it. Whether an owner is alive is its replica's heartbeat (table
+``replicas``), judged by the caller. :meth:`SessionOwners.unsettled` is what a replica's
+sweep reads: every inbox entry not yet settled, with the replica that took it and its
+session's owner. On SQLite (one process) the table stays empty.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.store.engine import Database
+from bot.store.inbox import InboxKey, InboxStatus
+from bot.store.statements import Row
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Unsettled:
+    """An inbox entry still ``received`` or ``processing``, as a sweep sees it."""
+
+    key: InboxKey
+    envelope_id: str
+    session_key: str
+    status: InboxStatus
+    #: the replica that took the entry to run it (None: nobody yet)
+    replica_id: str | None
+    #: the replica that owns the entry's session (None: nobody)
+    owner: str | None
+
+
+def _unsettled(row: Row) -> Unsettled:
+    return Unsettled(
+        key=InboxKey(channel=row["channel"], message_id=row["message_id"]),
+        envelope_id=row["envelope_id"],
+        session_key=row["session_key"],
+        status=InboxStatus(row["status"]),
+        replica_id=row["replica_id"],
+        owner=row["owner"],
+    )
+
+
+class SessionOwners:
+    """The ``session_owners`` table."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def owner(self, session_key: str) -> str | None:
+        """The replica that owns ``session_key``; None when none does."""
+        row = await self._db.fetchone(
+            "SELECT replica_id FROM session_owners WHERE session_key = ?", (session_key,)
+        )
+        return None if row is None else str(row["replica_id"])
+
+    async def take(self, session_key: str, replica_id: str, *, was: str | None, at: float) -> bool:
+        """Make ``replica_id`` the owner of ``session_key`` if the owner is still ``was``
+        (None: no row), in one conditional statement; False when another replica changed it
+        first."""
+        if was is None:
+            row = await self._db.execute_returning(
+                "INSERT INTO session_owners (session_key, replica_id, since) VALUES (?, ?, ?)"
+                " ON CONFLICT (session_key) DO NOTHING RETURNING session_key",
+                (session_key, replica_id, at),
+            )
+        else:
+            row = await self._db.execute_returning(
+                "UPDATE session_owners SET replica_id = ?, since = ? WHERE session_key = ?"
+                " AND replica_id = ? RETURNING session_key",
+                (replica_id, at, session_key, was),
+            )
+        return row is not None
+
+    async def release(self, replica_id: str) -> int:
+        """Give up every session ``replica_id`` owns (a clean stop); how many it owned."""
+        rows = await self._db.execute_returning_all(
+            "DELETE FROM session_owners WHERE replica_id = ? RETURNING session_key",
+            (replica_id,),
+        )
+        return len(rows)
+
+    async def owned_by(self, replica_id: str) -> list[str]:
+        """The sessions ``replica_id`` owns."""
+        rows = await self._db.fetchall(
+            "SELECT session_key FROM session_owners WHERE replica_id = ? ORDER BY session_key",
+            (replica_id,),
+        )
+        return [str(r["session_key"]) for r in rows]
+
+    async def unsettled(self, session_key: str | None = None) -> list[Unsettled]:
+        """Every inbox entry still ``received`` or ``processing`` (of ``session_key`` only,
+        when given), in inbox order, with who took it and who owns its session."""
+        where = "i.status IN (?, ?)"
+        params: list[object] = [InboxStatus.RECEIVED, InboxStatus.PROCESSING]
+        if session_key is not None:
+            where += " AND i.session_key = ?"
+            params.append(session_key)
+        rows = await self._db.fetchall(
+            "SELECT i.channel, i.message_id, i.envelope_id, i.session_key, i.status,"
+            " i.replica_id, o.replica_id AS owner FROM inbox i"
+            f" LEFT JOIN session_owners o ON o.session_key = i.session_key WHERE {where}"
+            " ORDER BY i.id",
+            params,
+        )
+        return [_unsettled(r) for r in rows]
