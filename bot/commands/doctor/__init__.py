@@ -20,7 +20,9 @@ command's driver and the one place that orders the checks; each area is its own 
    there (:mod:`bot.approval.findings`): each finding is a ``⚠`` line with its fix, which
    does not change the exit status;
 7. the routing table: the agent of each channel and of each route, and a ``⚠`` for a route
-   that can never match (:mod:`.routing`).
+   that can never match (:mod:`.routing`);
+8. with ``[telemetry]`` enabled: the ``otel`` extra is installed, and the collector takes
+   an empty export with the configured headers (:mod:`.telemetry`).
 
 Every failure and every warning names the config key to fix (``channels.slack.main.
 app_token_env``, ``providers.default.base_url``, ``storage.path``, …). A failing config stops
@@ -98,6 +100,16 @@ async def run_checks(settings: Settings) -> list[CheckResult]:
                 key = f"providers.{name}"
                 answer = provider_check(name, config, http, state_dir=settings.state_dir)
                 emit(await _guard(f"provider {name}", answer, key, f"{key}.base_url"))
+        if settings.telemetry.enabled:
+            from bot.commands.doctor.telemetry import collector_check, packages_check
+
+            emit(packages_check())
+            collector = collector_check(settings.telemetry, http)
+            emit(
+                await _guard(
+                    "telemetry collector", collector, "telemetry.headers_env", "telemetry.endpoint"
+                )
+            )
     emit(await _guard("database", database_check(settings.database_path()), "storage.path"))
     workspace = Path(settings.state_dir) / settings.tools.workspace.path
     ok, detail, fix = workspace_check(workspace)
