@@ -92,19 +92,22 @@ class LiveSpan(Span):
     def answered(self, reply: ModelReply | None) -> None:
         if reply is None:
             return
-        span = self._span
+        # one call: each attribute set on its own takes the span's lock again
+        attributes: dict[str, Value | tuple[str, ...]] = {
+            "hatchway.model.tool_calls": len(reply.tool_calls)
+        }
         if reply.provider:
-            span.set_attribute("hatchway.provider.answered", reply.provider)
+            attributes["hatchway.provider.answered"] = reply.provider
         if reply.model:
-            span.set_attribute("gen_ai.response.model", reply.model)
+            attributes["gen_ai.response.model"] = reply.model
         if reply.finish_reason:
-            span.set_attribute("gen_ai.response.finish_reasons", (reply.finish_reason,))
-        span.set_attribute("hatchway.model.tool_calls", len(reply.tool_calls))
+            attributes["gen_ai.response.finish_reasons"] = (reply.finish_reason,)
         usage = reply.usage
         if usage is not None:
-            span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
-            span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
-            span.set_attribute("hatchway.usage.estimated", usage.estimated)
+            attributes["gen_ai.usage.input_tokens"] = usage.input_tokens
+            attributes["gen_ai.usage.output_tokens"] = usage.output_tokens
+            attributes["hatchway.usage.estimated"] = usage.estimated
+        self._span.set_attributes(attributes)
 
     def sent(self, messages: int) -> None:
         self._span.set_attribute("hatchway.send.messages", messages)
@@ -198,8 +201,7 @@ class LiveAdmission(Span):
 
     def hand_over(self, turn_id: str) -> LiveTurnTrace:
         self.handed_over = True
-        self._root.set_attribute("hatchway.admitted", True)
-        self._root.set_attribute("hatchway.turn_id", turn_id)
+        self._root.set_attributes({"hatchway.admitted": True, "hatchway.turn_id": turn_id})
         return LiveTurnTrace(self._root)
 
 
@@ -234,9 +236,13 @@ class LiveTurn(Span):
                     "hatchway.turn_id": turn.turn_id,
                 },
             )
-        root.set_attribute("hatchway.session", turn.session_key)
-        root.set_attribute("hatchway.agent", envelope.agent)
-        root.set_attribute("hatchway.background", envelope.background)
+        root.set_attributes(
+            {
+                "hatchway.session": turn.session_key,
+                "hatchway.agent": envelope.agent,
+                "hatchway.background": envelope.background,
+            }
+        )
         self._root = root
         self._token = otel_context.attach(trace.set_span_in_context(root))
         self._root_token = _turn_root.set(root)
