@@ -8,7 +8,7 @@ approval cards. It decides nothing: no access policy, no LLM, no storage.
 from __future__ import annotations
 
 import enum
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -224,6 +224,29 @@ class ChannelHost(Protocol):
     async def approval_card(self, *, channel: ChannelRef, approval_id: str) -> ApprovalCard | None:
         """The card of this approval as its row is now, ``full_text`` included, for a full
         view; None when the approval is unknown to this channel alias. Reads only."""
+        ...
+
+    async def lead(
+        self,
+        channel: ChannelRef,
+        role: str,
+        work: Callable[[], Awaitable[None]],
+        *,
+        standby: Callable[[str], None] | None = None,
+    ) -> None:
+        """Run ``work()`` while this process alone plays ``role`` of ``channel``: the
+        platform's single consumer (``poll``: Telegram's ``getUpdates`` loop; ``gateway``:
+        a Discord gateway session). Sending needs no role.
+
+        With one process (a SQLite store) ``work()`` is simply awaited. With several
+        replicas over one database the role is a lease (``<kind>.<alias>.<role>``): this
+        waits until this replica holds it (calling ``standby`` once, with the reason, when
+        another replica holds it meanwhile), runs ``work()`` in a task of its own, and, when
+        the lease could not be renewed in time, cancels that task and returns before any
+        other replica can take the role. The caller then calls again to wait for it;
+        ``work`` must start from what the store holds (an offset, a last-seen message), not
+        from memory, since another replica may have moved it on. What ``work`` returns or
+        raises ends the tenure and is returned or raised."""
         ...
 
 

@@ -12,7 +12,10 @@ import pytest
 from bot.approval.service import ApprovalService
 from bot.channel import Channel, ChannelHost, ClickVerdict
 from bot.channel_host import AdapterHost
+from bot.config.replicas import ReplicasConfig
 from bot.envelope import ChannelRef, DeliveryTarget, IngressEnvelope, Sender
+from bot.errors import StorageUnavailable
+from bot.replicas import LeaseKeeper
 from bot.store import Store
 from tests.approval.conftest import APPROVER, DISCORD, REQUESTER, make_record, make_settings
 
@@ -139,3 +142,35 @@ async def test_a_burst_waits_at_the_door_in_order(tmp_path: Path) -> None:
         await asyncio.gather(*burst)
         assert messages.most_inside == 3
         assert [e.message_id for e in messages.delivered] == [f"m{n}" for n in range(10)]
+
+
+async def test_a_replica_that_takes_no_work_refuses_messages_and_leads_by_kind_alias_role(
+    tmp_path: Path,
+) -> None:
+    """With a lease keeper: a role is the lease ``<kind>.<alias>.<role>``; once the replica
+    takes no work, a message or an edit is refused with StorageUnavailable before it
+    reaches the gateway (the platform keeps the event)."""
+    async with await Store.open(tmp_path / "h.db") as store:
+        keeper = LeaseKeeper(store.replicas, ReplicasConfig())
+        await keeper.join()
+        messages = Messages()
+        host = AdapterHost(
+            messages=messages,
+            approvals=ApprovalService(make_settings(), store, no_channel),
+            replica=keeper,
+        )
+        ran: list[str] = []
+
+        async def work() -> None:
+            ran.append(keeper.held()[0])
+
+        await host.lead(ChannelRef(kind="telegram", alias="main"), "poll", work)
+        assert ran == ["telegram.main.poll"]
+        await host.deliver(message(1))
+        await keeper.leave()
+        with pytest.raises(StorageUnavailable, match="this replica is stopping"):
+            await host.deliver(message(2))
+        with pytest.raises(StorageUnavailable):
+            await host.edited(message(1))
+        assert [e.text for e in messages.delivered] == [message(1).text]
+        assert messages.edits == []

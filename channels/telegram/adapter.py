@@ -35,10 +35,18 @@ Chat commands: once connected, the channel offers :data:`bot.chat_commands.CHAT_
 Telegram's command menu (``setMyCommands``, :mod:`channels.telegram.commands`); a failure
 there is logged and does not stop the start.
 
+Several replicas (a PostgreSQL store): only the replica holding the alias's ``poll`` role
+polls (:meth:`~bot.channel.ChannelHost.lead`); the others stay connected for sending, on
+standby, and whichever takes the role over starts from the offset in the store. Its
+``getUpdates`` loop is cancelled when the role is lost, before another replica may poll. A
+message the host refuses because the database is unavailable is not confirmed: the loop
+pauses and asks for it again from the same offset. In webhook mode every replica receives.
+
 Health: ``STARTING`` → ``CONNECTED`` once ``getMe`` accepted the token and the first
-``getUpdates`` (or ``setWebhook``) succeeded; ``RECONNECTING`` with the reason on network
-errors or a ``409 Conflict`` (another poller on the same token); ``FAILED`` when the token is
-refused, and :meth:`TelegramChannel.run` raises :class:`~bot.errors.ChannelAuthError`.
+``getUpdates`` (or ``setWebhook``) succeeded, or while on standby (the detail says so);
+``RECONNECTING`` with the reason on network errors or a ``409 Conflict`` (another poller on
+the same token); ``FAILED`` when the token is refused, and :meth:`TelegramChannel.run`
+raises :class:`~bot.errors.ChannelAuthError`.
 """
 
 from __future__ import annotations
@@ -64,7 +72,7 @@ from bot.channel import (
 from bot.channel_registry import ChannelContext
 from bot.config import ChannelCommon, Settings
 from bot.envelope import Attachment, ChannelRef, DeliveryTarget
-from bot.errors import ChannelAuthError, ChannelError, ConfigError
+from bot.errors import ChannelAuthError, ChannelError, ConfigError, StorageError
 from bot.scrub import register_secret
 from channels.common.card_index import CardIndex
 from channels.common.health import HealthRecord
@@ -87,6 +95,9 @@ log = structlog.get_logger(__name__)
 
 # Connections for Bot API calls: PTB's default for an application's own request object.
 API_POOL = 256
+
+#: The role only one replica plays per alias (:meth:`bot.channel.ChannelHost.lead`).
+POLL_ROLE = "poll"
 
 CONFLICT_DETAIL = (
     "409 Conflict from getUpdates: another process is polling this bot token (or a webhook "
@@ -160,7 +171,7 @@ class TelegramChannel(SendsThrough):
             if self._config.mode == "webhook":
                 await self._serve_webhook(host)
             else:
-                await self._poll(host)
+                await self._poll_while_leading(host)
         finally:
             if self._webhook is not None:
                 await self._webhook.aclose()
@@ -208,7 +219,19 @@ class TelegramChannel(SendsThrough):
 
     # -- polling ------------------------------------------------------------------------------
 
+    async def _poll_while_leading(self, host: ChannelHost) -> None:
+        """Poll while this process plays the alias's poller role; with several replicas,
+        wait on standby while another replica does, and again after losing the role."""
+        while True:
+            await host.lead(self.ref, POLL_ROLE, lambda: self._poll(host), standby=self._standby)
+            log.info("telegram_polling_stopped", channel=str(self.ref), reason="role lost")
+
+    def _standby(self, why: str) -> None:
+        self._set_health(HealthState.CONNECTED, f"standby, not polling: {why}")
+
     async def _poll(self, host: ChannelHost) -> None:
+        """The ``getUpdates`` loop, from the offset in the store (another replica may have
+        moved it on since this one last polled)."""
         bot: Bot = self._app.bot
         offset = await self._offset.load()
         backoff = Backoff(self._config.reconnect_backoff())
@@ -236,10 +259,15 @@ class TelegramChannel(SendsThrough):
                 continue
             backoff.reset()
             self._set_health(HealthState.CONNECTED)
-            for update in updates:
-                await self._inbound.route(update, host)
-                offset = update.update_id + 1
-                await self._offset.commit(offset)
+            try:
+                for update in updates:
+                    await self._inbound.route(update, host)
+                    offset = update.update_id + 1
+                    await self._offset.commit(offset)
+            except StorageError as exc:
+                # Not confirmed: asked for again from this offset (what was admitted before
+                # the failure comes again too, and the inbox knows it).
+                await self._reconnect_pause(backoff, f"the database did not take an update: {exc}")
 
     # -- webhook ------------------------------------------------------------------------------
 

@@ -6,14 +6,17 @@ about, recorded nowhere).
 ``hold`` makes :meth:`RecordingHost.deliver` wait for an event (a slow gateway);
 ``crash_on`` names a message text whose delivery raises :class:`HostCrash` (the daemon
 dying while it handles that message).
+``replica`` plays the roles :meth:`RecordingHost.lead` is asked for: the one process of a
+SQLite store unless a test gives a lease keeper (several replicas over one database).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from bot.channel import ApprovalCard, ApprovalChoice, ApprovalClick, ClickVerdict
+from bot.channel_host import SOLE_PROCESS, Replica
 from bot.envelope import ChannelRef, IngressEnvelope
 
 Verdict = Callable[[ApprovalClick], ClickVerdict]
@@ -56,8 +59,10 @@ class RecordingHost:
         *,
         hold: asyncio.Event | None = None,
         crash_on: str | None = None,
+        replica: Replica = SOLE_PROCESS,
     ) -> None:
         self.verdict = verdict
+        self.replica = replica
         self.hold = hold
         self.crash_on = crash_on
         self.envelopes: list[IngressEnvelope] = []
@@ -126,6 +131,16 @@ class RecordingHost:
 
     async def approval_card(self, *, channel: ChannelRef, approval_id: str) -> ApprovalCard | None:
         return self.cards.get(approval_id)
+
+    async def lead(
+        self,
+        channel: ChannelRef,
+        role: str,
+        work: Callable[[], Awaitable[None]],
+        *,
+        standby: Callable[[str], None] | None = None,
+    ) -> None:
+        await self.replica.lead(f"{channel}.{role}", work, standby=standby)
 
     async def wait_envelopes(self, count: int, wait_s: float = 10.0) -> list[IngressEnvelope]:
         async with asyncio.timeout(wait_s), self._changed:

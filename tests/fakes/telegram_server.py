@@ -22,6 +22,11 @@ client, as Telegram's does); before any, or after an empty list, every kind exce
 kind pushed by a test is dropped, as Telegram never creates it; one already queued when the
 setting changes stays queued.
 
+Every ``getUpdates`` is kept in :attr:`FakeTelegram.poll_book` with the client that sent it
+(a test gives each client a URL of its own, :meth:`FakeTelegram.base_url_for`); as on
+Telegram, a poll arriving while another waits ends the older one with ``409 Conflict``
+(:mod:`tests.fakes.telegram_polls`).
+
 ``forget_confirmed=False`` keeps updates the client confirmed with ``offset``; it models a
 client that crashed before its confirming ``getUpdates`` reached Telegram, so only the
 client's own persisted offset keeps it from seeing them again.
@@ -53,6 +58,7 @@ from aiohttp import web
 from tests.fakes.loopback import LoopbackServer
 from tests.fakes.telegram_files import CAPTION_LIMIT, TelegramFiles
 from tests.fakes.telegram_members import ChatRoster
+from tests.fakes.telegram_polls import TERMINATED, PollBook
 
 BOT_ID = 7000001
 BOT_USERNAME = "hatchbot"
@@ -66,6 +72,8 @@ class ApiCall:
     method: str
     params: JSON
     at: float = field(default_factory=time.monotonic)
+    client: str = ""
+    """The client's name when it called through :meth:`FakeTelegram.base_url_for`."""
 
 
 @dataclass(slots=True)
@@ -173,6 +181,8 @@ class FakeTelegram:
         """``getFile``, downloads and uploads (:mod:`tests.fakes.telegram_files`)."""
         self.menus: dict[str, list[JSON]] = {}
         """The command list of each scope (its ``type``: ``default``, ``all_group_chats``...)."""
+        self.poll_book = PollBook()
+        """Every ``getUpdates`` and who sent it; conflicts between live ones."""
         self._changed = asyncio.Condition()
         self._server = LoopbackServer()
 
@@ -181,6 +191,7 @@ class FakeTelegram:
     async def __aenter__(self) -> FakeTelegram:
         app = web.Application()
         app.router.add_post("/bot{token}/{method}", self._api)
+        app.router.add_post("/as/{client}/bot{token}/{method}", self._api)
         app.router.add_get("/file/bot{token}/{path:.*}", self._file)
         await self._server.start(app)
         return self
@@ -191,6 +202,10 @@ class FakeTelegram:
     @property
     def base_url(self) -> str:
         return self._server.url("/bot")
+
+    def base_url_for(self, client: str) -> str:
+        """The API's base URL for the client named ``client`` (its calls are marked so)."""
+        return self._server.url(f"/as/{client}/bot")
 
     @property
     def file_base_url(self) -> str:
@@ -278,8 +293,9 @@ class FakeTelegram:
         for key, value in form.items():
             if isinstance(value, web.FileField):  # an upload: its name and bytes
                 params[key] = {"file_name": value.filename, "bytes": value.file.read()}
+        client = request.match_info.get("client", "")
         async with self._changed:
-            self.calls.append(ApiCall(method, params))
+            self.calls.append(ApiCall(method, params, client=client))
             self._changed.notify_all()
         if request.match_info["token"] != self.token:
             return self._error(401, "Unauthorized")
@@ -296,7 +312,7 @@ class FakeTelegram:
             asked = params["allowed_updates"]
             self.allowed_updates = frozenset(asked) if asked else None
         if method == "getUpdates":
-            return self._ok(await self._get_updates(params))
+            return await self._poll(client, request, params)
         if method in ("getFile", "sendDocument", "sendPhoto"):
             answer = self._file_call(method, params)
             return self._error(*answer) if isinstance(answer, tuple) else self._ok(answer)
@@ -328,7 +344,23 @@ class FakeTelegram:
             body["parameters"] = parameters
         return web.json_response(body, status=status)
 
-    async def _get_updates(self, params: Mapping[str, Any]) -> list[JSON]:
+    async def _poll(
+        self, client: str, request: web.Request, params: Mapping[str, Any]
+    ) -> web.Response:
+        async with self._changed:
+            poll = self.poll_book.begin(client, request)
+            self._changed.notify_all()  # wakes a poll it ended
+        try:
+            updates = await self._get_updates(params, poll.terminated)
+        finally:
+            self.poll_book.end(poll)
+        return self._error(409, TERMINATED) if updates is None else self._ok(updates)
+
+    async def _get_updates(
+        self, params: Mapping[str, Any], terminated: asyncio.Event
+    ) -> list[JSON] | None:
+        """The updates from ``offset``, waiting up to ``timeout`` for one; None when a newer
+        poll ended this one meanwhile."""
         offset = int(params.get("offset") or 0)
         timeout = float(params.get("timeout") or 0)
 
@@ -341,10 +373,10 @@ class FakeTelegram:
             if not pending() and timeout > 0:
                 try:
                     async with asyncio.timeout(timeout):
-                        await self._changed.wait_for(lambda: bool(pending()))
+                        await self._changed.wait_for(lambda: bool(pending()) or terminated.is_set())
                 except TimeoutError:
                     pass
-            return pending()
+            return None if terminated.is_set() else pending()
 
     def _message(self, params: Mapping[str, Any], message_id: int) -> JSON:
         chat_id = int(params["chat_id"])
