@@ -95,10 +95,11 @@ def _where(flt: AuditFilter) -> tuple[list[str], list[object]]:
             clauses.append("channel = ?")
             params.append(reach[0])
         else:
-            # The unary plus keeps the planner off the channel index for this term: several
-            # channels' rows are not in ``at`` order there, so it would sort a whole
-            # channel's rows for one page. Walking ``at`` and testing each row stops early.
-            clauses.append(f"+channel IN ({', '.join('?' * len(reach))})")
+            # Written as an expression (``channel || ''``, which both engines read) so that
+            # the planner stays off the channel index for this term: several channels' rows
+            # are not in ``at`` order there, so it would sort a whole channel's rows for one
+            # page. Walking ``at`` and testing each row stops early.
+            clauses.append(f"(channel || '') IN ({', '.join('?' * len(reach))})")
             params.extend(reach)
     return clauses, params
 

@@ -77,8 +77,9 @@ def channel_of(session_key: str) -> str:
 def _reach(channels: frozenset[str] | None, prefix_of: str) -> tuple[str, list[object]]:
     """A condition keeping only session keys of ``channels`` (a prefix range per channel:
     ``kind.alias:`` up to ``kind.alias;``, the character after the colon). ``prefix_of``
-    is written ``+session_key``: the unary plus keeps the planner walking the index in
-    page order (the ranges' rows would have to be sorted)."""
+    is written ``(session_key || '')``: an expression, which both engines read and no index
+    serves, keeps the planner walking the activity index in page order (the ranges' rows
+    would have to be sorted)."""
     if channels is None:
         return "", []
     if not channels:
@@ -119,10 +120,10 @@ def sessions_query(
     limit: int = SESSIONS_PAGE,
 ) -> tuple[str, Params]:
     """The statement of :meth:`Turns.sessions` (exposed for plan checks)."""
-    reach, params = _reach(channels, "+session_key")
+    reach, params = _reach(channels, "(session_key || '')")
     sql = f"SELECT session_key, updated_at FROM sessions WHERE 1 = 1{reach}"
     if channel:
-        sql += " AND +session_key >= ? AND +session_key < ?"
+        sql += " AND (session_key || '') >= ? AND (session_key || '') < ?"
         params += [f"{channel}:", f"{channel};"]
     if before is not None:
         sql += " AND updated_at <= ? AND (updated_at < ? OR session_key < ?)"
@@ -140,7 +141,7 @@ def turns_query(
     limit: int = TURNS_PAGE,
 ) -> tuple[str, Params]:
     """The statement of :meth:`Turns.for_session` (exposed for plan checks)."""
-    reach, params = _reach(channels, "+session_key")
+    reach, params = _reach(channels, "(session_key || '')")
     sql = (
         "SELECT id, channel, message_id, session_key, status, error, payload, turn_id,"
         " attempts, received_at, updated_at FROM inbox"
