@@ -65,10 +65,10 @@ async def test_forget_a_user(config: Path, capsys: pytest.CaptureFixture[str]) -
         assert "  inbox                2" in lines
         assert "  workspace files      1" in lines
         assert "  audit                1" in lines
-        assert count(store, "SELECT COUNT(*) FROM inbox WHERE sender_id = ?", (ANN,)) == 0
-        assert count(store, "SELECT COUNT(*) FROM inbox WHERE sender_id = ?", (BOB,)) == 1
-        assert count(store, "SELECT COUNT(*) FROM audit WHERE requester = ?", (ANN,)) == 0
-        assert count(store, "SELECT COUNT(*) FROM audit") == 1
+        assert await count(store, "SELECT COUNT(*) FROM inbox WHERE sender_id = ?", (ANN,)) == 0
+        assert await count(store, "SELECT COUNT(*) FROM inbox WHERE sender_id = ?", (BOB,)) == 1
+        assert await count(store, "SELECT COUNT(*) FROM audit WHERE requester = ?", (ANN,)) == 0
+        assert await count(store, "SELECT COUNT(*) FROM audit") == 1
         assert not await asyncio.to_thread(folder.exists)
 
 
@@ -81,7 +81,7 @@ async def test_forget_a_conversation_needs_its_channel(
         code, out, err = await hatchway(config, capsys, "forget", "--conversation", GROUP)
         assert (code, out) == (2, "")
         assert "--channel" in err and "slack.team, telegram.main" in err
-        assert count(store, "SELECT COUNT(*) FROM messages") == 12
+        assert await count(store, "SELECT COUNT(*) FROM messages") == 12
 
         code, out, _err = await hatchway(
             config, capsys, "forget", "--conversation", GROUP, "--channel", "telegram.main"
@@ -89,8 +89,8 @@ async def test_forget_a_conversation_needs_its_channel(
         assert code == 0
         assert out.startswith(f"forgot conversation {GROUP} on telegram.main")
         assert "  messages             8" in out.splitlines()
-        assert count(store, "SELECT COUNT(*) FROM messages") == 4  # Ann's DM is another
-        assert count(store, "SELECT COUNT(*) FROM audit") == 1
+        assert await count(store, "SELECT COUNT(*) FROM messages") == 4  # Ann's DM is another
+        assert await count(store, "SELECT COUNT(*) FROM audit") == 1
 
 
 def test_user_or_conversation_is_required(capsys: pytest.CaptureFixture[str]) -> None:

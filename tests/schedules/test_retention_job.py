@@ -43,7 +43,7 @@ async def test_a_run_deletes_past_each_window(tmp_path: Path) -> None:
         }
         assert run.compaction is not None and not run.compaction.switched
         for table in ("messages", "tool_calls", "inbox", "outbox", "usage", "audit"):
-            assert count(store, f"SELECT COUNT(*) FROM {table}") > 0, table
+            assert await count(store, f"SELECT COUNT(*) FROM {table}") > 0, table
         last = await store.retention.last_run()
         assert last is not None and last >= now
 
@@ -55,7 +55,7 @@ async def test_windows_of_zero_keep_everything(tmp_path: Path) -> None:
         await aged(store, now)
         run = await RetentionJob(store=store, config=lambda: config).run_once()
         assert run.removed == {} and run.compaction is None
-        assert count(store, "SELECT COUNT(*) FROM messages") == 8
+        assert await count(store, "SELECT COUNT(*) FROM messages") == 8
 
 
 async def test_the_job_runs_when_due(tmp_path: Path) -> None:
@@ -72,7 +72,7 @@ async def test_the_job_runs_when_due(tmp_path: Path) -> None:
 
             await wait_until(ran)
             task.cancel()
-        assert count(store, "SELECT COUNT(*) FROM messages") == 4
+        assert await count(store, "SELECT COUNT(*) FROM messages") == 4
         # the next run is a day after this one, whenever the job starts again
         later = RetentionJob(store=store, config=lambda: config, clock=lambda: now + 3600)
         assert 0 < await later._until_due() <= DAY_S

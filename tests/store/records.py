@@ -1,12 +1,12 @@
 """Records as the daemon leaves them, written through the store's own repositories: a turn
 (its inbox entry with the envelope, history, a tool call and the recorded reply), approval
 requests, audit rows, notes, scheduled jobs and saved files. The retention and forgetting
-tests build their databases with these."""
+tests build their databases with these. Everything goes through ``store.db`` in the SQL
+both engines speak, so the same records land in SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from pathlib import Path
 
@@ -140,24 +140,24 @@ async def turn(
         ]
     )
     if at is not None:
-        backdate(store, at, turn_id=turn_id, key=key)
+        await backdate(store, at, turn_id=turn_id, key=key)
     return turn_id
 
 
-def backdate(store: Store, at: float, *, turn_id: str, key: InboxKey) -> None:
+async def backdate(store: Store, at: float, *, turn_id: str, key: InboxKey) -> None:
     """Make a turn's rows as old as ``at`` (the store stamps them with the clock)."""
-    with sqlite3.connect(store.db.path) as conn:
-        conn.execute("UPDATE messages SET created_at = ? WHERE turn_id = ?", (at, turn_id))
-        conn.execute("UPDATE tool_calls SET created_at = ? WHERE turn_id = ?", (at, turn_id))
-        conn.execute("UPDATE usage SET at = ? WHERE turn_id = ?", (at, turn_id))
-        conn.execute(
-            "UPDATE inbox SET received_at = ?, updated_at = ? WHERE channel = ? AND message_id = ?",
-            (at, at, key.channel, key.message_id),
-        )
-        conn.execute(
-            "UPDATE outbox SET created_at = ?, updated_at = ? WHERE channel = ? AND message_id = ?",
-            (at, at, key.channel, key.message_id),
-        )
+    db = store.db
+    await db.execute("UPDATE messages SET created_at = ? WHERE turn_id = ?", (at, turn_id))
+    await db.execute("UPDATE tool_calls SET created_at = ? WHERE turn_id = ?", (at, turn_id))
+    await db.execute("UPDATE usage SET at = ? WHERE turn_id = ?", (at, turn_id))
+    await db.execute(
+        "UPDATE inbox SET received_at = ?, updated_at = ? WHERE channel = ? AND message_id = ?",
+        (at, at, key.channel, key.message_id),
+    )
+    await db.execute(
+        "UPDATE outbox SET created_at = ?, updated_at = ? WHERE channel = ? AND message_id = ?",
+        (at, at, key.channel, key.message_id),
+    )
 
 
 async def audit_row(
@@ -185,7 +185,7 @@ async def audit_row(
     )
 
 
-def approval_row(
+async def approval_row(
     store: Store,
     approval_id: str,
     *,
@@ -196,24 +196,23 @@ def approval_row(
     created_at: float = 1.0,
     channel: str = str(TELEGRAM),
 ) -> None:
-    with sqlite3.connect(store.db.path) as conn:
-        conn.execute(
-            "INSERT INTO approvals (id, channel, conversation_id, session_key, requester, tool,"
-            " fingerprint, summary, status, decided_by, reason, created_at, expires_at)"
-            " VALUES (?, ?, ?, ?, ?, 'deploy', ?, '[]', ?, ?, 'click', ?, ?)",
-            (
-                approval_id,
-                channel,
-                conversation,
-                f"{channel}:{conversation}",
-                requester,
-                "f" * 64,
-                status,
-                decided_by,
-                created_at,
-                created_at + 300,
-            ),
-        )
+    await store.db.execute(
+        "INSERT INTO approvals (id, channel, conversation_id, session_key, requester, tool,"
+        " fingerprint, summary, status, decided_by, reason, created_at, expires_at)"
+        " VALUES (?, ?, ?, ?, ?, 'deploy', ?, '[]', ?, ?, 'click', ?, ?)",
+        (
+            approval_id,
+            channel,
+            conversation,
+            f"{channel}:{conversation}",
+            requester,
+            "f" * 64,
+            status,
+            decided_by,
+            created_at,
+            created_at + 300,
+        ),
+    )
 
 
 async def job(store: Store, job_id: str, *, creator: str, conversation: str) -> None:
@@ -262,11 +261,11 @@ async def saved_file(
     return path
 
 
-def count(store: Store, sql: str, params: tuple[object, ...] = ()) -> int:
-    with sqlite3.connect(store.db.path) as conn:
-        return int(conn.execute(sql, params).fetchone()[0])
+async def count(store: Store, sql: str, params: tuple[object, ...] = ()) -> int:
+    row = await store.db.fetchone(sql, params)
+    assert row is not None
+    return int(row[0])
 
 
-def column(store: Store, sql: str, params: tuple[object, ...] = ()) -> list[object]:
-    with sqlite3.connect(store.db.path) as conn:
-        return [row[0] for row in conn.execute(sql, params).fetchall()]
+async def column(store: Store, sql: str, params: tuple[object, ...] = ()) -> list[object]:
+    return [row[0] for row in await store.db.fetchall(sql, params)]

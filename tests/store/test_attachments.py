@@ -1,4 +1,4 @@
-"""The attachments repository on a real SQLite file: rows, lookups, and deletions that take
+"""The attachments repository, on both engines: rows, lookups, and deletions that take
 the files with them."""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.store import AttachmentKind, AttachmentRecord, Store
+from tests.store.conftest import StorePlace
 
 
 def _record(
@@ -50,49 +51,48 @@ def _remove(path: str | None) -> None:
     Path(path or "").unlink()
 
 
-async def test_recorded_rows_are_found_by_id_session_and_turn(tmp_path: Path) -> None:
-    path = tmp_path / "h.db"
+async def test_recorded_rows_are_found_by_id_session_and_turn(
+    place: StorePlace, tmp_path: Path
+) -> None:
     a = _record(tmp_path, "a1", created_at=1.0)
     b = _record(tmp_path, "b2", created_at=2.0, copy=False)
     other = _record(tmp_path, "c3", session="telegram.main:2", conversation="2")
-    async with await Store.open(path) as store:
+    async with await place.open() as store:
         for record in (b, a, other):
             await store.attachments.record(record)
-    async with await Store.open(path) as store:  # kept across a restart
+    async with await place.open() as store:  # kept across a restart
         assert await store.attachments.get("a1") == a
         assert await store.attachments.get("nope") is None
         assert await store.attachments.of_session("telegram.main:1") == [a, b]
         assert await store.attachments.of_turn("turn-c3") == [other]
 
 
-async def test_delete_older_than_takes_rows_and_both_files(tmp_path: Path) -> None:
+async def test_delete_older_than_takes_rows_and_both_files(store: Store, tmp_path: Path) -> None:
     old = _record(tmp_path, "old", created_at=100.0)
     new = _record(tmp_path, "new", created_at=200.0)
-    async with await Store.open(tmp_path / "h.db") as store:
-        await store.attachments.record(old)
-        await store.attachments.record(new)
-        _remove(old.workspace_path)  # the model deleted its copy: no error
-        assert await store.attachments.delete_older_than(150.0) == 1
-        assert await store.attachments.get("old") is None
-        assert await store.attachments.get("new") == new
-        assert _present(old.path, new.path, new.workspace_path) == [False, True, True]
-        assert await store.attachments.delete_older_than(150.0) == 0
+    await store.attachments.record(old)
+    await store.attachments.record(new)
+    _remove(old.workspace_path)  # the model deleted its copy: no error
+    assert await store.attachments.delete_older_than(150.0) == 1
+    assert await store.attachments.get("old") is None
+    assert await store.attachments.get("new") == new
+    assert _present(old.path, new.path, new.workspace_path) == [False, True, True]
+    assert await store.attachments.delete_older_than(150.0) == 0
 
 
-async def test_forgetting_a_user_a_conversation_or_a_session(tmp_path: Path) -> None:
+async def test_forgetting_a_user_a_conversation_or_a_session(store: Store, tmp_path: Path) -> None:
     mine = _record(tmp_path, "m", user="u1", conversation="1")
     theirs = _record(tmp_path, "t", user="u2", conversation="1")
     elsewhere = _record(tmp_path, "e", user="u2", conversation="9", session="telegram.main:9")
     thread = _record(tmp_path, "th", user="u3", conversation="9", session="telegram.main:9:7")
-    async with await Store.open(tmp_path / "h.db") as store:
-        for record in (mine, theirs, elsewhere, thread):
-            await store.attachments.record(record)
-        assert await store.attachments.delete_for_user("telegram.main", "u1") == 1
-        assert _present(mine.path, mine.workspace_path) == [False, False]
-        assert await store.attachments.delete_for_user("slack.main", "u2") == 0
-        assert await store.attachments.delete_for_session("telegram.main:9:7") == 1
-        assert _present(thread.path) == [False]
-        assert await store.attachments.delete_for_conversation("telegram.main", "1") == 1
-        assert await store.attachments.get("t") is None
-        assert await store.attachments.get("e") == elsewhere
-        assert _present(elsewhere.path) == [True]
+    for record in (mine, theirs, elsewhere, thread):
+        await store.attachments.record(record)
+    assert await store.attachments.delete_for_user("telegram.main", "u1") == 1
+    assert _present(mine.path, mine.workspace_path) == [False, False]
+    assert await store.attachments.delete_for_user("slack.main", "u2") == 0
+    assert await store.attachments.delete_for_session("telegram.main:9:7") == 1
+    assert _present(thread.path) == [False]
+    assert await store.attachments.delete_for_conversation("telegram.main", "1") == 1
+    assert await store.attachments.get("t") is None
+    assert await store.attachments.get("e") == elsewhere
+    assert _present(elsewhere.path) == [True]

@@ -1,4 +1,5 @@
-"""Audit decisions on a real SQLite file: one spelling each, and old rows migrated to it."""
+"""Audit decisions: one spelling each (both engines), and old rows of a SQLite file migrated
+to it (PostgreSQL's migration of the same number: tests/store/postgres/test_migrations.py)."""
 
 from __future__ import annotations
 
@@ -152,23 +153,21 @@ async def test_migration_runs_once(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("decision", list(Decision), ids=str)
 async def test_every_decision_is_stored_as_its_one_spelling(
-    tmp_path: Path, decision: Decision
+    store: Store, decision: Decision
 ) -> None:
-    path = tmp_path / "hatchway.db"
-    async with await Store.open(path) as store:
-        await store.audit.append(
-            AuditEntry(
-                at=1.0,
-                channel="slack.team",
-                conversation_id="C1",
-                requester="U_ALICE",
-                tool="shell",
-                summary="[]",
-                fingerprint="f",
-                decision=decision,
-                decided_by="runtime",
-            )
+    await store.audit.append(
+        AuditEntry(
+            at=1.0,
+            channel="slack.team",
+            conversation_id="C1",
+            requester="U_ALICE",
+            tool="shell",
+            summary="[]",
+            fingerprint="f",
+            decision=decision,
+            decided_by="runtime",
         )
-        (entry,) = await store.audit.since()
+    )
+    (entry,) = await store.audit.since()
     assert entry.decision is decision
-    assert read(path, "SELECT decision FROM audit") == [(decision.value,)]
+    assert [r[0] for r in await store.db.fetchall("SELECT decision FROM audit")] == [decision.value]

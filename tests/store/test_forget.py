@@ -1,14 +1,15 @@
-"""Forgetting a person or a conversation on a real SQLite file: what goes, what stays with a
+"""Forgetting a person or a conversation, on both engines: what goes, what stays with a
 tombstone, what another person keeps, and the audit table's one sanctioned update."""
 
 from __future__ import annotations
 
-import sqlite3
+import time
 from pathlib import Path
 
 import pytest
 
 from bot.envelope import ChannelRef
+from bot.errors import StorageIntegrityError
 from bot.store import InboxStatus, Store
 from bot.store.forget import TOMBSTONE_PREFIX
 from bot.store.rate_limits import SavedBucket
@@ -46,9 +47,9 @@ async def people(store: Store, files: Path) -> dict[str, Path]:
     )
     other = envelope(ANN, "G9", "5", text="ann elsewhere", channel=DISCORD)
     await turn(store, other)
-    approval_row(store, "ap-ann", requester=ANN, conversation=GROUP, decided_by=BOB)
-    approval_row(store, "ap-bob", requester=BOB, conversation=GROUP, decided_by=ANN)
-    approval_row(
+    await approval_row(store, "ap-ann", requester=ANN, conversation=GROUP, decided_by=BOB)
+    await approval_row(store, "ap-bob", requester=BOB, conversation=GROUP, decided_by=ANN)
+    await approval_row(
         store, "ap-wait", requester=ANN, conversation=GROUP, status="pending", decided_by=None
     )
     await audit_row(store, requester=ANN, decided_by=BOB, at=10.0)
@@ -79,114 +80,111 @@ async def people(store: Store, files: Path) -> dict[str, Path]:
     }
 
 
-async def test_forgetting_a_user_on_a_channel(tmp_path: Path) -> None:
-    async with await Store.open(tmp_path / "h.db") as store:
-        paths = await people(store, tmp_path)
-        report = await store.forget.user(ANN, channel=str(TELEGRAM))
+async def test_forgetting_a_user_on_a_channel(store: Store, tmp_path: Path) -> None:
+    paths = await people(store, tmp_path)
+    report = await store.forget.user(ANN, channel=str(TELEGRAM))
 
-        stone = report.tombstone
-        assert stone.startswith(TOMBSTONE_PREFIX)
-        assert report.in_flight == 1
-        assert report.direct_conversations == [(str(TELEGRAM), ANN_DM)]
-        assert report.removed == {
-            "messages": 8,  # her group turn and her DM session, four messages each
-            "tool_calls": 2,
-            "outbox": 2,
-            "inbox": 2,
-            "approvals": 1,
-            "memory": 2,  # her group note and the DM's
-            "schedules": 1,
-            "usage": 2,
-            "budget_notices": 0,
-            "rate_limit_buckets": 1,
-            "attachments": 1,
-        }
-        assert report.tombstoned == {"approvals": 1, "audit": 2, "grants": 0}
+    stone = report.tombstone
+    assert stone.startswith(TOMBSTONE_PREFIX)
+    assert report.in_flight == 1
+    assert report.direct_conversations == [(str(TELEGRAM), ANN_DM)]
+    assert report.removed == {
+        "messages": 8,  # her group turn and her DM session, four messages each
+        "tool_calls": 2,
+        "outbox": 2,
+        "inbox": 2,
+        "approvals": 1,
+        "memory": 2,  # her group note and the DM's
+        "schedules": 1,
+        "usage": 2,
+        "budget_notices": 0,
+        "rate_limit_buckets": 1,
+        "attachments": 1,
+    }
+    assert report.tombstoned == {"approvals": 1, "audit": 2, "grants": 0}
 
-        # Bob's records are whole
-        history = await store.history.load(f"{TELEGRAM}:{GROUP}")
-        assert [m.content for m in history if m.role == "user"] == ["bob in the group"]
-        assert await store.history.load(f"{TELEGRAM}:{ANN_DM}") == []
-        assert column(store, "SELECT sender_id FROM inbox ORDER BY id") == [BOB, ANN, ANN]
-        assert column(store, "SELECT id FROM approvals ORDER BY id") == ["ap-bob", "ap-wait"]
-        assert column(store, "SELECT decided_by FROM approvals WHERE id = 'ap-bob'") == [stone]
-        assert column(store, "SELECT content FROM memory ORDER BY id") == ["bob's", "elsewhere"]
-        assert column(store, "SELECT id FROM schedules") == ["job-bob"]
-        assert column(store, "SELECT bucket FROM rate_limit_buckets") == [f"user:{TELEGRAM}:{BOB}"]
-        assert not paths["ann"].exists() and paths["bob"].exists()
-        # the audit trail keeps every row; her id is gone from this channel's rows only
-        assert column(store, "SELECT requester || '/' || decided_by FROM audit ORDER BY id") == [
-            f"{stone}/{BOB}",
-            f"{BOB}/{stone}",
-            f"{BOB}/runtime",
-            f"{ANN}/runtime",
-        ]
-        # what she sent on the other channel stays
-        assert count(store, "SELECT COUNT(*) FROM inbox WHERE channel = ?", (OTHER,)) == 1
-
-
-async def test_forgetting_a_user_everywhere(tmp_path: Path) -> None:
-    async with await Store.open(tmp_path / "h.db") as store:
-        await people(store, tmp_path)
-        report = await store.forget.user(ANN)
-        assert report.removed["inbox"] == 3
-        assert report.tombstoned["audit"] == 3
-        assert count(store, "SELECT COUNT(*) FROM audit WHERE requester = ?", (ANN,)) == 0
-        assert column(store, "SELECT content FROM memory ORDER BY id") == ["bob's"]
-        again = await store.forget.user(ANN)
-        assert sum(again.removed.values()) == 0 and sum(again.tombstoned.values()) == 0
+    # Bob's records are whole
+    history = await store.history.load(f"{TELEGRAM}:{GROUP}")
+    assert [m.content for m in history if m.role == "user"] == ["bob in the group"]
+    assert await store.history.load(f"{TELEGRAM}:{ANN_DM}") == []
+    assert await column(store, "SELECT sender_id FROM inbox ORDER BY id") == [BOB, ANN, ANN]
+    assert await column(store, "SELECT id FROM approvals ORDER BY id") == ["ap-bob", "ap-wait"]
+    assert await column(store, "SELECT decided_by FROM approvals WHERE id = 'ap-bob'") == [stone]
+    assert await column(store, "SELECT content FROM memory ORDER BY id") == ["bob's", "elsewhere"]
+    assert await column(store, "SELECT id FROM schedules") == ["job-bob"]
+    buckets = await column(store, "SELECT bucket FROM rate_limit_buckets")
+    assert buckets == [f"user:{TELEGRAM}:{BOB}"]
+    assert not paths["ann"].exists() and paths["bob"].exists()
+    # the audit trail keeps every row; her id is gone from this channel's rows only
+    assert await column(store, "SELECT requester || '/' || decided_by FROM audit ORDER BY id") == [
+        f"{stone}/{BOB}",
+        f"{BOB}/{stone}",
+        f"{BOB}/runtime",
+        f"{ANN}/runtime",
+    ]
+    # what she sent on the other channel stays
+    assert await count(store, "SELECT COUNT(*) FROM inbox WHERE channel = ?", (OTHER,)) == 1
 
 
-async def test_forgetting_a_conversation(tmp_path: Path) -> None:
-    async with await Store.open(tmp_path / "h.db") as store:
-        paths = await people(store, tmp_path)
-        report = await store.forget.conversation(str(TELEGRAM), GROUP)
-        assert report.removed == {
-            "messages": 8,
-            "tool_calls": 2,
-            "outbox": 2,
-            "inbox": 2,
-            "approvals": 2,  # the pending one stays
-            "memory": 2,
-            "schedules": 2,
-            "usage": 2,
-            "budget_notices": 0,
-            "rate_limit_buckets": 0,
-            "attachments": 2,
-        }
-        assert not paths["ann"].exists() and not paths["bob"].exists()
-        assert await store.history.load(f"{TELEGRAM}:{ANN_DM}") != []
-        assert count(store, "SELECT COUNT(*) FROM audit") == 4
-        assert column(store, "SELECT requester FROM audit ORDER BY id")[:2] == [ANN, BOB]
+async def test_forgetting_a_user_everywhere(store: Store, tmp_path: Path) -> None:
+    await people(store, tmp_path)
+    report = await store.forget.user(ANN)
+    assert report.removed["inbox"] == 3
+    assert report.tombstoned["audit"] == 3
+    assert await count(store, "SELECT COUNT(*) FROM audit WHERE requester = ?", (ANN,)) == 0
+    assert await column(store, "SELECT content FROM memory ORDER BY id") == ["bob's"]
+    again = await store.forget.user(ANN)
+    assert sum(again.removed.values()) == 0 and sum(again.tombstoned.values()) == 0
 
 
-async def test_audit_rows_refuse_every_other_change(tmp_path: Path) -> None:
-    async with await Store.open(tmp_path / "h.db") as store:
-        await audit_row(store, requester=ANN, decided_by="runtime", at=10.0)
-    with sqlite3.connect(tmp_path / "h.db") as conn:
-        refused = [
-            "UPDATE audit SET summary = 'edited'",
-            "UPDATE audit SET requester = 'someone else'",
-            "UPDATE audit SET requester = 'forgotten:x', decision = 'denied'",
-            "UPDATE audit SET decided_by = 'forgotten:x'",  # the runtime is nobody to forget
-            "DELETE FROM audit",
-        ]
-        for sql in refused:
-            with pytest.raises(sqlite3.IntegrityError, match="append-only"):
-                conn.execute(sql)
-        conn.execute("UPDATE audit SET requester = 'forgotten:ab12'")
-        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
-            conn.execute("UPDATE audit SET requester = 'forgotten:cd34'")
-        # a cutoff in the marks allows deleting older rows, never one younger than 30 days
-        conn.execute(
-            "INSERT INTO retention_marks (name, value) VALUES ('audit_delete_before', 1e12)"
-        )
-        conn.execute(
-            "INSERT INTO audit (at, channel, conversation_id, requester, tool, summary,"
-            " fingerprint, decision, decided_by) VALUES (strftime('%s', 'now'), 'c', 'c',"
-            " 'r', 't', 's', 'f', 'approved', 'runtime')"
-        )
-        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
-            conn.execute("DELETE FROM audit")
-        conn.execute("DELETE FROM audit WHERE at = 10.0")
-        assert conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0] == 1
+async def test_forgetting_a_conversation(store: Store, tmp_path: Path) -> None:
+    paths = await people(store, tmp_path)
+    report = await store.forget.conversation(str(TELEGRAM), GROUP)
+    assert report.removed == {
+        "messages": 8,
+        "tool_calls": 2,
+        "outbox": 2,
+        "inbox": 2,
+        "approvals": 2,  # the pending one stays
+        "memory": 2,
+        "schedules": 2,
+        "usage": 2,
+        "budget_notices": 0,
+        "rate_limit_buckets": 0,
+        "attachments": 2,
+    }
+    assert not paths["ann"].exists() and not paths["bob"].exists()
+    assert await store.history.load(f"{TELEGRAM}:{ANN_DM}") != []
+    assert await count(store, "SELECT COUNT(*) FROM audit") == 4
+    assert (await column(store, "SELECT requester FROM audit ORDER BY id"))[:2] == [ANN, BOB]
+
+
+async def test_audit_rows_refuse_every_other_change(store: Store) -> None:
+    await audit_row(store, requester=ANN, decided_by="runtime", at=10.0)
+    refused = [
+        "UPDATE audit SET summary = 'edited'",
+        "UPDATE audit SET requester = 'someone else'",
+        "UPDATE audit SET requester = 'forgotten:x', decision = 'denied'",
+        "UPDATE audit SET decided_by = 'forgotten:x'",  # the runtime is nobody to forget
+        "DELETE FROM audit",
+    ]
+    for sql in refused:
+        with pytest.raises(StorageIntegrityError, match="append-only"):
+            await store.db.execute(sql)
+    await store.db.execute("UPDATE audit SET requester = 'forgotten:ab12'")
+    with pytest.raises(StorageIntegrityError, match="append-only"):
+        await store.db.execute("UPDATE audit SET requester = 'forgotten:cd34'")
+    # a cutoff in the marks allows deleting older rows, never one younger than 30 days
+    await store.db.execute(
+        "INSERT INTO retention_marks (name, value) VALUES ('audit_delete_before', 1e12)"
+    )
+    await store.db.execute(
+        "INSERT INTO audit (at, channel, conversation_id, requester, tool, summary,"
+        " fingerprint, decision, decided_by) VALUES (?, 'c', 'c',"
+        " 'r', 't', 's', 'f', 'approved', 'runtime')",
+        (time.time(),),
+    )
+    with pytest.raises(StorageIntegrityError, match="append-only"):
+        await store.db.execute("DELETE FROM audit")
+    await store.db.execute("DELETE FROM audit WHERE at = 10.0")
+    assert await count(store, "SELECT COUNT(*) FROM audit") == 1

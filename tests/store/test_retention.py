@@ -1,6 +1,7 @@
-"""Retention on a real SQLite file: deleting by age keeps turns whole and unfinished messages
-in place, the audit trail goes only past its recorded cutoff, freed pages go back to the file
-system (an old file switched once), and the rate-limit buckets outlive the connection."""
+"""Retention, on both engines: deleting by age keeps turns whole and unfinished messages in
+place, the audit trail goes only past its recorded cutoff, and the rate-limit buckets outlive
+the connection; on SQLite, freed pages go back to the file system (an old file switched
+once)."""
 
 from __future__ import annotations
 
@@ -12,60 +13,57 @@ from pathlib import Path
 from bot.store import InboxStatus, Store
 from bot.store.rate_limits import SavedBucket
 from bot.store.retention import BATCH
+from tests.store.conftest import StorePlace
 from tests.store.records import audit_row, column, count, envelope, turn
 
 DAY = 86400.0
 
 
-async def test_pruning_by_age(tmp_path: Path) -> None:
+async def test_pruning_by_age(store: Store) -> None:
     now = time.time()
     old, recent = now - 100 * DAY, now - DAY
-    async with await Store.open(tmp_path / "h.db") as store:
-        await turn(store, envelope("1", "-100", "1", text="old"), at=old)
-        await turn(store, envelope("1", "-100", "2", text="recent"), at=recent)
-        await turn(store, envelope("1", "-100", "3", text="waiting"), status=InboxStatus.RECEIVED)
-        with sqlite3.connect(store.db.path) as conn:  # an old message still waiting its turn
-            conn.execute("UPDATE inbox SET updated_at = ? WHERE message_id = '3'", (old,))
-        cutoff = now - 30 * DAY
+    await turn(store, envelope("1", "-100", "1", text="old"), at=old)
+    await turn(store, envelope("1", "-100", "2", text="recent"), at=recent)
+    await turn(store, envelope("1", "-100", "3", text="waiting"), status=InboxStatus.RECEIVED)
+    # an old message still waiting its turn
+    await store.db.execute("UPDATE inbox SET updated_at = ? WHERE message_id = '3'", (old,))
+    cutoff = now - 30 * DAY
 
-        assert await store.retention.prune_history(cutoff) == 4
-        history = await store.history.load("telegram.main:-100")
-        assert [m.content for m in history if m.role == "user"] == ["recent"]
-        assert await store.retention.prune_tool_calls(cutoff) == (1, 0)
-        assert await store.retention.prune_inbox(cutoff) == (1, 1)
-        assert await store.retention.prune_usage(cutoff) == (1, 0)
-        assert count(store, "SELECT COUNT(*) FROM usage") == 1
-        assert column(store, "SELECT message_id FROM inbox ORDER BY id") == ["2", "3"]
-        assert count(store, "SELECT COUNT(*) FROM outbox") == 1
-        # nothing older left: a second run deletes nothing
-        assert await store.retention.prune_history(cutoff) == 0
-        assert await store.retention.prune_inbox(cutoff) == (0, 0)
+    assert await store.retention.prune_history(cutoff) == 4
+    history = await store.history.load("telegram.main:-100")
+    assert [m.content for m in history if m.role == "user"] == ["recent"]
+    assert await store.retention.prune_tool_calls(cutoff) == (1, 0)
+    assert await store.retention.prune_inbox(cutoff) == (1, 1)
+    assert await store.retention.prune_usage(cutoff) == (1, 0)
+    assert await count(store, "SELECT COUNT(*) FROM usage") == 1
+    assert await column(store, "SELECT message_id FROM inbox ORDER BY id") == ["2", "3"]
+    assert await count(store, "SELECT COUNT(*) FROM outbox") == 1
+    # nothing older left: a second run deletes nothing
+    assert await store.retention.prune_history(cutoff) == 0
+    assert await store.retention.prune_inbox(cutoff) == (0, 0)
 
 
-async def test_history_goes_by_whole_turns_in_batches(tmp_path: Path) -> None:
+async def test_history_goes_by_whole_turns_in_batches(store: Store) -> None:
     now = time.time()
-    async with await Store.open(tmp_path / "h.db") as store:
-        for n in range(BATCH // 4 + 3):  # four messages a turn: more than one batch
-            await turn(store, envelope("1", "-100", str(n)), at=now - 10 * DAY)
-        with sqlite3.connect(store.db.path) as conn:  # one turn's answer came much later
-            conn.execute("UPDATE messages SET created_at = ? WHERE id = 4", (now,))
-        assert await store.retention.prune_history(now - DAY) == 4 * (BATCH // 4 + 3)
-        assert count(store, "SELECT COUNT(*) FROM messages") == 0
+    for n in range(BATCH // 4 + 3):  # four messages a turn: more than one batch
+        await turn(store, envelope("1", "-100", str(n)), at=now - 10 * DAY)
+    # one turn's answer came much later
+    await store.db.execute("UPDATE messages SET created_at = ? WHERE id = 4", (now,))
+    assert await store.retention.prune_history(now - DAY) == 4 * (BATCH // 4 + 3)
+    assert await count(store, "SELECT COUNT(*) FROM messages") == 0
 
 
-async def test_audit_goes_only_past_its_cutoff(tmp_path: Path) -> None:
+async def test_audit_goes_only_past_its_cutoff(store: Store) -> None:
     now = time.time()
-    async with await Store.open(tmp_path / "h.db") as store:
-        await audit_row(store, requester="1", decided_by="2", at=now - 400 * DAY)
-        await audit_row(store, requester="1", decided_by="2", at=now - 100 * DAY)
-        assert await store.retention.prune_audit(now - 365 * DAY) == 1
-        assert count(store, "SELECT COUNT(*) FROM audit") == 1
-        assert column(store, "SELECT value FROM retention_marks") == [now - 365 * DAY]
+    await audit_row(store, requester="1", decided_by="2", at=now - 400 * DAY)
+    await audit_row(store, requester="1", decided_by="2", at=now - 100 * DAY)
+    assert await store.retention.prune_audit(now - 365 * DAY) == 1
+    assert await count(store, "SELECT COUNT(*) FROM audit") == 1
+    assert await column(store, "SELECT value FROM retention_marks") == [now - 365 * DAY]
 
 
-async def test_marks_and_buckets_outlive_the_connection(tmp_path: Path) -> None:
-    path = tmp_path / "h.db"
-    async with await Store.open(path) as store:
+async def test_marks_and_buckets_outlive_the_connection(place: StorePlace) -> None:
+    async with await place.open() as store:
         assert await store.retention.last_run() is None
         await store.retention.record_run(1234.5)
         await store.rate_limits.save(
@@ -82,7 +80,7 @@ async def test_marks_and_buckets_outlive_the_connection(tmp_path: Path) -> None:
             ],
             dropped=["user:telegram.main:2"],
         )
-    async with await Store.open(path) as store:
+    async with await place.open() as store:
         assert await store.retention.last_run() == 1234.5
         assert await store.rate_limits.load() == [
             SavedBucket(bucket="user:telegram.main:1", tokens=0.0, updated_at=11.0, noticed_at=11.0)
@@ -126,7 +124,7 @@ async def test_an_old_file_is_switched_once_then_compacted(tmp_path: Path) -> No
             )
             conn.commit()
         pages = first.file_pages
-        assert count(store, "SELECT COUNT(*) FROM memory") == 500
+        assert await count(store, "SELECT COUNT(*) FROM memory") == 500
         with sqlite3.connect(path) as conn:
             conn.execute("DELETE FROM memory")
             conn.commit()
@@ -136,6 +134,6 @@ async def test_an_old_file_is_switched_once_then_compacted(tmp_path: Path) -> No
         assert second.file_pages <= pages + 5
 
 
-async def test_a_new_file_needs_no_switch(tmp_path: Path) -> None:
-    async with await Store.open(tmp_path / "h.db") as store:
+async def test_a_new_file_needs_no_switch(place: StorePlace) -> None:
+    async with await place.open() as store:
         assert not (await store.compact()).switched

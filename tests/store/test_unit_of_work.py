@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
 from bot.errors import StorageIntegrityError
 from bot.providers.base import ChatMessage, ToolCallRequest
 from bot.store import InboxKey, InboxStatus, Store, ToolCallRecord, UnitOfWork
+from tests.store.conftest import StorePlace
 
 KEY = InboxKey(channel="console.main", message_id="m1")
 SESSION = "console.main:c1"
@@ -31,8 +31,8 @@ def record(call_id: str) -> ToolCallRecord:
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    async with await Store.open(tmp_path / "h.db") as store:
+async def store(place: StorePlace) -> AsyncIterator[Store]:
+    async with await place.open() as store:
         await store.inbox.admit(KEY, envelope_id="e1", session_key=SESSION)
         await store.history.append(SESSION, "t0", [ChatMessage(role="user", content="earlier")])
         yield store
@@ -70,11 +70,23 @@ async def test_a_batch_and_its_messages_commit_together(store: Store) -> None:
     assert (await store.history.load(SESSION))[1:] == messages
 
 
-async def test_a_failing_record_leaves_nothing_of_the_unit(store: Store) -> None:
-    await store.db.execute(
+REFUSE_MESSAGES = {
+    "sqlite": (
         "CREATE TRIGGER no_messages BEFORE INSERT ON messages"
-        " BEGIN SELECT RAISE(ABORT, 'no room for messages'); END"
-    )
+        " BEGIN SELECT RAISE(ABORT, 'no room for messages'); END",
+    ),
+    "postgres": (
+        "CREATE FUNCTION no_messages() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+        " RAISE EXCEPTION 'no room for messages' USING ERRCODE = 'check_violation'; END $$",
+        "CREATE TRIGGER no_messages BEFORE INSERT ON messages"
+        " FOR EACH ROW EXECUTE FUNCTION no_messages()",
+    ),
+}
+
+
+async def test_a_failing_record_leaves_nothing_of_the_unit(store: Store, place: StorePlace) -> None:
+    for sql in REFUSE_MESSAGES[place.engine]:  # the last write of the unit fails
+        await store.db.execute(sql)
     work = UnitOfWork().mark_inbox(KEY, InboxStatus.PROCESSING).record_tool_calls([record("c1")])
     work.append_history(SESSION, "t1", [ChatMessage(role="user", content="hi")])
     with pytest.raises(StorageIntegrityError, match="no room for messages"):

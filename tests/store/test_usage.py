@@ -1,13 +1,9 @@
-"""The ``usage`` table and the budget notices on a real SQLite file: rows ride with a unit of
+"""The ``usage`` table and the budget notices on both engines: rows ride with a unit of
 work, sums per scope and window, summaries per group, one notice per window."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import replace
-from pathlib import Path
-
-import pytest
 
 from bot.providers.base import ChatMessage, Usage
 from bot.store import Store, UnitOfWork, UsageRecord
@@ -33,12 +29,6 @@ def row(at: float, **changes: object) -> UsageRecord:
         cost=0.5,
     )
     return replace(base, **changes)  # type: ignore[arg-type]
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    async with await Store.open(tmp_path / "h.db") as store:
-        yield store
 
 
 async def test_rows_commit_with_the_turns_records_in_one_trip(store: Store) -> None:

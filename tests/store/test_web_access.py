@@ -1,26 +1,16 @@
-"""store.web on a real SQLite file: a link spent once even by two claims at the same time,
+"""store.web on both engines: a link spent once even by two claims at the same time,
 not after its expiry, a code only with its browser's nonce; rate windows that restart; ended
 sessions, old links and counters pruned."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
 
 from bot.store import Store
 from bot.store.web import NewSignIn
 from bot.webconsole import tokens
 
 NOW = 1_800_000_000.0
-
-
-@pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    async with await Store.open(tmp_path / "state.db") as opened:
-        yield opened
 
 
 async def _link(store: Store, *, nonce: str | None = None, code: str = "ABCD-EFGH") -> str:

@@ -1,0 +1,42 @@
+"""The store's contract runs on both engines: ``place`` (and ``store``, opened on it) is a
+SQLite file in the test's folder, then a fresh migrated PostgreSQL database of the session's
+server (``tests/pg.py``). A test that is about one engine only (PRAGMAs, WAL, the worker
+thread, the pool) lives in ``tests/store/sqlite`` or ``tests/store/postgres`` instead."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from bot.store import Store
+
+ENGINES = ("sqlite", "postgres")
+
+
+@dataclass(frozen=True)
+class StorePlace:
+    """Where a test's database lives; :meth:`open` opens it (again: a restart)."""
+
+    engine: str
+    opener: Callable[[bool], Awaitable[Store]]
+
+    async def open(self, *, migrate: bool = True) -> Store:
+        return await self.opener(migrate)
+
+
+@pytest.fixture(params=ENGINES)
+def place(request: pytest.FixtureRequest, tmp_path: Path) -> StorePlace:
+    if request.param == "sqlite":
+        path = tmp_path / "h.db"
+        return StorePlace("sqlite", lambda migrate: Store.open(path, migrate=migrate))
+    url = str(request.getfixturevalue("pg_url"))
+    return StorePlace("postgres", lambda migrate: Store.open_postgres(url, migrate=migrate))
+
+
+@pytest.fixture
+async def store(place: StorePlace) -> AsyncIterator[Store]:
+    async with await place.open() as opened:
+        yield opened
