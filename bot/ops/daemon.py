@@ -75,7 +75,15 @@ READY_POLL_S = 0.02
 AFTER_READY_IMPORTS = ("jsonschema",)
 STATUS_REFRESH_S = 5.0
 # Sections that are read once at start: a change is logged and takes effect on restart.
-RESTART_ONLY = ("providers", "storage", "server", "logging", "state_dir", "replicas")
+RESTART_ONLY = (
+    "providers",
+    "storage",
+    "server",
+    "logging",
+    "state_dir",
+    "replicas",
+    "telemetry",
+)
 # Within sections that reload: what is read only once. (MCP filter groups and threshold, and
 # the scheduler's policy, grace and tick, are applied by App.reload.)
 RESTART_ONLY_NESTED = (

@@ -47,6 +47,7 @@ def settings(**changes: Any) -> Any:
             ["channels.telegram.main"],
         ),
         ({"server": {"enabled": True}}, ["server"]),
+        ({"telemetry": {"enabled": True, "sample_ratio": 0.5}}, ["telemetry"]),
         ({"agent": {"max_concurrent_turns": 2}}, ["agent.max_concurrent_turns"]),
         ({"schedules": {"missed_run_policy": "skip", "tick_s": 5}}, []),  # applied on reload
         ({"schedules": {"enabled": False}}, ["schedules.enabled"]),
