@@ -155,7 +155,7 @@ class App:
         # first: a missing package of the otel extra stops the start before anything opens
         self._tracing = start_traces(settings.telemetry, exporter=self._span_exporter)
         try:
-            self.store = await Store.open(settings.database_path())
+            self.store = await Store.open_configured(settings)
         except BaseException:
             await self._stop_traces()
             raise

@@ -53,5 +53,5 @@ async def operator_store(args: argparse.Namespace) -> AsyncIterator[tuple[Settin
     settings = settings_for(args)
     level = settings.logging.level if settings.logging.level != "info" else "warning"
     configure_logging(level, settings.logging.format)
-    async with await Store.open(settings.database_path()) as store:
+    async with await Store.open_configured(settings) as store:
         yield settings, store

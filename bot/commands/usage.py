@@ -54,11 +54,11 @@ async def _usage(args: argparse.Namespace) -> int:
     settings = settings_for(args)
     configure_logging("warning", settings.logging.format)
     path = settings.database_path()
-    if not path.exists():
+    if not settings.storage.url and not path.exists():
         print(f"hatchway: no database at {path}", file=sys.stderr)
         return 1
     by = UsageGrouping(args.by)
-    async with await Store.open(path, migrate=False) as store:
+    async with await Store.open_configured(settings, migrate=False) as store:
         if await store.schema_version() < USAGE_SCHEMA:
             print("no model calls recorded yet (the daemon records them once it has started)")
             return 0
