@@ -7,14 +7,16 @@ with an :class:`~bot.channel_host.AdapterHost`: messages to the gateway, approva
 the approval service. Tests build an ``App`` with an injected provider and pre-built
 channels; ``hatchway run`` and ``hatchway chat`` build one from the config file.
 
-Start-up order: store → provider → channels (objects only) → approvals → access → tools →
+Start-up order: store → the replica's lease keeper joined (PostgreSQL only: several
+replicas share the database) → provider → channels (objects only) → approvals → access → tools →
 turn runner → gateway → the web console (mounted on the daemon's HTTP application when
 ``[web] enabled``, :mod:`bot.webconsole`; the App is its ``ConsoleHost``) → tasks (gateway,
 channels, the console's) → expire approvals left pending by a previous run → recover
 unfinished inbox entries. Shutdown reverses it: drain the gateway,
 expire pending approvals, cancel the long-running parts (channels, MCP servers, scheduler,
 gateway) and wait for them at most :data:`CLOSE_TIMEOUT_S` (cancelling again any part that
-swallowed its cancellation), close the provider and the store.
+swallowed its cancellation), leave the replicas (the leases it held released at once),
+close the provider and the store.
 """
 
 from __future__ import annotations
@@ -41,16 +43,17 @@ from bot.attachments.ingest import AttachmentIngest
 from bot.attachments.retention import prune_periodically
 from bot.backoff import Backoff, BackoffPolicy, cancel_requested, sleep_before_retry
 from bot.channel import Channel, ChannelHealth, HealthState
-from bot.channel_host import AdapterHost
+from bot.channel_host import SOLE_PROCESS, AdapterHost
 from bot.channel_registry import ChannelContext, create_channel
 from bot.config import ChannelsConfig, Settings
 from bot.envelope import ChannelRef
-from bot.errors import ChannelAuthError
+from bot.errors import ChannelAuthError, StorageUnavailable
 from bot.gateway import Gateway
 from bot.gateway.access import AccessPolicy
 from bot.outbox import ChannelOutbox
 from bot.providers.base import Provider
 from bot.providers.factory import build_provider
+from bot.replicas import LeaseKeeper
 from bot.schedules.book import ScheduleBook
 from bot.schedules.retention import RetentionJob
 from bot.schedules.runner import ScheduleRunner
@@ -147,6 +150,8 @@ class App:
         self._channel_done: dict[str, asyncio.Event] = {}
         self._stopped = False
         self.console: Console | None = None
+        #: this process among the replicas of a shared database (None with SQLite)
+        self.keeper: LeaseKeeper | None = None
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -160,6 +165,7 @@ class App:
             await self._stop_traces()
             raise
         try:
+            self.keeper = await self._join_replicas(settings)
             self.provider = self._given_provider or build_provider(settings)
             self._build_channels()
             self.approvals = ApprovalService(settings, self.store, self.channel_for)
@@ -224,7 +230,11 @@ class App:
                 channel_for=self.channel_for,
                 approvals=self._gate(),
             )
-            self.host = AdapterHost(messages=self.gateway, approvals=self.approvals)
+            self.host = AdapterHost(
+                messages=self.gateway,
+                approvals=self.approvals,
+                replica=SOLE_PROCESS if self.keeper is None else self.keeper,
+            )
             self.console = self._mount_console(settings)
             self.scheduler = ScheduleRunner(
                 book=self.schedule_book,
@@ -233,6 +243,8 @@ class App:
                 clock=self._clock,
             )
         except BaseException:
+            if self.keeper is not None:
+                await self.keeper.leave()
             await self.store.aclose()
             await self._stop_traces()
             raise
@@ -244,6 +256,16 @@ class App:
             log.info("card_index_pruned", rows=pruned)
         await self.gateway.recover(now=self._clock())
         log.info("app_started", channels=sorted(self.channels))
+
+    async def _join_replicas(self, settings: Settings) -> LeaseKeeper | None:
+        """The lease keeper, joined, when several replicas may share the database
+        (PostgreSQL, ``[storage] url``); None with SQLite: one process, nothing of it runs
+        (roles are this process's at once, and nothing is written for them)."""
+        if not settings.storage.url:
+            return None
+        keeper = LeaseKeeper(self.store.replicas, settings.replicas, clock=self._clock)
+        await keeper.join()
+        return keeper
 
     def _mount_console(self, settings: Settings) -> Console | None:
         """The web console on the daemon's HTTP application when ``[web]`` enables it (its
@@ -342,6 +364,8 @@ class App:
             def start(name: str, coro: Coroutine[object, object, None]) -> None:
                 self._parts[name] = group.create_task(coro, name=name)
 
+            if self.keeper is not None:
+                start("replicas", self.keeper.run())
             start("gateway", self.gateway.run())
             start(
                 "retention",
@@ -409,7 +433,10 @@ class App:
         return self.gateway.active_turns, self.gateway.queue_depth()
 
     async def check_database(self) -> None:
-        """Return when the database accepts a write transaction; StorageError otherwise."""
+        """Return when the database accepts a write transaction; StorageError otherwise
+        (StorageUnavailable at once while this replica's heartbeats fail)."""
+        if self.keeper is not None and (refusal := self.keeper.refusal()) is not None:
+            raise StorageUnavailable(refusal)
         await self.store.check_writable()
 
     async def inbox_counts(self) -> Mapping[str, int]:
@@ -467,6 +494,9 @@ class App:
             if self._runner is not None:
                 await self._stop_parts(self._runner)
         finally:
+            if self.keeper is not None:
+                # the roles it held are free for the other replicas at once, its row gone
+                await self.keeper.leave()
             # nothing uses either any more, and neither uses the other: closed side by side,
             # each even when the other fails (the first error is raised)
             closed = await asyncio.gather(
