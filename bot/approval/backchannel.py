@@ -15,7 +15,10 @@ Contract:
   (``no approver reachable``) instead of waiting for nobody;
 * the cards are edited to the outcome by the asking side; a restart is handled by
   :meth:`expire_pending`, a shutdown by :meth:`close`, which expires every pending request
-  at once (waking the turns that wait on them) and refuses new ones. A click on a request
+  at once (waking the turns that wait on them) and refuses new ones. Where several replicas
+  share the database, a decision made on another replica wakes the asking one through it,
+  and a start or a stop expires only what :mod:`bot.approval.shared` allows (the requests
+  of replicas gone, or of this one). A click on a request
   that is no longer open edits the card it came from
   (:attr:`~bot.channel.ApprovalClick.card`) to the row's outcome as well, which covers
   copies whose place was never stored; edits always render the row, so two of them racing
@@ -45,6 +48,7 @@ from bot.approval.handler import AskedCall
 from bot.approval.policy import EffectivePolicy
 from bot.approval.reach import eligible_approvers
 from bot.approval.reasons import AnswerRoute, RuntimeReason
+from bot.approval.shared import SharedApprovals
 from bot.channel import ApprovalCard, ApprovalChoice, ApprovalClick, Channel, ClickVerdict
 from bot.envelope import ChannelRef
 from bot.scrub import scrub_text
@@ -69,8 +73,10 @@ class Backchannel:
         clock: Callable[[], float],
         *,
         poll_interval_s: float = 1.0,
+        shared: SharedApprovals | None = None,
     ) -> None:
         self._store = store
+        self._shared = shared or SharedApprovals(store)
         self._policy_for = policy_for
         self._cards = CardDesk(store, channel_for, policy_for)
         self._clock = clock
@@ -107,6 +113,7 @@ class Backchannel:
             ask_reason=asked.why,
             created_at=now,
             expires_at=now + policy.timeout_s,
+            replica_id=self._shared.replica_id,
         )
         await self._store.approvals.create(record)
         wakeup = self._wakeups[record.id] = asyncio.Event()
@@ -352,6 +359,7 @@ class Backchannel:
         if not won:
             return ClickVerdict.ALREADY_DECIDED
         self._wake(record.id)
+        await self._shared.decided(record)
         log.info(
             "approval_clicked",
             approval_id=record.id,
@@ -386,14 +394,17 @@ class Backchannel:
         if not won:
             return ClickVerdict.ALREADY_DECIDED
         self._wake(approval_id)
+        await self._shared.decided(record)
         return ClickVerdict.ACCEPTED
 
     async def expire_pending(self, why: RuntimeReason) -> int:
-        """Expire every pending row (restart or shutdown) and edit its cards. A turn of this
-        process waiting on a row wakes and tells its conversation itself; for any other row
-        the conversation is told here to ask again. Returns how many were expired."""
+        """Expire every pending row (restart or shutdown; with several replicas, only those
+        of replicas gone, or this one's) and edit its cards. A turn of this process waiting
+        on a row wakes and tells its conversation itself; for any other row the conversation
+        is told here to ask again. Returns how many were expired."""
         count = 0
-        for record in await self._store.approvals.list(status=ApprovalStatus.PENDING):
+        pending = await self._store.approvals.list(status=ApprovalStatus.PENDING)
+        for record in await self._shared.expirable(pending, why):
             if not await self.expire(record, why):
                 continue
             count += 1
@@ -411,6 +422,18 @@ class Backchannel:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    async def watch(self) -> None:
+        """Several replicas: wake on decisions made on other replicas and expire the
+        requests of replicas that are gone (:meth:`SharedApprovals.watch`); until
+        cancelled."""
+        await self._shared.watch(self._wake, self._expire_gone)
+
+    async def _expire_gone(self) -> int:
+        count = await self.expire_pending(RuntimeReason.RESTART)
+        if count:
+            log.info("approvals_expired_pending", count=count, reason=RuntimeReason.RESTART)
+        return count
 
     def _wake(self, approval_id: str) -> None:
         event = self._wakeups.get(approval_id)

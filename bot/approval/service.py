@@ -21,7 +21,9 @@ Every decision is audited (by the policy here, by the handler for an ask); the d
 :meth:`expire_pending` at start and :meth:`close` when it starts to stop, the adapters'
 host (:class:`bot.channel_host.AdapterHost`) binds ``ChannelHost.approval_clicked`` to
 :meth:`click` (``approval_refusal`` to :meth:`refusal`, ``approval_card`` to :meth:`card`),
-the CLI uses :meth:`decide_from_cli` and the web console :meth:`decide_from_web`.
+the CLI uses :meth:`decide_from_cli` and the web console :meth:`decide_from_web`. Where
+several replicas share the database the daemon also runs :meth:`watch`
+(:mod:`bot.approval.shared`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from bot.approval.handler import ApprovalHandler, AskedCall
 from bot.approval.policy import ApprovalPolicy, EffectivePolicy
 from bot.approval.reach import approvers_here
 from bot.approval.reasons import AnswerRoute, RuntimeReason
+from bot.approval.shared import SharedApprovals
 from bot.approval.summary import describe
 from bot.approval.terminal import TerminalHandler, TerminalPrompter
 from bot.approval.web_answer import WebAnswer, scopes_up_to
@@ -49,6 +52,7 @@ from bot.config import Settings
 from bot.envelope import ChannelRef
 from bot.store import Store
 from bot.store.audit import Decision
+from bot.store.liveness import Liveness
 from bot.visible_text import visible
 
 log = structlog.get_logger(__name__)
@@ -81,6 +85,7 @@ class ApprovalService:
         clock: Callable[[], float] = time.time,
         *,
         poll_interval_s: float = 1.0,
+        liveness: Liveness | None = None,
     ) -> None:
         self._store = store
         self._channel_for = channel_for
@@ -88,7 +93,12 @@ class ApprovalService:
         self._policy = ApprovalPolicy(settings)
         self._grants = GrantBook(store, clock)
         self._backchannel = Backchannel(
-            store, channel_for, self._policy.for_channel, clock, poll_interval_s=poll_interval_s
+            store,
+            channel_for,
+            self._policy.for_channel,
+            clock,
+            poll_interval_s=poll_interval_s,
+            shared=SharedApprovals(store, liveness),
         )
         self._run_notices = RunNotices(channel_for)
 
@@ -205,17 +215,23 @@ class ApprovalService:
         return await self._backchannel.card(channel, approval_id)
 
     async def expire_pending(self, reason: RuntimeReason = RuntimeReason.RESTART) -> int:
-        """Expire all pending approvals (daemon start), edit their cards and tell their
+        """Expire all pending approvals (daemon start; with several replicas, only those of
+        replicas gone: :mod:`bot.approval.shared`), edit their cards and tell their
         conversations to ask again. Returns the number expired."""
         count = await self._backchannel.expire_pending(reason)
         if count:
             log.info("approvals_expired_pending", count=count, reason=reason)
         return count
 
+    async def watch(self) -> None:
+        """Several replicas: hear decisions made on other replicas and expire the requests
+        of replicas that are gone, until cancelled (:mod:`bot.approval.shared`)."""
+        await self._backchannel.watch()
+
     async def close(self) -> int:
         """The daemon starts to stop: pending approvals expire at once (reason
-        ``shutdown``; their waiting turns wake and end) and later requests are refused.
-        Idempotent; returns the number expired."""
+        ``shutdown``; their waiting turns wake and end; with several replicas, this one's
+        only) and later requests are refused. Idempotent; returns the number expired."""
         count = await self._backchannel.close()
         if count:
             log.info("approvals_expired_pending", count=count, reason=RuntimeReason.SHUTDOWN)

@@ -26,7 +26,8 @@ composed in :meth:`Gateway.__init__` and nowhere else:
 
 and the endpoint queues the message as a turn (:mod:`~bot.gateway.sessions`: one turn at a
 time per session, a global cap on concurrent turns), with a new
-:class:`~bot.turn.TurnIdentity`. The turn itself runs in the
+:class:`~bot.turn.TurnIdentity`; where several replicas share the database, through the
+session's owner (:mod:`~bot.gateway.handover`). The turn itself runs in the
 :data:`~bot.turn.TurnRunner` the gateway is given (:mod:`bot.agent.runner`).
 Approval clicks never pass through here: adapters send them straight to the approval
 service (:class:`bot.channel_host.AdapterHost`).
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Sequence
 
 import structlog
 from structlog.contextvars import bind_contextvars, reset_contextvars
@@ -50,6 +52,7 @@ from bot.gateway.commands import MemberCommands, OpenCommands
 from bot.gateway.dedupe import InboxDedupe
 from bot.gateway.drain import Drain
 from bot.gateway.forget import ForgetCommand
+from bot.gateway.handover import Handover
 from bot.gateway.ledger import ReplyLedger
 from bot.gateway.ratelimit import RateLimits
 from bot.gateway.recovery import recover
@@ -58,6 +61,8 @@ from bot.gateway.sending import ChannelLookup, Replies
 from bot.gateway.sessions import Sessions, session_key_for
 from bot.routing import Router
 from bot.store import InboxKey, InboxStatus, Store
+from bot.store.inbox import InboxEntry
+from bot.store.liveness import Liveness
 from bot.turn import TurnIdentity, TurnRunner
 
 log = structlog.get_logger(__name__)
@@ -78,6 +83,7 @@ class Gateway:
         run_turn: TurnRunner,
         channel_for: ChannelLookup,
         approvals: ApprovalGate | None = None,
+        replica: Liveness | None = None,
     ) -> None:
         self._settings = settings
         self._router = Router(settings)
@@ -93,6 +99,13 @@ class Gateway:
             max_concurrent_turns=settings.agent.max_concurrent_turns,
             on_interrupted=settings.agent.on_interrupted,
         )
+        #: several replicas over one database: a session's turns run on its owner
+        self._handover: Handover | None = None
+        if replica is not None:
+            self._handover = Handover(
+                store=store, sessions=self._sessions, replica=replica, recover=self._recover
+            )
+            self._sessions.take_turns_with(self._handover.take)
         self._forget = ForgetCommand(
             approvals=approvals, store=store, replies=self._replies, settings=self._current
         )
@@ -207,19 +220,27 @@ class Gateway:
 
     async def _queue(self, arrival: Arrival) -> None:
         turn_id = uuid.uuid4().hex
-        self._sessions.enqueue(
-            TurnIdentity(
-                turn_id=turn_id,
-                session_key=arrival.session_key,
-                envelope=arrival.envelope,
-                trace=telemetry.admitted(turn_id),
-            )
+        turn = TurnIdentity(
+            turn_id=turn_id,
+            session_key=arrival.session_key,
+            envelope=arrival.envelope,
+            trace=telemetry.admitted(turn_id),
         )
+        if self._handover is None:
+            self._sessions.enqueue(turn)
+        else:
+            await self._handover.admitted(turn)
 
     async def recover(self, now: float | None = None) -> tuple[int, int]:
         """After a restart: re-queue messages that never started, tell the senders of
         messages whose turn was interrupted to ask again, and re-run cut-off scheduled runs
-        once (:mod:`~bot.gateway.recovery`). Returns (requeued, interrupted)."""
+        once (:mod:`~bot.gateway.recovery`). Returns (requeued, interrupted). Where several
+        replicas share the database, only what gone replicas left is recovered, session by
+        session (a sweep of :mod:`~bot.gateway.handover`; it returns (0, 0))."""
+        if self._handover is not None:
+            await self._handover.sweep()
+            self._sessions.recovered()
+            return 0, 0
         return await recover(
             store=self._store,
             sessions=self._sessions,
@@ -229,6 +250,17 @@ class Gateway:
             now=now,
         )
 
+    async def _recover(self, entries: Sequence[InboxEntry]) -> None:
+        """Recovery's rules for the entries a gone replica left (a takeover)."""
+        await recover(
+            store=self._store,
+            sessions=self._sessions,
+            ledger=self._ledger,
+            schedules=self._settings.schedules,
+            on_interrupted=self._settings.agent.on_interrupted,
+            entries=entries,
+        )
+
     async def run(self) -> None:
         """Own the session workers, the rate limits' writer and the ``/forget`` requests
         waiting for an approver; lives until cancelled."""
@@ -236,6 +268,8 @@ class Gateway:
             group.create_task(self._sessions.run())
             group.create_task(self._limits.run())
             group.create_task(self._forget.run())
+            if self._handover is not None:
+                group.create_task(self._handover.run())
 
     @property
     def rate_limited(self) -> int:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Literal
@@ -79,12 +80,15 @@ async def recover(
     schedules: SchedulesConfig,
     on_interrupted: Literal["notify", "retry"] = "notify",
     now: float | None = None,
+    entries: Sequence[InboxEntry] | None = None,
 ) -> tuple[int, int]:
     """Re-queue messages that never started; settle cut-off ones by their recorded replies,
     or tell their senders to ask again (or run them again, ``on_interrupted = "retry"``);
     drop, without a word, those whose channel does not replay; re-run or fail cut-off
     background runs under the catch-up policy (module docstring). Returns (requeued,
-    interrupted); re-runs and retries count as requeued."""
+    interrupted); re-runs and retries count as requeued. ``entries``: only these (the
+    entries a gone replica left, :mod:`~bot.gateway.handover`) instead of every unfinished
+    one, and this process's start-up recovery is not over with them."""
     at = time.time() if now is None else now
     counts = dict.fromkeys(
         (
@@ -99,7 +103,7 @@ async def recover(
         ),
         0,
     )
-    for entry in await store.inbox.unfinished():
+    for entry in await store.inbox.unfinished() if entries is None else entries:
         # a message of this run (the channels start before recovery) is this run's to finish
         if (
             not entry.payload
@@ -141,7 +145,8 @@ async def recover(
             with bound_contextvars(turn_id=run, session=entry.session_key):
                 await ledger.notify(turn, SHUTDOWN_MESSAGE, error=INTERRUPTED)
             counts["interrupted"] += 1
-    sessions.recovered()
+    if entries is None:
+        sessions.recovered()
     if any(counts.values()):
         log.info("inbox_recovered", **counts)
     return counts["requeued"] + counts["rerun"] + counts["retried"], counts["interrupted"]

@@ -5,13 +5,16 @@ A session's worker task takes its queued turns in order and hands each to the tu
 (``agent.max_concurrent_turns``) is free; then it sends the reply and marks the inbox entry
 ``done`` or ``failed``. :class:`Sessions` owns the workers (one task group, open while
 :meth:`Sessions.run` runs) and knows which messages are queued or running in this process.
+Where several replicas share the database, each turn's inbox entry is taken just before it
+runs (:meth:`Sessions.take_turns_with`, :mod:`~bot.gateway.handover`); one process takes
+nothing and pays no trip for it.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -29,6 +32,10 @@ from bot.store import InboxKey, InboxStatus, ReplyKind, Store
 from bot.turn import SessionControl, TurnIdentity, TurnRunner
 
 log = structlog.get_logger(__name__)
+
+TakeTurn = Callable[[TurnIdentity], Awaitable[TurnIdentity | None]]
+"""Takes a queued turn's inbox entry just before it runs: the turn as its entry reads now,
+or None when it is not to run here (deleted, begun or taken elsewhere meanwhile)."""
 
 
 def session_key_for(envelope: IngressEnvelope, *, per_user_in_groups: bool = False) -> str:
@@ -84,6 +91,11 @@ class Sessions:
         self._queued_here: set[str] | None = set()
         self._idle = asyncio.Event()  # set while _live is empty
         self._idle.set()
+        self._take: TakeTurn | None = None
+
+    def take_turns_with(self, take: TakeTurn) -> None:
+        """Have ``take`` take each turn's entry just before it runs (several replicas)."""
+        self._take = take
 
     async def run(self) -> None:
         """Own the session workers; lives until cancelled."""
@@ -246,7 +258,9 @@ class Sessions:
                 session.running = turn
                 async with self._slots:
                     try:
-                        await self._process(turn, session)
+                        taken = turn if self._take is None else await self._taken(turn, session)
+                        if taken is not None:
+                            await self._process(taken, session)
                     except Exception:
                         if cancel_requested():  # a stop a library turned into an error
                             raise
@@ -260,6 +274,24 @@ class Sessions:
             session.running = None
             if not session.queue and self._sessions.get(session_key) is session:
                 del self._sessions[session_key]
+
+    async def _taken(self, turn: TurnIdentity, session: _Session) -> TurnIdentity | None:
+        """The turn as ``take`` gives it back, or None (it is dropped here)."""
+        assert self._take is not None
+        taken: TurnIdentity | None = None
+        try:
+            taken = await self._take(turn)
+        finally:
+            if taken is None:  # not to run here, or the take failed
+                session.running = None
+                self._forget(turn.envelope.envelope_id)
+        if taken is None:
+            return None
+        if taken.envelope.envelope_id != turn.envelope.envelope_id:
+            self._live.discard(turn.envelope.envelope_id)
+            self._live.add(taken.envelope.envelope_id)
+        session.running = taken
+        return taken
 
     async def _process(self, turn: TurnIdentity, session: _Session) -> None:
         envelope = turn.envelope

@@ -81,6 +81,11 @@ class ScheduleBook:
     async def due(self, now: float) -> Sequence[ScheduledJob]:
         return self._parse(await self._schedules.due(now))
 
+    async def claim(self, job_id: str, *, run_at: float, by: str, now: float, until: float) -> bool:
+        """Claim the run due at ``run_at`` for the replica ``by`` (several replicas); False
+        when another one has it."""
+        return await self._schedules.claim(job_id, run_at=run_at, by=by, now=now, until=until)
+
     async def mark_run(
         self, job_id: str, *, last_run_at: float | None, next_run_at: float | None
     ) -> None:

@@ -17,6 +17,12 @@ occurrence, which the gateway's inbox recognises, so an occurrence never runs tw
 off mid-turn by a crash is not delivered again from here: the gateway's start-up recovery
 (:mod:`bot.gateway.recovery`) runs it once more under the same catch-up policy.
 
+Where several replicas share the database, each runs a scheduler, and a due run is first
+claimed by one of them (a conditional update of the job's row, :data:`CLAIM_S` long): the
+others leave it alone, and storing the next run ends the claim. A replica that dies between
+the claim and the store leaves the claim to expire; the next replica to find the run still
+due delivers it, and the inbox drops it if it had been delivered already.
+
 :meth:`run` ticks every ``schedules.tick_s`` until cancelled; tests drive :meth:`tick` with
 their own clock.
 """
@@ -39,6 +45,10 @@ from bot.schedules.job import DeliveryMode, ScheduledJob, ScheduleError
 from bot.schedules.recurrence import next_run
 
 log = structlog.get_logger(__name__)
+
+#: How long a replica's claim on a due run holds (it delivers the run and stores the next
+#: one well within it; a claim left by a replica that died expires after it).
+CLAIM_S = 30.0
 
 Deliver = Callable[[IngressEnvelope], Awaitable[None]]
 """The gateway's ``deliver``: admits an envelope (or refuses it) and returns once queued."""
@@ -94,11 +104,14 @@ class ScheduleRunner:
         deliver: Deliver,
         settings: SchedulesConfig,
         clock: Callable[[], float] = time.time,
+        replica_id: str | None = None,
     ) -> None:
         self._book = book
         self._deliver = deliver
         self._settings = settings
         self._clock = clock
+        #: several replicas: the id under which this one claims due runs
+        self._replica_id = replica_id
 
     def update_settings(self, settings: SchedulesConfig) -> None:
         """Swap in reloaded settings (policy and grace apply from the next tick)."""
@@ -136,6 +149,11 @@ class ScheduleRunner:
     async def _handle(self, job: ScheduledJob, now: float) -> bool:
         assert job.next_run_at is not None
         run_at = job.next_run_at
+        if self._replica_id is not None and not await self._book.claim(
+            job.id, run_at=run_at, by=self._replica_id, now=now, until=now + CLAIM_S
+        ):
+            log.debug("schedule_run_claimed_elsewhere", job_id=job.id, run_at=run_at)
+            return False
         occurrence = self._classify(run_at, now)
         try:
             following = next_run(job.spec, now)

@@ -1,0 +1,100 @@
+"""Approvals across replicas: whose pending requests a start or a stop expires, and how a
+decision made on one replica wakes the turn waiting on another.
+
+Each request's row names the replica whose turn waits on it (``replica_id``). Where several
+replicas share the database (PostgreSQL, :class:`~bot.store.liveness.Liveness` given):
+
+* a click, a reaction, the web console or ``hatchway approvals`` may reach any replica; the
+  one it reaches decides the row (the same single-use conditional update, approver rules and
+  fingerprint check as ever), then sends a notification on :data:`APPROVALS` with the
+  approval's id; the waiting replica wakes at once (its ask also re-reads the row about
+  every second, in case the notification is lost), and it alone edits the cards;
+* a start expires only the pending requests of replicas that are gone (no heartbeat within
+  the lease TTL), never a live one's; so does the watch, every :data:`SWEEP_S`, so a request
+  whose replica died is expired, its cards edited and its conversation told, without waiting
+  for another start;
+* a stop expires only this replica's own pending requests.
+
+One process (SQLite, no liveness) keeps its rules: a start or a stop expires every pending
+request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+
+import structlog
+
+from bot.approval.reasons import RuntimeReason
+from bot.backoff import cancel_requested
+from bot.errors import StorageError
+from bot.store import Store
+from bot.store.approvals import ApprovalRecord
+from bot.store.liveness import Liveness
+
+log = structlog.get_logger(__name__)
+
+#: The notification channel of decisions; its payload is the approval's id.
+APPROVALS = "hatchway_approvals"
+#: How often a replica looks for pending requests of replicas that are gone.
+SWEEP_S = 5.0
+
+
+class SharedApprovals:
+    """The part of the approval service that knows about other replicas (module
+    docstring); with no liveness (one process), every rule is the single process's."""
+
+    def __init__(self, store: Store, liveness: Liveness | None = None) -> None:
+        self._store = store
+        self._liveness = liveness
+
+    @property
+    def replica_id(self) -> str | None:
+        """The id a new request's row records (None: one process)."""
+        return None if self._liveness is None else self._liveness.replica_id
+
+    async def expirable(
+        self, pending: Sequence[ApprovalRecord], why: RuntimeReason
+    ) -> list[ApprovalRecord]:
+        """Of the pending requests, those a start (``restart``: of replicas gone) or a stop
+        (``shutdown``: this replica's) may expire; all of them for one process."""
+        if self._liveness is None:
+            return list(pending)
+        me = self._liveness.replica_id
+        if why is RuntimeReason.SHUTDOWN:
+            return [r for r in pending if r.replica_id == me]
+        live = await self._liveness.live_replicas()
+        return [r for r in pending if r.replica_id not in live]
+
+    async def decided(self, record: ApprovalRecord) -> None:
+        """``record`` was decided here: wake the replica whose turn waits on it, when that
+        is another one. A lost notification costs the waiting turn up to its poll."""
+        if record.replica_id is None or record.replica_id == self.replica_id:
+            return
+        try:
+            await self._store.signals.notify(APPROVALS, record.id)
+        except StorageError as exc:
+            log.warning("approval_signal_failed", approval_id=record.id, error=str(exc))
+
+    async def watch(
+        self, wake: Callable[[str], None], expire_gone: Callable[[], Awaitable[int]]
+    ) -> None:
+        """Hear decisions made elsewhere (``wake`` with each approval id) and expire the
+        requests of replicas that are gone every :data:`SWEEP_S`; lives until cancelled.
+        Nothing to do for one process."""
+        if self._liveness is None:
+            await asyncio.Event().wait()
+        await self._store.signals.listen(APPROVALS, wake)
+        try:
+            while True:
+                await asyncio.sleep(SWEEP_S)
+                try:
+                    await expire_gone()
+                except Exception as exc:
+                    if cancel_requested():
+                        raise asyncio.CancelledError from exc
+                    # Boundary: a failed sweep is tried again at the next one.
+                    log.exception("approval_sweep_failed")
+        finally:
+            await self._store.signals.unlisten(APPROVALS, wake)

@@ -1,0 +1,307 @@
+"""Handover: each session's turns on one replica at a time, in inbox order.
+
+Only where several replicas share one database (PostgreSQL); one process on SQLite keeps
+its in-memory queues and never builds this. The rules:
+
+* **One owner per session** (``store.session_owners``). The owner alone runs the session's
+  turns, one at a time (:mod:`~bot.gateway.sessions`), in the order of their inbox ids. The
+  first replica to admit a message of a session nobody owns takes it; it keeps it while its
+  heartbeat lives (:mod:`bot.replicas`). Ownership moves only by a compare-and-set from the
+  owner the taker saw, after the taker found that owner gone on a fresh read of the live
+  replicas.
+* **Any replica admits.** Slack spreads events over every socket, so every replica admits
+  messages; the inbox's unique key makes a redelivery a no-op everywhere. A message for a
+  session owned elsewhere stays ``received`` in the inbox and its owner is woken by a
+  notification on :data:`HANDOVER` naming it and the session.
+* **The owner claims what waits.** On a wake-up (its own admission, a notification, a sweep)
+  the owner claims the session's waiting entries (one conditional update setting their
+  ``replica_id`` where nobody had) and queues them in inbox order. Just before a turn runs
+  its entry is taken once more (``received`` and claimed by this replica or nobody): one
+  deleted meanwhile, or claimed by another replica, is dropped, an edited one runs as it
+  reads now. So an entry never runs twice, even when a replica taken for dead still runs.
+* **The sweep** (every :data:`SWEEP_S`, and at start-up) reads every unsettled inbox entry
+  with its session's owner: a notification that was lost is made up for; a session whose
+  owner is gone is taken over. Taking a session over (at a sweep, or by the admission that
+  finds its owner gone) first settles the entries the gone replicas left, with start-up
+  recovery's rules (:mod:`~bot.gateway.recovery`): what they were running is settled by
+  its replies, answered, or its sender told to ask again, and what they had claimed but not
+  begun is released and queued again, before anything newer of the session runs. Entries
+  of a live replica are never touched.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import replace
+
+import structlog
+
+from bot.backoff import cancel_requested
+from bot.envelope import envelope_from_json
+from bot.errors import StorageError
+from bot.gateway.sessions import Sessions
+from bot.store import InboxKey, InboxStatus, Store
+from bot.store.inbox import InboxEntry
+from bot.store.liveness import Liveness
+from bot.store.session_owners import Unsettled
+from bot.turn import TurnIdentity
+
+log = structlog.get_logger(__name__)
+
+#: The notification channel of handovers; its payload names the owner and the session.
+HANDOVER = "hatchway_handover"
+#: How often a replica sweeps the inbox for lost notifications and gone owners.
+SWEEP_S = 1.0
+
+RecoverEntries = Callable[[Sequence[InboxEntry]], Awaitable[object]]
+"""Start-up recovery's rules applied to the given cut-off entries (of replicas gone)."""
+
+
+class Handover:
+    """Owns sessions, claims their waiting entries, hands over the others (module
+    docstring). One per gateway, only on a shared database."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        sessions: Sessions,
+        replica: Liveness,
+        recover: RecoverEntries,
+        clock: Callable[[], float] = time.time,
+        sweep_s: float = SWEEP_S,
+    ) -> None:
+        self._store = store
+        self._sessions = sessions
+        self._replica = replica
+        self._recover = recover
+        self._clock = clock
+        self._sweep_s = sweep_s
+        #: sessions this replica owns, as far as it knows (a sweep corrects it)
+        self._owned: set[str] = set()
+        #: the replicas alive at the last fresh read (enough to hand a message over; a
+        #: takeover reads again)
+        self._seen_live: frozenset[str] = frozenset()
+        #: per session, the claim, takeover or pull running and those waiting for it
+        self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
+        #: the payload each claimed entry had when it was queued: a different one at its
+        #: take means it was edited meanwhile
+        self._payloads: dict[InboxKey, str] = {}
+        self._wakeups: asyncio.Queue[str] = asyncio.Queue()
+
+    @property
+    def _me(self) -> str:
+        return self._replica.replica_id
+
+    # -- admission --------------------------------------------------------------------------
+
+    async def admitted(self, turn: TurnIdentity) -> None:
+        """A message was admitted here (its inbox entry is ``received``): queue it when this
+        replica owns its session, or hand it over to the owner. A storage failure from here
+        on loses nothing: the entry is in the inbox, and the next sweep sees to it."""
+        key = turn.session_key
+        try:
+            owner = self._me if key in self._owned else await self._owner_for(key)
+            if owner == self._me:
+                await self._pull(key, turn)
+                return
+            await self._store.signals.notify(HANDOVER, json.dumps({"to": owner, "session": key}))
+            log.info("turn_handed_over", session=key, owner=owner)
+        except StorageError as exc:
+            log.warning("handover_deferred", session=key, error=str(exc))
+
+    async def take(self, turn: TurnIdentity) -> TurnIdentity | None:
+        """Take the turn's entry to run it now (the session worker asks just before): the
+        turn as its entry reads now, or None when it was deleted, begun or claimed by
+        another replica meanwhile."""
+        queued = self._payloads.pop(turn.inbox, None)
+        entry = await self._store.inbox.take(turn.inbox, self._me)
+        if entry is None:
+            log.info("turn_not_taken", session=turn.session_key, message_id=turn.inbox.message_id)
+            return None
+        if queued is not None and entry.payload and entry.payload != queued:
+            return replace(turn, envelope=envelope_from_json(entry.payload))
+        return turn
+
+    # -- the owner's side -------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Listen for handovers and sweep every ``sweep_s``; lives until cancelled."""
+        await self._store.signals.listen(HANDOVER, self._signalled)
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(self._woken())
+                group.create_task(self._sweeping())
+        finally:
+            await self._store.signals.unlisten(HANDOVER, self._signalled)
+
+    def _signalled(self, payload: str) -> None:
+        try:
+            data = json.loads(payload)
+            owner, key = str(data["to"]), str(data["session"])
+        except (ValueError, KeyError, TypeError):
+            log.warning("handover_signal_unreadable")
+            return
+        if owner == self._me:
+            self._wakeups.put_nowait(key)
+
+    async def _woken(self) -> None:
+        while True:
+            key = await self._wakeups.get()
+            try:
+                await self._pull(key)
+            except StorageError as exc:
+                log.warning("handover_pull_failed", session=key, error=str(exc))
+
+    async def _sweeping(self) -> None:
+        while True:
+            await asyncio.sleep(self._sweep_s)
+            try:
+                await self.sweep()
+            except Exception as exc:
+                if cancel_requested():
+                    raise asyncio.CancelledError from exc
+                # Boundary: a failed sweep is tried again at the next one.
+                log.exception("handover_sweep_failed")
+
+    async def sweep(self) -> int:
+        """One look at every unsettled inbox entry: queue what waits for a session this
+        replica owns and is not queued here, take over the sessions of gone owners (settling
+        what they left). Start-up recovery on a shared database. Returns how many sessions
+        were taken over."""
+        rows = await self._store.session_owners.unsettled()
+        if not rows:
+            return 0
+        live = await self._live()
+        taken = 0
+        for key, entries in _by_session(rows):
+            owner = entries[0].owner
+            if owner is not None and owner != self._me and owner in live:
+                self._owned.discard(key)
+                continue
+            if owner != self._me:
+                async with self._session(key):
+                    won = await self._take_over(key, was=owner, live=live)
+                if not won:
+                    continue
+                taken += 1
+            elif any(_left_by_gone(e, live) for e in entries):
+                async with self._session(key):
+                    await self._settle_gone(key, live)
+            self._owned.add(key)
+            if any(
+                e.status is InboxStatus.RECEIVED and not self._sessions.is_live(e.envelope_id)
+                for e in entries
+            ):
+                await self._pull(key)
+        return taken
+
+    async def _owner_for(self, key: str) -> str:
+        """The live owner of ``key``, taking it first when nobody owns it or its owner is
+        gone (and then settling what the gone owner left)."""
+        async with self._session(key):
+            was = await self._store.session_owners.owner(key)
+            while True:
+                if was == self._me:
+                    self._owned.add(key)
+                    return was
+                if was is not None and was in self._seen_live:
+                    return was
+                live = await self._live()
+                if was is not None and was in live:
+                    return was
+                if await self._take_over(key, was=was, live=live):
+                    return self._me
+                was = await self._store.session_owners.owner(key)
+
+    async def _take_over(self, key: str, *, was: str | None, live: frozenset[str]) -> bool:
+        """Take ``key`` from ``was`` (gone, or None), then settle what gone replicas left
+        in it; False when another replica took it first."""
+        if not await self._store.session_owners.take(key, self._me, was=was, at=self._clock()):
+            return False
+        self._owned.add(key)
+        if was is not None:
+            log.info("session_taken_over", session=key, was=was)
+        await self._settle_gone(key, live)
+        return True
+
+    async def _settle_gone(self, key: str, live: frozenset[str]) -> None:
+        """Settle the entries of ``key`` that gone replicas left: those they were running by
+        recovery's rules, those they had claimed released (the pull queues them again)."""
+        rows = await self._store.session_owners.unsettled(key)
+        cut_off: list[InboxEntry] = []
+        for unsettled in (e for e in rows if _left_by_gone(e, live)):
+            if unsettled.status is InboxStatus.PROCESSING:
+                entry = await self._store.inbox.get(unsettled.key)
+                if entry is not None:
+                    cut_off.append(entry)
+            elif unsettled.replica_id is not None:
+                await self._store.inbox.release(unsettled.key, unsettled.replica_id)
+        if cut_off:
+            log.info("session_recovering", session=key, entries=len(cut_off))
+            await self._recover(cut_off)
+
+    async def _pull(self, key: str, admitted: TurnIdentity | None = None) -> None:
+        """Claim ``key``'s waiting entries and queue those not queued here, in inbox order
+        (``admitted``: the turn this replica just admitted, queued as it is)."""
+        async with self._session(key):
+            waiting = await self._store.inbox.claim_waiting(key, self._me)
+            for entry in waiting:
+                if self._sessions.is_live(entry.envelope_id):
+                    continue
+                if admitted is not None and entry.key == admitted.inbox:
+                    turn = admitted
+                elif not entry.payload:
+                    continue
+                else:
+                    turn = TurnIdentity(
+                        turn_id=uuid.uuid4().hex,
+                        session_key=key,
+                        envelope=envelope_from_json(entry.payload),
+                    )
+                self._payloads[entry.key] = entry.payload
+                self._sessions.enqueue(turn)
+
+    async def _live(self) -> frozenset[str]:
+        """The replicas alive now (this one always: it is running this)."""
+        self._seen_live = await self._replica.live_replicas()
+        return self._seen_live
+
+    @asynccontextmanager
+    async def _session(self, key: str) -> AsyncIterator[None]:
+        """One claim, takeover or pull of ``key`` at a time in this process (so queued
+        turns keep inbox order); the lock is dropped once nobody holds or awaits it."""
+        lock, users = self._locks.get(key, (None, 0))
+        if lock is None:
+            lock = asyncio.Lock()
+        self._locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                yield
+        finally:
+            lock, users = self._locks[key]
+            if users == 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, users - 1)
+
+
+def _left_by_gone(entry: Unsettled, live: frozenset[str]) -> bool:
+    """Whether ``entry`` is a gone replica's to settle: taken by a replica not alive, or
+    running with nobody named (written before replicas were)."""
+    if entry.replica_id is None:
+        return entry.status is InboxStatus.PROCESSING
+    return entry.replica_id not in live
+
+
+def _by_session(rows: Sequence[Unsettled]) -> Iterator[tuple[str, list[Unsettled]]]:
+    """``rows`` grouped by session, sessions in the order of their oldest entry."""
+    groups: dict[str, list[Unsettled]] = {}
+    for row in rows:
+        groups.setdefault(row.session_key, []).append(row)
+    yield from groups.items()
