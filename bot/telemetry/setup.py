@@ -19,7 +19,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import structlog
 
@@ -124,12 +124,18 @@ def install(
     spans._live = Live(provider.get_tracer("hatchway"))
     log.info(
         "telemetry_started",
-        endpoint=config.endpoint if otlp else "",
+        endpoint=_shown(config.endpoint) if otlp else "",
         exporter=type(exporter).__name__,
         sample_ratio=config.sample_ratio,
         service_name=config.service_name,
     )
     return True
+
+
+def _shown(url: str) -> str:
+    """``url`` as logged: no query or fragment (a collector may take a key there)."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
 
 
 def _otlp_exporter(config: TelemetryConfig, headers: dict[str, str]) -> Any:
