@@ -11,7 +11,9 @@ command's driver and the one place that orders the checks; each area is its own 
    endpoint has no model list; for the embedded model, that its runtime and model file are
    installed (:mod:`.provider`);
 4. the database: it opens, ``PRAGMA integrity_check`` says ok, and it accepts a write
-   (a missing file only needs a writable directory) (:mod:`.database`);
+   (a missing file only needs a writable directory) (:mod:`.database`); with ``[storage]
+   url``, the PostgreSQL server answers with the configured credentials, runs version 13
+   or newer and accepts writes (:mod:`.postgres`);
    It never applies migrations: pending ones are a ``⚠`` line, a schema newer than this
    version a failure;
 5. the tool workspace directory is writable (:mod:`.workspace`), and ``shell`` commands
@@ -46,6 +48,7 @@ from bot.commands.doctor.configuration import config_check
 from bot.commands.doctor.credentials import channel_check
 from bot.commands.doctor.database import database_check
 from bot.commands.doctor.endpoint import open_session
+from bot.commands.doctor.postgres import postgres_check
 from bot.commands.doctor.provider import provider_check
 from bot.commands.doctor.report import CheckResult, Outcome
 from bot.commands.doctor.routing import routing_findings
@@ -110,7 +113,10 @@ async def run_checks(settings: Settings) -> list[CheckResult]:
                     "telemetry collector", collector, "telemetry.headers_env", "telemetry.endpoint"
                 )
             )
-    emit(await _guard("database", database_check(settings.database_path()), "storage.path"))
+    if settings.storage.url:
+        emit(await _guard("database", postgres_check(settings), "storage.url"))
+    else:
+        emit(await _guard("database", database_check(settings.database_path()), "storage.path"))
     workspace = Path(settings.state_dir) / settings.tools.workspace.path
     ok, detail, fix = workspace_check(workspace)
     emit(CheckResult(name="workspace", ok=ok, detail=detail, fix=fix))
