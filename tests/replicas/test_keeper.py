@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,12 +78,13 @@ class Replica:
         await self.keeper.leave()
 
 
-@pytest.fixture
-async def replicas(tmp_path: Path) -> AsyncIterator[tuple[Replica, Replica]]:
+async def pair_on(
+    open_store: Callable[[], Awaitable[Store]],
+) -> AsyncIterator[tuple[Replica, Replica]]:
     events: list[str] = []
     made: list[Replica] = []
     for name in ("A", "B"):
-        store = await Store.open(tmp_path / "shared.db")
+        store = await open_store()
         made.append(Replica(name, store, LeaseKeeper(store.replicas, QUICK), events))
     for replica in made:
         await replica.start()
@@ -94,6 +95,35 @@ async def replicas(tmp_path: Path) -> AsyncIterator[tuple[Replica, Replica]]:
             with contextlib.suppress(Exception):
                 await replica.stop()
             await replica.store.aclose()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def replicas(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[tuple[Replica, Replica]]:
+    """Two replicas over one SQLite file, or over one PostgreSQL database."""
+    if request.param == "sqlite":
+
+        async def open_store() -> Store:
+            return await Store.open(tmp_path / "shared.db")
+
+    else:
+        url = request.getfixturevalue("pg_url")
+
+        async def open_store() -> Store:
+            return await Store.open_postgres(url, pool_size=2)
+
+    async for pair in pair_on(open_store):
+        yield pair
+
+
+@pytest.fixture
+async def on_sqlite(tmp_path: Path) -> AsyncIterator[tuple[Replica, Replica]]:
+    async def open_store() -> Store:
+        return await Store.open(tmp_path / "shared.db")
+
+    async for pair in pair_on(open_store):
+        yield pair
 
 
 def leader(a: Replica, b: Replica) -> tuple[Replica, Replica]:
@@ -197,9 +227,9 @@ async def test_cancelling_the_caller_cancels_the_work_and_releases(
 
 
 async def test_a_replica_whose_database_stops_answering_refuses_work_until_it_answers(
-    replicas: tuple[Replica, Replica], tmp_path: Path
+    on_sqlite: tuple[Replica, Replica], tmp_path: Path
 ) -> None:
-    a, _ = replicas
+    a, _ = on_sqlite
     await eventually(lambda: a.keeper.refusal() is None)
     # another process holds the database's write lock: heartbeats get no answer in time
     blocker = sqlite3.connect(tmp_path / "shared.db", isolation_level=None)

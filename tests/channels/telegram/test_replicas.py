@@ -70,12 +70,26 @@ class TelegramReplica:
         await self.stop_tasks()
 
 
-@pytest.fixture
-async def pair(tg: FakeTelegram, tmp_path: Path) -> AsyncIterator[list[TelegramReplica]]:
+@pytest.fixture(params=["sqlite", "postgres"])
+async def pair(
+    request: pytest.FixtureRequest, tg: FakeTelegram, tmp_path: Path
+) -> AsyncIterator[list[TelegramReplica]]:
+    """Two replicas over one SQLite file, or over one PostgreSQL database."""
+    if request.param == "sqlite":
+
+        async def open_store() -> Store:
+            return await Store.open(tmp_path / "shared.db")
+
+    else:
+        url = request.getfixturevalue("pg_url")
+
+        async def open_store() -> Store:
+            return await Store.open_postgres(url, pool_size=2)
+
     made: list[TelegramReplica] = []
     for name in ("A", "B"):
-        store = await Store.open(tmp_path / "shared.db")
-        keeper_store = await Store.open(tmp_path / "shared.db")
+        store = await open_store()
+        keeper_store = await open_store()
         keeper = LeaseKeeper(keeper_store.replicas, QUICK)
         channel = channel_for(tg, store, api_base_url=tg.base_url_for(name))
         host = RecordingHost(replica=keeper)
