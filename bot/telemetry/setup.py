@@ -145,13 +145,6 @@ def _otlp_exporter(config: TelemetryConfig, headers: dict[str, str]) -> Any:
     )
 
 
-def flush(timeout_s: float = 10.0) -> bool:
-    """Export every span ended so far; False when the exporter did not finish in time."""
-    if _provider is None:
-        return True
-    return _provider.force_flush(int(timeout_s * 1000))
-
-
 def shutdown() -> None:
     """Turn traces off: the spans still batched are exported (within the exporter's own
     timeout) and the instrumentation points are constants again."""
