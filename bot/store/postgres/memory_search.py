@@ -3,9 +3,11 @@ by ``ts_rank``.
 
 The one statement of the store that is not portable (SQLite's is FTS5 ``MATCH`` and
 ``bm25``: :mod:`bot.store.sqlite.memory_search`). The notes' words are indexed by the
-expression index ``memory_search`` (``migrations/0001_initial.sql``) under the ``simple``
-configuration: lower-cased words, no stemming and no stop words, as FTS5's ``unicode61``
-tokenizer treats them, so both engines find the same notes. User text never reaches the
+expression index ``memory_search`` (``migrations/0001_initial.sql``) as FTS5's
+``unicode61`` tokenizer finds them: runs of letters and digits (anything else separates
+words, so ``deploy.sh`` holds ``deploy`` rather than being one file-name token, as
+PostgreSQL's parser would have it), lower-cased, neither stemmed nor dropped as stop words
+(the ``simple`` configuration), so both engines find the same notes. User text never reaches the
 query as syntax: its word terms (the same :func:`~bot.store.sqlite.memory_search.fts_query`
 rule: ``\\w+``, deduplicated, at most 32) are each quoted as a lexeme and joined with ``|``,
 so a note matching more terms ranks higher.
@@ -24,7 +26,12 @@ T = TypeVar("T")
 _TERM = re.compile(r"\w+", re.UNICODE)
 MAX_QUERY_TERMS = 32
 
-_VECTOR = "to_tsvector('simple'::regconfig, m.content || ' ' || m.tags)"
+_VECTOR = (
+    "to_tsvector('simple'::regconfig,"
+    " regexp_replace(m.content || ' ' || m.tags, '[^[:alnum:]]+', ' ', 'g'))"
+)
+"""A note's words: the expression of the index ``memory_search`` (the same text, so the
+planner uses it)."""
 _SEARCH = (
     f"SELECT m.* FROM memory AS m, to_tsquery('simple'::regconfig, ?) AS q"
     f" WHERE {_VECTOR} @@ q AND m.scope_key = ?"

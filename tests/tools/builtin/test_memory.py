@@ -1,18 +1,31 @@
-"""Memory notes in real SQLite: bm25 ranking, scope isolation, FTS syntax made inert."""
+"""Memory notes on both engines (a real SQLite file: FTS5 and bm25; a real PostgreSQL database:
+tsvector and ts_rank): ranking, scope isolation, search syntax made inert."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
 
 import pytest
 
 from bot.config import MemoryToolConfig
 from bot.store import Store
+from bot.store.postgres.memory_search import ts_query
 from bot.store.sqlite.memory_search import fts_query
 from bot.tools.builtin.memory import memory_recall_tool, memory_store_tool
 from bot.tools.builtin.observation import ToolFailed
 from bot.tools.spec import ToolContext, ToolKind, ToolOutput, ToolSpec
 from tests.tools.builtin.conftest import make_context
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    if request.param == "sqlite":
+        opened = await Store.open(tmp_path / "hatchway.db")
+    else:
+        opened = await Store.open_postgres(str(request.getfixturevalue("pg_url")))
+    async with opened:
+        yield opened
 
 
 async def call(spec: ToolSpec, arguments: Mapping[str, object], context: ToolContext) -> str:
@@ -132,6 +145,10 @@ async def test_notes_of_an_older_scope_are_counted(store: Store) -> None:
         "tags : x",
         "'; DROP TABLE memory; --",
         "(((",
+        "deploy & key | !rotates",
+        "deploy:* <-> key",
+        "\\' deploy",
+        "deploy:A",
     ],
 )
 async def test_fts_syntax_in_queries_is_inert(
@@ -155,6 +172,29 @@ async def test_fts_syntax_in_queries_is_inert(
 )
 def test_fts_query_table(text: str, expected: str) -> None:
     assert fts_query(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("staging deploy", "'staging' | 'deploy'"),
+        ("it's deploy & !key", "'it' | 's' | 'deploy' | 'key'"),
+        ("***", ""),
+        ("Déjà vu", "'déjà' | 'vu'"),
+    ],
+)
+def test_ts_query_table(text: str, expected: str) -> None:
+    assert ts_query(text) == expected
+
+
+async def test_words_are_found_inside_names_and_numbers(store: Store, context: ToolContext) -> None:
+    """Both engines split words alike: a file name or a version holds its words."""
+    cfg = MemoryToolConfig()
+    save, recall = memory_store_tool(store.memory, cfg), memory_recall_tool(store.memory, cfg)
+    await call(save, {"content": "run deploy.sh on build-server v2.1 (see ops_notes)"}, context)
+    for query in ("deploy", "server", "v2", "1", "ops_notes", "DEPLOY.SH", "Build"):
+        assert (await call(recall, {"query": query}, context)).startswith("[#"), query
+    assert await call(recall, {"query": "dep"}, context) == "no matching notes"
 
 
 async def test_secrets_are_scrubbed_before_storing(store: Store, context: ToolContext) -> None:
