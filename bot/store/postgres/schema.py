@@ -50,14 +50,19 @@ async def schema_version(conn: asyncpg.Connection) -> int:
 
 
 async def migrate(conn: asyncpg.Connection) -> int:
-    """Apply every pending migration under :data:`MIGRATION_LOCK`; returns the version."""
+    """Apply every pending migration under :data:`MIGRATION_LOCK`; returns the version. A
+    database with nothing pending is only read (no lock, no write)."""
+    known = migrations()
+    current = await schema_version(conn)
+    if not known or current >= known[-1][0]:
+        return current
     await conn.execute("SET lock_timeout = 0")
     await conn.execute(f"SELECT pg_advisory_lock({MIGRATION_LOCK})")
     try:
         await conn.execute(f"SET lock_timeout = '{MIGRATION_LOCK_TIMEOUT}'")
         await conn.execute(_LEDGER)
         current = await schema_version(conn)
-        for number, name, sql in migrations():
+        for number, name, sql in known:
             if number <= current:
                 continue
             log.info("db_migration_applying", migration=name)
