@@ -19,12 +19,21 @@ conversations the bot has seen, and in the guild channels first posted to while 
 deletions are reported to the host (:mod:`~channels.discord.inbound`); start-up recovery asks
 :mod:`~channels.discord.delivery_check` whether a reply cut off by a crash was posted.
 
+Several replicas (a PostgreSQL store): every replica logs in and sends over REST, but only
+the one holding the alias's ``gateway`` role (:meth:`~bot.channel.ChannelHost.lead`) keeps a
+gateway session, so each event reaches one replica. The others are on standby; whichever
+takes the role over reads the last-seen rows and the watermark again from the store and
+catches up on what was posted meanwhile. When the role is lost the session is closed (code
+1000: Discord ends it, and the next holder identifies anew) before another replica may
+connect.
+
 Health: ``STARTING`` until the gateway's READY (credentials accepted, session established;
 messages flow from then on, before discord.py's ``on_ready``, which waits
 ``guild_ready_timeout_s`` for the guilds' details) → ``CONNECTED``; a
 dropped gateway → ``RECONNECTING`` until discord.py resumes or re-identifies (it backs off
-with jitter); a refused token (401 on login, gateway close 4004) or a missing privileged
-intent (close 4014) → ``FAILED`` and :class:`~bot.errors.ChannelAuthError` from :meth:`run`.
+with jitter); ``CONNECTED`` on standby too (the detail says so); a refused token (401 on
+login, gateway close 4004) or a missing privileged intent (close 4014) → ``FAILED`` and
+:class:`~bot.errors.ChannelAuthError` from :meth:`run`.
 """
 
 from __future__ import annotations
@@ -34,6 +43,7 @@ from pathlib import Path
 
 import aiohttp
 import discord
+import structlog
 
 from bot.backoff import Backoff, cancel_requested, sleep_before_retry
 from bot.channel import (
@@ -72,6 +82,11 @@ from channels.discord.members import ConversationMembers
 from channels.discord.outbound import Outbound
 from channels.discord.threads import ThreadBook
 from channels.discord.watermark import Watermark
+
+log = structlog.get_logger(__name__)
+
+#: The role only one replica plays per alias (:meth:`bot.channel.ChannelHost.lead`).
+GATEWAY_ROLE = "gateway"
 
 INTENT_HINT = (
     "the Message Content intent is not enabled for this application: enable it in the Discord "
@@ -150,8 +165,14 @@ class DiscordChannel(SendsThrough):
                 if self._config.sync_commands:
                     await sync_commands(client.tree, self.ref)
                 self._set_health(HealthState.STARTING, "logged in; connecting to the gateway")
-                async with self._last_seen.flushing():
-                    await client.connect(reconnect=True)
+                while True:
+                    await host.lead(
+                        self.ref,
+                        GATEWAY_ROLE,
+                        lambda: self._gateway_session(client),
+                        standby=self._standby,
+                    )
+                    log.info("discord_gateway_left", channel=str(self.ref), reason="role lost")
         except discord.LoginFailure:
             self._fail("Discord refused the bot token (401 on /users/@me)")
             raise ChannelAuthError(f"{self.ref}: Discord refused the bot token") from None
@@ -179,6 +200,23 @@ class DiscordChannel(SendsThrough):
             await self._last_seen.write()
             if self._health.state is not HealthState.FAILED:
                 self._set_health(HealthState.STOPPED, "stopped")
+
+    async def _gateway_session(self, client: GatewayClient) -> None:
+        """The gateway connected while this process holds the gateway role: from the
+        last-seen rows and watermark in the store (another replica may have moved them on),
+        until cancelled; then the session is closed, the client (REST) left open."""
+        await self._last_seen.load(again=True)
+        await self._watermark.load(again=True)
+        self._set_health(HealthState.STARTING, "connecting to the gateway")
+        try:
+            async with self._last_seen.flushing():
+                await client.connect(reconnect=True)
+        finally:
+            self._watermark.disconnected()
+            await client.close_gateway()
+
+    def _standby(self, why: str) -> None:
+        self._set_health(HealthState.CONNECTED, f"standby, no gateway session: {why}")
 
     def _fail(self, detail: str) -> None:
         self._set_health(HealthState.FAILED, detail)

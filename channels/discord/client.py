@@ -232,6 +232,17 @@ class GatewayClient(discord.Client):
             ready_wait.cancel()
         await super().close()
 
+    async def close_gateway(self) -> None:
+        """Close the gateway session alone (another replica takes the gateway over), with
+        code 1000 so that Discord ends it rather than keeping it for a resume; REST goes on.
+        A later :meth:`connect` identifies anew."""
+        ready_wait = self._connection._ready_task  # as in close(): no "ready" afterwards
+        if ready_wait is not None:
+            ready_wait.cancel()
+        ws = self.ws
+        if ws is not None and not ws.socket.closed:
+            await ws.close(code=1000)
+
     async def _command_invoked(
         self, interaction: discord.Interaction[discord.Client], name: str
     ) -> None:

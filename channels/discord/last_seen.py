@@ -76,9 +76,11 @@ class LastSeen:
         self._loaded = False
         self._log = log.bind(channel=channel)
 
-    async def load(self) -> None:
-        """Read the stored rows (once per process: later sessions go on from memory)."""
-        if self._loaded:
+    async def load(self, *, again: bool = False) -> None:
+        """Read the stored rows (once per process: later sessions go on from memory, unless
+        ``again``: another replica held the gateway meanwhile and may have moved them on;
+        what is read is merged, the higher value kept)."""
+        if self._loaded and not again:
             return
         try:
             rows = await self._state.items(self._channel, PREFIX)

@@ -81,9 +81,10 @@ class Watermark:
         """The value last read or written; None before the first start ever wrote one."""
         return self._stored
 
-    async def load(self) -> None:
-        """Read the stored value (once per process)."""
-        if self._loaded:
+    async def load(self, *, again: bool = False) -> None:
+        """Read the stored value (once per process, unless ``again``: another replica may
+        have moved it on; the higher value is kept)."""
+        if self._loaded and not again:
             return
         try:
             value = await self._state.get(self._channel, KEY)

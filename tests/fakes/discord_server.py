@@ -40,6 +40,11 @@ message. Each IDENTIFY starts a session; events of :meth:`FakeDiscord.post`,
 client is connected are replayed to a session that RESUMEs, and lost to a new one, as
 with Discord; :meth:`FakeDiscord.drop_session` ends the session, so the client's RESUME is
 answered INVALID_SESSION (op 9, not resumable) and it must IDENTIFY again.
+
+Gateway clients may be told apart by a URL of their own (:meth:`FakeDiscord.gateway_url_for`):
+:attr:`FakeDiscord.identified_by` names the client of each IDENTIFY, and
+:attr:`FakeDiscord.most_sockets_at_once` is the most gateway sockets ever open together
+(Discord would send every event to each of them).
 """
 
 from __future__ import annotations
@@ -150,6 +155,9 @@ class FakeDiscord:
         self.login_gate = asyncio.Event()  # cleared by a test to hold the login unanswered
         self.login_gate.set()
         self.invalid_sessions = 0  # RESUMEs answered with INVALID_SESSION
+        self.identified_by: list[str] = []  # the client of each IDENTIFY ("" by default URL)
+        self.open_sockets = 0
+        self.most_sockets_at_once = 0
         self._session: str | None = None  # the session a RESUME may continue
         self._missed: list[tuple[str, JSON]] = []  # events made while no client was connected
         self._ids = Snowflakes()
@@ -166,6 +174,7 @@ class FakeDiscord:
         # Bodies up to the largest upload Discord takes (aiohttp's default is 1 MiB).
         app = web.Application(client_max_size=max(UPLOAD_LIMITS.values()) + 2**20)
         app.router.add_get("/gateway", self._gateway)
+        app.router.add_get("/gateway/{client}", self._gateway)
         app.router.add_route("*", "/api/v10/{tail:.*}", self._rest)
         app.router.add_get("/attachments/{channel}/{attachment}/{name}", self.cdn.serve)
         await self._server.start(app)
@@ -183,6 +192,10 @@ class FakeDiscord:
     @property
     def gateway_url(self) -> str:
         return self._server.url("/gateway", scheme="ws")
+
+    def gateway_url_for(self, client: str) -> str:
+        """The gateway URL of the client named ``client`` (its IDENTIFYs are marked so)."""
+        return self._server.url(f"/gateway/{client}", scheme="ws")
 
     def new_id(self) -> str:
         return self._ids.next()
@@ -301,19 +314,26 @@ class FakeDiscord:
     async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse()
         await ws.prepare(request)
+        client = request.match_info.get("client", "")
         self._ws = ws
-        await ws.send_str(json.dumps({"op": 10, "d": {"heartbeat_interval": 45_000}}))
-        async for msg in ws:
-            if msg.type is not WSMsgType.TEXT:
-                continue
-            payload = json.loads(msg.data)
-            op = payload.get("op")
-            if op == 1:
-                await ws.send_str(json.dumps({"op": 11}))
-            elif op == 2:
-                await self._identify(ws, payload["d"])
-            elif op == 6:
-                await self._resume(ws, payload["d"])
+        self.open_sockets += 1
+        self.most_sockets_at_once = max(self.most_sockets_at_once, self.open_sockets)
+        try:
+            await ws.send_str(json.dumps({"op": 10, "d": {"heartbeat_interval": 45_000}}))
+            async for msg in ws:
+                if msg.type is not WSMsgType.TEXT:
+                    continue
+                payload = json.loads(msg.data)
+                op = payload.get("op")
+                if op == 1:
+                    await ws.send_str(json.dumps({"op": 11}))
+                elif op == 2:
+                    self.identified_by.append(client)
+                    await self._identify(ws, payload["d"])
+                elif op == 6:
+                    await self._resume(ws, payload["d"])
+        finally:
+            self.open_sockets -= 1
         if self._ws is ws:
             self._ws_ready.clear()
         return ws

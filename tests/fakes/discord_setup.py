@@ -35,9 +35,8 @@ CAROL = user_payload("100000000000000003", "carol")
 def make_channel(fake: FakeDiscord, store: Store, **options: Any) -> DiscordChannel:
     """The adapter alone, built through the channel registry, on ``store``."""
     options.setdefault("guild_ready_timeout_s", 0.05)
-    config = DiscordChannelConfig(
-        api_base_url=fake.base_url, gateway_url=fake.gateway_url, **options
-    )
+    options.setdefault("gateway_url", fake.gateway_url)
+    config = DiscordChannelConfig(api_base_url=fake.base_url, **options)
     channel = create_channel("discord", "main", config, ChannelContext(store=store))
     assert isinstance(channel, DiscordChannel)
     return channel
