@@ -26,6 +26,13 @@ fresh trigger and a response URL served here (:attr:`FakeSlack.responses`,
 :mod:`tests.fakes.slack_commands`). Files users share and files the bot uploads (the external
 upload flow) are :attr:`FakeSlack.files` (:mod:`tests.fakes.slack_files`).
 
+Several apps on one workspace (replicas of one bot, each with a Socket Mode connection of its
+own): a test gives each a base URL of its own (:meth:`FakeSlack.api_base_url_for`); its Web
+API calls are then marked with its name (:attr:`ApiCall.client`), ``apps.connections.open``
+hands it a socket URL of its own, and :meth:`FakeSlack.push` with ``to=`` sends an envelope
+over that client's socket, as Slack spreads events over an app's connections. Without
+``to``, an envelope goes over the socket connected last.
+
 Also here: payload builders for events and clicks, and request signing for HTTP mode.
 """
 
@@ -68,6 +75,7 @@ class ApiCall:
     status: int
     at: float = field(default_factory=time.monotonic)
     peer: str = ""  # the client's address and port: one per TCP connection
+    client: str = ""  # the client's name when it called through api_base_url_for
 
 
 def _decode(value: str) -> Any:
@@ -103,6 +111,8 @@ class FakeSlack:
         self._limits: dict[str, list[int]] = {}
         self._ts = itertools.count(1)
         self._socket: web.WebSocketResponse | None = None
+        #: the open socket of each named client (api_base_url_for), by name
+        self._sockets: dict[str, web.WebSocketResponse] = {}
         self._changed = asyncio.Condition()
         self.responses = ResponseUrls(self._changed)
         self.files = FakeFiles(bot_token=bot_token, team=TEAM, bot_user=BOT_USER, bot_id=BOT_ID)
@@ -111,7 +121,9 @@ class FakeSlack:
     async def __aenter__(self) -> FakeSlack:
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._api)
+        app.router.add_route("*", "/as/{client}/api/{method}", self._api)
         app.router.add_get("/socket", self._ws)
+        app.router.add_get("/as/{client}/socket", self._ws)
         app.router.add_post("/commands/{key}", self.responses.handle)
         self.files.add_routes(app)
         await self._server.start(app)
@@ -119,14 +131,23 @@ class FakeSlack:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._socket is not None:
-            await self._socket.close()
+        for socket in {*self._sockets.values(), self._socket} - {None}:
+            assert socket is not None
+            await socket.close()
         await self.files.aclose()
         await self._server.aclose()
 
     @property
     def api_base_url(self) -> str:
         return self._server.url("/api/")
+
+    def api_base_url_for(self, client: str) -> str:
+        """The Web API's base URL for the client named ``client`` (module docstring)."""
+        return self._server.url(f"/as/{client}/api/")
+
+    def connected_clients(self) -> list[str]:
+        """The named clients whose socket is open now, by name."""
+        return sorted(name for name, ws in self._sockets.items() if not ws.closed)
 
     # -- test controls -------------------------------------------------------------------------
 
@@ -160,11 +181,20 @@ class FakeSlack:
     async def wait_connected(self, connections: int = 1, wait_s: float = 10.0) -> None:
         await self._wait(lambda: self.connections >= connections, wait_s)
 
-    async def push(self, kind: str, payload: JSON, *, retry_attempt: int = 0) -> str:
-        """Send one envelope over the socket; returns its ``envelope_id``."""
-        assert self._socket is not None, "no socket mode client connected"
+    async def push(
+        self, kind: str, payload: JSON, *, retry_attempt: int = 0, to: str | None = None
+    ) -> str:
+        """Send one envelope over the socket (the socket of the client named ``to``: a
+        ``ConnectionError`` when it has none open); returns its ``envelope_id``."""
+        if to is None:
+            socket = self._socket
+            assert socket is not None, "no socket mode client connected"
+        else:
+            socket = self._sockets.get(to)
+            if socket is None or socket.closed:
+                raise ConnectionError(f"no socket of client {to!r} is open")
         envelope_id = uuid.uuid4().hex
-        await self._socket.send_str(
+        await socket.send_str(
             json.dumps(
                 {
                     "envelope_id": envelope_id,
@@ -283,6 +313,9 @@ class FakeSlack:
         ws = web.WebSocketResponse(autoping=True)
         await ws.prepare(request)
         self._socket = ws
+        client = request.match_info.get("client")
+        if client is not None:
+            self._sockets[client] = ws
         await ws.send_str(json.dumps({"type": "hello", "num_connections": 1}))
         async with self._changed:
             self.connections += 1
@@ -295,6 +328,8 @@ class FakeSlack:
                     async with self._changed:
                         self.acks[str(data["envelope_id"])] = data
                         self._changed.notify_all()
+        if client is not None and self._sockets.get(client) is ws:
+            del self._sockets[client]
         return ws
 
     # -- the Web API ---------------------------------------------------------------------------
@@ -310,18 +345,23 @@ class FakeSlack:
             form = await request.post()
             params.update({k: _decode(v) for k, v in form.items() if isinstance(v, str)})
         token = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
-        status, body = self._answer(method, params, token)
+        client = request.match_info.get("client", "")
+        status, body = self._answer(method, params, token, client=client)
         async with self._changed:
             peername = request.transport.get_extra_info("peername") if request.transport else None
             peer = f"{peername[0]}:{peername[1]}" if peername else ""
-            self.calls.append(ApiCall(method=method, params=params, status=status, peer=peer))
+            self.calls.append(
+                ApiCall(method=method, params=params, status=status, peer=peer, client=client)
+            )
             self._changed.notify_all()
         headers = {}
         if status == 429:
             headers["Retry-After"] = str(body.pop("retry_after"))
         return web.json_response(body, status=status, headers=headers)
 
-    def _answer(self, method: str, params: JSON, token: str) -> tuple[int, JSON]:
+    def _answer(
+        self, method: str, params: JSON, token: str, *, client: str = ""
+    ) -> tuple[int, JSON]:
         limits = self._limits.get(method)
         if limits:
             return 429, {"ok": False, "error": "ratelimited", "retry_after": limits.pop(0)}
@@ -341,7 +381,8 @@ class FakeSlack:
                 "bot_id": BOT_ID,
             }
         if method == "apps.connections.open":
-            return 200, {"ok": True, "url": self._server.url("/socket", scheme="ws")}
+            socket = f"/as/{client}/socket" if client else "/socket"
+            return 200, {"ok": True, "url": self._server.url(socket, scheme="ws")}
         answered = self.files.answer(method, params, ts=ts, post=self._post_file_share)
         if answered is not None:
             return answered
