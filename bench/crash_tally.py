@@ -5,7 +5,11 @@ model answers ``answer <tag>``, and a turn's ``shell`` command appends the tag t
 the workspace. From the platform: how often each tag was answered, and how many "Please ask
 again" notices each conversation received. From the store: which messages the outbox says
 were noticed (the notice carries no tag; the inbox entry it answers does), every inbox
-entry's status, ``PRAGMA integrity_check``. From the workspace: how often each command ran.
+entry's status, ``PRAGMA integrity_check`` (SQLite). From the workspace (or, with several
+replicas, each replica's workspace): how often each command ran.
+
+The store is read with the same queries on either engine (:class:`StoreReadout`):
+:func:`read_sqlite` here, ``tests/reliability/replica_rig.py`` for PostgreSQL.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +27,42 @@ from tests.reliability.platform_drivers import PlatformDriver
 TAG = re.compile(r"\b[tb]\d+x\b")
 ANSWER = re.compile(r"\banswer ([tb]\d+x)\b")
 NOTICE = SHUTDOWN_MESSAGE.split(". ")[-1]  # "Please ask again."
+
+
+#: What the tally reads from the store, in SQL both engines speak.
+INBOX_BY_STATUS = "SELECT status, COUNT(*) FROM inbox GROUP BY status"
+#: Each notice sent, with the message it answers (its tag is in the payload).
+NOTICES_SENT = (
+    "SELECT i.payload, o.error FROM outbox o JOIN inbox i"
+    " ON i.channel = o.channel AND i.message_id = o.message_id"
+    " WHERE o.kind = 'notice' AND o.status = 'sent'"
+)
+#: The messages whose reply recovery counted as delivered without confirmation.
+UNCONFIRMED = (
+    "SELECT i.payload FROM outbox o JOIN inbox i"
+    " ON i.channel = o.channel AND i.message_id = o.message_id"
+    " WHERE o.error LIKE 'unconfirmed%'"
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoreReadout:
+    """What the tally needs from the store once everything stopped."""
+
+    integrity: str | None  # SQLite's integrity check; None where there is none (PostgreSQL)
+    inbox: dict[str, int]  # status -> entries
+    notices: list[tuple[str, str]]  # (inbox payload, outbox error) of each notice sent
+    unconfirmed: list[tuple[str]]  # inbox payloads
+
+
+def read_sqlite(db: Path) -> StoreReadout:
+    with sqlite3.connect(db) as conn:
+        return StoreReadout(
+            integrity=str(conn.execute("PRAGMA integrity_check").fetchone()[0]),
+            inbox=dict(conn.execute(INBOX_BY_STATUS)),
+            notices=conn.execute(NOTICES_SENT).fetchall(),
+            unconfirmed=conn.execute(UNCONFIRMED).fetchall(),
+        )
 
 
 def message_text(tag: int) -> str:
@@ -54,7 +95,7 @@ class Tally:
     ran: Counter[str] = field(default_factory=Counter)
     notices_unaccounted: int = 0
     inbox: dict[str, int] = field(default_factory=dict)
-    integrity: str = ""
+    integrity: str | None = ""  # None: the engine has no integrity check (PostgreSQL)
 
     # -- while running -------------------------------------------------------------------
 
@@ -70,24 +111,21 @@ class Tally:
     # -- at the end ----------------------------------------------------------------------
 
     def collect(self, driver: PlatformDriver, db: Path, workspace: Path, ran: str) -> None:
+        """Read the platform, the SQLite file ``db`` and the workspace."""
+        self.absorb(driver, read_sqlite(db), [workspace], ran)
+
+    def absorb(
+        self, driver: PlatformDriver, store: StoreReadout, workspaces: Sequence[Path], ran: str
+    ) -> None:
+        """Read the platform, what was read from the store, and every workspace."""
         self.answered = answered_tags(driver)
-        with sqlite3.connect(db) as conn:
-            self.integrity = str(conn.execute("PRAGMA integrity_check").fetchone()[0])
-            self.inbox = dict(conn.execute("SELECT status, COUNT(*) FROM inbox GROUP BY status"))
-            notices = conn.execute(
-                "SELECT i.payload, o.error FROM outbox o JOIN inbox i"
-                " ON i.channel = o.channel AND i.message_id = o.message_id"
-                " WHERE o.kind = 'notice' AND o.status = 'sent'"
-            ).fetchall()
-            unconfirmed = conn.execute(
-                "SELECT i.payload FROM outbox o JOIN inbox i"
-                " ON i.channel = o.channel AND i.message_id = o.message_id"
-                " WHERE o.error LIKE 'unconfirmed%'"
-            ).fetchall()
-        self.unconfirmed = _tags_in(unconfirmed)
-        self._settle_notices(driver, notices)
-        for path in workspace.rglob(ran):
-            self.ran.update(path.read_text(encoding="utf-8").split())
+        self.integrity = store.integrity
+        self.inbox = dict(store.inbox)
+        self.unconfirmed = _tags_in(store.unconfirmed)
+        self._settle_notices(driver, store.notices)
+        for workspace in workspaces:
+            for path in workspace.rglob(ran):
+                self.ran.update(path.read_text(encoding="utf-8").split())
 
     def _settle_notices(self, driver: PlatformDriver, notices: list[tuple[str, str]]) -> None:
         """Which messages were told to ask again. The outbox says which notices went out;
@@ -148,7 +186,7 @@ class Tally:
             and not self.both()
             and not self.ran_twice()
             and self.notices_unaccounted == 0
-            and self.integrity == "ok"
+            and self.integrity in ("ok", None)
         )
 
     def table(self) -> str:
@@ -168,7 +206,7 @@ class Tally:
             row("  sent while down", [t for t in self.lost() if t in self.while_down]),
             row("command ran twice", self.ran_twice()),
             f"  {'notices unaccounted':<22}{self.notices_unaccounted:>5}",
-            f"  inbox {self.inbox}, integrity {self.integrity},"
+            f"  inbox {self.inbox}, integrity {self.integrity or 'n/a'},"
             f" settled {'yes' if self.settled_in_time else 'NO'}, last exit {self.final_exit}",
         ]
         lines += [f"  round {i + 1}: {how}" for i, how in enumerate(self.rounds)]

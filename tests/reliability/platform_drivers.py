@@ -62,8 +62,10 @@ class PlatformDriver(Protocol):
         """The channel's ``kind.alias``, as the inbox names it."""
         ...
 
-    def channel_table(self) -> str:
-        """The daemon's ``[channels.<kind>.main]`` table for this fake."""
+    def channel_table(self, client: str = "") -> str:
+        """The daemon's ``[channels.<kind>.main]`` table for this fake; with ``client``, the
+        table of the process the fake knows by that name (one of several replicas: its
+        calls are marked with it, where the fake can tell clients apart)."""
         ...
 
     def environment(self) -> dict[str, str]:
@@ -109,11 +111,12 @@ class TelegramDriver:
     def channel(self) -> str:
         return "telegram.main"
 
-    def channel_table(self) -> str:
+    def channel_table(self, client: str = "") -> str:
+        base_url = self.fake.base_url_for(client) if client else self.fake.base_url
         return f"""
 [channels.telegram.main]
 token_env = "CRASH_TELEGRAM_TOKEN"
-api_base_url = "{self.fake.base_url}"
+api_base_url = "{base_url}"
 file_base_url = "{self.fake.file_base_url}"
 poll_timeout_s = 1
 allowed_users = ["*"]
@@ -179,12 +182,13 @@ class SlackDriver:
     def channel(self) -> str:
         return "slack.main"
 
-    def channel_table(self) -> str:
+    def channel_table(self, client: str = "") -> str:
+        base_url = self.fake.api_base_url_for(client) if client else self.fake.api_base_url
         return f"""
 [channels.slack.main]
 bot_token_env = "CRASH_SLACK_BOT_TOKEN"
 app_token_env = "CRASH_SLACK_APP_TOKEN"
-api_base_url = "{self.fake.api_base_url}"
+api_base_url = "{base_url}"
 allowed_users = ["*"]
 dm_policy = "open"
 ping_interval_s = 0.5
@@ -274,7 +278,7 @@ class DiscordDriver:
     def channel(self) -> str:
         return "discord.main"
 
-    def channel_table(self) -> str:
+    def channel_table(self, client: str = "") -> str:
         return f"""
 [channels.discord.main]
 token_env = "CRASH_DISCORD_TOKEN"

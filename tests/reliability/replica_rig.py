@@ -1,0 +1,271 @@
+"""Several real daemons over one PostgreSQL database, shared with ``bench/replicas.py``.
+
+A :class:`Fleet` runs replicas of one bot on one host as an operator would on several: each
+replica is ``hatchway run`` (:func:`tests.ops.daemon_process.start_daemon`) with a state
+directory and a config file of its own, the same ``[storage] url`` and the same platform
+table, where the replica's name marks its calls to the platform fake
+(:meth:`~tests.reliability.platform_drivers.PlatformDriver.channel_table` with ``client``).
+The config is the crash matrix's (:func:`tests.reliability.crash_rig.write_config`: a model
+at a URL, ``shell`` allowed without approval, the workspace in the state directory) plus the
+storage URL, quick leases (:data:`QUICK_LEASES`) and ``/readyz`` on a free port.
+
+Each start of a replica is a run of its own; :meth:`Fleet.kill` is ``kill -9``,
+:meth:`Fleet.stop` a SIGTERM that must end in exit 0. Which replica holds a lease is read
+from the database (the ``leases`` row, its holder's id naming the process id). When the
+block of ``async with Fleet(...)`` fails, the last log events of every run of every replica
+are printed (pytest shows them with the failure).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import asyncpg
+
+from bench.crash_tally import INBOX_BY_STATUS, NOTICES_SENT, UNCONFIRMED, StoreReadout
+from tests.ops.daemon_process import WAIT_S, DaemonProcess, start_daemon
+from tests.reliability.crash_rig import write_config
+from tests.reliability.platform_drivers import PlatformDriver
+
+#: Leases short enough for a takeover within a few seconds on a loaded machine, long enough
+#: that a replica busy with turns does not miss them (``[replicas]`` keys).
+QUICK_LEASES = {"heartbeat_s": 0.5, "lease_ttl_s": 3.0, "max_clock_skew_s": 0.5}
+TELEGRAM_POLL = "telegram.main.poll"
+TAIL = 40
+
+
+async def until(check: Callable[[], bool], timeout_s: float, *, every_s: float = 0.05) -> bool:
+    """Poll ``check`` until it is true or ``timeout_s`` passed; whether it came true."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        await asyncio.sleep(every_s)
+    return bool(check())
+
+
+@dataclass
+class Replica:
+    """One replica: its state directory, config file, and every run so far."""
+
+    name: str
+    state: Path
+    config: Path
+    runs: list[DaemonProcess] = field(default_factory=list)
+    _release: asyncio.Event | None = None
+    _task: asyncio.Task[None] | None = None
+
+    @property
+    def workspace(self) -> Path:
+        return self.state / "workspace"
+
+    @property
+    def daemon(self) -> DaemonProcess:
+        """The current (last) run."""
+        assert self.runs, f"{self.name} never started"
+        return self.runs[-1]
+
+    @property
+    def running(self) -> bool:
+        return bool(self.runs) and self.daemon.proc.returncode is None
+
+    @property
+    def pid(self) -> int:
+        return self.daemon.proc.pid
+
+    def tail(self, lines: int = TAIL) -> str:
+        out = []
+        for number, run in enumerate(self.runs, 1):
+            status = run.proc.returncode
+            out.append(f"--- {self.name} run {number} (pid {run.proc.pid}, exit {status}) ---")
+            out += [json.dumps(event) for event in run.events[-lines:]]
+        return "\n".join(out)
+
+
+class Fleet:
+    """Replicas of one bot over one database (module docstring)."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        url: str,
+        llm_url: str,
+        driver: PlatformDriver,
+        env: Mapping[str, str],
+        leases: Mapping[str, float] = QUICK_LEASES,
+        concurrency: int | None = None,
+        extra: str = "",
+    ) -> None:
+        self.root = root
+        self.url = url
+        self._llm_url = llm_url
+        self._driver = driver
+        self._env = dict(env)
+        self._leases = dict(leases)
+        self._concurrency = concurrency
+        self._extra = extra
+        self.replicas: dict[str, Replica] = {}
+
+    async def __aenter__(self) -> Fleet:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if exc is not None:
+            print(self.tails(), flush=True)
+        await self.aclose()
+
+    # -- replicas ---------------------------------------------------------------------------
+
+    def add(self, name: str) -> Replica:
+        """The replica ``name``: its state directory and config (written once)."""
+        if name in self.replicas:
+            return self.replicas[name]
+        state = self.root / name
+        (state / "workspace").mkdir(parents=True)
+        leases = "".join(f"{key} = {value}\n" for key, value in self._leases.items())
+        shared = (
+            f'\n[storage]\nurl = "{self.url}"\n\n[replicas]\n{leases}'
+            f"\n[server]\nenabled = true\nport = 0\n{self._extra}"
+        )
+        config = write_config(
+            state / "hatchway.toml",
+            llm_url=self._llm_url,
+            tables=[shared, self._driver.channel_table(name)],
+            workspace=state / "workspace",
+            concurrency=self._concurrency,
+        )
+        replica = Replica(name=name, state=state, config=config)
+        self.replicas[name] = replica
+        return replica
+
+    async def start(self, name: str, *, ready: bool = True) -> Replica:
+        """Start a run of ``name`` (added if new); with ``ready``, wait for its READY."""
+        replica = self.add(name)
+        assert not replica.running, f"{name} is running"
+        started: asyncio.Future[DaemonProcess] = asyncio.get_running_loop().create_future()
+        release = asyncio.Event()
+
+        async def hold() -> None:
+            try:
+                async with start_daemon(replica.config, env=self._env) as daemon:
+                    started.set_result(daemon)
+                    await release.wait()
+            except BaseException as exc:
+                if not started.done():
+                    started.set_exception(exc)
+                raise
+
+        replica._release = release
+        replica._task = asyncio.create_task(hold(), name=f"replica:{name}")
+        replica.runs.append(await started)
+        if ready:
+            await self.wait_ready(name)
+        return replica
+
+    async def wait_ready(self, name: str) -> None:
+        replica = self.replicas[name]
+        await replica.daemon.wait_notify("READY", "1")
+
+    async def kill(self, name: str) -> int:
+        """``kill -9`` the replica; its exit status (``-SIGKILL``)."""
+        replica = self.replicas[name]
+        replica.daemon.proc.kill()
+        return await self._ended(replica)
+
+    async def stop(self, name: str) -> int:
+        """SIGTERM, and wait for the replica's exit status."""
+        replica = self.replicas[name]
+        replica.daemon.signal(signal.SIGTERM)
+        return await self._ended(replica)
+
+    async def _ended(self, replica: Replica) -> int:
+        status = await replica.daemon.wait_exit()
+        await asyncio.sleep(0.2)  # its last log lines, still in the pipe
+        assert replica._release is not None and replica._task is not None
+        replica._release.set()
+        await replica._task
+        return status
+
+    def running(self) -> list[Replica]:
+        return [r for r in self.replicas.values() if r.running]
+
+    async def aclose(self) -> None:
+        """Stop what still runs (SIGTERM; killed when it does not end)."""
+        for replica in self.running():
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.stop(replica.name), WAIT_S)
+        for replica in self.replicas.values():
+            if replica._release is not None and replica._task is not None:
+                replica._release.set()
+                with contextlib.suppress(BaseException):
+                    await replica._task
+
+    def tails(self, lines: int = TAIL) -> str:
+        """The last log events of every run of every replica."""
+        return "\n".join(r.tail(lines) for r in self.replicas.values())
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        """The log events of every run of ``name``, oldest first."""
+        return [e for run in self.replicas[name].runs for e in run.events]
+
+    # -- what the database says -------------------------------------------------------------
+
+    async def holder(self, lease: str) -> Replica | None:
+        """The running replica holding ``lease`` now (by its row), or None."""
+        conn = await asyncpg.connect(self.url)
+        try:
+            row = await conn.fetchrow(
+                "SELECT holder FROM leases"
+                " WHERE name = $1 AND expires_at > extract(epoch FROM now())",
+                lease,
+            )
+        finally:
+            await conn.close()
+        if row is None:
+            return None
+        pid = int(str(row["holder"]).split(":")[-2])
+        return next((r for r in self.running() if r.pid == pid), None)
+
+    async def wait_holder(self, lease: str, *, among: Sequence[str] | None = None) -> Replica:
+        """Wait until a running replica (one of ``among``) holds ``lease``."""
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            found = await self.holder(lease)
+            if found is not None and (among is None or found.name in among):
+                return found
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"no replica of {among or 'the fleet'} took {lease}")
+
+    async def readiness(self, name: str) -> tuple[int, dict[str, Any]]:
+        """The replica's ``/readyz``: status and body."""
+        status, text = await self.replicas[name].daemon.get("/readyz")
+        return status, json.loads(text)
+
+    async def readout(self) -> StoreReadout:
+        """What the tally reads from the store (:mod:`bench.crash_tally`)."""
+        conn = await asyncpg.connect(self.url)
+        try:
+            inbox = {str(r[0]): int(r[1]) for r in await conn.fetch(INBOX_BY_STATUS)}
+            notices = [(str(r[0]), str(r[1] or "")) for r in await conn.fetch(NOTICES_SENT)]
+            unconfirmed = [(str(r[0]),) for r in await conn.fetch(UNCONFIRMED)]
+        finally:
+            await conn.close()
+        return StoreReadout(integrity=None, inbox=inbox, notices=notices, unconfirmed=unconfirmed)
+
+    def workspaces(self) -> list[Path]:
+        return [r.workspace for r in self.replicas.values()]

@@ -1,0 +1,79 @@
+"""``kill -9`` of the replica polling Telegram, under load: another takes over, nothing is
+lost or answered twice.
+
+Two real daemons (``hatchway run``) over one PostgreSQL database (``tests/pg.py``), each with
+a state directory of its own, poll the Telegram fake through a URL of their own (the fake
+tells them apart); the model (``bench.crash_load.EchoModel``) answers each tagged message with
+a ``shell`` call appending the tag to a file, then ``answer <tag>``. 50 people send two
+messages each at a steady pace; once a third of the messages are answered, the replica
+holding the poller's lease (read from the ``leases`` row) is killed with SIGKILL while the
+rest is still being sent. The other replica must take the lease, poll from the stored offset
+and take over the dead one's sessions.
+
+Then every message is answered once, or (a turn cut off by the kill after its command ran)
+its sender is told once to ask again, never both; a message is missing only where the dead
+replica's reply had begun to go out, unconfirmed (the Telegram policy of
+docs/reliability.md: a bot cannot read its chat to check), and it is counted so; no command
+ran twice; no two pollers overlapped (the fake's 409 conflicts); the survivor stops cleanly.
+
+Marked ``long``: not in the default run (``python -m pytest -q -m long``; ``.ci/run`` runs
+it after the README's command).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+
+import pytest
+
+from bench.crash_load import RAN, EchoModel
+from bench.crash_tally import Tally, answered_tags
+from tests.fakes.telegram_server import FakeTelegram
+from tests.ops.daemon_process import WAIT_S
+from tests.reliability.crash_rig import daemon_env
+from tests.reliability.platform_drivers import TELEGRAM_TOKEN, TelegramDriver
+from tests.reliability.replica_load import Load
+from tests.reliability.replica_rig import TELEGRAM_POLL, Fleet, until
+
+pytestmark = pytest.mark.long
+
+CONVERSATIONS = 50
+MESSAGES = 2
+
+
+async def test_kill_9_of_the_telegram_poller_under_load(tmp_path: Path, pg_url: str) -> None:
+    async with FakeTelegram(TELEGRAM_TOKEN) as tg, EchoModel() as llm:
+        driver = TelegramDriver(fake=tg)
+        load = Load(driver, conversations=CONVERSATIONS, messages=MESSAGES)
+        tally = Tally(platform="telegram", plan=load.plan)
+        env = daemon_env(driver.environment())
+        async with Fleet(
+            tmp_path, url=pg_url, llm_url=llm.base_url, driver=driver, env=env
+        ) as fleet:
+            await asyncio.gather(fleet.start("r1"), fleet.start("r2"))
+            first = await fleet.wait_holder(TELEGRAM_POLL)
+            sending = asyncio.create_task(load.send_all(gap_s=0.05))
+            third = len(load.plan) // 3
+            assert await until(lambda: len(answered_tags(driver)) >= third, WAIT_S), (
+                f"{len(answered_tags(driver))} answered before the kill"
+            )
+            assert await fleet.kill(first.name) == -signal.SIGKILL
+            survivor = await fleet.wait_holder(TELEGRAM_POLL)
+            assert survivor.name != first.name
+            await sending
+            assert await load.settle(tally, WAIT_S), tally.table()
+            assert await fleet.stop(survivor.name) == 0
+            tally.absorb(driver, await fleet.readout(), fleet.workspaces(), RAN)
+            print(tally.table())
+
+            assert tally.twice() == []
+            assert tally.both() == []
+            assert tally.ran_twice() == []
+            assert tally.notices_unaccounted == 0
+            assert tally.lost() == tally.lost_unconfirmed()
+            assert tg.poll_book.conflicts == []
+            # the survivor polled after the kill, and answered part of the load itself
+            assert survivor.name in tg.poll_book.clients()
+            assert any(c.client == survivor.name for c in tg.calls_of("sendMessage"))
