@@ -12,11 +12,12 @@ replicas share the database) → provider → channels (objects only) → approv
 turn runner → gateway → the web console (mounted on the daemon's HTTP application when
 ``[web] enabled``, :mod:`bot.webconsole`; the App is its ``ConsoleHost``) → tasks (gateway,
 channels, the console's) → expire approvals left pending by a previous run → recover
-unfinished inbox entries. Shutdown reverses it: drain the gateway,
-expire pending approvals, cancel the long-running parts (channels, MCP servers, scheduler,
-gateway) and wait for them at most :data:`CLOSE_TIMEOUT_S` (cancelling again any part that
-swallowed its cancellation), leave the replicas (the leases it held released at once),
-close the provider and the store.
+unfinished inbox entries (with several replicas: only the approvals and the entries of
+replicas that are gone, :mod:`bot.approval.shared`, :mod:`bot.gateway.handover`). Shutdown
+reverses it: drain the gateway, expire pending approvals (this replica's), cancel the
+long-running parts (channels, MCP servers, scheduler, gateway) and wait for them at most
+:data:`CLOSE_TIMEOUT_S` (cancelling again any part that swallowed its cancellation), leave
+the replicas (the leases it held released at once), close the provider and the store.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ from bot.schedules.retention import RetentionJob
 from bot.schedules.runner import ScheduleRunner
 from bot.schedules.tools import schedule_tools
 from bot.store import Store
+from bot.store.liveness import Liveness
 from bot.telemetry.setup import install as start_traces
 from bot.telemetry.setup import shutdown as stop_traces
 from bot.tools.builtin import builtin_tools
@@ -83,8 +85,8 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 # Adapters index the approval cards they post (``card:…`` rows of channel_state) to map a
-# reply or reaction back to its approval. A restart expires every pending approval, so an
-# old entry only serves to answer a late click; a week of them is kept.
+# reply or reaction back to its approval. A restart expires every pending approval (of the
+# replicas gone), so an old entry only serves to answer a late click; a week of them is kept.
 CARD_INDEX_KEEP_S = 7 * 24 * 3600.0
 #: Restarts of an adapter that crashed (a bug, not a network error: adapters reconnect
 #: themselves with their own reconnect_* keys).
@@ -166,9 +168,12 @@ class App:
             raise
         try:
             self.keeper = await self._join_replicas(settings)
+            liveness = self._liveness(settings)
             self.provider = self._given_provider or build_provider(settings)
             self._build_channels()
-            self.approvals = ApprovalService(settings, self.store, self.channel_for)
+            self.approvals = ApprovalService(
+                settings, self.store, self.channel_for, liveness=liveness
+            )
             for finding in approval_findings(settings):
                 log.warning(
                     "approval_config_warning",
@@ -229,6 +234,7 @@ class App:
                 run_turn=self.agent,
                 channel_for=self.channel_for,
                 approvals=self._gate(),
+                replica=liveness,
             )
             self.host = AdapterHost(
                 messages=self.gateway,
@@ -241,6 +247,7 @@ class App:
                 deliver=self.gateway.deliver,
                 settings=settings.schedules,
                 clock=self._clock,
+                replica_id=None if liveness is None else liveness.replica_id,
             )
         except BaseException:
             if self.keeper is not None:
@@ -266,6 +273,21 @@ class App:
         keeper = LeaseKeeper(self.store.replicas, settings.replicas, clock=self._clock)
         await keeper.join()
         return keeper
+
+    def _liveness(self, settings: Settings) -> Liveness | None:
+        """Which replicas are alive, for the parts that settle what a gone one left (its
+        sessions, its pending approvals); None with SQLite. A replica counts as gone once
+        its heartbeat is older than the lease TTL plus the clock skew allowed, so a live
+        one whose clock is behind is never taken for gone."""
+        if self.keeper is None:
+            return None
+        replicas = settings.replicas
+        return Liveness(
+            self.store.replicas,
+            replica_id=self.keeper.replica_id,
+            ttl_s=replicas.lease_ttl_s + replicas.max_clock_skew_s,
+            clock=self._clock,
+        )
 
     def _mount_console(self, settings: Settings) -> Console | None:
         """The web console on the daemon's HTTP application when ``[web]`` enables it (its
