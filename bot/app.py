@@ -388,6 +388,7 @@ class App:
 
             if self.keeper is not None:
                 start("replicas", self.keeper.run())
+                start("approvals", self.approvals.watch())
             start("gateway", self.gateway.run())
             start(
                 "retention",
