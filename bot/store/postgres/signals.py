@@ -57,6 +57,9 @@ class PgSignals:
         self._db = db
         self._connect = connect
         self._listeners: dict[str, list[Listener]] = {}
+        #: the channels the open connection listens on
+        self._channels: set[str] = set()
+        self._busy = asyncio.Lock()
         self._conn: asyncpg.Connection | None = None
         self._opening: asyncio.Task[None] | None = None
         self._closed = False
@@ -65,30 +68,16 @@ class PgSignals:
         await self._db.execute("SELECT pg_notify(?, ?)", (channel, payload))
 
     async def listen(self, channel: str, listener: Listener) -> None:
-        first = channel not in self._listeners
         self._listeners.setdefault(channel, []).append(listener)
-        conn = self._conn
-        if first and conn is not None:
-            try:
-                await conn.add_listener(channel, self._heard)
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-                log.warning("db_listen_failed", channel=channel, error=str(exc))
-                self._lost(conn)
+        await self._listen_on(channel)
         self._open_soon()
 
     async def unlisten(self, channel: str, listener: Listener) -> None:
+        """Stop calling ``listener``; the connection goes on listening on the channel (a
+        notification nobody wants is dropped), so nothing is sent to the server."""
         listeners = self._listeners.get(channel, [])
         if listener in listeners:
             listeners.remove(listener)
-        if listeners:
-            return
-        self._listeners.pop(channel, None)
-        conn = self._conn
-        if conn is not None and not conn.is_closed():
-            try:
-                await conn.remove_listener(channel, self._heard)
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError):
-                self._lost(conn)
 
     async def aclose(self) -> None:
         """Stop listening and close the connection."""
@@ -110,6 +99,28 @@ class PgSignals:
                 # Boundary: one listener's bug does not stop the others from hearing.
                 log.exception("db_signal_listener_failed", channel=channel)
 
+    async def _listen_on(self, channel: str) -> None:
+        """Have the open connection listen on ``channel`` too (nothing while none is open:
+        opening it listens on every channel asked for)."""
+        conn = self._conn
+        if conn is None or channel in self._channels:
+            return
+        async with self._busy:  # one operation at a time on the connection
+            if channel in self._channels or not self._still(conn):
+                return
+            try:
+                await conn.add_listener(channel, self._heard)
+                self._channels.add(channel)
+            except Exception as exc:
+                # Boundary: the driver's errors; the connection is opened again, and listens
+                # on every channel asked for then.
+                log.warning("db_listen_failed", channel=channel, error=str(exc))
+                self._lost(conn)
+
+    def _still(self, conn: asyncpg.Connection) -> bool:
+        """Whether ``conn`` is still the listening connection."""
+        return self._conn is conn
+
     def _open_soon(self) -> None:
         if self._closed or self._conn is not None or not self._listeners:
             return
@@ -120,10 +131,12 @@ class PgSignals:
         backoff = Backoff(RECONNECT)
         while not self._closed:
             conn: asyncpg.Connection | None = None
+            channels = set(self._listeners)
             try:
                 conn = await self._connect()
-                for channel in list(self._listeners):
-                    await conn.add_listener(channel, self._heard)
+                async with self._busy:
+                    for channel in sorted(channels):
+                        await conn.add_listener(channel, self._heard)
             except Exception as exc:
                 # Boundary: the driver's errors, or a StorageError of the connect (the
                 # server unreachable, refusing): listened to again a little later.
@@ -133,13 +146,17 @@ class PgSignals:
                 await asyncio.sleep(backoff.next_delay())
                 continue
             conn.add_termination_listener(self._lost)
-            self._conn = conn
-            log.info("db_listening", channels=sorted(self._listeners))
+            self._conn, self._channels = conn, channels
+            log.info("db_listening", channels=sorted(channels))
+            # a channel asked for while this connection was being opened
+            for channel in set(self._listeners) - channels:
+                await self._listen_on(channel)
             return
 
     def _lost(self, conn: Any) -> None:
         if self._conn is conn:
             self._conn = None
+            self._channels = set()
             if not self._closed:
                 log.warning("db_listen_lost")
         if not conn.is_closed():

@@ -1,0 +1,154 @@
+"""Approvals across replicas: Apps over one real PostgreSQL database, each with its own
+state directory and its own connection to the platform (the in-process channel).
+
+A card posted by one replica and clicked through another decides the call once: the tool
+runs once, on the replica whose turn asked, and the card is edited once, there. A start
+expires only the pending approvals of replicas that are gone, a stop only its own; a request
+whose replica died is closed by another one, its card edited and its conversation told."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bot.approval.reasons import RuntimeReason
+from bot.channel import CardState, ClickVerdict
+from bot.store import Store
+from bot.store.approvals import ApprovalRecord, ApprovalStatus
+from tests.fakes.replica_apps import APPROVER, SLACK, Replicas, message
+
+WAIT_S = 60.0
+
+
+@pytest.fixture
+async def replicas(pg_url: str, tmp_path: Path) -> AsyncIterator[Replicas]:
+    started = Replicas(pg_url, tmp_path)
+    try:
+        yield started
+    finally:
+        await started.aclose()
+
+
+async def status_of(store: Store, approval_id: str) -> tuple[ApprovalStatus, str | None]:
+    record = await store.approvals.get(approval_id)
+    assert record is not None
+    return record.status, record.reason
+
+
+async def until_expired(store: Store, approval_id: str) -> None:
+    async with asyncio.timeout(WAIT_S):
+        while (await status_of(store, approval_id))[0] is ApprovalStatus.PENDING:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+
+
+def gone_request(approval_id: str, replica_id: str) -> ApprovalRecord:
+    """A pending request of a replica that is not running (no heartbeat at all)."""
+    return ApprovalRecord(
+        id=approval_id,
+        channel=str(SLACK),
+        conversation_id="C5",
+        thread_id=None,
+        session_key=f"{SLACK}:C5",
+        requester="U_BOB",
+        requester_name="Bob",
+        tool="deploy",
+        fingerprint="f" * 64,
+        summary=("deploy 2",),
+        ask_reason="it has side effects",
+        created_at=1.0,
+        expires_at=4_000_000_000.0,
+        replica_id=replica_id,
+    )
+
+
+async def test_a_card_posted_by_one_replica_and_clicked_through_another_runs_the_tool_once(
+    replicas: Replicas,
+) -> None:
+    a = await replicas.start("a")
+    b = await replicas.start("b")
+    await a.deliver(message("m1 deploy please", "1"))
+    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
+
+    click = b.channel.click(card, APPROVER)  # the click lands on b's connection
+    assert await b.app.approvals.click(click) is ClickVerdict.ACCEPTED
+
+    await a.channel.wait_for("done: deployed v2", within_s=WAIT_S)
+    assert replicas.deployed == [("a", {"version": "2"})]
+    assert [c.state for _, c in a.channel.edits] == [CardState.APPROVED]
+    assert b.channel.edits == [] and b.channel.sent == []
+    # single use: the same click again decides nothing (and shows the outcome on the card)
+    assert await b.app.approvals.click(click) is ClickVerdict.ALREADY_DECIDED
+    assert [c.state for _, c in b.channel.edits] == [CardState.APPROVED]
+    assert replicas.deployed == [("a", {"version": "2"})]
+    audit = await b.app.store.audit.since()
+    assert [(r.decision.value, r.decided_by) for r in audit if r.tool == "deploy"] == [
+        ("approved", APPROVER)
+    ]
+
+
+async def test_a_click_by_someone_not_an_approver_is_refused_on_any_replica(
+    replicas: Replicas,
+) -> None:
+    a = await replicas.start("a")
+    b = await replicas.start("b")
+    await a.deliver(message("m1 deploy please", "1"))
+    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
+    assert await b.app.approvals.click(b.channel.click(card, "U_MALLORY")) is not (
+        ClickVerdict.ACCEPTED
+    )
+    assert await b.app.approvals.click(b.channel.click(card, APPROVER)) is ClickVerdict.ACCEPTED
+    await a.channel.wait_for("done: deployed v2", within_s=WAIT_S)
+    assert replicas.deployed == [("a", {"version": "2"})]
+
+
+async def test_a_start_expires_only_the_pending_approvals_of_gone_replicas(
+    replicas: Replicas,
+) -> None:
+    a = await replicas.start("a")
+    await a.deliver(message("m1 deploy please", "1"))
+    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
+    live_id = card.card.approval_id
+    await a.app.store.approvals.create(gone_request("gone-1", "host:1:dead"))
+
+    c = await replicas.start("c")  # its start expires what gone replicas left pending
+    store = c.app.store
+    assert await status_of(store, "gone-1") == (ApprovalStatus.EXPIRED, RuntimeReason.RESTART)
+    assert await status_of(store, live_id) == (ApprovalStatus.PENDING, None)
+    notices = [t for t in c.channel.texts if "please ask again" in t]
+    assert len(notices) == 1  # the gone request's conversation is told, by c
+
+    await replicas.stop(c)  # a stop expires only its own (c has none)
+    assert await status_of(store := a.app.store, live_id) == (ApprovalStatus.PENDING, None)
+
+    # a's request is still answerable, and is answered where it was asked
+    b = await replicas.start("b")
+    assert await b.app.approvals.click(b.channel.click(card, APPROVER)) is ClickVerdict.ACCEPTED
+    await a.channel.wait_for("done: deployed v2", within_s=WAIT_S)
+    assert await status_of(store, live_id) == (ApprovalStatus.APPROVED, "click")
+    assert replicas.deployed == [("a", {"version": "2"})]
+
+
+async def test_a_request_whose_replica_died_is_closed_by_another_replica(
+    replicas: Replicas,
+) -> None:
+    a = await replicas.start("a")
+    b = await replicas.start("b")
+    await a.deliver(message("m1 deploy please", "1"))
+    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
+    approval_id = card.card.approval_id
+    await replicas.crash(a)
+
+    store = b.app.store
+    await until_expired(store, approval_id)
+    assert await status_of(store, approval_id) == (ApprovalStatus.EXPIRED, RuntimeReason.RESTART)
+    # b closes the card a posted (its platform connection reaches the same message)
+    async with asyncio.timeout(WAIT_S):
+        while not b.channel.edits:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+    assert [(mid, c.state) for mid, c in b.channel.edits] == [(card.message_id, CardState.EXPIRED)]
+    # a click that comes too late runs nothing
+    assert await b.app.approvals.click(b.channel.click(card, APPROVER)) is ClickVerdict.UNKNOWN
+    assert replicas.deployed == []
