@@ -188,3 +188,19 @@ async def test_a_scheduled_run_counts_against_its_conversations_agent(
         await settled(app)
     assert (row.agent, row.user_id) == ("default", "creator")
     assert len(model.requests) == 1
+
+
+async def test_a_reload_applies_new_budgets_to_the_next_turn(
+    model: OpenAIFake, tmp_path: Path
+) -> None:
+    model.queue_text("before the budget")
+    providers = {"main": openai_provider(model.base_url)}
+    channel = FakeChannel(CHANNEL)
+    async with App(usage_settings(tmp_path, providers), channels={str(CHANNEL): channel}) as app:
+        await channel.running.wait()
+        await ask(channel, message(), "before the budget")
+        await settled(app)
+        # the call before the reload counts: the sums come from the table
+        app.reload(usage_settings(tmp_path, providers, budgets={"per_user": {"daily_tokens": 50}}))
+        await ask(channel, message(conversation="c2"), "Your daily budget")
+    assert len(model.requests) == 1
