@@ -46,6 +46,7 @@ from bot import telemetry
 from bot.approval.gate import ApprovalGate
 from bot.config import ChannelCommon, Settings
 from bot.envelope import ChannelRef, IngressEnvelope, envelope_to_json
+from bot.errors import StorageUnavailable
 from bot.gateway.access import AccessCheck, AccessStep
 from bot.gateway.admission import Arrival, compose
 from bot.gateway.commands import MemberCommands, OpenCommands
@@ -140,11 +141,16 @@ class Gateway:
         return self._settings
 
     async def deliver(self, envelope: IngressEnvelope) -> None:
-        """Admit one inbound message; returns once it is queued (or refused)."""
+        """Admit one inbound message; returns once it is queued (or refused). Raises
+        :class:`~bot.errors.StorageUnavailable` when the database server cannot be reached
+        (PostgreSQL): the adapter then leaves the platform's event unconfirmed, to come
+        again here or on another replica."""
         bound = bind_contextvars(envelope_id=envelope.envelope_id, channel=str(envelope.channel))
         try:
             with telemetry.admission(envelope):
                 await self._admit(self._arrival(envelope))
+        except StorageUnavailable:
+            raise
         except Exception:
             # Boundary: one bad envelope never takes the adapter down.
             log.exception("envelope_failed")

@@ -1,5 +1,8 @@
 """Admission step: a busy database is tried again; a sender whose message could not be
-admitted is told so instead of being dropped without a word.
+admitted is told so instead of being dropped without a word. A database server that cannot
+be reached (several replicas on PostgreSQL) refuses the message instead: it is raised to the
+adapter, which leaves the platform's event unconfirmed, so the platform delivers it again,
+to this replica later or to another one.
 
 It wraps the rest of admission, so a retry runs all of it again (access check included).
 """
@@ -10,7 +13,7 @@ import asyncio
 
 import structlog
 
-from bot.errors import StorageError
+from bot.errors import StorageError, StorageUnavailable
 from bot.gateway.admission import Admit, Arrival
 from bot.gateway.sending import FAILURE_MESSAGE, Replies
 
@@ -31,6 +34,9 @@ class StorageRetry:
             try:
                 await call_next(arrival)
                 return
+            except StorageUnavailable as exc:
+                log.warning("envelope_refused", reason="database unavailable", error=str(exc))
+                raise
             except StorageError as exc:
                 # Busy (another writer holds the database): try again a little later.
                 # Anything else fails the same way again. Either way the sender is told

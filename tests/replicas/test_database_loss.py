@@ -1,0 +1,173 @@
+"""Two replicas of the whole daemon over one real PostgreSQL database, behind one Telegram bot
+(the real python-telegram-bot against the loopback fake). Replica A reaches the database
+through a link the test cuts: A stops polling and reports not-ready, B takes the poller over
+and answers; when the link is back A is ready again. Every message is answered once.
+
+Waits are conditions with generous timeouts; nothing here measures how long anything took."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from bot.app import App
+from bot.config import parse_settings
+from bot.envelope import ChannelRef, DeliveryTarget, IngressEnvelope, Sender
+from bot.errors import StorageUnavailable
+from bot.gateway.sending import FAILURE_MESSAGE
+from bot.ops.health import assess_readiness
+from bot.providers.base import CompletionRequest, ProviderReply
+from tests.fakes.db_link import DatabaseLink
+from tests.fakes.scripted_provider import ScriptedProvider, reply
+from tests.fakes.telegram_server import FakeTelegram, message, private_chat, user
+from tests.fakes.telegram_setup import REQUESTER, TOKEN
+from tests.replicas.waiting import eventually, eventually_async
+
+
+def echo(request: CompletionRequest) -> ProviderReply:
+    return reply(f"re: {request.messages[-1].content}")
+
+
+def settings(tg: FakeTelegram, url: str, client: str, state: Path) -> Any:
+    state.mkdir()
+    return parse_settings(
+        {
+            "state_dir": str(state),
+            "storage": {"url": url, "pool_size": 4},
+            "replicas": {"heartbeat_s": 0.1, "lease_ttl_s": 1.0, "max_clock_skew_s": 0.3},
+            "channels": {
+                "telegram": {
+                    "main": {
+                        "api_base_url": tg.base_url_for(client),
+                        "file_base_url": tg.file_base_url,
+                        "poll_timeout_s": 1,
+                        "reconnect_initial_s": 0.01,
+                        "reconnect_max_s": 0.2,
+                        "allowed_users": [str(REQUESTER)],
+                    }
+                }
+            },
+        },
+        environ={},
+        require_provider=False,
+    )
+
+
+@pytest.fixture
+async def tg(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeTelegram]:
+    monkeypatch.setenv("HATCHWAY_TELEGRAM_TOKEN", TOKEN)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    async with FakeTelegram(TOKEN) as fake:
+        yield fake
+
+
+@pytest.fixture
+async def link(pg_url: str) -> AsyncIterator[DatabaseLink]:
+    parts = urlsplit(pg_url)
+    assert parts.hostname is not None and parts.port is not None
+    async with DatabaseLink(parts.hostname, parts.port) as opened:
+        yield opened
+
+
+def through(url: str, port: int) -> str:
+    parts = urlsplit(url)
+    return parts._replace(netloc=f"{parts.username}@127.0.0.1:{port}").geturl()
+
+
+async def say(tg: FakeTelegram, text: str, message_id: int) -> None:
+    chat = private_chat(REQUESTER)
+    await tg.push({"message": message(chat, user(REQUESTER), text, message_id=message_id)})
+
+
+def answers(tg: FakeTelegram, text: str) -> int:
+    return sum(1 for m in tg.bot_messages(REQUESTER) if m["text"] == f"re: {text}")
+
+
+async def ready(app: App) -> bool:
+    return (await assess_readiness(app)).ready
+
+
+async def not_ready(app: App) -> bool:
+    return not (await assess_readiness(app)).ready
+
+
+async def test_a_replica_cut_off_from_the_database_stops_and_the_other_carries_on(
+    tg: FakeTelegram, link: DatabaseLink, pg_url: str, tmp_path: Path
+) -> None:
+    a = App(
+        settings(tg, through(pg_url, link.port), "A", tmp_path / "a"),
+        provider=ScriptedProvider([echo] * 20),
+    )
+    b = App(settings(tg, pg_url, "B", tmp_path / "b"), provider=ScriptedProvider([echo] * 20))
+    async with contextlib.AsyncExitStack() as running:
+        await a.start()
+        running.push_async_callback(a.stop)
+        await eventually(lambda: tg.poll_book.clients() == ["A"])
+        await b.start()
+        running.push_async_callback(b.stop)
+        await eventually(lambda: "standby" in b.channels["telegram.main"].health.detail)
+        await eventually_async(lambda: ready(a))
+        await eventually_async(lambda: ready(b))
+
+        await say(tg, "first", 10)
+        await eventually(lambda: answers(tg, "first") == 1)
+
+        link.cut()
+        await eventually_async(lambda: not_ready(a))
+        verdict = await assess_readiness(a)
+        assert any("database" in problem for problem in verdict.problems)
+        await eventually(lambda: "B" in tg.poll_book.clients())
+        await say(tg, "while A is cut off", 11)
+        await eventually(lambda: answers(tg, "while A is cut off") == 1)
+        assert await ready(b)
+
+        link.restore()
+        await eventually_async(lambda: ready(a))
+        await say(tg, "after", 12)
+        await eventually(lambda: answers(tg, "after") == 1)
+
+    for text in ("first", "while A is cut off", "after"):
+        assert answers(tg, text) == 1
+    assert tg.poll_book.clients() == ["A", "B"]
+    assert tg.poll_book.conflicts == []
+
+
+async def test_a_message_the_database_cannot_take_is_refused_not_answered(
+    tg: FakeTelegram, link: DatabaseLink, pg_url: str, tmp_path: Path
+) -> None:
+    """Admission that finds the database server gone raises StorageUnavailable to the
+    adapter (which then leaves the event unconfirmed) instead of telling the sender that
+    something went wrong; the platform's next delivery of it is answered, once."""
+    app = App(
+        settings(tg, through(pg_url, link.port), "A", tmp_path / "a"),
+        provider=ScriptedProvider([echo] * 5),
+    )
+    channel = ChannelRef(kind="telegram", alias="main")
+    chat = str(REQUESTER)
+    envelope = IngressEnvelope(
+        channel=channel,
+        message_id=f"{REQUESTER}:50",
+        conversation_id=chat,
+        sender=Sender(id=chat, display_name="Ann"),
+        text="refused once",
+        reply_target=DeliveryTarget(channel=channel, conversation_id=chat),
+        is_direct=True,
+        addressed_to_bot=True,
+    )
+    async with app:
+        await eventually(lambda: tg.poll_book.clients() == ["A"])
+        link.cut()
+        with pytest.raises(StorageUnavailable):
+            await app.gateway.deliver(envelope)
+        link.restore()
+        await eventually_async(lambda: ready(app))
+        await app.gateway.deliver(envelope)
+        await eventually(lambda: answers(tg, "refused once") == 1)
+    texts = [m["text"] for m in tg.bot_messages(REQUESTER)]
+    assert FAILURE_MESSAGE not in texts
+    assert texts.count("re: refused once") == 1
