@@ -7,8 +7,10 @@ Waits are conditions with generous timeouts; nothing here measures how long anyt
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import shutil
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,6 +28,7 @@ from tests.fakes.db_link import DatabaseLink
 from tests.fakes.scripted_provider import ScriptedProvider, reply
 from tests.fakes.telegram_server import FakeTelegram, message, private_chat, user
 from tests.fakes.telegram_setup import REQUESTER, TOKEN
+from tests.pg import PgServer, start_server
 from tests.replicas.waiting import eventually, eventually_async
 
 
@@ -171,3 +174,42 @@ async def test_a_message_the_database_cannot_take_is_refused_not_answered(
     texts = [m["text"] for m in tg.bot_messages(REQUESTER)]
     assert FAILURE_MESSAGE not in texts
     assert texts.count("re: refused once") == 1
+
+
+@pytest.fixture
+def own_server() -> Iterator[PgServer]:
+    """A PostgreSQL server of this test's own, to stop and start again."""
+    server = start_server()
+    try:
+        yield server
+    finally:
+        server.stop("immediate")
+        shutil.rmtree(server.root, ignore_errors=True)
+
+
+async def test_the_database_server_stopping_makes_the_replica_not_ready_until_it_is_back(
+    tg: FakeTelegram, own_server: PgServer, tmp_path: Path
+) -> None:
+    """The whole server goes away (stopped, then started again): the replica reports
+    not-ready and stops polling; a message sent meanwhile stays with Telegram and is
+    answered, once, when the database is back."""
+    url = own_server.url(own_server.create_database())
+    app = App(settings(tg, url, "A", tmp_path / "a"), provider=ScriptedProvider([echo] * 5))
+    async with app:
+        await eventually(lambda: tg.poll_book.clients() == ["A"])
+        await eventually_async(lambda: ready(app))
+        await say(tg, "before", 10)
+        await eventually(lambda: answers(tg, "before") == 1)
+
+        await asyncio.to_thread(own_server.stop, "fast")
+        await eventually_async(lambda: not_ready(app))
+        await eventually(lambda: "standby" in app.channels["telegram.main"].health.detail)
+        polls = len(tg.poll_book.polls)
+        await say(tg, "while it is down", 11)
+
+        await asyncio.to_thread(own_server.start)
+        await eventually_async(lambda: ready(app))
+        await eventually(lambda: answers(tg, "while it is down") == 1)
+        assert len(tg.poll_book.polls) > polls  # polling again
+    assert answers(tg, "before") == 1
+    assert answers(tg, "while it is down") == 1
