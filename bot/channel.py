@@ -240,10 +240,10 @@ class ChannelHost(Protocol):
 
         With one process (a SQLite store) ``work()`` is simply awaited. With several
         replicas over one database the role is a lease (``<kind>.<alias>.<role>``): this
-        waits until this replica holds it (calling ``standby`` once, with the reason, when
-        another replica holds it meanwhile), runs ``work()`` in a task of its own, and, when
-        the lease could not be renewed in time, cancels that task and returns before any
-        other replica can take the role. The caller then calls again to wait for it;
+        waits until this replica holds it (calling ``standby`` with the reason while it
+        cannot have it, again when the reason changes), runs ``work()`` in a task of its
+        own, and, when the lease could not be renewed in time, cancels that task and returns
+        before any other replica can take the role. The caller then calls again to wait for it;
         ``work`` must start from what the store holds (an offset, a last-seen message), not
         from memory, since another replica may have moved it on. What ``work`` returns or
         raises ends the tenure and is returned or raised."""

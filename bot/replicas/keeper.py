@@ -170,9 +170,10 @@ class LeaseKeeper:
     async def lead(self, name: str, work: Work, *, standby: Standby | None = None) -> None:
         """Run ``work()`` while this replica holds the lease ``name`` (see
         :meth:`bot.channel.ChannelHost.lead`): wait until it is taken (``standby`` told why
-        once if it is not at once), run the work in a task of its own, return when the
-        lease is lost (the task cancelled first). The work's own end releases the lease and
-        is returned or raised. One call per name at a time in a process."""
+        if it is not at once, and again whenever the reason changes), run the work in a
+        task of its own, return when the lease is lost (the task cancelled first). The
+        work's own end releases the lease and is returned or raised. One call per name at a
+        time in a process."""
         lock = self._leading.setdefault(name, asyncio.Lock())
         async with lock:
             tenure = await self._wait_for(name, standby)
@@ -192,14 +193,15 @@ class LeaseKeeper:
                 await self._end(tenure)
 
     async def _wait_for(self, name: str, standby: Standby | None) -> Tenure:
-        told = False
+        told: str | None = None
         while True:
             tenure = await self.try_acquire(name)
             if tenure is not None:
                 return tenure
-            if standby is not None and not told:
-                standby(self.refusal() or f"another replica holds {name}")
-                told = True
+            why = self.refusal() or f"another replica holds {name}"
+            if standby is not None and why != told:
+                standby(why)
+                told = why
             await asyncio.sleep(self._config.heartbeat_s)
 
     async def try_acquire(self, name: str) -> Tenure | None:

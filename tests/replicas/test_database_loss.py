@@ -131,6 +131,9 @@ async def test_a_replica_cut_off_from_the_database_stops_and_the_other_carries_o
 
         link.restore()
         await eventually_async(lambda: ready(a))
+        # back, on standby behind B, and saying so
+        detail = "standby, not polling: another replica holds telegram.main.poll"
+        await eventually(lambda: a.channels["telegram.main"].health.detail == detail)
         await say(tg, "after", 12)
         await eventually(lambda: answers(tg, "after") == 1)
 
