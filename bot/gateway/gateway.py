@@ -268,8 +268,9 @@ class Gateway:
         )
 
     async def run(self) -> None:
-        """Own the session workers, the rate limits' writer and the ``/forget`` requests
-        waiting for an approver; lives until cancelled."""
+        """Own the session workers, the rate limits' writer, the ``/forget`` requests
+        waiting for an approver and, with several replicas, the handover's listening and
+        sweeps; lives until cancelled."""
         async with asyncio.TaskGroup() as group:
             group.create_task(self._sessions.run())
             group.create_task(self._limits.run())
@@ -304,6 +305,8 @@ class Gateway:
 
         Returns True when every turn finished on its own. The rate limits' buckets are
         written last, so that the next start goes on counting from them."""
+        if self._handover is not None:
+            self._handover.drain()
         drained = await self._drain.drain(timeout_s, self._sessions.cancel_running)
         await self._limits.flush()
         return drained

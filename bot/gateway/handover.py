@@ -89,10 +89,16 @@ class Handover:
         self._seen_live: frozenset[str] = frozenset()
         #: per session, the claim, takeover or pull running and those waiting for it
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
-        #: the payload each claimed entry had when it was queued: a different one at its
-        #: take means it was edited meanwhile
-        self._payloads: dict[InboxKey, str] = {}
+        #: the envelope id and payload each claimed entry had when it was queued: a
+        #: different payload at its take means it was edited meanwhile
+        self._payloads: dict[InboxKey, tuple[str, str]] = {}
         self._wakeups: asyncio.Queue[str] = asyncio.Queue()
+        self._draining = False
+
+    def drain(self) -> None:
+        """The replica is stopping: it claims nothing more (what it claimed and has not
+        begun is released by the replica that takes its sessions over once it is gone)."""
+        self._draining = True
 
     @property
     def _me(self) -> str:
@@ -119,12 +125,12 @@ class Handover:
         """Take the turn's entry to run it now (the session worker asks just before): the
         turn as its entry reads now, or None when it was deleted, begun or claimed by
         another replica meanwhile."""
-        queued = self._payloads.pop(turn.inbox, None)
+        _, queued = self._payloads.pop(turn.inbox, ("", ""))
         entry = await self._store.inbox.take(turn.inbox, self._me)
         if entry is None:
             log.info("turn_not_taken", session=turn.session_key, message_id=turn.inbox.message_id)
             return None
-        if queued is not None and entry.payload and entry.payload != queued:
+        if queued and entry.payload and entry.payload != queued:
             return replace(turn, envelope=envelope_from_json(entry.payload))
         return turn
 
@@ -174,6 +180,9 @@ class Handover:
         replica owns and is not queued here, take over the sessions of gone owners (settling
         what they left). Start-up recovery on a shared database. Returns how many sessions
         were taken over."""
+        self._forget_dropped()
+        if self._draining:
+            return 0
         rows = await self._store.session_owners.unsettled()
         if not rows:
             return 0
@@ -200,6 +209,13 @@ class Handover:
             ):
                 await self._pull(key)
         return taken
+
+    def _forget_dropped(self) -> None:
+        """Forget the payloads of turns dropped from their queue before their take
+        (``/stop``)."""
+        for key, (envelope_id, _) in list(self._payloads.items()):
+            if not self._sessions.is_live(envelope_id):
+                del self._payloads[key]
 
     async def _owner_for(self, key: str) -> str:
         """The live owner of ``key``, taking it first when nobody owns it or its owner is
@@ -249,6 +265,8 @@ class Handover:
     async def _pull(self, key: str, admitted: TurnIdentity | None = None) -> None:
         """Claim ``key``'s waiting entries and queue those not queued here, in inbox order
         (``admitted``: the turn this replica just admitted, queued as it is)."""
+        if self._draining:
+            return
         async with self._session(key):
             waiting = await self._store.inbox.claim_waiting(key, self._me)
             for entry in waiting:
@@ -264,7 +282,7 @@ class Handover:
                         session_key=key,
                         envelope=envelope_from_json(entry.payload),
                     )
-                self._payloads[entry.key] = entry.payload
+                self._payloads[entry.key] = (entry.envelope_id, entry.payload)
                 self._sessions.enqueue(turn)
 
     async def _live(self) -> frozenset[str]:

@@ -111,6 +111,39 @@ async def test_a_conversation_first_reached_on_another_replica_is_owned_there(
     assert replicas.log == [("b", "m1"), ("b", "m2")]
 
 
+async def test_an_edit_or_a_deletion_reaching_another_replica_applies_to_the_queued_turn(
+    replicas: Replicas,
+) -> None:
+    first = asyncio.Event()
+    a = await replicas.start("a", holds={"m1": first})
+    b = await replicas.start("b")
+    await a.deliver(message("m1 first", "1"))
+    await reached(a, "m1")
+    await b.deliver(message("m2 draft", "2"))  # queued on a, behind m1
+    await b.deliver(message("m3 unwanted", "3"))
+    store = b.app.store
+
+    async def queued_on_a() -> bool:
+        rows = await store.session_owners.unsettled(SESSION)
+        return len([r for r in rows if r.replica_id is not None]) == 3
+
+    await until(queued_on_a)
+    # the platform reports the edit and the deletion on b's connection
+    await b.app.gateway.edited(message("m4 edited instead", "2"))
+    await b.app.gateway.deleted(SLACK, "3")
+    first.set()
+    await a.channel.wait_for("answer m4", within_s=WAIT_S)
+    await settled(store, "1", "2", "3")
+    assert replicas.log == [("a", "m1"), ("a", "m4")]
+    assert answers(a) == ["answer m1", "answer m4"]
+    assert b.channel.sent == []
+    assert await statuses(store, "1", "2", "3") == [
+        InboxStatus.DONE,
+        InboxStatus.DONE,
+        InboxStatus.FAILED,
+    ]
+
+
 async def test_a_start_recovers_nothing_of_a_live_replicas_turns(replicas: Replicas) -> None:
     first = asyncio.Event()
     a = await replicas.start("a", holds={"m1": first})
