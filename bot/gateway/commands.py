@@ -16,7 +16,10 @@ inbox entries become ``failed``, "cancelled by /stop"); with the envelope's ``co
 ``conversation`` (a Slack slash command, which names no thread) it stops what the sender
 started anywhere in the conversation and says which. ``/new`` starts a new generation of the
 session's history. ``/pair CODE`` is not among them: it belongs to the access policy
-(:mod:`bot.gateway.access`).
+(:mod:`bot.gateway.access`). Where several replicas share the database, a session's turns run
+on the replica that owns it (:mod:`bot.gateway.handover`): a ``/stop`` that finds nothing of
+its session here goes to the owner, which answers it; one of a whole conversation goes to
+every replica that owns a session of it as well, and each says what it stopped.
 """
 
 from __future__ import annotations
@@ -45,6 +48,10 @@ OPEN_ANSWER_INTERVAL_S = 5.0
 strangers, so they must not become a way to make the bot talk without end)."""
 
 CommandHandler = Callable[[Arrival], Awaitable[None]]
+StopElsewhere = Callable[[Arrival, bool], Awaitable[bool]]
+"""Hands a ``/stop`` to the other replicas that own the sessions it acts on (the flag: this
+replica stopped nothing, so one of them answers even when it stops nothing either); whether
+any will answer it."""
 ChannelSettings = Callable[[IngressEnvelope], ChannelCommon | None]
 """The settings of the alias an envelope came in on (None: not configured)."""
 
@@ -153,11 +160,26 @@ class OpenCommands:
 class MemberCommands:
     """Admission step after the access policy: ``/stop`` and ``/new``."""
 
-    def __init__(self, *, sessions: Sessions, store: Store, replies: Replies) -> None:
+    def __init__(
+        self,
+        *,
+        sessions: Sessions,
+        store: Store,
+        replies: Replies,
+        elsewhere: StopElsewhere | None = None,
+    ) -> None:
         self._sessions = sessions
         self._store = store
         self._replies = replies
+        self._elsewhere = elsewhere
         self._handlers: Mapping[str, CommandHandler] = {"stop": self._stop, "new": self._new}
+
+    async def forwarded(self, arrival: Arrival, answer: bool) -> None:
+        """A ``/stop`` another replica handed over (several replicas): done here as if it
+        had come here, without handing it on again; one of a whole conversation is answered
+        only when something of the sender's was stopped here, or ``answer`` asks for it."""
+        if command_of(arrival.envelope.text) == "stop":
+            await self._stop(arrival, forwarded=True, answer=answer)
 
     async def __call__(self, arrival: Arrival, call_next: Admit) -> None:
         name = command_of(arrival.envelope.text)
@@ -167,18 +189,25 @@ class MemberCommands:
             return
         await handler(arrival)
 
-    async def _stop(self, arrival: Arrival) -> None:
+    async def _stop(
+        self, arrival: Arrival, *, forwarded: bool = False, answer: bool = True
+    ) -> None:
         envelope = arrival.envelope
         if envelope.command_scope == "conversation":
-            await self._stop_senders_turns(arrival)
+            await self._stop_senders_turns(arrival, forwarded=forwarded, answer=answer)
             return
         stopped, dropped = self._sessions.stop(arrival.session_key, "/stop")
         await self._mark_dropped(dropped)
         log.info("session_stop", session=arrival.session_key, stopped=stopped, dropped=len(dropped))
-        if not stopped and not dropped:
-            await self._replies.send(envelope, NOTHING_RUNNING)
+        if stopped or dropped:
+            return
+        if not forwarded and self._elsewhere is not None and await self._elsewhere(arrival, True):
+            return  # the session's owner answers
+        await self._replies.send(envelope, NOTHING_RUNNING)
 
-    async def _stop_senders_turns(self, arrival: Arrival) -> None:
+    async def _stop_senders_turns(
+        self, arrival: Arrival, *, forwarded: bool = False, answer: bool = True
+    ) -> None:
         envelope = arrival.envelope
         prefix = f"{envelope.channel}:{envelope.conversation_id}"
         stopped, dropped = self._sessions.stop_sender(prefix, envelope.sender.id, "/stop")
@@ -190,7 +219,14 @@ class MemberCommands:
             stopped=len(stopped),
             dropped=len(dropped),
         )
-        await self._replies.send(envelope, _stopped_text(stopped, dropped))
+        if forwarded:
+            here = bool(stopped or dropped) or answer
+        else:
+            nothing = not (stopped or dropped)
+            elsewhere = self._elsewhere is not None and await self._elsewhere(arrival, nothing)
+            here = not (nothing and elsewhere)
+        if here:
+            await self._replies.send(envelope, _stopped_text(stopped, dropped))
 
     async def _mark_dropped(self, dropped: list[TurnIdentity]) -> None:
         for turn in dropped:

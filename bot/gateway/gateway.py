@@ -107,6 +107,14 @@ class Gateway:
                 store=store, sessions=self._sessions, replica=replica, recover=self._recover
             )
             self._sessions.take_turns_with(self._handover.take)
+        self._members = MemberCommands(
+            sessions=self._sessions,
+            store=store,
+            replies=self._replies,
+            elsewhere=None if self._handover is None else self._handover.forward_stop,
+        )
+        if self._handover is not None:
+            self._handover.run_commands_with(self._members.forwarded)
         self._forget = ForgetCommand(
             approvals=approvals, store=store, replies=self._replies, settings=self._current
         )
@@ -122,7 +130,7 @@ class Gateway:
                 self._drain.refuse_new,
                 OpenCommands(replies=self._replies, channel_settings=self._channel_settings),
                 AccessStep(access, self._replies),
-                MemberCommands(sessions=self._sessions, store=store, replies=self._replies),
+                self._members,
                 self._forget,
                 InboxDedupe(store),
                 self._limits,

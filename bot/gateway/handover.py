@@ -42,8 +42,9 @@ from dataclasses import replace
 import structlog
 
 from bot.backoff import cancel_requested
-from bot.envelope import envelope_from_json
+from bot.envelope import envelope_from_json, envelope_to_json
 from bot.errors import StorageError
+from bot.gateway.admission import Arrival
 from bot.gateway.sessions import Sessions
 from bot.store import InboxKey, InboxStatus, Store
 from bot.store.inbox import InboxEntry
@@ -60,6 +61,10 @@ SWEEP_S = 1.0
 
 RecoverEntries = Callable[[Sequence[InboxEntry]], Awaitable[object]]
 """Start-up recovery's rules applied to the given cut-off entries (of replicas gone)."""
+
+Command = Callable[[Arrival, bool], Awaitable[None]]
+"""Runs a chat command another replica handed over (``/stop``; the flag: answer it even when
+it finds nothing to do)."""
 
 
 class Handover:
@@ -93,7 +98,13 @@ class Handover:
         #: different payload at its take means it was edited meanwhile
         self._payloads: dict[InboxKey, tuple[str, str]] = {}
         self._wakeups: asyncio.Queue[str] = asyncio.Queue()
+        self._commands: asyncio.Queue[tuple[Arrival, bool]] = asyncio.Queue()
+        self._run_command: Command | None = None
         self._draining = False
+
+    def run_commands_with(self, run: Command) -> None:
+        """Have ``run`` carry out the chat commands other replicas hand over."""
+        self._run_command = run
 
     def drain(self) -> None:
         """The replica is stopping: it claims nothing more (what it claimed and has not
@@ -134,6 +145,38 @@ class Handover:
             return replace(turn, envelope=envelope_from_json(entry.payload))
         return turn
 
+    async def forward_stop(self, arrival: Arrival, nothing_here: bool) -> bool:
+        """Hand a ``/stop`` that reached this replica to the other live replicas that own
+        the sessions it acts on (its session, or every session of its conversation for one
+        of a whole conversation); whether any will answer it. When it stopped nothing here
+        (``nothing_here``), the first of them answers even if it stops nothing either."""
+        envelope = arrival.envelope
+        try:
+            if envelope.command_scope == "conversation":
+                conversation = f"{envelope.channel}:{envelope.conversation_id}"
+                owners = await self._store.session_owners.owners_in(conversation)
+            else:
+                owner = await self._store.session_owners.owner(arrival.session_key)
+                owners = set() if owner is None else {owner}
+            others = owners - {self._me}
+            if not others:
+                return False
+            live = await self._live()
+            handed = sorted(others & live)
+            for owner in handed:
+                payload = {
+                    "to": owner,
+                    "session": arrival.session_key,
+                    "command": envelope_to_json(envelope),
+                    "answer": nothing_here and owner == handed[0],
+                }
+                await self._store.signals.notify(HANDOVER, json.dumps(payload))
+        except StorageError as exc:
+            log.warning("command_not_handed_over", error=str(exc))
+            return False
+        log.info("command_handed_over", owners=handed)
+        return bool(handed)
+
     # -- the owner's side -------------------------------------------------------------------
 
     async def run(self) -> None:
@@ -143,6 +186,7 @@ class Handover:
             async with asyncio.TaskGroup() as group:
                 group.create_task(self._woken())
                 group.create_task(self._sweeping())
+                group.create_task(self._commanded())
         finally:
             await self._store.signals.unlisten(HANDOVER, self._signalled)
 
@@ -150,11 +194,29 @@ class Handover:
         try:
             data = json.loads(payload)
             owner, key = str(data["to"]), str(data["session"])
-        except (ValueError, KeyError, TypeError):
+            command = data.get("command")
+            envelope = None if command is None else envelope_from_json(str(command))
+            answer = bool(data.get("answer", True))
+        except (ValueError, KeyError, TypeError, AttributeError):
             log.warning("handover_signal_unreadable")
             return
-        if owner == self._me:
+        if owner != self._me:
+            return
+        if envelope is None:
             self._wakeups.put_nowait(key)
+        else:
+            self._commands.put_nowait((Arrival(envelope=envelope, session_key=key), answer))
+
+    async def _commanded(self) -> None:
+        while True:
+            arrival, answer = await self._commands.get()
+            if self._run_command is None:
+                continue
+            try:
+                await self._run_command(arrival, answer)
+            except Exception:
+                # Boundary: a handed-over command that fails is logged, never fatal.
+                log.exception("handed_over_command_failed")
 
     async def _woken(self) -> None:
         while True:

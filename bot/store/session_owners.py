@@ -82,6 +82,17 @@ class SessionOwners:
         )
         return len(rows)
 
+    async def owners_in(self, conversation: str) -> set[str]:
+        """The replicas that own a session of ``conversation`` (``kind.alias:conversation``:
+        its own session and those of its threads, users and agents)."""
+        inside = conversation + ":"
+        rows = await self._db.fetchall(
+            "SELECT DISTINCT replica_id FROM session_owners WHERE session_key = ?"
+            " OR substr(session_key, 1, ?) = ?",
+            (conversation, len(inside), inside),
+        )
+        return {str(r["replica_id"]) for r in rows}
+
     async def owned_by(self, replica_id: str) -> list[str]:
         """The sessions ``replica_id`` owns."""
         rows = await self._db.fetchall(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,7 @@ async def reached(replica: Replica, tag: str) -> None:
     """Wait until the replica's model was asked about ``tag``."""
     async with asyncio.timeout(WAIT_S):
         await replica.model.reached.setdefault(tag, asyncio.Event()).wait()
+    replica.model.reached[tag].clear()
 
 
 async def until(check: Callable[[], Awaitable[bool]]) -> None:
@@ -142,6 +144,36 @@ async def test_an_edit_or_a_deletion_reaching_another_replica_applies_to_the_que
         InboxStatus.DONE,
         InboxStatus.FAILED,
     ]
+
+
+async def test_a_stop_reaching_another_replica_stops_the_turn_where_it_runs(
+    replicas: Replicas,
+) -> None:
+    never = asyncio.Event()
+    a = await replicas.start("a", holds={"m1": never})
+    b = await replicas.start("b")
+    await a.deliver(message("m1 first", "1"))
+    await reached(a, "m1")
+    await a.deliver(message("m2 second", "2"))  # queued behind m1
+    await b.deliver(message("/stop", "3"))  # nothing runs on b: its owner stops it
+    await a.channel.wait_for("Stopped", within_s=WAIT_S)
+    await settled(a.app.store, "1", "2")
+    # the stopped turn answered that it stopped; the one queued behind it was dropped
+    assert await statuses(a.app.store, "1", "2") == [InboxStatus.DONE, InboxStatus.FAILED]
+    assert b.channel.sent == []
+    assert replicas.log == [("a", "m1")]
+
+    # a slash command names no thread: it stops what the sender started in the conversation
+    await a.deliver(message("m4 again", "4"))
+    await reached(a, "m4")
+    await b.deliver(replace(message("/stop", "5"), command_scope="conversation"))
+    await a.channel.wait_for("Stopped 1 turn", within_s=WAIT_S)
+    assert b.channel.sent == []
+    await settled(a.app.store, "4")
+    # nothing of the sender's runs anywhere now: told so once (by the session's owner)
+    await b.deliver(replace(message("/stop", "6"), command_scope="conversation"))
+    await a.channel.wait_for("Nothing you started", within_s=WAIT_S)
+    assert b.channel.sent == []
 
 
 async def test_a_start_recovers_nothing_of_a_live_replicas_turns(replicas: Replicas) -> None:
