@@ -456,10 +456,14 @@ class App:
         return self.gateway.active_turns, self.gateway.queue_depth()
 
     async def check_database(self) -> None:
-        """Return when the database accepts a write transaction; StorageError otherwise
-        (StorageUnavailable at once while this replica's heartbeats fail)."""
-        if self.keeper is not None and (refusal := self.keeper.refusal()) is not None:
-            raise StorageUnavailable(refusal)
+        """Return when the database accepts a write transaction; StorageError otherwise.
+        With several replicas the heartbeat is such a write, every ``heartbeat_s``: the
+        keeper's account of it answers (StorageUnavailable while heartbeats fail or none
+        succeeded lately), with no trip of its own that a silent database would hold."""
+        if self.keeper is not None:
+            if (refusal := self.keeper.refusal()) is not None:
+                raise StorageUnavailable(refusal)
+            return
         await self.store.check_writable()
 
     async def inbox_counts(self) -> Mapping[str, int]:

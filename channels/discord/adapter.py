@@ -210,10 +210,14 @@ class DiscordChannel(SendsThrough):
         self._set_health(HealthState.STARTING, "connecting to the gateway")
         try:
             async with self._last_seen.flushing():
-                await client.connect(reconnect=True)
+                try:
+                    await client.connect(reconnect=True)
+                finally:
+                    # first, before the flush below may wait on a database that does not
+                    # answer: the session must be closed by the lease's fence
+                    await client.close_gateway()
         finally:
             self._watermark.disconnected()
-            await client.close_gateway()
 
     def _standby(self, why: str) -> None:
         self._set_health(HealthState.CONNECTED, f"standby, no gateway session: {why}")

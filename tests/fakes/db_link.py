@@ -3,8 +3,10 @@
 :class:`DatabaseLink` listens on a loopback port and forwards every connection to the
 database server's. :meth:`DatabaseLink.cut` drops every connection through it at once (a
 reset, as when a host's network goes away) and drops each new one as it comes, until
-:meth:`DatabaseLink.restore`. The database itself goes on serving everyone else, so one
-replica loses it while the others do not.
+:meth:`DatabaseLink.restore`. :meth:`DatabaseLink.freeze` stops carrying bytes without
+closing anything (a network that silently drops packets: every call waits) until
+:meth:`DatabaseLink.thaw`, when what waited goes through. The database itself goes on
+serving everyone else, so one replica loses it while the others do not.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ class DatabaseLink:
         self._open: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         self.is_cut = False
+        self._flowing = asyncio.Event()
+        self._flowing.set()
         self.port = 0
 
     async def __aenter__(self) -> DatabaseLink:
@@ -45,6 +49,13 @@ class DatabaseLink:
     def restore(self) -> None:
         self.is_cut = False
 
+    def freeze(self) -> None:
+        """Carry nothing more, in either direction, until :meth:`thaw`."""
+        self._flowing.clear()
+
+    def thaw(self) -> None:
+        self._flowing.set()
+
     def _drop_all(self) -> None:
         for writer in list(self._open):
             writer.transport.abort()
@@ -64,7 +75,9 @@ class DatabaseLink:
         assert task is not None
         self._tasks.add(task)
         try:
-            await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+            await asyncio.gather(
+                _pipe(reader, up_writer, self._flowing), _pipe(up_reader, writer, self._flowing)
+            )
         finally:
             self._tasks.discard(task)
             for end in (writer, up_writer):
@@ -72,9 +85,12 @@ class DatabaseLink:
                 end.transport.abort()
 
 
-async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+async def _pipe(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, flowing: asyncio.Event
+) -> None:
     with contextlib.suppress(ConnectionError, OSError):
         while data := await reader.read(65536):
+            await flowing.wait()
             writer.write(data)
             await writer.drain()
     writer.transport.abort()

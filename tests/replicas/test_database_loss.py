@@ -143,6 +143,39 @@ async def test_a_replica_cut_off_from_the_database_stops_and_the_other_carries_o
     assert tg.poll_book.conflicts == []
 
 
+async def test_a_replica_whose_database_stops_answering_is_fenced_and_comes_back(
+    tg: FakeTelegram, link: DatabaseLink, pg_url: str, tmp_path: Path
+) -> None:
+    """Nothing is closed, nothing answers (packets silently dropped): A's heartbeat hangs.
+    A stops polling on its own timer and reports not-ready; B takes over; when the link
+    carries again, what hung completes and A is ready again."""
+    a = App(
+        settings(tg, through(pg_url, link.port), "A", tmp_path / "a"),
+        provider=ScriptedProvider([echo] * 5),
+    )
+    b = App(settings(tg, pg_url, "B", tmp_path / "b"), provider=ScriptedProvider([echo] * 5))
+    async with contextlib.AsyncExitStack() as running:
+        await a.start()
+        running.push_async_callback(a.stop)
+        await eventually(lambda: tg.poll_book.clients() == ["A"])
+        await b.start()
+        running.push_async_callback(b.stop)
+        await eventually(lambda: "standby" in b.channels["telegram.main"].health.detail)
+
+        link.freeze()
+        await eventually(lambda: a.keeper is not None and a.keeper.refusal() is not None)
+        assert await not_ready(a)  # answered at once: readiness reads the heartbeat's state
+        await eventually(lambda: "B" in tg.poll_book.clients())
+        await say(tg, "while A hangs", 20)
+        await eventually(lambda: answers(tg, "while A hangs") == 1)
+        assert a.keeper is not None and a.keeper.held() == []
+
+        link.thaw()
+        await eventually_async(lambda: ready(a))
+    assert answers(tg, "while A hangs") == 1
+    assert tg.poll_book.conflicts == []
+
+
 async def test_a_message_the_database_cannot_take_is_refused_not_answered(
     tg: FakeTelegram, link: DatabaseLink, pg_url: str, tmp_path: Path
 ) -> None:
