@@ -3,8 +3,8 @@
 * ``/healthz`` — 200 while the event loop answers (the process is alive).
 * ``/readyz`` — 200 only when every configured channel reports ``CONNECTED`` (a channel on
   standby while another replica holds its single-consumer role does), the database accepts
-  a write transaction (with several replicas: and this replica's heartbeat reaches it, see
-  :meth:`bot.replicas.LeaseKeeper.refusal`), and the daemon is not draining; otherwise
+  a write transaction (with several replicas: the replica's heartbeat, itself a write,
+  succeeds, :meth:`bot.replicas.LeaseKeeper.refusal`), and the daemon is not draining; otherwise
   503. Both answers carry a JSON body naming each check, so ``curl`` shows what is not ready.
 * ``/metrics`` — the Prometheus text of :class:`bot.metrics.Metrics`.
 
