@@ -110,7 +110,10 @@ class LeaseKeeper:
     # -- heartbeat --------------------------------------------------------------------------
 
     async def beat(self) -> None:
-        """One heartbeat: the row refreshed and held leases renewed, or the failure noted."""
+        """One heartbeat: the row refreshed and held leases renewed, or the failure noted.
+        None after :meth:`leave` (the row stays deleted)."""
+        if self._left:
+            return
         loop = asyncio.get_running_loop()
         sent = loop.time()
         now = self._clock()
