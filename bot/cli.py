@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "bot.commands.schedules",
     "bot.commands.usage",
     "bot.commands.web",
+    "bot.commands.db",
 )
 
 Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]

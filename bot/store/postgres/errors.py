@@ -13,8 +13,8 @@ asyncpg error                                       raised as
 class 23 (unique, foreign key, check; a trigger's   :class:`~bot.errors.StorageIntegrityError`
 refusal is raised as 23000 by the migrations)
 class 08 (connection), 57P01–57P03 (shutdown,       :class:`~bot.errors.StorageUnavailable`
-starting up), a closed or lost connection, a
-refused or timed-out connect
+starting up), a closed or lost connection or
+pool, a refused or timed-out connect
 anything else (bad SQL, permissions, read-only)     :class:`~bot.errors.StorageError`
 ==================================================  ======================================
 """
@@ -50,7 +50,7 @@ def storage_error(exc: BaseException, context: str) -> StorageError:
     message = f"{context}: {words}"
     code = sqlstate(exc)
     if code is None:
-        if isinstance(exc, asyncpg.InterfaceError | OSError | asyncio.TimeoutError):
+        if isinstance(exc, OSError | asyncio.TimeoutError) or _connection_gone(exc):
             return StorageUnavailable(message)
         return StorageError(message)
     if code in _BUSY:
@@ -60,6 +60,16 @@ def storage_error(exc: BaseException, context: str) -> StorageError:
     if code.startswith("08") or code in _UNAVAILABLE:
         return StorageUnavailable(message)
     return StorageError(message)
+
+
+def _connection_gone(exc: BaseException) -> bool:
+    """Whether a driver error says the connection (or the pool) is closed, rather than that
+    it was misused."""
+    if isinstance(exc, asyncpg.exceptions.ClientCannotConnectError):
+        return True
+    return isinstance(exc, asyncpg.InterfaceError) and any(
+        word in str(exc) for word in ("closed", "closing", "connection lost")
+    )
 
 
 @contextlib.asynccontextmanager
