@@ -211,11 +211,40 @@ class PgServer:
         self.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stop_orphans(bin_dir: Path, as_postgres: bool) -> None:
+    """Stop the servers of earlier test runs that were killed before their teardown (their
+    ``owner`` file names a process that is gone), and remove their data directories."""
+    for owner in glob.glob(os.path.join(tempfile.gettempdir(), "hatchway-pg-*", "owner")):
+        root = Path(owner).parent
+        try:
+            pid = int(Path(owner).read_text())
+        except (OSError, ValueError):
+            continue
+        if _alive(pid):
+            continue
+        orphan = PgServer(bin_dir=bin_dir, root=root, port=0, as_postgres=as_postgres)
+        if (orphan.data / "postmaster.pid").exists():
+            orphan.stop("immediate")
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def start_server() -> PgServer:
     """initdb a temporary data directory and start a server on a free loopback port."""
     bin_dir = find_bin_dir()
     as_postgres = os.geteuid() == 0
+    stop_orphans(bin_dir, as_postgres)
     root = Path(tempfile.mkdtemp(prefix="hatchway-pg-"))
+    (root / "owner").write_text(str(os.getpid()))
     if as_postgres:
         try:
             shutil.chown(root, "postgres", "postgres")
