@@ -9,7 +9,8 @@ asyncpg error                                       raised as
 ==================================================  ======================================
 40001 serialization failure, 40P01 deadlock,        :class:`~bot.errors.StorageBusy`
 55P03 lock not available (``lock_timeout``),
-53300 too many connections
+53300 too many connections, a prepared statement
+a migration outdated
 class 23 (unique, foreign key, check; a trigger's   :class:`~bot.errors.StorageIntegrityError`
 refusal is raised as 23000 by the migrations)
 class 08 (connection), 57P01–57P03 (shutdown,       :class:`~bot.errors.StorageUnavailable`
@@ -32,7 +33,20 @@ from bot.errors import StorageBusy, StorageError, StorageIntegrityError, Storage
 _BUSY = frozenset({"40001", "40P01", "55P03", "53300"})
 _UNAVAILABLE = frozenset({"57P01", "57P02", "57P03"})
 
-EngineError = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, asyncio.TimeoutError)
+_STALE_STATEMENT = (
+    asyncpg.exceptions.InvalidCachedStatementError,
+    asyncpg.exceptions.OutdatedSchemaCacheError,
+)
+"""A prepared statement a migration (of another replica, a newer version) outdated: the
+driver drops it, so the same statement passes when tried again."""
+
+EngineError = (
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    asyncpg.exceptions.InternalClientError,
+    OSError,
+    asyncio.TimeoutError,
+)
 """What talking to the server raises: the server's errors, the driver's own (a closed
 connection, a closing pool), the socket's, a connect that timed out."""
 
@@ -49,6 +63,8 @@ def storage_error(exc: BaseException, context: str) -> StorageError:
     words = str(exc) or type(exc).__name__
     message = f"{context}: {words}"
     code = sqlstate(exc)
+    if isinstance(exc, _STALE_STATEMENT):
+        return StorageBusy(message)
     if code is None:
         if isinstance(exc, OSError | asyncio.TimeoutError) or _connection_gone(exc):
             return StorageUnavailable(message)

@@ -18,6 +18,7 @@ from bot.store.approvals import ApprovalRecord, ApprovalStatus, Resolution
 from bot.store.audit import AuditEntry, Decision
 from bot.store.postgres import Database, describe, migrations
 from bot.store.postgres import connection as pg_connection
+from bot.store.statements import Read, Write
 from tests.pg import PASSWORD, PgServer, free_port
 
 LATEST = max(number for number, _, _ in migrations())
@@ -249,3 +250,21 @@ async def test_rows_read_as_sqlite_rows_do(pg_store: Store) -> None:
     assert row is not None
     assert dict(row) == {"total": 10, "mean": 3.0, "n": 1, "estimated": 1, "at": 1.5, "cost": None}
     assert [type(row[i]) for i in range(5)] == [int, float, int, int, float]
+
+
+async def test_a_statement_a_migration_outdated_passes_when_tried_again(
+    pg_url: str, raw: asyncpg.Connection
+) -> None:
+    """Another replica's migration changes a table this connection has a prepared statement
+    for: inside a unit of work the statement fails as busy (the driver drops it), and the
+    unit passes when tried again."""
+    read = Read("SELECT * FROM channel_state", (), lambda rows: [dict(r) for r in rows])
+    write = Write("UPDATE channel_state SET value = ? WHERE key = 'offset'", [("2",)])
+    async with await Store.open_postgres(pg_url, pool_size=1) as store:
+        await store.channel_state.set("t.m", "offset", "1")
+        assert len((await store.db.commit([write], read))[0]) == 4
+        await raw.execute("ALTER TABLE channel_state ADD COLUMN note TEXT")
+        with pytest.raises(StorageBusy):
+            await store.db.commit([write], read)
+        (row,) = await store.db.commit([write], read)
+        assert row["note"] is None and row["value"] == "2"
