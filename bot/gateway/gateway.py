@@ -9,7 +9,9 @@ composed in :meth:`Gateway.__init__` and nowhere else:
 
 1. storage retry (:mod:`~bot.gateway.retry`) — a busy database runs the steps below again;
    a sender whose message cannot be admitted is told;
-2. drain (:mod:`~bot.gateway.drain`) — once shutdown began, nothing new is taken;
+2. drain (:mod:`~bot.gateway.drain`) — once shutdown began, nothing new is taken (where
+   several replicas share the database, a message is still admitted, and its turn left to
+   whichever replica owns its session next: :mod:`~bot.gateway.handover`);
 3. the chat commands open to anyone (:mod:`~bot.gateway.commands`): ``/id`` and ``/help``,
    answered to strangers too, so that they can learn the ids an admin needs;
 4. access policy (:mod:`~bot.gateway.access`: allow-lists, DM/group policy, mention gating,
@@ -48,7 +50,7 @@ from bot.config import ChannelCommon, Settings
 from bot.envelope import ChannelRef, IngressEnvelope, envelope_to_json
 from bot.errors import StorageUnavailable
 from bot.gateway.access import AccessCheck, AccessStep
-from bot.gateway.admission import Arrival, compose
+from bot.gateway.admission import Admit, Arrival, compose
 from bot.gateway.commands import MemberCommands, OpenCommands
 from bot.gateway.dedupe import InboxDedupe
 from bot.gateway.drain import Drain
@@ -127,7 +129,9 @@ class Gateway:
         self._admit = compose(
             [
                 StorageRetry(self._replies),
-                self._drain.refuse_new,
+                # several replicas: a stopping one still admits, and leaves the turn to the
+                # session's next owner (the handover), so nothing waits for a redelivery
+                self._drain.refuse_new if self._handover is None else _admit_while_draining,
                 OpenCommands(replies=self._replies, channel_settings=self._channel_settings),
                 AccessStep(access, self._replies),
                 self._members,
@@ -291,6 +295,11 @@ class Gateway:
         """Messages the rate limits refused since the start."""
         return self._limits.refused
 
+    async def flush_rate_limits(self) -> None:
+        """Merge the rate limits' buckets with the database now (as every second and at
+        the drain): what this process took goes in, what other replicas took comes back."""
+        await self._limits.flush()
+
     @property
     def active_turns(self) -> int:
         return self._drain.active_turns
@@ -318,3 +327,9 @@ class Gateway:
         drained = await self._drain.drain(timeout_s, self._sessions.cancel_running)
         await self._limits.flush()
         return drained
+
+
+async def _admit_while_draining(arrival: Arrival, call_next: Admit) -> None:
+    """The drain step with several replicas: a message is admitted while this replica stops
+    (the handover runs no new turn here: the session's next owner does)."""
+    await call_next(arrival)

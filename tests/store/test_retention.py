@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 
 from bot.store import InboxStatus, Store
-from bot.store.rate_limits import SavedBucket
+from bot.store.rate_limits import SavedBucket, Taken
 from bot.store.retention import BATCH
 from tests.store.conftest import StorePlace
 from tests.store.records import audit_row, column, count, envelope, turn
@@ -72,19 +72,36 @@ async def test_marks_and_buckets_outlive_the_connection(place: StorePlace) -> No
                 SavedBucket(bucket="user:telegram.main:2", tokens=1.0, updated_at=10.0),
             ]
         )
-        await store.rate_limits.save(
+        limit = {"capacity": 3.0, "per_second": 0.1}
+        first = await store.rate_limits.merge(
             [
-                SavedBucket(
-                    bucket="user:telegram.main:1", tokens=0.0, updated_at=11.0, noticed_at=11.0
-                )
+                Taken(bucket="user:telegram.main:1", taken=1),
+                Taken(bucket="user:telegram.main:3", taken=2),
             ],
-            dropped=["user:telegram.main:2"],
+            now=20.0,
+            **limit,
+        )
+        # refilled for 10 s (0.25 + 1.0), one taken; a new bucket starts full, two taken
+        assert {(b.bucket, round(b.tokens, 6), b.updated_at) for b in first} == {
+            ("user:telegram.main:1", 0.25, 20.0),
+            ("user:telegram.main:3", 1.0, 20.0),
+        }
+        # another replica took one at the same moment: both count, a debt the refill pays
+        [second] = await store.rate_limits.merge(
+            [Taken(bucket="user:telegram.main:1", taken=1, noticed_at=20.0)], now=20.0, **limit
+        )
+        assert (round(second.tokens, 6), second.noticed_at) == (-0.75, 20.0)
+        # full again (1.0 + 30 s of refill) goes; one still counting down stays
+        await store.rate_limits.drop(
+            ["user:telegram.main:1", "user:telegram.main:2"],
+            now=40.0,
+            noticed_before=40.0,
+            **limit,
         )
     async with await place.open() as store:
         assert await store.retention.last_run() == 1234.5
-        assert await store.rate_limits.load() == [
-            SavedBucket(bucket="user:telegram.main:1", tokens=0.0, updated_at=11.0, noticed_at=11.0)
-        ]
+        saved = await store.rate_limits.load()
+        assert sorted(b.bucket for b in saved) == ["user:telegram.main:1", "user:telegram.main:3"]
 
 
 def version_10_file(path: Path) -> None:
