@@ -3,7 +3,9 @@
 A turn's rows are written with its own records (:meth:`bot.store.UnitOfWork.record_usage`,
 in the tool batch's or the answer's transaction), so recording costs no trip of its own.
 The sums read back are what budgets (:mod:`bot.usage`) and ``hatchway usage`` see: per scope
-and window (:meth:`UsageLog.spending`) and per group (:meth:`UsageLog.summary`).
+and window (:meth:`UsageLog.spending`, with the id of the last row they count, after which
+:meth:`UsageLog.charges_after` reads only the rows written since) and per group
+(:meth:`UsageLog.summary`).
 
 A row's tokens are counted in four kinds that never overlap (``input_tokens`` leaves the
 cache's out, see :class:`bot.providers.base.Usage`); a budget's tokens are all four.
@@ -131,7 +133,39 @@ class Spent:
     month_cost: float
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Spending:
+    """The sums per scope key, and the id of the last row they count."""
+
+    spent: list[Spent]
+    last_id: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Charge:
+    """One row as budgets count it: its id, when, whose, and its tokens and cost."""
+
+    id: int
+    at: float
+    channel: str
+    conversation_id: str
+    user_id: str
+    agent: str
+    tokens: int
+    cost: float
+
+
 _TOKENS = "(input_tokens + output_tokens + cache_write_tokens + cache_read_tokens)"
+# The last row's id travels as one more row of the sums' query, so both come from one
+# snapshot of the table (one statement) in one trip.
+_LAST_ID = (
+    "SELECT 'last' AS scope, '' AS group_key, COALESCE(MAX(id), 0) AS day_tokens,"
+    " 0 AS day_cost, 0 AS month_tokens, 0 AS month_cost FROM usage"
+)
+_CHARGES = (
+    "SELECT id, at, channel, conversation_id, user_id, agent,"
+    f" {_TOKENS} AS tokens, COALESCE(cost, 0) AS cost FROM usage WHERE id > ? ORDER BY id"
+)
 
 
 def _spending_sql(scope: UsageScope) -> str:
@@ -237,23 +271,46 @@ class UsageLog:
 
     async def spending(
         self, scopes: Sequence[UsageScope], *, day_start: float, month_start: float
-    ) -> list[Spent]:
+    ) -> Spending:
         """What each key of ``scopes`` used since ``day_start`` and since ``month_start``
-        (one query, one trip); a key with no rows since the earlier of the two is absent."""
-        if not scopes:
-            return []
+        (one query, one trip), and the id of the last row counted; a key with no rows since
+        the earlier of the two is absent."""
         since = min(day_start, month_start)
-        sql = " UNION ALL ".join(_spending_sql(scope) for scope in scopes)
+        sql = " UNION ALL ".join([*(_spending_sql(scope) for scope in scopes), _LAST_ID])
         params: Params = [value for _ in scopes for value in (day_start, day_start, since)]
         rows = await self._db.fetchall(sql, params)
+        last_id = 0
+        spent: list[Spent] = []
+        for r in rows:
+            if r["scope"] == "last":
+                last_id = int(r["day_tokens"])
+                continue
+            spent.append(
+                Spent(
+                    scope=UsageScope(r["scope"]),
+                    key=str(r["group_key"]),
+                    day_tokens=int(r["day_tokens"] or 0),
+                    day_cost=float(r["day_cost"] or 0.0),
+                    month_tokens=int(r["month_tokens"] or 0),
+                    month_cost=float(r["month_cost"] or 0.0),
+                )
+            )
+        return Spending(spent=spent, last_id=last_id)
+
+    async def charges_after(self, last_id: int) -> list[Charge]:
+        """The rows written after row ``last_id``, oldest first (what budgets add to the
+        sums they read: a few rows, not the month's)."""
+        rows = await self._db.fetchall(_CHARGES, (last_id,))
         return [
-            Spent(
-                scope=UsageScope(r["scope"]),
-                key=str(r["group_key"]),
-                day_tokens=int(r["day_tokens"] or 0),
-                day_cost=float(r["day_cost"] or 0.0),
-                month_tokens=int(r["month_tokens"] or 0),
-                month_cost=float(r["month_cost"] or 0.0),
+            Charge(
+                id=int(r["id"]),
+                at=float(r["at"]),
+                channel=r["channel"],
+                conversation_id=r["conversation_id"],
+                user_id=r["user_id"],
+                agent=r["agent"],
+                tokens=int(r["tokens"]),
+                cost=float(r["cost"]),
             )
             for r in rows
         ]

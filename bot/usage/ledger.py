@@ -1,14 +1,19 @@
 """What each budget's scope has spent in the current day and month, kept in memory.
 
-The sums come from the ``usage`` table (:meth:`bot.store.usage.UsageLog.spending`, one query
-for every scope a budget counts in), so they survive a restart. After that the ledger adds
-the calls this process records as their rows are committed (:meth:`SpendLedger.add`), and
-reads the table again every ``refresh_s`` seconds, when the day changes, and at the first
-check: what other replicas spent reaches it within ``refresh_s``. A budget check is then a
-few dictionary lookups, with no trip to the database.
+The sums come from the ``usage`` table, so they survive a restart: all of them at the first
+check and when the day changes (:meth:`bot.store.usage.UsageLog.spending`, one query for
+every scope a budget counts in), then every ``refresh_s`` seconds only the rows written since
+the last one read (:meth:`~bot.store.usage.UsageLog.charges_after`: what other replicas, and
+this process, wrote meanwhile). Between two reads the ledger adds this process's own calls as
+their rows are committed (:meth:`SpendLedger.add`), on the side: the next read brings them
+with the rest and that side is dropped. A budget check is a few dictionary lookups, with no
+trip to the database, and a refresh costs the rows of ``refresh_s`` seconds, not the month's.
 
-With several replicas a budget can therefore overshoot by the calls of the turns in flight
-and by what the other replicas spent since this one last read the sums.
+Reads and commits travel in the database's order, and each result is applied when its trip
+returns, in that order too: a call committed before a read is in it (and its side entry,
+added first, is dropped with the read), one committed after it stays on the side until the
+next read. With several replicas a budget can therefore overshoot by the calls of the turns
+in flight and by what the other replicas spent since this one last read the rows.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from collections.abc import Callable, Sequence
 import structlog
 
 from bot.errors import StorageError
-from bot.store.usage import UsageLog, UsageRecord, UsageScope, record_key
+from bot.store.usage import Charge, UsageLog, UsageRecord, UsageScope, record_key, scope_key
 from bot.usage.budgets import ScopeKeys
 from bot.usage.windows import BudgetCalendar, Window
 
@@ -30,6 +35,7 @@ log = structlog.get_logger(__name__)
 #: order of :attr:`bot.usage.budgets.Limit.index`).
 Sums = list[float]
 NOTHING: Sums = [0, 0.0, 0, 0.0]
+Key = tuple[UsageScope, str]
 
 
 class SpendLedger:
@@ -53,50 +59,58 @@ class SpendLedger:
         self.refresh_s = refresh_s
         self._clock = clock
         self._monotonic = monotonic
-        self._sums: dict[tuple[UsageScope, str], Sums] = {}
+        self._read: dict[Key, Sums] = {}  # from the table, up to row _last_id
+        self._own: dict[Key, Sums] = {}  # this process's calls committed since
+        self._last_id = 0
         self._windows: tuple[Window, Window] | None = None
         self._read_at: float | None = None
         self._lock = asyncio.Lock()
 
     async def current(self) -> tuple[Window, Window]:
-        """The day and month windows of now, with sums read from the table if they are due
-        (see the module doc). A failed read is logged and tried again at the next check;
-        the sums stay what they were meanwhile."""
+        """The day and month windows of now, with the sums read from the table if due (see
+        the module doc). A failed read is logged and tried again after ``refresh_s``; the
+        sums stay what they were meanwhile."""
         windows = self.calendar.windows(self._clock())
         if not self._due(windows):
             return windows
         async with self._lock:
             windows = self.calendar.windows(self._clock())
             if self._due(windows):
-                await self._read(windows)
+                await self._refresh(windows)
         return windows
 
     def spent(self, scope: UsageScope, key: str) -> Sums:
         """What ``key`` in ``scope`` spent in the current day and month (its committed
         calls); not to be changed."""
-        return self._sums.get((scope, key), NOTHING)
+        read = self._read.get((scope, key), NOTHING)
+        own = self._own.get((scope, key))
+        return read if own is None else [a + b for a, b in zip(read, own, strict=True)]
 
     def add(self, records: Sequence[UsageRecord], keys: ScopeKeys | None = None) -> None:
         """Count ``records``, whose rows were just committed by this process; ``keys``:
         their keys, when they are one turn's (else worked out per record)."""
-        windows = self._windows
-        if windows is None or not self.scopes:
+        if self._windows is None or not self.scopes:
             return  # never read: the first read will find them in the table
-        day_start, month_start = windows[0].start, windows[1].start
-        sums = self._sums
         for record in records:
-            tokens, cost, at = record.usage.total_tokens, record.cost or 0.0, record.at
-            if at < month_start:
-                continue
-            for scope, key in keys or [(s, record_key(s, record)) for s in self.scopes]:
-                found = sums.get((scope, key))
-                if found is None:
-                    found = sums[(scope, key)] = [0, 0.0, 0, 0.0]
-                if at >= day_start:
-                    found[0] += tokens
-                    found[1] += cost
-                found[2] += tokens
-                found[3] += cost
+            found = keys or tuple((s, record_key(s, record)) for s in self.scopes)
+            self._count(self._own, found, record.at, record.usage.total_tokens, record.cost)
+
+    def _count(
+        self, sums: dict[Key, Sums], keys: ScopeKeys, at: float, tokens: int, cost: float | None
+    ) -> None:
+        assert self._windows is not None
+        day, month = self._windows
+        if at < month.start:
+            return
+        for key in keys:
+            found = sums.get(key)
+            if found is None:
+                found = sums[key] = [0, 0.0, 0, 0.0]
+            if at >= day.start:
+                found[0] += tokens
+                found[1] += cost or 0.0
+            found[2] += tokens
+            found[3] += cost or 0.0
 
     def _due(self, windows: tuple[Window, Window]) -> bool:
         if self._read_at is None or self._windows is None:
@@ -105,22 +119,49 @@ class SpendLedger:
             return True
         return self._monotonic() - self._read_at >= self.refresh_s
 
-    async def _read(self, windows: tuple[Window, Window]) -> None:
-        day, month = windows
+    async def _refresh(self, windows: tuple[Window, Window]) -> None:
+        whole = self._windows is None or windows[0].start != self._windows[0].start
         try:
-            rows = await self._log.spending(
-                self.scopes,
-                day_start=day.start,
-                month_start=month.start if self.monthly else day.start,
-            )
+            if whole:
+                await self._read_all(windows)
+            else:
+                self._add_charges(await self._log.charges_after(self._last_id))
         except StorageError as exc:
             log.warning("budget_sums_unread", error=str(exc))
-            if self._windows is None or self._windows[0].start != day.start:
-                self._sums, self._windows = {}, windows
-            self._read_at = self._monotonic()  # not every turn: again after refresh_s
-            return
-        self._sums = {
-            (r.scope, r.key): [r.day_tokens, r.day_cost, r.month_tokens, r.month_cost] for r in rows
-        }
-        self._windows = windows
+            if whole:  # a new day counts from nothing rather than from yesterday
+                self._read, self._own, self._windows = {}, {}, windows
         self._read_at = self._monotonic()
+
+    async def _read_all(self, windows: tuple[Window, Window]) -> None:
+        day, month = windows
+        spending = await self._log.spending(
+            self.scopes,
+            day_start=day.start,
+            month_start=month.start if self.monthly else day.start,
+        )
+        self._read = {
+            (r.scope, r.key): [r.day_tokens, r.day_cost, r.month_tokens, r.month_cost]
+            for r in spending.spent
+        }
+        self._own = {}
+        self._last_id = spending.last_id
+        self._windows = windows
+
+    def _add_charges(self, charges: list[Charge]) -> None:
+        for charge in charges:
+            keys = tuple(
+                (
+                    scope,
+                    scope_key(
+                        scope,
+                        channel=charge.channel,
+                        conversation_id=charge.conversation_id,
+                        user_id=charge.user_id,
+                        agent=charge.agent,
+                    ),
+                )
+                for scope in self.scopes
+            )
+            self._count(self._read, keys, charge.at, charge.tokens, charge.cost)
+            self._last_id = max(self._last_id, charge.id)
+        self._own = {}

@@ -51,9 +51,10 @@ async def test_spending_per_scope_and_window(store: Store) -> None:
             row(DAY + 7, agent="ops", channel="slack.work", conversation_id="C1"),
         ]
     )
-    spent = await store.usage.spending(
+    spending = await store.usage.spending(
         [UsageScope.USER, UsageScope.AGENT], day_start=DAY, month_start=MONTH
     )
+    spent = spending.spent
     by_key = {(s.scope, s.key): s for s in spent}
     assert by_key[(UsageScope.USER, "telegram.main 1001")] == Spent(
         scope=UsageScope.USER,
@@ -68,7 +69,23 @@ async def test_spending_per_scope_and_window(store: Store) -> None:
     assert by_key[(UsageScope.AGENT, "default")].month_tokens == 390
     assert by_key[(UsageScope.AGENT, "ops")].day_tokens == 130
     assert len(spent) == 5
-    assert await store.usage.spending([], day_start=DAY, month_start=MONTH) == []
+    nothing = await store.usage.spending([], day_start=DAY, month_start=MONTH)
+    assert nothing.spent == []
+    assert nothing.last_id == spending.last_id > 0
+    assert await store.usage.charges_after(spending.last_id) == []  # it counts them all
+
+
+async def test_charges_after_the_last_row_read(store: Store) -> None:
+    before = await store.usage.spending([UsageScope.USER], day_start=DAY, month_start=MONTH)
+    assert (before.spent, before.last_id) == ([], 0)
+    await store.usage.record([row(DAY + 1), row(DAY + 2, user_id="2002", cost=None)])
+    first, second = await store.usage.charges_after(before.last_id)
+    assert (first.user_id, first.tokens, first.cost, first.at) == ("1001", 130, 0.5, DAY + 1)
+    assert (second.user_id, second.cost) == ("2002", 0.0)
+    assert first.id < second.id
+    assert await store.usage.charges_after(second.id) == []
+    read = await store.usage.spending([UsageScope.USER], day_start=DAY, month_start=MONTH)
+    assert read.last_id == second.id
 
 
 async def test_summary_by_each_grouping(store: Store) -> None:

@@ -148,22 +148,30 @@ async def test_replicas_see_each_others_calls_when_they_read_the_sums_again(
     settings = usage_settings(
         tmp_path,
         {"main": openai_provider(model.base_url)},
-        budgets={"per_user": {"daily_tokens": 100}, "refresh_s": 0.001},
+        # 110 tokens a call: a sender's first call leaves room, the second spends the budget
+        budgets={"per_user": {"daily_tokens": 150}, "refresh_s": 0.001},
     )
     one, two = FakeChannel(CHANNEL), FakeChannel(CHANNEL)
-    model.queue_text("from replica one")
+    for answer in ("bob 1", "ann 1", "ann 2", "bob 2"):
+        model.queue_text(answer)
     async with (
         App(settings, channels={str(CHANNEL): one}) as first,
         App(settings, channels={str(CHANNEL): two}) as second,
     ):
         await one.running.wait()
         await two.running.wait()
-        await ask(one, message(user="ann"), "from replica one")
-        await settled(first)
-        # the other replica's first check reads the sums, which hold replica one's call
-        await ask(two, message(user="ann", conversation="c2"), "Your daily budget")
+        await ask(two, message(user="bob"), "bob 1")  # replica two reads all the sums
         await settled(second)
-    assert len(model.requests) == 1
+        await ask(one, message(user="ann"), "ann 1")
+        await ask(one, message(user="ann"), "ann 2")
+        await settled(first)
+        # replica two reads the rows written since its last read: its own call is counted
+        # once (bob has room for one more), replica one's two are there (ann has none)
+        await ask(two, message(user="bob", conversation="c2"), "bob 2")
+        await ask(two, message(user="ann", conversation="c3"), "Your daily budget")
+        await ask(two, message(user="bob", conversation="c4"), "Your daily budget")
+        await settled(second)
+    assert len(model.requests) == 4
 
 
 async def test_a_scheduled_run_counts_against_its_conversations_agent(
