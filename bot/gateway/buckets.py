@@ -36,6 +36,11 @@ log = structlog.get_logger(__name__)
 FLUSH_INTERVAL_S = 1.0
 #: A sender (or conversation) is told to slow down at most once in this long.
 NOTICE_WINDOW_S = 60.0
+#: Buckets full again are looked for at every this many merges (memory is the only reason).
+SWEEP_EVERY = 10
+#: The table is read back for rows merged since the last read, less this much: room for the
+#: clocks of replicas that differ.
+REFRESH_OVERLAP_S = 10.0
 
 
 @dataclass(slots=True)
@@ -74,6 +79,8 @@ class BucketBook:
         self._dropped: set[str] = set()
         self._saved: set[str] = set()  # buckets the table holds a row of
         self._loaded = False
+        self._flushes = 0
+        self._refreshed_at: float | None = None  # the last read of the table began then
         self._load_lock = asyncio.Lock()
         self._flush_lock = asyncio.Lock()
 
@@ -123,7 +130,9 @@ class BucketBook:
         buckets), drop the buckets that say nothing any more, and read the table back."""
         async with self._flush_lock:
             now = self._clock()
-            self._sweep(now)
+            self._flushes += 1
+            if self._flushes % SWEEP_EVERY == 0:
+                self._sweep(now)
             for prefix, limit in (
                 ("user:", self._config().per_user),
                 ("conversation:", self._config().per_conversation),
@@ -136,13 +145,16 @@ class BucketBook:
 
     async def _refresh(self) -> None:
         """Count on from the table: what other replicas took since, and buckets they began
-        (one read of the table, which holds only buckets still counting down)."""
+        (one read of the rows merged since the last read)."""
+        started = self._clock()
+        since = None if self._refreshed_at is None else self._refreshed_at - REFRESH_OVERLAP_S
         try:
-            rows = await self._store.rate_limits.load()
+            rows = await self._store.rate_limits.load(changed_since=since)
         except StorageError as exc:
             log.warning("rate_limit_flush_failed", error=str(exc))
             return
-        self._saved = {row.bucket for row in rows}
+        self._refreshed_at = started
+        self._saved |= {row.bucket for row in rows}
         for row in rows:
             if row.bucket in self._dirty or self._limit_of(row.bucket) is None:
                 continue  # taken from here meanwhile: merged at the next flush

@@ -80,11 +80,12 @@ class RateLimitBuckets:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def load(self) -> list[SavedBucket]:
-        """Every saved bucket."""
-        rows = await self._db.fetchall(
-            "SELECT bucket, tokens, updated_at, noticed_at FROM rate_limit_buckets"
-        )
+    async def load(self, *, changed_since: float | None = None) -> list[SavedBucket]:
+        """Every saved bucket, or those merged at or after ``changed_since``."""
+        sql = "SELECT bucket, tokens, updated_at, noticed_at FROM rate_limit_buckets"
+        if changed_since is None:
+            return [_saved(r) for r in await self._db.fetchall(sql)]
+        rows = await self._db.fetchall(sql + " WHERE updated_at >= ?", (changed_since,))
         return [_saved(r) for r in rows]
 
     async def merge(
