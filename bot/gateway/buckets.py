@@ -6,9 +6,10 @@ decision costs no database trip, which keeps admission's cost where ``bench/thro
 measured it. Every :data:`FLUSH_INTERVAL_S` and when the gateway drains, the tokens taken
 since the last time are merged into the table
 (:meth:`bot.store.rate_limits.RateLimitBuckets.merge`: the table's row refilled to now,
-less what was taken), and the table is read back, so each bucket counts on from what every
-replica took: several replicas share one bucket per sender and conversation, and a restart
-finds them (the first decision after a start reads them all). Between two merges a replica
+less what was taken), and, where several replicas share the database, the rows merged since
+are read back, so each bucket counts on from what every replica took: replicas share one
+bucket per sender and conversation, and a restart finds them (the first decision after a
+start reads them all). Between two merges a replica
 counts alone, so replicas may let a sender through a little more than the limit within that
 second; the table's debt (tokens below 0) makes up for it afterwards. A crash loses at most
 the last interval of counting. A bucket that is full again (and whose notice window is
@@ -62,17 +63,21 @@ def refilled(bucket: Bucket | None, limit: RateLimit, now: float) -> float:
 
 
 class BucketBook:
-    """The buckets of one process, and their merges with the table (module docstring)."""
+    """The buckets of one process, and their merges with the table (module docstring).
+    ``shared``: other replicas use the table too, so it is read back after each merge (alone
+    on its database, a process knows the table already)."""
 
     def __init__(
         self,
         *,
         store: Store,
         config: Callable[[], RateLimitsConfig],
+        shared: bool = False,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._store = store
         self._config = config
+        self._shared = shared  # other replicas count in the same table
         self._clock = clock
         self._buckets: dict[str, Bucket] = {}
         self._dirty: set[str] = set()
@@ -140,7 +145,7 @@ class BucketBook:
                 if limit.active:
                     await self._merge(prefix, limit, now)
                     await self._drop(prefix, limit, now)
-            if self._config().active and (self._buckets or self._saved):
+            if self._shared and self._config().active and (self._buckets or self._saved):
                 await self._refresh()
 
     async def _refresh(self) -> None:

@@ -122,6 +122,7 @@ class Gateway:
         )
         self._limits = RateLimits(
             config=settings.rate_limits,
+            shared=replica is not None,
             store=store,
             replies=self._replies,
             channel_settings=self._channel_settings,

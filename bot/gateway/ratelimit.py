@@ -79,6 +79,7 @@ class RateLimits:
         *,
         config: RateLimitsConfig,
         store: Store,
+        shared: bool = False,
         replies: Replies,
         channel_settings: ChannelSettings,
         clock: Callable[[], float] = time.time,
@@ -88,7 +89,9 @@ class RateLimits:
         self._replies = replies
         self._channel_settings = channel_settings
         self._clock = clock
-        self._book = BucketBook(store=store, config=lambda: self._config, clock=clock)
+        self._book = BucketBook(
+            store=store, config=lambda: self._config, shared=shared, clock=clock
+        )
         self.refused = 0
         """Messages refused since the start (the inbox keeps each one)."""
 
