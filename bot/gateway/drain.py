@@ -34,6 +34,11 @@ class Drain:
     def active_turns(self) -> int:
         return self._active
 
+    @property
+    def draining(self) -> bool:
+        """Shutdown began: no new message is taken (with several replicas: none runs here)."""
+        return not self._accepting
+
     async def refuse_new(self, arrival: Arrival, call_next: Admit) -> None:
         """Admission step: once draining began, a message is dropped (and logged)."""
         if not self._accepting:

@@ -305,6 +305,11 @@ class Gateway:
     def active_turns(self) -> int:
         return self._drain.active_turns
 
+    @property
+    def draining(self) -> bool:
+        """Shutdown began (:meth:`drain`)."""
+        return self._drain.draining
+
     def queue_depth(self) -> int:
         return self._sessions.queue_depth()
 

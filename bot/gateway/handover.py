@@ -107,8 +107,10 @@ class Handover:
         self._run_command = run
 
     def drain(self) -> None:
-        """The replica is stopping: it claims nothing more (what it claimed and has not
-        begun is released by the replica that takes its sessions over once it is gone)."""
+        """The replica is stopping: it claims nothing more, takes no session and begins no
+        turn; the turns running finish (within the drain's time). What it claimed and has
+        not begun, and what it admits from now on, is run by the replica that takes its
+        sessions over once it is gone."""
         self._draining = True
 
     @property
@@ -123,6 +125,9 @@ class Handover:
         on loses nothing: the entry is in the inbox, and the next sweep sees to it."""
         key = turn.session_key
         try:
+            if self._draining:
+                await self._leave_to_next_owner(key)
+                return
             owner = self._me if key in self._owned else await self._owner_for(key)
             if owner == self._me:
                 await self._pull(key, turn)
@@ -132,11 +137,27 @@ class Handover:
         except StorageError as exc:
             log.warning("handover_deferred", session=key, error=str(exc))
 
+    async def _leave_to_next_owner(self, key: str) -> None:
+        """This replica is stopping: wake the session's owner when it is another live one;
+        otherwise the entry waits for whichever replica takes the session once this one has
+        left (its sweep)."""
+        owner = await self._store.session_owners.owner(key)
+        if owner is not None and owner != self._me and owner in await self._live():
+            await self._store.signals.notify(HANDOVER, json.dumps({"to": owner, "session": key}))
+            log.info("turn_handed_over", session=key, owner=owner)
+        else:
+            log.info("turn_left_to_next_owner", session=key)
+
     async def take(self, turn: TurnIdentity) -> TurnIdentity | None:
         """Take the turn's entry to run it now (the session worker asks just before): the
         turn as its entry reads now, or None when it was deleted, begun or claimed by
         another replica meanwhile."""
         _, queued = self._payloads.pop(turn.inbox, ("", ""))
+        if self._draining:
+            # begun here it could be cut off by the end of the drain: the session's next
+            # owner runs it instead
+            log.info("turn_left_to_next_owner", session=turn.session_key)
+            return None
         entry = await self._store.inbox.take(turn.inbox, self._me)
         if entry is None:
             log.info("turn_not_taken", session=turn.session_key, message_id=turn.inbox.message_id)

@@ -239,6 +239,29 @@ async def test_when_the_owner_dies_another_replica_settles_its_turn_and_runs_the
     assert replicas.log[-1] == ("b", "m4")
 
 
+async def test_a_message_reaching_a_stopping_replica_is_admitted_and_answered_next_in_order(
+    replicas: Replicas,
+) -> None:
+    first = asyncio.Event()
+    a = await replicas.start("a", holds={"m1": first})
+    b = await replicas.start("b")
+    await a.deliver(message("m1 first", "1"))
+    await reached(a, "m1")
+    stopping = asyncio.create_task(replicas.stop(a))  # a drains: m1 may finish
+    async with asyncio.timeout(WAIT_S):
+        while not a.app.gateway.draining:  # noqa: ASYNC110
+            await asyncio.sleep(0.01)
+    await a.deliver(message("m2 second", "2"))  # taken in, not refused: no redelivery wait
+    await b.deliver(message("m3 third", "3"))
+    first.set()
+    await stopping
+    await b.channel.wait_for("answer m3", within_s=WAIT_S)
+    await settled(b.app.store, "1", "2", "3")
+    assert answers(a) + answers(b) == ["answer m1", "answer m2", "answer m3"]
+    assert [tag for _, tag in replicas.log] == ["m1", "m2", "m3"]
+    assert await statuses(b.app.store, "1", "2", "3") == [InboxStatus.DONE] * 3
+
+
 async def test_a_message_a_dead_replica_admitted_but_never_handed_over_is_answered(
     replicas: Replicas,
 ) -> None:
