@@ -208,9 +208,11 @@ class Approvals:
             row = await tx.fetchone("SELECT status FROM approvals WHERE id = ?", (approval_id,))
             if row is None or row["status"] != ApprovalStatus.PENDING:
                 return False
-            await tx.execute(
+            # still pending when written: a single statement of another replica (an expiry)
+            # may have decided it since the read (PostgreSQL; SQLite holds every writer off)
+            moved = await tx.fetchone(
                 "UPDATE approvals SET status = ?, decided_by = ?, reason = ?, reply = ?,"
-                " decided_at = ? WHERE id = ? AND status = ?",
+                " decided_at = ? WHERE id = ? AND status = ? RETURNING id",
                 (
                     resolution.status,
                     resolution.decided_by,
@@ -221,6 +223,8 @@ class Approvals:
                     ApprovalStatus.PENDING,
                 ),
             )
+            if moved is None:
+                return False
             await AuditLog.append_in(tx, audit)
             if grant is not None:
                 await Grants.create_in(tx, grant)

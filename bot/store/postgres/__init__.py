@@ -7,14 +7,16 @@ Storage section of ``docs/architecture.md``):
 
 * :mod:`~bot.store.postgres.database`: :class:`Database`, a pool of connections, how
   statements and units of work travel;
-* :mod:`~bot.store.postgres.transaction`: the interactive write transaction (an advisory
-  lock and ``REPEATABLE READ``, as SQLite's ``BEGIN IMMEDIATE``);
+* :mod:`~bot.store.postgres.transaction`: the interactive write transaction (queued on an
+  advisory lock, as SQLite's ``BEGIN IMMEDIATE``);
 * :mod:`~bot.store.postgres.connection`: the URL, the pool, each connection's setup;
 * :mod:`~bot.store.postgres.placeholders`: ``?`` numbered ``$1…``, once per statement text;
 * :mod:`~bot.store.postgres.schema` and ``migrations/``: the numbered migrations, applied
   under an advisory lock;
 * :mod:`~bot.store.postgres.errors`: SQLSTATEs mapped into the ``StorageError`` tree;
-* :mod:`~bot.store.postgres.memory_search`: ``tsvector`` and ``ts_rank``.
+* :mod:`~bot.store.postgres.memory_search`: ``tsvector`` and ``ts_rank``;
+* :mod:`~bot.store.postgres.load`: rows copied into an empty database in one transaction
+  (``hatchway db migrate-to``).
 
 Only this package imports ``asyncpg``.
 """

@@ -1,18 +1,21 @@
 """The interactive write transaction on PostgreSQL: ``async with db.transaction() as tx``.
 
-SQLite runs these with ``BEGIN IMMEDIATE``: one writer at a time, so what a transaction
-reads still holds when its writes commit (an approval read as pending is still pending when
-it is decided). PostgreSQL lets writers run side by side, so the engine gives the same
-guarantee in two parts: interactive transactions queue on one advisory lock,
-:data:`TRANSACTION_LOCK` (taken before ``BEGIN``, so each one's snapshot is taken after the
-previous one committed), and run at ``REPEATABLE READ``, so a row a single statement changed
-meanwhile makes the transaction fail as :class:`~bot.errors.StorageBusy` (SQLSTATE 40001)
-instead of deciding on a stale read. The lock is waited on for at most the connection's
-``lock_timeout`` (busy, as SQLite's busy timeout).
+SQLite runs these with ``BEGIN IMMEDIATE``: one writer at a time, so two of them never
+interleave (two clicks deciding one approval: the second reads what the first wrote).
+PostgreSQL lets writers run side by side, so interactive transactions queue on one advisory
+lock, :data:`TRANSACTION_LOCK` (``pg_advisory_xact_lock``, taken with ``BEGIN`` in one round
+trip and let go by the commit or rollback). They run at ``READ COMMITTED``, where each
+statement sees what committed before it: the one taken after another's commit reads that
+commit. A single statement of another connection may still change a row between a read and
+a write of the transaction; the repositories' writes say what they expect
+(``UPDATE … WHERE status = 'pending' RETURNING id``), so such a write finds nothing to do and
+the repository answers accordingly, as the conditional statements outside transactions do.
+The lock is waited on for at most the connection's ``lock_timeout`` (busy, as SQLite's busy
+timeout).
 
 The transaction holds one connection of the pool from its start to its end. Any failure on
 the way (a statement, the commit, a cancellation) closes that connection rather than hand
-it back: the server then rolls back and drops the lock, whatever state the connection was
+it back: the server then rolls back and lets the lock go, whatever state the connection was
 left in.
 """
 
@@ -33,12 +36,10 @@ if TYPE_CHECKING:
     from bot.store.postgres.database import Database
 
 TRANSACTION_LOCK = int.from_bytes(b"hatchtxn", "big")
-"""The advisory lock key interactive transactions queue on (session level, per database)."""
+"""The advisory lock key interactive transactions queue on (transaction level, per
+database)."""
 
-_BEGIN = "BEGIN ISOLATION LEVEL REPEATABLE READ"
-_LOCK = f"SELECT pg_advisory_lock({TRANSACTION_LOCK})"
-_COMMIT = f"COMMIT; SELECT pg_advisory_unlock({TRANSACTION_LOCK})"
-_ROLLBACK = f"ROLLBACK; SELECT pg_advisory_unlock({TRANSACTION_LOCK})"
+_BEGIN = f"BEGIN; SELECT pg_advisory_xact_lock({TRANSACTION_LOCK})"
 
 
 class Transaction:
@@ -84,7 +85,6 @@ class Transaction:
         self._conn = conn
         try:
             async with mapped(f"database {self._db.description} is not writable"):
-                await conn.execute(_LOCK)
                 await conn.execute(_BEGIN)
         except BaseException:
             await self._discard()
@@ -105,7 +105,7 @@ class Transaction:
         self._done = True
         try:
             async with mapped(f"database {self._db.description} could not commit"):
-                await conn.execute(_COMMIT if commit else _ROLLBACK)
+                await conn.execute("COMMIT" if commit else "ROLLBACK")
         except BaseException:
             await self._discard()
             raise
@@ -113,8 +113,8 @@ class Transaction:
         await self._db._release(conn)
 
     async def _discard(self) -> None:
-        """Close the connection (the server rolls back and unlocks) and give its place in
-        the pool back."""
+        """Close the connection (the server rolls back and lets the lock go) and give its
+        place in the pool back."""
         conn, self._conn, self._done = self._conn, None, True
         if conn is not None:
             conn.terminate()

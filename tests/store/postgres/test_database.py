@@ -14,7 +14,7 @@ import pytest
 
 from bot.errors import StorageBusy, StorageError, StorageIntegrityError, StorageUnavailable
 from bot.store import Store
-from bot.store.approvals import ApprovalRecord, ApprovalStatus, Resolution
+from bot.store.approvals import ApprovalRecord, ApprovalStatus, CardRef, Resolution
 from bot.store.audit import AuditEntry, Decision
 from bot.store.postgres import Database, describe, migrations
 from bot.store.postgres import connection as pg_connection
@@ -105,26 +105,37 @@ async def test_a_lock_held_past_the_timeout_is_busy(
         assert await store.channel_state.get("t.m", "offset") == "3"
 
 
-async def test_an_interactive_transaction_never_writes_on_a_stale_read(
+async def test_a_decision_never_lands_on_an_approval_decided_meanwhile(
     pg_store: Store, raw: asyncpg.Connection
 ) -> None:
+    """Another replica expires the approval (one statement) while a click's transaction
+    has read it as pending: the click's write finds it decided, and nothing of the click is
+    written."""
     await pg_store.approvals.create(approval("ap-1"))
-    with pytest.raises(StorageBusy):
-        async with pg_store.db.transaction() as tx:
-            row = await tx.fetchone("SELECT status FROM approvals WHERE id = ?", ("ap-1",))
-            assert row is not None and row["status"] == "pending"
-            # meanwhile another replica expires it, in one statement
-            await raw.execute("UPDATE approvals SET status = 'expired' WHERE id = 'ap-1'")
-            await tx.execute(
-                "UPDATE approvals SET status = 'approved' WHERE id = ? AND status = 'pending'",
-                ("ap-1",),
-            )
-            await tx.execute(
-                "INSERT INTO retention_marks (name, value) VALUES ('written by the tx', 1)"
-            )
+    resolution, audit = decision("boss")
+    async with raw.transaction():
+        await raw.execute("UPDATE approvals SET status = 'expired' WHERE id = 'ap-1'")
+        click = asyncio.ensure_future(pg_store.approvals.resolve("ap-1", resolution, audit=audit))
+        await wait_for_lock_waiter(raw)  # read as pending, its write waits on the row
+    assert await click is False
     record = await pg_store.approvals.get("ap-1")
     assert record is not None and record.status is ApprovalStatus.EXPIRED
-    assert await pg_store.db.fetchall("SELECT * FROM retention_marks") == []
+    assert await pg_store.audit.since() == []
+
+
+async def test_a_write_of_other_columns_does_not_disturb_a_decision(pg_store: Store) -> None:
+    """A card posted (its refs written to the row) while the click's transaction runs: both
+    land, as on SQLite."""
+    await pg_store.approvals.create(approval("ap-1"))
+    resolution, audit = decision("boss")
+    refs = [CardRef(conversation_id="-100", thread_id=None, message_id="m1")]
+    won, _ = await asyncio.gather(
+        pg_store.approvals.resolve("ap-1", resolution, audit=audit),
+        pg_store.approvals.set_card_refs("ap-1", refs),
+    )
+    record = await pg_store.approvals.get("ap-1")
+    assert won and record is not None and record.status is ApprovalStatus.APPROVED
+    assert record.card_refs == tuple(refs)
 
 
 async def test_two_replicas_deciding_one_approval_decide_it_once(pg_url: str) -> None:
