@@ -35,8 +35,11 @@ class Compaction:
 class Transaction(Protocol):
     """An interactive write transaction (``async with db.transaction() as tx``): its
     statements commit together when the block ends, or roll back if it raises. Two such
-    transactions never interleave (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: a lock they
-    share), so a read inside one still holds when its writes commit."""
+    transactions never interleave (SQLite: ``BEGIN IMMEDIATE``; PostgreSQL: an advisory
+    lock they share). On PostgreSQL a single statement of another connection may still
+    change a row between a read and a write, so a write that depends on what was read says
+    so in its ``WHERE`` (and ``RETURNING``), as the conditional statements outside
+    transactions do."""
 
     async def __aenter__(self) -> Transaction: ...
 
