@@ -121,7 +121,7 @@ class BudgetRules:
         sender = turn.envelope.sender.id
         if sender in self._exempt:
             return True
-        return sender in self._approvers.get(turn.channel, ())
+        return bool(self._approvers) and sender in self._approvers.get(turn.channel, ())
 
     def keys(self, turn: TurnIdentity, *, agent: str) -> ScopeKeys:
         """The turn's key in each scope some budget counts in."""
@@ -153,7 +153,7 @@ class BudgetRules:
             elif scope is UsageScope.AGENT:
                 limits = self._agents.get(agent, ())
             else:
-                limits = self._channels.get(turn.channel, ())
+                limits = self._channels.get(key, ())  # a channel's key is its name
             if limits:
                 held.append((scope, key, limits))
         return tuple(held)

@@ -5,14 +5,15 @@ check and when the day changes (:meth:`bot.store.usage.UsageLog.spending`, one q
 every scope a budget counts in), then every ``refresh_s`` seconds only the rows written since
 the last one read (:meth:`~bot.store.usage.UsageLog.charges_after`: what other replicas, and
 this process, wrote meanwhile). Between two reads the ledger adds this process's own calls as
-their rows are committed (:meth:`SpendLedger.add`), on the side: the next read brings them
-with the rest and that side is dropped. A budget check is a few dictionary lookups, with no
-trip to the database, and a refresh costs the rows of ``refresh_s`` seconds, not the month's.
+their rows are committed (:meth:`SpendLedger.add`), and notes them on the side: the next
+read brings them with the rest, so what the side holds is taken out again first. A budget
+check is a few dictionary lookups, with no trip to the database, and a refresh costs the
+rows of ``refresh_s`` seconds, not the month's.
 
 Reads and commits travel in the database's order, and each result is applied when its trip
-returns, in that order too: a call committed before a read is in it (and its side entry,
-added first, is dropped with the read), one committed after it stays on the side until the
-next read. With several replicas a budget can therefore overshoot by the calls of the turns
+returns, in that order too: a call committed before a read is in its rows (its side entry,
+added first, is taken out before they go in), one committed after it stays on the side until
+the next read. With several replicas a budget can therefore overshoot by the calls of the turns
 in flight and by what the other replicas spent since this one last read the rows.
 """
 
@@ -59,8 +60,8 @@ class SpendLedger:
         self.refresh_s = refresh_s
         self._clock = clock
         self._monotonic = monotonic
-        self._read: dict[Key, Sums] = {}  # from the table, up to row _last_id
-        self._own: dict[Key, Sums] = {}  # this process's calls committed since
+        self._sums: dict[Key, Sums] = {}  # the table's up to row _last_id, and _own
+        self._own: dict[Key, Sums] = {}  # this process's calls committed since that row
         self._last_id = 0
         self._windows: tuple[Window, Window] | None = None
         self._read_at: float | None = None
@@ -82,9 +83,7 @@ class SpendLedger:
     def spent(self, scope: UsageScope, key: str) -> Sums:
         """What ``key`` in ``scope`` spent in the current day and month (its committed
         calls); not to be changed."""
-        read = self._read.get((scope, key), NOTHING)
-        own = self._own.get((scope, key))
-        return read if own is None else [a + b for a, b in zip(read, own, strict=True)]
+        return self._sums.get((scope, key), NOTHING)
 
     def add(self, records: Sequence[UsageRecord], keys: ScopeKeys | None = None) -> None:
         """Count ``records``, whose rows were just committed by this process; ``keys``:
@@ -93,7 +92,9 @@ class SpendLedger:
             return  # never read: the first read will find them in the table
         for record in records:
             found = keys or tuple((s, record_key(s, record)) for s in self.scopes)
-            self._count(self._own, found, record.at, record.usage.total_tokens, record.cost)
+            tokens, cost = record.usage.total_tokens, record.cost
+            self._count(self._sums, found, record.at, tokens, cost)
+            self._count(self._own, found, record.at, tokens, cost)
 
     def _count(
         self, sums: dict[Key, Sums], keys: ScopeKeys, at: float, tokens: int, cost: float | None
@@ -129,7 +130,7 @@ class SpendLedger:
         except StorageError as exc:
             log.warning("budget_sums_unread", error=str(exc))
             if whole:  # a new day counts from nothing rather than from yesterday
-                self._read, self._own, self._windows = {}, {}, windows
+                self._sums, self._own, self._windows = {}, {}, windows
         self._read_at = self._monotonic()
 
     async def _read_all(self, windows: tuple[Window, Window]) -> None:
@@ -139,7 +140,7 @@ class SpendLedger:
             day_start=day.start,
             month_start=month.start if self.monthly else day.start,
         )
-        self._read = {
+        self._sums = {
             (r.scope, r.key): [r.day_tokens, r.day_cost, r.month_tokens, r.month_cost]
             for r in spending.spent
         }
@@ -148,6 +149,10 @@ class SpendLedger:
         self._windows = windows
 
     def _add_charges(self, charges: list[Charge]) -> None:
+        for key, own in self._own.items():  # the rows read now hold these calls
+            sums = self._sums[key]
+            for index, value in enumerate(own):
+                sums[index] -= value
         for charge in charges:
             keys = tuple(
                 (
@@ -162,6 +167,6 @@ class SpendLedger:
                 )
                 for scope in self.scopes
             )
-            self._count(self._read, keys, charge.at, charge.tokens, charge.cost)
+            self._count(self._sums, keys, charge.at, charge.tokens, charge.cost)
             self._last_id = max(self._last_id, charge.id)
         self._own = {}
