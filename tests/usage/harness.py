@@ -26,13 +26,8 @@ def openai_provider(base_url: str, **extra: Any) -> dict[str, Any]:
 
 
 def anthropic_provider(base_url: str, **extra: Any) -> dict[str, Any]:
-    return {
-        "kind": "anthropic",
-        "base_url": base_url,
-        "model": "claude-fake",
-        "api_key_env": "HATCHWAY_TEST_ANTHROPIC_KEY",
-        **extra,
-    }
+    """An Anthropic provider on loopback (a local endpoint: no API key needed)."""
+    return {"kind": "anthropic", "base_url": base_url, "model": "claude-fake", **extra}
 
 
 def usage_settings(
@@ -53,7 +48,7 @@ def usage_settings(
             "channels": {"console": {"main": {}}},
             **tables,
         },
-        environ={"HATCHWAY_TEST_ANTHROPIC_KEY": "sk-ant-test-0000"},
+        environ={},
     )
 
 
