@@ -173,7 +173,8 @@ class StorageConfig(ConfigModel):
         if self.url is None:
             return self
         parts = urlsplit(self.url)
-        if parts.scheme not in ("postgresql", "postgres") or not parts.hostname:
+        on_socket = "host=" in parts.query  # postgresql:///db?host=/var/run/postgresql
+        if parts.scheme not in ("postgresql", "postgres") or not (parts.hostname or on_socket):
             raise ValueError(
                 "storage.url must be a PostgreSQL URL, postgresql://user@host:port/database "
                 "(leave it out to use the SQLite file storage.path)"

@@ -118,3 +118,17 @@ def test_a_bad_url_is_a_config_error(url: str, words: str) -> None:
     with pytest.raises(ConfigError, match=words) as err:
         parse_settings({"storage": {"url": url}}, environ={})
     assert "secret" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://hatchway@db.internal:5432/hatchway",
+        "postgres://hatchway@db.internal/hatchway?sslmode=require",
+        "postgresql:///hatchway?host=/var/run/postgresql",
+    ],
+)
+def test_a_postgresql_url_is_taken(url: str) -> None:
+    settings = parse_settings({"storage": {"url": url}}, environ={})
+    assert settings.storage.url == url
+    assert settings.storage.password_env == "HATCHWAY_DB_PASSWORD"
