@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 
 import structlog
 
+from bot.errors import StorageUnavailable
 from bot.gateway.admission import Admit, Arrival
 from bot.tools.cancellation import SHUTDOWN
 
@@ -40,10 +41,15 @@ class Drain:
         return not self._accepting
 
     async def refuse_new(self, arrival: Arrival, call_next: Admit) -> None:
-        """Admission step: once draining began, a message is dropped (and logged)."""
+        """Admission step (one process): once draining began, a message is not taken. It
+        is refused as when the database cannot be reached
+        (:class:`~bot.errors.StorageUnavailable`), so the adapter leaves the platform's
+        event unconfirmed (a Telegram update, a Slack journal row, a Discord message behind
+        the watermark) and it is answered after the restart. Dropping it would confirm it
+        to the platform, and it would be lost."""
         if not self._accepting:
             log.info("envelope_refused_shutting_down")
-            return
+            raise StorageUnavailable("this process is stopping: the message is left for later")
         await call_next(arrival)
 
     @contextlib.contextmanager

@@ -226,9 +226,15 @@ ping_interval_s = 0.5
             return
         await self._push(event, attempt=0)
 
+    def socket_for(self) -> str | None:
+        """The named client whose socket gets the next event; None: the one connected last
+        (one process). ``ConnectionError`` when none is open."""
+        return None
+
     async def _push(self, event: dict[str, object], *, attempt: int) -> None:
         try:
-            envelope_id = await self.fake.push("events_api", event, retry_attempt=attempt)
+            to = self.socket_for()
+            envelope_id = await self.fake.push("events_api", event, retry_attempt=attempt, to=to)
         except (ConnectionError, RuntimeError):
             self.held.append(event)  # the socket closed under us: Slack would retry
             return

@@ -15,8 +15,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from bench.crash_tally import ANSWER, Tally, barrier_text, message_text
-from tests.reliability.platform_drivers import PlatformDriver, redeliver
+from bench.crash_tally import ANSWER, Tally, answered_tags, barrier_text, message_text
+from tests.reliability.platform_drivers import PlatformDriver, SlackDriver, redeliver
 from tests.reliability.replica_rig import until
 
 _TAG_NUMBER = re.compile(r"t(\d+)x")
@@ -36,7 +36,12 @@ class Load:
 
     async def send_all(self, *, gap_s: float) -> None:
         """Send the plan, ``gap_s`` apart."""
-        for tag, conversation in self.plan:
+        await self.send_share(1.0, gap_s=gap_s)
+
+    async def send_share(self, share: float, *, gap_s: float) -> None:
+        """Send the next ``share`` of the plan (all that is left with 1.0), ``gap_s`` apart."""
+        count = max(1, round(len(self.plan) * share))
+        for tag, conversation in self.plan[self.sent : self.sent + count]:
             await self.driver.send(conversation, message_text(tag))
             self.sent += 1
             await asyncio.sleep(gap_s)
@@ -58,6 +63,7 @@ class Load:
             await self.driver.send(conversation, barrier_text(conversation))
         closed = await wait(lambda: tally.barriers_answered(self.driver) >= self.conversations)
         tally.settled_in_time = settled and closed
+        tally.answered = answered_tags(self.driver)  # what a failure's table shows
         return tally.settled_in_time
 
     def out_of_order(self) -> dict[int, list[int]]:
@@ -70,3 +76,29 @@ class Load:
                 if number is not None:
                     found.setdefault(post.conversation, []).append(int(number.group(1)))
         return {c: tags for c, tags in found.items() if tags != sorted(tags)}
+
+
+@dataclass(kw_only=True)
+class SpreadSlackDriver(SlackDriver):
+    """Slack with several replicas connected: as Slack spreads an app's events over its
+    Socket Mode connections, each message goes over the next replica's socket in turn
+    (:meth:`FakeSlack.connected_clients`); with none open it is held until
+    :meth:`redeliver`, which also retries what was never acknowledged (SlackDriver's rules)."""
+
+    _next: int = 0
+
+    async def wait_client(self, name: str, wait_s: float) -> None:
+        """Wait until the replica ``name`` has its socket open."""
+        if not await until(lambda: name in self.fake.connected_clients(), wait_s):
+            raise AssertionError(f"{name} did not connect its socket")
+
+    async def send(self, conversation: int, text: str) -> None:
+        self.online = bool(self.fake.connected_clients())
+        await super().send(conversation, text)
+
+    def socket_for(self) -> str | None:
+        clients = self.fake.connected_clients()
+        if not clients:
+            raise ConnectionError("no replica has its socket open")
+        self._next += 1
+        return clients[self._next % len(clients)]

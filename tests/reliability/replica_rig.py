@@ -13,7 +13,9 @@ Each start of a replica is a run of its own; :meth:`Fleet.kill` is ``kill -9``,
 :meth:`Fleet.stop` a SIGTERM that must end in exit 0. Which replica holds a lease is read
 from the database (the ``leases`` row, its holder's id naming the process id). When the
 block of ``async with Fleet(...)`` fails, the last log events of every run of every replica
-are printed (pytest shows them with the failure).
+are printed (pytest shows them with the failure), and each run's whole log is kept beside the
+state directories, with the rows saying who holds what (inbox, outbox, session owners,
+replicas, leases).
 """
 
 from __future__ import annotations
@@ -41,6 +43,15 @@ from tests.reliability.platform_drivers import PlatformDriver
 QUICK_LEASES = {"heartbeat_s": 0.5, "lease_ttl_s": 3.0, "max_clock_skew_s": 0.5}
 TELEGRAM_POLL = "telegram.main.poll"
 TAIL = 40
+#: What :meth:`Fleet.keep_tables` keeps after a failure.
+KEPT_TABLES = {
+    "inbox": "SELECT id, message_id, session_key, status, error, replica_id, received_at,"
+    " updated_at FROM inbox ORDER BY id",
+    "outbox": "SELECT * FROM outbox ORDER BY 1",
+    "session_owners": "SELECT * FROM session_owners ORDER BY session_key",
+    "replicas": "SELECT * FROM replicas",
+    "leases": "SELECT * FROM leases",
+}
 
 
 async def until(check: Callable[[], bool], timeout_s: float, *, every_s: float = 0.05) -> bool:
@@ -125,9 +136,14 @@ class Fleet:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        if exc is not None:
-            print(self.tails(), flush=True)
-        await self.aclose()
+        try:
+            await self.aclose()
+        finally:
+            if exc is not None:
+                print(self.tails(), flush=True)
+                self.keep_logs()
+                with contextlib.suppress(Exception):
+                    await self.keep_tables()
 
     # -- replicas ---------------------------------------------------------------------------
 
@@ -218,6 +234,26 @@ class Fleet:
     def tails(self, lines: int = TAIL) -> str:
         """The last log events of every run of every replica."""
         return "\n".join(r.tail(lines) for r in self.replicas.values())
+
+    def keep_logs(self) -> None:
+        """Every run's log events in a file of its own beside the state directories
+        (``<root>/<name>-<run>.jsonl``), for reading after a failure."""
+        for replica in self.replicas.values():
+            for number, run in enumerate(replica.runs, 1):
+                lines = "".join(json.dumps(event) + "\n" for event in run.events)
+                (self.root / f"{replica.name}-{number}.jsonl").write_text(lines, encoding="utf-8")
+
+    async def keep_tables(self) -> None:
+        """The rows that say who holds what (:data:`KEPT_TABLES`), one file per table
+        beside the state directories (``<root>/<table>.txt``), for reading after a failure."""
+        conn = await asyncpg.connect(self.url)
+        try:
+            for table, query in KEPT_TABLES.items():
+                rows = await conn.fetch(query)
+                text = "".join(json.dumps(dict(row), default=str) + "\n" for row in rows)
+                (self.root / f"{table}.txt").write_text(text, encoding="utf-8")
+        finally:
+            await conn.close()
 
     def events(self, name: str) -> list[dict[str, Any]]:
         """The log events of every run of ``name``, oldest first."""

@@ -1,0 +1,107 @@
+"""A rolling restart of every replica under load: nothing lost, nothing answered twice, each
+conversation's answers in the order of its messages.
+
+Three real daemons over one PostgreSQL database (``tests/pg.py``), each with a state
+directory of its own, serve 30 people who send three messages each at a steady pace (the
+model, ``bench.crash_load.EchoModel``, runs a ``shell`` command per message, then answers
+it by its tag). Each replica in turn is stopped with SIGTERM (it must exit 0: a drain) and
+started again, as a deploy does, while a quarter of the load is being sent; the next one is
+stopped only once the restarted one is ready; the last quarter follows. On each platform as
+it works with several replicas:
+
+* Telegram: one replica polls at a time (a lease); a stop releases it and another replica
+  takes it, polling from the stored offset.
+* Slack (Socket Mode): every replica holds a connection and the fake spreads events over
+  them (:class:`~tests.reliability.replica_load.SpreadSlackDriver`); an event a stopping
+  replica does not acknowledge is retried by "Slack" on another socket.
+
+Then every message was answered exactly once (no notice: a drain finishes its turns), no
+command ran twice, and each conversation's answers were posted in the order its messages
+were sent, whichever replica ran them.
+
+Marked ``long``: not in the default run (``python -m pytest -q -m long``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bench.crash_load import RAN, EchoModel
+from bench.crash_tally import Tally
+from tests.fakes.slack_server import FakeSlack
+from tests.fakes.telegram_server import FakeTelegram
+from tests.ops.daemon_process import WAIT_S
+from tests.reliability.crash_rig import daemon_env
+from tests.reliability.platform_drivers import (
+    SLACK_APP_TOKEN,
+    SLACK_BOT_TOKEN,
+    TELEGRAM_TOKEN,
+    PlatformDriver,
+    TelegramDriver,
+)
+from tests.reliability.replica_load import Load, SpreadSlackDriver
+from tests.reliability.replica_rig import TELEGRAM_POLL, Fleet
+
+pytestmark = pytest.mark.long
+
+NAMES = ("r1", "r2", "r3")
+CONVERSATIONS = 30
+MESSAGES = 3
+
+
+@contextlib.asynccontextmanager
+async def platform(name: str) -> AsyncIterator[PlatformDriver]:
+    if name == "telegram":
+        async with FakeTelegram(TELEGRAM_TOKEN) as tg:
+            yield TelegramDriver(fake=tg)
+    else:
+        async with FakeSlack(SLACK_BOT_TOKEN, SLACK_APP_TOKEN) as slack:
+            yield SpreadSlackDriver(fake=slack)
+
+
+async def started(fleet: Fleet, driver: PlatformDriver, name: str) -> None:
+    await fleet.start(name)
+    if isinstance(driver, SpreadSlackDriver):
+        await driver.wait_client(name, WAIT_S)
+
+
+@pytest.mark.parametrize("platform_name", ["telegram", "slack"])
+async def test_rolling_restart_under_load(tmp_path: Path, pg_url: str, platform_name: str) -> None:
+    async with platform(platform_name) as driver, EchoModel() as llm:
+        load = Load(driver, conversations=CONVERSATIONS, messages=MESSAGES)
+        tally = Tally(platform=platform_name, plan=load.plan)
+        env = daemon_env(driver.environment())
+        async with Fleet(
+            tmp_path, url=pg_url, llm_url=llm.base_url, driver=driver, env=env
+        ) as fleet:
+            await asyncio.gather(*(started(fleet, driver, name) for name in NAMES))
+            share = 1 / (len(NAMES) + 1)
+            for name in NAMES:
+                # a share of the load is sent while the replica stops and starts again
+                sending = asyncio.create_task(load.send_share(share, gap_s=0.1))
+                await asyncio.sleep(0.5)
+                assert await fleet.stop(name) == 0, fleet.replicas[name].tail()
+                await started(fleet, driver, name)
+                await sending
+                tally.rounds.append(f"{name} restarted, {load.sent} messages sent")
+            await load.send_share(1.0, gap_s=0.1)
+            assert await load.settle(tally, WAIT_S), tally.table()
+            if isinstance(driver, TelegramDriver):
+                await fleet.wait_holder(TELEGRAM_POLL)
+                assert driver.fake.poll_book.conflicts == []
+            for name in NAMES:
+                assert await fleet.stop(name) == 0, fleet.replicas[name].tail()
+            tally.absorb(driver, await fleet.readout(), fleet.workspaces(), RAN)
+            print(tally.table())
+
+            assert tally.lost() == []
+            assert tally.twice() == []
+            assert tally.only_noticed() == []
+            assert tally.both() == []
+            assert tally.ran_twice() == []
+            assert load.out_of_order() == {}
