@@ -196,7 +196,7 @@ class Tally:
 
         lines = [
             f"{self.platform}: {len(self.plan)} messages ({len(self.while_down)} sent while down),"
-            f" {len(self.rounds)} kills, {self.elapsed_s:.1f} s",
+            f" {len(self.rounds)} rounds, {self.elapsed_s:.1f} s",
             row("answered once", self.once()),
             row("answered twice", self.twice()),
             row("noticed", self.only_noticed()),

@@ -33,9 +33,10 @@ def write_config(
     workspace: Path,
     on_interrupted: str = "notify",
     concurrency: int | None = None,
+    auto_approve: Sequence[str] = ("shell",),
 ) -> Path:
     """The daemon's config: the channel ``tables``, the model at ``llm_url``, ``shell``
-    allowed without approval, the state next to the file, JSON logs."""
+    allowed without approval (``auto_approve``), the state next to the file, JSON logs."""
     agent = f'on_interrupted = "{on_interrupted}"\n'
     if concurrency is not None:
         agent += f"max_concurrent_turns = {concurrency}\n"
@@ -54,7 +55,7 @@ max_retries = 0
 timeout_s = 600
 
 [approval]
-auto_approve = ["shell"]
+auto_approve = {json.dumps(list(auto_approve))}
 
 [tools.workspace]
 path = "{workspace}"

@@ -4,10 +4,12 @@ A :class:`Fleet` runs replicas of one bot on one host as an operator would on se
 replica is ``hatchway run`` (:func:`tests.ops.daemon_process.start_daemon`) with a state
 directory and a config file of its own, the same ``[storage] url`` and the same platform
 table, where the replica's name marks its calls to the platform fake
-(:meth:`~tests.reliability.platform_drivers.PlatformDriver.channel_table` with ``client``).
-The config is the crash matrix's (:func:`tests.reliability.crash_rig.write_config`: a model
-at a URL, ``shell`` allowed without approval, the workspace in the state directory) plus the
-storage URL, quick leases (:data:`QUICK_LEASES`) and ``/readyz`` on a free port.
+(:meth:`~tests.reliability.platform_drivers.PlatformDriver.channel_table` with ``client``,
+plus ``channel_extra`` keys). The config is the crash matrix's
+(:func:`tests.reliability.crash_rig.write_config`: a model at a URL, ``shell`` allowed
+without approval unless ``auto_approve`` says otherwise, the workspace in the state
+directory) plus the storage URL, quick leases (:data:`QUICK_LEASES`) and ``/readyz`` on a
+free port.
 
 Each start of a replica is a run of its own; :meth:`Fleet.kill` is ``kill -9``,
 :meth:`Fleet.stop` a SIGTERM that must end in exit 0. Which replica holds a lease is read
@@ -115,6 +117,8 @@ class Fleet:
         env: Mapping[str, str],
         leases: Mapping[str, float] = QUICK_LEASES,
         concurrency: int | None = None,
+        auto_approve: Sequence[str] = ("shell",),
+        channel_extra: str = "",
         extra: str = "",
     ) -> None:
         self.root = root
@@ -124,6 +128,8 @@ class Fleet:
         self._env = dict(env)
         self._leases = dict(leases)
         self._concurrency = concurrency
+        self._auto_approve = tuple(auto_approve)
+        self._channel_extra = channel_extra
         self._extra = extra
         self.replicas: dict[str, Replica] = {}
 
@@ -161,9 +167,10 @@ class Fleet:
         config = write_config(
             state / "hatchway.toml",
             llm_url=self._llm_url,
-            tables=[shared, self._driver.channel_table(name)],
+            tables=[shared, self._driver.channel_table(name) + self._channel_extra],
             workspace=state / "workspace",
             concurrency=self._concurrency,
+            auto_approve=self._auto_approve,
         )
         replica = Replica(name=name, state=state, config=config)
         self.replicas[name] = replica
