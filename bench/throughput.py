@@ -378,9 +378,9 @@ async def run(args: argparse.Namespace, *, model: ModelServer | None, base_url: 
             print(await check_persisted(app, turns, tool=args.tool))
         if sink is not None:  # the App's stop exported what was still batched
             print(f"spans exported: {sink.spans} ({sink.spans / turns:.1f} per turn)")
-            if profiler is not None:
-                profiler.dump_stats(args.profile)
-                print(f"cProfile of the measured rounds written to {args.profile}")
+        if profiler is not None:
+            profiler.dump_stats(args.profile)
+            print(f"cProfile of the measured rounds written to {args.profile}")
     best = sorted(results, key=lambda f: f["turns_per_s"])
     median = best[len(best) // 2]
     print(
