@@ -34,6 +34,7 @@ def write_config(
     on_interrupted: str = "notify",
     concurrency: int | None = None,
     auto_approve: Sequence[str] = ("shell",),
+    log_level: str = "info",
 ) -> Path:
     """The daemon's config: the channel ``tables``, the model at ``llm_url``, ``shell``
     allowed without approval (``auto_approve``), the state next to the file, JSON logs."""
@@ -61,7 +62,7 @@ auto_approve = {json.dumps(list(auto_approve))}
 path = "{workspace}"
 
 [logging]
-level = "info"
+level = "{log_level}"
 format = "json"
 {"".join(tables)}""",
         encoding="utf-8",

@@ -9,7 +9,8 @@ plus ``channel_extra`` keys). The config is the crash matrix's
 (:func:`tests.reliability.crash_rig.write_config`: a model at a URL, ``shell`` allowed
 without approval unless ``auto_approve`` says otherwise, the workspace in the state
 directory) plus the storage URL, quick leases (:data:`QUICK_LEASES`) and ``/readyz`` on a
-free port.
+free port. Without a URL (``url=None``) a replica keeps a SQLite file in its state
+directory: one process, as a bench compares.
 
 Each start of a replica is a run of its own; :meth:`Fleet.kill` is ``kill -9``,
 :meth:`Fleet.stop` a SIGTERM that must end in exit 0. Which replica holds a lease is read
@@ -111,7 +112,7 @@ class Fleet:
         self,
         root: Path,
         *,
-        url: str,
+        url: str | None,
         llm_url: str,
         driver: PlatformDriver,
         env: Mapping[str, str],
@@ -120,6 +121,7 @@ class Fleet:
         auto_approve: Sequence[str] = ("shell",),
         channel_extra: str = "",
         extra: str = "",
+        log_level: str = "info",
     ) -> None:
         self.root = root
         self.url = url
@@ -131,6 +133,7 @@ class Fleet:
         self._auto_approve = tuple(auto_approve)
         self._channel_extra = channel_extra
         self._extra = extra
+        self._log_level = log_level
         self.replicas: dict[str, Replica] = {}
 
     async def __aenter__(self) -> Fleet:
@@ -160,10 +163,9 @@ class Fleet:
         state = self.root / name
         (state / "workspace").mkdir(parents=True)
         leases = "".join(f"{key} = {value}\n" for key, value in self._leases.items())
-        shared = (
-            f'\n[storage]\nurl = "{self.url}"\n\n[replicas]\n{leases}'
-            f"\n[server]\nenabled = true\nport = 0\n{self._extra}"
-        )
+        shared = f"\n[server]\nenabled = true\nport = 0\n{self._extra}"
+        if self.url is not None:
+            shared = f'\n[storage]\nurl = "{self.url}"\n\n[replicas]\n{leases}' + shared
         config = write_config(
             state / "hatchway.toml",
             llm_url=self._llm_url,
@@ -171,6 +173,7 @@ class Fleet:
             workspace=state / "workspace",
             concurrency=self._concurrency,
             auto_approve=self._auto_approve,
+            log_level=self._log_level,
         )
         replica = Replica(name=name, state=state, config=config)
         self.replicas[name] = replica
@@ -253,6 +256,8 @@ class Fleet:
     async def keep_tables(self) -> None:
         """The rows that say who holds what (:data:`KEPT_TABLES`), one file per table
         beside the state directories (``<root>/<table>.txt``), for reading after a failure."""
+        if self.url is None:
+            return
         conn = await asyncpg.connect(self.url)
         try:
             for table, query in KEPT_TABLES.items():
@@ -270,6 +275,7 @@ class Fleet:
 
     async def holder(self, lease: str) -> Replica | None:
         """The running replica holding ``lease`` now (by its row), or None."""
+        assert self.url is not None, "leases are kept only in a shared database"
         conn = await asyncpg.connect(self.url)
         try:
             row = await conn.fetchrow(
@@ -301,6 +307,7 @@ class Fleet:
 
     async def readout(self) -> StoreReadout:
         """What the tally reads from the store (:mod:`bench.crash_tally`)."""
+        assert self.url is not None
         conn = await asyncpg.connect(self.url)
         try:
             inbox = {str(r[0]): int(r[1]) for r in await conn.fetch(INBOX_BY_STATUS)}

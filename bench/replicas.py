@@ -1,0 +1,417 @@
+"""Replicas on PostgreSQL beside one process on SQLite: turns/s, latency, CPU per turn, takeover.
+
+The daemons are real (``hatchway run``, each with a state directory of its own:
+:class:`tests.reliability.replica_rig.Fleet`), over one PostgreSQL server started for the
+bench on a temporary data directory (:func:`tests.pg.start_server`, a fresh database per
+configuration), or, for the comparison, one daemon on a SQLite file. The platform is the
+Slack fake in Socket Mode: every replica holds a connection and the bench spreads the
+messages over them in turn, as Slack spreads an app's events
+(:class:`tests.reliability.replica_load.SpreadSlackDriver`). The model is the OpenAI fake
+in a process of its own (:mod:`bench.model_server`: one answer at once per turn, or with
+``--tool`` a ``calculator`` call first), so its CPU is nobody's but its own.
+
+Each configuration (SQLite with one process; PostgreSQL with 1, 2, 3 replicas: ``--replicas``)
+gets the same load: a warm-up burst, then ``--rounds`` bursts of ``--conversations`` direct
+messages, each from a new person, pushed at once. Per round: turns/s (answers / wall time from
+the first push to the last answer), push-to-answer latency p50 and p99 (the answer's arrival
+at the fake), each replica's CPU (``/proc/<pid>/stat``) per turn it answered, all replicas'
+CPU per turn, and the PostgreSQL server's CPU per turn (its processes'), since SQLite does
+the same work inside the daemon. The medians of the rounds are printed per configuration.
+
+Takeover (``--takeovers``, on the Telegram fake, two replicas, the ``[replicas]`` defaults
+unless ``--lease-ttl``/``--heartbeat`` say otherwise): the replica polling ``getUpdates`` is
+killed with SIGKILL and a message is sent at once; printed are the seconds until the other
+replica's first poll, and until the message is answered. The killed replica is started again
+before the next kill (the new holder is killed then).
+
+    python bench/replicas.py [--conversations 300] [--rounds 3] [--replicas 1 2 3]
+                             [--takeovers 3] [--tool] [--lease-ttl S --heartbeat S]
+
+Targets (a 2-core machine shared by PostgreSQL, the fakes and the load): daemon CPU per turn
+on PostgreSQL within 25 % of SQLite's; two replicas' turns/s at least 1.3x one replica's;
+each replica's CPU per turn within 10 % of the single replica's; takeover under 5 s.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import statistics
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from bench.machine import describe_machine, percentile, process_cpu_s
+from bench.model_server import FINAL, ModelServer
+from tests.fakes.slack_server import FakeSlack
+from tests.fakes.telegram_server import FakeTelegram
+from tests.pg import PgServer, start_server
+from tests.reliability.crash_rig import daemon_env
+from tests.reliability.platform_drivers import (
+    SLACK_APP_TOKEN,
+    SLACK_BOT_TOKEN,
+    TELEGRAM_TOKEN,
+    TelegramDriver,
+)
+from tests.reliability.replica_load import SpreadSlackDriver
+from tests.reliability.replica_rig import QUICK_LEASES, TELEGRAM_POLL, Fleet, until
+
+NAMES = ("r1", "r2", "r3")
+ROUND_S = 300.0
+
+
+@dataclass
+class Answers:
+    """The answers the Slack fake received, read incrementally: by conversation, when it
+    arrived and from which replica."""
+
+    slack: FakeSlack
+    seen: int = 0
+    at: dict[int, float] = field(default_factory=dict)
+    by: dict[int, str] = field(default_factory=dict)
+
+    def read(self) -> int:
+        calls = self.slack.calls
+        for call in calls[self.seen :]:
+            channel = str(call.params.get("channel", ""))
+            if call.method != "chat.postMessage" or not channel.startswith("D"):
+                continue
+            if FINAL in str(call.params.get("text", "")):
+                conversation = int(channel[1:])
+                self.at.setdefault(conversation, call.at)
+                self.by.setdefault(conversation, call.client)
+        self.seen = len(calls)
+        return len(self.at)
+
+
+def pg_cpu_s(server: PgServer | None) -> float:
+    """CPU time of the PostgreSQL server's processes (the postmaster and its children)."""
+    if server is None:
+        return 0.0
+    postmaster = int((server.data / "postmaster.pid").read_text().split()[0])
+    total = 0.0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(entry.name) == postmaster or int(fields[1]) == postmaster:
+                total += process_cpu_s(int(entry.name))
+        except (OSError, IndexError, ValueError):
+            continue  # a backend that ended meanwhile
+    return total
+
+
+@dataclass(frozen=True)
+class RoundFigures:
+    turns: int
+    wall_s: float
+    p50_ms: float
+    p99_ms: float
+    cpu_ms_per_turn: dict[str, float]  # per replica: its CPU / the turns it answered
+    answered: dict[str, int]
+    fleet_cpu_ms_per_turn: float  # all replicas' CPU / all turns
+    pg_cpu_ms_per_turn: float
+    model_cpu_ms_per_turn: float
+
+    @property
+    def turns_per_s(self) -> float:
+        return self.turns / self.wall_s
+
+
+async def burst(
+    fleet: Fleet,
+    driver: SpreadSlackDriver,
+    answers: Answers,
+    *,
+    first: int,
+    count: int,
+    server: PgServer | None,
+    model: ModelServer,
+) -> RoundFigures:
+    """``count`` conversations from ``first`` on, one message each, pushed at once."""
+    running = fleet.running()
+    cpu0 = {r.name: process_cpu_s(r.pid) for r in running}
+    pg0, model0 = pg_cpu_s(server), model.cpu_s()
+    pushed: dict[int, float] = {}
+    start = time.monotonic()
+    for conversation in range(first, first + count):
+        pushed[conversation] = time.monotonic()
+        await driver.send(conversation, f"question {conversation}")
+    wanted = set(pushed)
+
+    def done() -> bool:
+        answers.read()
+        return wanted <= answers.at.keys()
+
+    if not await until(done, ROUND_S):
+        missing = len(wanted - answers.at.keys())
+        raise RuntimeError(f"{missing} of {count} messages unanswered after {ROUND_S:.0f} s")
+    last = max(answers.at[c] for c in wanted)
+    cpu = {r.name: process_cpu_s(r.pid) - cpu0[r.name] for r in running}
+    answered = Counter(answers.by[c] or running[0].name for c in wanted)
+    latencies = sorted((answers.at[c] - pushed[c]) * 1000 for c in wanted)
+    return RoundFigures(
+        turns=count,
+        wall_s=last - start,
+        p50_ms=percentile(latencies, 0.5),
+        p99_ms=percentile(latencies, 0.99),
+        cpu_ms_per_turn={name: 1000 * cpu[name] / answered[name] for name in cpu if answered[name]},
+        answered=dict(answered),
+        fleet_cpu_ms_per_turn=1000 * sum(cpu.values()) / count,
+        pg_cpu_ms_per_turn=1000 * (pg_cpu_s(server) - pg0) / count,
+        model_cpu_ms_per_turn=1000 * (model.cpu_s() - model0) / count,
+    )
+
+
+async def configuration(
+    label: str,
+    replicas: int,
+    *,
+    server: PgServer | None,
+    model: ModelServer,
+    args: argparse.Namespace,
+) -> list[RoundFigures]:
+    url = None if server is None else server.url(server.create_database())
+    with tempfile.TemporaryDirectory(prefix="hatchway-replicas-") as root:
+        async with FakeSlack(SLACK_BOT_TOKEN, SLACK_APP_TOKEN) as slack:
+            driver = SpreadSlackDriver(fake=slack)
+            async with Fleet(
+                Path(root),
+                url=url,
+                llm_url=model.base_url,
+                driver=driver,
+                env=daemon_env(driver.environment()),
+                concurrency=args.max_concurrent_turns,
+                log_level="warning",
+            ) as fleet:
+                for name in NAMES[:replicas]:  # one by one: the first migrates
+                    await fleet.start(name)
+                    await driver.wait_client(name, ROUND_S)
+                answers = Answers(slack)
+                first = 0
+                if args.warmup:
+                    await burst(
+                        fleet,
+                        driver,
+                        answers,
+                        first=0,
+                        count=args.warmup,
+                        server=server,
+                        model=model,
+                    )
+                    first = args.warmup
+                results = []
+                for number in range(1, args.rounds + 1):
+                    figures = await burst(
+                        fleet,
+                        driver,
+                        answers,
+                        first=first,
+                        count=args.conversations,
+                        server=server,
+                        model=model,
+                    )
+                    first += args.conversations
+                    results.append(figures)
+                    print(f"  {label} round {number}: {describe(figures)}", flush=True)
+    return results
+
+
+def describe(f: RoundFigures) -> str:
+    per_replica = ", ".join(
+        f"{name} {ms:.1f} ({f.answered[name]})" for name, ms in sorted(f.cpu_ms_per_turn.items())
+    )
+    return (
+        f"{f.turns_per_s:6.1f} turns/s, p50 {f.p50_ms:6.0f} ms, p99 {f.p99_ms:6.0f} ms; "
+        f"CPU ms/turn: replicas {f.fleet_cpu_ms_per_turn:.1f} [{per_replica}], "
+        f"PostgreSQL {f.pg_cpu_ms_per_turn:.1f}, model {f.model_cpu_ms_per_turn:.1f}"
+    )
+
+
+def medians(rounds: Sequence[RoundFigures]) -> dict[str, float]:
+    per_replica = [ms for f in rounds for ms in f.cpu_ms_per_turn.values()]
+    return {
+        "turns_per_s": statistics.median(f.turns_per_s for f in rounds),
+        "p50_ms": statistics.median(f.p50_ms for f in rounds),
+        "p99_ms": statistics.median(f.p99_ms for f in rounds),
+        "fleet_cpu": statistics.median(f.fleet_cpu_ms_per_turn for f in rounds),
+        "replica_cpu_min": min(per_replica),
+        "replica_cpu_max": max(per_replica),
+        "pg_cpu": statistics.median(f.pg_cpu_ms_per_turn for f in rounds),
+    }
+
+
+# -- takeover ---------------------------------------------------------------------------------
+
+
+async def takeovers(
+    server: PgServer, model: ModelServer, args: argparse.Namespace
+) -> list[tuple[float, float]]:
+    """(seconds to the survivor's first poll, seconds to the answer) per kill."""
+    leases: dict[str, float] = {}
+    if args.lease_ttl is not None:
+        leases = {
+            "heartbeat_s": args.heartbeat or QUICK_LEASES["heartbeat_s"],
+            "lease_ttl_s": args.lease_ttl,
+            "max_clock_skew_s": args.clock_skew,
+        }
+    url = server.url(server.create_database())
+    found = []
+    with tempfile.TemporaryDirectory(prefix="hatchway-takeover-") as root:
+        async with FakeTelegram(TELEGRAM_TOKEN) as tg:
+            driver = TelegramDriver(fake=tg)
+            async with Fleet(
+                Path(root),
+                url=url,
+                llm_url=model.base_url,
+                driver=driver,
+                env=daemon_env(driver.environment()),
+                leases=leases,
+                log_level="info",  # lease events
+            ) as fleet:
+                await fleet.start("r1")
+                await fleet.start("r2")
+                for number in range(args.takeovers):
+                    found.append(await one_takeover(fleet, driver, number))
+    return found
+
+
+async def one_takeover(fleet: Fleet, driver: TelegramDriver, number: int) -> tuple[float, float]:
+    """Kill the poller, send a message at once; the seconds until the other replica polls,
+    and until the message is answered. The killed replica is started again."""
+    tg = driver.fake
+    holder = await fleet.wait_holder(TELEGRAM_POLL)
+    other = "r2" if holder.name == "r1" else "r1"
+    await asyncio.sleep(2.0)  # a steady state: the lease renewed a few times
+    chat = TelegramDriver.chat(number)
+    killed_at = time.monotonic()
+    holder.daemon.proc.send_signal(signal.SIGKILL)
+    await driver.send(number, f"after kill {number}")
+    await fleet.kill(holder.name)
+
+    def polls() -> list[float]:
+        return [p.began for p in tg.poll_book.by(other) if p.began > killed_at]
+
+    def answers() -> list[float]:
+        return [
+            c.at
+            for c in tg.calls_of("sendMessage")
+            if c.params.get("chat_id") == chat and c.at > killed_at
+        ]
+
+    if not await until(lambda: bool(polls()) and bool(answers()), ROUND_S):
+        raise RuntimeError(f"no takeover within {ROUND_S:.0f} s")
+    figures = (min(polls()) - killed_at, min(answers()) - killed_at)
+    print(
+        f"  takeover {number + 1}: {holder.name} killed; {other} polls after "
+        f"{figures[0]:.2f} s, answers after {figures[1]:.2f} s",
+        flush=True,
+    )
+    await fleet.start(holder.name)
+    return figures
+
+
+# -- main -------------------------------------------------------------------------------------
+
+
+async def main(args: argparse.Namespace) -> None:
+    logging.getLogger("aiohttp.server").setLevel(logging.CRITICAL)
+    print(describe_machine())
+    turn = "1 calculator call + 1 answer" if args.tool else "1 answer"
+    print(
+        f"Slack Socket Mode, {args.conversations} new DMs at once per round, {turn} each, "
+        f"{args.rounds} rounds after a warm-up of {args.warmup}, "
+        f"max_concurrent_turns={args.max_concurrent_turns} per replica, log level warning"
+    )
+    server = start_server()
+    try:
+        async with ModelServer(tool=args.tool) as model:
+            summary: list[tuple[str, int, dict[str, float]]] = []
+            configs = [("SQLite, 1 process", 1, None)]
+            configs += [
+                (f"PostgreSQL, {n} replica{'s' if n > 1 else ''}", n, server) for n in args.replicas
+            ]
+            for label, count, engine in configs:
+                print(f"{label}:", flush=True)
+                rounds = await configuration(label, count, server=engine, model=model, args=args)
+                summary.append((label, count, medians(rounds)))
+            times = await takeovers(server, model, args) if args.takeovers else []
+    finally:
+        server.stop("immediate")
+        shutil.rmtree(server.root, ignore_errors=True)
+
+    print()
+    print(
+        f"{'medians':<24}{'turns/s':>9}{'p50 ms':>9}{'p99 ms':>9}"
+        f"{'CPU ms/turn':>13}{'per replica':>15}{'+PostgreSQL':>13}"
+    )
+    for label, _, m in summary:
+        print(
+            f"{label:<24}{m['turns_per_s']:>9.1f}{m['p50_ms']:>9.0f}{m['p99_ms']:>9.0f}"
+            f"{m['fleet_cpu']:>13.2f}"
+            f"{m['replica_cpu_min']:>7.2f}–{m['replica_cpu_max']:<7.2f}"
+            f"{m['fleet_cpu'] + m['pg_cpu']:>13.2f}"
+        )
+    by_count = {count: m for label, count, m in summary if label.startswith("PostgreSQL")}
+    sqlite = summary[0][2]
+    print()
+    if 1 in by_count:
+        one = by_count[1]
+        ratio = one["fleet_cpu"] / sqlite["fleet_cpu"]
+        print(f"daemon CPU per turn, PostgreSQL 1 replica / SQLite: {ratio:.2f} (target <= 1.25)")
+        whole = (one["fleet_cpu"] + one["pg_cpu"]) / sqlite["fleet_cpu"]
+        print(f"  with the PostgreSQL server's CPU counted: {whole:.2f}")
+        for count, m in sorted(by_count.items()):
+            if count == 1:
+                continue
+            scale = m["turns_per_s"] / one["turns_per_s"]
+            spread = max(
+                abs(m["replica_cpu_min"] / one["fleet_cpu"] - 1),
+                abs(m["replica_cpu_max"] / one["fleet_cpu"] - 1),
+            )
+            target = " (target >= 1.3)" if count == 2 else ""
+            print(
+                f"{count} replicas: {scale:.2f}x one replica's turns/s{target}; each replica's "
+                f"CPU per turn within {100 * spread:.0f} % of one replica's (target <= 10 %)"
+            )
+    if times:
+        polls = statistics.median(t for t, _ in times)
+        answers = statistics.median(a for _, a in times)
+        print(
+            f"takeover after kill -9 (median of {len(times)}): next poll {polls:.2f} s, "
+            f"answer {answers:.2f} s (target < 5 s)"
+        )
+
+
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--conversations", type=int, default=300, help="DMs per round, at once")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=50)
+    parser.add_argument("--replicas", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--max-concurrent-turns", type=int, default=32)
+    parser.add_argument("--tool", action="store_true", help="a calculator call before the answer")
+    parser.add_argument("--takeovers", type=int, default=3, help="kill -9 of the poller (0: none)")
+    parser.add_argument("--lease-ttl", type=float, default=None, help="[replicas] lease_ttl_s")
+    parser.add_argument("--heartbeat", type=float, default=None, help="[replicas] heartbeat_s")
+    parser.add_argument("--clock-skew", type=float, default=0.5, help="[replicas] max_clock_skew_s")
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main(parse()))
