@@ -16,7 +16,11 @@ messages, each from a new person, pushed at once. Per round: turns/s (answers / 
 the first push to the last answer), push-to-answer latency p50 and p99 (the answer's arrival
 at the fake), each replica's CPU (``/proc/<pid>/stat``) per turn it answered, all replicas'
 CPU per turn, and the PostgreSQL server's CPU per turn (its processes'), since SQLite does
-the same work inside the daemon. The medians of the rounds are printed per configuration.
+the same work inside the daemon. The medians of the rounds are printed per configuration,
+after what each replica spends idle (CPU ms per second with no message). ``--db-stats``
+adds PostgreSQL's commits and table scans and writes per turn; ``--py-spy DIR`` records each
+replica during the measured rounds (``py-spy record``, collapsed stacks; ``PY_SPY`` names the
+program when it is not on the path).
 
 Takeover (``--takeovers``, on the Telegram fake, two replicas, the ``[replicas]`` defaults
 unless ``--lease-ttl``/``--heartbeat`` say otherwise): the replica polling ``getUpdates`` is
@@ -53,6 +57,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import asyncpg
+
 from bench.machine import describe_machine, percentile, process_cpu_s
 from bench.model_server import FINAL, ModelServer
 from tests.fakes.slack_server import FakeSlack
@@ -70,6 +76,7 @@ from tests.reliability.replica_rig import QUICK_LEASES, TELEGRAM_POLL, Fleet, un
 
 NAMES = ("r1", "r2", "r3")
 ROUND_S = 300.0
+IDLE_S = 5.0
 
 
 @dataclass
@@ -114,6 +121,53 @@ def pg_cpu_s(server: PgServer | None) -> float:
     return total
 
 
+TABLE_STATS = (
+    "SELECT relname, seq_scan, coalesce(idx_scan, 0), n_tup_ins, n_tup_upd, n_tup_del"
+    " FROM pg_stat_user_tables"
+)
+
+
+async def db_stats(url: str | None) -> dict[str, tuple[int, ...]]:
+    """The database's counters (``pg_stat_database``: commits; ``pg_stat_user_tables``:
+    scans and rows written, by table); empty without a URL. The statistics collector is
+    asked to flush first, so the counters include what just happened."""
+    if url is None:
+        return {}
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute("SELECT pg_stat_clear_snapshot()")
+        found = {
+            "transactions": tuple(
+                await conn.fetchrow(
+                    "SELECT xact_commit, xact_rollback FROM pg_stat_database"
+                    " WHERE datname = current_database()"
+                )
+            )
+        }
+        for row in await conn.fetch(TABLE_STATS):
+            found[str(row[0])] = tuple(int(v) for v in row[1:])
+    finally:
+        await conn.close()
+    return found
+
+
+Counters = dict[str, tuple[int, ...]]
+
+
+def per_turn(before: Counters, after: Counters, turns: int) -> str:
+    """The counters' growth per turn: transactions, then per table (seq/idx scans, rows
+    inserted/updated/deleted), tables untouched left out."""
+    if not after:
+        return ""
+    parts = []
+    for name, values in sorted(after.items()):
+        was = before.get(name, (0,) * len(values))
+        grown = [(v - b) / turns for v, b in zip(values, was, strict=True)]
+        if any(g > 0.005 for g in grown):
+            parts.append(f"{name} " + "/".join(f"{g:.2f}" for g in grown))
+    return "; ".join(parts)
+
+
 @dataclass(frozen=True)
 class RoundFigures:
     turns: int
@@ -125,6 +179,8 @@ class RoundFigures:
     fleet_cpu_ms_per_turn: float  # all replicas' CPU / all turns
     pg_cpu_ms_per_turn: float
     model_cpu_ms_per_turn: float
+    bench_cpu_ms_per_turn: float  # this process: the Slack fake and the load
+    db: str = ""  # the database's counters per turn (--db-stats)
 
     @property
     def turns_per_s(self) -> float:
@@ -140,11 +196,13 @@ async def burst(
     count: int,
     server: PgServer | None,
     model: ModelServer,
+    stats: bool = False,
 ) -> RoundFigures:
     """``count`` conversations from ``first`` on, one message each, pushed at once."""
+    counters = await db_stats(fleet.url) if stats else {}
     running = fleet.running()
     cpu0 = {r.name: process_cpu_s(r.pid) for r in running}
-    pg0, model0 = pg_cpu_s(server), model.cpu_s()
+    pg0, model0, bench0 = pg_cpu_s(server), model.cpu_s(), process_cpu_s(os.getpid())
     pushed: dict[int, float] = {}
     start = time.monotonic()
     for conversation in range(first, first + count):
@@ -161,8 +219,12 @@ async def burst(
         raise RuntimeError(f"{missing} of {count} messages unanswered after {ROUND_S:.0f} s")
     last = max(answers.at[c] for c in wanted)
     cpu = {r.name: process_cpu_s(r.pid) - cpu0[r.name] for r in running}
+    bench_cpu = process_cpu_s(os.getpid()) - bench0
     answered = Counter(answers.by[c] or running[0].name for c in wanted)
     latencies = sorted((answers.at[c] - pushed[c]) * 1000 for c in wanted)
+    if stats:
+        await asyncio.sleep(1.5)  # backends report their counters at most once a second
+    db = per_turn(counters, await db_stats(fleet.url), count) if stats else ""
     return RoundFigures(
         turns=count,
         wall_s=last - start,
@@ -173,6 +235,8 @@ async def burst(
         fleet_cpu_ms_per_turn=1000 * sum(cpu.values()) / count,
         pg_cpu_ms_per_turn=1000 * (pg_cpu_s(server) - pg0) / count,
         model_cpu_ms_per_turn=1000 * (model.cpu_s() - model0) / count,
+        bench_cpu_ms_per_turn=1000 * bench_cpu / count,
+        db=db,
     )
 
 
@@ -196,12 +260,15 @@ async def configuration(
                 env=daemon_env(driver.environment()),
                 concurrency=args.max_concurrent_turns,
                 log_level="warning",
+                storage_extra=f"pool_size = {args.pool_size}\n" if args.pool_size else "",
             ) as fleet:
                 for name in NAMES[:replicas]:  # one by one: the first migrates
                     await fleet.start(name)
                     await driver.wait_client(name, ROUND_S)
                 answers = Answers(slack)
                 first = 0
+                await idle_cpu(fleet, label, server)
+                spies: list[asyncio.subprocess.Process] = []
                 if args.warmup:
                     await burst(
                         fleet,
@@ -213,6 +280,8 @@ async def configuration(
                         model=model,
                     )
                     first = args.warmup
+                if args.py_spy:
+                    spies = await spy(fleet, label, Path(args.py_spy))
                 results = []
                 for number in range(1, args.rounds + 1):
                     figures = await burst(
@@ -223,11 +292,70 @@ async def configuration(
                         count=args.conversations,
                         server=server,
                         model=model,
+                        stats=args.db_stats,
                     )
                     first += args.conversations
                     results.append(figures)
                     print(f"  {label} round {number}: {describe(figures)}", flush=True)
+                    if number == args.rounds:
+                        await unspy(spies)
+                    if figures.db:
+                        print(
+                            f"    per turn: transactions (commits/rollbacks) and, by table,"
+                            f" seq scans/index scans/inserted/updated/deleted: {figures.db}"
+                        )
     return results
+
+
+async def idle_cpu(fleet: Fleet, label: str, server: PgServer | None) -> None:
+    """Print what each replica (and the PostgreSQL server) spends with nothing to do:
+    heartbeats, sweeps, merges of shared counters (over :data:`IDLE_S`)."""
+    running = fleet.running()
+    await asyncio.sleep(2.0)  # start-up's own work is over
+    before = {r.name: process_cpu_s(r.pid) for r in running}
+    pg = pg_cpu_s(server)
+    await asyncio.sleep(IDLE_S)
+    spent = ", ".join(
+        f"{r.name} {1000 * (process_cpu_s(r.pid) - before[r.name]) / IDLE_S:.1f}" for r in running
+    )
+    pg_spent = 1000 * (pg_cpu_s(server) - pg) / IDLE_S
+    print(f"  {label} idle: CPU ms/s {spent}; PostgreSQL {pg_spent:.1f}", flush=True)
+
+
+async def spy(fleet: Fleet, label: str, folder: Path) -> list[asyncio.subprocess.Process]:
+    """``py-spy record`` of every replica (collapsed stacks, one file each), for the
+    measured rounds."""
+    os.makedirs(folder, exist_ok=True)
+    tool = os.environ.get("PY_SPY") or shutil.which("py-spy") or "py-spy"
+    name = label.replace(", ", "-").replace(" ", "_")
+    spies = []
+    for replica in fleet.running():
+        out = folder / f"{name}-{replica.name}.txt"
+        spies.append(
+            await asyncio.create_subprocess_exec(
+                tool,
+                "record",
+                "--pid",
+                str(replica.pid),
+                "--format",
+                "raw",
+                "--rate",
+                "250",
+                "--output",
+                str(out),
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.DEVNULL,
+            )
+        )
+    await asyncio.sleep(1.0)  # attached
+    return spies
+
+
+async def unspy(spies: list[asyncio.subprocess.Process]) -> None:
+    for process in spies:
+        process.send_signal(signal.SIGINT)
+    for process in spies:
+        await process.wait()
 
 
 def describe(f: RoundFigures) -> str:
@@ -237,7 +365,8 @@ def describe(f: RoundFigures) -> str:
     return (
         f"{f.turns_per_s:6.1f} turns/s, p50 {f.p50_ms:6.0f} ms, p99 {f.p99_ms:6.0f} ms; "
         f"CPU ms/turn: replicas {f.fleet_cpu_ms_per_turn:.1f} [{per_replica}], "
-        f"PostgreSQL {f.pg_cpu_ms_per_turn:.1f}, model {f.model_cpu_ms_per_turn:.1f}"
+        f"PostgreSQL {f.pg_cpu_ms_per_turn:.1f}, model {f.model_cpu_ms_per_turn:.1f}, "
+        f"fakes and load {f.bench_cpu_ms_per_turn:.1f}"
     )
 
 
@@ -251,6 +380,13 @@ def medians(rounds: Sequence[RoundFigures]) -> dict[str, float]:
         "replica_cpu_min": min(per_replica),
         "replica_cpu_max": max(per_replica),
         "pg_cpu": statistics.median(f.pg_cpu_ms_per_turn for f in rounds),
+        "all_cpu": statistics.median(
+            f.fleet_cpu_ms_per_turn
+            + f.pg_cpu_ms_per_turn
+            + f.model_cpu_ms_per_turn
+            + f.bench_cpu_ms_per_turn
+            for f in rounds
+        ),
     }
 
 
@@ -340,10 +476,15 @@ async def main(args: argparse.Namespace) -> None:
     try:
         async with ModelServer(tool=args.tool) as model:
             summary: list[tuple[str, int, dict[str, float]]] = []
-            configs = [("SQLite, 1 process", 1, None)]
-            configs += [
-                (f"PostgreSQL, {n} replica{'s' if n > 1 else ''}", n, server) for n in args.replicas
-            ]
+            configs = [] if args.takeover_only else [("SQLite, 1 process", 1, None)]
+            configs += (
+                []
+                if args.takeover_only
+                else [
+                    (f"PostgreSQL, {n} replica{'s' if n > 1 else ''}", n, server)
+                    for n in args.replicas
+                ]
+            )
             for label, count, engine in configs:
                 print(f"{label}:", flush=True)
                 rounds = await configuration(label, count, server=engine, model=model, args=args)
@@ -356,17 +497,22 @@ async def main(args: argparse.Namespace) -> None:
     print()
     print(
         f"{'medians':<24}{'turns/s':>9}{'p50 ms':>9}{'p99 ms':>9}"
-        f"{'CPU ms/turn':>13}{'per replica':>15}{'+PostgreSQL':>13}"
+        f"{'CPU ms/turn':>13}{'per replica':>15}{'+PostgreSQL':>13}{'machine':>9}"
     )
     for label, _, m in summary:
         print(
             f"{label:<24}{m['turns_per_s']:>9.1f}{m['p50_ms']:>9.0f}{m['p99_ms']:>9.0f}"
             f"{m['fleet_cpu']:>13.2f}"
             f"{m['replica_cpu_min']:>7.2f}–{m['replica_cpu_max']:<7.2f}"
-            f"{m['fleet_cpu'] + m['pg_cpu']:>13.2f}"
+            f"{m['fleet_cpu'] + m['pg_cpu']:>13.2f}{m['all_cpu']:>9.2f}"
         )
+    cores = len(os.sched_getaffinity(0))
+    print(
+        "machine: every process's CPU per turn (replicas, PostgreSQL, the model, the fakes and "
+        f"the load); {cores} cores bound turns/s by {cores} s / that"
+    )
     by_count = {count: m for label, count, m in summary if label.startswith("PostgreSQL")}
-    sqlite = summary[0][2]
+    sqlite = summary[0][2] if summary else {}
     print()
     if 1 in by_count:
         one = by_count[1]
@@ -382,6 +528,8 @@ async def main(args: argparse.Namespace) -> None:
                 abs(m["replica_cpu_min"] / one["fleet_cpu"] - 1),
                 abs(m["replica_cpu_max"] / one["fleet_cpu"] - 1),
             )
+            bound = 1000 * cores / m["all_cpu"]
+            print(f"{count} replicas: the machine's CPU bounds turns/s by {bound:.0f}")
             target = " (target >= 1.3)" if count == 2 else ""
             print(
                 f"{count} replicas: {scale:.2f}x one replica's turns/s{target}; each replica's "
@@ -403,10 +551,26 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--replicas", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--max-concurrent-turns", type=int, default=32)
+    parser.add_argument(
+        "--pool-size", type=int, default=None, help="[storage] pool_size (default: its default)"
+    )
     parser.add_argument("--tool", action="store_true", help="a calculator call before the answer")
     parser.add_argument("--takeovers", type=int, default=3, help="kill -9 of the poller (0: none)")
+    parser.add_argument(
+        "--takeover-only", action="store_true", help="measure only the takeover after kill -9"
+    )
     parser.add_argument("--lease-ttl", type=float, default=None, help="[replicas] lease_ttl_s")
     parser.add_argument("--heartbeat", type=float, default=None, help="[replicas] heartbeat_s")
+    parser.add_argument(
+        "--py-spy",
+        metavar="DIR",
+        help="record each replica with py-spy during the measured rounds (collapsed stacks)",
+    )
+    parser.add_argument(
+        "--db-stats",
+        action="store_true",
+        help="print PostgreSQL's transactions and table scans and writes per turn",
+    )
     parser.add_argument("--clock-skew", type=float, default=0.5, help="[replicas] max_clock_skew_s")
     return parser.parse_args(argv)
 

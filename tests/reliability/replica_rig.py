@@ -122,6 +122,7 @@ class Fleet:
         channel_extra: str = "",
         extra: str = "",
         log_level: str = "info",
+        storage_extra: str = "",
     ) -> None:
         self.root = root
         self.url = url
@@ -134,6 +135,7 @@ class Fleet:
         self._channel_extra = channel_extra
         self._extra = extra
         self._log_level = log_level
+        self._storage_extra = storage_extra
         self.replicas: dict[str, Replica] = {}
 
     async def __aenter__(self) -> Fleet:
@@ -165,7 +167,8 @@ class Fleet:
         leases = "".join(f"{key} = {value}\n" for key, value in self._leases.items())
         shared = f"\n[server]\nenabled = true\nport = 0\n{self._extra}"
         if self.url is not None:
-            shared = f'\n[storage]\nurl = "{self.url}"\n\n[replicas]\n{leases}' + shared
+            storage = f'url = "{self.url}"\n{self._storage_extra}'
+            shared = f"\n[storage]\n{storage}\n[replicas]\n{leases}" + shared
         config = write_config(
             state / "hatchway.toml",
             llm_url=self._llm_url,
