@@ -257,6 +257,10 @@ class Sessions:
                 turn = session.queue.popleft()
                 session.running = turn
                 async with self._slots:
+                    if self._take is None and self._drain.draining:
+                        self._leave_for_restart([turn, *session.queue])
+                        session.queue.clear()
+                        break
                     try:
                         taken = turn if self._take is None else await self._taken(turn, session)
                         if taken is not None:
@@ -274,6 +278,14 @@ class Sessions:
             session.running = None
             if not session.queue and self._sessions.get(session_key) is session:
                 del self._sessions[session_key]
+
+    def _leave_for_restart(self, turns: list[TurnIdentity]) -> None:
+        """One process stopping begins no queued turn: begun now, it could be cut off by the
+        end of the drain (which waits only for the turns running as it began). Its inbox
+        entry stays ``received``, and start-up recovery queues it again after the restart."""
+        for turn in turns:
+            log.info("turn_left_for_restart", session=turn.session_key, turn_id=turn.turn_id)
+            self._forget(turn.envelope.envelope_id)
 
     async def _taken(self, turn: TurnIdentity, session: _Session) -> TurnIdentity | None:
         """The turn as ``take`` gives it back, or None (it is dropped here)."""

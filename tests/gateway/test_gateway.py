@@ -274,3 +274,20 @@ async def test_a_locked_database_is_tried_again(rig: Rig, tmp_path: Path) -> Non
     assert rig.access.attempts == 2
     rig.turns.finish("hi")
     await until(lambda: rig.outbox.texts == ["answer to hi"])
+
+
+async def test_a_turn_queued_when_the_drain_begins_is_left_for_the_restart(rig: Rig) -> None:
+    """One process stopping begins no queued turn (the end of the drain would cut it off):
+    its entry stays ``received`` for start-up recovery, and the running turn finishes."""
+    await rig.gateway.deliver(envelope("first", message_id="m1"))
+    await rig.gateway.deliver(envelope("second", message_id="m2"))
+    await until(lambda: rig.turns.started == ["first"])
+    drain = asyncio.create_task(rig.gateway.drain(30.0))
+    await until(lambda: rig.gateway.draining)
+    rig.turns.finish("first")
+    assert await drain is True
+    assert rig.turns.started == ["first"]
+    assert rig.outbox.texts == ["answer to first"]
+    assert rig.gateway.idle
+    entry = await rig.store.inbox.get(InboxKey(channel="console.main", message_id="m2"))
+    assert entry is not None and entry.status is InboxStatus.RECEIVED
