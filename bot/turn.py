@@ -74,14 +74,20 @@ class SessionControl:
     registers what cancels the turn, the gateway calls :meth:`cancel` with the reason."""
 
     cancel_callbacks: list[Callable[[str], None]] = field(default_factory=list)
+    #: the reason the turn was cancelled with ("" while it was not)
+    cancelled: str = ""
 
     def on_cancel(self, callback: Callable[[str], None]) -> None:
         self.cancel_callbacks.append(callback)
 
     def cancel(self, reason: str) -> bool:
-        """Cancel the running turn; False when nothing registered to be cancelled."""
-        if not self.cancel_callbacks:
+        """Cancel the running turn; False when nothing registered to be cancelled, or when
+        it was cancelled already: a turn winding down after a ``/stop`` (its notice still
+        being recorded and sent) is not stopped, nor counted, a second time, and keeps the
+        first reason."""
+        if not self.cancel_callbacks or self.cancelled:
             return False
+        self.cancelled = reason
         for callback in self.cancel_callbacks:
             callback(reason)
         return True

@@ -27,6 +27,10 @@ its in-memory queues and never builds this. The rules:
   its replies, answered, or its sender told to ask again, and what they had claimed but not
   begun is released and queued again, before anything newer of the session runs. Entries
   of a live replica are never touched.
+* **A handed-over ``/stop`` is acknowledged.** Nothing polls for commands, so the replica
+  that hands one over sends it again until each owner says it ran it (an owner runs a copy
+  sent again once); when the owner that was to answer never says so, the replica the
+  ``/stop`` reached answers it itself.
 """
 
 from __future__ import annotations
@@ -58,6 +62,12 @@ log = structlog.get_logger(__name__)
 HANDOVER = "hatchway_handover"
 #: How often a replica sweeps the inbox for lost notifications and gone owners.
 SWEEP_S = 1.0
+#: How long a replica that handed a ``/stop`` over waits for the owner to say it was done,
+#: and how many times it sends it (a notification may be lost: nothing polls for commands)
+ACK_S = 2.0
+COMMAND_SENDS = 5
+#: How many handed-over commands a replica remembers (a command sent again runs once)
+REMEMBERED_COMMANDS = 1000
 
 RecoverEntries = Callable[[Sequence[InboxEntry]], Awaitable[object]]
 """Start-up recovery's rules applied to the given cut-off entries (of replicas gone)."""
@@ -98,7 +108,12 @@ class Handover:
         #: different payload at its take means it was edited meanwhile
         self._payloads: dict[InboxKey, tuple[str, str]] = {}
         self._wakeups: asyncio.Queue[str] = asyncio.Queue()
-        self._commands: asyncio.Queue[tuple[Arrival, bool]] = asyncio.Queue()
+        self._commands: asyncio.Queue[tuple[Arrival, bool, str, str]] = asyncio.Queue()
+        #: handed-over commands heard here, by id: True once run (a copy sent again is
+        #: only acknowledged again)
+        self._heard: dict[str, bool] = {}
+        #: the acknowledgements this replica waits for, by (command id, owner)
+        self._acks: dict[tuple[str, str], asyncio.Future[None]] = {}
         self._run_command: Command | None = None
         self._draining = False
 
@@ -184,19 +199,48 @@ class Handover:
                 return False
             live = await self._live()
             handed = sorted(others & live)
-            for owner in handed:
-                payload = {
-                    "to": owner,
-                    "session": arrival.session_key,
-                    "command": envelope_to_json(envelope),
-                    "answer": nothing_here and owner == handed[0],
-                }
-                await self._store.signals.notify(HANDOVER, json.dumps(payload))
+            if not handed:
+                return False
+            acked = await self._hand_over(arrival, handed, nothing_here)
         except StorageError as exc:
             log.warning("command_not_handed_over", error=str(exc))
             return False
-        log.info("command_handed_over", owners=handed)
-        return bool(handed)
+        log.info("command_handed_over", owners=handed, acknowledged=acked)
+        # the owner asked to answer said it ran it; otherwise this replica answers (what
+        # it stopped here, or that nothing it can reach runs)
+        return handed[0] in acked
+
+    async def _hand_over(
+        self, arrival: Arrival, handed: list[str], nothing_here: bool
+    ) -> list[str]:
+        """Send the command to each of ``handed`` until each says it ran it (again after
+        :data:`ACK_S`, at most :data:`COMMAND_SENDS` times: a notification may be lost, the
+        owner runs a copy sent again once); the owners that said so."""
+        command_id = uuid.uuid4().hex
+        loop = asyncio.get_running_loop()
+        waiting = {owner: loop.create_future() for owner in handed}
+        for owner, future in waiting.items():
+            self._acks[(command_id, owner)] = future
+        try:
+            for _ in range(COMMAND_SENDS):
+                for owner in [o for o, f in waiting.items() if not f.done()]:
+                    payload = {
+                        "to": owner,
+                        "from": self._me,
+                        "id": command_id,
+                        "session": arrival.session_key,
+                        "command": envelope_to_json(arrival.envelope),
+                        "answer": nothing_here and owner == handed[0],
+                    }
+                    await self._store.signals.notify(HANDOVER, json.dumps(payload))
+                pending = [f for f in waiting.values() if not f.done()]
+                if not pending:
+                    break
+                await asyncio.wait(pending, timeout=ACK_S)
+        finally:
+            for owner in handed:
+                self._acks.pop((command_id, owner), None)
+        return [owner for owner, future in waiting.items() if future.done()]
 
     # -- the owner's side -------------------------------------------------------------------
 
@@ -214,30 +258,56 @@ class Handover:
     def _signalled(self, payload: str) -> None:
         try:
             data = json.loads(payload)
-            owner, key = str(data["to"]), str(data["session"])
+            owner = str(data["to"])
+            if owner != self._me:
+                return
+            if "ack" in data:
+                future = self._acks.get((str(data["ack"]), str(data["by"])))
+                if future is not None and not future.done():
+                    future.set_result(None)
+                return
+            key = str(data["session"])
             command = data.get("command")
             envelope = None if command is None else envelope_from_json(str(command))
             answer = bool(data.get("answer", True))
+            sender, command_id = str(data.get("from", "")), str(data.get("id", ""))
         except (ValueError, KeyError, TypeError, AttributeError):
             log.warning("handover_signal_unreadable")
             return
-        if owner != self._me:
-            return
         if envelope is None:
             self._wakeups.put_nowait(key)
+        elif command_id and command_id in self._heard:
+            if self._heard[command_id]:  # ran already: its acknowledgement was lost
+                self._commands.put_nowait(
+                    (Arrival(envelope=envelope, session_key=key), False, sender, command_id)
+                )
         else:
-            self._commands.put_nowait((Arrival(envelope=envelope, session_key=key), answer))
+            if command_id:
+                self._heard[command_id] = False
+                while len(self._heard) > REMEMBERED_COMMANDS:
+                    del self._heard[next(iter(self._heard))]
+            arrival = Arrival(envelope=envelope, session_key=key)
+            self._commands.put_nowait((arrival, answer, sender, command_id))
 
     async def _commanded(self) -> None:
         while True:
-            arrival, answer = await self._commands.get()
+            arrival, answer, sender, command_id = await self._commands.get()
             if self._run_command is None:
                 continue
-            try:
-                await self._run_command(arrival, answer)
-            except Exception:
-                # Boundary: a handed-over command that fails is logged, never fatal.
-                log.exception("handed_over_command_failed")
+            if not self._heard.get(command_id, False):
+                try:
+                    await self._run_command(arrival, answer)
+                except Exception:
+                    # Boundary: a handed-over command that fails is logged, never fatal.
+                    log.exception("handed_over_command_failed")
+                if command_id in self._heard:
+                    self._heard[command_id] = True
+            if sender and command_id:
+                ack = {"to": sender, "ack": command_id, "by": self._me}
+                try:
+                    await self._store.signals.notify(HANDOVER, json.dumps(ack))
+                except StorageError as exc:
+                    log.warning("command_ack_failed", error=str(exc))
 
     async def _woken(self) -> None:
         while True:
