@@ -40,7 +40,7 @@ from tests.ops.conftest import HeldOpenAI, write_config
 from tests.ops.daemon_process import USER, WAIT_S, DaemonProcess, start_daemon
 from tests.tools.workspace_files import files_named
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 DRAIN = ("--drain-timeout", "1", "--ready-timeout", "2")
 #: Everything a hostile server can do to its own shutdown.

@@ -21,7 +21,7 @@ import pytest
 
 from bench.crash_load import parse, run_platform
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 SMALL = ("--conversations", "8", "--messages", "2", "--rounds", "3", "--settle-seconds", "20")
 

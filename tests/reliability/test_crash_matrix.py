@@ -127,12 +127,14 @@ CASES = (
 def marks(platform: str, case: Case) -> tuple[pytest.MarkDecorator, ...]:
     found: list[pytest.MarkDecorator] = []
     if case.point != FAST_POINT or case.on_interrupted != "notify":
-        found.append(pytest.mark.slow)
+        # the rest of the matrix runs in .ci/run's second stage (-m long)
+        found.extend((pytest.mark.slow, pytest.mark.long))
     return tuple(found)
 
 
 def matrix() -> list[object]:
-    """Every platform × every case; only ``after_send`` (notify) of each platform is fast."""
+    """Every platform × every case; only ``after_send`` (notify) of each platform is fast and
+    runs with README's test command, the others with ``-m long``."""
     return [
         pytest.param(platform, case, id=f"{platform}-{case.id}", marks=marks(platform, case))
         for platform in PLATFORMS
