@@ -87,9 +87,13 @@ class ScheduleBook:
         return await self._schedules.claim(job_id, run_at=run_at, by=by, now=now, until=until)
 
     async def mark_run(
-        self, job_id: str, *, last_run_at: float | None, next_run_at: float | None
-    ) -> None:
-        await self._schedules.mark_run(job_id, last_run_at=last_run_at, next_run_at=next_run_at)
+        self, job_id: str, *, run_at: float, last_run_at: float | None, next_run_at: float | None
+    ) -> bool:
+        """Record the run due at ``run_at``; False when it is no longer the job's next run
+        (recorded already by the replica that took it over)."""
+        return await self._schedules.mark_run(
+            job_id, run_at=run_at, last_run_at=last_run_at, next_run_at=next_run_at
+        )
 
     async def pause(self, job_id: str) -> bool:
         """Stop an active job from coming due; False unless it was active."""

@@ -21,7 +21,11 @@ Where several replicas share the database, each runs a scheduler, and a due run 
 claimed by one of them (a conditional update of the job's row, :data:`CLAIM_S` long): the
 others leave it alone, and storing the next run ends the claim. A replica that dies between
 the claim and the store leaves the claim to expire; the next replica to find the run still
-due delivers it, and the inbox drops it if it had been delivered already.
+due delivers it, and the inbox drops it if it had been delivered already. Storing the next
+run is conditional on the run handled still being the job's next: a replica that stalled
+past its claim finds the run (and perhaps later ones) recorded by the replica that took it
+over, and leaves that record alone instead of setting the next run back (which would deliver
+a run again and skip a later one).
 
 :meth:`run` ticks every ``schedules.tick_s`` until cancelled; tests drive :meth:`tick` with
 their own clock.
@@ -159,19 +163,27 @@ class ScheduleRunner:
             following = next_run(job.spec, now)
         except ScheduleError as exc:
             log.error("schedule_invalid", job_id=job.id, error=str(exc))
-            await self._book.mark_run(job.id, last_run_at=None, next_run_at=None)
+            await self._book.mark_run(job.id, run_at=run_at, last_run_at=None, next_run_at=None)
             return False
         bound = structlog.contextvars.bound_contextvars(job_id=job.id)
         with bound:
             if occurrence is Occurrence.SKIPPED:
                 log.info("schedule_run_skipped", run_at=run_at, late_s=round(now - run_at))
-                await self._book.mark_run(job.id, last_run_at=None, next_run_at=following)
+                await self._book.mark_run(
+                    job.id, run_at=run_at, last_run_at=None, next_run_at=following
+                )
                 return False
             if occurrence is Occurrence.CATCH_UP:
                 log.info("schedule_run_catch_up", run_at=run_at, late_s=round(now - run_at))
             envelope = job_envelope(job, run_at, now)
             await self._deliver(envelope)
-            await self._book.mark_run(job.id, last_run_at=now, next_run_at=following)
+            if not await self._book.mark_run(
+                job.id, run_at=run_at, last_run_at=now, next_run_at=following
+            ):
+                # our claim ran out while we delivered: the replica that took the run over
+                # recorded it (the inbox drops one of the two copies); its record stands
+                log.warning("schedule_run_recorded_elsewhere", run_at=run_at)
+                return True
             log.info(
                 "schedule_run_delivered",
                 run_at=run_at,

@@ -94,16 +94,21 @@ class Schedules:
         return found is not None
 
     async def mark_run(
-        self, job_id: str, *, last_run_at: float | None, next_run_at: float | None
-    ) -> None:
-        """Record a run (or a skip), ending its claim: the job is disabled when there is no
-        next run. A job paused while its run was being delivered stays paused."""
-        await self._db.execute(
+        self, job_id: str, *, run_at: float, last_run_at: float | None, next_run_at: float | None
+    ) -> bool:
+        """Record the run due at ``run_at`` (or its skip), ending its claim: the job is
+        disabled when there is no next run. A job paused while its run was being delivered
+        stays paused. Only while ``run_at`` is still the job's next run: a replica whose
+        claim ran out while it delivered finds the run recorded by the one that took it
+        over (perhaps the next ones too) and changes nothing, rather than set the next run
+        back; False then."""
+        found = await self._db.execute_returning(
             "UPDATE schedules SET last_run_at = COALESCE(?, last_run_at), next_run_at = ?,"
             " enabled = CASE WHEN ? = 0 THEN 0 ELSE enabled END, claimed_by = NULL,"
-            " claimed_until = NULL WHERE id = ?",
-            (last_run_at, next_run_at, int(next_run_at is not None), job_id),
+            " claimed_until = NULL WHERE id = ? AND next_run_at = ? RETURNING id",
+            (last_run_at, next_run_at, int(next_run_at is not None), job_id, run_at),
         )
+        return found is not None
 
     async def pause(self, job_id: str) -> bool:
         """Stop an active job from coming due, keeping its next run (a paused job is

@@ -339,7 +339,10 @@ async def store_due_job(db: Path) -> None:
     )
     async with await Store.open(db) as store:
         job = await ScheduleBook(store.schedules).add(spec, now=time.time())
-        await store.schedules.mark_run(job.id, last_run_at=None, next_run_at=time.time() - 1)
+        assert job.next_run_at is not None
+        await store.schedules.mark_run(
+            job.id, run_at=job.next_run_at, last_run_at=None, next_run_at=time.time() - 1
+        )
 
 
 async def test_schedule_firing(stage: Stage) -> None:

@@ -118,7 +118,10 @@ async def store_due_job(db: Path, task: str) -> str:
     due = int(time.time()) - 1
     async with await Store.open(db) as store:
         job = await ScheduleBook(store.schedules).add(spec, now=time.time())
-        await store.schedules.mark_run(job.id, last_run_at=None, next_run_at=due)
+        assert job.next_run_at is not None
+        await store.schedules.mark_run(
+            job.id, run_at=job.next_run_at, last_run_at=None, next_run_at=due
+        )
     return f"schedule:{job.id}:{due}"
 
 

@@ -158,7 +158,11 @@ async def test_restart_preserves_jobs_and_never_repeats_an_occurrence(
     await channel.wait_for("first stretch call")
     occurrence = datetime(2030, 4, 11, 7, 0, tzinfo=UTC).timestamp()
     # a crash between delivering an occurrence and storing the next run
-    await first.store.schedules.mark_run(job_id, last_run_at=None, next_run_at=occurrence)
+    stored = await first.schedule_book.get(job_id)
+    assert stored is not None and stored.next_run_at is not None
+    await first.store.schedules.mark_run(
+        job_id, run_at=stored.next_run_at, last_run_at=None, next_run_at=occurrence
+    )
     await first.stop()
 
     second = await start_app()
