@@ -11,8 +11,12 @@ tool name or the wrapped name; fnmatch patterns allowed). The approval policy's 
 
 The handler calls the server through its :class:`~bot.mcp.connection.McpConnection` by the
 server's own tool name and turns the result into text: text blocks joined, other blocks
-summarised, structured content as JSON when there is no text. A result flagged ``isError``
-is a failed execution.
+summarised, structured content as JSON when there is no text. Everything the server wrote is
+marked as data that is not the user's (:func:`bot.untrusted.untrusted`), like a fetched page
+or an attached file: the tool's output in one block named by the wrapped tool name, an
+embedded text resource in a block of its own named by its URI. A result flagged ``isError``
+is a failed execution whose first line, written here, says so; the server's message follows,
+marked the same way.
 """
 
 from __future__ import annotations
@@ -35,8 +39,18 @@ from bot.config import McpServerConfig
 from bot.mcp.connection import McpCallFailed, McpConnection, RemoteTool
 from bot.mcp.sanitise import Refusal, clean_schema, marked, usable_name, wrapped_name
 from bot.tools.spec import ToolContext, ToolKind, ToolResult, ToolSpec
+from bot.untrusted import untrusted
+from bot.visible_text import visible
 
-__all__ = ["needs_approval", "result_text", "tool_spec", "wrapped_name"]
+__all__ = [
+    "error_text",
+    "needs_approval",
+    "output_source",
+    "resource_source",
+    "result_text",
+    "tool_spec",
+    "wrapped_name",
+]
 
 
 def needs_approval(config: McpServerConfig, server: str, tool: str) -> bool:
@@ -46,27 +60,64 @@ def needs_approval(config: McpServerConfig, server: str, tool: str) -> bool:
     return not any(fnmatchcase(n, p) for n in names for p in config.auto_approve)
 
 
-def result_text(result: CallToolResult) -> str:
-    """The text the model sees for a call result."""
-    parts: list[str] = []
+#: The longest resource URI shown in a data block's name.
+URI_CHARS = 200
+
+
+def output_source(tool: str) -> str:
+    """How a tool's output is named in its data block, by the tool's wrapped name
+    (``MCP tool docs__search``): the server's own name for it may hold any character."""
+    return f"MCP tool {tool}"
+
+
+def resource_source(server: str, uri: str) -> str:
+    """How an embedded resource is named: its URI as a person would see it, capped."""
+    shown = visible(uri)
+    if len(shown) > URI_CHARS:
+        shown = shown[: URI_CHARS - 1] + "…"
+    return f"resource {shown} from MCP server {server}"
+
+
+def result_text(result: CallToolResult, *, server: str, tool: str) -> str:
+    """The text the model sees for a call result of ``tool`` (its wrapped name): the
+    server's words in data blocks (one for the tool's output, one per embedded text
+    resource, in the order sent); ``""`` when the result holds nothing."""
+    blocks: list[str] = []
+    output: list[str] = []
+
+    def flush() -> None:
+        if output:
+            blocks.append(untrusted(output_source(tool), "\n".join(output)))
+            output.clear()
+
     for block in result.content:
         if isinstance(block, TextContent):
-            parts.append(block.text)
+            output.append(block.text)
         elif isinstance(block, ImageContent | AudioContent):
-            parts.append(
+            output.append(
                 f"[{type(block).__name__.removesuffix('Content').lower()}: {block.mime_type}]"
             )
         elif isinstance(block, EmbeddedResource):
             resource = block.resource
             if isinstance(resource, TextResourceContents):
-                parts.append(resource.text)
+                flush()
+                blocks.append(untrusted(resource_source(server, resource.uri), resource.text))
             else:
-                parts.append(f"[resource {resource.uri}]")
+                output.append(f"[resource {resource.uri}]")
         elif isinstance(block, ResourceLink):
-            parts.append(f"[link {block.uri}]")
-    if not parts and result.structured_content is not None:
-        parts.append(json.dumps(result.structured_content, ensure_ascii=False, sort_keys=True))
-    return "\n".join(parts)
+            output.append(f"[link {block.uri}]")
+    if not blocks and not output and result.structured_content is not None:
+        output.append(json.dumps(result.structured_content, ensure_ascii=False, sort_keys=True))
+    flush()
+    return "\n".join(blocks)
+
+
+def error_text(result: CallToolResult, *, server: str, tool: str) -> str:
+    """What a result flagged ``isError`` becomes: a line of ours naming the tool, then the
+    server's message as data (the line alone when the server sent none)."""
+    head = f"the MCP tool {tool} reported an error"
+    body = result_text(result, server=server, tool=tool)
+    return f"{head}:\n{body}" if body else head
 
 
 def tool_spec(
@@ -81,16 +132,16 @@ def tool_spec(
     parameters = clean_schema(tool.input_schema)
     if isinstance(parameters, Refusal):
         return parameters
+    name = wrapped_name(server, remote_name)
 
     async def handler(arguments: Mapping[str, object], context: ToolContext) -> ToolResult:
         result = await connection.call(remote_name, arguments)
-        text = result_text(result)
         if result.is_error:
-            raise McpCallFailed(text or f"{remote_name} reported an error")
-        return text
+            raise McpCallFailed(error_text(result, server=server, tool=name))
+        return result_text(result, server=server, tool=name)
 
     return ToolSpec(
-        name=wrapped_name(server, remote_name),
+        name=name,
         description=marked(server, tool.description),
         parameters=parameters,
         handler=handler,

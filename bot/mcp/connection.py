@@ -40,12 +40,13 @@ import structlog
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import CallToolResult, Tool
-from mcp_types.jsonrpc import CONNECTION_CLOSED
+from mcp_types.jsonrpc import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
 from bot.backoff import Backoff
 from bot.config import McpServerConfig
 from bot.errors import HatchwayError
 from bot.mcp.http_limits import capped_http_client
+from bot.mcp.reply_limit import REPLY_TOO_LARGE
 from bot.mcp.stdio_transport import (
     EXIT_GRACE_S,
     KILL_AFTER_S,
@@ -55,6 +56,7 @@ from bot.mcp.stdio_transport import (
 )
 from bot.scrub import register_secret
 from bot.tools.spec import ToolEnvironmentError
+from bot.untrusted import untrusted
 
 log = structlog.get_logger(__name__)
 
@@ -319,12 +321,22 @@ class McpConnection:
                 raise ToolEnvironmentError(
                     f"MCP server {self.name!r} stopped during the call; it is being restarted"
                 ) from None
-            raise McpCallFailed(f"MCP server {self.name!r}: {exc.message}") from None
+            raise McpCallFailed(self._refusal(exc)) from None
         except _CLOSED:
             self._lost()
             raise ToolEnvironmentError(
                 f"MCP server {self.name!r} connection closed during the call; it is being restarted"
             ) from None
+
+    def _refusal(self, exc: MCPError) -> str:
+        """A protocol error as the model reads it: the SDK's and the reply cap's own words
+        as they are; a message the server wrote (unknown tool, invalid parameters, …) after
+        a line of ours, marked as data that is not the user's."""
+        if exc.code in (REQUEST_TIMEOUT, REPLY_TOO_LARGE):
+            return f"MCP server {self.name!r}: {exc.message}"
+        return f"MCP server {self.name!r} refused the call:\n" + untrusted(
+            f"MCP server {self.name}", exc.message
+        )
 
     def _lost(self) -> None:
         self._state = ServerState.RESTARTING

@@ -13,12 +13,19 @@ import pytest
 from bot.app import App
 from bot.config import Settings, parse_settings
 from bot.envelope import Capabilities, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
+from bot.untrusted import untrusted
 from tests.fakes.channel import FakeTerminal
 from tests.fakes.scripted_provider import ScriptedProvider
 
 DEMO_SERVER = [sys.executable, str(Path(__file__).with_name("demo_server.py"))]
 CONSOLE = ChannelRef(kind="console", alias="main")
 SECRET = "s3cr3t-token-value-0123456789"
+
+
+def output(tool: str, text: str) -> str:
+    """The result of ``tool`` (its wrapped name) as the model reads it: the server's text
+    marked as data (tests/mcp/test_untrusted_output.py checks the marking itself)."""
+    return untrusted(f"MCP tool {tool}", text)
 
 
 def demo_config(**overrides: Any) -> dict[str, Any]:

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import pytest
-from mcp_types import CallToolResult, ImageContent, TextContent
+from mcp_types import (
+    CallToolResult,
+    EmbeddedResource,
+    ImageContent,
+    TextContent,
+    TextResourceContents,
+)
 from pydantic import ValidationError
 
 from bot.config import McpServerConfig
-from bot.mcp.adapter import needs_approval, result_text, wrapped_name
+from bot.mcp.adapter import URI_CHARS, needs_approval, result_text, wrapped_name
+from tests.mcp.conftest import output
 
 
 @pytest.mark.parametrize(
@@ -53,9 +60,32 @@ def test_result_text_joins_blocks_and_summarises_others() -> None:
             TextContent(type="text", text="line two"),
         ]
     )
-    assert result_text(result) == "line one\n[image: image/png]\nline two"
+    assert result_text(result, server="docs", tool="docs__get") == output(
+        "docs__get", "line one\n[image: image/png]\nline two"
+    )
 
 
 def test_structured_content_when_there_is_no_text() -> None:
     result = CallToolResult(content=[], structured_content={"b": 1, "a": 2})
-    assert result_text(result) == '{"a": 2, "b": 1}'
+    assert result_text(result, server="docs", tool="docs__get") == output(
+        "docs__get", '{"a": 2, "b": 1}'
+    )
+
+
+def test_an_empty_result_is_no_text() -> None:
+    assert result_text(CallToolResult(content=[]), server="docs", tool="docs__get") == ""
+
+
+def test_a_resource_is_named_by_its_uri_as_a_person_would_see_it() -> None:
+    uri = "file:///a\u202etxt.exe" + "x" * 400
+    result = CallToolResult(
+        content=[
+            EmbeddedResource(type="resource", resource=TextResourceContents(uri=uri, text="body"))
+        ]
+    )
+    text = result_text(result, server="docs", tool="docs__get")
+    label = text.split('"')[1]
+    assert label.startswith("resource file:///a\\u202etxt.exe")
+    assert label.endswith("… from MCP server docs")
+    assert len(label) == len("resource ") + URI_CHARS + len(" from MCP server docs")
+    assert "\u202e" not in text

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.fakes.scripted_provider import ScriptedProvider, call, reply
-from tests.mcp.conftest import SECRET, AppFactory, console_message, demo_config
+from tests.mcp.conftest import SECRET, AppFactory, console_message, demo_config, output
 
 
 async def test_tools_are_listed_called_approved_and_recorded(
@@ -40,11 +40,18 @@ async def test_tools_are_listed_called_approved_and_recorded(
         "SELECT tool, status, observation FROM tool_calls ORDER BY id"
     )
     recorded = {r["tool"]: (r["status"], r["observation"]) for r in rows}
-    assert recorded["demo__add"] == ("executed", "5")
-    assert recorded["demo__echo"] == ("executed", "hello")
+    assert recorded["demo__add"] == ("executed", output("demo__add", "5"))
+    assert recorded["demo__echo"] == ("executed", output("demo__echo", "hello"))
     # the server's error result is a failed execution (this server hides the reason)
-    assert recorded["demo__fail"] == ("executed", "McpCallFailed: Error executing tool fail")
-    assert recorded["demo__has_env"] == ("executed", f"set ({len(SECRET)} chars)")
+    assert recorded["demo__fail"] == (
+        "executed",
+        "McpCallFailed: the MCP tool demo__fail reported an error:\n"
+        + output("demo__fail", "Error executing tool fail"),
+    )
+    assert recorded["demo__has_env"] == (
+        "executed",
+        output("demo__has_env", f"set ({len(SECRET)} chars)"),
+    )
 
     audit = {e.tool: e for e in await app.store.audit.since()}
     assert audit["demo__add"].decision == "approved"
@@ -98,4 +105,4 @@ async def test_deferred_activation_through_tool_search(
     rows = await app.store.db.fetchall("SELECT tool, status, observation FROM tool_calls")
     recorded = {r["tool"]: (r["status"], r["observation"]) for r in rows}
     assert "demo__add" in recorded["tool_search"][1]
-    assert recorded["demo__add"] == ("executed", "42")
+    assert recorded["demo__add"] == ("executed", output("demo__add", "42"))

@@ -27,7 +27,7 @@ from bot.visible_text import is_invisible
 from tests.fakes.channel import FakeChannel, FakeTerminal
 from tests.fakes.openai_server import OpenAIFake
 from tests.fakes.scripted_provider import ScriptedProvider, call, reply
-from tests.mcp.conftest import CONSOLE, console_message
+from tests.mcp.conftest import CONSOLE, console_message, output
 from tests.mcp.hostile_server import HOSTILE
 
 HOSTILE_SERVER = [sys.executable, str(Path(__file__).with_name("hostile_server.py"))]
@@ -149,10 +149,8 @@ async def test_the_model_and_the_prompt_see_clean_capped_marked_tools(
     # the call reached the server under the server's own name
     [(tool, status, observation)] = [tuple(r) for r in rows]
     assert (tool, status) == ("hostile__wipe_disk", "executed")
-    assert json.loads(observation) == {
-        "tool": f"wipe{HOSTILE} disk",
-        "arguments": {"target": "sda"},
-    }
+    called = {"tool": f"wipe{HOSTILE} disk", "arguments": {"target": "sda"}}
+    assert observation == output("hostile__wipe_disk", json.dumps(called))
 
     dropped = {e["tool"]: e for e in logs if e["event"].startswith("mcp_tool_")}
     assert {t for t, e in dropped.items() if e["event"] == "mcp_tool_refused"} == REFUSED

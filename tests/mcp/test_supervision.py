@@ -20,7 +20,7 @@ from bot.config import McpServerConfig
 from bot.mcp.connection import McpConnection, ServerState
 from bot.tools.spec import ToolEnvironmentError
 from tests.fakes.scripted_provider import ScriptedProvider, call, reply
-from tests.mcp.conftest import DEMO_SERVER, AppFactory, console_message, demo_config
+from tests.mcp.conftest import DEMO_SERVER, AppFactory, console_message, demo_config, output
 from tests.mcp.stop_marks import WAIT_S, Marks, alive, reaped, stop_server_command
 
 
@@ -49,7 +49,9 @@ async def test_server_killed_mid_call_is_env_error_and_restarted(
     rows = await app.store.db.fetchall(
         "SELECT status, observation FROM tool_calls WHERE tool = 'demo__add'"
     )
-    assert [(r["status"], r["observation"]) for r in rows] == [("executed", "2")]
+    assert [(r["status"], r["observation"]) for r in rows] == [
+        ("executed", output("demo__add", "2"))
+    ]
 
 
 async def test_call_while_the_server_is_not_up_is_env_error() -> None:

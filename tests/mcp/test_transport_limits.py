@@ -25,7 +25,7 @@ from bot.config import McpServerConfig
 from bot.mcp.connection import McpCallFailed, McpConnection, ServerState
 from bot.mcp.http_limits import capped_http_client
 from tests.fakes.scripted_provider import ScriptedProvider, call, reply
-from tests.mcp.conftest import AppFactory, console_message
+from tests.mcp.conftest import AppFactory, console_message, output
 from tests.mcp.huge_reader import http_server
 
 HERE = Path(__file__).parent
@@ -73,7 +73,7 @@ async def test_a_huge_result_is_a_failed_call_that_names_the_cap(
     ]
     assert rows[0]["observation"].startswith("McpCallFailed: ")
     assert CAPPED in rows[0]["observation"]
-    assert rows[1]["observation"] == "5"
+    assert rows[1]["observation"] == output("huge__add", "5")
     # what the model read next, and a connection that never restarted
     seen = [m.content for m in provider.requests[1].messages if m.role == "tool"]
     assert CAPPED in seen[-1]
