@@ -6,7 +6,8 @@ Several replicas may start at once against one database: each takes
 which migrations are applied, so one applies them and the others, once they get the lock,
 find nothing left to do. Each migration runs in a transaction of its own with its row in
 ``schema_migrations`` (number, file name, when), whose highest number is the schema version
-(SQLite's ``user_version``).
+(SQLite's ``user_version``). A replica of an older release does not start on a schema a newer
+one migrated (its statements would miss the new columns' rules).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from importlib import resources
 
 import asyncpg
 import structlog
+
+from bot.errors import StorageError
 
 log = structlog.get_logger(__name__)
 
@@ -49,12 +52,25 @@ async def schema_version(conn: asyncpg.Connection) -> int:
     return int(await conn.fetchval("SELECT COALESCE(MAX(number), 0) FROM schema_migrations"))
 
 
+def _refuse_newer(current: int, latest: int) -> None:
+    if current > latest:
+        raise StorageError(
+            f"the database has schema {current}, newer than this version of hatchway knows "
+            f"({latest}): a newer release migrated it; run that release on every replica, "
+            "or restore the pg_dump taken before it (docs/operations.md, Roll back)"
+        )
+
+
 async def migrate(conn: asyncpg.Connection) -> int:
     """Apply every pending migration under :data:`MIGRATION_LOCK`; returns the version. A
-    database with nothing pending is only read (no lock, no write)."""
+    database with nothing pending is only read (no lock, no write). A schema newer than
+    this version's last migration is refused (StorageError): a replica of an older release
+    would write rows the newer tables do not expect."""
     known = migrations()
+    latest = known[-1][0] if known else 0
     current = await schema_version(conn)
-    if not known or current >= known[-1][0]:
+    _refuse_newer(current, latest)
+    if current >= latest:
         return current
     await conn.execute("SET lock_timeout = 0")
     await conn.execute(f"SELECT pg_advisory_lock({MIGRATION_LOCK})")
@@ -62,6 +78,7 @@ async def migrate(conn: asyncpg.Connection) -> int:
         await conn.execute(f"SET lock_timeout = '{MIGRATION_LOCK_TIMEOUT}'")
         await conn.execute(_LEDGER)
         current = await schema_version(conn)
+        _refuse_newer(current, latest)  # a newer replica migrated while this one waited
         for number, name, sql in known:
             if number <= current:
                 continue

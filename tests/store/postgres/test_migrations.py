@@ -108,3 +108,32 @@ async def test_the_sender_of_old_inbox_entries_is_filled_in(pg_empty_url: str) -
     async with await Store.open_postgres(pg_empty_url) as store:
         rows = await store.db.fetchall("SELECT message_id, sender_id FROM inbox ORDER BY id")
     assert [(r["message_id"], r["sender_id"]) for r in rows] == [("7", "1001"), ("8", None)]
+
+
+async def test_a_schema_newer_than_this_version_is_refused(pg_url: str) -> None:
+    """A replica of an older release (a rolling restart half done, a rollback without the
+    backup) must not write into tables a newer release reshaped: it does not start."""
+    from bot.errors import StorageError
+    from bot.store.postgres import Database
+
+    latest = max(number for number, _, _ in pg_migrations())
+    conn = await asyncpg.connect(pg_url)
+    try:
+        await conn.execute(
+            "INSERT INTO schema_migrations (number, name, applied_at) VALUES ($1, $2, 0)",
+            latest + 1,
+            f"{latest + 1:04d}_from_a_newer_release.sql",
+        )
+    finally:
+        await conn.close()
+    try:
+        db = await Database.open(pg_url)
+    except StorageError as exc:
+        message = str(exc)
+    else:
+        await db.aclose()
+        raise AssertionError("a database with a newer schema was opened")
+    assert f"schema {latest + 1}" in message and f"({latest})" in message
+    # hatchway doctor still reads it (and says what is wrong), without migrating
+    async with await Database.open(pg_url, migrate=False) as read_only:
+        assert await read_only.schema_version() == latest + 1
