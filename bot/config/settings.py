@@ -179,6 +179,12 @@ class StorageConfig(ConfigModel):
                 "storage.url must be a PostgreSQL URL, postgresql://user@host:port/database "
                 "(leave it out to use the SQLite file storage.path)"
             )
+        try:
+            parts.port  # noqa: B018 - a port that is not a number fails only when read
+        except ValueError:
+            raise ValueError(
+                "storage.url has no valid port: postgresql://user@host:5432/database"
+            ) from None
         if parts.password is not None or "password=" in parts.query.lower():
             raise ValueError(
                 "storage.url must not hold the password: put it in the environment variable "

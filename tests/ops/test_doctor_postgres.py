@@ -112,6 +112,8 @@ async def test_an_unreachable_server_names_the_url(
         ("postgresql://u@db/hatchway?password=secret", "must not hold the password"),
         ("mysql://u@db/hatchway", "must be a PostgreSQL URL"),
         ("postgresql:///hatchway", "must be a PostgreSQL URL"),
+        ("postgresql://u@db:abc/hatchway", "storage.url has no valid port"),
+        ("postgresql://u@db:99999/hatchway", "storage.url has no valid port"),
     ],
 )
 def test_a_bad_url_is_a_config_error(url: str, words: str) -> None:
