@@ -8,8 +8,9 @@ rows per table. A target with rows is refused, and any failure leaves it empty. 
 not changed (it is migrated first if it was behind, as the daemon would at its next start),
 so it stays a backup. Stop the daemon first: the copy holds the file's write lock, and
 rows written after it would not be moved. The password comes from the environment variable
-``--password-env`` names (default: ``[storage] password_env``); the URL is printed without
-credentials.
+``--password-env`` names (default: ``[storage] password_env``); a URL holding one is refused,
+as is one ``[storage] url`` would not take, so the URL printed at the end (as given, its
+options such as a unix socket's ``host=`` kept) is the one to configure.
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ def register(subparsers: Any) -> None:
 
 
 async def _migrate_to(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from bot.config.settings import StorageConfig
     from bot.ops.logs import configure_logging
     from bot.store.postgres import Database as PostgresDatabase
     from bot.store.postgres import describe, is_postgres_url, url_password
@@ -55,13 +59,19 @@ async def _migrate_to(args: argparse.Namespace) -> int:
     if not is_postgres_url(url):
         print("hatchway: the target must be a postgresql:// URL", file=sys.stderr)
         return 2
+    env = args.password_env or settings.storage.password_env
     if url_password(url):
-        env = args.password_env or settings.storage.password_env
         print(
             f"hatchway: the URL must not hold the password: put it in the environment "
             f"variable {env} (or name another with --password-env)",
             file=sys.stderr,
         )
+        return 2
+    try:  # the rules [storage] url is held to: the URL printed at the end is one to set there
+        StorageConfig(url=url, password_env=env)
+    except ValidationError as exc:
+        why = exc.errors()[0]["msg"].removeprefix("Value error, ")
+        print(f"hatchway: {why.replace('storage.url', 'the URL')}", file=sys.stderr)
         return 2
     path = settings.database_path()
     if not path.exists():
@@ -81,8 +91,10 @@ async def _migrate_to(args: argparse.Namespace) -> int:
         f"copied {moved.total} rows of {len(moved.rows)} tables (schema {moved.schema}) in one "
         "transaction; id sequences set past the highest id copied"
     )
+    # the URL as given (it holds no password): its options, a unix socket's host= among
+    # them, are part of what reaches the database
     print(
-        f'next: set [storage] url = "{describe(url)}" (the password in the variable '
+        f'next: set [storage] url = "{url}" (the password in the variable '
         "storage.password_env names) and start the daemon; keep the file as a backup"
     )
     return 0

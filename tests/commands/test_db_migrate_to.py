@@ -249,3 +249,35 @@ async def test_the_password_comes_from_the_environment(
             assert await moved.channel_state.get("telegram.main", "offset") == "41"
     finally:
         pg_server.drop_database(name)
+
+
+@pytest.mark.usefixtures("kept_logging")
+async def test_a_url_with_a_bad_port_is_refused_clearly(
+    tmp_path: Path, config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async with await Store.open(tmp_path / "hatchway.db") as store:
+        await store.channel_state.set("telegram.main", "offset", "41")
+    code, out, err = await hatchway(
+        config, capsys, "db", "migrate-to", "postgresql://hatchway@db.internal:54x2/hatchway"
+    )
+    assert code == 2 and out == ""
+    assert "no valid port" in err and "Traceback" not in err
+
+
+@pytest.mark.usefixtures("kept_logging")
+async def test_a_url_on_a_unix_socket_is_the_one_to_configure(
+    tmp_path: Path, config: Path, capsys: pytest.CaptureFixture[str], pg_server: PgServer
+) -> None:
+    async with await Store.open(tmp_path / "hatchway.db") as store:
+        await store.channel_state.set("telegram.main", "offset", "41")
+    name = pg_server.create_database()
+    url = f"postgresql://postgres@/{name}?host={pg_server.data}&port={pg_server.port}"
+    try:
+        code, out, err = await hatchway(config, capsys, "db", "migrate-to", url)
+        assert code == 0, err
+        (advice,) = [line for line in out.splitlines() if line.startswith("next: ")]
+        assert f'[storage] url = "{url}"' in advice  # the socket kept: the URL that works
+        async with await Store.open_postgres(url) as moved:
+            assert await moved.channel_state.get("telegram.main", "offset") == "41"
+    finally:
+        pg_server.drop_database(name)
