@@ -30,7 +30,7 @@ from bot.attachments.reading import Read, Saved, read_saved
 from bot.channel import AttachmentDownloads
 from bot.config.attachments import AttachmentsConfig
 from bot.envelope import Attachment
-from bot.errors import AttachmentError, StorageError
+from bot.errors import AttachmentError, AttachmentRefused, AttachmentTooLarge, StorageError
 from bot.providers.base import ChatMessage, ImagePart
 from bot.store import Store
 from bot.store.attachments import AttachmentRecord
@@ -85,8 +85,11 @@ class AttachmentIngest:
         if not attachments:
             return ChatMessage(role="user", content=envelope.text)
         if not config.enabled or not isinstance(channel, AttachmentDownloads):
-            reason = TURNED_OFF if not config.enabled else NO_DOWNLOADS
-            notes = [lines.unread(_name(a, i), a.size, reason) for i, a in enumerate(attachments)]
+            why = TURNED_OFF if not config.enabled else NO_DOWNLOADS
+            notes = [
+                lines.unread(_name(a, i), a.size, why, lines.PASTE)
+                for i, a in enumerate(attachments)
+            ]
         else:
             try:
                 notes = await self._read_all(turn, channel, config)
@@ -95,7 +98,8 @@ class AttachmentIngest:
                 # and the model is told each file's name.
                 log.exception("attachment_ingest_crashed", channel=turn.channel)
                 notes = [
-                    lines.unread(_name(a, i), a.size, CRASHED) for i, a in enumerate(attachments)
+                    lines.unread(_name(a, i), a.size, CRASHED, lines.RESEND)
+                    for i, a in enumerate(attachments)
                 ]
         shown, notes = _shown_images(notes)
         return ChatMessage(role="user", content=lines.content(envelope.text, notes), images=shown)
@@ -165,7 +169,8 @@ class AttachmentIngest:
                     reason=type(exc).__name__,
                     error=str(exc),
                 )
-                return None, lines.unread(name, attachment.size, str(exc))
+                why = lines.reason(str(exc), attachment.name, name)
+                return None, lines.unread(name, attachment.size, why, _advice(exc))
             saved = Saved(id=attachment_id, name=name, path=path, size=size)
             read = await read_saved(saved, config, workspace)
         log.info(
@@ -203,6 +208,15 @@ def _name(attachment: Attachment, index: int) -> str:
     the platform gave no name (a Telegram photo)."""
     name = _UNSHOWN.sub(" ", attachment.name).strip()[:120].strip()
     return name or f"{attachment.kind or 'file'}-{index + 1}"
+
+
+def _advice(error: AttachmentError) -> str:
+    """What the model can do about a file that was not downloaded, by why."""
+    if isinstance(error, AttachmentTooLarge):
+        return lines.SMALLER
+    if isinstance(error, AttachmentRefused):
+        return lines.ELSEWHERE
+    return lines.RESEND
 
 
 def _shown_images(notes: list[Note]) -> tuple[tuple[ImagePart, ...], list[Note]]:

@@ -2,8 +2,10 @@
 
 Every attachment gets one line in square brackets, whatever became of it, so nothing a user
 sent passes unmentioned: what it is (by content), its attachment id (``view_attachment``
-takes it), its size, where it is saved in the workspace, and why it was not read when it was
-not. A text file's or a PDF's text follows its line, marked as data from the file
+takes it), its size, where it is saved in the workspace, and, when it was not read, why and
+what the model can do about it. A line names its file once: a reason that names it too (a
+platform's sentence, "report.pdf is larger than …") says "it" instead (:func:`reason`).
+A text file's or a PDF's text follows its line, marked as data from the file
 (:func:`bot.untrusted.untrusted`). History keeps these lines; an image's bytes go to the
 model only with the message they came with.
 """
@@ -18,6 +20,15 @@ from bot.providers.base import ImagePart
 from bot.untrusted import untrusted
 
 _PAGE_MARK = re.compile(r"^\[page \d+\]$", re.MULTILINE)
+_UNSHOWN = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]+")
+_BRACKETS = str.maketrans("[]", "()")
+
+#: What the model can do about a file it could not read, by why.
+RESEND = "ask the user to send it again"
+SMALLER = "ask the user for a smaller file, or to paste the part that matters"
+ELSEWHERE = "ask the user to upload the file itself here, or to paste the part that matters"
+PASTE = "ask the user to paste the part that matters"
+IMAGE_AGAIN = "ask the user to send it again as a PNG or JPEG"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -68,11 +79,28 @@ def content(text: str, notes: list[Note]) -> str:
     return "\n\n".join(parts)
 
 
-def unread(name: str, size: int | None, reason: str) -> Note:
+def reason(sentence: str, *names: str) -> str:
+    """``sentence`` (why a file was not read, maybe a platform's, maybe naming the file) as
+    the part of a line after ``was not read:``: the file's ``names`` (as sent, as shown)
+    become "it", brackets round ones (the line's own cannot be closed), line breaks spaces,
+    no closing full stop. A name that is a plain lowercase word ("notes") is left alone,
+    since the sentence may use the word itself ("this file")."""
+    text = " ".join(_UNSHOWN.sub(" ", sentence).split())
+    for name in sorted({n.strip() for n in names if _replaceable(n.strip())}, key=len)[::-1]:
+        text = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", "it", text)
+    return text.translate(_BRACKETS).rstrip(" .") or "it could not be read"
+
+
+def _replaceable(name: str) -> bool:
+    return bool(name) and not (name.isalpha() and name.islower())
+
+
+def unread(name: str, size: int | None, why: str, advice: str) -> Note:
     """A file that was not downloaded or not kept: ``[attachment report.pdf (31 MB) was not
-    read: files over 20 MB are not accepted]``."""
+    read: files over 20 MB are not accepted; ask the user for a smaller file, …]``. ``why``
+    names no file (see :func:`reason`); ``advice`` is what the model can do."""
     shown = f"{name} ({human_size(size)})" if size is not None else name
-    return Note(text=f"[attachment {shown} was not read: {reason}]")
+    return Note(text=f"[attachment {shown} was not read: {why}; {advice}]")
 
 
 def image_shown(facts: Facts, image: ImagePart) -> Note:
@@ -84,9 +112,13 @@ def image_shown(facts: Facts, image: ImagePart) -> Note:
     return Note(text=f"[{head} is attached; {facts.where()}]", image=image, held=held)
 
 
-def not_shown(facts: Facts, noun: str, reason: str) -> Note:
-    """A saved file whose content could not be read (a corrupt image or PDF)."""
-    return Note(text=f"[{facts.head(noun)} could not be read: {reason}; {facts.where()}]")
+def not_shown(facts: Facts, noun: str, why: str, advice: str) -> Note:
+    """A saved file whose content could not be read (a corrupt image or PDF): why, where it
+    is, and what the model can do."""
+    return Note(
+        text=f"[{facts.head(noun)} could not be read: {reason(why, facts.name)}; "
+        f"{facts.where()}; {advice}]"
+    )
 
 
 def binary(facts: Facts) -> Note:

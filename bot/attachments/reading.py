@@ -90,7 +90,7 @@ async def _image(facts: Facts, data: bytes) -> Note:
         prepared = await asyncio.to_thread(prepare_image, data, name=facts.name)
     except AttachmentError as exc:
         log.warning("attachment_unreadable", kind="image", error=str(exc))
-        return lines.not_shown(facts, "image", str(exc))
+        return lines.not_shown(facts, "image", str(exc), lines.IMAGE_AGAIN)
     return lines.image_shown(replace(facts, what=prepared.describe()), prepared.part)
 
 
@@ -104,7 +104,8 @@ async def _pdf(
     except AttachmentError as exc:
         log.warning("attachment_unreadable", kind="pdf", error=str(exc))
         copy = await _copy(workspace, base, saved.path)
-        return lines.not_shown(_placed(facts, workspace, copy), "PDF", str(exc)), copy
+        placed = _placed(facts, workspace, copy)
+        return lines.not_shown(placed, "PDF", str(exc), lines.PASTE), copy
     if not lines.has_text(extracted.text):
         copy = await _copy(workspace, base, saved.path)
     else:

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from bot.app import App
+from bot.attachments.lines import RESEND, SMALLER
 from bot.attachments.retention import DAY_S
 from bot.config import Settings, parse_settings
 from bot.envelope import (
@@ -191,9 +192,12 @@ async def test_failures_are_lines_and_the_turn_runs(
             message(1, file("big", "dump.sql"), file("gone", "old.txt"), file("bad", "s.png")),
         )
     content = texts(messages[-1]["content"])
-    assert "[attachment dump.sql was not read: files over 2 MB are not accepted]" in content
-    assert "[attachment old.txt was not read: the file is no longer on Telegram's servers]" in (
+    assert f"[attachment dump.sql was not read: files over 2 MB are not accepted; {SMALLER}]" in (
         content
+    )
+    assert (
+        f"[attachment old.txt was not read: the file is no longer on Telegram's servers; {RESEND}]"
+        in content
     )
     assert "could not be read: the image is corrupt or truncated" in content
     assert image_urls(messages) == []

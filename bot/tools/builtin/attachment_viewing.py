@@ -18,6 +18,7 @@ from pathlib import Path
 from pydantic import Field
 
 from bot.attachments.images import load_image_part
+from bot.attachments.lines import IMAGE_AGAIN
 from bot.attachments.naming import human_size
 from bot.errors import AttachmentError
 from bot.store.attachments import AttachmentKind, AttachmentRecord, Attachments
@@ -86,7 +87,9 @@ async def view(record: AttachmentRecord, workspace: Workspace) -> ToolResult:
         try:
             image = await load_image_part(Path(record.path), name=record.name)
         except AttachmentError as exc:
-            raise ToolFailed(f"{_head(record)} cannot be shown: {exc}; {place}") from None
+            raise ToolFailed(
+                f"{_head(record)} cannot be shown: {exc}; {place}; {IMAGE_AGAIN}"
+            ) from None
         text = (
             f"image {_head(record)} is attached to this result (a model that reads no images "
             f"gets this line alone); {place}"

@@ -18,6 +18,7 @@ import pytest
 from PIL import Image
 
 from bot.app import App
+from bot.attachments.lines import SMALLER
 from bot.config import Settings, parse_settings
 from bot.tools.builtin.scopes import scope_folder
 from bot.untrusted import CLOSE_TAG, OPEN_TAG
@@ -185,7 +186,7 @@ async def test_a_photo_a_csv_and_a_pdf_reach_the_model(
         ({"max_bytes": 1000}, True, "files over 1000 bytes are not accepted"),
         ({}, True, "files over 20 MB are not accepted"),
         # no size in the message: getFile tells, Telegram refuses a file over 20 MB
-        ({}, False, "dump.csv is larger than the 20 MB Telegram lets bots download."),
+        ({}, False, "it is larger than the 20 MB Telegram lets bots download"),
     ],
     ids=["attachments.max_bytes", "stated over the Bot API's limit", "told by getFile"],
 )
@@ -207,7 +208,7 @@ async def test_a_file_over_the_limit_gets_the_limit_line(
     )
     text = text_of(turn)
     assert text.startswith("what does this say?\n\n[attachment dump.csv ")
-    assert text.endswith(f" was not read: {reason}]")
+    assert text.endswith(f" was not read: {reason}; {SMALLER}]")  # the file named once
     assert "x,x,x," not in text
     assert tg.file_store.downloads == []  # refused by its size, before any download
     assert len(tg.calls_of("getFile")) == (0 if stated else 1)

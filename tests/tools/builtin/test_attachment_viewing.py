@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from bot.attachments.lines import IMAGE_AGAIN
 from bot.attachments.naming import human_size
 from bot.store import Store
 from bot.store.attachments import AttachmentKind, AttachmentRecord
@@ -215,7 +216,9 @@ async def test_an_image_that_cannot_be_read_is_a_clear_failure(
 
     with pytest.raises(ToolFailed, match=f"broken.png \\(attachment {broken.id}.*cannot be shown"):
         await view(tool, broken.id, context)
-    with pytest.raises(ToolFailed, match="cannot be shown: the saved file is no longer there"):
+    with pytest.raises(
+        ToolFailed, match=f"cannot be shown: the saved file is no longer there; .*; {IMAGE_AGAIN}$"
+    ):
         await view(tool, gone.id, context)
 
 
