@@ -11,6 +11,9 @@ ack loses nothing and a slow gateway never delays the ack past Slack's 3 seconds
 payloads are acknowledged first thing (see :mod:`channels.slack.inbound`). Retries are no-ops:
 payloads are deduplicated by ``event_id`` and by ``channel:ts`` (also the envelope's
 ``message_id``, so the ``message``/``app_mention`` pair of one mention yields one envelope).
+A stop closes the socket (or the route) first, then hands the host what was received and
+not yet handed over (:mod:`~channels.slack.stopping`), so that no event waits for a later
+start while newer messages of its conversation are answered by other replicas.
 
 This module owns the lifecycle, health and the HTTP route, and composes the parts:
 :mod:`~channels.slack.inbound` (listeners and the worker: messages in, stored first by
@@ -75,12 +78,16 @@ from channels.slack.members import ConversationMembers
 from channels.slack.normalise import BotIdentity
 from channels.slack.outbound import SlackOutbound
 from channels.slack.socket import SocketSession
+from channels.slack.stopping import finish_while_stopping
 
 if TYPE_CHECKING:
     from bot.channel_registry import ChannelContext
     from bot.store import Store
 
 _SIGNATURE_MAX_AGE_S = 300
+#: How long a stop gives the events received and not yet handed over to reach the inbox
+#: (one admission each; the stop's own limit for every part is 10 s).
+HAND_OVER_LIMIT_S = 5.0
 
 
 def _check_signature(request: web.Request, body: bytes, signing_secret: str) -> None:
@@ -206,9 +213,19 @@ class SlackChannel(SendsThrough):
             process_before_response=True,
         )
         self._inbound.register(app)
-        async with asyncio.TaskGroup() as tasks:
-            tasks.create_task(self._inbound.run(host, bot, tasks))
-            tasks.create_task(self._serve(app))
+        try:
+            async with asyncio.TaskGroup() as tasks:
+                tasks.create_task(self._inbound.run(host, bot, tasks))
+                tasks.create_task(self._serve(app))
+        finally:
+            # nothing more comes in (the socket closed, the route answers 503): what was
+            # received goes to the inbox now, not at some later start
+            self._app = None
+            await finish_while_stopping(
+                self._inbound.hand_over_rest(host, bot),
+                limit_s=HAND_OVER_LIMIT_S,
+                what="slack hand-over of received events",
+            )
 
     async def _authenticate(self) -> BotIdentity:
         backoff = Backoff(self._config.reconnect_backoff())

@@ -27,6 +27,13 @@ Deduplication: by ``event_id`` (Slack's retries) and by ``channel:ts`` (the
 stored is acknowledged once it is stored. The gateway's persisted inbox is the durable
 guarantee. A message event that finds the queue full stays in the journal and is read back
 once the queue has drained; other payloads are then dropped and logged.
+
+At a stop the worker is cancelled, possibly half-way through handing an event over; once the
+socket is closed (nothing more comes in), :meth:`SlackInbound.hand_over_rest` hands the
+events still in hand to the host: the one cut off, then those queued. Left in the journal
+they would wait for some later start, and be answered after newer messages of their
+conversation that reached other replicas meanwhile. Where the host refuses them (one process
+draining, or the database gone) they stay in the journal for the next start, as before.
 """
 
 from __future__ import annotations
@@ -45,7 +52,7 @@ from bot.backoff import cancel_requested
 from bot.channel import ChannelHost
 from bot.crashpoints import crash_point
 from bot.envelope import ChannelRef
-from bot.errors import ChannelAuthError, ChannelError, HatchwayError
+from bot.errors import ChannelAuthError, ChannelError, HatchwayError, StorageError
 from channels.common.card_index import CardIndex
 from channels.slack.api import SlackWebApi
 from channels.slack.buttons import ACTION_PATTERN, REPLY_ACTION_ID, SHOW_FULL_ACTION_ID
@@ -132,6 +139,7 @@ class SlackInbound:
         self._commands = RecentKeys()
         self._queued: set[str] = set()  # journal keys of queued message events
         self._backlog = False  # a stored message event found the queue full
+        self._current: _Item | None = None  # the payload being handled
         # set by run(): the listeners ask them
         self._host: ChannelHost | None = None
         self._bot: BotIdentity | None = None
@@ -277,6 +285,7 @@ class SlackInbound:
                 item = await self._queue.get()
                 if isinstance(item, _Inbound):
                     self._queued.discard(item.journal_key)  # read back if its handling fails
+                self._current = item
                 await self._handle(host, bot, item)
                 if self._backlog and self._queue.empty():
                     self._backlog = False
@@ -290,7 +299,33 @@ class SlackInbound:
         for key, body in await self._journal.left_over():
             if key not in self._queued:
                 log.info("slack_event_read_back", channel=str(self._ref), key=key)
-                await self._handle(host, bot, _Inbound(kind="message", body=body, journal_key=key))
+                self._current = _Inbound(kind="message", body=body, journal_key=key)
+                await self._handle(host, bot, self._current)
+
+    async def hand_over_rest(self, host: ChannelHost, bot: BotIdentity) -> None:
+        """The stop, once nothing more comes in: hand the host the message events in hand
+        (the one cut off, then those queued, in order; module docstring). Clicks and
+        commands in the queue are dropped: they act on live state and are made again. The
+        first refusal by the host ends it: the rest stays in the journal."""
+        items = [] if self._current is None else [self._current]
+        self._current = None
+        while not self._queue.empty():
+            items.append(self._queue.get_nowait())
+        events = [i for i in items if isinstance(i, _Inbound) and i.kind == "message"]
+        for handed, item in enumerate(events):
+            self._queued.discard(item.journal_key)
+            try:
+                await self._handle(host, bot, item)
+            except StorageError as exc:
+                log.info(
+                    "slack_events_left_in_journal",
+                    channel=str(self._ref),
+                    events=len(events) - handed,
+                    reason=str(exc),
+                )
+                return
+        if events:
+            log.info("slack_events_handed_over_at_stop", channel=str(self._ref), events=len(events))
 
     async def _handle(self, host: ChannelHost, bot: BotIdentity, item: _Item) -> None:
         try:
@@ -312,5 +347,6 @@ class SlackInbound:
             if cancel_requested():
                 raise asyncio.CancelledError from exc  # the stop, not a failed call
             log.warning("slack_inbound_failed", channel=str(self._ref), error=str(exc))
+        self._current = None  # the host has it: a stop now does not hand it over again
         if isinstance(item, _Inbound) and item.journal_key:
             await self._journal.done(item.journal_key)

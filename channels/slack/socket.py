@@ -7,11 +7,19 @@ loop instead: it asks ``apps.connections.open`` for a URL (a refused token raise
 ``AsyncSocketModeHandler``, reports the connection live only after Slack's ``hello``, and
 when the socket drops reconnects after a jittered exponential delay (:mod:`bot.backoff`).
 Slack's own ``disconnect`` (refresh) messages are still handled by the SDK.
+
+A stop closes the socket first, so that Slack sends what comes next over the app's other
+connections (other replicas), then lets every envelope this socket received go through the
+listeners (stored, and acknowledged while the socket was still open) before the SDK's tasks
+are cancelled: the SDK's own ``close`` would drop the envelopes it had received and not yet
+dispatched, and cut off listeners half-way, leaving events for Slack to send again seconds
+later, after newer messages of the same conversation that reached other replicas.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
 from typing import cast
 
@@ -25,8 +33,15 @@ from bot.backoff import Backoff, BackoffPolicy, sleep_before_retry
 from bot.channel import HealthState
 from bot.errors import ChannelAuthError, ChannelError
 from channels.slack.api import SlackCallFailed, SlackWebApi
+from channels.slack.stopping import finish_while_stopping
 
 log = structlog.get_logger(__name__)
+
+#: How long a stop waits for the socket's close and for the envelopes it received to be
+#: stored (each listener is one write to the store: Slack's own limit for an ack is 3 s).
+CLOSE_LIMIT_S = 4.0
+#: How long a stop waits for a moment with no envelope in hand before it closes the socket.
+QUIET_WAIT_S = 1.0
 
 HealthSetter = Callable[[HealthState, str], None]
 
@@ -59,6 +74,8 @@ class SocketSession:
         self._connect_timeout = connect_timeout_s
         self._hello = asyncio.Event()
         self._dropped = asyncio.Event()
+        #: the SDK's tasks running the listeners of one envelope each
+        self._listening: set[asyncio.Task[object]] = set()
 
     async def run(self) -> None:
         handler = AsyncSocketModeHandler(
@@ -76,13 +93,44 @@ class SocketSession:
         try:
             await self._supervise(handler)
         finally:
+            await finish_while_stopping(
+                self._close(handler), limit_s=CLOSE_LIMIT_S, what="slack socket close"
+            )
+
+    async def _close(self, handler: AsyncSocketModeHandler) -> None:
+        """Close the socket, let what it received reach the listeners and their end, then
+        end the SDK's tasks (module docstring)."""
+        client = handler.client
+        try:
+            # a quiet moment first, so that the envelopes in hand are still acknowledged
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(QUIET_WAIT_S):
+                    await self._settled(client)
+            session = client.current_session
+            if session is not None and not session.closed:
+                await session.close()
+            await self._settled(client)
+        finally:
             await _untyped_call(handler.close_async)
+        log.info("slack_socket_closed")
+
+    async def _settled(self, client: AsyncBaseSocketModeClient) -> None:
+        """Return once every envelope received so far went through its listeners."""
+        while not client.message_queue.empty() or self._listening:
+            if self._listening:
+                await asyncio.wait(set(self._listening))
+            else:
+                await asyncio.sleep(0.01)  # the SDK's processor dispatches the next one
 
     async def _on_message(
         self, client: AsyncBaseSocketModeClient, message: dict[str, object], raw: str | None
     ) -> None:
         if message.get("type") == "hello":
             self._hello.set()
+        elif message.get("envelope_id") and (task := asyncio.current_task()) is not None:
+            # the SDK runs each envelope's listeners in a task of its own, this one first
+            self._listening.add(task)
+            task.add_done_callback(self._listening.discard)
 
     async def _on_close(self, message: aiohttp.WSMessage) -> None:
         self._dropped.set()

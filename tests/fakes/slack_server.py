@@ -105,6 +105,8 @@ class FakeSlack:
         self.closed_views: set[str] = set()
         self.view_updates: list[JSON] = []
         self.connections = 0
+        #: sockets closed so far (by either side)
+        self.disconnections = 0
         self._triggers: dict[str, str] = {}  # trigger_id -> "fresh" | "exchanged" | "expired"
         self._trigger_ids = itertools.count(1)
         self._view_ids = itertools.count(1)
@@ -180,6 +182,9 @@ class FakeSlack:
 
     async def wait_connected(self, connections: int = 1, wait_s: float = 10.0) -> None:
         await self._wait(lambda: self.connections >= connections, wait_s)
+
+    async def wait_disconnected(self, disconnections: int = 1, wait_s: float = 10.0) -> None:
+        await self._wait(lambda: self.disconnections >= disconnections, wait_s)
 
     async def push(
         self, kind: str, payload: JSON, *, retry_attempt: int = 0, to: str | None = None
@@ -330,6 +335,9 @@ class FakeSlack:
                         self._changed.notify_all()
         if client is not None and self._sockets.get(client) is ws:
             del self._sockets[client]
+        async with self._changed:
+            self.disconnections += 1
+            self._changed.notify_all()
         return ws
 
     # -- the Web API ---------------------------------------------------------------------------

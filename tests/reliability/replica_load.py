@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bench.crash_tally import ANSWER, Tally, answered_tags, barrier_text, message_text
-from tests.reliability.platform_drivers import PlatformDriver, SlackDriver, redeliver
+from tests.reliability.platform_drivers import PlatformDriver, SlackDriver, _Pushed, redeliver
 from tests.reliability.replica_rig import until
 
 _TAG_NUMBER = re.compile(r"t(\d+)x")
@@ -78,14 +79,25 @@ class Load:
         return {c: tags for c, tags in found.items() if tags != sorted(tags)}
 
 
+#: Slack's limit for an acknowledgement: an envelope not acknowledged within it is sent again
+#: ("immediately" after it, Slack says; then after a minute and after five, compressed here
+#: into :meth:`SlackDriver.redeliver` at the end of a load).
+ACK_TIMEOUT_S = 3.0
+
+
 @dataclass(kw_only=True)
 class SpreadSlackDriver(SlackDriver):
-    """Slack with several replicas connected: as Slack spreads an app's events over its
-    Socket Mode connections, each message goes over the next replica's socket in turn
-    (:meth:`FakeSlack.connected_clients`); with none open it is held until
-    :meth:`redeliver`, which also retries what was never acknowledged (SlackDriver's rules)."""
+    """Slack with several replicas connected, as Slack treats an app's Socket Mode
+    connections: each message goes over the next open socket in turn
+    (:meth:`FakeSlack.connected_clients`), or over another open one when that socket closed
+    under it; with none open it is held until :meth:`redeliver`. An envelope not
+    acknowledged within :data:`ACK_TIMEOUT_S` is sent again at once, with the next
+    ``retry_attempt``, over an open socket (checked before each message is sent, every
+    0.1 s under load); the later retries are :meth:`redeliver`'s (SlackDriver's rules)."""
 
     _next: int = 0
+    #: when each envelope was pushed (``time.monotonic()``), by envelope id
+    _pushed_at: dict[str, float] = field(default_factory=dict)
 
     async def wait_client(self, name: str, wait_s: float) -> None:
         """Wait until the replica ``name`` has its socket open."""
@@ -93,12 +105,39 @@ class SpreadSlackDriver(SlackDriver):
             raise AssertionError(f"{name} did not connect its socket")
 
     async def send(self, conversation: int, text: str) -> None:
+        await self.retry_overdue()
         self.online = bool(self.fake.connected_clients())
         await super().send(conversation, text)
 
-    def socket_for(self) -> str | None:
+    async def retry_overdue(self) -> None:
+        """Send again, once, each envelope not acknowledged within Slack's limit."""
+        now = time.monotonic()
+        overdue = [
+            p
+            for p in self.pushed
+            if p.attempt == 0
+            and p.envelope_id not in self.fake.acks
+            and now - self._pushed_at.get(p.envelope_id, now) > ACK_TIMEOUT_S
+        ]
+        if not overdue:
+            return
+        self.pushed = [p for p in self.pushed if p not in overdue]
+        for item in overdue:
+            self.retries += 1
+            await self._push(item.event, attempt=1)
+
+    async def _push(self, event: dict[str, object], *, attempt: int) -> None:
         clients = self.fake.connected_clients()
-        if not clients:
-            raise ConnectionError("no replica has its socket open")
         self._next += 1
-        return clients[self._next % len(clients)]
+        for turn in range(len(clients)):
+            to = clients[(self._next + turn) % len(clients)]
+            try:
+                envelope_id = await self.fake.push(
+                    "events_api", event, retry_attempt=attempt, to=to
+                )
+            except (ConnectionError, RuntimeError):
+                continue  # closed under us: Slack uses another connection
+            self._pushed_at[envelope_id] = time.monotonic()
+            self.pushed.append(_Pushed(event, envelope_id, attempt))
+            return
+        self.held.append(event)  # no socket open: Slack holds it

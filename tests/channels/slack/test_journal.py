@@ -111,6 +111,38 @@ async def test_own_messages_and_housekeeping_are_acknowledged_unstored(
         release.set()
 
 
+async def test_a_stop_closes_the_socket_then_hands_over_what_it_received(
+    slack: FakeSlack, store: Store
+) -> None:
+    """Events acknowledged and not yet handed over when a stop comes (the host is slow) are
+    handed over, in order, once the socket is closed: not left in the journal for a later
+    start, which other replicas' answers to newer messages would precede."""
+    release = asyncio.Event()
+    host = RecordingHost(hold=release)
+    channel = channel_for(slack, store)
+    run = asyncio.create_task(channel.run(host))
+    await wait_for_health(channel, HealthState.CONNECTED)
+    texts = ["first", "second", "third"]
+    for n, text in enumerate(texts, start=1):
+        event = event_callback(message_event(text, channel="D0001", ts=f"5.{n}"))
+        await slack.wait_ack(await slack.push("events_api", event))
+    assert len(await journal(store)) == len(texts)
+    assert host.envelopes == []
+    with capture_logs() as logs:
+        run.cancel()
+        # the socket closes first: Slack sends what comes next to the app's other sockets
+        await slack.wait_disconnected(1)
+        assert host.envelopes == []
+        release.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait_for(run, 15)
+    assert [e.text for e in host.envelopes] == texts
+    assert await journal(store) == {}
+    assert channel.health.state is HealthState.STOPPED
+    (handed,) = [e for e in logs if e["event"] == "slack_events_handed_over_at_stop"]
+    assert handed["events"] == len(texts)
+
+
 async def test_an_event_stored_before_a_crash_is_handed_over_after_a_restart(
     slack: FakeSlack, tmp_path: Path
 ) -> None:
