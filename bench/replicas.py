@@ -48,6 +48,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -181,6 +182,7 @@ class RoundFigures:
     model_cpu_ms_per_turn: float
     bench_cpu_ms_per_turn: float  # this process: the Slack fake and the load
     db: str = ""  # the database's counters per turn (--db-stats)
+    statements: Counter[str] = field(default_factory=Counter)  # per kind (--statements)
 
     @property
     def turns_per_s(self) -> float:
@@ -197,9 +199,11 @@ async def burst(
     server: PgServer | None,
     model: ModelServer,
     stats: bool = False,
+    statements: bool = False,
 ) -> RoundFigures:
     """``count`` conversations from ``first`` on, one message each, pushed at once."""
     counters = await db_stats(fleet.url) if stats else {}
+    log_at = server.log_file.stat().st_size if statements and server is not None else None
     running = fleet.running()
     cpu0 = {r.name: process_cpu_s(r.pid) for r in running}
     pg0, model0, bench0 = pg_cpu_s(server), model.cpu_s(), process_cpu_s(os.getpid())
@@ -225,6 +229,9 @@ async def burst(
     if stats:
         await asyncio.sleep(1.5)  # backends report their counters at most once a second
     db = per_turn(counters, await db_stats(fleet.url), count) if stats else ""
+    logged = Counter[str]()
+    if log_at is not None and server is not None:
+        logged = statements_logged(server, log_at)
     return RoundFigures(
         turns=count,
         wall_s=last - start,
@@ -237,7 +244,60 @@ async def burst(
         model_cpu_ms_per_turn=1000 * (model.cpu_s() - model0) / count,
         bench_cpu_ms_per_turn=1000 * bench_cpu / count,
         db=db,
+        statements=logged,
     )
+
+
+#: A statement the server logged (``log_statement = all``): simple or extended protocol.
+LOGGED = re.compile(r"LOG:  (?:statement|execute [^:]*): (.*)")
+
+
+def statements_logged(server: PgServer, offset: int) -> Counter[str]:
+    """The statements the server logged from ``offset`` of its log on, by kind: the first
+    words of each, up to its table (``UPDATE inbox``, ``SELECT … FROM session_owners``)."""
+    found = Counter[str]()
+    with open(server.log_file, errors="replace") as log:
+        log.seek(offset)
+        for line in log:
+            match = LOGGED.search(line)
+            if match is not None:
+                found[statement_kind(match.group(1))] += 1
+    return found
+
+
+def statement_kind(text: str) -> str:
+    """``INSERT INTO inbox``, ``UPDATE session_owners``, ``SELECT … FROM replicas``, ``BEGIN``."""
+    words = text.split()
+    if not words:
+        return "?"
+    verb = words[0].upper()
+    lowered = [w.lower() for w in words]
+    for marker in ("into", "update", "from"):
+        if marker in lowered[:40]:
+            table = words[lowered.index(marker) + 1].strip("(),;")
+            return f"{verb} {table}" if verb != "SELECT" else f"SELECT … FROM {table}"
+    return " ".join(words[:2])
+
+
+async def log_statements(server: PgServer) -> None:
+    """Have the server log every statement (for ``--statements``)."""
+    conn = await asyncpg.connect(server.url())
+    try:
+        await conn.execute("ALTER SYSTEM SET log_statement = 'all'")
+        await conn.execute("SELECT pg_reload_conf()")
+    finally:
+        await conn.close()
+
+
+def describe_statements(figures: RoundFigures) -> str:
+    counts = figures.statements
+    total = sum(counts.values()) / figures.turns
+    kinds = ", ".join(
+        f"{kind} {n / figures.turns:.2f}"
+        for kind, n in counts.most_common()
+        if n / figures.turns >= 0.05
+    )
+    return f"{total:.1f} statements per turn: {kinds}"
 
 
 async def configuration(
@@ -259,6 +319,7 @@ async def configuration(
                 driver=driver,
                 env=daemon_env(driver.environment()),
                 concurrency=args.max_concurrent_turns,
+                leases={},  # the [replicas] defaults, as a deployment runs
                 log_level="warning",
                 storage_extra=f"pool_size = {args.pool_size}\n" if args.pool_size else "",
             ) as fleet:
@@ -293,12 +354,15 @@ async def configuration(
                         server=server,
                         model=model,
                         stats=args.db_stats,
+                        statements=args.statements,
                     )
                     first += args.conversations
                     results.append(figures)
                     print(f"  {label} round {number}: {describe(figures)}", flush=True)
                     if number == args.rounds:
                         await unspy(spies)
+                    if figures.statements:
+                        print(f"    {describe_statements(figures)}", flush=True)
                     if figures.db:
                         print(
                             f"    per turn: transactions (commits/rollbacks) and, by table,"
@@ -473,6 +537,8 @@ async def main(args: argparse.Namespace) -> None:
         f"max_concurrent_turns={args.max_concurrent_turns} per replica, log level warning"
     )
     server = start_server()
+    if args.statements:
+        await log_statements(server)
     try:
         async with ModelServer(tool=args.tool) as model:
             summary: list[tuple[str, int, dict[str, float]]] = []
@@ -570,6 +636,11 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--db-stats",
         action="store_true",
         help="print PostgreSQL's transactions and table scans and writes per turn",
+    )
+    parser.add_argument(
+        "--statements",
+        action="store_true",
+        help="log every statement on the PostgreSQL server and print the statements per turn",
     )
     parser.add_argument("--clock-skew", type=float, default=0.5, help="[replicas] max_clock_skew_s")
     return parser.parse_args(argv)

@@ -21,7 +21,7 @@ class ReplicasConfig(ConfigModel):
     """``[replicas]``; see the module docstring."""
 
     heartbeat_s: float = Field(default=1.0, gt=0)
-    lease_ttl_s: float = Field(default=5.0, gt=0)
+    lease_ttl_s: float = Field(default=4.0, gt=0)
     max_clock_skew_s: float = Field(default=1.0, ge=0)
 
     @model_validator(mode="after")

@@ -302,6 +302,11 @@ class Gateway:
         await self._limits.flush()
 
     @property
+    def handover(self) -> Handover | None:
+        """Who runs each session's turns, with several replicas (None: one process)."""
+        return self._handover
+
+    @property
     def active_turns(self) -> int:
         return self._drain.active_turns
 

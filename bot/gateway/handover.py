@@ -8,14 +8,17 @@ its in-memory queues and never builds this. The rules:
   first replica to admit a message of a session nobody owns takes it; it keeps it while its
   heartbeat lives (:mod:`bot.replicas`). Ownership moves only by a compare-and-set from the
   owner the taker saw, after the taker found that owner gone on a fresh read of the live
-  replicas.
+  replicas. Taking a session nobody owns is one statement, which also says whether another
+  replica left entries in it (only then are the live replicas read and those settled).
+  What a replica remembers owning is a hint: its claims need its row.
 * **Any replica admits.** Slack spreads events over every socket, so every replica admits
   messages; the inbox's unique key makes a redelivery a no-op everywhere. A message for a
   session owned elsewhere stays ``received`` in the inbox and its owner is woken by a
   notification on :data:`HANDOVER` naming it and the session.
 * **The owner claims what waits.** On a wake-up (its own admission, a notification, a sweep)
   the owner claims the session's waiting entries (one conditional update setting their
-  ``replica_id`` where nobody had) and queues them in inbox order. Just before a turn runs
+  ``replica_id`` where nobody had, while the session's owner row names it) and queues them in
+  inbox order. Just before a turn runs
   its entry is taken once more (``received`` and claimed by this replica or nobody): one
   deleted meanwhile, or claimed by another replica, is dropped, an edited one runs as it
   reads now. So an entry never runs twice, even when a replica taken for dead still runs.
@@ -27,6 +30,9 @@ its in-memory queues and never builds this. The rules:
   its replies, answered, or its sender told to ask again, and what they had claimed but not
   begun is released and queued again, before anything newer of the session runs. Entries
   of a live replica are never touched.
+* **Idle rows go.** Every :data:`PRUNE_S` a replica deletes the owner rows of settled
+  sessions without a message for :data:`PRUNE_IDLE_S`, its own (forgotten first, under the
+  session's lock) and those of gone replicas; the next message takes the session again.
 * **A handed-over ``/stop`` is acknowledged.** Nothing polls for commands, so the replica
   that hands one over sends it again until each owner says it ran it (an owner runs a copy
   sent again once); when the owner that was to answer never says so, the replica the
@@ -40,7 +46,7 @@ import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import replace
 
 import structlog
@@ -68,6 +74,12 @@ ACK_S = 2.0
 COMMAND_SENDS = 5
 #: How many handed-over commands a replica remembers (a command sent again runs once)
 REMEMBERED_COMMANDS = 1000
+#: How often a replica prunes owner rows, and how long a settled session stays without a
+#: message before its row goes (its next message takes it again, in one statement)
+PRUNE_S = 300.0
+PRUNE_IDLE_S = 3600.0
+#: How many sessions a replica remembers as owned elsewhere (which statement to try first)
+REMEMBERED_OWNERS = 10_000
 
 RecoverEntries = Callable[[Sequence[InboxEntry]], Awaitable[object]]
 """Start-up recovery's rules applied to the given cut-off entries (of replicas gone)."""
@@ -90,6 +102,8 @@ class Handover:
         recover: RecoverEntries,
         clock: Callable[[], float] = time.time,
         sweep_s: float = SWEEP_S,
+        prune_s: float = PRUNE_S,
+        prune_idle_s: float = PRUNE_IDLE_S,
     ) -> None:
         self._store = store
         self._sessions = sessions
@@ -97,11 +111,15 @@ class Handover:
         self._recover = recover
         self._clock = clock
         self._sweep_s = sweep_s
+        self._prune_s = prune_s
+        self._prune_idle_s = prune_idle_s
         #: sessions this replica owns, as far as it knows (a sweep corrects it)
         self._owned: set[str] = set()
         #: the replicas alive at the last fresh read (enough to hand a message over; a
         #: takeover reads again)
         self._seen_live: frozenset[str] = frozenset()
+        #: sessions last seen owned by another live replica, oldest first (a hint only)
+        self._elsewhere: dict[str, None] = {}
         #: per session, the claim, takeover or pull running and those waiting for it
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
         #: the envelope id and payload each claimed entry had when it was queued: a
@@ -143,10 +161,18 @@ class Handover:
             if self._draining:
                 await self._leave_to_next_owner(key)
                 return
-            owner = self._me if key in self._owned else await self._owner_for(key)
-            if owner == self._me:
-                await self._pull(key, turn)
+            cached = key in self._owned
+            owner = self._me if cached else await self._owner_for(key)
+            if owner == self._me and (await self._pull(key, turn) or not cached):
                 return
+            if cached:
+                # the session's row was moved or pruned meanwhile (the claim found no row of
+                # this replica): ask the database who owns it now
+                self._owned.discard(key)
+                owner = await self._owner_for(key)
+                if owner == self._me:
+                    await self._pull(key, turn)
+                    return
             await self._store.signals.notify(HANDOVER, json.dumps({"to": owner, "session": key}))
             log.info("turn_handed_over", session=key, owner=owner)
         except StorageError as exc:
@@ -251,6 +277,7 @@ class Handover:
             async with asyncio.TaskGroup() as group:
                 group.create_task(self._woken())
                 group.create_task(self._sweeping())
+                group.create_task(self._pruning())
                 group.create_task(self._commanded())
         finally:
             await self._store.signals.unlisten(HANDOVER, self._signalled)
@@ -363,6 +390,41 @@ class Handover:
                 await self._pull(key)
         return taken
 
+    async def _pruning(self) -> None:
+        while True:
+            await asyncio.sleep(self._prune_s)
+            try:
+                await self.prune()
+            except StorageError as exc:
+                # tried again at the next one
+                log.warning("session_owners_prune_failed", error=str(exc))
+
+    async def prune(self, *, idle_s: float | None = None) -> int:
+        """Delete the owner rows of settled sessions that saw no message for ``idle_s``
+        (default ``prune_idle_s``): this replica's, and those of replicas gone. Returns how
+        many went.
+
+        This replica forgets its own first, holding their sessions (so no claim of them
+        runs meanwhile here); a claim needs the owner's row, so a session whose row went is
+        claimed by nobody until a replica takes it again (its next message, or a sweep)."""
+        if self._draining:
+            return 0
+        idle_since = self._clock() - (self._prune_idle_s if idle_s is None else idle_s)
+        rows = await self._store.session_owners.prunable(
+            self._me, await self._live(), idle_since=idle_since
+        )
+        if not rows:
+            return 0
+        async with AsyncExitStack() as held:
+            for key, owner in rows:
+                if owner == self._me:
+                    await held.enter_async_context(self._session(key))
+                    self._owned.discard(key)
+            deleted = await self._store.session_owners.prune(rows, idle_since=idle_since)
+        if deleted:
+            log.info("session_owners_pruned", sessions=len(deleted))
+        return len(deleted)
+
     def _forget_dropped(self) -> None:
         """Forget the payloads of turns dropped from their queue before their take
         (``/stop``)."""
@@ -372,21 +434,49 @@ class Handover:
 
     async def _owner_for(self, key: str) -> str:
         """The live owner of ``key``, taking it first when nobody owns it or its owner is
-        gone (and then settling what the gone owner left)."""
+        gone (and then settling what the gone owner left). A session nobody owns costs one
+        statement (:meth:`~bot.store.session_owners.SessionOwners.take_free`), and no read
+        of the live replicas unless it holds entries another replica left."""
         async with self._session(key):
-            was = await self._store.session_owners.owner(key)
+            # a session seen owned elsewhere is likely still so: read its owner first
+            was = await self._store.session_owners.owner(key) if key in self._elsewhere else None
             while True:
+                if was is None:
+                    taken = await self._store.session_owners.take_free(
+                        key, self._me, at=self._clock()
+                    )
+                    if taken is not None:
+                        self._owned.add(key)
+                        self._elsewhere.pop(key, None)
+                        if taken.leftovers:
+                            await self._settle_gone(key, await self._live())
+                        return self._me
+                    was = await self._store.session_owners.owner(key)
+                    if was is None:  # pruned meanwhile: take it again
+                        continue
                 if was == self._me:
                     self._owned.add(key)
+                    self._elsewhere.pop(key, None)
                     return was
-                if was is not None and was in self._seen_live:
+                if was in self._seen_live:
+                    self._seen_elsewhere(key)
                     return was
                 live = await self._live()
-                if was is not None and was in live:
+                if was in live:
+                    self._seen_elsewhere(key)
                     return was
                 if await self._take_over(key, was=was, live=live):
+                    self._elsewhere.pop(key, None)
                     return self._me
                 was = await self._store.session_owners.owner(key)
+
+    def _seen_elsewhere(self, key: str) -> None:
+        """Remember that ``key`` was owned by another replica (a hint: which statement to
+        try first; the oldest are forgotten)."""
+        self._elsewhere.pop(key, None)
+        self._elsewhere[key] = None
+        while len(self._elsewhere) > REMEMBERED_OWNERS:
+            del self._elsewhere[next(iter(self._elsewhere))]
 
     async def _take_over(self, key: str, *, was: str | None, live: frozenset[str]) -> bool:
         """Take ``key`` from ``was`` (gone, or None), then settle what gone replicas left
@@ -415,11 +505,13 @@ class Handover:
             log.info("session_recovering", session=key, entries=len(cut_off))
             await self._recover(cut_off)
 
-    async def _pull(self, key: str, admitted: TurnIdentity | None = None) -> None:
+    async def _pull(self, key: str, admitted: TurnIdentity | None = None) -> bool:
         """Claim ``key``'s waiting entries and queue those not queued here, in inbox order
-        (``admitted``: the turn this replica just admitted, queued as it is)."""
+        (``admitted``: the turn this replica just admitted, queued as it is). Whether the
+        claim found anything (nothing: the session is not this replica's, or nothing
+        waits)."""
         if self._draining:
-            return
+            return True
         async with self._session(key):
             waiting = await self._store.inbox.claim_waiting(key, self._me)
             for entry in waiting:
@@ -437,6 +529,7 @@ class Handover:
                     )
                 self._payloads[entry.key] = (entry.envelope_id, entry.payload)
                 self._sessions.enqueue(turn)
+            return bool(waiting)
 
     async def _live(self) -> frozenset[str]:
         """The replicas alive now (this one always: it is running this)."""

@@ -182,12 +182,22 @@ class Inbox:
 
     async def claim_waiting(self, session_key: str, replica_id: str) -> list[InboxEntry]:
         """Claim for ``replica_id`` the entries of ``session_key`` that wait (``received``)
-        and nobody else took, in one statement; returns them with those it had claimed
-        before, in inbox order."""
+        and nobody else took, in one statement, only while ``replica_id`` owns the session
+        (its ``session_owners`` row: a replica whose row was moved or pruned claims nothing);
+        returns them with those it had claimed before, in inbox order."""
         rows = await self._db.execute_returning_all(
             f"UPDATE inbox SET replica_id = ? WHERE session_key = ? AND status = ?"
-            f" AND (replica_id IS NULL OR replica_id = ?) RETURNING id, {_COLUMNS}",
-            (replica_id, session_key, InboxStatus.RECEIVED, replica_id),
+            f" AND (replica_id IS NULL OR replica_id = ?) AND EXISTS (SELECT 1 FROM"
+            f" session_owners o WHERE o.session_key = ? AND o.replica_id = ?)"
+            f" RETURNING id, {_COLUMNS}",
+            (
+                replica_id,
+                session_key,
+                InboxStatus.RECEIVED,
+                replica_id,
+                session_key,
+                replica_id,
+            ),
         )
         return [_entry(r) for r in sorted(rows, key=lambda r: int(r["id"]))]
 

@@ -10,8 +10,8 @@ from bot.errors import ConfigError
 
 def test_defaults_leave_room_for_a_missed_heartbeat_and_the_skew() -> None:
     replicas = parse_settings({}, environ={}).replicas
-    assert (replicas.heartbeat_s, replicas.lease_ttl_s, replicas.max_clock_skew_s) == (1, 5, 1)
-    assert replicas.fence_s == 4
+    assert (replicas.heartbeat_s, replicas.lease_ttl_s, replicas.max_clock_skew_s) == (1, 4, 1)
+    assert replicas.fence_s == 3
 
 
 def test_a_ttl_shorter_than_two_heartbeats_and_the_skew_is_refused() -> None:
