@@ -21,6 +21,9 @@ from bot.config import DEFAULT_AGENT, Settings
 from bot.errors import ConfigError
 from bot.providers.base import Provider
 from bot.providers.factory import defer_provider, own_system_prompt
+from bot.providers.vision import takes_images
+from bot.tools.builtin.attachment_viewing import IMAGE_TOOLS
+from bot.tools.spec import ToolSpec
 
 ProviderWrap = Callable[[Provider], Provider]
 
@@ -40,6 +43,28 @@ def chain_key(settings: Settings) -> Hashable:
         for name in names
         if name in settings.providers
     )
+
+
+def sees_images(settings: Settings) -> bool:
+    """Whether the agent ``settings`` is seen as (:meth:`Settings.as_agent`) can be shown an
+    image: ``[attachments]`` is on and a provider of its chain is sent images
+    (:func:`bot.providers.vision.takes_images`). A chain none of whose providers is
+    configured (a provider the caller built) is taken to see them."""
+    if not settings.attachments.enabled:
+        return False
+    agent = settings.agent
+    configured = [
+        settings.providers[n] for n in (agent.provider, *agent.fallback) if n in settings.providers
+    ]
+    return not configured or any(takes_images(config) for config in configured)
+
+
+def _offered(tools: list[ToolSpec], settings: Settings) -> list[ToolSpec]:
+    """``tools`` without those that show images when the agent cannot see any: a tool that
+    cannot work is not offered."""
+    if sees_images(settings):
+        return tools
+    return [tool for tool in tools if tool.name not in IMAGE_TOOLS]
 
 
 class ProviderPool:
@@ -96,17 +121,19 @@ def build_bundles(
     settings: Settings, shared: AgentBundle, providers: ProviderPool
 ) -> dict[str, AgentBundle]:
     """Every agent's bundle, ``default`` first: ``shared`` (the default agent's tools,
-    services and MCP catalog) with each agent's settings, tools and provider."""
+    services and MCP catalog) with each agent's settings, tools and provider; an agent that
+    cannot see images (:func:`sees_images`) is not offered ``view_attachment``."""
     bundles: dict[str, AgentBundle] = {}
     for name in settings.agent_names():
         config = settings.agent_for(name)
         tools = ToolFilter.of(config)
+        kept = tools.kept(shared.tools) if tools.narrows else list(shared.tools)
         bundles[name] = dataclasses.replace(
             shared,
             name=name,
             provider=providers.provider_for(settings, name),
             services=dataclasses.replace(shared.services, settings=config),
-            tools=tools.kept(shared.tools) if tools.narrows else shared.tools,
+            tools=_offered(kept, settings.as_agent(name)),
             dynamic=filtered(shared.dynamic, tools),
         )
     return bundles

@@ -8,6 +8,7 @@ another's. An image is read again from the bot's own copy (the workspace's may h
 changed by a tool) and made fit for every provider (:func:`bot.attachments.images.
 load_image_part`); any other file is described, with where the workspace has it for
 ``file_read``. Read-only, and run without asking by default (``approval.auto_approve``).
+Offered only to an agent that can see images (:data:`IMAGE_TOOLS`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ from bot.tools.spec import ToolContext, ToolKind, ToolOutput, ToolResult, ToolSp
 
 #: Files listed when the one asked for is not found (the newest ones).
 LISTED = 10
+#: The tools that exist to show the model an image: not offered to an agent that cannot
+#: see one (``[attachments] enabled = false``, or no provider of its chain is sent images).
+IMAGE_TOOLS = frozenset({"view_attachment"})
 
 
 class ViewAttachmentArguments(ToolArguments):

@@ -1,0 +1,100 @@
+"""``view_attachment`` is offered only to an agent that can see an image: an App on a real
+SQLite file, an OpenAI-compatible model on loopback, and the tool list of the request body
+it was sent, with attachments on or off, a model that is or is not sent images, a fallback
+chain, and a reload that turns attachments off."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.app import App
+from bot.config import parse_settings
+from tests.agent.test_attachments_app import (
+    KEY_ENV,
+    ask,
+    channel,
+    llm,
+    message,
+    settings_for,
+)
+from tests.fakes.channel import FileChannel
+from tests.fakes.openai_server import OpenAIFake
+
+__all__ = ["channel", "llm"]  # fixtures shared with the attachments tests
+
+
+def offered(llm: OpenAIFake) -> set[str]:
+    """The tool names of the last request the model got."""
+    return {tool["function"]["name"] for tool in llm.requests[-1].body.get("tools", [])}
+
+
+def chain(llm: OpenAIFake, tmp_path: Path, *models: str, attachments: bool = True) -> Any:
+    """Settings whose agent runs on ``models`` in order (the first primary)."""
+    providers = {
+        f"p{n}": {
+            "kind": "openai",
+            "base_url": llm.base_url,
+            "model": model,
+            "api_key_env": KEY_ENV,
+            "max_retries": 0,
+        }
+        for n, model in enumerate(models)
+    }
+    return parse_settings(
+        {
+            "state_dir": str(tmp_path),
+            "agent": {
+                "turn_timeout_s": 60.0,
+                "provider": "p0",
+                "fallback": [f"p{n}" for n in range(1, len(models))],
+            },
+            "attachments": {"enabled": attachments},
+            "channels": {"telegram": {"main": {"allowed_users": ["4242"]}}},
+            "providers": providers,
+        },
+        environ={KEY_ENV: "sk-test-not-a-real-key-000"},
+    )
+
+
+@pytest.mark.parametrize(
+    ("models", "attachments", "shown"),
+    [
+        (("gpt-4o",), True, True),
+        (("llama3.1:8b",), True, False),  # a text-only model
+        (("gpt-4o",), False, False),  # [attachments] enabled = false
+        (("llama3.1:8b", "gpt-4o"), True, True),  # a fallback that sees images
+    ],
+    ids=["vision", "text-only", "attachments-off", "fallback-sees"],
+)
+async def test_view_attachment_is_offered_only_when_it_can_work(
+    llm: OpenAIFake,
+    channel: FileChannel,
+    tmp_path: Path,
+    models: tuple[str, ...],
+    attachments: bool,
+    shown: bool,
+) -> None:
+    settings = chain(llm, tmp_path, *models, attachments=attachments)
+    async with App(settings, channels={"telegram.main": channel}) as app:
+        await ask(app, llm, channel, message(1))
+    tools = offered(llm)
+    assert "current_time" in tools  # the other tools are there either way
+    assert ("view_attachment" in tools) is shown
+
+
+async def test_images_false_hides_it_and_a_reload_applies(
+    llm: OpenAIFake, channel: FileChannel, tmp_path: Path
+) -> None:
+    settings = settings_for(llm, tmp_path)
+    async with App(settings, channels={"telegram.main": channel}) as app:
+        await ask(app, llm, channel, message(1))
+        assert "view_attachment" in offered(llm)
+        app.reload(settings_for(llm, tmp_path, images=False))
+        await ask(app, llm, channel, message(2))
+        assert "view_attachment" not in offered(llm)
+        app.reload(settings)
+        await ask(app, llm, channel, message(3))
+        assert "view_attachment" in offered(llm)
