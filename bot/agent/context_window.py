@@ -1,7 +1,10 @@
 """Fitting conversation history into the model's context budget.
 
 Tokens are estimated, not counted: ``ceil(chars / 4)`` per message (content, plus each tool
-call's name and raw arguments) plus :data:`MESSAGE_OVERHEAD` for the role and framing. Four
+call's name and raw arguments) plus :data:`MESSAGE_OVERHEAD` for the role and framing, plus
+each image the message shows by its size in pixels (:func:`bot.providers.image_tokens.
+image_tokens`: ``width × height / 750``, at most 1,600; a photo costs as much as a few
+thousand characters of text, so a turn with images keeps less of the older history). Four
 characters per token is close for English and code with the common BPE tokenizers and errs on
 the generous side for other scripts; the budget (``agent.history_max_tokens``) should leave room
 for the system prompt, the tool schemas and the reply.
@@ -19,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bot.providers.base import ChatMessage
+from bot.providers.image_tokens import image_tokens
 
 CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD = 4
@@ -29,7 +33,8 @@ def estimate_tokens(message: ChatMessage) -> int:
     chars = len(message.content)
     for call in message.tool_calls:
         chars += len(call.name) + len(call.arguments) + len(call.id)
-    return -(-chars // CHARS_PER_TOKEN) + MESSAGE_OVERHEAD
+    pictures = sum(image_tokens(image) for image in message.images)
+    return -(-chars // CHARS_PER_TOKEN) + MESSAGE_OVERHEAD + pictures
 
 
 def _units(messages: Sequence[ChatMessage]) -> list[list[ChatMessage]]:

@@ -128,7 +128,9 @@ def _prepare(image: Image.Image, data: bytes, name: str) -> PreparedImage:
         and len(data) <= MAX_ENCODED_BYTES
     ):
         image.load()  # decoded once, so a truncated body is found here, not by the provider
-        part = ImagePart(media_type=MEDIA_TYPES[fmt], data=data, name=name)
+        part = ImagePart(
+            media_type=MEDIA_TYPES[fmt], data=data, name=name, width=width, height=height
+        )
         size = (width, height)
         return PreparedImage(
             part=part, format=fmt, size=size, shown=size, frames=frames, resized=False
@@ -145,7 +147,9 @@ def _prepare(image: Image.Image, data: bytes, name: str) -> PreparedImage:
     frame.thumbnail((MAX_LONG_SIDE, MAX_LONG_SIDE), Image.Resampling.LANCZOS)
     media_type, encoded, shown = _encode(frame, lossless=fmt in _LOSSLESS)
     return PreparedImage(
-        part=ImagePart(media_type=media_type, data=encoded, name=name),
+        part=ImagePart(
+            media_type=media_type, data=encoded, name=name, width=shown[0], height=shown[1]
+        ),
         format=fmt,
         size=(width, height),
         shown=shown,

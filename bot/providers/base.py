@@ -27,11 +27,15 @@ class ToolCallRequest:
 class ImagePart:
     """An image the model is shown with a message: already within every provider's limits
     (``media_type`` one of image/png, image/jpeg, image/gif, image/webp). ``name`` is how
-    the user and the history's reference name it."""
+    the user and the history's reference name it; ``width`` and ``height`` its size in
+    pixels as sent (0: not known), from which its tokens are estimated
+    (:mod:`bot.providers.image_tokens`)."""
 
     media_type: str
     data: bytes
     name: str = ""
+    width: int = 0
+    height: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
