@@ -287,6 +287,7 @@ class App:
             replica_id=self.keeper.replica_id,
             ttl_s=replicas.lease_ttl_s + replicas.max_clock_skew_s,
             clock=self._clock,
+            outage=self.keeper.last_outage,
         )
 
     def _mount_console(self, settings: Settings) -> Console | None:

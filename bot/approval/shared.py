@@ -32,6 +32,7 @@ from bot.errors import StorageError
 from bot.store import Store
 from bot.store.approvals import ApprovalRecord
 from bot.store.liveness import Liveness
+from bot.store.outage import OutageLog
 
 log = structlog.get_logger(__name__)
 
@@ -87,6 +88,7 @@ class SharedApprovals:
             await asyncio.Event().wait()
         await self._store.signals.listen(APPROVALS, wake)
         try:
+            outage = OutageLog("approval_sweep")
             while True:
                 await asyncio.sleep(SWEEP_S)
                 try:
@@ -94,7 +96,10 @@ class SharedApprovals:
                 except Exception as exc:
                     if cancel_requested():
                         raise asyncio.CancelledError from exc
-                    # Boundary: a failed sweep is tried again at the next one.
-                    log.exception("approval_sweep_failed")
+                    # Boundary: a failed sweep is tried again at the next one (an outage
+                    # is one line until it is back).
+                    outage.failed(exc)
+                else:
+                    outage.succeeded()
         finally:
             await self._store.signals.unlisten(APPROVALS, wake)

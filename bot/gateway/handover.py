@@ -29,7 +29,14 @@ its in-memory queues and never builds this. The rules:
   recovery's rules (:mod:`~bot.gateway.recovery`): what they were running is settled by
   its replies, answered, or its sender told to ask again, and what they had claimed but not
   begun is released and queued again, before anything newer of the session runs. Entries
-  of a live replica are never touched.
+  of a live replica are never touched by another.
+* **A replica settles what it left itself.** A turn that met the database gone leaves its
+  entry ``processing`` on a replica that lives on (:mod:`~bot.gateway.sessions`). The sweep
+  settles this replica's own ``processing`` entries that no turn here has in hand any more
+  by the same rules, once the database answers again, whichever replica owns their session
+  by then. It reads which entries are in hand before it reads the entry again: a turn lets
+  go of its entry only after its outcome was written (or kept to be written), so an entry
+  still ``processing`` on the second read is one no turn here will settle.
 * **Idle rows go.** Every :data:`PRUNE_S` a replica deletes the owner rows of settled
   sessions without a message for :data:`PRUNE_IDLE_S`, its own (forgotten first, under the
   session's lock) and those of gone replicas; the next message takes the session again.
@@ -59,6 +66,7 @@ from bot.gateway.sessions import Sessions
 from bot.store import InboxKey, InboxStatus, Store
 from bot.store.inbox import InboxEntry
 from bot.store.liveness import Liveness
+from bot.store.outage import OutageLog
 from bot.store.session_owners import Unsettled
 from bot.turn import TurnIdentity
 
@@ -345,6 +353,7 @@ class Handover:
                 log.warning("handover_pull_failed", session=key, error=str(exc))
 
     async def _sweeping(self) -> None:
+        outage = OutageLog("handover_sweep")
         while True:
             await asyncio.sleep(self._sweep_s)
             try:
@@ -352,8 +361,11 @@ class Handover:
             except Exception as exc:
                 if cancel_requested():
                     raise asyncio.CancelledError from exc
-                # Boundary: a failed sweep is tried again at the next one.
-                log.exception("handover_sweep_failed")
+                # Boundary: a failed sweep is tried again at the next one (an outage is
+                # one line, not one traceback a second).
+                outage.failed(exc)
+            else:
+                outage.succeeded()
 
     async def sweep(self) -> int:
         """One look at every unsettled inbox entry: queue what waits for a session this
@@ -366,6 +378,7 @@ class Handover:
         rows = await self._store.session_owners.unsettled()
         if not rows:
             return 0
+        await self._settle_own(rows)
         live = await self._live()
         taken = 0
         for key, entries in _by_session(rows):
@@ -424,6 +437,36 @@ class Handover:
         if deleted:
             log.info("session_owners_pruned", sessions=len(deleted))
         return len(deleted)
+
+    async def _settle_own(self, rows: Sequence[Unsettled]) -> None:
+        """Settle this replica's ``processing`` entries that no turn here has in hand (the
+        module docstring), session by session."""
+        mine = [e for e in rows if e.status is InboxStatus.PROCESSING and e.replica_id == self._me]
+        if not mine or not self._replica.steady():
+            return
+        in_hand = self._sessions.in_hand()
+        for key in dict.fromkeys(e.session_key for e in mine if e.key not in in_hand):
+            async with self._session(key):
+                await self._settle_left_here(key)
+
+    async def _settle_left_here(self, key: str) -> None:
+        # in this order: what is in hand, then the entries (a turn that ends in between has
+        # written its outcome by the time it lets go, and reads settled here)
+        in_hand = self._sessions.in_hand()
+        rows = await self._store.session_owners.unsettled(key)
+        left: list[InboxEntry] = []
+        for unsettled in rows:
+            if (
+                unsettled.status is InboxStatus.PROCESSING
+                and unsettled.replica_id == self._me
+                and unsettled.key not in in_hand
+            ):
+                entry = await self._store.inbox.get(unsettled.key)
+                if entry is not None and entry.status is InboxStatus.PROCESSING:
+                    left.append(entry)
+        if left and not self._draining:
+            log.info("session_recovering", session=key, entries=len(left), left_here=True)
+            await self._recover(left)
 
     def _forget_dropped(self) -> None:
         """Forget the payloads of turns dropped from their queue before their take

@@ -23,10 +23,19 @@ At start-up, an entry cut off mid-turn (``processing``) is settled by its replie
   answer was never sent, and is sent now (:meth:`ReplyLedger.answer_again`);
 * nothing: the turn was cut off before its answer; the caller tells the sender to ask
   again (or runs the turn again, under ``agent.on_interrupted = "retry"``).
+
+The same rules settle, without a restart, an entry a live process left ``processing``
+because the database went away under its turn (:mod:`~bot.gateway.handover`'s sweep). A
+reply that cannot be recorded because the database cannot be reached
+(:class:`~bot.errors.StorageUnavailable`) is not sent: its turn is left to them. When the
+reply went out and only the transaction that settles it failed, that transaction is kept
+here and committed again (:meth:`ReplyLedger.settling`), so the entry is settled by what
+happened before any restart, on either engine.
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Sequence
 from typing import Literal
@@ -37,7 +46,7 @@ from structlog.contextvars import bound_contextvars
 from bot.channel import SentMessage
 from bot.crashpoints import crash_point
 from bot.envelope import IngressEnvelope, target_from_json, target_to_json
-from bot.errors import StorageError
+from bot.errors import StorageError, StorageUnavailable
 from bot.gateway.sending import Replies
 from bot.store import (
     InboxKey,
@@ -49,6 +58,7 @@ from bot.store import (
     UnitOfWork,
 )
 from bot.store.inbox import InboxEntry
+from bot.store.outage import OutageLog
 from bot.turn import TurnIdentity
 
 log = structlog.get_logger(__name__)
@@ -58,6 +68,8 @@ UNCONFIRMED = "unconfirmed: the send began before a restart"
 SEND_FAILED = "send failed"
 
 Settled = Literal["sent", "confirmed", "resent", "unconfirmed", "failed"]
+#: How often the settling of replies whose transaction failed is tried again.
+SETTLE_AGAIN_S = 1.0
 #: How many runs of one message may begin under ``agent.on_interrupted = "retry"``.
 MAX_RUNS = 2
 
@@ -74,6 +86,13 @@ class ReplyLedger:
     def __init__(self, store: Store, replies: Replies) -> None:
         self._store = store
         self._replies = replies
+        #: per inbox entry, the transaction settling a reply that went out, which failed
+        #: (tried again by :meth:`settling`)
+        self._unsettled: dict[InboxKey, UnitOfWork] = {}
+
+    def unsettled(self) -> frozenset[InboxKey]:
+        """The entries whose reply went out and whose settling waits to be tried again."""
+        return frozenset(self._unsettled)
 
     async def finish(
         self,
@@ -86,7 +105,8 @@ class ReplyLedger:
     ) -> None:
         """Send ``text`` as ``turn``'s reply (nothing for no text or a silent envelope):
         recorded ``sending`` first, then settled with the inbox entry marked ``status``, in
-        one transaction."""
+        one transaction. StorageUnavailable from the record: nothing was sent (module
+        docstring); a failed settling is kept to be tried again, and raised."""
         sends = bool(text) and turn.envelope.announce
         recorded = sends
         if sends:
@@ -98,6 +118,8 @@ class ReplyLedger:
                     target=target_to_json(turn.envelope.reply_target),
                     body=text,
                 )
+            except StorageUnavailable:
+                raise
             except StorageError:
                 # the reply still goes out: unrecorded is better than unsaid
                 log.exception("reply_record_failed")
@@ -107,8 +129,38 @@ class ReplyLedger:
         if recorded:
             _settle(work, turn.inbox, kind, sent)
         work.mark_inbox(turn.inbox, status, error)
-        await self._store.commit(work)
+        try:
+            await self._store.commit(work)
+        except StorageError:
+            self._unsettled[turn.inbox] = work
+            raise
         crash_point("after_mark")
+
+    async def settling(self, every_s: float = SETTLE_AGAIN_S) -> None:
+        """Try the failed settlings again every ``every_s`` until cancelled."""
+        outage = OutageLog("reply_settling", quiet=(StorageError,))
+        while True:
+            await asyncio.sleep(every_s)
+            if not self._unsettled:
+                continue
+            try:
+                await self.settle_again()
+            except StorageError as exc:
+                outage.failed(exc)
+            else:
+                outage.succeeded()
+
+    async def settle_again(self) -> int:
+        """Commit each kept settling once more; how many went through. Each is kept until
+        its commit succeeds (a sweep leaves its entry alone meanwhile)."""
+        settled = 0
+        for key, work in list(self._unsettled.items()):
+            await self._store.commit(work)
+            if self._unsettled.get(key) is work:
+                del self._unsettled[key]
+            settled += 1
+            log.info("reply_settled_late", channel=key.channel, message_id=key.message_id)
+        return settled
 
     async def _send(self, turn: TurnIdentity, text: str) -> Sequence[SentMessage] | None:
         return await self._replies.deliver(turn.envelope.reply_target, text, key=turn.reply_key)

@@ -8,6 +8,12 @@ A session's worker task takes its queued turns in order and hands each to the tu
 Where several replicas share the database, each turn's inbox entry is taken just before it
 runs (:meth:`Sessions.take_turns_with`, :mod:`~bot.gateway.handover`); one process takes
 nothing and pays no trip for it.
+
+A turn that finds the database server gone (:class:`~bot.errors.StorageUnavailable`) says
+nothing and leaves its entry as it is: ``processing``, it is settled by start-up recovery's
+rules once the database is back (the handover's sweep: by its recorded replies, its answer
+in history, or the notice to ask again), exactly once, instead of a failure line now and a
+notice later.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from bot import telemetry
 from bot.backoff import cancel_requested
 from bot.config import DEFAULT_AGENT
 from bot.envelope import IngressEnvelope
+from bot.errors import StorageUnavailable
 from bot.gateway.drain import Drain
 from bot.gateway.ledger import ReplyLedger, may_run_again
 from bot.gateway.sending import FAILURE_MESSAGE
@@ -101,6 +108,7 @@ class Sessions:
         """Own the session workers; lives until cancelled."""
         async with asyncio.TaskGroup() as group:
             self._group = group
+            group.create_task(self._ledger.settling())
             try:
                 await asyncio.Event().wait()
             finally:
@@ -121,6 +129,19 @@ class Sessions:
         if not session.worker_running:
             session.worker_running = True
             self._spawn(self._worker(turn.session_key, session))
+
+    def in_hand(self) -> frozenset[InboxKey]:
+        """The entries this process has in hand: their turns queued, taken or running, or
+        their reply sent and its settling to be tried again (:class:`ReplyLedger`). A turn
+        lets go of its entry only after its outcome was written (or kept to be written), so
+        an entry read ``processing`` after this was taken, and not in it, has no turn here
+        that could still settle it."""
+        held = set(self._ledger.unsettled())
+        for session in self._sessions.values():
+            if session.running is not None:
+                held.add(session.running.inbox)
+            held.update(turn.inbox for turn in session.queue)
+        return frozenset(held)
 
     def is_live(self, envelope_id: str) -> bool:
         """Whether the message is queued or running in this process."""
@@ -265,6 +286,14 @@ class Sessions:
                         taken = turn if self._take is None else await self._taken(turn, session)
                         if taken is not None:
                             await self._process(taken, session)
+                    except StorageUnavailable as exc:
+                        # the database went away: the entry is settled once it is back
+                        log.warning(
+                            "turn_left_unsettled",
+                            session=session_key,
+                            turn_id=turn.turn_id,
+                            error=str(exc),
+                        )
                     except Exception:
                         if cancel_requested():  # a stop a library turned into an error
                             raise
@@ -322,6 +351,11 @@ class Sessions:
                 # the runner marks the entry "processing" with its first record (TurnRunner)
                 try:
                     reply = await self._run_turn(turn, control)
+                except StorageUnavailable as exc:
+                    # nothing is said now: the entry is settled once the database is back
+                    # (module docstring)
+                    log.warning("turn_left_unsettled", error=str(exc))
+                    return
                 except Exception as exc:
                     # Boundary: a failing turn is logged and reported, never fatal.
                     log.exception("turn_failed")

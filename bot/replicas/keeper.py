@@ -2,7 +2,8 @@
 
 One :class:`LeaseKeeper` per process over a shared (PostgreSQL) database. :meth:`run` writes
 the replica's heartbeat every ``[replicas] heartbeat_s`` and, in the same transaction,
-renews every lease the replica holds (:meth:`bot.store.replicas.Replicas.heartbeat`). A
+renews the leases it holds a tenure for (:meth:`bot.store.replicas.Replicas.heartbeat`;
+by name: a lease whose release failed is not renewed, it lapses at its expiry). A
 lease missing from the answer was lost; one not renewed in time is fenced by its own timer
 (:mod:`bot.replicas.tenure`): either way its work is cancelled before another replica may
 take the role.
@@ -59,6 +60,9 @@ class LeaseKeeper:
         self._leading: dict[str, asyncio.Lock] = {}
         self._failing_since: float | None = None
         self._failure = ""
+        #: this replica's last outage, wall clock: when its first failed heartbeat was
+        #: sent, and when one went through again (None while it lasts)
+        self._outage: tuple[float, float | None] | None = None
         #: when the last heartbeat that succeeded was sent (loop time; None before the
         #: replica joined): a heartbeat that hangs is a failure too, once the fence has
         #: passed since then
@@ -118,16 +122,20 @@ class LeaseKeeper:
         sent = loop.time()
         now = self._clock()
         judged = [t for t in self._tenures.values() if t.taken_at <= sent]
+        # only the leases held here now: one whose release failed lapses at its expiry
+        # instead of being renewed for as long as this process lives
+        holding = [t.name for t in self._tenures.values() if not t.fenced]
         try:
             async with asyncio.timeout(self._config.fence_s):
                 renewed = await self._replicas.heartbeat(
                     self.identity.record(heartbeat_at=now),
+                    holding,
                     now=now,
                     expires_at=now + self._config.lease_ttl_s,
                 )
         except (StorageError, TimeoutError) as exc:
             why = str(exc) or f"no answer within {self._config.fence_s:g}s"
-            self._failing(why, at=sent)
+            self._failing(why, at=sent, wall=now)
             return
         self._last_ok = sent
         self._recovered()
@@ -141,18 +149,26 @@ class LeaseKeeper:
             else:
                 tenure.fence_at(sent + self._config.fence_s)
 
-    def _failing(self, why: str, *, at: float) -> None:
+    def _failing(self, why: str, *, at: float, wall: float) -> None:
         if self._failing_since is None:
             self._failing_since = at
+            self._outage = (wall, None)
             log.error("replica_database_lost", replica=self.replica_id, error=why)
         self._failure = why
 
     def _recovered(self) -> None:
         if self._failing_since is not None:
             lost_s = asyncio.get_running_loop().time() - self._failing_since
+            if self._outage is not None:
+                self._outage = (self._outage[0], self._clock())
             log.info("replica_database_back", replica=self.replica_id, lost_s=round(lost_s, 1))
         self._failing_since = None
         self._failure = ""
+
+    def last_outage(self) -> tuple[float, float | None] | None:
+        """This replica's last outage (its heartbeats failing), wall clock: when it began,
+        and when it ended (None while it lasts); None when there was none."""
+        return self._outage
 
     def refusal(self) -> str | None:
         """Why this replica takes no new work now (its heartbeats fail, or the last one

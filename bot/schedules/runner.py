@@ -47,6 +47,7 @@ from bot.envelope import Capabilities, IngressEnvelope, Sender
 from bot.schedules.book import ScheduleBook
 from bot.schedules.job import DeliveryMode, ScheduledJob, ScheduleError
 from bot.schedules.recurrence import next_run
+from bot.store.outage import OutageLog
 
 log = structlog.get_logger(__name__)
 
@@ -124,14 +125,18 @@ class ScheduleRunner:
     async def run(self) -> None:
         """Tick every ``tick_s`` until cancelled. A failing tick is logged, never fatal."""
         log.info("scheduler_started", missed_run_policy=self._settings.missed_run_policy)
+        outage = OutageLog("scheduler_tick")
         while True:
             try:
                 await self.tick()
             except Exception as exc:
                 if cancel_requested():
                     raise asyncio.CancelledError from exc  # a stop, not a bad tick
-                # Boundary: the scheduler survives a bad tick (e.g. the database is busy).
-                log.exception("scheduler_tick_failed")
+                # Boundary: the scheduler survives a bad tick (e.g. the database is busy;
+                # one that cannot be reached is one line until it is back).
+                outage.failed(exc)
+            else:
+                outage.succeeded()
             await asyncio.sleep(self._settings.tick_s)
 
     async def tick(self) -> int:

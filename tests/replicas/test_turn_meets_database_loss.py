@@ -1,0 +1,169 @@
+"""A turn in flight when the replica loses its database (the real daemon in-process over a
+real PostgreSQL server, behind a link the test cuts or freezes; the real python-telegram-bot
+against the loopback fake).
+
+The turn waits for the model while the link goes; then the model answers and the turn's next
+write meets the database gone: refused at once (a cut link), or unanswered until
+``[storage] command_timeout_s`` (a frozen link: a server that hangs). Either way the replica
+reports not-ready, the turn says nothing and leaves its inbox entry ``processing``, and once
+the link carries again the replica is ready and settles the entry itself, without a restart,
+by recovery's rules: its sender is told once to ask again (the answer never reached history),
+and never gets the failure line on top. The next message is answered as usual.
+
+Waits are conditions with generous timeouts; nothing here measures how long anything took."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from bot.app import App
+from bot.config import parse_settings
+from bot.gateway import SHUTDOWN_MESSAGE
+from bot.gateway.recovery import INTERRUPTED
+from bot.gateway.sending import FAILURE_MESSAGE
+from bot.ops.health import assess_readiness
+from bot.providers.base import CompletionRequest, ProviderReply
+from bot.store import InboxKey, InboxStatus
+from tests.fakes.db_link import DatabaseLink
+from tests.fakes.scripted_provider import ScriptedProvider, reply
+from tests.fakes.telegram_server import FakeTelegram, message, private_chat, user
+from tests.fakes.telegram_setup import REQUESTER, TOKEN
+from tests.replicas.waiting import eventually, eventually_async
+
+
+def settings(tg: FakeTelegram, url: str, state: Path) -> Any:
+    state.mkdir()
+    return parse_settings(
+        {
+            "state_dir": str(state),
+            "storage": {
+                "url": url,
+                "pool_size": 4,
+                "command_timeout_s": 1.0,
+                "connect_timeout_s": 1.0,
+            },
+            "replicas": {"heartbeat_s": 0.1, "lease_ttl_s": 1.0, "max_clock_skew_s": 0.3},
+            "channels": {
+                "telegram": {
+                    "main": {
+                        "api_base_url": tg.base_url_for("A"),
+                        "file_base_url": tg.file_base_url,
+                        "poll_timeout_s": 1,
+                        "reconnect_initial_s": 0.01,
+                        "reconnect_max_s": 0.2,
+                        "allowed_users": [str(REQUESTER)],
+                    }
+                }
+            },
+        },
+        environ={},
+        require_provider=False,
+    )
+
+
+@pytest.fixture
+async def tg(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeTelegram]:
+    monkeypatch.setenv("HATCHWAY_TELEGRAM_TOKEN", TOKEN)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    async with FakeTelegram(TOKEN) as fake:
+        yield fake
+
+
+@pytest.fixture
+async def link(pg_url: str) -> AsyncIterator[DatabaseLink]:
+    parts = urlsplit(pg_url)
+    assert parts.hostname is not None and parts.port is not None
+    async with DatabaseLink(parts.hostname, parts.port) as opened:
+        yield opened
+
+
+def through(url: str, port: int) -> str:
+    parts = urlsplit(url)
+    return parts._replace(netloc=f"{parts.username}@127.0.0.1:{port}").geturl()
+
+
+class HeldModel:
+    """The model: the first request waits until :attr:`release` is set; every request is
+    answered ``re: <text>``."""
+
+    def __init__(self) -> None:
+        self.asked = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def held(self, request: CompletionRequest) -> ProviderReply:
+        self.asked.set()
+        await self.release.wait()
+        return self.echo(request)
+
+    def echo(self, request: CompletionRequest) -> ProviderReply:
+        return reply(f"re: {request.messages[-1].content}")
+
+
+def texts(tg: FakeTelegram) -> list[str]:
+    return [str(m["text"]) for m in tg.bot_messages(REQUESTER)]
+
+
+async def say(tg: FakeTelegram, text: str, message_id: int) -> None:
+    chat = private_chat(REQUESTER)
+    await tg.push({"message": message(chat, user(REQUESTER), text, message_id=message_id)})
+
+
+@pytest.mark.parametrize("loss", ["cut", "freeze"])
+async def test_a_turn_that_meets_the_database_gone_is_settled_once_it_is_back(
+    tg: FakeTelegram, link: DatabaseLink, pg_url: str, tmp_path: Path, loss: str
+) -> None:
+    model = HeldModel()
+    app = App(
+        settings(tg, through(pg_url, link.port), tmp_path / "a"),
+        provider=ScriptedProvider([model.held, model.echo, model.echo]),
+    )
+    async with app:
+        await eventually(lambda: tg.poll_book.clients() == ["A"])
+        await eventually_async(lambda: _ready(app))
+        await say(tg, "held in flight", 10)
+        async with asyncio.timeout(30):
+            await model.asked.wait()
+
+        if loss == "cut":
+            link.cut()
+        else:
+            link.freeze()
+        await eventually_async(lambda: _not_ready(app))
+        verdict = await assess_readiness(app)
+        assert any("database" in problem for problem in verdict.problems)
+        model.release.set()  # the turn goes on, and meets the database gone
+        await eventually(lambda: not app.gateway.active_turns)
+        assert SHUTDOWN_MESSAGE not in texts(tg)  # nothing said while it is gone
+
+        if loss == "cut":
+            link.restore()
+        else:
+            link.thaw()
+        await eventually_async(lambda: _ready(app))
+        await eventually(lambda: SHUTDOWN_MESSAGE in texts(tg))
+        key = InboxKey(channel="telegram.main", message_id=f"{REQUESTER}:10")
+        entry = await app.store.inbox.get(key)
+        assert entry is not None and entry.status is InboxStatus.FAILED
+        assert entry.error == INTERRUPTED
+
+        await say(tg, "after", 11)
+        await eventually(lambda: "re: after" in texts(tg))
+    said = texts(tg)
+    assert said.count(SHUTDOWN_MESSAGE) == 1
+    assert FAILURE_MESSAGE not in said
+    assert "re: held in flight" not in said
+    assert said.count("re: after") == 1
+
+
+async def _ready(app: App) -> bool:
+    return (await assess_readiness(app)).ready
+
+
+async def _not_ready(app: App) -> bool:
+    return not (await assess_readiness(app)).ready
