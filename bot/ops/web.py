@@ -135,7 +135,9 @@ async def screen_requests(request: web.Request, handler: Handler) -> web.StreamR
     module doc): unknown routes and methods, non-ASCII header values, bodies that are too
     large, of another type, not UTF-8, or JSON that is not one object."""
     unmatched = request.match_info.http_exception
-    if unmatched is not None:
+    # an unknown path under a mounted application (the console) is its to answer: it
+    # renders its own 404 page, with its headers; the screening below still applies
+    if unmatched is not None and len(request.match_info.apps) <= 1:
         raise unmatched
     for name, value in request.headers.items():
         if not value.isascii():

@@ -5,7 +5,10 @@ their inbox entries and the replies recorded for them, the history and tool call
 turns they started, the whole history of their direct conversations, the notes they had the
 bot keep and every note kept in their direct conversations, the approval requests they made,
 their scheduled jobs, the files they sent (rows and files on disk), their usage rows (with
-the budget notices of their direct conversations) and their rate-limit bucket. Records that
+the budget notices of their direct conversations), their rate-limit bucket, and their web
+console access (sessions, sign-in links, sign-in counters: the console names a person by
+platform kind, ``telegram:12345``, so forgetting them on one alias signs them out of the
+console for every alias of that kind). Records that
 must stay keep the row with the person's id replaced by a tombstone (``forgotten:`` and a
 random token, the same for every row of one run, so rows of one forgotten person still read
 as one person's): audit rows (as requester and as decider), approvals they decided for
@@ -27,6 +30,7 @@ from bot.store.attachments import Attachments
 from bot.store.engine import Database, Transaction
 from bot.store.inbox import InboxStatus
 from bot.store.statements import Row
+from bot.store.web import forget_person
 
 TOMBSTONE_PREFIX = "forgotten:"
 _CHUNK = 400  # ids per statement, well under SQLite's limit on variables
@@ -143,6 +147,9 @@ class Forgetting:
             buckets = {f"user:{ch}:{user_id}" for ch in written_on}
             buckets |= {f"conversation:{ch}:{conv}" for ch, conv in directs}
             await self._delete_buckets(tx, sorted(buckets), report)
+            kind = None if channel is None else channel.partition(".")[0]
+            for table, removed in (await forget_person(tx, user_id, kind)).items():
+                report.add(table, removed)
         channels = [channel] if channel is not None else await self._attachment_channels(user_id)
         for ch in channels:
             report.add("attachments", await self._attachments.delete_for_user(ch, user_id))

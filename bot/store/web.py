@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.store.engine import Database
+from bot.store.engine import Database, Transaction
 from bot.store.statements import Row
 
 
@@ -164,3 +164,45 @@ class WebAccess:
         ):
             deleted += len(await self._db.execute_returning_all(sql, params))
         return deleted
+
+
+async def forget_person(tx: Transaction, user_id: str, kind: str | None) -> dict[str, int]:
+    """End the console access of platform user ``user_id`` of ``kind`` (every kind when
+    None), in ``tx``: their sessions (a browser signed in as them is signed out at its next
+    request), their sign-in links and codes (used or not: none signs in any more) and the
+    rate counters that name them. How many rows went, by table. An identity is
+    ``<kind>:<user id>``; a user id is matched whole, never as a suffix of another."""
+    escaped = user_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    found = await tx.fetchall(
+        "SELECT identity FROM web_sessions WHERE identity LIKE ? ESCAPE '\\'"
+        " UNION SELECT identity FROM web_sign_ins WHERE identity LIKE ? ESCAPE '\\'",
+        (f"%:{escaped}", f"%:{escaped}"),
+    )
+    identities = sorted(
+        identity
+        for identity in {str(row["identity"]) for row in found}
+        | ({f"{kind}:{user_id}"} if kind is not None else set())
+        if identity.partition(":")[2] == user_id
+        and (kind is None or identity.partition(":")[0] == kind)
+    )
+    removed = {"web_sessions": 0, "web_sign_ins": 0, "web_rate_counters": 0}
+    for identity in identities:
+        for table, sql, value in (
+            (
+                "web_sessions",
+                "DELETE FROM web_sessions WHERE identity = ? RETURNING id_hash",
+                identity,
+            ),
+            (
+                "web_sign_ins",
+                "DELETE FROM web_sign_ins WHERE identity = ? RETURNING token_hash",
+                identity,
+            ),
+            (
+                "web_rate_counters",
+                "DELETE FROM web_rate_counters WHERE bucket = ? RETURNING bucket",
+                f"target:{identity}",
+            ),
+        ):
+            removed[table] += len(await tx.fetchall(sql, (value,)))
+    return removed

@@ -4,7 +4,8 @@
 exists (``hatchway run``; ``hatchway chat`` serves nothing), and mounted with :meth:`mount`
 before the server starts: the daemon then listens on ``[server] host:port`` even when
 ``server.enabled`` is false. Its middlewares (:mod:`bot.webconsole.security`) apply to its
-routes only, after the daemon's own. :meth:`run` is a task of the App's: it sends sign-in
+routes only, after the daemon's own; an address it does not have gets its own 404 page
+(:mod:`bot.webconsole.not_found`). :meth:`run` is a task of the App's: it sends sign-in
 messages (:mod:`bot.webconsole.mailer`) and deletes ended sessions, spent links and old
 rate counters every :data:`PRUNE_EVERY_S`.
 
@@ -29,8 +30,9 @@ from aiohttp import web
 from bot.errors import StorageError
 from bot.webconsole.host import ConsoleHost
 from bot.webconsole.mailer import SignInMailer
+from bot.webconsole.not_found import not_found
 from bot.webconsole.pages import Pages
-from bot.webconsole.security import MIDDLEWARES, SESSIONS
+from bot.webconsole.security import SESSIONS, csrf, headers, session
 from bot.webconsole.sessions import PREFIX, Sessions
 from bot.webconsole.sign_in import HOME, SignIn
 
@@ -46,6 +48,9 @@ PAGE_MODULES: tuple[str, ...] = (
     "bot.webconsole.pages_schedules",
     "bot.webconsole.pages_pairing",
 )
+#: The console's middlewares, outermost first (:mod:`bot.webconsole.security`): a 404 is
+#: rendered as the console's page inside the headers and with the session read.
+MIDDLEWARES = (headers, session, not_found, csrf)
 PRUNE_EVERY_S = 600.0
 STATIC = Path(__file__).parent / "static"
 

@@ -15,7 +15,9 @@ already refuse what no endpoint accepts: see :mod:`bot.ops.web`):
    or, before sign-in, the browser's sign-in nonce. A browser that says the request comes
    from another site (``Sec-Fetch-Site: cross-site``) is refused as well.
 
-Pages check roles themselves, through :mod:`bot.webconsole.pages`.
+Between the session and CSRF, :mod:`bot.webconsole.not_found` renders every 404 as the
+console's page (the order is :data:`bot.webconsole.console.MIDDLEWARES`). Pages check roles
+themselves, through :mod:`bot.webconsole.pages`.
 """
 
 from __future__ import annotations
@@ -84,6 +86,3 @@ async def csrf(request: web.Request, handler: Handler) -> web.StreamResponse:
         log.warning("web_csrf_refused", path=request.path, signed_in=viewer is not None)
         raise web.HTTPForbidden(text="missing or wrong CSRF token; reload the page")
     return await handler(request)
-
-
-MIDDLEWARES = (headers, session, csrf)

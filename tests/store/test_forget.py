@@ -13,6 +13,7 @@ from bot.errors import StorageIntegrityError
 from bot.store import InboxStatus, Store
 from bot.store.forget import TOMBSTONE_PREFIX
 from bot.store.rate_limits import SavedBucket
+from bot.store.web import NewSignIn
 from tests.store.records import (
     TELEGRAM,
     approval_row,
@@ -74,6 +75,20 @@ async def people(store: Store, files: Path) -> dict[str, Path]:
             SavedBucket(bucket=f"user:{TELEGRAM}:{BOB}", tokens=0.5, updated_at=1.0),
         ]
     )
+    # the web console: Ann and Bob signed in, a link sent to Ann, Ann's sign-in counter
+    now = time.time()
+    for id_hash, identity in (("s-ann", f"telegram:{ANN}"), ("s-bob", f"telegram:{BOB}")):
+        await store.web.open_session(id_hash, identity, now=now, expires_at=now + 3600)
+    await store.web.add_sign_in(
+        NewSignIn(
+            token_hash="t-ann",
+            code_hash=None,
+            identity=f"telegram:{ANN}",
+            created_at=now,
+            expires_at=now + 600,
+        )
+    )
+    await store.web.count(f"target:telegram:{ANN}", now=now, window_s=60)
     return {
         "ann": await saved_file(store, files, ann_group, "ann.txt", at=1.0),
         "bob": await saved_file(store, files, bob_group, "bob.txt", at=1.0),
@@ -99,6 +114,9 @@ async def test_forgetting_a_user_on_a_channel(store: Store, tmp_path: Path) -> N
         "usage": 2,
         "budget_notices": 0,
         "rate_limit_buckets": 1,
+        "web_sessions": 1,
+        "web_sign_ins": 1,
+        "web_rate_counters": 1,
         "attachments": 1,
     }
     assert report.tombstoned == {"approvals": 1, "audit": 2, "grants": 0}
@@ -115,6 +133,9 @@ async def test_forgetting_a_user_on_a_channel(store: Store, tmp_path: Path) -> N
     buckets = await column(store, "SELECT bucket FROM rate_limit_buckets")
     assert buckets == [f"user:{TELEGRAM}:{BOB}"]
     assert not paths["ann"].exists() and paths["bob"].exists()
+    # her console access ended, his did not
+    assert await column(store, "SELECT id_hash FROM web_sessions") == ["s-bob"]
+    assert await store.web.claim_link("t-ann", time.time()) is None
     # the audit trail keeps every row; her id is gone from this channel's rows only
     assert await column(store, "SELECT requester || '/' || decided_by FROM audit ORDER BY id") == [
         f"{stone}/{BOB}",

@@ -173,3 +173,20 @@ async def test_an_idle_session_ends(tmp_path: Path) -> None:
                 assert answer.status == (303 if name == "idle" else 200), name
             stored = await rig.app.store.web.session(tokens.digest(session_id))
             assert (stored is None) == (name == "idle")
+
+
+async def test_an_unknown_address_gets_the_consoles_not_found_page(tmp_path: Path) -> None:
+    async with console_rig(tmp_path) as rig, browsing(rig) as client:
+        for path in ("/no-such-page", "/approvals/x/y/z", "/console-typo"):
+            async with client.get(rig.url(path)) as answer:
+                page = await answer.text()
+                assert answer.status == 404, path
+                assert answer.content_type == "text/html", path
+                assert answer.headers["Content-Security-Policy"] == CONTENT_SECURITY_POLICY
+                assert answer.headers["X-Frame-Options"] == "DENY"
+                assert "<h1>Not found</h1>" in page
+                assert "no-such-page" not in page and "404: Not Found" not in page
+        # the daemon's own paths outside the console keep their plain answers
+        async with client.get(f"{rig.origin}/no-such-page") as answer:
+            assert answer.status == 404
+            assert "Content-Security-Policy" not in answer.headers
