@@ -9,10 +9,15 @@ holder's heartbeat. The process side is :mod:`bot.replicas`; this module is only
 Every change of a lease is one conditional statement, so it is atomic on either engine
 without a lock held across a round trip: taking a lease is an upsert whose ``DO UPDATE``
 applies only when the lease has expired (or is already the caller's), renewing is an
-``UPDATE … WHERE holder = ? AND expires_at >= ?``, and each returns what it changed (no row:
-not granted, or lost). Times are wall-clock epoch seconds chosen by the caller: a replica's
-clock decides when its own tenure ends, and its holder stops early enough to cover the skew
-the configuration allows (``[replicas] max_clock_skew_s``).
+``UPDATE … WHERE holder = ? AND expires_at >= ? AND name IN (…)``, and each returns what it
+changed (no row: not granted, or lost). A renewal names the leases the caller still holds a
+tenure for: a lease whose release failed is still the caller's in the table, and renewing
+every row of the holder would keep it alive for as long as the process lives, the role out
+of every other replica's reach; named, it lapses at its expiry instead.
+
+Times are wall-clock epoch seconds chosen by the caller: a replica's clock decides when its
+own tenure ends, and its holder stops early enough to cover the skew the configuration
+allows (``[replicas] max_clock_skew_s``).
 
 Rows of ``leases`` are never deleted: a release sets ``expires_at`` to 0, so ``generation``,
 the fencing token, only grows (each new tenure of a role gets the next number).
@@ -85,12 +90,17 @@ _ACQUIRE = (
     " WHERE leases.expires_at < ? OR leases.holder = excluded.holder"
     " RETURNING name, holder, expires_at, generation"
 )
-_RENEW = (
-    "UPDATE leases SET expires_at = ? WHERE holder = ? AND expires_at >= ?"
-    " RETURNING name, holder, expires_at, generation"
-)
 _LEASE_COLUMNS = "name, holder, expires_at, generation"
 _REPLICA_COLUMNS = "id, host, pid, started_at, heartbeat_at"
+
+
+def _renewal(names: Sequence[str]) -> str:
+    """The renewal of the leases ``names`` (at least one) still the holder's and live."""
+    marks = ", ".join("?" for _ in names)
+    return (
+        "UPDATE leases SET expires_at = ? WHERE holder = ? AND expires_at >= ?"
+        f" AND name IN ({marks}) RETURNING name, holder, expires_at, generation"
+    )
 
 
 class Replicas:
@@ -109,16 +119,26 @@ class Replicas:
         )
 
     async def heartbeat(
-        self, replica: ReplicaRecord, *, now: float, expires_at: float
+        self, replica: ReplicaRecord, holding: Sequence[str], *, now: float, expires_at: float
     ) -> list[LeaseRecord]:
         """One heartbeat, in one transaction: the replica's row refreshed (written again if
-        another process removed it), and every lease it holds that has not expired renewed
-        until ``expires_at``. Returns the leases renewed; one the replica thought it held and
-        that is missing was lost (it expired, and another replica may hold it now)."""
+        another process removed it), and each lease of ``holding`` (those it holds a tenure
+        for) that is still its own and has not expired renewed until ``expires_at``. Returns
+        the leases renewed; one the replica thought it held and that is missing was lost (it
+        expired, and another replica may hold it now). A lease of the replica not named
+        (its release failed) is left to lapse."""
         row = (replica.id, replica.host, replica.pid, replica.started_at, now)
+        names = sorted(set(holding))
+        if not names:
+            await self._db.commit([Write(_REGISTER, [row])])
+            return []
         return await self._db.commit(
             [Write(_REGISTER, [row])],
-            Read(_RENEW, (expires_at, replica.id, now), lambda rows: [_lease(r) for r in rows]),
+            Read(
+                _renewal(names),
+                (expires_at, replica.id, now, *names),
+                lambda rows: [_lease(r) for r in rows],
+            ),
         )
 
     async def remove(self, replica_id: str) -> None:
@@ -161,11 +181,18 @@ class Replicas:
         row = await self._db.execute_returning(_ACQUIRE, (name, holder, expires_at, now, now))
         return None if row is None else _lease(row)
 
-    async def renew(self, holder: str, *, now: float, expires_at: float) -> list[LeaseRecord]:
-        """Renew every lease ``holder`` holds that has not expired at ``now``, until
-        ``expires_at``; the leases renewed (:meth:`heartbeat` does this with the replica's
-        row)."""
-        rows = await self._db.execute_returning_all(_RENEW, (expires_at, holder, now))
+    async def renew(
+        self, holder: str, names: Sequence[str], *, now: float, expires_at: float
+    ) -> list[LeaseRecord]:
+        """Renew each lease of ``names`` that ``holder`` holds and that has not expired at
+        ``now``, until ``expires_at``; the leases renewed (:meth:`heartbeat` does this with
+        the replica's row)."""
+        unique = sorted(set(names))
+        if not unique:
+            return []
+        rows = await self._db.execute_returning_all(
+            _renewal(unique), (expires_at, holder, now, *unique)
+        )
         return [_lease(r) for r in rows]
 
     async def release(self, name: str, holder: str, generation: int) -> bool:

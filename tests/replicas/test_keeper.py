@@ -226,6 +226,61 @@ async def test_cancelling_the_caller_cancels_the_work_and_releases(
     assert lease is not None and lease.expires_at == 0
 
 
+async def refuse_releases(store: Store, *, refuse: bool = True) -> None:
+    """Have the database refuse every release of a lease (a trigger), or no longer."""
+    if "postgres" in type(store.db).__module__:
+        if refuse:
+            await store.db.execute(
+                "CREATE FUNCTION refuse_release() RETURNS trigger LANGUAGE plpgsql AS"
+                " 'BEGIN IF NEW.expires_at = 0 THEN RAISE EXCEPTION ''refused''; END IF;"
+                " RETURN NEW; END'"
+            )
+            await store.db.execute(
+                "CREATE TRIGGER refuse_release BEFORE UPDATE ON leases"
+                " FOR EACH ROW EXECUTE FUNCTION refuse_release()"
+            )
+        else:
+            await store.db.execute("DROP TRIGGER refuse_release ON leases")
+            await store.db.execute("DROP FUNCTION refuse_release()")
+    elif refuse:
+        await store.db.execute(
+            "CREATE TRIGGER refuse_release BEFORE UPDATE ON leases"
+            " WHEN NEW.expires_at = 0 BEGIN SELECT RAISE(ABORT, 'refused'); END"
+        )
+    else:
+        await store.db.execute("DROP TRIGGER refuse_release")
+
+
+async def test_a_lease_whose_release_failed_is_not_renewed_and_goes_to_the_other(
+    replicas: tuple[Replica, Replica],
+) -> None:
+    a, b = replicas
+    done = asyncio.Event()
+
+    async def short_work() -> None:
+        a.events.append("A works once")
+        await done.wait()
+
+    leading = asyncio.create_task(a.keeper.lead(ROLE, short_work))
+    await eventually(lambda: a.events == ["A works once"])
+    b.lead()
+    await eventually(lambda: bool(b.standby))
+    await refuse_releases(a.store)
+    try:
+        done.set()
+        await leading
+        assert a.keeper.held() == []
+        kept = await b.store.replicas.lease(ROLE)
+        assert kept is not None and kept.holder == a.keeper.replica_id and kept.expires_at > 0
+        # A's heartbeats go on but no longer renew it: it lapses, and B takes it
+        await eventually(lambda: "B starts" in a.events)
+        assert a.keeper.refusal() is None
+        now = await b.store.replicas.lease(ROLE)
+        assert now is not None and (now.holder, now.generation) == (b.keeper.replica_id, 2)
+    finally:
+        await refuse_releases(a.store, refuse=False)
+
+
 async def test_a_replica_whose_database_stops_answering_refuses_work_until_it_answers(
     on_sqlite: tuple[Replica, Replica], tmp_path: Path
 ) -> None:
