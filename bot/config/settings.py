@@ -167,6 +167,11 @@ class StorageConfig(ConfigModel):
     url: str | None = None
     password_env: str = "HATCHWAY_DB_PASSWORD"
     pool_size: int = Field(default=10, ge=1, le=100)
+    #: how long one statement (or the opening of a connection) may take before it fails
+    #: as the database being unreachable: a server that hangs fails turns, it never
+    #: holds them
+    command_timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    connect_timeout_s: float = Field(default=10.0, gt=0, le=600)
 
     @model_validator(mode="after")
     def _check_url(self) -> StorageConfig:

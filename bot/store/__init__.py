@@ -110,13 +110,20 @@ class Store:
         password: str | None = None,
         migrate: bool = True,
         pool_size: int = 10,
+        command_timeout_s: float = 30.0,
+        connect_timeout_s: float = 10.0,
     ) -> Store:
         """Open the PostgreSQL database at ``url`` (``password`` from the environment),
         applying pending migrations under an advisory lock unless ``migrate`` is false."""
         from bot.store.postgres import Database as PostgresDatabase
 
         db = await PostgresDatabase.open(
-            url, password=password, migrate=migrate, pool_size=pool_size
+            url,
+            password=password,
+            migrate=migrate,
+            pool_size=pool_size,
+            command_timeout_s=command_timeout_s,
+            connect_timeout_s=connect_timeout_s,
         )
         from bot.store.postgres.signals import PgSignals, connector
 
@@ -135,6 +142,8 @@ class Store:
                 password=settings.secret(storage.password_env),
                 migrate=migrate,
                 pool_size=storage.pool_size,
+                command_timeout_s=storage.command_timeout_s,
+                connect_timeout_s=storage.connect_timeout_s,
             )
         return await cls.open(settings.database_path(), migrate=migrate)
 

@@ -11,6 +11,13 @@ Every connection of the pool is set up alike (:func:`_setup`): PostgreSQL's ``nu
 fails as :class:`~bot.errors.StorageBusy` (SQLite's busy timeout); a connection handed back
 is only rolled back if a transaction is still open, not reset with a round trip (the engine
 leaves no other session state on it).
+
+Nothing waits on the server for ever: opening a connection gives up after ``[storage]
+connect_timeout_s``, a statement after ``[storage] command_timeout_s`` (a server that stopped
+answering, a connection black-holed on the way), both as
+:class:`~bot.errors.StorageUnavailable`. Migrations alone run on a connection of their own
+without the statement timeout (:func:`connect_unbounded`): they wait for each other's lock as
+long as it takes, and a large table's new index may take longer than a turn's statement.
 """
 
 from __future__ import annotations
@@ -67,19 +74,27 @@ async def _reset(conn: asyncpg.Connection) -> None:
         await conn.execute("ROLLBACK")
 
 
+def _server_settings() -> dict[str, str]:
+    return {"application_name": "hatchway", "lock_timeout": str(LOCK_TIMEOUT_MS)}
+
+
 async def create_pool(
-    url: str, *, password: str | None, size: int, connect_timeout_s: float
+    url: str,
+    *,
+    password: str | None,
+    size: int,
+    connect_timeout_s: float,
+    command_timeout_s: float | None = None,
 ) -> asyncpg.Pool:
     """A pool of at most ``size`` connections to ``url`` (one opened now, so a server that
-    cannot be reached fails here)."""
+    cannot be reached fails here); each statement fails after ``command_timeout_s`` (None:
+    never)."""
     options: dict[str, Any] = {
         "password": password,
         "timeout": connect_timeout_s,
+        "command_timeout": command_timeout_s,
         "statement_cache_size": STATEMENT_CACHE_SIZE,
-        "server_settings": {
-            "application_name": "hatchway",
-            "lock_timeout": str(LOCK_TIMEOUT_MS),
-        },
+        "server_settings": _server_settings(),
     }
     pool: asyncpg.Pool = await asyncpg.create_pool(
         url,
@@ -91,3 +106,18 @@ async def create_pool(
         **options,
     )
     return pool
+
+
+async def connect_unbounded(
+    url: str, *, password: str | None, connect_timeout_s: float
+) -> asyncpg.Connection:
+    """One connection to ``url`` whose statements may take as long as they take (the
+    migrations'); opening it still gives up after ``connect_timeout_s``."""
+    conn: asyncpg.Connection = await asyncpg.connect(
+        url,
+        password=password,
+        timeout=connect_timeout_s,
+        statement_cache_size=0,
+        server_settings=_server_settings(),
+    )
+    return conn

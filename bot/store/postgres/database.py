@@ -20,21 +20,27 @@ A unit once sent is seen to its end even if its caller is cancelled
 the pool clean. Opening it migrates the schema under an advisory lock
 (:mod:`~bot.store.postgres.schema`). Only this package imports asyncpg; its errors leave as
 the :class:`~bot.errors.StorageError` tree (:mod:`~bot.store.postgres.errors`).
+
+A statement the server does not answer within ``command_timeout_s`` fails as
+:class:`~bot.errors.StorageUnavailable`, and its connection is closed rather than handed back
+to the pool: it may still be mid-statement, and handing it back would wait for the driver's
+cancel request, which a hung server does not answer either.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar, cast, overload
 
 import asyncpg
 
-from bot.errors import StorageError
+from bot.errors import StorageError, StorageUnavailable
 from bot.store.engine import Compaction, settle
 from bot.store.postgres import schema
-from bot.store.postgres.connection import create_pool, describe
-from bot.store.postgres.errors import mapped
+from bot.store.postgres.connection import connect_unbounded, create_pool, describe
+from bot.store.postgres.errors import mapped, storage_error
 from bot.store.postgres.memory_search import memory_search
 from bot.store.postgres.placeholders import numbered
 from bot.store.postgres.transaction import Transaction
@@ -47,6 +53,28 @@ MIN_SERVER_VERSION = 13
 
 CLOSE_TIMEOUT_S = 10.0
 """How long closing waits for connections still in use before it cuts them."""
+
+
+class _OneLineWhileUnreachable(logging.Filter):
+    """asyncpg's pool reopens the connection it keeps at least (every 1, 2, 4 … 60 s while
+    the server is down) and logs each failed attempt with a traceback: a server that cannot
+    be reached is one line each time, the error in it; any other failure keeps its
+    traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and isinstance(storage_error(exc, "pool"), StorageUnavailable):
+            record.msg = f"{record.getMessage()} (database unreachable: {exc})"
+            record.args = None
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+def _quiet_pool_reconnects() -> None:
+    pool_log = logging.getLogger("asyncpg.pool")
+    if not any(isinstance(f, _OneLineWhileUnreachable) for f in pool_log.filters):
+        pool_log.addFilter(_OneLineWhileUnreachable())
 
 
 class Database:
@@ -72,26 +100,36 @@ class Database:
         migrate: bool = True,
         pool_size: int = 10,
         connect_timeout_s: float = 10.0,
+        command_timeout_s: float | None = 30.0,
     ) -> Database:
         """Connect to ``url`` (``password`` as the environment gave it; None: the driver's
         own ``PGPASSWORD``/``.pgpass``, or none) and apply pending migrations unless
-        ``migrate`` is false (``hatchway doctor`` only reads the schema version).
-        StorageError when it cannot (StorageUnavailable when the server cannot be reached)."""
+        ``migrate`` is false (``hatchway doctor`` only reads the schema version), on a
+        connection of their own without ``command_timeout_s``. StorageError when it cannot
+        (StorageUnavailable when the server cannot be reached or does not answer)."""
         description = describe(url)
+        _quiet_pool_reconnects()
         async with mapped(f"cannot open database {description}"):
             pool = await create_pool(
-                url, password=password, size=pool_size, connect_timeout_s=connect_timeout_s
+                url,
+                password=password,
+                size=pool_size,
+                connect_timeout_s=connect_timeout_s,
+                command_timeout_s=command_timeout_s,
             )
         try:
-            async with mapped(f"cannot prepare database {description}"), pool.acquire() as conn:
-                version = conn.get_server_version().major
-                if version < MIN_SERVER_VERSION:
-                    raise StorageError(
-                        f"database {description} runs PostgreSQL {version}; hatchway "
-                        f"needs {MIN_SERVER_VERSION} or newer"
-                    )
-                if migrate:
-                    await schema.migrate(conn)
+            async with mapped(f"cannot prepare database {description}"):
+                async with pool.acquire() as conn:
+                    version = conn.get_server_version().major
+                    if version < MIN_SERVER_VERSION:
+                        raise StorageError(
+                            f"database {description} runs PostgreSQL {version}; hatchway "
+                            f"needs {MIN_SERVER_VERSION} or newer"
+                        )
+                    # a schema as new as this release's is only read: no other connection
+                    pending = migrate and await schema.schema_version(conn) != _latest()
+                if pending:
+                    await _migrate(url, password=password, connect_timeout_s=connect_timeout_s)
         except BaseException:
             pool.terminate()
             raise
@@ -235,7 +273,13 @@ class Database:
         self, work: Callable[[asyncpg.Connection], Awaitable[T]], context: str
     ) -> T:
         async with mapped(context), self._pool.acquire() as conn:
-            return await work(conn)
+            try:
+                return await work(conn)
+            except (TimeoutError, asyncpg.exceptions.InternalClientError):
+                # no answer within command_timeout_s, or a state the driver lost track
+                # of: closed, not handed back (module docstring)
+                conn.terminate()
+                raise
 
     async def _acquire(self) -> asyncpg.Connection:
         async with mapped(f"cannot reach database {self._description}"):
@@ -251,6 +295,23 @@ class Database:
     def _check_open(self) -> None:
         if self._closed:
             raise StorageError(f"database {self._description} is closed")
+
+
+def _latest() -> int:
+    known = schema.migrations()
+    return known[-1][0] if known else 0
+
+
+async def _migrate(url: str, *, password: str | None, connect_timeout_s: float) -> None:
+    """Apply the pending migrations on a connection without the statement timeout."""
+    conn = await connect_unbounded(url, password=password, connect_timeout_s=connect_timeout_s)
+    try:
+        await schema.migrate(conn)
+    finally:
+        try:
+            await conn.close(timeout=connect_timeout_s)
+        except (asyncpg.InterfaceError, asyncpg.PostgresError, OSError):
+            conn.terminate()
 
 
 async def _write(conn: asyncpg.Connection, write: Write) -> None:

@@ -15,7 +15,9 @@ class 23 (unique, foreign key, check; a trigger's   :class:`~bot.errors.StorageI
 refusal is raised as 23000 by the migrations)
 class 08 (connection), 57P01–57P03 (shutdown,       :class:`~bot.errors.StorageUnavailable`
 starting up), a closed or lost connection or
-pool, a refused or timed-out connect
+pool, a refused or timed-out connect or
+statement, a connection whose state the driver
+lost (``InternalClientError``)
 anything else (bad SQL, permissions, read-only)     :class:`~bot.errors.StorageError`
 ==================================================  ======================================
 """
@@ -82,6 +84,10 @@ def _connection_gone(exc: BaseException) -> bool:
     """Whether a driver error says the connection (or the pool) is closed, rather than that
     it was misused."""
     if isinstance(exc, asyncpg.exceptions.ClientCannotConnectError):
+        return True
+    if isinstance(exc, asyncpg.exceptions.InternalClientError):
+        # the driver lost track of the connection's state (a server that went away in the
+        # middle of a statement): the connection is unusable, as one closed
         return True
     return isinstance(exc, asyncpg.InterfaceError) and any(
         word in str(exc) for word in ("closed", "closing", "connection lost")

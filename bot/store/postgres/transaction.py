@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import asyncpg
 
-from bot.errors import StorageError
+from bot.errors import StorageError, StorageUnavailable
 from bot.store.engine import settle
 from bot.store.postgres.errors import mapped
 from bot.store.postgres.placeholders import numbered
@@ -95,8 +95,14 @@ class Transaction:
         if conn is None or self._done:
             raise StorageError("the transaction is not open")
         self._db.trips += 1
-        async with mapped(f"database {self._db.description}"):
-            return await settle(run(conn))
+        try:
+            async with mapped(f"database {self._db.description}"):
+                return await settle(run(conn))
+        except StorageUnavailable:
+            # lost, or no answer in time: nothing more can be sent on it (a rollback would
+            # wait for the same server)
+            await self._discard()
+            raise
 
     async def _end(self, *, commit: bool) -> None:
         conn = self._conn
