@@ -211,6 +211,12 @@ class Handover:
         if entry is None:
             log.info("turn_not_taken", session=turn.session_key, message_id=turn.inbox.message_id)
             return None
+        if self._draining:
+            # the drain began while the entry was being taken: it counted no turn here, may
+            # be over already and would cut this one off; the entry stays claimed by this
+            # replica, released to the session's next owner once this one has left
+            log.info("turn_left_to_next_owner", session=turn.session_key, taken=True)
+            return None
         if queued and entry.payload and entry.payload != queued:
             return replace(turn, envelope=envelope_from_json(entry.payload))
         return turn

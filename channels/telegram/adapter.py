@@ -62,7 +62,7 @@ from telegram.error import Conflict, InvalidToken, NetworkError, RetryAfter
 from telegram.ext import Application
 from telegram.request import HTTPXRequest
 
-from bot.backoff import Backoff, sleep_before_retry
+from bot.backoff import Backoff, cancel_requested, sleep_before_retry
 from bot.channel import (
     ChannelHealth,
     ChannelHost,
@@ -262,6 +262,12 @@ class TelegramChannel(SendsThrough):
             try:
                 for update in updates:
                     await self._inbound.route(update, host)
+                    if cancel_requested():
+                        # The stop (or the lost role) reached the update on its way in and a
+                        # library turned it into an error that the host logged: whether it
+                        # was admitted is unknown, so it is not confirmed; the next poller
+                        # asks for it again (the inbox drops it if it was admitted).
+                        raise asyncio.CancelledError
                     offset = update.update_id + 1
                     await self._offset.commit(offset)
             except StorageError as exc:
