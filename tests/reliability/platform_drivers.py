@@ -285,11 +285,12 @@ class DiscordDriver:
         return "discord.main"
 
     def channel_table(self, client: str = "") -> str:
+        gateway_url = self.fake.gateway_url_for(client) if client else self.fake.gateway_url
         return f"""
 [channels.discord.main]
 token_env = "CRASH_DISCORD_TOKEN"
 api_base_url = "{self.fake.base_url}"
-gateway_url = "{self.fake.gateway_url}"
+gateway_url = "{gateway_url}"
 guild_ready_timeout_s = 0.05
 sync_commands = false
 allowed_users = ["*"]

@@ -16,9 +16,9 @@ Each start of a replica is a run of its own; :meth:`Fleet.kill` is ``kill -9``,
 :meth:`Fleet.stop` a SIGTERM that must end in exit 0. Which replica holds a lease is read
 from the database (the ``leases`` row, its holder's id naming the process id). When the
 block of ``async with Fleet(...)`` fails, the last log events of every run of every replica
-are printed (pytest shows them with the failure), and each run's whole log is kept beside the
-state directories, with the rows saying who holds what (inbox, outbox, session owners,
-replicas, leases).
+are printed (pytest shows them with the failure), with the rows saying who holds what (inbox,
+outbox, session owners, replicas, leases) kept beside the state directories; each run's whole
+log is kept there whatever the outcome.
 """
 
 from __future__ import annotations
@@ -150,9 +150,9 @@ class Fleet:
         try:
             await self.aclose()
         finally:
+            self.keep_logs()
             if exc is not None:
                 print(self.tails(), flush=True)
-                self.keep_logs()
                 with contextlib.suppress(Exception):
                     await self.keep_tables()
 

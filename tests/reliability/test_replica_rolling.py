@@ -16,6 +16,10 @@ it works with several replicas:
   socket that closed goes over another, one not acknowledged within 3 s is sent again over
   another socket, as Slack does. A stopping replica closes its socket, then hands what it
   received to the inbox before it leaves.
+* Discord: one replica keeps the gateway session (a lease), the others send over REST; a
+  stop closes the session and releases the lease, another replica connects and catches up
+  from the channels' history on what was posted while no session was open (Discord replays
+  nothing to a new session). Never more than one gateway socket at a time.
 
 Then every message was answered exactly once (no notice: a drain finishes its turns), no
 command ran twice, and each conversation's answers were posted in the order its messages
@@ -35,6 +39,7 @@ import pytest
 
 from bench.crash_load import RAN, EchoModel
 from bench.crash_tally import Tally
+from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_server import FakeSlack
 from tests.fakes.telegram_server import FakeTelegram
 from tests.ops.daemon_process import WAIT_S
@@ -43,6 +48,7 @@ from tests.reliability.platform_drivers import (
     SLACK_APP_TOKEN,
     SLACK_BOT_TOKEN,
     TELEGRAM_TOKEN,
+    DiscordDriver,
     PlatformDriver,
     TelegramDriver,
 )
@@ -61,6 +67,9 @@ async def platform(name: str) -> AsyncIterator[PlatformDriver]:
     if name == "telegram":
         async with FakeTelegram(TELEGRAM_TOKEN) as tg:
             yield TelegramDriver(fake=tg)
+    elif name == "discord":
+        async with FakeDiscord() as discord:
+            yield DiscordDriver(fake=discord, conversations=CONVERSATIONS)
     else:
         async with FakeSlack(SLACK_BOT_TOKEN, SLACK_APP_TOKEN) as slack:
             yield SpreadSlackDriver(fake=slack)
@@ -79,7 +88,9 @@ TELEGRAM_LOSS = pytest.mark.xfail(
 )
 
 
-@pytest.mark.parametrize("platform_name", [pytest.param("telegram", marks=TELEGRAM_LOSS), "slack"])
+@pytest.mark.parametrize(
+    "platform_name", [pytest.param("telegram", marks=TELEGRAM_LOSS), "slack", "discord"]
+)
 async def test_rolling_restart_under_load(tmp_path: Path, pg_url: str, platform_name: str) -> None:
     async with platform(platform_name) as driver, EchoModel() as llm:
         load = Load(driver, conversations=CONVERSATIONS, messages=MESSAGES)
@@ -103,6 +114,10 @@ async def test_rolling_restart_under_load(tmp_path: Path, pg_url: str, platform_
             if isinstance(driver, TelegramDriver):
                 await fleet.wait_holder(TELEGRAM_POLL)
                 assert driver.fake.poll_book.conflicts == []
+            if isinstance(driver, DiscordDriver):
+                # one gateway session at a time, and it moved between replicas
+                assert driver.fake.most_sockets_at_once == 1
+                assert len(set(driver.fake.identified_by)) > 1, driver.fake.identified_by
             for name in NAMES:
                 assert await fleet.stop(name) == 0, fleet.replicas[name].tail()
             tally.absorb(driver, await fleet.readout(), fleet.workspaces(), RAN)
