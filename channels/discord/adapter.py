@@ -21,11 +21,14 @@ deletions are reported to the host (:mod:`~channels.discord.inbound`); start-up 
 
 Several replicas (a PostgreSQL store): every replica logs in and sends over REST, but only
 the one holding the alias's ``gateway`` role (:meth:`~bot.channel.ChannelHost.lead`) keeps a
-gateway session, so each event reaches one replica. The others are on standby; whichever
-takes the role over reads the last-seen rows and the watermark again from the store and
-catches up on what was posted meanwhile. When the role is lost the session is closed (code
-1000: Discord ends it, and the next holder identifies anew) before another replica may
-connect.
+gateway session, so each event reaches one replica. The session is unsharded (discord.py's
+``Client``, shard 0 of 1, the only shard of a bot in fewer than 2,500 guilds), so the
+alias's lease ``discord.<alias>.gateway`` is the lease of its one shard; a bot Discord
+requires to shard is refused with close code 4011, which fails the channel with that
+reason. The others are on standby; whichever takes the role over reads the last-seen rows
+and the watermark again from the store and catches up on what was posted meanwhile. When
+the role is lost the session is closed (code 1000: Discord ends it, and the next holder
+identifies anew) before another replica may connect.
 
 Health: ``STARTING`` until the gateway's READY (credentials accepted, session established;
 messages flow from then on, before discord.py's ``on_ready``, which waits
@@ -87,6 +90,13 @@ log = structlog.get_logger(__name__)
 
 #: The role only one replica plays per alias (:meth:`bot.channel.ChannelHost.lead`).
 GATEWAY_ROLE = "gateway"
+
+#: The gateway's close code for a bot in too many guilds for one session (2,500 or more).
+SHARDING_REQUIRED = 4011
+SHARDING_DETAIL = (
+    "Discord requires sharding for this bot (gateway close code 4011: it is in 2,500 guilds "
+    "or more); a Discord channel keeps one unsharded gateway session, so it cannot serve it"
+)
 
 INTENT_HINT = (
     "the Message Content intent is not enabled for this application: enable it in the Discord "
@@ -183,6 +193,9 @@ class DiscordChannel(SendsThrough):
             if exc.code == 4004:
                 self._fail("the gateway refused the bot token (close code 4004)")
                 raise ChannelAuthError(f"{self.ref}: the gateway refused the bot token") from None
+            if exc.code == SHARDING_REQUIRED:
+                self._fail(SHARDING_DETAIL)
+                raise ChannelError(f"{self.ref}: {SHARDING_DETAIL}") from None
             self._fail(f"the gateway closed the connection (code {exc.code}: {exc.reason})")
             raise ChannelError(f"{self.ref}: gateway closed with code {exc.code}") from None
         except Exception as exc:

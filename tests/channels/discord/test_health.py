@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from bot.channel import HealthState
-from bot.errors import ChannelAuthError
+from bot.errors import ChannelAuthError, ChannelError
 from bot.store import Store
 from tests.fakes.channel_health import wait_for_health
 from tests.fakes.discord_server import FakeDiscord
@@ -97,6 +97,20 @@ async def test_gateway_refusal_fails_with_a_clear_detail(
     assert channel.health.state is HealthState.FAILED
     assert detail in channel.health.detail
     assert fake.identifies == 1  # no retry loop against a fatal close
+
+
+async def test_a_bot_discord_requires_to_shard_fails_with_the_reason(
+    fake: FakeDiscord, store: Store
+) -> None:
+    # One unsharded session per alias (its lease is the one shard's): a bot in too many
+    # guilds for it is refused by the gateway with 4011, and told so instead of retrying.
+    fake.identify_close_code = 4011
+    channel = make_channel(fake, store)
+    with pytest.raises(ChannelError, match="sharding"):
+        await asyncio.wait_for(channel.run(RecordingHost()), 10)
+    assert channel.health.state is HealthState.FAILED
+    assert "4011" in channel.health.detail and "2,500 guilds" in channel.health.detail
+    assert fake.identifies == 1
 
 
 async def test_dropped_gateway_is_reconnecting_until_resumed(
