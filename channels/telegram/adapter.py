@@ -40,7 +40,9 @@ polls (:meth:`~bot.channel.ChannelHost.lead`); the others stay connected for sen
 standby, and whichever takes the role over starts from the offset in the store. Its
 ``getUpdates`` loop is cancelled when the role is lost, before another replica may poll. A
 message the host refuses because the database is unavailable is not confirmed: the loop
-pauses and asks for it again from the same offset. In webhook mode every replica receives.
+pauses and asks for it again from the same offset. Nor is one whose hand-over the stop or
+the lost role reached on its way in (whether it was admitted is unknown): the next poller
+asks for it again, and the inbox drops it if it was. In webhook mode every replica receives.
 
 Health: ``STARTING`` → ``CONNECTED`` once ``getMe`` accepted the token and the first
 ``getUpdates`` (or ``setWebhook``) succeeded, or while on standby (the detail says so);
