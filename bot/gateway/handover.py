@@ -43,7 +43,10 @@ its in-memory queues and never builds this. The rules:
 * **A handed-over ``/stop`` is acknowledged.** Nothing polls for commands, so the replica
   that hands one over sends it again until each owner says it ran it (an owner runs a copy
   sent again once); when the owner that was to answer never says so, the replica the
-  ``/stop`` reached answers it itself.
+  ``/stop`` reached answers it itself. A notification carries a few kilobytes at most
+  (:data:`~bot.store.signals.MAX_PAYLOAD_BYTES`), so the command goes as what stopping and
+  answering need: its envelope without the words after ``/stop`` and without attachments
+  (the sender's display name too, should that still not fit).
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ from bot.store.inbox import InboxEntry
 from bot.store.liveness import Liveness
 from bot.store.outage import OutageLog
 from bot.store.session_owners import Unsettled
+from bot.store.signals import MAX_PAYLOAD_BYTES
 from bot.turn import TurnIdentity
 
 log = structlog.get_logger(__name__)
@@ -241,7 +245,12 @@ class Handover:
             handed = sorted(others & live)
             if not handed:
                 return False
-            acked = await self._hand_over(arrival, handed, nothing_here)
+            command_id = uuid.uuid4().hex
+            command = self._forwardable(arrival, command_id, handed)
+            if command is None:
+                log.warning("command_not_handed_over", error="its envelope is too large to send")
+                return False
+            acked = await self._hand_over(arrival, command_id, command, handed, nothing_here)
         except StorageError as exc:
             log.warning("command_not_handed_over", error=str(exc))
             return False
@@ -250,13 +259,52 @@ class Handover:
         # it stopped here, or that nothing it can reach runs)
         return handed[0] in acked
 
+    def _forwardable(self, arrival: Arrival, command_id: str, handed: list[str]) -> str | None:
+        """The envelope of a ``/stop`` as it is handed over (JSON), small enough for the
+        notification to every owner of ``handed``: the command word without the words after
+        it and no attachments (stopping and answering read neither), the sender's display
+        name dropped too if it still does not fit; None when nothing fits (this replica then
+        answers the command itself)."""
+        envelope = arrival.envelope
+        words = envelope.text.split(maxsplit=1)
+        bare = replace(envelope, text=words[0] if words else "", attachments=())
+        nameless = replace(bare, sender=replace(bare.sender, display_name=""))
+        for candidate in (bare, nameless):
+            command = envelope_to_json(candidate)
+            sizes = (
+                len(self._command_payload(arrival, command_id, command, owner, False).encode())
+                for owner in handed
+            )
+            if max(sizes) <= MAX_PAYLOAD_BYTES:
+                return command
+        return None
+
+    def _command_payload(
+        self, arrival: Arrival, command_id: str, command: str, owner: str, answer: bool
+    ) -> str:
+        payload = {
+            "to": owner,
+            "from": self._me,
+            "id": command_id,
+            "session": arrival.session_key,
+            "command": command,
+            "answer": answer,
+        }
+        # not escaped: a non-ASCII letter is two or three bytes, not six
+        return json.dumps(payload, ensure_ascii=False)
+
     async def _hand_over(
-        self, arrival: Arrival, handed: list[str], nothing_here: bool
+        self,
+        arrival: Arrival,
+        command_id: str,
+        command: str,
+        handed: list[str],
+        nothing_here: bool,
     ) -> list[str]:
-        """Send the command to each of ``handed`` until each says it ran it (again after
-        :data:`ACK_S`, at most :data:`COMMAND_SENDS` times: a notification may be lost, the
-        owner runs a copy sent again once); the owners that said so."""
-        command_id = uuid.uuid4().hex
+        """Send ``command`` (the envelope as :meth:`_forwardable` wrote it) to each of
+        ``handed`` until each says it ran it (again after :data:`ACK_S`, at most
+        :data:`COMMAND_SENDS` times: a notification may be lost, the owner runs a copy sent
+        again once); the owners that said so."""
         loop = asyncio.get_running_loop()
         waiting = {owner: loop.create_future() for owner in handed}
         for owner, future in waiting.items():
@@ -264,15 +312,9 @@ class Handover:
         try:
             for _ in range(COMMAND_SENDS):
                 for owner in [o for o, f in waiting.items() if not f.done()]:
-                    payload = {
-                        "to": owner,
-                        "from": self._me,
-                        "id": command_id,
-                        "session": arrival.session_key,
-                        "command": envelope_to_json(arrival.envelope),
-                        "answer": nothing_here and owner == handed[0],
-                    }
-                    await self._store.signals.notify(HANDOVER, json.dumps(payload))
+                    answer = nothing_here and owner == handed[0]
+                    payload = self._command_payload(arrival, command_id, command, owner, answer)
+                    await self._store.signals.notify(HANDOVER, payload)
                 pending = [f for f in waiting.values() if not f.done()]
                 if not pending:
                     break

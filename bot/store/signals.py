@@ -17,6 +17,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+MAX_PAYLOAD_BYTES = 7999
+"""The most a notification's payload may carry, in UTF-8 bytes: PostgreSQL refuses one of
+8000 bytes or more. A sender keeps its payloads well under it (an id, a key: what the
+listener needs to read the rest from the database); :meth:`Signals.notify` refuses a longer
+one with :class:`~bot.errors.StorageError` and sends nothing."""
+
 Listener = Callable[[str], None]
 """Called on the event loop with each notification's payload; it must not block (it hands
 the work to a task of its own)."""
@@ -24,10 +30,11 @@ the work to a task of its own)."""
 
 class Signals(Protocol):
     """Notifications on named channels (lower-case identifiers) with a text payload of at
-    most a few kilobytes."""
+    most :data:`MAX_PAYLOAD_BYTES` in UTF-8."""
 
     async def notify(self, channel: str, payload: str) -> None:
-        """Wake every process listening on ``channel`` (this one too)."""
+        """Wake every process listening on ``channel`` (this one too). A payload longer
+        than :data:`MAX_PAYLOAD_BYTES` raises :class:`~bot.errors.StorageError`."""
         ...
 
     async def listen(self, channel: str, listener: Listener) -> None:

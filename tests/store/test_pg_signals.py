@@ -8,7 +8,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
+from bot.errors import StorageError
 from bot.store import Store
+from bot.store.signals import MAX_PAYLOAD_BYTES
 
 WAIT_S = 30.0
 
@@ -80,6 +84,30 @@ async def test_a_dropped_listening_connection_is_opened_again(pg_url: str) -> No
                 await a.signals.notify("hatchway_handover", "after")
                 await asyncio.sleep(0.05)
         assert set(heard.payloads) == {"after"}
+
+
+async def test_a_payload_is_bounded_in_bytes_and_one_too_long_is_refused_cleanly(
+    pg_url: str,
+) -> None:
+    async with (
+        await Store.open_postgres(pg_url) as a,
+        await Store.open_postgres(pg_url) as b,
+    ):
+        heard = Heard()
+        await listening(b, "hatchway_handover", heard)
+        # two bytes a letter in UTF-8: the bound counts bytes, not characters
+        widest = "ж" * (MAX_PAYLOAD_BYTES // 2) + "x" * (MAX_PAYLOAD_BYTES % 2)
+        assert len(widest.encode()) == MAX_PAYLOAD_BYTES
+        await a.signals.notify("hatchway_handover", widest)
+        await heard.until(1)
+        with pytest.raises(StorageError, match=f"more than {MAX_PAYLOAD_BYTES} bytes"):
+            await a.signals.notify("hatchway_handover", widest + "x")
+        with pytest.raises(StorageError, match="hatchway_handover"):
+            await a.signals.notify("hatchway_handover", "ж" * MAX_PAYLOAD_BYTES)
+        # nothing else was sent, and the next one is heard
+        await a.signals.notify("hatchway_handover", "after")
+        await heard.until(2)
+        assert heard.payloads == [widest, "after"]
 
 
 async def test_sqlite_has_nobody_to_wake(tmp_path: Path) -> None:

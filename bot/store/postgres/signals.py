@@ -23,10 +23,11 @@ import asyncpg
 import structlog
 
 from bot.backoff import Backoff, BackoffPolicy
+from bot.errors import StorageError
 from bot.store.engine import Database
 from bot.store.postgres.connection import describe
 from bot.store.postgres.errors import mapped
-from bot.store.signals import Listener
+from bot.store.signals import MAX_PAYLOAD_BYTES, Listener
 
 log = structlog.get_logger(__name__)
 
@@ -79,6 +80,14 @@ class PgSignals:
         self._closed = False
 
     async def notify(self, channel: str, payload: str) -> None:
+        size = len(payload.encode())
+        if size > MAX_PAYLOAD_BYTES:
+            # refused here, with the size, rather than by the server's "payload string too
+            # long" after a round trip
+            raise StorageError(
+                f"notification on {channel} not sent: its payload is {size} bytes,"
+                f" more than {MAX_PAYLOAD_BYTES} bytes"
+            )
         await self._db.execute("SELECT pg_notify(?, ?)", (channel, payload))
 
     async def listen(self, channel: str, listener: Listener) -> None:
