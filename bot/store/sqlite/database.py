@@ -23,7 +23,7 @@ from bot.errors import StorageError
 from bot.store.engine import Compaction, settle
 from bot.store.sqlite.connection import Prepare, connect
 from bot.store.sqlite.memory_search import memory_search
-from bot.store.sqlite.schema import Migration, migrations
+from bot.store.sqlite.schema import Migration, migrations, refuse_newer
 from bot.store.sqlite.transaction import Transaction
 from bot.store.sqlite.trip import Answer, Statement, Trip, rollback_if_open
 from bot.store.sqlite.vacuum import Compact
@@ -55,7 +55,8 @@ class Database:
     @classmethod
     async def open(cls, path: str | Path, *, migrate: bool = True) -> Database:
         """Open (creating it if needed) and migrate the database at ``path``; StorageError
-        when it cannot be opened or prepared. ``migrate=False`` leaves the schema as it is
+        when it cannot be opened or prepared, or when a newer release migrated it (its
+        schema is above this release's last migration). ``migrate=False`` leaves the schema as it is
         (``hatchway doctor`` reports pending migrations; only the daemon applies them)."""
         file = Path(path)
         try:
@@ -66,7 +67,10 @@ class Database:
         db = cls(file, worker)
         try:
             current = await db._submit(Prepare(file))
-            for number, name, sql in migrations():
+            known = migrations()
+            if migrate:
+                refuse_newer(file, current, known[-1][0] if known else 0)
+            for number, name, sql in known:
                 if migrate and number > current:
                     log.info("db_migration_applying", migration=name)
                     await db._submit(Migration(file, number, sql))

@@ -4,6 +4,10 @@ A migration is ``NNNN_name.sql``; the file's ``user_version`` is the number of t
 applied, and :meth:`bot.store.sqlite.Database.open` applies those above it, each in a
 transaction of its own (:class:`Migration`, a job for the worker thread). The SQL is
 SQLite's (FTS5 tables, triggers); another engine keeps its own folder, numbered alike.
+
+A file whose ``user_version`` is above this release's last migration was migrated by a newer
+release: the daemon refuses it (:func:`refuse_newer`, PostgreSQL's rule and words), since it
+would write rows the newer tables do not expect; ``hatchway doctor`` reads it and says so.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from bot.errors import StorageError
 from bot.store.sqlite.errors import mapped
 
 
@@ -25,6 +30,17 @@ def migrations() -> list[tuple[int, str, str]]:
         if name.endswith(".sql") and name[:4].isdigit():
             found.append((int(name[:4]), name, entry.read_text(encoding="utf-8")))
     return sorted(found)
+
+
+def refuse_newer(path: Path, current: int, latest: int) -> None:
+    """StorageError when the file's schema ``current`` is newer than ``latest``, the last
+    migration this release knows."""
+    if current > latest:
+        raise StorageError(
+            f"the database {path} has schema {current}, newer than this version of hatchway "
+            f"knows ({latest}): a newer release migrated it; run that release, or put back "
+            "the backup taken before it (docs/operations.md, Roll back)"
+        )
 
 
 @dataclass(frozen=True, slots=True)

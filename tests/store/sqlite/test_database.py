@@ -272,3 +272,25 @@ async def test_a_single_statement_is_one_trip_and_all_or_nothing(tmp_path: Path)
         assert await values(db) == ["b"]
         await db.commit([inserting("c")])  # the connection is not left in a transaction
         assert await values(db) == ["b", "c"]
+
+
+async def test_a_schema_newer_than_this_version_is_refused(tmp_path: Path) -> None:
+    """A daemon of an older release (a rollback without the backup) must not write into
+    tables a newer release reshaped: it does not start. PostgreSQL's rule, and its words."""
+    from bot.store.sqlite.schema import migrations
+
+    latest = max(number for number, _, _ in migrations())
+    path = tmp_path / "d.db"
+    async with await Database.open(path):
+        pass
+    conn = sqlite3.connect(path)
+    conn.execute(f"PRAGMA user_version={latest + 1}")
+    conn.close()
+    with pytest.raises(StorageError) as refused:
+        await Store.open(path)
+    message = str(refused.value)
+    assert f"schema {latest + 1}" in message and f"({latest})" in message
+    assert str(path) in message and "backup" in message
+    # hatchway doctor still reads it (and says what is wrong), without migrating
+    async with await Database.open(path, migrate=False) as read_only:
+        assert await read_only.schema_version() == latest + 1
