@@ -12,7 +12,8 @@ channel that does not replay (``Capabilities.replay_on_restart`` false: the cons
 reader is gone with the process that read it) is marked ``failed`` either way, quietly:
 nobody is asked to repeat it and it is never answered in a later run. Messages queued by
 this process (the channels start before recovery runs) are left alone, whether still running
-or already finished.
+or already finished. The same rules settle, while the process runs, the entries its own turns
+left ``processing`` when the database went away under them (:mod:`~bot.gateway.handover`).
 
 A background run (``IngressEnvelope.background``: a scheduled job) whose answer was recorded
 is settled by the ledger like any other entry (never run again). One cut off before its
@@ -87,8 +88,9 @@ async def recover(
     drop, without a word, those whose channel does not replay; re-run or fail cut-off
     background runs under the catch-up policy (module docstring). Returns (requeued,
     interrupted); re-runs and retries count as requeued. ``entries``: only these (the
-    entries a gone replica left, :mod:`~bot.gateway.handover`) instead of every unfinished
-    one, and this process's start-up recovery is not over with them."""
+    entries a gone replica left, or those this replica's own turns left when the database
+    went away under them, :mod:`~bot.gateway.handover`) instead of every unfinished one,
+    and this process's start-up recovery is not over with them."""
     at = time.time() if now is None else now
     counts = dict.fromkeys(
         (
