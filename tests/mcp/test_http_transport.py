@@ -11,7 +11,7 @@ import pytest
 
 from bot.config import McpConfig, McpServerConfig
 from bot.mcp.catalog import McpCatalog
-from tests.mcp.conftest import DEMO_SERVER
+from tests.mcp.conftest import DEMO_SERVER, output
 from tests.tools.harness import make_context
 
 
@@ -68,5 +68,5 @@ async def test_tools_over_streamable_http(http_server: str) -> None:
         assert not specs["web__add"].requires_approval
         handler = specs["web__add"].handler
         assert handler is not None
-        assert await handler({"a": 40, "b": 2}, context) == "42"
+        assert await handler({"a": 40, "b": 2}, context) == output("web__add", "42")
         task.cancel()
