@@ -8,11 +8,7 @@ import time
 from collections.abc import Callable
 
 from bot.store.engine import Database
-
-
-def _like_prefix(prefix: str) -> str:
-    """A ``LIKE … ESCAPE '\\'`` pattern matching what starts with ``prefix``."""
-    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+from bot.store.statements import prefix_params, starts_with
 
 
 class ChannelState:
@@ -35,12 +31,12 @@ class ChannelState:
         )
 
     async def items(self, channel: str, prefix: str) -> list[tuple[str, str]]:
-        """The channel's rows whose key starts with ``prefix`` as (key, value), oldest
-        written first."""
+        """The channel's rows whose key starts with ``prefix`` (exactly: case and every
+        character count) as (key, value), oldest written first."""
         rows = await self._db.fetchall(
-            "SELECT key, value FROM channel_state WHERE channel = ? AND key LIKE ? ESCAPE '\\'"
-            " ORDER BY updated_at, key",
-            (channel, _like_prefix(prefix)),
+            "SELECT key, value FROM channel_state WHERE channel = ?"
+            f" AND {starts_with('key')} ORDER BY updated_at, key",
+            (channel, *prefix_params(prefix)),
         )
         return [(str(r["key"]), str(r["value"])) for r in rows]
 
@@ -53,8 +49,8 @@ class ChannelState:
         """Delete the rows of every channel whose key starts with ``prefix`` and that were
         last written more than ``older_than_s`` ago; the number deleted."""
         deleted = await self._db.execute_returning_all(
-            "DELETE FROM channel_state WHERE key LIKE ? ESCAPE '\\' AND updated_at < ? "
-            "RETURNING key",
-            (_like_prefix(prefix), self._clock() - older_than_s),
+            f"DELETE FROM channel_state WHERE {starts_with('key')} AND updated_at < ?"
+            " RETURNING key",
+            (*prefix_params(prefix), self._clock() - older_than_s),
         )
         return len(deleted)

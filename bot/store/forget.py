@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from bot.store.attachments import Attachments
 from bot.store.engine import Database, Transaction
 from bot.store.inbox import InboxStatus
-from bot.store.statements import Row
+from bot.store.statements import Row, prefix_params, starts_with
 from bot.store.web import forget_person
 
 TOMBSTONE_PREFIX = "forgotten:"
@@ -40,11 +40,6 @@ _FINISHED = (InboxStatus.DONE, InboxStatus.FAILED)
 def new_tombstone() -> str:
     """What replaces a forgotten person's id in the records that stay."""
     return f"{TOMBSTONE_PREFIX}{secrets.token_hex(4)}"
-
-
-def like_prefix(text: str) -> str:
-    """A ``LIKE … ESCAPE '\\'`` pattern for everything starting with ``text``."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 def _chunks(items: Sequence[str]) -> Iterator[Sequence[str]]:
@@ -159,23 +154,25 @@ class Forgetting:
         """Forget everything of one conversation of ``channel`` (its threads included)."""
         report = ForgetReport(tombstone=new_tombstone())
         exact = f"{channel}:{conversation_id}"
-        pattern = like_prefix(exact + ":")
+        # its threads' sessions: the key and a colon, exactly (case counts, and "%" or "_"
+        # in an id are themselves)
+        inside = prefix_params(exact + ":")
         async with self._db.transaction() as tx:
             rows = [
                 _inbox(r)
                 for r in await tx.fetchall(
                     "SELECT channel, message_id, session_key, turn_id, status, payload"
                     " FROM inbox WHERE channel = ? AND (session_key = ?"
-                    " OR session_key LIKE ? ESCAPE '\\')",
-                    (channel, exact, pattern),
+                    f" OR {starts_with('session_key')})",
+                    (channel, exact, *inside),
                 )
             ]
             finished = [r for r in rows if r.finished]
             report.in_flight = len(rows) - len(finished)
             sessions = await tx.fetchall(
                 "SELECT DISTINCT session_key FROM messages WHERE session_key = ?"
-                " OR session_key LIKE ? ESCAPE '\\'",
-                (exact, pattern),
+                f" OR {starts_with('session_key')}",
+                (exact, *inside),
             )
             keys = sorted({str(r["session_key"]) for r in sessions} | {exact})
             for session in keys:
@@ -306,8 +303,8 @@ class Forgetting:
         grants_on = ""
         grant_params: tuple[object, ...] = (stone, user_id)
         if channel is not None:
-            grants_on = " AND (scope = 'global' OR scope_key = ? OR scope_key LIKE ? ESCAPE '\\')"
-            grant_params += (channel, like_prefix(channel + ":"))
+            grants_on = f" AND (scope = 'global' OR scope_key = ? OR {starts_with('scope_key')})"
+            grant_params += (channel, *prefix_params(channel + ":"))
         report.replaced(
             "grants",
             await _count(
@@ -327,16 +324,22 @@ class Forgetting:
     ) -> None:
         """Notes they had kept (on the channel: not those kept in another channel's
         conversations or channel scope), and every note of their direct conversations."""
-        params: tuple[str, ...]
+        params: tuple[object, ...]
         if channel is None:
             sql, params = "DELETE FROM memory WHERE created_by = ? RETURNING id", (user_id,)
         else:
             sql = (
                 "DELETE FROM memory WHERE created_by = ? AND (scope_key = ?"
-                " OR scope_key LIKE ? ESCAPE '\\' OR (scope_key NOT LIKE 'conversation:%'"
-                " AND scope_key NOT LIKE 'channel:%')) RETURNING id"
+                f" OR {starts_with('scope_key')} OR (NOT {starts_with('scope_key')}"
+                f" AND NOT {starts_with('scope_key')})) RETURNING id"
             )
-            params = (user_id, f"channel:{channel}", like_prefix(f"conversation:{channel}:"))
+            params = (
+                user_id,
+                f"channel:{channel}",
+                *prefix_params(f"conversation:{channel}:"),
+                *prefix_params("conversation:"),
+                *prefix_params("channel:"),
+            )
         report.add("memory", await _count(tx, sql, params))
         for ch, conversation in directs:
             report.add(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from bot.errors import StorageError
 from bot.store.engine import Database
-from bot.store.statements import Row
+from bot.store.statements import Row, prefix_params, starts_with
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,10 +85,9 @@ class MemoryNotes:
     async def count_outside(self, prefix: str) -> int:
         """How many notes have a ``scope_key`` that does not start with ``prefix`` (the notes
         a change of ``tools.memory.scope`` left out of reach). ``prefix`` is plain text:
-        ``%``, ``_`` and ``\\`` in it match only themselves."""
-        pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        ``%``, ``_`` and ``\\`` in it match only themselves, and case counts."""
         row = await self._db.fetchone(
-            "SELECT COUNT(*) AS n FROM memory WHERE scope_key NOT LIKE ? ESCAPE '\\'",
-            (pattern,),
+            f"SELECT COUNT(*) AS n FROM memory WHERE NOT {starts_with('scope_key')}",
+            prefix_params(prefix),
         )
         return 0 if row is None else int(row["n"])

@@ -42,3 +42,17 @@ class Read(Generic[T]):
     sql: str
     params: Params
     decode: Callable[[list[Row]], T]
+
+
+def starts_with(column: str) -> str:
+    """SQL that holds where ``column`` begins with a prefix, meaning the same on both
+    engines; its two placeholders take :func:`prefix_params`. Not ``LIKE``: SQLite's ignores
+    ASCII case where PostgreSQL's does not, and ``%`` or ``_`` in the prefix are wildcards
+    unless escaped."""
+    return f"substr({column}, 1, ?) = ?"
+
+
+def prefix_params(prefix: str) -> tuple[int, str]:
+    """The values of :func:`starts_with`'s placeholders for ``prefix`` (its length counts
+    characters, as ``substr`` does on both engines)."""
+    return (len(prefix), prefix)
