@@ -18,7 +18,7 @@ from bot.approval.gate import ApprovalRequest
 from bot.approval.summary import summary_json
 from bot.channel import ApprovalChoice
 from bot.scrub import scrub_text
-from bot.store.approvals import ApprovalRecord
+from bot.store.approvals import ApprovalRecord, Resolution
 from bot.store.audit import AuditEntry, Decision
 from bot.visible_text import visible
 
@@ -110,6 +110,18 @@ def entry_for_record(
         decided_by=decided_by,
         reason=reason,
         latency_ms=max(0.0, (at - record.created_at) * 1000),
+    )
+
+
+def entry_for_resolution(record: ApprovalRecord, resolution: Resolution) -> AuditEntry:
+    """The audit row of ``resolution`` applied to ``record``: the same decision, decider,
+    reason and time as the row gets, so the two cannot disagree."""
+    return entry_for_record(
+        record,
+        at=resolution.at,
+        decision=resolution.status.decision,
+        decided_by=resolution.decided_by,
+        reason=resolution.reason,
     )
 
 

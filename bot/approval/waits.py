@@ -1,0 +1,86 @@
+"""The waiting side of approval requests: the turns of this process that wait on a row.
+
+Kept apart from the card (:mod:`bot.approval.backchannel`) and the answers
+(:mod:`bot.approval.answers`) because both of those end a wait: an answer wakes the turn, and
+the runtime's own decision (a timeout, a cancel, a shutdown) expires the row and wakes it too.
+One :class:`Waits` per daemon holds the in-process wake-up events, so a decision made here
+wakes its turn at once, while the re-read every ``poll_interval_s`` notices one written by
+another process (``hatchway approvals approve``, another replica whose notification was lost).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import structlog
+
+from bot.approval import audit, reasons
+from bot.approval.reasons import RuntimeReason
+from bot.store import Store
+from bot.store.approvals import ApprovalRecord, ApprovalStatus, Resolution
+
+log = structlog.get_logger(__name__)
+
+
+class Waits:
+    """The approval rows this process waits on, and the runtime's expiry that ends a wait."""
+
+    def __init__(
+        self, store: Store, clock: Callable[[], float], *, poll_interval_s: float = 1.0
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._poll_s = poll_interval_s
+        self._wakeups: dict[str, asyncio.Event] = {}
+
+    def open(self, approval_id: str) -> asyncio.Event:
+        """Start waiting on ``approval_id``: the event a decision made here sets."""
+        wakeup = self._wakeups[approval_id] = asyncio.Event()
+        return wakeup
+
+    def release(self, approval_id: str) -> None:
+        """Stop waiting on ``approval_id`` (the ask is over, whatever its outcome)."""
+        self._wakeups.pop(approval_id, None)
+
+    def waiting(self, approval_id: str) -> bool:
+        """Whether a turn of this process waits on ``approval_id`` (and will tell its
+        conversation the outcome itself)."""
+        return approval_id in self._wakeups
+
+    def wake(self, approval_id: str) -> None:
+        """A decision on ``approval_id`` was written: wake the turn waiting on it, if any."""
+        event = self._wakeups.get(approval_id)
+        if event is not None:
+            event.set()
+
+    async def until_decided(self, record: ApprovalRecord, wakeup: asyncio.Event) -> None:
+        """Until the row is decided, or its ``expires_at`` passes on the service's clock (the
+        same clock a late click is judged by), then expire it."""
+        while True:
+            wakeup.clear()  # before reading, so a click landing after the read still wakes us
+            current = await self._store.approvals.get(record.id)
+            if current is None or current.status is not ApprovalStatus.PENDING:
+                return
+            remaining = record.expires_at - self._clock()
+            if remaining <= 0:
+                await self.expire(current, RuntimeReason.TIMEOUT)
+                return
+            try:
+                async with asyncio.timeout(min(self._poll_s, remaining)):
+                    await wakeup.wait()
+            except TimeoutError:
+                pass
+
+    async def expire(self, record: ApprovalRecord, why: RuntimeReason) -> bool:
+        """Runtime decision: mark a pending row expired (audited). False if already decided."""
+        expired = Resolution(
+            status=ApprovalStatus.EXPIRED, decided_by=reasons.RUNTIME, reason=why, at=self._clock()
+        )
+        won = await self._store.approvals.resolve(
+            record.id, expired, audit=audit.entry_for_resolution(record, expired)
+        )
+        if won:
+            self.wake(record.id)
+            log.info("approval_expired", approval_id=record.id, tool=record.tool, reason=why)
+        return won
