@@ -16,15 +16,15 @@ unfinished inbox entries (with several replicas: only the approvals and the entr
 replicas that are gone, :mod:`bot.approval.shared`, :mod:`bot.gateway.handover`). Shutdown
 reverses it: drain the gateway, expire pending approvals (this replica's), cancel the
 long-running parts (channels, MCP servers, scheduler, gateway) and wait for them at most
-:data:`CLOSE_TIMEOUT_S` (cancelling again any part that swallowed its cancellation), leave
-the replicas (the leases it held released at once), close the provider and the store.
+:data:`~bot.wiring.parts.CLOSE_TIMEOUT_S` (cancelling again any part that swallowed its
+cancellation), leave the replicas (the leases it held released at once), close the provider
+and the store. How each piece is made lives in :mod:`bot.wiring`; this module says what a
+running hatchway is made of and in which order.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import dataclasses
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
@@ -33,22 +33,20 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from bot.agent.bundles import ProviderPool, build_bundles, streams
+from bot.agent.bundles import ProviderPool, build_bundles
 from bot.agent.runner import AgentRunner
-from bot.agent.turn import AgentBundle
 from bot.approval.findings import approval_findings
 from bot.approval.reasons import RuntimeReason
 from bot.approval.service import ApprovalService
 from bot.attachments.ingest import FOLDER as ATTACHMENTS_FOLDER
 from bot.attachments.ingest import AttachmentIngest
 from bot.attachments.retention import prune_periodically
-from bot.backoff import Backoff, BackoffPolicy, cancel_requested, sleep_before_retry
 from bot.channel import Channel, ChannelHealth, HealthState
 from bot.channel_host import SOLE_PROCESS, AdapterHost
-from bot.channel_registry import ChannelContext, create_channel
-from bot.config import ChannelsConfig, Settings
+from bot.channel_registry import ChannelContext
+from bot.config import Settings
 from bot.envelope import ChannelRef
-from bot.errors import ChannelAuthError, StorageUnavailable
+from bot.errors import StorageUnavailable
 from bot.gateway import Gateway
 from bot.gateway.access import AccessPolicy
 from bot.outbox import ChannelOutbox
@@ -58,27 +56,24 @@ from bot.replicas import LeaseKeeper
 from bot.schedules.book import ScheduleBook
 from bot.schedules.retention import RetentionJob
 from bot.schedules.runner import ScheduleRunner
-from bot.schedules.tools import schedule_tools
 from bot.store import Store
-from bot.store.liveness import Liveness
 from bot.telemetry.setup import install as start_traces
 from bot.telemetry.setup import shutdown as stop_traces
-from bot.tools.builtin import builtin_tools
-from bot.tools.builtin.sandbox import Confinement
 from bot.tools.builtin.scope_changes import announce_scope_changes
-from bot.tools.builtin.workspace import Workspace
-from bot.tools.hooks import ToolHooks
-from bot.tools.receipt import ReceiptSigner
-from bot.tools.services import PipelineServices
-from bot.tools.spec import ToolContext, ToolEnvironmentError, ToolSpec
-from bot.turn import TurnIdentity
+from bot.tools.builtin.workspace import workspace_root
+from bot.tools.spec import ToolSpec
 from bot.usage.meter import UsageMeter
+from bot.wiring.agents import reloaded_bundle, shared_bundle, streaming_agents
+from bot.wiring.channels import build_channels, run_channel, with_default_channel
+from bot.wiring.metering import metered_gate, metered_provider, tool_hooks
+from bot.wiring.parts import stop_parts
+from bot.wiring.replicas import join_replicas, liveness_for
+from bot.wiring.tools import attachment_workspace, build_mcp, build_tools
 
 if TYPE_CHECKING:
     from aiohttp import web
 
     from bot.approval.gate import ApprovalGate
-    from bot.mcp.catalog import McpCatalog
     from bot.metrics import Metrics
     from bot.webconsole import Console
 
@@ -88,35 +83,6 @@ log = structlog.get_logger(__name__)
 # reply or reaction back to its approval. A restart expires every pending approval (of the
 # replicas gone), so an old entry only serves to answer a late click; a week of them is kept.
 CARD_INDEX_KEEP_S = 7 * 24 * 3600.0
-#: Restarts of an adapter that crashed (a bug, not a network error: adapters reconnect
-#: themselves with their own reconnect_* keys).
-CHANNEL_RESTART = BackoffPolicy(initial_s=1.0, max_s=60.0)
-#: How long the long-running parts (channels, MCP servers, scheduler, gateway) get to stop
-#: once cancelled, after the drain. MCP servers need the most: up to ~6.5 s for one that
-#: ignores its closed stdin and SIGTERM (see bot.mcp.connection.STOP_GRACE_S).
-CLOSE_TIMEOUT_S = 10.0
-#: A part still running this long after its cancellation is cancelled again: a library that
-#: caught the cancellation and went on (a reconnect loop of its own) gets another one.
-CANCEL_AGAIN_S = 2.0
-
-
-def with_default_channel(settings: Settings, *, given: bool = False) -> Settings:
-    """With no channel configured (and none given), the console is the embedded default:
-    it is added to the settings so that access policy and approvals see it too."""
-    if given or any(cfg.enabled for _, _, cfg in settings.channels.all()):
-        return settings
-    channels = ChannelsConfig.embedded_console()
-    return settings.model_copy(update={"channels": channels})
-
-
-def workspace_root(settings: Settings) -> Path:
-    """The tools' workspace root: ``tools.workspace.path`` under the state directory."""
-    return Path(settings.state_dir) / settings.tools.workspace.path
-
-
-def _streams(settings: Settings) -> frozenset[str]:
-    """The agents whose primary provider streams its answers."""
-    return frozenset(name for name in settings.agent_names() if streams(settings, name))
 
 
 class App:
@@ -167,10 +133,14 @@ class App:
             await self._stop_traces()
             raise
         try:
-            self.keeper = await self._join_replicas(settings)
-            liveness = self._liveness(settings)
+            self.keeper = await join_replicas(self.store, settings, self._clock)
+            liveness = liveness_for(self.keeper, self.store, settings, self._clock)
             self.provider = self._given_provider or build_provider(settings)
-            self._build_channels()
+            self.channels = build_channels(
+                settings,
+                ChannelContext(store=self.store, web_app=self._web_app),
+                self._given_channels,
+            )
             self.approvals = ApprovalService(
                 settings, self.store, self.channel_for, liveness=liveness
             )
@@ -182,7 +152,7 @@ class App:
                     fix=finding.fix,
                 )
             self.access = AccessPolicy(settings.channels, self.store)
-            self.mcp = self._build_mcp(settings)
+            self.mcp = build_mcp(settings)
             self.schedule_book = ScheduleBook(
                 self.store.schedules,
                 max_per_conversation=settings.schedules.max_jobs_per_conversation,
@@ -197,17 +167,12 @@ class App:
                 self.store,
                 on_record=None if self.metrics is None else self.metrics.usage_recorded,
             )
-            self._shared_bundle = AgentBundle(
+            self._shared_bundle = shared_bundle(
+                settings,
                 provider=self.provider,
-                services=PipelineServices(
-                    settings=settings.agent,
-                    store=self.store,
-                    gate=self._gate(),
-                    hooks=ToolHooks()
-                    if self.metrics is None
-                    else ToolHooks(after=(self.metrics.after_tool_call,)),
-                    signer=ReceiptSigner.from_settings(settings.agent),
-                ),
+                store=self.store,
+                gate=self._gate(),
+                hooks=tool_hooks(self.metrics),
                 tools=self.tools,
                 dynamic=self.mcp,
                 usage=self.usage,
@@ -217,12 +182,12 @@ class App:
                 store=self.store,
                 config=lambda: self.settings.attachments,
                 folder=Path(settings.state_dir) / ATTACHMENTS_FOLDER,
-                workspace_for=self._attachment_workspace,
+                workspace_for=lambda turn: attachment_workspace(self.settings, turn),
             )
             self.agent = AgentRunner(
                 bundles=build_bundles(settings, self._shared_bundle, self._providers),
                 channel_for=self.channel_for,
-                streams=_streams(settings),
+                streams=streaming_agents(settings),
                 turn_finished=None if self.metrics is None else self.metrics.turn_finished,
                 excluded_for=self._channel_excluded_tools,
                 attachments=self.attachments,
@@ -264,32 +229,6 @@ class App:
         await self.gateway.recover(now=self._clock())
         log.info("app_started", channels=sorted(self.channels))
 
-    async def _join_replicas(self, settings: Settings) -> LeaseKeeper | None:
-        """The lease keeper, joined, when several replicas may share the database
-        (PostgreSQL, ``[storage] url``); None with SQLite: one process, nothing of it runs
-        (roles are this process's at once, and nothing is written for them)."""
-        if not settings.storage.url:
-            return None
-        keeper = LeaseKeeper(self.store.replicas, settings.replicas, clock=self._clock)
-        await keeper.join()
-        return keeper
-
-    def _liveness(self, settings: Settings) -> Liveness | None:
-        """Which replicas are alive, for the parts that settle what a gone one left (its
-        sessions, its pending approvals); None with SQLite. A replica counts as gone once
-        its heartbeat is older than the lease TTL plus the clock skew allowed, so a live
-        one whose clock is behind is never taken for gone."""
-        if self.keeper is None:
-            return None
-        replicas = settings.replicas
-        return Liveness(
-            self.store.replicas,
-            replica_id=self.keeper.replica_id,
-            ttl_s=replicas.lease_ttl_s + replicas.max_clock_skew_s,
-            clock=self._clock,
-            outage=self.keeper.last_outage,
-        )
-
     def _mount_console(self, settings: Settings) -> Console | None:
         """The web console on the daemon's HTTP application when ``[web]`` enables it (its
         routes make the daemon listen, see bot.ops.daemon); nothing where there is no HTTP
@@ -303,58 +242,24 @@ class App:
         return console
 
     def _gate(self) -> ApprovalGate:
-        """The approval service, metered when metrics are kept (the daemon). ``bot.metrics``
-        loads the Prometheus client, which ``hatchway chat`` does not need."""
-        if self.metrics is None:
-            return self.approvals
-        from bot.metrics import MeteredGate
-
-        return MeteredGate(self.approvals, self.metrics)
+        """The approval service, metered when metrics are kept (the daemon)."""
+        return metered_gate(self.approvals, self.metrics)
 
     def _metered(self, provider: Provider) -> Provider:
         """An agent's provider chain, timed like the default one when metrics are kept."""
-        if self.metrics is None:
-            return provider
-        from bot.metrics import MeteredProvider
-
-        return MeteredProvider(provider, self.metrics)
+        return metered_provider(provider, self.metrics)
 
     def _build_tools(self, settings: Settings) -> list[ToolSpec]:
         if self._given_tools is not None:
             return self._given_tools
-        outbox = ChannelOutbox(lambda: self.settings, self.channel_for)
-        tools = builtin_tools(
-            settings.tools,
+        return build_tools(
+            settings,
             store=self.store,
-            outbox=outbox,
-            workspace=workspace_root(settings),
-            confinement=Confinement.of(settings, config_file=self._config_file),
+            outbox=ChannelOutbox(lambda: self.settings, self.channel_for),
+            book=self.schedule_book,
+            clock=self._clock,
+            config_file=self._config_file,
         )
-        if settings.schedules.enabled:
-            tools += schedule_tools(self.schedule_book, allows=outbox.allows, clock=self._clock)
-        return tools
-
-    @staticmethod
-    def _build_mcp(settings: Settings) -> McpCatalog | None:
-        """The MCP catalog, only when a server is configured: the MCP SDK takes about a
-        second to import, which a bot without MCP servers should not pay at start-up."""
-        if not any(server.enabled for server in settings.mcp.servers.values()):
-            return None
-        from bot.mcp.catalog import McpCatalog
-
-        return McpCatalog(settings.mcp)
-
-    def _build_channels(self) -> None:
-        context = ChannelContext(store=self.store, web_app=self._web_app)
-        configured = [
-            (kind, alias, cfg) for kind, alias, cfg in self.settings.channels.all() if cfg.enabled
-        ]
-        for kind, alias, cfg in configured:
-            name = f"{kind}.{alias}"
-            if name in self._given_channels:
-                continue
-            self.channels[name] = create_channel(kind, alias, cfg, context)
-        self.channels.update(self._given_channels)
 
     def _channel_excluded_tools(self, ref: ChannelRef) -> Sequence[str]:
         """The tools the channel's configuration hides (read at each turn: a reload applies
@@ -364,22 +269,6 @@ class App:
 
     def channel_for(self, ref: ChannelRef) -> Channel | None:
         return self.channels.get(str(ref))
-
-    def _attachment_workspace(self, turn: TurnIdentity) -> Path | None:
-        """The folder of ``turn``'s workspace that its file tools see (its
-        ``tools.workspace.scope`` folder), where the files its message came with are
-        saved; None when it cannot be made."""
-        config = self.settings.tools.workspace
-        root = workspace_root(self.settings)
-        workspace = Workspace(
-            root=root, allow_sensitive_files=config.allow_sensitive_files, scope=config.scope
-        )
-        try:
-            root.mkdir(mode=0o700, parents=True, exist_ok=True)
-            return workspace.for_call(ToolContext(turn=turn)).real_root()
-        except (OSError, ToolEnvironmentError) as exc:
-            log.warning("attachment_workspace_unavailable", error=str(exc))
-            return None
 
     async def _supervise(self) -> None:
         async with asyncio.TaskGroup() as group:
@@ -412,31 +301,8 @@ class App:
             if self.settings.schedules.enabled:
                 start("schedules", self.scheduler.run())
             for name, channel in self.channels.items():
-                self._channel_done[name] = asyncio.Event()
-                start(f"channel:{name}", self._run_channel(name, channel))
-
-    async def _run_channel(self, name: str, channel: Channel) -> None:
-        """Run one adapter; restart it with jittered backoff when it fails, except on an
-        authentication error, which stops it for good (health says why)."""
-        backoff = Backoff(CHANNEL_RESTART)
-        try:
-            while True:
-                try:
-                    await channel.run(self.host)
-                    log.info("channel_finished", channel=name)
-                    return
-                except ChannelAuthError as exc:
-                    log.error("channel_auth_failed", channel=name, error=str(exc))
-                    return
-                except Exception as exc:
-                    if cancel_requested():
-                        # the stop, turned into an error by the platform library
-                        raise asyncio.CancelledError from exc
-                    # Boundary: an adapter crash is logged and the adapter restarted.
-                    log.exception("channel_crashed", channel=name, error=type(exc).__name__)
-                    await sleep_before_retry(backoff.next_delay())
-        finally:
-            self._channel_done[name].set()
+                done = self._channel_done[name] = asyncio.Event()
+                start(f"channel:{name}", run_channel(name, channel, self.host, done))
 
     async def wait_channel_done(self, name: str) -> None:
         """Wait until the named channel's ``run`` has returned (e.g. console end of input)."""
@@ -481,21 +347,12 @@ class App:
         agent whose chain is new gets it built now."""
         settings = with_default_channel(settings, given=bool(self._given_channels))
         tools = self._build_tools(settings)
-        current = self._shared_bundle
-        shared = dataclasses.replace(
-            current,
-            services=dataclasses.replace(
-                current.services,
-                settings=settings.agent,
-                signer=ReceiptSigner.from_settings(settings.agent),
-            ),
-            tools=tools,
-        )
+        shared = reloaded_bundle(self._shared_bundle, settings, tools)
         bundles = build_bundles(settings, shared, self._providers)
         self.settings = settings
         self.tools = tools
         self._shared_bundle = shared
-        self.agent.update(bundles, streams=_streams(settings))
+        self.agent.update(bundles, streams=streaming_agents(settings))
         self.access.update_settings(settings.channels)
         self.approvals.update_settings(settings)
         self.gateway.update_settings(settings)
@@ -520,7 +377,7 @@ class App:
         await self.approvals.close()
         try:
             if self._runner is not None:
-                await self._stop_parts(self._runner)
+                await stop_parts(self._runner, self._parts)
         finally:
             if self.keeper is not None:
                 # the roles it held are free for the other replicas at once, its row gone
@@ -545,25 +402,6 @@ class App:
         if self._tracing:
             self._tracing = False
             await asyncio.to_thread(stop_traces)
-
-    async def _stop_parts(self, runner: asyncio.Task[None]) -> None:
-        """Cancel the long-running parts and wait for them, at most CLOSE_TIMEOUT_S; a part
-        still running is cancelled again every CANCEL_AGAIN_S, and one left at the end is
-        named in ``app_stop_incomplete`` (the daemon's stop deadline ends the process)."""
-        runner.cancel()
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + CLOSE_TIMEOUT_S
-        while not runner.done() and (left := deadline - loop.time()) > 0:
-            await asyncio.wait({runner}, timeout=min(CANCEL_AGAIN_S, left))
-            for task in self._parts.values():
-                if not task.done() and loop.time() < deadline:
-                    task.cancel()
-        if not runner.done():
-            running = sorted(name for name, task in self._parts.items() if not task.done())
-            log.error("app_stop_incomplete", running=running, waited_s=CLOSE_TIMEOUT_S)
-            return
-        with contextlib.suppress(asyncio.CancelledError):
-            runner.result()
 
     async def __aenter__(self) -> App:
         await self.start()

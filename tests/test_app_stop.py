@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import structlog
 
-import bot.app
+import bot.wiring.parts
 from bot.app import App
 from bot.channel import ChannelHost
 from bot.config import Settings, parse_settings
@@ -76,7 +76,7 @@ async def start(tmp_path: Path, channel: FakeChannel) -> App:
 async def test_a_part_that_swallows_its_cancellation_is_cancelled_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(bot.app, "CANCEL_AGAIN_S", 0.05)
+    monkeypatch.setattr(bot.wiring.parts, "CANCEL_AGAIN_S", 0.05)
     channel = ReconnectingChannel(swallow=2)
     app = await start(tmp_path, channel)
     with structlog.testing.capture_logs() as logs:
@@ -99,8 +99,8 @@ async def test_a_cancellation_turned_into_an_error_is_not_a_crash(tmp_path: Path
 async def test_a_part_that_never_stops_is_named_and_left_behind(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(bot.app, "CLOSE_TIMEOUT_S", 0.3)
-    monkeypatch.setattr(bot.app, "CANCEL_AGAIN_S", 0.05)
+    monkeypatch.setattr(bot.wiring.parts, "CLOSE_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(bot.wiring.parts, "CANCEL_AGAIN_S", 0.05)
     channel = ReconnectingChannel(swallow=10**9)
     app = await start(tmp_path, channel)
     with structlog.testing.capture_logs() as logs:

@@ -30,11 +30,11 @@ then they are cancelled as interrupted; pending approvals are expired; the datab
 closed. A second signal skips the rest of the wait. The watchdog keeps pinging throughout.
 
 **A stop always ends.** After the drain the long-running parts (channels, MCP servers, the
-scheduler) are cancelled and get :data:`bot.app.CLOSE_TIMEOUT_S` to stop; MCP servers are shut
-down by their transport (stdin closed, then SIGTERM, then SIGKILL). If the process is still
-alive ``drain_timeout_s`` + :data:`~bot.ops.stop_deadline.CLOSE_BUDGET_S` after the stop
-signal, :class:`~bot.ops.stop_deadline.StopDeadline` logs ``stop_deadline_exceeded`` and ends
-it with status 1.
+scheduler) are cancelled and get :data:`bot.wiring.parts.CLOSE_TIMEOUT_S` to stop; MCP
+servers are shut down by their transport (stdin closed, then SIGTERM, then SIGKILL). If the
+process is still alive ``drain_timeout_s`` + :data:`~bot.ops.stop_deadline.CLOSE_BUDGET_S`
+after the stop signal, :class:`~bot.ops.stop_deadline.StopDeadline` logs
+``stop_deadline_exceeded`` and ends it with status 1.
 
 **Reload.** Only what is read per message changes (see :meth:`bot.app.App.reload`); keys that
 need a restart are named in the ``config_reloaded`` event (:func:`restart_only_changes`).

@@ -1,12 +1,12 @@
 """The stop's last resort: a process still alive past its stop budget is ended.
 
 A stop is bounded step by step (the drain by ``--drain-timeout`` and
-:data:`bot.gateway.drain.CANCEL_GRACE_S`, the parts' close by :data:`bot.app.CLOSE_TIMEOUT_S`,
-each MCP server's shutdown by its transport's kill escalation), but
-a step can still wait on something that never ends: a library that swallows cancellation, a
-worker thread stuck in a call, a task left behind that ``asyncio.run`` waits for when it
-closes the loop. :class:`StopDeadline` is armed when the stop begins; if the process has not
-exited when it expires, it logs ``stop_deadline_exceeded`` and ends the process with
+:data:`bot.gateway.drain.CANCEL_GRACE_S`, the parts' close by
+:data:`bot.wiring.parts.CLOSE_TIMEOUT_S`, each MCP server's shutdown by its transport's kill
+escalation), but a step can still wait on something that never ends: a library that swallows
+cancellation, a worker thread stuck in a call, a task left behind that ``asyncio.run`` waits for
+when it closes the loop. :class:`StopDeadline` is armed when the stop begins; if the process has
+not exited when it expires, it logs ``stop_deadline_exceeded`` and ends the process with
 :data:`EXIT_STOP_FORCED`. It runs on a daemon thread, so a blocked event loop cannot hold it up,
 and it never delays a process that exits in time.
 """
@@ -19,8 +19,8 @@ from collections.abc import Callable
 
 import structlog
 
-from bot.app import CLOSE_TIMEOUT_S
 from bot.gateway.drain import CANCEL_GRACE_S
+from bot.wiring.parts import CLOSE_TIMEOUT_S
 
 log = structlog.get_logger(__name__)
 

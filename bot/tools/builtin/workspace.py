@@ -26,6 +26,7 @@ from pathlib import Path, PurePosixPath
 
 import structlog
 
+from bot.config import Settings
 from bot.tools.builtin.observation import ToolRefused
 from bot.tools.builtin.scopes import DEFAULT_AGENT, WorkspaceScope, scope_folder
 from bot.tools.spec import ToolContext, ToolEnvironmentError
@@ -68,6 +69,11 @@ SENSITIVE_DIRS = (".ssh", ".gnupg", ".aws", ".docker", ".kube")
 
 SENSITIVE_PATHS = (".git/config",)
 """Path suffixes that are sensitive (a remote URL there may carry credentials)."""
+
+
+def workspace_root(settings: Settings) -> Path:
+    """The tools' workspace root: ``tools.workspace.path`` under the state directory."""
+    return Path(settings.state_dir) / settings.tools.workspace.path
 
 
 def is_sensitive(path: PurePosixPath | Path) -> bool:
