@@ -162,21 +162,12 @@ class LiveAdmission(Span):
 
     def __enter__(self) -> Self:
         envelope = self._envelope
-        channel = envelope.channel
-        self._root = self._tracer.start_span(
-            TURN,
-            context=otel_context.Context(),  # a root, whatever this task had current
-            attributes={
-                "hatchway.channel": str(channel),
-                "hatchway.channel.kind": channel.kind,
-                "hatchway.envelope_id": envelope.envelope_id,
-            },
-        )
+        self._root = _turn_root_span(self._tracer, envelope, {})
         self._span = self._tracer.start_span(
             ADMISSION,
             context=trace.set_span_in_context(self._root),
             attributes={
-                "hatchway.channel": str(channel),
+                "hatchway.channel": str(envelope.channel),
                 "hatchway.message_id": envelope.message_id,
             },
         )
@@ -226,16 +217,7 @@ class LiveTurn(Span):
         if isinstance(turn.trace, LiveTurnTrace):
             root = turn.trace.root
         else:  # not admitted here (re-queued at start-up): a trace of its own
-            root = self._tracer.start_span(
-                TURN,
-                context=otel_context.Context(),
-                attributes={
-                    "hatchway.channel": str(envelope.channel),
-                    "hatchway.channel.kind": envelope.channel.kind,
-                    "hatchway.envelope_id": envelope.envelope_id,
-                    "hatchway.turn_id": turn.turn_id,
-                },
-            )
+            root = _turn_root_span(self._tracer, envelope, {"hatchway.turn_id": turn.turn_id})
         root.set_attributes(
             {
                 "hatchway.session": turn.session_key,
@@ -323,6 +305,24 @@ class Live:
         span = trace.get_current_span()
         if span.is_recording():
             span.set_attribute(key, value)
+
+
+def _turn_root_span(
+    tracer: trace.Tracer, envelope: IngressEnvelope, more: dict[str, Value]
+) -> trace.Span:
+    """A turn's root span, started at admission or, for a turn not admitted here, when it
+    runs: a new trace whatever this task had current, named by its channel and envelope."""
+    channel = envelope.channel
+    return tracer.start_span(
+        TURN,
+        context=otel_context.Context(),
+        attributes={
+            "hatchway.channel": str(channel),
+            "hatchway.channel.kind": channel.kind,
+            "hatchway.envelope_id": envelope.envelope_id,
+            **more,
+        },
+    )
 
 
 def ended(span: trace.Span, exc_type: type[BaseException] | None) -> None:
