@@ -148,6 +148,12 @@ async def test_a_turn_that_meets_the_database_gone_is_settled_once_it_is_back(
         await eventually_async(lambda: _ready(app))
         await eventually(lambda: SHUTDOWN_MESSAGE in texts(tg))
         key = InboxKey(channel="telegram.main", message_id=f"{REQUESTER}:10")
+
+        async def settled() -> bool:  # marked in the transaction after the notice's send
+            entry = await app.store.inbox.get(key)
+            return entry is not None and entry.status is not InboxStatus.PROCESSING
+
+        await eventually_async(settled)
         entry = await app.store.inbox.get(key)
         assert entry is not None and entry.status is InboxStatus.FAILED
         assert entry.error == INTERRUPTED
