@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable, Coroutine
-from pathlib import Path
 
 import structlog
 from structlog.contextvars import bind_contextvars
@@ -34,6 +33,7 @@ from bot.gateway.sending import Replies
 from bot.store import ForgetReport, Store
 from bot.store.audit import Decision
 from bot.tools.builtin.scope_removal import remove_conversation_folders
+from bot.tools.builtin.workspace import workspace_root
 from bot.turn import TurnIdentity
 
 log = structlog.get_logger(__name__)
@@ -98,11 +98,6 @@ def summary(report: ForgetReport, workspace_files: int) -> str:
         waiting = _counted(report.in_flight, "message", "messages")
         text += f" {waiting} still being answered were left."
     return text
-
-
-def workspace_root(settings: Settings) -> Path:
-    """The tools' workspace root (as ``bot.app.workspace_root`` finds it)."""
-    return Path(settings.state_dir) / settings.tools.workspace.path
 
 
 class ForgetCommand:

@@ -1,12 +1,12 @@
 """Finishing what a stop must not cut off: the socket's close and the hand-over after it.
 
 A stop cancels the channel's task, and cancels it again every couple of seconds
-(:data:`bot.app.CANCEL_AGAIN_S`) until it ends. Two steps of the Slack channel's end must run
-to their end all the same, or an event that reached this process is stranded until some later
-start, and answered after newer messages of its conversation that reached other replicas:
-closing the socket only once what it received went through the listeners
-(:mod:`channels.slack.socket`), and handing the received events to the inbox once nothing
-more comes in (:meth:`channels.slack.inbound.SlackInbound.hand_over_rest`).
+(:data:`bot.wiring.parts.CANCEL_AGAIN_S`) until it ends. Two steps of the Slack channel's end
+must run to their end all the same, or an event that reached this process is stranded until
+some later start, and answered after newer messages of its conversation that reached other
+replicas: closing the socket only once what it received went through the listeners
+(:mod:`channels.slack.socket`), and handing the received events to the inbox once nothing more
+comes in (:meth:`channels.slack.inbound.SlackInbound.hand_over_rest`).
 :func:`finish_while_stopping` runs such a step in a task of its own that the repeated
 cancellations do not reach, bounded in time so that the stop still ends.
 """
