@@ -58,7 +58,7 @@ from bot.gateway.forget import ForgetCommand
 from bot.gateway.handover import Handover
 from bot.gateway.ledger import ReplyLedger
 from bot.gateway.ratelimit import RateLimits
-from bot.gateway.recovery import recover
+from bot.gateway.recovery import CutOffBy, recover
 from bot.gateway.retry import StorageRetry
 from bot.gateway.sending import ChannelLookup, Replies
 from bot.gateway.sessions import Sessions, session_key_for
@@ -269,8 +269,9 @@ class Gateway:
             now=now,
         )
 
-    async def _recover(self, entries: Sequence[InboxEntry]) -> None:
-        """Recovery's rules for the entries a gone replica left (a takeover)."""
+    async def _recover(self, entries: Sequence[InboxEntry], cause: CutOffBy) -> None:
+        """Recovery's rules for the entries a gone replica left (a takeover), or those this
+        replica's own turns left when the database went away under them."""
         await recover(
             store=self._store,
             sessions=self._sessions,
@@ -278,6 +279,7 @@ class Gateway:
             schedules=self._settings.schedules,
             on_interrupted=self._settings.agent.on_interrupted,
             entries=entries,
+            cause=cause,
         )
 
     async def run(self) -> None:

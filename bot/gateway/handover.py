@@ -34,9 +34,10 @@ its in-memory queues and never builds this. The rules:
   entry ``processing`` on a replica that lives on (:mod:`~bot.gateway.sessions`). The sweep
   settles this replica's own ``processing`` entries that no turn here has in hand any more
   by the same rules, once the database answers again, whichever replica owns their session
-  by then. It reads which entries are in hand before it reads the entry again: a turn lets
-  go of its entry only after its outcome was written (or kept to be written), so an entry
-  still ``processing`` on the second read is one no turn here will settle.
+  by then; a sender told to ask again is told of an outage, not of a restart. It reads
+  which entries are in hand before it reads the entry again: a turn lets go of its entry
+  only after its outcome was written (or kept to be written), so an entry still
+  ``processing`` on the second read is one no turn here will settle.
 * **Idle rows go.** Every :data:`PRUNE_S` a replica deletes the owner rows of settled
   sessions without a message for :data:`PRUNE_IDLE_S`, its own (forgotten first, under the
   session's lock) and those of gone replicas; the next message takes the session again.
@@ -65,6 +66,7 @@ from bot.backoff import cancel_requested
 from bot.envelope import envelope_from_json, envelope_to_json
 from bot.errors import StorageError
 from bot.gateway.admission import Arrival
+from bot.gateway.recovery import CutOffBy
 from bot.gateway.sessions import Sessions
 from bot.store import InboxKey, InboxStatus, Store
 from bot.store.inbox import InboxEntry
@@ -93,8 +95,9 @@ PRUNE_IDLE_S = 3600.0
 #: How many sessions a replica remembers as owned elsewhere (which statement to try first)
 REMEMBERED_OWNERS = 10_000
 
-RecoverEntries = Callable[[Sequence[InboxEntry]], Awaitable[object]]
-"""Start-up recovery's rules applied to the given cut-off entries (of replicas gone)."""
+RecoverEntries = Callable[[Sequence[InboxEntry], CutOffBy], Awaitable[object]]
+"""Start-up recovery's rules applied to the given cut-off entries: of replicas gone
+(``restart``), or this replica's own that its database outage cut off (``outage``)."""
 
 Command = Callable[[Arrival, bool], Awaitable[None]]
 """Runs a chat command another replica handed over (``/stop``; the flag: answer it even when
@@ -514,7 +517,7 @@ class Handover:
                     left.append(entry)
         if left and not self._draining:
             log.info("session_recovering", session=key, entries=len(left), left_here=True)
-            await self._recover(left)
+            await self._recover(left, "outage")
 
     def _forget_dropped(self) -> None:
         """Forget the payloads of turns dropped from their queue before their take
@@ -594,7 +597,7 @@ class Handover:
                 await self._store.inbox.release(unsettled.key, unsettled.replica_id)
         if cut_off:
             log.info("session_recovering", session=key, entries=len(cut_off))
-            await self._recover(cut_off)
+            await self._recover(cut_off, "restart")
 
     async def _pull(self, key: str, admitted: TurnIdentity | None = None) -> bool:
         """Claim ``key``'s waiting entries and queue those not queued here, in inbox order

@@ -13,7 +13,9 @@ reader is gone with the process that read it) is marked ``failed`` either way, q
 nobody is asked to repeat it and it is never answered in a later run. Messages queued by
 this process (the channels start before recovery runs) are left alone, whether still running
 or already finished. The same rules settle, while the process runs, the entries its own turns
-left ``processing`` when the database went away under them (:mod:`~bot.gateway.handover`).
+left ``processing`` when the database went away under them (:mod:`~bot.gateway.handover`);
+their senders are told of an outage (:data:`OUTAGE_MESSAGE`), not of a restart that never
+happened (``cause = "outage"``; the notice names no detail of it).
 
 A background run (``IngressEnvelope.background``: a scheduled job) whose answer was recorded
 is settled by the ledger like any other entry (never run again). One cut off before its
@@ -56,10 +58,23 @@ from bot.turn import TurnIdentity
 log = structlog.get_logger(__name__)
 
 SHUTDOWN_MESSAGE = "⏹ The bot is restarting; this request was interrupted. Please ask again."
+#: The notice for a turn a live replica's database outage cut off (no detail of the outage).
+OUTAGE_MESSAGE = "⏹ The bot had a brief outage; this request was interrupted. Please ask again."
 #: The inbox error of a message dropped at start-up because its channel does not replay.
 NOT_REPLAYED = "not replayed after restart"
 #: The inbox error of a cut-off message whose sender was told to ask again.
 INTERRUPTED = "interrupted by restart"
+#: The inbox error of a message whose turn the database going away cut off, its sender told.
+INTERRUPTED_BY_OUTAGE = "interrupted by a database outage"
+
+CutOffBy = Literal["restart", "outage"]
+"""What cut entries off: a restart (or a replica gone: crashed or stopped), or the database
+going away under a replica that lived on."""
+#: The notice and the inbox error of each cause.
+NOTICES: dict[CutOffBy, tuple[str, str]] = {
+    "restart": (SHUTDOWN_MESSAGE, INTERRUPTED),
+    "outage": (OUTAGE_MESSAGE, INTERRUPTED_BY_OUTAGE),
+}
 #: Appended to a cut-off background run's message id for its one re-run.
 RERUN_SUFFIX = ":rerun"
 #: The inbox errors of cut-off background runs: re-run, skipped, or cut off again.
@@ -82,6 +97,7 @@ async def recover(
     on_interrupted: Literal["notify", "retry"] = "notify",
     now: float | None = None,
     entries: Sequence[InboxEntry] | None = None,
+    cause: CutOffBy = "restart",
 ) -> tuple[int, int]:
     """Re-queue messages that never started; settle cut-off ones by their recorded replies,
     or tell their senders to ask again (or run them again, ``on_interrupted = "retry"``);
@@ -90,8 +106,10 @@ async def recover(
     interrupted); re-runs and retries count as requeued. ``entries``: only these (the
     entries a gone replica left, or those this replica's own turns left when the database
     went away under them, :mod:`~bot.gateway.handover`) instead of every unfinished one,
-    and this process's start-up recovery is not over with them."""
+    and this process's start-up recovery is not over with them. ``cause``: what cut them
+    off, which the notice to ask again and the entry's error say (:data:`NOTICES`)."""
     at = time.time() if now is None else now
+    notice, interrupted = NOTICES[cause]
     counts = dict.fromkeys(
         (
             "requeued",
@@ -126,7 +144,7 @@ async def recover(
         elif entry.status is InboxStatus.RECEIVED:
             _enqueue(sessions, envelope, entry.session_key)
             counts["requeued"] += 1
-        elif await ledger.recover(entry.key, envelope, interrupted=INTERRUPTED) is not None:
+        elif await ledger.recover(entry.key, envelope, interrupted=interrupted) is not None:
             # its reply went out, or may have: settled, never run or told again
             counts["settled"] += 1
         elif await ledger.answer_again(entry, envelope):
@@ -145,12 +163,12 @@ async def recover(
             # its lines name the run that was cut off, when the entry knows it
             run = entry.turn_id or turn.turn_id
             with bound_contextvars(turn_id=run, session=entry.session_key):
-                await ledger.notify(turn, SHUTDOWN_MESSAGE, error=INTERRUPTED)
+                await ledger.notify(turn, notice, error=interrupted)
             counts["interrupted"] += 1
     if entries is None:
         sessions.recovered()
     if any(counts.values()):
-        log.info("inbox_recovered", **counts)
+        log.info("inbox_recovered", cause=cause, **counts)
     return counts["requeued"] + counts["rerun"] + counts["retried"], counts["interrupted"]
 
 

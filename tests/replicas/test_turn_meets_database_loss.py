@@ -8,7 +8,8 @@ write meets the database gone: refused at once (a cut link), or unanswered until
 reports not-ready, the turn says nothing and leaves its inbox entry ``processing``, and once
 the link carries again the replica is ready and settles the entry itself, without a restart,
 by recovery's rules: its sender is told once to ask again (the answer never reached history),
-and never gets the failure line on top. The next message is answered as usual.
+in the words for an outage rather than a restart, and never gets the failure line on top.
+The next message is answered as usual.
 
 Waits are conditions with generous timeouts; nothing here measures how long anything took."""
 
@@ -25,7 +26,7 @@ import pytest
 from bot.app import App
 from bot.config import parse_settings
 from bot.gateway import SHUTDOWN_MESSAGE
-from bot.gateway.recovery import INTERRUPTED
+from bot.gateway.recovery import INTERRUPTED_BY_OUTAGE, OUTAGE_MESSAGE
 from bot.gateway.sending import FAILURE_MESSAGE
 from bot.ops.health import assess_readiness
 from bot.providers.base import CompletionRequest, ProviderReply
@@ -139,14 +140,14 @@ async def test_a_turn_that_meets_the_database_gone_is_settled_once_it_is_back(
         assert any("database" in problem for problem in verdict.problems)
         model.release.set()  # the turn goes on, and meets the database gone
         await eventually(lambda: not app.gateway.active_turns)
-        assert SHUTDOWN_MESSAGE not in texts(tg)  # nothing said while it is gone
+        assert OUTAGE_MESSAGE not in texts(tg)  # nothing said while it is gone
 
         if loss == "cut":
             link.restore()
         else:
             link.thaw()
         await eventually_async(lambda: _ready(app))
-        await eventually(lambda: SHUTDOWN_MESSAGE in texts(tg))
+        await eventually(lambda: OUTAGE_MESSAGE in texts(tg))
         key = InboxKey(channel="telegram.main", message_id=f"{REQUESTER}:10")
 
         async def settled() -> bool:  # marked in the transaction after the notice's send
@@ -156,12 +157,14 @@ async def test_a_turn_that_meets_the_database_gone_is_settled_once_it_is_back(
         await eventually_async(settled)
         entry = await app.store.inbox.get(key)
         assert entry is not None and entry.status is InboxStatus.FAILED
-        assert entry.error == INTERRUPTED
+        assert entry.error == INTERRUPTED_BY_OUTAGE
 
         await say(tg, "after", 11)
         await eventually(lambda: "re: after" in texts(tg))
     said = texts(tg)
-    assert said.count(SHUTDOWN_MESSAGE) == 1
+    # told of the outage once, and not of a restart that never happened
+    assert said.count(OUTAGE_MESSAGE) == 1
+    assert SHUTDOWN_MESSAGE not in said
     assert FAILURE_MESSAGE not in said
     assert "re: held in flight" not in said
     assert said.count("re: after") == 1
