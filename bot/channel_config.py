@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import Field
 
 from bot.config_model import ConfigModel
+from bot.envelope import Sender
 
 
 class ApprovalOverride(ConfigModel):
@@ -60,3 +61,13 @@ class ChannelCommon(ConfigModel):
     #: The agent that answers here unless a route of ``[agents]`` says otherwise.
     agent: str = "default"
     delivery: DeliveryOptions = Field(default_factory=DeliveryOptions)
+
+    def is_approver(self, sender: Sender) -> bool:
+        """Whether the sender of a message is one of this channel's approvers: listed in
+        ``approvers`` by id, or holding one of ``approver_roles`` among the roles the
+        platform gave with the message (:attr:`bot.envelope.Sender.roles`, never its text).
+        The rule a click on an approval card is held to, applied where a message is all
+        there is (budget and rate-limit exemptions, pairing from the chat)."""
+        if sender.id in self.approvers:
+            return True
+        return any(role in self.approver_roles for role in sender.roles)

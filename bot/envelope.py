@@ -27,11 +27,18 @@ class ChannelRef:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Sender:
-    """Who wrote the message, as the platform names them."""
+    """Who wrote the message, as the platform names them.
+
+    ``roles`` are the sender's roles as the platform's own event gave them with the message
+    (Discord: the member's role ids and names), in the form ``approver_roles`` is matched
+    against when the same person answers an approval card; never read from the message's
+    text. Empty where the platform gives none with a message (Telegram, Slack, a DM, a
+    scheduled run)."""
 
     id: str
     display_name: str = ""
     is_bot: bool = False
+    roles: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -173,13 +180,23 @@ def _target(data: dict[str, Any]) -> DeliveryTarget:
     )
 
 
+def _sender(data: dict[str, Any]) -> Sender:
+    """A sender as the inbox kept it; a row from before ``roles`` reads as no roles."""
+    return Sender(
+        id=data["id"],
+        display_name=data.get("display_name", ""),
+        is_bot=data.get("is_bot", False),
+        roles=tuple(str(role) for role in data.get("roles", ())),
+    )
+
+
 def envelope_from_json(text: str) -> IngressEnvelope:
     data = json.loads(text)
     return IngressEnvelope(
         channel=ChannelRef(**data["channel"]),
         message_id=data["message_id"],
         conversation_id=data["conversation_id"],
-        sender=Sender(**data["sender"]),
+        sender=_sender(data["sender"]),
         text=data["text"],
         reply_target=_target(data["reply_target"]),
         thread_id=data["thread_id"],

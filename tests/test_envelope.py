@@ -25,7 +25,7 @@ FULL = IngressEnvelope(
     channel=SLACK,
     message_id="m-1",
     conversation_id="C1",
-    sender=Sender(id="U1", display_name='Zoë "z" ✓', is_bot=True),
+    sender=Sender(id="U1", display_name='Zoë "z" ✓', is_bot=True, roles=("7001", "Ops ✓")),
     text="héllo 🎉\nline two",
     reply_target=DeliveryTarget(
         channel=TELEGRAM, conversation_id="42", thread_id="7", reply_to_message_id="m-0"
@@ -66,3 +66,17 @@ def test_the_json_names_every_field_and_keeps_text_readable() -> None:
     assert data["reply_target"]["channel"] == {"kind": "telegram", "alias": "main"}
     assert data["attachments"][1]["size"] is None
     assert "héllo 🎉" in text  # not \u-escaped
+
+
+def test_a_row_from_before_roles_reads_as_a_sender_without_roles() -> None:
+    data = json.loads(envelope_to_json(FULL))
+    del data["sender"]["roles"]
+    old = envelope_from_json(json.dumps(data))
+    assert old.sender == Sender(id="U1", display_name='Zoë "z" ✓', is_bot=True)
+    assert old.sender.roles == ()
+
+
+def test_roles_come_back_as_a_tuple_of_strings() -> None:
+    data = json.loads(envelope_to_json(FULL))
+    assert data["sender"]["roles"] == ["7001", "Ops ✓"]
+    assert envelope_from_json(envelope_to_json(FULL)).sender.roles == ("7001", "Ops ✓")

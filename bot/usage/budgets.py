@@ -5,8 +5,11 @@ A turn is held to the budgets of its sender (``per_user``), its conversation
 (``channels."<kind.alias>"``), each a set of limits of tokens or cost per day or month
 (:class:`Limit`). A scheduled run is held to them as its creator's message in its
 conversation, under the agent that conversation routes to. A sender listed in
-``budget_exempt`` (or, with ``"approvers"`` there, an approver of the message's channel) is
-held to none; their calls are still recorded and count against everyone else's budgets.
+``budget_exempt`` (or, with ``"approvers"`` there, an approver of the message's channel: by
+id, or by one of its ``approver_roles`` that the platform said the sender holds,
+:attr:`bot.envelope.Sender.roles`) is held to none; their calls are still recorded and
+count against everyone else's budgets. A scheduled run carries no roles: its creator counts
+as an approver there only by id.
 
 The limits of each table are worked out once per configuration; a turn only names its keys
 (:meth:`BudgetRules.for_turn`), which keeps the check a few lookups.
@@ -17,7 +20,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from bot.config import BudgetLimits, BudgetsConfig, ChannelsConfig
+from bot.config import BudgetLimits, BudgetsConfig, ChannelCommon, ChannelsConfig
 from bot.config.usage import APPROVERS
 from bot.store.usage import UsageScope, scope_key
 from bot.turn import TurnIdentity
@@ -110,18 +113,18 @@ class BudgetRules:
         self.monthly = any(limit.period is Period.MONTH for t in tables for limit in t)
         exempt = set(config.budget_exempt)
         self._exempt = frozenset(exempt - {APPROVERS})
-        self._approvers: dict[str, frozenset[str]] = {}
+        self._approvers: dict[str, ChannelCommon] = {}
         if APPROVERS in exempt:
-            self._approvers = {
-                f"{kind}.{alias}": frozenset(cfg.approvers) for kind, alias, cfg in channels.all()
-            }
+            self._approvers = {f"{kind}.{alias}": cfg for kind, alias, cfg in channels.all()}
 
     def exempt(self, turn: TurnIdentity) -> bool:
-        """Whether the turn's sender is never stopped by a budget."""
-        sender = turn.envelope.sender.id
-        if sender in self._exempt:
+        """Whether the turn's sender is never stopped by a budget: listed by id, or (with
+        ``"approvers"``) an approver of the channel by id or by a role their message carried."""
+        sender = turn.envelope.sender
+        if sender.id in self._exempt:
             return True
-        return bool(self._approvers) and sender in self._approvers.get(turn.channel, ())
+        channel = self._approvers.get(turn.channel)
+        return channel is not None and channel.is_approver(sender)
 
     def keys(self, turn: TurnIdentity, *, agent: str) -> ScopeKeys:
         """The turn's key in each scope some budget counts in."""

@@ -56,6 +56,7 @@ from channels.discord.cards import render_card
 from channels.discord.client import NO_MENTIONS, ButtonPress, Connection
 from channels.discord.full_view import full_view_buttons, full_view_parts
 from channels.discord.reply_instead import reply_modal, submitted_reply
+from channels.discord.roles import role_keys
 
 log = structlog.get_logger(__name__)
 
@@ -63,14 +64,6 @@ EMPTY_REPLY = (
     "Your reply was empty, so nothing was recorded. "
     "Write what the assistant should be told instead, or press Deny."
 )
-
-
-def role_keys(member: discord.Member | None) -> tuple[str, ...]:
-    """A member's role ids and names (without @everyone), for approver-role matching."""
-    if member is None:
-        return ()
-    roles = [r for r in member.roles if not r.is_default()]
-    return tuple(dict.fromkeys([*(str(r.id) for r in roles), *(r.name for r in roles)]))
 
 
 class ApprovalClicks:

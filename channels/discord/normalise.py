@@ -41,6 +41,7 @@ from bot.envelope import (
 )
 from channels.discord.cdn import AttachmentRef
 from channels.discord.commands import mentioned_command, typed_command
+from channels.discord.roles import author_roles, role_keys
 
 MAX_MESSAGE_CHARS = 2000
 _USER_MENTION = re.compile(r"<@!?(\d+)>")
@@ -61,6 +62,7 @@ class MessageFacts:
     author_id: str
     author_name: str = ""
     author_is_bot: bool = False
+    author_roles: tuple[str, ...] = ()  # role ids and names, from the event (role_keys)
     content: str = ""
     mentioned_users: tuple[tuple[str, str], ...] = ()  # (id, display name)
     mentioned_roles: tuple[tuple[str, str], ...] = ()  # (id, name)
@@ -118,6 +120,7 @@ def facts_from_message(
         author_id=str(message.author.id),
         author_name=message.author.display_name,
         author_is_bot=message.author.bot,
+        author_roles=author_roles(message),
         content=message.content,
         mentioned_users=tuple((str(u.id), u.display_name) for u in message.mentions),
         mentioned_roles=tuple((str(r.id), r.name) for r in message.role_mentions),
@@ -206,7 +209,10 @@ def envelope_from_facts(facts: MessageFacts, options: NormaliseOptions) -> Ingre
         conversation_id=conversation_id,
         thread_id=thread_id,
         sender=Sender(
-            id=facts.author_id, display_name=facts.author_name, is_bot=facts.author_is_bot
+            id=facts.author_id,
+            display_name=facts.author_name,
+            is_bot=facts.author_is_bot,
+            roles=facts.author_roles,
         ),
         text=text,
         attachments=facts.attachments,
@@ -244,6 +250,7 @@ class CommandFacts:
     thread_parent_id: str | None = None  # set when the command was used in a thread
     user_id: str
     user_name: str = ""
+    user_roles: tuple[str, ...] = ()  # role ids and names, from the interaction (role_keys)
     text: str
 
 
@@ -251,7 +258,7 @@ def facts_from_interaction(
     interaction: discord.Interaction[discord.Client], name: str
 ) -> CommandFacts:
     """Read an application command's interaction into :class:`CommandFacts` (no network)."""
-    channel = interaction.channel
+    channel, user = interaction.channel, interaction.user
     return CommandFacts(
         interaction_id=str(interaction.id),
         channel_id=str(interaction.channel_id),
@@ -259,6 +266,7 @@ def facts_from_interaction(
         thread_parent_id=(str(channel.parent_id) if isinstance(channel, discord.Thread) else None),
         user_id=str(interaction.user.id),
         user_name=interaction.user.display_name,
+        user_roles=role_keys(user if isinstance(user, discord.Member) else None),
         text=f"/{name}",
     )
 
@@ -276,7 +284,7 @@ def envelope_from_command(facts: CommandFacts, options: NormaliseOptions) -> Ing
         message_id=facts.interaction_id,
         conversation_id=conversation_id,
         thread_id=thread_id,
-        sender=Sender(id=facts.user_id, display_name=facts.user_name),
+        sender=Sender(id=facts.user_id, display_name=facts.user_name, roles=facts.user_roles),
         text=facts.text,
         is_direct=is_direct,
         is_group=not is_direct,

@@ -27,9 +27,12 @@ def channel_object(fake: FakeDiscord, channel_id: str) -> JSON:
     raise KeyError(f"the fake has no channel {channel_id}")
 
 
-async def invoke(fake: FakeDiscord, name: str, user: JSON, channel_id: str) -> tuple[str, Call]:
-    """``user`` runs the registered global command ``/name`` in ``channel_id``; returns the
-    interaction id and the adapter's callback (its answer or deferral)."""
+async def invoke(
+    fake: FakeDiscord, name: str, user: JSON, channel_id: str, roles: list[str] | None = None
+) -> tuple[str, Call]:
+    """``user`` runs the registered global command ``/name`` in ``channel_id`` (in a guild,
+    as a member holding ``roles``); returns the interaction id and the adapter's callback
+    (its answer or deferral)."""
     [command] = [c for c in fake.commands[None] if c["name"] == name]
     interaction_id = fake.new_id()
     payload = command_interaction(
@@ -39,6 +42,7 @@ async def invoke(fake: FakeDiscord, name: str, user: JSON, channel_id: str) -> t
         user=user,
         channel=channel_object(fake, channel_id),
         guild_id=None if channel_id == DM else fake.guild_of(channel_id),
+        roles=roles,
     )
     await fake.dispatch("INTERACTION_CREATE", payload)
     [call] = await fake.wait_for_call("POST", rf"/interactions/{interaction_id}/[^/]+/callback")

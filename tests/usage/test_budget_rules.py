@@ -23,6 +23,7 @@ def rules(**budgets: Any) -> BudgetRules:
             "channels": {
                 "slack": {"work": {"bot_token_env": "X", "approvers": ["U_BOSS"]}},
                 "telegram": {"main": {"approvers": ["42"]}},
+                "discord": {"main": {"approvers": ["7"], "approver_roles": ["Ops", "555"]}},
             },
             "budgets": budgets,
         },
@@ -32,12 +33,17 @@ def rules(**budgets: Any) -> BudgetRules:
     return BudgetRules(settings.budgets, settings.channels)
 
 
-def turn(sender: str, channel: ChannelRef = SLACK, conversation: str = "C1") -> TurnIdentity:
+def turn(
+    sender: str,
+    channel: ChannelRef = SLACK,
+    conversation: str = "C1",
+    roles: tuple[str, ...] = (),
+) -> TurnIdentity:
     envelope = IngressEnvelope(
         channel=channel,
         message_id="m1",
         conversation_id=conversation,
-        sender=Sender(id=sender),
+        sender=Sender(id=sender, roles=roles),
         text="hi",
         reply_target=DeliveryTarget(channel=channel, conversation_id=conversation),
     )
@@ -101,6 +107,32 @@ def test_no_budget_means_no_keys() -> None:
 def test_budget_exempt(exempt: list[str], sender: str, channel: ChannelRef, held: bool) -> None:
     book = rules(budget_exempt=exempt, per_conversation={"daily_tokens": 10})
     identity = turn(sender, channel)
+    assert (
+        bool(book.for_turn(identity, book.keys(identity, agent="default"), agent="default")) is held
+    )
+
+
+DISCORD = ChannelRef(kind="discord", alias="main")
+
+
+@pytest.mark.parametrize(
+    ("exempt", "sender", "roles", "channel", "held"),
+    [
+        (["approvers"], "9", ("Ops",), DISCORD, False),  # a role by name
+        (["approvers"], "9", ("555",), DISCORD, False),  # a role by id
+        (["approvers"], "9", ("Dev", "556"), DISCORD, True),  # roles that are not approvers'
+        (["approvers"], "9", (), DISCORD, True),
+        (["approvers"], "7", (), DISCORD, False),  # still by id
+        ([], "9", ("Ops",), DISCORD, True),  # roles count only through "approvers"
+        # a role of the same name means nothing on a channel with no approver_roles
+        (["approvers"], "9", ("Ops",), SLACK, True),
+    ],
+)
+def test_budget_exempt_by_role(
+    exempt: list[str], sender: str, roles: tuple[str, ...], channel: ChannelRef, held: bool
+) -> None:
+    book = rules(budget_exempt=exempt, per_conversation={"daily_tokens": 10})
+    identity = turn(sender, channel, roles=roles)
     assert (
         bool(book.for_turn(identity, book.keys(identity, agent="default"), agent="default")) is held
     )
