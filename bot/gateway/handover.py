@@ -177,7 +177,9 @@ class Handover:
                 await self._leave_to_next_owner(key)
                 return
             cached = key in self._owned
-            owner = self._me if cached else await self._owner_for(key)
+            owner = self._me if cached else await self._owner_for(key, turn)
+            if owner is None:  # queued by the take itself
+                return
             if owner == self._me and (await self._pull(key, turn) or not cached):
                 return
             if cached:
@@ -526,24 +528,37 @@ class Handover:
             if not self._sessions.is_live(envelope_id):
                 del self._payloads[key]
 
-    async def _owner_for(self, key: str) -> str:
+    async def _owner_for(self, key: str, admitted: TurnIdentity | None = None) -> str | None:
         """The live owner of ``key``, taking it first when nobody owns it or its owner is
         gone (and then settling what the gone owner left). A session nobody owns costs one
         statement (:meth:`~bot.store.session_owners.SessionOwners.take_free`), and no read
-        of the live replicas unless it holds entries another replica left."""
+        of the live replicas unless it holds entries another replica left; when nothing
+        else of it waits either, ``admitted`` (the turn just admitted here) is queued at
+        once, with no claim (its take, just before it runs, names this replica), and None
+        is returned."""
         async with self._session(key):
             # a session seen owned elsewhere is likely still so: read its owner first
             was = await self._store.session_owners.owner(key) if key in self._elsewhere else None
             while True:
                 if was is None:
                     taken = await self._store.session_owners.take_free(
-                        key, self._me, at=self._clock()
+                        key,
+                        self._me,
+                        at=self._clock(),
+                        admitted=None if admitted is None else admitted.inbox,
                     )
                     if taken is not None:
                         self._owned.add(key)
                         self._elsewhere.pop(key, None)
                         if taken.leftovers:
                             await self._settle_gone(key, await self._live())
+                        elif (
+                            admitted is not None and not taken.others_waiting and not self._draining
+                        ):
+                            self._queue(
+                                admitted.inbox, admitted, envelope_to_json(admitted.envelope)
+                            )
+                            return None
                         return self._me
                     was = await self._store.session_owners.owner(key)
                     if was is None:  # pruned meanwhile: take it again
@@ -621,9 +636,14 @@ class Handover:
                         session_key=key,
                         envelope=envelope_from_json(entry.payload),
                     )
-                self._payloads[entry.key] = (entry.envelope_id, entry.payload)
-                self._sessions.enqueue(turn)
+                self._queue(entry.key, turn, entry.payload)
             return bool(waiting)
+
+    def _queue(self, key: InboxKey, turn: TurnIdentity, payload: str) -> None:
+        """Queue ``turn`` (of the entry ``key``), remembering the payload its entry had (an
+        edit meanwhile shows at its take)."""
+        self._payloads[key] = (turn.envelope.envelope_id, payload)
+        self._sessions.enqueue(turn)
 
     async def _live(self) -> frozenset[str]:
         """The replicas alive now (this one always: it is running this)."""

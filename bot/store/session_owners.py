@@ -46,6 +46,9 @@ class Taken:
     #: whether the session holds unsettled entries another replica took, or that were
     #: running with nobody named: what a gone replica may have left, to settle first
     leftovers: bool
+    #: how many of its entries wait with nobody named, the one the caller admitted aside
+    #: (none: that one alone is to queue, and no claim is needed to find what waits)
+    others_waiting: int
 
 
 #: An inbox entry of the session that another replica may have left: ``received`` and
@@ -54,6 +57,12 @@ class Taken:
 _LEFTOVERS = (
     "(SELECT COUNT(*) FROM inbox i WHERE i.session_key = ? AND i.status IN (?, ?)"
     " AND (i.replica_id <> ? OR (i.replica_id IS NULL AND i.status = ?)))"
+)
+#: Entries of the session that wait with nobody named, but one (the caller's).
+#: Parameters: session key, received, that one's channel and message id.
+_OTHERS_WAITING = (
+    "(SELECT COUNT(*) FROM inbox w WHERE w.session_key = ? AND w.status = ?"
+    " AND w.replica_id IS NULL AND NOT (w.channel = ? AND w.message_id = ?))"
 )
 #: No inbox entry of the owner row's session is unsettled or was written since the cut-off.
 #: Parameters: received, processing, cut-off.
@@ -107,13 +116,17 @@ class SessionOwners:
             )
         return row is not None
 
-    async def take_free(self, session_key: str, replica_id: str, *, at: float) -> Taken | None:
+    async def take_free(
+        self, session_key: str, replica_id: str, *, at: float, admitted: InboxKey | None = None
+    ) -> Taken | None:
         """Make ``replica_id`` the owner of ``session_key`` if nobody owns it, in one
-        statement that also says whether the session holds what another replica left
-        (:class:`Taken`); None when it has an owner (read it with :meth:`owner`)."""
+        statement that also says whether the session holds what another replica left and
+        how many entries wait besides ``admitted`` (:class:`Taken`); None when it has an
+        owner (read it with :meth:`owner`)."""
         row = await self._db.execute_returning(
             "INSERT INTO session_owners (session_key, replica_id, since) VALUES (?, ?, ?)"
-            f" ON CONFLICT (session_key) DO NOTHING RETURNING {_LEFTOVERS} AS leftovers",
+            f" ON CONFLICT (session_key) DO NOTHING RETURNING {_LEFTOVERS} AS leftovers,"
+            f" {_OTHERS_WAITING} AS waiting",
             (
                 session_key,
                 replica_id,
@@ -123,9 +136,15 @@ class SessionOwners:
                 InboxStatus.PROCESSING,
                 replica_id,
                 InboxStatus.PROCESSING,
+                session_key,
+                InboxStatus.RECEIVED,
+                "" if admitted is None else admitted.channel,
+                "" if admitted is None else admitted.message_id,
             ),
         )
-        return None if row is None else Taken(leftovers=int(row["leftovers"]) > 0)
+        if row is None:
+            return None
+        return Taken(leftovers=int(row["leftovers"]) > 0, others_waiting=int(row["waiting"]))
 
     async def prunable(
         self, replica_id: str, live: Collection[str], *, idle_since: float

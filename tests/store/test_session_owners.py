@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from bot.store import InboxKey, InboxStatus, Store
+from bot.store.session_owners import Taken
 
 A, B, GONE = "replica-a", "replica-b", "replica-gone"
 
@@ -43,11 +44,30 @@ async def admit(store: Store, session: str, message_id: str) -> InboxKey:
 
 async def test_a_free_session_goes_to_the_first_taker_only(two: tuple[Store, Store]) -> None:
     a, b = two
-    await admit(a, "s1", "1")
-    taken = await a.session_owners.take_free("s1", A, at=100.0)
-    assert taken is not None and not taken.leftovers  # a message nobody took: nothing left
+    mine = await admit(a, "s1", "1")
+    taken = await a.session_owners.take_free("s1", A, at=100.0, admitted=mine)
+    # a message nobody took: nothing left, nothing else waits
+    assert taken == Taken(leftovers=False, others_waiting=0)
     assert await b.session_owners.take_free("s1", B, at=101.0) is None
     assert await b.session_owners.owner("s1") == A
+
+
+async def test_taking_a_free_session_counts_the_other_entries_that_wait(
+    two: tuple[Store, Store],
+) -> None:
+    a, b = two
+    first = await admit(b, "s1", "1")
+    await admit(b, "s1", "2")
+    mine = await admit(a, "s1", "3")
+    done = await admit(a, "s1", "4")
+    await a.inbox.mark(done, InboxStatus.DONE)
+    await admit(a, "s2", "5")  # another session
+    taken = await a.session_owners.take_free("s1", A, at=100.0, admitted=mine)
+    assert taken == Taken(leftovers=False, others_waiting=2)
+    await a.db.execute("DELETE FROM session_owners WHERE session_key = ?", ("s1",))
+    await a.inbox.skip(first, "deleted")
+    taken = await a.session_owners.take_free("s1", A, at=100.0)  # no admitted one: all count
+    assert taken == Taken(leftovers=False, others_waiting=2)
 
 
 @pytest.mark.parametrize("left", ["claimed", "processing", "processing_unnamed"])
