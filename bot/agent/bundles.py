@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 
 from bot.agent.tool_filter import ToolFilter, filtered
 from bot.agent.turn import AgentBundle
+from bot.attachments.lines import ImageSight
 from bot.config import DEFAULT_AGENT, Settings
 from bot.errors import ConfigError
 from bot.providers.base import Provider
@@ -65,6 +66,19 @@ def _offered(tools: list[ToolSpec], settings: Settings) -> list[ToolSpec]:
     if sees_images(settings):
         return tools
     return [tool for tool in tools if tool.name not in IMAGE_TOOLS]
+
+
+def image_sight(bundle: AgentBundle, excluded: Sequence[str] = ()) -> ImageSight:
+    """What a turn of ``bundle``'s agent can do with an image, for the lines its attachments
+    get: shown with the message when the agent sees images, and ``view_attachment`` named
+    only when the turn offers it (its bundle has it, and neither the agent's
+    ``excluded_tools`` nor the channel's, ``excluded``, takes it away)."""
+    if bundle.registry is not None:
+        names = {spec.name for spec in bundle.registry.specs}
+    else:
+        names = {tool.name for tool in bundle.tools}
+    names -= {*bundle.services.settings.excluded_tools, *excluded}
+    return ImageSight(shown=bundle.sees_images, viewer=bool(names & IMAGE_TOOLS))
 
 
 class ProviderPool:
@@ -128,12 +142,14 @@ def build_bundles(
         config = settings.agent_for(name)
         tools = ToolFilter.of(config)
         kept = tools.kept(shared.tools) if tools.narrows else list(shared.tools)
+        seen = settings.as_agent(name)
         bundles[name] = dataclasses.replace(
             shared,
             name=name,
+            sees_images=sees_images(seen),
             provider=providers.provider_for(settings, name),
             services=dataclasses.replace(shared.services, settings=config),
-            tools=_offered(kept, settings.as_agent(name)),
+            tools=_offered(kept, seen),
             dynamic=filtered(shared.dynamic, tools),
         )
     return bundles

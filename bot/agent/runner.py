@@ -10,7 +10,8 @@ the ``default`` agent. ``excluded_for`` names the
 tools a channel's configuration hides (``channels.<kind>.<alias>.excluded_tools``), added to
 the agent's own exclusions for every turn from that channel. A message that came with files
 has them read first (``attachments``, :class:`~bot.attachments.ingest.AttachmentIngest`):
-the turn's user message then carries a line per file and the images to show.
+the turn's user message then carries a line per file and the images to show, each line
+saying only what the agent can do with an image (:func:`~bot.agent.bundles.image_sight`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 import structlog
 
 from bot import telemetry
+from bot.agent.bundles import image_sight
 from bot.agent.loop import run_turn
 from bot.agent.turn import AgentBundle, TurnState, TurnStatus
 from bot.attachments.ingest import AttachmentIngest
@@ -95,7 +97,8 @@ class AgentRunner:
             if envelope.attachments and self._attachments is not None:
                 # downloaded before the turn's first record: a crash meanwhile leaves the
                 # message to recovery, which runs it again from the start
-                reading = self._attachments.user_message(turn, channel)
+                sight = image_sight(bundle, excluded)
+                reading = self._attachments.user_message(turn, channel, sight)
                 state.user = await unless_cancelled(reading, state.cancel)
             result = await run_turn(bundle, state)
         finally:

@@ -92,12 +92,15 @@ class AgentBundle:
     resolve against. ``dynamic`` adds tools that come and go at run time (MCP) and decides
     which of them are shown each iteration. ``usage`` (the process's, shared by every agent)
     records each model call and holds turns to their budgets. ``assembled`` keeps the
-    registry built from ``tools`` and ``dynamic`` while they stay the same.
+    registry built from ``tools`` and ``dynamic`` while they stay the same. ``sees_images``
+    is whether the agent's model is shown the images a message brings
+    (:func:`bot.agent.bundles.sees_images`), so that the lines about them say what it sees.
     """
 
     provider: Provider
     services: PipelineServices
     name: str = "default"
+    sees_images: bool = True
     tools: Sequence[ToolSpec] = ()
     registry: ToolRegistry | None = None
     workspace: str | None = None

@@ -81,10 +81,12 @@ class PreparedImage:
     frames: int
     resized: bool
 
-    def describe(self) -> str:
-        """``PNG image, 2400×1600, shown at 1568×1045`` (what the model's line says)."""
+    def describe(self, *, shown_to_model: bool = True) -> str:
+        """``PNG image, 2400×1600, shown at 1568×1045`` (what the model's line says); without
+        the size it is shown at when the model is not shown it."""
         width, height = self.size
-        shown = f", shown at {self.shown[0]}×{self.shown[1]}" if self.resized else ""
+        resized = self.resized and shown_to_model
+        shown = f", shown at {self.shown[0]}×{self.shown[1]}" if resized else ""
         animated = f", first of {self.frames} frames" if self.frames > 1 else ""
         return f"{self.format} image, {width}×{height}{shown}{animated}"
 

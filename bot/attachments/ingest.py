@@ -24,7 +24,7 @@ import structlog
 
 from bot.attachments import lines
 from bot.attachments.download import download
-from bot.attachments.lines import Note
+from bot.attachments.lines import ImageSight, Note
 from bot.attachments.naming import new_attachment_id, saved_name
 from bot.attachments.reading import Read, Saved, read_saved
 from bot.channel import AttachmentDownloads
@@ -52,6 +52,9 @@ TURNED_OFF = "reading attachments is turned off (attachments.enabled)"
 WorkspaceFor = Callable[[TurnIdentity], Path | None]
 """The folder of a turn's workspace that its file tools see (None: none can be used)."""
 
+#: An agent shown images with the message and offered ``view_attachment``.
+SEES_ALL = ImageSight()
+
 _UNSHOWN = re.compile(r"[\x00-\x1f\x7f\u2028\u2029\[\]]+")
 
 
@@ -74,10 +77,13 @@ class AttachmentIngest:
         self.folder = folder.absolute()
         self._workspace_for = workspace_for
 
-    async def user_message(self, turn: TurnIdentity, channel: object) -> ChatMessage:
+    async def user_message(
+        self, turn: TurnIdentity, channel: object, sight: ImageSight = SEES_ALL
+    ) -> ChatMessage:
         """The user message of ``turn``: the envelope's text, a line per attachment, and
         the images to show. ``channel`` is the message's channel (None when it is gone);
-        files are downloaded only when it implements AttachmentDownloads. Raises nothing
+        files are downloaded only when it implements AttachmentDownloads. ``sight`` is what
+        the turn's agent can do with an image: its lines promise no more. Raises nothing
         for what the files are or how they fail."""
         envelope = turn.envelope
         config = self._config()
@@ -92,7 +98,7 @@ class AttachmentIngest:
             ]
         else:
             try:
-                notes = await self._read_all(turn, channel, config)
+                notes = await self._read_all(turn, channel, config, sight)
             except Exception:
                 # Boundary: a bug here must not cost the user their message; it is logged
                 # and the model is told each file's name.
@@ -105,7 +111,11 @@ class AttachmentIngest:
         return ChatMessage(role="user", content=lines.content(envelope.text, notes), images=shown)
 
     async def _read_all(
-        self, turn: TurnIdentity, channel: AttachmentDownloads, config: AttachmentsConfig
+        self,
+        turn: TurnIdentity,
+        channel: AttachmentDownloads,
+        config: AttachmentsConfig,
+        sight: ImageSight,
     ) -> list[Note]:
         limit = min(config.max_bytes, channel.download_limit())
         workspace = self._workspace_for(turn)
@@ -123,6 +133,7 @@ class AttachmentIngest:
                         config=config,
                         workspace=workspace,
                         slots=slots,
+                        sight=sight,
                     )
                 )
                 for index, attachment in enumerate(turn.envelope.attachments)
@@ -153,6 +164,7 @@ class AttachmentIngest:
         config: AttachmentsConfig,
         workspace: Path | None,
         slots: asyncio.Semaphore,
+        sight: ImageSight,
     ) -> tuple[tuple[Saved, Read] | None, Note]:
         attachment_id = new_attachment_id()
         path = self.folder / saved_name(attachment_id, name)
@@ -172,7 +184,7 @@ class AttachmentIngest:
                 why = lines.reason(str(exc), attachment.name, name)
                 return None, lines.unread(name, attachment.size, why, _advice(exc))
             saved = Saved(id=attachment_id, name=name, path=path, size=size)
-            read = await read_saved(saved, config, workspace)
+            read = await read_saved(saved, config, workspace, sight)
         log.info(
             "attachment_saved",
             channel=turn.channel,

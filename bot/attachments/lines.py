@@ -29,6 +29,20 @@ SMALLER = "ask the user for a smaller file, or to paste the part that matters"
 ELSEWHERE = "ask the user to upload the file itself here, or to paste the part that matters"
 PASTE = "ask the user to paste the part that matters"
 IMAGE_AGAIN = "ask the user to send it again as a PNG or JPEG"
+SEPARATELY = "ask the user to send it again in a message of its own"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ImageSight:
+    """What the turn's agent can do with an image, so that a line never promises more:
+    ``shown``, its model is shown the images a message brings (``[attachments]`` is on and
+    a provider of its chain is sent images, :func:`bot.agent.bundles.sees_images`);
+    ``viewer``, it is offered ``view_attachment``, which shows a saved image later (not when
+    its ``allowed_tools``/``excluded_tools`` or the channel's ``excluded_tools`` leave it
+    out). The default, both, is an agent that can do everything."""
+
+    shown: bool = True
+    viewer: bool = True
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,13 +117,26 @@ def unread(name: str, size: int | None, why: str, advice: str) -> Note:
     return Note(text=f"[attachment {shown} was not read: {why}; {advice}]")
 
 
-def image_shown(facts: Facts, image: ImagePart) -> Note:
+def image_shown(facts: Facts, image: ImagePart, *, viewer: bool = True) -> Note:
+    """An image shown with the message; its ``held`` line, for when the message brought more
+    images than one takes, names ``view_attachment`` only to an agent offered it
+    (``viewer``)."""
     head = facts.head("image")
+    later = "view_attachment shows it" if viewer else SEPARATELY
     held = (
         f"[{head} was not shown with this message, which brought more images than one "
-        f"message takes; view_attachment shows it; {facts.where()}]"
+        f"message takes; {later}; {facts.where()}]"
     )
     return Note(text=f"[{head} is attached; {facts.where()}]", image=image, held=held)
+
+
+def image_unseen(facts: Facts) -> Note:
+    """An image the agent cannot be shown (no provider of its chain is sent images): said
+    so, with where the file tools find it, and no image."""
+    return Note(
+        text=f"[{facts.head('image')} is not shown: this assistant cannot see images; "
+        f"{facts.where()}]"
+    )
 
 
 def not_shown(facts: Facts, noun: str, why: str, advice: str) -> Note:

@@ -1,6 +1,7 @@
 """A downloaded file read by what its content is, copied to the workspace, and its note.
 
-An image is checked and resized (:mod:`bot.attachments.images`) and shown; a text file is
+An image is checked and resized (:mod:`bot.attachments.images`) and shown (to an agent that
+cannot see images, only named: :class:`~bot.attachments.lines.ImageSight`); a text file is
 decoded and inlined up to ``attachments.inline_max_chars``; a PDF's text is extracted in a
 child process (:mod:`bot.attachments.pdf`) and inlined the same way; anything else is only
 named. Each gets one file in the conversation's workspace under ``attachments/``, the one
@@ -22,7 +23,7 @@ import structlog
 from bot.attachments import lines
 from bot.attachments.images import prepare_image
 from bot.attachments.kinds import Detected, contradiction, detect
-from bot.attachments.lines import Facts, Note
+from bot.attachments.lines import Facts, ImageSight, Note
 from bot.attachments.naming import saved_name
 from bot.attachments.pdf import read_pdf
 from bot.config.attachments import AttachmentsConfig
@@ -57,8 +58,11 @@ class Read:
     workspace_path: Path | None
 
 
-async def read_saved(saved: Saved, config: AttachmentsConfig, workspace: Path | None) -> Read:
-    """Read ``saved`` (see the module doc); never raises for what the file holds."""
+async def read_saved(
+    saved: Saved, config: AttachmentsConfig, workspace: Path | None, sight: ImageSight
+) -> Read:
+    """Read ``saved`` (see the module doc); an image's line says what ``sight`` lets the
+    agent do with it. Never raises for what the file holds."""
     data = await asyncio.to_thread(saved.path.read_bytes)
     detected = await asyncio.to_thread(detect, data, name=saved.name)
     base = saved_name(saved.id, saved.name)
@@ -71,7 +75,7 @@ async def read_saved(saved: Saved, config: AttachmentsConfig, workspace: Path | 
     )
     if detected.kind is AttachmentKind.IMAGE:
         copy = await _copy(workspace, base, saved.path)
-        note = await _image(_placed(facts, workspace, copy), data)
+        note = await _image(_placed(facts, workspace, copy), data, sight)
     elif detected.kind is AttachmentKind.TEXT:
         text = detected.text or ""
         copy = await _write(workspace, base, text)
@@ -85,13 +89,16 @@ async def read_saved(saved: Saved, config: AttachmentsConfig, workspace: Path | 
     return Read(detected=detected, note=note, workspace_path=copy)
 
 
-async def _image(facts: Facts, data: bytes) -> Note:
+async def _image(facts: Facts, data: bytes, sight: ImageSight) -> Note:
     try:
         prepared = await asyncio.to_thread(prepare_image, data, name=facts.name)
     except AttachmentError as exc:
         log.warning("attachment_unreadable", kind="image", error=str(exc))
         return lines.not_shown(facts, "image", str(exc), lines.IMAGE_AGAIN)
-    return lines.image_shown(replace(facts, what=prepared.describe()), prepared.part)
+    if not sight.shown:
+        return lines.image_unseen(replace(facts, what=prepared.describe(shown_to_model=False)))
+    shown = replace(facts, what=prepared.describe())
+    return lines.image_shown(shown, prepared.part, viewer=sight.viewer)
 
 
 async def _pdf(

@@ -3,7 +3,7 @@ file channel, and an OpenAI-compatible model on loopback whose requests are read
 photo goes to the model as an ``image_url`` with the turn it came with and never again (its
 line stays in history); a CSV and a PDF arrive as text marked as data; an oversized file, a
 failed download and a corrupt image become lines and the turn still runs; a text-only model
-gets the line alone; old attachments are deleted when the App starts."""
+gets a line that says it is not shown the image; old attachments are deleted when the App starts."""
 
 from __future__ import annotations
 
@@ -211,8 +211,14 @@ async def test_a_text_only_model_gets_the_line_alone(
     async with App(settings, channels={"telegram.main": channel}) as app:
         messages = await ask(app, llm, channel, message(1, file("photo", "chart.png")))
     assert image_urls(messages) == []
-    assert messages[-1]["content"].startswith("question 1\n\n[image chart.png (attachment ")
-    assert "PNG image, 2000×1000, shown at 1568×784" in messages[-1]["content"]
+    content = messages[-1]["content"]
+    assert content.startswith("question 1\n\n[image chart.png (attachment ")
+    # the line says what the model cannot do: no "is attached", no size it is "shown at"
+    assert "PNG image, 2000×1000, 8 KB) is not shown: this assistant cannot see images; " in (
+        content
+    )
+    assert "saved in the workspace as attachments/" in content
+    assert "shown at" not in content and "is attached" not in content
 
 
 async def test_old_attachments_are_deleted_when_the_app_starts(

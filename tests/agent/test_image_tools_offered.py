@@ -1,7 +1,10 @@
 """``view_attachment`` is offered only to an agent that can see an image: an App on a real
 SQLite file, an OpenAI-compatible model on loopback, and the tool list of the request body
 it was sent, with attachments on or off, a model that is or is not sent images, a fallback
-chain, and a reload that turns attachments off."""
+chain, and a reload that turns attachments off. The lines about the images a message brings
+promise only what the agent can do: ``view_attachment`` is named only to an agent offered it
+(not left out by the agent's or the channel's ``excluded_tools``), and an agent that cannot
+see images is told so."""
 
 from __future__ import annotations
 
@@ -11,15 +14,22 @@ from typing import Any
 import pytest
 
 from bot.app import App
+from bot.attachments.ingest import MAX_IMAGES
+from bot.attachments.lines import SEPARATELY
 from bot.config import parse_settings
+from bot.envelope import Attachment
 from tests.agent.test_attachments_app import (
     KEY_ENV,
+    TELEGRAM,
     ask,
     channel,
+    image_urls,
     llm,
     message,
     settings_for,
+    texts,
 )
+from tests.attachments.images import encoded, noise
 from tests.fakes.channel import FileChannel
 from tests.fakes.openai_server import OpenAIFake
 
@@ -98,3 +108,60 @@ async def test_images_false_hides_it_and_a_reload_applies(
         app.reload(settings)
         await ask(app, llm, channel, message(3))
         assert "view_attachment" in offered(llm)
+
+
+def many_images() -> FileChannel:
+    """A channel whose user sends one image more than a message takes."""
+    files = {f"i{n}": encoded(noise(30, 30), "PNG") for n in range(MAX_IMAGES + 1)}
+    return FileChannel(TELEGRAM, files)
+
+
+def with_exclusion(settings: Any, where: str) -> Any:
+    """``settings`` with ``view_attachment`` taken away by the agent's or the channel's
+    ``excluded_tools``."""
+    if where == "agent":
+        agent = settings.agent.model_copy(update={"excluded_tools": ["view_attachment"]})
+        return settings.model_copy(update={"agent": agent})
+    raw = settings.model_dump(mode="json", exclude_unset=True)
+    raw["channels"]["telegram"]["main"]["excluded_tools"] = ["view_attachment"]
+    return parse_settings(raw, environ={KEY_ENV: "sk-test-not-a-real-key-000"})
+
+
+@pytest.mark.parametrize(
+    ("model", "excluded", "shown", "viewer"),
+    [
+        ("gpt-4o", None, MAX_IMAGES, True),
+        ("gpt-4o", "agent", MAX_IMAGES, False),
+        ("gpt-4o", "channel", MAX_IMAGES, False),
+        ("llama3.1:8b", None, 0, False),  # a text-only model
+    ],
+    ids=["offered", "agent-excludes", "channel-excludes", "text-only"],
+)
+async def test_the_lines_of_images_promise_only_what_the_agent_can_do(
+    llm: OpenAIFake,
+    tmp_path: Path,
+    model: str,
+    excluded: str | None,
+    shown: int,
+    viewer: bool,
+) -> None:
+    files = many_images()
+    settings = chain(llm, tmp_path, model)
+    if excluded is not None:
+        settings = with_exclusion(settings, excluded)
+    refs = [Attachment(kind="image", name=f"{ref}.png", ref=ref) for ref in files.files]
+    async with App(settings, channels={"telegram.main": files}) as app:
+        messages = await ask(app, llm, files, message(1, *refs))
+    assert len(image_urls(messages)) == shown
+    assert ("view_attachment" in offered(llm)) is viewer
+    content = texts(messages[-1]["content"])
+    lines = [line for line in content.split("\n\n") if line.startswith("[image ")]
+    assert len(lines) == MAX_IMAGES + 1
+    # view_attachment is named only to an agent that is offered it
+    assert ("view_attachment" in content) is viewer
+    if not shown:
+        assert all("is not shown: this assistant cannot see images" in line for line in lines)
+        return
+    [held] = [line for line in lines if "was not shown with this message" in line]
+    assert held.startswith(f"[image i{MAX_IMAGES}.png ")
+    assert (SEPARATELY in held) is not viewer

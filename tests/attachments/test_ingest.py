@@ -13,7 +13,7 @@ from PIL import Image
 
 from bot.attachments.images import MAX_LONG_SIDE
 from bot.attachments.ingest import MAX_IMAGES, AttachmentIngest
-from bot.attachments.lines import ELSEWHERE, PASTE, SMALLER
+from bot.attachments.lines import ELSEWHERE, PASTE, SEPARATELY, SMALLER, ImageSight
 from bot.config.attachments import AttachmentsConfig
 from bot.envelope import Attachment, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
 from bot.errors import AttachmentRefused
@@ -246,3 +246,37 @@ async def test_more_images_than_one_message_takes(store: Store, tmp_path: Path) 
     held = [line for line in message.content.split("\n\n") if "was not shown" in line]
     assert len(held) == 2 and "view_attachment shows it" in held[0]
     assert base64.b64encode(message.images[0].data)  # real bytes, in order
+
+
+@pytest.mark.parametrize(
+    ("sight", "shown", "later"),
+    [
+        (ImageSight(), MAX_IMAGES, "view_attachment shows it"),
+        (ImageSight(viewer=False), MAX_IMAGES, SEPARATELY),
+        (ImageSight(shown=False, viewer=False), 0, None),
+    ],
+    ids=["sees-and-views", "sees-only", "sees-nothing"],
+)
+async def test_image_lines_follow_what_the_agent_can_do(
+    store: Store, tmp_path: Path, sight: ImageSight, shown: int, later: str | None
+) -> None:
+    files = {f"i{n}": encoded(noise(40, 30), "PNG") for n in range(MAX_IMAGES + 1)}
+    message = await ingest(store, tmp_path).user_message(
+        turn(*(attached(ref, f"{ref}.png") for ref in files)), FileChannel(REF, files), sight
+    )
+    assert len(message.images) == shown
+    lines = message.content.split("\n\n")[1:]
+    assert len(lines) == MAX_IMAGES + 1
+    if later is None:
+        assert all(
+            "PNG image, 40×30, " in line
+            and "is not shown: this assistant cannot see images; saved in the workspace" in line
+            for line in lines
+        )
+        assert "view_attachment" not in message.content and "shown at" not in message.content
+    else:
+        [held] = [line for line in lines if "was not shown with this message" in line]
+        assert later in held
+        assert ("view_attachment" in message.content) is (later != SEPARATELY)
+    # each image is saved and recorded either way: the file tools can read it
+    assert len(await store.attachments.of_turn("t1")) == MAX_IMAGES + 1
