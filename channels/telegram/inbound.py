@@ -19,6 +19,13 @@
 
 Deleted messages cause no update at all (see :mod:`channels.telegram.adapter`).
 
+Envelopes carry no roles (:attr:`bot.envelope.Sender.roles` is empty): an update says
+nothing of its sender's status in the chat, and looking it up would cost a ``getChatMember``
+call per message. ``approver_roles`` (``administrator``, ``creator``) therefore count on
+approval cards only, where the tapper's status is looked up once per tap
+(:class:`~channels.telegram.card_answers.ApprovalTaps`); outside a card an approver is one
+listed by id.
+
 An update whose payload cannot be read is skipped; what the host raises propagates, so the
 update is not marked as done and comes again after a restart (an edit as well as a new
 message: the offset advances only after the host returned).
