@@ -12,6 +12,8 @@ The points, in the order a turn reaches them (docs/reliability.md):
   recorded;
 * ``after_tool`` — a tool ran, its result not recorded;
 * ``after_answer`` — the final answer is in history, its reply not yet recorded or sent;
+* ``after_record`` — a reply is recorded ``sending``, its request not yet made (a reply in
+  flight: recovery cannot tell whether it arrived where the platform cannot be asked);
 * ``after_send`` — the platform took the reply, the ledger does not know it yet;
 * ``after_mark`` — the reply is recorded ``sent`` and the inbox entry ``done``;
 * ``after_persist`` — a Slack event is stored, not yet acknowledged.
@@ -28,6 +30,7 @@ POINTS = (
     "after_model_call",
     "after_tool",
     "after_answer",
+    "after_record",
     "after_send",
     "after_mark",
     "after_persist",

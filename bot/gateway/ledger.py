@@ -124,6 +124,7 @@ class ReplyLedger:
                 # the reply still goes out: unrecorded is better than unsaid
                 log.exception("reply_record_failed")
                 recorded = False
+            crash_point("after_record")
         sent = await self._send(turn, text) if sends else None
         work = UnitOfWork()
         if recorded:

@@ -13,10 +13,17 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from bench.crash_tally import ANSWER, Tally, answered_tags, barrier_text, message_text
+from bench.crash_tally import (
+    ANSWER,
+    StoreReadout,
+    Tally,
+    answered_tags,
+    barrier_text,
+    message_text,
+)
 from tests.reliability.platform_drivers import PlatformDriver, SlackDriver, _Pushed, redeliver
 from tests.reliability.replica_rig import until
 
@@ -47,19 +54,32 @@ class Load:
             self.sent += 1
             await asyncio.sleep(gap_s)
 
-    async def settle(self, tally: Tally, timeout_s: float) -> bool:
+    async def settle(
+        self,
+        tally: Tally,
+        timeout_s: float,
+        *,
+        store: Callable[[], Awaitable[StoreReadout]] | None = None,
+    ) -> bool:
         """Every message answered or noticed, then each conversation's barrier answered
-        (module docstring); whether both happened within ``timeout_s`` each."""
+        (module docstring); whether both happened within ``timeout_s`` each. ``store``
+        reads the store (``Fleet.readout``): where a replica may die with a reply in flight,
+        a message whose reply recovery counted as delivered unconfirmed is settled too
+        (:meth:`Tally.settled`)."""
+        readout: StoreReadout | None = None
 
         async def wait(check: Callable[[], bool]) -> bool:
+            nonlocal readout
             deadline = asyncio.get_running_loop().time() + timeout_s
             while asyncio.get_running_loop().time() < deadline:
                 await redeliver(self.driver)
+                if store is not None:
+                    readout = await store()
                 if await until(check, 2.0):
                     return True
             return bool(check())
 
-        settled = await wait(lambda: tally.settled(self.driver))
+        settled = await wait(lambda: tally.settled(self.driver, readout))
         for conversation in range(self.conversations):
             await self.driver.send(conversation, barrier_text(conversation))
         closed = await wait(lambda: tally.barriers_answered(self.driver) >= self.conversations)

@@ -182,16 +182,20 @@ class Fleet:
         self.replicas[name] = replica
         return replica
 
-    async def start(self, name: str, *, ready: bool = True) -> Replica:
-        """Start a run of ``name`` (added if new); with ``ready``, wait for its READY."""
+    async def start(
+        self, name: str, *, ready: bool = True, env: Mapping[str, str] | None = None
+    ) -> Replica:
+        """Start a run of ``name`` (added if new); with ``ready``, wait for its READY.
+        ``env``: variables of this run only, over the fleet's (a crash point)."""
         replica = self.add(name)
+        run_env = {**self._env, **(env or {})}
         assert not replica.running, f"{name} is running"
         started: asyncio.Future[DaemonProcess] = asyncio.get_running_loop().create_future()
         release = asyncio.Event()
 
         async def hold() -> None:
             try:
-                async with start_daemon(replica.config, env=self._env) as daemon:
+                async with start_daemon(replica.config, env=run_env) as daemon:
                     started.set_result(daemon)
                     await release.wait()
             except BaseException as exc:
@@ -215,6 +219,10 @@ class Fleet:
         replica = self.replicas[name]
         replica.daemon.proc.kill()
         return await self._ended(replica)
+
+    async def exited(self, name: str) -> int:
+        """Wait for the replica's run to end by itself (a crash point); its exit status."""
+        return await self._ended(self.replicas[name])
 
     async def stop(self, name: str) -> int:
         """SIGTERM, and wait for the replica's exit status."""
