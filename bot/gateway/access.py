@@ -135,7 +135,7 @@ class AccessPolicy:
     async def _pair_from_chat(
         self, env: IngressEnvelope, cfg: ChannelCommon, code: str
     ) -> AccessDecision:
-        if env.sender.id not in cfg.approvers:
+        if not cfg.is_approver(env.sender):
             if not _allowed_user(cfg, env.sender.id):
                 # a stranger's "/pair" is an ordinary message from a stranger
                 if env.is_direct:

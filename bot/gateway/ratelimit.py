@@ -115,7 +115,7 @@ class RateLimits:
         if not self._config.exempt_approvers:
             return False
         cfg = self._channel_settings(envelope)
-        return cfg is not None and envelope.sender.id in cfg.approvers
+        return cfg is not None and cfg.is_approver(envelope.sender)
 
     def _take(self, envelope: IngressEnvelope, now: float) -> _Refusal | None:
         """One token from each active bucket of the message, or none and the refusal."""

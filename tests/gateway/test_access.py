@@ -33,12 +33,13 @@ def envelope(
     is_bot: bool = False,
     text: str = "hello",
     channel: ChannelRef = TG,
+    roles: tuple[str, ...] = (),
 ) -> IngressEnvelope:
     return IngressEnvelope(
         channel=channel,
         message_id="1",
         conversation_id=conversation,
-        sender=Sender(id=sender, display_name=sender.title(), is_bot=is_bot),
+        sender=Sender(id=sender, display_name=sender.title(), is_bot=is_bot, roles=roles),
         text=text,
         reply_target=DeliveryTarget(channel=channel, conversation_id=conversation),
         is_direct=direct,
@@ -180,6 +181,18 @@ async def test_pairing_approved_in_chat_by_an_approver(store: Store) -> None:
     assert by_admin.reply is not None and by_admin.reply.startswith("Paired Eve (eve)")
     assert await store.pairings.is_paired(str(TG), "eve")
     assert (await policy.check(envelope(direct=True, sender="eve"))).allowed
+
+
+async def test_pairing_approved_in_chat_by_a_holder_of_an_approver_role(store: Store) -> None:
+    # the roles the platform gave with the message count, as on a card
+    cfg = channels(dm_policy="pairing", approvers=[], approver_roles=["ops"])
+    policy = AccessPolicy(cfg, store, clock=Clock())
+    code = _code((await policy.check(envelope(direct=True, sender="eve"))).reply)
+    claimed = await policy.check(envelope(sender="alice", text=f"@bot /pair {code}"))
+    assert (claimed.allowed, claimed.reply) == (False, PAIR_NOT_AUTHORISED)
+    by_role = await policy.check(envelope(sender="bob", roles=("ops",), text=f"@bot /pair {code}"))
+    assert by_role.reply is not None and by_role.reply.startswith("Paired Eve (eve)")
+    assert await store.pairings.is_paired(str(TG), "eve")
 
 
 async def test_pairing_code_expires_and_is_rate_limited(store: Store) -> None:

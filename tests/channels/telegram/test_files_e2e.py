@@ -224,7 +224,11 @@ async def test_a_file_url_off_the_bot_api_server_is_not_fetched_and_the_model_is
     item = document("CSV2", "sales.csv", "text/csv", len(CSV))
     [turn] = await asked_with(tg, llm, settings_for(tg, llm, tmp_path), [{"document": item}])
     text = text_of(turn)
-    assert "sales.csv was not downloaded: its address is not on the Bot API server" in text
+    assert (
+        "[attachment sales.csv (36 bytes) was not read: it was not downloaded: its address is"
+        " not on the Bot API server" in text
+    )
+    assert text.count("sales.csv") == 1
     assert "north,1200" not in text and tg.file_store.downloads == []
 
 
