@@ -18,7 +18,9 @@ at the fake), each replica's CPU (``/proc/<pid>/stat``) per turn it answered, al
 CPU per turn, and the PostgreSQL server's CPU per turn (its processes'), since SQLite does
 the same work inside the daemon. The medians of the rounds are printed per configuration,
 after what each replica spends idle (CPU ms per second with no message). ``--db-stats``
-adds PostgreSQL's commits and table scans and writes per turn; ``--py-spy DIR`` records each
+adds PostgreSQL's commits and table scans and writes per turn; ``--statements`` has the
+server log every statement (``log_statement = all``) and prints the statements per turn, by
+kind (the log's own cost shows in the server's CPU: measure it apart); ``--py-spy DIR`` records each
 replica during the measured rounds (``py-spy record``, collapsed stacks; ``PY_SPY`` names the
 program when it is not on the path).
 
@@ -30,6 +32,9 @@ before the next kill (the new holder is killed then).
 
     python bench/replicas.py [--conversations 300] [--rounds 3] [--replicas 1 2 3]
                              [--takeovers 3] [--tool] [--lease-ttl S --heartbeat S]
+                             [--statements] [--db-stats] [--py-spy DIR]
+
+The daemons run the ``[replicas]`` defaults, as a deployment does.
 
 Targets (a 2-core machine shared by PostgreSQL, the fakes and the load): daemon CPU per turn
 on PostgreSQL within 25 % of SQLite's; two replicas' turns/s at least 1.3x one replica's;

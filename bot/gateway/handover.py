@@ -18,10 +18,12 @@ its in-memory queues and never builds this. The rules:
 * **The owner claims what waits.** On a wake-up (its own admission, a notification, a sweep)
   the owner claims the session's waiting entries (one conditional update setting their
   ``replica_id`` where nobody had, while the session's owner row names it) and queues them in
-  inbox order. Just before a turn runs
-  its entry is taken once more (``received`` and claimed by this replica or nobody): one
-  deleted meanwhile, or claimed by another replica, is dropped, an edited one runs as it
-  reads now. So an entry never runs twice, even when a replica taken for dead still runs.
+  inbox order. A session it has just taken free with nothing else waiting needs no claim:
+  the message it admitted is queued at once (nobody else claims in a session it owns).
+  Just before a turn runs its entry is taken once more (``received`` and claimed by this
+  replica or nobody): one deleted meanwhile, or claimed by another replica, is dropped, an
+  edited one runs as it reads now. So an entry never runs twice, even when a replica taken
+  for dead still runs.
 * **The sweep** (every :data:`SWEEP_S`, and at start-up) reads every unsettled inbox entry
   with its session's owner: a notification that was lost is made up for; a session whose
   owner is gone is taken over. Taking a session over (at a sweep, or by the admission that
