@@ -13,7 +13,10 @@ connections (other replicas), then lets every envelope this socket received go t
 listeners (stored, and acknowledged while the socket was still open) before the SDK's tasks
 are cancelled: the SDK's own ``close`` would drop the envelopes it had received and not yet
 dispatched, and cut off listeners half-way, leaving events for Slack to send again seconds
-later, after newer messages of the same conversation that reached other replicas.
+later, after newer messages of the same conversation that reached other replicas. The close
+itself reads on until Slack's Close, so that an event Slack sent as the socket closed is
+stored too (:mod:`channels.slack.closing`); when Slack does not answer the Close within
+:data:`CLOSE_ANSWER_S`, the connection is dropped.
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ from typing import cast
 
 import aiohttp
 import structlog
-from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.app.async_app import AsyncApp
 from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
 
@@ -33,6 +35,7 @@ from bot.backoff import Backoff, BackoffPolicy, sleep_before_retry
 from bot.channel import HealthState
 from bot.errors import ChannelAuthError, ChannelError
 from channels.slack.api import SlackCallFailed, SlackWebApi
+from channels.slack.closing import ClosingSocketHandler
 from channels.slack.stopping import finish_while_stopping
 
 log = structlog.get_logger(__name__)
@@ -42,6 +45,9 @@ log = structlog.get_logger(__name__)
 CLOSE_LIMIT_S = 4.0
 #: How long a stop waits for a moment with no envelope in hand before it closes the socket.
 QUIET_WAIT_S = 1.0
+#: How long a stop reads on after its Close frame, for Slack's Close (Slack answers at once;
+#: what it sent before is stored meanwhile).
+CLOSE_ANSWER_S = 1.5
 
 HealthSetter = Callable[[HealthState, str], None]
 
@@ -78,7 +84,7 @@ class SocketSession:
         self._listening: set[asyncio.Task[object]] = set()
 
     async def run(self) -> None:
-        handler = AsyncSocketModeHandler(
+        handler = ClosingSocketHandler(
             self._app,
             self._app_token,
             web_client=self._api.client,
@@ -97,7 +103,7 @@ class SocketSession:
                 self._close(handler), limit_s=CLOSE_LIMIT_S, what="slack socket close"
             )
 
-    async def _close(self, handler: AsyncSocketModeHandler) -> None:
+    async def _close(self, handler: ClosingSocketHandler) -> None:
         """Close the socket, let what it received reach the listeners and their end, then
         end the SDK's tasks (module docstring)."""
         client = handler.client
@@ -106,21 +112,40 @@ class SocketSession:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(QUIET_WAIT_S):
                     await self._settled(client)
-            session = client.current_session
-            if session is not None and not session.closed:
-                await session.close()
+            self._dropped.clear()
+            session = await handler.begin_close()
+            if session is not None:
+                await self._answered(session)
+            if client.message_receiver is not None:
+                client.message_receiver.cancel()  # Slack's Close came, or is not waited for
             await self._settled(client)
         finally:
             await _untyped_call(handler.close_async)
         log.info("slack_socket_closed")
 
+    async def _answered(self, session: aiohttp.ClientWebSocketResponse) -> None:
+        """Wait, at most :data:`CLOSE_ANSWER_S`, for the server's Close (the SDK's receive
+        loop reads it, and everything sent before it, and tells :meth:`_on_close`)."""
+        try:
+            async with asyncio.timeout(CLOSE_ANSWER_S):
+                if not session.closed:
+                    await self._dropped.wait()
+        except TimeoutError:
+            log.info("slack_socket_close_unanswered", waited_s=CLOSE_ANSWER_S)
+
     async def _settled(self, client: AsyncBaseSocketModeClient) -> None:
         """Return once every envelope received so far went through its listeners."""
-        while not client.message_queue.empty() or self._listening:
+        while True:
             if self._listening:
                 await asyncio.wait(set(self._listening))
-            else:
+            elif not client.message_queue.empty():
                 await asyncio.sleep(0.01)  # the SDK's processor dispatches the next one
+            else:
+                # the processor may have just taken the last one: the task it made for it
+                # runs its first step (registering it in _listening) before this resumes
+                await asyncio.sleep(0)
+                if not self._listening and client.message_queue.empty():
+                    return
 
     async def _on_message(
         self, client: AsyncBaseSocketModeClient, message: dict[str, object], raw: str | None
@@ -135,7 +160,7 @@ class SocketSession:
     async def _on_close(self, message: aiohttp.WSMessage) -> None:
         self._dropped.set()
 
-    async def _supervise(self, handler: AsyncSocketModeHandler) -> None:
+    async def _supervise(self, handler: ClosingSocketHandler) -> None:
         connected_once = False
         while True:
             try:
@@ -159,7 +184,7 @@ class SocketSession:
             log.warning("slack_socket_dropped")
             await sleep_before_retry(self._backoff.next_delay())
 
-    async def _connect(self, handler: AsyncSocketModeHandler) -> None:
+    async def _connect(self, handler: ClosingSocketHandler) -> None:
         self._hello.clear()
         self._dropped.clear()
         url = await self._api.open_socket_url(self._app_token)
@@ -170,7 +195,7 @@ class SocketSession:
                 await _untyped_call(handler.connect_async)
             await self._hello.wait()
 
-    async def _wait_dropped(self, handler: AsyncSocketModeHandler) -> None:
+    async def _wait_dropped(self, handler: ClosingSocketHandler) -> None:
         """Return once the connection is gone (and not merely being refreshed by the SDK)."""
         client = handler.client
         while True:

@@ -33,6 +33,11 @@ hands it a socket URL of its own, and :meth:`FakeSlack.push` with ``to=`` sends 
 over that client's socket, as Slack spreads events over an app's connections. Without
 ``to``, an envelope goes over the socket connected last.
 
+A client's Close frame is answered with the fake's own Close, as Slack does; envelopes given
+to :meth:`FakeSlack.send_after_client_close` are sent in between (Slack had them on the wire
+as the client closed), and with :attr:`FakeSlack.answer_close` off the Close goes unanswered
+until the client drops the connection.
+
 Also here: payload builders for events and clicks, and request signing for HTTP mode.
 """
 
@@ -112,6 +117,11 @@ class FakeSlack:
         self._view_ids = itertools.count(1)
         self._limits: dict[str, list[int]] = {}
         self._ts = itertools.count(1)
+        #: False: a client's Close frame goes unanswered (until the client drops the socket)
+        self.answer_close = True
+        #: envelope ids sent after a client's Close frame, before the fake's own Close
+        self.sent_after_close: list[str] = []
+        self._after_close: list[tuple[str | None, str, str, JSON]] = []
         self._socket: web.WebSocketResponse | None = None
         #: the open socket of each named client (api_base_url_for), by name
         self._sockets: dict[str, web.WebSocketResponse] = {}
@@ -199,18 +209,15 @@ class FakeSlack:
             if socket is None or socket.closed:
                 raise ConnectionError(f"no socket of client {to!r} is open")
         envelope_id = uuid.uuid4().hex
-        await socket.send_str(
-            json.dumps(
-                {
-                    "envelope_id": envelope_id,
-                    "type": kind,
-                    "accepts_response_payload": kind != "events_api",
-                    "retry_attempt": retry_attempt,
-                    "retry_reason": "timeout" if retry_attempt else "",
-                    "payload": payload,
-                }
-            )
-        )
+        await socket.send_str(_envelope(envelope_id, kind, payload, retry_attempt))
+        return envelope_id
+
+    def send_after_client_close(self, kind: str, payload: JSON, *, to: str | None = None) -> str:
+        """Send one envelope over a socket (the socket of the client named ``to``, or any)
+        once its client's Close frame arrived, before the fake's own Close; returns its
+        ``envelope_id`` (listed in :attr:`sent_after_close` once sent)."""
+        envelope_id = uuid.uuid4().hex
+        self._after_close.append((to, envelope_id, kind, payload))
         return envelope_id
 
     async def wait_ack(self, envelope_id: str, wait_s: float = 3.0) -> JSON:
@@ -315,7 +322,7 @@ class FakeSlack:
     # -- the socket ----------------------------------------------------------------------------
 
     async def _ws(self, request: web.Request) -> web.WebSocketResponse:
-        ws = web.WebSocketResponse(autoping=True)
+        ws = web.WebSocketResponse(autoping=True, autoclose=False)
         await ws.prepare(request)
         self._socket = ws
         client = request.match_info.get("client")
@@ -333,12 +340,32 @@ class FakeSlack:
                     async with self._changed:
                         self.acks[str(data["envelope_id"])] = data
                         self._changed.notify_all()
+        if not ws.closed and ws.close_code is not None:
+            await self._answer_client_close(request, ws, client)
         if client is not None and self._sockets.get(client) is ws:
             del self._sockets[client]
         async with self._changed:
             self.disconnections += 1
             self._changed.notify_all()
         return ws
+
+    async def _answer_client_close(
+        self, request: web.Request, ws: web.WebSocketResponse, client: str | None
+    ) -> None:
+        """The client sent its Close: send what was to follow it, then the fake's Close
+        (unless :attr:`answer_close` is off: then wait until the client drops the socket)."""
+        for entry in list(self._after_close):
+            to, envelope_id, kind, payload = entry
+            if to is None or to == client:
+                self._after_close.remove(entry)
+                await ws.send_str(_envelope(envelope_id, kind, payload, 0))
+                self.sent_after_close.append(envelope_id)
+        if not self.answer_close:
+            async with asyncio.timeout(60):
+                # aiohttp tells a handler nothing of a dropped connection while closing: polled
+                while request.transport is not None and not request.transport.is_closing():  # noqa: ASYNC110
+                    await asyncio.sleep(0.02)
+        await ws.close()
 
     # -- the Web API ---------------------------------------------------------------------------
 
@@ -545,6 +572,19 @@ class FakeSlack:
 
 
 # -- payload builders ------------------------------------------------------------------------------
+
+
+def _envelope(envelope_id: str, kind: str, payload: JSON, retry_attempt: int) -> str:
+    return json.dumps(
+        {
+            "envelope_id": envelope_id,
+            "type": kind,
+            "accepts_response_payload": kind != "events_api",
+            "retry_attempt": retry_attempt,
+            "retry_reason": "timeout" if retry_attempt else "",
+            "payload": payload,
+        }
+    )
 
 
 def person(user_id: str, display_name: str) -> JSON:
