@@ -150,7 +150,8 @@ async def test_a_stop_reaching_another_replica_stops_the_turn_where_it_runs(
     replicas: Replicas,
 ) -> None:
     never = asyncio.Event()
-    a = await replicas.start("a", holds={"m1": never})
+    # m4 is held too: the slash command below must find it running
+    a = await replicas.start("a", holds={"m1": never, "m4": never})
     b = await replicas.start("b")
     await a.deliver(message("m1 first", "1"))
     await reached(a, "m1")
