@@ -8,9 +8,9 @@ logs show it, without credentials or options.
 Every connection of the pool is set up alike (:func:`_setup`): PostgreSQL's ``numeric``
 (what ``SUM`` of an integer column answers) comes back as an ``int`` when it is whole and a
 ``float`` otherwise, as SQLite answers; a lock waited on longer than :data:`LOCK_TIMEOUT_MS`
-fails as :class:`~bot.errors.StorageBusy` (SQLite's busy timeout). The pool is the engine's
-own (:mod:`~bot.store.postgres.pool`): a connection handed back is not reset with a round
-trip (the engine leaves no session state on it), and one still in a transaction is cut.
+fails as :class:`~bot.errors.StorageBusy` (SQLite's busy timeout); a connection handed back
+is only rolled back if a transaction is still open, not reset with a round trip (the engine
+leaves no other session state on it).
 
 Nothing waits on the server for ever: opening a connection gives up after ``[storage]
 connect_timeout_s``, a statement after ``[storage] command_timeout_s`` (a server that stopped
@@ -22,11 +22,10 @@ long as it takes, and a large table's new index may take longer than a turn's st
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlsplit
 
 import asyncpg
-
-from bot.store.postgres.pool import Pool
 
 LOCK_TIMEOUT_MS = 5000
 """How long a statement waits for a lock (a row, or the interactive transactions' lock)
@@ -35,9 +34,6 @@ before failing as busy: SQLite's ``busy_timeout``."""
 STATEMENT_CACHE_SIZE = 512
 """Prepared statements each connection keeps (asyncpg's default is 100; the repositories
 write a few hundred distinct statements, each prepared once per connection)."""
-
-IDLE_LIFETIME_S = 300.0
-"""How long a connection may sit idle in the pool before it is closed."""
 
 SCHEMES = ("postgresql", "postgres")
 
@@ -73,6 +69,11 @@ async def _setup(conn: asyncpg.Connection) -> None:
     )
 
 
+async def _reset(conn: asyncpg.Connection) -> None:
+    if conn.is_in_transaction():
+        await conn.execute("ROLLBACK")
+
+
 def _server_settings() -> dict[str, str]:
     return {"application_name": "hatchway", "lock_timeout": str(LOCK_TIMEOUT_MS)}
 
@@ -84,29 +85,26 @@ async def create_pool(
     size: int,
     connect_timeout_s: float,
     command_timeout_s: float | None = None,
-) -> Pool:
+) -> asyncpg.Pool:
     """A pool of at most ``size`` connections to ``url`` (one opened now, so a server that
     cannot be reached fails here); each statement fails after ``command_timeout_s`` (None:
     never)."""
-
-    async def connect() -> asyncpg.Connection:
-        conn: asyncpg.Connection = await asyncpg.connect(
-            url,
-            password=password,
-            timeout=connect_timeout_s,
-            command_timeout=command_timeout_s,
-            statement_cache_size=STATEMENT_CACHE_SIZE,
-            server_settings=_server_settings(),
-        )
-        try:
-            await _setup(conn)
-        except BaseException:
-            conn.terminate()
-            raise
-        return conn
-
-    pool = Pool(connect, size=size, idle_lifetime_s=IDLE_LIFETIME_S)
-    pool.release(await pool.acquire())
+    options: dict[str, Any] = {
+        "password": password,
+        "timeout": connect_timeout_s,
+        "command_timeout": command_timeout_s,
+        "statement_cache_size": STATEMENT_CACHE_SIZE,
+        "server_settings": _server_settings(),
+    }
+    pool: asyncpg.Pool = await asyncpg.create_pool(
+        url,
+        min_size=1,
+        max_size=size,
+        init=_setup,
+        reset=_reset,
+        max_inactive_connection_lifetime=300.0,
+        **options,
+    )
     return pool
 
 

@@ -30,20 +30,19 @@ cancel request, which a hung server does not answer either.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar, cast, overload
 
 import asyncpg
 
-from bot.errors import StorageError
+from bot.errors import StorageError, StorageUnavailable
 from bot.store.engine import Compaction, settle
 from bot.store.postgres import schema
 from bot.store.postgres.connection import connect_unbounded, create_pool, describe
-from bot.store.postgres.errors import EngineError, mapped, storage_error
+from bot.store.postgres.errors import mapped, storage_error
 from bot.store.postgres.memory_search import memory_search
 from bot.store.postgres.placeholders import numbered
-from bot.store.postgres.pool import Pool
 from bot.store.postgres.transaction import Transaction
 from bot.store.statements import Params, Read, Row, Write
 
@@ -56,10 +55,32 @@ CLOSE_TIMEOUT_S = 10.0
 """How long closing waits for connections still in use before it cuts them."""
 
 
+class _OneLineWhileUnreachable(logging.Filter):
+    """asyncpg's pool reopens the connection it keeps at least (every 1, 2, 4 … 60 s while
+    the server is down) and logs each failed attempt with a traceback: a server that cannot
+    be reached is one line each time, the error in it; any other failure keeps its
+    traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None and isinstance(storage_error(exc, "pool"), StorageUnavailable):
+            record.msg = f"{record.getMessage()} (database unreachable: {exc})"
+            record.args = None
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+def _quiet_pool_reconnects() -> None:
+    pool_log = logging.getLogger("asyncpg.pool")
+    if not any(isinstance(f, _OneLineWhileUnreachable) for f in pool_log.filters):
+        pool_log.addFilter(_OneLineWhileUnreachable())
+
+
 class Database:
     """A PostgreSQL database. Use :meth:`open` and :meth:`aclose` (or ``async with``)."""
 
-    def __init__(self, url: str, pool: Pool, server_version: int) -> None:
+    def __init__(self, url: str, pool: asyncpg.Pool, server_version: int) -> None:
         self._description = describe(url)
         self._pool = pool
         self._closed = False
@@ -87,6 +108,7 @@ class Database:
         connection of their own without ``command_timeout_s``. StorageError when it cannot
         (StorageUnavailable when the server cannot be reached or does not answer)."""
         description = describe(url)
+        _quiet_pool_reconnects()
         async with mapped(f"cannot open database {description}"):
             pool = await create_pool(
                 url,
@@ -97,8 +119,7 @@ class Database:
             )
         try:
             async with mapped(f"cannot prepare database {description}"):
-                conn = await pool.acquire()
-                try:
+                async with pool.acquire() as conn:
                     version = conn.get_server_version().major
                     if version < MIN_SERVER_VERSION:
                         raise StorageError(
@@ -107,8 +128,6 @@ class Database:
                         )
                     # a schema as new as this release's is only read: no other connection
                     pending = migrate and await schema.schema_version(conn) != _latest()
-                finally:
-                    pool.release(conn)
                 if pending:
                     await _migrate(url, password=password, connect_timeout_s=connect_timeout_s)
         except BaseException:
@@ -230,9 +249,10 @@ class Database:
         if self._closed:
             return
         self._closed = True
-        with contextlib.suppress(TimeoutError, asyncpg.InterfaceError, OSError):
+        try:
             await asyncio.wait_for(self._pool.close(), CLOSE_TIMEOUT_S)
-        self._pool.terminate()  # what is still open after the wait
+        except (TimeoutError, asyncpg.InterfaceError, OSError):
+            self._pool.terminate()
 
     async def __aenter__(self) -> Database:
         return self
@@ -252,22 +272,14 @@ class Database:
     async def _on_connection(
         self, work: Callable[[asyncpg.Connection], Awaitable[T]], context: str
     ) -> T:
-        # the hot path of every unit: plain try blocks rather than context managers
-        try:
-            conn = await self._pool.acquire()
-        except EngineError as exc:
-            raise storage_error(exc, context) from exc
-        try:
-            return await work(conn)
-        except (TimeoutError, asyncpg.exceptions.InternalClientError) as exc:
-            # no answer within command_timeout_s, or a state the driver lost track
-            # of: closed, not handed back (module docstring)
-            conn.terminate()
-            raise storage_error(exc, context) from exc
-        except EngineError as exc:
-            raise storage_error(exc, context) from exc
-        finally:
-            self._pool.release(conn)
+        async with mapped(context), self._pool.acquire() as conn:
+            try:
+                return await work(conn)
+            except (TimeoutError, asyncpg.exceptions.InternalClientError):
+                # no answer within command_timeout_s, or a state the driver lost track
+                # of: closed, not handed back (module docstring)
+                conn.terminate()
+                raise
 
     async def _acquire(self) -> asyncpg.Connection:
         async with mapped(f"cannot reach database {self._description}"):
@@ -275,7 +287,10 @@ class Database:
         return conn
 
     async def _release(self, conn: asyncpg.Connection) -> None:
-        self._pool.release(conn)
+        try:
+            await self._pool.release(conn)
+        except (asyncpg.InterfaceError, asyncpg.PostgresError, OSError):
+            conn.terminate()
 
     def _check_open(self) -> None:
         if self._closed:
