@@ -21,7 +21,8 @@ from tests.fakes.scripted_provider import ScriptedProvider, reply
 from tests.reliability.test_storage_faults import locked, settings_for, wait_event
 from tests.test_console import Terminal
 
-pytestmark = pytest.mark.slow
+# waits out SQLite's busy timeout more than once: .ci/run's second stage
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 
 async def test_a_turn_whose_last_write_failed_is_settled_without_a_restart(

@@ -92,6 +92,7 @@ def check_database(db: Path) -> list[str]:
         return [s for (s,) in conn.execute("SELECT status FROM inbox ORDER BY id")]
 
 
+@pytest.mark.long  # waits out SQLite's busy timeout: .ci/run's second stage
 async def test_message_arriving_while_the_database_is_locked_is_not_lost(
     tmp_path: Path,
 ) -> None:
@@ -113,6 +114,7 @@ async def test_message_arriving_while_the_database_is_locked_is_not_lost(
     assert "answer to first" in screen or FAILURE_MESSAGE in screen
 
 
+@pytest.mark.long  # waits out SQLite's busy timeout: .ci/run's second stage
 async def test_database_locked_mid_turn_fails_that_turn_cleanly_and_recovers(
     tmp_path: Path,
 ) -> None:
