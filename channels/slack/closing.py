@@ -1,20 +1,20 @@
 """Closing the Socket Mode connection without dropping what Slack sent in the meantime.
 
 aiohttp's ``ClientWebSocketResponse.close()`` sends the Close frame, then reads until the
-server's Close and discards the data frames in between. Slack may have put an event on the
-wire at that very moment: discarded unread, it comes again only after Slack's 3 second ack
-limit, over another connection, by which time a newer message of its conversation may have
-reached another replica and been answered first. RFC 6455 (section 5.5.1) lets an endpoint
-that sent its Close go on processing data until the peer's Close arrives, so the stop here sends the
-Close frame itself (:meth:`ClosingSocketHandler.begin_close`) and leaves the SDK's receive
-loop reading: every envelope that arrives before Slack's Close goes through the listeners, and
-a message event is stored like any other, in the order it came.
+server's Close and discards the data frames in between. Slack may have put an event on the wire
+at that very moment: discarded unread, it comes again only after Slack's 3 second ack limit,
+over another connection, by which time a newer message of its conversation may have reached
+another replica and been answered first. RFC 6455 (section 5.5.1) lets an endpoint that sent
+its Close go on processing data until the peer's Close arrives, so the stop here sends the
+Close frame itself (:meth:`ClosingSocketHandler.begin_close`) and leaves the SDK's receive loop
+reading: every envelope that arrives before Slack's Close goes through the listeners, and a
+message event is stored like any other, in the order it came.
 
 Its ack is withheld: no data frame may follow a Close frame (and the peer discards one that
-does), so Slack sends the
-event again (over another connection) and the inbox drops that copy as a redelivery, while
-the copy stored here keeps the event's place. An ack that cannot be sent because the
-connection went away is logged, not raised into the SDK (which would log a traceback).
+does), so Slack sends the event again (over another connection) and the inbox drops that copy
+as a redelivery, while the copy stored here keeps the event's place. An ack that cannot be sent
+because the connection went away is logged, not raised into the SDK (which would log a
+traceback).
 """
 
 from __future__ import annotations
