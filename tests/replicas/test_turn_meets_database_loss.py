@@ -16,15 +16,11 @@ Waits are conditions with generous timeouts; nothing here measures how long anyt
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 
 from bot.app import App
-from bot.config import parse_settings
 from bot.gateway import SHUTDOWN_MESSAGE
 from bot.gateway.recovery import INTERRUPTED_BY_OUTAGE, OUTAGE_MESSAGE
 from bot.gateway.sending import FAILURE_MESSAGE
@@ -34,59 +30,9 @@ from bot.store import InboxKey, InboxStatus
 from tests.fakes.db_link import DatabaseLink
 from tests.fakes.scripted_provider import ScriptedProvider, reply
 from tests.fakes.telegram_server import FakeTelegram, message, private_chat, user
-from tests.fakes.telegram_setup import REQUESTER, TOKEN
+from tests.fakes.telegram_setup import REQUESTER
+from tests.replicas.telegram_rig import settings, through
 from tests.replicas.waiting import eventually, eventually_async
-
-
-def settings(tg: FakeTelegram, url: str, state: Path) -> Any:
-    state.mkdir()
-    return parse_settings(
-        {
-            "state_dir": str(state),
-            "storage": {
-                "url": url,
-                "pool_size": 4,
-                "command_timeout_s": 1.0,
-                "connect_timeout_s": 1.0,
-            },
-            "replicas": {"heartbeat_s": 0.1, "lease_ttl_s": 1.0, "max_clock_skew_s": 0.3},
-            "channels": {
-                "telegram": {
-                    "main": {
-                        "api_base_url": tg.base_url_for("A"),
-                        "file_base_url": tg.file_base_url,
-                        "poll_timeout_s": 1,
-                        "reconnect_initial_s": 0.01,
-                        "reconnect_max_s": 0.2,
-                        "allowed_users": [str(REQUESTER)],
-                    }
-                }
-            },
-        },
-        environ={},
-        require_provider=False,
-    )
-
-
-@pytest.fixture
-async def tg(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeTelegram]:
-    monkeypatch.setenv("HATCHWAY_TELEGRAM_TOKEN", TOKEN)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    async with FakeTelegram(TOKEN) as fake:
-        yield fake
-
-
-@pytest.fixture
-async def link(pg_url: str) -> AsyncIterator[DatabaseLink]:
-    parts = urlsplit(pg_url)
-    assert parts.hostname is not None and parts.port is not None
-    async with DatabaseLink(parts.hostname, parts.port) as opened:
-        yield opened
-
-
-def through(url: str, port: int) -> str:
-    parts = urlsplit(url)
-    return parts._replace(netloc=f"{parts.username}@127.0.0.1:{port}").geturl()
 
 
 class HeldModel:
@@ -121,7 +67,14 @@ async def test_a_turn_that_meets_the_database_gone_is_settled_once_it_is_back(
 ) -> None:
     model = HeldModel()
     app = App(
-        settings(tg, through(pg_url, link.port), tmp_path / "a"),
+        settings(
+            tg,
+            through(pg_url, link.port),
+            "A",
+            tmp_path / "a",
+            command_timeout_s=1.0,
+            connect_timeout_s=1.0,
+        ),
         provider=ScriptedProvider([model.held, model.echo, model.echo]),
     )
     async with app:
