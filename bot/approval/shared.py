@@ -27,12 +27,11 @@ from collections.abc import Awaitable, Callable, Sequence
 import structlog
 
 from bot.approval.reasons import RuntimeReason
-from bot.backoff import cancel_requested
 from bot.errors import StorageError
 from bot.store import Store
 from bot.store.approvals import ApprovalRecord
 from bot.store.liveness import Liveness
-from bot.store.outage import OutageLog
+from bot.store.outage import repeat
 
 log = structlog.get_logger(__name__)
 
@@ -88,18 +87,6 @@ class SharedApprovals:
             await asyncio.Event().wait()
         await self._store.signals.listen(APPROVALS, wake)
         try:
-            outage = OutageLog("approval_sweep")
-            while True:
-                await asyncio.sleep(SWEEP_S)
-                try:
-                    await expire_gone()
-                except Exception as exc:
-                    if cancel_requested():
-                        raise asyncio.CancelledError from exc
-                    # Boundary: a failed sweep is tried again at the next one (an outage
-                    # is one line until it is back).
-                    outage.failed(exc)
-                else:
-                    outage.succeeded()
+            await repeat("approval_sweep", expire_gone, lambda: SWEEP_S)
         finally:
             await self._store.signals.unlisten(APPROVALS, wake)

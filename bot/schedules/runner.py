@@ -33,7 +33,6 @@ their own clock.
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import time
 from collections.abc import Awaitable, Callable
@@ -41,13 +40,12 @@ from datetime import UTC, datetime
 
 import structlog
 
-from bot.backoff import cancel_requested
 from bot.config import SchedulesConfig
 from bot.envelope import Capabilities, IngressEnvelope, Sender
 from bot.schedules.book import ScheduleBook
 from bot.schedules.job import DeliveryMode, ScheduledJob, ScheduleError
 from bot.schedules.recurrence import next_run
-from bot.store.outage import OutageLog
+from bot.store.outage import repeat
 
 log = structlog.get_logger(__name__)
 
@@ -125,19 +123,9 @@ class ScheduleRunner:
     async def run(self) -> None:
         """Tick every ``tick_s`` until cancelled. A failing tick is logged, never fatal."""
         log.info("scheduler_started", missed_run_policy=self._settings.missed_run_policy)
-        outage = OutageLog("scheduler_tick")
-        while True:
-            try:
-                await self.tick()
-            except Exception as exc:
-                if cancel_requested():
-                    raise asyncio.CancelledError from exc  # a stop, not a bad tick
-                # Boundary: the scheduler survives a bad tick (e.g. the database is busy;
-                # one that cannot be reached is one line until it is back).
-                outage.failed(exc)
-            else:
-                outage.succeeded()
-            await asyncio.sleep(self._settings.tick_s)
+        # the scheduler survives a bad tick (e.g. the database is busy; one that cannot be
+        # reached is one line until it is back)
+        await repeat("scheduler_tick", self.tick, lambda: self._settings.tick_s, wait_first=False)
 
     async def tick(self) -> int:
         """Handle every job due now; returns how many occurrences were delivered."""

@@ -6,16 +6,18 @@ that matters. :class:`OutageLog` says it once, as a warning naming the task and 
 (``<task>_paused``), then nothing more but a reminder every :data:`REMIND_S` while it lasts,
 and one info line (``<task>_resumed``, with how long) at the task's first success after it.
 Any other failure is a bug or a fault of its own and keeps its traceback (``<task>_failed``),
-every time.
+every time. :func:`repeat` is the loop such a task runs, with its :class:`OutageLog`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import structlog
 
+from bot.backoff import cancel_requested
 from bot.errors import StorageUnavailable
 
 log = structlog.get_logger(__name__)
@@ -66,3 +68,32 @@ class OutageLog:
             down_s = self._clock() - self._since
             self._since = None
             log.info(f"{self._task}_resumed", down_s=round(down_s, 1))
+
+
+async def repeat(
+    task: str,
+    step: Callable[[], Awaitable[object]],
+    every_s: Callable[[], float],
+    *,
+    wait_first: bool = True,
+) -> None:
+    """Run ``step`` every ``every_s()`` seconds (read again each time: a reload may change
+    it) until cancelled, waiting before each try (``wait_first``) or after it. A failed try
+    is logged by an :class:`OutageLog` named ``task`` and tried again at the next one; a
+    stop that a library turned into an error is a stop."""
+    outage = OutageLog(task)
+    while True:
+        if wait_first:
+            await asyncio.sleep(every_s())
+        try:
+            await step()
+        except Exception as exc:
+            if cancel_requested():
+                raise asyncio.CancelledError from exc
+            # Boundary: a failed try is tried again at the next one (an outage is one line
+            # until it is over, anything else a traceback).
+            outage.failed(exc)
+        else:
+            outage.succeeded()
+        if not wait_first:
+            await asyncio.sleep(every_s())

@@ -4,10 +4,13 @@ traceback every time."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+
 import structlog
 
 from bot.errors import StorageBusy, StorageError, StorageUnavailable
-from bot.store.outage import REMIND_S, OutageLog
+from bot.store.outage import REMIND_S, OutageLog, repeat
 
 
 class Clock:
@@ -67,3 +70,35 @@ def test_a_task_may_count_every_storage_error_as_an_outage() -> None:
         outage.failed(StorageBusy("locked"))
         outage.succeeded()
     assert [e["event"] for e in logs] == ["reply_settling_paused", "reply_settling_resumed"]
+
+
+async def test_repeat_goes_on_through_failures_and_logs_an_outage_once() -> None:
+    failures: list[BaseException] = [
+        StorageUnavailable("refused"),
+        StorageUnavailable("refused"),
+        StorageBusy("locked"),
+    ]
+    tries = 0
+    done = asyncio.Event()
+
+    async def step() -> None:
+        nonlocal tries
+        tries += 1
+        if failures:
+            raise failures.pop(0)
+        if tries == 5:
+            done.set()
+
+    with structlog.testing.capture_logs() as logs:
+        task = asyncio.create_task(repeat("sweep", step, lambda: 0.0, wait_first=False))
+        await asyncio.wait_for(done.wait(), 10)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert task.cancelled()
+    events = [(e["event"], e["log_level"], "exc_info" in e) for e in logs]
+    assert events == [
+        ("sweep_paused", "warning", False),
+        ("sweep_failed", "error", True),
+        ("sweep_resumed", "info", False),
+    ]

@@ -18,13 +18,12 @@ from contextlib import AsyncExitStack
 
 import structlog
 
-from bot.backoff import cancel_requested
 from bot.errors import StorageError
 from bot.gateway.handover.ownership import Ownership
 from bot.gateway.handover.settlement import Settlement, left_by_gone
 from bot.gateway.sessions import Sessions
 from bot.store import InboxStatus, Store
-from bot.store.outage import OutageLog
+from bot.store.outage import repeat
 from bot.store.session_owners import Unsettled
 
 log = structlog.get_logger(__name__)
@@ -74,19 +73,7 @@ class Sweep:
             group.create_task(self._pruning())
 
     async def _sweeping(self) -> None:
-        outage = OutageLog("handover_sweep")
-        while True:
-            await asyncio.sleep(self._sweep_s)
-            try:
-                await self.sweep()
-            except Exception as exc:
-                if cancel_requested():
-                    raise asyncio.CancelledError from exc
-                # Boundary: a failed sweep is tried again at the next one (an outage is
-                # one line, not one traceback a second).
-                outage.failed(exc)
-            else:
-                outage.succeeded()
+        await repeat("handover_sweep", self.sweep, lambda: self._sweep_s)
 
     async def sweep(self) -> int:
         """One look at every unsettled inbox entry: queue what waits for a session this
