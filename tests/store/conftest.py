@@ -40,3 +40,10 @@ def place(request: pytest.FixtureRequest, tmp_path: Path) -> StorePlace:
 async def store(place: StorePlace) -> AsyncIterator[Store]:
     async with await place.open() as opened:
         yield opened
+
+
+@pytest.fixture
+async def two(place: StorePlace) -> AsyncIterator[tuple[Store, Store]]:
+    """Two stores open on one database at once, as two replicas (or two processes) are."""
+    async with await place.open() as first, await place.open() as second:
+        yield first, second

@@ -3,32 +3,10 @@ for two processes; the clock is the ``now`` each call passes, so expiry needs no
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
-
 from bot.store import Store
 from bot.store.replicas import ReplicaRecord
 
 TTL = 5.0
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-async def two(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[tuple[Store, Store]]:
-    """Two stores open on one database (a file, or a PostgreSQL database of the test's own)."""
-    if request.param == "sqlite":
-        first = await Store.open(tmp_path / "shared.db")
-        second = await Store.open(tmp_path / "shared.db")
-    else:
-        url = request.getfixturevalue("pg_url")
-        first = await Store.open_postgres(url)
-        second = await Store.open_postgres(url)
-    try:
-        yield first, second
-    finally:
-        await first.aclose()
-        await second.aclose()
 
 
 def replica(name: str, *, at: float = 100.0) -> ReplicaRecord:

@@ -8,8 +8,6 @@ or when another live replica owns them."""
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
@@ -17,23 +15,6 @@ from bot.store import InboxKey, InboxStatus, Store
 from bot.store.session_owners import Taken
 
 A, B, GONE = "replica-a", "replica-b", "replica-gone"
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-async def two(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[tuple[Store, Store]]:
-    """Two stores open on one database (a file, or a PostgreSQL database of the test's own)."""
-    if request.param == "sqlite":
-        first = await Store.open(tmp_path / "shared.db")
-        second = await Store.open(tmp_path / "shared.db")
-    else:
-        url = request.getfixturevalue("pg_url")
-        first = await Store.open_postgres(url)
-        second = await Store.open_postgres(url)
-    try:
-        yield first, second
-    finally:
-        await first.aclose()
-        await second.aclose()
 
 
 async def admit(store: Store, session: str, message_id: str) -> InboxKey:
