@@ -33,7 +33,8 @@ its metadata), sharing one
 
 Health is ``CONNECTED`` only after ``auth.test`` accepted the bot token and the event stream
 is live; a refused token sets ``FAILED`` and ``run`` raises
-:class:`~bot.errors.ChannelAuthError`.
+:class:`~bot.errors.ChannelAuthError`. Bolt is handed that one answer
+(:mod:`~channels.slack.authorize`), so no event asks ``auth.test`` again.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import logging
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -67,6 +69,7 @@ from channels.common.card_index import CardIndex
 from channels.common.health import HealthRecord
 from channels.common.outbound import SendsThrough
 from channels.slack.api import SlackWebApi
+from channels.slack.authorize import KnownBot, quiet_token_notice
 from channels.slack.command_replies import CommandReplies
 from channels.slack.commands import app_id_of
 from channels.slack.config import SlackChannelConfig
@@ -202,11 +205,14 @@ class SlackChannel(SendsThrough):
 
     async def _run(self, host: ChannelHost) -> None:
         bot = await self._authenticate()
+        quiet_token_notice(logging.getLogger(f"slack_bolt.{AsyncApp.__name__}"))
         app = AsyncApp(
             # Without a name, AsyncApp calls inspect.stack(), which reads the source of
             # every frame: about half a second of start-up.
             name="hatchway",
             client=self._api.client,
+            # who the bot is, from the auth.test above: no event calls it again
+            authorize=KnownBot(bot, self._creds.bot_token),
             signing_secret=self._creds.signing_secret or "",
             request_verification_enabled=self._config.mode == "http",
             # the listener runs before the ack: a message event is stored first
