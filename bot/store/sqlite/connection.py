@@ -31,7 +31,7 @@ class Prepare:
     path: Path
 
     def __call__(self, conn: sqlite3.Connection) -> int:
-        with mapped(f"cannot prepare database {self.path}"):
+        with mapped(f"cannot prepare database {self.path}", path=self.path):
             if int(conn.execute("PRAGMA page_count").fetchone()[0]) == 0:
                 # a new file: freed pages can be given back without rewriting it (only
                 # settable before the first table, and before WAL writes the header)

@@ -11,13 +11,19 @@ result code BUSY or LOCKED (another connection)  :class:`~bot.errors.StorageBusy
 ``IntegrityError`` (constraint, trigger RAISE)   :class:`~bot.errors.StorageIntegrityError`
 anything else (read-only, full, I/O, bad SQL)    :class:`~bot.errors.StorageError`
 ===============================================  =================================
+
+The message names the real cause: an I/O error says which one (SQLite's extended code, e.g.
+``SQLITE_IOERR_SHMSIZE``), and, given the database's path, that its file system has no space
+left when that is so (SQLite says "disk I/O error" when the ``-shm`` file cannot grow).
 """
 
 from __future__ import annotations
 
 import contextlib
+import shutil
 import sqlite3
 from collections.abc import Iterator
+from pathlib import Path
 
 from bot.errors import StorageBusy, StorageError, StorageIntegrityError
 
@@ -48,10 +54,35 @@ def result_code(exc: BaseException) -> int | None:
     return code & 0xFF if isinstance(code, int) else None
 
 
-def storage_error(exc: sqlite3.Error | sqlite3.Warning, context: str) -> StorageError:
+#: Below this many bytes free, a file system counts as full (SQLite needs a few pages).
+NEARLY_FULL_BYTES = 1 << 20
+
+
+def _cause(exc: sqlite3.Error | sqlite3.Warning, path: Path | None) -> str:
+    """The engine's words, with what they leave out: which I/O error, and a full disk."""
+    words = str(exc)
+    code = result_code(exc)
+    if code == sqlite3.SQLITE_IOERR:
+        name = getattr(exc, "sqlite_errorname", None)
+        if isinstance(name, str) and name != "SQLITE_IOERR":
+            words = f"{words} ({name})"
+    if code in (sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN) and path is not None:
+        try:
+            free = shutil.disk_usage(path.parent).free
+        except OSError:
+            return words
+        if free < NEARLY_FULL_BYTES:
+            words = f"{words}: the disk is full ({free} bytes free in {path.parent})"
+    return words
+
+
+def storage_error(
+    exc: sqlite3.Error | sqlite3.Warning, context: str, *, path: Path | None = None
+) -> StorageError:
     """The project's error for ``exc``; its message is ``context`` (which names the database:
-    ``"database /path is not writable"``), then the engine's words."""
-    message = f"{context}: {exc}"
+    ``"database /path is not writable"``), then the engine's words (and, given the database's
+    ``path``, a full disk behind an I/O error)."""
+    message = f"{context}: {_cause(exc, path)}"
     if result_code(exc) in _BUSY:
         return StorageBusy(message)
     if isinstance(exc, sqlite3.IntegrityError):
@@ -60,10 +91,10 @@ def storage_error(exc: sqlite3.Error | sqlite3.Warning, context: str) -> Storage
 
 
 @contextlib.contextmanager
-def mapped(context: str) -> Iterator[None]:
+def mapped(context: str, *, path: Path | None = None) -> Iterator[None]:
     """Raise what the block raises from ``sqlite3`` as :func:`storage_error` (``context``
     names the database and what was being done); anything else passes unchanged."""
     try:
         yield
     except EngineError as exc:
-        raise storage_error(exc, context) from exc
+        raise storage_error(exc, context, path=path) from exc

@@ -12,13 +12,14 @@ would write rows the newer tables do not expect; ``hatchway doctor`` reads it an
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from bot.errors import StorageError
-from bot.store.sqlite.errors import mapped
+from bot.store.sqlite.errors import EngineError, mapped
 
 
 def migrations() -> list[tuple[int, str, str]]:
@@ -52,7 +53,7 @@ class Migration:
     sql: str
 
     def __call__(self, conn: sqlite3.Connection) -> None:
-        with mapped(f"cannot prepare database {self.path}"):
+        with mapped(f"cannot prepare database {self.path}", path=self.path):
             conn.execute("BEGIN IMMEDIATE")
             try:
                 for statement in split_sql(self.sql):
@@ -60,7 +61,11 @@ class Migration:
                 conn.execute(f"PRAGMA user_version={self.number}")
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                # A COMMIT that finds the disk full has already rolled back: a ROLLBACK
+                # then fails ("no transaction is active") and would hide the cause.
+                if conn.in_transaction:
+                    with contextlib.suppress(*EngineError):
+                        conn.execute("ROLLBACK")
                 raise
 
 

@@ -65,7 +65,9 @@ class Trip:
             except sqlite3.OperationalError as exc:
                 if result_code(exc) not in NOT_WRITABLE:
                     raise
-                raise storage_error(exc, f"database {self.path} is not writable") from exc
+                raise storage_error(
+                    exc, f"database {self.path} is not writable", path=self.path
+                ) from exc
         if not self.commit:
             return self._run(conn)
         try:
@@ -80,7 +82,9 @@ class Trip:
             try:
                 conn.execute("BEGIN IMMEDIATE")
             except EngineError as exc:
-                raise storage_error(exc, f"database {self.path} is not writable") from exc
+                raise storage_error(
+                    exc, f"database {self.path} is not writable", path=self.path
+                ) from exc
         for write in self.writes:
             conn.executemany(write.sql, write.rows)
         answer: object = None
@@ -101,7 +105,9 @@ class Trip:
             try:
                 conn.execute("COMMIT")
             except EngineError as exc:
-                raise storage_error(exc, f"database {self.path} could not commit") from exc
+                raise storage_error(
+                    exc, f"database {self.path} could not commit", path=self.path
+                ) from exc
         return answer
 
 

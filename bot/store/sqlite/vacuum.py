@@ -31,7 +31,7 @@ class Compact:
     path: Path
 
     def __call__(self, conn: sqlite3.Connection) -> Compaction:
-        with mapped(f"cannot compact database {self.path}"):
+        with mapped(f"cannot compact database {self.path}", path=self.path):
             switched, vacuum_s = False, 0.0
             if int(conn.execute("PRAGMA auto_vacuum").fetchone()[0]) != INCREMENTAL:
                 started = time.monotonic()

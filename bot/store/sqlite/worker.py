@@ -91,7 +91,7 @@ class SqliteWorker:
         try:
             connection = connect()
         except EngineError as exc:
-            _answer(opened, None, _mapped(exc, f"cannot open database {self.path}"))
+            _answer(opened, None, _mapped(exc, f"cannot open database {self.path}", self.path))
             return
         except BaseException as exc:
             _answer(opened, None, exc)
@@ -103,7 +103,7 @@ class SqliteWorker:
             try:
                 result = job(connection)
             except EngineError as exc:
-                _answer(future, None, _mapped(exc, context))
+                _answer(future, None, _mapped(exc, context, self.path))
             except BaseException as exc:
                 _answer(future, None, exc)
             else:
@@ -114,8 +114,8 @@ def _close(connection: sqlite3.Connection) -> None:
     connection.close()
 
 
-def _mapped(exc: sqlite3.Error | sqlite3.Warning, context: str) -> StorageError:
-    error = storage_error(exc, context)
+def _mapped(exc: sqlite3.Error | sqlite3.Warning, context: str, path: Path) -> StorageError:
+    error = storage_error(exc, context, path=path)
     error.__cause__ = exc
     return error
 
