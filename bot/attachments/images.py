@@ -5,42 +5,59 @@ scales larger images down to anyway) and the encoded file at most :data:`MAX_ENC
 (Anthropic's 5 MB per image, once base64 has grown it by a third). An image already within
 both, in one of the four formats every provider takes (PNG, JPEG, GIF, WebP), with one frame
 and no rotation to apply, is sent as it is; any other is decoded (its first frame only),
-turned upright, scaled down and encoded again: PNG when it was lossless and stays small
+scaled down, turned upright and encoded again: PNG when it was lossless and stays small
 enough, else JPEG, smaller each time until it fits.
 
-Everything here reads untrusted bytes: the file is verified before it is decoded, and an
-image with more pixels than Pillow's ``Image.MAX_IMAGE_PIXELS`` (a decompression bomb: a few
-kilobytes that decode into gigabytes) is refused before any is decoded. Pillow only warns
-below twice that limit; the warning is made an error for the whole process here, the one
-place that opens images.
+Everything here reads untrusted bytes, so nothing is decoded in the daemon:
+:mod:`bot.attachments.image_child` does it in a child process limited to
+:data:`CHILD_MEMORY_BYTES` of address space and :data:`TIMEOUT_S` of CPU time, at most
+:data:`DECODE_CHILDREN` at a time in the whole daemon (parallel downloads wait for a slot,
+so their decoders cannot add up). Before a pixel is decoded the child checks the header: an
+image that would decode into more than :data:`MAX_DECODED_PIXELS` pixels (a JPEG counted at
+the reduced scale it is decoded at) is refused with a sentence that says so, as is one
+claiming more than :data:`MAX_CLAIMED_PIXELS`. Pillow is never imported by the daemon for this.
 """
 
 from __future__ import annotations
 
 import asyncio
-import io
-import warnings
+import contextlib
+import json
+import math
+import os
+import sys
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
-from PIL import Image, ImageOps, UnidentifiedImageError
+import structlog
 
-from bot.errors import AttachmentError
+from bot.errors import AttachmentError, AttachmentTooLarge
 from bot.providers.base import ImagePart
 
-warnings.filterwarnings("error", category=Image.DecompressionBombWarning)
+log = structlog.get_logger(__name__)
 
+CHILD = Path(__file__).with_name("image_child.py")
 MAX_LONG_SIDE = 1568
 MAX_ENCODED_BYTES = 3_750_000
 MEDIA_TYPES = {"PNG": "image/png", "JPEG": "image/jpeg", "GIF": "image/gif", "WEBP": "image/webp"}
 """The formats every provider accepts, as Pillow names them, and their media types."""
 READABLE_FORMATS = (*MEDIA_TYPES, "BMP", "TIFF")
 """What is decoded at all: the four, and two more that are converted to one of them."""
-_LOSSLESS = frozenset({"PNG", "GIF", "BMP", "TIFF"})
-_ORIENTATION = 0x0112
-_JPEG_QUALITIES = (85, 70)
-_SMALLEST_SIDE = 64
-
+MAX_DECODED_PIXELS = 24_000_000
+"""The most pixels decoded of one image (6000×4000): far below Pillow's own limit (about
+89 million), which would let one PNG take over a gigabyte. A JPEG counts at the scale it
+is decoded at (``draft()``: down to an eighth of each side), so a 48-megapixel photo passes."""
+CHILD_MEMORY_BYTES = 512 * 1024 * 1024
+"""The address-space limit of one decoding child."""
+MAX_CLAIMED_PIXELS = 89_478_485
+"""The most pixels any image may claim (Pillow's own default limit): a JPEG between
+:data:`MAX_DECODED_PIXELS` and this is decoded at a reduced scale; none beyond it is opened."""
+DECODE_CHILDREN = 2
+"""Decoding children at a time, in the whole daemon."""
+TIMEOUT_S = 30.0
+#: What the child writes at most: its answer line and an image within MAX_ENCODED_BYTES.
+_MAX_OUTPUT = MAX_ENCODED_BYTES + 64 * 1024
 
 _SIGNATURES = (
     (b"\x89PNG\r\n\x1a\n", "PNG"),
@@ -52,6 +69,10 @@ _SIGNATURES = (
 )
 
 _BMP_HEADERS = frozenset(n.to_bytes(4, "little") for n in (12, 40, 52, 56, 64, 108, 124))
+
+_SLOTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def sniff_image(head: bytes) -> str | None:
@@ -91,120 +112,141 @@ class PreparedImage:
         return f"{self.format} image, {width}×{height}{shown}{animated}"
 
 
-def prepare_image(data: bytes, *, name: str = "") -> PreparedImage:
-    """``data`` (a whole image file) as an image the model can be shown. Raises
-    :class:`~bot.errors.AttachmentError`, with a sentence the user can be shown, when it is
-    not an image Pillow reads, is corrupt or truncated, or has too many pixels. CPU-bound:
-    call it off the event loop (:func:`load_image_part` does)."""
-    try:
-        with Image.open(io.BytesIO(data), formats=READABLE_FORMATS) as probe:
-            probe.verify()
-        with Image.open(io.BytesIO(data), formats=READABLE_FORMATS) as image:
-            return _prepare(image, data, name)
-    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-        raise AttachmentError(
-            f"the image has more than {Image.MAX_IMAGE_PIXELS:,} pixels, too many to open safely"
-        ) from None
-    except UnidentifiedImageError:
-        if sniff_image(data) is not None:  # an image's signature, and nothing readable after
-            raise AttachmentError("the image is corrupt or truncated") from None
-        raise AttachmentError("it is not an image in a format that can be read") from None
-    except AttachmentError:
-        raise
-    except Exception:
-        # Boundary for untrusted bytes: Pillow's parsers raise many kinds of error
-        # (OSError, SyntaxError, struct.error, ValueError, …) on a damaged file.
-        raise AttachmentError("the image is corrupt or truncated") from None
-
-
-def _prepare(image: Image.Image, data: bytes, name: str) -> PreparedImage:
-    fmt = image.format or ""
-    width, height = image.size
-    frames = int(getattr(image, "n_frames", 1))
-    upright = image.getexif().get(_ORIENTATION, 1) in (0, 1)
-    if (
-        fmt in MEDIA_TYPES
-        and frames == 1
-        and upright
-        and max(width, height) <= MAX_LONG_SIDE
-        and len(data) <= MAX_ENCODED_BYTES
-    ):
-        image.load()  # decoded once, so a truncated body is found here, not by the provider
-        part = ImagePart(
-            media_type=MEDIA_TYPES[fmt], data=data, name=name, width=width, height=height
-        )
-        size = (width, height)
-        return PreparedImage(
-            part=part, format=fmt, size=size, shown=size, frames=frames, resized=False
-        )
-    if fmt == "JPEG":
-        # decode at a reduced scale straight away: a huge JPEG never takes its full memory
-        image.draft("RGB", (MAX_LONG_SIDE, MAX_LONG_SIDE))
-    image.seek(0)
-    image.load()
-    frame = ImageOps.exif_transpose(image) or image
-    if frame.mode not in ("RGB", "RGBA", "L", "LA"):
-        # palette and other modes: scaled in full colour (a palette scales without smoothing)
-        frame = frame.convert("RGBA" if "transparency" in frame.info else "RGB")
-    frame.thumbnail((MAX_LONG_SIDE, MAX_LONG_SIDE), Image.Resampling.LANCZOS)
-    media_type, encoded, shown = _encode(frame, lossless=fmt in _LOSSLESS)
-    return PreparedImage(
-        part=ImagePart(
-            media_type=media_type, data=encoded, name=name, width=shown[0], height=shown[1]
-        ),
-        format=fmt,
-        size=(width, height),
-        shown=shown,
-        frames=frames,
-        resized=True,
+def too_many_pixels(width: int, height: int, *, most: int) -> AttachmentTooLarge:
+    """The refusal of an image of ``width`` × ``height`` pixels, over ``most``, as the user
+    reads it."""
+    megapixels = width * height / 1e6
+    return AttachmentTooLarge(
+        f"it is {width:,}×{height:,} pixels ({megapixels:,.1f} megapixels), more than the "
+        f"{most / 1e6:.0f} megapixels an image may have to be shown"
     )
 
 
-def _encode(frame: Image.Image, *, lossless: bool) -> tuple[str, bytes, tuple[int, int]]:
-    """The smallest acceptable encoding tried in order: PNG for a lossless source, then
-    JPEG at falling quality, then JPEG of ever smaller copies."""
-    has_alpha = frame.mode in ("RGBA", "LA") or "transparency" in frame.info
-    if lossless:
-        png = _save(frame.convert("RGBA" if has_alpha else "RGB"), "PNG")
-        if len(png) <= MAX_ENCODED_BYTES:
-            return "image/png", png, frame.size
-    flat = _flatten(frame) if has_alpha else frame.convert("RGB")
-    while True:
-        for quality in _JPEG_QUALITIES:
-            jpeg = _save(flat, "JPEG", quality=quality)
-            if len(jpeg) <= MAX_ENCODED_BYTES:
-                return "image/jpeg", jpeg, flat.size
-        smaller = (max(1, flat.width * 3 // 4), max(1, flat.height * 3 // 4))
-        if max(smaller) < _SMALLEST_SIDE:
-            raise AttachmentError("the image cannot be made small enough to show")
-        flat = flat.resize(smaller, Image.Resampling.LANCZOS)
-
-
-def _flatten(frame: Image.Image) -> Image.Image:
-    """``frame`` over white (JPEG has no transparency; black would hide dark text)."""
-    rgba = frame.convert("RGBA")
-    background = Image.new("RGB", rgba.size, (255, 255, 255))
-    background.paste(rgba, mask=rgba.getchannel("A"))
-    return background
-
-
-def _save(frame: Image.Image, fmt: str, **options: int) -> bytes:
-    out = io.BytesIO()
-    frame.save(out, format=fmt, **options)
-    return out.getvalue()
-
-
-def image_part(path: Path, *, name: str = "") -> ImagePart:
-    """The saved image at ``path`` as an :class:`ImagePart` within every provider's limits
-    (see :func:`prepare_image` for what it raises). CPU-bound: off the event loop, use
-    :func:`load_image_part`."""
+async def prepare_image(path: Path, *, name: str = "") -> PreparedImage:
+    """The image file at ``path`` as an image the model can be shown, decoded in a limited
+    child process (see the module doc). Raises :class:`~bot.errors.AttachmentError`, with a
+    sentence the user can be shown, when it is not an image that can be read, is corrupt or
+    truncated, or has too many pixels (:class:`~bot.errors.AttachmentTooLarge`)."""
+    async with _slot():
+        out = await _run(path)
+    head, _, data = out.partition(b"\n")
     try:
-        data = path.read_bytes()
-    except OSError:
-        raise AttachmentError("the saved file is no longer there") from None
-    return prepare_image(data, name=name or path.name).part
+        answer = json.loads(head)
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        # killed by its CPU or memory limit before it could answer
+        log.warning("image_decoder_failed", output_bytes=len(out))
+        raise AttachmentError("decoding the image needed more memory or time than is allowed")
+    if "error" in answer:
+        raise _refusal(answer, path)
+    if len(data) != answer["bytes"]:
+        raise AttachmentError("decoding the image failed")
+    width, height = answer["size"]
+    shown_width, shown_height = answer["shown"]
+    part = ImagePart(
+        media_type=str(answer["media_type"]),
+        data=data,
+        name=name or path.name,
+        width=shown_width,
+        height=shown_height,
+    )
+    return PreparedImage(
+        part=part,
+        format=str(answer["format"]),
+        size=(width, height),
+        shown=(shown_width, shown_height),
+        frames=int(answer["frames"]),
+        resized=bool(answer["resized"]),
+    )
 
 
 async def load_image_part(path: Path, *, name: str = "") -> ImagePart:
-    """:func:`image_part`, run on a worker thread (decoding and resizing take a while)."""
-    return await asyncio.to_thread(image_part, path, name=name)
+    """The saved image at ``path`` as an :class:`ImagePart` within every provider's limits
+    (see :func:`prepare_image` for what it raises)."""
+    if not await asyncio.to_thread(path.is_file):
+        raise AttachmentError("the saved file is no longer there")
+    return (await prepare_image(path, name=name)).part
+
+
+def _slot() -> asyncio.Semaphore:
+    """This event loop's semaphore of :data:`DECODE_CHILDREN` decoding slots."""
+    loop = asyncio.get_running_loop()
+    slots = _SLOTS.get(loop)
+    if slots is None:
+        slots = _SLOTS[loop] = asyncio.Semaphore(DECODE_CHILDREN)
+    return slots
+
+
+async def _run(path: Path) -> bytes:
+    """The child's output for ``path``; empty when it could not start or overran."""
+    try:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-I",
+            str(CHILD),
+            str(path),
+            str(MAX_DECODED_PIXELS),
+            str(CHILD_MEMORY_BYTES),
+            str(math.ceil(TIMEOUT_S)),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            env={"PATH": os.defpath, "LC_ALL": "C.UTF-8"},
+        )
+    except OSError:
+        raise AttachmentError("the image decoder could not be started") from None
+    try:
+        async with asyncio.timeout(TIMEOUT_S):
+            out = await _read_bounded(process)
+            if len(out) >= _MAX_OUTPUT:
+                process.kill()  # more than any answer: not waited for
+            await process.wait()
+    except TimeoutError:
+        raise AttachmentError(
+            f"decoding the image took longer than {TIMEOUT_S:g} s, so it was stopped"
+        ) from None
+    finally:
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()
+    return out
+
+
+async def _read_bounded(process: asyncio.subprocess.Process) -> bytes:
+    """The child's stdout to its end, at most :data:`_MAX_OUTPUT` bytes of it."""
+    stream = process.stdout
+    if stream is None:
+        return b""
+    out = bytearray()
+    while len(out) <= _MAX_OUTPUT:
+        chunk = await stream.read(_MAX_OUTPUT + 1 - len(out))
+        if not chunk:
+            break
+        out += chunk
+    return bytes(out[:_MAX_OUTPUT])
+
+
+def _refusal(answer: dict[str, object], path: Path) -> AttachmentError:
+    error = answer["error"]
+    size = answer.get("size")
+    if error in ("pixels", "unsafe") and isinstance(size, list) and len(size) == 2:
+        most = MAX_DECODED_PIXELS if error == "pixels" else MAX_CLAIMED_PIXELS
+        return too_many_pixels(int(size[0]), int(size[1]), most=most)
+    if error == "memory":
+        return AttachmentError("decoding the image needed more memory than is allowed")
+    if error == "cannot_shrink":
+        return AttachmentError("the image cannot be made small enough to show")
+    if error == "unidentified" and _head_format(path) is None:
+        return AttachmentError("it is not an image in a format that can be read")
+    # an image's signature, and nothing readable after
+    return AttachmentError("the image is corrupt or truncated")
+
+
+def _head_format(path: Path) -> str | None:
+    try:
+        with path.open("rb") as handle:
+            return sniff_image(handle.read(64))
+    except OSError:
+        return None

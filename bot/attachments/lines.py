@@ -29,6 +29,7 @@ SMALLER = "ask the user for a smaller file, or to paste the part that matters"
 ELSEWHERE = "ask the user to upload the file itself here, or to paste the part that matters"
 PASTE = "ask the user to paste the part that matters"
 IMAGE_AGAIN = "ask the user to send it again as a PNG or JPEG"
+SMALLER_IMAGE = "ask the user for a smaller image (fewer pixels), or a JPEG photo"
 SEPARATELY = "ask the user to send it again in a message of its own"
 
 
@@ -144,6 +145,15 @@ def not_shown(facts: Facts, noun: str, why: str, advice: str) -> Note:
     is, and what the model can do."""
     return Note(
         text=f"[{facts.head(noun)} could not be read: {reason(why, facts.name)}; "
+        f"{facts.where()}; {advice}]"
+    )
+
+
+def refused(facts: Facts, noun: str, why: str, advice: str) -> Note:
+    """A saved file not read on purpose (an image with too many pixels to decode safely):
+    why, where it is, and what the model can do."""
+    return Note(
+        text=f"[{facts.head(noun)} is not shown: {reason(why, facts.name)}; "
         f"{facts.where()}; {advice}]"
     )
 

@@ -27,7 +27,7 @@ from bot.attachments.lines import Facts, ImageSight, Note
 from bot.attachments.naming import saved_name
 from bot.attachments.pdf import read_pdf
 from bot.config.attachments import AttachmentsConfig
-from bot.errors import AttachmentError
+from bot.errors import AttachmentError, AttachmentTooLarge
 from bot.store.attachments import AttachmentKind
 
 log = structlog.get_logger(__name__)
@@ -75,7 +75,7 @@ async def read_saved(
     )
     if detected.kind is AttachmentKind.IMAGE:
         copy = await _copy(workspace, base, saved.path)
-        note = await _image(_placed(facts, workspace, copy), data, sight)
+        note = await _image(_placed(facts, workspace, copy), saved.path, sight)
     elif detected.kind is AttachmentKind.TEXT:
         text = detected.text or ""
         copy = await _write(workspace, base, text)
@@ -89,9 +89,12 @@ async def read_saved(
     return Read(detected=detected, note=note, workspace_path=copy)
 
 
-async def _image(facts: Facts, data: bytes, sight: ImageSight) -> Note:
+async def _image(facts: Facts, path: Path, sight: ImageSight) -> Note:
     try:
-        prepared = await asyncio.to_thread(prepare_image, data, name=facts.name)
+        prepared = await prepare_image(path, name=facts.name)
+    except AttachmentTooLarge as exc:
+        log.warning("attachment_refused", kind="image", error=str(exc))
+        return lines.refused(facts, "image", str(exc), lines.SMALLER_IMAGE)
     except AttachmentError as exc:
         log.warning("attachment_unreadable", kind="image", error=str(exc))
         return lines.not_shown(facts, "image", str(exc), lines.IMAGE_AGAIN)

@@ -3,9 +3,9 @@
 
 A file goes as a photo when it is a JPEG, PNG or WebP of at most 10 MB whose sides add up to
 at most 10,000 pixels with a ratio of at most 20 (Telegram's limits for photos; Pillow reads
-the header only); anything else, and a photo Telegram refuses, goes as a document with its
-name. Files over ``upload_max_bytes`` (the Bot API takes 50 MB) are refused before anything
-is sent.
+the header only, decoding nothing, and is imported only when a file is sent); anything else,
+and a photo Telegram refuses, goes as a document with its name. Files over
+``upload_max_bytes`` (the Bot API takes 50 MB) are refused before anything is sent.
 
 The caption is Markdown rendered as Telegram HTML like a message's text (sent again as plain
 text when Telegram cannot parse it). Telegram allows 1,024 characters in a caption: a longer
@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import structlog
-from PIL import Image
 from telegram import Bot, InputFile, Message, ReplyParameters
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, TelegramError
@@ -51,6 +50,9 @@ def shows_as_photo(path: Path, size: int) -> bool:
     """Whether the file at ``path`` (``size`` bytes) is a picture Telegram takes as a photo."""
     if size > PHOTO_MAX_BYTES:
         return False
+    # imported here: only a file sent needs it, and Pillow is no small import for a text turn
+    from PIL import Image
+
     try:
         with Image.open(path) as image:
             kind, (width, height) = image.format, image.size

@@ -19,9 +19,9 @@ from pathlib import Path
 from pydantic import Field
 
 from bot.attachments.images import load_image_part
-from bot.attachments.lines import IMAGE_AGAIN
+from bot.attachments.lines import IMAGE_AGAIN, SMALLER_IMAGE
 from bot.attachments.naming import human_size
-from bot.errors import AttachmentError
+from bot.errors import AttachmentError, AttachmentTooLarge
 from bot.store.attachments import AttachmentKind, AttachmentRecord, Attachments
 from bot.tools.builtin.arguments import ToolArguments, parse_arguments, schema_of
 from bot.tools.builtin.observation import ToolFailed
@@ -91,9 +91,8 @@ async def view(record: AttachmentRecord, workspace: Workspace) -> ToolResult:
         try:
             image = await load_image_part(Path(record.path), name=record.name)
         except AttachmentError as exc:
-            raise ToolFailed(
-                f"{_head(record)} cannot be shown: {exc}; {place}; {IMAGE_AGAIN}"
-            ) from None
+            advice = SMALLER_IMAGE if isinstance(exc, AttachmentTooLarge) else IMAGE_AGAIN
+            raise ToolFailed(f"{_head(record)} cannot be shown: {exc}; {place}; {advice}") from None
         text = (
             f"image {_head(record)} is attached to this result (a model that reads no images "
             f"gets this line alone); {place}"
