@@ -57,6 +57,7 @@ import structlog
 from bot.app import App
 from bot.channel import ChannelHealth, HealthState
 from bot.config import ChannelCommon, Settings, load_settings
+from bot.config.embedded import demo_model_warning
 from bot.errors import HatchwayError
 from bot.metrics import MeteredProvider, Metrics
 from bot.ops.health import HealthRoutes, add_health_routes
@@ -161,6 +162,13 @@ def status_line(health: Mapping[str, ChannelHealth]) -> str:
     return f"degraded: {total - len(down)}/{total} channels connected; " + "; ".join(parts)
 
 
+def warnings_of(settings: Settings) -> list[str]:
+    """What works but is probably not what the operator wants (logged at start, listed by
+    ``/readyz``, shown on the console's health page): the demo model answering a team."""
+    warning = demo_model_warning(settings)
+    return [] if warning is None else [warning]
+
+
 class Daemon:
     """One run of the daemon; :meth:`run` returns the process exit code."""
 
@@ -201,7 +209,9 @@ class Daemon:
             metrics=self.metrics,
             config_file=self.options.config_path,
         )
-        routes = HealthRoutes(app, self.metrics)
+        routes = HealthRoutes(app, self.metrics, warnings=lambda: warnings_of(app.settings))
+        for warning in warnings_of(self.settings):
+            log.warning("daemon_warning", warning=warning)
         add_health_routes(self.server.app, routes)
         own_routes = len(self.server.app.router.routes())
         await app.start()

@@ -5,7 +5,11 @@
   standby while another replica holds its single-consumer role does), the database accepts
   a write transaction (with several replicas: the replica's heartbeat, itself a write,
   succeeds, :meth:`bot.replicas.LeaseKeeper.refusal`), and the daemon is not draining; otherwise
-  503. Both answers carry a JSON body naming each check, so ``curl`` shows what is not ready.
+  503. Both answers carry a JSON body naming each check, so ``curl`` shows what is not ready,
+  and a ``warnings`` list: what works but is probably not what the operator wants (the
+  embedded demo model answering a team, :func:`bot.config.embedded.demo_model_warning`).
+  A warning never makes the daemon unready: it lasts as long as the configuration, and an
+  unready daemon would be restarted or taken out of a load balancer for good.
 * ``/metrics`` — the Prometheus text of :class:`bot.metrics.Metrics`.
 
 The routes read a :class:`ReadinessSource` (the App) at request time; they are added to the
@@ -16,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -49,6 +53,8 @@ class Readiness:
     channels: Mapping[str, str]
     database: str
     problems: tuple[str, ...]
+    #: shown, never counted against ``ready``
+    warnings: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, object]:
         return {
@@ -56,11 +62,14 @@ class Readiness:
             "channels": dict(self.channels),
             "database": self.database,
             "problems": list(self.problems),
+            "warnings": list(self.warnings),
         }
 
 
-async def assess_readiness(source: ReadinessSource, *, draining: bool = False) -> Readiness:
-    """Check channels, the database and the draining flag."""
+async def assess_readiness(
+    source: ReadinessSource, *, draining: bool = False, warnings: Sequence[str] = ()
+) -> Readiness:
+    """Check channels, the database and the draining flag; ``warnings`` are passed on."""
     problems: list[str] = []
     channels: dict[str, str] = {}
     for name, health in sorted(source.channel_health().items()):
@@ -81,23 +90,41 @@ async def assess_readiness(source: ReadinessSource, *, draining: bool = False) -
     if draining:
         problems.append("daemon is draining (shutting down)")
     return Readiness(
-        ready=not problems, channels=channels, database=database, problems=tuple(problems)
+        ready=not problems,
+        channels=channels,
+        database=database,
+        problems=tuple(problems),
+        warnings=tuple(warnings),
     )
 
 
-class HealthRoutes:
-    """The three handlers. ``draining`` is flipped by the daemon when shutdown starts."""
+def no_warnings() -> Sequence[str]:
+    return ()
 
-    def __init__(self, source: ReadinessSource, metrics: Metrics) -> None:
+
+class HealthRoutes:
+    """The three handlers. ``draining`` is flipped by the daemon when shutdown starts;
+    ``warnings`` is asked at each ``/readyz`` (the settings in force may have been reloaded)."""
+
+    def __init__(
+        self,
+        source: ReadinessSource,
+        metrics: Metrics,
+        *,
+        warnings: Callable[[], Sequence[str]] = no_warnings,
+    ) -> None:
         self._source = source
         self._metrics = metrics
+        self._warnings = warnings
         self.draining = False
 
     async def healthz(self, request: web.Request) -> web.Response:
         return web.json_response({"alive": True})
 
     async def readyz(self, request: web.Request) -> web.Response:
-        verdict = await assess_readiness(self._source, draining=self.draining)
+        verdict = await assess_readiness(
+            self._source, draining=self.draining, warnings=self._warnings()
+        )
         return web.json_response(verdict.as_json(), status=200 if verdict.ready else 503)
 
     async def metrics(self, request: web.Request) -> web.Response:

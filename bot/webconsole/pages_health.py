@@ -1,5 +1,6 @@
 """The Channels and health page: each channel's connection and last error, the provider
-chain of each agent, the turn queue and the inbox, and the figures ``/metrics`` exports.
+chain of each agent (and, above all, the warning ``/readyz`` gives when the embedded demo model
+answers a team), the turn queue and the inbox, and the figures ``/metrics`` exports.
 
 Everything is read from the running bot at the request, never from the HTTP endpoints:
 channel health from :meth:`ConsoleHost.channel_health`, the queue from
@@ -21,6 +22,7 @@ from typing import Any
 from aiohttp import web
 
 from bot.config import Settings
+from bot.config.embedded import demo_model_warning
 from bot.metrics import Metrics
 from bot.providers.summary import ProviderSummary, summarise
 from bot.webconsole import display
@@ -115,6 +117,7 @@ async def health_page(page: PageRequest) -> web.StreamResponse:
         "queued": queued,
         "inbox": {status: inbox.get(status, 0) for status in ("received", "processing", "failed")},
         "chains": chains(host.settings),
+        "warnings": [w for w in [demo_model_warning(host.settings)] if w is not None],
         "figures": figures(metrics, viewer) if metrics is not None else None,
     }
     return page.render("health.html", context)

@@ -79,7 +79,27 @@ async def test_ready_when_every_channel_is_connected_and_the_database_writable(
         "channels": {"slack.ops": "connected", "telegram.main": "connected"},
         "database": "writable",
         "problems": [],
+        "warnings": [],
     }
+
+
+@pytest.mark.parametrize("problem", [False, True])
+async def test_warnings_are_listed_and_never_make_the_daemon_unready(
+    state: FakeDaemonState, problem: bool
+) -> None:
+    warned = ["the embedded demo model answers on telegram.main"]
+    routes = HealthRoutes(state, Metrics(), warnings=lambda: warned)
+    server = HttpServer(ServerConfig(enabled=True, host="127.0.0.1", port=0))
+    add_health_routes(server.app, routes)
+    routes.draining = problem
+    await server.start()
+    try:
+        code, body = await fetch(f"http://127.0.0.1:{server.port}/readyz")
+    finally:
+        await server.aclose()
+    answer = json.loads(body)
+    assert (code, answer["ready"]) == ((503, False) if problem else (200, True))
+    assert answer["warnings"] == warned
 
 
 @pytest.mark.parametrize(
