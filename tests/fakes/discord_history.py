@@ -11,7 +11,7 @@
   response and the gateway events do): :func:`as_rest`.
 * ``enforce_nonce`` (:class:`Nonces`): a create whose nonce the same author used in the
   same channel within :data:`NONCE_WINDOW_S` is answered with that message and creates
-  nothing. A nonce is at most 25 characters (:func:`nonce_problem`).
+  nothing. (A nonce's length is checked with the message: :mod:`tests.fakes.discord_limits`.)
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 
+from tests.fakes.discord_limits import FormError
 from tests.fakes.discord_payloads import JSON
 
 DISCORD_EPOCH_MS = 1_420_070_400_000
@@ -54,14 +55,15 @@ def as_rest(message: JSON) -> JSON:
 
 def history_page(
     messages: Iterable[JSON], channel_id: str, query: Mapping[str, str]
-) -> list[JSON] | str:
+) -> list[JSON] | FormError:
     """One page of the channel's history, newest first; or why Discord refuses the query."""
     raw_limit = query.get("limit", str(DEFAULT_LIMIT))
     if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_LIMIT:
-        return f"limit: must be between 1 and {MAX_LIMIT}"
+        return FormError("limit", "NUMBER_TYPE_MAX", f"Must be between 1 and {MAX_LIMIT}.")
     bounds = {k: query[k] for k in ("after", "before") if k in query}
-    if any(not v.isdigit() for v in bounds.values()):
-        return "Value is not snowflake."
+    for key, value in bounds.items():
+        if not value.isdigit():
+            return FormError(key, "NUMBER_TYPE_COERCE", "Value is not snowflake.")
     limit = int(raw_limit)
     mine = sorted(
         (m for m in messages if m["channel_id"] == channel_id), key=lambda m: int(m["id"])
@@ -73,13 +75,6 @@ def history_page(
         older = [m for m in mine if before is None or int(m["id"]) < before]
         page = older[-limit:]
     return [as_rest(m) for m in reversed(page)]
-
-
-def nonce_problem(body: JSON) -> str | None:
-    nonce = body.get("nonce")
-    if nonce is not None and len(str(nonce)) > NONCE_CHARS:
-        return f"nonce: must be {NONCE_CHARS} or fewer in length"
-    return None
 
 
 class Nonces:

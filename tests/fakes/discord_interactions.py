@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from tests.fakes.discord_limits import message_problem, modal_problem
+from tests.fakes.discord_limits import FormError, message_problem, modal_problem
 from tests.fakes.discord_payloads import JSON, TIMESTAMP
 
 EPHEMERAL = 64  # message flag
@@ -33,8 +33,11 @@ UNKNOWN_WEBHOOK: Answer = (404, {"message": "Unknown Webhook", "code": 10015})
 MakeMessage = Callable[[str, JSON], JSON]
 
 
-def invalid(message: str, code: int = 50035) -> Answer:
-    return 400, {"message": message, "code": code}
+def invalid(problem: FormError | str, code: int = 50035) -> Answer:
+    """Discord's 400: a form it refuses (code 50035 with ``errors``), or another refusal."""
+    if isinstance(problem, FormError):
+        return 400, problem.body()
+    return 400, {"message": problem, "code": code}
 
 
 @dataclass(slots=True)
@@ -80,7 +83,9 @@ class Interactions:
             return invalid(problem)
         if body.get("type") == 9:
             if kind == 5:
-                return invalid("Invalid Form Body: a modal cannot answer a modal submit")
+                return invalid(
+                    FormError("type", "INTERACTION_RESPONSE_TYPE_INVALID", "Invalid response type")
+                )
             if problem := modal_problem(data):
                 return invalid(problem)
             assert isinstance(data, dict)
@@ -90,7 +95,7 @@ class Interactions:
             self.deferred[interaction_id] = int((data or {}).get("flags", 0))
         resource: JSON = {"type": body.get("type")}
         if isinstance(data, dict) and body.get("type") in (4, 7):
-            resource["message"] = self.make("0", data)
+            resource["message"] = self.make(self.channels[interaction_id], data)
         if isinstance(data, dict) and body.get("type") == 4 and data.get("flags", 0) & EPHEMERAL:
             self._keep_ephemeral(interaction_id, data)
         ephemeral = bool(isinstance(data, dict) and data.get("flags", 0) & EPHEMERAL)
@@ -108,7 +113,7 @@ class Interactions:
         if (int(body.get("flags", 0)) | deferral) & EPHEMERAL:
             message = self._keep_ephemeral(interaction_id, {**body, "flags": EPHEMERAL})
         else:
-            message = self.store(self.channels.get(interaction_id, "0"), body)
+            message = self.store(self.channels[interaction_id], body)
         self.follow_ups.setdefault(interaction_id, []).append(message)
         return (200, message) if wait else (204, None)
 
@@ -126,12 +131,12 @@ class Interactions:
             return 404, {"message": "Unknown Message", "code": 10008}
         if problem := message_problem(body):
             return invalid(problem)
-        sent[0].update({k: body[k] for k in ("content", "components") if k in body})
+        sent[0].update({k: body[k] for k in ("content", "components", "embeds") if k in body})
         sent[0]["edited_timestamp"] = TIMESTAMP
         return 200, sent[0]
 
     def _keep_ephemeral(self, interaction_id: str, body: JSON) -> JSON:
-        message = self.make(self.channels.get(interaction_id, "0"), body)
+        message = self.make(self.channels[interaction_id], body)
         message["flags"] = int(body.get("flags", 0))
         message["attachments"] = [
             {"id": str(n), "filename": a.get("filename", "")}

@@ -24,11 +24,13 @@ Application commands: a bulk overwrite (``PUT /applications/<id>/commands``, or
 ``…/guilds/<guild>/commands``) is checked like Discord checks it and kept in
 :attr:`FakeDiscord.commands` by guild id (None for the global ones).
 
-Content, components and modals keep to :mod:`tests.fakes.discord_limits` (a 400 with code
-50035 otherwise). Payload builders are in :mod:`tests.fakes.discord_payloads`; guild
-members, channel lookups, private thread members and DMs with users are
-:attr:`FakeDiscord.people` (:mod:`tests.fakes.discord_members`). :attr:`FakeDiscord.failing`
-makes every call to matching paths fail with a status (503: discord.py does not retry it).
+Content, nonces, embeds, components and modals keep to :mod:`tests.fakes.discord_limits` (the
+limits in :mod:`tests.fakes.limits`); anything else gets Discord's 400 with code 50035,
+``Invalid Form Body`` and the field's ``errors``. A message of embeds alone is accepted.
+Payload builders are in :mod:`tests.fakes.discord_payloads`; guild members, channel lookups,
+private thread members and DMs with users are :attr:`FakeDiscord.people`
+(:mod:`tests.fakes.discord_members`). :attr:`FakeDiscord.failing` makes every call to matching
+paths fail with a status (503: discord.py does not retry it).
 
 Messages and sessions (:mod:`tests.fakes.discord_history`): ids are snowflakes of their
 moment; every message created (by REST, or dispatched as MESSAGE_CREATE, or
@@ -62,9 +64,9 @@ from typing import cast
 from aiohttp import WSMsgType, web
 
 from tests.fakes.discord_files import UPLOAD_LIMITS, FakeCdn
-from tests.fakes.discord_history import Nonces, Snowflakes, history_page, nonce_problem
+from tests.fakes.discord_history import Nonces, Snowflakes, history_page
 from tests.fakes.discord_interactions import Interactions
-from tests.fakes.discord_limits import commands_problem, message_problem
+from tests.fakes.discord_limits import FormError, commands_problem, is_empty, message_problem
 from tests.fakes.discord_members import People
 from tests.fakes.discord_payloads import (
     APPLICATION_ID,
@@ -89,8 +91,9 @@ def _json(data: object, status: int = 200) -> web.Response:
     )
 
 
-def _invalid(message: str, code: int = 50035) -> web.Response:
-    return _json({"message": message, "code": code}, 400)
+def _invalid(problem: FormError) -> web.Response:
+    """Discord's 400 for a form it refuses (code 50035 and the field's errors)."""
+    return _json(problem.body(), 400)
 
 
 async def _read_body(request: web.Request) -> tuple[JSON | None, dict[str, bytes]]:
@@ -434,10 +437,10 @@ class FakeDiscord:
         if (method, path) == ("GET", "/oauth2/applications/@me"):
             return _json(application_payload(self.application_id, self.bot_user))
         if (m := re.fullmatch(r"/channels/(\d+)/messages", path)) and method == "POST":
-            if problem := message_problem(body) or nonce_problem(body):
+            if problem := message_problem(body):
                 return _invalid(problem)
-            if not (body.get("content") or body.get("components") or files):
-                return _invalid("Cannot send an empty message", code=50006)
+            if is_empty(body, files):
+                return _json({"message": "Cannot send an empty message", "code": 50006}, 400)
             if sum(map(len, files.values())) > self.upload_limit(m[1]):
                 return _json({"message": "Request entity too large", "code": 40005}, 413)
             return _json(self._create_message(m[1], body, files))
@@ -445,7 +448,7 @@ class FakeDiscord:
             if self.guild_of(m[1]) is None and m[1] not in self.people.dm_channels:
                 return _json({"message": "Unknown Channel", "code": 10003}, 404)
             page = history_page(self.messages.values(), m[1], query)
-            return _invalid(page) if isinstance(page, str) else _json(page)
+            return _invalid(page) if isinstance(page, FormError) else _json(page)
         if m := re.fullmatch(r"/channels/(\d+)/messages/(\d+)", path):
             stored = self.messages.get(m[2])
             if stored is None or stored["channel_id"] != m[1]:
@@ -453,7 +456,8 @@ class FakeDiscord:
             if method == "PATCH":
                 if problem := message_problem(body):
                     return _invalid(problem)
-                stored.update({k: body[k] for k in ("content", "components") if k in body})
+                kept = ("content", "components", "embeds")
+                stored.update({k: body[k] for k in kept if k in body})
                 stored["edited_timestamp"] = TIMESTAMP
             return _json(self.cdn.renew(stored) if method == "GET" else stored)
         if re.fullmatch(r"/channels/\d+/messages/\d+/reactions/[^/]+/@me", path):
@@ -539,6 +543,7 @@ class FakeDiscord:
             guild_id=self.guild_of(channel_id),
         )
         payload["components"] = body.get("components") or []
+        payload["embeds"] = body.get("embeds") or []
         return payload
 
     def guild_of(self, channel_id: str) -> str | None:

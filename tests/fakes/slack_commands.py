@@ -18,6 +18,8 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
+from tests.fakes.slack_blocks import block_problems
+
 JSON = dict[str, Any]
 
 #: What Slack allows per response URL.
@@ -64,6 +66,8 @@ class ResponseUrls:
         body = await request.json()
         if not isinstance(body, dict) or not str(body.get("text") or "").strip():
             return await self._refuse(key, 400, "no_text")
+        if body.get("blocks") and block_problems(body["blocks"]):
+            return await self._refuse(key, 400, "invalid_blocks")
         self._uses[key] += 1
         async with self._changed:
             self.posts.append(ResponsePost(key=key, body=body))

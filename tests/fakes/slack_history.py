@@ -6,37 +6,21 @@ first, then the replies, oldest first), both limited to ``oldest``..``latest`` (
 unless ``inclusive``), paged by ``limit`` (history: default 100, at most 999; replies:
 default 1000) with ``has_more`` and ``response_metadata.next_cursor``. A message's
 ``metadata`` is returned only when the call asks with ``include_all_metadata``.
-Message metadata given to ``chat.postMessage`` is checked as Slack does (:func:`metadata_problem`).
+Message metadata given to ``chat.postMessage`` is checked by :mod:`tests.fakes.slack_rules`.
 """
 
 from __future__ import annotations
 
 import base64
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 JSON = dict[str, Any]
 Messages = Mapping[tuple[str, str], JSON]
 
-_EVENT_TYPE = re.compile(r"^[A-Za-z0-9_]+$")
-
 
 def _truthy(value: object) -> bool:
     return str(value).lower() in ("1", "true")
-
-
-def metadata_problem(metadata: object) -> str | None:
-    """Slack's error for ``chat.postMessage`` metadata it refuses, or None: an object with an
-    alphanumeric ``event_type`` and an object ``event_payload``."""
-    if not isinstance(metadata, dict):
-        return "invalid_metadata_format"
-    event_type, payload = metadata.get("event_type"), metadata.get("event_payload")
-    if not isinstance(event_type, str) or not _EVENT_TYPE.match(event_type):
-        return "invalid_metadata_format"
-    if not isinstance(payload, dict):
-        return "invalid_metadata_format"
-    return None
 
 
 def _window(params: JSON) -> Callable[[str], bool]:

@@ -7,24 +7,26 @@ method with ``429`` + ``Retry-After``, refuses wrong tokens with ``invalid_auth`
 ``hello`` on connect, pushes ``events_api`` / ``interactive`` envelopes and records acks.
 
 It keeps the messages the bot posts, as Slack does: ``chat.update`` edits only a message that
-exists (``message_not_found``) and is the bot's (``cant_update_message``), with the
-metadata posted with them, and ``conversations.history`` and ``conversations.replies`` read
-them back as Slack does (:mod:`tests.fakes.slack_history`).
-Modals: :meth:`FakeSlack.press` clicks a button on a stored message and, like Slack, gives
-the payload a fresh ``trigger_id``; ``views.open`` accepts each trigger once
-(``invalid_trigger_id`` / ``exchanged_trigger_id`` / ``expired_trigger_id``), checks the view
-against Slack's limits and keeps it; :meth:`FakeSlack.submit_view` then does what Slack's
-client does on "Submit" (refuses an empty required field or an over-long one, like the
-client) and pushes the ``view_submission``; an ack without ``response_action: errors``
-closes the view. :meth:`FakeSlack.press_in_view` presses a button inside an open view;
-``views.update`` replaces an open view (``not_found`` once it is closed, ``hash_conflict``
-when the hash given is not the view's current one) and gives it a new hash. Messages and
-views are checked against Slack's Block Kit limits (``invalid_blocks``). Who is in which
-conversation, and which users the app cannot DM, is :attr:`FakeSlack.conversations`
-(:mod:`tests.fakes.slack_members`). Slash commands: :meth:`FakeSlack.slash` builds one with a
-fresh trigger and a response URL served here (:attr:`FakeSlack.responses`,
-:mod:`tests.fakes.slack_commands`). Files users share and files the bot uploads (the external
-upload flow) are :attr:`FakeSlack.files` (:mod:`tests.fakes.slack_files`).
+exists (``message_not_found``) and is the bot's (``cant_update_message``), with the metadata
+posted with them, and ``conversations.history`` and ``conversations.replies`` read them back as
+Slack does (:mod:`tests.fakes.slack_history`). Modals: :meth:`FakeSlack.press` clicks a button
+on a stored message and, like Slack, gives the payload a fresh ``trigger_id``; ``views.open``
+accepts each trigger once (``invalid_trigger_id`` / ``exchanged_trigger_id`` /
+``expired_trigger_id``), checks the view against Slack's limits and keeps it;
+:meth:`FakeSlack.submit_view` then does what Slack's client does on "Submit" (refuses an empty
+required field or an over-long one, like the client) and pushes the ``view_submission``; an ack
+without ``response_action: errors`` closes the view. :meth:`FakeSlack.press_in_view` presses a
+button inside an open view; ``views.update`` replaces an open view (``not_found`` once it is
+closed, ``hash_conflict`` when the hash given is not the view's current one) and gives it a new
+hash. Message calls are checked as Slack checks them and refused with its errors
+(:mod:`tests.fakes.slack_rules`: ``channel_not_found``, ``msg_too_long``, ``no_text``,
+``invalid_blocks``, ``invalid_metadata_format``), views against the view reference
+(``invalid_arguments``). Who is in which conversation, and which users the app cannot DM, is
+:attr:`FakeSlack.conversations` (:mod:`tests.fakes.slack_members`). Slash commands:
+:meth:`FakeSlack.slash` builds one with a fresh trigger and a response URL served here
+(:attr:`FakeSlack.responses`, :mod:`tests.fakes.slack_commands`). Files users share and files
+the bot uploads (the external upload flow) are :attr:`FakeSlack.files`
+(:mod:`tests.fakes.slack_files`).
 
 Several apps on one workspace (replicas of one bot, each with a Socket Mode connection of its
 own): a test gives each a base URL of its own (:meth:`FakeSlack.api_base_url_for`); its Web
@@ -58,18 +60,14 @@ from slack_sdk.signature import SignatureVerifier
 from tests.fakes.loopback import LoopbackServer
 from tests.fakes.slack_commands import ResponseUrls, slash_payload
 from tests.fakes.slack_files import FakeFiles
-from tests.fakes.slack_history import history, metadata_problem, replies
+from tests.fakes.slack_history import history, replies
 from tests.fakes.slack_members import Conversations
-from tests.fakes.slack_views import (
-    block_problems,
-    view_block_actions,
-    view_problems,
-    view_submission,
-)
+from tests.fakes.slack_rules import MESSAGE_METHODS, message_refusal
+from tests.fakes.slack_views import view_block_actions, view_problems, view_submission
 
 JSON = dict[str, Any]
 BOT_USER = "UBOT"
-BOT_ID = "BBOT"
+BOT_ID = "B0000000BOT"
 TEAM = "T0001"
 
 
@@ -421,15 +419,8 @@ class FakeSlack:
         answered = self.files.answer(method, params, ts=ts, post=self._post_file_share)
         if answered is not None:
             return answered
-        if method in ("chat.postMessage", "chat.update") and block_problems(
-            params.get("blocks") or []
-        ):
-            messages = [f"[ERROR] {p}" for p in block_problems(params.get("blocks"))]
-            return 200, {
-                "ok": False,
-                "error": "invalid_blocks",
-                "response_metadata": {"messages": messages},
-            }
+        if method in MESSAGE_METHODS and (refused := message_refusal(method, params)):
+            return 200, refused
         if method == "chat.postMessage":
             channel, refused = self.conversations.post_to(channel)
             if refused:
@@ -446,9 +437,6 @@ class FakeSlack:
             if params.get("thread_ts"):
                 message["thread_ts"] = params["thread_ts"]
             if params.get("metadata") is not None:
-                problem = metadata_problem(params["metadata"])
-                if problem:
-                    return 200, {"ok": False, "error": problem}
                 message["metadata"] = params["metadata"]
             self.messages[(channel, ts)] = message
             return 200, {"ok": True, "channel": channel, "ts": ts, "message": message}

@@ -10,8 +10,8 @@ off the server: :attr:`TelegramFiles.foreign_url` makes ``getFile`` answer that 
 as the path, :attr:`TelegramFiles.redirect_to` makes every download answer ``302`` to it.
 :attr:`TelegramFiles.downloads` lists the paths fetched.
 
-Uploads are checked as Telegram checks them: a caption of more than :data:`CAPTION_LIMIT`
-characters (after HTML parsing) is refused, and so is a photo over :data:`PHOTO_LIMIT`, or
+Uploads are checked as Telegram checks them (the caption by
+:mod:`tests.fakes.telegram_rules`): a photo over :data:`PHOTO_LIMIT`, or
 one whose sides add up to more than 10,000 pixels or whose ratio exceeds 20
 (``PHOTO_INVALID_DIMENSIONS``); a photo is kept in the sizes Telegram makes of it (here: the
 original's, read with Pillow), a document with its name and a type guessed from it.
@@ -31,7 +31,6 @@ JSON = dict[str, Any]
 MB = 1024 * 1024
 DOWNLOAD_LIMIT = 20 * MB
 PHOTO_LIMIT = 10 * MB
-CAPTION_LIMIT = 1024
 
 
 @dataclass(slots=True)

@@ -31,10 +31,15 @@ Telegram, a poll arriving while another waits ends the older one with ``409 Conf
 client that crashed before its confirming ``getUpdates`` reached Telegram, so only the
 client's own persisted offset keeps it from seeing them again.
 
-``setMyCommands`` is checked as Telegram checks it (names of 1–32 lower-case letters, digits
-and underscores, descriptions of 1–256 characters, at most 100 commands: anything else gets
-``400``); the accepted list is kept per scope in :attr:`FakeTelegram.menus` and answered by
-``getMyCommands``.
+Every call is checked as Telegram checks it (:mod:`tests.fakes.telegram_rules`, the limits in
+:mod:`tests.fakes.limits`) and refused with Telegram's own answer (``ok: false``, its
+``error_code`` and exact ``description``): a missing ``chat_id`` or text, text over 4,096
+UTF-16 code units after entity parsing, HTML the parse mode refuses, callback data over 64
+bytes, a callback answer over 200 characters, a reaction Telegram does not offer, a command
+menu it refuses. The accepted menu is kept per scope in :attr:`FakeTelegram.menus` and
+answered by ``getMyCommands``. A chat the fake was never shown is answered as Telegram shows
+it (private for a positive id, a supergroup for ``-100…``, else a group); an update pushed
+with a chat Telegram never sends (a type inconsistent with its id) is a ``ValueError``.
 
 Who is in which chat (``getChatMember``) and which users never started the bot (messages to
 them get 403) is :attr:`FakeTelegram.roster` (:mod:`tests.fakes.telegram_members`).
@@ -46,19 +51,18 @@ import asyncio
 import copy
 import itertools
 import json
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from html.parser import HTMLParser
 from typing import Any
 
 from aiohttp import web
 
 from tests.fakes.loopback import LoopbackServer
-from tests.fakes.telegram_files import CAPTION_LIMIT, TelegramFiles
+from tests.fakes.telegram_files import TelegramFiles
 from tests.fakes.telegram_members import ChatRoster
 from tests.fakes.telegram_polls import TERMINATED, PollBook
+from tests.fakes.telegram_rules import NOT_MODIFIED, chat_of, chat_problem, formatted, refusal
 
 BOT_ID = 7000001
 BOT_USERNAME = "hatchbot"
@@ -84,71 +88,17 @@ class _Failure:
     times: int
 
 
-def _decode(value: str) -> Any:
+#: Fields that are strings whatever they hold (``text="42"`` is not the number 42).
+_STRING_FIELDS = frozenset({"text", "caption", "callback_query_id", "description"})
+
+
+def _decode(key: str, value: str) -> Any:
+    if key in _STRING_FIELDS:
+        return value
     try:
         return json.loads(value)
     except ValueError:
         return value
-
-
-_ENTITY_TAGS = {
-    "b": "bold",
-    "strong": "bold",
-    "i": "italic",
-    "em": "italic",
-    "u": "underline",
-    "s": "strikethrough",
-    "code": "code",
-    "pre": "pre",
-    "a": "text_link",
-    "blockquote": "blockquote",
-}
-
-
-def _utf16_len(text: str) -> int:
-    return len(text.encode("utf-16-le")) // 2
-
-
-class _HtmlEntities(HTMLParser):
-    """Telegram's HTML parse mode: plain text plus entities with UTF-16 offsets."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.text = ""
-        self.entities: list[JSON] = []
-        self._open: list[tuple[str, int, JSON]] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        kind = _ENTITY_TAGS.get(tag)
-        if kind is None:
-            return
-        entity: JSON = {"type": kind}
-        if tag == "a":
-            entity["url"] = dict(attrs).get("href") or ""
-        if tag == "code" and self._open and self._open[-1][0] == "pre":
-            language = (dict(attrs).get("class") or "").removeprefix("language-")
-            if language:
-                self._open[-1][2]["language"] = language
-            return
-        self._open.append((tag, _utf16_len(self.text), entity))
-
-    def handle_endtag(self, tag: str) -> None:
-        if not self._open or self._open[-1][0] != tag:
-            return
-        _, start, entity = self._open.pop()
-        length = _utf16_len(self.text) - start
-        if length:
-            self.entities.append({**entity, "offset": start, "length": length})
-
-    def handle_data(self, data: str) -> None:
-        self.text += data
-
-
-def _parse_html(markup: str) -> tuple[str, list[JSON]]:
-    parser = _HtmlEntities()
-    parser.feed(markup)
-    parser.close()
-    return parser.text, sorted(parser.entities, key=lambda e: (e["offset"], -e["length"]))
 
 
 @dataclass(slots=True)
@@ -221,6 +171,8 @@ class FakeTelegram:
             return update_id
         for value in update.values():
             if isinstance(value, dict) and isinstance(value.get("chat"), dict):
+                if problem := chat_problem(value["chat"]):
+                    raise ValueError(f"Telegram never sends this update: {problem}")
                 self._chats[int(value["chat"]["id"])] = value["chat"]
         async with self._changed:
             self._updates.append({"update_id": update_id, **update})
@@ -289,7 +241,7 @@ class FakeTelegram:
     async def _api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
         form = await request.post()
-        params = {k: _decode(v) for k, v in form.items() if isinstance(v, str)}
+        params = {k: _decode(k, v) for k, v in form.items() if isinstance(v, str)}
         for key, value in form.items():
             if isinstance(value, web.FileField):  # an upload: its name and bytes
                 params[key] = {"file_name": value.filename, "bytes": value.file.read()}
@@ -306,7 +258,7 @@ class FakeTelegram:
             if failure.times <= 0:
                 queued.pop(0)
             return self._error(failure.status, failure.description, failure.parameters)
-        if refused := self.roster.refusal(method, params):
+        if refused := refusal(method, params) or self.roster.refusal(method, params):
             return self._error(*refused)
         if method in ("getUpdates", "setWebhook") and "allowed_updates" in params:
             asked = params["allowed_updates"]
@@ -316,14 +268,8 @@ class FakeTelegram:
         if method in ("getFile", "sendDocument", "sendPhoto"):
             answer = self._file_call(method, params)
             return self._error(*answer) if isinstance(answer, tuple) else self._ok(answer)
-        if method == "setMyCommands" and (invalid := _invalid_commands(params.get("commands"))):
-            return self._error(400, f"Bad Request: {invalid}")
         if method in ("editMessageText", "editMessageReplyMarkup") and self._unchanged(params):
-            return self._error(
-                400,
-                "Bad Request: message is not modified: specified new "
-                "message content and reply markup are exactly the same",
-            )
+            return self._error(400, NOT_MODIFIED)
         return self._ok(self._answer(method, params))
 
     def _unchanged(self, params: Mapping[str, Any]) -> bool:
@@ -380,14 +326,11 @@ class FakeTelegram:
 
     def _message(self, params: Mapping[str, Any], message_id: int) -> JSON:
         chat_id = int(params["chat_id"])
-        text = str(params.get("text", ""))
-        entities: list[JSON] = []
-        if params.get("parse_mode") == "HTML":
-            text, entities = _parse_html(text)
+        text, entities = formatted(params.get("text", ""), params.get("parse_mode"))
         message: JSON = {
             "message_id": message_id,
             "date": int(time.time()),
-            "chat": self._chats.get(chat_id, {"id": chat_id, "type": "private"}),
+            "chat": self._chats.get(chat_id) or chat_of(chat_id),
             "from": {"id": BOT_ID, "is_bot": True, "first_name": "Hatch", "username": BOT_USERNAME},
             "text": text,
         }
@@ -408,11 +351,7 @@ class FakeTelegram:
         field_name = "photo" if method == "sendPhoto" else "document"
         upload = params[field_name]
         caption = str(params.get("caption", ""))
-        caption_text, entities = (
-            _parse_html(caption) if params.get("parse_mode") == "HTML" else (caption, [])
-        )
-        if _utf16_len(caption_text) > CAPTION_LIMIT:
-            return 400, "Bad Request: message caption is too long"
+        caption_text, entities = formatted(caption, params.get("parse_mode"))
         message_id = next(self._message_ids)
         if method == "sendPhoto":
             sizes = self.file_store.photo(message_id, upload["bytes"])
@@ -476,23 +415,6 @@ class FakeTelegram:
         if method == "getChatMember":
             return self.roster.member(int(params["chat_id"]), int(params["user_id"]))
         return True
-
-
-_COMMAND_NAME = re.compile(r"[a-z0-9_]{1,32}")
-
-
-def _invalid_commands(commands: Any) -> str | None:
-    """Telegram's complaint about a ``setMyCommands`` list, or None when it is valid."""
-    if not isinstance(commands, list) or len(commands) > 100:
-        return "BOT_COMMANDS_TOO_MUCH" if isinstance(commands, list) else "commands not a list"
-    for command in commands:
-        if not isinstance(command, dict):
-            return "BOT_COMMAND_INVALID"
-        if not _COMMAND_NAME.fullmatch(str(command.get("command", ""))):
-            return "BOT_COMMAND_INVALID"
-        if not 1 <= len(str(command.get("description", "")).strip()) <= 256:
-            return "BOT_COMMAND_DESCRIPTION_INVALID"
-    return None
 
 
 def _scope_type(params: Mapping[str, Any]) -> str:
