@@ -14,7 +14,11 @@ Fixtures (imported by ``tests/conftest.py``, so every test package has them):
 * ``pg_url``: the URL of a fresh database, migrated (a copy of a template migrated once
   per session), dropped after the test;
 * ``pg_empty_url``: the URL of a fresh database with no tables at all;
-* ``pg_store``: a :class:`~bot.store.Store` open on ``pg_url``.
+* ``pg_store``: a :class:`~bot.store.Store` open on ``pg_url``;
+* :func:`collated_url`: the URL of a fresh migrated database whose default collation is one
+  of :data:`COLLATIONS` (ICU's ``en-US``, glibc's ``en_US.UTF-8``) instead of the server's
+  ``C.UTF-8``, where text sorts the way people read it (``;`` before ``:``, case and
+  punctuation weighed last): the store's queries must mean the same there.
 
 The superuser ``postgres`` connects over TCP without a password; the role ``hatchway``
 (password :data:`PASSWORD`) needs one, for tests of ``[storage] password_env``.
@@ -108,6 +112,8 @@ class PgServer:
     host: str = "127.0.0.1"
     user: str = "postgres"
     _names: Iterator[int] = field(default_factory=itertools.count)
+    #: Migrated databases by collation (:func:`collated_template`), made once each.
+    collated: dict[str, str] = field(default_factory=dict)
 
     @property
     def data(self) -> Path:
@@ -209,6 +215,57 @@ class PgServer:
 
     def drop_database(self, name: str) -> None:
         self.admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+COLLATIONS: dict[str, str] = {
+    "icu-en-US": "LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'",
+    "glibc-en_US": "LOCALE_PROVIDER libc LOCALE 'en_US.UTF-8'",
+}
+"""A database's collation by name, as ``CREATE DATABASE`` options (PostgreSQL 15 syntax)."""
+
+_GLIBC_LOCALE = "en_US.UTF-8"
+
+
+def _require_glibc_locale() -> None:
+    """Fail, saying how to make it, when glibc has no ``en_US.UTF-8`` locale."""
+    import locale
+
+    try:
+        previous = locale.setlocale(locale.LC_COLLATE)
+        locale.setlocale(locale.LC_COLLATE, _GLIBC_LOCALE)
+        locale.setlocale(locale.LC_COLLATE, previous)
+    except locale.Error:
+        pytest.fail(
+            f"the glibc locale {_GLIBC_LOCALE} is missing: generate it with "
+            "'localedef -i en_US -f UTF-8 en_US.UTF-8' (Debian's 'locales'; .ci/run does it)",
+            pytrace=False,
+        )
+
+
+def collated_template(server: PgServer, collation: str) -> str:
+    """A migrated database of ``collation`` (made once per session): what
+    :func:`collated_url` copies."""
+    name = server.collated.get(collation)
+    if name is None:
+        if collation.startswith("glibc"):
+            _require_glibc_locale()
+        name = f"{TEMPLATE}_{collation.replace('-', '_').lower()}"
+        server.admin(f'CREATE DATABASE "{name}" {COLLATIONS[collation]} TEMPLATE template0')
+        _migrate(server.url(name))
+        server.collated[collation] = name
+    return name
+
+
+@contextlib.contextmanager
+def collated_url(server: PgServer, collation: str) -> Iterator[str]:
+    """The URL of a fresh migrated database whose default collation is ``collation`` (a key
+    of :data:`COLLATIONS`), dropped afterwards."""
+    name = server.create_database(template=collated_template(server, collation))
+    try:
+        yield server.url(name)
+    finally:
+        with contextlib.suppress(Exception):
+            server.drop_database(name)
 
 
 def _alive(pid: int) -> bool:

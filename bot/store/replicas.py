@@ -224,11 +224,11 @@ class Replicas:
     async def leases(self, names: Sequence[str] = ()) -> list[LeaseRecord]:
         """Every lease (or those named), by name."""
         if not names:
-            rows = await self._db.fetchall(f"SELECT {_LEASE_COLUMNS} FROM leases ORDER BY name")
+            rows = await self._db.fetchall(f"SELECT {_LEASE_COLUMNS} FROM leases")
         else:
             marks = ", ".join("?" for _ in names)
             rows = await self._db.fetchall(
-                f"SELECT {_LEASE_COLUMNS} FROM leases WHERE name IN ({marks}) ORDER BY name",
-                tuple(names),
+                f"SELECT {_LEASE_COLUMNS} FROM leases WHERE name IN ({marks})", tuple(names)
             )
-        return [_lease(r) for r in rows]
+        # by code point, the same on every engine and collation
+        return sorted((_lease(r) for r in rows), key=lambda lease: lease.name)

@@ -217,10 +217,10 @@ class SessionOwners:
     async def owned_by(self, replica_id: str) -> list[str]:
         """The sessions ``replica_id`` owns."""
         rows = await self._db.fetchall(
-            "SELECT session_key FROM session_owners WHERE replica_id = ? ORDER BY session_key",
-            (replica_id,),
+            "SELECT session_key FROM session_owners WHERE replica_id = ?", (replica_id,)
         )
-        return [str(r["session_key"]) for r in rows]
+        # by code point, the same on every engine and collation
+        return sorted(str(r["session_key"]) for r in rows)
 
     async def unsettled(self, session_key: str | None = None) -> list[Unsettled]:
         """Every inbox entry still ``received`` or ``processing`` (of ``session_key`` only,

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.store.engine import Database
-from bot.store.statements import Params, Row
+from bot.store.statements import Params, Row, prefix_params, starts_with
 from bot.store.tool_calls import ToolCallRecord, tool_call_record
 
 SESSIONS_PAGE = 50
@@ -74,12 +74,13 @@ def channel_of(session_key: str) -> str:
     return session_key.partition(":")[0]
 
 
-def _reach(channels: frozenset[str] | None, prefix_of: str) -> tuple[str, list[object]]:
-    """A condition keeping only session keys of ``channels`` (a prefix range per channel:
-    ``kind.alias:`` up to ``kind.alias;``, the character after the colon). ``prefix_of``
-    is written ``(session_key || '')``: an expression, which both engines read and no index
-    serves, keeps the planner walking the activity index in page order (the ranges' rows
-    would have to be sorted)."""
+def _reach(channels: frozenset[str] | None) -> tuple[str, list[object]]:
+    """A condition keeping only session keys of ``channels`` (those that start with
+    ``kind.alias:``, compared character for character: a range such as ``>= 'kind.alias:'
+    AND < 'kind.alias;'`` depends on the collation, and under ICU's ``en-US`` ``;`` sorts
+    before ``:``, so it held nowhere). ``substr`` on the key is an expression no index
+    serves, which keeps the planner walking the activity index in page order (the channels'
+    rows would have to be sorted)."""
     if channels is None:
         return "", []
     if not channels:
@@ -87,8 +88,8 @@ def _reach(channels: frozenset[str] | None, prefix_of: str) -> tuple[str, list[o
     terms: list[str] = []
     params: list[object] = []
     for channel in sorted(channels):
-        terms.append(f"({prefix_of} >= ? AND {prefix_of} < ?)")
-        params += [f"{channel}:", f"{channel};"]
+        terms.append(starts_with("session_key"))
+        params += prefix_params(f"{channel}:")
     return f" AND ({' OR '.join(terms)})", params
 
 
@@ -120,11 +121,11 @@ def sessions_query(
     limit: int = SESSIONS_PAGE,
 ) -> tuple[str, Params]:
     """The statement of :meth:`Turns.sessions` (exposed for plan checks)."""
-    reach, params = _reach(channels, "(session_key || '')")
+    reach, params = _reach(channels)
     sql = f"SELECT session_key, updated_at FROM sessions WHERE 1 = 1{reach}"
     if channel:
-        sql += " AND (session_key || '') >= ? AND (session_key || '') < ?"
-        params += [f"{channel}:", f"{channel};"]
+        sql += f" AND {starts_with('session_key')}"
+        params += prefix_params(f"{channel}:")
     if before is not None:
         sql += " AND updated_at <= ? AND (updated_at < ? OR session_key < ?)"
         params += [before[0], before[0], before[1]]
@@ -141,7 +142,7 @@ def turns_query(
     limit: int = TURNS_PAGE,
 ) -> tuple[str, Params]:
     """The statement of :meth:`Turns.for_session` (exposed for plan checks)."""
-    reach, params = _reach(channels, "(session_key || '')")
+    reach, params = _reach(channels)
     sql = (
         "SELECT id, channel, message_id, session_key, status, error, payload, turn_id,"
         " attempts, received_at, updated_at FROM inbox"

@@ -324,10 +324,12 @@ class UsageLog:
             " SUM(cache_write_tokens) AS cache_write_tokens,"
             " SUM(cache_read_tokens) AS cache_read_tokens,"
             " SUM(cost) AS cost, COUNT(cost) AS priced_calls, SUM(estimated) AS estimated_calls"
-            f" FROM usage WHERE at >= ? GROUP BY {key} ORDER BY group_key",
+            f" FROM usage WHERE at >= ? GROUP BY {key}",
             (since,),
         )
-        return [_summary(r) for r in rows]
+        # sorted here, by code point: the database's collation would order keys differently
+        # on each engine (ICU puts "_" and "-" before letters and ignores case first)
+        return sorted((_summary(r) for r in rows), key=lambda summary: summary.key)
 
     async def of_turn(self, turn_id: str) -> list[UsageRecord]:
         """The rows of one turn, in the order they were written."""

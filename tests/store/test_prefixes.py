@@ -1,13 +1,21 @@
 """Prefix matches in the store mean the same on both engines: exact characters, case
 included (SQLite's ``LIKE`` ignores ASCII case, PostgreSQL's does not), and ``%``, ``_`` and
-``\\`` in a key or an id are themselves, never wildcards."""
+``\\`` in a key or an id are themselves, never wildcards; and the same under every collation
+(``text_store``: also PostgreSQL databases of ICU's ``en-US`` and glibc's ``en_US.UTF-8``)."""
 
 from __future__ import annotations
+
+import pytest
 
 from bot.store import InboxKey, Store
 from tests.store.records import TELEGRAM, envelope, session_of, turn
 
 CHANNEL = "slack.team"
+
+
+@pytest.fixture
+def store(text_store: Store) -> Store:
+    return text_store
 
 
 async def test_channel_state_items_and_prune_match_a_prefix_exactly(store: Store) -> None:

@@ -132,3 +132,12 @@ async def test_one_notice_per_budget_window_and_conversation(store: Store) -> No
     assert await notice("43", "conversation:telegram.main 42:day", DAY, "t3")
     assert await notice("42", "user:telegram.main 1001:day", DAY, "t4")
     assert await notice("42", "conversation:telegram.main 42:day", DAY + 86400, "t5")
+
+
+async def test_a_summary_is_in_the_same_order_under_every_collation(text_store: Store) -> None:
+    # ICU's en-US and glibc's en_US put "_" and "-" before letters and weigh case last;
+    # the summary is by code point everywhere
+    models = ["gpt-4o", "Gpt-5", "_local", "gpt_4o", "gpt-4o-mini", "GPT"]
+    await text_store.usage.record([row(DAY + n, model=m) for n, m in enumerate(models)])
+    summary = await text_store.usage.summary(UsageGrouping.MODEL, since=DAY)
+    assert [s.key for s in summary] == sorted(models)
