@@ -38,6 +38,7 @@ from typing import ClassVar, Protocol
 from aiohttp import web
 
 from bench.machine import describe_machine, percentile, process_cpu_s
+from bench.smoke import parse_args
 from tests.fakes.openai_server import OpenAIFake
 from tests.ops.daemon_process import DaemonProcess, start_daemon
 
@@ -222,5 +223,5 @@ def run_bench(doc: str, make_platform: Callable[[], BenchPlatform]) -> None:
         action="store_true",
         help="every turn in the same DM, so the history sent to the model grows",
     )
-    args = parser.parse_args()
+    args = parse_args(parser, smoke={"turns": 5, "warmup": 1})
     asyncio.run(_main(make_platform, args))

@@ -29,9 +29,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import time
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from bench.e2e_harness import REPLY_WAIT_S, Exchange, run_bench
 from tests.fakes.telegram_server import FakeTelegram, message, private_chat, user
@@ -42,7 +41,7 @@ REQUESTER = 4242
 
 
 class TelegramBench(FakeTelegram):
-    """The Bot API fake, noting when each update is handed out."""
+    """The Bot API fake (which notes when it hands each update out), driven by the harness."""
 
     kind: ClassVar[str] = "telegram"
     measured: ClassVar[str] = "update delivered -> answer sent"
@@ -50,14 +49,6 @@ class TelegramBench(FakeTelegram):
 
     def __init__(self) -> None:
         super().__init__(TOKEN)
-        self.delivered: dict[int, float] = {}
-
-    async def _get_updates(self, params: Mapping[str, Any]) -> list[dict[str, Any]]:
-        updates = await super()._get_updates(params)
-        now = time.monotonic()
-        for update in updates:
-            self.delivered.setdefault(int(update["update_id"]), now)
-        return updates
 
     def channel_settings(self) -> Mapping[str, str | float]:
         return {
@@ -78,7 +69,7 @@ class TelegramBench(FakeTelegram):
         [sent] = await self.wait_for(
             "sendMessage", lambda call: call.params.get("text") == answer, wait_s=REPLY_WAIT_S
         )
-        return Exchange(delivered=self.delivered[update_id], replied=sent.at)
+        return Exchange(delivered=self.handed_out[update_id], replied=sent.at)
 
 
 if __name__ == "__main__":

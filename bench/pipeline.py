@@ -37,6 +37,7 @@ from collections.abc import Callable, Mapping
 import structlog
 
 from bench.machine import describe_machine, percentile
+from bench.smoke import parse_args
 from bot.agent.turn import CancelToken
 from bot.approval.gate import ApprovalDecision, ApprovalRequest, Assessment, PolicyResult
 from bot.approval.reasons import PolicyReason
@@ -224,4 +225,4 @@ async def main(calls: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=10_000)
-    asyncio.run(main(parser.parse_args().calls))
+    asyncio.run(main(parse_args(parser, smoke={"calls": 300}).calls))

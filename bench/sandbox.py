@@ -35,6 +35,7 @@ import tempfile
 import time
 
 from bench.machine import describe_machine, percentile
+from bench.smoke import parse_args
 from bot.config import ShellToolConfig, parse_settings
 from bot.envelope import ChannelRef, DeliveryTarget, IngressEnvelope, Sender
 from bot.ops.logs import configure_logging
@@ -134,7 +135,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=10)
-    args = parser.parse_args()
+    args = parse_args(parser, smoke={"rounds": 5, "warmup": 1})
     configure_logging("warning", "console")
     status = bwrap_status()
     if not status.works:

@@ -40,6 +40,7 @@ import time
 from bench.e2e_harness import TimedOpenAI, wait_ready, write_config
 from bench.e2e_slack import SlackBench
 from bench.machine import describe_machine, percentile, process_cpu_s
+from bench.smoke import parse_args
 from tests.fakes.slack_server import event_callback, message_event
 from tests.fakes.slack_server import person as profile
 from tests.ops.daemon_process import start_daemon
@@ -154,4 +155,4 @@ if __name__ == "__main__":
         default=0.0,
         help="events pushed per second at most (default: as fast as the acks allow)",
     )
-    asyncio.run(main(parser.parse_args()))
+    asyncio.run(main(parse_args(parser, smoke={"events": 40, "warmup": 5, "concurrency": 10})))

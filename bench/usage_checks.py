@@ -32,6 +32,7 @@ import time
 from typing import Any
 
 from bench.machine import describe_machine
+from bench.smoke import parse_args
 from bench.throughput import ROOMY
 from bot.config import Settings, parse_settings
 from bot.envelope import ChannelRef, DeliveryTarget, IngressEnvelope, Sender
@@ -123,7 +124,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=20_000)
     parser.add_argument("--repeat", type=int, default=5)
-    arguments = parser.parse_args()
+    arguments = parse_args(parser, smoke={"turns": 500, "repeat": 1})
     with open(os.devnull, "w") as devnull:
         configure_logging("warning", "json", devnull)
         asyncio.run(main(arguments))

@@ -133,6 +133,8 @@ class FakeTelegram:
         """The command list of each scope (its ``type``: ``default``, ``all_group_chats``...)."""
         self.poll_book = PollBook()
         """Every ``getUpdates`` and who sent it; conflicts between live ones."""
+        self.handed_out: dict[int, float] = {}
+        """When each update was first handed out in a ``getUpdates`` answer (monotonic)."""
         self._changed = asyncio.Condition()
         self._server = LoopbackServer()
 
@@ -300,7 +302,12 @@ class FakeTelegram:
             updates = await self._get_updates(params, poll.terminated)
         finally:
             self.poll_book.end(poll)
-        return self._error(409, TERMINATED) if updates is None else self._ok(updates)
+        if updates is None:
+            return self._error(409, TERMINATED)
+        now = time.monotonic()
+        for update in updates:
+            self.handed_out.setdefault(int(update["update_id"]), now)
+        return self._ok(updates)
 
     async def _get_updates(
         self, params: Mapping[str, Any], terminated: asyncio.Event
