@@ -6,7 +6,7 @@
   - **load**: from building the provider to the model being ready (``warm``);
   - **first token**: a streamed answer to "hello" with the embedded system prompt, from the
     request to its first delta; **answer**: to its end;
-  - **tokens/s**: a 128-token reply, output tokens over its generation time;
+  - **tokens/s**: a 128-token reply (``--tokens``), output tokens over its generation time;
   - **peak RSS** of the process (``ru_maxrss``).
 * ``hatchway chat`` as a subprocess in an empty directory, with no provider in the
   environment and ``hello`` piped in: from spawning it to its **banner**, to the first byte of
@@ -41,6 +41,7 @@ import time
 from dataclasses import dataclass, field
 
 from bench.machine import describe_machine
+from bench.smoke import parse_args
 
 HATCHWAY = str(Path(sys.executable).with_name("hatchway"))
 
@@ -48,7 +49,7 @@ HATCHWAY = str(Path(sys.executable).with_name("hatchway"))
 # -- in-process -----------------------------------------------------------------------
 
 
-async def _in_process() -> dict[str, float]:
+async def _in_process(tokens: int) -> dict[str, float]:
     from bot.config import parse_settings
     from bot.providers.base import ChatMessage, CompletionRequest
     from bot.providers.embedded import EMBEDDED_SYSTEM_PROMPT, EmbeddedProvider
@@ -79,7 +80,7 @@ async def _in_process() -> dict[str, float]:
     long = CompletionRequest(
         system="",
         messages=[ChatMessage(role="user", content="Write a long story about a dragon.")],
-        max_tokens=128,
+        max_tokens=tokens,
     )
     before = time.perf_counter()
     reply = await provider.complete(long)
@@ -95,9 +96,12 @@ async def _in_process() -> dict[str, float]:
     }
 
 
-def in_process_run() -> dict[str, float]:
+def in_process_run(tokens: int) -> dict[str, float]:
     done = subprocess.run(
-        [sys.executable, __file__, "--child"], capture_output=True, text=True, check=False
+        [sys.executable, __file__, "--child", "--tokens", str(tokens)],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if done.returncode != 0:
         raise SystemExit(f"the in-process run failed:\n{done.stderr}")
@@ -189,13 +193,14 @@ def chat_figures(repeat: int) -> dict[str, list[float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--tokens", type=int, default=128, help="the long reply's max_tokens")
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parse_args(parser, smoke={"repeat": 1, "tokens": 16})
     if args.child:
-        print(json.dumps(asyncio.run(_in_process())))
+        print(json.dumps(asyncio.run(_in_process(args.tokens))))
         return
     print(describe_machine())
-    runs = [in_process_run() for _ in range(args.repeat)]
+    runs = [in_process_run(args.tokens) for _ in range(args.repeat)]
     print(f"in-process, median of {args.repeat} fresh processes:")
     for key, unit in (
         ("load_s", "s"),

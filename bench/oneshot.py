@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from bench.machine import describe_machine
+from bench.smoke import parse_args
 
 ROOT = Path(__file__).resolve().parent.parent
 HATCHWAY = str(Path(sys.executable).with_name("hatchway"))
@@ -252,7 +253,7 @@ if __name__ == "__main__":
         help="another checkout to run side by side (PYTHONPATH); may be repeated",
     )
     parser.add_argument("--serve-llm", action="store_true", help=argparse.SUPPRESS)
-    parsed = parser.parse_args()
+    parsed = parse_args(parser, smoke={"repeat": 1})
     if parsed.serve_llm:
         asyncio.run(_serve_llm())
     else:

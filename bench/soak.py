@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
 
 from bench.machine import percentile  # noqa: E402
+from bench.smoke import parse_args  # noqa: E402
 from bot.app import App  # noqa: E402
 from bot.config import parse_settings  # noqa: E402
 from bot.ops.logs import configure_logging  # noqa: E402
@@ -355,13 +356,14 @@ async def _inbox_counts(db: Path) -> dict[str, int]:
 
 
 async def _tool_call_counts(db: Path) -> dict[tuple[str, bool], int]:
-    """MCP tool calls by (status, whether the tool's answer came back)."""
+    """MCP tool calls by (status, whether the tool's answer came back: the observation
+    holds the echoed text, inside the marks of data from outside the conversation)."""
     import sqlite3
 
     def read() -> dict[tuple[str, bool], int]:
         with sqlite3.connect(db) as conn:
             rows = conn.execute(
-                "SELECT status, observation LIKE 'via mcp %', COUNT(*) FROM tool_calls"
+                "SELECT status, observation LIKE '%via mcp t%', COUNT(*) FROM tool_calls"
                 " WHERE tool = ? GROUP BY 1, 2",
                 (MCP_TOOL,),
             )
@@ -392,7 +394,8 @@ def main() -> int:
     parser.add_argument(
         "--skip", action="append", default=[], choices=["telegram", "slack", "discord"]
     )
-    return asyncio.run(soak(parser.parse_args()))
+    smoke = {"seconds": 3.0, "conversations": 10, "messages": 1, "settle_seconds": 20.0}
+    return asyncio.run(soak(parse_args(parser, smoke=smoke)))
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ import time
 from dataclasses import dataclass
 
 from bench.machine import describe_machine, process_cpu_s
+from bench.smoke import parse_args
 from tests.fakes.discord_server import BOT_TOKEN as DISCORD_TOKEN
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.openai_server import OpenAIFake
@@ -240,4 +241,4 @@ def main(args: argparse.Namespace) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="runs of each measurement")
-    main(parser.parse_args())
+    main(parse_args(parser, smoke={"repeat": 1}))
