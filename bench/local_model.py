@@ -86,6 +86,8 @@ async def _in_process(tokens: int) -> dict[str, float]:
     reply = await provider.complete(long)
     generated = time.perf_counter() - before
     await provider.aclose()
+    if reply.usage is None:
+        raise SystemExit("the embedded provider reported no usage: tokens/s cannot be told")
     return {
         "load_s": loaded - started,
         "first_token_s": first[0] - asked,

@@ -11,6 +11,7 @@ The rule: a request whose last message is a tool result gets :data:`FINAL`; any 
 gets :data:`FINAL` too, or, with ``tool=True``, one call of the built-in ``calculator`` tool.
 
     python bench/model_server.py [--tool]    # prints the base URL; serves until stdin closes
+    python bench/model_server.py --smoke     # starts itself as a bench does, asks it twice
 """
 
 from __future__ import annotations
@@ -25,7 +26,10 @@ import asyncio
 import os
 from types import TracebackType
 
+import aiohttp
+
 from bench.machine import process_cpu_s
+from bench.smoke import parse_args
 from tests.fakes.openai_server import JsonObject, OpenAIFake, Reply, ScriptItem
 
 FINAL = "done"
@@ -100,7 +104,38 @@ class ModelServer:
         return process_cpu_s(self._process.pid)
 
 
+async def ask(
+    base_url: str, messages: list[JsonObject], *, tools: list[JsonObject] | None = None
+) -> JsonObject:
+    """The first choice's message of one chat completion request to ``base_url``."""
+    body: JsonObject = {"model": "gpt-4o-mini", "messages": messages}
+    if tools:
+        body["tools"] = tools
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"{base_url}/chat/completions", json=body) as response,
+    ):
+        response.raise_for_status()
+        reply: JsonObject = (await response.json())["choices"][0]["message"]
+        return reply
+
+
+async def smoke() -> None:
+    """The server as a bench runs it (a child process), asked a question and then given a
+    tool result."""
+    async with ModelServer(tool=True) as model:
+        question = [{"role": "user", "content": "six times seven?"}]
+        called = await ask(model.base_url, question)
+        result = [*question, called, {"role": "tool", "tool_call_id": "c1", "content": "42"}]
+        final = await ask(model.base_url, result)
+        print(
+            f"model server at {model.base_url}: a question -> {called['tool_calls'][0]['function']}"
+            f", a tool result -> {final['content']!r}; its CPU {model.cpu_s() * 1000:.0f} ms"
+        )
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tool", action="store_true", help="answer new questions with a tool call")
-    asyncio.run(serve(parser.parse_args().tool))
+    arguments = parse_args(parser, smoke={})
+    asyncio.run(smoke() if arguments.smoke else serve(arguments.tool))

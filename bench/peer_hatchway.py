@@ -11,6 +11,9 @@ the daemon's default (``info``, JSON lines, here to /dev/null). Prints one JSON 
 
     python bench/peer_hatchway.py --base-url URL [--conversations 100] [--warmup 10]
                                   [--text TEXT] [--workspace DIR]
+
+With ``--smoke`` and no ``--base-url`` it starts the fake model itself (as ``bench/peers.py``
+does).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import resource
@@ -29,6 +33,8 @@ import tempfile
 import time
 
 from bench.peer_model import ANSWER
+from bench.peers import model_server
+from bench.smoke import parse_args
 from bot.app import App
 from bot.config import Settings, parse_settings
 from bot.envelope import ChannelRef, DeliveryTarget, IngressEnvelope, Sender
@@ -137,12 +143,16 @@ async def main(args: argparse.Namespace) -> dict[str, object]:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--base-url", required=True)
+    parser.add_argument("--base-url", help="the fake model's (required but with --smoke)")
     parser.add_argument("--conversations", type=int, default=100)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--text", default="hello")
     parser.add_argument("--workspace", help="the file tools' folder (default: a temporary one)")
-    arguments = parser.parse_args()
-    with open(os.devnull, "w") as devnull:
+    arguments = parse_args(parser, smoke={"conversations": 10, "warmup": 2})
+    if arguments.base_url is None and not arguments.smoke:
+        parser.error("--base-url is required")
+    with open(os.devnull, "w") as devnull, contextlib.ExitStack() as stack:
         configure_logging("info", "json", devnull)
+        if arguments.base_url is None:
+            arguments.base_url = stack.enter_context(model_server())
         print(json.dumps(asyncio.run(main(arguments))), flush=True)

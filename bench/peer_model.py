@@ -13,6 +13,7 @@ The rule, applied to each ``POST /v1/chat/completions``:
 
 Run as a process of its own (``python bench/peer_model.py``): it prints its base URL on the
 first line of stdout and serves until its stdin closes, so its CPU is nobody else's.
+``--smoke`` starts it in-process, asks it each kind of question once and prints the answers.
 """
 
 from __future__ import annotations
@@ -22,9 +23,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import argparse
 import asyncio
 from typing import Any
 
+from bench.model_server import ask
+from bench.smoke import parse_args
 from tests.fakes.openai_server import OpenAIFake, Reply
 
 ANSWER = "Hello! How can I help you today?"
@@ -62,5 +66,21 @@ async def serve() -> None:
         await asyncio.to_thread(sys.stdin.read)
 
 
+async def smoke() -> None:
+    async with OpenAIFake(record=False, model="gpt-4o-mini") as model:
+        model.answer_with(decide)
+        tools = [{"type": "function", "function": {"name": "file_read", "parameters": {}}}]
+        plain = await ask(model.base_url, [{"role": "user", "content": "hello"}])
+        asked = [{"role": "user", "content": f"what does the {TOOL_WORD} say?"}]
+        called = await ask(model.base_url, asked, tools=tools)
+        result = {"role": "tool", "tool_call_id": "c1", "content": NOTE_TEXT}
+        final = await ask(model.base_url, [*asked, called, result])
+    print(
+        f"plain -> {plain['content']!r}; the note -> {called['tool_calls'][0]['function']}; "
+        f"its result -> {final['content']!r}"
+    )
+
+
 if __name__ == "__main__":
-    asyncio.run(serve())
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    asyncio.run(smoke() if parse_args(parser, smoke={}).smoke else serve())

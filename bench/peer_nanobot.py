@@ -12,12 +12,18 @@ stderr to /dev/null, so the cost is counted). Prints one JSON object.
 
     /tmp/peers-venv/bin/python bench/peer_nanobot.py --config CONFIG.json
         [--conversations 100] [--warmup 10] [--text TEXT]
+
+``--smoke`` only says whether this interpreter can import nanobot (the smoke run of
+``bench/peers.py`` leaves nanobot out: it is not the project's, and installing it takes
+longer than a smoke run may).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
+import importlib.util
 import json
 import resource
 import sys
@@ -25,8 +31,7 @@ import time
 
 
 def configure_logging() -> None:
-    from loguru import logger
-
+    logger = importlib.import_module("loguru").logger
     logger.remove()
     logger.add(sys.stderr, level="INFO")
 
@@ -38,10 +43,9 @@ async def burst(bot: object, texts: list[tuple[str, str]]) -> list[str]:
 
 
 async def main(args: argparse.Namespace) -> dict[str, object]:
-    from nanobot import Nanobot
-
+    nanobot = importlib.import_module("nanobot")
     configure_logging()
-    bot = Nanobot.from_config(args.config)
+    bot = nanobot.Nanobot.from_config(args.config)
     try:
         if args.warmup:
             await burst(bot, [(f"bench:w{n}", args.text) for n in range(args.warmup)])
@@ -65,8 +69,19 @@ async def main(args: argparse.Namespace) -> dict[str, object]:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True)
+    parser.add_argument("--config", help="nanobot's config.json (required but with --smoke)")
     parser.add_argument("--conversations", type=int, default=100)
     parser.add_argument("--warmup", type=int, default=10)
     parser.add_argument("--text", default="hello")
-    print(json.dumps(asyncio.run(main(parser.parse_args()))), flush=True)
+    parser.add_argument("--smoke", action="store_true", help="only check nanobot is importable")
+    arguments = parser.parse_args()
+    if arguments.smoke:
+        found = importlib.util.find_spec("nanobot") is not None
+        print(
+            f"nanobot {'can' if found else 'cannot'} be imported by {sys.executable}: "
+            "skipped (its turns are measured by bench/peers.py, in nanobot's own venv)"
+        )
+    elif arguments.config is None:
+        parser.error("--config is required")
+    else:
+        print(json.dumps(asyncio.run(main(arguments))), flush=True)

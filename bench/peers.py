@@ -26,6 +26,9 @@ it has no ``nanobot``; ``--nanobot-spec`` pins a version (``nanobot-ai==0.3.5``)
 
     python bench/peers.py [--rounds 3] [--conversations 100] [--oneshot-repeat 5]
                           [--venv /tmp/peers-venv] [--only oneshot|plain|tool]
+
+``--smoke`` runs hatchway's side only, once each and small, and says that nanobot was
+skipped: it neither installs nor runs nanobot.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from contextlib import contextmanager
 
 from bench.machine import describe_machine
 from bench.peer_model import ANSWER, NOTE, NOTE_TEXT
+from bench.smoke import parse_args
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = Path(__file__).resolve().parent
@@ -211,6 +215,11 @@ def timed(command: list[str], stdin: bytes, folder: Path) -> Figures:
 def show(title: str, runs: dict[str, list[Figures]], keys: list[tuple[str, str, bool]]) -> None:
     """Medians per bot, and hatchway's advantage (>1 = hatchway better) per figure."""
     print(f"\n{title}")
+    if "nanobot" not in runs:
+        for key, label, _ in keys:
+            h = statistics.median(r[key] for r in runs["hatchway"])
+            print(f"  {label:<22} hatchway {h:10.3f}")
+        return
     for key, label, higher_is_better in keys:
         h = statistics.median(r[key] for r in runs["hatchway"])
         n = statistics.median(r[key] for r in runs["nanobot"])
@@ -220,21 +229,25 @@ def show(title: str, runs: dict[str, list[Figures]], keys: list[tuple[str, str, 
 
 def main(args: argparse.Namespace) -> None:
     print(describe_machine())
-    python = ensure_venv(Path(args.venv), args.nanobot_spec)
-    version = subprocess.run(
-        [str(python), "-c", "import importlib.metadata as m; print(m.version('nanobot-ai'))"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    print(f"nanobot-ai {version} from {python}; hatchway from {ROOT}")
+    if args.smoke:
+        python = Path(sys.executable)  # not used: no nanobot run
+        print(f"nanobot: skipped (--smoke installs and runs no peer); hatchway from {ROOT}")
+    else:
+        python = ensure_venv(Path(args.venv), args.nanobot_spec)
+        version = subprocess.run(
+            [str(python), "-c", "import importlib.metadata as m; print(m.version('nanobot-ai'))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        print(f"nanobot-ai {version} from {python}; hatchway from {ROOT}")
     subprocess.run(
         [sys.executable, "-m", "compileall", "-q", "bot", "channels", "tests/fakes"],
         check=True,
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
     )
-    bots = ["hatchway", "nanobot"]
+    bots = ["hatchway"] if args.smoke else ["hatchway", "nanobot"]
     with model_server() as base_url, tempfile.TemporaryDirectory() as tmp:
         if args.only in (None, "oneshot"):
             runners = {b: oneshot_runner(b, python, Path(tmp) / b, base_url) for b in bots}
@@ -279,4 +292,4 @@ if __name__ == "__main__":
     parser.add_argument("--venv", default="/tmp/peers-venv")
     parser.add_argument("--nanobot-spec", default="nanobot-ai")
     parser.add_argument("--only", choices=("oneshot", "plain", "tool"))
-    main(parser.parse_args())
+    main(parse_args(parser, smoke={"rounds": 1, "conversations": 10, "oneshot_repeat": 1}))

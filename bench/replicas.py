@@ -67,6 +67,7 @@ import asyncpg
 
 from bench.machine import describe_machine, percentile, process_cpu_s
 from bench.model_server import FINAL, ModelServer
+from bench.smoke import parse_args
 from tests.fakes.slack_server import FakeSlack
 from tests.fakes.telegram_server import FakeTelegram
 from tests.pg import PgServer, start_server
@@ -333,7 +334,7 @@ async def configuration(
                     await driver.wait_client(name, ROUND_S)
                 answers = Answers(slack)
                 first = 0
-                await idle_cpu(fleet, label, server)
+                await idle_cpu(fleet, label, server, args.idle_seconds)
                 spies: list[asyncio.subprocess.Process] = []
                 if args.warmup:
                     await burst(
@@ -376,18 +377,18 @@ async def configuration(
     return results
 
 
-async def idle_cpu(fleet: Fleet, label: str, server: PgServer | None) -> None:
+async def idle_cpu(fleet: Fleet, label: str, server: PgServer | None, idle_s: float) -> None:
     """Print what each replica (and the PostgreSQL server) spends with nothing to do:
-    heartbeats, sweeps, merges of shared counters (over :data:`IDLE_S`)."""
+    heartbeats, sweeps, merges of shared counters (over ``idle_s``)."""
     running = fleet.running()
-    await asyncio.sleep(2.0)  # start-up's own work is over
+    await asyncio.sleep(min(2.0, idle_s))  # start-up's own work is over
     before = {r.name: process_cpu_s(r.pid) for r in running}
     pg = pg_cpu_s(server)
-    await asyncio.sleep(IDLE_S)
+    await asyncio.sleep(idle_s)
     spent = ", ".join(
-        f"{r.name} {1000 * (process_cpu_s(r.pid) - before[r.name]) / IDLE_S:.1f}" for r in running
+        f"{r.name} {1000 * (process_cpu_s(r.pid) - before[r.name]) / idle_s:.1f}" for r in running
     )
-    pg_spent = 1000 * (pg_cpu_s(server) - pg) / IDLE_S
+    pg_spent = 1000 * (pg_cpu_s(server) - pg) / idle_s
     print(f"  {label} idle: CPU ms/s {spent}; PostgreSQL {pg_spent:.1f}", flush=True)
 
 
@@ -547,7 +548,9 @@ async def main(args: argparse.Namespace) -> None:
     try:
         async with ModelServer(tool=args.tool) as model:
             summary: list[tuple[str, int, dict[str, float]]] = []
-            configs = [] if args.takeover_only else [("SQLite, 1 process", 1, None)]
+            configs: list[tuple[str, int, PgServer | None]] = (
+                [] if args.takeover_only else [("SQLite, 1 process", 1, None)]
+            )
             configs += (
                 []
                 if args.takeover_only
@@ -648,7 +651,18 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="log every statement on the PostgreSQL server and print the statements per turn",
     )
     parser.add_argument("--clock-skew", type=float, default=0.5, help="[replicas] max_clock_skew_s")
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--idle-seconds", type=float, default=IDLE_S, help="idle CPU measured over this"
+    )
+    smoke = {
+        "idle_seconds": 0.5,
+        "conversations": 10,
+        "rounds": 1,
+        "warmup": 2,
+        "replicas": [1],
+        "takeovers": 1,
+    }
+    return parse_args(parser, smoke=smoke, argv=argv)
 
 
 if __name__ == "__main__":
