@@ -1,9 +1,12 @@
-"""The chat commands a user can type, as data: names, what each does, who may use it.
+"""The chat commands a user can type, as data: names, what each does, who may use it, and
+how the abuse limits count it.
 
 The gateway's router (:mod:`bot.gateway.commands`) answers them; adapters read this table to
 offer them where the platform can (Telegram ``setMyCommands``, Discord application commands,
 the Slack ``/hatchway`` subcommands). Names are lower-case ASCII, as Telegram and Discord
-require.
+require. The gateway's command limits (:mod:`bot.gateway.command_limits`) read ``limit``
+before any handler runs, so a command added here is limited like the others without a check
+of its own.
 """
 
 from __future__ import annotations
@@ -24,11 +27,32 @@ class CommandAccess(StrEnum):
     MEMBER = "member"
 
 
+class CommandLimit(StrEnum):
+    """How the abuse limits count a command (:mod:`bot.gateway.command_limits`).
+
+    ``messages``: a token of the sender's and the conversation's rate-limit buckets, like any
+    message (``[rate_limits]``); a refused command is not run, and its sender is told when to
+    try again at most once a minute. ``always``: always run (stopping must always work); only
+    its answers are counted, by a generous bucket of their own, and past it it runs quietly.
+    ``open``: for commands open to anyone (``access = anyone``): one answer per sender every
+    few seconds, whoever asks, since strangers have no bucket.
+    """
+
+    MESSAGES = "messages"
+    ALWAYS = "always"
+    OPEN = "open"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChatCommandSpec:
     name: str
     summary: str
     access: CommandAccess
+    limit: CommandLimit = CommandLimit.MESSAGES
+
+    def __post_init__(self) -> None:
+        if (self.access is CommandAccess.ANYONE) != (self.limit is CommandLimit.OPEN):
+            raise ValueError(f"/{self.name}: the open limit is for commands open to anyone")
 
 
 CHAT_COMMANDS: tuple[ChatCommandSpec, ...] = (
@@ -41,6 +65,7 @@ CHAT_COMMANDS: tuple[ChatCommandSpec, ...] = (
         name="stop",
         summary="Cancel the running turn and drop the messages queued behind it",
         access=CommandAccess.MEMBER,
+        limit=CommandLimit.ALWAYS,
     ),
     ChatCommandSpec(
         name="forget",
@@ -51,11 +76,13 @@ CHAT_COMMANDS: tuple[ChatCommandSpec, ...] = (
         name="id",
         summary="Show your user id and this chat's id (for allowed_users and approvers)",
         access=CommandAccess.ANYONE,
+        limit=CommandLimit.OPEN,
     ),
     ChatCommandSpec(
         name="help",
         summary="List these commands",
         access=CommandAccess.ANYONE,
+        limit=CommandLimit.OPEN,
     ),
 )
 
@@ -66,3 +93,12 @@ def command_spec(name: str) -> ChatCommandSpec | None:
         if spec.name == name:
             return spec
     return None
+
+
+def command_of(text: str) -> str:
+    """The command a message invokes, without its ``/`` and lower-cased; "" when the message
+    is no command (its first word does not start with ``/``, or it has no word at all)."""
+    words = text.split(maxsplit=1)
+    if not words or not words[0].startswith("/"):
+        return ""
+    return words[0][1:].lower()

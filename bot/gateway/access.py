@@ -14,7 +14,8 @@ Per channel alias (``[channels.KIND.ALIAS]``):
 * Other bots are ignored when ``ignore_other_bots`` (the default).
 
 A stranger's DM gets at most one polite line per ``REFUSAL_INTERVAL_S``. ``/pair CODE`` from
-an approver of the alias approves a pairing and is answered here, never reaching the model.
+an approver of the alias approves a pairing and is answered here, never reaching the model;
+from another member it is refused, with one line per ``REFUSAL_INTERVAL_S`` at most.
 
 :class:`AccessStep` is the admission step that applies a policy (:class:`AccessCheck`).
 """
@@ -141,9 +142,8 @@ class AccessPolicy:
                 if env.is_direct:
                     return await self._check_direct(env, cfg)
                 return self._deny("pair from non-approver", env)
-            return AccessDecision(
-                allowed=False, reply=PAIR_NOT_AUTHORISED, reason="pair from non-approver"
-            )
+            # a member's: told once an hour, like a stranger's refusal, never once per try
+            return self._polite(env, PAIR_NOT_AUTHORISED, "pair from non-approver")
         outcome = await self._pairing.approve(
             code, f"{env.channel}:{env.sender.id}", channel=env.channel
         )

@@ -18,10 +18,13 @@ from bot.envelope import IngressEnvelope
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Arrival:
-    """An inbound message on its way in, with the session it belongs to."""
+    """An inbound message on its way in, with the session it belongs to. ``quiet``: what
+    the message asks is done without an answer (a ``/stop`` past its sender's allowance of
+    answers, :mod:`bot.gateway.command_limits`)."""
 
     envelope: IngressEnvelope
     session_key: str
+    quiet: bool = False
 
 
 Admit = Callable[[Arrival], Awaitable[None]]

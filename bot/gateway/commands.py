@@ -9,7 +9,10 @@ command's access rule decides where it is answered:
   stranger needs ``/id`` to be added. It still needs the message to reach the bot (a direct
   message, or addressed to it in a group), and nothing is answered where the channel's DM or
   group policy is ``disabled`` or to another bot.
-- ``member`` (``/new``, ``/stop``) — :class:`MemberCommands`, after it.
+- ``member`` (``/new``, ``/stop``) — :class:`MemberCommands`, after it and after the command
+  limits (:mod:`bot.gateway.command_limits`), which count every member command before any
+  handler runs; a ``/stop`` past its sender's allowance of answers comes ``quiet`` and is
+  done without one.
 
 ``/stop`` cancels the session's running turn and drops the turns queued behind it (their
 inbox entries become ``failed``, "cancelled by /stop"); with the envelope's ``command_scope``
@@ -29,7 +32,7 @@ from collections.abc import Awaitable, Callable, Mapping
 
 import structlog
 
-from bot.chat_commands import CHAT_COMMANDS, CommandAccess, command_spec
+from bot.chat_commands import CHAT_COMMANDS, CommandAccess, command_of, command_spec
 from bot.config import ChannelCommon
 from bot.envelope import IngressEnvelope
 from bot.gateway.admission import Admit, Arrival
@@ -54,15 +57,6 @@ replica stopped nothing, so one of them answers even when it stops nothing eithe
 any will answer it."""
 ChannelSettings = Callable[[IngressEnvelope], ChannelCommon | None]
 """The settings of the alias an envelope came in on (None: not configured)."""
-
-
-def command_of(text: str) -> str:
-    """The command a message invokes, without its ``/`` and lower-cased; "" when the message
-    is no command (its first word does not start with ``/``, or it has no word at all)."""
-    words = text.split(maxsplit=1)
-    if not words or not words[0].startswith("/"):
-        return ""
-    return words[0][1:].lower()
 
 
 def _spec_access(name: str) -> CommandAccess | None:
@@ -203,7 +197,8 @@ class MemberCommands:
             return
         if not forwarded and self._elsewhere is not None and await self._elsewhere(arrival, True):
             return  # the session's owner answers
-        await self._replies.send(envelope, NOTHING_RUNNING)
+        if not arrival.quiet:
+            await self._replies.send(envelope, NOTHING_RUNNING)
 
     async def _stop_senders_turns(
         self, arrival: Arrival, *, forwarded: bool = False, answer: bool = True
@@ -225,7 +220,7 @@ class MemberCommands:
             nothing = not (stopped or dropped)
             elsewhere = self._elsewhere is not None and await self._elsewhere(arrival, nothing)
             here = not (nothing and elsewhere)
-        if here:
+        if here and not arrival.quiet:
             await self._replies.send(envelope, _stopped_text(stopped, dropped))
 
     async def _mark_dropped(self, dropped: list[TurnIdentity]) -> None:
@@ -235,7 +230,8 @@ class MemberCommands:
     async def _new(self, arrival: Arrival) -> None:
         await self._store.history.reset(arrival.session_key)
         log.info("session_new", session=arrival.session_key)
-        await self._replies.send(arrival.envelope, NEW_SESSION)
+        if not arrival.quiet:
+            await self._replies.send(arrival.envelope, NEW_SESSION)
 
 
 def _stopped_text(stopped: list[TurnIdentity], dropped: list[TurnIdentity]) -> str:

@@ -14,11 +14,18 @@ records on the channel (the audit trail keeps its rows, their id replaced by a t
 the workspace folders of their direct conversations go too, and the sender is told what was
 removed. The command reaches the gateway before the inbox, so a platform's redelivery of the
 command would ask again; a second run finds nothing more to delete.
+
+A person has at most one request waiting (per channel, in this process): a second
+``/forget`` while the first waits asks nobody and is answered :data:`ALREADY_WAITING`, at most
+once per :data:`ALREADY_WAITING_INTERVAL_S`, silence otherwise. Like every member command,
+``/forget`` is counted by the rate limits before it comes here
+(:mod:`bot.gateway.command_limits`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Callable, Coroutine
 
@@ -26,9 +33,9 @@ import structlog
 from structlog.contextvars import bind_contextvars
 
 from bot.approval.gate import ApprovalDecision, ApprovalGate, ApprovalRequest
+from bot.chat_commands import command_of
 from bot.config import Settings
 from bot.gateway.admission import Admit, Arrival
-from bot.gateway.commands import command_of
 from bot.gateway.sending import Replies
 from bot.store import ForgetReport, Store
 from bot.store.audit import Decision
@@ -44,6 +51,11 @@ ASKING = (
     "your messages and my answers to them, your notes, files and usage details. The audit "
     "trail keeps its rows, with your id replaced."
 )
+ALREADY_WAITING = (
+    "Your earlier /forget is already waiting for an approver; I'll tell you once one decides."
+)
+#: A person is told their request is already waiting at most this often.
+ALREADY_WAITING_INTERVAL_S = 60.0
 UNAVAILABLE = "Forgetting can't be approved here; please ask an operator (hatchway forget)."
 NOT_DONE = "Nothing was deleted: {why}."
 WHAT_IS_DELETED = (
@@ -110,30 +122,61 @@ class ForgetCommand:
         store: Store,
         replies: Replies,
         settings: Settings_,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._approvals = approvals
         self._store = store
         self._replies = replies
         self._settings = settings
+        self._clock = clock
         self._group: asyncio.TaskGroup | None = None
+        #: (channel, sender) of each request waiting, and when its sender was last told so
+        self._waiting: dict[tuple[str, str], float] = {}
 
     async def __call__(self, arrival: Arrival, call_next: Admit) -> None:
         if command_of(arrival.envelope.text) != FORGET_TOOL:
             await call_next(arrival)
             return
         envelope = arrival.envelope
-        log.info("forget_requested", conversation_id=envelope.conversation_id)
         if self._approvals is None or self._group is None:
+            log.info("forget_requested", conversation_id=envelope.conversation_id)
             await self._replies.send(envelope, UNAVAILABLE)
             return
+        requester = (str(envelope.channel), envelope.sender.id)
+        if requester in self._waiting:
+            await self._already_waiting(arrival, requester)
+            return
+        log.info("forget_requested", conversation_id=envelope.conversation_id)
+        self._waiting[requester] = float("-inf")
         await self._replies.send(envelope, ASKING)
-        self._spawn(self._forget(arrival, self._approvals))
+        self._spawn(self._forget(arrival, self._approvals), requester)
 
-    def _spawn(self, coro: Coroutine[object, object, None]) -> None:
+    async def _already_waiting(self, arrival: Arrival, requester: tuple[str, str]) -> None:
+        now = self._clock()
+        told = now - self._waiting[requester] >= ALREADY_WAITING_INTERVAL_S
+        log.info(
+            "forget_already_waiting",
+            conversation_id=arrival.envelope.conversation_id,
+            told=told,
+        )
+        if told:
+            self._waiting[requester] = now
+            await self._replies.send(arrival.envelope, ALREADY_WAITING)
+
+    def _spawn(self, coro: Coroutine[object, object, None], requester: tuple[str, str]) -> None:
         if self._group is None:  # stopped meanwhile
             coro.close()
+            self._waiting.pop(requester, None)
             return
-        self._group.create_task(coro)
+        self._group.create_task(self._one_waiting(coro, requester))
+
+    async def _one_waiting(
+        self, request: Coroutine[object, object, None], requester: tuple[str, str]
+    ) -> None:
+        try:
+            await request
+        finally:
+            self._waiting.pop(requester, None)
 
     async def run(self) -> None:
         """Own the requests waiting for an approver; lives until cancelled (a shutdown

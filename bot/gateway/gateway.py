@@ -16,14 +16,18 @@ composed in :meth:`Gateway.__init__` and nowhere else:
    answered to strangers too, so that they can learn the ids an admin needs;
 4. access policy (:mod:`~bot.gateway.access`: allow-lists, DM/group policy, mention gating,
    pairing) — a refused message gets no LLM call, at most one polite line;
-5. the members' chat commands: ``/stop`` cancels the session's running turn (or, from a
+5. the command limits (:mod:`~bot.gateway.command_limits`): every chat command a member
+   sends takes a token from the same buckets as messages (step 9), except ``/stop``, which
+   always passes (its answers have an allowance of their own); a refused command is not
+   run. Every command's handler comes after this step;
+6. the members' chat commands: ``/stop`` cancels the session's running turn (or, from a
    Slack slash command, what the sender started in the conversation), ``/new`` starts a new
    session;
-6. ``/forget`` (:mod:`~bot.gateway.forget`): asks an approver, then forgets the sender on
-   this channel, in a task of its own;
-7. dedupe against the persisted inbox (:mod:`~bot.gateway.dedupe`) — a platform
+7. ``/forget`` (:mod:`~bot.gateway.forget`): asks an approver, then forgets the sender on
+   this channel, in a task of its own (one waiting per person);
+8. dedupe against the persisted inbox (:mod:`~bot.gateway.dedupe`) — a platform
    redelivery is a no-op;
-8. rate limits (:mod:`~bot.gateway.ratelimit`): a token bucket per sender and per
+9. rate limits (:mod:`~bot.gateway.ratelimit`): a token bucket per sender and per
    conversation; a refused message's inbox entry is marked, its sender told once a minute;
 
 and the endpoint queues the message as a turn (:mod:`~bot.gateway.sessions`: one turn at a
@@ -51,6 +55,7 @@ from bot.envelope import ChannelRef, IngressEnvelope, envelope_to_json
 from bot.errors import StorageUnavailable
 from bot.gateway.access import AccessCheck, AccessStep
 from bot.gateway.admission import Admit, Arrival, compose
+from bot.gateway.command_limits import CommandLimits
 from bot.gateway.commands import MemberCommands, OpenCommands
 from bot.gateway.dedupe import InboxDedupe
 from bot.gateway.drain import Drain
@@ -135,6 +140,8 @@ class Gateway:
                 self._drain.refuse_new if self._handover is None else _admit_while_draining,
                 OpenCommands(replies=self._replies, channel_settings=self._channel_settings),
                 AccessStep(access, self._replies),
+                # every member command is counted here, before any command's handler
+                CommandLimits(take_token=self._command_token),
                 self._members,
                 self._forget,
                 InboxDedupe(store),
@@ -152,6 +159,9 @@ class Gateway:
 
     def _current(self) -> Settings:
         return self._settings
+
+    async def _command_token(self, envelope: IngressEnvelope) -> bool:
+        return await self._limits.admits(envelope, recorded=False)
 
     async def deliver(self, envelope: IngressEnvelope) -> None:
         """Admit one inbound message; returns once it is queued (or refused). Raises

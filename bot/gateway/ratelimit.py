@@ -15,6 +15,10 @@ refused message.
 Scheduled runs (``envelope.background``) pass untouched, and so do the channel's approvers
 when ``exempt_approvers`` is set.
 
+Chat commands take from the same buckets, earlier: they have no inbox entry, so
+:mod:`bot.gateway.command_limits` asks :meth:`RateLimits.admits` before a command runs; a
+refused command is counted and noticed alike, and left out of the inbox.
+
 The buckets are counted in memory and shared through the database
 (:mod:`bot.gateway.buckets`), so a decision costs no trip, several replicas share one
 bucket, and a restart keeps them.
@@ -100,16 +104,22 @@ class RateLimits:
         self._config = config
 
     async def __call__(self, arrival: Arrival, call_next: Admit) -> None:
-        envelope = arrival.envelope
-        if not self._config.active or envelope.background or self._exempt(envelope):
+        if await self.admits(arrival.envelope, recorded=True):
             await call_next(arrival)
-            return
+
+    async def admits(self, envelope: IngressEnvelope, *, recorded: bool) -> bool:
+        """Take a token for ``envelope`` from each of its buckets; False when one is empty,
+        and then the refusal is counted, logged and its notice sent when due. ``recorded``:
+        the message has an inbox entry, which a refusal marks; a chat command has none
+        (:mod:`bot.gateway.command_limits` asks with False)."""
+        if not self._config.active or envelope.background or self._exempt(envelope):
+            return True
         await self._book.load()
         refusal = self._take(envelope, self._clock())
         if refusal is None:
-            await call_next(arrival)
-            return
-        await self._refuse(envelope, refusal)
+            return True
+        await self._refuse(envelope, refusal, recorded=recorded)
+        return False
 
     def _exempt(self, envelope: IngressEnvelope) -> bool:
         if not self._config.exempt_approvers:
@@ -135,7 +145,9 @@ class RateLimits:
         self._book.take(counted, now)
         return None
 
-    async def _refuse(self, envelope: IngressEnvelope, refusal: _Refusal) -> None:
+    async def _refuse(
+        self, envelope: IngressEnvelope, refusal: _Refusal, *, recorded: bool
+    ) -> None:
         now = self._clock()
         self.refused += 1
         notice = self._book.notice_due(refusal.bucket, now)
@@ -149,8 +161,9 @@ class RateLimits:
             retry_in_s=seconds,
             noticed=notice,
         )
-        key = InboxKey(channel=str(envelope.channel), message_id=envelope.message_id)
-        await self._store.inbox.skip(key, RATE_LIMITED)
+        if recorded:
+            key = InboxKey(channel=str(envelope.channel), message_id=envelope.message_id)
+            await self._store.inbox.skip(key, RATE_LIMITED)
         if notice:
             text = USER_NOTICE if refusal.kind == "user" else CONVERSATION_NOTICE
             await self._replies.send(envelope, text.format(seconds=seconds))

@@ -11,7 +11,8 @@ the interaction (never deferred, expired, or Discord refused the follow-up) is n
 here, and the caller posts it as a normal channel message.
 
 Replies to a command are ephemeral (only its user sees them) when :meth:`defer` says so; the
-inbound side asks that for commands about the asker (``/id``, ``/help``) in servers.
+inbound side asks that for every command in a server (a command may be refused by the rate
+limits, and a refusal is the user's alone), as Slack shows a slash command's answers.
 
 Once the gateway has handled the command (:meth:`settle`), an interaction nothing was sent
 to — the gateway answers some commands with silence, such as a successful ``/stop``, whose

@@ -20,10 +20,12 @@ edit. The bot's own messages are never reported. A deletion is reported by id
 (``ChannelHost.deleted``); the gateway ignores ids it does not hold.
 
 An application command is deferred at once (Discord's 3 s; see
-:mod:`channels.discord.command_replies`), delivered as ``/<name>``, and settled when the host
-is done with it. A command from a server outside ``allowed_guilds`` is answered, privately,
-that the bot does not serve it there: a command must be answered, and the gateway never
-sees it.
+:mod:`channels.discord.command_replies`), privately in a server (every answer to it, a
+refusal by the rate limits included, is the user's alone, as on Slack), delivered as
+``/<name>``, and settled when the host is done with it: a command the gateway refused is
+acknowledged in time all the same. A command from a server outside ``allowed_guilds`` is
+answered, privately, that the bot does not serve it there: a command must be answered, and
+the gateway never sees it.
 """
 
 from __future__ import annotations
@@ -35,7 +37,6 @@ from datetime import UTC, datetime
 import discord
 import structlog
 
-from bot.chat_commands import CommandAccess, command_spec
 from bot.envelope import ChannelRef, IngressEnvelope
 from channels.discord.client import Connection, GatewayClient, endpoint_scope
 from channels.discord.command_replies import CommandReplies
@@ -188,10 +189,8 @@ class InboundMessages:
             return
         if not self._first_sighting(str(interaction.id)):
             return
-        spec = command_spec(name)
-        about_the_asker = spec is not None and spec.access is CommandAccess.ANYONE
-        in_guild = interaction.guild_id is not None
-        await self._replies.defer(interaction, ephemeral=about_the_asker and in_guild)
+        # private in a server: an answer may be a refusal (the rate limits), nobody else's
+        await self._replies.defer(interaction, ephemeral=interaction.guild_id is not None)
         facts = facts_from_interaction(interaction, name)
         envelope = envelope_from_command(facts, self._options(str(client.user.id)))
         self._log.info(

@@ -1,7 +1,8 @@
 """``/forget`` through the whole daemon and python-telegram-bot against the loopback Bot API
 fake: the request goes to an approver as an approval card, the requester cannot approve it
 themself, an approval forgets them on the channel (others' records untouched, the audit
-trail kept with their id replaced), a denial deletes nothing."""
+trail kept with their id replaced), a denial deletes nothing, and a person has one request
+waiting at a time."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ import pytest
 from bot.app import App
 from bot.channel import ClickVerdict
 from bot.config import Settings, parse_settings
-from bot.gateway.forget import ASKING
+from bot.gateway.forget import ALREADY_WAITING, ASKING
 from bot.providers.base import CompletionRequest, ProviderReply
+from bot.store.approvals import ApprovalStatus
 from bot.store.forget import TOMBSTONE_PREFIX
 from channels.telegram.cards import APPROVE_LABEL, DENY_LABEL
 from tests.fakes.scripted_provider import ScriptedProvider, reply
@@ -159,3 +161,27 @@ async def test_a_denied_forget_deletes_nothing(tg: FakeTelegram, tmp_path: Path)
             "SELECT COUNT(*) AS n FROM inbox WHERE sender_id = ?", (str(ANN),)
         )
         assert rows[0]["n"] == 2
+
+
+async def test_one_forget_waits_at_a_time_per_person(tg: FakeTelegram, tmp_path: Path) -> None:
+    async with App(settings(tg, tmp_path), provider=ScriptedProvider([echo] * 5), tools=[]) as app:
+        await conversations(tg, app)
+        card = await ask_to_forget(tg)
+        for n in range(5, 9):  # four more while the first waits
+            forget = message(GROUP, user(ANN), "/forget", message_id=n, entities=command("/forget"))
+            await tg.push({"message": forget})
+        await tg.push({"message": message(GROUP, user(BOB), "bob again", message_id=9)})
+        await tg.wait_for("sendMessage", sent_with("echo: bob again"))
+        said = [str(c.params["text"]) for c in tg.calls_of("sendMessage")]
+        waiting = await app.store.approvals.list(status=ApprovalStatus.PENDING)
+        assert said.count(ALREADY_WAITING) == 1  # told once, then quiet
+        assert said.count(ASKING) == 1 and len(waiting) == 1
+        assert sum("Approval needed" in text for text in said) == 1
+
+        # once the first is decided, a new request asks again
+        await tg.push(callback("q-boss", user(APPROVER), button(card, DENY_LABEL), shown(tg)))
+        await tg.wait_for("sendMessage", sent_with("Nothing was deleted"))
+        forget = message(GROUP, user(ANN), "/forget", message_id=10, entities=command("/forget"))
+        await tg.push({"message": forget})
+        await tg.wait_for("sendMessage", sent_with(ASKING), count=2)
+        await tg.wait_for("sendMessage", sent_with("🔐 Approval needed"), count=2)

@@ -90,11 +90,13 @@ async def test_sync_commands_false_leaves_the_registration_alone(
 @pytest.mark.parametrize(
     ("name", "where", "ephemeral"),
     [
-        ("stop", GENERAL, False),
-        ("new", THREAD, False),
-        ("id", GENERAL, True),  # about the asker: only they see the answer
+        # in a server only the asker sees the answer (it may be a rate limit's refusal)
+        ("stop", GENERAL, True),
+        ("new", THREAD, True),
+        ("id", GENERAL, True),
         ("help", THREAD, True),
-        ("id", DM, False),
+        ("forget", GENERAL, True),
+        ("id", DM, False),  # a DM is private already
         ("stop", DM, False),
     ],
 )
@@ -148,14 +150,18 @@ async def test_the_answer_goes_through_the_interaction(fake: FakeDiscord, store:
     host.channel = channel
     async with running(channel, host):
         private, _ = await invoke(fake, "id", ALICE, GENERAL)
-        public, _ = await invoke(fake, "new", ALICE, THREAD)
-        await host.wait_envelopes(2)
+        in_thread, _ = await invoke(fake, "new", ALICE, THREAD)
+        in_dm, _ = await invoke(fake, "new", ALICE, DM)
+        await host.wait_envelopes(3)
     [told] = fake.follow_ups[private]
     assert told["content"] == "answer to /id" and told["flags"] == EPHEMERAL
     assert fake.ephemerals[private] == [told]
-    [shown] = fake.follow_ups[public]
-    assert shown["content"] == "answer to /new" and shown["channel_id"] == THREAD
-    assert fake.messages[shown["id"]] is shown  # a message in the thread, for everyone
+    [told_in_thread] = fake.follow_ups[in_thread]  # every answer in a server is private
+    assert told_in_thread["content"] == "answer to /new" and told_in_thread["flags"] == EPHEMERAL
+    assert told_in_thread["channel_id"] == THREAD and told_in_thread["id"] not in fake.messages
+    [shown] = fake.follow_ups[in_dm]
+    assert shown["content"] == "answer to /new" and shown["channel_id"] == DM
+    assert fake.messages[shown["id"]] is shown  # a message of the DM
     assert fake.deleted_responses == set()
     assert fake.calls_to("POST", r"/channels/\d+/messages") == []
 
@@ -190,7 +196,7 @@ async def test_an_answer_the_interaction_cannot_take_goes_to_the_channel(
         interaction_id, callback = await invoke(fake, "stop", ALICE, THREAD)
         await host.wait_envelopes(1)
         await fake.wait_for_call("POST", f"/channels/{THREAD}/messages")
-    assert callback.body == {"type": DEFERRED}
+    assert callback.body == {"type": DEFERRED, "data": {"flags": EPHEMERAL}}
     assert fake.posted(THREAD) == ["answer to /stop"]
     assert interaction_id not in fake.follow_ups
 

@@ -118,7 +118,8 @@ async def test_stop_in_a_thread_cancels_the_turn_running_there(
         await asyncio.wait_for(cancelled.wait(), 10)
         await fake.wait_until(lambda: CANCELLED_MESSAGE in fake.posted(THREAD))
         await fake.wait_until(lambda: here in fake.deleted_responses or here in fake.follow_ups)
-    assert deferral.body == {"type": 5}  # public: the thread sees it was stopped
+    # private: the thread sees it was stopped from the stopped turn itself
+    assert deferral.body == {"type": 5, "data": {"flags": EPHEMERAL}}
     assert len(provider.requests) == 1
 
 

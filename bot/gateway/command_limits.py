@@ -1,0 +1,114 @@
+"""Admission step: every chat command a member sends obeys the abuse limits, decided here.
+
+The step sits right after the access policy and before every command's handler (``/stop``,
+``/new``, ``/forget`` and any added later). It reads the command's
+:class:`~bot.chat_commands.CommandLimit` in :data:`bot.chat_commands.CHAT_COMMANDS` and
+decides for all of them, so a handler has no check of its own:
+
+- ``messages`` (the default; ``/new``, ``/forget``): a token from the sender's and the
+  conversation's rate-limit buckets, the ones messages take from
+  (:meth:`bot.gateway.ratelimit.RateLimits.admits`). A refused command does nothing and never
+  reaches its handler; its sender is told when to try again at most once a minute, as for a
+  message. With ``[rate_limits]`` off, as messages, commands are not counted.
+- ``always`` (``/stop``): always passes, for stopping must always work. Its answers ("Nothing
+  is running.", what it stopped) are counted by an allowance of their own per sender,
+  :data:`STOP_ANSWERS_BURST` refilled at :data:`STOP_ANSWERS_PER_MINUTE`, whatever
+  ``[rate_limits]`` says; past it the command is done without an answer (``Arrival.quiet``).
+- ``open`` (``/id``, ``/help``): answered before the access policy, to strangers too, one
+  answer per sender every few seconds (:class:`bot.gateway.commands.OpenCommands`); they never
+  reach this step.
+
+A message whose first word is no chat command passes on to the messages' path (the inbox
+dedupe, then the same buckets). Slack and Discord adapters acknowledge a command before they
+hand it over, so a refused one is acknowledged in time as well.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+
+import structlog
+
+from bot.chat_commands import CommandAccess, CommandLimit, command_of, command_spec
+from bot.config.limits import RateLimit
+from bot.envelope import IngressEnvelope
+from bot.gateway.admission import Admit, Arrival
+from bot.gateway.buckets import Bucket, refilled
+
+log = structlog.get_logger(__name__)
+
+TakeToken = Callable[[IngressEnvelope], Awaitable[bool]]
+"""Takes a token for a command from its sender's and conversation's buckets, telling them
+when a refusal's notice is due; whether it found one (the rate limits' step,
+:meth:`bot.gateway.ratelimit.RateLimits.admits`, for a message with no inbox entry)."""
+
+#: A sender's answers to ``/stop``: this many at once, refilled at this many a minute.
+STOP_ANSWERS_BURST = 10
+STOP_ANSWERS_PER_MINUTE = 10.0
+#: Senders whose allowance is held at most (beyond, those full again are forgotten first).
+ALLOWANCES_HELD = 10_000
+
+
+class AnswerAllowance:
+    """A token bucket per sender, in memory: how many answers one is given. Bounded: at most
+    :data:`ALLOWANCES_HELD` senders are held, those whose bucket is full again forgotten
+    first."""
+
+    def __init__(self, limit: RateLimit, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._limit = limit
+        self._clock = clock
+        self._buckets: dict[str, Bucket] = {}
+
+    def take(self, key: str) -> bool:
+        """One answer for ``key``; False when its allowance is spent."""
+        now = self._clock()
+        tokens = refilled(self._buckets.get(key), self._limit, now)
+        if tokens < 1.0:
+            return False
+        if key not in self._buckets and len(self._buckets) >= ALLOWANCES_HELD:
+            self._forget_some(now)
+        self._buckets[key] = Bucket(tokens=tokens - 1.0, at=now)
+        return True
+
+    def _forget_some(self, now: float) -> None:
+        capacity = self._limit.capacity
+        self._buckets = {
+            k: b for k, b in self._buckets.items() if refilled(b, self._limit, now) < capacity
+        }
+        while len(self._buckets) >= ALLOWANCES_HELD:  # all still counting: the oldest go
+            del self._buckets[next(iter(self._buckets))]
+
+
+class CommandLimits:
+    """The admission step (see the module docstring)."""
+
+    def __init__(
+        self, *, take_token: TakeToken, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._take_token = take_token
+        self._stop_answers = AnswerAllowance(
+            RateLimit(messages_per_minute=STOP_ANSWERS_PER_MINUTE, burst=STOP_ANSWERS_BURST),
+            clock=clock,
+        )
+
+    async def __call__(self, arrival: Arrival, call_next: Admit) -> None:
+        envelope = arrival.envelope
+        name = command_of(envelope.text)
+        spec = command_spec(name) if name else None
+        if spec is None or spec.access is CommandAccess.ANYONE:
+            await call_next(arrival)  # a message (or answered before the access policy)
+            return
+        if spec.limit is CommandLimit.ALWAYS:
+            key = f"{envelope.channel}:{envelope.sender.id}"
+            if self._stop_answers.take(key):
+                await call_next(arrival)
+                return
+            log.info("command_answer_withheld", command=name, user_id=envelope.sender.id)
+            await call_next(replace(arrival, quiet=True))
+            return
+        if await self._take_token(envelope):
+            await call_next(arrival)
+            return
+        log.info("command_rate_limited", command=name, user_id=envelope.sender.id)

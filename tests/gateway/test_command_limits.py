@@ -1,0 +1,168 @@
+"""Chat commands obey the abuse limits, through the whole daemon and python-telegram-bot
+against the loopback Bot API fake: every member command takes a token from the same buckets
+as messages (each command of the table, so one added later is covered too), a burst of
+``/new`` gets as many answers as the bucket holds and one notice, and ``/stop`` always stops,
+with its answers counted by an allowance of their own."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.agent.loop import CANCELLED_MESSAGE
+from bot.app import App
+from bot.chat_commands import CHAT_COMMANDS, CommandLimit
+from bot.config import Settings, parse_settings
+from bot.gateway import command_limits
+from bot.gateway.commands import NEW_SESSION, NOTHING_RUNNING
+from bot.gateway.ratelimit import RATE_LIMITED
+from bot.providers.base import CompletionRequest, ProviderReply
+from bot.store import InboxKey
+from tests.fakes.scripted_provider import ScriptedProvider, reply
+from tests.fakes.telegram_server import ApiCall, FakeTelegram, command, message, user
+from tests.fakes.telegram_setup import APPROVER, REQUESTER, TOKEN, started
+
+ANN, BOB = REQUESTER, 4004
+GROUP: dict[str, Any] = {"id": -100500600, "type": "supergroup", "title": "team"}
+GROUP_SESSION = f"telegram.main:{GROUP['id']}"
+#: One message per ten minutes: nothing refills while a test runs.
+NOTICE = "You're sending messages faster than I can take them; I'll answer again in 600 s."
+COUNTED = [spec.name for spec in CHAT_COMMANDS if spec.limit is CommandLimit.MESSAGES]
+
+
+@pytest.fixture
+async def tg(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeTelegram]:
+    monkeypatch.setenv("HATCHWAY_TELEGRAM_TOKEN", TOKEN)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    async with FakeTelegram(TOKEN) as fake:
+        yield fake
+
+
+def echo(request: CompletionRequest) -> ProviderReply:
+    return reply(f"echo: {request.messages[-1].content}")
+
+
+def settings(tg: FakeTelegram, tmp_path: Path, *, burst: int) -> Settings:
+    return parse_settings(
+        {
+            "state_dir": str(tmp_path),
+            "approval": {"timeout_s": 30},
+            "rate_limits": {"per_user": {"messages_per_minute": 0.1, "burst": burst}},
+            "channels": {
+                "telegram": {
+                    "main": {
+                        "api_base_url": tg.base_url,
+                        "file_base_url": tg.file_base_url,
+                        "poll_timeout_s": 1,
+                        "reconnect_initial_s": 0.01,
+                        "reconnect_max_s": 0.05,
+                        "allowed_users": ["*"],
+                        "approvers": [str(APPROVER)],
+                        "require_mention": False,
+                    }
+                }
+            },
+        },
+        environ={},
+        require_provider=False,
+    )
+
+
+def texts(tg: FakeTelegram) -> list[str]:
+    return [str(c.params["text"]) for c in tg.calls_of("sendMessage")]
+
+
+def sent_with(text: str) -> Callable[[ApiCall], bool]:
+    return lambda c: text in str(c.params.get("text"))
+
+
+async def say(tg: FakeTelegram, sender: int, text: str, message_id: int) -> None:
+    entities = command(text) if text.startswith("/") else None
+    payload = message(GROUP, user(sender), text, message_id=message_id, entities=entities)
+    await tg.push({"message": payload})
+
+
+async def all_handled(tg: FakeTelegram, marker_id: int) -> None:
+    """Bob says something and is answered: the adapter hands updates over one after the
+    other, each once admitted, so everything pushed before has been through admission."""
+    await say(tg, BOB, f"bob {marker_id}", marker_id)
+    await tg.wait_for("sendMessage", sent_with(f"echo: bob {marker_id}"))
+
+
+@pytest.mark.parametrize("name", COUNTED)
+async def test_a_member_command_takes_a_token_like_a_message(
+    tg: FakeTelegram, tmp_path: Path, name: str
+) -> None:
+    provider = ScriptedProvider([echo] * 3)
+    async with App(settings(tg, tmp_path, burst=1), provider=provider, tools=[]) as app:
+        await started(app)
+        await say(tg, ANN, "hello", 1)
+        await tg.wait_for("sendMessage", sent_with("echo: hello"))
+        await say(tg, ANN, f"/{name}", 2)
+        await say(tg, ANN, f"/{name}", 3)
+        await all_handled(tg, 4)
+        sent = texts(tg)
+        history = await app.store.history.load(GROUP_SESSION)
+        approvals = await app.store.approvals.list()
+    # the command did nothing: no answer of its own, no card, the history kept
+    assert sent == ["echo: hello", NOTICE, "echo: bob 4"]
+    assert app.gateway.rate_limited == 2
+    assert len(history) == 4 and approvals == []
+    assert len(provider.requests) == 2
+
+
+async def test_a_burst_of_new_gets_the_buckets_worth_and_one_notice(
+    tg: FakeTelegram, tmp_path: Path
+) -> None:
+    provider = ScriptedProvider([echo] * 3)
+    async with App(settings(tg, tmp_path, burst=3), provider=provider, tools=[]) as app:
+        await started(app)
+        for n in range(1, 9):
+            await say(tg, ANN, "/new", n)
+        await say(tg, ANN, "hello after the burst", 9)  # the same bucket: refused too
+        await all_handled(tg, 10)
+        sent = texts(tg)
+        refused = await app.store.inbox.get(
+            InboxKey(channel="telegram.main", message_id=f"{GROUP['id']}:9")
+        )
+    assert sent == [NEW_SESSION] * 3 + [NOTICE, "echo: bob 10"]
+    assert app.gateway.rate_limited == 6
+    assert refused is not None and refused.error == RATE_LIMITED
+    assert len(provider.requests) == 1
+
+
+async def test_stop_always_stops_and_its_answers_have_an_allowance(
+    tg: FakeTelegram, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # three answers, and nothing refills while the test runs
+    monkeypatch.setattr(command_limits, "STOP_ANSWERS_BURST", 3)
+    monkeypatch.setattr(command_limits, "STOP_ANSWERS_PER_MINUTE", 0.001)
+    thinking = asyncio.Event()
+
+    async def slow(_request: CompletionRequest) -> ProviderReply:
+        thinking.set()
+        await asyncio.Event().wait()  # until /stop cancels the call
+        raise AssertionError("never answered")
+
+    provider = ScriptedProvider([slow, echo])
+    async with App(settings(tg, tmp_path, burst=1), provider=provider, tools=[]) as app:
+        await started(app)
+        await say(tg, ANN, "think hard", 1)  # the bucket's one token
+        async with asyncio.timeout(10):
+            await thinking.wait()
+        await say(tg, ANN, "/new", 2)  # refused: the bucket is empty
+        await say(tg, ANN, "/stop", 3)  # stops all the same
+        await tg.wait_for("sendMessage", sent_with(CANCELLED_MESSAGE))
+        for n in range(4, 10):
+            await say(tg, ANN, "/stop", n)
+        await all_handled(tg, 10)
+        sent = texts(tg)
+    assert [t for t in sent if t.startswith("⏹")] == [CANCELLED_MESSAGE]
+    assert NEW_SESSION not in sent and sent.count(NOTICE) == 1
+    # the stopping /stop took one of three answers: two more, then quiet
+    assert sent.count(NOTHING_RUNNING) == 2
+    assert app.gateway.rate_limited == 1
