@@ -173,6 +173,8 @@ async def test_pairing_approved_in_chat_by_an_approver(store: Store) -> None:
     code = _code((await policy.check(envelope(direct=True, sender="eve"))).reply)
     by_user = await policy.check(envelope(sender="alice", text=f"@bot /pair {code}"))
     assert (by_user.allowed, by_user.reply) == (False, PAIR_NOT_AUTHORISED)
+    again = await policy.check(envelope(sender="alice", text=f"@bot /pair {code}"))
+    assert (again.allowed, again.reply) == (False, None)  # told once, not once per try
     by_stranger = await policy.check(envelope(direct=True, sender="mallory", text=f"/pair {code}"))
     assert not by_stranger.allowed
     assert not await store.pairings.is_paired(str(TG), "eve")

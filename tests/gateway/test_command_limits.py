@@ -29,8 +29,8 @@ from tests.fakes.telegram_setup import APPROVER, REQUESTER, TOKEN, started
 ANN, BOB = REQUESTER, 4004
 GROUP: dict[str, Any] = {"id": -100500600, "type": "supergroup", "title": "team"}
 GROUP_SESSION = f"telegram.main:{GROUP['id']}"
-#: One message per ten minutes: nothing refills while a test runs.
-NOTICE = "You're sending messages faster than I can take them; I'll answer again in 600 s."
+#: The start of the notice a refused sender gets (then when to try again).
+NOTICE = "You're sending messages faster than I can take them"
 COUNTED = [spec.name for spec in CHAT_COMMANDS if spec.limit is CommandLimit.MESSAGES]
 
 
@@ -51,6 +51,7 @@ def settings(tg: FakeTelegram, tmp_path: Path, *, burst: int) -> Settings:
         {
             "state_dir": str(tmp_path),
             "approval": {"timeout_s": 30},
+            # one message per ten minutes: nothing refills while a test runs
             "rate_limits": {"per_user": {"messages_per_minute": 0.1, "burst": burst}},
             "channels": {
                 "telegram": {
@@ -73,7 +74,9 @@ def settings(tg: FakeTelegram, tmp_path: Path, *, burst: int) -> Settings:
 
 
 def texts(tg: FakeTelegram) -> list[str]:
-    return [str(c.params["text"]) for c in tg.calls_of("sendMessage")]
+    """What the bot said, in order, a notice as :data:`NOTICE` whatever wait it names."""
+    said = [str(c.params["text"]) for c in tg.calls_of("sendMessage")]
+    return [NOTICE if text.startswith(NOTICE) else text for text in said]
 
 
 def sent_with(text: str) -> Callable[[ApiCall], bool]:

@@ -3,9 +3,10 @@ router, access policy, sessions) and the real discord.py against the loopback fa
 
 Only :data:`ALICE` may talk to the bot (``settings_for``). ``/id`` and ``/help`` are answered
 to anyone, through the interaction; ``/stop`` in a thread stops the slow turn running there
-and nothing elsewhere; a refused ``/new`` gets silence and its "thinking…" is removed; the
-text forms (``/new`` in a DM, ``@bot stop`` in a server) are answered as channel messages.
-A command never reaches the model.
+and nothing elsewhere; a stranger's ``/new`` gets silence and its "thinking…" is removed; a
+command the rate limits refuse is acknowledged at once and its user told privately, once;
+the text forms (``/new`` in a DM, ``@bot stop`` in a server) are answered as channel
+messages. A command never reaches the model.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import pytest
 from bot.agent.loop import CANCELLED_MESSAGE
 from bot.app import App
 from bot.channel import HealthState
+from bot.config.limits import RateLimit, RateLimitsConfig
 from bot.gateway.commands import NEW_SESSION, NOTHING_RUNNING
 from bot.providers.base import CompletionRequest, ProviderReply
 from tests.fakes.channel_health import wait_for_health
@@ -153,3 +155,29 @@ async def test_text_forms_are_answered_in_the_channel(fake: FakeDiscord, tmp_pat
     assert reply.body["message_reference"]["message_id"] == int(mention["id"])
     assert fake.follow_ups == {}
     assert provider.requests == []
+
+
+async def test_a_refused_command_is_acknowledged_in_time_and_told_privately(
+    fake: FakeDiscord, tmp_path: Path
+) -> None:
+    # one command or message per ten minutes: nothing refills while the test runs
+    limits = RateLimitsConfig(per_user=RateLimit(messages_per_minute=0.1, burst=1))
+    limited = settings_for(fake, tmp_path).model_copy(update={"rate_limits": limits})
+    provider = ScriptedProvider()
+    async with App(limited, provider=provider, tools=[]) as app:
+        await started(app)
+        answered, _ = await invoke(fake, "new", ALICE, GENERAL)
+        await fake.wait_until(lambda: answered in fake.follow_ups)
+        told, told_deferral = await invoke(fake, "new", ALICE, GENERAL)
+        await fake.wait_until(lambda: told in fake.follow_ups)
+        quiet, quiet_deferral = await invoke(fake, "forget", ALICE, GENERAL)
+        await fake.wait_until(lambda: quiet in fake.deleted_responses)
+    assert answer_of(fake, answered) == NEW_SESSION
+    # acknowledged at once, privately, like every command in a server
+    assert told_deferral.body == quiet_deferral.body == {"type": 5, "data": {"flags": EPHEMERAL}}
+    [notice] = fake.follow_ups[told]
+    assert notice["content"].startswith("You're sending messages faster than I can take them")
+    assert notice["flags"] == EPHEMERAL and fake.ephemerals[told] == [notice]
+    assert quiet not in fake.follow_ups  # told once a minute; its "thinking…" removed
+    assert fake.posted(GENERAL) == []
+    assert app.gateway.rate_limited == 2 and provider.requests == []
