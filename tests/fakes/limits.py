@@ -5,9 +5,10 @@ Nothing here is fetched at test time; the values were read from the descriptions
 :data:`TELEGRAM_API`, :data:`SLACK_WEB_API`, :data:`SLACK_BLOCK_KIT` and
 :data:`DISCORD_OPENAPI` (``tests/fakes/README.md`` says which version each fake follows and
 where a fake deliberately differs). The fakes' checks
-(:mod:`tests.fakes.telegram_rules`, :mod:`tests.fakes.slack_views`,
-:mod:`tests.fakes.discord_limits`) read these values; the test of the fakes
-(``tests/fakes/test_limits_*.py``) sends one request over each limit and one within it.
+(:mod:`tests.fakes.telegram_rules`, :mod:`tests.fakes.slack_blocks`,
+:mod:`tests.fakes.slack_views`, :mod:`tests.fakes.discord_limits`) read these values; the
+tests of the fakes (``tests/fakes/test_{telegram,slack,discord}_limits.py``) send one request
+over each limit and one within it.
 """
 
 from __future__ import annotations
@@ -189,12 +190,17 @@ SLACK_INPUT_LABEL = Limit(what="input block label", least=1, most=2000, source=S
 SLACK_INPUT_MAX_LENGTH = Limit(
     what="plain_text_input max_length", least=1, most=3000, source=SLACK_BLOCK_KIT
 )
-#: chat.postMessage's required arguments, and the error a missing one gets.
+#: Methods' required arguments (slack-api-specs ``required: true``), and the error a missing
+#: one gets (the method reference's).
 SLACK_REQUIRED = {
     "chat.postMessage": (("channel", "channel_not_found"),),
     "chat.update": (("channel", "channel_not_found"), ("ts", "message_not_found")),
     "chat.postEphemeral": (("channel", "channel_not_found"), ("user", "user_not_found")),
+    "conversations.history": (("channel", "channel_not_found"),),
+    "conversations.replies": (("channel", "channel_not_found"), ("ts", "thread_not_found")),
 }
+#: The methods that post or change a message.
+SLACK_MESSAGE_METHODS = frozenset({"chat.postMessage", "chat.update", "chat.postEphemeral"})
 
 # -- Discord -----------------------------------------------------------------------------------
 

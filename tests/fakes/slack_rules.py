@@ -1,11 +1,11 @@
-"""What Slack's Web API refuses in a message call, for the fake Slack to refuse it the same
+"""What Slack's Web API refuses in a call, for the fake Slack to refuse it the same
 way (``200`` with ``{"ok": false, "error": …}``, as Slack answers).
 
-:func:`message_refusal` checks ``chat.postMessage``, ``chat.update`` and
-``chat.postEphemeral``: a required argument missing (``channel_not_found``,
-``message_not_found``, ``user_not_found``: :data:`tests.fakes.limits.SLACK_REQUIRED`), text
-over 40,000 characters (``msg_too_long``), neither text nor blocks nor attachments
-(``no_text``), blocks Block Kit refuses (``invalid_blocks``,
+:func:`refusal` checks a required argument of any method
+(:data:`tests.fakes.limits.SLACK_REQUIRED`: ``channel_not_found``, ``message_not_found``,
+``user_not_found``, ``thread_not_found``), and in ``chat.postMessage``, ``chat.update`` and
+``chat.postEphemeral``: text over 40,000 characters (``msg_too_long``), neither text nor blocks
+nor attachments (``no_text``), blocks Block Kit refuses (``invalid_blocks``,
 :mod:`tests.fakes.slack_blocks`), metadata without an ``event_type`` and an object
 ``event_payload`` (``invalid_metadata_format``).
 """
@@ -15,11 +15,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from tests.fakes.limits import SLACK_REQUIRED, SLACK_TEXT
+from tests.fakes.limits import SLACK_MESSAGE_METHODS, SLACK_REQUIRED, SLACK_TEXT
 from tests.fakes.slack_blocks import block_problems, invalid_blocks
 
 JSON = dict[str, Any]
-MESSAGE_METHODS = frozenset(SLACK_REQUIRED)
 _EVENT_TYPE = re.compile(r"^[a-zA-Z0-9_]+$")
 
 
@@ -40,11 +39,15 @@ def _error(word: str) -> JSON:
     return {"ok": False, "error": word}
 
 
-def message_refusal(method: str, params: JSON) -> JSON | None:
-    """Slack's answer refusing this message call, or None when Slack would carry it out."""
+def refusal(method: str, params: JSON) -> JSON | None:
+    """Slack's answer refusing this call, or None when Slack would carry it out."""
     for name, word in SLACK_REQUIRED.get(method, ()):
         if not str(params.get(name) or "").strip():
             return _error(word)
+    return _message_refusal(method, params) if method in SLACK_MESSAGE_METHODS else None
+
+
+def _message_refusal(method: str, params: JSON) -> JSON | None:
     text = params.get("text")
     if isinstance(text, str) and len(text) > SLACK_TEXT.most:
         return _error("msg_too_long")

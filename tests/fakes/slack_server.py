@@ -62,7 +62,7 @@ from tests.fakes.slack_commands import ResponseUrls, slash_payload
 from tests.fakes.slack_files import FakeFiles
 from tests.fakes.slack_history import history, replies
 from tests.fakes.slack_members import Conversations
-from tests.fakes.slack_rules import MESSAGE_METHODS, message_refusal
+from tests.fakes.slack_rules import refusal
 from tests.fakes.slack_views import view_block_actions, view_problems, view_submission
 
 JSON = dict[str, Any]
@@ -419,7 +419,7 @@ class FakeSlack:
         answered = self.files.answer(method, params, ts=ts, post=self._post_file_share)
         if answered is not None:
             return answered
-        if method in MESSAGE_METHODS and (refused := message_refusal(method, params)):
+        if refused := refusal(method, params):
             return 200, refused
         if method == "chat.postMessage":
             channel, refused = self.conversations.post_to(channel)
