@@ -15,9 +15,11 @@ the workspace folders of their direct conversations go too, and the sender is to
 removed. The command reaches the gateway before the inbox, so a platform's redelivery of the
 command would ask again; a second run finds nothing more to delete.
 
-A person has at most one request waiting (per channel, in this process): a second
-``/forget`` while the first waits asks nobody and is answered :data:`ALREADY_WAITING`, at most
-once per :data:`ALREADY_WAITING_INTERVAL_S`, silence otherwise. Like every member command,
+A person has at most one request waiting per channel: a second ``/forget`` while the first
+waits asks nobody and is answered :data:`ALREADY_WAITING`, at most once per
+:data:`ALREADY_WAITING_INTERVAL_S`, silence otherwise. This process knows its own requests;
+one another replica asked is found by its pending approval card in the database (pending
+rows of a replica gone are expired, so none lingers). Like every member command,
 ``/forget`` is counted by the rate limits before it comes here
 (:mod:`bot.gateway.command_limits`).
 """
@@ -35,9 +37,11 @@ from structlog.contextvars import bind_contextvars
 from bot.approval.gate import ApprovalDecision, ApprovalGate, ApprovalRequest
 from bot.chat_commands import command_of
 from bot.config import Settings
+from bot.envelope import IngressEnvelope
 from bot.gateway.admission import Admit, Arrival
 from bot.gateway.sending import Replies
 from bot.store import ForgetReport, Store
+from bot.store.approvals import ApprovalStatus
 from bot.store.audit import Decision
 from bot.tools.builtin.scope_removal import remove_conversation_folders
 from bot.tools.builtin.workspace import workspace_root
@@ -56,6 +60,8 @@ ALREADY_WAITING = (
 )
 #: A person is told their request is already waiting at most this often.
 ALREADY_WAITING_INTERVAL_S = 60.0
+#: People remembered as told (beyond, those told longer ago than the interval are dropped).
+TOLD_HELD = 10_000
 UNAVAILABLE = "Forgetting can't be approved here; please ask an operator (hatchway forget)."
 NOT_DONE = "Nothing was deleted: {why}."
 WHAT_IS_DELETED = (
@@ -82,6 +88,8 @@ def _counted(count: int, one: str, several: str) -> str:
 
 
 Settings_ = Callable[[], Settings]
+Requester = tuple[str, str]
+"""A person asking: their channel (``kind.alias``) and user id."""
 
 
 def _why(decision: ApprovalDecision) -> str:
@@ -130,8 +138,10 @@ class ForgetCommand:
         self._settings = settings
         self._clock = clock
         self._group: asyncio.TaskGroup | None = None
-        #: (channel, sender) of each request waiting, and when its sender was last told so
-        self._waiting: dict[tuple[str, str], float] = {}
+        #: (channel, sender) of each request waiting here
+        self._waiting: set[Requester] = set()
+        #: when each person was last told that their request is waiting (bounded)
+        self._told: dict[Requester, float] = {}
 
     async def __call__(self, arrival: Arrival, call_next: Admit) -> None:
         if command_of(arrival.envelope.text) != FORGET_TOOL:
@@ -144,39 +154,54 @@ class ForgetCommand:
             return
         requester = (str(envelope.channel), envelope.sender.id)
         if requester in self._waiting:
-            await self._already_waiting(arrival, requester)
+            await self._already_waiting(envelope, requester)
+            return
+        self._waiting.add(requester)  # before the read below: admissions run side by side
+        if await self._card_waiting(requester):  # asked on another replica
+            self._waiting.discard(requester)
+            await self._already_waiting(envelope, requester)
             return
         log.info("forget_requested", conversation_id=envelope.conversation_id)
-        self._waiting[requester] = float("-inf")
         await self._replies.send(envelope, ASKING)
         self._spawn(self._forget(arrival, self._approvals), requester)
 
-    async def _already_waiting(self, arrival: Arrival, requester: tuple[str, str]) -> None:
-        now = self._clock()
-        told = now - self._waiting[requester] >= ALREADY_WAITING_INTERVAL_S
-        log.info(
-            "forget_already_waiting",
-            conversation_id=arrival.envelope.conversation_id,
-            told=told,
+    async def _card_waiting(self, requester: Requester) -> bool:
+        """Whether an approval card of a ``/forget`` of ``requester`` is pending in the
+        database (asked by another replica: this process's own are in ``_waiting``)."""
+        channel, sender = requester
+        pending = await self._store.approvals.list(status=ApprovalStatus.PENDING)
+        return any(
+            r.tool == FORGET_TOOL and r.channel == channel and r.requester == sender
+            for r in pending
         )
-        if told:
-            self._waiting[requester] = now
-            await self._replies.send(arrival.envelope, ALREADY_WAITING)
 
-    def _spawn(self, coro: Coroutine[object, object, None], requester: tuple[str, str]) -> None:
+    async def _already_waiting(self, envelope: IngressEnvelope, requester: Requester) -> None:
+        now = self._clock()
+        last = self._told.get(requester)
+        told = last is None or now - last >= ALREADY_WAITING_INTERVAL_S
+        log.info("forget_already_waiting", conversation_id=envelope.conversation_id, told=told)
+        if not told:
+            return
+        if len(self._told) >= TOLD_HELD:  # bound what a crowd of requesters can make us hold
+            cutoff = now - ALREADY_WAITING_INTERVAL_S
+            self._told = {k: t for k, t in self._told.items() if t > cutoff}
+        self._told[requester] = now
+        await self._replies.send(envelope, ALREADY_WAITING)
+
+    def _spawn(self, coro: Coroutine[object, object, None], requester: Requester) -> None:
         if self._group is None:  # stopped meanwhile
             coro.close()
-            self._waiting.pop(requester, None)
+            self._waiting.discard(requester)
             return
         self._group.create_task(self._one_waiting(coro, requester))
 
     async def _one_waiting(
-        self, request: Coroutine[object, object, None], requester: tuple[str, str]
+        self, request: Coroutine[object, object, None], requester: Requester
     ) -> None:
         try:
             await request
         finally:
-            self._waiting.pop(requester, None)
+            self._waiting.discard(requester)
 
     async def run(self) -> None:
         """Own the requests waiting for an approver; lives until cancelled (a shutdown

@@ -7,6 +7,7 @@ waiting at a time."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from bot.channel import ClickVerdict
 from bot.config import Settings, parse_settings
 from bot.gateway.forget import ALREADY_WAITING, ASKING
 from bot.providers.base import CompletionRequest, ProviderReply
-from bot.store.approvals import ApprovalStatus
+from bot.store.approvals import ApprovalRecord, ApprovalStatus
 from bot.store.forget import TOMBSTONE_PREFIX
 from channels.telegram.cards import APPROVE_LABEL, DENY_LABEL
 from tests.fakes.scripted_provider import ScriptedProvider, reply
@@ -185,3 +186,38 @@ async def test_one_forget_waits_at_a_time_per_person(tg: FakeTelegram, tmp_path:
         await tg.push({"message": forget})
         await tg.wait_for("sendMessage", sent_with(ASKING), count=2)
         await tg.wait_for("sendMessage", sent_with("🔐 Approval needed"), count=2)
+
+
+async def test_a_forget_waiting_on_another_replica_is_not_asked_again(
+    tg: FakeTelegram, tmp_path: Path
+) -> None:
+    async with App(settings(tg, tmp_path), provider=ScriptedProvider([echo] * 5), tools=[]) as app:
+        await started(app)
+        # the pending card another replica of the same database posted for Ann's /forget
+        now = time.time()
+        elsewhere = ApprovalRecord(
+            id="apr-elsewhere",
+            channel="telegram.main",
+            conversation_id=str(GROUP["id"]),
+            thread_id=None,
+            session_key=GROUP_SESSION,
+            requester=str(ANN),
+            requester_name="Ann",
+            tool="forget",
+            fingerprint="f" * 64,
+            summary=("user: 1001",),
+            ask_reason="it has side effects",
+            created_at=now,
+            expires_at=now + 30,
+            replica_id="replica-b",
+        )
+        await app.store.approvals.create(elsewhere)
+        forget = message(GROUP, user(ANN), "/forget", message_id=1, entities=command("/forget"))
+        await tg.push({"message": forget})
+        await tg.wait_for("sendMessage", sent_with(ALREADY_WAITING))
+        await tg.push({"message": message(GROUP, user(BOB), "bob", message_id=2)})
+        await tg.wait_for("sendMessage", sent_with("echo: bob"))
+        said = [str(c.params["text"]) for c in tg.calls_of("sendMessage")]
+        waiting = await app.store.approvals.list(status=ApprovalStatus.PENDING)
+    assert ASKING not in said and not any("Approval needed" in text for text in said)
+    assert [r.id for r in waiting] == ["apr-elsewhere"]
