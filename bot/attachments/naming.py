@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 import secrets
 
+from bot.visible_text import is_invisible
+
 NAME_CHARS = 80
 ID_BYTES = 6
 
@@ -36,6 +38,17 @@ def safe_file_name(name: str, *, fallback: str = "file") -> str:
         else:
             cleaned = cleaned[:NAME_CHARS]
     return cleaned or fallback
+
+
+def sent_file_name(name: str, *, limit: int = 200) -> str:
+    """``name`` as a file the bot sends is shown to its recipients: no folder (``/`` and
+    ``\\`` become ``_``), no leading dot, at most ``limit`` characters, and each character
+    that could make it read as another name replaced by ``_``: controls and line breaks,
+    bidi overrides (``report\u202efdp.exe`` would show as ``reportexe.pdf``), zero-width and
+    other format characters, invisible fillers (:func:`bot.visible_text.is_invisible`, the
+    definition cards use). Empty when nothing is left."""
+    cleaned = "".join("_" if c in "/\\" or (c != " " and is_invisible(c)) else c for c in name)
+    return cleaned.strip().lstrip(".")[:limit].strip()
 
 
 def saved_name(attachment_id: str, name: str) -> str:

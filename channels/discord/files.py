@@ -26,6 +26,7 @@ from pathlib import Path
 import discord
 from discord.utils import DEFAULT_FILE_SIZE_LIMIT_BYTES
 
+from bot.attachments.naming import sent_file_name
 from bot.channel import SentMessage
 from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelError
@@ -81,6 +82,7 @@ class FileSender:
         caption: str = "",
         key: str = "",
     ) -> Sequence[SentMessage]:
+        name = sent_file_name(name) or "file"  # nothing in it can make it read as another
         try:
             size = (await asyncio.to_thread(path.stat)).st_size
         except OSError as exc:

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import structlog
 
+from bot.attachments.naming import sent_file_name
 from bot.channel import ApprovalCard, CardState, SentMessage
 from bot.envelope import ChannelRef, DeliveryTarget
 from channels.common.card_index import CardEntry, CardIndex
@@ -137,6 +138,7 @@ class SlackOutbound:
     ) -> Sequence[SentMessage]:
         """Share the file in the target's thread with ``caption`` under it; keyed, the file
         and then its caption (or name) as a keyed message (module docstring)."""
+        name = sent_file_name(name) or "file"  # nothing in it can make it read as another
         chunks = render_chunks(caption, self._config.max_message_chars) if caption.strip() else []
         comment = chunks[0] if len(chunks) == 1 and not key else None
         shared = await self._files.upload(target, path, name=name, comment=comment)

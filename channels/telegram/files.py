@@ -24,6 +24,7 @@ from telegram import Bot, InputFile, Message, ReplyParameters
 from telegram.constants import ParseMode
 from telegram.error import BadRequest, TelegramError
 
+from bot.attachments.naming import sent_file_name
 from bot.channel import SentMessage
 from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelError
@@ -127,6 +128,7 @@ class TelegramFiles:
         caption: str = "",
         key: str = "",
     ) -> Sequence[SentMessage]:
+        name = sent_file_name(name) or "file"  # nothing in it can make it read as another
         data, photo = await asyncio.to_thread(_load, path, name, self.upload_limit(target))
         head, rest = caption_parts(caption)
         message = await self._upload(target, data, name, head, photo=photo)

@@ -8,14 +8,14 @@ that can be known before an upload is checked before it, each with an outcome th
 to do: the file exists and is a regular file, it is not empty, the target's channel posts
 files at all (:class:`bot.channel.FileSending`), and the file is within the channel's limit
 for that target. The caption is scrubbed like ``send_message``'s text; the name a platform
-shows is the file's own unless the model gives one, reduced to a plain file name. An
+shows is the file's own unless the model gives one, reduced to a plain file name with no
+character that could make it read as another (a right-to-left override, say). An
 approver's card names the file, its size and where it would go.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,7 +24,7 @@ from typing import Protocol, runtime_checkable
 import structlog
 from pydantic import Field
 
-from bot.attachments.naming import human_size
+from bot.attachments.naming import human_size, sent_file_name
 from bot.envelope import DeliveryTarget
 from bot.errors import ChannelError, HatchwayError
 from bot.scrub import scrub_text
@@ -38,7 +38,6 @@ log = structlog.get_logger(__name__)
 
 MAX_CAPTION_CHARS = 4_000
 MAX_NAME_CHARS = 200
-_UNSHOWN_IN_NAME = re.compile(r"[\x00-\x1f\x7f/\\]+")
 
 
 @runtime_checkable
@@ -77,9 +76,14 @@ class SendFileArguments(ToolArguments):
 
 
 def shown_name(given: str | None, file: Path) -> str:
-    """The name the platform shows: ``given`` (or the file's own), one line, no folders."""
-    name = _UNSHOWN_IN_NAME.sub("_", given or "").strip().lstrip(".")
-    return name[:MAX_NAME_CHARS] or file.name
+    """The name the platform shows: ``given`` (or the file's own), cleaned by
+    :func:`~bot.attachments.naming.sent_file_name` (one line, no folders, no bidi override
+    or other invisible character that could make it read as another name)."""
+    return (
+        sent_file_name(given or "", limit=MAX_NAME_CHARS)
+        or sent_file_name(file.name, limit=MAX_NAME_CHARS)
+        or "file"
+    )
 
 
 def workspace_file(workspace: Workspace, path: str) -> tuple[Path, int]:

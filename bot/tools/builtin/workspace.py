@@ -19,15 +19,17 @@ covered by that guarantee.
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import os
 import stat
+from collections import deque
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 import structlog
 
 from bot.config import Settings
-from bot.tools.builtin.observation import ToolRefused
+from bot.tools.builtin.observation import ToolFailed, ToolRefused
 from bot.tools.builtin.scopes import DEFAULT_AGENT, WorkspaceScope, scope_folder
 from bot.tools.spec import ToolContext, ToolEnvironmentError
 
@@ -137,9 +139,12 @@ class Workspace:
                 log.info("workspace_folder_created", folder=str(folder), scope=self.scope)
             mode = os.lstat(folder).st_mode
             if not stat.S_ISDIR(mode):
+                # the model is shown no path of the daemon's: the operator finds it logged
+                log.warning("workspace_folder_blocked", folder=str(folder), scope=self.scope)
                 raise ToolEnvironmentError(
-                    f"workspace folder {folder} is not a directory (a symlink or a file is in "
-                    "the way); remove it so the folder can be created"
+                    "this conversation's workspace folder is not a directory (a symlink or a "
+                    "file is in the way; the log's workspace_folder_blocked names it); it has "
+                    "to be removed so the folder can be created"
                 )
         return folder
 
@@ -148,7 +153,10 @@ class Workspace:
         directory (the daemon creates it at start)."""
         real = self.root.resolve()
         if not real.is_dir():
-            raise ToolEnvironmentError(f"workspace directory {self.root} does not exist")
+            log.warning("workspace_missing", folder=str(self.root))
+            raise ToolEnvironmentError(
+                "the workspace directory does not exist (the log's workspace_missing names it)"
+            )
         return real
 
     def resolve(self, path: str) -> Path:
@@ -160,7 +168,10 @@ class Workspace:
         given = Path(path)
         candidate = given if given.is_absolute() else root / given
         # resolve(strict=False) follows every symlink that exists, including in parents.
-        real = candidate.resolve()
+        try:
+            real = candidate.resolve()
+        except RuntimeError:  # its message names the absolute path: not for the model
+            raise ToolFailed(f"{path} is a symlink loop (it leads back to itself)") from None
         if not real.is_relative_to(root):
             raise ToolRefused(f"path {path!r} is outside the workspace")
         self.check_sensitive(real, root=root, given=path)
@@ -187,30 +198,63 @@ class Workspace:
             return True
         return not is_sensitive(PurePosixPath(real.relative_to(root).as_posix()))
 
+    def failure(self, shown: str, error: OSError) -> ToolFailed:
+        """``error`` (reading or stating the file the model calls ``shown``) as a failure
+        the model may read: its reason, never the daemon's absolute path."""
+        reason = error.strerror or type(error).__name__
+        return ToolFailed(f"{shown} cannot be read: {reason}")
+
     def display(self, real: Path, *, root: Path) -> str:
         """The path the model sees: relative to the root, POSIX separators."""
         rel = real.relative_to(root).as_posix()
         return rel if rel != "." else "."
 
 
-def walk_files(
-    top: Path, *, max_depth: int, stop_after: int = 20_000
-) -> list[tuple[Path, int, bool]]:
-    """Entries under ``top`` as ``(path, depth, is_dir)`` up to ``max_depth`` levels, sorted,
-    without following symlinked directories (callers resolve and re-check each entry) and
-    without ``.git`` internals. Walking stops after ``stop_after`` entries."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Walk:
+    """What :func:`walk_files` found: ``entries`` as ``(path, depth, is_dir)``, sorted, and
+    ``complete`` false when it stopped at its limit of entries."""
+
+    entries: list[tuple[Path, int, bool]]
+    complete: bool
+
+
+def walk_files(top: Path, *, max_depth: int, stop_after: int = 20_000) -> Walk:
+    """Entries under ``top`` up to ``max_depth`` levels, shallow ones first, at most
+    ``stop_after`` of them (a folder of a million files costs no more), without following
+    symlinked directories (callers resolve and re-check each entry) and without ``.git``
+    internals. A folder that cannot be read, a symlink loop or any other odd entry is passed
+    over or listed as it is: it never ends the walk."""
     found: list[tuple[Path, int, bool]] = []
-    base_depth = len(top.parts)
-    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
-        current = Path(dirpath)
-        depth = len(current.parts) - base_depth
-        dirnames.sort()
-        if ".git" in dirnames:
-            dirnames.remove(".git")
-        for name in dirnames:
-            found.append((current / name, depth + 1, True))
-        found.extend((current / name, depth + 1, False) for name in sorted(filenames))
-        if depth + 1 >= max_depth or len(found) >= stop_after:
-            dirnames.clear()
-    found.sort(key=lambda entry: entry[0].as_posix())
-    return found
+    folders: deque[tuple[Path, int]] = deque([(top, 0)])
+    complete = True
+    while folders:
+        folder, depth = folders.popleft()
+        room = stop_after - len(found)
+        try:
+            with os.scandir(folder) as scan:
+                entries = list(itertools.islice(scan, room + 1))
+        except OSError:
+            continue
+        if len(entries) > room:
+            entries, complete = entries[:room], False
+        for entry in sorted(entries, key=lambda e: e.name):
+            is_dir = _is_dir(entry)
+            if is_dir and entry.name == ".git":
+                continue
+            found.append((Path(entry.path), depth + 1, is_dir))
+            if is_dir and depth + 1 < max_depth and not entry.is_symlink():
+                folders.append((Path(entry.path), depth + 1))
+        if not complete:
+            break
+    found.sort(key=lambda item: item[0].as_posix())
+    return Walk(entries=found, complete=complete)
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    """Whether ``entry`` is a directory, or a symlink to one; False for a symlink loop or
+    an entry that cannot be looked at."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False

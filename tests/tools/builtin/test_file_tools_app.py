@@ -7,6 +7,7 @@ limit is refused before anything is uploaded."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -138,3 +139,50 @@ async def test_a_photo_is_viewed_again_and_a_file_sent_back(
     assert (upload.name, upload.data) == ("c.png", PHOTO)
     assert upload.target.conversation_id == CHAT
     assert channel.posted == []  # no approval card: the conversation the request came from
+
+
+async def test_hostile_workspace_files_and_a_lying_name_through_the_daemon(
+    llm: OpenAIFake, channel: UploadChannel, tmp_path: Path
+) -> None:
+    """A symlink loop and a pipe do not break the listing, a file of one 3 MB line is read
+    by the byte cap and says so, no result names the daemon's folders, and a file sent
+    under a name with a right-to-left override reaches the platform without it."""
+    async with App(settings_for(llm, tmp_path), channels={"telegram.main": channel}) as app:
+        folder = (
+            tmp_path
+            / "workspace"
+            / scope_folder("conversation", channel=str(TELEGRAM), conversation_id=CHAT)
+        )
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "loop").symlink_to(folder / "loop")
+        os.mkfifo(folder / "pipe")
+        (folder / "dump.txt").write_bytes(b"a" * 3_000_000)
+        (folder / "report.exe").write_bytes(b"MZ not really a program")
+        llm.queue_tool_calls(
+            [
+                ("file_list", {}),
+                ("file_read", {"path": "dump.txt"}),
+                ("file_read", {"path": "loop"}),
+                ("send_file", {"path": "report.exe", "name": "report\u202efdp.exe"}),
+            ]
+        )
+        llm.queue_text("answer 1")
+        await ask(app, channel, 1)
+
+    results = [m["content"] for m in llm.requests[-1].body["messages"] if m["role"] == "tool"]
+    listed, read, loop, sent = results
+    assert listed.splitlines() == [
+        "dump.txt  (3000000 B)",
+        "loop  (symlink loop)",
+        "pipe  (named pipe)",
+        "report.exe  (23 B)",
+    ]
+    assert read.startswith(
+        "[dump.txt: line 1 of 1, only its first 256,000 of 3,000,000 bytes (one read returns "
+        "at most 256,000; the rest of this line cannot be shown by file_read)]\naaaa"
+    )
+    assert loop == "ToolFailed: loop is a symlink loop (it leads back to itself)"
+    assert all(str(tmp_path) not in text for text in results)
+    assert sent.startswith("sent report_fdp.exe (")
+    (upload,) = channel.uploads
+    assert upload.name == "report_fdp.exe"
