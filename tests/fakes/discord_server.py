@@ -137,6 +137,8 @@ class FakeDiscord:
         self.application_id = APPLICATION_ID
         self.guilds: list[FakeGuild] = []
         self.calls: list[Call] = []
+        #: every REST call answered 400, with the answer's body, in order
+        self.refused: list[tuple[Call, JSON]] = []
         self.messages: dict[str, JSON] = {}
         self.interactions = Interactions(make=self._message_payload, store=self._store_message)
         # (the interactions' records, by interaction id, under their old names)
@@ -409,8 +411,13 @@ class FakeDiscord:
                 rf"/applications/{self.application_id}(?:/guilds/(\d+))?/commands", path
             )
             if commands is not None and request.method == "PUT":
-                return self._overwrite_commands(commands[1], body)  # a list, not an object
+                response = self._overwrite_commands(commands[1], body)  # a list, not an object
+                if response.status == 400:
+                    self.refused.append((self.calls[-1], json.loads(cast(bytes, response.body))))
+                return response
             response = self._route(request.method, path, body or {}, request.query, files)
+            if response.status == 400:
+                self.refused.append((self.calls[-1], json.loads(cast(bytes, response.body))))
             if response.status == 201 and path.endswith("/threads"):
                 # Discord tells the creator's gateway about the new thread, as it does here.
                 thread = json.loads(cast(bytes, response.body))

