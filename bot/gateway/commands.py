@@ -171,7 +171,8 @@ class MemberCommands:
     async def forwarded(self, arrival: Arrival, answer: bool) -> None:
         """A ``/stop`` another replica handed over (several replicas): done here as if it
         had come here, without handing it on again; one of a whole conversation is answered
-        only when something of the sender's was stopped here, or ``answer`` asks for it."""
+        only when something of the sender's was stopped here, or ``answer`` asks for it, and
+        "Nothing is running." only when ``answer`` asks for it (a quiet ``/stop`` does not)."""
         if command_of(arrival.envelope.text) == "stop":
             await self._stop(arrival, forwarded=True, answer=answer)
 
@@ -195,9 +196,11 @@ class MemberCommands:
         log.info("session_stop", session=arrival.session_key, stopped=stopped, dropped=len(dropped))
         if stopped or dropped:
             return
-        if not forwarded and self._elsewhere is not None and await self._elsewhere(arrival, True):
+        # a quiet /stop asks the session's owner to stop it without an answer, too
+        wanted = not arrival.quiet and answer
+        if not forwarded and self._elsewhere is not None and await self._elsewhere(arrival, wanted):
             return  # the session's owner answers
-        if not arrival.quiet:
+        if wanted:
             await self._replies.send(envelope, NOTHING_RUNNING)
 
     async def _stop_senders_turns(
@@ -218,7 +221,8 @@ class MemberCommands:
             here = bool(stopped or dropped) or answer
         else:
             nothing = not (stopped or dropped)
-            elsewhere = self._elsewhere is not None and await self._elsewhere(arrival, nothing)
+            asked = nothing and not arrival.quiet  # an owner answers even if it stops nothing
+            elsewhere = self._elsewhere is not None and await self._elsewhere(arrival, asked)
             here = not (nothing and elsewhere)
         if here and not arrival.quiet:
             await self._replies.send(envelope, _stopped_text(stopped, dropped))

@@ -4,7 +4,8 @@ the platform (the in-process channel).
 
 A ``/stop`` that reaches a replica where nothing of its session runs goes to the session's
 owner through a notification; a long one (non-ASCII words, which JSON would write six bytes
-each, or a message with many attachments) must stop the turn where it runs all the same.
+each, or a message with many attachments) must stop the turn where it runs all the same, and
+one past its sender's allowance of answers is not answered by the owner either.
 Every wait is for a condition with a generous timeout; what is asserted is who answered what,
 never how fast."""
 
@@ -18,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from bot.envelope import Attachment, Sender
+from bot.gateway import command_limits
+from bot.gateway.commands import NOTHING_RUNNING
 from bot.store import InboxKey, InboxStatus
 from tests.fakes.replica_apps import SLACK, Replica, Replicas, message
 
@@ -84,3 +87,22 @@ async def test_a_long_non_ascii_stop_reaching_another_replica_stops_the_turn_whe
     await settled_as(a, "3", InboxStatus.DONE)
     assert b.channel.sent == []
     assert replicas.log == [("a", "m1"), ("a", "m3")]
+
+
+async def test_a_stop_past_its_answers_is_handed_to_the_owner_quietly(
+    replicas: Replicas, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # one answer to /stop per sender, and nothing refills while the test runs
+    monkeypatch.setattr(command_limits, "STOP_ANSWERS_BURST", 1)
+    monkeypatch.setattr(command_limits, "STOP_ANSWERS_PER_MINUTE", 0.001)
+    a = await replicas.start("a")
+    b = await replicas.start("b")
+    await a.deliver(message("m1 first", "1"))
+    await settled_as(a, "1", InboxStatus.DONE)  # a owns the session; nothing runs
+    # b hands each /stop to a, and returns once a said it ran it
+    for n in range(2, 6):
+        await b.deliver(message("/stop", str(n)))
+    await b.deliver(message("/stop", "6", sender="U_BOB"))  # another sender's allowance
+    answers = [text for _, text in a.channel.sent if text == NOTHING_RUNNING]
+    assert answers == [NOTHING_RUNNING, NOTHING_RUNNING]  # alice's first, then bob's
+    assert b.channel.sent == []
