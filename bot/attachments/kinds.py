@@ -6,18 +6,29 @@ order mark, or Windows-1252) with no NUL and almost no control characters, and a
 is binary, named from a short table of signatures where one matches. The name only serves
 to say when it disagrees (``report.png`` that is text): the model is told, and the file is
 treated as what it is.
+
+A file is never held whole to find out: its beginning names an image or a PDF, and text is
+checked (and later copied, and its beginning shown) a piece of :data:`PIECE_BYTES` at a time,
+so a 20 MB text of four-byte characters costs no 80 MB string.
 """
 
 from __future__ import annotations
 
 import codecs
+import io
 import mimetypes
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import BinaryIO
 
 from bot.attachments.images import MEDIA_TYPES, sniff_image
 from bot.store.attachments import AttachmentKind
 
+#: What is read of a file to name an image, a PDF or a binary format by its signature.
+HEAD_BYTES = 64 * 1024
+#: What is read at a time to check the whole of a file for text.
+PIECE_BYTES = 1024 * 1024
 #: The share of control characters (other than tab, line breaks, form feed and escape)
 #: above which decoded bytes are not taken for text.
 CONTROL_SHARE = 0.01
@@ -66,31 +77,71 @@ _BINARY_SIGNATURES = (
 class Detected:
     """What the content is: its ``kind``, ``mime_type`` and a ``label`` for the model's
     line (``PNG image``, ``text``, ``PDF``, ``ZIP archive``); ``image_format`` as Pillow
-    names it for an image; ``text`` the decoded content of a text file."""
+    names it for an image; for a text file its ``encoding`` (a Python codec), how many
+    ``chars`` and ``lines`` it has, and ``text``, the decoded content, only from
+    :func:`detect` (a file is never held whole: :func:`detect_file`)."""
 
     kind: AttachmentKind
     mime_type: str
     label: str
     image_format: str = ""
+    encoding: str = ""
+    chars: int = 0
+    lines: int = 0
     text: str | None = None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextScan:
+    """A file that decodes cleanly as ``encoding``: its ``chars`` and ``lines``."""
+
+    encoding: str
+    chars: int
+    lines: int
+
+
 def detect(data: bytes, *, name: str = "") -> Detected:
-    """What ``data`` (a whole file) is; ``name`` only picks a text file's media type."""
-    image = sniff_image(data[:64])
+    """What ``data`` (a whole file) is, with a text file's ``text``; ``name`` only picks a
+    text file's media type."""
+    found = detect_stream(io.BytesIO(data), name=name)
+    if found.kind is AttachmentKind.TEXT:
+        return replace(found, text=data.decode(found.encoding))
+    return found
+
+
+def detect_file(path: Path, *, name: str = "") -> Detected:
+    """What the file at ``path`` is, read in pieces of at most :data:`PIECE_BYTES` (see
+    :func:`detect_stream`). Raises OSError when it cannot be read."""
+    with path.open("rb") as handle:
+        return detect_stream(handle, name=name)
+
+
+def detect_stream(handle: BinaryIO, *, name: str = "") -> Detected:
+    """What the file open as ``handle`` is: its first :data:`HEAD_BYTES` name an image or a
+    PDF, else the whole is checked for text a piece at a time (memory bounded whatever its
+    size), else it is binary."""
+    head = handle.read(HEAD_BYTES)
+    image = sniff_image(head[:64])
     if image is not None:
         mime = MEDIA_TYPES.get(image, f"image/{image.lower()}")
         return Detected(
             kind=AttachmentKind.IMAGE, mime_type=mime, label=f"{image} image", image_format=image
         )
-    if b"%PDF-" in data[:1024]:
+    if b"%PDF-" in head[:1024]:
         return Detected(kind=AttachmentKind.PDF, mime_type="application/pdf", label="PDF")
-    text = decode_text(data)
-    if text is not None:
+    scan = scan_text(handle)
+    if scan is not None:
         claimed = _MIMES.guess_type(name, strict=False)[0] or ""
         mime = claimed if kind_by_name(name) is AttachmentKind.TEXT and claimed else "text/plain"
-        return Detected(kind=AttachmentKind.TEXT, mime_type=mime, label="text", text=text)
-    return _binary(data)
+        return Detected(
+            kind=AttachmentKind.TEXT,
+            mime_type=mime,
+            label="text",
+            encoding=scan.encoding,
+            chars=scan.chars,
+            lines=scan.lines,
+        )
+    return _binary(head)
 
 
 def _binary(data: bytes) -> Detected:
@@ -109,26 +160,69 @@ def _binary(data: bytes) -> Detected:
     )
 
 
-def decode_text(data: bytes) -> str | None:
-    """``data`` as text, or None when it is not text (see the module doc)."""
-    for bom, encoding in ((codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16")):
-        if data.startswith(bom):
-            return _clean(data, encoding)
-    if b"\x00" in data:
-        return None
-    return _clean(data, "utf-8-sig") or _clean(data, "cp1252")
+def scan_text(handle: BinaryIO) -> TextScan | None:
+    """Whether the file open as ``handle`` is text (see the module doc), read from its start
+    a piece at a time; None when it is not."""
+    handle.seek(0)
+    start = handle.read(2)
+    if start in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+        return _scan(handle, "utf-16", nul_bytes=True)
+    return _scan(handle, "utf-8-sig", nul_bytes=False) or _scan(handle, "cp1252", nul_bytes=False)
 
 
-def _clean(data: bytes, encoding: str) -> str | None:
-    try:
-        text = data.decode(encoding)
-    except UnicodeDecodeError:
+def _scan(handle: BinaryIO, encoding: str, *, nul_bytes: bool) -> TextScan | None:
+    handle.seek(0)
+    decoder = codecs.getincrementaldecoder(encoding)("strict")
+    chars = controls = newlines = 0
+    last = ""
+    while True:
+        block = handle.read(PIECE_BYTES)
+        if not nul_bytes and b"\x00" in block:
+            return None
+        try:
+            text = decoder.decode(block, final=not block)
+        except UnicodeDecodeError:
+            return None
+        if "\x00" in text:
+            return None
+        chars += len(text)
+        controls += len(_CONTROL.findall(text))
+        newlines += text.count("\n")
+        last = text[-1:] or last
+        if not block:
+            break
+    if chars and controls > CONTROL_SHARE * chars:
         return None
-    if "\x00" in text:
-        return None
-    if text and len(_CONTROL.findall(text)) > CONTROL_SHARE * len(text):
-        return None
-    return text
+    return TextScan(encoding=encoding, chars=chars, lines=newlines + (last not in ("", "\n")))
+
+
+def text_beginning(path: Path, encoding: str, chars: int) -> str:
+    """The first ``chars`` characters of the text file at ``path``, decoded as
+    ``encoding`` (read no further than they need)."""
+    decoder = codecs.getincrementaldecoder(encoding)("replace")
+    parts: list[str] = []
+    have = 0
+    with path.open("rb") as handle:
+        while have < chars:
+            block = handle.read(min(PIECE_BYTES, 4 * (chars - have) + 4))
+            text = decoder.decode(block, final=not block)
+            parts.append(text)
+            have += len(text)
+            if not block:
+                break
+    return "".join(parts)[:chars]
+
+
+def copy_as_utf8(source: Path, encoding: str, target: Path) -> None:
+    """The text file at ``source`` (``encoding``) written to ``target`` as UTF-8, a piece
+    at a time."""
+    decoder = codecs.getincrementaldecoder(encoding)("replace")
+    with source.open("rb") as inp, target.open("w", encoding="utf-8", newline="") as out:
+        while True:
+            block = inp.read(PIECE_BYTES)
+            out.write(decoder.decode(block, final=not block))
+            if not block:
+                return
 
 
 def kind_by_name(name: str) -> AttachmentKind | None:

@@ -162,13 +162,16 @@ def binary(facts: Facts) -> Note:
     return Note(text=f"[{facts.head('file')}: its content is not shown; {facts.where()}]")
 
 
-def text_file(facts: Facts, text: str, *, inline_max_chars: int) -> Note:
-    """A text file's line, then its text up to ``inline_max_chars`` characters."""
-    lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+def text_file(
+    facts: Facts, beginning: str, *, chars: int, lines: int, inline_max_chars: int
+) -> Note:
+    """A text file's line, then its text up to ``inline_max_chars`` characters:
+    ``beginning`` is the file's first characters (at least that many, when it has them),
+    ``chars`` and ``lines`` how many it has in all."""
     head = facts.head("file", f"{lines:,} line" if lines == 1 else f"{lines:,} lines")
-    if not text:
+    if not chars:
         return Note(text=f"[{head}: it is empty; {facts.where()}]")
-    return Note(text=_with_text(head, facts, text, inline_max_chars, "the whole file"))
+    return Note(text=_with_text(head, facts, beginning, chars, inline_max_chars, "the whole file"))
 
 
 def pdf_text(
@@ -180,7 +183,7 @@ def pdf_text(
     if not has_text(text):
         return Note(text=f"[{head}: it has no text to extract (scanned pages?); {facts.where()}]")
     whole = f"the text of pages 1–{read}" if complete else f"the text of pages 1–{read} (cut)"
-    return Note(text=_with_text(head, facts, text, inline_max_chars, whole))
+    return Note(text=_with_text(head, facts, text, len(text), inline_max_chars, whole))
 
 
 def has_text(pdf_text: str) -> bool:
@@ -188,14 +191,15 @@ def has_text(pdf_text: str) -> bool:
     return bool(_PAGE_MARK.sub("", pdf_text).strip())
 
 
-def _with_text(head: str, facts: Facts, text: str, limit: int, whole: str) -> str:
+def _with_text(head: str, facts: Facts, text: str, chars: int, limit: int, whole: str) -> str:
+    """The line and ``text`` (the first characters of ``chars``) up to ``limit`` of them."""
     if limit <= 0:
         return f"[{head}: its content is not shown; {facts.where()}]"
-    if len(text) <= limit:
+    if chars <= limit:
         return f"[{head}; {facts.where()}; its content follows]\n{untrusted(facts.name, text)}"
     if facts.workspace:
         rest = f"{whole} is in the workspace as {facts.workspace} (read the rest with file_read)"
     else:
         rest = "the rest could not be saved in the workspace"
-    shown = f"its first {limit:,} of {len(text):,} characters follow; {rest}"
+    shown = f"its first {limit:,} of {chars:,} characters follow; {rest}"
     return f"[{head}; {shown}]\n{untrusted(facts.name, text[:limit])}"

@@ -6,7 +6,8 @@ decoded and inlined up to ``attachments.inline_max_chars``; a PDF's text is extr
 child process (:mod:`bot.attachments.pdf`) and inlined the same way; anything else is only
 named. Each gets one file in the conversation's workspace under ``attachments/``, the one
 the file tools should read: the image or binary as it came, a text file as UTF-8, a PDF's
-extracted text (or the PDF, when it has none). Decoding and copying run on worker threads.
+extracted text (or the PDF, when it has none). Decoding and copying run on worker threads,
+a piece at a time (:mod:`bot.attachments.kinds`): no file is held whole by the daemon.
 """
 
 from __future__ import annotations
@@ -22,7 +23,13 @@ import structlog
 
 from bot.attachments import lines
 from bot.attachments.images import prepare_image
-from bot.attachments.kinds import Detected, contradiction, detect
+from bot.attachments.kinds import (
+    Detected,
+    contradiction,
+    copy_as_utf8,
+    detect_file,
+    text_beginning,
+)
 from bot.attachments.lines import Facts, ImageSight, Note
 from bot.attachments.naming import saved_name
 from bot.attachments.pdf import read_pdf
@@ -63,8 +70,7 @@ async def read_saved(
 ) -> Read:
     """Read ``saved`` (see the module doc); an image's line says what ``sight`` lets the
     agent do with it. Never raises for what the file holds."""
-    data = await asyncio.to_thread(saved.path.read_bytes)
-    detected = await asyncio.to_thread(detect, data, name=saved.name)
+    detected = await asyncio.to_thread(detect_file, saved.path, name=saved.name)
     base = saved_name(saved.id, saved.name)
     facts = Facts(
         name=saved.name,
@@ -77,10 +83,21 @@ async def read_saved(
         copy = await _copy(workspace, base, saved.path)
         note = await _image(_placed(facts, workspace, copy), saved.path, sight)
     elif detected.kind is AttachmentKind.TEXT:
-        text = detected.text or ""
-        copy = await _write(workspace, base, text)
-        facts = _placed(facts, workspace, copy)
-        note = lines.text_file(facts, text, inline_max_chars=config.inline_max_chars)
+        copy = await _place(
+            workspace,
+            base,
+            lambda target: copy_as_utf8(saved.path, detected.encoding, target),
+        )
+        beginning = await asyncio.to_thread(
+            text_beginning, saved.path, detected.encoding, config.inline_max_chars
+        )
+        note = lines.text_file(
+            _placed(facts, workspace, copy),
+            beginning,
+            chars=detected.chars,
+            lines=detected.lines,
+            inline_max_chars=config.inline_max_chars,
+        )
     elif detected.kind is AttachmentKind.PDF:
         note, copy = await _pdf(saved, facts, config, workspace, base)
     else:

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import codecs
+from pathlib import Path
 
 import pytest
 from PIL import Image
 
-from bot.attachments.kinds import contradiction, detect, kind_by_name
+from bot.attachments.kinds import (
+    PIECE_BYTES,
+    contradiction,
+    copy_as_utf8,
+    detect,
+    detect_file,
+    kind_by_name,
+    text_beginning,
+)
 from bot.store import AttachmentKind
 from tests.attachments.images import encoded, png
 from tests.attachments.pdfs import text_pdf
@@ -94,3 +103,31 @@ def test_a_name_that_contradicts_the_content_is_named() -> None:
 )
 def test_kind_by_name(name: str, kind: AttachmentKind | None) -> None:
     assert kind_by_name(name) is kind
+
+
+@pytest.mark.parametrize(
+    ("encoding", "bom"),
+    [("utf-8", b""), ("utf-8", codecs.BOM_UTF8), ("utf-16-le", codecs.BOM_UTF16_LE)],
+)
+def test_a_file_is_checked_for_text_a_piece_at_a_time(
+    tmp_path: Path, encoding: str, bom: bytes
+) -> None:
+    # characters of one to four bytes cut across every piece boundary, a last line with no
+    # line break: counted and decoded as if the file were read whole
+    text = "".join(f"{n} aé€🙂\n" for n in range(400_000)) + "end"
+    path = tmp_path / "wide.txt"
+    path.write_bytes(bom + text.encode(encoding))
+    assert path.stat().st_size > 3 * PIECE_BYTES
+    detected = detect_file(path, name="wide.txt")
+    assert detected.kind is AttachmentKind.TEXT
+    assert (detected.chars, detected.lines) == (len(text), 400_001)
+    assert text_beginning(path, detected.encoding, 20_000) == text[:20_000]
+    copy = tmp_path / "copy.txt"
+    copy_as_utf8(path, detected.encoding, copy)
+    assert copy.read_text("utf-8") == text
+
+
+def test_a_nul_late_in_a_large_file_makes_it_binary(tmp_path: Path) -> None:
+    path = tmp_path / "late.txt"
+    path.write_bytes(b"plain text\n" * 500_000 + b"\x00")
+    assert detect_file(path).kind is AttachmentKind.BINARY
