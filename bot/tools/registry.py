@@ -1,9 +1,10 @@
 """The tool registry and its per-turn scoping.
 
-A :class:`ToolRegistry` is a checked collection of :class:`ToolSpec` (unique names, valid
-schemas). :meth:`ToolRegistry.scoped` narrows it to what one turn may offer: minus excluded
-tools, narrowed by ``restrict_to``, and without prompt-requiring tools when the conversation
-can neither prompt nor backchannel and ``hide_unapprovable_tools`` is set.
+A :class:`ToolRegistry` is a checked collection of :class:`ToolSpec` (unique names; each
+schema is compiled, and so checked, when its tool is first called: :mod:`bot.tools.schema`).
+:meth:`ToolRegistry.scoped` narrows it to what one turn may offer: minus excluded tools,
+narrowed by ``restrict_to``, and without prompt-requiring tools when the conversation can
+neither prompt nor backchannel and ``hide_unapprovable_tools`` is set.
 :meth:`ToolRegistry.executor` refuses to build while any spec lacks a handler, so a missing
 handler is found before a provider is paid, not on the first dispatch.
 
@@ -102,10 +103,7 @@ class ToolRegistry:
         for spec in specs:
             if spec.name in self._specs:
                 raise RegistryError(f"tool {spec.name!r} is registered twice")
-            try:
-                self._validators[spec.name] = validator_for(spec.parameters)
-            except RegistryError as exc:
-                raise RegistryError(f"tool {spec.name!r}: {exc}") from None
+            self._validators[spec.name] = validator_for(spec.parameters)
             self._specs[spec.name] = spec
         self._withheld = _withheld
         self._definitions = tuple(
@@ -143,6 +141,16 @@ class ToolRegistry:
             if len(self._scoped) < MAX_SCOPES:
                 self._scoped[scope] = scoped
         return scoped
+
+    def check_schemas(self) -> None:
+        """Compile every spec's validator now; raises :class:`RegistryError` naming the first
+        tool whose schema is not valid JSON Schema (a turn finds it at that tool's first
+        call)."""
+        for name, validator in self._validators.items():
+            try:
+                validator.check()
+            except RegistryError as exc:
+                raise RegistryError(f"tool {name!r}: {exc}") from None
 
     def definitions(self) -> tuple[ToolDefinition, ...]:
         """What the model is told, in registration order."""

@@ -1,12 +1,15 @@
 """Lookup and schema validation: is this a tool the turn offers, with valid arguments?
 
-Returns the runnable entry or a NOT_EXECUTED outcome; no handler runs here.
+Returns the runnable entry or a NOT_EXECUTED outcome; no handler runs here. A tool whose
+schema is not valid JSON Schema (found when it is first compiled, at the tool's first call)
+raises :class:`~bot.errors.RegistryError`: a broken spec, not a bad call.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from bot.errors import RegistryError
 from bot.tools.outcome import OutcomeReason, ToolOutcome, not_executed
 from bot.tools.registry import ToolEntry, ToolExecutor
 
@@ -39,7 +42,10 @@ def resolve(
             else OutcomeReason.UNKNOWN_TOOL
         )
         return not_executed(reason, call_id=call_id, tool=name)
-    problem = entry.validator.problem(arguments)
+    try:
+        problem = entry.validator.problem(arguments)
+    except RegistryError as exc:  # its schema, compiled at its first call, is not valid
+        raise RegistryError(f"tool {name!r}: {exc}") from None
     if problem is not None:
         reason = OutcomeReason.HOOK_REWRITE_INVALID if after_hook else OutcomeReason.BAD_ARGUMENTS
         return not_executed(reason, call_id=call_id, tool=name, detail=problem)

@@ -1,14 +1,22 @@
-"""What the daemon loads before READY, and how it settles after: checked in a fresh
-interpreter, since this test process has long imported everything."""
+"""What the daemon loads before READY, and how it settles after, and what a plain
+``hatchway chat`` turn loads: checked in fresh interpreters, since this test process has long
+imported everything."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
+from tests.console.chat_process import chat_environ
+from tests.fakes.openai_server import OpenAIFake
+
 ROOT = Path(__file__).resolve().parents[2]
+HATCHWAY = str(Path(sys.executable).with_name("hatchway"))
 
 PROBE = textwrap.dedent(
     """
@@ -88,3 +96,64 @@ def test_the_command_line_is_built_without_the_config_models_or_the_tools() -> N
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
     )
     assert done.stdout.strip() == "[]"
+
+
+#: Packages a plain text turn has no use for, with where each one belongs.
+HEAVY = {
+    "PIL": "Pillow: decoding an image, in its own child process (bot/attachments/image_child.py)",
+    "pypdf": "reading a PDF, in its own child process (bot/attachments/pdf_child.py)",
+    "opentelemetry": "traces, only with [telemetry] on (bot/telemetry/setup.py)",
+    "prometheus_client": "the daemon's /metrics (bot/metrics.py); hatchway chat has none",
+    "jsonschema": "checking a tool call's arguments, at its first call (bot/tools/schema.py)",
+    "xllamacpp": "the embedded model, only when it is the provider (bot/providers/llama_server.py)",
+    "llama_cpp": "never imported by the project",
+}
+
+
+def imported_modules(stderr: str) -> set[str]:
+    """Every module named in ``PYTHONPROFILEIMPORTTIME``'s report (``import time: self |
+    cumulative | name``), i.e. every module the process imported, from any thread."""
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in stderr.splitlines()
+        if line.startswith("import time:") and "|" in line
+    }
+
+
+@pytest.fixture(scope="module")
+def chat_turn_imports(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
+    """The modules ``printf 'hello\\n' | hatchway chat`` imports: the installed console
+    script, an OpenAI-compatible provider at the loopback fake, one plain answer."""
+    folder = tmp_path_factory.mktemp("chat-imports")
+
+    async def run() -> tuple[int, str, str]:
+        async with OpenAIFake(model="gpt-4o-mini") as llm:
+            llm.queue_text("Plain answer")
+            env = chat_environ(folder / "state", llm_url=llm.base_url)
+            env["PYTHONPROFILEIMPORTTIME"] = "1"
+            proc = await asyncio.create_subprocess_exec(
+                HATCHWAY,
+                "chat",
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=folder,
+                env=env,
+            )
+            async with asyncio.timeout(120):  # a guard against hanging, not a figure
+                out, err = await proc.communicate(b"hello\n")
+            return proc.returncode or 0, out.decode(), err.decode()
+
+    code, out, err = asyncio.run(run())
+    assert code == 0, err[-2000:]
+    assert "Plain answer" in out, out
+    modules = imported_modules(err)
+    # the report is really there (a turn ran through the App and the provider)
+    assert {"bot.cli", "bot.app", "bot.providers.chat_client"} <= modules
+    return modules
+
+
+@pytest.mark.parametrize("package", sorted(HEAVY))
+def test_a_plain_chat_turn_imports_nothing_heavy(chat_turn_imports: set[str], package: str) -> None:
+    loaded = sorted(m for m in chat_turn_imports if m == package or m.startswith(f"{package}."))
+    assert loaded == [], f"{', '.join(loaded[:3])} loaded; {package} is for {HEAVY[package]}"

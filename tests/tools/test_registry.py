@@ -8,6 +8,7 @@ from bot.envelope import Capabilities
 from bot.errors import RegistryError
 from bot.tools.registry import MAX_SCOPES, RegistryCache, ToolRegistry, ToolScope
 from bot.tools.schema import validator_for
+from bot.tools.validation import resolve
 from tests.tools.harness import Recorder, make_envelope, spec, text_schema
 
 
@@ -28,8 +29,12 @@ def test_executor_of_a_scope_without_the_handlerless_spec_builds() -> None:
 def test_duplicate_names_and_bad_schemas_are_refused() -> None:
     with pytest.raises(RegistryError, match="twice"):
         ToolRegistry([spec("a", Recorder()), spec("a", Recorder())])
+    bad = ToolRegistry([spec("bad", Recorder(), parameters={"type": "no-such-type"})])
     with pytest.raises(RegistryError, match="'bad'"):
-        ToolRegistry([spec("bad", Recorder(), parameters={"type": "no-such-type"})])
+        bad.check_schemas()
+    # a turn finds it at the tool's first call (schemas are compiled then, not at build)
+    with pytest.raises(RegistryError, match="'bad'.*invalid parameters schema"):
+        resolve(bad.executor(), call_id="c1", name="bad", arguments={})
 
 
 def test_excluded_and_restrict_to_narrow_the_offer() -> None:

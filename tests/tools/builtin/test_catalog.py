@@ -91,7 +91,9 @@ def test_every_builtin_with_its_policy(store: Store, tmp_path: Path) -> None:
     for spec in specs:
         if spec.name in POLICY:
             assert (spec.requires_approval, spec.kind) == POLICY[spec.name], spec.name
-    ToolRegistry(specs).executor()  # every spec is valid and has a handler
+    registry = ToolRegistry(specs)
+    registry.executor()  # every spec has a handler
+    registry.check_schemas()  # and a valid schema (a turn compiles it at the tool's first call)
 
 
 @pytest.mark.parametrize(
