@@ -33,7 +33,7 @@ def test_duplicate_names_and_bad_schemas_are_refused() -> None:
     with pytest.raises(RegistryError, match="'bad'"):
         bad.check_schemas()
     # a turn finds it at the tool's first call (schemas are compiled then, not at build)
-    with pytest.raises(RegistryError, match="'bad'.*invalid parameters schema"):
+    with pytest.raises(RegistryError, match=r"'bad'.*invalid parameters schema"):
         resolve(bad.executor(), call_id="c1", name="bad", arguments={})
 
 
