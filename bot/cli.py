@@ -46,13 +46,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def add_config_argument(parser: argparse.ArgumentParser) -> None:
-    """The ``--config`` option every subcommand shares."""
+    """The ``--config`` and ``--state-dir`` options every subcommand shares (where the
+    state is: :mod:`bot.ops.state`)."""
     parser.add_argument(
         "-c",
         "--config",
         default=None,
         help="path to hatchway.toml (default: $HATCHWAY_CONFIG, else ./hatchway.toml if it "
         "exists, else settings from the environment)",
+    )
+    parser.add_argument(
+        "--state-dir",
+        default=None,
+        metavar="DIR",
+        help="the state folder: the database, the workspace (default: $HATCHWAY_STATE_DIR, "
+        "else state_dir in the config, else the config file's folder, else the working "
+        "directory)",
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bot.commands.operator import operator_name, operator_store, when
+from bot.commands.operator import located, open_existing, operator_name, quiet_logging, when
 from bot.visible_text import visible
 
 
@@ -35,11 +35,14 @@ def register(subparsers: Any) -> None:
 async def _list(args: argparse.Namespace) -> int:
     from bot.store.approvals import ApprovalStatus
 
-    async with operator_store(args) as (_settings, store):
+    settings, location = located(args)
+    quiet_logging(settings)
+    async with await open_existing(settings, location) as store:
         status = None if args.all else ApprovalStatus.PENDING
         records = await store.approvals.list(status=status)
     if not records:
-        print("no approval requests" if args.all else "no pending approval requests")
+        nothing = "no approval requests" if args.all else "no pending approval requests"
+        print(f"{nothing} in {location.database(settings)}")
         return 0
     for r in records:
         print(
@@ -60,7 +63,9 @@ async def _decide(args: argparse.Namespace) -> int:
     from bot.channel import ClickVerdict
     from bot.store.approvals import ApprovalStatus
 
-    async with operator_store(args) as (settings, store):
+    settings, location = located(args)
+    quiet_logging(settings)
+    async with await open_existing(settings, location) as store:
         service = ApprovalService(settings, store, lambda _ref: None)
         verdict = await service.decide_from_cli(args.approval_id, args.approve, operator_name())
     if verdict is ClickVerdict.ACCEPTED:
@@ -70,5 +75,8 @@ async def _decide(args: argparse.Namespace) -> int:
     if verdict is ClickVerdict.ALREADY_DECIDED:
         print(f"{args.approval_id} was already decided")
     else:
-        print(f"{args.approval_id}: no pending request with that id (expired or unknown)")
+        print(
+            f"{args.approval_id}: no pending request with that id (expired or unknown) in "
+            f"{location.database(settings)}"
+        )
     return 1

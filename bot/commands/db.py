@@ -19,7 +19,7 @@ import argparse
 import sys
 from typing import Any
 
-from bot.commands.operator import settings_for
+from bot.commands.operator import located, missing_file
 
 
 def register(subparsers: Any) -> None:
@@ -53,7 +53,7 @@ async def _migrate_to(args: argparse.Namespace) -> int:
     from bot.store.sqlite import Database as SqliteDatabase
     from bot.store.transfer import copy_sqlite_to_postgres
 
-    settings = settings_for(args)
+    settings, location = located(args)
     configure_logging("warning", settings.logging.format)
     url: str = args.url
     if not is_postgres_url(url):
@@ -74,12 +74,13 @@ async def _migrate_to(args: argparse.Namespace) -> int:
         print(f"hatchway: {why.replace('storage.url', 'the URL')}", file=sys.stderr)
         return 2
     path = settings.database_path()
-    if not path.exists():
-        print(f"hatchway: no SQLite database at {path} (storage.path)", file=sys.stderr)
+    missing = missing_file(settings, location)  # the source, even when storage.url is set
+    if missing is not None:
+        print(f"hatchway: {missing}", file=sys.stderr)
         return 1
     password = settings.secret(args.password_env or settings.storage.password_env)
     async with (
-        await SqliteDatabase.open(path) as source,
+        await SqliteDatabase.open(path, create=False) as source,
         await PostgresDatabase.open(url, password=password, pool_size=1) as target,
     ):
         print(f"copying {path} into {describe(url)}", flush=True)

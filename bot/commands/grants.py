@@ -6,7 +6,7 @@ import argparse
 import time
 from typing import Any
 
-from bot.commands.operator import operator_store, when
+from bot.commands.operator import located, open_existing, operator_store, quiet_logging, when
 
 
 def register(subparsers: Any) -> None:
@@ -26,10 +26,12 @@ def register(subparsers: Any) -> None:
 
 async def _list(args: argparse.Namespace) -> int:
     now = time.time()
-    async with operator_store(args) as (_settings, store):
+    settings, location = located(args)
+    quiet_logging(settings)
+    async with await open_existing(settings, location) as store:
         grants = await store.grants.list(now=now, include_inactive=args.all)
     if not grants:
-        print("no grants")
+        print(f"no grants in {location.database(settings)}")
         return 0
     for g in grants:
         state = "active" if g.active(now) else ("revoked" if g.revoked_at else "expired")

@@ -6,7 +6,14 @@ import argparse
 import time
 from typing import Any
 
-from bot.commands.operator import operator_name, operator_store, when
+from bot.commands.operator import (
+    located,
+    open_existing,
+    operator_name,
+    operator_store,
+    quiet_logging,
+    when,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -26,10 +33,12 @@ def register(subparsers: Any) -> None:
 
 async def _list(args: argparse.Namespace) -> int:
     now = time.time()
-    async with operator_store(args) as (_settings, store):
+    settings, location = located(args)
+    quiet_logging(settings)
+    async with await open_existing(settings, location) as store:
         records = await store.pairings.list(now=now, include_inactive=args.all)
     if not records:
-        print("no pairings")
+        print(f"no pairings in {location.database(settings)}")
         return 0
     for p in records:
         state = "expired" if p.status == "pending" and not p.pending_at(now) else p.status

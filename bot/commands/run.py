@@ -49,9 +49,12 @@ def register(subparsers: Any) -> None:
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    from bot.config import load_settings, resolve_config_path
+    """The settings, with the state folder ``--state-dir`` (or the environment, the file,
+    the default) gives: ``chat`` keeps its history and log there, creating it if needed."""
+    from bot.config import resolve_config_path
+    from bot.ops.state import locate
 
-    return load_settings(resolve_config_path(args.config))
+    return locate(resolve_config_path(args.config), args.state_dir)[0]
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -64,6 +67,7 @@ async def _run(args: argparse.Namespace) -> int:
 
     options = DaemonOptions(
         config_path=resolve_config_path(args.config),
+        state_dir=args.state_dir,
         drain_timeout_s=args.drain_timeout,
         ready_timeout_s=args.ready_timeout,
     )

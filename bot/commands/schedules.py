@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from bot.commands.operator import operator_name, operator_store
+from bot.commands.operator import (
+    located,
+    open_existing,
+    operator_name,
+    operator_store,
+    quiet_logging,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -27,11 +33,13 @@ async def _list(args: argparse.Namespace) -> int:
     from bot.schedules.book import ScheduleBook
     from bot.schedules.recurrence import describe
 
-    async with operator_store(args) as (_settings, store):
+    settings, location = located(args)
+    quiet_logging(settings)
+    async with await open_existing(settings, location) as store:
         jobs = await ScheduleBook(store.schedules).jobs()
     shown = [j for j in jobs if j.enabled or j.paused or args.all]
     if not shown:
-        print("no scheduled jobs")
+        print(f"no scheduled jobs in {location.database(settings)}")
         return 0
     for job in shown:
         spec = job.spec

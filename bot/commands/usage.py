@@ -1,8 +1,10 @@
 """``hatchway usage [--by user|channel|agent|model] [--since 7d]``: what model calls used.
 
-Reads the ``usage`` table of the configured database, read only: it works next to a running
-daemon (WAL) and on a stopped one's file, and never migrates it (a database the daemon has
-not upgraded yet has no usage to show).
+Reads the ``usage`` table of the service's database (found as every ops command finds it,
+:mod:`bot.commands.operator`), read only: it works next to a running daemon (WAL) and on a
+stopped one's file, and never migrates it (a database the daemon has not upgraded yet has no
+usage to show). No database there: nothing is created, and the command says where it
+looked and exits 1.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-from bot.commands.operator import settings_for, when
+from bot.commands.operator import located, open_existing, quiet_logging, when
 
 #: The first migration with the ``usage`` table.
 USAGE_SCHEMA = 10
@@ -38,8 +40,6 @@ def register(subparsers: Any) -> None:
 
 async def _usage(args: argparse.Namespace) -> int:
     from bot.approval.audit import parse_since
-    from bot.ops.logs import configure_logging
-    from bot.store import Store
     from bot.store.usage import UsageGrouping
     from bot.usage.report import render
 
@@ -51,14 +51,10 @@ async def _usage(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    settings = settings_for(args)
-    configure_logging("warning", settings.logging.format)
-    path = settings.database_path()
-    if not settings.storage.url and not path.exists():
-        print(f"hatchway: no database at {path}", file=sys.stderr)
-        return 1
+    settings, location = located(args)
+    quiet_logging(settings)
     by = UsageGrouping(args.by)
-    async with await Store.open_configured(settings, migrate=False) as store:
+    async with await open_existing(settings, location, behind_ok=True) as store:
         if await store.schema_version() < USAGE_SCHEMA:
             print("no model calls recorded yet (the daemon records them once it has started)")
             return 0

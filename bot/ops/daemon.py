@@ -56,12 +56,13 @@ import structlog
 
 from bot.app import App
 from bot.channel import ChannelHealth, HealthState
-from bot.config import ChannelCommon, Settings, load_settings
+from bot.config import ChannelCommon, Settings
 from bot.config.embedded import demo_model_warning
 from bot.errors import HatchwayError
 from bot.metrics import MeteredProvider, Metrics
 from bot.ops.health import HealthRoutes, add_health_routes
 from bot.ops.notify import SystemdNotifier, watchdog_pings
+from bot.ops.state import locate
 from bot.ops.stop_deadline import CLOSE_BUDGET_S, StopDeadline
 from bot.ops.web import HttpServer
 from bot.providers.deferred import DeferredProvider
@@ -105,6 +106,8 @@ class DaemonOptions:
     """How ``hatchway run`` was asked to behave."""
 
     config_path: Path | None
+    #: ``--state-dir``: the state folder, over ``HATCHWAY_STATE_DIR`` and ``state_dir``
+    state_dir: str | None = None
     drain_timeout_s: float = 30.0
     ready_timeout_s: float = 30.0
 
@@ -283,7 +286,7 @@ class Daemon:
         self.notifier.reloading()
         path = self.options.config_path
         try:
-            settings = await asyncio.to_thread(load_settings, path)
+            settings, _ = await asyncio.to_thread(locate, path, self.options.state_dir)
             restart_needed = restart_only_changes(app.settings, settings)
             app.reload(settings)
         except HatchwayError as exc:
@@ -377,8 +380,9 @@ async def run_daemon(options: DaemonOptions) -> int:
     """Load the config, set up logging and sd_notify, and run until stopped."""
     from bot.ops.logs import configure_logging
 
-    settings = load_settings(options.config_path)
+    settings, location = locate(options.config_path, options.state_dir)
     configure_logging(settings.logging.level, settings.logging.format)
+    log.info("state_location", folder=str(location.folder), source=location.origin())
     notifier = SystemdNotifier.from_environ(os.environ, unset=True)
     # the whole process's last resort, never disarmed: it also covers the event loop's
     # teardown after Daemon.run returns

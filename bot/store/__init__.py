@@ -97,10 +97,11 @@ class Store:
         self.signals: Signals = NoSignals()
 
     @classmethod
-    async def open(cls, path: str | Path, *, migrate: bool = True) -> Store:
+    async def open(cls, path: str | Path, *, migrate: bool = True, create: bool = True) -> Store:
         """Open the SQLite database at ``path``, applying pending migrations unless
-        ``migrate`` is false (see :meth:`Database.open`)."""
-        return cls(await Database.open(path, migrate=migrate))
+        ``migrate`` is false, creating it unless ``create`` is false (see
+        :meth:`Database.open`)."""
+        return cls(await Database.open(path, migrate=migrate, create=create))
 
     @classmethod
     async def open_postgres(
@@ -132,9 +133,12 @@ class Store:
         return store
 
     @classmethod
-    async def open_configured(cls, settings: Settings, *, migrate: bool = True) -> Store:
+    async def open_configured(
+        cls, settings: Settings, *, migrate: bool = True, create: bool = True
+    ) -> Store:
         """Open the database ``[storage]`` names: PostgreSQL when ``url`` is set (its
-        password from the variable ``password_env`` names), else the SQLite file ``path``."""
+        password from the variable ``password_env`` names), else the SQLite file ``path``
+        (not made when ``create`` is false; a PostgreSQL database is never created here)."""
         storage = settings.storage
         if storage.url:
             return await cls.open_postgres(
@@ -145,7 +149,7 @@ class Store:
                 command_timeout_s=storage.command_timeout_s,
                 connect_timeout_s=storage.connect_timeout_s,
             )
-        return await cls.open(settings.database_path(), migrate=migrate)
+        return await cls.open(settings.database_path(), migrate=migrate, create=create)
 
     @overload
     async def commit(self, work: UnitOfWork) -> None: ...

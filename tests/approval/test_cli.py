@@ -55,6 +55,15 @@ def settings(config: Path) -> Settings:
     return load_settings(config, require_provider=False, environ={})
 
 
+def where(settings: Settings) -> str:
+    """The database as the commands name it: the file, its state folder and where that came
+    from (the config's folder, by default)."""
+    return (
+        f"{settings.database_path()} (state folder {settings.state_dir}, from the default: the "
+        f"folder of {Path(settings.state_dir) / 'hatchway.toml'})"
+    )
+
+
 def command(config: Path, args: tuple[str, ...]) -> list[str]:
     """``ARGS`` with ``--config CONFIG`` added at the end."""
     return [*args, "--config", str(config)]
@@ -132,7 +141,9 @@ async def test_approvals_list_and_approve_resolve_a_waiting_ask(
     decision = task.result()
     assert (decision.verdict, decision.decided_by) == (Decision.APPROVED, "operator:ops")
     assert channel.edits[-1][1].state is CardState.APPROVED
-    assert await hatchway("approvals", "list") == (0, "no pending approval requests\n")
+    code, out = await hatchway("approvals", "list")
+    # the empty answer says where it looked
+    assert (code, out) == (0, f"no pending approval requests in {where(settings)}\n")
     code, out = await hatchway("approvals", "deny", approval_id)
     assert (code, out.strip()) == (1, f"{approval_id} was already decided")
 
@@ -145,7 +156,7 @@ async def test_approvals_deny_of_an_unknown_id_fails(hatchway: Hatchway, store: 
 # -- grants ------------------------------------------------------------------------------
 
 
-async def test_grants_list_and_revoke(store: Store, hatchway: Hatchway) -> None:
+async def test_grants_list_and_revoke(settings: Settings, store: Store, hatchway: Hatchway) -> None:
     grant_id = await store.grants.create(
         new_grant(
             tool="shell",
@@ -161,7 +172,7 @@ async def test_grants_list_and_revoke(store: Store, hatchway: Hatchway) -> None:
     assert code == 0 and f"{grant_id}  active" in out and "channel:slack.team" in out
     assert await hatchway("grants", "revoke", str(grant_id)) == (0, f"revoked grant {grant_id}\n")
     assert (await hatchway("grants", "revoke", str(grant_id)))[0] == 1
-    assert await hatchway("grants", "list") == (0, "no grants\n")
+    assert await hatchway("grants", "list") == (0, f"no grants in {where(settings)}\n")
 
 
 # -- audit -------------------------------------------------------------------------------

@@ -83,7 +83,12 @@ async def test_bad_credentials_fail_with_what_to_fix(
         "(channels.telegram.main.token_env)"
     ) in out
     assert "✗ provider default: 1-token completion failed (HTTP 401: invalid api key)" in out
-    assert "✓ database:" in out  # a missing database only needs a writable directory
+    # no database yet: a warning naming where it looked and why there, nothing created
+    assert (
+        f"⚠ database: no database yet at {state}/hatchway.db (state folder {state}, from "
+        f"state_dir in {config}); the daemon creates it at its first start"
+    ) in out
+    assert not state.exists()
     assert "sk-wrong" not in out and "wrong-token" not in out
 
 

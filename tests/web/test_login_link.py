@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from bot.cli import main
 from bot.store import Store
@@ -20,6 +21,8 @@ pytestmark = pytest.mark.usefixtures("kept_logging")
 def _config(
     tmp_path: Path, *, public_url: str = "https://ops.example.com", port: int = 8787
 ) -> Path:
+    """The config, and the database the daemon's first start made (the command needs one)."""
+    asyncio.run(_first_start(tmp_path / "hatchway.db"))
     path = tmp_path / "hatchway.toml"
     path.write_text(
         f"""
@@ -41,6 +44,11 @@ names = {{ boss = "telegram:2002" }}
         encoding="utf-8",
     )
     return path
+
+
+async def _first_start(database: Path) -> None:
+    with capture_logs():  # the migrations' lines, not the command's output
+        await (await Store.open(database)).aclose()
 
 
 def _claim(tmp_path: Path, token: str) -> list[str | None]:

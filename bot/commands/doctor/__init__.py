@@ -10,14 +10,18 @@ command's driver and the one place that orders the checks; each area is its own 
 3. each provider of every agent's chain: its model list, or a 1-token completion when the
    endpoint has no model list; for the embedded model, that its runtime and model file are
    installed (:mod:`.provider`);
-4. the database: it opens, ``PRAGMA integrity_check`` says ok, and it accepts a write
-   (a missing file only needs a writable directory) (:mod:`.database`); with ``[storage]
+4. where the state folder is and which rule chose it (``--state-dir``,
+   ``HATCHWAY_STATE_DIR``, ``state_dir``, the default: :mod:`bot.ops.state`); the database:
+   it opens, ``PRAGMA integrity_check`` says ok, and it accepts a write (a missing file is a
+   ``⚠`` naming the folder and its source when its directory is writable: the daemon
+   creates it) (:mod:`.database`); with ``[storage]
    url``, the PostgreSQL server answers with the configured credentials, runs version 13
    or newer and accepts writes (:mod:`.postgres`);
    It never applies migrations: pending ones are a ``⚠`` line, a schema newer than this
    version a failure;
-5. the tool workspace directory is writable (:mod:`.workspace`), and ``shell`` commands
-   will run under bubblewrap as ``tools.shell.sandbox`` asks (:mod:`.sandbox`);
+5. the tool workspace directory is writable, or can be made (:mod:`.workspace`), and
+   ``shell`` commands will run under bubblewrap as ``tools.shell.sandbox`` asks
+   (:mod:`.sandbox`);
 6. people can talk to the bot on each channel (:mod:`.access`) and approvals can succeed
    there (:mod:`bot.approval.findings`): each finding is a ``⚠`` line with its fix, which
    does not change the exit status;
@@ -30,7 +34,8 @@ Every failure and every warning names the config key to fix (``channels.slack.ma
 app_token_env``, ``providers.default.base_url``, ``storage.path``, …). A failing config stops
 the run; every later check runs even when an earlier one failed, and a check that cannot
 reach its endpoint or raises a :class:`~bot.errors.HatchwayError` becomes a failed line,
-never a traceback. Exit status 1 when any check fails. Run it as the service user
+never a traceback. Exit status 1 when any check fails. It changes nothing: no database,
+folder or schema is created or migrated. Run it as the service user
 (docs/operations.md shows how, with the service's environment file) so that files it opens
 keep the right owner. Secrets are sent only to the endpoints they belong to and never
 printed.
@@ -44,7 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bot.commands.doctor.access import access_findings
-from bot.commands.doctor.configuration import config_check
+from bot.commands.doctor.configuration import config_check, state_line
 from bot.commands.doctor.credentials import channel_check
 from bot.commands.doctor.database import database_check
 from bot.commands.doctor.endpoint import open_session
@@ -57,6 +62,7 @@ from bot.errors import HatchwayError
 
 if TYPE_CHECKING:
     from bot.config import Settings
+    from bot.ops.state import StateLocation
 
 __all__ = ["CheckResult", "register", "run_checks"]
 
@@ -70,20 +76,22 @@ def register(subparsers: Any) -> None:
 
 
 async def _doctor(args: argparse.Namespace) -> int:
-    settings, first = config_check(args.config)
-    if settings is None:
+    loaded, first = config_check(args.config, args.state_dir)
+    if loaded is None:
         print(first.render())
         return 1
-    results = [first]
-    print(first.render(), flush=True)
-    results += await run_checks(settings)
+    settings, location = loaded
+    results = [first, state_line(location)]
+    for line in results:
+        print(line.render(), flush=True)
+    results += await run_checks(settings, location)
     failed = sum(not r.ok for r in results)
     print(f"{len(results) - failed} passed, {failed} failed" if failed else "all checks passed")
     return 1 if failed else 0
 
 
-async def run_checks(settings: Settings) -> list[CheckResult]:
-    """Every check after the config one, printed as each finishes."""
+async def run_checks(settings: Settings, location: StateLocation) -> list[CheckResult]:
+    """Every check after the config and state ones, printed as each finishes."""
     results: list[CheckResult] = []
 
     def emit(result: CheckResult) -> None:
@@ -116,7 +124,8 @@ async def run_checks(settings: Settings) -> list[CheckResult]:
     if settings.storage.url:
         emit(await _guard("database", postgres_check(settings), "storage.url"))
     else:
-        emit(await _guard("database", database_check(settings.database_path()), "storage.path"))
+        database = database_check(settings, location)
+        emit(await _guard("database", database, "storage.path"))
     workspace = Path(settings.state_dir) / settings.tools.workspace.path
     ok, detail, fix = workspace_check(workspace)
     emit(CheckResult(name="workspace", ok=ok, detail=detail, fix=fix))

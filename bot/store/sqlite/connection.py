@@ -16,10 +16,15 @@ from pathlib import Path
 from bot.store.sqlite.errors import mapped
 
 
-def connect(path: Path) -> sqlite3.Connection:
+def connect(path: Path, *, create: bool = True) -> sqlite3.Connection:
     """Open ``path`` in autocommit mode (transactions are the engine's own ``BEGIN``), with
-    rows read by column name."""
-    connection = sqlite3.connect(str(path), isolation_level=None)
+    rows read by column name. ``create=False``: a missing file is an error, never made (read
+    and write all the same: a WAL file without its ``-shm`` cannot be opened read-only)."""
+    if create:
+        connection = sqlite3.connect(str(path), isolation_level=None)
+    else:
+        uri = f"{path.absolute().as_uri()}?mode=rw"
+        connection = sqlite3.connect(uri, isolation_level=None, uri=True)
     connection.row_factory = sqlite3.Row
     return connection
 

@@ -53,17 +53,20 @@ class Database:
         ``bench/throughput.py`` reports per turn, and what tests of batching count)."""
 
     @classmethod
-    async def open(cls, path: str | Path, *, migrate: bool = True) -> Database:
+    async def open(cls, path: str | Path, *, migrate: bool = True, create: bool = True) -> Database:
         """Open (creating it if needed) and migrate the database at ``path``; StorageError
         when it cannot be opened or prepared, or when a newer release migrated it (its
         schema is above this release's last migration). ``migrate=False`` leaves the schema as it is
-        (``hatchway doctor`` reports pending migrations; only the daemon applies them)."""
+        (``hatchway doctor`` reports pending migrations; only the daemon applies them).
+        ``create=False`` opens an existing file only (the operator's commands): a missing
+        one is a StorageError, and neither it nor its folder is made."""
         file = Path(path)
-        try:
-            file.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StorageError(f"cannot open database {file}: {exc}") from None
-        worker = await SqliteWorker.start(file, lambda: connect(file))
+        if create:
+            try:
+                file.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StorageError(f"cannot open database {file}: {exc}") from None
+        worker = await SqliteWorker.start(file, lambda: connect(file, create=create))
         db = cls(file, worker)
         try:
             current = await db._submit(Prepare(file))
