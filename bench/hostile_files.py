@@ -42,6 +42,7 @@ import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from PIL import Image
 
@@ -52,7 +53,7 @@ from bot.tools.builtin.scopes import scope_folder
 from tests.attachments.images import bomb_png
 from tests.attachments.pdfs import text_pdf
 from tests.fakes.openai_server import OpenAIFake
-from tests.fakes.telegram_server import FakeTelegram, message, private_chat, user
+from tests.fakes.telegram_server import ApiCall, FakeTelegram, message, private_chat, user
 from tests.ops.daemon_process import start_daemon
 
 TOKEN = "616161:AAbench-token-for-the-fake-bot-api-abcdefg"
@@ -197,7 +198,7 @@ class Bench(FakeTelegram):
             self.sent += 1
             sender = REQUESTER + self.sent
             answer = f"done {self.sent}"
-            fields: dict[str, object] = {}
+            fields: dict[str, Any] = {}
             if kind.tool:
                 folder = (
                     state
@@ -236,9 +237,12 @@ class Bench(FakeTelegram):
         for payload, _ in pushes:
             await self.push({"message": payload})
         for _, answer in pushes:
-            await self.wait_for(
-                "sendMessage", lambda c, a=answer: c.params.get("text") == a, wait_s=REPLY_WAIT_S
-            )
+            await self.wait_for("sendMessage", text_is(answer), wait_s=REPLY_WAIT_S)
+
+
+def text_is(text: str) -> Callable[[ApiCall], bool]:
+    """Whether an API call sent exactly ``text``."""
+    return lambda call: call.params.get("text") == text
 
 
 async def run(args: argparse.Namespace) -> None:
