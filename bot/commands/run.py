@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     # Imported when a command runs, not when ``hatchway --help`` builds the command line.
     from bot.config import Settings
+    from bot.ops.state import StateLocation
 
 
 def register(subparsers: Any) -> None:
@@ -48,13 +49,13 @@ def register(subparsers: Any) -> None:
     chat.set_defaults(handler=_chat, exit_now=True)
 
 
-def _settings(args: argparse.Namespace) -> Settings:
+def _located(args: argparse.Namespace) -> tuple[Settings, StateLocation]:
     """The settings, with the state folder ``--state-dir`` (or the environment, the file,
     the default) gives: ``chat`` keeps its history and log there, creating it if needed."""
     from bot.config import resolve_config_path
     from bot.ops.state import locate
 
-    return locate(resolve_config_path(args.config), args.state_dir)[0]
+    return locate(resolve_config_path(args.config), args.state_dir)
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -83,7 +84,7 @@ async def _chat(args: argparse.Namespace) -> int:
     from bot.ops.logs import configure_logging, open_log_file
     from bot.providers.factory import defer_provider
 
-    settings = _settings(args)
+    settings, location = _located(args)
     # The console alone: other configured channels are not started by ``chat``.
     console_only = settings.model_copy(update={"channels": ChannelsConfig.embedded_console()})
     level, fmt = settings.logging.level, settings.logging.format
@@ -98,6 +99,11 @@ async def _chat(args: argparse.Namespace) -> int:
         except OSError as exc:
             configure_logging("warning", fmt)
             where = f"stderr, warnings only ({path}: {exc.strerror or exc})"
+    import structlog
+
+    structlog.get_logger(__name__).info(
+        "state_location", folder=str(location.folder), source=location.origin()
+    )
     # A configuration error (unknown provider, missing key) is raised here, before anything
     # starts. The provider's module (a vendor SDK for Anthropic, the model for the embedded
     # provider) is imported on a worker thread and the provider built while the app starts

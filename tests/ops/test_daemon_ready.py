@@ -18,6 +18,7 @@ async def test_daemon_ready_names_provider_model_endpoint_and_tool_mode(
     async with start_daemon(config) as daemon:
         await daemon.wait_notify("READY", "1")
         ready = await daemon.wait_event("daemon_ready")
+        located = await daemon.wait_event("state_location")
         daemon.signal(signal.SIGTERM)
         assert await daemon.wait_exit() == 0
     assert ready["status"] == "ready: 1 channel"
@@ -28,4 +29,7 @@ async def test_daemon_ready_names_provider_model_endpoint_and_tool_mode(
         "endpoint": llm.base_url,
     }
     assert ready["tool_mode"] == "native"
+    # where the state is, and why there, said once at start
+    assert located["folder"] == str(tmp_path)
+    assert located["source"] == f"the default: the folder of {config}"
     assert "fallback" not in ready
