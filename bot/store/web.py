@@ -1,18 +1,38 @@
-"""The web console's sign-in links, sessions and sign-in rate counters (migration 0012).
+"""The web console's sign-in links, sessions, sign-in rate counters (migration 0012) and the
+clients each identity signed in from (migration 0016).
 
 Secrets are stored only as digests, which the caller computes (:mod:`bot.webconsole.tokens`):
 whoever reads the database file cannot sign in with what it holds. Every step that must
 happen once is one conditional statement: a link or code signs in once (``used_at IS NULL``
 and not expired, set in the same ``UPDATE … RETURNING``), and a rate counter counts and
 answers in one upsert, so two requests racing cannot both pass.
+
+The counters' buckets are named here (:func:`client_bucket`, :func:`target_bucket`,
+:func:`dms_bucket`), so that forgetting a person finds every one that names them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.store.engine import Database, Transaction
-from bot.store.statements import Row
+from bot.store.statements import Row, prefix_params, starts_with
+
+
+def client_bucket(client: str) -> str:
+    """The counter of every sign-in request from one client address."""
+    return f"client:{client}"
+
+
+def target_bucket(target: str, client: str) -> str:
+    """The counter of one client's requests for one target's link."""
+    return f"target:{target}|{client}"
+
+
+def dms_bucket(target: str) -> str:
+    """The counter of the messages asked for one target, from every client."""
+    return f"dms:{target}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -141,11 +161,35 @@ class WebAccess:
         assert row is not None  # an upsert with RETURNING always returns its row
         return int(row["count"])
 
+    # -- known clients -----------------------------------------------------------------------
+
+    async def remember_clients(self, identity: str, clients: Sequence[str], now: float) -> None:
+        """``identity`` signed in from each of ``clients`` (``addr:…``, ``browser:…``) now."""
+        for client in clients:
+            await self._db.execute(
+                "INSERT INTO web_known_clients (identity, client, last_used) VALUES (?, ?, ?)"
+                " ON CONFLICT (identity, client) DO UPDATE SET last_used = excluded.last_used",
+                (identity, client, now),
+            )
+
+    async def knows_client(self, identity: str, clients: Sequence[str], *, since: float) -> bool:
+        """Whether ``identity`` signed in from one of ``clients`` after ``since``."""
+        if not clients:
+            return False
+        marks = ", ".join("?" * len(clients))
+        row = await self._db.fetchone(
+            "SELECT 1 AS known FROM web_known_clients WHERE identity = ?"
+            f" AND client IN ({marks}) AND last_used > ?",
+            (identity, *clients, since),
+        )
+        return row is not None
+
     # -- housekeeping ------------------------------------------------------------------------
 
-    async def prune(self, *, now: float, idle_s: float, window_s: float) -> int:
-        """Delete ended sessions, links past their expiry (kept a day, used or not) and
-        counters whose window is over; how many rows went."""
+    async def prune(self, *, now: float, idle_s: float, window_s: float, known_s: float) -> int:
+        """Delete ended sessions, links past their expiry (kept a day, used or not),
+        counters whose window (``window_s``, the longest of them) is over and clients not
+        used for ``known_s``; how many rows went."""
         deleted = 0
         for sql, params in (
             (
@@ -161,6 +205,10 @@ class WebAccess:
                 "DELETE FROM web_rate_counters WHERE window_start <= ? RETURNING bucket",
                 (now - window_s,),
             ),
+            (
+                "DELETE FROM web_known_clients WHERE last_used <= ? RETURNING identity",
+                (now - known_s,),
+            ),
         ):
             deleted += len(await self._db.execute_returning_all(sql, params))
         return deleted
@@ -169,14 +217,16 @@ class WebAccess:
 async def forget_person(tx: Transaction, user_id: str, kind: str | None) -> dict[str, int]:
     """End the console access of platform user ``user_id`` of ``kind`` (every kind when
     None), in ``tx``: their sessions (a browser signed in as them is signed out at its next
-    request), their sign-in links and codes (used or not: none signs in any more) and the
-    rate counters that name them. How many rows went, by table. An identity is
+    request), their sign-in links and codes (used or not: none signs in any more), the
+    rate counters that name them and the clients they signed in from. How many rows went,
+    by table. An identity is
     ``<kind>:<user id>``; a user id is matched whole, never as a suffix of another."""
     escaped = user_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     found = await tx.fetchall(
         "SELECT identity FROM web_sessions WHERE identity LIKE ? ESCAPE '\\'"
-        " UNION SELECT identity FROM web_sign_ins WHERE identity LIKE ? ESCAPE '\\'",
-        (f"%:{escaped}", f"%:{escaped}"),
+        " UNION SELECT identity FROM web_sign_ins WHERE identity LIKE ? ESCAPE '\\'"
+        " UNION SELECT identity FROM web_known_clients WHERE identity LIKE ? ESCAPE '\\'",
+        (f"%:{escaped}", f"%:{escaped}", f"%:{escaped}"),
     )
     identities = sorted(
         identity
@@ -185,24 +235,35 @@ async def forget_person(tx: Transaction, user_id: str, kind: str | None) -> dict
         if identity.partition(":")[2] == user_id
         and (kind is None or identity.partition(":")[0] == kind)
     )
-    removed = {"web_sessions": 0, "web_sign_ins": 0, "web_rate_counters": 0}
+    removed = {
+        "web_sessions": 0,
+        "web_sign_ins": 0,
+        "web_rate_counters": 0,
+        "web_known_clients": 0,
+    }
     for identity in identities:
-        for table, sql, value in (
+        for table, sql, params in (
             (
                 "web_sessions",
                 "DELETE FROM web_sessions WHERE identity = ? RETURNING id_hash",
-                identity,
+                (identity,),
             ),
             (
                 "web_sign_ins",
                 "DELETE FROM web_sign_ins WHERE identity = ? RETURNING token_hash",
-                identity,
+                (identity,),
             ),
             (
                 "web_rate_counters",
-                "DELETE FROM web_rate_counters WHERE bucket = ? RETURNING bucket",
-                f"target:{identity}",
+                "DELETE FROM web_rate_counters"
+                f" WHERE bucket = ? OR {starts_with('bucket')} RETURNING bucket",
+                (dms_bucket(identity), *prefix_params(target_bucket(identity, ""))),
+            ),
+            (
+                "web_known_clients",
+                "DELETE FROM web_known_clients WHERE identity = ? RETURNING client",
+                (identity,),
             ),
         ):
-            removed[table] += len(await tx.fetchall(sql, (value,)))
+            removed[table] += len(await tx.fetchall(sql, params))
     return removed

@@ -35,6 +35,7 @@ from bot.webconsole.pages import Pages
 from bot.webconsole.security import SESSIONS, csrf, headers, session
 from bot.webconsole.sessions import PREFIX, Sessions
 from bot.webconsole.sign_in import HOME, SignIn
+from bot.webconsole.sign_in_limits import KNOWN_FOR_S, MESSAGE_WINDOW_S
 
 log = structlog.get_logger(__name__)
 
@@ -99,7 +100,10 @@ class Console:
             config = self._host.settings.web
             try:
                 await self._host.store.web.prune(
-                    now=self._clock(), idle_s=config.session_idle_s, window_s=config.rate_window_s
+                    now=self._clock(),
+                    idle_s=config.session_idle_s,
+                    window_s=max(config.rate_window_s, MESSAGE_WINDOW_S),
+                    known_s=KNOWN_FOR_S,
                 )
             except StorageError as exc:
                 log.warning("web_prune_failed", error=str(exc))

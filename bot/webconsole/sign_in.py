@@ -2,10 +2,13 @@
 
 * ``GET /sign-in``: pick a platform (a configured channel alias) and type a user id, or a
   name from ``web.names``.
-* ``POST /sign-in``: counted against the rate limits (per client address, then per target
-  identity, whoever asks), then queued for :class:`~bot.webconsole.mailer.SignInMailer`, and
-  answered with the same page whatever the identity: "if it may sign in, a link is on its
-  way", with the code form. No answer says whether an id may sign in.
+* ``POST /sign-in``: counted against the rate limits
+  (:mod:`bot.webconsole.sign_in_limits`), then queued for
+  :class:`~bot.webconsole.mailer.SignInMailer`, and answered with the same page whatever was
+  typed: "if it may sign in, a link is on its way", with the code form. The page names no
+  identity (a name from ``web.names`` is not resolved in front of the asker), its platform
+  hint follows the platform picked, and its status is the same for a configured name, an id
+  and anything else of the same length: nothing tells who may sign in, or who a name is.
 * ``POST /sign-in/code``: the code from the message, valid only in the browser that asked
   (counted per client address too).
 * ``GET /sign-in/link?token=…``: a page with one button; ``POST /sign-in/link`` spends the
@@ -14,11 +17,15 @@
 
 Every form carries the CSRF token (the browser's sign-in nonce before sign-in); a session
 is opened by :class:`~bot.webconsole.sessions.Sessions`. After signing in the browser goes
-back to the page it was sent away from (``next``, a path under ``/console/`` only).
+back to the page it was sent away from: ``next``, when it is a path under ``/console/`` of
+plain URL characters (no control character, space, backslash or ``..`` segment), else the
+approvals page; it is judged before a link or code is spent, so a ``next`` that cannot be
+followed never costs the link.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 
 import structlog
@@ -31,6 +38,7 @@ from bot.webconsole.mailer import SignInAsk, SignInMailer
 from bot.webconsole.pages import render
 from bot.webconsole.security import VIEWER
 from bot.webconsole.sessions import NONCE_COOKIE, PREFIX, Sessions, set_cookie
+from bot.webconsole.sign_in_limits import SignInLimits
 from bot.webconsole.viewer import Identity
 
 log = structlog.get_logger(__name__)
@@ -50,22 +58,25 @@ def see_other(location: str) -> web.Response:
     return web.Response(status=303, headers={"Location": location})
 
 
-def _next(raw: str) -> str:
-    """Where to go after signing in: a path under the console, or its home page."""
-    if raw.startswith(f"{PREFIX}/") and not raw.startswith("//") and "\\" not in raw:
+#: What ``next`` may hold: a path and query of URL characters (RFC 3986's unreserved,
+#: sub-delims, ``:@/?%`` and ``#``), none of which ends a header or leaves the origin.
+_NEXT = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?%#]{1,1000}")
+_NAMES_MAX = 64
+
+
+def after_sign_in(raw: str) -> str:
+    """Where to go after signing in: ``raw`` when it is a path under the console (see the
+    module docstring), else its home page."""
+    path = raw.partition("?")[0].partition("#")[0]
+    if (
+        _NEXT.fullmatch(raw)
+        and raw.startswith(f"{PREFIX}/")
+        and not raw.startswith("//")
+        and not any(part in (".", "..") for part in path.split("/"))
+        and "%2e" not in path.lower()
+    ):
         return raw
     return HOME
-
-
-def client_address(request: web.Request, trust_forwarded_for: bool) -> str:
-    """The asking client: the peer, or behind a trusted proxy the address it added last to
-    ``X-Forwarded-For``."""
-    if trust_forwarded_for:
-        forwarded = request.headers.get("X-Forwarded-For", "")
-        last = forwarded.rsplit(",", 1)[-1].strip()
-        if last:
-            return last[:64]
-    return request.remote or "unknown"
 
 
 def _local_port(request: web.Request) -> int | None:
@@ -91,6 +102,7 @@ class SignIn:
         self._mailer = mailer
         self._settings = settings
         self._clock = clock
+        self._limits = SignInLimits(sessions.store, settings, clock)
 
     def register(self, app: web.Application) -> None:
         app.router.add_get("/sign-in", self.form)
@@ -129,7 +141,7 @@ class SignIn:
         response = render(
             request,
             template,
-            {"next": _next(request.query.get("next", "")), **context},
+            {"next": after_sign_in(request.query.get("next", "")), **context},
             viewer=None,
             csrf=nonce if viewer is None else viewer.csrf,
             status=status,
@@ -141,25 +153,8 @@ class SignIn:
     async def form(self, request: web.Request) -> web.StreamResponse:
         viewer = request[VIEWER]
         if viewer is not None and viewer.eligible:
-            raise web.HTTPSeeOther(_next(request.query.get("next", "")))
+            raise web.HTTPSeeOther(after_sign_in(request.query.get("next", "")))
         return self._page(request, "sign_in.html", {"channels": self._channels()})
-
-    async def _limited(self, request: web.Request, target: Identity | None) -> bool:
-        """Count this request; True when the client or the target is over its limit."""
-        config = self._settings().web
-        store, now = self._sessions.store, self._clock()
-        client = client_address(request, config.trust_forwarded_for)
-        count = await store.count(f"client:{client}", now=now, window_s=config.rate_window_s)
-        if count > config.sign_ins_per_client:
-            log.warning("web_sign_in_limited", client=client, bucket="client")
-            return True
-        if target is None:
-            return False
-        count = await store.count(f"target:{target}", now=now, window_s=config.rate_window_s)
-        if count > config.sign_ins_per_target:
-            log.warning("web_sign_in_limited", client=client, bucket="target")
-            return True
-        return False
 
     def _too_many(self, request: web.Request) -> web.Response:
         return self._page(
@@ -175,40 +170,49 @@ class SignIn:
     async def ask(self, request: web.Request) -> web.StreamResponse:
         form = await request.post()
         via, user = field(form, "channel"), field(form, "user")
+        after = after_sign_in(field(form, "next", limit=2000))
         settings = self._settings()
-        identity: Identity | None = None
-        named = settings.web.names.get(user)
-        if named is not None:
-            identity = Identity.parse(named)
-        elif via in self._channels() and USER_ID.match(user):
-            identity = Identity(kind=via.partition(".")[0], user_id=user)
-        if identity is None:
+        if via not in self._channels() or not user or len(user) > _NAMES_MAX:
             return self._page(
                 request,
                 "sign_in.html",
                 {
                     "channels": self._channels(),
+                    "next": after,
                     "error": "Pick a platform and type a user id (letters, digits, '_', "
                     "'.' or '-'), or a name the admin configured.",
                 },
                 status=400,
             )
-        if await self._limited(request, identity):
+        kind = via.partition(".")[0]
+        # Resolved here, never shown: the page and its status are the same for a configured
+        # name, a user id and anything else typed.
+        identity: Identity | None = None
+        named = settings.web.names.get(user)
+        if named is not None:
+            identity = Identity.parse(named)
+        elif USER_ID.match(user):
+            identity = Identity(kind=kind, user_id=user)
+        target = str(identity) if identity is not None else f"{kind}:{user}"
+        viewer = request[VIEWER]
+        own_session = viewer is not None and str(viewer.identity) == target
+        if await self._limits.ask_over(request, target, own_session=own_session):
             return self._too_many(request)
         nonce = self._sessions.nonce(request)
-        if nonce is not None:  # the CSRF check passed with it; always present here
+        if nonce is not None and identity is not None:  # the CSRF check passed with the nonce
             origin = links.server_origin(settings, _local_port(request))
             self._mailer.ask(SignInAsk(identity=identity, via=via, nonce=nonce, origin=origin))
         return self._page(
             request,
             "sign_in_sent.html",
-            {"identity": str(identity), "kind": identity.kind, "ttl_s": settings.web.link_ttl_s},
+            {"asked": True, "kind": kind, "ttl_s": settings.web.link_ttl_s, "next": after},
         )
 
     async def code(self, request: web.Request) -> web.StreamResponse:
         form = await request.post()
+        after = after_sign_in(field(form, "next", limit=2000))
         nonce = self._sessions.nonce(request)
-        if await self._limited(request, None):
+        if await self._limits.client_over(request):
             return self._too_many(request)
         typed = tokens.normalise_code(field(form, "code"))
         identity = None
@@ -221,10 +225,10 @@ class SignIn:
             return self._page(
                 request,
                 "sign_in_sent.html",
-                {"error": "That code is wrong, expired or already used."},
+                {"error": "That code is wrong, expired or already used.", "next": after},
                 status=403,
             )
-        return await self._signed_in(request, Identity.parse(identity), field(form, "next"))
+        return await self._signed_in(request, Identity.parse(identity), after)
 
     async def link(self, request: web.Request) -> web.StreamResponse:
         token = request.query.get("token", "")
@@ -240,19 +244,21 @@ class SignIn:
     async def follow_link(self, request: web.Request) -> web.StreamResponse:
         form = await request.post()
         token = field(form, "token")
+        after = after_sign_in(field(form, "next", limit=2000))  # before the link is spent
         identity = None
         if len(token) == 64:
             identity = await self._sessions.store.claim_link(tokens.digest(token), self._clock())
         if identity is None:
             log.warning("web_sign_in_link_refused")
             return self._page(request, "sign_in_expired.html", {}, status=410)
-        return await self._signed_in(request, Identity.parse(identity), field(form, "next"))
+        return await self._signed_in(request, Identity.parse(identity), after)
 
     async def _signed_in(
         self, request: web.Request, identity: Identity, after: str
     ) -> web.StreamResponse:
-        response = see_other(_next(after))
+        response = see_other(after)
         await self._sessions.open(response, identity)
+        await self._limits.remember(request, response, identity)
         return response
 
     async def sign_out(self, request: web.Request) -> web.StreamResponse:

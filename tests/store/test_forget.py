@@ -13,7 +13,7 @@ from bot.errors import StorageIntegrityError
 from bot.store import InboxStatus, Store
 from bot.store.forget import TOMBSTONE_PREFIX
 from bot.store.rate_limits import SavedBucket
-from bot.store.web import NewSignIn
+from bot.store.web import NewSignIn, dms_bucket, target_bucket
 from tests.store.records import (
     TELEGRAM,
     approval_row,
@@ -88,7 +88,10 @@ async def people(store: Store, files: Path) -> dict[str, Path]:
             expires_at=now + 600,
         )
     )
-    await store.web.count(f"target:telegram:{ANN}", now=now, window_s=60)
+    await store.web.count(target_bucket(f"telegram:{ANN}", "10.0.0.1"), now=now, window_s=60)
+    await store.web.count(dms_bucket(f"telegram:{ANN}"), now=now, window_s=3600)
+    await store.web.count(target_bucket(f"telegram:{ANN}1", "10.0.0.1"), now=now, window_s=60)
+    await store.web.remember_clients(f"telegram:{ANN}", ["addr:x", "browser:y"], now)
     return {
         "ann": await saved_file(store, files, ann_group, "ann.txt", at=1.0),
         "bob": await saved_file(store, files, bob_group, "bob.txt", at=1.0),
@@ -116,7 +119,8 @@ async def test_forgetting_a_user_on_a_channel(store: Store, tmp_path: Path) -> N
         "rate_limit_buckets": 1,
         "web_sessions": 1,
         "web_sign_ins": 1,
-        "web_rate_counters": 1,
+        "web_rate_counters": 2,
+        "web_known_clients": 2,
         "attachments": 1,
     }
     assert report.tombstoned == {"approvals": 1, "audit": 2, "grants": 0}

@@ -1,6 +1,7 @@
 """store.web on both engines: a link spent once even by two claims at the same time,
 not after its expiry, a code only with its browser's nonce; rate windows that restart; ended
-sessions, old links and counters pruned."""
+sessions, old links, counters and clients not used for long pruned; the clients an identity
+signed in from, remembered and recognised."""
 
 from __future__ import annotations
 
@@ -74,6 +75,23 @@ async def test_prune(store: Store) -> None:
         )
     )
     await store.web.count("client:a", now=NOW - 1000, window_s=900)
-    assert await store.web.prune(now=NOW, idle_s=1800, window_s=900) == 4
+    await store.web.remember_clients("telegram:2002", ["addr:old"], NOW - 100)
+    await store.web.remember_clients("telegram:2002", ["addr:new"], NOW - 10)
+    assert await store.web.prune(now=NOW, idle_s=1800, window_s=900, known_s=50) == 5
+    assert not await store.web.knows_client("telegram:2002", ["addr:old"], since=0)
+    assert await store.web.knows_client("telegram:2002", ["addr:new"], since=0)
     assert await store.web.session("live") is not None
     assert await store.web.session("idle") is None
+
+
+async def test_a_client_is_known_for_its_identity_only_and_until_a_moment(store: Store) -> None:
+    clients = ["addr:a1", "browser:b1"]
+    assert not await store.web.knows_client("telegram:2002", clients, since=0)
+    await store.web.remember_clients("telegram:2002", clients, NOW)
+    await store.web.remember_clients("telegram:2002", ["addr:a1"], NOW + 5)  # again: later
+    assert await store.web.knows_client("telegram:2002", ["browser:b1"], since=NOW - 1)
+    assert await store.web.knows_client("telegram:2002", ["addr:zz", "addr:a1"], since=NOW + 1)
+    assert not await store.web.knows_client("telegram:2002", ["browser:b1"], since=NOW)
+    assert not await store.web.knows_client("telegram:20021", clients, since=0)
+    assert not await store.web.knows_client("discord:2002", clients, since=0)
+    assert not await store.web.knows_client("telegram:2002", [], since=0)

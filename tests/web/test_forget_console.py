@@ -13,6 +13,7 @@ import pytest
 
 from bot.cli import main
 from bot.store import Store
+from bot.store.web import target_bucket
 from bot.webconsole import tokens
 from tests.web.test_login_link import _config
 
@@ -29,7 +30,7 @@ async def _open(tmp_path: Path, sessions: dict[str, str]) -> None:
         now = time.time()
         for id_hash, identity in sessions.items():
             await store.web.open_session(id_hash, identity, now=now, expires_at=now + 3600)
-            await store.web.count(f"target:{identity}", now=now, window_s=60)
+            await store.web.count(target_bucket(identity, "10.0.0.1"), now=now, window_s=60)
 
 
 async def _state(tmp_path: Path, token: str) -> tuple[list[str], str | None]:
@@ -37,7 +38,7 @@ async def _state(tmp_path: Path, token: str) -> tuple[list[str], str | None]:
         alive = [h for h in ("s1", "s2", "s3", "s4") if await store.web.session(h) is not None]
         rows = await store.db.fetchall("SELECT bucket FROM web_rate_counters ORDER BY bucket")
         assert {str(r["bucket"]) for r in rows} == {
-            f"target:{i}" for h, i in SESSIONS.items() if h in alive
+            target_bucket(i, "10.0.0.1") for h, i in SESSIONS.items() if h in alive
         }
         return alive, await store.web.claim_link(tokens.digest(token), time.time())
 

@@ -1,0 +1,138 @@
+"""How often a sign-in may be asked for, and whose requests always get through.
+
+Three fixed-window counters (:mod:`bot.store.web` names their buckets):
+
+* **per client address**: ``web.sign_ins_per_client`` per ``web.rate_window_s``, asks and
+  typed codes together;
+* **per target and client**: ``web.sign_ins_per_target`` asks of one client for one
+  target's link per ``web.rate_window_s``: a stranger who asks again and again for an
+  admin's link runs out of their own asks, never the admin's;
+* **per target**: ``web.sign_in_messages_per_hour`` messages asked for one target from every
+  client together (against someone asking from many addresses). A request of the target's
+  own is never refused by it: from a browser signed in as the target now, from a browser
+  that carries the :data:`KNOWN_COOKIE` it got when it signed in as the target, or from an
+  address the target signed in from, in the last :data:`KNOWN_FOR_S`.
+
+The counters count whatever was asked for, whether the identity may sign in or not and
+whether it was typed as a name or an id: a refusal says nothing about who may sign in.
+Addresses and browsers are remembered as digests (:func:`~bot.webconsole.tokens.digest`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import structlog
+from aiohttp import web
+
+from bot.config import Settings
+from bot.store.web import WebAccess, client_bucket, dms_bucket, target_bucket
+from bot.webconsole import tokens
+from bot.webconsole.sessions import PREFIX
+from bot.webconsole.viewer import Identity
+
+log = structlog.get_logger(__name__)
+
+#: A cookie a browser gets when it signs in (a random value; its digest is remembered with
+#: the identity): a later ask of that identity from it is the identity's own.
+KNOWN_COOKIE = "hatchway_console_known"
+#: How long a browser or an address stays known after a sign-in from it.
+KNOWN_FOR_S = 30 * 86400.0
+#: The window of the per-target message cap.
+MESSAGE_WINDOW_S = 3600.0
+
+
+def client_address(request: web.Request, trust_forwarded_for: bool) -> str:
+    """The asking client: the peer, or behind a trusted proxy the address it added last to
+    ``X-Forwarded-For``."""
+    if trust_forwarded_for:
+        forwarded = request.headers.get("X-Forwarded-For", "")
+        last = forwarded.rsplit(",", 1)[-1].strip()
+        if last:
+            return last[:64]
+    return request.remote or "unknown"
+
+
+def _known_cookie(request: web.Request) -> str | None:
+    value = request.cookies.get(KNOWN_COOKIE, "")
+    return value if len(value) == 64 and all(ch in "0123456789abcdef" for ch in value) else None
+
+
+class SignInLimits:
+    """Counts sign-in requests and says when one is over a limit; remembers where each
+    identity signed in from."""
+
+    def __init__(
+        self, store: WebAccess, settings: Callable[[], Settings], clock: Callable[[], float]
+    ) -> None:
+        self._store = store
+        self._settings = settings
+        self._clock = clock
+
+    def _client(self, request: web.Request) -> str:
+        return client_address(request, self._settings().web.trust_forwarded_for)
+
+    def _clients(self, request: web.Request) -> list[str]:
+        """How this request's client is remembered: its address and its browser's cookie."""
+        found = [f"addr:{tokens.digest(self._client(request))}"]
+        cookie = _known_cookie(request)
+        if cookie is not None:
+            found.append(f"browser:{tokens.digest(cookie)}")
+        return found
+
+    async def client_over(self, request: web.Request) -> bool:
+        """Count a request of this client; True when it is over ``sign_ins_per_client``."""
+        config = self._settings().web
+        client = self._client(request)
+        count = await self._store.count(
+            client_bucket(client), now=self._clock(), window_s=config.rate_window_s
+        )
+        if count > config.sign_ins_per_client:
+            log.warning("web_sign_in_limited", client=client, bucket="client")
+            return True
+        return False
+
+    async def ask_over(self, request: web.Request, target: str, *, own_session: bool) -> bool:
+        """Count an ask for ``target``'s link (an identity, or what was typed when it names
+        none); True when it is over a limit. ``own_session``: the browser is signed in as
+        ``target``."""
+        if await self.client_over(request):
+            return True
+        config, now = self._settings().web, self._clock()
+        client = self._client(request)
+        count = await self._store.count(
+            target_bucket(target, client), now=now, window_s=config.rate_window_s
+        )
+        if count > config.sign_ins_per_target:
+            log.warning("web_sign_in_limited", client=client, bucket="target")
+            return True
+        count = await self._store.count(dms_bucket(target), now=now, window_s=MESSAGE_WINDOW_S)
+        if count <= config.sign_in_messages_per_hour or own_session:
+            return False
+        if await self._store.knows_client(target, self._clients(request), since=now - KNOWN_FOR_S):
+            return False
+        log.warning("web_sign_in_limited", client=client, bucket="messages")
+        return True
+
+    async def remember(
+        self, request: web.Request, response: web.StreamResponse, identity: Identity
+    ) -> None:
+        """``identity`` signed in from this request's client: remember its address and its
+        browser (given a :data:`KNOWN_COOKIE` now when it has none)."""
+        cookie = _known_cookie(request)
+        if cookie is None:
+            cookie = tokens.new_token()
+            response.set_cookie(
+                KNOWN_COOKIE,
+                cookie,
+                path=PREFIX,
+                max_age=int(KNOWN_FOR_S),
+                httponly=True,
+                samesite="Strict",
+                secure=self._settings().web.secure or None,
+            )
+        clients = [
+            f"addr:{tokens.digest(self._client(request))}",
+            f"browser:{tokens.digest(cookie)}",
+        ]
+        await self._store.remember_clients(str(identity), clients, self._clock())
