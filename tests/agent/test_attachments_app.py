@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from PIL import Image
 
 from bot.app import App
-from bot.attachments.lines import RESEND, SMALLER
+from bot.attachments.lines import RESEND, SMALLER, SMALLER_IMAGE
 from bot.attachments.retention import DAY_S
 from bot.config import Settings, parse_settings
 from bot.envelope import (
@@ -33,7 +34,7 @@ from bot.errors import AttachmentError
 from bot.store import AttachmentKind, AttachmentRecord, Store
 from bot.tools.builtin.scopes import scope_folder
 from bot.untrusted import OPEN_TAG
-from tests.attachments.images import png
+from tests.attachments.images import bomb_png, encoded, png
 from tests.attachments.pdfs import text_pdf
 from tests.fakes.channel import FileChannel
 from tests.fakes.openai_server import OpenAIFake
@@ -251,3 +252,46 @@ async def test_old_attachments_are_deleted_when_the_app_starts(
             await asyncio.sleep(0.05)
         assert await app.store.attachments.get("0ld") is None
     assert not saved.exists()
+
+
+async def test_an_image_with_too_many_pixels_is_refused_with_one_line_and_a_photo_still_shown(
+    llm: OpenAIFake, tmp_path: Path
+) -> None:
+    """One message's worth (parallel_downloads, 3) of 9400×9400 PNGs that would each decode
+    into a gigabyte, and a 48-megapixel photo: each PNG gets the line that says why it is not
+    shown, from its header alone, and the photo is shown (decoded at a reduced scale); asked
+    for again with view_attachment, a PNG gets the same reason."""
+    bomb = bomb_png(9400, 9400)
+    photo = encoded(Image.new("RGB", (8000, 6000), (30, 90, 160)), "JPEG", quality=60)
+    channel = FileChannel(TELEGRAM, {"bomb": bomb, "photo": photo})
+    async with App(settings_for(llm, tmp_path), channels={"telegram.main": channel}) as app:
+        messages = await ask(
+            app,
+            llm,
+            channel,
+            message(
+                1,
+                file("bomb", "a.png"),
+                file("bomb", "b.png"),
+                file("bomb", "c.png"),
+                file("photo", "camera.jpg"),
+            ),
+        )
+        llm.queue_tool_calls([("view_attachment", {"attachment": "a.png"})])
+        viewed = await ask(app, llm, channel, message(2))
+    content = texts(messages[-1]["content"])
+    why = (
+        "is not shown: it is 9,400×9,400 pixels (88.4 megapixels), more than the 24 "
+        "megapixels an image may have to be shown; saved in the workspace as attachments/"
+    )
+    assert [line for line in content.splitlines() if why in line] == [
+        line for line in content.splitlines() if line.startswith("[image ") and ".png" in line
+    ]
+    assert content.count(why) == 3
+    assert content.count(SMALLER_IMAGE) == 3
+    assert "JPEG image, 8000×6000, shown at 1568×1176" in content
+    [url] = image_urls(messages)
+    assert url.startswith("data:image/jpeg;base64,")
+    [result] = [m["content"] for m in viewed if m["role"] == "tool"]
+    assert "cannot be shown: it is 9,400×9,400 pixels (88.4 megapixels)" in result
+    assert result.endswith(SMALLER_IMAGE)

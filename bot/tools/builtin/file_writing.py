@@ -76,9 +76,16 @@ def _write(file: Path, shown: str, content: str, max_bytes: int) -> str:
 def _edit(file: Path, shown: str, args: FileEditArguments, max_bytes: int) -> str:
     if not file.is_file():
         raise ToolFailed(f"{shown} does not exist or is not a regular file")
-    data = file.read_bytes()
-    if len(data) > max_bytes:
-        raise ToolFailed(f"{shown} is {len(data)} bytes; too large to edit (limit {max_bytes})")
+    try:
+        with file.open("rb") as handle:
+            # the size is checked before anything is held: at most max_bytes + 1 are read
+            size = os.fstat(handle.fileno()).st_size
+            data = handle.read(max_bytes + 1) if size <= max_bytes else b""
+    except OSError as exc:  # its message names the absolute path: not for the model
+        raise ToolFailed(f"{shown} cannot be read: {exc.strerror or type(exc).__name__}") from None
+    if size > max_bytes or len(data) > max_bytes:
+        size = max(size, len(data))
+        raise ToolFailed(f"{shown} is {size} bytes; too large to edit (limit {max_bytes})")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
