@@ -5,8 +5,8 @@ with the key ``agent.receipt_key_env`` names, and reported per call: ``OK``, the
 changed since it was signed, an invalid receipt, a legacy receipt, or no receipt.
 
 Exit codes: 0 when every receipt found verified; 1 when any did not (changed, invalid or
-legacy) or no matching row has a receipt; 2 for an unknown id, a usage error or a missing
-key.
+legacy), no matching row has a receipt, or there is no database where the command looks
+(:mod:`bot.commands.operator`); 2 for an unknown id, a usage error or a missing key.
 """
 
 from __future__ import annotations

@@ -154,6 +154,10 @@ async def test_the_command_line_wins_over_the_environment_which_wins_over_the_fi
     code, _, err = await hatchway(capsys, "approvals", "list", "--config", str(etc))
     assert code == 1 and f"(state folder {empty}, from state_dir in {etc})" in err
 
+    monkeypatch.setenv("HATCHWAY_STATE_DIR", str(empty))
+    code, _, err = await hatchway(capsys, "grants", "list", "--config", str(etc))
+    assert code == 1 and f"(state folder {empty}, from HATCHWAY_STATE_DIR)" in err
+
     monkeypatch.setenv("HATCHWAY_STATE_DIR", str(state))
     code, out, _ = await hatchway(capsys, "approvals", "list", "--config", str(etc))
     assert code == 0 and APPROVAL in out
