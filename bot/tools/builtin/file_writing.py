@@ -58,6 +58,11 @@ def _atomic_write(file: Path, data: bytes) -> None:
         raise
 
 
+def _unwritten(shown: str, error: OSError) -> ToolFailed:
+    """A write the disk refused, in words with no path of the daemon's."""
+    return ToolFailed(f"{shown} could not be written: {error.strerror or type(error).__name__}")
+
+
 def _write(file: Path, shown: str, content: str, max_bytes: int) -> str:
     data = content.encode("utf-8")
     if len(data) > max_bytes:
@@ -67,8 +72,11 @@ def _write(file: Path, shown: str, content: str, max_bytes: int) -> str:
     if file.is_dir():
         raise ToolFailed(f"{shown} is a directory")
     existed = file.exists()
-    file.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(file, data)
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        _atomic_write(file, data)
+    except OSError as exc:  # its message names the absolute path: not for the model
+        raise _unwritten(shown, exc) from None
     verb = "overwrote" if existed else "created"
     return f"{verb} {shown} ({len(data)} bytes)"
 
@@ -102,7 +110,10 @@ def _edit(file: Path, shown: str, args: FileEditArguments, max_bytes: int) -> st
     encoded = updated.encode("utf-8")
     if len(encoded) > max_bytes:
         raise ToolFailed(f"the edited file would be {len(encoded)} bytes (limit {max_bytes})")
-    _atomic_write(file, encoded)
+    try:
+        _atomic_write(file, encoded)
+    except OSError as exc:
+        raise _unwritten(shown, exc) from None
     plural = "s" if count > 1 else ""
     return f"replaced {count} occurrence{plural} in {shown}"
 

@@ -15,6 +15,7 @@ import pytest
 from bot.config import FileToolsConfig
 from bot.tools.builtin import file_reading
 from bot.tools.builtin.file_reading import file_list_tool, file_read_tool, file_search_tool
+from bot.tools.builtin.file_writing import file_edit_tool, file_write_tool
 from bot.tools.builtin.observation import ToolFailed
 from bot.tools.builtin.workspace import Workspace
 from bot.tools.spec import ToolContext, ToolOutput, ToolSpec
@@ -151,3 +152,28 @@ async def test_search_reads_long_lines_in_their_beginning_and_says_what_it_skipp
     lines = text.splitlines()
     assert lines[0] == "long.txt:1: needle" + "x" * 294
     assert lines[1:] == ["long.txt:2: needle 2", "[1 files over 10 MB not searched]"]
+
+
+async def test_a_refused_write_names_no_daemon_path(
+    workspace_dir: Path, workspace: Workspace, context: ToolContext
+) -> None:
+    # a file where the folder should be: the disk refuses, the model reads why, not where
+    (workspace_dir / "reports").write_text("a file, not a folder")
+    with pytest.raises(ToolFailed) as failed:
+        await call(
+            file_write_tool(workspace, CFG), {"path": "reports/q1.txt", "content": "x"}, context
+        )
+    assert str(failed.value) == "reports/q1.txt could not be written: File exists"
+    assert str(workspace_dir) not in str(failed.value)
+
+
+async def test_a_file_too_large_to_edit_is_refused_by_its_size(
+    workspace_dir: Path, workspace: Workspace, context: ToolContext
+) -> None:
+    (workspace_dir / "big.log").write_bytes(b"needle\n" * 1_000)
+    with pytest.raises(ToolFailed, match=r"big\.log is 7000 bytes; too large to edit"):
+        await call(
+            file_edit_tool(workspace, FileToolsConfig(max_write_bytes=1000)),
+            {"path": "big.log", "old_text": "needle", "new_text": "pin", "replace_all": True},
+            context,
+        )
