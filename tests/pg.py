@@ -1,5 +1,9 @@
 """A real PostgreSQL server for the tests: one per test session, a fresh database per test.
 
+Under pytest-xdist each worker is a session of its own, so each worker that needs PostgreSQL
+starts its own server (about a second); databases, the template among them, are named
+after the worker, so two workers never clash even on one server.
+
 The server is Debian's ``postgresql`` package (``/usr/lib/postgresql/<version>/bin``; ``.ci/run``
 installs it when it is missing), started with ``initdb`` and ``pg_ctl`` on a temporary data
 directory, listening on 127.0.0.1 on a free port (its unix socket stays in the data
@@ -48,7 +52,10 @@ T = TypeVar("T")
 PASSWORD = "pg-test-secret-7c1"
 """The password of the role ``hatchway`` (scram-sha-256 over TCP)."""
 
-TEMPLATE = "hatchway_template"
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
+"""The pytest-xdist worker this process is (``gw0``, ``gw1`` …), ``main`` without xdist."""
+
+TEMPLATE = f"hatchway_template_{WORKER}"
 """The database migrated once per session; each test's ``pg_url`` is a copy of it."""
 
 _HBA = """\
@@ -77,9 +84,20 @@ def find_bin_dir() -> Path:
 
 
 def free_port() -> int:
+    """A loopback port free a moment ago; another process may take it before it is used
+    (:func:`start_server` tries again on a clash)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def refused_port() -> Iterator[int]:
+    """A loopback port that refuses connections for the block: bound, so no other process
+    (another test worker) can take it, but never listening."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield int(sock.getsockname()[1])
 
 
 def _run_async(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
@@ -204,7 +222,7 @@ class PgServer:
         _run_async(go)
 
     def new_name(self, prefix: str = "t") -> str:
-        return f"{prefix}_{os.getpid()}_{next(self._names)}"
+        return f"{prefix}_{WORKER}_{os.getpid()}_{next(self._names)}"
 
     def create_database(self, name: str | None = None, *, template: str | None = None) -> str:
         """Create a database (a copy of ``template`` if given); returns its name."""

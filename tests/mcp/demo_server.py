@@ -2,14 +2,18 @@
 
 Tools: ``add``, ``echo``, ``fail`` (answers with a tool error), ``crash`` (the process exits
 mid-call), ``has_env`` (whether an environment variable is set, never its value). With
-``--http PORT`` it serves streamable HTTP on loopback instead of stdio.
+``--http FD`` it serves streamable HTTP instead of stdio, on the listening socket it inherits
+as file descriptor ``FD`` (the test binds it to a port of the system's choosing, so no other
+process can take the port, and connections wait in its backlog until the server is up).
 """
 
 from __future__ import annotations
 
 import os
+import socket
 import sys
 
+import uvicorn
 from mcp.server.mcpserver import MCPServer
 
 server = MCPServer("demo")
@@ -48,6 +52,8 @@ def has_env(name: str) -> str:
 
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--http":
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+        listening = socket.socket(fileno=int(sys.argv[2]))
+        app = server.streamable_http_app(host="127.0.0.1")
+        uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listening])
     else:
         server.run()

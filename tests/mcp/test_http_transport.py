@@ -15,38 +15,23 @@ from tests.mcp.conftest import DEMO_SERVER, output
 from tests.tools.harness import make_context
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-async def accepting(port: int) -> bool:
-    try:
-        _, writer = await asyncio.open_connection("127.0.0.1", port)
-    except OSError:
-        return False
-    writer.close()
-    await writer.wait_closed()
-    return True
-
-
 @pytest.fixture
 async def http_server() -> AsyncIterator[str]:
-    port = free_port()
-    process = await asyncio.create_subprocess_exec(
-        *DEMO_SERVER,
-        "--http",
-        str(port),
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
+    """The demo server over streamable HTTP, on a loopback port the test holds from the
+    start: a client's connection waits in the socket's backlog until the server takes it."""
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        port = listening.getsockname()[1]
+        process = await asyncio.create_subprocess_exec(
+            *DEMO_SERVER,
+            "--http",
+            str(listening.fileno()),
+            pass_fds=[listening.fileno()],
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
     try:
-        async with asyncio.timeout(60):
-            # another process: its listening port is the only readiness signal there is
-            while not await accepting(port):  # noqa: ASYNC110
-                await asyncio.sleep(0.05)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         process.terminate()

@@ -14,7 +14,7 @@ from bot.config import parse_settings
 from bot.errors import ConfigError
 from bot.store import Store
 from bot.store.postgres import migrations
-from tests.pg import PASSWORD, PgServer, free_port
+from tests.pg import PASSWORD, PgServer, refused_port
 
 LATEST = max(number for number, _, _ in migrations())
 
@@ -99,8 +99,9 @@ async def test_the_password_comes_from_the_variable_password_env_names(
 async def test_an_unreachable_server_names_the_url(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    url = f"postgresql://hatchway@127.0.0.1:{free_port()}/hatchway"
-    line, fix = await database_line(config(tmp_path, url), capsys)
+    with refused_port() as port:
+        url = f"postgresql://hatchway@127.0.0.1:{port}/hatchway"
+        line, fix = await database_line(config(tmp_path, url), capsys)
     assert line.startswith(f"✗ database: cannot open database {url}")
     assert "storage.url" in fix
 

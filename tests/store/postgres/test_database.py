@@ -19,7 +19,7 @@ from bot.store.audit import AuditEntry, Decision
 from bot.store.postgres import Database, describe, migrations
 from bot.store.postgres import connection as pg_connection
 from bot.store.statements import Read, Write
-from tests.pg import PASSWORD, PgServer, free_port
+from tests.pg import PASSWORD, PgServer, refused_port
 
 LATEST = max(number for number, _, _ in migrations())
 
@@ -177,9 +177,10 @@ async def test_without_migrate_the_schema_is_left_alone(pg_empty_url: str) -> No
 
 
 async def test_an_unreachable_server_is_unavailable() -> None:
-    url = f"postgresql://hatchway@127.0.0.1:{free_port()}/hatchway"
-    with pytest.raises(StorageUnavailable, match=f"cannot open database {url}"):
-        await Store.open_postgres(url)
+    with refused_port() as port:
+        url = f"postgresql://hatchway@127.0.0.1:{port}/hatchway"
+        with pytest.raises(StorageUnavailable, match=f"cannot open database {url}"):
+            await Store.open_postgres(url)
 
 
 async def test_a_missing_database_is_an_error_not_an_outage(pg_server: PgServer) -> None:
