@@ -3,8 +3,7 @@
 Tools: ``add``, ``echo``, ``fail`` (answers with a tool error), ``crash`` (the process exits
 mid-call), ``has_env`` (whether an environment variable is set, never its value). With
 ``--http FD`` it serves streamable HTTP instead of stdio, on the listening socket it inherits
-as file descriptor ``FD`` (the test binds it to a port of the system's choosing, so no other
-process can take the port, and connections wait in its backlog until the server is up).
+(``tests/mcp/http_process.py``).
 """
 
 from __future__ import annotations

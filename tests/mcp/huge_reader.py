@@ -13,10 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import resource
-import socket
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,43 +23,13 @@ from mcp_types import TextContent  # noqa: E402
 
 from bot.config import McpServerConfig  # noqa: E402
 from bot.mcp.connection import McpCallFailed, McpConnection  # noqa: E402
+from tests.mcp.http_process import http_process  # noqa: E402
 
 SERVER = [sys.executable, str(Path(__file__).with_name("huge_server.py"))]
 
 
 def peak_kib() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-
-
-@asynccontextmanager
-async def http_server(json_replies: bool) -> AsyncIterator[str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    extra = ["--json"] if json_replies else []
-    process = await asyncio.create_subprocess_exec(
-        *SERVER,
-        "--http",
-        str(port),
-        *extra,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-    try:
-        async with asyncio.timeout(60):
-            while True:
-                try:
-                    _, writer = await asyncio.open_connection("127.0.0.1", port)
-                except OSError:
-                    await asyncio.sleep(0.05)
-                    continue
-                writer.close()
-                await writer.wait_closed()
-                break
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        await process.wait()
 
 
 async def measure(connection: McpConnection, size: int) -> dict[str, object]:
@@ -94,7 +61,8 @@ async def main(transport: str, size: int) -> None:
         config = McpServerConfig(command=SERVER)
         report = await measure(McpConnection("huge", config), size)
     else:
-        async with http_server(json_replies=transport == "json") as url:
+        extra = ["--json"] if transport == "json" else []
+        async with http_process(SERVER, *extra) as url:
             report = await measure(McpConnection("huge", McpServerConfig(url=url)), size)
     print(json.dumps(report))
 

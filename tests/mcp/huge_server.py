@@ -2,14 +2,17 @@
 
 Tools: ``huge`` (a text result of ``size`` bytes, made of lines that contain quotes and
 newlines, so the JSON line carrying it is escaped like a real one), ``add`` and ``notify_huge``
-(logs a message of ``size`` bytes to the client before a small result). With ``--http PORT``
-it serves streamable HTTP on loopback (server-sent events; ``--json`` for plain JSON replies).
+(logs a message of ``size`` bytes to the client before a small result). With ``--http FD``
+it serves streamable HTTP on the listening socket it inherits (``tests/mcp/http_process.py``;
+server-sent events, or with ``--json`` plain JSON replies).
 """
 
 from __future__ import annotations
 
+import socket
 import sys
 
+import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 
 server = MCPServer("huge")
@@ -39,11 +42,8 @@ async def notify_huge(size: int, ctx: Context) -> str:
 
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "--http":
-        server.run(
-            "streamable-http",
-            host="127.0.0.1",
-            port=int(sys.argv[2]),
-            json_response="--json" in sys.argv[3:],
-        )
+        listening = socket.socket(fileno=int(sys.argv[2]))  # tests/mcp/http_process.py
+        app = server.streamable_http_app(host="127.0.0.1", json_response="--json" in sys.argv[3:])
+        uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listening])
     else:
         server.run()

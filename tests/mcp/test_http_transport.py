@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import sys
 from collections.abc import AsyncIterator
 
@@ -12,30 +11,14 @@ import pytest
 from bot.config import McpConfig, McpServerConfig
 from bot.mcp.catalog import McpCatalog
 from tests.mcp.conftest import DEMO_SERVER, output
+from tests.mcp.http_process import http_process
 from tests.tools.harness import make_context
 
 
 @pytest.fixture
 async def http_server() -> AsyncIterator[str]:
-    """The demo server over streamable HTTP, on a loopback port the test holds from the
-    start: a client's connection waits in the socket's backlog until the server takes it."""
-    with socket.socket() as listening:
-        listening.bind(("127.0.0.1", 0))
-        listening.listen()
-        port = listening.getsockname()[1]
-        process = await asyncio.create_subprocess_exec(
-            *DEMO_SERVER,
-            "--http",
-            str(listening.fileno()),
-            pass_fds=[listening.fileno()],
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
-        )
-    try:
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        await process.wait()
+    async with http_process(DEMO_SERVER) as url:
+        yield url
 
 
 async def test_tools_over_streamable_http(http_server: str) -> None:

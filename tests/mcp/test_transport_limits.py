@@ -26,7 +26,7 @@ from bot.mcp.connection import McpCallFailed, McpConnection, ServerState
 from bot.mcp.http_limits import capped_http_client
 from tests.fakes.scripted_provider import ScriptedProvider, call, reply
 from tests.mcp.conftest import AppFactory, console_message, output
-from tests.mcp.huge_reader import http_server
+from tests.mcp.http_process import http_process
 
 HERE = Path(__file__).parent
 HUGE = [sys.executable, str(HERE / "huge_server.py")]
@@ -45,7 +45,7 @@ async def served(request: pytest.FixtureRequest) -> AsyncIterator[tuple[str, dic
     if transport == "stdio":
         yield transport, {"command": HUGE, "requires_approval": False}
         return
-    async with http_server(json_replies=transport == "json") as url:
+    async with http_process(HUGE, *(["--json"] if transport == "json" else [])) as url:
         yield transport, {"url": url, "requires_approval": False}
 
 
