@@ -191,7 +191,6 @@ app_token_env = "CRASH_SLACK_APP_TOKEN"
 api_base_url = "{base_url}"
 allowed_users = ["*"]
 dm_policy = "open"
-ping_interval_s = 0.5
 {QUICK_RECONNECTS}"""
 
     def environment(self) -> dict[str, str]:
