@@ -16,7 +16,7 @@ writes one JSON line to stdout, followed by the encoded image when it succeeded:
     {"format": "PNG", "size": [w, h], "shown": [w, h], "frames": n, "resized": b,
      "media_type": "image/png", "bytes": n}
     {"error": "unidentified" | "corrupt" | "memory" | "cannot_shrink"}
-    {"error": "pixels" | "unsafe", "size": [w, h]}
+    {"error": "pixels" | "unsafe", "size": [w, h], "format": "PNG"}
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def prepare(path: str, max_pixels: int) -> tuple[dict[str, object], bytes]:
         with Image.open(path, formats=READABLE_FORMATS) as probe:
             width, height = probe.size
             if width * height > MAX_CLAIMED_PIXELS:
-                raise Refused({"error": "unsafe", "size": [width, height]})
+                raise Refused({"error": "unsafe", "size": [width, height], "format": probe.format})
             probe.verify()
         with Image.open(path, formats=READABLE_FORMATS) as image:
             return _prepare(image, path, max_pixels)
@@ -110,7 +110,7 @@ def _prepare(image: Image.Image, path: str, max_pixels: int) -> tuple[dict[str, 
         # decoded at a reduced scale straight away: a huge JPEG never takes its full memory
         image.draft("RGB", (MAX_LONG_SIDE, MAX_LONG_SIDE))
     if image.width * image.height > max_pixels:
-        raise Refused({"error": "pixels", "size": [width, height]})
+        raise Refused({"error": "pixels", "size": [width, height], "format": fmt})
     image.load()
     frame: Image.Image = image
     if frame.mode not in ("RGB", "RGBA", "L", "LA"):

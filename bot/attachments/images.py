@@ -112,13 +112,16 @@ class PreparedImage:
         return f"{self.format} image, {width}×{height}{shown}{animated}"
 
 
-def too_many_pixels(width: int, height: int, *, most: int) -> AttachmentTooLarge:
+def too_many_pixels(
+    width: int, height: int, *, most: int, jpeg: bool = False
+) -> AttachmentTooLarge:
     """The refusal of an image of ``width`` × ``height`` pixels, over ``most``, as the user
     reads it."""
     megapixels = width * height / 1e6
+    what = "a JPEG photo" if jpeg else "an image"
     return AttachmentTooLarge(
         f"it is {width:,}×{height:,} pixels ({megapixels:,.1f} megapixels), more than the "
-        f"{most / 1e6:.0f} megapixels an image may have to be shown"
+        f"{most / 1e6:.0f} megapixels {what} may have to be shown"
     )
 
 
@@ -232,8 +235,11 @@ def _refusal(answer: dict[str, object], path: Path) -> AttachmentError:
     error = answer["error"]
     size = answer.get("size")
     if error in ("pixels", "unsafe") and isinstance(size, list) and len(size) == 2:
-        most = MAX_DECODED_PIXELS if error == "pixels" else MAX_CLAIMED_PIXELS
-        return too_many_pixels(int(size[0]), int(size[1]), most=most)
+        # the limit that matters for the format: a JPEG is decoded at a reduced scale, so
+        # only the claimed size bounds it; any other is decoded whole
+        jpeg = answer.get("format") == "JPEG"
+        most = MAX_CLAIMED_PIXELS if jpeg else MAX_DECODED_PIXELS
+        return too_many_pixels(int(size[0]), int(size[1]), most=most, jpeg=jpeg)
     if error == "memory":
         return AttachmentError("decoding the image needed more memory than is allowed")
     if error == "cannot_shrink":

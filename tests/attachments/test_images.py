@@ -117,7 +117,7 @@ async def test_webp_and_bmp(prepare_image: Prepare) -> None:
         (png(100, 100)[:60], "corrupt or truncated"),
         (b"\xff\xd8\xff\xe0" + b"\x00" * 50, "corrupt or truncated"),
         (b"plain text, not an image", "not an image"),
-        (bomb_png(20_000, 20_000), "20,000×20,000 pixels .400.0 megapixels., more than the 89"),
+        (bomb_png(20_000, 20_000), "20,000×20,000 pixels .400.0 megapixels., more than the 24"),
     ],
     ids=["truncated-png", "header-only", "jpeg-garbage", "text", "bomb"],
 )
@@ -131,7 +131,7 @@ async def test_unreadable_images_get_a_plain_sentence(
 async def test_bomb_just_over_pillows_limit_is_refused_not_warned(prepare_image: Prepare) -> None:
     # between MAX_IMAGE_PIXELS and twice that Pillow only warns: refused all the same
     side = int(Image.MAX_IMAGE_PIXELS**0.5) + 100
-    with pytest.raises(AttachmentTooLarge, match="more than the 89 megapixels"):
+    with pytest.raises(AttachmentTooLarge, match="more than the 24 megapixels an image"):
         await prepare_image(bomb_png(side, side))
 
 
@@ -245,3 +245,16 @@ def test_the_daemon_does_not_load_pillow_for_a_text_turn() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=root
     )
     assert done.stdout.strip() == "[]"
+
+
+async def test_a_jpeg_claiming_more_than_any_photo_has_is_refused(prepare_image: Prepare) -> None:
+    # a small JPEG whose frame header claims 12000×9000 (108 megapixels)
+    data = bytearray(encoded(Image.new("RGB", (16, 16), (1, 2, 3)), "JPEG"))
+    frame = data.index(b"\xff\xc0")
+    data[frame + 5 : frame + 9] = (9000).to_bytes(2, "big") + (12000).to_bytes(2, "big")
+    with pytest.raises(AttachmentTooLarge) as refused:
+        await prepare_image(bytes(data))
+    assert str(refused.value) == (
+        "it is 12,000×9,000 pixels (108.0 megapixels), more than the 89 megapixels a JPEG "
+        "photo may have to be shown"
+    )
