@@ -157,3 +157,24 @@ def chat_turn_imports(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
 def test_a_plain_chat_turn_imports_nothing_heavy(chat_turn_imports: set[str], package: str) -> None:
     loaded = sorted(m for m in chat_turn_imports if m == package or m.startswith(f"{package}."))
     assert loaded == [], f"{', '.join(loaded[:3])} loaded; {package} is for {HEAVY[package]}"
+
+
+def test_the_daemon_and_every_channel_module_load_nothing_heavy_but_the_metrics_client() -> None:
+    """``hatchway run`` imports the daemon and its channels' modules before READY: of the
+    heavy packages only the Prometheus client (its ``/metrics``) may come with them; each of
+    the others is imported where it is used (see :data:`HEAVY`)."""
+    probe = textwrap.dedent(
+        f"""
+        import importlib, pkgutil, sys
+        import bot.ops.daemon
+        for name in ("channels.telegram", "channels.slack", "channels.discord"):
+            package = importlib.import_module(name)
+            for info in pkgutil.iter_modules(package.__path__):
+                importlib.import_module(f"{{name}}.{{info.name}}")
+        print(sorted(p for p in {sorted(HEAVY)!r} if p in sys.modules))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert done.stdout.strip() == "['prometheus_client']"
