@@ -246,8 +246,9 @@ def _read(path: Path, limit: int) -> bytes:
     try:
         size = path.stat().st_size
         if size <= limit:
-            data = path.read_bytes()
-            size = len(data)
+            with path.open("rb") as handle:
+                data = handle.read(limit + 1)  # never more than one byte past the limit
+            size = max(size, len(data))
     except OSError as exc:
         raise ChannelError(f"The file cannot be read ({exc.strerror}).") from None
     if size > limit:

@@ -90,9 +90,15 @@ def _load(path: Path, name: str, limit: int) -> tuple[bytes, bool]:
                 f"{name} is {human_size(size)}; Telegram takes files of at most "
                 f"{human_size(limit)} from a bot."
             )
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            data = handle.read(limit + 1)  # it may have grown since: never held past the limit
     except OSError as exc:
         raise ChannelError(f"{name} cannot be read: {exc.strerror or exc}") from exc
+    if len(data) > limit:
+        raise ChannelError(
+            f"{name} is over {human_size(limit)}; Telegram takes files of at most "
+            f"{human_size(limit)} from a bot."
+        )
     return data, shows_as_photo(path, len(data))
 
 
