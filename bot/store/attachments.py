@@ -79,7 +79,9 @@ def _record(row: Row) -> AttachmentRecord:
 
 
 def _records(rows: list[Row]) -> list[AttachmentRecord]:
-    return [_record(r) for r in rows]
+    """Oldest first; ids in code point order between files of the same moment (sorted here:
+    the same on every engine and collation)."""
+    return sorted((_record(r) for r in rows), key=lambda record: (record.created_at, record.id))
 
 
 def _first(rows: list[Row]) -> AttachmentRecord | None:
@@ -141,7 +143,7 @@ class Attachments:
         """The files sent in one session, oldest first."""
         return await self._db.read(
             Read(
-                f"SELECT {_COLUMNS} FROM attachments WHERE session_key = ? ORDER BY created_at, id",
+                f"SELECT {_COLUMNS} FROM attachments WHERE session_key = ?",
                 (session_key,),
                 _records,
             )
@@ -151,7 +153,7 @@ class Attachments:
         """The files saved by one run of a turn, in the order they were recorded."""
         return await self._db.read(
             Read(
-                f"SELECT {_COLUMNS} FROM attachments WHERE turn_id = ? ORDER BY created_at, id",
+                f"SELECT {_COLUMNS} FROM attachments WHERE turn_id = ?",
                 (turn_id,),
                 _records,
             )

@@ -34,10 +34,13 @@ class ChannelState:
         """The channel's rows whose key starts with ``prefix`` (exactly: case and every
         character count) as (key, value), oldest written first."""
         rows = await self._db.fetchall(
-            "SELECT key, value FROM channel_state WHERE channel = ?"
-            f" AND {starts_with('key')} ORDER BY updated_at, key",
+            "SELECT key, value, updated_at FROM channel_state WHERE channel = ?"
+            f" AND {starts_with('key')}",
             (channel, *prefix_params(prefix)),
         )
+        # sorted here: keys written at the same moment in code point order on every engine
+        # and collation (ORDER BY a text column follows the database's collation)
+        rows = sorted(rows, key=lambda r: (float(r["updated_at"]), str(r["key"])))
         return [(str(r["key"]), str(r["value"])) for r in rows]
 
     async def delete(self, channel: str, key: str) -> None:

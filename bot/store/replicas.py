@@ -25,7 +25,7 @@ the fencing token, only grows (each new tenure of a role gets the next number).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from bot.store.engine import Database
@@ -147,20 +147,16 @@ class Replicas:
 
     async def all(self) -> list[ReplicaRecord]:
         """Every replica row, live or not, oldest start first."""
-        rows = await self._db.fetchall(
-            f"SELECT {_REPLICA_COLUMNS} FROM replicas ORDER BY started_at, id"
-        )
-        return [_replica(r) for r in rows]
+        rows = await self._db.fetchall(f"SELECT {_REPLICA_COLUMNS} FROM replicas")
+        return _by_start(_replica(r) for r in rows)
 
     async def live(self, *, since: float) -> list[ReplicaRecord]:
         """The replicas whose last heartbeat is at ``since`` or later (the caller passes its
         clock minus the lease TTL): the processes taken to be running."""
         rows = await self._db.fetchall(
-            f"SELECT {_REPLICA_COLUMNS} FROM replicas WHERE heartbeat_at >= ?"
-            " ORDER BY started_at, id",
-            (since,),
+            f"SELECT {_REPLICA_COLUMNS} FROM replicas WHERE heartbeat_at >= ?", (since,)
         )
-        return [_replica(r) for r in rows]
+        return _by_start(_replica(r) for r in rows)
 
     async def prune(self, *, before: float) -> int:
         """Delete the rows of replicas whose last heartbeat is older than ``before``
@@ -232,3 +228,9 @@ class Replicas:
             )
         # by code point, the same on every engine and collation
         return sorted((_lease(r) for r in rows), key=lambda lease: lease.name)
+
+
+def _by_start(replicas: Iterable[ReplicaRecord]) -> list[ReplicaRecord]:
+    """Oldest start first, ids in code point order between starts of the same moment (the
+    same on every engine and collation)."""
+    return sorted(replicas, key=lambda replica: (replica.started_at, replica.id))

@@ -68,17 +68,18 @@ class Schedules:
 
     async def list(self) -> Sequence[ScheduleRow]:
         """Every job, oldest first."""
-        rows = await self._db.fetchall(f"SELECT {_COLUMNS} FROM schedules ORDER BY created_at, id")
-        return [_row(r) for r in rows]
+        rows = await self._db.fetchall(f"SELECT {_COLUMNS} FROM schedules")
+        # by code point between jobs of the same moment, on every engine and collation
+        return sorted((_row(r) for r in rows), key=lambda job: (job.created_at, job.id))
 
     async def due(self, now: float) -> Sequence[ScheduleRow]:
         """Enabled jobs whose next run is at or before ``now``, earliest first."""
         rows = await self._db.fetchall(
             f"SELECT {_COLUMNS} FROM schedules WHERE enabled = 1 AND next_run_at IS NOT NULL"
-            " AND next_run_at <= ? ORDER BY next_run_at, id",
+            " AND next_run_at <= ?",
             (now,),
         )
-        return [_row(r) for r in rows]
+        return sorted((_row(r) for r in rows), key=lambda job: (job.next_run_at or 0.0, job.id))
 
     async def claim(self, job_id: str, *, run_at: float, by: str, now: float, until: float) -> bool:
         """Claim the run of ``job_id`` due at ``run_at`` for the replica ``by`` until
