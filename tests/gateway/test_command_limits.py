@@ -17,7 +17,9 @@ from bot.agent.loop import CANCELLED_MESSAGE
 from bot.app import App
 from bot.chat_commands import CHAT_COMMANDS, CommandLimit
 from bot.config import Settings, parse_settings
+from bot.config.limits import RateLimit
 from bot.gateway import command_limits
+from bot.gateway.command_limits import AnswerAllowance
 from bot.gateway.commands import NEW_SESSION, NOTHING_RUNNING
 from bot.gateway.ratelimit import RATE_LIMITED
 from bot.providers.base import CompletionRequest, ProviderReply
@@ -169,3 +171,17 @@ async def test_stop_always_stops_and_its_answers_have_an_allowance(
     # the stopping /stop took one of three answers: two more, then quiet
     assert sent.count(NOTHING_RUNNING) == 2
     assert app.gateway.rate_limited == 1
+
+
+def test_answer_allowances_are_held_within_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(command_limits, "ALLOWANCES_HELD", 3)
+    now = [0.0]
+    allowance = AnswerAllowance(RateLimit(messages_per_minute=1, burst=1), clock=lambda: now[0])
+    assert allowance.take("a") and not allowance.take("a")
+    now[0] = 60.0  # a's bucket is full again
+    assert allowance.take("b") and allowance.take("c")
+    assert allowance.take("d")  # a fourth sender: a, full again, is forgotten first
+    assert not allowance.take("b") and not allowance.take("c")  # still counting: kept
+    for n in range(10):  # a crowd: the oldest still counting go, memory stays bounded
+        assert allowance.take(f"crowd {n}")
+    assert allowance.take("b")
