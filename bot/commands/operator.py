@@ -63,10 +63,6 @@ def located(args: argparse.Namespace) -> tuple[Settings, StateLocation]:
     return locate(path, args.state_dir, require_provider=False)
 
 
-def settings_for(args: argparse.Namespace) -> Settings:
-    return located(args)[0]
-
-
 def quiet_logging(settings: Settings) -> None:
     """Logs to stderr at warning level or above, so the command's output stays
     machine-readable."""
