@@ -126,7 +126,7 @@ class FakeFiles:
     ) -> JSON:
         """A file a user shared: the file object a ``file_share`` event carries (``size``
         overrides the size it states)."""
-        file_id = f"F{next(self._ids):07d}"
+        file_id = f"F{next(self._ids):09d}"
         self.shared[file_id] = SharedFile(
             file_id=file_id,
             name=name,
@@ -183,7 +183,7 @@ class FakeFiles:
             length = 0
         if not filename or length <= 0:
             return {"ok": False, "error": "invalid_arguments"}
-        file_id = f"F{next(self._ids):07d}"
+        file_id = f"F{next(self._ids):09d}"
         self._pending[file_id] = {"filename": filename, "length": length, "data": None}
         return {"ok": True, "upload_url": f"{self._origin}/upload/{file_id}", "file_id": file_id}
 
