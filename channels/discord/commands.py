@@ -1,12 +1,12 @@
 """Chat commands on Discord: the application commands offered, and the text forms.
 
 Offering (:func:`command_tree`, :func:`sync_commands`): one slash command per entry of
-:data:`bot.chat_commands.CHAT_COMMANDS` (``/new``, ``/stop``, ``/id``, ``/help``, described
-by their summaries), in discord.py's ``app_commands.CommandTree``, usable in servers and in
-the bot's DMs. At start the channel syncs them **globally** (one
+:data:`bot.chat_commands.CHAT_COMMANDS` (``/new``, ``/stop``, ``/forget``, ``/id``,
+``/help``, described by their summaries), in discord.py's ``app_commands.CommandTree``,
+usable in servers and in the bot's DMs. At start the channel syncs them **globally** (one
 ``PUT /applications/{id}/commands``): global commands reach DMs and every server the bot is
 in, where per-server commands would miss DMs and need one call per server. The sync replaces
-the application's global commands with these four (``sync_commands = false`` leaves the
+the application's global commands with these (``sync_commands = false`` leaves the
 registration alone), and clients may need a while, or a reload, to show a change. A failed
 sync is logged and the start goes on: commands registered by an earlier start keep working.
 
