@@ -6,8 +6,9 @@ All three are confined to the workspace (see :mod:`bot.tools.builtin.workspace`)
 skipped while listing and searching, and refused when named directly.
 
 Each is bounded by bytes and entries, never by "the file": ``file_read`` keeps at most
-``max_read_bytes`` (:mod:`bot.tools.builtin.line_reading`: lines counted, not held; a line
-longer than that shown cut, and said so); ``file_search`` reads each file a line's first
+:func:`read_budget` bytes (``max_read_bytes``, and no more than ``max_output_chars`` can show;
+:mod:`bot.tools.builtin.line_reading`: lines counted, not held; a line longer than that
+shown cut, and said so); ``file_search`` reads each file a line's first
 :data:`SEARCH_LINE_BYTES` at a time and passes over files over
 :data:`SEARCH_MAX_FILE_BYTES`; both walks stop at :data:`WALK_MAX_ENTRIES`. A symlink loop,
 a broken link, a pipe, a socket or an unreadable file is listed as what it is, or passed
@@ -42,6 +43,8 @@ SEARCH_MAX_DEPTH = 20
 #: The most of one line searched (a longer line is searched in its beginning only).
 SEARCH_LINE_BYTES = 2000
 SEARCH_LINE_CHARS = 300
+#: Room left in ``max_output_chars`` for ``file_read``'s header line.
+READ_HEADER_CHARS = 400
 #: The most entries walked by one listing or search, whatever the folder holds.
 WALK_MAX_ENTRIES = 20_000
 
@@ -308,6 +311,14 @@ def _search_notes(found: _Search, cfg: FileToolsConfig, complete: bool) -> list[
     return notes
 
 
+def read_budget(cfg: FileToolsConfig) -> int:
+    """The bytes one ``file_read`` keeps: ``max_read_bytes``, and no more than its output
+    can show (``max_output_chars``, less room for the header), so that what it says it read
+    is what the model sees, never cut in its middle."""
+    header = min(READ_HEADER_CHARS, cfg.max_output_chars // 2)
+    return max(1, min(cfg.max_read_bytes, cfg.max_output_chars - header))
+
+
 def file_read_tool(workspace: Workspace, cfg: FileToolsConfig) -> ToolSpec:
     """``file_read``: a line range of a text file in the workspace, at most
     ``max_read_bytes`` of it."""
@@ -318,7 +329,7 @@ def file_read_tool(workspace: Workspace, cfg: FileToolsConfig) -> ToolSpec:
             raise ToolFailed("end_line is before start_line")
         ws = workspace.for_call(context)
         file = ws.resolve(args.path)
-        text = await asyncio.to_thread(_read_lines, ws, file, args.path, args, cfg.max_read_bytes)
+        text = await asyncio.to_thread(_read_lines, ws, file, args.path, args, read_budget(cfg))
         return bounded_text(text, cfg.max_output_chars)
 
     return ToolSpec(

@@ -178,9 +178,10 @@ async def test_hostile_workspace_files_and_a_lying_name_through_the_daemon(
         "report.exe  (23 B)",
     ]
     assert read.startswith(
-        "[dump.txt: line 1 of 1, only its first 256,000 of 3,000,000 bytes (one read returns "
-        "at most 256,000; the rest of this line cannot be shown by file_read)]\naaaa"
+        "[dump.txt: line 1 of 1, only its first 19,600 of 3,000,000 bytes (one read returns "
+        "at most 19,600; the rest of this line cannot be shown by file_read)]\naaaa"
     )
+    assert read.endswith("a" * 1000) and "characters cut" not in read  # shown whole
     assert loop == "ToolFailed: loop is a symlink loop (it leads back to itself)"
     assert all(str(tmp_path) not in text for text in results)
     assert sent.startswith("sent report_fdp.exe (")
