@@ -2,8 +2,8 @@
 
 Three fixed-window counters (:mod:`bot.store.web` names their buckets):
 
-* **per client address**: ``web.sign_ins_per_client`` per ``web.rate_window_s``, asks and
-  typed codes together;
+* **per client**: ``web.sign_ins_per_client`` per ``web.rate_window_s``, asks and typed
+  codes together, from one address (or one browser of the target's own, below);
 * **per target and client**: ``web.sign_ins_per_target`` asks of one client for one
   target's link per ``web.rate_window_s``: a stranger who asks again and again for an
   admin's link runs out of their own asks, never the admin's;
@@ -11,7 +11,10 @@ Three fixed-window counters (:mod:`bot.store.web` names their buckets):
   client together (against someone asking from many addresses). A request of the target's
   own is never refused by it: from a browser signed in as the target now, from a browser
   that carries the :data:`KNOWN_COOKIE` it got when it signed in as the target, or from an
-  address the target signed in from, in the last :data:`KNOWN_FOR_S`.
+  address the target signed in from, in the last :data:`KNOWN_FOR_S`. A browser of the
+  target's own (signed in as it, or with that cookie) is also counted by the first two
+  limits as itself, not as its address: others behind the same address cannot use up its
+  asks.
 
 The counters count whatever was asked for, whether the identity may sign in or not and
 whether it was typed as a name or an id: a refusal says nothing about who may sign in.
@@ -72,46 +75,53 @@ class SignInLimits:
     def _client(self, request: web.Request) -> str:
         return client_address(request, self._settings().web.trust_forwarded_for)
 
-    def _clients(self, request: web.Request) -> list[str]:
-        """How this request's client is remembered: its address and its browser's cookie."""
-        found = [f"addr:{tokens.digest(self._client(request))}"]
-        cookie = _known_cookie(request)
-        if cookie is not None:
-            found.append(f"browser:{tokens.digest(cookie)}")
-        return found
-
-    async def client_over(self, request: web.Request) -> bool:
-        """Count a request of this client; True when it is over ``sign_ins_per_client``."""
-        config = self._settings().web
-        client = self._client(request)
-        count = await self._store.count(
-            client_bucket(client), now=self._clock(), window_s=config.rate_window_s
-        )
-        if count > config.sign_ins_per_client:
-            log.warning("web_sign_in_limited", client=client, bucket="client")
+    async def _over(self, bucket: str, limit: int, window_s: float, client: str) -> bool:
+        count = await self._store.count(bucket, now=self._clock(), window_s=window_s)
+        if count > limit:
+            log.warning("web_sign_in_limited", client=client, bucket=bucket.partition(":")[0])
             return True
         return False
+
+    async def client_over(self, request: web.Request) -> bool:
+        """Count a request of this client address; True when it is over
+        ``sign_ins_per_client``."""
+        config = self._settings().web
+        client = self._client(request)
+        return await self._over(
+            client_bucket(client), config.sign_ins_per_client, config.rate_window_s, client
+        )
 
     async def ask_over(self, request: web.Request, target: str, *, own_session: bool) -> bool:
         """Count an ask for ``target``'s link (an identity, or what was typed when it names
         none); True when it is over a limit. ``own_session``: the browser is signed in as
-        ``target``."""
-        if await self.client_over(request):
-            return True
+        ``target``.
+
+        A browser of the target's own (``own_session``, or its :data:`KNOWN_COOKIE` known
+        for the target) is counted as itself, not as its address: others at the same
+        address (an office behind one NAT) cannot use up its asks."""
         config, now = self._settings().web, self._clock()
-        client = self._client(request)
-        count = await self._store.count(
-            target_bucket(target, client), now=now, window_s=config.rate_window_s
+        address = self._client(request)
+        address_key = f"addr:{tokens.digest(address)}"
+        cookie = _known_cookie(request)
+        browser_key = None if cookie is None else f"browser:{tokens.digest(cookie)}"
+        own_browser = own_session or (
+            browser_key is not None
+            and await self._store.knows_client(target, [browser_key], since=now - KNOWN_FOR_S)
         )
-        if count > config.sign_ins_per_target:
-            log.warning("web_sign_in_limited", client=client, bucket="target")
+        client = browser_key if own_browser and browser_key is not None else address
+        window = config.rate_window_s
+        if await self._over(client_bucket(client), config.sign_ins_per_client, window, address):
+            return True
+        if await self._over(
+            target_bucket(target, client), config.sign_ins_per_target, window, address
+        ):
             return True
         count = await self._store.count(dms_bucket(target), now=now, window_s=MESSAGE_WINDOW_S)
-        if count <= config.sign_in_messages_per_hour or own_session:
+        if count <= config.sign_in_messages_per_hour or own_browser:
             return False
-        if await self._store.knows_client(target, self._clients(request), since=now - KNOWN_FOR_S):
+        if await self._store.knows_client(target, [address_key], since=now - KNOWN_FOR_S):
             return False
-        log.warning("web_sign_in_limited", client=client, bucket="messages")
+        log.warning("web_sign_in_limited", client=address, bucket="dms")
         return True
 
     async def remember(

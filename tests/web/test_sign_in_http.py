@@ -185,6 +185,30 @@ async def test_many_addresses_reach_the_message_cap_but_not_the_targets_own_requ
     assert sign_in_messages(rig, ADMIN) == 5
 
 
+async def test_others_behind_the_same_address_cannot_use_up_the_targets_own_browser(
+    tmp_path: Path,
+) -> None:
+    async with console_rig(
+        tmp_path, sign_ins_per_target=2, sign_ins_per_client=4, trust_forwarded_for=True
+    ) as rig:
+        office = "10.0.8.1"  # one NAT address for everyone in the office
+        async with browser(rig, office) as laptop:
+            assert (await laptop.ask(str(ADMIN)))[0] == 200
+            await laptop.follow(rig.link_in(await rig.sign_in_message(ADMIN)))
+            assert await laptop.signed_in_as() == f"telegram:{ADMIN}"
+            await laptop.sign_out()
+            async with browser(rig, office) as colleague:
+                statuses = [(await colleague.ask(str(ADMIN)))[0] for _ in range(5)]
+                assert statuses == [200, 429, 429, 429, 429]
+            # the address is used up; the admin's own browser is counted as itself
+            assert (await laptop.ask(str(ADMIN)))[0] == 200
+            text = await rig.sign_in_message(ADMIN, count=3)
+            assert (await laptop.follow(rig.link_in(text))).status == 303
+            assert await laptop.signed_in_as() == f"telegram:{ADMIN}"
+        async with browser(rig, office) as new_browser:
+            assert (await new_browser.ask(str(ADMIN)))[0] == 429
+
+
 NEXT_WITH_CONTROLS = [
     "/console/grants\x01",
     "/console/grants\nSet-Cookie: x=1",
