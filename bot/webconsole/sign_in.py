@@ -61,7 +61,8 @@ def see_other(location: str) -> web.Response:
 #: What ``next`` may hold: a path and query of URL characters (RFC 3986's unreserved,
 #: sub-delims, ``:@/?%`` and ``#``), none of which ends a header or leaves the origin.
 _NEXT = re.compile(r"[A-Za-z0-9\-._~!$&'()*+,;=:@/?%#]{1,1000}")
-_NAMES_MAX = 64
+#: The longest user id or name the form takes (its input's ``maxlength``).
+_TYPED_MAX = 64
 
 
 def after_sign_in(raw: str) -> str:
@@ -156,12 +157,13 @@ class SignIn:
             raise web.HTTPSeeOther(after_sign_in(request.query.get("next", "")))
         return self._page(request, "sign_in.html", {"channels": self._channels()})
 
-    def _too_many(self, request: web.Request) -> web.Response:
+    def _too_many(self, request: web.Request, after: str) -> web.Response:
         return self._page(
             request,
             "sign_in.html",
             {
                 "channels": self._channels(),
+                "next": after,
                 "error": "Too many sign-in requests. Wait a few minutes and try again.",
             },
             status=429,
@@ -172,7 +174,7 @@ class SignIn:
         via, user = field(form, "channel"), field(form, "user")
         after = after_sign_in(field(form, "next", limit=2000))
         settings = self._settings()
-        if via not in self._channels() or not user or len(user) > _NAMES_MAX:
+        if via not in self._channels() or not user or len(user) > _TYPED_MAX:
             return self._page(
                 request,
                 "sign_in.html",
@@ -197,7 +199,7 @@ class SignIn:
         viewer = request[VIEWER]
         own_session = viewer is not None and str(viewer.identity) == target
         if await self._limits.ask_over(request, target, own_session=own_session):
-            return self._too_many(request)
+            return self._too_many(request, after)
         nonce = self._sessions.nonce(request)
         if nonce is not None and identity is not None:  # the CSRF check passed with the nonce
             origin = links.server_origin(settings, _local_port(request))
@@ -213,7 +215,7 @@ class SignIn:
         after = after_sign_in(field(form, "next", limit=2000))
         nonce = self._sessions.nonce(request)
         if await self._limits.client_over(request):
-            return self._too_many(request)
+            return self._too_many(request, after)
         typed = tokens.normalise_code(field(form, "code"))
         identity = None
         if nonce is not None and typed:
