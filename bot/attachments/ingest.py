@@ -35,6 +35,7 @@ from bot.providers.base import ChatMessage, ImagePart
 from bot.store import Store
 from bot.store.attachments import AttachmentRecord
 from bot.turn import TurnIdentity
+from bot.visible_text import is_invisible
 
 log = structlog.get_logger(__name__)
 
@@ -216,9 +217,13 @@ def _record(turn: TurnIdentity, saved: Saved, read: Read, *, created_at: float) 
 
 def _name(attachment: Attachment, index: int) -> str:
     """The attachment's name as the model's line shows it: on one line, without brackets
-    (a name cannot end its line early), at most 120 characters; ``<kind>-<n>`` for a file
-    the platform gave no name (a Telegram photo)."""
-    name = _UNSHOWN.sub(" ", attachment.name).strip()[:120].strip()
+    (a name cannot end its line early) or any character that could make it read as another
+    (a bidi override, a zero-width space: :func:`bot.visible_text.is_invisible`), at most
+    120 characters; ``<kind>-<n>`` for a file the platform gave no name (a Telegram
+    photo)."""
+    # each invisible character as a NUL, so a run of them and of brackets is one space
+    visible = "".join("\x00" if c != " " and is_invisible(c) else c for c in attachment.name)
+    name = _UNSHOWN.sub(" ", visible).strip()[:120].strip()
     return name or f"{attachment.kind or 'file'}-{index + 1}"
 
 

@@ -148,6 +148,19 @@ async def test_a_pdf_gives_its_text(store: Store, tmp_path: Path) -> None:
     assert record.kind is AttachmentKind.PDF
 
 
+async def test_a_name_with_a_bidi_override_is_shown_as_it_reads(
+    store: Store, tmp_path: Path
+) -> None:
+    # "invoice\u202efdp.exe" shows as "invoiceexe.pdf": the model reads the name as it is
+    channel = FileChannel(REF, {"x": b"MZ" + bytes(100)})
+    lying = "invoice\u202efdp\u200b.exe"
+    message = await ingest(store, tmp_path).user_message(turn(attached("x", lying)), channel)
+    [record] = await store.attachments.of_turn("t1")
+    assert record.name == "invoice fdp .exe"
+    assert only_line(message).startswith(f"[file invoice fdp .exe (attachment {record.id}; ")
+    assert "\u202e" not in message.content and "\u200b" not in message.content
+
+
 async def test_a_name_that_lies_is_read_by_content_and_named(store: Store, tmp_path: Path) -> None:
     channel = FileChannel(REF, {"x": b"not, an, image\n"})
     message = await ingest(store, tmp_path).user_message(turn(attached("x", "chart.png")), channel)
