@@ -50,7 +50,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
 
-from aiohttp import web  # noqa: E402
 
 from bench.crash_tally import (  # noqa: E402
     TAG,
@@ -61,7 +60,7 @@ from bench.crash_tally import (  # noqa: E402
 )
 from bench.smoke import parse_args  # noqa: E402
 from tests.fakes.discord_server import FakeDiscord  # noqa: E402
-from tests.fakes.openai_server import OpenAIFake, Reply  # noqa: E402
+from tests.fakes.openai_server import JsonObject, OpenAIFake, Reply  # noqa: E402
 from tests.fakes.slack_server import FakeSlack  # noqa: E402
 from tests.fakes.telegram_server import FakeTelegram  # noqa: E402
 from tests.ops.daemon_process import DaemonProcess, start_daemon  # noqa: E402
@@ -83,27 +82,25 @@ MODES = ("kill", "after_admit", "after_model_call", "after_tool", "after_send", 
 RAN = "ran.txt"
 
 
-class EchoModel(OpenAIFake):
-    """Answers a message tagged ``t<N>x`` with a ``shell`` call appending the tag to
-    :data:`RAN`, then (the call's result back) with ``answer t<N>x``; the closing message
-    of a conversation (``b<N>x``) is answered at once."""
+def echo_rule(body: JsonObject) -> Reply:
+    """The model's answer to one request: a message tagged ``t<N>x`` gets a ``shell`` call
+    appending the tag to :data:`RAN`, then (the call's result back) ``answer t<N>x``; the
+    closing message of a conversation (``b<N>x``) is answered at once."""
+    messages = [m for m in body.get("messages", []) if isinstance(m, dict)]
+    users = [str(m.get("content")) for m in messages if m.get("role") == "user"]
+    found = TAG.search(users[-1]) if users else None
+    tag = found.group(0) if found else "none"
+    after_tool = bool(messages) and messages[-1].get("role") == "tool"
+    if after_tool or not tag.startswith("t"):
+        return Reply(text=f"answer {tag}")
+    return Reply(tool_calls=(("shell", {"command": f"echo {tag} >> {RAN}"}),))
 
-    def __init__(self) -> None:
-        super().__init__(model="gpt-4o-mini")
 
-    async def _handle(self, request: web.Request) -> web.StreamResponse:
-        body = await request.json()
-        messages = [m for m in body.get("messages", []) if isinstance(m, dict)]
-        users = [str(m.get("content")) for m in messages if m.get("role") == "user"]
-        found = TAG.search(users[-1]) if users else None
-        tag = found.group(0) if found else "none"
-        after_tool = bool(messages) and messages[-1].get("role") == "tool"
-        if after_tool or not tag.startswith("t"):
-            self._script.appendleft(Reply(text=f"answer {tag}"))
-        else:
-            command = f"echo {tag} >> {RAN}"
-            self._script.appendleft(Reply(tool_calls=(("shell", {"command": command}),)))
-        return await super()._handle(request)
+def echo_model() -> OpenAIFake:
+    """The OpenAI fake answering every request by :func:`echo_rule`."""
+    model = OpenAIFake(model="gpt-4o-mini")
+    model.answer_with(echo_rule)
+    return model
 
 
 @asynccontextmanager
@@ -244,7 +241,7 @@ async def run_platform(name: str, args: argparse.Namespace, rng: random.Random) 
     with kept or tempfile.TemporaryDirectory(prefix=prefix) as state:
         workspace = Path(state) / "workspace"
         workspace.mkdir()
-        async with platform(name, conversations) as driver, EchoModel() as llm:
+        async with platform(name, conversations) as driver, echo_model() as llm:
             config = write_config(
                 Path(state) / "hatchway.toml",
                 llm_url=llm.base_url,
