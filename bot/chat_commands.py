@@ -35,7 +35,8 @@ class CommandLimit(StrEnum):
     try again at most once a minute. ``always``: always run (stopping must always work); only
     its answers are counted, by a generous bucket of their own, and past it it runs quietly.
     ``open``: for commands open to anyone (``access = anyone``): one answer per sender every
-    few seconds, whoever asks, since strangers have no bucket.
+    few seconds, whoever asks, and a member's takes a token as for ``messages`` (a stranger
+    has no bucket).
     """
 
     MESSAGES = "messages"

@@ -92,6 +92,21 @@ class AccessPolicy:
             return await self._check_direct(envelope, cfg)
         return await self._check_group(envelope, cfg)
 
+    async def is_member(self, envelope: IngressEnvelope) -> bool:
+        """Whether the sender is someone this alias lets talk (listed in ``allowed_users``,
+        which ``"*"`` opens to all, paired, or in a DM of an ``open`` DM policy), with no
+        effect at all: no pairing code, no refusal line. The conversation's own rules (group
+        allow-list, mentions) are not asked. The command limits count a member's ``/id`` and
+        ``/help`` (:mod:`bot.gateway.command_limits`)."""
+        cfg = self._channels.get(envelope.channel.kind, envelope.channel.alias)
+        if cfg is None or (envelope.sender.is_bot and cfg.ignore_other_bots):
+            return False
+        if _allowed_user(cfg, envelope.sender.id):
+            return True
+        if envelope.is_direct and cfg.dm_policy == "open":
+            return True
+        return await self._pairing.is_paired(envelope.channel, envelope.sender.id)
+
     async def approve_pairing(
         self, code: str, approver: str, *, channel: ChannelRef | None = None
     ) -> PairingOutcome:
@@ -208,6 +223,11 @@ class AccessCheck(Protocol):
     """Who may talk to the bot (:class:`AccessPolicy`, or a test's fake)."""
 
     async def check(self, envelope: IngressEnvelope) -> AccessOutcome: ...
+
+    async def is_member(self, envelope: IngressEnvelope) -> bool:
+        """Whether the sender is one the alias lets talk, asked without any effect
+        (:meth:`AccessPolicy.is_member`)."""
+        ...
 
 
 class AccessStep:

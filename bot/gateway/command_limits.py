@@ -1,9 +1,10 @@
-"""Admission step: every chat command a member sends obeys the abuse limits, decided here.
+"""Admission step: every chat command obeys the abuse limits, decided here.
 
 The step sits right after the access policy and before every command's handler (``/stop``,
 ``/new``, ``/forget`` and any added later). It reads the command's
 :class:`~bot.chat_commands.CommandLimit` in :data:`bot.chat_commands.CHAT_COMMANDS` and
-decides for all of them, so a handler has no check of its own:
+decides for all of them, so a handler has no check of its own (the commands open to anyone
+are answered before the access policy, and ask :meth:`CommandLimits.admits_open` there):
 
 - ``messages`` (the default; ``/new``, ``/forget``): a token from the sender's and the
   conversation's rate-limit buckets, the ones messages take from
@@ -14,9 +15,11 @@ decides for all of them, so a handler has no check of its own:
   is running.", what it stopped) are counted by an allowance of their own per sender,
   :data:`STOP_ANSWERS_BURST` refilled at :data:`STOP_ANSWERS_PER_MINUTE`, whatever
   ``[rate_limits]`` says; past it the command is done without an answer (``Arrival.quiet``).
-- ``open`` (``/id``, ``/help``): answered before the access policy, to strangers too, one
-  answer per sender every few seconds (:class:`bot.gateway.commands.OpenCommands`); they never
-  reach this step.
+- ``open`` (``/id``, ``/help``): answered before the access policy, to strangers too
+  (:class:`bot.gateway.commands.OpenCommands`): one answer per sender every
+  :data:`OPEN_ANSWER_INTERVAL_S`, whoever asks, and from a member (:meth:`~bot.gateway.access.
+  AccessPolicy.is_member`) a token of the buckets as well, as for ``messages``; a stranger
+  has no bucket, and takes none from the conversation's.
 
 A message whose first word is no chat command passes on to the messages' path (the inbox
 dedupe, then the same buckets). Slack and Discord adapters acknowledge a command before they
@@ -44,6 +47,13 @@ TakeToken = Callable[[IngressEnvelope], Awaitable[bool]]
 when a refusal's notice is due; whether it found one (the rate limits' step,
 :meth:`bot.gateway.ratelimit.RateLimits.admits`, for a message with no inbox entry)."""
 
+MemberCheck = Callable[[IngressEnvelope], Awaitable[bool]]
+"""Whether an envelope's sender is one the alias lets talk, asked without any effect
+(:meth:`bot.gateway.access.AccessPolicy.is_member`)."""
+
+#: A sender gets at most one answer to ``/id`` or ``/help`` this often (they are answered to
+#: strangers, so they must not become a way to make the bot talk without end).
+OPEN_ANSWER_INTERVAL_S = 5.0
 #: A sender's answers to ``/stop``: this many at once, refilled at this many a minute.
 STOP_ANSWERS_BURST = 10
 STOP_ANSWERS_PER_MINUTE = 10.0
@@ -85,13 +95,44 @@ class CommandLimits:
     """The admission step (see the module docstring)."""
 
     def __init__(
-        self, *, take_token: TakeToken, clock: Callable[[], float] = time.monotonic
+        self,
+        *,
+        take_token: TakeToken,
+        is_member: MemberCheck,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._take_token = take_token
+        self._is_member = is_member
+        self._clock = clock
         self._stop_answers = AnswerAllowance(
             RateLimit(messages_per_minute=STOP_ANSWERS_PER_MINUTE, burst=STOP_ANSWERS_BURST),
             clock=clock,
         )
+        self._last_open_answer: dict[str, float] = {}
+
+    async def admits_open(self, envelope: IngressEnvelope) -> bool:
+        """Whether a command open to anyone (``/id``, ``/help``) is answered: one answer per
+        sender every :data:`OPEN_ANSWER_INTERVAL_S`, and a member's takes a token of the
+        buckets too (a refusal's notice is sent by them, when due)."""
+        name = command_of(envelope.text)
+        if self._too_soon(f"{envelope.channel}:{envelope.sender.id}"):
+            log.info("command_rate_limited", command=name, user_id=envelope.sender.id)
+            return False
+        if await self._is_member(envelope) and not await self._take_token(envelope):
+            log.info("command_rate_limited", command=name, user_id=envelope.sender.id)
+            return False
+        return True
+
+    def _too_soon(self, key: str) -> bool:
+        now = self._clock()
+        last = self._last_open_answer.get(key)
+        if last is not None and now - last < OPEN_ANSWER_INTERVAL_S:
+            return True
+        if len(self._last_open_answer) >= ALLOWANCES_HELD:  # bound what strangers make us hold
+            cutoff = now - OPEN_ANSWER_INTERVAL_S
+            self._last_open_answer = {k: t for k, t in self._last_open_answer.items() if t > cutoff}
+        self._last_open_answer[key] = now
+        return False
 
     async def __call__(self, arrival: Arrival, call_next: Admit) -> None:
         envelope = arrival.envelope

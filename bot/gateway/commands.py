@@ -8,7 +8,8 @@ command's access rule decides where it is answered:
 - ``anyone`` (``/id``, ``/help``) — :class:`OpenCommands`, before the access policy: a
   stranger needs ``/id`` to be added. It still needs the message to reach the bot (a direct
   message, or addressed to it in a group), and nothing is answered where the channel's DM or
-  group policy is ``disabled`` or to another bot.
+  group policy is ``disabled`` or to another bot. How often is the command limits' to say
+  (one answer per sender every few seconds, and a member's takes a rate-limit token).
 - ``member`` (``/new``, ``/stop``) — :class:`MemberCommands`, after it and after the command
   limits (:mod:`bot.gateway.command_limits`), which count every member command before any
   handler runs; a ``/stop`` past its sender's allowance of answers comes ``quiet`` and is
@@ -27,7 +28,6 @@ every replica that owns a session of it as well, and each says what it stopped.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable, Mapping
 
 import structlog
@@ -46,9 +46,6 @@ log = structlog.get_logger(__name__)
 NOTHING_RUNNING = "Nothing is running."
 NOTHING_OF_YOURS = "Nothing you started is running here."
 NEW_SESSION = "🆕 New session started; earlier messages are forgotten."
-OPEN_ANSWER_INTERVAL_S = 5.0
-"""A sender gets at most one answer to ``/id`` or ``/help`` this often (they are answered to
-strangers, so they must not become a way to make the bot talk without end)."""
 
 CommandHandler = Callable[[Arrival], Awaitable[None]]
 StopElsewhere = Callable[[Arrival, bool], Awaitable[bool]]
@@ -57,6 +54,9 @@ replica stopped nothing, so one of them answers even when it stops nothing eithe
 any will answer it."""
 ChannelSettings = Callable[[IngressEnvelope], ChannelCommon | None]
 """The settings of the alias an envelope came in on (None: not configured)."""
+OpenLimit = Callable[[IngressEnvelope], Awaitable[bool]]
+"""Whether a command open to anyone is answered now (the abuse limits decide:
+:meth:`bot.gateway.command_limits.CommandLimits.admits_open`)."""
 
 
 def _spec_access(name: str) -> CommandAccess | None:
@@ -94,19 +94,18 @@ def id_text(envelope: IngressEnvelope) -> str:
 
 class OpenCommands:
     """Admission step before the access policy: ``/id`` and ``/help``, for anyone the
-    message reaches (rate-limited per sender)."""
+    message reaches, as often as ``admits`` lets them (the abuse limits)."""
 
     def __init__(
         self,
         *,
         replies: Replies,
         channel_settings: ChannelSettings,
-        clock: Callable[[], float] = time.monotonic,
+        admits: OpenLimit,
     ) -> None:
         self._replies = replies
         self._channel_settings = channel_settings
-        self._clock = clock
-        self._last_answer: dict[tuple[str, str], float] = {}
+        self._admits = admits
         self._handlers: Mapping[str, Callable[[IngressEnvelope], str]] = {
             "id": id_text,
             "help": help_text,
@@ -127,8 +126,7 @@ class OpenCommands:
                 user_id=envelope.sender.id,
             )
             return
-        if self._too_soon(envelope):
-            log.info("command_rate_limited", command=name, user_id=envelope.sender.id)
+        if not await self._admits(envelope):
             return
         log.info(
             "command_answered",
@@ -137,18 +135,6 @@ class OpenCommands:
             user_id=envelope.sender.id,
         )
         await self._replies.send(envelope, answer(envelope))
-
-    def _too_soon(self, envelope: IngressEnvelope) -> bool:
-        key = (str(envelope.channel), envelope.sender.id)
-        now = self._clock()
-        last = self._last_answer.get(key)
-        if last is not None and now - last < OPEN_ANSWER_INTERVAL_S:
-            return True
-        if len(self._last_answer) > 10_000:  # bound what strangers can make us hold
-            cutoff = now - OPEN_ANSWER_INTERVAL_S
-            self._last_answer = {k: t for k, t in self._last_answer.items() if t > cutoff}
-        self._last_answer[key] = now
-        return False
 
 
 class MemberCommands:

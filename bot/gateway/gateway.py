@@ -13,7 +13,9 @@ composed in :meth:`Gateway.__init__` and nowhere else:
    several replicas share the database, a message is still admitted, and its turn left to
    whichever replica owns its session next: :mod:`~bot.gateway.handover`);
 3. the chat commands open to anyone (:mod:`~bot.gateway.commands`): ``/id`` and ``/help``,
-   answered to strangers too, so that they can learn the ids an admin needs;
+   answered to strangers too, so that they can learn the ids an admin needs, as often as
+   the command limits let them (step 5: one answer every few seconds, a member's counted by
+   the buckets);
 4. access policy (:mod:`~bot.gateway.access`: allow-lists, DM/group policy, mention gating,
    pairing) — a refused message gets no LLM call, at most one polite line;
 5. the command limits (:mod:`~bot.gateway.command_limits`): every chat command a member
@@ -132,16 +134,21 @@ class Gateway:
             replies=self._replies,
             channel_settings=self._channel_settings,
         )
+        commands = CommandLimits(take_token=self._command_token, is_member=access.is_member)
         self._admit = compose(
             [
                 StorageRetry(self._replies),
                 # several replicas: a stopping one still admits, and leaves the turn to the
                 # session's next owner (the handover), so nothing waits for a redelivery
                 self._drain.refuse_new if self._handover is None else _admit_while_draining,
-                OpenCommands(replies=self._replies, channel_settings=self._channel_settings),
+                OpenCommands(
+                    replies=self._replies,
+                    channel_settings=self._channel_settings,
+                    admits=commands.admits_open,
+                ),
                 AccessStep(access, self._replies),
                 # every member command is counted here, before any command's handler
-                CommandLimits(take_token=self._command_token),
+                commands,
                 self._members,
                 self._forget,
                 InboxDedupe(store),

@@ -1,8 +1,9 @@
 """Chat commands obey the abuse limits, through the whole daemon and python-telegram-bot
 against the loopback Bot API fake: every member command takes a token from the same buckets
 as messages (each command of the table, so one added later is covered too), a burst of
-``/new`` gets as many answers as the bucket holds and one notice, and ``/stop`` always stops,
-with its answers counted by an allowance of their own."""
+``/new`` gets as many answers as the bucket holds and one notice, a member's ``/help`` is
+counted but a stranger's ``/id`` is not (it is answered once every few seconds, as ever), and
+``/stop`` always stops, with its answers counted by an allowance of their own."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from bot.providers.base import CompletionRequest, ProviderReply
 from bot.store import InboxKey
 from tests.fakes.scripted_provider import ScriptedProvider, reply
 from tests.fakes.telegram_server import ApiCall, FakeTelegram, command, message, user
-from tests.fakes.telegram_setup import APPROVER, REQUESTER, TOKEN, started
+from tests.fakes.telegram_setup import APPROVER, REQUESTER, STRANGER, TOKEN, started
 
 ANN, BOB = REQUESTER, 4004
 GROUP: dict[str, Any] = {"id": -100500600, "type": "supergroup", "title": "team"}
@@ -48,7 +49,9 @@ def echo(request: CompletionRequest) -> ProviderReply:
     return reply(f"echo: {request.messages[-1].content}")
 
 
-def settings(tg: FakeTelegram, tmp_path: Path, *, burst: int) -> Settings:
+def settings(
+    tg: FakeTelegram, tmp_path: Path, *, burst: int, allowed: tuple[str, ...] = ("*",)
+) -> Settings:
     return parse_settings(
         {
             "state_dir": str(tmp_path),
@@ -63,7 +66,7 @@ def settings(tg: FakeTelegram, tmp_path: Path, *, burst: int) -> Settings:
                         "poll_timeout_s": 1,
                         "reconnect_initial_s": 0.01,
                         "reconnect_max_s": 0.05,
-                        "allowed_users": ["*"],
+                        "allowed_users": list(allowed),
                         "approvers": [str(APPROVER)],
                         "require_mention": False,
                     }
@@ -138,6 +141,27 @@ async def test_a_burst_of_new_gets_the_buckets_worth_and_one_notice(
     assert app.gateway.rate_limited == 6
     assert refused is not None and refused.error == RATE_LIMITED
     assert len(provider.requests) == 1
+
+
+async def test_a_members_id_and_help_take_tokens_and_a_strangers_do_not(
+    tg: FakeTelegram, tmp_path: Path
+) -> None:
+    members = (str(ANN), str(BOB))
+    provider = ScriptedProvider([echo] * 3)
+    async with App(
+        settings(tg, tmp_path, burst=1, allowed=members), provider=provider, tools=[]
+    ) as app:
+        await started(app)
+        await say(tg, ANN, "hello", 1)
+        await tg.wait_for("sendMessage", sent_with("echo: hello"))
+        await say(tg, ANN, "/help", 2)  # ann's bucket is empty: refused, told
+        await say(tg, STRANGER, "/id", 3)  # a stranger has no bucket: answered, as ever
+        await all_handled(tg, 4)
+        sent = texts(tg)
+    assert sent[:2] == ["echo: hello", NOTICE]
+    assert f"Your user id: {STRANGER}" in sent[2]
+    assert sent[3:] == ["echo: bob 4"]
+    assert app.gateway.rate_limited == 1
 
 
 async def test_stop_always_stops_and_its_answers_have_an_allowance(

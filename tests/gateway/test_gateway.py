@@ -33,6 +33,9 @@ class AllowAll:
     async def check(self, envelope: IngressEnvelope) -> Allowed:
         return Allowed()
 
+    async def is_member(self, envelope: IngressEnvelope) -> bool:
+        return True
+
 
 class Turns:
     """Turn runner whose turns finish when the test releases them."""
