@@ -57,12 +57,12 @@ class WebConfig(ConfigModel):
     session_max_s: float = Field(default=12 * 3600.0, ge=60, le=30 * 86400)
     #: How long a sign-in link and its code stay valid.
     link_ttl_s: float = Field(default=300.0, ge=30, le=3600)
-    #: Sign-in requests allowed per ``rate_window_s``: from one client address for one target
-    #: identity, and from one client address whatever it asks for (codes typed count too).
+    #: Sign-in requests allowed per ``rate_window_s``: from one client address for one id or
+    #: name, and from one client address whatever it asks for (codes typed count too).
     sign_ins_per_target: int = Field(default=5, ge=1, le=1000)
     sign_ins_per_client: int = Field(default=20, ge=1, le=10_000)
     rate_window_s: float = Field(default=900.0, ge=10, le=86400)
-    #: Sign-in messages asked for one target identity per hour, from every client together;
+    #: Sign-in messages asked for one id or name per hour, from every client together;
     #: beyond it only the target's own requests get through (from a browser or address it
     #: signed in from in the last 30 days, or a session of its own).
     sign_in_messages_per_hour: int = Field(default=10, ge=1, le=1000)

@@ -195,10 +195,10 @@ class SignIn:
             identity = Identity.parse(named)
         elif USER_ID.match(user):
             identity = Identity(kind=kind, user_id=user)
-        target = str(identity) if identity is not None else f"{kind}:{user}"
+        target = None if identity is None else str(identity)
         viewer = request[VIEWER]
         own_session = viewer is not None and str(viewer.identity) == target
-        if await self._limits.ask_over(request, target, own_session=own_session):
+        if await self._limits.ask_over(request, f"{kind}:{user}", target, own_session=own_session):
             return self._too_many(request, after)
         nonce = self._sessions.nonce(request)
         if nonce is not None and identity is not None:  # the CSRF check passed with the nonce

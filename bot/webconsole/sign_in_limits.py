@@ -16,8 +16,11 @@ Three fixed-window counters (:mod:`bot.store.web` names their buckets):
   limits as itself, not as its address: others behind the same address cannot use up its
   asks.
 
-The counters count whatever was asked for, whether the identity may sign in or not and
-whether it was typed as a name or an id: a refusal says nothing about who may sign in.
+The counters count what was asked for as it was typed (``<kind>:<text>``), whether it
+names an identity that may sign in or not, and never by the identity a name from
+``web.names`` stands for: a refusal says nothing about who may sign in, and no count shared
+by a name and an id tells who the name is. (One identity may so be asked for under each of
+its spellings, its id and each name of it, each up to the caps.)
 Addresses and browsers are remembered as digests (:func:`~bot.webconsole.tokens.digest`).
 """
 
@@ -91,35 +94,44 @@ class SignInLimits:
             client_bucket(client), config.sign_ins_per_client, config.rate_window_s, client
         )
 
-    async def ask_over(self, request: web.Request, target: str, *, own_session: bool) -> bool:
-        """Count an ask for ``target``'s link (an identity, or what was typed when it names
-        none); True when it is over a limit. ``own_session``: the browser is signed in as
-        ``target``.
+    async def ask_over(
+        self, request: web.Request, asked: str, identity: str | None, *, own_session: bool
+    ) -> bool:
+        """Count an ask; True when it is over a limit. ``asked`` is what was asked for, as
+        typed (``<kind>:<text>``), which the counters count by: never the identity a name
+        stands for, so that no count shared between a name and an id (or two names) tells
+        who a name is. ``identity``: the identity it stands for, if any; ``own_session``: the
+        browser is signed in as it.
 
-        A browser of the target's own (``own_session``, or its :data:`KNOWN_COOKIE` known
-        for the target) is counted as itself, not as its address: others at the same
+        A browser of the identity's own (``own_session``, or its :data:`KNOWN_COOKIE` known
+        for the identity) is counted as itself, not as its address: others at the same
         address (an office behind one NAT) cannot use up its asks."""
         config, now = self._settings().web, self._clock()
         address = self._client(request)
-        address_key = f"addr:{tokens.digest(address)}"
         cookie = _known_cookie(request)
         browser_key = None if cookie is None else f"browser:{tokens.digest(cookie)}"
-        own_browser = own_session or (
-            browser_key is not None
-            and await self._store.knows_client(target, [browser_key], since=now - KNOWN_FOR_S)
+        own_browser = identity is not None and (
+            own_session
+            or (
+                browser_key is not None
+                and await self._store.knows_client(identity, [browser_key], since=now - KNOWN_FOR_S)
+            )
         )
         client = browser_key if own_browser and browser_key is not None else address
         window = config.rate_window_s
         if await self._over(client_bucket(client), config.sign_ins_per_client, window, address):
             return True
         if await self._over(
-            target_bucket(target, client), config.sign_ins_per_target, window, address
+            target_bucket(asked, client), config.sign_ins_per_target, window, address
         ):
             return True
-        count = await self._store.count(dms_bucket(target), now=now, window_s=MESSAGE_WINDOW_S)
+        count = await self._store.count(dms_bucket(asked), now=now, window_s=MESSAGE_WINDOW_S)
         if count <= config.sign_in_messages_per_hour or own_browser:
             return False
-        if await self._store.knows_client(target, [address_key], since=now - KNOWN_FOR_S):
+        address_key = f"addr:{tokens.digest(address)}"
+        if identity is not None and await self._store.knows_client(
+            identity, [address_key], since=now - KNOWN_FOR_S
+        ):
             return False
         log.warning("web_sign_in_limited", client=address, bucket="dms")
         return True

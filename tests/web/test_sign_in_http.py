@@ -132,6 +132,30 @@ async def test_the_answer_is_the_same_whatever_was_typed(tmp_path: Path) -> None
         assert revealing not in page
 
 
+async def test_the_limits_do_not_tell_who_a_name_is(tmp_path: Path) -> None:
+    # if a name and the id behind it shared a count, using up one and trying the other
+    # would tell who the name is
+    names = {"alice": f"telegram:{ADMIN}"}
+    async with console_rig(
+        tmp_path,
+        names=names,
+        sign_ins_per_target=2,
+        sign_in_messages_per_hour=2,
+        trust_forwarded_for=True,
+    ) as rig:
+        async with browser(rig, "10.0.9.1") as prober:
+            assert [(await prober.ask("alice"))[0] for _ in range(3)] == [200, 200, 429]
+            assert (await prober.ask(str(ADMIN)))[0] == 200
+            assert (await prober.ask(str(STRANGER)))[0] == 200
+        async with browser(rig, "10.0.9.2") as other:
+            # the name's two messages of the hour are spent, whoever asks now
+            assert (await other.ask("alice"))[0] == 429
+        async with browser(rig, "10.0.9.3") as other:
+            # the id's and another person's are untouched: the same answer for both
+            assert (await other.ask(str(ADMIN)))[0] == 200
+            assert (await other.ask(str(STRANGER)))[0] == 200
+
+
 async def test_a_stranger_asking_again_and_again_locks_out_only_themselves(
     tmp_path: Path,
 ) -> None:
