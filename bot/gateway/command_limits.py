@@ -17,9 +17,11 @@ are answered before the access policy, and ask :meth:`CommandLimits.admits_open`
   ``[rate_limits]`` says; past it the command is done without an answer (``Arrival.quiet``).
 - ``open`` (``/id``, ``/help``): answered before the access policy, to strangers too
   (:class:`bot.gateway.commands.OpenCommands`): one answer per sender every
-  :data:`OPEN_ANSWER_INTERVAL_S`, whoever asks, and from a member (:meth:`~bot.gateway.access.
-  AccessPolicy.is_member`) a token of the buckets as well, as for ``messages``; a stranger
-  has no bucket, and takes none from the conversation's.
+  :data:`OPEN_ANSWER_INTERVAL_S`, whoever asks, and from a member
+  (:meth:`bot.gateway.access.AccessPolicy.is_member`) a token of the buckets as well, as
+  for ``messages``; a stranger has no bucket, and takes none from the conversation's. A
+  command open to anyone that no step before the access policy answered is decided here
+  the same way.
 
 A message whose first word is no chat command passes on to the messages' path (the inbox
 dedupe, then the same buckets). Slack and Discord adapters acknowledge a command before they
@@ -34,7 +36,7 @@ from dataclasses import replace
 
 import structlog
 
-from bot.chat_commands import CommandAccess, CommandLimit, command_of, command_spec
+from bot.chat_commands import CommandLimit, command_of, command_spec
 from bot.config.limits import RateLimit
 from bot.envelope import IngressEnvelope
 from bot.gateway.admission import Admit, Arrival
@@ -138,8 +140,12 @@ class CommandLimits:
         envelope = arrival.envelope
         name = command_of(envelope.text)
         spec = command_spec(name) if name else None
-        if spec is None or spec.access is CommandAccess.ANYONE:
-            await call_next(arrival)  # a message (or answered before the access policy)
+        if spec is None:
+            await call_next(arrival)  # a message
+            return
+        if spec.limit is CommandLimit.OPEN:  # answered here only if not before the policy
+            if await self.admits_open(envelope):
+                await call_next(arrival)
             return
         if spec.limit is CommandLimit.ALWAYS:
             key = f"{envelope.channel}:{envelope.sender.id}"
