@@ -110,12 +110,12 @@ class SignInLimits:
         address = self._client(request)
         cookie = _known_cookie(request)
         browser_key = None if cookie is None else f"browser:{tokens.digest(cookie)}"
-        own_browser = identity is not None and (
-            own_session
-            or (
-                browser_key is not None
-                and await self._store.knows_client(identity, [browser_key], since=now - KNOWN_FOR_S)
-            )
+        # The same queries whether ``asked`` names an identity or not (``asked`` itself is
+        # never a known identity): how long the answer takes tells nothing either.
+        whose = identity if identity is not None else asked
+        own_browser = own_session or (
+            browser_key is not None
+            and await self._store.knows_client(whose, [browser_key], since=now - KNOWN_FOR_S)
         )
         client = browser_key if own_browser and browser_key is not None else address
         window = config.rate_window_s
@@ -129,9 +129,7 @@ class SignInLimits:
         if count <= config.sign_in_messages_per_hour or own_browser:
             return False
         address_key = f"addr:{tokens.digest(address)}"
-        if identity is not None and await self._store.knows_client(
-            identity, [address_key], since=now - KNOWN_FOR_S
-        ):
+        if await self._store.knows_client(whose, [address_key], since=now - KNOWN_FOR_S):
             return False
         log.warning("web_sign_in_limited", client=address, bucket="dms")
         return True
