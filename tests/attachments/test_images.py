@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import io
 import os
-import subprocess
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -229,22 +227,6 @@ async def test_decoding_children_are_few_at_a_time(
     assert all(p.resized for p in prepared)
     peaks = {int(name.split("-")[1]) for name in os.listdir(seen) if name.startswith("peak-")}
     assert max(peaks) <= images.DECODE_CHILDREN
-
-
-def test_the_daemon_does_not_load_pillow_for_a_text_turn() -> None:
-    """Pillow is loaded by the decoding child, and by Telegram only when it sends a file:
-    the daemon, its platforms and the attachment and tool modules import none of it."""
-    probe = (
-        "import sys, bot.ops.daemon, bot.attachments.ingest, bot.attachments.reading, "
-        "bot.tools.builtin.attachment_viewing, channels.telegram.adapter, "
-        "channels.slack.adapter, channels.discord.adapter; "
-        "print(sorted(m for m in sys.modules if m == 'PIL' or m.startswith('PIL.')))"
-    )
-    root = Path(__file__).resolve().parents[2]
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=root
-    )
-    assert done.stdout.strip() == "[]"
 
 
 async def test_a_jpeg_claiming_more_than_any_photo_has_is_refused(prepare_image: Prepare) -> None:
