@@ -69,7 +69,10 @@ def where(record: AttachmentRecord, workspace: Workspace) -> str:
     if record.workspace_path is None:
         return "it could not be saved in the workspace"
     root = workspace.real_root()
-    copy = Path(record.workspace_path).resolve()
+    try:
+        copy = Path(record.workspace_path).resolve()
+    except RuntimeError:  # a symlink loop a tool left there; its message names the path
+        return "its copy in the workspace is gone (a symlink loop is in its place)"
     if not copy.is_file():
         return "its copy in the workspace is gone"
     if not workspace.contains(copy, root=root):

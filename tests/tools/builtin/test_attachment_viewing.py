@@ -42,6 +42,12 @@ def _overwrite(path: str, data: bytes | None) -> None:
         Path(path).write_bytes(data)
 
 
+def _loop_in_place(path: str) -> None:
+    """A symlink to itself where the file at ``path`` was (a tool left it)."""
+    Path(path).unlink()
+    Path(path).symlink_to(path)
+
+
 class Saved:
     """Files saved as the turn that received them saves them: the bot's copy under the state
     directory, another in the workspace, and a row."""
@@ -203,6 +209,19 @@ async def test_other_files_are_described(
     )
     result = await view(tool, record.id, context)
     assert isinstance(result, str) and ending in result and "file_read" not in result
+
+
+async def test_a_symlink_loop_in_place_of_the_copy_names_no_daemon_path(
+    tool: ToolSpec, saved: Saved, context: ToolContext, workspace_dir: Path
+) -> None:
+    record = await saved.add("log.txt", b"line\n", AttachmentKind.TEXT, "text/plain")
+    _loop_in_place(str(record.workspace_path))
+    result = await view(tool, record.id, context)
+    assert result == (
+        f"file log.txt (attachment {record.id}; text/plain, 5 bytes) is not an image; its "
+        "copy in the workspace is gone (a symlink loop is in its place)"
+    )
+    assert str(workspace_dir) not in str(result)
 
 
 async def test_an_image_that_cannot_be_read_is_a_clear_failure(
