@@ -54,12 +54,20 @@ _LINK = re.compile(r"https?://\S+/console/sign-in/link\?token=[0-9a-f]{64}")
 _CODE = re.compile(r"\b([A-Z0-9]{4}-[A-Z0-9]{4})\b")
 
 
-def console_settings(tg: FakeTelegram, llm: OpenAIFake, state: Path, **web: Any) -> Settings:
+def console_settings(
+    tg: FakeTelegram,
+    llm: OpenAIFake,
+    state: Path,
+    storage: Mapping[str, Any] | None = None,
+    **web: Any,
+) -> Settings:
     """One Telegram channel (:data:`REQUESTER` talks; :data:`APPROVER` and the requester
-    approve, by DM too), the model fake as the provider, and the console on."""
+    approve, by DM too), the model fake as the provider, and the console on; ``storage``:
+    a ``[storage]`` table (a PostgreSQL ``url``) instead of the SQLite file."""
     return parse_settings(
         {
             "state_dir": str(state),
+            **({"storage": dict(storage)} if storage is not None else {}),
             "providers": {
                 "default": {
                     "kind": "openai",
@@ -174,12 +182,17 @@ class ConsoleRig:
 
 @asynccontextmanager
 async def console_rig(
-    state: Path, *, metrics: Metrics | None = None, **web: Any
+    state: Path,
+    *,
+    metrics: Metrics | None = None,
+    storage: Mapping[str, Any] | None = None,
+    **web: Any,
 ) -> AsyncIterator[ConsoleRig]:
     """Everything in the module docstring, running for the block; ``web``: more ``[web]``
-    keys; ``metrics``: the daemon's figures, kept as ``hatchway run`` keeps them."""
+    keys; ``metrics``: the daemon's figures, kept as ``hatchway run`` keeps them;
+    ``storage``: a ``[storage]`` table (a PostgreSQL ``url``) instead of the SQLite file."""
     async with FakeTelegram(TOKEN) as tg, OpenAIFake(model="gpt-4o-mini") as llm:
-        settings = console_settings(tg, llm, state, **web)
+        settings = console_settings(tg, llm, state, storage, **web)
         server = HttpServer(ServerConfig(host="127.0.0.1", port=0))
         ran: list[Mapping[str, object]] = []
         app = App(settings, web_app=server.app, tools=[deploy_tool(ran)], metrics=metrics)
