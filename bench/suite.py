@@ -2,9 +2,10 @@
 
 Runs ``python -m pytest -q`` (README's command: the default run, ``-n 2`` workers from
 pyproject's ``addopts``) from the project root and prints, per run, pytest's own wall time
-(its ``… passed in N s`` line), the outcome counts, the failed tests by name, and the load
-average at the start and the end with its mean over the run (``/proc/loadavg`` sampled every
-5 s). Figures are printed, never asserted.
+(its ``… passed in N s`` line), the CPU time of the suite's processes (user + system, from
+``wait4``: how many cores it kept busy on average), the outcome counts, the failed tests by
+name, and the load average at the start and the end with its mean over the run
+(``/proc/loadavg`` sampled every 5 s). Figures are printed, never asserted.
 
     python bench/suite.py                       # one run of README's command
     python bench/suite.py --stage long          # .ci/run's second stage: -m 'long or browser'
@@ -88,6 +89,7 @@ class Run:
     code: int
     pytest_s: float | None
     elapsed_s: float
+    cpu_s: float
     counts: str
     failed: list[str]
     load_start: float
@@ -97,9 +99,10 @@ class Run:
     def line(self) -> str:
         wall = f"{self.pytest_s:7.1f} s" if self.pytest_s is not None else "      ? s"
         return (
-            f"{self.label:>8}: pytest {wall} (process {self.elapsed_s:.1f} s), exit {self.code}, "
-            f"{self.counts or 'no summary line'}; load average {self.load_start:.2f} → "
-            f"{self.load_end:.2f}, mean {self.load_mean:.2f}"
+            f"{self.label:>8}: pytest {wall} (process {self.elapsed_s:.1f} s, CPU "
+            f"{self.cpu_s:.0f} s = {self.cpu_s / self.elapsed_s:.2f} cores busy), exit "
+            f"{self.code}, {self.counts or 'no summary line'}; load average "
+            f"{self.load_start:.2f} → {self.load_end:.2f}, mean {self.load_mean:.2f}"
         )
 
 
@@ -113,7 +116,11 @@ def run_once(label: str, argv: list[str], log: Path) -> Run:
     load_start = os.getloadavg()[0]
     started = time.monotonic()
     with LoadSamples() as load, log.open("w", encoding="utf-8") as out:
-        code = subprocess.run(argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT).returncode
+        proc = subprocess.Popen(argv, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT)
+        # wait4: the CPU of pytest and of every process it (or a worker, or a test) waited
+        # for; a server that daemonised itself (PostgreSQL's postmaster) is not counted
+        _, status, usage = os.wait4(proc.pid, 0)
+        code = proc.returncode = os.waitstatus_to_exitcode(status)
     elapsed = time.monotonic() - started
     text = log.read_text(encoding="utf-8", errors="replace")
     summary = None
@@ -126,6 +133,7 @@ def run_once(label: str, argv: list[str], log: Path) -> Run:
         code=code,
         pytest_s=float(summary["seconds"]) if summary else None,
         elapsed_s=elapsed,
+        cpu_s=usage.ru_utime + usage.ru_stime,
         counts=summary["counts"] if summary else "",
         failed=failed,
         load_start=load_start,
