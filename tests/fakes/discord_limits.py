@@ -68,6 +68,27 @@ class FormError:
         return f"{self.path}: {self.message}" if self.path else self.message
 
 
+_SNOWFLAKE = re.compile(r"^(0|[1-9][0-9]*)$")  # discord-api-spec SnowflakeType
+
+
+def unsent_problem(message: JSON) -> str | None:
+    """What makes ``message`` (a MESSAGE_CREATE or MESSAGE_UPDATE payload) one Discord never
+    sends, or None: its ids are snowflakes as strings, and it has an author."""
+    for key in ("id", "channel_id", "guild_id"):
+        value = message.get(key)
+        if (key != "guild_id" or value is not None) and not (
+            isinstance(value, str) and _SNOWFLAKE.match(value)
+        ):
+            return f"{key} must be a snowflake string, not {value!r}"
+    author = message.get("author")
+    if not isinstance(author, dict):
+        return "a message has an author"
+    author_id = author.get("id")
+    if not (isinstance(author_id, str) and _SNOWFLAKE.match(author_id)):
+        return f"author.id must be a snowflake string, not {author_id!r}"
+    return None
+
+
 def _length(path: str, value: object, limit: Limit) -> FormError | None:
     """A string field's length against ``limit`` (absent or null is fine)."""
     if value is None:

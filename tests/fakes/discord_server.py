@@ -66,7 +66,13 @@ from aiohttp import WSMsgType, web
 from tests.fakes.discord_files import UPLOAD_LIMITS, FakeCdn
 from tests.fakes.discord_history import Nonces, Snowflakes, history_page
 from tests.fakes.discord_interactions import Interactions
-from tests.fakes.discord_limits import FormError, commands_problem, is_empty, message_problem
+from tests.fakes.discord_limits import (
+    FormError,
+    commands_problem,
+    is_empty,
+    message_problem,
+    unsent_problem,
+)
 from tests.fakes.discord_members import People
 from tests.fakes.discord_payloads import (
     APPLICATION_ID,
@@ -261,7 +267,10 @@ class FakeDiscord:
 
     async def dispatch(self, event: str, data: JSON) -> None:
         """Send one DISPATCH (op 0) event to the connected client (waiting for one). A
-        MESSAGE_CREATE's message is kept in its channel's history too."""
+        MESSAGE_CREATE's message is kept in its channel's history too. A message Discord
+        never sends (ids not snowflake strings, no author) is a ``ValueError``."""
+        if event in ("MESSAGE_CREATE", "MESSAGE_UPDATE") and (problem := unsent_problem(data)):
+            raise ValueError(f"Discord never sends this {event}: {problem}")
         if event == "MESSAGE_CREATE":
             self._keep(data)
         await asyncio.wait_for(self._ws_ready.wait(), 10)

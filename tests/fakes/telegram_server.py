@@ -173,10 +173,11 @@ class FakeTelegram:
         update_id = next(self._update_ids)
         if not self.wants(update):
             return update_id
+        for chat in _chats_in(update):
+            if problem := chat_problem(chat):
+                raise ValueError(f"Telegram never sends this update: {problem}")
         for value in update.values():
             if isinstance(value, dict) and isinstance(value.get("chat"), dict):
-                if problem := chat_problem(value["chat"]):
-                    raise ValueError(f"Telegram never sends this update: {problem}")
                 self._chats[int(value["chat"]["id"])] = value["chat"]
         async with self._changed:
             self._updates.append({"update_id": update_id, **update})
@@ -432,6 +433,17 @@ class FakeTelegram:
         if method == "getChatMember":
             return self.roster.member(int(params["chat_id"]), int(params["user_id"]))
         return True
+
+
+def _chats_in(payload: Any) -> list[JSON]:
+    """Every chat object inside ``payload`` (an update: its message, the message a callback
+    query is on, the message replied to...)."""
+    if isinstance(payload, list):
+        return [chat for item in payload for chat in _chats_in(item)]
+    if not isinstance(payload, dict):
+        return []
+    found = [payload["chat"]] if isinstance(payload.get("chat"), dict) else []
+    return found + [chat for value in payload.values() for chat in _chats_in(value)]
 
 
 def _scope_type(params: Mapping[str, Any]) -> str:

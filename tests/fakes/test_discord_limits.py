@@ -12,6 +12,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from tests.fakes.discord_payloads import message_payload, user_payload
 from tests.fakes.discord_server import BOT_TOKEN, FakeDiscord
 from tests.fakes.limits import (
     DISCORD_ACTION_ROWS,
@@ -212,3 +213,25 @@ async def test_a_created_message_carries_its_author_and_snowflakes(discord: Fake
     for snowflake in (message["id"], message["channel_id"], message["author"]["id"]):
         assert isinstance(snowflake, str) and SNOWFLAKE.match(snowflake)
     assert message["author"]["bot"] is True and message["channel_id"] == CHANNEL
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"id": 1100000000000000009}, "id must be a snowflake string"),
+        ({"channel_id": "general"}, "channel_id must be a snowflake string"),
+        ({"author": None}, "a message has an author"),
+    ],
+)
+async def test_a_message_discord_never_sends_is_not_dispatched(
+    discord: FakeDiscord, change: JSON, problem: str
+) -> None:
+    message = message_payload(
+        id="1100000000000000009",
+        channel_id=CHANNEL,
+        author=user_payload("1100000000000000007", "alice"),
+        content="hi",
+    )
+
+    with pytest.raises(ValueError, match=problem):
+        await discord.dispatch("MESSAGE_CREATE", {**message, **change})

@@ -18,7 +18,7 @@ from tests.fakes.limits import (
     TELEGRAM_TEXT,
 )
 from tests.fakes.telegram_rules import NOT_MODIFIED
-from tests.fakes.telegram_server import FakeTelegram, message, user
+from tests.fakes.telegram_server import FakeTelegram, callback, message, user
 
 TOKEN = "123:fake-limits"
 CHAT = 1001
@@ -257,3 +257,12 @@ async def test_a_pushed_chat_keeps_its_type_in_answers(tg: FakeTelegram) -> None
 async def test_an_update_telegram_never_sends_is_not_pushed(tg: FakeTelegram, chat: JSON) -> None:
     with pytest.raises(ValueError, match="Telegram never sends"):
         await tg.push({"message": message(chat, user(7), "hi", message_id=1)})
+
+
+async def test_a_callback_on_a_message_of_an_impossible_chat_is_not_pushed(
+    tg: FakeTelegram,
+) -> None:
+    on = message({"id": -1001234567890, "type": "private"}, user(7), "card", message_id=1)
+
+    with pytest.raises(ValueError, match="Telegram never sends"):
+        await tg.push(callback("q1", user(7), "ap:x:a", on))
