@@ -130,14 +130,15 @@ class SignIn:
         context: dict[str, object],
         *,
         status: int = 200,
+        nonce: str | None = None,
     ) -> web.Response:
         """A sign-in page. Its forms' CSRF token is the browser's nonce (given now when it
-        has none: a code counts only with it), or the session's when one is signed in (an
-        identity that may not use the console, asking for another one's link)."""
-        nonce = self._sessions.nonce(request)
-        fresh = nonce is None
-        if nonce is None:
-            nonce = tokens.new_token()
+        has none: a code counts only with it; ``nonce``: the one to give), or the session's
+        when one is signed in (an identity that may not use the console, asking for another
+        one's link)."""
+        held = self._sessions.nonce(request)
+        nonce = nonce or held or tokens.new_token()
+        fresh = nonce != held
         viewer = request[VIEWER]
         response = render(
             request,
@@ -200,14 +201,17 @@ class SignIn:
         own_session = viewer is not None and str(viewer.identity) == target
         if await self._limits.ask_over(request, f"{kind}:{user}", target, own_session=own_session):
             return self._too_many(request, after)
-        nonce = self._sessions.nonce(request)
-        if nonce is not None and identity is not None:  # the CSRF check passed with the nonce
+        # A browser signed in (as someone who may not use the console, or as the target) has
+        # no nonce any more: it gets one with this page, for the code sent now.
+        nonce = self._sessions.nonce(request) or tokens.new_token()
+        if identity is not None:
             origin = links.server_origin(settings, _local_port(request))
             self._mailer.ask(SignInAsk(identity=identity, via=via, nonce=nonce, origin=origin))
         return self._page(
             request,
             "sign_in_sent.html",
             {"asked": True, "kind": kind, "ttl_s": settings.web.link_ttl_s, "next": after},
+            nonce=nonce,
         )
 
     async def code(self, request: web.Request) -> web.StreamResponse:

@@ -209,6 +209,27 @@ async def test_many_addresses_reach_the_message_cap_but_not_the_targets_own_requ
     assert sign_in_messages(rig, ADMIN) == 5
 
 
+async def test_a_browser_signed_in_as_the_target_gets_through_the_message_cap(
+    tmp_path: Path,
+) -> None:
+    async with (
+        console_rig(tmp_path, sign_in_messages_per_hour=1, trust_forwarded_for=True) as rig,
+        browser(rig, "10.0.11.1") as laptop,
+    ):
+        await laptop.ask(str(ADMIN))
+        await laptop.follow(rig.link_in(await rig.sign_in_message(ADMIN)))
+        # a session from before browsers were remembered: no cookie, a new address
+        laptop.client.cookie_jar.clear(lambda cookie: cookie.key == KNOWN_COOKIE)
+        laptop.address = "10.0.11.2"
+        assert await laptop.signed_in_as() == f"telegram:{ADMIN}"
+        async with browser(rig, "10.0.11.3") as stranger:
+            assert (await stranger.ask(str(ADMIN)))[0] == 429
+        assert (await laptop.ask(str(ADMIN)))[0] == 200
+        # sent, with a code that counts in this browser (it got a nonce with the page)
+        code = rig.code_in(await rig.sign_in_message(ADMIN, count=2))
+        assert (await laptop.post("/sign-in/code", {"code": code})).status == 303
+
+
 async def test_others_behind_the_same_address_cannot_use_up_the_targets_own_browser(
     tmp_path: Path,
 ) -> None:
