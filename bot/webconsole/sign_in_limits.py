@@ -110,8 +110,9 @@ class SignInLimits:
         address = self._client(request)
         cookie = _known_cookie(request)
         browser_key = None if cookie is None else f"browser:{tokens.digest(cookie)}"
-        # The same queries whether ``asked`` names an identity or not (``asked`` itself is
-        # never a known identity): how long the answer takes tells nothing either.
+        # The same queries whether ``asked`` names an identity or not (when it names none,
+        # it is looked up as it is, which no sign-in ever remembered): how long the answer
+        # takes tells nothing either.
         whose = identity if identity is not None else asked
         own_browser = own_session or (
             browser_key is not None
