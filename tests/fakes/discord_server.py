@@ -102,17 +102,28 @@ def _invalid(problem: FormError) -> web.Response:
     return _json(problem.body(), 400)
 
 
+class _InvalidJson(ValueError):
+    """A body Discord cannot read as JSON (its 400, code 50109)."""
+
+
+def _loads(raw: str | bytes) -> JSON | None:
+    try:
+        return cast(JSON, json.loads(raw)) if raw else None
+    except ValueError as error:
+        raise _InvalidJson(str(error)) from error
+
+
 async def _read_body(request: web.Request) -> tuple[JSON | None, dict[str, bytes]]:
-    """The JSON body; for a multipart upload its ``payload_json`` and the files by name."""
+    """The JSON body; for a multipart upload its ``payload_json`` and the files by name.
+    Raises :class:`_InvalidJson` for a body that is not JSON."""
     if not request.can_read_body:
         return None, {}
     if request.content_type.startswith("multipart/"):
         form = await request.post()
         files = {f.filename: f.file.read() for f in form.values() if isinstance(f, web.FileField)}
         payload = form.get("payload_json")
-        return (cast(JSON, json.loads(str(payload))) if payload else None), files
-    raw = await request.read()
-    return (cast(JSON, json.loads(raw)) if raw else None), {}
+        return (_loads(str(payload)) if payload else None), files
+    return _loads(await request.read()), {}
 
 
 def _rate_limited(retry_after: float) -> web.Response:
@@ -400,7 +411,11 @@ class FakeDiscord:
         path = "/" + request.match_info["tail"]
         if (request.method, path) == ("GET", "/users/@me"):
             await self.login_gate.wait()  # discord.py's login: the gateway comes after it
-        body, files = await _read_body(request)
+        try:
+            body, files = await _read_body(request)
+        except _InvalidJson:
+            body = {"message": "The request body contains invalid JSON.", "code": 50109}
+            return _json(body, 400)
         self.calls.append(
             Call(
                 method=request.method, path=path, body=body, query=dict(request.query), files=files
@@ -424,6 +439,11 @@ class FakeDiscord:
                 if response.status == 400:
                     self.refused.append((self.calls[-1], json.loads(cast(bytes, response.body))))
                 return response
+            if body is not None and not isinstance(body, dict):
+                shape = FormError(
+                    "", "DICT_TYPE_CONVERT", "Only dictionaries may be used in a DictType"
+                )
+                return _invalid(shape)
             response = self._route(request.method, path, body or {}, request.query, files)
             if response.status == 400:
                 self.refused.append((self.calls[-1], json.loads(cast(bytes, response.body))))

@@ -375,7 +375,13 @@ class FakeSlack:
         if request.method == "GET":
             pass
         elif request.content_type == "application/json":
-            params.update(await request.json())
+            try:
+                body = await request.json()
+            except ValueError:
+                return web.json_response({"ok": False, "error": "invalid_json"})
+            if not isinstance(body, dict):
+                return web.json_response({"ok": False, "error": "json_not_object"})
+            params.update(body)
         else:
             form = await request.post()
             params.update({k: _decode(v) for k, v in form.items() if isinstance(v, str)})

@@ -245,11 +245,21 @@ class FakeTelegram:
 
     async def _api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
-        form = await request.post()
-        params = {k: _decode(k, v) for k, v in form.items() if isinstance(v, str)}
-        for key, value in form.items():
-            if isinstance(value, web.FileField):  # an upload: its name and bytes
-                params[key] = {"file_name": value.filename, "bytes": value.file.read()}
+        params: JSON = {}
+        if request.content_type == "application/json":  # the Bot API takes JSON bodies too
+            try:
+                body = await request.json()
+            except ValueError:
+                body = None
+            if not isinstance(body, dict):
+                return self._error(400, "Bad Request: can't parse JSON encoded request")
+            params = body
+        else:
+            form = await request.post()
+            params = {k: _decode(k, v) for k, v in form.items() if isinstance(v, str)}
+            for key, value in form.items():
+                if isinstance(value, web.FileField):  # an upload: its name and bytes
+                    params[key] = {"file_name": value.filename, "bytes": value.file.read()}
         client = request.match_info.get("client", "")
         async with self._changed:
             self.calls.append(ApiCall(method, params, client=client))

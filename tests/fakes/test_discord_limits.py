@@ -235,3 +235,26 @@ async def test_a_message_discord_never_sends_is_not_dispatched(
 
     with pytest.raises(ValueError, match=problem):
         await discord.dispatch("MESSAGE_CREATE", {**message, **change})
+
+
+@pytest.mark.parametrize(
+    ("raw", "answer"),
+    [
+        (b"{not json", {"message": "The request body contains invalid JSON.", "code": 50109}),
+        (b"[1, 2]", None),
+    ],
+    ids=["not-json", "not-an-object"],
+)
+async def test_a_body_discord_cannot_read_is_refused_not_crashed(
+    discord: FakeDiscord, raw: bytes, answer: JSON | None
+) -> None:
+    headers = {"Authorization": f"Bot {BOT_TOKEN}", "Content-Type": "application/json"}
+    url = f"{discord.base_url}/channels/{CHANNEL}/messages"
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(url, data=raw, headers=headers) as response,
+    ):
+        status, body = response.status, await response.json()
+
+    assert status == 400
+    assert body == answer if answer is not None else body["code"] == 50035

@@ -205,3 +205,19 @@ async def test_a_call_without_arguments_is_refused_not_crashed(
 
     assert status == 200
     assert body["ok"] is False and isinstance(body["error"], str)
+
+
+@pytest.mark.parametrize(
+    ("raw", "error"), [(b"{not json", "invalid_json"), (b"[1]", "json_not_object")]
+)
+async def test_a_body_slack_cannot_read_is_refused_not_crashed(
+    slack: FakeSlack, raw: bytes, error: str
+) -> None:
+    headers = {"Authorization": f"Bearer {BOT_TOKEN}", "Content-Type": "application/json"}
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(f"{slack.api_base_url}chat.postMessage", data=raw, headers=headers) as response,
+    ):
+        status, body = response.status, await response.json()
+
+    assert (status, body) == (200, {"ok": False, "error": error})

@@ -266,3 +266,16 @@ async def test_a_callback_on_a_message_of_an_impossible_chat_is_not_pushed(
 
     with pytest.raises(ValueError, match="Telegram never sends"):
         await tg.push(callback("q1", user(7), "ap:x:a", on))
+
+
+async def test_a_json_body_is_read_and_a_broken_one_refused(tg: FakeTelegram) -> None:
+    url = f"{tg.base_url}{TOKEN}/sendMessage"
+    async with aiohttp.ClientSession() as http:
+        async with http.post(url, json={"chat_id": CHAT, "text": "<b>hi</b>", **HTML}) as sent:
+            assert (sent.status, (await sent.json())["result"]["text"]) == (200, "hi")
+        headers = {"Content-Type": "application/json"}
+        async with http.post(url, data=b"{not json", headers=headers) as broken:
+            status, body = broken.status, await broken.json()
+
+    assert (status, body["ok"]) == (400, False)
+    assert body["description"] == "Bad Request: can't parse JSON encoded request"
