@@ -198,6 +198,11 @@ SLACK_REQUIRED = {
     "chat.postEphemeral": (("channel", "channel_not_found"), ("user", "user_not_found")),
     "conversations.history": (("channel", "channel_not_found"),),
     "conversations.replies": (("channel", "channel_not_found"), ("ts", "thread_not_found")),
+    "reactions.add": (
+        ("channel", "channel_not_found"),
+        ("timestamp", "no_item_specified"),
+        ("name", "invalid_name"),
+    ),
 }
 #: The methods that post or change a message.
 SLACK_MESSAGE_METHODS = frozenset({"chat.postMessage", "chat.update", "chat.postEphemeral"})

@@ -3,7 +3,8 @@ way (``200`` with ``{"ok": false, "error": …}``, as Slack answers).
 
 :func:`refusal` checks a required argument of any method
 (:data:`tests.fakes.limits.SLACK_REQUIRED`: ``channel_not_found``, ``message_not_found``,
-``user_not_found``, ``thread_not_found``), and in ``chat.postMessage``, ``chat.update`` and
+``user_not_found``, ``thread_not_found``, ``no_item_specified``, ``invalid_name``; a
+reaction's name is written without colons), and in ``chat.postMessage``, ``chat.update`` and
 ``chat.postEphemeral``: text over 40,000 characters (``msg_too_long``), neither text nor blocks
 nor attachments (``no_text``), blocks Block Kit refuses (``invalid_blocks``,
 :mod:`tests.fakes.slack_blocks`), metadata without an ``event_type`` and an object
@@ -20,6 +21,7 @@ from tests.fakes.slack_blocks import block_problems, invalid_blocks
 
 JSON = dict[str, Any]
 _EVENT_TYPE = re.compile(r"^[a-zA-Z0-9_]+$")
+_EMOJI_NAME = re.compile(r"^[a-z0-9_+\-']+(::skin-tone-[2-6])?$")
 
 
 def metadata_problem(metadata: object) -> str | None:
@@ -44,6 +46,8 @@ def refusal(method: str, params: JSON) -> JSON | None:
     for name, word in SLACK_REQUIRED.get(method, ()):
         if not str(params.get(name) or "").strip():
             return _error(word)
+    if method == "reactions.add" and not _EMOJI_NAME.match(str(params["name"])):
+        return _error("invalid_name")  # a name without colons: "white_check_mark"
     return _message_refusal(method, params) if method in SLACK_MESSAGE_METHODS else None
 
 

@@ -156,6 +156,13 @@ CASES: list[tuple[str, JSON, str, JSON]] = [
     ("chat.update", {"channel": CHANNEL, "text": "x"}, "message_not_found", {}),
     ("chat.update", {"ts": "1700000001.000100", "text": "x"}, "channel_not_found", {}),
     ("chat.postEphemeral", {"channel": CHANNEL, "text": "x"}, "user_not_found", {}),
+    (
+        "reactions.add",
+        {"channel": CHANNEL, "timestamp": "1700000001.000100", "name": ":eyes:"},
+        "invalid_name",
+        {"channel": CHANNEL, "timestamp": "1700000001.000100", "name": "eyes"},
+    ),
+    ("reactions.add", {"channel": CHANNEL, "name": "eyes"}, "no_item_specified", {}),
 ]
 
 
@@ -196,6 +203,7 @@ async def test_a_posted_message_is_answered_in_slacks_formats(slack: FakeSlack) 
         "conversations.history",
         "conversations.replies",
         "conversations.members",
+        "reactions.add",
     ],
 )
 async def test_a_call_without_arguments_is_refused_not_crashed(
