@@ -477,6 +477,8 @@ class FakeDiscord:
                 return _invalid(problem)
             if is_empty(body, files):
                 return _json({"message": "Cannot send an empty message", "code": 50006}, 400)
+            if problem := self._reference_problem(body):
+                return _invalid(problem)
             if sum(map(len, files.values())) > self.upload_limit(m[1]):
                 return _json({"message": "Request entity too large", "code": 40005}, 413)
             return _json(self._create_message(m[1], body, files))
@@ -542,7 +544,8 @@ class FakeDiscord:
         message = self._store_message(channel_id, body)
         message["attachments"] = self.cdn.uploaded(channel_id, files or {})
         reference = body.get("message_reference")
-        if isinstance(reference, dict) and reference.get("message_id") is not None:
+        known = isinstance(reference, dict) and str(reference.get("message_id")) in self.messages
+        if isinstance(reference, dict) and known:
             referenced_id = str(reference["message_id"])
             message["type"] = 19
             message["message_reference"] = {"message_id": referenced_id, "channel_id": channel_id}
@@ -552,6 +555,20 @@ class FakeDiscord:
             message["nonce"] = nonce
             self._nonces.remember(channel_id, author, nonce, message["id"])
         return message
+
+    def _reference_problem(self, body: JSON) -> FormError | None:
+        """A reply to a message Discord does not know is refused, unless the body says
+        ``fail_if_not_exists: false`` (then it is posted as a plain message)."""
+        reference = body.get("message_reference")
+        if not isinstance(reference, dict) or reference.get("message_id") is None:
+            return None
+        if str(reference["message_id"]) in self.messages:
+            return None
+        if reference.get("fail_if_not_exists", True) is False:
+            return None
+        return FormError(
+            "message_reference", "MESSAGE_REFERENCE_UNKNOWN_MESSAGE", "Unknown message"
+        )
 
     def _keep(self, message: JSON) -> None:
         """A message someone posted, into the history (a replay keeps the first copy); a

@@ -258,3 +258,18 @@ async def test_a_body_discord_cannot_read_is_refused_not_crashed(
 
     assert status == 400
     assert body == answer if answer is not None else body["code"] == 50035
+
+
+async def test_a_reply_to_an_unknown_message_is_refused_unless_told_not_to_fail(
+    discord: FakeDiscord,
+) -> None:
+    reference = {"message_id": "1100000000000000999"}
+
+    status, body = await create(discord, {"content": "x", "message_reference": reference})
+    assert status == 400
+    [error] = errors_at(body["errors"], "message_reference")
+    assert error["code"] == "MESSAGE_REFERENCE_UNKNOWN_MESSAGE"
+
+    lenient = {**reference, "fail_if_not_exists": False}
+    status, message = await create(discord, {"content": "x", "message_reference": lenient})
+    assert status == 200 and message["type"] == 0 and "message_reference" not in message
