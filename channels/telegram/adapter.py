@@ -89,6 +89,7 @@ from channels.telegram.inbound import UpdateRouter, allowed_updates
 from channels.telegram.members import ConversationMembers
 from channels.telegram.offset import PollingOffset
 from channels.telegram.outbound import TelegramOutbound
+from channels.telegram.poll_request import RenewingRequest
 from channels.telegram.ratelimit import retry_after_seconds
 from channels.telegram.reply_instead import CardReplies
 from channels.telegram.webhook import WebhookReceiver
@@ -132,7 +133,9 @@ class TelegramChannel(SendsThrough):
             .base_url(config.api_base_url)
             .base_file_url(config.file_base_url)
             .request(HTTPXRequest(connection_pool_size=API_POOL, httpx_kwargs=tls))
-            .get_updates_request(HTTPXRequest(connection_pool_size=1, httpx_kwargs=tls))
+            .get_updates_request(
+                RenewingRequest(lambda: HTTPXRequest(connection_pool_size=1, httpx_kwargs=tls))
+            )
             .updater(None)
             .build()
         )
