@@ -9,7 +9,9 @@ needs (user namespaces, mounts): the reason is bubblewrap's own message.
 bubblewrap when the probe passes and otherwise logs ``shell_sandbox_unavailable`` (a
 warning naming the package and the setting) and runs commands as before; ``bwrap`` raises
 :class:`~bot.errors.ConfigError` when the probe fails, so the daemon does not start (or a
-reload is refused) without the sandbox it was told to use. ``hatchway doctor`` reports the
+reload is refused) without the sandbox it was told to use. What to do about a failed probe
+(:func:`fix_hint`) is the package to install, or, in a container where bubblewrap is installed
+but cannot mount its ``/proc``, the container's option that lets it. ``hatchway doctor`` reports the
 same probe (:mod:`bot.commands.doctor.sandbox`).
 """
 
@@ -32,6 +34,11 @@ log = structlog.get_logger(__name__)
 
 PROBE_TIMEOUT_S = 10.0
 INSTALL_HINT = "apt-get install bubblewrap (the Debian package bubblewrap)"
+CONTAINER_HINT = (
+    "in a container bubblewrap needs to mount a /proc of its own, which the container's masked "
+    "/proc paths refuse: run it with --security-opt unmask=/proc/* (podman run; in a compose "
+    'file security_opt: ["unmask=/proc/*"])'
+)
 NONE_SETTING = 'tools.shell.sandbox = "none"'
 ROOT_NPROC = "the kernel does not apply the process limit (tools.shell.max_processes) to root"
 ROOT_NPROC_FIX = "run the daemon as its service user"
@@ -45,6 +52,7 @@ class BwrapStatus:
     program: str
     version: str = ""
     problem: str = ""
+    installed: bool = True
 
     @property
     def works(self) -> bool:
@@ -55,7 +63,7 @@ def bwrap_status(program: str = "bwrap") -> BwrapStatus:
     """The cached probe of ``program`` (a name looked up on ``PATH``, or a path)."""
     found = shutil.which(program)
     if found is None:
-        return BwrapStatus(program=program, problem=f"{program} is not installed")
+        return BwrapStatus(program=program, problem=f"{program} is not installed", installed=False)
     return _probe(found)
 
 
@@ -88,6 +96,28 @@ def _probe(executable: str) -> BwrapStatus:
     return BwrapStatus(program=executable, version=version)
 
 
+def in_container(root: Path = Path("/")) -> bool:
+    """Whether this process runs in a container: podman and systemd-nspawn set
+    ``container``; podman also writes ``/run/.containerenv`` (not on a read-only root),
+    Docker ``/.dockerenv``."""
+    if os.environ.get("container"):  # noqa: SIM112 (lower case is the convention's spelling)
+        return True
+    return (root / "run/.containerenv").exists() or (root / ".dockerenv").exists()
+
+
+MASKED_PROC = "Can't mount proc"
+"""bubblewrap's words when the kernel refuses it a /proc because parts of the visible one are
+masked (a container's default, or systemd's ProtectKernelTunables=)."""
+
+
+def fix_hint(status: BwrapStatus) -> str:
+    """What makes bubblewrap work: the container's option where it is installed in a
+    container that masks /proc; the package otherwise."""
+    if status.installed and MASKED_PROC in status.problem and in_container():
+        return CONTAINER_HINT
+    return INSTALL_HINT
+
+
 def choose_sandbox(
     cfg: ShellToolConfig, *, hidden: tuple[Path, ...], bwrap: str = "bwrap"
 ) -> BwrapSandbox | None:
@@ -100,7 +130,7 @@ def choose_sandbox(
         if cfg.sandbox == "bwrap":
             raise ConfigError(
                 f'tools.shell.sandbox = "bwrap", but bubblewrap cannot run here '
-                f"({status.problem}); install it ({INSTALL_HINT}), or set {NONE_SETTING} to run "
+                f"({status.problem}); {fix_hint(status)}, or set {NONE_SETTING} to run "
                 "commands without it"
             )
         log.warning(
@@ -108,7 +138,7 @@ def choose_sandbox(
             problem=status.problem,
             effect="shell commands run without a sandbox: they see the daemon's files and "
             "the network",
-            fix=f"{INSTALL_HINT}; or set {NONE_SETTING} to run without it on purpose",
+            fix=f"{fix_hint(status)}; or set {NONE_SETTING} to run without it on purpose",
         )
         return None
     if cfg.max_processes and os.geteuid() == 0:

@@ -134,6 +134,28 @@ def test_doctor_without_bwrap(
         assert REFUSED in rendered and 'tools.shell.sandbox = "none"' in rendered
 
 
+@pytest.mark.parametrize(
+    ("installed", "says"),
+    [(True, "--security-opt unmask=/proc/*"), (False, "apt-get install bubblewrap")],
+)
+def test_doctor_in_a_container_names_the_option_bubblewrap_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, installed: bool, says: str
+) -> None:
+    """Installed in a container that masks /proc: the package is there, the option is what
+    is missing (tests/artifact runs the image with and without it)."""
+    monkeypatch.setenv("container", "podman")
+    program = tmp_path / "bwrap"
+    program.write_text(
+        '#!/bin/sh\necho "bwrap: Can\'t mount proc on /newroot/proc: Operation not permitted" >&2\n'
+        "exit 1\n"
+    )
+    program.chmod(0o755)
+    bwrap = str(program) if installed else "hatchway-test-no-such-bwrap"
+    result = sandbox_check(ShellToolConfig.model_validate({"sandbox": "auto"}), bwrap=bwrap)
+    assert result.warning
+    assert says in result.render()
+
+
 @needs_bwrap
 def test_doctor_with_bwrap() -> None:
     result = sandbox_check(ShellToolConfig.model_validate({"sandbox": "bwrap", "max_processes": 0}))
