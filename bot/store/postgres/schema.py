@@ -18,6 +18,7 @@ from importlib import resources
 import asyncpg
 import structlog
 
+from bot import __version__
 from bot.errors import StorageError
 
 log = structlog.get_logger(__name__)
@@ -55,9 +56,10 @@ async def schema_version(conn: asyncpg.Connection) -> int:
 def _refuse_newer(current: int, latest: int) -> None:
     if current > latest:
         raise StorageError(
-            f"the database has schema {current}, newer than this version of hatchway knows "
-            f"({latest}): a newer release migrated it; run that release on every replica, "
-            "or restore the pg_dump taken before it (docs/operations.md, Roll back)"
+            f"the database has schema {current}, newer than this version of hatchway "
+            f"({__version__}) knows ({latest}): a newer release migrated it; run that release "
+            "on every replica, or restore the pg_dump taken before it (docs/operations.md, "
+            "Roll back)"
         )
 
 

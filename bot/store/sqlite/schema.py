@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from bot import __version__
 from bot.errors import StorageError
 from bot.store.sqlite.errors import EngineError, mapped
 
@@ -39,8 +40,8 @@ def refuse_newer(path: Path, current: int, latest: int) -> None:
     if current > latest:
         raise StorageError(
             f"the database {path} has schema {current}, newer than this version of hatchway "
-            f"knows ({latest}): a newer release migrated it; run that release, or put back "
-            "the backup taken before it (docs/operations.md, Roll back)"
+            f"({__version__}) knows ({latest}): a newer release migrated it; run that release, "
+            "or put back the backup taken before it (docs/operations.md, Roll back)"
         )
 
 
