@@ -95,13 +95,15 @@ class Installed:
         name: str = "",
         interactive: bool = False,
         entrypoint: str = "",
+        options: Sequence[str] = (),
     ) -> list[str]:
-        """``hatchway args`` (or ``entrypoint args``) as run in this installation."""
+        """``hatchway args`` (or ``entrypoint args``) as run in this installation;
+        ``options``: more of ``podman run``'s (the image only)."""
         if not self.in_image:
             assert self.venv is not None
             program = entrypoint or str(self.venv / "bin" / "hatchway")
             return [program, *args]
-        options = [
+        flags = [
             "run",
             "--rm",
             "--read-only",
@@ -119,12 +121,12 @@ class Installed:
             f"{place.config}:{IMAGE_CONFIG}:ro",
         ]
         if interactive:
-            options.append("--interactive")
+            flags.append("--interactive")
         if entrypoint:
-            options += ["--entrypoint", entrypoint]
+            flags += ["--entrypoint", entrypoint]
         for key in extra:  # the value travels in podman's environment, not on its command line
-            options += ["--env", key]
-        return podman(*options, self.image, *args)
+            flags += ["--env", key]
+        return podman(*flags, *options, self.image, *args)
 
     def site_packages_root(self) -> str:
         """Where the installed ``bot`` package must come from."""
@@ -147,13 +149,19 @@ class Installed:
         extra: Mapping[str, str] | None = None,
         stdin: str | None = None,
         entrypoint: str = "",
+        options: Sequence[str] = (),
         timeout_s: float = 300.0,
     ) -> subprocess.CompletedProcess[str]:
         """Run a command to its end from the working folder (the config's folder)."""
         extra = dict(extra or {})
         return subprocess.run(
             self.argv(
-                place, args, extra=extra, interactive=stdin is not None, entrypoint=entrypoint
+                place,
+                args,
+                extra=extra,
+                interactive=stdin is not None,
+                entrypoint=entrypoint,
+                options=options,
             ),
             input=stdin,
             capture_output=True,
@@ -165,23 +173,35 @@ class Installed:
         )
 
     async def arun(
-        self, place: Place, args: Sequence[str], *, extra: Mapping[str, str] | None = None
+        self,
+        place: Place,
+        args: Sequence[str],
+        *,
+        extra: Mapping[str, str] | None = None,
+        options: Sequence[str] = (),
     ) -> subprocess.CompletedProcess[str]:
         """:meth:`run` in a thread, so the fakes on this event loop keep answering."""
-        return await asyncio.to_thread(self.run, place, args, extra=extra)
+        return await asyncio.to_thread(self.run, place, args, extra=extra, options=options)
 
     @contextlib.asynccontextmanager
     async def daemon(
-        self, place: Place, *args: str, extra: Mapping[str, str] | None = None
+        self,
+        place: Place,
+        *args: str,
+        extra: Mapping[str, str] | None = None,
+        options: Sequence[str] = (),
+        name: str = "",
     ) -> AsyncIterator[DaemonProcess]:
-        """``hatchway run --config …`` for the block; killed (and its container removed) at
-        the end if it is still running."""
+        """``hatchway run --config …`` for the block; killed (and its container, ``name``,
+        removed) at the end if it is still running."""
         extra = dict(extra or {})
-        name = f"hatchway-smoke-{uuid.uuid4().hex[:8]}"
+        name = name or f"hatchway-smoke-{uuid.uuid4().hex[:8]}"
         config = IMAGE_CONFIG if self.in_image else str(place.config)
         notify = NotifyListener(None)  # never named to the daemon: readiness is its log event
         proc = await asyncio.create_subprocess_exec(
-            *self.argv(place, ["run", "--config", config, *args], extra=extra, name=name),
+            *self.argv(
+                place, ["run", "--config", config, *args], extra=extra, name=name, options=options
+            ),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,

@@ -34,7 +34,14 @@ SECRETS = {"SMOKE_TG_TOKEN": TOKEN, "SMOKE_LLM_KEY": LLM_KEY}
 
 
 def write_config(
-    place: Place, *, tg: FakeTelegram, llm: RoutedOpenAI, port: int, storage: str = ""
+    place: Place,
+    *,
+    tg: FakeTelegram,
+    llm: RoutedOpenAI,
+    port: int,
+    storage: str = "",
+    auto_approve: tuple[str, ...] = (),
+    owner: int = OWNER,
 ) -> None:
     place.config.write_text(
         f"""
@@ -47,14 +54,15 @@ max_retries = 0
 
 [approval]
 self_approval = true
+auto_approve = {json.dumps(list(auto_approve))}
 
 [channels.telegram.main]
 token_env = "SMOKE_TG_TOKEN"
 api_base_url = "{tg.base_url}"
 file_base_url = "{tg.file_base_url}"
 poll_timeout_s = 1
-allowed_users = ["{OWNER}"]
-approvers = ["{OWNER}"]
+allowed_users = ["{owner}"]
+approvers = ["{owner}"]
 
 [server]
 enabled = true
