@@ -103,7 +103,15 @@ def build(work: Path) -> tuple[Path, Path]:
     run(sys.executable, "-m", "venv", tools)
     run(tools / "bin/python", "-m", "pip", "install", "--quiet", "build>=1.2,<2")
     dist = work / "dist"
-    run(tools / "bin/python", "-m", "build", "--outdir", dist, ROOT, env=_quiet_build_env())
+    built = subprocess.run(
+        [str(tools / "bin/python"), "-m", "build", "--outdir", str(dist), str(ROOT)],
+        env=_quiet_build_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if built.returncode != 0:  # its log only when it failed: a thousand lines otherwise
+        sys.exit(f"python -m build failed:\n{built.stdout}{built.stderr}")
     [wheel] = dist.glob("hatchway-*.whl")
     [sdist] = dist.glob("hatchway-*.tar.gz")
     return wheel, sdist

@@ -69,6 +69,10 @@ enabled = true
 host = "127.0.0.1"
 port = {port}
 
+[web]
+enabled = true
+admins = ["telegram:{owner}"]
+
 [logging]
 format = "json"
 {storage}""",
@@ -150,6 +154,11 @@ async def test_run_on_sqlite_answers_approves_and_stops(
     write_config(place, tg=tg, llm=llm, port=free_port())
     async with installed.daemon(place, extra=SECRETS) as daemon:
         await answer_and_approve(daemon, tg, llm)
+        # the console's templates and static files are package data of the wheel
+        status, page = await daemon.get("/console/")
+        assert status == 200 and "<form" in page, page[:500]
+        status, css = await daemon.get("/console/static/console.css")
+        assert status == 200 and css.strip(), css[:200]
         await stop(daemon)
     check_no_secret(daemon)
     [written] = files_named(place.state / "workspace", "smoke.txt")
