@@ -125,6 +125,7 @@ class FakeTelegram:
         self._message_ids = itertools.count(500)
         self._chats: dict[int, JSON] = {}
         self._sent: dict[tuple[int, int], _Sent] = {}
+        self._seen: set[tuple[int, int]] = set()  # (chat, message) of messages pushed
         self._failures: dict[str, list[_Failure]] = {}
         self.roster = ChatRoster()
         self.file_store = TelegramFiles(self.files)
@@ -179,6 +180,8 @@ class FakeTelegram:
         for value in update.values():
             if isinstance(value, dict) and isinstance(value.get("chat"), dict):
                 self._chats[int(value["chat"]["id"])] = value["chat"]
+                if isinstance(value.get("message_id"), int):
+                    self._seen.add((int(value["chat"]["id"]), value["message_id"]))
         async with self._changed:
             self._updates.append({"update_id": update_id, **update})
             self._changed.notify_all()
@@ -283,6 +286,8 @@ class FakeTelegram:
             return self._error(failure.status, failure.description, failure.parameters)
         if refused := refusal(method, params) or self.roster.refusal(method, params):
             return self._error(*refused)
+        if self._reply_target_missing(params):
+            return self._error(400, "Bad Request: message to be replied not found")
         if method in ("getUpdates", "setWebhook") and "allowed_updates" in params:
             asked = params["allowed_updates"]
             self.allowed_updates = frozenset(asked) if asked else None
@@ -294,6 +299,16 @@ class FakeTelegram:
         if method in ("editMessageText", "editMessageReplyMarkup") and self._unchanged(params):
             return self._error(400, NOT_MODIFIED)
         return self._ok(self._answer(method, params))
+
+    def _reply_target_missing(self, params: Mapping[str, Any]) -> bool:
+        """A reply to a message Telegram does not know, without
+        ``allow_sending_without_reply``."""
+        reply = params.get("reply_parameters")
+        if not isinstance(reply, dict) or reply.get("allow_sending_without_reply"):
+            return False
+        chat_id = reply.get("chat_id", params.get("chat_id"))
+        key = (chat_id, reply.get("message_id"))
+        return key not in self._seen and key not in self._sent
 
     def _unchanged(self, params: Mapping[str, Any]) -> bool:
         sent = self._sent.get((int(params["chat_id"]), int(params["message_id"])))

@@ -279,3 +279,20 @@ async def test_a_json_body_is_read_and_a_broken_one_refused(tg: FakeTelegram) ->
 
     assert (status, body["ok"]) == (400, False)
     assert body["description"] == "Bad Request: can't parse JSON encoded request"
+
+
+async def test_a_reply_to_an_unknown_message_is_refused_unless_allowed(tg: FakeTelegram) -> None:
+    await tg.push(
+        {"message": message({"id": CHAT, "type": "private"}, user(CHAT), "hi", message_id=5)}
+    )
+    reply = {"chat_id": CHAT, "text": "x", "reply_parameters": {"message_id": 6}}
+
+    status, body = await call(tg, "sendMessage", reply)
+    assert (status, body["description"]) == (400, "Bad Request: message to be replied not found")
+
+    for allowed in (
+        {**reply, "reply_parameters": {"message_id": 5}},
+        {**reply, "reply_parameters": {"message_id": 6, "allow_sending_without_reply": True}},
+    ):
+        status, _ = await call(tg, "sendMessage", allowed)
+        assert status == 200
