@@ -26,7 +26,8 @@ Application commands: a bulk overwrite (``PUT /applications/<id>/commands``, or
 
 Content, nonces, embeds, components and modals keep to :mod:`tests.fakes.discord_limits` (the
 limits in :mod:`tests.fakes.limits`); anything else gets Discord's 400 with code 50035,
-``Invalid Form Body`` and the field's ``errors``. A message of embeds alone is accepted.
+``Invalid Form Body`` and the field's ``errors``. A message of embeds alone is accepted; a
+reply to a message the fake does not know is refused unless ``fail_if_not_exists`` is false.
 Payload builders are in :mod:`tests.fakes.discord_payloads`; guild members, channel lookups,
 private thread members and DMs with users are :attr:`FakeDiscord.people`
 (:mod:`tests.fakes.discord_members`). :attr:`FakeDiscord.failing` makes every call to matching

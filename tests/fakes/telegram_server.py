@@ -36,10 +36,12 @@ Every call is checked as Telegram checks it (:mod:`tests.fakes.telegram_rules`, 
 ``error_code`` and exact ``description``): a missing ``chat_id`` or text, text over 4,096
 UTF-16 code units after entity parsing, HTML the parse mode refuses, callback data over 64
 bytes, a callback answer over 200 characters, a reaction Telegram does not offer, a command
-menu it refuses. The accepted menu is kept per scope in :attr:`FakeTelegram.menus` and
-answered by ``getMyCommands``. A chat the fake was never shown is answered as Telegram shows
-it (private for a positive id, a supergroup for ``-100…``, else a group); an update pushed
-with a chat Telegram never sends (a type inconsistent with its id) is a ``ValueError``.
+menu it refuses, a reply to a message it does not know (pushed or sent) without
+``allow_sending_without_reply``. The accepted menu is kept per scope in
+:attr:`FakeTelegram.menus` and answered by ``getMyCommands``. A chat the fake was never shown
+is answered as Telegram shows it (private for a positive id, a supergroup for ``-100…``, else a
+group); an update pushed with a chat Telegram never sends (a type inconsistent with its id) is
+a ``ValueError``.
 
 Who is in which chat (``getChatMember``) and which users never started the bot (messages to
 them get 403) is :attr:`FakeTelegram.roster` (:mod:`tests.fakes.telegram_members`).
