@@ -4,7 +4,7 @@ Two real daemons (``hatchway run``) over one PostgreSQL database (``tests/pg.py`
 a state directory of its own and a Socket Mode connection of its own to the Slack fake (the
 fake tells their sockets and Web API calls apart). ``shell`` needs an approval here. A
 mention in a channel reaches the first replica's socket; its turn asks for a ``shell``
-command (``bench.crash_load.EchoModel``) and posts the card. The approver's click is
+command (``bench.crash_load.echo_model``) and posts the card. The approver's click is
 delivered over the *other* replica's socket, as Slack may deliver it: that replica decides
 the request and wakes the waiting one through the database, which runs the command once and
 answers. A second click on the same card, through the first replica, runs nothing again.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.crash_load import RAN, EchoModel
+from bench.crash_load import RAN, echo_model
 from tests.fakes.slack_server import BOT_USER, FakeSlack, event_callback, message_event
 from tests.ops.daemon_process import WAIT_S
 from tests.reliability.crash_rig import daemon_env, lines
@@ -37,7 +37,7 @@ MENTION_TS = "1600000000.000100"
 async def test_a_card_posted_by_one_replica_is_decided_through_the_other(
     tmp_path: Path, pg_url: str
 ) -> None:
-    async with FakeSlack(SLACK_BOT_TOKEN, SLACK_APP_TOKEN) as slack, EchoModel() as llm:
+    async with FakeSlack(SLACK_BOT_TOKEN, SLACK_APP_TOKEN) as slack, echo_model() as llm:
         driver = SpreadSlackDriver(fake=slack)
         async with Fleet(
             tmp_path,

@@ -2,7 +2,7 @@
 nothing is answered twice.
 
 Two real daemons (``hatchway run``) over one PostgreSQL database (``tests/pg.py``) serve 30
-people on Telegram (one replica polls, the lease); the model (``bench.crash_load.EchoModel``)
+people on Telegram (one replica polls, the lease); the model (``bench.crash_load.echo_rule``)
 runs a ``shell`` command per message and answers it by its tag. Turns are held in flight
 (the model does not answer them yet) while the server is stopped (``pg_ctl stop -m fast``:
 every connection cut); they go on once the replicas report not-ready, so they meet the
@@ -30,9 +30,10 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from bench.crash_load import RAN, EchoModel
+from bench.crash_load import RAN, echo_rule
 from bench.crash_tally import Tally, answered_tags
 from bot.gateway.sending import FAILURE_MESSAGE
+from tests.fakes.openai_server import OpenAIFake
 from tests.fakes.telegram_server import FakeTelegram
 from tests.ops.daemon_process import WAIT_S
 from tests.pg import PgServer
@@ -46,13 +47,14 @@ pytestmark = pytest.mark.long
 NAMES = ("r1", "r2")
 
 
-class GatedModel(EchoModel):
-    """The load's model, holding while :attr:`open` is clear every request that brings a
-    tool's result: that turn's inbox entry is ``processing`` by then (its tool batch was
-    recorded, and its command ran)."""
+class GatedModel(OpenAIFake):
+    """The load's model (answering by :func:`bench.crash_load.echo_rule`), holding while
+    :attr:`open` is clear every request that brings a tool's result: that turn's inbox entry
+    is ``processing`` by then (its tool batch was recorded, and its command ran)."""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(model="gpt-4o-mini")
+        self.answer_with(echo_rule)
         self.open = asyncio.Event()
         self.open.set()
         self.waiting = 0

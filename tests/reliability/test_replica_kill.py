@@ -3,7 +3,7 @@ lost or answered twice.
 
 Two real daemons (``hatchway run``) over one PostgreSQL database (``tests/pg.py``), each with
 a state directory of its own, poll the Telegram fake through a URL of their own (the fake
-tells them apart); the model (``bench.crash_load.EchoModel``) answers each tagged message with
+tells them apart); the model (``bench.crash_load.echo_model``) answers each tagged message with
 a ``shell`` call appending the tag to a file, then ``answer <tag>``. 50 people send two
 messages each at a steady pace; once a third of the messages are answered, the replica
 holding the poller's lease (read from the ``leases`` row) is killed with SIGKILL while the
@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.crash_load import RAN, EchoModel
+from bench.crash_load import RAN, echo_model
 from bench.crash_tally import Tally, answered_tags
 from bot.crashpoints import ENV as CRASH_ENV
 from tests.fakes.telegram_server import FakeTelegram
@@ -53,7 +53,7 @@ MESSAGES = 2
 
 
 async def test_kill_9_of_the_telegram_poller_under_load(tmp_path: Path, pg_url: str) -> None:
-    async with FakeTelegram(TELEGRAM_TOKEN) as tg, EchoModel() as llm:
+    async with FakeTelegram(TELEGRAM_TOKEN) as tg, echo_model() as llm:
         driver = TelegramDriver(fake=tg)
         load = Load(driver, conversations=CONVERSATIONS, messages=MESSAGES)
         tally = Tally(platform="telegram", plan=load.plan)
@@ -91,7 +91,7 @@ async def test_kill_9_of_the_telegram_poller_under_load(tmp_path: Path, pg_url: 
 
 
 async def test_a_replica_dying_with_a_reply_in_flight(tmp_path: Path, pg_url: str) -> None:
-    async with FakeTelegram(TELEGRAM_TOKEN) as tg, EchoModel() as llm:
+    async with FakeTelegram(TELEGRAM_TOKEN) as tg, echo_model() as llm:
         driver = TelegramDriver(fake=tg)
         load = Load(driver, conversations=4, messages=2)
         tally = Tally(platform="telegram", plan=load.plan)

@@ -3,7 +3,7 @@ conversation's answers in the order of its messages.
 
 Three real daemons over one PostgreSQL database (``tests/pg.py``), each with a state
 directory of its own, serve 30 people who send three messages each at a steady pace (the
-model, ``bench.crash_load.EchoModel``, runs a ``shell`` command per message, then answers
+model, ``bench.crash_load.echo_model``, runs a ``shell`` command per message, then answers
 it by its tag). Each replica in turn is stopped with SIGTERM (it must exit 0: a drain) and
 started again, as a deploy does, while a quarter of the load is being sent; the next one is
 stopped only once the restarted one is ready; the last quarter follows. On each platform as
@@ -37,7 +37,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.crash_load import RAN, EchoModel
+from bench.crash_load import RAN, echo_model
 from bench.crash_tally import Tally
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_server import FakeSlack
@@ -83,7 +83,7 @@ async def started(fleet: Fleet, driver: PlatformDriver, name: str) -> None:
 
 @pytest.mark.parametrize("platform_name", ["telegram", "slack", "discord"])
 async def test_rolling_restart_under_load(tmp_path: Path, pg_url: str, platform_name: str) -> None:
-    async with platform(platform_name) as driver, EchoModel() as llm:
+    async with platform(platform_name) as driver, echo_model() as llm:
         load = Load(driver, conversations=CONVERSATIONS, messages=MESSAGES)
         tally = Tally(platform=platform_name, plan=load.plan)
         env = daemon_env(driver.environment())
