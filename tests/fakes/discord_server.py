@@ -87,50 +87,10 @@ from tests.fakes.discord_payloads import (
     thread_payload,
     user_payload,
 )
+from tests.fakes.discord_rest import InvalidJson, invalid, json_answer, rate_limited, read_body
 from tests.fakes.loopback import LoopbackServer
 
 BOT_TOKEN = "fake-discord-token"
-
-
-def _json(data: object, status: int = 200) -> web.Response:
-    return web.Response(
-        body=json.dumps(data).encode(), status=status, headers={"Content-Type": "application/json"}
-    )
-
-
-def _invalid(problem: FormError) -> web.Response:
-    """Discord's 400 for a form it refuses (code 50035 and the field's errors)."""
-    return _json(problem.body(), 400)
-
-
-class _InvalidJson(ValueError):
-    """A body Discord cannot read as JSON (its 400, code 50109)."""
-
-
-def _loads(raw: str | bytes) -> JSON | None:
-    try:
-        return cast(JSON, json.loads(raw)) if raw else None
-    except ValueError as error:
-        raise _InvalidJson(str(error)) from error
-
-
-async def _read_body(request: web.Request) -> tuple[JSON | None, dict[str, bytes]]:
-    """The JSON body; for a multipart upload its ``payload_json`` and the files by name.
-    Raises :class:`_InvalidJson` for a body that is not JSON."""
-    if not request.can_read_body:
-        return None, {}
-    if request.content_type.startswith("multipart/"):
-        form = await request.post()
-        files = {f.filename: f.file.read() for f in form.values() if isinstance(f, web.FileField)}
-        payload = form.get("payload_json")
-        return (_loads(str(payload)) if payload else None), files
-    return _loads(await request.read()), {}
-
-
-def _rate_limited(retry_after: float) -> web.Response:
-    body = {"message": "You are being rate limited.", "retry_after": retry_after, "global": False}
-    headers = {"Content-Type": "application/json", "Via": "1.1 google", "X-RateLimit-Scope": "user"}
-    return web.Response(body=json.dumps(body).encode(), status=429, headers=headers)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -413,10 +373,10 @@ class FakeDiscord:
         if (request.method, path) == ("GET", "/users/@me"):
             await self.login_gate.wait()  # discord.py's login: the gateway comes after it
         try:
-            body, files = await _read_body(request)
-        except _InvalidJson:
+            body, files = await read_body(request)
+        except InvalidJson:
             body = {"message": "The request body contains invalid JSON.", "code": 50109}
-            return _json(body, 400)
+            return json_answer(body, 400)
         self.calls.append(
             Call(
                 method=request.method, path=path, body=body, query=dict(request.query), files=files
@@ -426,12 +386,12 @@ class FakeDiscord:
             # Interaction callbacks and follow-ups are authorised by the interaction token.
             by_token = path.startswith(("/interactions/", "/webhooks/"))
             if request.headers.get("Authorization") != f"Bot {self.token}" and not by_token:
-                return _json({"message": "401: Unauthorized", "code": 0}, 401)
+                return json_answer({"message": "401: Unauthorized", "code": 0}, 401)
             if self.rate_limits:
-                return _rate_limited(self.rate_limits.pop(0))
+                return rate_limited(self.rate_limits.pop(0))
             failing = [status for rx, status in self.failing.items() if re.fullmatch(rx, path)]
             if failing:
-                return _json({"message": "Service Unavailable", "code": 0}, failing[0])
+                return json_answer({"message": "Service Unavailable", "code": 0}, failing[0])
             commands = re.fullmatch(
                 rf"/applications/{self.application_id}(?:/guilds/(\d+))?/commands", path
             )
@@ -444,7 +404,7 @@ class FakeDiscord:
                 shape = FormError(
                     "", "DICT_TYPE_CONVERT", "Only dictionaries may be used in a DictType"
                 )
-                return _invalid(shape)
+                return invalid(shape)
             response = self._route(request.method, path, body or {}, request.query, files)
             if response.status == 400:
                 self.refused.append((self.calls[-1], json.loads(cast(bytes, response.body))))
@@ -467,38 +427,40 @@ class FakeDiscord:
         if (answer := self.people.route(method, path, body, self.guilds)) is not None:
             if answer[0] == 200 and re.fullmatch(r"/channels/\d+", path):
                 channel_id = path.rsplit("/", 1)[1]
-                return _json({**answer[1], "last_message_id": self._last_message_id(channel_id)})
-            return _json(answer[1], answer[0])
+                return json_answer(
+                    {**answer[1], "last_message_id": self._last_message_id(channel_id)}
+                )
+            return json_answer(answer[1], answer[0])
         if (method, path) == ("GET", "/users/@me"):
-            return _json(self.bot_user)
+            return json_answer(self.bot_user)
         if (method, path) == ("GET", "/oauth2/applications/@me"):
-            return _json(application_payload(self.application_id, self.bot_user))
+            return json_answer(application_payload(self.application_id, self.bot_user))
         if (m := re.fullmatch(r"/channels/(\d+)/messages", path)) and method == "POST":
             if problem := message_problem(body):
-                return _invalid(problem)
+                return invalid(problem)
             if is_empty(body, files):
-                return _json({"message": "Cannot send an empty message", "code": 50006}, 400)
+                return json_answer({"message": "Cannot send an empty message", "code": 50006}, 400)
             if problem := self._reference_problem(body):
-                return _invalid(problem)
+                return invalid(problem)
             if sum(map(len, files.values())) > self.upload_limit(m[1]):
-                return _json({"message": "Request entity too large", "code": 40005}, 413)
-            return _json(self._create_message(m[1], body, files))
+                return json_answer({"message": "Request entity too large", "code": 40005}, 413)
+            return json_answer(self._create_message(m[1], body, files))
         if (m := re.fullmatch(r"/channels/(\d+)/messages", path)) and method == "GET":
             if self.guild_of(m[1]) is None and m[1] not in self.people.dm_channels:
-                return _json({"message": "Unknown Channel", "code": 10003}, 404)
+                return json_answer({"message": "Unknown Channel", "code": 10003}, 404)
             page = history_page(self.messages.values(), m[1], query)
-            return _invalid(page) if isinstance(page, FormError) else _json(page)
+            return invalid(page) if isinstance(page, FormError) else json_answer(page)
         if m := re.fullmatch(r"/channels/(\d+)/messages/(\d+)", path):
             stored = self.messages.get(m[2])
             if stored is None or stored["channel_id"] != m[1]:
-                return _json({"message": "Unknown Message", "code": 10008}, 404)
+                return json_answer({"message": "Unknown Message", "code": 10008}, 404)
             if method == "PATCH":
                 if problem := message_problem(body):
-                    return _invalid(problem)
+                    return invalid(problem)
                 kept = ("content", "components", "embeds")
                 stored.update({k: body[k] for k in kept if k in body})
                 stored["edited_timestamp"] = TIMESTAMP
-            return _json(self.cdn.renew(stored) if method == "GET" else stored)
+            return json_answer(self.cdn.renew(stored) if method == "GET" else stored)
         if re.fullmatch(r"/channels/\d+/messages/\d+/reactions/[^/]+/@me", path):
             return web.Response(status=204)
         if re.fullmatch(r"/channels/\d+/typing", path):
@@ -508,21 +470,21 @@ class FakeDiscord:
             for guild in self.guilds:
                 if m[1] in guild.channels:
                     guild.threads[m[2]] = (m[1], self.bot_user["id"])
-            return _json({**thread, "name": body.get("name", "")}, 201)
+            return json_answer({**thread, "name": body.get("name", "")}, 201)
         if (by_token := self.interactions.route(method, path, body, query)) is not None:
             status, data = by_token
-            return web.Response(status=204) if data is None else _json(data, status)
-        return _json({"message": f"fake has no route {method} {path}", "code": 0}, 404)
+            return web.Response(status=204) if data is None else json_answer(data, status)
+        return json_answer({"message": f"fake has no route {method} {path}", "code": 0}, 404)
 
     def _overwrite_commands(self, guild_id: str | None, body: object) -> web.Response:
         if problem := commands_problem(body):
-            return _invalid(problem)
+            return invalid(problem)
         assert isinstance(body, list)
         registered = [
             registered_command(c, self.application_id, self.new_id(), guild_id) for c in body
         ]
         self.commands[guild_id] = registered
-        return _json(registered)
+        return json_answer(registered)
 
     def upload_limit(self, channel_id: str) -> int:
         """The most a message posted in ``channel_id`` may carry in files."""
