@@ -146,8 +146,12 @@ def _cut_escaped(text: str, limit: int) -> list[str]:
 
 def _render(chunk: Chunk, limit: int) -> list[str]:
     rendered = to_html(chunk.text, continues_line=chunk.continues_line)
+    if not plain_text(rendered).strip():
+        # Nothing visible (an empty quote or code block: ">", "```py"): Telegram refuses a
+        # message without text, so the markdown is shown as written.
+        return _cut_escaped(chunk.text.strip(), limit)
     if len(rendered) <= limit:
-        return [rendered] if rendered.strip() else []
+        return [rendered]
     # Escaping grew the text past the limit: split the markdown finer, in proportion.
     markdown = chunk.text
     budget = max(40, min(len(markdown) - 1, int(len(markdown) * limit / len(rendered) * 0.9)))
@@ -163,7 +167,8 @@ def _render(chunk: Chunk, limit: int) -> list[str]:
 def render_chunks(markdown: str, limit: int = TELEGRAM_LIMIT) -> list[str]:
     """Split ``markdown`` and render each piece: every item is valid HTML of <= ``limit`` chars.
 
-    An empty or blank text yields no chunks (Telegram refuses empty messages).
+    An empty or blank text yields no chunks (Telegram refuses empty messages); a piece that
+    renders to nothing visible (an empty quote or code block) is shown as written.
     """
     return [html for chunk in split_chunks(markdown, limit) for html in _render(chunk, limit)]
 

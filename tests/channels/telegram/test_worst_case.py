@@ -10,14 +10,19 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from bot.channel import CUT_NOTE, SHOW_FULL_LABEL, ApprovalCard
 from bot.envelope import IngressEnvelope
 from bot.store import Store
 from channels.telegram.adapter import TelegramChannel
+from channels.telegram.markup import render_chunks
 from tests.fakes.channel_health import serving as running
 from tests.fakes.limits import TELEGRAM_TEXT
 from tests.fakes.recording_host import RecordingHost
-from tests.fakes.telegram_html import utf16_len
+from tests.fakes.telegram_html import parse_html, utf16_len
 from tests.fakes.telegram_server import (
     JSON,
     FakeTelegram,
@@ -37,6 +42,16 @@ from tests.fakes.worst_cases import (
     card_of,
 )
 
+#: What a model's answer is made of, markup characters and Markdown syntax among them.
+MARKDOWN_PIECES = [
+    *"ab *_`~<>&#[]()|\n-!\\😀é",
+    "```",
+    "**",
+    "\n\n",
+    "```py\n",
+    "> ",
+    "[x](http://a?b=1&c=2)",
+]
 GROUP = forum_chat(-100777)
 CHAT = int(GROUP["id"])
 TOPIC = 7
@@ -141,3 +156,29 @@ async def test_a_full_view_of_100_kb_is_accepted_as_a_file(tg: FakeTelegram, sto
     [document] = [m for m in tg.bot_messages(CHAT) if "document" in m]
     caption = html.unescape(re.sub(r"<[^>]+>", "", str(upload.params["caption"])))
     assert document["caption"] == caption and "✅ Approve" in buttons(document)
+
+
+@pytest.mark.parametrize(
+    ("answer", "shown"),
+    [(">", ">"), ("```\n```", "```\n```"), ("```py\n", "```py\n```"), ("> \n>", "> \n>")],
+)
+async def test_an_answer_that_renders_to_nothing_visible_is_shown_as_written(
+    tg: FakeTelegram, store: Store, answer: str, shown: str
+) -> None:
+    """An empty quote or code block has no text, which Telegram refuses ("message text is
+    empty"): the answer is shown as the model wrote it instead of being lost."""
+    async with connected(tg, store) as (channel, envelope):
+        sent = await channel.send(envelope.reply_target, answer)
+
+    assert tg.refused == []
+    assert [m["text"] for m in tg.bot_messages(CHAT)] == [shown] and len(sent) == 1
+
+
+@settings(max_examples=200)
+@given(st.lists(st.sampled_from(MARKDOWN_PIECES), max_size=400).map("".join))
+def test_every_answer_renders_to_messages_telegram_accepts(answer: str) -> None:
+    """Whatever the model writes, each chunk is HTML the Bot API parses, with some text and
+    at most 4,096 UTF-16 code units of it (the fake's parser, :mod:`tests.fakes.telegram_html`)."""
+    for chunk in render_chunks(answer):
+        text, _ = parse_html(chunk)
+        assert text.strip() and utf16_len(text) <= TELEGRAM_TEXT.most, chunk
