@@ -8,14 +8,21 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 
-from bot.channel import SHOW_FULL_LABEL, ApprovalCard
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bot.channel import SHOW_FULL_LABEL, ApprovalCard, CardState
 from bot.envelope import DeliveryTarget
 from bot.store import Store
 from channels.slack.adapter import SlackChannel
+from channels.slack.cards import card_blocks, card_text
 from tests.fakes.channel_health import serving as running
 from tests.fakes.limits import SLACK_SECTION_TEXT, SLACK_TEXT
 from tests.fakes.recording_host import RecordingHost
+from tests.fakes.slack_blocks import block_problems
+from tests.fakes.slack_rules import refusal
 from tests.fakes.slack_server import JSON, FakeSlack
 from tests.fakes.slack_setup import APPROVER, REF, channel_for, has_buttons
 from tests.fakes.worst_cases import (
@@ -124,3 +131,26 @@ async def test_a_full_view_of_100_kb_is_accepted(slack: FakeSlack, store: Store)
     assert len(view["blocks"]) <= 100
     assert all(len(text) <= SLACK_SECTION_TEXT.most for text in section_texts(view["blocks"]))
     assert "Deny" in labels(view["blocks"])
+
+
+#: What a request's arguments are made of, markup characters and mentions among them.
+PIECES = [*"ab *_`~<>&#[]()|\n-!\\😀é:@", "```", "**", "<@U1>", "<!here>", "x" * 300]
+TEXT = st.lists(st.sampled_from(PIECES), max_size=60).map("".join)
+
+
+@settings(max_examples=100)
+@given(
+    st.dictionaries(TEXT, TEXT, max_size=20),
+    st.sampled_from(list(CardState)),
+    st.booleans(),
+    TEXT,
+)
+def test_every_card_is_a_message_slack_accepts(
+    arguments: dict[str, object], state: CardState, reactions: bool, name: str
+) -> None:
+    """Whatever the arguments and names, a card's blocks pass Block Kit's checks as the fake
+    makes them (:func:`tests.fakes.slack_rules.refusal`)."""
+    card = replace(card_of(arguments), state=state, requested_by=name or "Ann", decided_by=name)
+    blocks = card_blocks(card, reactions=reactions)
+    params = {"channel": CONVERSATION, "text": card_text(card), "blocks": blocks}
+    assert refusal("chat.postMessage", params) is None, block_problems(blocks)

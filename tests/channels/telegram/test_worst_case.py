@@ -9,20 +9,24 @@ import html
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.channel import CUT_NOTE, SHOW_FULL_LABEL, ApprovalCard
+from bot.channel import CUT_NOTE, SHOW_FULL_LABEL, ApprovalCard, CardState
 from bot.envelope import IngressEnvelope
 from bot.store import Store
 from channels.telegram.adapter import TelegramChannel
+from channels.telegram.cards import card_keyboard, fit_card, full_view_keyboard
 from channels.telegram.markup import render_chunks
+from channels.telegram.normalise import CallbackCodec
 from tests.fakes.channel_health import serving as running
 from tests.fakes.limits import TELEGRAM_TEXT
 from tests.fakes.recording_host import RecordingHost
 from tests.fakes.telegram_html import parse_html, utf16_len
+from tests.fakes.telegram_rules import refusal
 from tests.fakes.telegram_server import (
     JSON,
     FakeTelegram,
@@ -182,3 +186,34 @@ def test_every_answer_renders_to_messages_telegram_accepts(answer: str) -> None:
     for chunk in render_chunks(answer):
         text, _ = parse_html(chunk)
         assert text.strip() and utf16_len(text) <= TELEGRAM_TEXT.most, chunk
+
+
+@settings(max_examples=100)
+@given(
+    st.dictionaries(
+        st.lists(st.sampled_from(MARKDOWN_PIECES), max_size=60).map("".join),
+        st.lists(st.sampled_from([*MARKDOWN_PIECES, "x" * 300]), max_size=60).map("".join),
+        max_size=20,
+    ),
+    st.sampled_from(list(CardState)),
+    st.text(alphabet="abcdef0123456789-_", min_size=1, max_size=80),
+)
+def test_every_card_is_a_message_telegram_accepts(
+    arguments: dict[str, object], state: CardState, approval_id: str
+) -> None:
+    """Whatever the arguments, a card (and its full view's buttons) passes the Bot API's
+    checks as the fake makes them (:func:`tests.fakes.telegram_rules.refusal`)."""
+    card = replace(card_of(arguments, approval_id=approval_id), state=state, decided_by="Bob <&>")
+    shown = fit_card(card)
+    codec = CallbackCodec()
+    keyboard = card_keyboard(shown.card, codec)
+    params: JSON = {"chat_id": CHAT, "text": shown.html, "parse_mode": "HTML"}
+    if keyboard is not None:
+        params["reply_markup"] = keyboard.to_dict()
+    assert refusal("sendMessage", params) is None
+    full_view = {
+        "chat_id": CHAT,
+        "text": "x",
+        "reply_markup": full_view_keyboard(approval_id, codec).to_dict(),
+    }
+    assert refusal("sendMessage", full_view) is None
