@@ -5,12 +5,20 @@ labels over 80): every request the adapter makes is accepted, and nothing is los
 
 from __future__ import annotations
 
-import pytest
+import asyncio
+from dataclasses import replace
 
-from bot.channel import SHOW_FULL_LABEL
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bot.channel import SHOW_FULL_LABEL, CardState
 from bot.store import Store
+from channels.discord.cards import card_view, render_card
 from tests.fakes.discord_approvals import APPROVAL_ID, request_turn
 from tests.fakes.discord_full_views import buttons, follow_ups, full_view, press
+from tests.fakes.discord_limits import message_problem
+from tests.fakes.discord_payloads import JSON
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.discord_setup import BOB, GENERAL, RecordingHost, make_channel, running
 from tests.fakes.limits import DISCORD_CONTENT
@@ -99,3 +107,39 @@ async def test_a_full_view_of_100_kb_is_accepted_as_a_file(fake: FakeDiscord, st
     assert card.full_text in upload.files[f"request-{APPROVAL_ID}.txt"].decode()
     assert len(message["content"]) <= DISCORD_CONTENT.most
     assert [b["label"] for b in buttons(message)] == ["Approve", "Deny", "Always"]
+
+
+#: What a request's arguments are made of, markup characters and mentions among them.
+PIECES = [*"ab *_`~<>&#[]()|\n-!\\😀é:@", "```", "**", "<@1>", "@everyone", "x" * 300]
+TEXT = st.lists(st.sampled_from(PIECES), max_size=60).map("".join)
+
+
+@settings(max_examples=100)
+@given(
+    st.dictionaries(TEXT, TEXT, max_size=20),
+    st.sampled_from(list(CardState)),
+    TEXT,
+    st.text(alphabet="abcdef0123456789", min_size=1, max_size=40),
+)
+def test_every_card_is_a_message_discord_accepts(
+    arguments: dict[str, object], state: CardState, name: str, approval_id: str
+) -> None:
+    """Whatever the arguments and names, a card's content and buttons pass Discord's checks
+    as the fake makes them (:func:`tests.fakes.discord_limits.message_problem`)."""
+    card = replace(
+        card_of(arguments, approval_id=approval_id),
+        state=state,
+        requested_by=name or "Ann",
+        decided_by=name,
+    )
+
+    async def payload() -> JSON:  # discord.py builds a view inside a running loop
+        message = render_card(card)
+        view = card_view(card, message)
+        return {
+            "content": message.content,
+            "components": [] if view is None else view.to_components(),
+        }
+
+    body = asyncio.run(payload())
+    assert message_problem(body) is None and str(body["content"]).strip()
