@@ -18,6 +18,7 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from bot.agent.loop import SHUTDOWN_MESSAGE
 from tests.artifact.conftest import LLM_KEY, TOKEN
 from tests.artifact.installed import Installed, Place
 from tests.fakes.telegram_server import FakeTelegram, callback, message, private_chat, user
@@ -206,3 +207,25 @@ def test_chat_answers_a_piped_line_with_the_embedded_model(
     banner_end = next(i for i, line in enumerate(lines) if "Ctrl-D quits" in line)
     assert lines[banner_end + 1 :], done.stdout  # an answer after the banner
     assert (place.state / "hatchway.db").is_file()
+
+
+async def test_sigterm_drains_a_running_turn_then_exits_0(
+    installed: Installed, place: Place, tg: FakeTelegram, llm: RoutedOpenAI
+) -> None:
+    """As under systemd: the running turn gets the drain, is cancelled when it ends, its
+    sender is told to ask again, and the process exits 0 (in the image: as PID 1)."""
+    write_config(place, tg=tg, llm=llm, port=free_port())
+    llm.route_hang("q-hold")
+    async with installed.daemon(place, "--drain-timeout", "1", extra=SECRETS) as daemon:
+        await daemon.wait_event("daemon_ready")
+        await tg.push(
+            {"message": message(private_chat(OWNER), user(OWNER, "Owner"), "q-hold", message_id=1)}
+        )
+        await llm.wait_arrival("q-hold", wait_s=WAIT_S)
+        daemon.signal(signal.SIGTERM)
+        assert await daemon.wait_exit() == 0
+    names = [e.get("event") for e in daemon.events]
+    assert names.index("drain_started") < names.index("drain_finished")
+    await tg.wait_for(
+        "sendMessage", lambda c: c.params.get("text") == SHUTDOWN_MESSAGE, wait_s=WAIT_S
+    )
