@@ -97,6 +97,20 @@ def test_bot_is_imported_from_the_installed_package(installed: Installed, place:
         assert not path.startswith(str(ROOT)), path
 
 
+def test_version_is_the_distributions(installed: Installed, place: Place) -> None:
+    """``hatchway --version`` (``bot.__version__``) and the wheel's metadata (pyproject's
+    ``version``) are written in two places: the installed package must agree with itself."""
+    place.config.write_text("", encoding="utf-8")
+    said = installed.run(place, ["--version"])
+    metadata = installed.run(
+        place,
+        ["-c", "from importlib.metadata import version; print(version('hatchway'))"],
+        entrypoint=installed.python(),
+    )
+    assert said.returncode == 0 and metadata.returncode == 0, said.stderr + metadata.stderr
+    assert said.stdout.split() == ["hatchway", metadata.stdout.strip()]
+
+
 async def test_doctor_passes(
     installed: Installed, place: Place, tg: FakeTelegram, llm: RoutedOpenAI
 ) -> None:
