@@ -1,5 +1,7 @@
 """Fixtures of the channel tests: a SQLite store under ``tmp_path`` and the loopback
-platform fakes, each started and stopped inside the test's event loop.
+platform fakes, each started and stopped inside the test's event loop. A test fails when its
+fake refused a call for breaking the platform's rules (``rule_refusals``), even if the adapter
+coped with the refusal: no channel test expects hatchway to send what a platform refuses.
 
 Modules that run the daemon (or build channels from settings) take the token from the
 environment: they use the ``discord_env`` / ``telegram_env`` fixture through ``pytestmark``.
@@ -32,6 +34,7 @@ async def store(tmp_path: Path) -> AsyncIterator[Store]:
 async def tg() -> AsyncIterator[FakeTelegram]:
     async with FakeTelegram(telegram_setup.TOKEN) as fake:
         yield fake
+    assert fake.rule_refusals == [], "the adapter sent what Telegram refuses"
 
 
 @pytest.fixture
@@ -39,6 +42,7 @@ async def slack() -> AsyncIterator[FakeSlack]:
     async with FakeSlack(slack_setup.BOT_TOKEN, slack_setup.APP_TOKEN) as fake:
         fake.users[slack_setup.REQUESTER] = person(slack_setup.REQUESTER, "Ann")
         yield fake
+    assert fake.rule_refusals == [], "the adapter sent what Slack refuses"
 
 
 @pytest.fixture
@@ -50,6 +54,7 @@ async def fake() -> AsyncIterator[FakeDiscord]:
             roles={discord_setup.APPROVER_ROLE: "approvers"},
         )
         yield server
+    assert server.rule_refusals == [], "the adapter sent what Discord refuses"
 
 
 @pytest.fixture

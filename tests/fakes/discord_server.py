@@ -91,6 +91,9 @@ from tests.fakes.discord_rest import InvalidJson, invalid, json_answer, rate_lim
 from tests.fakes.loopback import LoopbackServer
 
 BOT_TOKEN = "fake-discord-token"
+#: Discord's codes for a request that breaks its rules: an invalid form, an empty message,
+#: a body that is not JSON.
+_RULES = frozenset({50035, 50006, 50109})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -485,6 +488,13 @@ class FakeDiscord:
         ]
         self.commands[guild_id] = registered
         return json_answer(registered)
+
+    @property
+    def rule_refusals(self) -> list[tuple[Call, JSON]]:
+        """The calls refused for breaking Discord's rules (an invalid form, an empty message,
+        a body that is not JSON): never expected from hatchway; the channel tests' fixture
+        checks it stays empty."""
+        return [(call, body) for call, body in self.refused if body.get("code") in _RULES]
 
     def upload_limit(self, channel_id: str) -> int:
         """The most a message posted in ``channel_id`` may carry in files."""

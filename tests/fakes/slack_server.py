@@ -110,6 +110,9 @@ class FakeSlack:
         self.connections = 0
         #: every call answered ``ok: false``, as (method, error), in order
         self.refused: list[tuple[str, str]] = []
+        #: the calls refused for breaking Slack's rules (:mod:`tests.fakes.slack_rules`, a view's
+        #: limits): never expected from hatchway; the channel tests' fixture checks it
+        self.rule_refusals: list[tuple[str, str]] = []
         #: sockets closed so far (by either side)
         self.disconnections = 0
         self._triggers: dict[str, str] = {}  # trigger_id -> "fresh" | "exchanged" | "expired"
@@ -430,6 +433,7 @@ class FakeSlack:
         if answered is not None:
             return answered
         if refused := refusal(method, params):
+            self.rule_refusals.append((method, str(refused["error"])))
             return 200, refused
         if method == "chat.postMessage":
             channel, refused = self.conversations.post_to(channel)
@@ -509,6 +513,7 @@ class FakeSlack:
         problems = view_problems(view)
         if problems or not isinstance(view, dict):
             messages = [f"[ERROR] {p}" for p in problems]
+            self.rule_refusals.append(("views", "invalid_arguments"))
             return 200, {
                 "ok": False,
                 "error": "invalid_arguments",
@@ -543,6 +548,7 @@ class FakeSlack:
         problems = view_problems(view)
         if problems or not isinstance(view, dict):
             messages = [f"[ERROR] {p}" for p in problems]
+            self.rule_refusals.append(("views", "invalid_arguments"))
             return 200, {
                 "ok": False,
                 "error": "invalid_arguments",

@@ -138,6 +138,9 @@ class FakeTelegram:
         """Every ``getUpdates`` and who sent it; conflicts between live ones."""
         self.refused: list[tuple[str, str]] = []
         """Every call answered with an error, as (method, description), in order."""
+        self.rule_refusals: list[tuple[str, str]] = []
+        """The calls refused for breaking the Bot API's rules (:mod:`tests.fakes.telegram_rules`):
+        never expected from hatchway; the channel tests' fixture checks it stays empty."""
         self.handed_out: dict[int, float] = {}
         """When each update was first handed out in a ``getUpdates`` answer (monotonic)."""
         self._changed = asyncio.Condition()
@@ -286,7 +289,10 @@ class FakeTelegram:
             if failure.times <= 0:
                 queued.pop(0)
             return self._error(failure.status, failure.description, failure.parameters)
-        if refused := refusal(method, params) or self.roster.refusal(method, params):
+        if ruled := refusal(method, params):
+            self.rule_refusals.append((method, ruled[1]))
+            return self._error(*ruled)
+        if refused := self.roster.refusal(method, params):
             return self._error(*refused)
         if self._reply_target_missing(params):
             return self._error(400, "Bad Request: message to be replied not found")
