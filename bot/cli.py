@@ -10,7 +10,7 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, cast
 
 from bot import __version__
-from bot.errors import ConfigError, HatchwayError
+from bot.errors import ConfigError, HatchwayError, SchemaTooNew
 
 # Ops subcommand modules; each exposes ``register(subparsers)``.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -83,6 +83,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = asyncio.run(handler(args))
     except ConfigError as exc:
         print(f"hatchway: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except SchemaTooNew as exc:  # like a configuration error, nothing a restart changes
+        print(f"hatchway: {exc}", file=sys.stderr)
         return 2
     except HatchwayError as exc:
         print(f"hatchway: {exc}", file=sys.stderr)

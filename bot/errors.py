@@ -10,7 +10,8 @@ failed tool call is an outcome value, never an exception.
     ├── StorageError           the database cannot be opened, migrated, read or written
     │   ├── StorageBusy        another connection holds it right now (passes: try again)
     │   ├── StorageIntegrityError  a write broke a constraint (unique, foreign key, a trigger)
-    │   └── StorageUnavailable the database server cannot be reached (connection lost or refused)
+    │   ├── StorageUnavailable the database server cannot be reached (connection lost or refused)
+    │   └── SchemaTooNew       a newer release migrated the database (a restart will not help)
     ├── ProviderError          an LLM provider failed after its retries
     │   ├── ProviderTimeout    no answer within the request timeout
     │   └── ProviderUnavailable every provider in the fallback chain failed
@@ -58,6 +59,13 @@ class StorageUnavailable(StorageError):
     server is starting or shutting down (PostgreSQL only; a SQLite file has no server).
     What was in flight did not commit, or its outcome is unknown; the database may be back
     a moment later, so a replica reports not-ready rather than stopping."""
+
+
+class SchemaTooNew(StorageError):
+    """The database's schema is above this release's last migration: a newer release
+    migrated it, and this one would write rows its tables do not expect. Nothing a restart
+    changes: ``hatchway run`` exits with status 2, which the systemd unit does not restart
+    (the operator runs the newer release or puts back the backup)."""
 
 
 class ProviderError(HatchwayError):

@@ -1,6 +1,7 @@
 """Rolling back: a release refuses a database a newer release migrated, at once and saying
 so (both schema numbers, its own version, what to do), before it talks to any platform, on
-SQLite and on PostgreSQL, and leaves the database as it was. docs/operations.md ("Roll back")
+SQLite and on PostgreSQL, exits 2 (which the systemd unit does not restart), and leaves the
+database as it was. docs/operations.md ("Roll back")
 says what putting back the backup loses.
 """
 
@@ -58,7 +59,7 @@ async def test_a_newer_sqlite_schema_is_refused_before_any_platform_call(
     before = dump(db)
     write_config(place, tg=tg, llm=llm, port=free_port())
     done = await installed.arun(place, ["run"], extra=SECRETS)
-    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.returncode == 2, done.stdout + done.stderr  # not restarted by the unit
     refusal(done.stderr, known + 1, known)
     assert tg.calls == [] and llm.requests == []
     assert dump(db) == before  # (the file may be left in WAL mode: a header byte, no row)
@@ -81,7 +82,7 @@ async def test_a_newer_postgres_schema_is_refused_before_any_platform_call(
         place, tg=tg, llm=llm, port=free_port(), storage=f'\n[storage]\nurl = "{pg_url}"\n'
     )
     done = await installed.arun(place, ["run"], extra=SECRETS)
-    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.returncode == 2, done.stdout + done.stderr  # not restarted by the unit
     refusal(done.stderr, known + 1, known)
     assert tg.calls == [] and llm.requests == []
     conn = await asyncpg.connect(pg_url)

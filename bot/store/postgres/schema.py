@@ -19,7 +19,7 @@ import asyncpg
 import structlog
 
 from bot import __version__
-from bot.errors import StorageError
+from bot.errors import SchemaTooNew
 
 log = structlog.get_logger(__name__)
 
@@ -55,7 +55,7 @@ async def schema_version(conn: asyncpg.Connection) -> int:
 
 def _refuse_newer(current: int, latest: int) -> None:
     if current > latest:
-        raise StorageError(
+        raise SchemaTooNew(
             f"the database has schema {current}, newer than this version of hatchway "
             f"({__version__}) knows ({latest}): a newer release migrated it; run that release "
             "on every replica, or restore the pg_dump taken before it (docs/operations.md, "
@@ -66,7 +66,7 @@ def _refuse_newer(current: int, latest: int) -> None:
 async def migrate(conn: asyncpg.Connection) -> int:
     """Apply every pending migration under :data:`MIGRATION_LOCK`; returns the version. A
     database with nothing pending is only read (no lock, no write). A schema newer than
-    this version's last migration is refused (StorageError): a replica of an older release
+    this version's last migration is refused (SchemaTooNew): a replica of an older release
     would write rows the newer tables do not expect."""
     known = migrations()
     latest = known[-1][0] if known else 0

@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 
 from bot import __version__
-from bot.errors import StorageError
+from bot.errors import SchemaTooNew
 from bot.store.sqlite.errors import EngineError, mapped
 
 
@@ -35,10 +35,10 @@ def migrations() -> list[tuple[int, str, str]]:
 
 
 def refuse_newer(path: Path, current: int, latest: int) -> None:
-    """StorageError when the file's schema ``current`` is newer than ``latest``, the last
+    """SchemaTooNew when the file's schema ``current`` is newer than ``latest``, the last
     migration this release knows."""
     if current > latest:
-        raise StorageError(
+        raise SchemaTooNew(
             f"the database {path} has schema {current}, newer than this version of hatchway "
             f"({__version__}) knows ({latest}): a newer release migrated it; run that release, "
             "or put back the backup taken before it (docs/operations.md, Roll back)"

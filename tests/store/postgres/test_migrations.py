@@ -113,7 +113,7 @@ async def test_the_sender_of_old_inbox_entries_is_filled_in(pg_empty_url: str) -
 async def test_a_schema_newer_than_this_version_is_refused(pg_url: str) -> None:
     """A replica of an older release (a rolling restart half done, a rollback without the
     backup) must not write into tables a newer release reshaped: it does not start."""
-    from bot.errors import StorageError
+    from bot.errors import SchemaTooNew
     from bot.store.postgres import Database
 
     latest = max(number for number, _, _ in pg_migrations())
@@ -128,7 +128,7 @@ async def test_a_schema_newer_than_this_version_is_refused(pg_url: str) -> None:
         await conn.close()
     try:
         db = await Database.open(pg_url)
-    except StorageError as exc:
+    except SchemaTooNew as exc:
         message = str(exc)
     else:
         await db.aclose()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.errors import StorageBusy, StorageError, StorageIntegrityError
+from bot.errors import SchemaTooNew, StorageBusy, StorageError, StorageIntegrityError
 from bot.providers.base import ChatMessage
 from bot.store import Database, Store
 from bot.store.statements import Read, Row, Write
@@ -286,7 +286,7 @@ async def test_a_schema_newer_than_this_version_is_refused(tmp_path: Path) -> No
     conn = sqlite3.connect(path)
     conn.execute(f"PRAGMA user_version={latest + 1}")
     conn.close()
-    with pytest.raises(StorageError) as refused:
+    with pytest.raises(SchemaTooNew) as refused:
         await Store.open(path)
     message = str(refused.value)
     assert f"schema {latest + 1}" in message and f"({latest})" in message
