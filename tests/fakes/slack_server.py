@@ -223,7 +223,9 @@ class FakeSlack:
         self._after_close.append((to, envelope_id, kind, payload))
         return envelope_id
 
-    async def wait_ack(self, envelope_id: str, wait_s: float = 3.0) -> JSON:
+    async def wait_ack(self, envelope_id: str, wait_s: float = 60.0) -> JSON:
+        # wait_s bounds a failure only: Slack's 3 s ack limit is no test's stopwatch (on a
+        # busy machine a run of acks, each after a SQLite write, took longer)
         await self._wait(lambda: envelope_id in self.acks, wait_s)
         return self.acks[envelope_id]
 
