@@ -31,8 +31,17 @@ def mentions_bot(message: Message, me: BotIdentity) -> bool:
         MessageEntity.TEXT_MENTION,
         MessageEntity.BOT_COMMAND,
     ]
-    found = {**message.parse_entities(kinds), **message.parse_caption_entities(kinds)}
-    for entity, text in found.items():
+    found = [
+        (entity, entity_text(source, entity))
+        for source, entities in (
+            (message.text, message.entities),
+            (message.caption, message.caption_entities),
+        )
+        if source
+        for entity in entities
+        if entity.type in kinds
+    ]
+    for entity, text in found:
         if entity.type == MessageEntity.TEXT_MENTION:
             if entity.user is not None and entity.user.id == me.id:
                 return True
@@ -42,6 +51,18 @@ def mentions_bot(message: Message, me: BotIdentity) -> bool:
         elif text.lower() == wanted:
             return True
     return False
+
+
+def entity_text(text: str, entity: MessageEntity) -> str:
+    """The part of ``text`` that ``entity`` marks, as Telegram counts it (UTF-16 code units).
+
+    python-telegram-bot's ``parse_entity`` decodes strictly, so an entity whose bounds fall
+    inside a surrogate pair (which Telegram never sends, but a payload may hold) raised
+    ``UnicodeDecodeError`` out of the adapter; a half character here becomes U+FFFD instead.
+    """
+    units = text.encode("utf-16-le")
+    start = entity.offset * 2
+    return units[start : start + entity.length * 2].decode("utf-16-le", errors="replace")
 
 
 def replies_to_bot(message: Message, me: BotIdentity) -> bool:

@@ -27,7 +27,7 @@ from telegram.error import TelegramError
 from bot.chat_commands import CHAT_COMMANDS, command_spec
 from bot.envelope import ChannelRef
 from bot.errors import ChannelError
-from channels.telegram.addressing import BotIdentity, strip_mention
+from channels.telegram.addressing import BotIdentity, entity_text, strip_mention
 from channels.telegram.ratelimit import with_retry_after
 
 log = structlog.get_logger(__name__)
@@ -62,7 +62,7 @@ def typed_command(message: Message, me: BotIdentity) -> TypedCommand | None:
     )
     if entity is None:
         return None
-    command = message.parse_entity(entity)
+    command = entity_text(message.text, entity)
     name, _, target = command.removeprefix("/").partition("@")
     if not command.startswith("/") or not name:
         return None  # not what Telegram marks as a command
