@@ -8,7 +8,9 @@ logs show it, without credentials or options.
 Every connection of the pool is set up alike (:func:`_setup`): PostgreSQL's ``numeric``
 (what ``SUM`` of an integer column answers) comes back as an ``int`` when it is whole and a
 ``float`` otherwise, as SQLite answers; a lock waited on longer than :data:`LOCK_TIMEOUT_MS`
-fails as :class:`~bot.errors.StorageBusy` (SQLite's busy timeout); a connection handed back
+fails as :class:`~bot.errors.StorageBusy` (SQLite's busy timeout); a session idle inside a
+transaction for :data:`IDLE_IN_TRANSACTION_TIMEOUT_MS` is ended by the server, so a replica
+cut off mid-transaction holds no lock against the others; a connection handed back
 is only rolled back if a transaction is still open, not reset with a round trip (the engine
 leaves no other session state on it).
 
@@ -30,6 +32,16 @@ import asyncpg
 LOCK_TIMEOUT_MS = 5000
 """How long a statement waits for a lock (a row, or the interactive transactions' lock)
 before failing as busy: SQLite's ``busy_timeout``."""
+
+IDLE_IN_TRANSACTION_TIMEOUT_MS = 10_000
+"""How long the server lets a session sit idle inside a transaction before it ends the
+session (``idle_in_transaction_session_timeout``), rolling back and letting its locks go. A
+unit's statements follow each other at once, so only a client that can no longer be heard
+stays idle that long: a replica whose network to the database went silent in the middle of
+a transaction (its lease renewal, a decision) would otherwise hold those rows until TCP gave
+up on it, hours later, and the other replicas could not take its leases over. Copying a
+SQLite database in (:mod:`bot.store.postgres.load`) reads between its statements and turns
+it off for its own transaction."""
 
 STATEMENT_CACHE_SIZE = 512
 """Prepared statements each connection keeps (asyncpg's default is 100; the repositories
@@ -75,7 +87,11 @@ async def _reset(conn: asyncpg.Connection) -> None:
 
 
 def _server_settings() -> dict[str, str]:
-    return {"application_name": "hatchway", "lock_timeout": str(LOCK_TIMEOUT_MS)}
+    return {
+        "application_name": "hatchway",
+        "lock_timeout": str(LOCK_TIMEOUT_MS),
+        "idle_in_transaction_session_timeout": str(IDLE_IN_TRANSACTION_TIMEOUT_MS),
+    }
 
 
 async def create_pool(

@@ -43,6 +43,8 @@ async def load_rows(db: Database, batches: AsyncIterable[Batch]) -> dict[str, in
     conn = await db._acquire()
     try:
         async with mapped(f"cannot copy into database {db.description}"), conn.transaction():
+            # batches are read from the source between statements, for as long as it takes
+            await conn.execute("SET LOCAL idle_in_transaction_session_timeout = 0")
             tables = await _lock_empty_tables(conn, db.description)
             counts: dict[str, int] = {}
             async for batch in batches:

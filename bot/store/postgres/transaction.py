@@ -21,6 +21,7 @@ left in.
 
 from __future__ import annotations
 
+import contextlib
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -123,5 +124,8 @@ class Transaction:
         place in the pool back."""
         conn, self._conn, self._done = self._conn, None, True
         if conn is not None:
-            conn.terminate()
+            # a connection the server ended (its idle-in-transaction timeout, a restart) was
+            # handed back by the pool as it closed: its proxy answers nothing any more
+            with contextlib.suppress(asyncpg.InterfaceError):
+                conn.terminate()
             await self._db._release(conn)

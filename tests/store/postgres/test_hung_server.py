@@ -103,3 +103,45 @@ async def test_migrations_wait_for_another_openers_lock_beyond_the_statement_tim
             await db.aclose()
     finally:
         await holder.close()
+
+
+@pytest.mark.long
+async def test_a_transaction_cut_off_in_its_middle_lets_its_rows_go(
+    link: DatabaseLink, pg_url: str
+) -> None:
+    """A replica whose link goes silent between two statements of a transaction (a row
+    written, the commit not yet heard) cannot hold that row against the others: the server
+    ends the session once it has been idle in its transaction for
+    IDLE_IN_TRANSACTION_TIMEOUT_MS, and another connection's write goes through. Without it
+    the row stayed locked until TCP gave up on the silent client, and every other write to it
+    failed on its lock timeout."""
+    db = await Database.open(through(pg_url, link.port), pool_size=2, connect_timeout_s=5)
+    other = await asyncpg.connect(pg_url)
+    try:
+        await db.execute("INSERT INTO channel_state (channel, key, value) VALUES ('t.m', 'k', '1')")
+        cut_off = asyncio.Event()
+
+        async def write_then_go_silent() -> None:
+            async with db.transaction() as tx:
+                await tx.execute("UPDATE channel_state SET value = '2' WHERE key = 'k'")
+                link.freeze()
+                cut_off.set()
+                await tx.execute("UPDATE channel_state SET value = '3' WHERE key = 'k'")
+
+        silent = asyncio.create_task(write_then_go_silent())
+        await cut_off.wait()
+        async with asyncio.timeout(GUARD_S):
+            while True:  # each try waits out the lock timeout while the row is held
+                try:
+                    await other.execute("UPDATE channel_state SET value = '4' WHERE key = 'k'")
+                    break
+                except asyncpg.LockNotAvailableError:
+                    continue
+        assert await other.fetchval("SELECT value FROM channel_state WHERE key = 'k'") == "4"
+        link.thaw()
+        with pytest.raises(StorageUnavailable):
+            await asyncio.wait_for(silent, GUARD_S)
+    finally:
+        link.thaw()
+        await other.close()
+        await db.aclose()
