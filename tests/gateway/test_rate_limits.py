@@ -6,6 +6,7 @@ and scheduled runs are never limited (the in-process channel)."""
 from __future__ import annotations
 
 import asyncio
+import re
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -93,6 +94,14 @@ def key(message_id: int) -> InboxKey:
     return InboxKey(channel="telegram.main", message_id=f"{GROUP['id']}:{message_id}")
 
 
+def refill_wait(notice: str) -> int:
+    """The seconds a notice names, rounded to the minute the tests' slow bucket refills in:
+    the bucket refills while the burst is handled, so a busy machine may say 599 s."""
+    found = re.fullmatch(r".*; I'll answer again in (\d+) s\.", notice)
+    assert found is not None, notice
+    return round(int(found[1]) / 60) * 60
+
+
 async def say(tg: FakeTelegram, sender: int, text: str, message_id: int) -> None:
     await tg.push({"message": message(GROUP, user(sender), text, message_id=message_id)})
 
@@ -116,7 +125,7 @@ async def test_a_burst_gets_one_reply_and_loses_nobody_elses_message(
         assert counts == {"done": 6, "failed": 17}
         assert app.gateway.rate_limited == 17
         notices = [t for t in sent if t.startswith(NOTICE_START)]
-        assert notices == [f"{NOTICE_START}; I'll answer again in 600 s."]
+        assert [refill_wait(t) for t in notices] == [600]
         assert sorted(t for t in sent if t.startswith("echo: bob")) == [
             "echo: bob 1",
             "echo: bob 2",
@@ -141,10 +150,9 @@ async def test_a_busy_conversation_is_told_once(tg: FakeTelegram, tmp_path: Path
         await tg.wait_for("sendMessage", lambda c: "echo: " in str(c.params["text"]), count=3)
         await tg.wait_for("sendMessage", lambda c: "faster than I" in str(c.params["text"]))
         notices = [t for t in texts(tg) if "faster than I can take them" in t]
-        assert notices == [
-            "This conversation is sending messages faster than I can take them; I'll answer "
-            "again in 600 s."
-        ]
+        assert len(notices) == 1
+        assert notices[0].startswith("This conversation is sending messages faster than I")
+        assert refill_wait(notices[0]) == 600
 
 
 async def test_a_restart_keeps_the_buckets(tg: FakeTelegram, tmp_path: Path) -> None:
