@@ -134,8 +134,10 @@ async def rig(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[R
         await store.aclose()
 
 
-async def until(predicate: Callable[[], bool], within_s: float = 10.0) -> None:
-    """Yield to the event loop until ``predicate`` holds (fails after ``within_s``)."""
+async def until(predicate: Callable[[], bool], within_s: float = 60.0) -> None:
+    """Yield to the event loop until ``predicate`` holds, looking after every step of the
+    loop (some callers catch a state that lasts one step); ``within_s`` bounds a failure
+    only: a loaded machine took over 10 s."""
     async with asyncio.timeout(within_s):
         for _ in itertools.count():
             if predicate():
