@@ -68,8 +68,7 @@ async def _only_channel(settings: Settings, store: Store, conversation: str) -> 
     """The one channel a bare conversation id can be on; None (and why, on stderr) when the
     configuration and the database know several, or none."""
     known = {f"{kind}.{alias}" for kind, alias, _cfg in settings.channels.all()}
-    rows = await store.db.fetchall("SELECT DISTINCT channel FROM inbox")
-    known |= {str(r["channel"]) for r in rows}
+    known |= await store.forget.channels()
     if len(known) == 1:
         return known.pop()
     names = ", ".join(sorted(known)) or "none"

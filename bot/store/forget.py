@@ -109,6 +109,12 @@ class Forgetting:
         self._db = db
         self._attachments = attachments
 
+    async def channels(self) -> set[str]:
+        """Every channel (``kind.alias``) the inbox has a message of: where a bare
+        conversation id may be."""
+        rows = await self._db.fetchall("SELECT DISTINCT channel FROM inbox")
+        return {str(r["channel"]) for r in rows}
+
     async def user(self, user_id: str, *, channel: str | None = None) -> ForgetReport:
         """Forget ``user_id`` on ``channel`` (``kind.alias``), or on every channel."""
         report = ForgetReport(tombstone=new_tombstone())

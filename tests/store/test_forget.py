@@ -184,6 +184,14 @@ async def test_forgetting_a_conversation(store: Store, tmp_path: Path) -> None:
     assert (await column(store, "SELECT requester FROM audit ORDER BY id"))[:2] == [ANN, BOB]
 
 
+async def test_the_channels_a_conversation_may_be_on(store: Store, tmp_path: Path) -> None:
+    assert await store.forget.channels() == set()
+    await people(store, tmp_path)
+    assert await store.forget.channels() == {str(TELEGRAM), OTHER}
+    await store.forget.conversation(OTHER, "G9")
+    assert await store.forget.channels() == {str(TELEGRAM)}
+
+
 async def test_audit_rows_refuse_every_other_change(store: Store) -> None:
     await audit_row(store, requester=ANN, decided_by="runtime", at=10.0)
     refused = [
