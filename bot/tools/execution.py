@@ -113,6 +113,7 @@ async def execute(
                 duration_s=duration,
                 paths=result.paths,
                 images=result.images,
+                failure=result.failure,
             )
         return executed(
             call_id=invocation.call_id, tool=invocation.tool, text=str(result), duration_s=duration

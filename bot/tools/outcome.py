@@ -7,7 +7,8 @@ unknown/excluded tool, bad args   NOT_EXECUTED    yes
 denied, hook, duplicate, full     NOT_EXECUTED    yes
 deny-with-edit                    NOT_EXECUTED    yes (approver's text)
 ``ToolEnvironmentError``          ENV_ERROR       no
-any other handler exception       EXECUTED        no (``failed``)
+any other handler exception       EXECUTED        no (``failure``: RAISED)
+handler returned a failure        EXECUTED        no (``failure``: exit code, HTTP status)
 handler returned                  EXECUTED        no
 turn cancelled                    INTERRUPTED     yes
 ================================  ==============  ===========
@@ -24,6 +25,7 @@ from dataclasses import dataclass, replace
 
 from bot.channel import MAX_REPLY_CHARS
 from bot.providers.base import ImagePart
+from bot.tools.spec import FailureKind, ToolFailure
 
 
 class OutcomeStatus(enum.StrEnum):
@@ -65,7 +67,9 @@ class ToolOutcome:
     ``aborted_before_launch`` is true only for an INTERRUPTED call whose handler never
     started; a cancel after launch never claims nothing happened. ``images`` go to the model
     with the observation in this turn and are never stored (the ``tool_calls`` row and
-    history keep the observation, which names them).
+    history keep the observation, which names them). ``failure`` is set for a call that ran
+    and failed (see :class:`~bot.tools.spec.ToolFailure`); it is a field, never parsed from
+    the observation.
     """
 
     call_id: str
@@ -74,12 +78,25 @@ class ToolOutcome:
     observation: str
     synthetic: bool
     reason: OutcomeReason = OutcomeReason.NONE
-    failed: bool = False
+    failure: ToolFailure | None = None
     retryable: bool = False
     aborted_before_launch: bool = False
     duration_s: float = 0.0
     paths: tuple[str, ...] = ()
     images: tuple[ImagePart, ...] = ()
+
+    @property
+    def failed(self) -> bool:
+        """The handler ran and failed: it raised, or its tool said so."""
+        return self.failure is not None
+
+    @property
+    def returned(self) -> bool:
+        """The handler returned a result, perhaps one its tool marked as failed (a command's
+        exit code 1): such a call gets a receipt and counts towards loop detection."""
+        return self.status is OutcomeStatus.EXECUTED and (
+            self.failure is None or self.failure.kind is not FailureKind.RAISED
+        )
 
     @property
     def ok(self) -> bool:
@@ -195,13 +212,17 @@ def executed(
     duration_s: float,
     paths: tuple[str, ...] = (),
     images: tuple[ImagePart, ...] = (),
+    failure: ToolFailure | None = None,
 ) -> ToolOutcome:
+    """The handler returned; with a ``failure`` when its tool said the call failed."""
     return ToolOutcome(
         call_id=call_id,
         tool=tool,
         status=OutcomeStatus.EXECUTED,
         observation=text if text.strip() else NO_OUTPUT,
         synthetic=False,
+        reason=OutcomeReason.NONE if failure is None else OutcomeReason.FAILED,
+        failure=failure,
         duration_s=duration_s,
         paths=paths,
         images=images,
@@ -219,7 +240,7 @@ def failed(*, call_id: str, tool: str, error: BaseException, duration_s: float) 
         observation=text,
         synthetic=False,
         reason=OutcomeReason.FAILED,
-        failed=True,
+        failure=ToolFailure(kind=FailureKind.RAISED, error=type(error).__name__),
         duration_s=duration_s,
     )
 
@@ -239,9 +260,10 @@ def environment_error(
 
 
 def progress_reason(outcome: ToolOutcome) -> str:
-    """A short reason for a ❌ progress line — never the raw tool output."""
+    """A short reason for a ❌ progress line — never the raw tool output: the failure's
+    label (``exit 1``, ``HTTP 404``, ``ToolFailed``) for a call that ran and failed."""
     if outcome.ok:
         return ""
-    if outcome.status is OutcomeStatus.EXECUTED:
-        return outcome.observation.split(":", 1)[0][:60]
+    if outcome.failure is not None:
+        return outcome.failure.label
     return outcome.status.value.replace("_", " ")

@@ -331,7 +331,7 @@ class ToolPipeline:
             )
             await run_after_hooks(services.hooks, call, outcome)
         receipt = None
-        if services.signer is not None and outcome.ok and arguments is not None:
+        if services.signer is not None and outcome.returned and arguments is not None:
             receipt = services.signer.sign(outcome.tool, arguments, outcome.observation)
         bounded = bound_text(outcome.observation, services.settings.max_tool_result_chars)
         prepared = batch.prepared.get(index)
@@ -348,14 +348,14 @@ class ToolPipeline:
         )
         final = outcome if bounded is outcome.observation else outcome.with_observation(bounded)
         key = batch.keys.get(index)
-        if outcome.ok and key is not None:
+        if outcome.returned and key is not None:
             repetition, count = self._loops.observe(key, outcome.observation)
             if repetition is Repetition.STOP:
                 log.warning("turn_loop_detected", tool=outcome.tool, repeats=count)
                 batch.stop_for_loop()
             elif repetition is Repetition.WARN:
                 final = final.with_observation(final.observation + LOOP_WARNING.format(count=count))
-            if prepared is not None and prepared.spec.completes_run:
-                batch.complete_run()
+        if outcome.ok and key is not None and prepared is not None and prepared.spec.completes_run:
+            batch.complete_run()
         batch.final[index] = final
         return final

@@ -28,15 +28,49 @@ class ToolEnvironmentError(HatchwayError):
     opposed to the tool failing on its input. Becomes an ENV_ERROR outcome."""
 
 
+class FailureKind(enum.StrEnum):
+    """How a call that ran failed."""
+
+    EXIT_CODE = "exit_code"  # a command exited with a code other than 0
+    HTTP_STATUS = "http_status"  # an HTTP answer with a status of 400 or more
+    RAISED = "raised"  # the handler raised (a transport error, an MCP result flagged isError)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolFailure:
+    """A call that ran and failed, as the tool knows it, never read back from its text.
+
+    ``code`` is the exit code or the HTTP status (``None`` for :attr:`FailureKind.RAISED`);
+    ``error`` the exception's class name for a handler that raised (``ToolFailed``,
+    ``McpCallFailed``, ``ToolTimeoutError``), else empty.
+    """
+
+    kind: FailureKind
+    code: int | None = None
+    error: str = ""
+
+    @property
+    def label(self) -> str:
+        """A short fixed phrase for people: ``exit 1``, ``HTTP 404``, ``ToolFailed``."""
+        if self.kind is FailureKind.EXIT_CODE:
+            return f"exit {self.code}"
+        if self.kind is FailureKind.HTTP_STATUS:
+            return f"HTTP {self.code}"
+        return self.error or "error"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolOutput:
     """A handler's rich result: the text the model sees, plus optional file paths it touched
     (for locks and receipts) and images the model is shown with the text (``view_attachment``;
-    in this turn only: history keeps ``text``, which should name each image)."""
+    in this turn only: history keeps ``text``, which should name each image). ``failure`` is
+    set by a tool that ran and failed without raising (``shell``'s non-zero exit,
+    ``http_fetch``'s status of 400 or more): the model still sees ``text``."""
 
     text: str
     paths: tuple[str, ...] = ()
     images: tuple[ImagePart, ...] = ()
+    failure: ToolFailure | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -6,7 +6,9 @@ both are bounded by ``tools.http_fetch.timeout_s`` (the whole fetch, redirects i
 :data:`MAX_REDIRECTS`, and every hop passes the :class:`NetworkGuard` and is pinned to its
 vetted addresses. Proxy variables in the environment are ignored on purpose (a proxy would
 bypass the guard). HTML is reduced to text; other text types are returned as they are; binary
-bodies are described, not shown. A page's text is written by whoever runs the site, so it
+bodies are described, not shown. An answer with a status of 400 or more is returned with its
+text like any other, and marked as a failed call (:class:`~bot.tools.spec.ToolFailure`); a
+transport error or a timeout raises. A page's text is written by whoever runs the site, so it
 reaches the model marked as untrusted data (:func:`bot.untrusted.untrusted`, named by the URL
 without its credentials, query or fragment) after the lines this tool writes itself.
 """
@@ -30,13 +32,22 @@ from bot.tools.builtin.arguments import ToolArguments, parse_arguments, schema_o
 from bot.tools.builtin.html_text import html_to_text
 from bot.tools.builtin.network_guard import HostResolver, NetworkGuard, PinnedResolver
 from bot.tools.builtin.observation import ToolFailed, ToolRefused, bounded_text
-from bot.tools.spec import ToolContext, ToolKind, ToolResult, ToolSpec
+from bot.tools.spec import (
+    FailureKind,
+    ToolContext,
+    ToolFailure,
+    ToolKind,
+    ToolOutput,
+    ToolResult,
+    ToolSpec,
+)
 from bot.untrusted import untrusted
 
 log = structlog.get_logger(__name__)
 
 MAX_REDIRECTS = 5
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+FAILED_STATUS = 400  # an answer with this status or more is a failed call (shown as one)
 FORBIDDEN_HEADERS = frozenset(
     {
         "host",
@@ -84,6 +95,7 @@ class Page:
     head: str
     body: str | None
     source: str
+    status: int
 
     def shown(self, limit: int) -> str:
         """The observation: scrubbed, about ``limit`` characters at most, the body cut in
@@ -147,7 +159,12 @@ def _render(response: aiohttp.ClientResponse, data: bytes, truncated: bool, limi
         lines.append(f"[body cut at {limit} bytes (tools.http_fetch.max_bytes)]")
     if mime and not mime.startswith(TEXT_TYPES) and not mime.endswith(("+json", "+xml")):
         lines.append(f"[binary body not shown: {len(data)} bytes]")
-        return Page(head="\n".join(lines), body=None, source=shown_source(response.url))
+        return Page(
+            head="\n".join(lines),
+            body=None,
+            source=shown_source(response.url),
+            status=response.status,
+        )
     charset = response.charset or "utf-8"
     try:
         text = data.decode(charset, errors="replace")
@@ -155,7 +172,9 @@ def _render(response: aiohttp.ClientResponse, data: bytes, truncated: bool, limi
         text = data.decode("utf-8", errors="replace")
     if mime in ("text/html", "application/xhtml+xml") or (not mime and "<html" in text[:1000]):
         text = html_to_text(text)
-    return Page(head="\n".join(lines), body=text, source=shown_source(response.url))
+    return Page(
+        head="\n".join(lines), body=text, source=shown_source(response.url), status=response.status
+    )
 
 
 async def fetch(args: HttpFetchArguments, cfg: HttpFetchToolConfig, guard: NetworkGuard) -> Page:
@@ -222,7 +241,12 @@ def http_fetch_tool(cfg: HttpFetchToolConfig, *, resolver: HostResolver | None =
     async def handler(arguments: Mapping[str, object], context: ToolContext) -> ToolResult:
         args = parse_arguments(HttpFetchArguments, arguments)
         page = await fetch(args, cfg, guard)
-        return page.shown(cfg.max_output_chars)
+        failure = (
+            ToolFailure(kind=FailureKind.HTTP_STATUS, code=page.status)
+            if page.status >= FAILED_STATUS
+            else None
+        )
+        return ToolOutput(text=page.shown(cfg.max_output_chars), failure=failure)
 
     return ToolSpec(
         name="http_fetch",

@@ -18,7 +18,8 @@ but for the call's workspace and a private ``/tmp``, the daemon's files hidden, 
 unless the call's channel allows it (``shell_network``, else ``tools.shell.network``; the
 approval card then says so), and nothing left running after the call. Both ways, the
 resource limits of :mod:`bot.tools.builtin.shell_limits` apply, and a limit that stopped a
-command is named on the line after its exit code.
+command is named on the line after its exit code. A command that exits with a code other
+than 0 is a failed call (:class:`~bot.tools.spec.ToolFailure` with the code); a timeout raises.
 """
 
 from __future__ import annotations
@@ -46,7 +47,15 @@ from bot.tools.builtin.shell_policy import (
     secret_passthrough,
 )
 from bot.tools.builtin.workspace import Workspace
-from bot.tools.spec import ToolContext, ToolKind, ToolResult, ToolSpec
+from bot.tools.spec import (
+    FailureKind,
+    ToolContext,
+    ToolFailure,
+    ToolKind,
+    ToolOutput,
+    ToolResult,
+    ToolSpec,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -133,7 +142,14 @@ def shell_tool(
         if stopped:
             log.info("shell_limit_reached", outcome=stopped)
             text += f"{stopped}\n"
-        return bounded_text(text + output, cfg.max_output_chars + 300)
+        failure = (
+            None
+            if result.exit_code == 0
+            else ToolFailure(kind=FailureKind.EXIT_CODE, code=result.exit_code)
+        )
+        return ToolOutput(
+            text=bounded_text(text + output, cfg.max_output_chars + 300), failure=failure
+        )
 
     return ToolSpec(
         name="shell",
