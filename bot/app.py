@@ -115,7 +115,6 @@ class App:
         self.channels: dict[str, Channel] = {}
         self._runner: asyncio.Task[None] | None = None
         self._parts: dict[str, asyncio.Task[None]] = {}
-        self._channel_done: dict[str, asyncio.Event] = {}
         self._stopped = False
         self.console: Console | None = None
         #: this process among the replicas of a shared database (None with SQLite)
@@ -301,12 +300,7 @@ class App:
             if self.settings.schedules.enabled:
                 start("schedules", self.scheduler.run())
             for name, channel in self.channels.items():
-                done = self._channel_done[name] = asyncio.Event()
-                start(f"channel:{name}", run_channel(name, channel, self.host, done))
-
-    async def wait_channel_done(self, name: str) -> None:
-        """Wait until the named channel's ``run`` has returned (e.g. console end of input)."""
-        await self._channel_done[name].wait()
+                start(f"channel:{name}", run_channel(name, channel, self.host))
 
     def ready(self) -> bool:
         """True when every channel reports CONNECTED."""

@@ -15,10 +15,9 @@ so a 20 MB text of four-byte characters costs no 80 MB string.
 from __future__ import annotations
 
 import codecs
-import io
 import mimetypes
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -78,8 +77,7 @@ class Detected:
     """What the content is: its ``kind``, ``mime_type`` and a ``label`` for the model's
     line (``PNG image``, ``text``, ``PDF``, ``ZIP archive``); ``image_format`` as Pillow
     names it for an image; for a text file its ``encoding`` (a Python codec), how many
-    ``chars`` and ``lines`` it has, and ``text``, the decoded content, only from
-    :func:`detect` (a file is never held whole: :func:`detect_file`)."""
+    ``chars`` and ``lines`` it has (a file is never held whole: :func:`detect_file`)."""
 
     kind: AttachmentKind
     mime_type: str
@@ -88,7 +86,6 @@ class Detected:
     encoding: str = ""
     chars: int = 0
     lines: int = 0
-    text: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -98,15 +95,6 @@ class TextScan:
     encoding: str
     chars: int
     lines: int
-
-
-def detect(data: bytes, *, name: str = "") -> Detected:
-    """What ``data`` (a whole file) is, with a text file's ``text``; ``name`` only picks a
-    text file's media type."""
-    found = detect_stream(io.BytesIO(data), name=name)
-    if found.kind is AttachmentKind.TEXT:
-        return replace(found, text=data.decode(found.encoding))
-    return found
 
 
 def detect_file(path: Path, *, name: str = "") -> Detected:

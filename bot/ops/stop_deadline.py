@@ -49,11 +49,6 @@ class StopDeadline:
         self._timer.daemon = True
         self._timer.start()
 
-    def disarm(self) -> None:
-        """Stop counting (tests; a process that exits needs no disarming)."""
-        if self._timer is not None:
-            self._timer.cancel()
-
     def _expire(self) -> None:
         log.error("stop_deadline_exceeded", budget_s=self.budget_s, exit_status=EXIT_STOP_FORCED)
         self._exit(EXIT_STOP_FORCED)

@@ -174,10 +174,6 @@ class Attachments:
         files (forgetting a conversation); the number of rows deleted."""
         return await self._delete("channel = ? AND conversation_id = ?", (channel, conversation_id))
 
-    async def delete_for_session(self, session_key: str) -> int:
-        """Delete every file sent in one session, rows and files; the number deleted."""
-        return await self._delete("session_key = ?", (session_key,))
-
     async def _delete(self, where: str, params: Sequence[object]) -> int:
         rows = await self._db.execute_returning_all(
             f"DELETE FROM attachments WHERE {where}{_RETURNING}", params

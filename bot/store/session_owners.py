@@ -214,14 +214,6 @@ class SessionOwners:
         )
         return {str(r["replica_id"]) for r in rows}
 
-    async def owned_by(self, replica_id: str) -> list[str]:
-        """The sessions ``replica_id`` owns."""
-        rows = await self._db.fetchall(
-            "SELECT session_key FROM session_owners WHERE replica_id = ?", (replica_id,)
-        )
-        # by code point, the same on every engine and collation
-        return sorted(str(r["session_key"]) for r in rows)
-
     async def unsettled(self, session_key: str | None = None) -> list[Unsettled]:
         """Every inbox entry still ``received`` or ``processing`` (of ``session_key`` only,
         when given), in inbox order, with who took it and who owns its session."""

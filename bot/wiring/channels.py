@@ -51,26 +51,22 @@ def build_channels(
     return channels
 
 
-async def run_channel(name: str, channel: Channel, host: ChannelHost, done: asyncio.Event) -> None:
+async def run_channel(name: str, channel: Channel, host: ChannelHost) -> None:
     """Run one adapter; restart it with jittered backoff when it fails, except on an
-    authentication error, which stops it for good (health says why). ``done`` is set once
-    it has returned, whichever way."""
+    authentication error, which stops it for good (health says why)."""
     backoff = Backoff(CHANNEL_RESTART)
-    try:
-        while True:
-            try:
-                await channel.run(host)
-                log.info("channel_finished", channel=name)
-                return
-            except ChannelAuthError as exc:
-                log.error("channel_auth_failed", channel=name, error=str(exc))
-                return
-            except Exception as exc:
-                if cancel_requested():
-                    # the stop, turned into an error by the platform library
-                    raise asyncio.CancelledError from exc
-                # Boundary: an adapter crash is logged and the adapter restarted.
-                log.exception("channel_crashed", channel=name, error=type(exc).__name__)
-                await sleep_before_retry(backoff.next_delay())
-    finally:
-        done.set()
+    while True:
+        try:
+            await channel.run(host)
+            log.info("channel_finished", channel=name)
+            return
+        except ChannelAuthError as exc:
+            log.error("channel_auth_failed", channel=name, error=str(exc))
+            return
+        except Exception as exc:
+            if cancel_requested():
+                # the stop, turned into an error by the platform library
+                raise asyncio.CancelledError from exc
+            # Boundary: an adapter crash is logged and the adapter restarted.
+            log.exception("channel_crashed", channel=name, error=type(exc).__name__)
+            await sleep_before_retry(backoff.next_delay())

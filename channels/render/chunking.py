@@ -186,8 +186,3 @@ def split_chunks(text: str, limit: int) -> list[Chunk]:
             while pos < len(text) and text[pos] == "\n":
                 pos += 1
     return chunks or [Chunk(text="", continues_line=False)]
-
-
-def split_message(text: str, limit: int) -> list[str]:
-    """Split ``text`` into chunks of at most ``limit`` characters without breaking fences."""
-    return [chunk.text for chunk in split_chunks(text, limit)]

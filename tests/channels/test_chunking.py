@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from channels.render.chunking import Fence, fence_opening, open_fence, split_chunks, split_message
+from channels.render.chunking import Fence, fence_opening, open_fence, split_chunks
+
+
+def split_message(text: str, limit: int) -> list[str]:
+    return [chunk.text for chunk in split_chunks(text, limit)]
 
 
 @pytest.mark.parametrize(
