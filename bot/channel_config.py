@@ -16,11 +16,15 @@ from pydantic import Field
 from bot.config_model import ConfigModel
 from bot.envelope import Sender
 
+#: How much a turn may do without asking (docs/approvals.md): ``[approval] level`` and its
+#: overrides per channel and per agent.
+ApprovalLevel = Literal["readonly", "supervised", "full"]
+
 
 class ApprovalOverride(ConfigModel):
     """Per-channel overrides of the approval policy; unset fields inherit."""
 
-    level: Literal["readonly", "supervised", "full"] | None = None
+    level: ApprovalLevel | None = None
     auto_approve: list[str] | None = None
     always_ask: list[str] | None = None
     deny: list[str] | None = None

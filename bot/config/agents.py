@@ -18,10 +18,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
+from bot.channel_config import ApprovalLevel
 from bot.channel_registry import known_kinds
 from bot.config_model import ConfigModel
 from bot.errors import ConfigError
@@ -32,6 +33,16 @@ DEFAULT_AGENT = "default"
 AGENT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,39}")
 #: A tool list entry naming every tool of one MCP server.
 MCP_PREFIX = "mcp:"
+
+
+# The limits of the ``[agent]`` keys a profile may override, written once: ``AgentConfig``
+# and ``AgentProfile`` type their fields with these.
+Temperature = Annotated[float, Field(ge=0, le=2)]
+MaxTokens = Annotated[int, Field(ge=1)]
+ToolIterations = Annotated[int, Field(ge=1, le=200)]
+ToolResultChars = Annotated[int, Field(ge=200)]
+HistoryTokens = Annotated[int, Field(ge=500)]
+Seconds = Annotated[float, Field(gt=0)]
 
 
 def check_agent_name(name: str) -> str:
@@ -56,7 +67,7 @@ class AgentApproval(ConfigModel):
     """An agent's overrides of the approval policy; unset keys keep what ``[approval]`` and
     the channel's ``approval`` table say (docs/approvals.md)."""
 
-    level: Literal["readonly", "supervised", "full"] | None = None
+    level: ApprovalLevel | None = None
     auto_approve: list[str] | None = None
     always_ask: list[str] | None = None
     deny: list[str] | None = None
@@ -134,17 +145,17 @@ class AgentProfile(ConfigModel):
     system_prompt_file: str | None = None
     provider: str | None = None
     fallback: list[str] | None = None
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    max_tokens: int | None = Field(default=None, ge=1)
+    temperature: Temperature | None = None
+    max_tokens: MaxTokens | None = None
     allowed_tools: list[str] | None = None
     excluded_tools: list[str] | None = None
     hide_unapprovable_tools: bool | None = None
-    max_tool_iterations: int | None = Field(default=None, ge=1, le=200)
+    max_tool_iterations: ToolIterations | None = None
     parallel_tools: bool | None = None
-    max_tool_result_chars: int | None = Field(default=None, ge=200)
-    turn_timeout_s: float | None = Field(default=None, gt=0)
-    tool_timeout_s: float | None = Field(default=None, gt=0)
-    history_max_tokens: int | None = Field(default=None, ge=500)
+    max_tool_result_chars: ToolResultChars | None = None
+    turn_timeout_s: Seconds | None = None
+    tool_timeout_s: Seconds | None = None
+    history_max_tokens: HistoryTokens | None = None
     approval: AgentApproval = Field(default_factory=AgentApproval)
     routes: list[RouteConfig] = Field(default_factory=list)
 

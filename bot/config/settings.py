@@ -18,7 +18,19 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
 
-from bot.config.agents import DEFAULT_AGENT, AgentProfile, check_agent_name, exclusive_prompt
+from bot.channel_config import ApprovalLevel
+from bot.config.agents import (
+    DEFAULT_AGENT,
+    AgentProfile,
+    HistoryTokens,
+    MaxTokens,
+    Seconds,
+    Temperature,
+    ToolIterations,
+    ToolResultChars,
+    check_agent_name,
+    exclusive_prompt,
+)
 from bot.config.attachments import AttachmentsConfig
 from bot.config.channels import ChannelsConfig
 from bot.config.embedded import PACKAGED_MODEL_NAME, packaged_model_path
@@ -43,18 +55,18 @@ class AgentConfig(ConfigModel):
     fallback: list[str] = Field(default_factory=list)
     system_prompt: str = "You are the team's assistant. Be brief and accurate."
     system_prompt_file: str | None = None
-    temperature: float | None = Field(default=None, ge=0, le=2)
-    max_tokens: int | None = Field(default=None, ge=1)
+    temperature: Temperature | None = None
+    max_tokens: MaxTokens | None = None
     allowed_tools: list[str] | None = None
-    max_tool_iterations: int = Field(default=10, ge=1, le=200)
+    max_tool_iterations: ToolIterations = 10
     parallel_tools: bool = True
-    max_tool_result_chars: int = Field(default=50_000, ge=200)
-    turn_timeout_s: float = Field(default=300.0, gt=0)
+    max_tool_result_chars: ToolResultChars = 50_000
+    turn_timeout_s: Seconds = 300.0
     max_concurrent_turns: int = Field(default=32, ge=1)
-    history_max_tokens: int = Field(default=24_000, ge=500)
+    history_max_tokens: HistoryTokens = 24_000
     excluded_tools: list[str] = Field(default_factory=list)
     hide_unapprovable_tools: bool = False
-    tool_timeout_s: float = Field(default=120.0, gt=0)
+    tool_timeout_s: Seconds = 120.0
     receipts: bool = False
     receipt_key_env: str = "HATCHWAY_RECEIPT_KEY"
     #: A turn cut off by a crash or a stop: its sender is told to ask again (``notify``), or
@@ -137,7 +149,7 @@ class ProviderConfig(ConfigModel):
 
 
 class ApprovalConfig(ConfigModel):
-    level: Literal["readonly", "supervised", "full"] = "supervised"
+    level: ApprovalLevel = "supervised"
     auto_approve: list[str] = Field(
         default_factory=lambda: [
             "current_time",

@@ -140,3 +140,28 @@ def test_a_profile_provider_needs_a_model() -> None:
         parse_settings(
             {"providers": providers, "agents": {"ops": {"provider": "blank"}}}, environ={}
         )
+
+
+def _accepts(schema: dict[str, Any]) -> Any:
+    """A field's JSON schema without its default and title, ``null`` left out."""
+    kept = {k: v for k, v in schema.items() if k not in ("default", "title")}
+    if "anyOf" in kept:
+        values = [v for v in kept.pop("anyOf") if v != {"type": "null"}]
+        kept.update(values[0] if len(values) == 1 else {"anyOf": values})
+    return kept
+
+
+def test_a_profile_key_accepts_what_the_agent_key_accepts() -> None:
+    """Every ``[agents.<name>]`` override is an ``[agent]`` key with the same type and
+    limits (and may be left unset)."""
+    from bot.config.agents import AgentProfile
+    from bot.config.settings import AgentConfig
+
+    agent = AgentConfig.model_json_schema()["properties"]
+    profile = AgentProfile.model_json_schema()["properties"]
+    overrides = set(profile) - {"approval", "routes"}
+    assert len(overrides) == 15
+    assert overrides <= set(agent)
+    for key in sorted(overrides):
+        assert _accepts(profile[key]) == _accepts(agent[key]), key
+        assert profile[key].get("default") is None
