@@ -132,6 +132,13 @@ def finished_line(tool: str, *, ok: bool, duration_s: float, reason: str = "") -
     return f"❌ {tool} {took}: {literal(cut(visible(reason)))}"
 
 
+def stopped_line(tool: str) -> str:
+    return f"⏹ {tool}: stopped"
+
+
+STOPPED_LINE = "⏹ stopped"
+
+
 def waiting_line(tool: str) -> str:
     return f"🔐 waiting for approval: {tool}"
 
@@ -181,6 +188,7 @@ class ChannelProgress:
         self._typing_interval = typing_interval_s
         self._stream = stream
         self._lines: dict[str, str] = {}  # edit mode: key → current line
+        self._running: dict[str, str] = {}  # calls started and not finished: key → tool
         self._pending: list[str] = []  # batch mode: lines not yet sent
         self._draft = ""
         self._dirty = False
@@ -225,20 +233,36 @@ class ChannelProgress:
     # -- sink --------------------------------------------------------------------------
 
     async def tool_started(self, *, call_id: str, tool: str, hint: str) -> None:
+        self._running[call_id] = tool
         self._show(call_id, started_line(tool, hint))
 
     async def tool_finished(
         self, *, call_id: str, tool: str, ok: bool, duration_s: float, reason: str = ""
     ) -> None:
+        self._running.pop(call_id, None)
         self._show(call_id, finished_line(tool, ok=ok, duration_s=duration_s, reason=reason))
 
     async def waiting_for_approval(self, *, tool: str) -> None:
         self._waiting += 1
+        self._running[f"approval:{tool}"] = tool
         self._show(f"approval:{tool}", waiting_line(tool))
+
+    def stopped(self) -> None:
+        """The turn was stopped (``/stop``, Ctrl-C): every call still shown as running or
+        waiting for approval reads "⏹ tool: stopped", and a progress message already shown
+        ends with "⏹ stopped", so that it never stays at ``⏳``. Call it before
+        :meth:`aclose`, which shows the change."""
+        for key, tool in self._running.items():
+            self._show(key, stopped_line(tool))
+        self._running.clear()
+        self._waiting = 0
+        if self._caps.can_edit and (self._message is not None or self._lines):
+            self._show("stopped", STOPPED_LINE)
 
     async def approval_resolved(self, *, tool: str, approved: bool) -> None:
         self._waiting = max(0, self._waiting - 1)
         key = f"approval:{tool}"
+        self._running.pop(key, None)
         if not approved:
             self._show(key, not_approved_line(tool))
         elif self._lines.pop(key, None) is not None:

@@ -219,3 +219,46 @@ async def test_typing_is_refreshed_while_the_turn_works() -> None:
     progress = ChannelProgress(channel, TARGET, Capabilities(typing=True), typing_interval_s=0.01)
     async with progress:
         await until_true(lambda: channel.typing_calls >= 3)
+
+
+async def test_a_stopped_turn_closes_its_progress_message() -> None:
+    channel, clock = FakeChannel(REF), Clock()
+    progress = ChannelProgress(channel, TARGET, Capabilities(can_edit=True), clock)
+    await progress.tool_started(call_id="1", tool="shell", hint="exit 3")
+    await progress.tool_finished(
+        call_id="1", tool="shell", ok=False, duration_s=0.1, reason="exit 3"
+    )
+    await progress.tool_started(call_id="2", tool="shell", hint="sleep 600")
+    await progress.pulse()
+    assert channel.texts == ["❌ shell (0.1s): `exit 3`\n⏳ shell: `sleep 600`"]
+    progress.stopped()
+    await progress.aclose()
+    assert channel.edited_texts[-1] == "❌ shell (0.1s): `exit 3`\n⏹ shell: stopped\n⏹ stopped"
+
+
+async def test_a_stop_while_waiting_for_approval_closes_the_waiting_line() -> None:
+    channel, clock = FakeChannel(REF), Clock()
+    progress = ChannelProgress(channel, TARGET, Capabilities(can_edit=True), clock)
+    await progress.waiting_for_approval(tool="shell")
+    await progress.pulse()
+    progress.stopped()
+    await progress.aclose()
+    assert channel.edited_texts[-1] == "⏹ shell: stopped\n⏹ stopped"
+
+
+async def test_a_stop_with_nothing_shown_sends_nothing() -> None:
+    channel = FakeChannel(REF)
+    progress = ChannelProgress(channel, TARGET, Capabilities(can_edit=True), Clock())
+    progress.stopped()
+    await progress.aclose()
+    assert channel.texts == [] and channel.edited_texts == []
+
+
+async def test_a_stop_on_a_channel_without_edits_says_which_call_was_stopped() -> None:
+    channel, clock = FakeChannel(REF), Clock()
+    progress = ChannelProgress(channel, TARGET, Capabilities(can_edit=False), clock)
+    await progress.tool_started(call_id="1", tool="shell", hint="sleep 600")
+    await progress.pulse()
+    progress.stopped()
+    await progress.aclose()
+    assert channel.texts == ["⏳ shell: `sleep 600`", "⏹ shell: stopped"]

@@ -101,6 +101,8 @@ class AgentRunner:
                 reading = self._attachments.user_message(turn, channel, sight)
                 state.user = await unless_cancelled(reading, state.cancel)
             result = await run_turn(bundle, state)
+            if progress is not None and result.status is TurnStatus.CANCELLED:
+                progress.stopped()  # the message is closed, never left at "⏳"
         finally:
             await state.progress.aclose()
         telemetry.note("hatchway.turn.status", result.status.value)

@@ -44,6 +44,7 @@ from bot.turn import TurnIdentity
 log = structlog.get_logger(__name__)
 
 NOTHING_RUNNING = "Nothing is running."
+STILL_STOPPING = "⏹ Already stopping: the turn is finishing what it was doing."
 NOTHING_OF_YOURS = "Nothing you started is running here."
 NEW_SESSION = "🆕 New session started; earlier messages are forgotten."
 
@@ -182,6 +183,10 @@ class MemberCommands:
         log.info("session_stop", session=arrival.session_key, stopped=stopped, dropped=len(dropped))
         if stopped or dropped:
             return
+        if self._sessions.winding_down(arrival.session_key):
+            if not arrival.quiet and answer:
+                await self._replies.send(envelope, STILL_STOPPING)
+            return
         # a quiet /stop asks the session's owner to stop it without an answer, too
         wanted = not arrival.quiet and answer
         if not forwarded and self._elsewhere is not None and await self._elsewhere(arrival, wanted):
@@ -203,6 +208,10 @@ class MemberCommands:
             stopped=len(stopped),
             dropped=len(dropped),
         )
+        if not (stopped or dropped) and self._sessions.winding_down(prefix, envelope.sender.id):
+            if not arrival.quiet and answer:
+                await self._replies.send(envelope, STILL_STOPPING)
+            return
         if forwarded:
             here = bool(stopped or dropped) or answer
         else:

@@ -215,6 +215,24 @@ class Sessions:
             self._forget(turn.envelope.envelope_id)
         return stopped, dropped
 
+    def winding_down(self, session_key: str, sender_id: str | None = None) -> bool:
+        """Whether a turn cancelled earlier (``/stop``, shutdown) is still finishing in
+        ``session_key``; with ``sender_id``, in any session of the conversation
+        ``session_key`` (its threads included) and started by that sender."""
+        for key, session in self._sessions.items():
+            if sender_id is None and key != session_key:
+                continue
+            if sender_id is not None and not (
+                key == session_key or key.startswith(session_key + ":")
+            ):
+                continue
+            running, control = session.running, session.control
+            if running is None or control is None or not control.cancelled:
+                continue
+            if sender_id is None or running.envelope.sender.id == sender_id:
+                return True
+        return False
+
     def stop_sender(
         self, conversation: str, sender_id: str, reason: str
     ) -> tuple[list[TurnIdentity], list[TurnIdentity]]:

@@ -28,6 +28,7 @@ from bot.store import InboxKey
 from tests.fakes.scripted_provider import ScriptedProvider, reply
 from tests.fakes.telegram_server import ApiCall, FakeTelegram, command, message, user
 from tests.fakes.telegram_setup import APPROVER, REQUESTER, STRANGER, TOKEN, started
+from tests.gateway.test_gateway import until
 
 ANN, BOB = REQUESTER, 4004
 GROUP: dict[str, Any] = {"id": -100500600, "type": "supergroup", "title": "team"}
@@ -186,13 +187,15 @@ async def test_stop_always_stops_and_its_answers_have_an_allowance(
         await say(tg, ANN, "/new", 2)  # refused: the bucket is empty
         await say(tg, ANN, "/stop", 3)  # stops all the same
         await tg.wait_for("sendMessage", sent_with(CANCELLED_MESSAGE))
+        await until(lambda: app.gateway.active_turns == 0)  # not still finishing: see below
         for n in range(4, 10):
             await say(tg, ANN, "/stop", n)
         await all_handled(tg, 10)
         sent = texts(tg)
     assert [t for t in sent if t.startswith("⏹")] == [CANCELLED_MESSAGE]
     assert NEW_SESSION not in sent and sent.count(NOTICE) == 1
-    # the stopping /stop took one of three answers: two more, then quiet
+    # the stopping /stop took one of three answers: two more, then quiet (a /stop while the
+    # stopped turn is still finishing would be told so instead, hence the wait above)
     assert sent.count(NOTHING_RUNNING) == 2
     assert app.gateway.rate_limited == 1
 

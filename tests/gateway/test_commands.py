@@ -17,8 +17,15 @@ from bot.config import Settings, parse_settings
 from bot.envelope import Capabilities, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
 from bot.gateway import Gateway
 from bot.gateway.access import STRANGER_REPLY, AccessPolicy
-from bot.gateway.commands import NEW_SESSION, NOTHING_OF_YOURS, NOTHING_RUNNING, command_of
+from bot.gateway.commands import (
+    NEW_SESSION,
+    NOTHING_OF_YOURS,
+    NOTHING_RUNNING,
+    STILL_STOPPING,
+    command_of,
+)
 from bot.store import InboxStatus, Store
+from bot.turn import SessionControl, TurnIdentity, TurnReply
 from tests.fakes.channel import FakeChannel
 from tests.gateway.test_gateway import Turns, until
 
@@ -72,10 +79,10 @@ class Rig:
         return [text for _, text in self.channel.sent]
 
 
-async def _rig(tmp_path: Path, **channel: Any) -> AsyncIterator[Rig]:
+async def _rig(tmp_path: Path, turns: Turns | None = None, **channel: Any) -> AsyncIterator[Rig]:
     cfg = settings(tmp_path, **channel)
     store = await Store.open(tmp_path / "h.db")
-    turns, fake = Turns(), FakeChannel(REF)
+    turns, fake = turns or Turns(), FakeChannel(REF)
     gateway = Gateway(
         settings=cfg,
         store=store,
@@ -202,3 +209,41 @@ async def test_a_conversation_wide_stop_stops_only_what_its_sender_started(rig: 
     await until(lambda: "answer to theirs in t2" in rig.said())
     await rig.gateway.deliver(replace(stop, message_id="again", envelope_id="again"))
     await until(lambda: rig.said()[-1] == NOTHING_OF_YOURS)
+
+
+class Lingering(Turns):
+    """Turns that go on after a cancel until the test lets them finish (a tool being
+    killed, the notice being recorded)."""
+
+    async def __call__(self, turn: TurnIdentity, control: SessionControl) -> TurnReply:
+        text = turn.envelope.text
+        self.started.append(text)
+        gate = self.release.setdefault(text, asyncio.Event())
+        control.on_cancel(lambda reason: self.cancelled.append(text))
+        await gate.wait()
+        return TurnReply(text="⏹ Stopped.")
+
+
+@pytest.mark.parametrize("scope", ["session", "conversation"])
+async def test_a_second_stop_while_the_first_is_finishing_says_so(
+    tmp_path: Path, scope: str
+) -> None:
+    lingering = Lingering()
+    async for rig in _rig(tmp_path, lingering):
+        await _stop_twice(rig, lingering, scope)
+
+
+async def _stop_twice(rig: Rig, lingering: Lingering, scope: str) -> None:
+    await rig.gateway.deliver(envelope("slow"))
+    await until(lambda: lingering.started == ["slow"])
+    await rig.gateway.deliver(envelope("/stop", scope=scope, message_id="first"))
+    await until(lambda: lingering.cancelled == ["slow"])
+    await rig.gateway.deliver(envelope("/stop", scope=scope, message_id="second"))
+    await until(lambda: STILL_STOPPING in rig.said())
+    assert NOTHING_RUNNING not in rig.said() and NOTHING_OF_YOURS not in rig.said()
+    assert lingering.cancelled == ["slow"]  # not cancelled twice
+    lingering.finish("slow")
+    await until(lambda: "⏹ Stopped." in rig.said())
+    await until(lambda: rig.gateway.active_turns == 0)
+    await rig.gateway.deliver(envelope("/stop", scope=scope, message_id="third"))
+    await until(lambda: rig.said()[-1] in (NOTHING_RUNNING, NOTHING_OF_YOURS))
