@@ -15,6 +15,7 @@ both import this module.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -24,6 +25,14 @@ from bot.telemetry import NO_TRACE, TurnTrace
 
 #: How long a reply key is: a Discord nonce holds at most 25 characters.
 REPLY_KEY_CHARS = 24
+
+
+class CancelReason(enum.StrEnum):
+    """Why a running turn was cancelled: ``/stop``, or the daemon stopping. A turn the stop
+    cut off records ``shutdown`` as its inbox entry's error (:class:`TurnReply`)."""
+
+    STOP = "/stop"
+    SHUTDOWN = "shutdown"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,12 +69,13 @@ class TurnIdentity:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TurnReply:
     """What a turn leaves for the gateway: the text to send back (None: nothing), and, for a
-    turn cut short by the daemon stopping, ``interrupted`` (``"shutdown"``), which the inbox
-    entry records as its error instead of marking it done; a scheduled (background) run's
-    entry is left unfinished instead, for start-up recovery to run it again."""
+    turn cut short by the daemon stopping, ``interrupted`` (:attr:`CancelReason.SHUTDOWN`),
+    which the inbox entry records as its error instead of marking it done; a scheduled
+    (background) run's entry is left unfinished instead, for start-up recovery to run it
+    again."""
 
     text: str | None
-    interrupted: str = ""
+    interrupted: CancelReason | None = None
 
 
 @dataclass(slots=True)
@@ -73,14 +83,14 @@ class SessionControl:
     """Per-session handle a running turn exposes to ``/stop`` and shutdown: the runner
     registers what cancels the turn, the gateway calls :meth:`cancel` with the reason."""
 
-    cancel_callbacks: list[Callable[[str], None]] = field(default_factory=list)
-    #: the reason the turn was cancelled with ("" while it was not)
-    cancelled: str = ""
+    cancel_callbacks: list[Callable[[CancelReason], None]] = field(default_factory=list)
+    #: the reason the turn was cancelled with (None while it was not)
+    cancelled: CancelReason | None = None
 
-    def on_cancel(self, callback: Callable[[str], None]) -> None:
+    def on_cancel(self, callback: Callable[[CancelReason], None]) -> None:
         self.cancel_callbacks.append(callback)
 
-    def cancel(self, reason: str) -> bool:
+    def cancel(self, reason: CancelReason) -> bool:
         """Cancel the running turn; False when nothing registered to be cancelled, or when
         it was cancelled already: a turn winding down after a ``/stop`` (its notice still
         being recorded and sent) is not stopped, nor counted, a second time, and keeps the

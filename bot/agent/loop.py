@@ -28,10 +28,11 @@ from bot.errors import ProviderError
 from bot.providers.base import ChatMessage, CompletionRequest, ProviderReply, ToolDefinition
 from bot.store import UnitOfWork
 from bot.tools.batch import BatchVerdict
-from bot.tools.cancellation import SHUTDOWN, unless_cancelled
+from bot.tools.cancellation import unless_cancelled
 from bot.tools.pipeline import ToolPipeline
 from bot.tools.registry import ToolScope
 from bot.tools.spec import ToolContext
+from bot.turn import CancelReason
 
 log = structlog.get_logger(__name__)
 
@@ -176,7 +177,7 @@ async def _iterate(
 
 def _cancelled(state: TurnState) -> TurnResult:
     """A cancelled turn's result: stopped by ``/stop``, or interrupted by a shutdown."""
-    if state.cancel.reason == SHUTDOWN:
+    if state.cancel.reason is CancelReason.SHUTDOWN:
         return TurnResult(status=TurnStatus.CANCELLED, text=SHUTDOWN_MESSAGE)
     return TurnResult(status=TurnStatus.CANCELLED, text=CANCELLED_MESSAGE)
 

@@ -28,8 +28,8 @@ from bot.attachments.ingest import AttachmentIngest
 from bot.channel import Channel
 from bot.envelope import ChannelRef
 from bot.progress import ChannelProgress
-from bot.tools.cancellation import SHUTDOWN, unless_cancelled
-from bot.turn import SessionControl, TurnIdentity, TurnReply
+from bot.tools.cancellation import unless_cancelled
+from bot.turn import CancelReason, SessionControl, TurnIdentity, TurnReply
 
 log = structlog.get_logger(__name__)
 
@@ -108,9 +108,11 @@ class AgentRunner:
         telemetry.note("hatchway.turn.status", result.status.value)
         if self._turn_finished is not None:
             self._turn_finished(result.status.value)
-        shutdown = result.status is TurnStatus.CANCELLED and state.cancel.reason == SHUTDOWN
+        shutdown = (
+            result.status is TurnStatus.CANCELLED and state.cancel.reason is CancelReason.SHUTDOWN
+        )
         if shutdown and envelope.background:
             # nobody asked in a scheduled run's conversation: no "ask again" line there; the
             # run is left to start-up recovery, which runs it again under its job's policy
-            return TurnReply(text="", interrupted=SHUTDOWN)
-        return TurnReply(text=result.text, interrupted=SHUTDOWN if shutdown else "")
+            return TurnReply(text="", interrupted=CancelReason.SHUTDOWN)
+        return TurnReply(text=result.text, interrupted=CancelReason.SHUTDOWN if shutdown else None)

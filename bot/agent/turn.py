@@ -18,7 +18,7 @@ from bot.store import InboxKey
 from bot.tools.registry import RegistryCache, ToolRegistry
 from bot.tools.services import PipelineServices
 from bot.tools.spec import ToolSpec
-from bot.turn import TurnIdentity
+from bot.turn import CancelReason, TurnIdentity
 from bot.usage.meter import TurnUsage, UsageMeter
 
 
@@ -28,10 +28,10 @@ class CancelToken:
 
     def __init__(self) -> None:
         self._cancelled = False
-        self.reason = ""
+        self.reason: CancelReason | None = None
         self._callbacks: list[Callable[[], object]] = []
 
-    def cancel(self, reason: str = "stopped") -> None:
+    def cancel(self, reason: CancelReason = CancelReason.STOP) -> None:
         self.reason = reason
         self._cancelled = True
         callbacks, self._callbacks = self._callbacks, []

@@ -10,6 +10,7 @@ the environment is :mod:`bot.config.loading`'s.
 
 from __future__ import annotations
 
+import enum
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -45,6 +46,15 @@ from bot.config.web import WebConfig
 from bot.config_model import ConfigModel
 
 
+class OnInterrupted(enum.StrEnum):
+    """``[agent] on_interrupted``: what becomes of a turn cut off by a crash or a stop."""
+
+    #: its sender is told to ask again
+    NOTIFY = "notify"
+    #: it runs again once when nothing with side effects ran in it
+    RETRY = "retry"
+
+
 class AgentConfig(ConfigModel):
     """``[agent]``: the agent named ``default``, and what every ``[agents.<name>]``
     inherits. ``temperature`` and ``max_tokens``, when set, replace the providers' own;
@@ -69,9 +79,7 @@ class AgentConfig(ConfigModel):
     tool_timeout_s: Seconds = 120.0
     receipts: bool = False
     receipt_key_env: str = "HATCHWAY_RECEIPT_KEY"
-    #: A turn cut off by a crash or a stop: its sender is told to ask again (``notify``), or
-    #: it runs again once when nothing with side effects ran in it (``retry``).
-    on_interrupted: Literal["notify", "retry"] = "notify"
+    on_interrupted: OnInterrupted = OnInterrupted.NOTIFY
 
     @model_validator(mode="before")
     @classmethod

@@ -39,7 +39,7 @@ from bot.gateway.admission import Admit, Arrival
 from bot.gateway.sending import Replies
 from bot.gateway.sessions import Sessions
 from bot.store import InboxStatus, Store
-from bot.turn import TurnIdentity
+from bot.turn import CancelReason, TurnIdentity
 
 log = structlog.get_logger(__name__)
 
@@ -178,7 +178,7 @@ class MemberCommands:
         if envelope.command_scope == "conversation":
             await self._stop_senders_turns(arrival, forwarded=forwarded, answer=answer)
             return
-        stopped, dropped = self._sessions.stop(arrival.session_key, "/stop")
+        stopped, dropped = self._sessions.stop(arrival.session_key, CancelReason.STOP)
         await self._mark_dropped(dropped)
         log.info("session_stop", session=arrival.session_key, stopped=stopped, dropped=len(dropped))
         if stopped or dropped:
@@ -199,7 +199,7 @@ class MemberCommands:
     ) -> None:
         envelope = arrival.envelope
         prefix = f"{envelope.channel}:{envelope.conversation_id}"
-        stopped, dropped = self._sessions.stop_sender(prefix, envelope.sender.id, "/stop")
+        stopped, dropped = self._sessions.stop_sender(prefix, envelope.sender.id, CancelReason.STOP)
         await self._mark_dropped(dropped)
         log.info(
             "sender_stop",

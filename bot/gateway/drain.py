@@ -14,7 +14,7 @@ import structlog
 
 from bot.errors import StorageUnavailable
 from bot.gateway.admission import Admit, Arrival
-from bot.tools.cancellation import SHUTDOWN
+from bot.turn import CancelReason
 
 log = structlog.get_logger(__name__)
 
@@ -64,9 +64,9 @@ class Drain:
             if self._active == 0:
                 self._idle.set()
 
-    async def drain(self, timeout_s: float, cancel_running: Callable[[str], None]) -> bool:
+    async def drain(self, timeout_s: float, cancel_running: Callable[[CancelReason], None]) -> bool:
         """Stop accepting; wait up to ``timeout_s`` for running turns, then cancel them
-        (``cancel_running(SHUTDOWN)``) and give them :data:`CANCEL_GRACE_S` to end.
+        (``cancel_running(CancelReason.SHUTDOWN)``) and give them :data:`CANCEL_GRACE_S` to end.
 
         Returns True when every turn finished on its own."""
         self._accepting = False
@@ -75,7 +75,7 @@ class Drain:
                 await self._idle.wait()
             return True
         except TimeoutError:
-            cancel_running(SHUTDOWN)
+            cancel_running(CancelReason.SHUTDOWN)
             try:
                 async with asyncio.timeout(CANCEL_GRACE_S):
                     await self._idle.wait()

@@ -37,6 +37,7 @@ message id), so nothing else runs a cut-off run again.
 
 from __future__ import annotations
 
+import enum
 import time
 import uuid
 from collections.abc import Sequence
@@ -47,7 +48,7 @@ from typing import Literal
 import structlog
 from structlog.contextvars import bound_contextvars
 
-from bot.config import SchedulesConfig
+from bot.config import OnInterrupted, SchedulesConfig
 from bot.envelope import IngressEnvelope, envelope_from_json, envelope_to_json
 from bot.gateway.ledger import ReplyLedger, may_run_again
 from bot.gateway.sessions import Sessions
@@ -67,13 +68,19 @@ INTERRUPTED = "interrupted by restart"
 #: The inbox error of a message whose turn the database going away cut off, its sender told.
 INTERRUPTED_BY_OUTAGE = "interrupted by a database outage"
 
-CutOffBy = Literal["restart", "outage"]
-"""What cut entries off: a restart (or a replica gone: crashed or stopped), or the database
-going away under a replica that lived on."""
+
+class CutOffBy(enum.StrEnum):
+    """What cut entries off: a restart (or a replica gone: crashed or stopped), or the
+    database going away under a replica that lived on."""
+
+    RESTART = "restart"
+    OUTAGE = "outage"
+
+
 #: The notice and the inbox error of each cause.
 NOTICES: dict[CutOffBy, tuple[str, str]] = {
-    "restart": (SHUTDOWN_MESSAGE, INTERRUPTED),
-    "outage": (OUTAGE_MESSAGE, INTERRUPTED_BY_OUTAGE),
+    CutOffBy.RESTART: (SHUTDOWN_MESSAGE, INTERRUPTED),
+    CutOffBy.OUTAGE: (OUTAGE_MESSAGE, INTERRUPTED_BY_OUTAGE),
 }
 #: Appended to a cut-off background run's message id for its one re-run.
 RERUN_SUFFIX = ":rerun"
@@ -94,10 +101,10 @@ async def recover(
     sessions: Sessions,
     ledger: ReplyLedger,
     schedules: SchedulesConfig,
-    on_interrupted: Literal["notify", "retry"] = "notify",
+    on_interrupted: OnInterrupted = OnInterrupted.NOTIFY,
     now: float | None = None,
     entries: Sequence[InboxEntry] | None = None,
-    cause: CutOffBy = "restart",
+    cause: CutOffBy = CutOffBy.RESTART,
 ) -> tuple[int, int]:
     """Re-queue messages that never started; settle cut-off ones by their recorded replies,
     or tell their senders to ask again (or run them again, ``on_interrupted = "retry"``);
@@ -154,7 +161,9 @@ async def recover(
             outcome = await _recover_background(store, sessions, entry, envelope, schedules, at)
             if outcome:
                 counts[outcome] += 1
-        elif on_interrupted == "retry" and await _retry(store, sessions, entry, envelope):
+        elif on_interrupted is OnInterrupted.RETRY and await _retry(
+            store, sessions, entry, envelope
+        ):
             counts["retried"] += 1
         else:
             turn = TurnIdentity(

@@ -22,21 +22,20 @@ import asyncio
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, replace
-from typing import Literal
 
 import structlog
 from structlog.contextvars import bind_contextvars, clear_contextvars, reset_contextvars
 
 from bot import telemetry
 from bot.backoff import cancel_requested
-from bot.config import DEFAULT_AGENT
+from bot.config import DEFAULT_AGENT, OnInterrupted
 from bot.envelope import IngressEnvelope
 from bot.errors import StorageUnavailable
 from bot.gateway.drain import Drain
 from bot.gateway.ledger import ReplyLedger, may_run_again
 from bot.gateway.sending import FAILURE_MESSAGE
 from bot.store import InboxKey, InboxStatus, ReplyKind, Store
-from bot.turn import SessionControl, TurnIdentity, TurnRunner
+from bot.turn import CancelReason, SessionControl, TurnIdentity, TurnRunner
 
 log = structlog.get_logger(__name__)
 
@@ -80,7 +79,7 @@ class Sessions:
         ledger: ReplyLedger,
         drain: Drain,
         max_concurrent_turns: int,
-        on_interrupted: Literal["notify", "retry"] = "notify",
+        on_interrupted: OnInterrupted = OnInterrupted.NOTIFY,
     ) -> None:
         self._store = store
         self._run_turn = run_turn
@@ -201,7 +200,7 @@ class Sessions:
         if not self._live:
             self._idle.set()
 
-    def stop(self, session_key: str, reason: str) -> tuple[bool, list[TurnIdentity]]:
+    def stop(self, session_key: str, reason: CancelReason) -> tuple[bool, list[TurnIdentity]]:
         """Cancel the session's running turn and take its queued ones out of the queue.
         Returns whether a turn was running and the turns dropped (their inbox entries are
         the caller's to mark)."""
@@ -234,7 +233,7 @@ class Sessions:
         return False
 
     def stop_sender(
-        self, conversation: str, sender_id: str, reason: str
+        self, conversation: str, sender_id: str, reason: CancelReason
     ) -> tuple[list[TurnIdentity], list[TurnIdentity]]:
         """Cancel the turns ``sender_id`` started in every session of ``conversation``
         (``kind.alias:conversation_id``, its threads included) and take their queued ones
@@ -263,7 +262,7 @@ class Sessions:
             session.queue = kept
         return stopped, dropped
 
-    def cancel_running(self, reason: str) -> None:
+    def cancel_running(self, reason: CancelReason) -> None:
         """Cancel every running turn (shutdown); queued ones stay queued."""
         for session in self._sessions.values():
             if session.control:
@@ -275,7 +274,7 @@ class Sessions:
     async def _left_to_retry(self, turn: TurnIdentity) -> bool:
         """Whether a turn cut off by a stop is left ``processing`` for the next start to
         run again (``agent.on_interrupted = "retry"``, :func:`may_run_again`)."""
-        if self._on_interrupted != "retry":
+        if self._on_interrupted is not OnInterrupted.RETRY:
             return False
         return may_run_again(await self._store.inbox.get(turn.inbox))
 

@@ -16,10 +16,9 @@ import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Protocol, TypeVar
 
-T = TypeVar("T")
+from bot.turn import CancelReason
 
-#: The cancel reason of a turn cut short because the daemon is stopping.
-SHUTDOWN = "shutdown"
+T = TypeVar("T")
 
 
 class CancelSignal(Protocol):
@@ -33,7 +32,7 @@ class CancelSignal(Protocol):
         returns the function that unregisters it."""
         ...
 
-    def cancel(self, reason: str) -> None:
+    def cancel(self, reason: CancelReason) -> None:
         """Set the signal from inside the turn (the pipeline ends a turn whose approval
         expired because the daemon is stopping)."""
         ...

@@ -34,6 +34,7 @@ import structlog
 from bot import telemetry
 from bot.approval.gate import Assessment, canonical_json
 from bot.approval.reasons import RuntimeReason
+from bot.config import OnInterrupted
 from bot.crashpoints import crash_point
 from bot.progress import ProgressSink, progress_hint
 from bot.providers.base import ToolCallRequest
@@ -49,7 +50,7 @@ from bot.tools.authorization import (
 from bot.tools.batch import Batch, BatchReport
 from bot.tools.call import ParsedCall, PreparedCall
 from bot.tools.call_record import finished_event, started_event, tool_call_row
-from bot.tools.cancellation import SHUTDOWN, CancelSignal, unless_cancelled
+from bot.tools.cancellation import CancelSignal, unless_cancelled
 from bot.tools.delivery import with_delivery_defaults
 from bot.tools.dispatch import dispatch, runs_in_parallel
 from bot.tools.duplicates import DuplicateGuard
@@ -72,6 +73,7 @@ from bot.tools.transcript import assistant_message, result_messages
 from bot.tools.truncation import bound_text
 from bot.tools.turn_gate import TurnGate
 from bot.tools.validation import resolve
+from bot.turn import CancelReason
 
 log = structlog.get_logger(__name__)
 
@@ -133,7 +135,7 @@ class ToolPipeline:
             enabled=self._services.settings.parallel_tools,
             asked=batch.asked,
         )
-        if self._services.settings.on_interrupted == "retry" and any(
+        if self._services.settings.on_interrupted is OnInterrupted.RETRY and any(
             call.spec.kind is not ToolKind.READ_ONLY for call in runnable
         ):
             # a turn cut off from here on must not run again after a restart
@@ -261,7 +263,7 @@ class ToolPipeline:
             return interrupted(call_id=call_id, tool=spec.name, before_launch=True)
         if decision.runtime_reason is RuntimeReason.SHUTDOWN:
             # the daemon is stopping: the turn ends here, and says so (bot.agent.loop)
-            self._cancel.cancel(SHUTDOWN)
+            self._cancel.cancel(CancelReason.SHUTDOWN)
         refusal = decision_outcome(decision, call_id=call_id, tool=spec.name)
         if refusal is not None:
             self._guard.remember_refusal(key)

@@ -28,8 +28,7 @@ from bot.gateway.recovery import INTERRUPTED
 from bot.gateway.sending import FAILURE_MESSAGE
 from bot.providers.base import ChatMessage, ToolCallRequest
 from bot.store import InboxKey, InboxStatus, ReplyKind, ReplyStatus, Store, UnitOfWork
-from bot.tools.cancellation import SHUTDOWN
-from bot.turn import TurnIdentity
+from bot.turn import CancelReason, TurnIdentity
 from tests.fakes.channel import FakeChannel
 from tests.gateway.test_gateway import AllowAll, until
 
@@ -76,7 +75,7 @@ class Runner:
             raise RuntimeError("boom")
         if turn.envelope.text in self.interrupt:
             # cut short by the daemon stopping (the real runner's reply)
-            return TurnReply(text=SHUTDOWN_MESSAGE, interrupted=SHUTDOWN)
+            return TurnReply(text=SHUTDOWN_MESSAGE, interrupted=CancelReason.SHUTDOWN)
         return TurnReply(text=f"answer to {turn.envelope.text}")
 
 
@@ -420,7 +419,7 @@ async def test_a_turn_cut_by_a_stop_is_told_under_notify(tmp_path: Path) -> None
         await settle(made)
         assert made.channel.texts == [SHUTDOWN_MESSAGE]
         assert await replies_of(made.store, env) == [("notice", "sent", None)]
-        assert await status_of(made.store, env) == (InboxStatus.FAILED, SHUTDOWN)
+        assert await status_of(made.store, env) == (InboxStatus.FAILED, "shutdown")
 
 
 async def test_a_turn_cut_by_a_stop_is_left_for_the_next_start_under_retry(

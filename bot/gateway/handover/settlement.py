@@ -82,7 +82,7 @@ class Settlement:
                 await self._store.inbox.release(unsettled.key, unsettled.replica_id)
         if cut_off:
             log.info("session_recovering", session=key, entries=len(cut_off))
-            await self._recover(cut_off, "restart")
+            await self._recover(cut_off, CutOffBy.RESTART)
 
     async def settle_own(self, rows: Sequence[Unsettled]) -> None:
         """Settle this replica's ``processing`` entries that no turn here has in hand (the
@@ -113,7 +113,7 @@ class Settlement:
                     left.append(entry)
         if left and not self._ownership.draining:
             log.info("session_recovering", session=key, entries=len(left), left_here=True)
-            await self._recover(left, "outage")
+            await self._recover(left, CutOffBy.OUTAGE)
 
 
 def left_by_gone(entry: Unsettled, live: frozenset[str]) -> bool:
