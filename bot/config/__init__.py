@@ -50,6 +50,7 @@ from bot.config.tools import (
     MemoryToolConfig,
     ShellToolConfig,
     ToolsConfig,
+    WebSearchToolConfig,
     WorkspaceConfig,
 )
 from bot.config.usage import BudgetLimits, BudgetsConfig, ModelPrice
@@ -83,6 +84,7 @@ __all__ = [
     "ShellToolConfig",
     "StorageConfig",
     "ToolsConfig",
+    "WebSearchToolConfig",
     "WorkspaceConfig",
     "load_settings",
     "parse_settings",

@@ -1,5 +1,5 @@
 """``[tools]``: the tables of the built-in tools (workspace, files, shell, HTTP fetch,
-memory); see docs/tools.md."""
+web search, memory); see docs/tools.md."""
 
 from __future__ import annotations
 
@@ -86,6 +86,46 @@ class HttpFetchToolConfig(ConfigModel):
     max_output_chars: int = Field(default=20_000, ge=100)
 
 
+SearchBackendName = Literal["none", "searxng", "brave"]
+
+#: Where each hosted backend answers when ``tools.web_search.url`` is not set.
+DEFAULT_SEARCH_URLS = {"brave": "https://api.search.brave.com"}
+
+
+class WebSearchToolConfig(ConfigModel):
+    """``[tools.web_search]``. ``backend`` ``none`` (the default) leaves the tool out;
+    ``searxng`` needs ``url`` (the instance's base URL, its ``/search`` is asked for JSON);
+    ``brave`` reads its key from the variable ``api_key_env`` names and ``url`` defaults to
+    the Brave Search API. ``url`` is the one address the tool reaches: it is not vetted by
+    the network guard (a self-hosted instance is often on loopback or the LAN), the result
+    URLs are never fetched by this tool (``http_fetch`` vets them as any other URL)."""
+
+    backend: SearchBackendName = "none"
+    url: str | None = None
+    api_key_env: str = "BRAVE_SEARCH_API_KEY"
+    max_results: int = Field(default=5, ge=1, le=20)
+    max_query_chars: int = Field(default=400, ge=10, le=2000)
+    timeout_s: float = Field(default=15.0, gt=0, le=300)
+    max_bytes: int = Field(default=1_000_000, ge=10_000, le=50_000_000)
+    max_output_chars: int = Field(default=8_000, ge=500)
+
+    @model_validator(mode="after")
+    def _backend_url(self) -> WebSearchToolConfig:
+        if self.backend == "searxng" and not self.url:
+            raise ValueError(
+                'backend = "searxng" needs url, the instance\'s base URL '
+                '(e.g. "http://127.0.0.1:8888")'
+            )
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"url = {self.url!r} must be an http:// or https:// URL")
+        return self
+
+    @property
+    def base_url(self) -> str:
+        """The backend's base URL, without a trailing slash (empty for ``none``)."""
+        return (self.url or DEFAULT_SEARCH_URLS.get(self.backend, "")).rstrip("/")
+
+
 class MemoryToolConfig(ConfigModel):
     """``[tools.memory]``. ``scope`` says which notes a call stores and recalls: its
     ``conversation``'s (threads included), its configured ``channel``'s, its ``agent``'s, or
@@ -101,4 +141,5 @@ class ToolsConfig(ConfigModel):
     files: FileToolsConfig = Field(default_factory=FileToolsConfig)
     shell: ShellToolConfig = Field(default_factory=ShellToolConfig)
     http_fetch: HttpFetchToolConfig = Field(default_factory=HttpFetchToolConfig)
+    web_search: WebSearchToolConfig = Field(default_factory=WebSearchToolConfig)
     memory: MemoryToolConfig = Field(default_factory=MemoryToolConfig)

@@ -21,7 +21,8 @@ command's driver and the one place that orders the checks; each area is its own 
    version a failure;
 5. the tool workspace directory is writable, or can be made (:mod:`.workspace`), and
    ``shell`` commands will run under bubblewrap as ``tools.shell.sandbox`` asks
-   (:mod:`.sandbox`);
+   (:mod:`.sandbox`); with ``tools.web_search.backend``, the backend answers a test search
+   in JSON and accepts its key (:mod:`.web_search`);
 6. people can talk to the bot on each channel (:mod:`.access`) and approvals can succeed
    there (:mod:`bot.approval.findings`): each finding is a ``⚠`` line with its fix, which
    does not change the exit status;
@@ -134,6 +135,10 @@ async def run_checks(settings: Settings, location: StateLocation) -> list[CheckR
     from bot.commands.doctor.sandbox import sandbox_check
 
     emit(sandbox_check(settings.tools.shell))
+    if settings.tools.web_search.backend != "none":
+        from bot.commands.doctor.web_search import web_search_check
+
+        emit(await web_search_check(settings.tools.web_search))
     for access in access_findings(settings):
         emit(access)
     from bot.approval.findings import approval_findings

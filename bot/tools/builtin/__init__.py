@@ -43,7 +43,8 @@ def builtin_tools(
     each call works in its ``tools.workspace.scope`` folder under it.
     ``send_message`` is included only with an ``outbox``, ``send_file`` only with one that
     also uploads files (a :class:`FileOutbox`) and with the file tools enabled;
-    ``view_attachment`` always. ``confinement`` names the daemon's
+    ``view_attachment`` always; ``web_search`` only with a ``tools.web_search.backend``
+    (a hosted backend without its key raises ``ConfigError``). ``confinement`` names the daemon's
     files that ``shell``'s sandbox hides and the channels' network modes. A bad
     ``tools.shell.deny_patterns`` regex, or ``tools.shell.sandbox = "bwrap"`` where
     bubblewrap cannot run, raises ``ConfigError``.
@@ -73,6 +74,13 @@ def builtin_tools(
         from bot.tools.builtin.http_fetch import http_fetch_tool
 
         tools.append(http_fetch_tool(tools_config.http_fetch))
+    if tools_config.web_search.backend != "none":
+        from bot.tools.builtin.search_backends import backend_for
+        from bot.tools.builtin.web_search import web_search_tool
+
+        backend = backend_for(tools_config.web_search)
+        if backend is not None:
+            tools.append(web_search_tool(tools_config.web_search, backend))
     if tools_config.memory.enabled:
         tools += [
             memory_store_tool(store.memory, tools_config.memory),

@@ -8,8 +8,10 @@ Both go through :func:`bounded_text`, so nothing secret and nothing unbounded re
 
     HatchwayError
     └── ToolFailed      the call could not do what was asked (bad argument, no match, timeout)
-        └── ToolRefused refused by policy (deny list, workspace confinement, network guard);
-                        no approval can override it
+        ├── ToolRefused refused by policy (deny list, workspace confinement, network guard);
+        │               no approval can override it
+        └── SearchBackendError  web_search's backend refused or failed (carries the
+                                operator's fix; bot.tools.builtin.search_backends)
 """
 
 from __future__ import annotations
