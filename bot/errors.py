@@ -3,21 +3,8 @@
 Exceptions are for broken invariants and for failures a caller must handle; a denied or
 failed tool call is an outcome value, never an exception.
 
-::
-
-    HatchwayError
-    ├── ConfigError            bad or missing configuration (names the key and the fix)
-    ├── StorageError           the database cannot be opened, migrated, read or written
-    │   ├── StorageBusy        another connection holds it right now (passes: try again)
-    │   ├── StorageIntegrityError  a write broke a constraint (unique, foreign key, a trigger)
-    │   ├── StorageUnavailable the database server cannot be reached (connection lost or refused)
-    │   └── SchemaTooNew       a newer release migrated the database (a restart will not help)
-    ├── ProviderError          an LLM provider failed after its retries
-    │   ├── ProviderTimeout    no answer within the request timeout
-    │   └── ProviderUnavailable every provider in the fallback chain failed
-    ├── ChannelError           a channel adapter cannot start or talk to its platform
-    │   └── ChannelAuthError   the platform refused the credentials (fatal for the adapter)
-    └── RegistryError          a tool registry is inconsistent (e.g. a spec without handler)
+The tree, with the subclasses that live beside the code raising them, is drawn in
+docs/architecture.md ("Errors"), which a test keeps whole.
 """
 
 from __future__ import annotations
