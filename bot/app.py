@@ -45,6 +45,7 @@ from bot.channel import Channel, ChannelHealth, HealthState
 from bot.channel_host import SOLE_PROCESS, AdapterHost
 from bot.channel_registry import ChannelContext
 from bot.config import Settings
+from bot.context import ConversationContext
 from bot.envelope import ChannelRef
 from bot.errors import StorageUnavailable
 from bot.gateway import Gateway
@@ -183,6 +184,7 @@ class App:
                 folder=Path(settings.state_dir) / ATTACHMENTS_FOLDER,
                 workspace_for=lambda turn: attachment_workspace(self.settings, turn),
             )
+            self.context = ConversationContext(store=self.store, settings=lambda: self.settings)
             self.agent = AgentRunner(
                 bundles=build_bundles(settings, self._shared_bundle, self._providers),
                 channel_for=self.channel_for,
@@ -190,6 +192,7 @@ class App:
                 turn_finished=None if self.metrics is None else self.metrics.turn_finished,
                 excluded_for=self._channel_excluded_tools,
                 attachments=self.attachments,
+                context=self.context,
             )
             self.gateway = Gateway(
                 settings=settings,
@@ -199,6 +202,7 @@ class App:
                 channel_for=self.channel_for,
                 approvals=self._gate(),
                 replica=liveness,
+                context=self.context,
             )
             self.host = AdapterHost(
                 messages=self.gateway,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from bot.envelope import Attachment, ChannelRef, DeliveryTarget, IngressEnvelope
+from bot.envelope import Attachment, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
 
 
 class HealthState(enum.StrEnum):
@@ -296,6 +296,36 @@ class DeliveryCheck(Protocol):
         looking only after the message ``after_message_id`` when given: an empty sequence
         when none is there, None when the platform could not be asked (an error; recovery
         then treats the reply as unconfirmed)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EarlierMessage:
+    """One message of a thread read back from the platform (:class:`ThreadHistory`).
+    ``at`` is when it was posted (epoch seconds); ``from_this_bot`` marks the bot's own."""
+
+    message_id: str
+    sender: Sender
+    text: str
+    at: float
+    from_this_bot: bool = False
+
+
+@runtime_checkable
+class ThreadHistory(Protocol):
+    """What a channel whose platform lets a bot read a thread back offers a turn: the earlier
+    messages of the thread a message was written in (a Slack thread, a Discord thread or
+    reply chain), so that a mention in the middle of a discussion is answered knowing it.
+    Telegram bots cannot read history and do not implement it."""
+
+    async def earlier_messages(
+        self, envelope: IngressEnvelope, *, limit: int, max_chars: int
+    ) -> Sequence[EarlierMessage] | None:
+        """The messages before ``envelope`` in its thread, oldest first, ending before the
+        bot's own first message there (what came after is in the session's history): at most
+        ``limit`` of them and ``max_chars`` characters of text, the newest kept. Empty when
+        ``envelope`` is in no thread; None when the platform could not be asked (after its
+        rate limit's waits). Must not raise for a platform error."""
         ...
 
 

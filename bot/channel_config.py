@@ -43,6 +43,27 @@ class DeliveryOptions(ConfigModel):
     long_answer_max_messages: int = Field(default=3, ge=1)
 
 
+class ContextOptions(ConfigModel):
+    """``[channels.<kind>.<alias>.context]``: what the bot reads of a group conversation
+    besides the messages addressed to it (docs/context.md). Everything is off by default.
+
+    ``group_messages`` (0: off) is how many messages not addressed to the bot are kept per
+    conversation, each for ``group_minutes``, for context only; ``off_in`` lists the
+    conversations where none is kept. ``thread_messages`` (0: off) is how many earlier
+    messages of a thread the bot is first mentioned in are fetched from the platform, at most
+    ``thread_chars`` characters in all."""
+
+    group_messages: int = Field(default=0, ge=0, le=500)
+    group_minutes: int = Field(default=60, ge=1, le=10_080)
+    off_in: list[str] = Field(default_factory=list)
+    thread_messages: int = Field(default=0, ge=0, le=200)
+    thread_chars: int = Field(default=8000, ge=500, le=100_000)
+
+    def keeps_in(self, conversation_id: str) -> bool:
+        """Whether group context is kept in ``conversation_id``."""
+        return self.group_messages > 0 and conversation_id not in self.off_in
+
+
 class ChannelCommon(ConfigModel):
     """The keys every channel kind shares (see docs/configuration.md)."""
 
@@ -65,6 +86,7 @@ class ChannelCommon(ConfigModel):
     #: The agent that answers here unless a route of ``[agents]`` says otherwise.
     agent: str = "default"
     delivery: DeliveryOptions = Field(default_factory=DeliveryOptions)
+    context: ContextOptions = Field(default_factory=ContextOptions)
 
     def is_approver(self, sender: Sender) -> bool:
         """Whether the sender of a message is one of this channel's approvers: listed in

@@ -15,14 +15,22 @@ newest units that fit, dropping the oldest first, so what remains is always a su
 input that never separates a call from its results and holds no orphan tool result.
 Everything from the newest user message on is kept even if it alone is over budget: that is
 the question being answered.
+
+The conversation's context (kept group messages, a thread's earlier messages:
+:mod:`bot.context`) gets what the history leaves of the budget, and is trimmed first:
+:func:`with_context` puts it, as an untrusted-data block, before the text of the newest user
+message, in the request only (history keeps the message as it was).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
+from bot.context import context_block
 from bot.providers.base import ChatMessage
 from bot.providers.image_tokens import image_tokens
+from bot.store.context_lines import ContextLine
 
 CHARS_PER_TOKEN = 4
 MESSAGE_OVERHEAD = 4
@@ -78,3 +86,23 @@ def fit_history(messages: Sequence[ChatMessage], max_tokens: int) -> list[ChatMe
         kept.insert(0, unit)
         used += cost
     return [message for unit in kept for message in unit]
+
+
+def with_context(
+    messages: list[ChatMessage], lines: Sequence[ContextLine], max_tokens: int
+) -> list[ChatMessage]:
+    """``messages`` (already fitted) with the context ``lines`` that fit in what they leave
+    of ``max_tokens``, as a block before the newest user message's text."""
+    if not lines:
+        return messages
+    newest_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
+    if newest_user is None:
+        return messages
+    left = max_tokens - sum(estimate_tokens(m) for m in messages)
+    block = context_block(lines, left)
+    if not block:
+        return messages
+    asked = messages[newest_user]
+    shown = list(messages)
+    shown[newest_user] = replace(asked, content=f"{block}\n\n{asked.content}")
+    return shown

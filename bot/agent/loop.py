@@ -21,7 +21,7 @@ from dataclasses import replace
 import structlog
 
 from bot import telemetry
-from bot.agent.context_window import fit_history
+from bot.agent.context_window import fit_history, with_context
 from bot.agent.turn import AgentBundle, TurnResult, TurnState, TurnStatus
 from bot.crashpoints import crash_point
 from bot.errors import ProviderError
@@ -129,9 +129,10 @@ async def _iterate(
             notice = await state.usage.cut_short()
             if notice is not None:
                 return TurnResult(status=TurnStatus.BUDGET_SPENT, text="\n\n".join([*said, notice]))
+        fitted = fit_history(_history(state), settings.history_max_tokens)
         request = CompletionRequest(
             system=settings.system_prompt,
-            messages=fit_history(_history(state), settings.history_max_tokens),
+            messages=with_context(fitted, state.context, settings.history_max_tokens),
             tools=() if at_cap else _offered(bundle, state, definitions),
         )
         started = time.perf_counter()

@@ -12,6 +12,9 @@ the agent's own exclusions for every turn from that channel. A message that came
 has them read first (``attachments``, :class:`~bot.attachments.ingest.AttachmentIngest`):
 the turn's user message then carries a line per file and the images to show, each line
 saying only what the agent can do with an image (:func:`~bot.agent.bundles.image_sight`).
+What the conversation said around the message (``context``, :mod:`bot.context`: kept group
+messages, a thread's earlier messages) is read before the turn starts, only where the
+channel's ``context`` settings ask for it.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from bot.agent.loop import run_turn
 from bot.agent.turn import AgentBundle, TurnState, TurnStatus
 from bot.attachments.ingest import AttachmentIngest
 from bot.channel import Channel
+from bot.context import ConversationContext
 from bot.envelope import ChannelRef
 from bot.progress import ChannelProgress
 from bot.tools.cancellation import unless_cancelled
@@ -52,8 +56,10 @@ class AgentRunner:
         turn_finished: Callable[[str], None] | None = None,
         excluded_for: Callable[[ChannelRef], Sequence[str]] | None = None,
         attachments: AttachmentIngest | None = None,
+        context: ConversationContext | None = None,
     ) -> None:
         self.bundles = dict(bundles)
+        self._context = context
         self._attachments = attachments
         self.streams = streams
         self._channel_for = channel_for
@@ -100,6 +106,9 @@ class AgentRunner:
                 sight = image_sight(bundle, excluded)
                 reading = self._attachments.user_message(turn, channel, sight)
                 state.user = await unless_cancelled(reading, state.cancel)
+            if self._context is not None:
+                around = self._context.for_turn(envelope, channel)
+                state.context = await unless_cancelled(around, state.cancel) or ()
             result = await run_turn(bundle, state)
             if progress is not None and result.status is TurnStatus.CANCELLED:
                 progress.stopped()  # the message is closed, never left at "⏳"

@@ -15,6 +15,7 @@ from typing import Protocol
 from bot.progress import NullProgress, ProgressSink
 from bot.providers.base import ChatMessage, Provider, ToolDefinition
 from bot.store import InboxKey
+from bot.store.context_lines import ContextLine
 from bot.tools.registry import RegistryCache, ToolRegistry
 from bot.tools.services import PipelineServices
 from bot.tools.spec import ToolSpec
@@ -124,7 +125,9 @@ class TurnState:
     ``user`` is that message when the runner built more than the envelope's text (the
     message came with files: their lines, and images shown this turn only); None: the
     envelope's text. ``usage`` is set by ``run_turn`` when the agent keeps usage: the
-    turn's model calls and budgets.
+    turn's model calls and budgets. ``context`` is what the conversation said around the
+    turn (kept group messages, the thread's earlier messages: :mod:`bot.context`), shown to
+    the model as data with the turn's message and never recorded in history.
     """
 
     turn: TurnIdentity
@@ -136,6 +139,7 @@ class TurnState:
     inbox: InboxKey | None = None
     user: ChatMessage | None = None
     usage: TurnUsage | None = None
+    context: tuple[ContextLine, ...] = ()
 
 
 class TurnStatus(enum.StrEnum):

@@ -16,7 +16,9 @@ composed in :meth:`Gateway.__init__` and nowhere else:
    answered to strangers too, so that they can learn the ids an admin needs, as often as
    the command limits let them (step 5: one answer every few seconds, a member's counted by
    the buckets);
-4. access policy (:mod:`~bot.gateway.access`: allow-lists, DM/group policy, mention gating,
+4. group context (:mod:`~bot.gateway.group_context`): where the alias keeps it, a group
+   message not addressed to the bot is kept for context only and goes no further; then
+   access policy (:mod:`~bot.gateway.access`: allow-lists, DM/group policy, mention gating,
    pairing) — a refused message gets no LLM call, at most one polite line;
 5. the command limits (:mod:`~bot.gateway.command_limits`): every chat command a member
    sends takes a token from the same buckets as messages (step 9), except ``/stop``, which
@@ -53,6 +55,7 @@ from structlog.contextvars import bind_contextvars, reset_contextvars
 from bot import telemetry
 from bot.approval.gate import ApprovalGate
 from bot.config import ChannelCommon, Settings
+from bot.context import ConversationContext
 from bot.envelope import ChannelRef, IngressEnvelope, envelope_to_json
 from bot.errors import StorageUnavailable
 from bot.gateway.access import AccessCheck, AccessStep
@@ -62,6 +65,7 @@ from bot.gateway.commands import MemberCommands, OpenCommands
 from bot.gateway.dedupe import InboxDedupe
 from bot.gateway.drain import Drain
 from bot.gateway.forget import ForgetCommand
+from bot.gateway.group_context import GroupContextStep
 from bot.gateway.handover import Handover
 from bot.gateway.ledger import ReplyLedger
 from bot.gateway.ratelimit import RateLimits
@@ -94,8 +98,10 @@ class Gateway:
         channel_for: ChannelLookup,
         approvals: ApprovalGate | None = None,
         replica: Liveness | None = None,
+        context: ConversationContext | None = None,
     ) -> None:
         self._settings = settings
+        self._context = context or ConversationContext(store=store, settings=self._current)
         self._router = Router(settings)
         self._store = store
         self._replies = Replies(channel_for)
@@ -146,6 +152,7 @@ class Gateway:
                     channel_settings=self._channel_settings,
                     admits=commands.admits_open,
                 ),
+                GroupContextStep(self._context),
                 AccessStep(access, self._replies),
                 # every member command is counted here, before any command's handler
                 commands,
@@ -190,10 +197,14 @@ class Gateway:
     async def edited(self, envelope: IngressEnvelope) -> None:
         """A message was edited (``ChannelHost.edited``): the text of a message still queued
         is replaced, in the queue and in its inbox entry; a message never admitted is
-        admitted as it reads now; one whose turn was taken is left alone."""
+        admitted as it reads now; one whose turn was taken is left alone. A message kept for
+        context gets its new text (and is admitted if the edit addresses the bot)."""
         key = InboxKey(channel=str(envelope.channel), message_id=envelope.message_id)
         bound = bind_contextvars(channel=key.channel, message_id=key.message_id)
         try:
+            if await self._context.edited(envelope):
+                log.info("edit_applied", context=True)
+                return
             envelope = self._router.routed(envelope)
             if self._sessions.is_taken(key):
                 log.info("edit_ignored", reason="turn started")
@@ -224,10 +235,11 @@ class Gateway:
 
     async def deleted(self, channel: ChannelRef, message_id: str) -> None:
         """A message was deleted (``ChannelHost.deleted``): its turn is skipped when it has
-        not begun."""
+        not begun, and a line kept of it for context goes."""
         key = InboxKey(channel=str(channel), message_id=message_id)
         bound = bind_contextvars(channel=key.channel, message_id=message_id)
         try:
+            await self._context.dropped(channel, message_id)
             if self._sessions.is_taken(key):
                 log.info("delete_ignored", reason="turn started")
                 return

@@ -12,7 +12,9 @@ it: logged as ``db_auto_vacuum_switched`` with how long it took). A failed run i
 tried again an hour later.
 
 Files users sent are pruned by their own job, ``attachments.keep_days`` after they arrived
-(:mod:`bot.attachments.retention`); memory notes are kept until deleted or forgotten.
+(:mod:`bot.attachments.retention`); memory notes are kept until deleted or forgotten. Group
+context lines past their own window (``context.group_minutes``) are deleted at every run,
+whatever ``[retention]`` says.
 """
 
 from __future__ import annotations
@@ -109,6 +111,10 @@ class RetentionJob:
             run.removed["usage"], run.removed["budget_notices"] = rows, notices
         if config.audit_days:
             run.removed["audit"] = await store.retention.prune_audit(cutoff(config.audit_days))
+        # group context keeps its own window (docs/context.md): what silent conversations left
+        lines = await store.context_lines.prune(now)
+        if lines:
+            run.removed["context_lines"] = lines
         if config.vacuum:
             run.compaction = await store.compact()
             if run.compaction.switched:

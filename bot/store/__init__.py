@@ -20,6 +20,7 @@ from bot.store.approvals import Approvals
 from bot.store.attachments import AttachmentKind, AttachmentRecord, Attachments
 from bot.store.audit import AuditLog
 from bot.store.channel_state import ChannelState
+from bot.store.context_lines import ContextLines
 from bot.store.engine import Compaction
 from bot.store.engine import Database as Engine
 from bot.store.forget import ForgetReport, Forgetting
@@ -92,6 +93,7 @@ class Store:
         self.forget = Forgetting(db, self.attachments)
         self.web = WebAccess(db)
         self.session_owners = SessionOwners(db)
+        self.context_lines = ContextLines(db)
         #: notifications between the processes of the database (PostgreSQL's LISTEN/NOTIFY;
         #: nothing for one process over SQLite)
         self.signals: Signals = NoSignals()

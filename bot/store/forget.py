@@ -4,7 +4,8 @@
 their inbox entries and the replies recorded for them, the history and tool calls of the
 turns they started, the whole history of their direct conversations, the notes they had the
 bot keep and every note kept in their direct conversations, the approval requests they made,
-their scheduled jobs, the files they sent (rows and files on disk), their usage rows (with
+their scheduled jobs, the files they sent (rows and files on disk), the group context lines
+they wrote in any conversation (:mod:`bot.store.context_lines`), their usage rows (with
 the budget notices of their direct conversations), their rate-limit bucket, and their web
 console access (sessions, sign-in links, sign-in counters: the console names a person by
 platform kind, ``telegram:12345``, so forgetting them on one alias signs them out of the
@@ -27,6 +28,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from bot.store.attachments import Attachments
+from bot.store.context_lines import forget_conversation, forget_sender
 from bot.store.engine import Database, Transaction
 from bot.store.inbox import InboxStatus
 from bot.store.statements import Row, prefix_params, starts_with
@@ -148,6 +150,7 @@ class Forgetting:
             buckets = {f"user:{ch}:{user_id}" for ch in written_on}
             buckets |= {f"conversation:{ch}:{conv}" for ch, conv in directs}
             await self._delete_buckets(tx, sorted(buckets), report)
+            report.add("context_lines", await forget_sender(tx, user_id, channel))
             kind = None if channel is None else channel.partition(".")[0]
             for table, removed in (await forget_person(tx, user_id, kind)).items():
                 report.add(table, removed)
@@ -204,6 +207,7 @@ class Forgetting:
             await self._forget_jobs(tx, report, origin=(channel, conversation_id))
             await self._delete_conversation_usage(tx, channel, conversation_id, report)
             await self._delete_buckets(tx, [f"conversation:{channel}:{conversation_id}"], report)
+            report.add("context_lines", await forget_conversation(tx, channel, conversation_id))
         report.add(
             "attachments",
             await self._attachments.delete_for_conversation(channel, conversation_id),

@@ -116,6 +116,8 @@ class FakeTelegram:
     """The fake server. Use as ``async with FakeTelegram(token) as tg:``."""
 
     def __init__(self, token: str, *, forget_confirmed: bool = True) -> None:
+        #: ``getMe``'s ``can_read_all_group_messages``: privacy mode off (BotFather)
+        self.reads_all_group_messages = False
         self.token = token
         self.forget_confirmed = forget_confirmed
         self.calls: list[ApiCall] = []
@@ -430,7 +432,7 @@ class FakeTelegram:
                 "first_name": "Hatch",
                 "username": BOT_USERNAME,
                 "can_join_groups": True,
-                "can_read_all_group_messages": False,
+                "can_read_all_group_messages": self.reads_all_group_messages,
                 "supports_inline_queries": False,
             }
         if method == "sendMessage":

@@ -61,16 +61,19 @@ def channel_for(
     )
 
 
-def settings_for(tg: FakeTelegram, tmp_path: Path, *, dm_approvers: bool = True) -> Settings:
+def settings_for(
+    tg: FakeTelegram, tmp_path: Path, *, dm_approvers: bool = True, **channel_keys: Any
+) -> Settings:
     """Daemon settings with one Telegram channel: only :data:`REQUESTER` may talk,
-    :data:`APPROVER` approves (also by DM, unless ``dm_approvers`` is off). The token comes
-    from HATCHWAY_TELEGRAM_TOKEN."""
+    :data:`APPROVER` approves (also by DM, unless ``dm_approvers`` is off), with
+    ``channel_keys`` added to its table. The token comes from HATCHWAY_TELEGRAM_TOKEN."""
     telegram_main: dict[str, Any] = {
         "api_base_url": tg.base_url,
         "file_base_url": tg.file_base_url,
         **_QUICK_RECONNECTS,
         "allowed_users": [str(REQUESTER)],
         "approvers": [str(APPROVER)],
+        **channel_keys,
     }
     return parse_settings(
         {

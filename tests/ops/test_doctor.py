@@ -9,7 +9,7 @@ import pytest
 from bot.cli import build_parser
 from bot.store import Store
 from tests.fakes.openai_server import OpenAIFake
-from tests.fakes.telegram_server import BOT_USERNAME, FakeTelegram
+from tests.fakes.telegram_server import BOT_ID, BOT_USERNAME, FakeTelegram
 
 TOKEN = "12345:good-token"
 
@@ -118,3 +118,40 @@ async def test_invalid_config_fails_naming_the_key(
     assert code == 1
     assert out.startswith("✗ config:")
     assert "agent.max_tool_iterations" in out
+
+
+@pytest.mark.parametrize(
+    ("reads_all", "admin", "expected"),
+    [
+        (True, False, "✓ group context telegram.main: privacy mode is off"),
+        (False, True, "✓ group context telegram.main: the bot is an administrator"),
+        (False, False, "⚠ group context telegram.main: privacy mode is on and the bot is not"),
+    ],
+)
+async def test_group_context_needs_the_bot_to_see_group_messages(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    reads_all: bool,
+    admin: bool,
+    expected: str,
+) -> None:
+    monkeypatch.setenv("DOCTOR_TELEGRAM_TOKEN", TOKEN)
+    monkeypatch.setenv("DOCTOR_TEST_KEY", "sk-test")
+    group = -100200300
+    async with FakeTelegram(TOKEN) as tg, OpenAIFake(model="gpt-4o-mini") as llm:
+        tg.reads_all_group_messages = reads_all
+        tg.roster.statuses[group] = {BOT_ID: "administrator" if admin else "member"}
+        llm.queue_text("p")
+        config = doctor_config(tmp_path, telegram=tg.base_url, llm=llm.base_url, state_dir=tmp_path)
+        with config.open("a", encoding="utf-8") as toml:
+            toml.write(
+                f'group_policy = "allowlist"\nallowed_conversations = ["{group}"]\n'
+                "context.group_messages = 20\n"
+            )
+        _, out = await run_doctor(config, capsys)
+    [line] = [line for line in out.splitlines() if line.startswith(expected[:2] + "group")]
+    assert line.startswith(expected), out
+    if not reads_all and not admin:
+        assert "/setprivacy" in out and "channels.telegram.main.context.group_messages" in out
+    assert TOKEN not in out

@@ -12,6 +12,7 @@ from pathlib import Path
 from bot.config.retention import RetentionConfig
 from bot.schedules.retention import DAY_S, RetentionJob
 from bot.store import Store
+from bot.store.context_lines import ContextLine
 from tests.schedules.conftest import wait_until
 from tests.store.records import audit_row, count, envelope, turn
 
@@ -23,6 +24,21 @@ async def aged(store: Store, now: float) -> None:
         await audit_row(store, requester="1001", decided_by="2002", at=now - age * DAY_S)
 
 
+async def context_lines(store: Store, now: float) -> None:
+    """Two group context lines kept for an hour, in two conversations: one kept two hours
+    ago (its conversation silent since), one just now."""
+    for message, at in (("old", now - 7200), ("new", now)):
+        line = ContextLine(
+            channel="telegram.main",
+            conversation_id=f"-{message}",
+            message_id=message,
+            sender_id="1001",
+            text=message,
+            at=at,
+        )
+        await store.context_lines.keep(line, window=10, keep_s=3600)
+
+
 async def test_a_run_deletes_past_each_window(tmp_path: Path) -> None:
     now = time.time()
     config = RetentionConfig(
@@ -30,8 +46,10 @@ async def test_a_run_deletes_past_each_window(tmp_path: Path) -> None:
     )
     async with await Store.open(tmp_path / "h.db") as store:
         await aged(store, now)
+        await context_lines(store, now)
         run = await RetentionJob(store=store, config=lambda: config).run_once()
         assert run.removed == {
+            "context_lines": 1,  # past its own window, whatever [retention] says
             "messages": 4,
             "tool_calls": 1,
             "approvals": 0,

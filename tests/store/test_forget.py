@@ -11,6 +11,7 @@ import pytest
 from bot.envelope import ChannelRef
 from bot.errors import StorageIntegrityError
 from bot.store import InboxStatus, Store
+from bot.store.context_lines import ContextLine
 from bot.store.forget import TOMBSTONE_PREFIX
 from bot.store.rate_limits import SavedBucket
 from bot.store.web import NewSignIn, dms_bucket, target_bucket
@@ -92,6 +93,22 @@ async def people(store: Store, files: Path) -> dict[str, Path]:
     await store.web.count(dms_bucket(f"telegram:{ANN}"), now=now, window_s=3600)
     await store.web.count(target_bucket(f"telegram:{ANN}1", "10.0.0.1"), now=now, window_s=60)
     await store.web.remember_clients(f"telegram:{ANN}", ["addr:x", "browser:y"], now)
+    # group context: what Ann and Bob said in the group without asking the bot, and Ann's
+    # words on the other channel
+    for channel, conversation, message, sender in (
+        (str(TELEGRAM), GROUP, "c1", ANN),
+        (str(TELEGRAM), GROUP, "c2", BOB),
+        (OTHER, "G9", "c3", ANN),
+    ):
+        line = ContextLine(
+            channel=channel,
+            conversation_id=conversation,
+            message_id=message,
+            sender_id=sender,
+            text=f"{sender} chatting",
+            at=now,
+        )
+        await store.context_lines.keep(line, window=10, keep_s=3600)
     return {
         "ann": await saved_file(store, files, ann_group, "ann.txt", at=1.0),
         "bob": await saved_file(store, files, bob_group, "bob.txt", at=1.0),
@@ -117,6 +134,7 @@ async def test_forgetting_a_user_on_a_channel(store: Store, tmp_path: Path) -> N
         "usage": 2,
         "budget_notices": 0,
         "rate_limit_buckets": 1,
+        "context_lines": 1,
         "web_sessions": 1,
         "web_sign_ins": 1,
         "web_rate_counters": 2,
@@ -139,6 +157,8 @@ async def test_forgetting_a_user_on_a_channel(store: Store, tmp_path: Path) -> N
     assert not paths["ann"].exists() and paths["bob"].exists()
     # her console access ended, his did not
     assert await column(store, "SELECT id_hash FROM web_sessions") == ["s-bob"]
+    # her group context lines went, on this channel only
+    assert await column(store, "SELECT message_id FROM context_lines ORDER BY id") == ["c2", "c3"]
     assert await store.web.claim_link("t-ann", time.time()) is None
     # the audit trail keeps every row; her id is gone from this channel's rows only
     assert await column(store, "SELECT requester || '/' || decided_by FROM audit ORDER BY id") == [
@@ -176,6 +196,7 @@ async def test_forgetting_a_conversation(store: Store, tmp_path: Path) -> None:
         "usage": 2,
         "budget_notices": 0,
         "rate_limit_buckets": 0,
+        "context_lines": 2,
         "attachments": 2,
     }
     assert not paths["ann"].exists() and not paths["bob"].exists()

@@ -6,7 +6,9 @@ command's driver and the one place that orders the checks; each area is its own 
 1. the config file parses and validates (:mod:`.configuration`);
 2. each enabled channel's credentials, asked of the platform's own API at the configured base
    URL (Telegram ``getMe``, Slack ``auth.test`` and, in socket mode, the app token with
-   ``apps.connections.open``, Discord ``GET /users/@me``) (:mod:`.credentials`);
+   ``apps.connections.open``, Discord ``GET /users/@me``) (:mod:`.credentials`); a Telegram
+   channel keeping group context: whether the bot can see unaddressed group messages
+   (:mod:`.group_context`);
 3. each provider of every agent's chain: its model list, or a 1-token completion when the
    endpoint has no model list; for the embedded model, that its runtime and model file are
    installed (:mod:`.provider`);
@@ -54,6 +56,7 @@ from bot.commands.doctor.configuration import config_check, state_line
 from bot.commands.doctor.credentials import channel_check
 from bot.commands.doctor.database import database_check
 from bot.commands.doctor.endpoint import open_session
+from bot.commands.doctor.group_context import telegram_group_context
 from bot.commands.doctor.postgres import postgres_check
 from bot.commands.doctor.provider import provider_check
 from bot.commands.doctor.report import CheckResult, Outcome
@@ -105,6 +108,10 @@ async def run_checks(settings: Settings, location: StateLocation) -> list[CheckR
                 key = f"channels.{kind}.{alias}"
                 check = channel_check(kind, alias, cfg, http)
                 emit(await _guard(f"channel {kind}.{alias}", check, key, f"{key}.api_base_url"))
+                if kind == "telegram":
+                    seen = await _optional(telegram_group_context(alias, cfg, http))
+                    if seen is not None:
+                        emit(seen)
         chains = (settings.agent_for(agent) for agent in settings.agent_names())
         for name in dict.fromkeys(n for c in chains for n in [c.provider, *c.fallback]):
             config = settings.providers.get(name)
@@ -156,6 +163,17 @@ async def run_checks(settings: Settings, location: StateLocation) -> list[CheckR
     for line in routing_findings(settings):
         emit(line)
     return results
+
+
+async def _optional(check: Awaitable[CheckResult | None]) -> CheckResult | None:
+    """A check that adds a line only when it has something to say; an unreachable
+    endpoint says nothing more than the credentials line already did."""
+    import aiohttp
+
+    try:
+        return await check
+    except (aiohttp.ClientError, TimeoutError):
+        return None
 
 
 async def _guard(

@@ -1,0 +1,104 @@
+"""A turn's view of its conversation: kept group context and the thread's earlier messages.
+
+:class:`ConversationContext` is shared by the gateway (which keeps unaddressed messages and
+applies edits and deletions) and the agent runner (which asks for a turn's lines before the
+turn starts). A turn in a direct conversation, a background run, or a channel whose
+``context`` is off costs nothing: no database trip, no platform call.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from bot.channel import Channel, ThreadHistory
+from bot.config import ChannelCommon, Settings
+from bot.context.keeping import GroupContextKeeper
+from bot.context.threads import ThreadCache
+from bot.envelope import ChannelRef, IngressEnvelope
+from bot.store import Store
+from bot.store.context_lines import MAX_LINE_CHARS, ContextLine
+
+
+class ConversationContext:
+    """Group context and thread history for the turns of one process (module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        settings: Callable[[], Settings],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._store = store
+        self._settings = settings
+        self._clock = clock
+        self.keeper = GroupContextKeeper(store)
+        self.threads = ThreadCache()
+
+    def _channel(self, ref: ChannelRef) -> ChannelCommon | None:
+        return self._settings().channels.get(ref.kind, ref.alias)
+
+    def keeps(self, envelope: IngressEnvelope) -> ChannelCommon | None:
+        """The alias's settings when ``envelope`` is kept for context only, else None."""
+        cfg = self._channel(envelope.channel)
+        if cfg is None or not self.keeper.keeps(envelope, cfg):
+            return None
+        return cfg
+
+    async def keep(self, envelope: IngressEnvelope, cfg: ChannelCommon) -> None:
+        await self.keeper.keep(envelope, cfg)
+
+    def _in_use(self, ref: ChannelRef) -> bool:
+        cfg = self._channel(ref)
+        if cfg is None:
+            return False
+        return cfg.context.group_messages > 0 or cfg.context.thread_messages > 0
+
+    async def edited(self, envelope: IngressEnvelope) -> bool:
+        """A message was edited: its kept line and cached thread line say what it says now.
+        True when a kept line was rewritten and the edit needs nothing more (the message
+        still is not addressed to the bot); an edit that addresses the bot drops the line
+        and is admitted as a message."""
+        if not self._in_use(envelope.channel):
+            return False
+        channel = str(envelope.channel)
+        self.threads.edited(channel, envelope.message_id, envelope.text[:MAX_LINE_CHARS])
+        if envelope.addressed_to_bot:
+            await self._store.context_lines.drop(channel, envelope.message_id)
+            return False
+        return await self._store.context_lines.edit(channel, envelope.message_id, envelope.text)
+
+    async def dropped(self, ref: ChannelRef, message_id: str) -> None:
+        """A message was deleted: its kept line and cached thread line go."""
+        if not self._in_use(ref):
+            return
+        self.threads.dropped(str(ref), message_id)
+        await self.keeper.dropped(ref, message_id)
+
+    async def for_turn(
+        self, envelope: IngressEnvelope, channel: Channel | None
+    ) -> tuple[ContextLine, ...]:
+        """The lines a turn answering ``envelope`` is shown, oldest first: the thread's
+        earlier messages, then the kept group context (a message in both, once)."""
+        if envelope.is_direct or envelope.background:
+            return ()
+        cfg = self._channel(envelope.channel)
+        if cfg is None:
+            return ()
+        options = cfg.context
+        lines: list[ContextLine] = []
+        if options.thread_messages and isinstance(channel, ThreadHistory):
+            lines += await self.threads.lines(channel, envelope, cfg)
+        if options.keeps_in(envelope.conversation_id):
+            query = self._store.context_lines.window(
+                str(envelope.channel),
+                envelope.conversation_id,
+                now=self._clock(),
+                before=envelope.received_at.timestamp(),
+                limit=options.group_messages,
+            )
+            seen = {line.message_id for line in lines}
+            kept = await self._store.context_lines.read(query)
+            lines += [line for line in kept if line.message_id not in seen]
+        return tuple(lines)

@@ -1,0 +1,85 @@
+"""Group context on Discord, end to end (the daemon's App over discord.py and the loopback
+gateway and REST fake): channel messages not addressed to the bot are kept, never answered;
+an edit (MESSAGE_UPDATE) rewrites a line, a deletion (MESSAGE_DELETE) drops it; a mention
+brings the rest to the model as other participants' words in an untrusted-data block, a
+stranger's marked; after ``forget --user`` that person's lines are gone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.app import App
+from bot.channel import HealthState
+from bot.config import Settings, parse_settings
+from channels.discord.adapter import DiscordChannel
+from tests.context.waiting import context_of, has_kept, until
+from tests.fakes.channel_health import wait_for_health
+from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.discord_setup import ALICE, BOB, BOT, BOT_ID, CAROL, GENERAL, said
+from tests.fakes.scripted_provider import ScriptedProvider, reply
+
+pytestmark = pytest.mark.usefixtures("discord_env")
+
+
+def settings(fake: FakeDiscord, tmp_path: Path, **context: Any) -> Settings:
+    main: dict[str, Any] = {
+        "api_base_url": fake.base_url,
+        "gateway_url": fake.gateway_url,
+        "guild_ready_timeout_s": 0.05,
+        "allowed_users": [ALICE["id"], BOB["id"]],
+        "approvers": [BOB["id"]],
+        "context": context,
+    }
+    return parse_settings(
+        {"state_dir": str(tmp_path), "channels": {"discord": {"main": main}}},
+        environ={},
+        require_provider=False,
+    )
+
+
+async def started(app: App) -> DiscordChannel:
+    channel = app.channels["discord.main"]
+    assert isinstance(channel, DiscordChannel)
+    await wait_for_health(channel, HealthState.CONNECTED)
+    return channel
+
+
+async def test_channel_discussion_then_a_mention(fake: FakeDiscord, tmp_path: Path) -> None:
+    provider = ScriptedProvider([reply("Wait for the fix."), reply("Still waiting.")])
+    app = App(settings(fake, tmp_path, group_messages=10), provider=provider, tools=[])
+    async with app:
+        await started(app)
+        blocked = said(fake, "the release is blocked", author=CAROL)
+        back = said(fake, "we should roll back", author=BOB)
+        lunch = said(fake, "lunch?", author=BOB)
+        for message in (blocked, back, lunch):
+            await fake.dispatch("MESSAGE_CREATE", message)
+        await until(has_kept(app.store, "the release is blocked", "we should roll back", "lunch?"))
+        await fake.edit_message(back["id"], "we should wait for the fix")
+        await fake.delete_message(lunch["id"])
+        await until(has_kept(app.store, "the release is blocked", "we should wait for the fix"))
+        assert provider.requests == []  # kept for context only, never answered
+
+        mention = said(fake, f"<@{BOT_ID}> what do you think?", mentions=[BOT])
+        await fake.dispatch("MESSAGE_CREATE", mention)
+        await fake.wait_until(lambda: "Wait for the fix." in fake.posted(GENERAL))
+
+        [request] = provider.requests
+        content = request.messages[-1].content
+        block = context_of(content)
+        assert content.endswith("what do you think?")
+        assert f"carol ({CAROL['id']}, not an allowed user): the release is blocked" in block
+        assert f"bob ({BOB['id']}): we should wait for the fix" in block
+        assert "lunch" not in block and "roll back" not in block
+
+        report = await app.store.forget.user(CAROL["id"])
+        assert report.removed["context_lines"] == 1
+        again = said(fake, f"<@{BOT_ID}> and now?", mentions=[BOT])
+        await fake.dispatch("MESSAGE_CREATE", again)
+        await fake.wait_until(lambda: "Still waiting." in fake.posted(GENERAL))
+    second = provider.requests[1].messages[-1].content
+    assert "carol" not in second and "release is blocked" not in second
+    assert "we should wait for the fix" in context_of(second)

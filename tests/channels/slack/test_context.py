@@ -1,0 +1,104 @@
+"""Group context on Slack, end to end (the daemon's App over slack-bolt / slack_sdk and the
+loopback Slack): channel messages not addressed to the bot are kept, never answered; an edit
+(``message_changed``) rewrites a line, a deletion (``message_deleted``) drops it; a mention
+brings the rest to the model as other participants' words in an untrusted-data block, a
+stranger's marked; after ``forget --user`` that person's lines are gone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bot.app import App
+from bot.channel import HealthState
+from bot.config import Settings, parse_settings
+from channels.slack.adapter import SlackChannel, SlackCredentials
+from channels.slack.config import SlackChannelConfig
+from tests.channels.slack.test_edits import changed, deleted
+from tests.context.waiting import context_of, has_kept, until
+from tests.fakes.channel_health import wait_for_health
+from tests.fakes.scripted_provider import ScriptedProvider, reply
+from tests.fakes.slack_server import BOT_USER, FakeSlack, event_callback, message_event, person
+from tests.fakes.slack_setup import APP_TOKEN, BOT_TOKEN, REF, REQUESTER, STRANGER, channel_values
+
+
+def values(slack: FakeSlack, **context: Any) -> dict[str, Any]:
+    return {**channel_values(slack), "context": {"group_messages": 10, **context}}
+
+
+def settings(slack: FakeSlack, tmp_path: Path, **context: Any) -> Settings:
+    return parse_settings(
+        {
+            "state_dir": str(tmp_path),
+            "channels": {"slack": {"main": values(slack, **context)}},
+        },
+        environ={},
+        require_provider=False,
+    )
+
+
+def channel(slack: FakeSlack, **context: Any) -> SlackChannel:
+    return SlackChannel(
+        ref=REF,
+        config=SlackChannelConfig.model_validate(values(slack, **context)),
+        credentials=SlackCredentials(bot_token=BOT_TOKEN, app_token=APP_TOKEN),
+    )
+
+
+async def said(slack: FakeSlack, text: str, *, user: str, ts: str, **extra: Any) -> None:
+    await slack.wait_ack(
+        await slack.push(
+            "events_api", event_callback(message_event(text, user=user, ts=ts, **extra))
+        )
+    )
+
+
+async def test_channel_discussion_then_a_mention(slack: FakeSlack, tmp_path: Path) -> None:
+    slack.users[STRANGER] = person(STRANGER, "Eve")
+    provider = ScriptedProvider([reply("Wait for the fix."), reply("Still waiting.")])
+    adapter = channel(slack)
+    app = App(settings(slack, tmp_path), provider=provider, channels={str(REF): adapter})
+    async with app:
+        await wait_for_health(adapter, HealthState.CONNECTED)
+        await said(slack, "the release is blocked", user=STRANGER, ts="1700000010.000100")
+        await said(slack, "we should roll back", user=REQUESTER, ts="1700000011.000100")
+        await said(slack, "lunch?", user=REQUESTER, ts="1700000012.000100")
+        edit = changed(
+            {
+                "user": REQUESTER,
+                "text": "we should wait for the fix",
+                "ts": "1700000011.000100",
+                "edited": {"user": REQUESTER, "ts": "1700000013.000100"},
+            },
+            {"user": REQUESTER, "text": "we should roll back", "ts": "1700000011.000100"},
+        )
+        await slack.wait_ack(await slack.push("events_api", event_callback(edit)))
+        gone = deleted(
+            "1700000012.000100", {"user": REQUESTER, "text": "lunch?", "ts": "1700000012.000100"}
+        )
+        await slack.wait_ack(await slack.push("events_api", event_callback(gone)))
+        await until(has_kept(app.store, "the release is blocked", "we should wait for the fix"))
+        assert provider.requests == []  # kept for context only, never answered
+
+        mention = message_event(
+            f"<@{BOT_USER}> what do you think?", kind="app_mention", ts="1700000020.000100"
+        )
+        await slack.push("events_api", event_callback(mention))
+        await slack.wait_for("chat.postMessage", where=lambda p: "fix." in str(p.get("text")))
+
+        [request] = provider.requests
+        content = request.messages[-1].content
+        block = context_of(content)
+        assert content.endswith("what do you think?")
+        assert f"Eve ({STRANGER}, not an allowed user): the release is blocked" in block
+        assert f"Ann ({REQUESTER}): we should wait for the fix" in block
+        assert "lunch" not in block and "roll back" not in block
+
+        report = await app.store.forget.user(STRANGER, channel=str(REF))
+        assert report.removed["context_lines"] == 1
+        again = message_event(f"<@{BOT_USER}> and now?", kind="app_mention", ts="1700000030.000100")
+        await slack.push("events_api", event_callback(again))
+        await slack.wait_for("chat.postMessage", where=lambda p: "Still" in str(p.get("text")))
+    second = provider.requests[1].messages[-1].content
+    assert "Eve" not in second and "release is blocked" not in second
+    assert "we should wait for the fix" in context_of(second)

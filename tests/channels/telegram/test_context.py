@@ -1,0 +1,77 @@
+"""Group context on Telegram, end to end (the daemon's App over python-telegram-bot and the
+loopback Bot API): messages of a group not addressed to the bot are kept, never answered, an
+edit rewrites its line; a mention brings them to the model as other participants' words in
+an untrusted-data block with names and times, a stranger's marked; after ``forget --user``
+that person's lines are gone from the next request."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.app import App
+from bot.config import Settings
+from tests.context.waiting import context_of, has_kept, until
+from tests.fakes.scripted_provider import ScriptedProvider, reply
+from tests.fakes.telegram_server import (
+    FakeTelegram,
+    edit_of,
+    forum_chat,
+    mention,
+    message,
+    user,
+)
+from tests.fakes.telegram_setup import REQUESTER, STRANGER, settings_for, started
+
+pytestmark = pytest.mark.usefixtures("telegram_env")
+
+
+def with_context(tg: FakeTelegram, tmp_path: Path) -> Settings:
+    return settings_for(tg, tmp_path, context={"group_messages": 10})
+
+
+async def test_group_discussion_then_a_mention(tg: FakeTelegram, tmp_path: Path) -> None:
+    provider = ScriptedProvider([reply("Wait for the fix."), reply("Still waiting.")])
+    app = App(with_context(tg, tmp_path), provider=provider, tools=[])
+    group = forum_chat()
+    ann, eve = user(REQUESTER, "Ann"), user(STRANGER, "Eve")
+    async with app:
+        await started(app)
+        await tg.push({"message": message(group, eve, "the release is blocked", message_id=50)})
+        said = message(group, ann, "we should roll back", message_id=51)
+        await tg.push({"message": said})
+        await until(has_kept(app.store, "the release is blocked", "we should roll back"))
+        await tg.push(edit_of(said, "we should wait for the fix"))
+        await until(has_kept(app.store, "the release is blocked", "we should wait for the fix"))
+        assert provider.requests == []  # kept for context only, never answered
+
+        text = "@hatchbot what do you think?"
+        asked = message(group, ann, text, message_id=52, entities=mention(text))
+        await tg.push({"message": asked})
+        await tg.wait_for("sendMessage", lambda c: "fix." in str(c.params["text"]))
+
+        [request] = provider.requests
+        content = request.messages[-1].content
+        block = context_of(content)
+        assert block, content
+        assert content.endswith("what do you think?")
+        assert "not addressed to you" in block
+        assert "Eve (3003, not an allowed user): the release is blocked" in block
+        assert "Ann (1001): we should wait for the fix" in block
+        assert " UTC] " in block
+        assert block.index("release is blocked") < block.index("wait for the fix")
+        # history keeps the question as asked, without the block
+        history = await app.store.history.load(f"telegram.main:{group['id']}")
+        assert [m.content for m in history if m.role == "user"] == ["what do you think?"]
+
+        report = await app.store.forget.user(str(STRANGER))
+        assert report.removed["context_lines"] == 1
+        again = "@hatchbot and now?"
+        await tg.push(
+            {"message": message(group, ann, again, message_id=53, entities=mention(again))}
+        )
+        await tg.wait_for("sendMessage", lambda c: "Still" in str(c.params["text"]))
+    second = provider.requests[1].messages[-1].content
+    assert "Eve" not in second and "release is blocked" not in second
+    assert "Ann (1001): we should wait for the fix" in context_of(second)
