@@ -17,7 +17,9 @@ conversations the bot has seen, and in the guild channels first posted to while 
 (:mod:`~channels.discord.catch_up`, from :mod:`~channels.discord.last_seen` and
 :mod:`~channels.discord.watermark`, written every few seconds while it runs); edits and
 deletions are reported to the host (:mod:`~channels.discord.inbound`); start-up recovery asks
-:mod:`~channels.discord.delivery_check` whether a reply cut off by a crash was posted.
+:mod:`~channels.discord.delivery_check` whether a reply cut off by a crash was posted; a turn
+mentioned in a thread or reply chain reads its earlier messages through
+:mod:`~channels.discord.thread_history`.
 
 Several replicas (a PostgreSQL store): every replica logs in and sends over REST, but only
 the one holding the alias's ``gateway`` role (:meth:`~bot.channel.ChannelHost.lead`) keeps a
@@ -52,12 +54,13 @@ from bot.backoff import Backoff, cancel_requested, sleep_before_retry
 from bot.channel import (
     ChannelHealth,
     ChannelHost,
+    EarlierMessage,
     HealthState,
     SentMessage,
 )
 from bot.channel_registry import ChannelContext
 from bot.config import ChannelCommon, Settings
-from bot.envelope import Attachment, ChannelRef, DeliveryTarget
+from bot.envelope import Attachment, ChannelRef, DeliveryTarget, IngressEnvelope
 from bot.errors import ChannelAuthError, ChannelError, ConfigError
 from bot.scrub import register_secret
 from channels.common.card_index import CardIndex
@@ -83,6 +86,7 @@ from channels.discord.inbound import InboundMessages
 from channels.discord.last_seen import LastSeen
 from channels.discord.members import ConversationMembers
 from channels.discord.outbound import Outbound
+from channels.discord.thread_history import DiscordThreadHistory
 from channels.discord.threads import ThreadBook
 from channels.discord.watermark import Watermark
 
@@ -134,6 +138,7 @@ class DiscordChannel(SendsThrough):
         self._members = ConversationMembers(ref, self._connection)
         self._downloads = Downloads(ref, self._connection, api_base_url=config.api_base_url)
         self._files = FileSender(ref, self._connection, self._outbound, replies)
+        self._thread_history = DiscordThreadHistory(self._connection)
 
     @property
     def health(self) -> ChannelHealth:
@@ -344,6 +349,17 @@ class DiscordChannel(SendsThrough):
         """Whether ``user_id`` may view the target's channel or thread; None when Discord
         cannot tell (:mod:`channels.discord.members`)."""
         return await self._members.can_see(target, user_id)
+
+    # a thread's earlier messages (bot.channel.ThreadHistory) -----------------------------
+
+    async def earlier_messages(
+        self, envelope: IngressEnvelope, *, limit: int, max_chars: int
+    ) -> Sequence[EarlierMessage] | None:
+        """The messages before ``envelope`` in its thread or reply chain
+        (:mod:`channels.discord.thread_history`)."""
+        return await self._thread_history.earlier_messages(
+            envelope, limit=limit, max_chars=max_chars
+        )
 
     # replies cut off by a crash (bot.channel.DeliveryCheck) ------------------------------
 

@@ -27,7 +27,8 @@ parsed by :mod:`~channels.slack.buttons`; "✏️ Reply instead" is
 with the bot token; files the bot sends), :mod:`~channels.slack.members` (whether an
 approver is a member of a conversation, asked before a card is posted) and
 :mod:`~channels.slack.delivery_check` (whether a reply cut off by a crash reached Slack, by
-its metadata), sharing one
+its metadata) and :mod:`~channels.slack.thread_history` (a thread's earlier messages, read on
+a mention for context), sharing one
 :class:`~channels.slack.api.SlackWebApi` and one
 :class:`~channels.common.card_index.CardIndex`.
 
@@ -57,18 +58,19 @@ from bot.backoff import Backoff, sleep_before_retry
 from bot.channel import (
     ChannelHealth,
     ChannelHost,
+    EarlierMessage,
     HealthState,
     SentMessage,
 )
 from bot.config import ChannelCommon, Settings
-from bot.envelope import Attachment, ChannelRef, DeliveryTarget
+from bot.envelope import Attachment, ChannelRef, DeliveryTarget, IngressEnvelope
 from bot.errors import ChannelAuthError, ChannelError, ConfigError
 from bot.ops.web import header_bytes
 from bot.scrub import register_secrets
 from channels.common.card_index import CardIndex
 from channels.common.health import HealthRecord
 from channels.common.outbound import SendsThrough
-from channels.slack.api import SlackWebApi
+from channels.slack.api import DisplayNames, SlackWebApi
 from channels.slack.authorize import KnownBot, quiet_token_notice
 from channels.slack.command_replies import CommandReplies
 from channels.slack.commands import app_id_of
@@ -82,6 +84,7 @@ from channels.slack.normalise import BotIdentity
 from channels.slack.outbound import SlackOutbound
 from channels.slack.socket import SocketSession
 from channels.slack.stopping import finish_while_stopping
+from channels.slack.thread_history import SlackThreadHistory
 
 if TYPE_CHECKING:
     from bot.channel_registry import ChannelContext
@@ -172,6 +175,9 @@ class SlackChannel(SendsThrough):
         )
         self._members = ConversationMembers(self._api)
         self._delivery = SlackDeliveryCheck(ref=ref, api=self._api)
+        self._threads = SlackThreadHistory(
+            api=self._api, names=DisplayNames(self._api, ttl_s=config.user_cache_ttl_s)
+        )
         self._health = HealthRecord(ref, HealthState.STOPPED, "not started")
         self._app: AsyncApp | None = None
         if config.mode == "http":
@@ -245,6 +251,7 @@ class SlackChannel(SendsThrough):
                 await sleep_before_retry(backoff.next_delay())
                 continue
             self._delivery.know(bot)
+            self._threads.know(bot)
             return bot
 
     async def _serve(self, app: AsyncApp) -> None:
@@ -299,6 +306,14 @@ class SlackChannel(SendsThrough):
         )
 
     # -- files users attach (bot.channel.AttachmentDownloads) -------------------------------
+
+    # -- a thread's earlier messages (bot.channel.ThreadHistory) ------------------------------
+
+    async def earlier_messages(
+        self, envelope: IngressEnvelope, *, limit: int, max_chars: int
+    ) -> Sequence[EarlierMessage] | None:
+        """The messages before ``envelope`` in its thread (:mod:`channels.slack.thread_history`)."""
+        return await self._threads.earlier_messages(envelope, limit=limit, max_chars=max_chars)
 
     def download_limit(self) -> int:
         """``download_max_bytes`` (Slack's own 1 GB by default); ``attachments.max_bytes``

@@ -68,12 +68,13 @@ from bot.backoff import Backoff, cancel_requested, sleep_before_retry
 from bot.channel import (
     ChannelHealth,
     ChannelHost,
+    EarlierMessage,
     HealthState,
     SentMessage,
 )
 from bot.channel_registry import ChannelContext
 from bot.config import ChannelCommon, Settings
-from bot.envelope import Attachment, ChannelRef, DeliveryTarget
+from bot.envelope import Attachment, ChannelRef, DeliveryTarget, IngressEnvelope
 from bot.errors import ChannelAuthError, ChannelError, ConfigError, StorageError
 from bot.scrub import register_secret
 from channels.common.card_index import CardIndex
@@ -320,6 +321,17 @@ class TelegramChannel(SendsThrough):
         return await self._members.can_see(target, user_id)
 
     # -- outbound, delegated -----------------------------------------------------------------
+
+    # -- the message a mention replies to (bot.channel.ThreadHistory) -----------------------
+
+    async def earlier_messages(
+        self, envelope: IngressEnvelope, *, limit: int, max_chars: int
+    ) -> Sequence[EarlierMessage] | None:
+        """The message ``envelope`` replies to, as Telegram sent it with the update
+        (:mod:`channels.telegram.replied`)."""
+        return await self._inbound.replied.earlier_messages(
+            envelope, limit=limit, max_chars=max_chars
+        )
 
     # -- files (bot.channel.AttachmentDownloads, bot.channel.FileSending) -------------------
 

@@ -43,6 +43,7 @@ from channels.telegram.card_answers import ApprovalTaps
 from channels.telegram.config import TelegramChannelConfig
 from channels.telegram.markup import TELEGRAM_LIMIT
 from channels.telegram.normalise import normalise_message
+from channels.telegram.replied import RepliedMessages
 from channels.telegram.reply_instead import CardReplies
 
 log = structlog.get_logger(__name__)
@@ -87,12 +88,15 @@ class UpdateRouter:
         self._taps = taps
         self._replies = replies
         self.me = BotIdentity(id=0, username="")
+        #: what each recent message replied to, for the turn that answers it
+        self.replied = RepliedMessages()
 
     async def route(self, update: Update, host: ChannelHost) -> None:
         if update.message is not None:
             envelope = self._envelope(update.message, update.update_id)
             if envelope is None:
                 return
+            self.replied.note(envelope, update.message, self.me)
             if not await self._replies.consume(update.message, envelope, self.me, host):
                 await host.deliver(envelope)
         elif update.edited_message is not None:

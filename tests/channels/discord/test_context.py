@@ -6,6 +6,7 @@ stranger's marked; after ``forget --user`` that person's lines are gone."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -83,3 +84,49 @@ async def test_channel_discussion_then_a_mention(fake: FakeDiscord, tmp_path: Pa
     second = provider.requests[1].messages[-1].content
     assert "carol" not in second and "release is blocked" not in second
     assert "we should wait for the fix" in context_of(second)
+
+
+THREAD = "800000000000000020"
+
+
+@pytest.fixture
+async def threaded() -> AsyncIterator[FakeDiscord]:
+    """Discord with one guild: #general and a thread in it that Alice opened."""
+    async with FakeDiscord(bot_id=BOT_ID) as server:
+        server.add_guild(channels={GENERAL: "general"}, threads={THREAD: (GENERAL, ALICE["id"])})
+        yield server
+    assert server.rule_refusals == [], "the adapter sent what Discord refuses"
+
+
+async def test_a_mention_mid_thread_pulls_the_thread(threaded: FakeDiscord, tmp_path: Path) -> None:
+    fake = threaded
+    provider = ScriptedProvider([reply("Friday is risky."), reply("Reply chain read.")])
+    options = {"thread_messages": 20}
+    app = App(settings(fake, tmp_path, **options), provider=provider, tools=[])
+    async with app:
+        await started(app)
+        for author, text in ((CAROL, "ship on friday?"), (BOB, "only if the migration is done")):
+            await fake.dispatch(
+                "MESSAGE_CREATE", said(fake, text, channel_id=THREAD, author=author)
+            )
+        mention = said(fake, f"<@{BOT_ID}> what do you think?", channel_id=THREAD, mentions=[BOT])
+        await fake.dispatch("MESSAGE_CREATE", mention)
+        await fake.wait_until(lambda: "Friday is risky." in fake.posted(THREAD))
+        [request] = provider.requests
+        block = context_of(request.messages[-1].content)
+        assert f"carol ({CAROL['id']}, not an allowed user): ship on friday?" in block
+        assert f"bob ({BOB['id']}): only if the migration is done" in block
+        assert block.index("friday") < block.index("migration")
+
+        # outside a thread, a reply chain: the messages replied to, one after another
+        first = said(fake, "the plan: ship the migration first", author=BOB)
+        await fake.dispatch("MESSAGE_CREATE", first)
+        second = said(fake, "and then the API", author=CAROL, referenced=first)
+        await fake.dispatch("MESSAGE_CREATE", second)
+        asked = said(fake, f"<@{BOT_ID}> is that right?", mentions=[BOT], referenced=second)
+        await fake.dispatch("MESSAGE_CREATE", asked)
+        await fake.wait_until(lambda: "Reply chain read." in fake.posted(GENERAL))
+    chain = context_of(provider.requests[1].messages[-1].content)
+    assert "ship the migration first" in chain and "and then the API" in chain
+    assert chain.index("migration first") < chain.index("then the API")
+    assert "friday" not in chain

@@ -102,3 +102,70 @@ async def test_channel_discussion_then_a_mention(slack: FakeSlack, tmp_path: Pat
     second = provider.requests[1].messages[-1].content
     assert "Eve" not in second and "release is blocked" not in second
     assert "we should wait for the fix" in context_of(second)
+
+
+THREAD = "1700000100.000100"
+
+
+async def test_a_mention_mid_thread_pulls_the_thread(slack: FakeSlack, tmp_path: Path) -> None:
+    slack.users[STRANGER] = person(STRANGER, "Eve")
+    slack.add_message("C0001", THREAD, user=STRANGER, text="ship on friday?", thread_ts=THREAD)
+    slack.add_message(
+        "C0001",
+        "1700000101.000100",
+        user=REQUESTER,
+        text="only if the migration is done",
+        thread_ts=THREAD,
+    )
+    slack.add_message(
+        "C0001", "1700000102.000100", user="UOTHER", text="ok", thread_ts=THREAD, bot_id="B0THER"
+    )
+    # the first read is refused as over Slack's limit: it is waited out, then answered
+    slack.rate_limit_next("conversations.replies", 1)
+    provider = ScriptedProvider([reply("Friday is risky."), reply("Now it is fine.")])
+    options = {"group_messages": 0, "thread_messages": 20}
+    adapter = channel(slack, **options)
+    app = App(settings(slack, tmp_path, **options), provider=provider, channels={str(REF): adapter})
+    async with app:
+        await wait_for_health(adapter, HealthState.CONNECTED)
+        mention = message_event(
+            f"<@{BOT_USER}> what do you think?",
+            kind="app_mention",
+            ts="1700000105.000100",
+            thread_ts=THREAD,
+        )
+        await slack.push("events_api", event_callback(mention))
+        await slack.wait_for("chat.postMessage", where=lambda p: "risky" in str(p.get("text")))
+        [request] = provider.requests
+        block = context_of(request.messages[-1].content)
+        assert f"Eve ({STRANGER}, not an allowed user): ship on friday?" in block
+        assert f"Ann ({REQUESTER}): only if the migration is done" in block
+        assert "UOTHER" not in block  # another bot's message is left out
+        assert len(slack.calls_of("conversations.replies", status=429)) == 1
+
+        # an edit of a message read reaches the cache; the thread is not read again
+        edit = changed(
+            {
+                "user": REQUESTER,
+                "text": "the migration is done",
+                "ts": "1700000101.000100",
+                "thread_ts": THREAD,
+                "edited": {"user": REQUESTER, "ts": "1700000106.000100"},
+            },
+            {
+                "user": REQUESTER,
+                "text": "only if the migration is done",
+                "ts": "1700000101.000100",
+                "thread_ts": THREAD,
+            },
+        )
+        await slack.wait_ack(await slack.push("events_api", event_callback(edit)))
+        again = message_event(
+            f"<@{BOT_USER}> and now?", kind="app_mention", ts="1700000110.000100", thread_ts=THREAD
+        )
+        await slack.push("events_api", event_callback(again))
+        await slack.wait_for("chat.postMessage", where=lambda p: "fine" in str(p.get("text")))
+    second = context_of(provider.requests[1].messages[-1].content)
+    assert f"Ann ({REQUESTER}): the migration is done" in second
+    assert "only if" not in second
+    assert len(slack.calls_of("conversations.replies")) == 1

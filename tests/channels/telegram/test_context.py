@@ -75,3 +75,26 @@ async def test_group_discussion_then_a_mention(tg: FakeTelegram, tmp_path: Path)
     second = provider.requests[1].messages[-1].content
     assert "Eve" not in second and "release is blocked" not in second
     assert "Ann (1001): we should wait for the fix" in context_of(second)
+
+
+async def test_a_reply_mention_brings_the_message_it_replies_to(
+    tg: FakeTelegram, tmp_path: Path
+) -> None:
+    provider = ScriptedProvider([reply("Step 3 needs the key.")])
+    app = App(settings_for(tg, tmp_path, context={"thread_messages": 5}), provider=provider)
+    group = forum_chat()
+    ann, eve = user(REQUESTER, "Ann"), user(STRANGER, "Eve")
+    async with app:
+        await started(app)
+        failed = message(group, eve, "the deploy failed at step 3", message_id=60, thread_id=7)
+        await tg.push({"message": failed})
+        text = "@hatchbot why?"
+        asked = message(
+            group, ann, text, message_id=61, thread_id=7, reply_to=failed, entities=mention(text)
+        )
+        await tg.push({"message": asked})
+        await tg.wait_for("sendMessage", lambda c: "key." in str(c.params["text"]))
+    [request] = provider.requests
+    block = context_of(request.messages[-1].content)
+    assert "Eve (3003, not an allowed user): the deploy failed at step 3" in block
+    assert block.count(" UTC] ") == 1  # the one message replied to: group context is off
