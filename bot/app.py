@@ -101,8 +101,11 @@ class App:
         clock: Callable[[], float] = time.time,
         config_file: Path | None = None,
         span_exporter: object | None = None,
+        turn_finished: Callable[[str], None] | None = None,
     ) -> None:
         self.settings = with_default_channel(settings, given=bool(channels))
+        #: told each turn's status value besides the metrics (``hatchway chat``'s exit status)
+        self._turn_finished = turn_finished
         #: where spans go when ``[telemetry]`` is on, instead of OTLP (tests, the bench)
         self._span_exporter = span_exporter
         self._tracing = False
@@ -189,7 +192,7 @@ class App:
                 bundles=build_bundles(settings, self._shared_bundle, self._providers),
                 channel_for=self.channel_for,
                 streams=streaming_agents(settings),
-                turn_finished=None if self.metrics is None else self.metrics.turn_finished,
+                turn_finished=self._turn_hook(),
                 excluded_for=self._channel_excluded_tools,
                 attachments=self.attachments,
                 context=self.context,
@@ -231,6 +234,25 @@ class App:
             log.info("card_index_pruned", rows=pruned)
         await self.gateway.recover(now=self._clock())
         log.info("app_started", channels=sorted(self.channels))
+
+    def _turn_hook(self) -> Callable[[str], None] | None:
+        """What is told each finished turn's status: the metrics, the caller's hook, both."""
+        hooks = [
+            hook
+            for hook in (
+                None if self.metrics is None else self.metrics.turn_finished,
+                self._turn_finished,
+            )
+            if hook is not None
+        ]
+        if len(hooks) <= 1:
+            return hooks[0] if hooks else None
+
+        def both(status: str) -> None:
+            for hook in hooks:
+                hook(status)
+
+        return both
 
     def _mount_console(self, settings: Settings) -> Console | None:
         """The web console on the daemon's HTTP application when ``[web]`` enables it (its

@@ -84,6 +84,7 @@ class Capabilities:
     terminal_prompt: bool = False
     command_prefix: str = "/"
     replay_on_restart: bool = True
+    commands_in_order: bool = False
 
 
 def _new_id() -> str:

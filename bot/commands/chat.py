@@ -13,7 +13,10 @@ Keys and what they do (also in ``docs/operations.md``):
 - **SIGTERM** finishes the running turn (up to :data:`TERM_DRAIN_S`) and exits.
 
 Exit status: 0 after an end of input (even when a second Ctrl-D cancelled a turn) or
-SIGTERM; 130 after Ctrl-C; 1 on an error, 2 on a configuration error (:mod:`bot.cli`).
+SIGTERM, except that with piped input it is :data:`UNANSWERED` (1) when a line's turn did
+not complete; 130 after Ctrl-C; 1 on an error, 2 on a configuration error (:mod:`bot.cli`).
+With piped input the banner goes to stderr, so stdout holds the answers alone, and a command
+line (``/new``) takes effect after the answers to the lines before it.
 
 Log lines never reach the conversation: they go to :data:`CHAT_LOG` in the state
 directory, or to stderr with ``--verbose``. Console input is not replayed into a later
@@ -42,6 +45,9 @@ CANCEL_GRACE_S = 10.0
 #: How long the running turn may take to finish on SIGTERM.
 TERM_DRAIN_S = 300.0
 INTERRUPTED = 130
+#: The exit status of piped input when a line's turn did not complete (its model failed,
+#: it was stopped, it ran out of time): the script's caller can tell.
+UNANSWERED = 1
 
 
 @runtime_checkable

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 async def _chat(args: argparse.Namespace) -> int:
-    from bot.commands.chat import ChatConsole, Conversation, banner, log_file
+    from bot.commands.chat import UNANSWERED, ChatConsole, Conversation, banner, log_file
     from bot.config import ChannelsConfig
     from bot.ops.logs import configure_logging, open_log_file
     from bot.providers.factory import defer_provider
@@ -109,8 +110,11 @@ async def _chat(args: argparse.Namespace) -> int:
     # provider) is imported on a worker thread and the provider built while the app starts
     # and the first line is read.
     provider = defer_provider(console_only)
-    # before the app starts: nothing of the conversation can be on the screen yet
-    print(banner(settings, log=where), flush=True)
+    # before the app starts: nothing of the conversation can be on the screen yet. Input
+    # from a pipe or a file is a script, whose output is its answers alone: the banner goes
+    # to stderr then.
+    piped = not sys.stdin.isatty()
+    print(banner(settings, log=where), file=sys.stderr if piped else sys.stdout, flush=True)
     from bot.app import App
 
     # What is loaded so far lives as long as the process: later collections skip it.
@@ -118,7 +122,18 @@ async def _chat(args: argparse.Namespace) -> int:
     from bot.config import resolve_config_path
 
     # the config file is hidden from shell's sandbox, --config's included
-    app = App(console_only, provider=provider, config_file=resolve_config_path(args.config))
+    unanswered: list[str] = []  # the statuses of turns that did not complete
+
+    def turn_finished(status: str) -> None:
+        if status != "completed":
+            unanswered.append(status)
+
+    app = App(
+        console_only,
+        provider=provider,
+        config_file=resolve_config_path(args.config),
+        turn_finished=turn_finished,
+    )
     warming = asyncio.create_task(provider.warm(), name="provider-warm")
     drain_s = 0.0
     try:
@@ -129,6 +144,8 @@ async def _chat(args: argparse.Namespace) -> int:
                 raise RuntimeError("hatchway chat needs the console channel")
             ending = await Conversation(app.gateway, console).run()
             drain_s = ending.drain_s
+            if piped and ending.code == 0 and unanswered:
+                return UNANSWERED  # a script's caller learns that a line got no answer
             return ending.code
         finally:
             await app.stop(drain_timeout_s=drain_s)

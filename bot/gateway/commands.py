@@ -169,6 +169,9 @@ class MemberCommands:
         if handler is None or _spec_access(name) is not CommandAccess.MEMBER:
             await call_next(arrival)
             return
+        if arrival.envelope.capabilities.commands_in_order:
+            # a script's /new or /stop acts where it stands: after the lines before it
+            await self._sessions.wait_session_idle(arrival.session_key)
         await handler(arrival)
 
     async def _stop(

@@ -97,6 +97,7 @@ class Sessions:
         self._queued_here: set[str] | None = set()
         self._idle = asyncio.Event()  # set while _live is empty
         self._idle.set()
+        self._settled = asyncio.Event()  # set (and replaced) each time a message is done
         self._take: TakeTurn | None = None
 
     def take_turns_with(self, take: TakeTurn) -> None:
@@ -163,6 +164,13 @@ class Sessions:
         """Return once no turn is queued or running (at once when none is)."""
         await self._idle.wait()
 
+    async def wait_session_idle(self, session_key: str) -> None:
+        """Return once ``session_key`` has no turn queued or running (at once when none)."""
+        while (session := self._sessions.get(session_key)) is not None and (
+            session.running is not None or session.queue
+        ):
+            await self._settled.wait()
+
     def replace_queued(self, inbox: InboxKey, envelope: IngressEnvelope) -> bool:
         """Put ``envelope`` in place of the queued message ``inbox`` names (an edit that came
         before its turn was taken off the queue). False when it is not queued here (its turn
@@ -199,6 +207,8 @@ class Sessions:
         self._live.discard(envelope_id)
         if not self._live:
             self._idle.set()
+        settled, self._settled = self._settled, asyncio.Event()
+        settled.set()
 
     def stop(self, session_key: str, reason: CancelReason) -> tuple[bool, list[TurnIdentity]]:
         """Cancel the session's running turn and take its queued ones out of the queue.

@@ -1,10 +1,11 @@
 """The console channel: stdin in, stdout out, approvals asked at the terminal.
 
 Each input line is one message. ``/stop`` cancels the running turn, ``/new`` starts a new
-session (both handled by the gateway). While an approval prompt is open, the next input line
-answers it instead of becoming a message. Output goes through one :class:`Screen`, which
-keeps the input prompt (``> `` on an interactive terminal) at the bottom and never writes
-into an open approval prompt's line.
+session (both handled by the gateway); read from a pipe or a file, such a command takes effect
+after the answers to the lines before it (``Capabilities.commands_in_order``), as in a
+script. While an approval prompt is open, the next input line answers it instead of becoming
+a message. Output goes through one :class:`Screen`, which keeps the input prompt (``> `` on an
+interactive terminal) at the bottom and never writes into an open approval prompt's line.
 
 End of input (Ctrl-D, or the end of piped input) closes the console to new messages: an open
 approval prompt gets no answer (no), later lines are not sent, and the end is reported to
@@ -151,7 +152,7 @@ class ConsoleChannel:
         typing ``/stop`` does (Ctrl-C; the ``^C`` the terminal echoed is cleared)."""
         self._screen.clear_line()
         if self._host is not None:
-            await self._host.deliver(self._envelope("/stop"))
+            await self._host.deliver(self._envelope("/stop", in_order=False))
 
     def quitting(self) -> None:
         """The program is about to quit: no new messages and no input prompt from now on;
@@ -159,7 +160,9 @@ class ConsoleChannel:
         self._closing = True
         self._screen.stop_prompting()
 
-    def _envelope(self, text: str) -> IngressEnvelope:
+    def _envelope(self, text: str, *, in_order: bool = True) -> IngressEnvelope:
+        """The envelope of a line; read from a pipe or a file, a command in it acts in order
+        (after the answers to the lines before it), as in a script."""
         return IngressEnvelope(
             channel=self.ref,
             message_id=uuid.uuid4().hex,
@@ -173,6 +176,7 @@ class ConsoleChannel:
                 max_message_chars=1_000_000,
                 terminal_prompt=True,
                 replay_on_restart=False,
+                commands_in_order=in_order and not self.interactive,
             ),
         )
 

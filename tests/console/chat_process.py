@@ -90,12 +90,18 @@ class ChatProcess:
         self.proc = proc
         self._master = master
         self._raw = bytearray()
+        self._errors = bytearray()  # stderr, when it is collected apart (start_piped)
         self._changed = asyncio.Condition()
 
     @property
     def raw(self) -> str:
         """Everything shown, as written (terminal line endings, escape sequences)."""
         return self._raw.decode("utf-8", "replace")
+
+    @property
+    def errors(self) -> str:
+        """What was written to stderr, when collected apart from stdout."""
+        return self._errors.decode("utf-8", "replace")
 
     @property
     def shown(self) -> str:
@@ -185,8 +191,11 @@ async def start_on_terminal(
 
 
 @contextlib.asynccontextmanager
-async def start_piped(env: dict[str, str], cwd: Path, *args: str) -> AsyncIterator[ChatProcess]:
-    """Run ``hatchway chat`` with stdin, stdout and stderr on pipes (stderr joins stdout)."""
+async def start_piped(
+    env: dict[str, str], cwd: Path, *args: str, stderr_apart: bool = False
+) -> AsyncIterator[ChatProcess]:
+    """Run ``hatchway chat`` with stdin, stdout and stderr on pipes (stderr joins stdout,
+    unless ``stderr_apart``: then it is collected in :attr:`ChatProcess.errors`)."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -195,28 +204,29 @@ async def start_piped(env: dict[str, str], cwd: Path, *args: str) -> AsyncIterat
         *args,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
+        stderr=asyncio.subprocess.PIPE if stderr_apart else asyncio.subprocess.STDOUT,
         env=env,
         cwd=str(cwd),
     )
     chat = ChatProcess(proc, None)
     assert proc.stdout is not None
-    stdout = proc.stdout
-    reading = asyncio.create_task(_pump(chat, stdout))
+    readers = [asyncio.create_task(_pump(chat, proc.stdout, chat._raw))]
+    if proc.stderr is not None:
+        readers.append(asyncio.create_task(_pump(chat, proc.stderr, chat._errors)))
     try:
         yield chat
     finally:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
-        await reading
+        await asyncio.gather(*readers)
 
 
-async def _pump(chat: ChatProcess, stream: asyncio.StreamReader) -> None:
+async def _pump(chat: ChatProcess, stream: asyncio.StreamReader, into: bytearray) -> None:
     while True:
         data = await stream.read(65536)
         async with chat._changed:
-            chat._raw.extend(data)
+            into.extend(data)
             chat._changed.notify_all()
         if not data:
             return

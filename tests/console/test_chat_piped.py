@@ -100,3 +100,48 @@ async def test_with_no_provider_the_banner_says_it_is_the_offline_demo_model(
     assert "small offline demo model without tools" in banner[1]
     assert "configure a provider (see docs/providers.md)" in banner[1]
     assert banner[2].startswith("Type a message and press Enter.")
+
+
+async def test_a_piped_command_takes_effect_after_the_lines_before_it(
+    tmp_path: Path, llm: HeldOpenAI
+) -> None:
+    """``/new`` after two questions starts the new session once both are answered: the
+    third question is asked without them, the first two with each other."""
+    for n in (1, 2, 3):
+        llm.queue_text(f"answer {n}")
+    env = chat_environ(tmp_path / "state", llm_url=llm.base_url)
+    llm.hold_next()  # "one" is still being answered when /new is read
+    async with start_piped(env, tmp_path, stderr_apart=True) as chat:
+        chat.type("one\ntwo\n/new\nthree\n")
+        await chat.close_input()
+        async with asyncio.timeout(WAIT_S):
+            await llm.arrived.wait()
+        llm.release()
+        assert await chat.wait_exit() == 0
+    history = [
+        [m["content"] for m in r.body["messages"] if m["role"] in ("user", "assistant")]
+        for r in llm.requests
+    ]
+    assert history == [
+        ["one"],
+        ["one", "answer 1", "two"],
+        ["three"],  # the new session: nothing of before
+    ]
+    shown = chat.shown
+    assert shown.index("answer 2") < shown.index("New session") < shown.index("answer 3")
+    # the banner is on stderr: stdout is the answers alone
+    assert "hatchway chat — provider" in chat.errors
+    assert "hatchway chat" not in shown and shown.startswith("answer 1")
+
+
+async def test_a_piped_line_left_unanswered_makes_the_exit_status_1(
+    tmp_path: Path, llm: HeldOpenAI
+) -> None:
+    llm.queue_text("answer 1")
+    llm.queue_error(400, message="the model refuses")
+    env = chat_environ(tmp_path / "state", llm_url=llm.base_url)
+    async with start_piped(env, tmp_path, stderr_apart=True) as chat:
+        chat.type("one\ntwo\n")
+        await chat.close_input()
+        assert await chat.wait_exit() == 1
+    assert "answer 1" in chat.shown
