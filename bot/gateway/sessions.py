@@ -236,7 +236,7 @@ class Sessions:
             ):
                 continue
             running, control = session.running, session.control
-            if running is None or control is None or not control.cancelled:
+            if running is None or control is None or control.cancelled is None:
                 continue
             if sender_id is None or running.envelope.sender.id == sender_id:
                 return True
