@@ -57,7 +57,6 @@ from bot.replicas import LeaseKeeper
 from bot.schedules.book import ScheduleBook
 from bot.schedules.retention import RetentionJob
 from bot.schedules.runner import ScheduleRunner
-from bot.store import Store
 from bot.telemetry.setup import install as start_traces
 from bot.telemetry.setup import shutdown as stop_traces
 from bot.tools.builtin.scope_changes import announce_scope_changes
@@ -69,6 +68,7 @@ from bot.wiring.channels import build_channels, run_channel, with_default_channe
 from bot.wiring.metering import metered_gate, metered_provider, tool_hooks
 from bot.wiring.parts import stop_parts
 from bot.wiring.replicas import join_replicas, liveness_for
+from bot.wiring.storage import open_store
 from bot.wiring.tools import attachment_workspace, build_mcp, build_tools
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ class App:
         # first: a missing package of the otel extra stops the start before anything opens
         self._tracing = start_traces(settings.telemetry, exporter=self._span_exporter)
         try:
-            self.store = await Store.open_configured(settings)
+            self.store = await open_store(settings)
         except BaseException:
             await self._stop_traces()
             raise

@@ -86,12 +86,12 @@ async def open_existing(
     """The database the settings name, opened only if it is there and holds a hatchway
     schema this version can use: the latest, or (``behind_ok``: a reader that copes) an
     older one. Never creates a file or a schema, never migrates; StorageError otherwise."""
-    from bot.store import Store
+    from bot.wiring.storage import open_store
 
     missing = None if settings.storage.url else missing_file(settings, location)
     if missing is not None:
         raise missing
-    store = await Store.open_configured(settings, migrate=False, create=False)
+    store = await open_store(settings, migrate=False, create=False)
     try:
         version = await store.schema_version()
         latest = _latest_schema(settings)

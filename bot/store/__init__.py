@@ -7,14 +7,14 @@ leaves it: every failure is a :class:`~bot.errors.StorageError` (``StorageBusy``
 passes). The engine (a :class:`bot.store.engine.Database`) is SQLite's
 (:mod:`bot.store.sqlite`, a file on a thread of its own: ``[storage] path``, the default) or
 PostgreSQL's (:mod:`bot.store.postgres`, a pool of connections: ``[storage] url``);
-:meth:`Store.open_configured` picks the one the configuration names. See the Storage
+:func:`bot.wiring.storage.open_store` picks the one the configuration names. See the Storage
 section of ``docs/architecture.md``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar, overload
+from typing import TypeVar, overload
 
 from bot.store.approvals import Approvals
 from bot.store.attachments import AttachmentKind, AttachmentRecord, Attachments
@@ -43,9 +43,6 @@ from bot.store.turns import Turns
 from bot.store.unit_of_work import UnitOfWork
 from bot.store.usage import UsageLog, UsageRecord
 from bot.store.web import WebAccess
-
-if TYPE_CHECKING:
-    from bot.config import Settings
 
 __all__ = [
     "AttachmentKind",
@@ -133,25 +130,6 @@ class Store:
         store = cls(db)
         store.signals = PgSignals(db, connector(url, password=password))
         return store
-
-    @classmethod
-    async def open_configured(
-        cls, settings: Settings, *, migrate: bool = True, create: bool = True
-    ) -> Store:
-        """Open the database ``[storage]`` names: PostgreSQL when ``url`` is set (its
-        password from the variable ``password_env`` names), else the SQLite file ``path``
-        (not made when ``create`` is false; a PostgreSQL database is never created here)."""
-        storage = settings.storage
-        if storage.url:
-            return await cls.open_postgres(
-                storage.url,
-                password=settings.secret(storage.password_env),
-                migrate=migrate,
-                pool_size=storage.pool_size,
-                command_timeout_s=storage.command_timeout_s,
-                connect_timeout_s=storage.connect_timeout_s,
-            )
-        return await cls.open(settings.database_path(), migrate=migrate, create=create)
 
     @overload
     async def commit(self, work: UnitOfWork) -> None: ...

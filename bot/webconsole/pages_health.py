@@ -22,7 +22,7 @@ from typing import Any
 from aiohttp import web
 
 from bot.config import Settings
-from bot.config.embedded import demo_model_warning
+from bot.config.settings import demo_model_warning
 from bot.metrics import Metrics
 from bot.providers.summary import ProviderSummary, summarise
 from bot.webconsole import display

@@ -2,6 +2,7 @@
 
 :class:`bot.app.App` says what a running hatchway is made of and in which order it starts
 and stops; the modules here say how each piece is made, so that the root stays readable:
+:mod:`~bot.wiring.storage` (the database the configuration names),
 :mod:`~bot.wiring.replicas` (the lease keeper and the liveness of several replicas),
 :mod:`~bot.wiring.channels` (the adapters, created and kept running),
 :mod:`~bot.wiring.tools` (the tool catalog, MCP, the workspace of a turn's attachments),

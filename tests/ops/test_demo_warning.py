@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from bot.config import parse_settings
-from bot.config.embedded import PACKAGED_MODEL_NAME, demo_model_warning
+from bot.config.embedded import PACKAGED_MODEL_NAME
+from bot.config.settings import demo_model_warning
 
 TELEGRAM = {"telegram": {"main": {"allowed_users": ["1"]}}}
 DEMO = {"default": {"kind": "embedded"}}  # the packaged model
