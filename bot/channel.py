@@ -316,7 +316,7 @@ class ThreadHistory(Protocol):
     """What a channel whose platform lets a bot read a thread back offers a turn: the earlier
     messages of the thread a message was written in (a Slack thread, a Discord thread or
     reply chain), so that a mention in the middle of a discussion is answered knowing it.
-    Telegram bots cannot read history and do not implement it."""
+    Telegram bots cannot read history and do not implement it (:class:`RepliedTo`)."""
 
     async def earlier_messages(
         self, envelope: IngressEnvelope, *, limit: int, max_chars: int
@@ -326,6 +326,18 @@ class ThreadHistory(Protocol):
         ``limit`` of them and ``max_chars`` characters of text, the newest kept. Empty when
         ``envelope`` is in no thread; None when the platform could not be asked (after its
         rate limit's waits). Must not raise for a platform error."""
+        ...
+
+
+@runtime_checkable
+class RepliedTo(Protocol):
+    """What a channel that cannot read history back offers a turn instead of
+    :class:`ThreadHistory`: the one message a message replied to, as the platform sent it
+    with the message (Telegram's ``reply_to_message``). Nothing is fetched."""
+
+    def replied_to(self, envelope: IngressEnvelope) -> EarlierMessage | None:
+        """The message ``envelope`` replied to, when someone else wrote it and it was seen
+        with ``envelope``; None otherwise. Must not block or raise."""
         ...
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from bot.channel import Channel, ThreadHistory
+from bot.channel import Channel, RepliedTo, ThreadHistory
 from bot.config import ChannelCommon, Settings
 from bot.context.keeping import GroupContextKeeper
-from bot.context.threads import ThreadCache
+from bot.context.threads import ThreadCache, earlier_line
 from bot.envelope import ChannelRef, IngressEnvelope
 from bot.store import Store
 from bot.store.context_lines import MAX_LINE_CHARS, ContextLine
@@ -80,7 +80,8 @@ class ConversationContext:
         self, envelope: IngressEnvelope, channel: Channel | None
     ) -> tuple[ContextLine, ...]:
         """The lines a turn answering ``envelope`` is shown, oldest first: the thread's
-        earlier messages, then the kept group context (a message in both, once)."""
+        earlier messages (or, where the platform keeps no history for bots, the message it
+        replied to), then the kept group context (a message in both, once)."""
         if envelope.is_direct or envelope.background:
             return ()
         cfg = self._channel(envelope.channel)
@@ -90,6 +91,10 @@ class ConversationContext:
         lines: list[ContextLine] = []
         if options.thread_messages and isinstance(channel, ThreadHistory):
             lines += await self.threads.lines(channel, envelope, cfg)
+        elif options.thread_messages and isinstance(channel, RepliedTo):
+            replied = channel.replied_to(envelope)
+            if replied is not None and len(replied.text) <= options.thread_chars:
+                lines.append(earlier_line(envelope, replied, cfg))
         if options.keeps_in(envelope.conversation_id):
             query = self._store.context_lines.window(
                 str(envelope.channel),

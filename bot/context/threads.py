@@ -61,7 +61,7 @@ class ThreadCache:
             log.warning("thread_history_unavailable", conversation_id=envelope.conversation_id)
             return ()
         lines = tuple(
-            _line(envelope, message, cfg)
+            earlier_line(envelope, message, cfg)
             for message in earlier
             if message.from_this_bot or not (message.sender.is_bot and cfg.ignore_other_bots)
         )
@@ -87,7 +87,11 @@ class ThreadCache:
                 self._threads[key] = tuple(line for line in lines if line.message_id != message_id)
 
 
-def _line(envelope: IngressEnvelope, message: EarlierMessage, cfg: ChannelCommon) -> ContextLine:
+def earlier_line(
+    envelope: IngressEnvelope, message: EarlierMessage, cfg: ChannelCommon
+) -> ContextLine:
+    """``message``, read back from ``envelope``'s thread (or the message it replied to), as a
+    context line."""
     sender = message.sender
     return ContextLine(
         channel=str(envelope.channel),

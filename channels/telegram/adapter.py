@@ -322,16 +322,12 @@ class TelegramChannel(SendsThrough):
 
     # -- outbound, delegated -----------------------------------------------------------------
 
-    # -- the message a mention replies to (bot.channel.ThreadHistory) -----------------------
+    # -- the message a mention replies to (bot.channel.RepliedTo) ---------------------------
 
-    async def earlier_messages(
-        self, envelope: IngressEnvelope, *, limit: int, max_chars: int
-    ) -> Sequence[EarlierMessage] | None:
+    def replied_to(self, envelope: IngressEnvelope) -> EarlierMessage | None:
         """The message ``envelope`` replies to, as Telegram sent it with the update
         (:mod:`channels.telegram.replied`)."""
-        return await self._inbound.replied.earlier_messages(
-            envelope, limit=limit, max_chars=max_chars
-        )
+        return self._inbound.replied.replied_to(envelope)
 
     # -- files (bot.channel.AttachmentDownloads, bot.channel.FileSending) -------------------
 

@@ -1,5 +1,5 @@
 """The message a Telegram mention replies to: the Telegram channel's
-:class:`~bot.channel.ThreadHistory`.
+:class:`~bot.channel.RepliedTo`.
 
 Telegram gives bots no history to read: a mention in a reply chain or a forum topic gets the
 kept group context (which a bot sees only with privacy mode off or as an administrator) and
@@ -13,7 +13,6 @@ message, gives nothing: the bot's answer is in the session's history.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
 
 from telegram import Message
 
@@ -49,10 +48,5 @@ class RepliedMessages:
         if len(self._replied) > CAPACITY:
             self._replied.popitem(last=False)
 
-    async def earlier_messages(
-        self, envelope: IngressEnvelope, *, limit: int, max_chars: int
-    ) -> Sequence[EarlierMessage] | None:
-        replied = self._replied.get(envelope.message_id)
-        if replied is None or limit <= 0 or len(replied.text) > max_chars:
-            return []
-        return [replied]
+    def replied_to(self, envelope: IngressEnvelope) -> EarlierMessage | None:
+        return self._replied.get(envelope.message_id)

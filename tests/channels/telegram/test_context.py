@@ -80,7 +80,7 @@ async def test_group_discussion_then_a_mention(tg: FakeTelegram, tmp_path: Path)
 async def test_a_reply_mention_brings_the_message_it_replies_to(
     tg: FakeTelegram, tmp_path: Path
 ) -> None:
-    provider = ScriptedProvider([reply("Step 3 needs the key.")])
+    provider = ScriptedProvider([reply("Step 3 needs the key."), reply("Step 4 is fine.")])
     app = App(settings_for(tg, tmp_path, context={"thread_messages": 5}), provider=provider)
     group = forum_chat()
     ann, eve = user(REQUESTER, "Ann"), user(STRANGER, "Eve")
@@ -94,7 +94,17 @@ async def test_a_reply_mention_brings_the_message_it_replies_to(
         )
         await tg.push({"message": asked})
         await tg.wait_for("sendMessage", lambda c: "key." in str(c.params["text"]))
-    [request] = provider.requests
-    block = context_of(request.messages[-1].content)
+        # in the same topic, a reply to another message brings that one
+        later = message(group, eve, "step 4 passed", message_id=62, thread_id=7)
+        await tg.push({"message": later})
+        text = "@hatchbot and this?"
+        again = message(
+            group, ann, text, message_id=63, thread_id=7, reply_to=later, entities=mention(text)
+        )
+        await tg.push({"message": again})
+        await tg.wait_for("sendMessage", lambda c: "fine." in str(c.params["text"]))
+    block = context_of(provider.requests[0].messages[-1].content)
     assert "Eve (3003, not an allowed user): the deploy failed at step 3" in block
     assert block.count(" UTC] ") == 1  # the one message replied to: group context is off
+    second = context_of(provider.requests[1].messages[-1].content)
+    assert "step 4 passed" in second and "step 3" not in second
