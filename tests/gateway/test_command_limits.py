@@ -8,7 +8,7 @@ counted but a stranger's ``/id`` is not (it is answered once every few seconds, 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +25,10 @@ from bot.gateway.commands import NEW_SESSION, NOTHING_RUNNING
 from bot.gateway.ratelimit import RATE_LIMITED
 from bot.providers.base import CompletionRequest, ProviderReply
 from bot.store import InboxKey
-from tests.fakes.scripted_provider import ScriptedProvider, reply
+from tests.fakes.scripted_provider import ScriptedProvider
 from tests.fakes.telegram_server import ApiCall, FakeTelegram, command, message, user
-from tests.fakes.telegram_setup import APPROVER, REQUESTER, STRANGER, TOKEN, started
+from tests.fakes.telegram_setup import APPROVER, REQUESTER, STRANGER, started
+from tests.gateway.conftest import echo
 from tests.gateway.test_gateway import until
 
 ANN, BOB = REQUESTER, 4004
@@ -36,18 +37,6 @@ GROUP_SESSION = f"telegram.main:{GROUP['id']}"
 #: The start of the notice a refused sender gets (then when to try again).
 NOTICE = "You're sending messages faster than I can take them"
 COUNTED = [spec.name for spec in CHAT_COMMANDS if spec.limit is CommandLimit.MESSAGES]
-
-
-@pytest.fixture
-async def tg(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeTelegram]:
-    monkeypatch.setenv("HATCHWAY_TELEGRAM_TOKEN", TOKEN)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    async with FakeTelegram(TOKEN) as fake:
-        yield fake
-
-
-def echo(request: CompletionRequest) -> ProviderReply:
-    return reply(f"echo: {request.messages[-1].content}")
 
 
 def settings(

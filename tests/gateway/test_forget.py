@@ -8,21 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from bot.app import App
 from bot.channel import ClickVerdict
 from bot.config import Settings, parse_settings
 from bot.gateway.forget import ALREADY_WAITING, ASKING
-from bot.providers.base import CompletionRequest, ProviderReply
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
 from bot.store.forget import TOMBSTONE_PREFIX
 from channels.telegram.cards import APPROVE_LABEL, DENY_LABEL
-from tests.fakes.scripted_provider import ScriptedProvider, reply
+from tests.fakes.scripted_provider import ScriptedProvider
 from tests.fakes.telegram_server import (
     ApiCall,
     FakeTelegram,
@@ -32,23 +28,12 @@ from tests.fakes.telegram_server import (
     private_chat,
     user,
 )
-from tests.fakes.telegram_setup import APPROVER, REQUESTER, TOKEN, started
+from tests.fakes.telegram_setup import APPROVER, REQUESTER, started
+from tests.gateway.conftest import echo
 
 ANN, BOB = REQUESTER, 4004
 GROUP: dict[str, Any] = {"id": -100500600, "type": "supergroup", "title": "team"}
 GROUP_SESSION = f"telegram.main:{GROUP['id']}"
-
-
-@pytest.fixture
-async def tg(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeTelegram]:
-    monkeypatch.setenv("HATCHWAY_TELEGRAM_TOKEN", TOKEN)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    async with FakeTelegram(TOKEN) as fake:
-        yield fake
-
-
-def echo(request: CompletionRequest) -> ProviderReply:
-    return reply(f"echo: {request.messages[-1].content}")
 
 
 def settings(tg: FakeTelegram, tmp_path: Path) -> Settings:

@@ -8,22 +8,19 @@ from __future__ import annotations
 import asyncio
 import re
 import sqlite3
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from bot.app import App
 from bot.config import Settings, parse_settings
 from bot.envelope import ChannelRef, DeliveryTarget, IngressEnvelope, Sender
 from bot.gateway.ratelimit import RATE_LIMITED
-from bot.providers.base import CompletionRequest, ProviderReply
 from bot.store import InboxKey, InboxStatus
 from tests.fakes.channel import FakeChannel
-from tests.fakes.scripted_provider import ScriptedProvider, reply
+from tests.fakes.scripted_provider import ScriptedProvider
 from tests.fakes.telegram_server import ApiCall, FakeTelegram, message, user
-from tests.fakes.telegram_setup import APPROVER, REQUESTER, TOKEN, started
+from tests.fakes.telegram_setup import APPROVER, REQUESTER, started
+from tests.gateway.conftest import echo
 
 ANN, BOB = REQUESTER, 4004
 GROUP: dict[str, Any] = {"id": -100500600, "type": "supergroup", "title": "team"}
@@ -31,18 +28,6 @@ NOTICE_START = "You're sending messages faster than I can take them"
 #: One message per ten minutes: nothing refills while a test runs.
 SLOW = {"messages_per_minute": 0.1, "burst": 3}
 WAIT_S = 60.0
-
-
-@pytest.fixture
-async def tg(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeTelegram]:
-    monkeypatch.setenv("HATCHWAY_TELEGRAM_TOKEN", TOKEN)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-    async with FakeTelegram(TOKEN) as fake:
-        yield fake
-
-
-def echo(request: CompletionRequest) -> ProviderReply:
-    return reply(f"echo: {request.messages[-1].content}")
 
 
 def settings(tg: FakeTelegram, tmp_path: Path, **limits: Any) -> Settings:
