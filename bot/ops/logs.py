@@ -24,6 +24,7 @@ from typing import IO, Any, Literal
 
 import structlog
 
+from bot.private_files import private_folder
 from bot.scrub import scrub_value
 
 _LEVELS = {
@@ -42,7 +43,7 @@ def open_log_file(path: Path) -> IO[str]:
     """Open ``path`` to append log lines to, readable by its owner only (events are scrubbed,
     but they still say who asked what). A file grown past :data:`LOG_FILE_LIMIT_BYTES` is
     renamed ``<name>.1`` first (one older file is kept). Raises ``OSError``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_folder(path.parent)
     try:
         if path.stat().st_size > LOG_FILE_LIMIT_BYTES:
             path.replace(path.with_name(path.name + ".1"))

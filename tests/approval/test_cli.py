@@ -195,6 +195,33 @@ async def test_audit_exports_decisions(
     assert await hatchway("audit", "--since", "yesterday") == (2, "")
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("audit", "list", "--since", "1h"),
+        ("audit", "--since", "1h", "list"),  # options before the action are kept
+        ("audit", "--since", "1h"),  # the bare noun stays an alias of "audit list"
+    ],
+)
+async def test_audit_list_is_the_action_like_every_other_noun(
+    settings: Settings, store: Store, hatchway: Hatchway, args: tuple[str, ...]
+) -> None:
+    await service_for(settings, store).ask(make_request())
+    code, out = await hatchway(*args)
+    assert code == 0
+    assert [json.loads(line)["decision"] for line in out.splitlines()] == ["auto_denied"]
+
+
+async def test_audit_list_takes_its_own_options(
+    settings: Settings, store: Store, hatchway: Hatchway
+) -> None:
+    await service_for(settings, store).ask(make_request())
+    code, out = await hatchway("audit", "list", "--format", "csv", "--since", "2000-01-01")
+    assert code == 0
+    assert [r["decision"] for r in csv.DictReader(io.StringIO(out))] == ["auto_denied"]
+    assert await hatchway("audit", "list", "--since", "yesterday") == (2, "")
+
+
 # -- pairing -----------------------------------------------------------------------------
 
 

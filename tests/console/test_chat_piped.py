@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import stat
 from pathlib import Path
@@ -145,3 +146,31 @@ async def test_a_piped_line_left_unanswered_makes_the_exit_status_1(
         await chat.close_input()
         assert await chat.wait_exit() == 1
     assert "answer 1" in chat.shown
+
+
+async def test_the_state_folder_is_private_whatever_the_umask(
+    tmp_path: Path, llm: HeldOpenAI
+) -> None:
+    """Under a umask of 0 (files 0666, folders 0777 by default) the state folder that chat
+    creates, its database with the write-ahead log beside it, and its log are the owner's
+    alone."""
+    llm.queue_text("answer 1")
+    state = tmp_path / "deep" / "state"
+    env = chat_environ(state, llm_url=llm.base_url)
+    previous = os.umask(0)
+    try:
+        async with start_piped(env, tmp_path) as chat:
+            chat.type("one\n")
+            await chat.close_input()
+            assert await chat.wait_exit() == 0
+    finally:
+        os.umask(previous)
+    assert "answer 1" in chat.shown
+    modes = {
+        path.relative_to(tmp_path).as_posix(): stat.S_IMODE(path.stat().st_mode)
+        for path in [tmp_path / "deep", *sorted((tmp_path / "deep").rglob("*"))]
+        if not path.is_symlink()
+    }
+    assert modes["deep/state/hatchway.db"] == 0o600
+    loose = {name: oct(mode) for name, mode in modes.items() if mode & 0o077}
+    assert loose == {}, loose

@@ -20,6 +20,7 @@ from typing import TypeVar, cast, overload
 import structlog
 
 from bot.errors import StorageError
+from bot.private_files import private_file, private_folder
 from bot.store.engine import Compaction, settle
 from bot.store.sqlite.connection import Prepare, connect
 from bot.store.sqlite.memory_search import memory_search
@@ -63,7 +64,10 @@ class Database:
         file = Path(path)
         if create:
             try:
-                file.parent.mkdir(parents=True, exist_ok=True)
+                # the folder 0700 and the file 0600 whatever the umask; SQLite gives its
+                # -wal and -shm files the database file's mode
+                private_folder(file.parent)
+                private_file(file)
             except OSError as exc:
                 raise StorageError(f"cannot open database {file}: {exc}") from None
         worker = await SqliteWorker.start(file, lambda: connect(file, create=create))
