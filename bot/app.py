@@ -62,6 +62,7 @@ from bot.telemetry.setup import shutdown as stop_traces
 from bot.tools.builtin.scope_changes import announce_scope_changes
 from bot.tools.builtin.workspace import workspace_root
 from bot.tools.spec import ToolSpec
+from bot.transcription.voice import VoiceNotes
 from bot.usage.meter import UsageMeter
 from bot.wiring.agents import reloaded_bundle, shared_bundle, streaming_agents
 from bot.wiring.channels import build_channels, run_channel, with_default_channel
@@ -196,6 +197,7 @@ class App:
                 excluded_for=self._channel_excluded_tools,
                 attachments=self.attachments,
                 context=self.context,
+                voice=VoiceNotes(store=self.store, settings=lambda: self.settings),
             )
             self.gateway = Gateway(
                 settings=settings,

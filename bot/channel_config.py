@@ -87,6 +87,9 @@ class ChannelCommon(ConfigModel):
     agent: str = "default"
     delivery: DeliveryOptions = Field(default_factory=DeliveryOptions)
     context: ContextOptions = Field(default_factory=ContextOptions)
+    #: The language hint for voice notes here (unset: the agent's, then
+    #: ``transcription.language``).
+    transcription_language: str | None = Field(default=None, pattern=r"^[a-z]{2,3}$")
 
     def is_approver(self, sender: Sender) -> bool:
         """Whether the sender of a message is one of this channel's approvers: listed in

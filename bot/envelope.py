@@ -43,13 +43,17 @@ class Sender:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Attachment:
-    """Metadata of a file sent with a message; contents are downloaded on demand."""
+    """Metadata of a file sent with a message; contents are downloaded on demand.
+    ``voice`` marks a message recorded in the platform's app as a voice (or video) note;
+    ``duration_s`` is its length, where the platform says."""
 
     kind: str  # "image", "file", "audio", "video", ...
     name: str = ""
     mime_type: str = ""
     size: int | None = None
     ref: str = ""  # platform file id or URL, opaque to the core
+    voice: bool = False
+    duration_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -94,5 +94,11 @@ class AttachmentRefused(AttachmentError):
     nothing is fetched from it."""
 
 
+class TranscriptionError(HatchwayError):
+    """A voice note or audio file could not be transcribed: it is longer or larger than
+    allowed, its audio cannot be read, or every transcription provider failed. The message
+    is one plain sentence the user can be shown (no key, no URL with credentials)."""
+
+
 class RegistryError(HatchwayError):
     """A tool registry is inconsistent, e.g. a spec has no handler."""

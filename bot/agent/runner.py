@@ -11,7 +11,8 @@ tools a channel's configuration hides (``channels.<kind>.<alias>.excluded_tools`
 the agent's own exclusions for every turn from that channel. A message that came with files
 has them read first (``attachments``, :class:`~bot.attachments.ingest.AttachmentIngest`):
 the turn's user message then carries a line per file and the images to show, each line
-saying only what the agent can do with an image (:func:`~bot.agent.bundles.image_sight`).
+saying only what the agent can do with an image (:func:`~bot.agent.bundles.image_sight`),
+and a voice note's transcript as the user's words (``voice``, :mod:`bot.agent.listening`).
 What the conversation said around the message (``context``, :mod:`bot.context`: kept group
 messages, a thread's earlier messages) is read before the turn starts, only where the
 channel's ``context`` settings ask for it.
@@ -25,6 +26,7 @@ import structlog
 
 from bot import telemetry
 from bot.agent.bundles import image_sight
+from bot.agent.listening import listening
 from bot.agent.loop import run_turn
 from bot.agent.turn import AgentBundle, TurnState, TurnStatus
 from bot.attachments.ingest import AttachmentIngest
@@ -33,6 +35,7 @@ from bot.context import ConversationContext
 from bot.envelope import ChannelRef
 from bot.progress import ChannelProgress
 from bot.tools.cancellation import unless_cancelled
+from bot.transcription.voice import VoiceNotes
 from bot.turn import CancelReason, SessionControl, TurnIdentity, TurnReply
 
 log = structlog.get_logger(__name__)
@@ -57,10 +60,12 @@ class AgentRunner:
         excluded_for: Callable[[ChannelRef], Sequence[str]] | None = None,
         attachments: AttachmentIngest | None = None,
         context: ConversationContext | None = None,
+        voice: VoiceNotes | None = None,
     ) -> None:
         self.bundles = dict(bundles)
         self._context = context
         self._attachments = attachments
+        self._voice = voice
         self.streams = streams
         self._channel_for = channel_for
         self._turn_finished = turn_finished
@@ -104,8 +109,14 @@ class AgentRunner:
                 # downloaded before the turn's first record: a crash meanwhile leaves the
                 # message to recovery, which runs it again from the start
                 sight = image_sight(bundle, excluded)
-                reading = self._attachments.user_message(turn, channel, sight)
+                heard = await listening(self._voice, bundle, turn)
+                listen = None if heard is None else heard.listen
+                reading = self._attachments.user_message(turn, channel, sight, listen)
                 state.user = await unless_cancelled(reading, state.cancel)
+                instead = None if heard is None else await heard.after(channel)
+                if instead is not None:
+                    # nothing to answer: the voice note could not be transcribed
+                    return TurnReply(text=instead)
             if self._context is not None:
                 around = self._context.for_turn(envelope, channel)
                 state.context = await unless_cancelled(around, state.cancel) or ()

@@ -17,7 +17,8 @@ import asyncio
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
@@ -50,6 +51,23 @@ NO_DOWNLOADS = "this channel does not pass files to the bot"
 CRASHED = "the bot failed while reading it (its log says why)"
 TURNED_OFF = "reading attachments is turned off (attachments.enabled)"
 
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SavedFile:
+    """A file of the message as it was saved: its position in the envelope, the
+    attachment, its name as the model's lines show it, where it is and its size."""
+
+    index: int
+    attachment: Attachment
+    name: str
+    path: Path
+    size: int
+
+
+Listen = Callable[[Sequence[SavedFile]], Awaitable[Sequence[str]]]
+"""Told of a message's saved files once all are downloaded; the lines it returns (a voice
+note's transcript, :mod:`bot.transcription`) follow the user's text as their words."""
+
 WorkspaceFor = Callable[[TurnIdentity], Path | None]
 """The folder of a turn's workspace that its file tools see (None: none can be used)."""
 
@@ -79,16 +97,22 @@ class AttachmentIngest:
         self._workspace_for = workspace_for
 
     async def user_message(
-        self, turn: TurnIdentity, channel: object, sight: ImageSight = SEES_ALL
+        self,
+        turn: TurnIdentity,
+        channel: object,
+        sight: ImageSight = SEES_ALL,
+        listen: Listen | None = None,
     ) -> ChatMessage:
         """The user message of ``turn``: the envelope's text, a line per attachment, and
         the images to show. ``channel`` is the message's channel (None when it is gone);
         files are downloaded only when it implements AttachmentDownloads. ``sight`` is what
-        the turn's agent can do with an image: its lines promise no more. Raises nothing
-        for what the files are or how they fail."""
+        the turn's agent can do with an image: its lines promise no more. ``listen``, when
+        given, is told of the saved files and its lines join the user's text. Raises
+        nothing for what the files are or how they fail."""
         envelope = turn.envelope
         config = self._config()
         attachments = envelope.attachments
+        words: Sequence[str] = ()
         if not attachments:
             return ChatMessage(role="user", content=envelope.text)
         if not config.enabled or not isinstance(channel, AttachmentDownloads):
@@ -99,7 +123,7 @@ class AttachmentIngest:
             ]
         else:
             try:
-                notes = await self._read_all(turn, channel, config, sight)
+                notes, words = await self._read_all(turn, channel, config, sight, listen)
             except Exception:
                 # Boundary: a bug here must not cost the user their message; it is logged
                 # and the model is told each file's name.
@@ -109,7 +133,8 @@ class AttachmentIngest:
                     for i, a in enumerate(attachments)
                 ]
         shown, notes = _shown_images(notes)
-        return ChatMessage(role="user", content=lines.content(envelope.text, notes), images=shown)
+        text = "\n\n".join(part for part in (envelope.text, *words) if part)
+        return ChatMessage(role="user", content=lines.content(text, notes), images=shown)
 
     async def _read_all(
         self,
@@ -117,7 +142,8 @@ class AttachmentIngest:
         channel: AttachmentDownloads,
         config: AttachmentsConfig,
         sight: ImageSight,
-    ) -> list[Note]:
+        listen: Listen | None,
+    ) -> tuple[list[Note], Sequence[str]]:
         limit = min(config.max_bytes, channel.download_limit())
         workspace = self._workspace_for(turn)
         await asyncio.to_thread(os.makedirs, self.folder, FOLDER_MODE, True)
@@ -152,7 +178,22 @@ class AttachmentIngest:
         except StorageError as exc:
             # the files stay until the sweep of old files; this turn still sees them
             log.warning("attachment_rows_not_recorded", error=str(exc), files=len(records))
-        return [note for _, note in done]
+        words: Sequence[str] = ()
+        if listen is not None:
+            attachments = turn.envelope.attachments
+            saved = [
+                SavedFile(
+                    index=index,
+                    attachment=attachments[index],
+                    name=kept[0].name,
+                    path=kept[0].path,
+                    size=kept[0].size,
+                )
+                for index, (kept, _) in enumerate(done)
+                if kept is not None
+            ]
+            words = await listen(saved)
+        return [note for _, note in done], words
 
     async def _read_one(
         self,

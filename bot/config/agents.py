@@ -43,6 +43,8 @@ ToolIterations = Annotated[int, Field(ge=1, le=200)]
 ToolResultChars = Annotated[int, Field(ge=200)]
 HistoryTokens = Annotated[int, Field(ge=500)]
 Seconds = Annotated[float, Field(gt=0)]
+#: A voice note's language hint: an ISO 639-1 (or 639-2) code, as the endpoints take it.
+Language = Annotated[str, Field(pattern=r"^[a-z]{2,3}$")]
 
 
 def check_agent_name(name: str) -> str:
@@ -156,6 +158,7 @@ class AgentProfile(ConfigModel):
     turn_timeout_s: Seconds | None = None
     tool_timeout_s: Seconds | None = None
     history_max_tokens: HistoryTokens | None = None
+    transcription_language: Language | None = None
     approval: AgentApproval = Field(default_factory=AgentApproval)
     routes: list[RouteConfig] = Field(default_factory=list)
 

@@ -24,6 +24,7 @@ from bot.config.agents import (
     DEFAULT_AGENT,
     AgentProfile,
     HistoryTokens,
+    Language,
     MaxTokens,
     Seconds,
     Temperature,
@@ -41,6 +42,7 @@ from bot.config.replicas import ReplicasConfig
 from bot.config.retention import RetentionConfig
 from bot.config.telemetry import TelemetryConfig
 from bot.config.tools import ToolsConfig
+from bot.config.transcription import TranscriptionConfig
 from bot.config.usage import BudgetsConfig, ModelPrice
 from bot.config.web import WebConfig
 from bot.config_model import ConfigModel
@@ -80,6 +82,8 @@ class AgentConfig(ConfigModel):
     receipts: bool = False
     receipt_key_env: str = "HATCHWAY_RECEIPT_KEY"
     on_interrupted: OnInterrupted = OnInterrupted.NOTIFY
+    #: The language hint for this agent's voice notes (unset: ``transcription.language``).
+    transcription_language: Language | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -257,6 +261,7 @@ class Settings(ConfigModel):
     rate_limits: RateLimitsConfig = Field(default_factory=RateLimitsConfig)
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
     attachments: AttachmentsConfig = Field(default_factory=AttachmentsConfig)
+    transcription: TranscriptionConfig = Field(default_factory=TranscriptionConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     web: WebConfig = Field(default_factory=WebConfig)
     replicas: ReplicasConfig = Field(default_factory=ReplicasConfig)

@@ -27,12 +27,23 @@ APPROVERS = "approvers"
 class ModelPrice(ConfigModel):
     """One ``[pricing."<model>"]`` table: per million tokens. Cache writes and reads cost
     what input does unless set (Anthropic charges more for writes, both charge less for
-    reads)."""
+    reads). A transcription model is priced per minute of audio (``audio_minute``) and
+    needs no token prices."""
 
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
+    input: float = Field(default=0.0, ge=0)
+    output: float = Field(default=0.0, ge=0)
     cache_write: float | None = Field(default=None, ge=0)
     cache_read: float | None = Field(default=None, ge=0)
+    audio_minute: float | None = Field(default=None, ge=0)
+
+    @model_validator(mode="after")
+    def _some_price(self) -> ModelPrice:
+        if self.audio_minute is None and not {"input", "output"} <= self.model_fields_set:
+            raise ValueError(
+                "a model's price needs input and output (per million tokens), or"
+                " audio_minute for a transcription model"
+            )
+        return self
 
 
 class BudgetLimits(ConfigModel):

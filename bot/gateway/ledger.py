@@ -195,7 +195,10 @@ class ReplyLedger:
         """Settle a cut-off entry by its recorded replies (module docstring); None when it
         has none (the caller decides). An entry whose answer was settled is marked
         ``done``; one whose failure line or notice was, ``failed`` with ``interrupted``."""
-        entries = await self._store.outbox.of_entry(key)
+        # a transcript posted back is not a reply to the message: it settles nothing
+        entries = [
+            e for e in await self._store.outbox.of_entry(key) if e.kind is not ReplyKind.TRANSCRIPT
+        ]
         if not entries:
             return None
         outcome: Settled = "sent"

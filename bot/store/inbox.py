@@ -137,6 +137,23 @@ class Inbox:
             (key.channel, key.message_id),
         )
 
+    async def transcripts(self, key: InboxKey) -> str | None:
+        """The JSON of the entry's transcribed audio (:mod:`bot.transcription.kept`), or
+        None when none was kept."""
+        row = await self._db.fetchone(
+            "SELECT transcripts FROM inbox WHERE channel = ? AND message_id = ?",
+            (key.channel, key.message_id),
+        )
+        return None if row is None else row["transcripts"]
+
+    async def keep_transcripts(self, key: InboxKey, transcripts: str) -> None:
+        """Keep ``transcripts`` (JSON) with the entry, so a run after a crash reads them
+        instead of transcribing again."""
+        await self._db.execute(
+            "UPDATE inbox SET transcripts = ? WHERE channel = ? AND message_id = ?",
+            (transcripts, key.channel, key.message_id),
+        )
+
     async def replace_payload(self, key: InboxKey, payload: str) -> bool:
         """Replace the envelope of an entry whose turn has not begun (an edited message).
         False when the entry is unknown or its turn began."""

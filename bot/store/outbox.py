@@ -30,6 +30,9 @@ class ReplyKind(enum.StrEnum):
     ANSWER = "answer"
     FAILURE = "failure"
     NOTICE = "notice"
+    #: a voice note's transcript posted back (``transcription.echo``): once per entry, and
+    #: never what settles it (recovery reads the other kinds)
+    TRANSCRIPT = "transcript"
 
 
 class ReplyStatus(enum.StrEnum):

@@ -40,12 +40,15 @@ class UsageRecord:
     usage: Usage
     latency_ms: int
     cost: float | None
+    #: The seconds of audio a transcription read (0 for a model call, whose tokens count).
+    audio_seconds: float = 0.0
 
 
 _INSERT = (
     "INSERT INTO usage (at, turn_id, session_key, channel, conversation_id, user_id, agent,"
     " provider, model, input_tokens, output_tokens, cache_write_tokens, cache_read_tokens,"
-    " estimated, latency_ms, cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " estimated, latency_ms, cost, audio_seconds)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -68,6 +71,7 @@ def _row(rec: UsageRecord) -> tuple[object, ...]:
         int(usage.estimated),
         rec.latency_ms,
         rec.cost,
+        rec.audio_seconds,
     )
 
 
@@ -246,6 +250,7 @@ def _record(r: Row) -> UsageRecord:
         ),
         latency_ms=int(r["latency_ms"]),
         cost=None if r["cost"] is None else float(r["cost"]),
+        audio_seconds=float(r["audio_seconds"]),
     )
 
 

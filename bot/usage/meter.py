@@ -29,7 +29,7 @@ import structlog
 
 from bot.config import Settings
 from bot.errors import StorageBusy, StorageError
-from bot.providers.base import CompletionRequest, ProviderReply
+from bot.providers.base import CompletionRequest, ProviderReply, Usage
 from bot.store import Store, UnitOfWork, UsageRecord
 from bot.turn import TurnIdentity
 from bot.usage.budgets import OWNERS, Budget, BudgetRules, Held, Metric, ScopeKeys
@@ -142,6 +142,38 @@ class UsageMeter:
                 continue
             self.committed(batch)
 
+    def transcribed(
+        self,
+        turn: TurnIdentity,
+        *,
+        agent: str,
+        provider: str,
+        model: str,
+        seconds: float,
+        latency_s: float,
+    ) -> None:
+        """One transcription of ``seconds`` of audio for ``turn``: a row of no tokens, its
+        cost from ``[pricing."<model>"] audio_minute``, written by :meth:`run` and counted
+        in the budgets."""
+        envelope = turn.envelope
+        record = UsageRecord(
+            at=self.clock(),
+            turn_id=turn.turn_id,
+            session_key=turn.session_key,
+            channel=turn.channel,
+            conversation_id=envelope.conversation_id,
+            user_id=envelope.sender.id,
+            agent=agent,
+            provider=provider,
+            model=model,
+            usage=Usage(),
+            latency_ms=round(latency_s * 1000),
+            cost=self.prices.audio_cost(model, seconds),
+            audio_seconds=seconds,
+        )
+        self.recorded(record)
+        self.later([record])
+
     def recorded(self, record: UsageRecord) -> None:
         """Tell the hook of a call just recorded."""
         if self._on_record is not None:
@@ -180,6 +212,12 @@ class TurnUsage:
         told = await self._notice(budget, window)
         log.info("budget_spent", budget=budget.name, metric=budget.limit.metric.value, told=told)
         return _notice_text(budget, window) if told else ""
+
+    async def spent(self) -> bool:
+        """Whether a budget of the turn is used up already (nothing is recorded: a
+        voice note is not transcribed for a turn :meth:`refusal` will refuse)."""
+        budget, _ = await self._spent()
+        return budget is not None
 
     async def cut_short(self) -> str | None:
         """Before each further call: ``None`` while the turn may go on; once its calls used

@@ -55,3 +55,11 @@ class PriceTable:
             + usage.cache_write_tokens * cache_write
             + usage.cache_read_tokens * cache_read
         ) / PER_TOKENS
+
+    def audio_cost(self, model: str, seconds: float) -> float | None:
+        """What ``seconds`` of audio transcribed by ``model`` cost; ``None`` when the model
+        has no price per minute of audio."""
+        price = self.price(model)
+        if price is None or price.audio_minute is None:
+            return None
+        return seconds / 60 * price.audio_minute

@@ -95,8 +95,17 @@ def _attachment(item: discord.Attachment, *, channel_id: str, message_id: str) -
     ref = AttachmentRef(
         channel_id=channel_id, message_id=message_id, attachment_id=str(item.id), url=item.url
     )
+    # a voice message: the message's IS_VOICE_MESSAGE flag, and its one attachment's
+    # duration_secs and waveform (what discord.py's is_voice_message reads)
+    voice = item.is_voice_message()
     return Attachment(
-        kind=kind, name=item.filename, mime_type=mime, size=item.size, ref=ref.encode()
+        kind="audio" if voice else kind,
+        name=item.filename,
+        mime_type=mime,
+        size=item.size,
+        ref=ref.encode(),
+        voice=voice,
+        duration_s=item.duration,
     )
 
 

@@ -67,6 +67,10 @@ class SlackFile(_Payload):
     size: int | None = None
     url_private: str | None = None
     url_private_download: str | None = None
+    #: ``slack_audio`` for an audio clip recorded in Slack's app (``slack_video``: a video
+    #: clip), with its length in milliseconds
+    subtype: str | None = None
+    duration_ms: int | None = Field(default=None, ge=0)
 
 
 class MessageEvent(_Payload):
@@ -187,12 +191,15 @@ def attachment_of(file: SlackFile) -> Attachment:
     major = mime.split("/", 1)[0]
     kind = major if major in ("image", "audio", "video") else "file"
     url = file.url_private_download or file.url_private or ""
+    clip = file.subtype == "slack_audio"
     return Attachment(
-        kind=kind,
+        kind="audio" if clip else kind,
         name=file.name or file.title or "",
         mime_type=mime,
         size=file.size,
         ref=FileRef(file_id=file.id, url=url).encode(),
+        voice=clip,
+        duration_s=None if file.duration_ms is None else file.duration_ms / 1000,
     )
 
 

@@ -2,11 +2,15 @@
 
 Each kind of media Telegram sends (photo, document, audio, video, voice note, animation,
 video note, sticker) becomes one attachment whose ``ref`` is the Telegram ``file_id``: the
-bytes are fetched when the turn starts (:mod:`channels.telegram.downloads`). Media Telegram
+bytes are fetched when the turn starts (:mod:`channels.telegram.downloads`). A voice note
+and a video note are marked ``voice``, and each audio or video carries its length, so that
+:mod:`bot.transcription` can transcribe them. Media Telegram
 sends without a name get one (``photo.jpg``: a photo is always a JPEG Telegram re-encoded).
 """
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 from telegram import Message
 
@@ -52,6 +56,7 @@ def attachments_of(message: Message) -> tuple[Attachment, ...]:
                     mime_type=media.mime_type or "",
                     size=media.file_size,
                     ref=media.file_id,
+                    duration_s=_seconds(media.duration),
                 )
             )
     if message.voice is not None:
@@ -63,6 +68,8 @@ def attachments_of(message: Message) -> tuple[Attachment, ...]:
                 mime_type=voice.mime_type or "audio/ogg",
                 size=voice.file_size,
                 ref=voice.file_id,
+                voice=True,
+                duration_s=_seconds(voice.duration),
             )
         )
     if message.animation is not None:
@@ -85,6 +92,8 @@ def attachments_of(message: Message) -> tuple[Attachment, ...]:
                 mime_type="video/mp4",
                 size=note.file_size,
                 ref=note.file_id,
+                voice=True,
+                duration_s=_seconds(note.duration),
             )
         )
     if message.sticker is not None:
@@ -99,6 +108,16 @@ def attachments_of(message: Message) -> tuple[Attachment, ...]:
             )
         )
     return tuple(found)
+
+
+def _seconds(duration: object) -> float | None:
+    """A media's length in seconds: python-telegram-bot gives an int or, with
+    ``PTB_TIMEDELTA`` set, a timedelta."""
+    if isinstance(duration, timedelta):
+        return duration.total_seconds()
+    if isinstance(duration, int | float):
+        return float(duration)
+    return None
 
 
 def _sticker_type(animated: bool, video: bool) -> str:

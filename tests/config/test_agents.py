@@ -160,7 +160,7 @@ def test_a_profile_key_accepts_what_the_agent_key_accepts() -> None:
     agent = AgentConfig.model_json_schema()["properties"]
     profile = AgentProfile.model_json_schema()["properties"]
     overrides = set(profile) - {"approval", "routes"}
-    assert len(overrides) == 15
+    assert len(overrides) == 16
     assert overrides <= set(agent)
     for key in sorted(overrides):
         assert _accepts(profile[key]) == _accepts(agent[key]), key

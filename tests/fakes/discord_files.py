@@ -20,6 +20,7 @@ attachments served here too (:meth:`FakeCdn.uploaded`).
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import time
 from collections.abc import Callable, Mapping
@@ -35,6 +36,10 @@ URL_LIFETIME_S = 24 * 3600
 #: The most a bot may upload per message, by guild boost level (discord.py's figures), and
 #: in a DM (None).
 UPLOAD_LIMITS = {None: 10 * 2**20, 0: 10 * 2**20, 1: 10 * 2**20, 2: 50 * 2**20, 3: 100 * 2**20}
+
+
+#: A message's flag that makes it a voice message (1 << 13, IS_VOICE_MESSAGE).
+VOICE_MESSAGE_FLAG = 1 << 13
 
 
 @dataclass(slots=True, kw_only=True)
@@ -105,6 +110,14 @@ class FakeCdn:
         )
         self.files[item.attachment_id] = item
         return self.payload(item)
+
+    def voice_message(self, channel_id: str, data: bytes, *, duration_secs: float) -> JSON:
+        """The one attachment of a voice message (its message has the IS_VOICE_MESSAGE flag,
+        :data:`VOICE_MESSAGE_FLAG`): an OGG/Opus file with its length and waveform, as
+        Discord sends them (the waveform: base64 of at most 256 one-byte samples)."""
+        item = self.attachment(channel_id, "voice-message.ogg", data, content_type="audio/ogg")
+        waveform = base64.b64encode(bytes(range(0, 256, 4))).decode("ascii")
+        return item | {"duration_secs": duration_secs, "waveform": waveform, "flags": 0}
 
     def uploaded(self, channel_id: str, files: Mapping[str, bytes]) -> list[JSON]:
         """The attachment objects of a message the bot posted with ``files``."""

@@ -137,6 +137,13 @@ class FakeFiles:
         )
         return self._file_object(self.shared[file_id], size=size)
 
+    def clip(self, data: bytes, *, duration_ms: int, mimetype: str = "audio/ogg") -> JSON:
+        """An audio clip recorded in Slack's app: a shared file of subtype ``slack_audio``
+        with its length (``duration_ms``), named as the app names it."""
+        extension = mimetype.rsplit("/", 1)[-1]
+        item = self.share(f"audio_message.{extension}", data, mimetype)
+        return item | {"subtype": "slack_audio", "duration_ms": duration_ms}
+
     def _file_object(self, shared: SharedFile, *, size: int | None = None) -> JSON:
         base = f"{self._origin}/files-pri/{self._team}-{shared.file_id}"
         return {
