@@ -16,7 +16,7 @@ in-process channel and a scripted model, and measures, on SQLite's worker-thread
    and the model request's size with the window (characters and estimated tokens) against
    the same question without context.
 
-    python bench/context.py [--turns 200] [--messages 500] [--window 50]
+    python bench/context.py [--turns 200] [--messages 500] [--window 50] [--smoke]
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import tempfile
 from collections.abc import Sequence
 
 from bench.machine import describe_machine
+from bench.smoke import parse_args
 from bot.agent.context_window import estimate_tokens
 from bot.app import App
 from bot.config import Settings, parse_settings
@@ -87,13 +88,13 @@ async def turns(
     host = channel.host
     assert host is not None
     db = app.store.db
-    start = db.trips  # type: ignore[attr-defined]
+    start = db.trips
     for envelope in envelopes:
         sent = len(channel.sent)
         await host.deliver(envelope)
         while len(channel.sent) <= sent or app.gateway.active_turns:  # noqa: ASYNC110
             await asyncio.sleep(0.001)
-    return (db.trips - start) / len(envelopes), len(envelopes)  # type: ignore[attr-defined]
+    return (db.trips - start) / len(envelopes), len(envelopes)
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -117,10 +118,10 @@ async def main(args: argparse.Namespace) -> None:
             print(f"turns in DMs, group context on for the alias: {dm_trips:.2f} trips/turn")
 
             db = app.store.db
-            start = db.trips  # type: ignore[attr-defined]
+            start = db.trips
             for _ in range(args.messages):
                 await host.deliver(message(next(ids), addressed=False, user="eve"))
-            kept_trips = (db.trips - start) / args.messages  # type: ignore[attr-defined]
+            kept_trips = (db.trips - start) / args.messages
             rows = await app.store.context_lines.count()
             print(
                 f"{args.messages} group messages kept for context: {kept_trips:.2f} trips each;"
@@ -168,4 +169,4 @@ if __name__ == "__main__":
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--messages", type=int, default=500)
     parser.add_argument("--window", type=int, default=50)
-    asyncio.run(main(parser.parse_args()))
+    asyncio.run(main(parse_args(parser, smoke={"turns": 5, "messages": 20, "window": 5})))

@@ -100,15 +100,17 @@ async def threaded() -> AsyncIterator[FakeDiscord]:
 
 async def test_a_mention_mid_thread_pulls_the_thread(threaded: FakeDiscord, tmp_path: Path) -> None:
     fake = threaded
-    provider = ScriptedProvider([reply("Friday is risky."), reply("Reply chain read.")])
+    provider = ScriptedProvider(
+        [reply("Friday is risky."), reply("Without it."), reply("Reply chain read.")]
+    )
     options = {"thread_messages": 20}
     app = App(settings(fake, tmp_path, **options), provider=provider, tools=[])
     async with app:
         await started(app)
+        thread: list[dict[str, Any]] = []
         for author, text in ((CAROL, "ship on friday?"), (BOB, "only if the migration is done")):
-            await fake.dispatch(
-                "MESSAGE_CREATE", said(fake, text, channel_id=THREAD, author=author)
-            )
+            thread.append(said(fake, text, channel_id=THREAD, author=author))
+            await fake.dispatch("MESSAGE_CREATE", thread[-1])
         mention = said(fake, f"<@{BOT_ID}> what do you think?", channel_id=THREAD, mentions=[BOT])
         await fake.dispatch("MESSAGE_CREATE", mention)
         await fake.wait_until(lambda: "Friday is risky." in fake.posted(THREAD))
@@ -118,6 +120,16 @@ async def test_a_mention_mid_thread_pulls_the_thread(threaded: FakeDiscord, tmp_
         assert f"bob ({BOB['id']}): only if the migration is done" in block
         assert block.index("friday") < block.index("migration")
 
+        # a message deleted from the thread leaves the cached thread; nothing is read again
+        reads = len(fake.calls_to("GET", rf"/channels/{THREAD}/messages"))
+        await fake.delete_message(thread[0]["id"])
+        again = said(fake, f"<@{BOT_ID}> still?", channel_id=THREAD, mentions=[BOT])
+        await fake.dispatch("MESSAGE_CREATE", again)
+        await fake.wait_until(lambda: "Without it." in fake.posted(THREAD))
+        later = context_of(provider.requests[1].messages[-1].content)
+        assert "friday" not in later and "only if the migration is done" in later
+        assert len(fake.calls_to("GET", rf"/channels/{THREAD}/messages")) == reads
+
         # outside a thread, a reply chain: the messages replied to, one after another
         first = said(fake, "the plan: ship the migration first", author=BOB)
         await fake.dispatch("MESSAGE_CREATE", first)
@@ -126,7 +138,7 @@ async def test_a_mention_mid_thread_pulls_the_thread(threaded: FakeDiscord, tmp_
         asked = said(fake, f"<@{BOT_ID}> is that right?", mentions=[BOT], referenced=second)
         await fake.dispatch("MESSAGE_CREATE", asked)
         await fake.wait_until(lambda: "Reply chain read." in fake.posted(GENERAL))
-    chain = context_of(provider.requests[1].messages[-1].content)
+    chain = context_of(provider.requests[2].messages[-1].content)
     assert "ship the migration first" in chain and "and then the API" in chain
     assert chain.index("migration first") < chain.index("then the API")
     assert "friday" not in chain

@@ -108,3 +108,21 @@ async def test_a_reply_mention_brings_the_message_it_replies_to(
     assert block.count(" UTC] ") == 1  # the one message replied to: group context is off
     second = context_of(provider.requests[1].messages[-1].content)
     assert "step 4 passed" in second and "step 3" not in second
+
+
+async def test_the_window_outlives_a_restart(tg: FakeTelegram, tmp_path: Path) -> None:
+    group = forum_chat()
+    eve = user(STRANGER, "Eve")
+    settings = with_context(tg, tmp_path)
+    async with App(settings, provider=ScriptedProvider([])) as app:
+        await started(app)
+        await tg.push({"message": message(group, eve, "the release is blocked", message_id=70)})
+        await until(has_kept(app.store, "the release is blocked"))
+    provider = ScriptedProvider([reply("Noted.")])
+    async with App(settings, provider=provider) as app:
+        await started(app)
+        text = "@hatchbot status?"
+        asked = message(group, user(REQUESTER, "Ann"), text, message_id=71, entities=mention(text))
+        await tg.push({"message": asked})
+        await tg.wait_for("sendMessage", lambda c: "Noted." in str(c.params["text"]))
+    assert "the release is blocked" in context_of(provider.requests[0].messages[-1].content)
