@@ -74,6 +74,16 @@ CHAT_COMMANDS: tuple[ChatCommandSpec, ...] = (
         access=CommandAccess.MEMBER,
     ),
     ChatCommandSpec(
+        name="usage",
+        summary="Your own model usage today and this month, and what is left of your budgets",
+        access=CommandAccess.MEMBER,
+    ),
+    ChatCommandSpec(
+        name="status",
+        summary="Which agent and model answer here, whether approvals work here, grants",
+        access=CommandAccess.MEMBER,
+    ),
+    ChatCommandSpec(
         name="id",
         summary="Show your user id and this chat's id (for allowed_users and approvers)",
         access=CommandAccess.ANYONE,

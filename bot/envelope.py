@@ -115,6 +115,10 @@ class IngressEnvelope:
     message belongs to) or ``conversation`` (every session of the conversation the sender
     started, threads included: a Slack slash command names the channel, never the thread).
 
+    ``private_reply``: the platform shows the answer to this message to its sender alone (a
+    Slack slash command, a Discord application command), so a private answer may go where
+    every other answer goes.
+
     ``guild_id`` is the Discord server the conversation belongs to (None elsewhere). ``agent``
     and ``route`` are filled in by the gateway as the message arrives (:mod:`bot.routing`):
     the agent that answers and why (``agents.ops.routes[0]``, ``channels.slack.work.agent``).
@@ -137,6 +141,7 @@ class IngressEnvelope:
     received_at: datetime = field(default_factory=_now)
     announce: bool = True
     command_scope: Literal["session", "conversation"] = "session"
+    private_reply: bool = False
     guild_id: str | None = None
     agent: str = "default"
     route: str = ""
@@ -215,6 +220,7 @@ def envelope_from_json(text: str) -> IngressEnvelope:
         received_at=datetime.fromisoformat(data["received_at"]),
         announce=data.get("announce", True),
         command_scope=data.get("command_scope", "session"),
+        private_reply=data.get("private_reply", False),
         guild_id=data.get("guild_id"),
         agent=data.get("agent", "default"),
         route=data.get("route", ""),

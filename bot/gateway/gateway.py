@@ -26,7 +26,8 @@ composed in :meth:`Gateway.__init__` and nowhere else:
    run. Every command's handler comes after this step;
 6. the members' chat commands: ``/stop`` cancels the session's running turn (or, from a
    Slack slash command, what the sender started in the conversation), ``/new`` starts a new
-   session;
+   session; ``/usage`` answers its sender privately with their usage and budgets, and
+   ``/status`` says what serves the conversation (:mod:`~bot.gateway.status_commands`);
 7. ``/forget`` (:mod:`~bot.gateway.forget`): asks an approver, then forgets the sender on
    this channel, in a task of its own (one waiting per person);
 8. dedupe against the persisted inbox (:mod:`~bot.gateway.dedupe`) — a platform
@@ -73,6 +74,7 @@ from bot.gateway.recovery import CutOffBy, recover
 from bot.gateway.retry import StorageRetry
 from bot.gateway.sending import ChannelLookup, Replies
 from bot.gateway.sessions import Sessions, session_key_for
+from bot.gateway.status_commands import StatusCommands
 from bot.routing import Router
 from bot.store import InboxKey, InboxStatus, Store
 from bot.store.inbox import InboxEntry
@@ -157,6 +159,12 @@ class Gateway:
                 # every member command is counted here, before any command's handler
                 commands,
                 self._members,
+                StatusCommands(
+                    store=store,
+                    replies=self._replies,
+                    channel_for=channel_for,
+                    settings=self._current,
+                ),
                 self._forget,
                 InboxDedupe(store),
                 self._limits,

@@ -183,6 +183,17 @@ def _spending_sql(scope: UsageScope) -> str:
     )
 
 
+def _spent_of_sql(scope: UsageScope) -> str:
+    key = SCOPE_KEYS[scope]
+    return (
+        f"SELECT '{scope.value}' AS scope, {key} AS group_key,"
+        f" SUM(CASE WHEN at >= ? THEN {_TOKENS} ELSE 0 END) AS day_tokens,"
+        " SUM(CASE WHEN at >= ? THEN COALESCE(cost, 0) ELSE 0 END) AS day_cost,"
+        f" SUM({_TOKENS}) AS month_tokens, SUM(COALESCE(cost, 0)) AS month_cost"
+        f" FROM usage WHERE at >= ? AND {key} = ? GROUP BY {key}"
+    )
+
+
 class UsageGrouping(enum.StrEnum):
     """What ``hatchway usage --by`` groups rows by."""
 
@@ -301,6 +312,29 @@ class UsageLog:
                 )
             )
         return Spending(spent=spent, last_id=last_id)
+
+    async def spent_of(
+        self, keys: Sequence[tuple[UsageScope, str]], *, day_start: float, month_start: float
+    ) -> list[Spent]:
+        """What each of ``keys`` ((scope, key) pairs) used since ``day_start`` and since
+        ``month_start``, in one query (``/usage``: a few keys, not every one); a key with no
+        rows since the earlier of the two is absent."""
+        if not keys:
+            return []
+        since = min(day_start, month_start)
+        sql = " UNION ALL ".join(_spent_of_sql(scope) for scope, _ in keys)
+        params: Params = [v for _, key in keys for v in (day_start, day_start, since, key)]
+        return [
+            Spent(
+                scope=UsageScope(r["scope"]),
+                key=str(r["group_key"]),
+                day_tokens=int(r["day_tokens"] or 0),
+                day_cost=float(r["day_cost"] or 0.0),
+                month_tokens=int(r["month_tokens"] or 0),
+                month_cost=float(r["month_cost"] or 0.0),
+            )
+            for r in await self._db.fetchall(sql, params)
+        ]
 
     async def charges_after(self, last_id: int) -> list[Charge]:
         """The rows written after row ``last_id``, oldest first (what budgets add to the

@@ -305,5 +305,6 @@ def envelope_from_command(facts: CommandFacts, options: NormaliseOptions) -> Ing
             reply_to_message_id=facts.interaction_id,
         ),
         capabilities=capabilities(options),
+        private_reply=True,  # answered through the interaction, ephemeral in a server
         guild_id=facts.guild_id,
     )

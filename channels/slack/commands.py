@@ -138,6 +138,7 @@ def slash_envelope(
         ),
         capabilities=capabilities,
         command_scope=scope_of(text),
+        private_reply=True,  # a slash command's answers are ephemeral (command_replies)
     )
 
 

@@ -75,6 +75,36 @@ async def test_spending_per_scope_and_window(store: Store) -> None:
     assert await store.usage.charges_after(spending.last_id) == []  # it counts them all
 
 
+async def test_spent_of_a_few_keys_only(store: Store) -> None:
+    await store.usage.record(
+        [
+            row(MONTH - 1),
+            row(MONTH + 5),
+            row(DAY + 5),
+            row(DAY + 6, user_id="2002"),
+            row(DAY + 7, channel="slack.work", conversation_id="C1"),
+        ]
+    )
+    keys = [
+        (UsageScope.USER, "telegram.main 1001"),
+        (UsageScope.CONVERSATION, "telegram.main 42"),
+        (UsageScope.USER, "telegram.main 9999"),  # no rows: absent
+    ]
+    found = await store.usage.spent_of(keys, day_start=DAY, month_start=MONTH)
+    by_key = {(s.scope, s.key): s for s in found}
+    assert set(by_key) == set(keys[:2])
+    assert by_key[keys[0]] == Spent(
+        scope=UsageScope.USER,
+        key="telegram.main 1001",
+        day_tokens=130,
+        day_cost=0.5,
+        month_tokens=260,
+        month_cost=1.0,
+    )
+    assert (by_key[keys[1]].day_tokens, by_key[keys[1]].month_tokens) == (260, 390)
+    assert await store.usage.spent_of([], day_start=DAY, month_start=MONTH) == []
+
+
 async def test_charges_after_the_last_row_read(store: Store) -> None:
     before = await store.usage.spending([UsageScope.USER], day_start=DAY, month_start=MONTH)
     assert (before.spent, before.last_id) == ([], 0)

@@ -53,6 +53,8 @@ async def test_commands_are_offered_at_start(tg: FakeTelegram, store: Store) -> 
         "new",
         "stop",
         "forget",
+        "usage",
+        "status",
         "help",
         "id",
     }
