@@ -164,17 +164,28 @@ class Attachments:
         files (retention); the number of rows deleted."""
         return await self._delete("created_at < ?", (cutoff,))
 
-    async def delete_for_user(self, channel: str, user_id: str) -> int:
+    async def delete_for_user(self, channel: str, user_id: str, dry_run: bool = False) -> int:
         """Delete every file the user ``user_id`` sent on ``channel`` (``kind.alias``), rows
-        and files (forgetting a user); the number of rows deleted."""
-        return await self._delete("channel = ? AND user_id = ?", (channel, user_id))
+        and files (forgetting a user); the number of rows deleted (``dry_run``: that would
+        be, nothing deleted)."""
+        return await self._delete("channel = ? AND user_id = ?", (channel, user_id), dry_run)
 
-    async def delete_for_conversation(self, channel: str, conversation_id: str) -> int:
+    async def delete_for_conversation(
+        self, channel: str, conversation_id: str, dry_run: bool = False
+    ) -> int:
         """Delete every file sent in the conversation (its threads included), rows and
-        files (forgetting a conversation); the number of rows deleted."""
-        return await self._delete("channel = ? AND conversation_id = ?", (channel, conversation_id))
+        files (forgetting a conversation); the number of rows deleted (``dry_run``: that
+        would be, nothing deleted)."""
+        return await self._delete(
+            "channel = ? AND conversation_id = ?", (channel, conversation_id), dry_run
+        )
 
-    async def _delete(self, where: str, params: Sequence[object]) -> int:
+    async def _delete(self, where: str, params: Sequence[object], dry_run: bool = False) -> int:
+        if dry_run:
+            row = await self._db.fetchone(
+                f"SELECT COUNT(*) AS n FROM attachments WHERE {where}", params
+            )
+            return 0 if row is None else int(row["n"])
         rows = await self._db.execute_returning_all(
             f"DELETE FROM attachments WHERE {where}{_RETURNING}", params
         )

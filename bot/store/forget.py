@@ -18,10 +18,14 @@ conversation (its threads included) and keeps its audit rows as they are.
 
 Messages still waiting for or in their turn are left alone (counted as in flight): their turn
 records them as it ends. The audit table refuses every other change (migration 0011).
+
+With ``dry_run`` the same statements run in a transaction that is rolled back, and files on
+disk are counted, not deleted: the report says what a real run would do now.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 from collections.abc import Iterator, Sequence
@@ -35,6 +39,27 @@ from bot.store.statements import Row, prefix_params, starts_with
 from bot.store.web import forget_person
 
 TOMBSTONE_PREFIX = "forgotten:"
+#: Every table a run may remove rows from, and keep rows of with the id replaced: a printed
+#: report lists them all, zeros included, so that its shape is the same whatever was found.
+REMOVED_TABLES = (
+    "approvals",
+    "attachments",
+    "budget_notices",
+    "context_lines",
+    "inbox",
+    "memory",
+    "messages",
+    "outbox",
+    "rate_limit_buckets",
+    "schedules",
+    "tool_calls",
+    "usage",
+    "web_known_clients",
+    "web_rate_counters",
+    "web_sessions",
+    "web_sign_ins",
+)
+TOMBSTONED_TABLES = ("approvals", "audit", "grants")
 _CHUNK = 400  # ids per statement, well under SQLite's limit on variables
 _FINISHED = (InboxStatus.DONE, InboxStatus.FAILED)
 
@@ -57,9 +82,11 @@ def _marks(items: Sequence[object]) -> str:
 class ForgetReport:
     """What one run removed and replaced, by table (in the order it was done), and what it
     left: messages in flight, and the person's direct conversations (whose workspace folders
-    the caller may remove: the store does not know the workspace)."""
+    the caller may remove: the store does not know the workspace). ``dry_run``: nothing was
+    removed; the counts are what a real run would remove."""
 
     tombstone: str
+    dry_run: bool = False
     removed: dict[str, int] = field(default_factory=dict)
     tombstoned: dict[str, int] = field(default_factory=dict)
     in_flight: int = 0
@@ -104,6 +131,10 @@ async def _count(tx: Transaction, sql: str, params: Sequence[object]) -> int:
     return len(await tx.fetchall(sql, params))
 
 
+class _RolledBack(Exception):
+    """Ends a dry run's transaction: what it did is rolled back."""
+
+
 class Forgetting:
     """``store.forget``: deletes a person's or a conversation's records (module docstring)."""
 
@@ -117,9 +148,20 @@ class Forgetting:
         rows = await self._db.fetchall("SELECT DISTINCT channel FROM inbox")
         return {str(r["channel"]) for r in rows}
 
-    async def user(self, user_id: str, *, channel: str | None = None) -> ForgetReport:
-        """Forget ``user_id`` on ``channel`` (``kind.alias``), or on every channel."""
-        report = ForgetReport(tombstone=new_tombstone())
+    async def user(
+        self, user_id: str, *, channel: str | None = None, dry_run: bool = False
+    ) -> ForgetReport:
+        """Forget ``user_id`` on ``channel`` (``kind.alias``), or on every channel; with
+        ``dry_run``, only say what that would remove."""
+        report = ForgetReport(tombstone=new_tombstone(), dry_run=dry_run)
+        with contextlib.suppress(_RolledBack):
+            await self._user(user_id, channel, report)
+        channels = [channel] if channel is not None else await self._attachment_channels(user_id)
+        for ch in channels:
+            report.add("attachments", await self._attachments.delete_for_user(ch, user_id, dry_run))
+        return report
+
+    async def _user(self, user_id: str, channel: str | None, report: ForgetReport) -> None:
         where, params = ("sender_id = ?", [user_id])
         if channel is not None:
             where, params = ("channel = ? AND sender_id = ?", [channel, user_id])
@@ -154,14 +196,24 @@ class Forgetting:
             kind = None if channel is None else channel.partition(".")[0]
             for table, removed in (await forget_person(tx, user_id, kind)).items():
                 report.add(table, removed)
-        channels = [channel] if channel is not None else await self._attachment_channels(user_id)
-        for ch in channels:
-            report.add("attachments", await self._attachments.delete_for_user(ch, user_id))
+            if report.dry_run:
+                raise _RolledBack
+
+    async def conversation(
+        self, channel: str, conversation_id: str, *, dry_run: bool = False
+    ) -> ForgetReport:
+        """Forget everything of one conversation of ``channel`` (its threads included); with
+        ``dry_run``, only say what that would remove."""
+        report = ForgetReport(tombstone=new_tombstone(), dry_run=dry_run)
+        with contextlib.suppress(_RolledBack):
+            await self._conversation(channel, conversation_id, report)
+        report.add(
+            "attachments",
+            await self._attachments.delete_for_conversation(channel, conversation_id, dry_run),
+        )
         return report
 
-    async def conversation(self, channel: str, conversation_id: str) -> ForgetReport:
-        """Forget everything of one conversation of ``channel`` (its threads included)."""
-        report = ForgetReport(tombstone=new_tombstone())
+    async def _conversation(self, channel: str, conversation_id: str, report: ForgetReport) -> None:
         exact = f"{channel}:{conversation_id}"
         # its threads' sessions: the key and a colon, exactly (case counts, and "%" or "_"
         # in an id are themselves)
@@ -208,11 +260,8 @@ class Forgetting:
             await self._delete_conversation_usage(tx, channel, conversation_id, report)
             await self._delete_buckets(tx, [f"conversation:{channel}:{conversation_id}"], report)
             report.add("context_lines", await forget_conversation(tx, channel, conversation_id))
-        report.add(
-            "attachments",
-            await self._attachments.delete_for_conversation(channel, conversation_id),
-        )
-        return report
+            if report.dry_run:
+                raise _RolledBack
 
     # -- the parts ------------------------------------------------------------------------
 

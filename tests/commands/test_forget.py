@@ -57,10 +57,11 @@ async def records(config: Path) -> tuple[Store, Path]:
 async def test_forget_a_user(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
     store, folder = await records(config)
     async with store:
-        code, out, _err = await hatchway(config, capsys, "forget", "--user", ANN)
+        code, out, _err = await hatchway(config, capsys, "forget", "--user", ANN, "--yes")
         assert code == 0
         lines = out.splitlines()
-        assert lines[0].startswith(f"forgot user {ANN} on every channel (tombstone forgotten:")
+        assert lines[0] == f"forgot user {ANN} on every channel"
+        assert lines[1].startswith("tombstone: forgotten:")
         assert "  messages             8" in lines
         assert "  inbox                2" in lines
         assert "  workspace files      1" in lines
@@ -84,7 +85,7 @@ async def test_forget_a_conversation_needs_its_channel(
         assert await count(store, "SELECT COUNT(*) FROM messages") == 12
 
         code, out, _err = await hatchway(
-            config, capsys, "forget", "--conversation", GROUP, "--channel", "telegram.main"
+            config, capsys, "forget", "--conversation", GROUP, "--channel", "telegram.main", "-y"
         )
         assert code == 0
         assert out.startswith(f"forgot conversation {GROUP} on telegram.main")
@@ -97,3 +98,65 @@ def test_user_or_conversation_is_required(capsys: pytest.CaptureFixture[str]) ->
     with pytest.raises(SystemExit):
         main(["forget"])
     assert "one of the arguments --user --conversation is required" in capsys.readouterr().err
+
+
+def section_names(out: str) -> list[str]:
+    """The report's shape: its lines without the counts and ids."""
+    return [line.split()[0] if line.startswith("  ") else line for line in out.splitlines()]
+
+
+@pytest.mark.usefixtures("kept_logging")
+async def test_a_dry_run_shows_what_would_go_and_deletes_nothing(
+    config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store, folder = await records(config)
+    async with store:
+        code, out, _err = await hatchway(config, capsys, "forget", "--user", ANN, "--dry-run")
+        assert code == 0
+        lines = out.splitlines()
+        assert lines[:3] == [
+            f"would forget user {ANN} on every channel",
+            "tombstone: none yet (dry run)",
+            "would remove:",
+        ]
+        assert "  messages             8" in lines and "  workspace files      1" in lines
+        assert "  audit                1" in lines  # kept, the id replaced
+        assert await count(store, "SELECT COUNT(*) FROM inbox WHERE sender_id = ?", (ANN,)) == 2
+        assert await count(store, "SELECT COUNT(*) FROM audit WHERE requester = ?", (ANN,)) == 1
+        assert await count(store, "SELECT COUNT(*) FROM messages") == 12
+        assert await asyncio.to_thread(folder.exists)
+        # what the dry run said is what the real run does
+        code, done, _err = await hatchway(config, capsys, "forget", "--user", ANN, "--yes")
+        assert code == 0
+        assert done.splitlines()[2:] == ["removed:", *lines[3:]]
+
+
+@pytest.mark.usefixtures("kept_logging")
+async def test_without_a_terminal_or_yes_it_prints_the_dry_run_and_exits_1(
+    config: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store, folder = await records(config)
+    async with store:
+        code, out, err = await hatchway(config, capsys, "forget", "--user", ANN)
+        assert code == 1
+        assert out.startswith(f"would forget user {ANN}") and "--yes" in err
+        assert await count(store, "SELECT COUNT(*) FROM inbox WHERE sender_id = ?", (ANN,)) == 2
+        assert await asyncio.to_thread(folder.exists)
+
+
+@pytest.mark.usefixtures("kept_logging")
+async def test_the_report_has_one_shape(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    store, _folder = await records(config)
+    async with store:
+        _code, nobody, _err = await hatchway(config, capsys, "forget", "--user", "nobody", "--yes")
+        _code, ann, _err = await hatchway(config, capsys, "forget", "--user", ANN, "--yes")
+        _code, room, _err = await hatchway(
+            config, capsys, "forget", "--conversation", GROUP, "--channel", "slack.team", "-y"
+        )
+    assert section_names(nobody)[2:] == section_names(ann)[2:]  # zeros are listed too
+    assert nobody.splitlines()[-1] == "left: 0 messages still waiting for or in their turn"
+    shape = section_names(room)
+    assert shape[0].startswith("forgot conversation") and shape[2] == "removed:"
+    assert "kept, the id replaced by the tombstone:" in shape
+    tables = shape[3 : shape.index("kept, the id replaced by the tombstone:")]
+    assert tables == sorted(tables)

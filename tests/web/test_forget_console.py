@@ -65,7 +65,7 @@ def test_forget_ends_sessions_and_links(
     token = _link(tmp_path, capsys, "telegram:2002")
     asyncio.run(_open(tmp_path, SESSIONS))
     config = str(_config(tmp_path))
-    assert main(["forget", "--user", "2002", *channel, "--config", config]) == 0
+    assert main(["forget", "--user", "2002", *channel, "--yes", "--config", config]) == 0
     printed = capsys.readouterr().out
     assert "web_sessions" in printed and "web_sign_ins" in printed
     alive, claimed = asyncio.run(_state(tmp_path, token))

@@ -22,11 +22,14 @@ from bot.tools.builtin.scopes import WorkspaceScope, scope_folder
 log = structlog.get_logger(__name__)
 
 
-def _remove(folder: Path) -> int:
-    """Remove ``folder`` and everything in it; how many files there were."""
+def _remove(folder: Path, dry_run: bool = False) -> int:
+    """Remove ``folder`` and everything in it; how many files there were (``dry_run``: only
+    count them)."""
     if folder.is_symlink() or not folder.is_dir():
         return 0
     files = sum(len(names) for _dir, _subdirs, names in os.walk(folder))
+    if dry_run:
+        return files
     try:
         shutil.rmtree(folder)
     except OSError as exc:
@@ -36,15 +39,22 @@ def _remove(folder: Path) -> int:
 
 
 async def remove_conversation_folders(
-    root: Path, scope: WorkspaceScope, conversations: Sequence[tuple[str, str]]
+    root: Path,
+    scope: WorkspaceScope,
+    conversations: Sequence[tuple[str, str]],
+    *,
+    dry_run: bool = False,
 ) -> int:
     """Remove the workspace folders of ``conversations`` (``(kind.alias, conversation id)``)
-    under ``root`` when ``scope`` gives each one of its own; the number of files removed."""
+    under ``root`` when ``scope`` gives each one of its own; the number of files removed
+    (``dry_run``: that would be, nothing removed)."""
     if scope != "conversation":
         return 0
     folders = [
         root / scope_folder("conversation", channel=channel, conversation_id=conversation)
         for channel, conversation in conversations
     ]
-    counts = await asyncio.gather(*(asyncio.to_thread(_remove, folder) for folder in folders))
+    counts = await asyncio.gather(
+        *(asyncio.to_thread(_remove, folder, dry_run) for folder in folders)
+    )
     return sum(counts)
