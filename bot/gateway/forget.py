@@ -80,6 +80,7 @@ _NAMES = {
     "schedules": ("scheduled job", "scheduled jobs"),
     "usage": ("usage record", "usage records"),
     "approvals": ("approval request", "approval requests"),
+    "context_lines": ("message kept for context", "messages kept for context"),
 }
 
 
