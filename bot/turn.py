@@ -76,6 +76,9 @@ class TurnReply:
 
     text: str | None
     interrupted: CancelReason | None = None
+    #: The turn was stopped by ``/stop``: its entry is marked ``done`` with
+    #: :attr:`CancelReason.STOP` as its error, which the console's turns page reads.
+    stopped: bool = False
 
 
 @dataclass(slots=True)

@@ -135,4 +135,9 @@ class AgentRunner:
             # nobody asked in a scheduled run's conversation: no "ask again" line there; the
             # run is left to start-up recovery, which runs it again under its job's policy
             return TurnReply(text="", interrupted=CancelReason.SHUTDOWN)
-        return TurnReply(text=result.text, interrupted=CancelReason.SHUTDOWN if shutdown else None)
+        stopped = result.status is TurnStatus.CANCELLED and not shutdown
+        return TurnReply(
+            text=result.text,
+            interrupted=CancelReason.SHUTDOWN if shutdown else None,
+            stopped=stopped,
+        )

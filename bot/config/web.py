@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator, model_validator
 
 from bot.config_model import ConfigModel
+from bot.timezones import find_zone
 
 #: The platforms a sign-in message can be sent on (the console has no one to send it to).
 SIGN_IN_KINDS = ("telegram", "slack", "discord")
@@ -69,6 +70,8 @@ class WebConfig(ConfigModel):
     #: Behind a reverse proxy: the client address is the last one in ``X-Forwarded-For``
     #: (the one the proxy added) instead of the proxy's own.
     trust_forwarded_for: bool = False
+    #: The zone the pages show times in (an IANA name; relative times are shown beside).
+    time_zone: str = "UTC"
 
     @field_validator("admins")
     @classmethod
@@ -82,6 +85,13 @@ class WebConfig(ConfigModel):
             if not name.strip() or len(name) > 64:
                 raise ValueError(f"names: {name!r} must be 1-64 characters")
             check_identity(identity)
+        return value
+
+    @field_validator("time_zone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        if value != "UTC" and find_zone(value) is None:
+            raise ValueError(f"time_zone: {value!r} is not an IANA time zone (e.g. Europe/Paris)")
         return value
 
     @field_validator("public_url")

@@ -21,7 +21,7 @@ composed in :meth:`Gateway.__init__` and nowhere else:
    access policy (:mod:`~bot.gateway.access`: allow-lists, DM/group policy, mention gating,
    pairing) — a refused message gets no LLM call, at most one polite line;
 5. the command limits (:mod:`~bot.gateway.command_limits`): every chat command a member
-   sends takes a token from the same buckets as messages (step 9), except ``/stop``, which
+   sends takes a token from the same buckets as messages (step 10), except ``/stop``, which
    always passes (its answers have an allowance of their own); a refused command is not
    run. Every command's handler comes after this step;
 6. the members' chat commands: ``/stop`` cancels the session's running turn (or, from a
@@ -32,7 +32,9 @@ composed in :meth:`Gateway.__init__` and nowhere else:
    this channel, in a task of its own (one waiting per person);
 8. dedupe against the persisted inbox (:mod:`~bot.gateway.dedupe`) — a platform
    redelivery is a no-op;
-9. rate limits (:mod:`~bot.gateway.ratelimit`): a token bucket per sender and per
+9. the sender's display name kept for the web console (:mod:`~bot.gateway.names`: no
+   database trip unless the name is new, changed or a day old);
+10. rate limits (:mod:`~bot.gateway.ratelimit`): a token bucket per sender and per
    conversation; a refused message's inbox entry is marked, its sender told once a minute;
 
 and the endpoint queues the message as a turn (:mod:`~bot.gateway.sessions`: one turn at a
@@ -69,6 +71,7 @@ from bot.gateway.forget import ForgetCommand
 from bot.gateway.group_context import GroupContextStep
 from bot.gateway.handover import Handover
 from bot.gateway.ledger import ReplyLedger
+from bot.gateway.names import DisplayNameBook
 from bot.gateway.ratelimit import RateLimits
 from bot.gateway.recovery import CutOffBy, recover
 from bot.gateway.retry import StorageRetry
@@ -167,6 +170,7 @@ class Gateway:
                 ),
                 self._forget,
                 InboxDedupe(store),
+                DisplayNameBook(store),
                 self._limits,
             ],
             endpoint=self._queue,

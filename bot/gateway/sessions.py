@@ -411,7 +411,7 @@ class Sessions:
                     ReplyKind.NOTICE if reply.interrupted else ReplyKind.ANSWER,
                     reply.text or "",
                     status=InboxStatus.FAILED if reply.interrupted else InboxStatus.DONE,
-                    error=reply.interrupted or None,
+                    error=reply.interrupted or (CancelReason.STOP if reply.stopped else None),
                 )
             finally:
                 reset_contextvars(**bound)

@@ -106,6 +106,9 @@ class RetentionJob:
         if config.inbox_days:
             entries, replies = await store.retention.prune_inbox(cutoff(config.inbox_days))
             run.removed["inbox"], run.removed["outbox"] = entries, replies
+            run.removed["display_names"] = await store.retention.prune_display_names(
+                cutoff(config.inbox_days)
+            )
         if config.usage_days:
             rows, notices = await store.retention.prune_usage(cutoff(config.usage_days))
             run.removed["usage"], run.removed["budget_notices"] = rows, notices

@@ -7,7 +7,8 @@ bot keep and every note kept in their direct conversations, the approval request
 their scheduled jobs, the files they sent (rows and files on disk), the group context lines
 they wrote in any conversation (:mod:`bot.store.context_lines`), their usage rows (with
 the budget notices of their direct conversations), their rate-limit bucket, and their web
-console access (sessions, sign-in links, sign-in counters: the console names a person by
+console access (sessions, sign-in links, sign-in counters) and the display name the console
+kept for them (the console names a person by
 platform kind, ``telegram:12345``, so forgetting them on one alias signs them out of the
 console for every alias of that kind). Records that
 must stay keep the row with the person's id replaced by a tombstone (``forgotten:`` and a
@@ -31,6 +32,7 @@ import secrets
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+from bot.store import display_names
 from bot.store.attachments import Attachments
 from bot.store.context_lines import forget_conversation, forget_sender
 from bot.store.engine import Database, Transaction
@@ -196,6 +198,7 @@ class Forgetting:
             kind = None if channel is None else channel.partition(".")[0]
             for table, removed in (await forget_person(tx, user_id, kind)).items():
                 report.add(table, removed)
+            report.add("display_names", await display_names.forget_person(tx, user_id, kind))
             if report.dry_run:
                 raise _RolledBack
 

@@ -9,6 +9,8 @@ lock short: messages arriving meanwhile wait for one batch, never for the whole 
 - tool calls, and approval requests no longer pending;
 - inbox entries whose turn finished (``done``/``failed``; one still to be answered stays,
   whatever its age) and the replies recorded for entries that are gone or finished;
+- the display names kept for the console, by when the person last wrote (with the inbox's
+  window: a name is kept as long as the messages it came with);
 - usage rows and budget notices;
 - audit rows: only here, only by age, and only older than the cutoff recorded first in
   ``retention_marks`` (the schema's trigger refuses every other deletion, and any of a row
@@ -88,6 +90,14 @@ class Retention:
             (cutoff, *_FINISHED),
         )
         return entries, replies
+
+    async def prune_display_names(self, cutoff: float) -> int:
+        """The names of people who have not written since ``cutoff``."""
+        return await self._batches(
+            "DELETE FROM display_names WHERE identity IN (SELECT identity FROM display_names"
+            " WHERE seen_at < ? ORDER BY identity LIMIT ?) RETURNING identity",
+            (cutoff,),
+        )
 
     async def prune_usage(self, cutoff: float) -> tuple[int, int]:
         """Usage rows, and budget notices; (rows, notices). A budget's window is a day or a

@@ -5,7 +5,13 @@ call the policy allowed without asking, ``None`` when no approval was needed or 
 The row keeps arguments and result masked and cut; ``arguments_sha256`` and
 ``result_sha256`` are the SHA-256 of the full ones, so that a receipt over the row
 (:mod:`bot.tools.receipt`) still binds what ran. Rows written before migration 0005 have
-neither."""
+neither.
+
+How the call ended is kept as values (migration 0019): ``failed`` (the tool ran and failed),
+``reason`` (the outcome's :class:`~bot.tools.outcome.OutcomeReason` value), and what the
+approval step decided (``decision``, ``decided_by``, ``decision_reason``, ``grant_id``), with
+the call's ``fingerprint`` (its audit row's). Rows recorded before it have ``None`` in each:
+not recorded, never guessed."""
 
 from __future__ import annotations
 
@@ -37,13 +43,27 @@ class ToolCallRecord:
     arguments_sha256: str | None = None
     result_sha256: str | None = None
     created_at: float | None = None
+    #: The tool ran and failed; None: not recorded (a row from before migration 0019).
+    failed: bool | None = None
+    #: The outcome's reason (``none`` when the call ran); None: not recorded.
+    reason: str | None = None
+    #: The audit decision about the call (``approved``, ``denied``, ``policy_allowed`` …);
+    #: None when nobody was asked and no policy rule applied, or not recorded.
+    decision: str | None = None
+    #: Who decided: a person id, ``operator:NAME`` or ``runtime``.
+    decided_by: str | None = None
+    #: The decision's reason as its audit row gives it (``policy: grant #12``, ``timeout``).
+    decision_reason: str | None = None
+    grant_id: int | None = None
+    fingerprint: str | None = None
 
 
 _INSERT = (
     "INSERT INTO tool_calls (turn_id, call_id, session_key, channel, tool, arguments,"
     " status, synthetic, observation, duration_ms, receipt, approved_by, arguments_sha256,"
-    " result_sha256, created_at)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " result_sha256, created_at, failed, reason, decision, decided_by, decision_reason,"
+    " grant_id, fingerprint)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -64,6 +84,13 @@ def _row(rec: ToolCallRecord, now: float) -> tuple[object, ...]:
         rec.arguments_sha256,
         rec.result_sha256,
         now if rec.created_at is None else rec.created_at,
+        None if rec.failed is None else int(rec.failed),
+        rec.reason,
+        rec.decision,
+        rec.decided_by,
+        rec.decision_reason,
+        rec.grant_id,
+        rec.fingerprint,
     )
 
 
@@ -93,6 +120,13 @@ def tool_call_record(r: Row) -> ToolCallRecord:
         arguments_sha256=r["arguments_sha256"],
         result_sha256=r["result_sha256"],
         created_at=r["created_at"],
+        failed=None if r["failed"] is None else bool(r["failed"]),
+        reason=r["reason"],
+        decision=r["decision"],
+        decided_by=r["decided_by"],
+        decision_reason=r["decision_reason"],
+        grant_id=None if r["grant_id"] is None else int(r["grant_id"]),
+        fingerprint=r["fingerprint"],
     )
 
 

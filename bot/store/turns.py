@@ -8,6 +8,9 @@ sessions by ``updated_at`` (``sessions_recent``, migration 0013), a session's en
 ``inbox_session``. ``channels`` is the reader's reach, as in :mod:`bot.store.audit_search`:
 ``None`` for every channel, else only those, applied in the query.
 
+Each turn also carries the replies sent for its message (``outbox``: the answer, a failure
+line or a notice, as sent), read for the whole page in one query.
+
 This module reads what the inbox stores; it writes nothing.
 """
 
@@ -35,6 +38,16 @@ class SessionActivity:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SentReply:
+    """A reply recorded for a turn's message: ``answer``, ``failure`` or ``notice``, its text
+    as sent and whether it was (``sending``, ``sent``, ``failed``)."""
+
+    kind: str
+    body: str
+    status: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TurnRecord:
     """One turn: the inbox entry it answered and the tool calls of its run, in order.
     ``sender_id``, ``sender_name`` and ``text`` come from the stored envelope (empty when it
@@ -55,6 +68,7 @@ class TurnRecord:
     finished_at: float
     attempts: int
     tool_calls: tuple[ToolCallRecord, ...]
+    replies: tuple[SentReply, ...] = ()
 
     @property
     def duration_s(self) -> float:
@@ -199,7 +213,11 @@ class Turns:
         more = len(rows) > limit
         rows = rows[:limit]
         calls = await self._calls([str(r["turn_id"]) for r in rows])
-        turns = tuple(_turn(r, calls.get(str(r["turn_id"]), ())) for r in rows)
+        replies = await self._replies(channel_of(session_key), [str(r["message_id"]) for r in rows])
+        turns = tuple(
+            _turn(r, calls.get(str(r["turn_id"]), ()), replies.get(str(r["message_id"]), ()))
+            for r in rows
+        )
         return TurnPage(turns=turns, older=turns[-1].entry_id if more and turns else None)
 
     async def _calls(self, turn_ids: Sequence[str]) -> dict[str, tuple[ToolCallRecord, ...]]:
@@ -215,8 +233,27 @@ class Turns:
             found.setdefault(record.turn_id, []).append(record)
         return {turn: tuple(calls) for turn, calls in found.items()}
 
+    async def _replies(
+        self, channel: str, message_ids: Sequence[str]
+    ) -> dict[str, tuple[SentReply, ...]]:
+        if not message_ids:
+            return {}
+        marks = ", ".join("?" * len(message_ids))
+        rows = await self._db.fetchall(
+            "SELECT message_id, kind, body, status FROM outbox"
+            f" WHERE channel = ? AND message_id IN ({marks}) ORDER BY id",
+            [channel, *message_ids],
+        )
+        found: dict[str, list[SentReply]] = {}
+        for row in rows:
+            reply = SentReply(kind=row["kind"], body=row["body"], status=row["status"])
+            found.setdefault(str(row["message_id"]), []).append(reply)
+        return {message: tuple(replies) for message, replies in found.items()}
 
-def _turn(row: Row, calls: tuple[ToolCallRecord, ...]) -> TurnRecord:
+
+def _turn(
+    row: Row, calls: tuple[ToolCallRecord, ...], replies: tuple[SentReply, ...]
+) -> TurnRecord:
     sender_id, sender_name, text, background = _envelope_fields(row["payload"] or "")
     return TurnRecord(
         entry_id=int(row["id"]),
@@ -234,4 +271,5 @@ def _turn(row: Row, calls: tuple[ToolCallRecord, ...]) -> TurnRecord:
         finished_at=float(row["updated_at"]),
         attempts=int(row["attempts"]),
         tool_calls=calls,
+        replies=replies,
     )

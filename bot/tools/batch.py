@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from bot.providers.base import ChatMessage, ToolCallRequest
 from bot.store import ToolCallRecord
-from bot.tools.call import PreparedCall
+from bot.tools.call import CallDecision, PreparedCall
 from bot.tools.outcome import ToolOutcome, interrupted
 from bot.tools.slots import ResultSlots
 
@@ -50,6 +50,7 @@ class Batch:
     __slots__ = (
         "arguments",
         "asked",
+        "decisions",
         "final",
         "keys",
         "prepared",
@@ -65,6 +66,7 @@ class Batch:
         self.arguments: dict[int, Mapping[str, object]] = {}
         self.keys: dict[int, tuple[str, str]] = {}
         self.prepared: dict[int, PreparedCall] = {}
+        self.decisions: dict[int, CallDecision] = {}  # what approval decided, by index
         self.final: dict[int, ToolOutcome] = {}
         self.rows: list[ToolCallRecord] = []
         self.asked = False  # a call of this batch needed a prompt: it runs sequentially

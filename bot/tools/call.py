@@ -48,3 +48,17 @@ class PreparedCall:
     @property
     def name(self) -> str:
         return self.entry.spec.name
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallDecision:
+    """What the approval step decided about one call, as its audit row says it: the
+    ``decision`` (an audit :class:`~bot.store.audit.Decision` value), who decided, the
+    reason (``policy: grant #12``, a runtime reason), the grant it runs under and the call's
+    fingerprint. A call that needed no approval and met no policy rule has none."""
+
+    decision: str
+    decided_by: str
+    reason: str = ""
+    grant_id: int | None = None
+    fingerprint: str = ""

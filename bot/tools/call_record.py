@@ -21,6 +21,7 @@ from bot.approval.gate import canonical_json
 from bot.observe import ToolCallFinished, ToolCallStarted
 from bot.scrub import scrub_mapping, scrub_text
 from bot.store import ToolCallRecord
+from bot.tools.call import CallDecision
 from bot.tools.outcome import ToolOutcome
 from bot.tools.receipt import PendingReceipt, arguments_digest, sha256_text
 from bot.tools.truncation import bound_text
@@ -64,6 +65,7 @@ def tool_call_row(
     max_observation_chars: int,
     receipt: PendingReceipt | None,
     approved_by: str | None,
+    decision: CallDecision | None = None,
 ) -> ToolCallRecord:
     """The row of one call, stamped with the time it is built. ``arguments`` are ``None``
     when they never decoded; then ``raw_arguments`` (the model's text) is recorded instead,
@@ -71,7 +73,8 @@ def tool_call_row(
     ``max_observation_chars`` like the one the model sees. ``approved_by`` is who let the
     call run (:attr:`~bot.tools.call.PreparedCall.approved_by`), ``None`` for a call that
     never got that far. With a ``receipt`` (promised at the result, with the digests of the
-    full call), the row carries those digests and is sealed with its receipt."""
+    full call), the row carries those digests and is sealed with its receipt. How the call
+    ended (``failed``, the outcome's reason) and ``decision`` are recorded beside it."""
     if arguments is not None:
         recorded_arguments = canonical_json(scrub_mapping(arguments))
     else:
@@ -97,5 +100,12 @@ def tool_call_row(
         arguments_sha256=arguments_sha256,
         result_sha256=result_sha256,
         created_at=time.time(),
+        failed=outcome.failed,
+        reason=outcome.reason.value,
+        decision=None if decision is None else decision.decision,
+        decided_by=None if decision is None else scrub_text(decision.decided_by),
+        decision_reason=None if decision is None else scrub_text(decision.reason) or None,
+        grant_id=None if decision is None else decision.grant_id,
+        fingerprint=None if decision is None else decision.fingerprint or None,
     )
     return record if receipt is None else receipt.seal(record)

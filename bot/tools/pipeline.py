@@ -33,12 +33,13 @@ import structlog
 
 from bot import telemetry
 from bot.approval.gate import Assessment, canonical_json
-from bot.approval.reasons import RuntimeReason
+from bot.approval.reasons import RUNTIME, RuntimeReason
 from bot.config import OnInterrupted
 from bot.crashpoints import crash_point
 from bot.progress import ProgressSink, progress_hint
 from bot.providers.base import ToolCallRequest
 from bot.store import UnitOfWork
+from bot.store.audit import Decision
 from bot.tools.admission import TurnAdmission
 from bot.tools.authorization import (
     approval_request,
@@ -48,7 +49,7 @@ from bot.tools.authorization import (
     strip_marker,
 )
 from bot.tools.batch import Batch, BatchReport
-from bot.tools.call import ParsedCall, PreparedCall
+from bot.tools.call import CallDecision, ParsedCall, PreparedCall
 from bot.tools.call_record import finished_event, started_event, tool_call_row
 from bot.tools.cancellation import CancelSignal, unless_cancelled
 from bot.tools.delivery import with_delivery_defaults
@@ -237,6 +238,21 @@ class ToolPipeline:
         request = approval_request(self._context, spec, call_id=call_id, arguments=arguments)
         policy = await self._services.gate.assess(request)
         assessment = strictest(policy.assessment, require)
+        if policy.assessment is not Assessment.ASK and (
+            request.requires_approval or policy.assessment is Assessment.DENY
+        ):
+            # the policy decided (its audit row says so): the row records the same
+            batch.decisions[parsed.index] = CallDecision(
+                decision=(
+                    Decision.POLICY_DENIED
+                    if policy.assessment is Assessment.DENY
+                    else Decision.POLICY_ALLOWED
+                ),
+                decided_by=RUNTIME,
+                reason=policy.audit_reason,
+                grant_id=policy.grant_id,
+                fingerprint=request.fingerprint,
+            )
         if assessment is Assessment.DENY:
             return policy_denial(call_id=call_id, tool=spec.name, reason=policy.text)
         duplicate = self._guard.seen(key) and not spec.dedup_exempt
@@ -261,6 +277,12 @@ class ToolPipeline:
         )
         if decision is None:  # cancelled while waiting: the slot is filled as interrupted
             return interrupted(call_id=call_id, tool=spec.name, before_launch=True)
+        batch.decisions[parsed.index] = CallDecision(
+            decision=decision.verdict,
+            decided_by=decision.decided_by,
+            reason="" if decision.runtime_reason is None else decision.runtime_reason.value,
+            fingerprint=request.fingerprint,
+        )
         if decision.runtime_reason is RuntimeReason.SHUTDOWN:
             # the daemon is stopping: the turn ends here, and says so (bot.agent.loop)
             self._cancel.cancel(CancelReason.SHUTDOWN)
@@ -346,6 +368,7 @@ class ToolPipeline:
                 max_observation_chars=services.settings.max_tool_result_chars,
                 receipt=receipt,
                 approved_by=None if prepared is None else prepared.approved_by,
+                decision=batch.decisions.get(index),
             )
         )
         final = outcome if bounded is outcome.observation else outcome.with_observation(bounded)

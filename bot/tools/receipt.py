@@ -54,8 +54,9 @@ SIGNED_FIELDS: tuple[str, ...] = (
     "duration_ms",
     "created_at",
 )
-"""The ``tool_calls`` columns a receipt signs, in tag order (every column but ``id`` and
-``receipt`` itself); verification names changed fields by these names."""
+"""The ``tool_calls`` columns a receipt signs, in tag order (every column but ``id``,
+``receipt`` itself and the ones migration 0019 added for the console, which describe how the
+call was decided and ended); verification names changed fields by these names."""
 
 _TAG_CONTEXT = f"hatchway-receipt-{VERSION}-field\0".encode()
 _MAC_CONTEXT = f"hatchway-receipt-{VERSION}-mac\0".encode()

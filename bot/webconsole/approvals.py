@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from aiohttp import web
 
@@ -35,6 +34,7 @@ from bot.approval.web_answer import WebAnswer, scopes_up_to
 from bot.channel import ApprovalCard, ApprovalChoice, ClickVerdict
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
 from bot.visible_text import visible
+from bot.webconsole import times
 from bot.webconsole.pages import Access, PageRequest, Pages
 from bot.webconsole.sessions import PREFIX
 from bot.webconsole.sign_in import field, see_other
@@ -82,9 +82,17 @@ class PendingCard:
     def expires(self) -> str:
         return _clock_time(self.expires_at)
 
+    @property
+    def age(self) -> str:
+        return f"({times.relative(times.current().now - self.created_at)})"
+
+    @property
+    def left(self) -> str:
+        return f"({times.relative(times.current().now - self.expires_at)})"
+
 
 def _clock_time(ts: float) -> str:
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return times.current().absolute(ts)
 
 
 def _conversation(record: ApprovalRecord) -> str:

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import UTC, datetime
 
 from bot.approval.summary import describe
 from bot.scrub import scrub_text
 from bot.visible_text import visible, visible_lines
+from bot.webconsole import times
 from bot.webconsole.viewer import Viewer
 
 
@@ -27,10 +27,12 @@ def reach(viewer: Viewer) -> frozenset[str] | None:
 
 
 def when(ts: float | None, *, never: str = "never") -> str:
-    """An epoch as the pages show it: UTC to the second."""
+    """An epoch as every page shows it: absolute in the console's zone (``web.time_zone``,
+    UTC by default) with the relative time beside it, ``2026-12-01 10:05:00 UTC (3 min
+    ago)`` (:mod:`bot.webconsole.times`)."""
     if ts is None:
         return never
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return times.current().when(ts)
 
 
 def duration(seconds: float) -> str:

@@ -37,6 +37,7 @@ from urllib.parse import quote
 import aiohttp_jinja2
 from aiohttp import web
 
+from bot.webconsole import display, times
 from bot.webconsole.host import ConsoleHost
 from bot.webconsole.security import VIEWER
 from bot.webconsole.sessions import PREFIX
@@ -67,13 +68,16 @@ class PageRequest:
     viewer: Viewer
     host: ConsoleHost
     nav: tuple[NavEntry, ...]
+    #: The viewer's latest display name (cleaned for showing; empty when none is kept).
+    viewer_name: str = ""
 
     def render(
         self, template: str, context: Mapping[str, Any] | None = None, *, status: int = 200
     ) -> web.Response:
         """``template`` with the layout's values added to ``context``."""
+        values = {"viewer_name": self.viewer_name, **(context or {})}
         return render(
-            self.request, template, context or {}, viewer=self.viewer, nav=self.nav, status=status
+            self.request, template, values, viewer=self.viewer, nav=self.nav, status=status
         )
 
 
@@ -98,12 +102,16 @@ def render(
         and viewer.eligible
         and (entry.access is Access.SIGNED_IN or viewer.admin)
     )
+    fmt = times.current()
     values = {
         "prefix": PREFIX,
+        "zone": fmt.zone_name,
+        "zone_offset": fmt.offset_s(),
         "viewer": viewer,
         "csrf": csrf if csrf is not None else (viewer.csrf if viewer is not None else ""),
         "nav": shown,
         "current": request.path,
+        "viewer_name": "",
         **context,
     }
     return aiohttp_jinja2.render_template(template, request, values, status=status)
@@ -151,8 +159,17 @@ class Pages:
                 )
             if access is Access.ADMIN and not viewer.admin:
                 return forbidden(request, viewer, "This page is for console admins (web.admins).")
-            return await handler(
-                PageRequest(request=request, viewer=viewer, host=self._host, nav=tuple(self._nav))
-            )
+            who = str(viewer.identity)
+            names = await self._host.store.display_names.of([who])
+            with times.using(times.time_format(self._host.settings.web.time_zone)):
+                return await handler(
+                    PageRequest(
+                        request=request,
+                        viewer=viewer,
+                        host=self._host,
+                        nav=tuple(self._nav),
+                        viewer_name=display.text(names.get(who, ""), 80),
+                    )
+                )
 
         self._app.router.add_route(method, path, page, name=name)

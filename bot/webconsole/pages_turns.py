@@ -3,8 +3,10 @@ every tool call, its outcome, its duration, who let it run and its receipt check
 
 ``/turns`` lists sessions (a conversation, or one of its threads or agents) by their latest
 activity; ``/turns/session?key=…`` shows that session's turns, newest first, from
-:attr:`bot.store.Store.turns`: the message that started each (sender, text, when, how it
-ended, how long it took) and the tool calls of its run. A call's receipt is checked against
+:attr:`bot.store.Store.turns`: the message that started each (sender by name and id, text,
+when, how it ended — ``stopped`` for a turn ``/stop`` ended —, how long it took), the reply
+sent for it (masked like everything else), and the tool calls of its run, each with its
+outcome in the chat's words (:mod:`bot.webconsole.outcomes`). A call's receipt is checked against
 its row as stored now, with the key ``agent.receipt_key_env`` names, like
 ``hatchway receipts verify`` (:mod:`bot.tools.receipt`); the key is never shown.
 
@@ -25,8 +27,11 @@ from bot.errors import ConfigError
 from bot.store.tool_calls import ToolCallRecord
 from bot.store.turns import SESSIONS_PAGE, TurnRecord
 from bot.tools.receipt import ReceiptSigner, ReceiptVerdict
+from bot.turn import CancelReason
 from bot.webconsole import display
+from bot.webconsole.outcomes import call_outcome
 from bot.webconsole.pages import Access, PageRequest, Pages
+from bot.webconsole.people import People, kind_of
 
 PATH = "/turns"
 SESSION_PATH = f"{PATH}/session"
@@ -35,15 +40,23 @@ MAX_KEY_CHARS = 512
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CallRow:
+    call_id: str
     tool: str
     arguments: str
     outcome: str
     outcome_class: str
+    decided_by: str
     duration: str
-    approved_by: str
     receipt: str
     receipt_class: str
     result: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplyView:
+    kind: str
+    text: str
+    status: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,12 +65,14 @@ class TurnView:
     started: str
     took: str
     status: str
+    status_class: str
     error: str
     sender: str
     text: str
     attempts: int
     background: bool
     calls: tuple[CallRow, ...]
+    replies: tuple[ReplyView, ...]
 
 
 class Receipts:
@@ -85,36 +100,63 @@ class Receipts:
         return result.describe(), "receipt-verified" if verified else "receipt-bad"
 
 
-def _call(record: ToolCallRecord, receipts: Receipts) -> CallRow:
+def _call(record: ToolCallRecord, receipts: Receipts, people: People) -> CallRow:
     receipt, receipt_class = receipts.check(record)
-    outcome = record.status + (" (synthetic)" if record.synthetic else "")
+    outcome = call_outcome(record)
+    kind = kind_of(record.channel)
     return CallRow(
+        call_id=display.text(record.call_id, 80),
         tool=display.text(record.tool),
         arguments=display.arguments(record.arguments),
-        outcome=outcome,
-        outcome_class=f"outcome-{record.status}",
+        outcome=outcome.label,
+        outcome_class=outcome.css,
+        decided_by=people.show(kind, outcome.decided_by) if outcome.decided_by else "",
         duration=display.duration(record.duration_ms / 1000),
-        approved_by=display.text(record.approved_by) or "not asked",
         receipt=receipt,
         receipt_class=receipt_class,
         result=display.block(record.observation, 600),
     )
 
 
-def _turn(turn: TurnRecord, receipts: Receipts) -> TurnView:
-    sender = display.text(turn.sender_name)
-    sender_id = display.text(turn.sender_id)
+#: How a turn ended, as shown: the inbox entry's status, and ``stopped`` for a turn
+#: ``/stop`` ended (its entry is ``done`` with :attr:`bot.turn.CancelReason.STOP` as its error).
+_ENDED = {"done": "answered", "failed": "failed", "processing": "running", "received": "waiting"}
+
+
+def _ending(turn: TurnRecord) -> tuple[str, str, str]:
+    """(how the turn ended, its CSS class, the note to show)."""
+    if turn.status == "done" and turn.error == CancelReason.STOP:
+        return "stopped", "state-stopped", ""
+    label = _ENDED.get(turn.status, turn.status)
+    return label, f"state-{turn.status}", display.text(turn.error, 300)
+
+
+_REPLY_KIND = {"answer": "Answer", "failure": "Failure line", "notice": "Notice"}
+
+
+def _turn(turn: TurnRecord, receipts: Receipts, people: People) -> TurnView:
+    status, status_class, error = _ending(turn)
+    kind = kind_of(turn.channel)
     return TurnView(
         turn_id=turn.turn_id,
         started=display.when(turn.received_at),
         took=display.duration(turn.duration_s),
-        status=turn.status,
-        error=display.text(turn.error, 300),
-        sender=f"{sender} ({sender_id})" if sender and sender != sender_id else sender_id,
+        status=status,
+        status_class=status_class,
+        error=error,
+        sender=people.show(kind, turn.sender_id) if turn.sender_id else "unknown",
         text=display.block(turn.text, 1000),
         attempts=turn.attempts,
         background=turn.background,
-        calls=tuple(_call(c, receipts) for c in turn.tool_calls),
+        calls=tuple(_call(c, receipts, people) for c in turn.tool_calls),
+        replies=tuple(
+            ReplyView(
+                kind=_REPLY_KIND.get(r.kind, r.kind),
+                text=display.block(r.body, 4000),
+                status="" if r.status == "sent" else r.status,
+            )
+            for r in turn.replies
+        ),
     )
 
 
@@ -170,6 +212,17 @@ async def sessions_page(page: PageRequest) -> web.StreamResponse:
     return page.render("turns.html", context)
 
 
+def _people_of(turns: tuple[TurnRecord, ...]) -> list[tuple[str, str]]:
+    who = [(kind_of(t.channel), t.sender_id) for t in turns]
+    for turn in turns:
+        for c in turn.tool_calls:
+            who += [
+                (kind_of(c.channel), c.decided_by or ""),
+                (kind_of(c.channel), c.approved_by or ""),
+            ]
+    return who
+
+
 async def session_page(page: PageRequest) -> web.StreamResponse:
     query = page.request.query
     key = query.get("key", "")[:MAX_KEY_CHARS]
@@ -189,7 +242,8 @@ async def session_page(page: PageRequest) -> web.StreamResponse:
         key, display.reach(page.viewer), before=int(raw_before) if raw_before else None
     )
     receipts = Receipts(page)
-    context["turns"] = [_turn(t, receipts) for t in found.turns]
+    people = await People.load(page.host.store, _people_of(found.turns))
+    context["turns"] = [_turn(t, receipts, people) for t in found.turns]
     if found.older is not None:
         context["older"] = f"{SESSION_PATH}?{urlencode({'key': key, 'before': found.older})}"
     return page.render("session.html", context)

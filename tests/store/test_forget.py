@@ -109,6 +109,9 @@ async def people(store: Store, files: Path) -> dict[str, Path]:
             at=now,
         )
         await store.context_lines.keep(line, window=10, keep_s=3600)
+    # the names the console shows: Ann's goes with her, Bob's and a longer id's stay
+    for who in (f"telegram:{ANN}", f"telegram:{BOB}", f"telegram:{ANN}1"):
+        await store.display_names.remember(who, f"name of {who}", now)
     return {
         "ann": await saved_file(store, files, ann_group, "ann.txt", at=1.0),
         "bob": await saved_file(store, files, bob_group, "bob.txt", at=1.0),
@@ -139,6 +142,7 @@ async def test_forgetting_a_user_on_a_channel(store: Store, tmp_path: Path) -> N
         "web_sign_ins": 1,
         "web_rate_counters": 2,
         "web_known_clients": 2,
+        "display_names": 1,
         "attachments": 1,
     }
     assert report.tombstoned == {"approvals": 1, "audit": 2, "grants": 0}

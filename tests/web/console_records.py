@@ -12,13 +12,14 @@ from dataclasses import replace
 from bot.envelope import ChannelRef
 from bot.schedules.book import ScheduleBook
 from bot.schedules.job import JobSpec, ScheduledJob, StoredTarget
-from bot.store import Store
+from bot.store import InboxKey, InboxStatus, Store
 from bot.store.audit import AuditEntry, Decision
 from bot.store.grants import NewGrant
 from bot.store.pairings import PairingRecord
 from bot.store.tool_calls import ToolCallRecord
 from bot.tools.receipt import ReceiptSigner
-from tests.store.records import envelope, turn
+from bot.turn import CancelReason
+from tests.store.records import envelope, session_of, turn
 
 TELEGRAM = "telegram.main"
 #: A channel the rig does not run and its approver does not approve.
@@ -129,3 +130,111 @@ async def pairing(store: Store, code: str, user_id: str = "5005") -> None:
             expires_at=now + 3600,
         )
     )
+
+
+#: The names the platform gave: the approver's carries a bidi override, the requester's markup.
+APPROVER_NAME = "Dana \u202eApprover"
+REQUESTER_NAME = f"Rita {HOSTILE}"
+
+#: (tool, stored fields, the words the turns page says, the outcome's CSS class)
+OUTCOMES: tuple[tuple[str, dict[str, object], str, str], ...] = (
+    ("ping", {"failed": False, "reason": "none"}, "ran ok", "outcome-ok"),
+    (
+        "shell",
+        {"failed": True, "reason": "none", "observation": "exit status 1"},
+        "ran and failed",
+        "outcome-failed",
+    ),
+    (
+        "deploy",
+        {
+            "status": "not_executed",
+            "synthetic": True,
+            "failed": False,
+            "reason": "denied_by_person",
+            "decision": "denied",
+            "decided_by": "2002",
+        },
+        "denied by Dana \\u202eApprover (2002)",
+        "outcome-denied",
+    ),
+    (
+        "write_file",
+        {
+            "status": "not_executed",
+            "synthetic": True,
+            "failed": False,
+            "reason": "edited",
+            "decision": "edited",
+            "decided_by": "2002",
+        },
+        "denied with a reply by Dana \\u202eApprover (2002)",
+        "outcome-denied",
+    ),
+    (
+        "restart",
+        {
+            "status": "not_executed",
+            "synthetic": True,
+            "failed": False,
+            "reason": "approval_timed_out",
+            "decision": "expired",
+            "decided_by": "runtime",
+            "decision_reason": "timeout",
+        },
+        "expired: nobody answered in time",
+        "outcome-expired",
+    ),
+    (
+        "backup",
+        {
+            "failed": False,
+            "reason": "none",
+            "decision": "policy_allowed",
+            "decided_by": "runtime",
+            "decision_reason": "policy: grant #12",
+            "grant_id": 12,
+        },
+        "ran ok under grant #12",
+        "outcome-ok",
+    ),
+    (
+        "http_fetch",
+        {"status": "interrupted", "synthetic": True, "failed": False, "reason": "cancelled"},
+        "stopped",
+        "outcome-stopped",
+    ),
+)
+
+
+async def outcome_turns(store: Store) -> tuple[str, str]:
+    """A turn whose calls ended every way (:data:`OUTCOMES`, after the old-style call every
+    recorded turn has) and a turn ``/stop`` ended, in the Telegram DM of 1001; the names the
+    platform gave the requester and the approver. Their turn ids."""
+    env = envelope("1001", "1001", "m-outcomes", text="check the servers", direct=True)
+    turn_id = await turn(store, env)
+    session = session_of(env)
+    for index, (tool, fields, _words, _css) in enumerate(OUTCOMES):
+        base: dict[str, object] = {
+            "turn_id": turn_id,
+            "call_id": f"c-{index}-{tool}",
+            "session_key": session,
+            "channel": TELEGRAM,
+            "tool": tool,
+            "arguments": json.dumps({"host": "db1", "api_key": "[masked]"}),
+            "status": "executed",
+            "synthetic": False,
+            "observation": "ok",
+            "duration_ms": 40.0,
+            "created_at": time.time(),
+        }
+        await store.tool_calls.record(ToolCallRecord(**{**base, **fields}))  # type: ignore[arg-type]
+    stopped_env = envelope("1001", "1001", "m-stopped", text="a long job", direct=True)
+    stopped = await turn(store, stopped_env)
+    await store.inbox.mark(
+        InboxKey(channel=TELEGRAM, message_id="m-stopped"), InboxStatus.DONE, CancelReason.STOP
+    )
+    now = time.time()
+    await store.display_names.remember("telegram:2002", APPROVER_NAME, now)
+    await store.display_names.remember("telegram:1001", REQUESTER_NAME, now)
+    return turn_id, stopped

@@ -13,22 +13,45 @@
     return;
   }
 
-  function duration(seconds) {
-    const s = Math.max(0, Math.round(seconds));
-    if (s < 60) {
-      return s + " s";
+  // The same shapes as the pages' (bot/webconsole/times.py): "3 min ago", "in 2 h 5 min",
+  // and "2026-12-01 10:05:00 UTC" in the console's zone (data-zone, data-offset on <body>).
+  function relative(seconds) {
+    const ahead = seconds < 0;
+    const s = Math.abs(Math.round(seconds));
+    if (s < 1) {
+      return "just now";
     }
-    const m = Math.floor(s / 60);
-    return m < 60 ? m + " min " + (s % 60) + " s" : Math.floor(m / 60) + " h " + (m % 60) + " min";
+    let amount;
+    if (s < 60) {
+      amount = s + " s";
+    } else if (s < 3600) {
+      amount = Math.floor(s / 60) + " min";
+    } else if (s < 86400) {
+      amount = Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min";
+    } else {
+      amount = Math.floor(s / 86400) + " d " + Math.floor((s % 86400) / 3600) + " h";
+    }
+    return ahead ? "in " + amount : amount + " ago";
+  }
+
+  function absolute(ms) {
+    const offset = Number(document.body.dataset.offset || 0);
+    const t = new Date(ms + offset * 1000);
+    const two = (n) => String(n).padStart(2, "0");
+    return (
+      t.getUTCFullYear() + "-" + two(t.getUTCMonth() + 1) + "-" + two(t.getUTCDate()) + " " +
+      two(t.getUTCHours()) + ":" + two(t.getUTCMinutes()) + ":" + two(t.getUTCSeconds()) + " " +
+      (document.body.dataset.zone || "UTC")
+    );
   }
 
   function tick() {
     const now = Date.now() / 1000;
     for (const el of list.querySelectorAll(".age[data-since]")) {
-      el.textContent = "(" + duration(now - Number(el.dataset.since)) + " ago)";
+      el.textContent = "(" + relative(now - Number(el.dataset.since)) + ")";
     }
     for (const el of list.querySelectorAll(".left[data-until]")) {
-      el.textContent = "(in " + duration(Number(el.dataset.until) - now) + ")";
+      el.textContent = "(" + relative(now - Number(el.dataset.until)) + ")";
     }
     const empty = list.querySelector(".empty");
     if (empty) {
@@ -75,7 +98,7 @@
       if (fresh) {
         merge(fresh);
       }
-      status.textContent = "Live: updated " + new Date().toLocaleTimeString() + ".";
+      status.textContent = "Live: updated " + absolute(Date.now()) + ".";
     } catch (error) {
       status.textContent = "Live updates paused (no answer); retrying.";
     }

@@ -1,0 +1,82 @@
+"""What the console reads of a tool call and a person, on both engines: a call's outcome
+fields (migration 0019) round-trip and a row without them reads as not recorded; display
+names are kept by identity, read back in bulk, forgotten with the person and pruned by age;
+a session's turns carry the replies sent for them."""
+
+from __future__ import annotations
+
+import time
+
+from bot.store import Store, ToolCallRecord
+from bot.store.audit import Decision
+from tests.store.records import envelope, session_of, turn
+
+
+def _call(turn_id: str, **fields: object) -> ToolCallRecord:
+    base: dict[str, object] = {
+        "turn_id": turn_id,
+        "call_id": "c1",
+        "session_key": "telegram.main:1001",
+        "channel": "telegram.main",
+        "tool": "shell",
+        "arguments": "{}",
+        "status": "executed",
+        "synthetic": False,
+        "observation": "exit 1",
+        "duration_ms": 3.0,
+    }
+    return ToolCallRecord(**{**base, **fields})  # type: ignore[arg-type]
+
+
+async def test_a_calls_outcome_fields_round_trip(store: Store) -> None:
+    await store.tool_calls.record(
+        _call(
+            "t1",
+            failed=True,
+            reason="none",
+            decision=Decision.APPROVED,
+            decided_by="2002",
+            decision_reason="",
+            grant_id=7,
+            fingerprint="f" * 64,
+        )
+    )
+    await store.tool_calls.record(_call("t2"))
+    (recorded,) = await store.tool_calls.for_turn("t1")
+    assert recorded.failed is True and recorded.reason == "none"
+    assert recorded.decision == "approved" and recorded.decided_by == "2002"
+    assert recorded.grant_id == 7 and recorded.fingerprint == "f" * 64
+    (old,) = await store.tool_calls.for_turn("t2")
+    assert old.failed is None and old.reason is None and old.decision is None
+    assert old.grant_id is None
+
+
+async def test_display_names_are_kept_forgotten_and_pruned(store: Store) -> None:
+    names = store.display_names
+    now = time.time()
+    await names.remember("telegram:1001", "Alice", now - 100)
+    await names.remember("telegram:1001", "Alice \u202eB", now)  # the latest name wins
+    await names.remember("slack:1001", "Slack Alice", now)
+    await names.remember("telegram:10011", "Not Alice", now)
+    await names.remember("telegram:old", "Gone", now - 10_000)
+    found = await names.of(["telegram:1001", "telegram:nobody", "slack:1001"])
+    assert found == {"telegram:1001": "Alice \u202eB", "slack:1001": "Slack Alice"}
+    assert await store.retention.prune_display_names(now - 1000) == 1
+    assert await names.of(["telegram:old"]) == {}
+    report = await store.forget.user("1001", channel="telegram.main")
+    assert report.removed["display_names"] == 1
+    left = await names.of(["telegram:1001", "slack:1001", "telegram:10011"])
+    assert left == {"slack:1001": "Slack Alice", "telegram:10011": "Not Alice"}
+    report = await store.forget.user("1001")
+    assert report.removed["display_names"] == 1
+    assert await names.of(["slack:1001"]) == {}
+
+
+async def test_a_sessions_turns_carry_their_replies(store: Store) -> None:
+    env = envelope("1001", "1001", "m1", text="hello", direct=True)
+    await turn(store, env)
+    page = await store.turns.for_session(session_of(env), None)
+    (found,) = page.turns
+    assert [(r.kind, r.body, r.status) for r in found.replies] == [
+        ("answer", "answer to hello", "sent")
+    ]
