@@ -7,7 +7,8 @@ The row keeps arguments and result masked and cut; ``arguments_sha256`` and
 (:mod:`bot.tools.receipt`) still binds what ran. Rows written before migration 0005 have
 neither.
 
-How the call ended is kept as values (migration 0019): ``failed`` (the tool ran and failed),
+How the call ended is kept as values (migration 0019): ``failed`` (the tool ran and failed)
+and ``failure`` (how: ``exit 1``, ``HTTP 404``),
 ``reason`` (the outcome's :class:`~bot.tools.outcome.OutcomeReason` value), and what the
 approval step decided (``decision``, ``decided_by``, ``decision_reason``, ``grant_id``), with
 the call's ``fingerprint`` (its audit row's). Rows recorded before it have ``None`` in each:
@@ -45,6 +46,9 @@ class ToolCallRecord:
     created_at: float | None = None
     #: The tool ran and failed; None: not recorded (a row from before migration 0019).
     failed: bool | None = None
+    #: How it failed: ``exit 1``, ``HTTP 404``, ``ToolFailed`` (None: it did not, or not
+    #: recorded).
+    failure: str | None = None
     #: The outcome's reason (``none`` when the call ran); None: not recorded.
     reason: str | None = None
     #: The audit decision about the call (``approved``, ``denied``, ``policy_allowed`` …);
@@ -61,9 +65,9 @@ class ToolCallRecord:
 _INSERT = (
     "INSERT INTO tool_calls (turn_id, call_id, session_key, channel, tool, arguments,"
     " status, synthetic, observation, duration_ms, receipt, approved_by, arguments_sha256,"
-    " result_sha256, created_at, failed, reason, decision, decided_by, decision_reason,"
+    " result_sha256, created_at, failed, failure, reason, decision, decided_by, decision_reason,"
     " grant_id, fingerprint)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 
@@ -85,6 +89,7 @@ def _row(rec: ToolCallRecord, now: float) -> tuple[object, ...]:
         rec.result_sha256,
         now if rec.created_at is None else rec.created_at,
         None if rec.failed is None else int(rec.failed),
+        rec.failure,
         rec.reason,
         rec.decision,
         rec.decided_by,
@@ -121,6 +126,7 @@ def tool_call_record(r: Row) -> ToolCallRecord:
         result_sha256=r["result_sha256"],
         created_at=r["created_at"],
         failed=None if r["failed"] is None else bool(r["failed"]),
+        failure=r["failure"],
         reason=r["reason"],
         decision=r["decision"],
         decided_by=r["decided_by"],

@@ -101,6 +101,7 @@ def tool_call_row(
         result_sha256=result_sha256,
         created_at=time.time(),
         failed=outcome.failed,
+        failure=None if outcome.failure is None else scrub_text(outcome.failure.label),
         reason=outcome.reason.value,
         decision=None if decision is None else decision.decision,
         decided_by=None if decision is None else scrub_text(decision.decided_by),

@@ -97,7 +97,10 @@ def _ran(record: ToolCallRecord) -> Outcome:
     else:
         decided = ""
     if record.failed:
-        return Outcome(label=f"ran and failed{grant}", css="outcome-failed", decided_by=decided)
+        how = f": {record.failure}" if record.failure else ""
+        return Outcome(
+            label=f"ran and failed{how}{grant}", css="outcome-failed", decided_by=decided
+        )
     return Outcome(label=f"ran ok{grant}", css="outcome-ok", decided_by=decided)
 
 

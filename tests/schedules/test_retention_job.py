@@ -18,10 +18,15 @@ from tests.store.records import audit_row, count, envelope, turn
 
 
 async def aged(store: Store, now: float) -> None:
-    """A turn, a usage row and an audit row 400 days old, and the same a day old."""
+    """A turn, a usage row, an audit row and a display name 400 days old, and the same a
+    day old."""
     for n, age in (("1", 400), ("2", 1)):
         await turn(store, envelope("1001", "-100", n, text=f"{age} days"), at=now - age * DAY_S)
         await audit_row(store, requester="1001", decided_by="2002", at=now - age * DAY_S)
+        # the console's name of someone who last wrote then
+        await store.display_names.remember(
+            f"telegram:{age}", f"seen {age} days ago", now - age * DAY_S
+        )
 
 
 async def context_lines(store: Store, now: float) -> None:
@@ -55,12 +60,14 @@ async def test_a_run_deletes_past_each_window(tmp_path: Path) -> None:
             "approvals": 0,
             "inbox": 1,
             "outbox": 1,
+            "display_names": 1,
             "usage": 1,
             "budget_notices": 0,
             "audit": 1,
         }
         assert run.compaction is not None and not run.compaction.switched
-        for table in ("messages", "tool_calls", "inbox", "outbox", "usage", "audit"):
+        tables = ("messages", "tool_calls", "inbox", "outbox", "display_names", "usage", "audit")
+        for table in tables:
             assert await count(store, f"SELECT COUNT(*) FROM {table}") > 0, table
         last = await store.retention.last_run()
         assert last is not None and last >= now

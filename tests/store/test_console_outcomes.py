@@ -33,6 +33,7 @@ async def test_a_calls_outcome_fields_round_trip(store: Store) -> None:
         _call(
             "t1",
             failed=True,
+            failure="exit 1",
             reason="none",
             decision=Decision.APPROVED,
             decided_by="2002",
@@ -43,7 +44,8 @@ async def test_a_calls_outcome_fields_round_trip(store: Store) -> None:
     )
     await store.tool_calls.record(_call("t2"))
     (recorded,) = await store.tool_calls.for_turn("t1")
-    assert recorded.failed is True and recorded.reason == "none"
+    assert recorded.failed is True and recorded.failure == "exit 1"
+    assert recorded.reason == "none"
     assert recorded.decision == "approved" and recorded.decided_by == "2002"
     assert recorded.grant_id == 7 and recorded.fingerprint == "f" * 64
     (old,) = await store.tool_calls.for_turn("t2")

@@ -11,7 +11,7 @@ from bot.approval.gate import ApprovalDecision, ApprovalRequest, Assessment, Pol
 from bot.approval.reasons import PolicyReason
 from bot.store import Store
 from bot.store.audit import Decision
-from bot.tools.spec import ToolContext, ToolResult
+from bot.tools.spec import FailureKind, ToolContext, ToolFailure, ToolOutput, ToolResult
 from tests.fakes.scripted_provider import call
 from tests.tools.gates import APPROVED, DENIED, TIMED_OUT, PolicyGate
 from tests.tools.harness import Harness, spec
@@ -74,3 +74,16 @@ async def test_a_tool_that_raised_is_recorded_as_failed(store: Store) -> None:
     await harness.run(call("broken", {}))
     (row,) = await store.tool_calls.for_turn(harness.turn_id)
     assert row.status == "executed" and row.failed is True and row.reason == "failed"
+    assert row.failure == "RuntimeError"
+
+
+async def test_a_tool_that_said_it_failed_is_recorded_with_its_code(store: Store) -> None:
+    async def exits(arguments: Mapping[str, object], context: ToolContext) -> ToolResult:
+        return ToolOutput(
+            text="no such file", failure=ToolFailure(kind=FailureKind.EXIT_CODE, code=3)
+        )
+
+    harness = Harness(store, [spec("exits", exits)])
+    await harness.run(call("exits", {}))
+    (row,) = await store.tool_calls.for_turn(harness.turn_id)
+    assert row.failed is True and row.failure == "exit 3" and row.reason == "failed"

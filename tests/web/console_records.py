@@ -141,8 +141,8 @@ OUTCOMES: tuple[tuple[str, dict[str, object], str, str], ...] = (
     ("ping", {"failed": False, "reason": "none"}, "ran ok", "outcome-ok"),
     (
         "shell",
-        {"failed": True, "reason": "none", "observation": "exit status 1"},
-        "ran and failed",
+        {"failed": True, "failure": "exit 1", "reason": "none", "observation": "no such file"},
+        "ran and failed: exit 1",
         "outcome-failed",
     ),
     (

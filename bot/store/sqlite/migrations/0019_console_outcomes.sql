@@ -2,7 +2,8 @@
 --
 -- tool_calls: how the call ended, as values (never read from its text). failed is 1 when the
 -- tool ran and failed (a shell command's non-zero exit, an HTTP status of 400 or more, an MCP
--- result marked as an error, a handler that raised), 0 when it did not; reason is the
+-- result marked as an error, a handler that raised), 0 when it did not, and failure says how
+-- (bot/tools/spec.py ToolFailure.label: "exit 1", "HTTP 404", "ToolFailed"); reason is the
 -- outcome's reason (bot/tools/outcome.py OutcomeReason: denied_by_person, edited, ...).
 -- decision, decided_by and decision_reason are what the approval step decided, as the
 -- call's audit row says it (decision is an audit decision; NULL: nobody was asked and no
@@ -10,6 +11,7 @@
 -- fingerprint (its audit row's), by which an audit row finds its call. Rows recorded before
 -- this migration have NULL in every one of them: the console says "not recorded".
 ALTER TABLE tool_calls ADD COLUMN failed INTEGER;
+ALTER TABLE tool_calls ADD COLUMN failure TEXT;
 ALTER TABLE tool_calls ADD COLUMN reason TEXT;
 ALTER TABLE tool_calls ADD COLUMN decision TEXT;
 ALTER TABLE tool_calls ADD COLUMN decided_by TEXT;
