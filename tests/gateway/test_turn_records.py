@@ -15,17 +15,8 @@ from bot.turn import CancelReason
 from tests.fakes.scripted_provider import ScriptedProvider
 from tests.fakes.telegram_server import FakeTelegram
 from tests.fakes.telegram_setup import started
-from tests.gateway.test_command_limits import (
-    ANN,
-    GROUP_SESSION,
-    echo,
-    say,
-    sent_with,
-    settings,
-    tg,
-)
-
-__all__ = ["tg"]  # the fixture, used by name
+from tests.gateway.conftest import echo
+from tests.gateway.test_command_limits import ANN, GROUP_SESSION, say, sent_with, settings
 
 
 async def test_a_stopped_turn_is_recorded_as_stopped(tg: FakeTelegram, tmp_path: Path) -> None:
