@@ -229,12 +229,20 @@ class App:
             await self._stop_traces()
             raise
         self._runner = asyncio.create_task(self._supervise(), name="hatchway-app")
-        await asyncio.sleep(0)  # let the gateway's task group open before recovery
-        await self.approvals.expire_pending(RuntimeReason.RESTART)
-        pruned = await self.store.channel_state.prune("card:", older_than_s=CARD_INDEX_KEEP_S)
-        if pruned:
-            log.info("card_index_pruned", rows=pruned)
-        await self.gateway.recover(now=self._clock())
+        try:
+            await asyncio.sleep(0)  # let the gateway's task group open before recovery
+            await self.approvals.expire_pending(RuntimeReason.RESTART)
+            pruned = await self.store.channel_state.prune("card:", older_than_s=CARD_INDEX_KEEP_S)
+            if pruned:
+                log.info("card_index_pruned", rows=pruned)
+            await self.gateway.recover(now=self._clock())
+        except BaseException:
+            # The parts run already (a channel may have started a turn): a start cut short
+            # here, by a failure or a cancellation (Ctrl-C while ``hatchway chat`` starts),
+            # stops them and closes the store as a stop would; the caller stops only an app
+            # whose start returned.
+            await self.stop(drain_timeout_s=0.0)
+            raise
         log.info("app_started", channels=sorted(self.channels))
 
     def _turn_hook(self) -> Callable[[str], None] | None:
