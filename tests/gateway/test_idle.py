@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -15,9 +16,11 @@ from bot.gateway import Gateway, SessionControl, TurnReply
 from bot.store import Store
 from bot.turn import TurnIdentity
 from tests.fakes.channel import FakeChannel
-from tests.gateway.test_recovery import AllowAll, until
+from tests.gateway.test_recovery import AllowAll
 
 REF = ChannelRef(kind="console", alias="main")
+#: Bounds a failure only: every wait here is on an event.
+WITHIN_S = 60.0
 
 
 class Held:
@@ -25,18 +28,38 @@ class Held:
 
     def __init__(self) -> None:
         self.started: list[str] = []
+        self._began: dict[str, asyncio.Event] = {}
         self._release: dict[str, asyncio.Event] = {}
 
     def release(self, text: str) -> None:
         self._release.setdefault(text, asyncio.Event()).set()
 
+    async def began(self, text: str) -> None:
+        """Wait until the turn of ``text`` has started."""
+        async with asyncio.timeout(WITHIN_S):
+            await self._began.setdefault(text, asyncio.Event()).wait()
+
     async def __call__(self, turn: TurnIdentity, control: SessionControl) -> TurnReply:
         text = turn.envelope.text
         self.started.append(text)
+        self._began.setdefault(text, asyncio.Event()).set()
         gate = self._release.setdefault(text, asyncio.Event())
         control.on_cancel(lambda reason: gate.set())
         await gate.wait()
         return TurnReply(text=f"answer to {text}")
+
+
+class WatchedSlots(asyncio.Semaphore):
+    """The gateway's cap on running turns, telling when a turn has to wait for a slot."""
+
+    def __init__(self, value: int) -> None:
+        super().__init__(value)
+        self.waiting = asyncio.Event()
+
+    async def acquire(self) -> Literal[True]:
+        if self.locked():
+            self.waiting.set()
+        return await super().acquire()
 
 
 def envelope(text: str, *, conversation: str = "terminal") -> IngressEnvelope:
@@ -66,8 +89,9 @@ async def make_gateway(
         run_turn=turns,
         channel_for=lambda ref: channel,
     )
+    gateway._sessions._slots = WatchedSlots(max_turns)
     task = asyncio.create_task(gateway.run())
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # its task group opens before the first message is delivered
     try:
         yield gateway
     finally:
@@ -108,13 +132,13 @@ async def test_idle_waits_for_every_queued_message_to_be_answered(
         await gateway.deliver(envelope(text))
     waiting = asyncio.create_task(gateway.wait_idle())
     for text in ("one", "two"):
-        await until(lambda: turns.started[-1:] == [text])  # noqa: B023 (awaited here)
+        await turns.began(text)
         turns.release(text)
-        await until(lambda: len(channel.texts) == len(turns.started))
+        await channel.wait_for(f"answer to {text}", within_s=WITHIN_S)
         assert not waiting.done() and not gateway.idle
-    await until(lambda: turns.started[-1:] == ["three"])
+    await turns.began("three")
     turns.release("three")
-    await asyncio.wait_for(waiting, 10.0)
+    await asyncio.wait_for(waiting, WITHIN_S)
     assert channel.texts == ["answer to one", "answer to two", "answer to three"]
     assert gateway.idle
 
@@ -124,17 +148,22 @@ async def test_a_turn_waiting_for_a_slot_is_not_idle(
 ) -> None:
     """With the global cap reached, a session's worker holds its turn while it waits for a
     slot: neither queued nor running by the counts, yet not answered."""
+    slots = one_slot._sessions._slots
+    assert isinstance(slots, WatchedSlots)
     await one_slot.deliver(envelope("first", conversation="a"))
+    await turns.began("first")
     await one_slot.deliver(envelope("second", conversation="b"))
-    await until(lambda: turns.started == ["first"])
-    for _ in range(20):
-        await asyncio.sleep(0)
+    waiting = asyncio.create_task(one_slot.wait_idle())
+    async with asyncio.timeout(WITHIN_S):
+        await slots.waiting.wait()  # second's worker took it off the queue, waits for a slot
     assert one_slot.queue_depth() == 0 and one_slot.active_turns == 1
+    assert turns.started == ["first"]
     turns.release("first")
-    await until(lambda: turns.started == ["first", "second"])
-    assert not one_slot.idle
+    await channel.wait_for("answer to first", within_s=WITHIN_S)
+    await turns.began("second")
+    assert not waiting.done() and not one_slot.idle
     turns.release("second")
-    await asyncio.wait_for(one_slot.wait_idle(), 10.0)
+    await asyncio.wait_for(waiting, WITHIN_S)
 
 
 async def test_stop_dropping_the_queue_leaves_the_gateway_idle(
@@ -142,7 +171,7 @@ async def test_stop_dropping_the_queue_leaves_the_gateway_idle(
 ) -> None:
     await gateway.deliver(envelope("long"))
     await gateway.deliver(envelope("queued"))
-    await until(lambda: turns.started == ["long"])
+    await turns.began("long")
     await gateway.deliver(envelope("/stop"))
-    await asyncio.wait_for(gateway.wait_idle(), 10.0)
+    await asyncio.wait_for(gateway.wait_idle(), WITHIN_S)
     assert turns.started == ["long"]
