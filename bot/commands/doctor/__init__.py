@@ -31,7 +31,9 @@ command's driver and the one place that orders the checks; each area is its own 
 7. the routing table: the agent of each channel and of each route, and a ``⚠`` for a route
    that can never match (:mod:`.routing`);
 8. with ``[telemetry]`` enabled: the ``otel`` extra is installed, and the collector takes
-   an empty export with the configured headers (:mod:`.telemetry`).
+   an empty export with the configured headers (:mod:`.telemetry`);
+9. with ``[transcription]`` on: each provider transcribes a moment of silence, or the
+   ``voice`` extra is installed and ``ffmpeg`` found (:mod:`.transcription`).
 
 Every failure and every warning names the config key to fix (``channels.slack.main.
 app_token_env``, ``providers.default.base_url``, ``storage.path``, …). A failing config stops
@@ -129,6 +131,11 @@ async def run_checks(settings: Settings, location: StateLocation) -> list[CheckR
                     "telemetry collector", collector, "telemetry.headers_env", "telemetry.endpoint"
                 )
             )
+        if settings.transcription.enabled:
+            from bot.commands.doctor.transcription import transcription_checks
+
+            for line in await transcription_checks(settings.transcription, http):
+                emit(line)
     if settings.storage.url:
         emit(await _guard("database", postgres_check(settings), "storage.url"))
     else:
