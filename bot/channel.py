@@ -13,7 +13,45 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from bot.envelope import Attachment, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
+from bot.cards import (
+    CUT_NOTE,
+    MAX_REPLY_CHARS,
+    SHOW_FULL_LABEL,
+    ApprovalCard,
+    ApprovalChoice,
+    ApprovalClick,
+    CardAnswers,
+    CardState,
+    ClickVerdict,
+)
+from bot.envelope import (
+    Attachment,
+    ChannelRef,
+    DeliveryTarget,
+    IngressEnvelope,
+    Sender,
+    SentMessage,
+)
+
+__all__ = [
+    "CUT_NOTE",
+    "MAX_REPLY_CHARS",
+    "SHOW_FULL_LABEL",
+    "ApprovalCard",
+    "ApprovalChoice",
+    "ApprovalClick",
+    "AttachmentDownloads",
+    "CardState",
+    "Channel",
+    "ChannelHealth",
+    "ChannelHost",
+    "ChannelSending",
+    "ClickVerdict",
+    "DeliveryCheck",
+    "FileSending",
+    "HealthState",
+    "SentMessage",
+]
 
 
 class HealthState(enum.StrEnum):
@@ -33,152 +71,9 @@ class ChannelHealth:
     detail: str = ""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SentMessage:
-    """A message the adapter posted, enough to edit it later."""
-
-    target: DeliveryTarget
-    message_id: str
-
-
-class ApprovalChoice(enum.StrEnum):
-    APPROVE = "approve"
-    DENY = "deny"
-    ALWAYS = "always"
-
-
-class CardState(enum.StrEnum):
-    PENDING = "pending"
-    APPROVED = "approved"
-    DENIED = "denied"
-    EXPIRED = "expired"
-    EDITED = "edited"  # denied with replacement text
-
-
-#: The longest deny-with-a-reply text (:attr:`ApprovalClick.replacement_text`) a reply form
-#: accepts; the model is never told more than this of a reply.
-MAX_REPLY_CHARS = 2000
-#: The button a cut card offers in place of Approve / Always.
-SHOW_FULL_LABEL = "🔎 Show full and decide"
-#: What a pending cut card says about it.
-CUT_NOTE = (
-    "⚠ Part of this request is not shown here. Press “Show full and decide” to read all of "
-    "it; it can only be approved from there."
-)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ApprovalCard:
-    """What an approval card shows. Built by the approval service, already scrubbed and with
-    every invisible character escaped (:mod:`bot.visible_text`).
-
-    ``approval_id`` is opaque; adapters put only it into button payloads. ``lines`` is the
-    argument summary (secret values masked, long values shown as head and tail).
-    ``full_text`` is every argument in full. When ``cut`` is true the summary hides part of
-    it, and a pending card must not offer Approve or Always: it offers
-    :data:`SHOW_FULL_LABEL` instead, which opens a view showing ``full_text`` whole (a modal,
-    an ephemeral message, a message or an attached file) with its own Approve / Deny /
-    Always; clicks from that view carry ``full_view=True``
-    (:class:`ApprovalClick`). The service refuses an approval of a cut card without it.
-    Adapters escape platform markup in everything they render from a card.
-    """
-
-    approval_id: str
-    tool: str
-    lines: tuple[str, ...]
-    reason: str
-    requested_by: str
-    state: CardState = CardState.PENDING
-    decided_by: str = ""
-    timeout_s: float = 300.0
-    full_text: str = ""
-    cut: bool = False
-
-    @property
-    def approvable_here(self) -> bool:
-        """True when the card itself may carry Approve / Always (pending and not cut)."""
-        return self.state is CardState.PENDING and not self.cut
-
-    def render_full_text(self) -> str:
-        """Plain-text rendering of the full view: head, every argument, why, who asked."""
-        body = [
-            f"🔎 Full request: {self.tool}",
-            self.full_text or "\n".join(self.lines),
-            f"Why: {self.reason}",
-            f"Asked by: {self.requested_by}",
-        ]
-        return "\n".join(body)
-
-    def render_text(self) -> str:
-        """Plain-text rendering shared by adapters (they may add platform markup)."""
-        head = {
-            CardState.PENDING: f"🔐 Approval needed: {self.tool}",
-            CardState.APPROVED: f"✅ Approved: {self.tool}",
-            CardState.DENIED: f"❌ Denied: {self.tool}",
-            CardState.EXPIRED: f"⌛ Expired: {self.tool}",
-            CardState.EDITED: f"✏️ Denied with a reply: {self.tool}",
-        }[self.state]
-        body = [head, *self.lines, f"Why: {self.reason}", f"Asked by: {self.requested_by}"]
-        if self.state is CardState.PENDING:
-            if self.cut:
-                body.append(CUT_NOTE)
-            minutes = max(1, round(self.timeout_s / 60))
-            body.append(f"No answer within {minutes} min means no.")
-        elif self.decided_by:
-            body.append(f"By: {self.decided_by}")
-        return "\n".join(body)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ApprovalClick:
-    """A button press, reaction or reply on an approval card, as the adapter saw it.
-
-    ``card`` is the card message the answer came from, when the platform names it. The
-    approval service edits that card to the request's real outcome when the request is no
-    longer open: it may be a copy the service never stored (posted just before a crash) or
-    one a stale client still shows with buttons. Adapters only report; they never close a
-    card themselves.
-    """
-
-    channel: ChannelRef
-    approval_id: str
-    choice: ApprovalChoice
-    user_id: str
-    user_roles: tuple[str, ...] = ()
-    replacement_text: str | None = None  # deny-with-edit
-    card: SentMessage | None = None
-    #: The answer came from a view that showed the whole request (or from a card that was
-    #: not cut). Approving a cut request needs it.
-    full_view: bool = False
-
-
-class ClickVerdict(enum.StrEnum):
-    """What the adapter should tell the clicker (privately, where the platform allows)."""
-
-    ACCEPTED = "accepted"
-    NOT_AUTHORISED = "not_authorised"
-    SELF_APPROVAL = "self_approval"
-    ALREADY_DECIDED = "already_decided"
-    UNKNOWN = "unknown"  # expired, from before a restart, or never existed
-    NEEDS_FULL_VIEW = "needs_full_view"  # approving a cut card from the card itself
-
-    @property
-    def message(self) -> str:
-        return {
-            ClickVerdict.ACCEPTED: "Recorded.",
-            ClickVerdict.NOT_AUTHORISED: "You are not authorised to approve this.",
-            ClickVerdict.SELF_APPROVAL: "You cannot approve your own request.",
-            ClickVerdict.ALREADY_DECIDED: "This request was already decided.",
-            ClickVerdict.UNKNOWN: "This request has expired.",
-            ClickVerdict.NEEDS_FULL_VIEW: (
-                "Part of this request is not shown on the card. Press “Show full and "
-                "decide” and approve from the full text."
-            ),
-        }[self]
-
-
-class ChannelHost(Protocol):
-    """What the daemon offers an adapter: the way in for messages and approval clicks."""
+class ChannelHost(CardAnswers, Protocol):
+    """What the daemon offers an adapter: the way in for messages and answers on approval
+    cards (:meth:`~bot.cards.CardAnswers.card_action`)."""
 
     async def deliver(self, envelope: IngressEnvelope) -> None:
         """Hand over one inbound message. Returns once the message is admitted: written to
@@ -199,6 +94,9 @@ class ChannelHost(Protocol):
         """A message was deleted on the platform: a turn for it that has not started is
         skipped (its inbox entry becomes ``failed``); one that started runs on."""
         ...
+
+    # The three approval_* methods are card_action's older form, kept while the Slack and
+    # Discord adapters still report clicks this way.
 
     async def approval_clicked(self, click: ApprovalClick) -> ClickVerdict:
         """Report a click or reaction on an approval card; the verdict says what to tell the

@@ -225,3 +225,11 @@ def envelope_from_json(text: str) -> IngressEnvelope:
         agent=data.get("agent", "default"),
         route=data.get("route", ""),
     )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SentMessage:
+    """A message the adapter posted, enough to edit it later."""
+
+    target: DeliveryTarget
+    message_id: str

@@ -20,15 +20,13 @@ Contract:
   and a start or a stop expires only what :mod:`bot.approval.shared` allows (the requests
   of replicas gone, or of this one). A click on a request
   that is no longer open edits the card it came from
-  (:attr:`~bot.channel.ApprovalClick.card`) to the row's outcome as well, which covers
+  (:attr:`~bot.cards.CardAction.card`) to the row's outcome as well, which covers
   copies whose place was never stored; edits always render the row, so two of them racing
-  show the same outcome;
-* :meth:`Backchannel.refusal` answers "would this user's click be refused, and how?" from
-  the row alone, for adapters deciding whether to offer a reply form; it writes nothing.
+  show the same outcome.
 
 This module is the asking side and the lifecycle (start, shutdown, the replicas' watch); the
-answers live in :mod:`bot.approval.answers`, the waiting and the runtime's expiry in
-:mod:`bot.approval.waits`.
+answers live in :mod:`bot.approval.card_flow` (:attr:`Backchannel.flow`), the waiting and
+the runtime's expiry in :mod:`bot.approval.waits`.
 """
 
 from __future__ import annotations
@@ -41,18 +39,16 @@ from dataclasses import dataclass
 import structlog
 
 from bot import telemetry
-from bot.approval.answers import Answers
 from bot.approval.card import decision_for
 from bot.approval.card_desk import CardDesk, ChannelLookup, PolicyLookup
+from bot.approval.card_flow import CardFlow
 from bot.approval.gate import ApprovalDecision
-from bot.approval.grants import GrantScope
 from bot.approval.handler import AskedCall
 from bot.approval.reach import eligible_approvers
-from bot.approval.reasons import AnswerRoute, RuntimeReason
+from bot.approval.reasons import RuntimeReason
 from bot.approval.shared import SharedApprovals
 from bot.approval.waits import Waits
-from bot.channel import ApprovalCard, ApprovalClick, Channel, ClickVerdict
-from bot.envelope import ChannelRef
+from bot.channel import Channel
 from bot.scrub import scrub_text
 from bot.store import Store
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
@@ -78,7 +74,8 @@ class Backchannel:
         self._cards = CardDesk(store, channel_for, policy_for)
         self._clock = clock
         self._waits = Waits(store, clock, poll_interval_s=poll_interval_s)
-        self._answers = Answers(store, policy_for, self._cards, self._waits, self._shared, clock)
+        #: Applies the answers (:mod:`bot.approval.card_flow`).
+        self.flow = CardFlow(store, policy_for, self._cards, self._waits, self._shared, clock)
         self._closed = False
 
     async def ask(
@@ -112,7 +109,7 @@ class Backchannel:
         )
         await self._store.approvals.create(record)
         wakeup = self._waits.open(record.id)
-        self._answers.remember_turn(record.id, request.turn.turn_id)
+        self.flow.remember_turn(record.id, request.turn.turn_id)
         telemetry.note("hatchway.approval_id", record.id)
         log.info(
             "approval_requested",
@@ -163,35 +160,6 @@ class Backchannel:
     async def expire(self, record: ApprovalRecord, why: RuntimeReason) -> bool:
         """Runtime decision (:meth:`Waits.expire`): False if already decided."""
         return await self._waits.expire(record, why)
-
-    async def click(
-        self,
-        click: ApprovalClick,
-        *,
-        route: AnswerRoute = AnswerRoute.CLICK,
-        fingerprint: str | None = None,
-        grant_scope: GrantScope | None = None,
-    ) -> ClickVerdict:
-        """Apply one click or web answer (:meth:`Answers.click`)."""
-        return await self._answers.click(
-            click, route=route, fingerprint=fingerprint, grant_scope=grant_scope
-        )
-
-    async def refusal(
-        self, channel: ChannelRef, approval_id: str, user_id: str, roles: tuple[str, ...]
-    ) -> ClickVerdict | None:
-        """How this user's click would be refused now, reading only (:meth:`Answers.refusal`)."""
-        return await self._answers.refusal(channel, approval_id, user_id, roles)
-
-    async def card(self, channel: ChannelRef, approval_id: str) -> ApprovalCard | None:
-        """The card of ``approval_id`` as its row is now (:meth:`Answers.card`)."""
-        return await self._answers.card(channel, approval_id)
-
-    async def decide_as_operator(
-        self, approval_id: str, approve: bool, operator: str
-    ) -> ClickVerdict:
-        """A decision from the CLI (:meth:`Answers.decide_as_operator`)."""
-        return await self._answers.decide_as_operator(approval_id, approve, operator)
 
     async def expire_pending(self, why: RuntimeReason) -> int:
         """Expire every pending row (restart or shutdown; with several replicas, only those

@@ -19,11 +19,10 @@ After :meth:`close` (shutdown) every new request is auto-denied at once (``shutd
 
 Every decision is audited (by the policy here, by the handler for an ask); the daemon calls
 :meth:`expire_pending` at start and :meth:`close` when it starts to stop, the adapters'
-host (:class:`bot.channel_host.AdapterHost`) binds ``ChannelHost.approval_clicked`` to
-:meth:`click` (``approval_refusal`` to :meth:`refusal`, ``approval_card`` to :meth:`card`),
-the CLI uses :meth:`decide_from_cli` and the web console :meth:`decide_from_web`. Where
-several replicas share the database the daemon also runs :meth:`watch`
-(:mod:`bot.approval.shared`).
+host (:class:`bot.channel_host.AdapterHost`) binds ``ChannelHost.card_action`` to
+:attr:`card_action` (:mod:`bot.approval.card_flow`), the CLI uses :meth:`decide_from_cli`
+and the web console :meth:`decide_from_web`. Where several replicas share the database the
+daemon also runs :meth:`watch` (:mod:`bot.approval.shared`).
 """
 
 from __future__ import annotations
@@ -47,7 +46,8 @@ from bot.approval.shared import SharedApprovals
 from bot.approval.summary import describe
 from bot.approval.terminal import TerminalHandler, TerminalPrompter
 from bot.approval.web_answer import WebAnswer, scopes_up_to
-from bot.channel import ApprovalCard, ApprovalClick, ClickVerdict
+from bot.cards import Actor, CardAction, CardVerb
+from bot.channel import ClickVerdict
 from bot.config import Settings
 from bot.envelope import ChannelRef
 from bot.store import Store
@@ -101,6 +101,11 @@ class ApprovalService:
             shared=SharedApprovals(store, liveness),
         )
         self._run_notices = RunNotices(channel_for)
+        #: :meth:`bot.channel.ChannelHost.card_action`: an answer on a chat card
+        #: (:meth:`bot.approval.card_flow.CardFlow.answer`).
+        self.card_action = self._backchannel.flow.answer
+        #: The card of an approval as its row is now (:meth:`CardFlow.card`).
+        self.card = self._backchannel.flow.card
 
     def update_settings(self, settings: Settings) -> None:
         """Swap in reloaded settings (SIGHUP): approvers and policy of later requests."""
@@ -195,25 +200,6 @@ class ApprovalService:
     def _auto_deny(self, why: RuntimeReason, *, hint: str) -> AutoDeny:
         return AutoDeny(why=why, hint=hint, audit_log=self._store.audit, clock=self._clock)
 
-    async def click(self, click: ApprovalClick) -> ClickVerdict:
-        """A click or reaction on a card; the verdict says what to tell the clicker."""
-        return await self._backchannel.click(click)
-
-    async def refusal(
-        self,
-        *,
-        channel: ChannelRef,
-        approval_id: str,
-        user_id: str,
-        user_roles: tuple[str, ...] = (),
-    ) -> ClickVerdict | None:
-        """What a click by ``user_id`` would be refused with now; None when it would count."""
-        return await self._backchannel.refusal(channel, approval_id, user_id, user_roles)
-
-    async def card(self, *, channel: ChannelRef, approval_id: str) -> ApprovalCard | None:
-        """The card of an approval as its row is now (for a full view); reads only."""
-        return await self._backchannel.card(channel, approval_id)
-
     async def expire_pending(self, reason: RuntimeReason = RuntimeReason.RESTART) -> int:
         """Expire all pending approvals (daemon start; with several replicas, only those of
         replicas gone: :mod:`bot.approval.shared`), edit their cards and tell their
@@ -251,16 +237,16 @@ class ApprovalService:
             allowed = scopes_up_to(self._policy.for_channel(answer.channel).grant_scope)
             if answer.grant_scope not in allowed:
                 raise ValueError(f"grant scope {answer.grant_scope!r} is wider than {allowed}")
-        click = ApprovalClick(
+        action = CardAction(
             channel=answer.channel,
             approval_id=answer.approval_id,
-            choice=answer.choice,
-            user_id=answer.user_id,
-            replacement_text=answer.reply,
+            verb=CardVerb(answer.choice),
+            actor=Actor(user_id=answer.user_id),
+            reply=answer.reply,
             full_view=True,
         )
-        return await self._backchannel.click(
-            click,
+        return await self._backchannel.flow.decide(
+            action,
             route=AnswerRoute.WEB,
             fingerprint=answer.fingerprint,
             grant_scope=answer.grant_scope,
@@ -269,4 +255,4 @@ class ApprovalService:
     async def decide_from_cli(self, approval_id: str, approve: bool, operator: str) -> ClickVerdict:
         """``hatchway approvals approve|deny ID``; ``operator`` is recorded as the decider.
         The waiting turn (possibly in another process) notices within its poll interval."""
-        return await self._backchannel.decide_as_operator(approval_id, approve, operator)
+        return await self._backchannel.flow.decide_as_operator(approval_id, approve, operator)

@@ -1,7 +1,7 @@
 """The waiting side of approval requests: the turns of this process that wait on a row.
 
 Kept apart from the card (:mod:`bot.approval.backchannel`) and the answers
-(:mod:`bot.approval.answers`) because both of those end a wait: an answer wakes the turn, and
+(:mod:`bot.approval.card_flow`) because both of those end a wait: an answer wakes the turn, and
 the runtime's own decision (a timeout, a cancel, a shutdown) expires the row and wakes it too.
 One :class:`Waits` per daemon holds the in-process wake-up events, so a decision made here
 wakes its turn at once, while the re-read every ``poll_interval_s`` notices one written by

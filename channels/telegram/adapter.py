@@ -7,7 +7,7 @@ the secret token (:mod:`channels.telegram.webhook`). The polling offset lives in
 
 Updates used: new and edited messages, callback queries (approval buttons) and, with
 ``reactions_for_approval``, message reactions; :mod:`channels.telegram.inbound` routes them
-(a reply to an approval card is a deny-with-edit, :mod:`channels.telegram.reply_instead`; an
+(a reply to an approval card is a deny-with-edit, :mod:`channels.telegram.card_surface`; an
 edit goes to :meth:`~bot.channel.ChannelHost.edited` under the message's own id).
 Before a card is posted in a group, the approval service asks :meth:`TelegramChannel.can_see`
 whether an approver is in it (:mod:`channels.telegram.members`); a DM copy to a user who never
@@ -81,7 +81,7 @@ from channels.common.card_index import CardIndex
 from channels.common.health import HealthRecord
 from channels.common.outbound import SendsThrough
 from channels.telegram.addressing import BotIdentity
-from channels.telegram.card_answers import ApprovalTaps
+from channels.telegram.card_surface import TelegramCardAnswers
 from channels.telegram.commands import CommandMenu
 from channels.telegram.config import TelegramChannelConfig
 from channels.telegram.downloads import TelegramDownloads
@@ -92,7 +92,6 @@ from channels.telegram.offset import PollingOffset
 from channels.telegram.outbound import TelegramOutbound
 from channels.telegram.poll_request import RenewingRequest
 from channels.telegram.ratelimit import retry_after_seconds
-from channels.telegram.reply_instead import CardReplies
 from channels.telegram.webhook import WebhookReceiver
 
 log = structlog.get_logger(__name__)
@@ -149,9 +148,8 @@ class TelegramChannel(SendsThrough):
         self._downloads = TelegramDownloads(ref=ref, config=config, bot=app.bot, tls=tls_context)
         self._files = TelegramFiles(ref=ref, config=config, bot=app.bot, outbound=self._outbound)
         self._menu = CommandMenu(ref=ref, bot=app.bot)
-        taps = ApprovalTaps(ref=ref, config=config, bot=app.bot, outbound=self._outbound)
-        replies = CardReplies(ref=ref, outbound=self._outbound, roles=taps.roles)
-        self._inbound = UpdateRouter(ref=ref, config=config, taps=taps, replies=replies)
+        answers = TelegramCardAnswers(ref=ref, config=config, bot=app.bot, outbound=self._outbound)
+        self._inbound = UpdateRouter(ref=ref, config=config, cards=answers)
         self._offset = PollingOffset(context.store.channel_state, str(ref))
         self._webhook_secret = webhook_secret
         self._health = HealthRecord(ref)

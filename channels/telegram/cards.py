@@ -1,4 +1,4 @@
-"""An approval card as Telegram HTML, with its inline keyboard.
+"""An approval card as Telegram HTML, with its inline keyboard, and its full view.
 
 What the card shows is literal: the head in bold, the argument lines in one ``<pre>`` block,
 the requester's display name in ``<code>``, everything escaped. Telegram parses no
@@ -15,8 +15,19 @@ on it does not count either.
 
 Keyboards: a pending card that is not cut offers Approve / Deny / Always, then "✏️ Reply
 instead"; a pending cut card "🔎 Show full and decide", then Deny and "✏️ Reply instead"; a
-full view (:mod:`channels.telegram.full_view`) Approve / Deny / Always marked as chosen on
-the full view. A decided card has none.
+full view Approve / Deny / Always marked as chosen on the full view. A decided card has none.
+The buttons' callback data is the core's (:class:`bot.cards.ButtonCodec`).
+
+**The full view** (:func:`full_view_messages`) shows every character of the request, paged
+by the core's planner (:func:`bot.cards.plan_full_view`): ``full_text`` whole, HTML escaped
+inside ``<pre>`` (literal: Telegram parses no markup, mention or link in it), in pages of at
+most :data:`~channels.telegram.markup.TELEGRAM_LIMIT` each, split after a line break where
+one is near and never inside an escape or an HTML entity
+(:func:`~channels.telegram.markup.split_literal`). Every page says which part it is and ends
+after its ``<pre>``, so no whitespace of the request sits where Telegram would trim it. The
+last page carries the full view's buttons. A request that would take more than
+:data:`MAX_PAGES` messages is sent instead as one text file,
+:data:`~bot.cards.DOCUMENT_NAME`, whose caption carries the buttons.
 """
 
 from __future__ import annotations
@@ -26,9 +37,23 @@ from dataclasses import dataclass, replace
 
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup
 
-from bot.channel import SHOW_FULL_LABEL, ApprovalCard, ApprovalChoice, CardState
-from channels.telegram.markup import TELEGRAM_LIMIT, literal_line, literal_pieces, telegram_length
-from channels.telegram.normalise import CallbackCodec
+from bot.cards import (
+    DOCUMENT_NAME,
+    SHOW_FULL_LABEL,
+    ApprovalCard,
+    Button,
+    ButtonCodec,
+    CardState,
+    CardVerb,
+    plan_full_view,
+)
+from channels.telegram.markup import (
+    TELEGRAM_LIMIT,
+    literal_line,
+    literal_pieces,
+    split_literal,
+    telegram_length,
+)
 
 APPROVE_LABEL = "✅ Approve"
 DENY_LABEL = "❌ Deny"
@@ -108,37 +133,102 @@ def fit_card(card: ApprovalCard, limit: int = TELEGRAM_LIMIT) -> ShownCard:
     return ShownCard(card=shown, html=_render(shown))
 
 
-def card_keyboard(card: ApprovalCard, codec: CallbackCodec) -> InlineKeyboardMarkup | None:
+def _button(label: str, codec: ButtonCodec, button: Button) -> InlineKeyboardButton:
+    return InlineKeyboardButton(label, callback_data=codec.pack(button))
+
+
+def card_keyboard(card: ApprovalCard, codec: ButtonCodec) -> InlineKeyboardMarkup | None:
     """The buttons of ``card`` as shown (see the module docstring); None once decided."""
     if card.state is not CardState.PENDING:
         return None
     approval_id = card.approval_id
-    reply = InlineKeyboardButton(REPLY_BUTTON, callback_data=codec.encode_reply(approval_id))
-    deny = InlineKeyboardButton(
-        DENY_LABEL, callback_data=codec.encode(approval_id, ApprovalChoice.DENY)
-    )
+
+    def button(label: str, verb: CardVerb) -> InlineKeyboardButton:
+        return _button(label, codec, Button(approval_id=approval_id, verb=verb))
+
+    reply = button(REPLY_BUTTON, CardVerb.REPLY)
+    deny = button(DENY_LABEL, CardVerb.DENY)
     if card.cut:
-        show = InlineKeyboardButton(
-            SHOW_FULL_LABEL, callback_data=codec.encode_show_full(approval_id)
-        )
-        return InlineKeyboardMarkup([[show], [deny, reply]])
-    approve = InlineKeyboardButton(
-        APPROVE_LABEL, callback_data=codec.encode(approval_id, ApprovalChoice.APPROVE)
-    )
-    always = InlineKeyboardButton(
-        ALWAYS_LABEL, callback_data=codec.encode(approval_id, ApprovalChoice.ALWAYS)
-    )
+        return InlineKeyboardMarkup([[button(SHOW_FULL_LABEL, CardVerb.SHOW_FULL)], [deny, reply]])
+    approve, always = button(APPROVE_LABEL, CardVerb.APPROVE), button(ALWAYS_LABEL, CardVerb.ALWAYS)
     return InlineKeyboardMarkup([[approve, deny, always], [reply]])
 
 
-def full_view_keyboard(approval_id: str, codec: CallbackCodec) -> InlineKeyboardMarkup:
+def full_view_keyboard(approval_id: str, codec: ButtonCodec) -> InlineKeyboardMarkup:
     """Approve / Deny / Always of a full view: taps on them carry ``full_view``."""
     buttons = [
-        InlineKeyboardButton(label, callback_data=codec.encode(approval_id, c, full_view=True))
-        for label, c in (
-            (APPROVE_LABEL, ApprovalChoice.APPROVE),
-            (DENY_LABEL, ApprovalChoice.DENY),
-            (ALWAYS_LABEL, ApprovalChoice.ALWAYS),
+        _button(label, codec, Button(approval_id=approval_id, verb=verb, full_view=True))
+        for label, verb in (
+            (APPROVE_LABEL, CardVerb.APPROVE),
+            (DENY_LABEL, CardVerb.DENY),
+            (ALWAYS_LABEL, CardVerb.ALWAYS),
         )
     ]
     return InlineKeyboardMarkup([buttons])
+
+
+def approval_in(markup: InlineKeyboardMarkup | None, codec: ButtonCodec) -> str | None:
+    """The approval id a card's inline keyboard carries, if ``markup`` is one."""
+    for row in markup.inline_keyboard if markup is not None else ():
+        for key in row:
+            data = key.callback_data if isinstance(key.callback_data, str) else None
+            button = codec.unpack(data)
+            if isinstance(button, Button):
+                return button.approval_id
+    return None
+
+
+# -- the full view ---------------------------------------------------------------------------
+
+MAX_PAGES = 4
+#: Telegram's limit for a caption.
+CAPTION_LIMIT = 1024
+CONTINUED = "Continued in the next message."
+_WIDEST_PART = f" (part {MAX_PAGES} of {MAX_PAGES})"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FullViewMessages:
+    """A full view as Telegram messages: ``pages`` (HTML, the last with the buttons), or
+    ``document`` with ``caption``."""
+
+    pages: tuple[str, ...] = ()
+    document: bytes = b""
+    caption: str = ""
+
+
+def _full_parts(card: ApprovalCard) -> tuple[str, str, list[str]]:
+    """The full view's head, body (``full_text``) and closing lines (why, who asked)."""
+    head, _, rest = card.render_full_text().partition("\n")
+    body = card.full_text or "\n".join(card.lines)
+    closing = rest[len(body) + 1 :] if rest.startswith(body + "\n") else rest
+    return head, body, closing.split("\n") if closing else []
+
+
+def full_view_messages(
+    card: ApprovalCard, *, limit: int = TELEGRAM_LIMIT, max_pages: int = MAX_PAGES
+) -> FullViewMessages:
+    """The pages (or the file) that show every character of ``card``'s request."""
+    head, body, closing = _full_parts(card)
+    closing_html = "\n".join(_prose(line) for line in closing)
+    overhead = telegram_length(f"<b>{_escape(head)}</b>{_WIDEST_PART}\n<pre></pre>\n") + max(
+        telegram_length(closing_html), len(CONTINUED)
+    )
+    plan = plan_full_view(
+        card, page_chars=limit - overhead, max_pages=max_pages, split=split_literal
+    )
+    if plan.pages:
+        pages = []
+        for index, piece in enumerate(plan.pages, start=1):
+            part = f" (part {index} of {len(plan.pages)})" if len(plan.pages) > 1 else ""
+            footer = closing_html if index == len(plan.pages) else CONTINUED
+            pages.append(f"<b>{_escape(head)}</b>{part}\n<pre>{piece}</pre>\n{footer}")
+        return FullViewMessages(pages=tuple(pages))
+    note = (
+        f"The request is {len(body):,} characters long: every character of it is in the "
+        f"attached file {DOCUMENT_NAME}."
+    )
+    caption = f"<b>{_escape(head)}</b>\n{_escape(note)}\n{closing_html}"
+    if telegram_length(caption) > CAPTION_LIMIT:
+        caption = _escape(note)  # the file holds the head and closing lines as well
+    return FullViewMessages(document=plan.document, caption=caption)

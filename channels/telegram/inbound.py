@@ -2,7 +2,7 @@
 
 - a new message becomes an envelope (:func:`~channels.telegram.normalise.normalise_message`)
   for the host, unless it is a reply to an approval card, which
-  :class:`~channels.telegram.reply_instead.CardReplies` consumes;
+  :class:`~channels.telegram.card_surface.TelegramCardAnswers` consumes;
 - an edited message (``edited_message``) is normalised exactly as a new one, with the same
   ``message_id``, and reported with :meth:`~bot.channel.ChannelHost.edited`: the host replaces
   the text of a message whose turn has not started, admits one it never had (an edit that
@@ -13,7 +13,7 @@
   question for the agent. Telegram also sends ``edited_message`` for changes the bot cannot
   see (PTB's ``Update.edited_message``), so an edit may carry the text unchanged;
 - a callback query is an approval tap, a message reaction an approval reaction
-  (:class:`~channels.telegram.card_answers.ApprovalTaps`, reactions only with
+  (:class:`~channels.telegram.card_surface.TelegramCardAnswers`, reactions only with
   ``reactions_for_approval``);
 - anything else is logged and dropped.
 
@@ -23,7 +23,7 @@ Envelopes carry no roles (:attr:`bot.envelope.Sender.roles` is empty): an update
 nothing of its sender's status in the chat, and looking it up would cost a ``getChatMember``
 call per message. ``approver_roles`` (``administrator``, ``creator``) therefore count on
 approval cards only, where the tapper's status is looked up once per tap
-(:class:`~channels.telegram.card_answers.ApprovalTaps`); outside a card an approver is one
+(:class:`~channels.telegram.card_surface.TelegramCardAnswers`); outside a card an approver is one
 listed by id.
 
 An update whose payload cannot be read is skipped; what the host raises propagates, so the
@@ -39,12 +39,11 @@ from telegram import Message, Update
 from bot.channel import ChannelHost
 from bot.envelope import Capabilities, ChannelRef, IngressEnvelope
 from channels.telegram.addressing import BotIdentity
-from channels.telegram.card_answers import ApprovalTaps
+from channels.telegram.card_surface import TelegramCardAnswers
 from channels.telegram.config import TelegramChannelConfig
 from channels.telegram.markup import TELEGRAM_LIMIT
 from channels.telegram.normalise import normalise_message
 from channels.telegram.replied import RepliedMessages
-from channels.telegram.reply_instead import CardReplies
 
 log = structlog.get_logger(__name__)
 
@@ -80,13 +79,11 @@ class UpdateRouter:
         *,
         ref: ChannelRef,
         config: TelegramChannelConfig,
-        taps: ApprovalTaps,
-        replies: CardReplies,
+        cards: TelegramCardAnswers,
     ) -> None:
         self._ref = ref
         self._config = config
-        self._taps = taps
-        self._replies = replies
+        self._cards = cards
         self.me = BotIdentity(id=0, username="")
         #: what each recent message replied to, for the turn that answers it
         self.replied = RepliedMessages()
@@ -97,15 +94,15 @@ class UpdateRouter:
             if envelope is None:
                 return
             self.replied.note(envelope, update.message, self.me)
-            if not await self._replies.consume(update.message, envelope, self.me, host):
+            if not await self._cards.consume(update.message, envelope, self.me, host):
                 await host.deliver(envelope)
         elif update.edited_message is not None:
             await self._edited(update.edited_message, update.update_id, host)
         elif update.callback_query is not None:
-            await self._taps.on_callback(update.callback_query, host)
+            await self._cards.on_callback(update.callback_query, host)
         elif update.message_reaction is not None:
             if self._config.reactions_for_approval:
-                await self._taps.on_reaction(update.message_reaction, host)
+                await self._cards.on_reaction(update.message_reaction, host)
         else:
             log.debug("telegram_update_ignored", channel=str(self._ref), update_id=update.update_id)
 
@@ -113,7 +110,7 @@ class UpdateRouter:
         envelope = self._envelope(message, update_id)
         if envelope is None:
             return
-        if await self._replies.replies_to_card(message, self.me):
+        if await self._cards.replies_to_card(message, self.me):
             log.info(
                 "telegram_card_reply_edit_ignored", channel=str(self._ref), update_id=update_id
             )

@@ -7,8 +7,8 @@ target's forum topic and, for the first chunk, reply to the target message. Edit
 repeat: an unchanged text is not sent again, and "message is not modified" counts as success.
 Reactions and typing are best effort: a refusal is logged, never raised.
 
-Cards are rendered by :mod:`channels.telegram.cards` (literal, fitted to one message, cut
-when they cannot fit) and full views by :mod:`channels.telegram.full_view`. Every posted card
+Cards and full views are rendered by :mod:`channels.telegram.cards` (literal, fitted to
+one message, cut when they cannot fit; full views paged or sent as a file). Every posted card
 and every full-view message is recorded in the :class:`~channels.common.card_index.CardIndex`. When
 a card is edited to its outcome it is marked closed, and the full views of its approval lose
 their buttons (their text stays). A full-view message named in an outcome edit (a late tap
@@ -32,15 +32,21 @@ from telegram import (
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, RetryAfter, TelegramError
 
+from bot.cards import DOCUMENT_NAME, ButtonCodec
 from bot.channel import ApprovalCard, CardState, SentMessage
 from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelError
 from channels.common.card_index import CardEntry, CardIndex, ViewMessage
-from channels.telegram.cards import card_keyboard, fit_card, full_view_keyboard
+from channels.telegram.cards import (
+    FullViewMessages,
+    card_keyboard,
+    fit_card,
+    full_view_keyboard,
+    full_view_messages,
+)
 from channels.telegram.config import TelegramChannelConfig
-from channels.telegram.full_view import DOCUMENT_NAME, FullViewPlan, plan_full_view
 from channels.telegram.markup import TELEGRAM_LIMIT, plain_text, render_chunks
-from channels.telegram.normalise import CallbackCodec, message_key, parse_message_id
+from channels.telegram.normalise import message_key, parse_message_id
 from channels.telegram.ratelimit import with_retry_after
 
 log = structlog.get_logger(__name__)
@@ -80,7 +86,7 @@ class TelegramOutbound:
         self._ref = ref
         self._config = config
         self._bot = bot
-        self.codec = CallbackCodec()
+        self.codec = ButtonCodec()
         self.cards = cards
         self._last_edit: dict[str, str] = {}
 
@@ -274,10 +280,11 @@ class TelegramOutbound:
     # -- full views ---------------------------------------------------------------------
 
     async def post_full_view(self, where: DeliveryTarget, card: ApprovalCard) -> None:
-        """Post every character of ``card``'s request (:mod:`channels.telegram.full_view`),
-        each message a reply to ``where.reply_to_message_id`` (the card), the last one with
-        Approve / Deny / Always marked as chosen on the full view."""
-        plan = plan_full_view(card)
+        """Post every character of ``card``'s request
+        (:func:`~channels.telegram.cards.full_view_messages`), each message a reply to
+        ``where.reply_to_message_id`` (the card), the last one with Approve / Deny / Always
+        marked as chosen on the full view."""
+        plan = full_view_messages(card)
         keyboard = full_view_keyboard(card.approval_id, self.codec)
         views: list[ViewMessage] = []
         if plan.document:
@@ -305,7 +312,7 @@ class TelegramOutbound:
         )
 
     async def _send_document(
-        self, where: DeliveryTarget, plan: FullViewPlan, markup: InlineKeyboardMarkup
+        self, where: DeliveryTarget, plan: FullViewMessages, markup: InlineKeyboardMarkup
     ) -> Message:
         reply_to = (
             ReplyParameters(

@@ -18,6 +18,7 @@ from bot.approval.reasons import RuntimeReason
 from bot.channel import CardState, ClickVerdict
 from bot.store import Store
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
+from tests.fakes.channel import clicked
 from tests.fakes.replica_apps import APPROVER, SLACK, Replicas, message
 
 WAIT_S = 60.0
@@ -73,14 +74,14 @@ async def test_a_card_posted_by_one_replica_and_clicked_through_another_runs_the
     card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
 
     click = b.channel.click(card, APPROVER)  # the click lands on b's connection
-    assert await b.app.approvals.click(click) is ClickVerdict.ACCEPTED
+    assert await clicked(b.app.approvals, click) is ClickVerdict.ACCEPTED
 
     await a.channel.wait_for("done: deployed v2", within_s=WAIT_S)
     assert replicas.deployed == [("a", {"version": "2"})]
     assert [c.state for _, c in a.channel.edits] == [CardState.APPROVED]
     assert b.channel.edits == [] and b.channel.sent == []
     # single use: the same click again decides nothing (and shows the outcome on the card)
-    assert await b.app.approvals.click(click) is ClickVerdict.ALREADY_DECIDED
+    assert await clicked(b.app.approvals, click) is ClickVerdict.ALREADY_DECIDED
     assert [c.state for _, c in b.channel.edits] == [CardState.APPROVED]
     assert replicas.deployed == [("a", {"version": "2"})]
     audit = await b.app.store.audit.since()
@@ -96,10 +97,10 @@ async def test_a_click_by_someone_not_an_approver_is_refused_on_any_replica(
     b = await replicas.start("b")
     await a.deliver(message("m1 deploy please", "1"))
     card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
-    assert await b.app.approvals.click(b.channel.click(card, "U_MALLORY")) is not (
+    assert await clicked(b.app.approvals, b.channel.click(card, "U_MALLORY")) is not (
         ClickVerdict.ACCEPTED
     )
-    assert await b.app.approvals.click(b.channel.click(card, APPROVER)) is ClickVerdict.ACCEPTED
+    assert await clicked(b.app.approvals, b.channel.click(card, APPROVER)) is ClickVerdict.ACCEPTED
     await a.channel.wait_for("done: deployed v2", within_s=WAIT_S)
     assert replicas.deployed == [("a", {"version": "2"})]
 
@@ -125,7 +126,7 @@ async def test_a_start_expires_only_the_pending_approvals_of_gone_replicas(
 
     # a's request is still answerable, and is answered where it was asked
     b = await replicas.start("b")
-    assert await b.app.approvals.click(b.channel.click(card, APPROVER)) is ClickVerdict.ACCEPTED
+    assert await clicked(b.app.approvals, b.channel.click(card, APPROVER)) is ClickVerdict.ACCEPTED
     await a.channel.wait_for("done: deployed v2", within_s=WAIT_S)
     assert await status_of(store, live_id) == (ApprovalStatus.APPROVED, "click")
     assert replicas.deployed == [("a", {"version": "2"})]
@@ -150,5 +151,5 @@ async def test_a_request_whose_replica_died_is_closed_by_another_replica(
             await asyncio.sleep(0.05)
     assert [(mid, c.state) for mid, c in b.channel.edits] == [(card.message_id, CardState.EXPIRED)]
     # a click that comes too late runs nothing
-    assert await b.app.approvals.click(b.channel.click(card, APPROVER)) is ClickVerdict.UNKNOWN
+    assert await clicked(b.app.approvals, b.channel.click(card, APPROVER)) is ClickVerdict.UNKNOWN
     assert replicas.deployed == []

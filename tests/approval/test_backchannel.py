@@ -29,7 +29,7 @@ from tests.approval.conftest import (
     make_settings,
     service_for,
 )
-from tests.fakes.channel import FakeChannel
+from tests.fakes.channel import FakeChannel, clicked
 
 
 async def test_approver_click_approves_and_edits_card(store: Store, channel: FakeChannel) -> None:
@@ -37,7 +37,7 @@ async def test_approver_click_approves_and_edits_card(store: Store, channel: Fak
     async with asking(service, store, channel) as (posted, task):
         assert posted.target.thread_id == "T1"
         assert posted.card.state is CardState.PENDING
-        assert await service.click(channel.click(posted, APPROVER)) is ClickVerdict.ACCEPTED
+        assert await clicked(service, channel.click(posted, APPROVER)) is ClickVerdict.ACCEPTED
     decision = task.result()
     assert decision.verdict is Decision.APPROVED
     assert decision.decided_by == APPROVER
@@ -52,10 +52,10 @@ async def test_unauthorised_click_is_refused_and_audited(
     service = service_for(make_settings(), store, channel)
     async with asking(service, store, channel) as (posted, task):
         stranger = channel.click(posted, "U_MALLORY")
-        assert await service.click(stranger) is ClickVerdict.NOT_AUTHORISED
+        assert await clicked(service, stranger) is ClickVerdict.NOT_AUTHORISED
         row = await store.approvals.get(posted.card.approval_id)
         assert row is not None and row.status is ApprovalStatus.PENDING
-        await service.click(channel.click(posted, APPROVER, ApprovalChoice.DENY))
+        await clicked(service, channel.click(posted, APPROVER, ApprovalChoice.DENY))
     assert task.result().verdict is Decision.DENIED
     rows = await store.audit.since()
     assert [(r.decision, r.decided_by, r.reason) for r in rows] == [
@@ -71,7 +71,7 @@ async def test_approver_role_may_decide(store: Store) -> None:
     request = make_request(envelope=make_envelope(channel=DISCORD))
     async with asking(service, store, channel, request) as (posted, task):
         click = channel.click(posted, "U_BOB", roles=("ops",))
-        assert await service.click(click) is ClickVerdict.ACCEPTED
+        assert await clicked(service, click) is ClickVerdict.ACCEPTED
     assert task.result().decided_by == "U_BOB"
 
 
@@ -85,7 +85,7 @@ async def test_self_approval(
     settings = make_settings({"self_approval": self_approval}, approvers=[REQUESTER, APPROVER])
     service, clock = clocked_service(settings, store, channel)
     async with asking(service, store, channel) as (posted, task):
-        assert await service.click(channel.click(posted, REQUESTER)) is expected
+        assert await clicked(service, channel.click(posted, REQUESTER)) is expected
         clock.pass_deadline(settings)  # a refused click leaves the request to expire
     allowed = expected is ClickVerdict.ACCEPTED
     assert task.result().allowed is allowed
@@ -98,7 +98,7 @@ async def test_click_binds_to_one_call_and_cannot_approve_changed_arguments(
     service, clock = clocked_service(settings, store, channel)
     request = make_request(arguments={"command": "ls"})
     async with asking(service, store, channel, request) as (old, first):
-        await service.click(channel.click(old, APPROVER, ApprovalChoice.DENY))
+        await clicked(service, channel.click(old, APPROVER, ApprovalChoice.DENY))
     assert first.result().verdict is Decision.DENIED
 
     changed = make_request(arguments={"command": "rm -rf /"})
@@ -106,7 +106,7 @@ async def test_click_binds_to_one_call_and_cannot_approve_changed_arguments(
         assert new.card.approval_id != old.card.approval_id
         # The approver's earlier card cannot be re-used for the changed call.
         again = channel.click(old, APPROVER, ApprovalChoice.APPROVE)
-        assert await service.click(again) is ClickVerdict.ALREADY_DECIDED
+        assert await clicked(service, again) is ClickVerdict.ALREADY_DECIDED
         clock.pass_deadline(settings)
     assert second.result().verdict is Decision.EXPIRED
     row = await store.approvals.get(new.card.approval_id)
@@ -118,12 +118,12 @@ async def test_replayed_click_is_refused(store: Store, channel: FakeChannel) -> 
     service, clock = clocked_service(settings, store, channel)
     async with asking(service, store, channel) as (posted, task):
         click = channel.click(posted, APPROVER)
-        assert await service.click(click) is ClickVerdict.ACCEPTED
+        assert await clicked(service, click) is ClickVerdict.ACCEPTED
     assert task.result().verdict is Decision.APPROVED
-    assert await service.click(click) is ClickVerdict.ALREADY_DECIDED
+    assert await clicked(service, click) is ClickVerdict.ALREADY_DECIDED
     # The identical call asked again gets a new card; the old click does not decide it.
     async with asking(service, store, channel) as (_, again):
-        assert await service.click(click) is ClickVerdict.ALREADY_DECIDED
+        assert await clicked(service, click) is ClickVerdict.ALREADY_DECIDED
         clock.pass_deadline(settings)
     assert again.result().verdict is Decision.EXPIRED
 
@@ -136,7 +136,7 @@ async def test_timeout_denies_with_runtime_wording(store: Store, channel: FakeCh
     assert decision.runtime_reason is RuntimeReason.TIMEOUT
     assert [card.state for _, card in channel.edits] == [CardState.EXPIRED]
     late = channel.click(channel.posted[-1], APPROVER)
-    assert await service.click(late) is ClickVerdict.UNKNOWN
+    assert await clicked(service, late) is ClickVerdict.UNKNOWN
     rows = await store.audit.since()
     assert [(r.decision, r.decided_by, r.reason) for r in rows] == [
         ("expired", "runtime", "timeout")
@@ -149,7 +149,7 @@ async def test_deny_with_edit_gives_replacement_text(store: Store, channel: Fake
         click = channel.click(
             posted, APPROVER, ApprovalChoice.DENY, replacement_text="use ls without -a"
         )
-        await service.click(click)
+        await clicked(service, click)
     decision = task.result()
     assert decision.verdict is Decision.EDITED
     assert decision.replacement_text == "use ls without -a"
@@ -162,7 +162,7 @@ async def test_approval_ids_can_be_typed_as_a_cli_argument(
     # `hatchway approvals approve ID`: an id starting with "-" would read as an option.
     service = service_for(make_settings(), store, channel)
     async with asking(service, store, channel) as (posted, task):
-        await service.click(channel.click(posted, APPROVER, ApprovalChoice.DENY))
+        await clicked(service, channel.click(posted, APPROVER, ApprovalChoice.DENY))
     assert task.result().verdict is Decision.DENIED
     assert re.fullmatch(r"[0-9a-f]{24}", posted.card.approval_id)
 
@@ -174,7 +174,7 @@ async def test_a_blank_replacement_text_is_a_plain_deny(
     service = service_for(make_settings(), store, channel)
     async with asking(service, store, channel) as (posted, task):
         click = channel.click(posted, APPROVER, ApprovalChoice.DENY, replacement_text=blank)
-        assert await service.click(click) is ClickVerdict.ACCEPTED
+        assert await clicked(service, click) is ClickVerdict.ACCEPTED
     assert task.result().verdict is Decision.DENIED
     assert channel.edits[-1][1].state is CardState.DENIED
 
@@ -184,7 +184,7 @@ async def test_always_creates_conversation_grant(store: Store, channel: FakeChan
     request = make_request()
     assert (await service.assess(request)).assessment is Assessment.ASK
     async with asking(service, store, channel, request) as (posted, task):
-        await service.click(channel.click(posted, APPROVER, ApprovalChoice.ALWAYS))
+        await clicked(service, channel.click(posted, APPROVER, ApprovalChoice.ALWAYS))
     assert task.result().verdict is Decision.ALWAYS
 
     same = await service.assess(make_request(call_id="call-2"))
@@ -204,7 +204,7 @@ async def test_always_creates_conversation_grant(store: Store, channel: FakeChan
 async def test_always_ask_beats_grant(store: Store, channel: FakeChannel) -> None:
     service = service_for(make_settings({"always_ask": ["shell"]}), store, channel)
     async with asking(service, store, channel) as (posted, task):
-        await service.click(channel.click(posted, APPROVER, ApprovalChoice.ALWAYS))
+        await clicked(service, channel.click(posted, APPROVER, ApprovalChoice.ALWAYS))
     assert task.result().verdict is Decision.ALWAYS
     assert len(await store.grants.list(now=0)) == 1
     result = await service.assess(make_request(call_id="call-2"))
@@ -219,7 +219,7 @@ async def test_dm_approvers_get_copies_and_all_copies_are_edited(
     async with asking(service, store, channel) as (_, task):
         while len(channel.posted) < 3:  # the conversation's card, then one DM per approver
             await channel.next_card()
-        await service.click(channel.click(channel.posted[2], "U_BOB"))
+        await clicked(service, channel.click(channel.posted[2], "U_BOB"))
     assert task.result().verdict is Decision.APPROVED
     assert [p.target.conversation_id for p in channel.posted] == ["C1", APPROVER, "U_BOB"]
     assert sorted(mid for mid, _ in channel.edits) == sorted(p.message_id for p in channel.posted)
@@ -238,7 +238,7 @@ async def test_restart_expires_pending_and_edits_cards(
             assert await after.expire_pending(reason=RuntimeReason.RESTART) == 1
             assert await after.expire_pending(reason=RuntimeReason.RESTART) == 0
             late = after_channel.click(posted, APPROVER)
-            assert await after.click(late) is ClickVerdict.UNKNOWN
+            assert await clicked(after, late) is ClickVerdict.UNKNOWN
     decision = task.result()
     assert decision.verdict is Decision.EXPIRED
     assert decision.runtime_reason is RuntimeReason.RESTART
@@ -280,7 +280,7 @@ async def test_click_from_another_channel_alias_is_unknown(
     service = service_for(make_settings({"timeout_s": 0.2}), store, channel)
     async with asking(service, store, channel) as (posted, task):
         foreign = FakeChannel(ChannelRef(kind="slack", alias="other"))
-        assert await service.click(foreign.click(posted, APPROVER)) is ClickVerdict.UNKNOWN
+        assert await clicked(service, foreign.click(posted, APPROVER)) is ClickVerdict.UNKNOWN
     assert task.result().verdict is Decision.EXPIRED
 
 
@@ -301,12 +301,12 @@ async def test_a_late_click_shows_the_outcome_on_the_card_it_came_from(
     """Also on a copy whose place was never stored (posted just before a crash)."""
     service = service_for(make_settings(), store, channel)
     async with asking(service, store, channel) as (posted, task):
-        assert await service.click(channel.click(posted, APPROVER, ApprovalChoice.DENY)) is (
+        assert await clicked(service, channel.click(posted, APPROVER, ApprovalChoice.DENY)) is (
             ClickVerdict.ACCEPTED
         )
     assert task.result().verdict is Decision.DENIED
     late = channel.click(posted, APPROVER, ApprovalChoice.APPROVE, on="unstored-copy")
-    assert await service.click(late) is ClickVerdict.ALREADY_DECIDED
+    assert await clicked(service, late) is ClickVerdict.ALREADY_DECIDED
     [(decided_on, decided), (late_on, shown)] = channel.edits
     assert (decided_on, late_on) == (posted.message_id, "unstored-copy")
     assert shown == decided
@@ -318,10 +318,10 @@ async def test_a_refused_or_accepted_click_leaves_the_card_to_the_asking_side(
 ) -> None:
     service = service_for(make_settings(), store, channel)
     async with asking(service, store, channel) as (posted, task):
-        assert await service.click(channel.click(posted, APPROVER)) is ClickVerdict.ACCEPTED
+        assert await clicked(service, channel.click(posted, APPROVER)) is ClickVerdict.ACCEPTED
     assert task.result().verdict is Decision.APPROVED
     stranger = channel.click(posted, "U_MALLORY")
-    assert await service.click(stranger) is ClickVerdict.NOT_AUTHORISED
+    assert await clicked(service, stranger) is ClickVerdict.NOT_AUTHORISED
     assert [(mid, c.state) for mid, c in channel.edits] == [(posted.message_id, CardState.APPROVED)]
 
 
@@ -336,7 +336,7 @@ async def test_a_click_after_the_deadline_expires_the_request_and_shows_it(
     )
     async with asking(service, store, channel) as (posted, task):
         now[0] += 5.0  # the configured timeout_s: the deadline has come
-        assert await service.click(channel.click(posted, APPROVER)) is ClickVerdict.UNKNOWN
+        assert await clicked(service, channel.click(posted, APPROVER)) is ClickVerdict.UNKNOWN
     decision = task.result()
     assert (decision.verdict, decision.runtime_reason) == (Decision.EXPIRED, RuntimeReason.TIMEOUT)
     assert [(mid, c.state) for mid, c in channel.edits] == [
@@ -362,7 +362,7 @@ async def test_a_cut_card_is_approved_only_from_the_full_view(
         assert posted.card.cut and not posted.card.approvable_here
         assert LONG_COMMAND in posted.card.full_text
         # a button or reaction on the card itself does not approve what it did not show
-        refused = await service.click(channel.click(posted, APPROVER, choice))
+        refused = await clicked(service, channel.click(posted, APPROVER, choice))
         assert refused is ClickVerdict.NEEDS_FULL_VIEW
         row = await store.approvals.get(posted.card.approval_id)
         assert row is not None and row.status is ApprovalStatus.PENDING
@@ -370,7 +370,7 @@ async def test_a_cut_card_is_approved_only_from_the_full_view(
         card = await service.card(channel=SLACK, approval_id=posted.card.approval_id)
         assert card is not None and LONG_COMMAND in card.full_text
         assert LONG_COMMAND in card.render_full_text()
-        accepted = await service.click(channel.click(posted, APPROVER, choice, full_view=True))
+        accepted = await clicked(service, channel.click(posted, APPROVER, choice, full_view=True))
         assert accepted is ClickVerdict.ACCEPTED
     assert task.result().verdict in (Decision.APPROVED, Decision.ALWAYS)
 
@@ -380,7 +380,7 @@ async def test_a_cut_card_may_be_denied_from_the_card(store: Store, channel: Fak
     request = make_request(arguments={"command": LONG_COMMAND})
     async with asking(service, store, channel, request) as (posted, task):
         deny = channel.click(posted, APPROVER, ApprovalChoice.DENY)
-        assert await service.click(deny) is ClickVerdict.ACCEPTED
+        assert await clicked(service, deny) is ClickVerdict.ACCEPTED
     assert task.result().verdict is Decision.DENIED
 
 
@@ -393,7 +393,7 @@ async def test_the_card_of_another_channel_alias_is_not_shown(
         other = ChannelRef(kind="slack", alias="other")
         assert await service.card(channel=other, approval_id=posted.card.approval_id) is None
         assert await service.card(channel=SLACK, approval_id="nope") is None
-        await service.click(channel.click(posted, APPROVER, ApprovalChoice.DENY))
+        await clicked(service, channel.click(posted, APPROVER, ApprovalChoice.DENY))
     assert task.result().verdict is Decision.DENIED
 
 
@@ -407,5 +407,5 @@ async def test_a_requesters_display_name_is_shown_not_obeyed(
     )
     async with asking(service, store, channel, make_request(envelope=envelope)) as (posted, task):
         assert posted.card.requested_by == f"Ann\\u202eeviL\\r ⏎  ({REQUESTER})"
-        await service.click(channel.click(posted, APPROVER, ApprovalChoice.DENY))
+        await clicked(service, channel.click(posted, APPROVER, ApprovalChoice.DENY))
     assert task.result().verdict is Decision.DENIED

@@ -23,7 +23,7 @@ from tests.approval.conftest import (
     make_settings,
     service_for,
 )
-from tests.fakes.channel import FakeChannel, FakeTerminal
+from tests.fakes.channel import FakeChannel, FakeTerminal, clicked
 
 
 def counted(metrics: Metrics) -> Counter[str]:
@@ -81,7 +81,7 @@ async def test_cards_and_auto_deny_return_audit_and_count_one_decision_each(
             task = group.create_task(gate.ask(make_request()))
             card = await channel.next_card()
             click = channel.click(card, APPROVER, choice, replacement_text=reply)
-            assert await service.click(click) is ClickVerdict.ACCEPTED
+            assert await clicked(service, click) is ClickVerdict.ACCEPTED
         return task.result()
 
     decisions = [

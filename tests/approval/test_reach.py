@@ -26,7 +26,7 @@ from tests.approval.conftest import (
     make_settings,
     service_for,
 )
-from tests.fakes.channel import FakeChannel, MemberChannel
+from tests.fakes.channel import FakeChannel, MemberChannel, clicked
 
 
 async def _refused_at_once(store: Store, decision_reason: RuntimeReason | None) -> None:
@@ -70,7 +70,7 @@ async def test_the_only_approver_may_approve_their_own_dm_with_self_approval(
     service = service_for(settings, store, channel)
     request = make_request(envelope=make_envelope(is_group=False))
     async with asking(service, store, channel, request) as (posted, task):
-        assert await service.click(channel.click(posted, REQUESTER)) is ClickVerdict.ACCEPTED
+        assert await clicked(service, channel.click(posted, REQUESTER)) is ClickVerdict.ACCEPTED
     assert task.result().verdict is Decision.APPROVED
 
 
@@ -82,7 +82,7 @@ async def test_a_dm_reaches_an_approver_through_their_own_dm(
     request = make_request(envelope=make_envelope(is_group=False))
     async with asking(service, store, channel, request) as (_, task):
         copy = await channel.card_to(APPROVER)
-        assert await service.click(channel.click(copy, APPROVER)) is ClickVerdict.ACCEPTED
+        assert await clicked(service, channel.click(copy, APPROVER)) is ClickVerdict.ACCEPTED
     assert task.result().verdict is Decision.APPROVED
     # the conversation's card, and one copy for the approver (none for the requester)
     assert [p.target.conversation_id for p in channel.posted] == ["C1", APPROVER]
@@ -129,7 +129,7 @@ async def test_a_group_an_approver_can_see_gets_a_card(
     channel = MemberChannel(SLACK, members)
     service = service_for(make_settings(), store, channel)
     async with asking(service, store, channel) as (posted, task):
-        await service.click(channel.click(posted, APPROVER))
+        await clicked(service, channel.click(posted, APPROVER))
     assert task.result().verdict is Decision.APPROVED
 
 
@@ -138,5 +138,5 @@ async def test_a_group_without_approvers_still_reaches_them_by_dm(store: Store) 
     service = service_for(make_settings({"dm_approvers": True}), store, channel)
     async with asking(service, store, channel) as (_, task):
         copy = await channel.card_to(APPROVER)
-        await service.click(channel.click(copy, APPROVER))
+        await clicked(service, channel.click(copy, APPROVER))
     assert task.result().verdict is Decision.APPROVED

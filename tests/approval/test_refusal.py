@@ -1,5 +1,5 @@
-"""Asking whether a user may decide an approval: the verdict a click would be refused with,
-without deciding, expiring, auditing or editing anything."""
+"""Asking for the reply form (or the full view) of an approval: the verdict a click would be
+refused with, without deciding, expiring, auditing or editing anything."""
 
 from __future__ import annotations
 
@@ -7,11 +7,13 @@ import pytest
 
 from bot.approval import audit
 from bot.approval.service import ApprovalService
+from bot.cards import Actor, CardAction, CardReplyKind, CardVerb
 from bot.channel import ClickVerdict
 from bot.envelope import ChannelRef
 from bot.store import Store
 from bot.store.approvals import ApprovalStatus, Resolution
 from tests.approval.conftest import APPROVER, DISCORD, REQUESTER, make_record, make_settings
+from tests.fakes.channel import FakeSurface
 
 NOW = 1_000.0
 OTHER_ALIAS = ChannelRef(kind="discord", alias="other")
@@ -32,6 +34,30 @@ def service(store: Store, *, now: float = NOW) -> ApprovalService:
     return ApprovalService(
         make_settings(kind="discord", approver_roles=["ops"]), store, {}.get, lambda: now
     )
+
+
+async def refusal(
+    answers: ApprovalService,
+    *,
+    channel: ChannelRef,
+    approval_id: str,
+    user_id: str,
+    user_roles: tuple[str, ...],
+) -> ClickVerdict | None:
+    """What ``user_id`` asking for the reply form is refused with; None when it opens."""
+    surface = FakeSurface()
+    action = CardAction(
+        channel=channel,
+        approval_id=approval_id,
+        verb=CardVerb.REPLY,
+        actor=Actor(user_id=user_id, roles=user_roles),
+    )
+    reply = await answers.card_action(action, surface)
+    if reply.kind is CardReplyKind.OPEN_REPLY_FORM:
+        assert surface.reply_forms == [approval_id]
+        return None
+    assert surface.told == [reply]
+    return reply.verdict
 
 
 @pytest.mark.parametrize(
@@ -55,8 +81,8 @@ async def test_who_may_decide_a_pending_request(
     expected: ClickVerdict | None,
 ) -> None:
     await store.approvals.create(make_record(NOW, channel=DISCORD))
-    verdict = await service(store).refusal(
-        channel=channel, approval_id=approval_id, user_id=user, user_roles=roles
+    verdict = await refusal(
+        service(store), channel=channel, approval_id=approval_id, user_id=user, user_roles=roles
     )
     assert verdict is expected
 
@@ -73,8 +99,8 @@ async def test_a_closed_request_refuses_even_an_approver(
     store: Store, status: ApprovalStatus, expected: ClickVerdict
 ) -> None:
     await decided(store, status, "U_SOMEONE")
-    verdict = await service(store).refusal(
-        channel=DISCORD, approval_id="apr-1", user_id=APPROVER, user_roles=()
+    verdict = await refusal(
+        service(store), channel=DISCORD, approval_id="apr-1", user_id=APPROVER, user_roles=()
     )
     assert verdict is expected
 
@@ -84,8 +110,8 @@ async def test_a_stranger_is_refused_before_the_request_state_is_considered(
 ) -> None:
     """Same order as a click: a stranger on a decided request is not authorised."""
     await decided(store, ApprovalStatus.DENIED, APPROVER)
-    verdict = await service(store).refusal(
-        channel=DISCORD, approval_id="apr-1", user_id="U_MALLORY", user_roles=()
+    verdict = await refusal(
+        service(store), channel=DISCORD, approval_id="apr-1", user_id="U_MALLORY", user_roles=()
     )
     assert verdict is ClickVerdict.NOT_AUTHORISED
 
@@ -96,7 +122,7 @@ async def test_asking_decides_expires_and_audits_nothing(store: Store) -> None:
     await store.approvals.create(make_record(NOW, channel=DISCORD))
     late = service(store, now=NOW + 5)
     answers = [
-        await late.refusal(channel=DISCORD, approval_id="apr-1", user_id=user, user_roles=())
+        await refusal(late, channel=DISCORD, approval_id="apr-1", user_id=user, user_roles=())
         for user in (APPROVER, "U_MALLORY", REQUESTER)
     ]
     assert answers == [

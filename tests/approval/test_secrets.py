@@ -15,7 +15,7 @@ from bot.scrub import register_secret
 from bot.store import Store
 from bot.store.audit import Decision
 from tests.approval.conftest import APPROVER, SLACK, make_envelope, make_request, service_for
-from tests.fakes.channel import FakeChannel, FakeTerminal
+from tests.fakes.channel import FakeChannel, FakeTerminal, clicked
 
 BOT_TOKEN = "xoxb-1111111111-2222222222-abcdefghijklmnopqrstuvwx"
 SECRETS = (
@@ -62,8 +62,8 @@ async def test_no_secret_in_logs_audit_cards_or_prompts(
         async with asyncio.TaskGroup() as tg:
             task = tg.create_task(service.ask(make_request(arguments=ARGUMENTS)))
             posted = await channel.next_card()
-            await service.click(channel.click(posted, "U_STRANGER"))
-            await service.click(channel.click(posted, APPROVER, ApprovalChoice.ALWAYS))
+            await clicked(service, channel.click(posted, "U_STRANGER"))
+            await clicked(service, channel.click(posted, APPROVER, ApprovalChoice.ALWAYS))
         assert task.result().verdict is Decision.ALWAYS
         timed_out = await service.ask(make_request(arguments=ARGUMENTS, tool="deploy"))
         assert timed_out.verdict is Decision.EXPIRED

@@ -19,12 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from bot.cards import Actor, CardAction, CardAnswers, CardReply, CardVerb
 from bot.channel import (
     ApprovalCard,
     ApprovalChoice,
-    ApprovalClick,
     ChannelHealth,
     ChannelHost,
+    ClickVerdict,
     HealthState,
     SentMessage,
 )
@@ -164,20 +165,49 @@ class FakeChannel:
         replacement_text: str | None = None,
         on: str | None = None,
         full_view: bool = False,
-    ) -> ApprovalClick:
+    ) -> CardAction:
         """A click on ``card``, as if on the copy posted as message ``on`` (default: the
         posted message itself)."""
         message = SentMessage(target=card.target, message_id=on or card.message_id)
-        return ApprovalClick(
+        return CardAction(
             channel=self.ref,
             approval_id=card.card.approval_id,
-            choice=choice,
-            user_id=user_id,
-            user_roles=roles,
-            replacement_text=replacement_text,
+            verb=CardVerb(choice),
+            actor=Actor(user_id=user_id, roles=roles),
+            reply=replacement_text,
             card=message,
             full_view=full_view,
         )
+
+
+class FakeSurface:
+    """The :class:`~bot.cards.CardSurface` of the in-process channel: records what it was
+    asked to show; ``whole`` says whether it draws a card whole."""
+
+    def __init__(self, *, whole: bool = True) -> None:
+        self.whole = whole
+        self.told: list[CardReply] = []
+        self.full_views: list[ApprovalCard] = []
+        self.reply_forms: list[str] = []
+
+    def shows_whole(self, card: ApprovalCard) -> bool:
+        return self.whole
+
+    async def tell(self, reply: CardReply) -> None:
+        self.told.append(reply)
+
+    async def show_full(self, card: ApprovalCard) -> None:
+        self.full_views.append(card)
+
+    async def open_reply_form(self, approval_id: str) -> None:
+        self.reply_forms.append(approval_id)
+
+
+async def clicked(
+    answers: CardAnswers, action: CardAction, surface: FakeSurface | None = None
+) -> ClickVerdict:
+    """The verdict ``answers`` (the approval service, or a channel host) gives ``action``."""
+    return (await answers.card_action(action, surface or FakeSurface())).verdict
 
 
 async def _until(found: Callable[[], T | None], more: asyncio.Event, within_s: float) -> T:

@@ -1,8 +1,9 @@
 """A real :class:`~bot.channel.ChannelHost` for adapter tests, shared by the platform fakes.
 
 It records every envelope and approval click; ``verdict`` decides what a click is told, and
-what :meth:`RecordingHost.approval_refusal` answers for the same user (a DENY click asked
-about, recorded nowhere).
+what a request for the full view or the reply form is answered for the same user (a DENY
+click asked about, recorded nowhere); :meth:`RecordingHost.card_action` carries the answer
+out on the adapter's surface as the daemon's host does.
 ``hold`` makes :meth:`RecordingHost.deliver` wait for an event (a slow gateway);
 ``crash_on`` names a message text whose delivery raises :class:`HostCrash` (the daemon
 dying while it handles that message).
@@ -15,6 +16,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 
+from bot.cards import (
+    CardAction,
+    CardReply,
+    CardReplyKind,
+    CardState,
+    CardSurface,
+    CardVerb,
+    answer_on,
+)
 from bot.channel import ApprovalCard, ApprovalChoice, ApprovalClick, ClickVerdict
 from bot.channel_host import SOLE_PROCESS, Replica
 from bot.envelope import ChannelRef, IngressEnvelope
@@ -105,6 +115,45 @@ class RecordingHost:
             await self._changed.wait_for(lambda: len(self.deletions) >= count)
         return list(self.deletions)
 
+    async def card_action(self, action: CardAction, surface: CardSurface) -> CardReply:
+        reply = await self._reply(action, surface)
+        await answer_on(surface, reply)
+        return reply
+
+    async def _reply(self, action: CardAction, surface: CardSurface) -> CardReply:
+        choice = action.verb.choice
+        decides = choice is not None and (
+            action.verb is not CardVerb.REPLY or action.reply is not None
+        )
+        if decides and not self._shown_in_part(action, surface):
+            return CardReply.of(await self.approval_clicked(as_click(action)))
+        refused = await self.approval_refusal(
+            channel=action.channel,
+            approval_id=action.approval_id,
+            user_id=action.actor.user_id,
+            user_roles=action.actor.roles,
+        )
+        if refused is not None:
+            return CardReply.of(refused)
+        if decides:
+            return CardReply.of(ClickVerdict.NEEDS_FULL_VIEW)
+        if choice is not None:
+            return CardReply(kind=CardReplyKind.OPEN_REPLY_FORM, approval_id=action.approval_id)
+        card = self.cards.get(action.approval_id)
+        if card is None or card.state is CardState.EXPIRED:
+            return CardReply.of(ClickVerdict.UNKNOWN)
+        if card.state is not CardState.PENDING:
+            return CardReply.of(ClickVerdict.ALREADY_DECIDED)
+        return CardReply(kind=CardReplyKind.SHOW_FULL, approval_id=card.approval_id, card=card)
+
+    def _shown_in_part(self, action: CardAction, surface: CardSurface) -> bool:
+        """An approval from a card the test gave (:attr:`cards`) that did not show all of it:
+        refused, as the approval service does, and not recorded."""
+        card = self.cards.get(action.approval_id)
+        if action.verb.choice is ApprovalChoice.DENY or action.full_view or card is None:
+            return False
+        return card.cut or not surface.shows_whole(card)
+
     async def approval_clicked(self, click: ApprovalClick) -> ClickVerdict:
         async with self._changed:
             self.clicks.append(click)
@@ -151,3 +200,19 @@ class RecordingHost:
         async with asyncio.timeout(wait_s), self._changed:
             await self._changed.wait_for(lambda: len(self.clicks) >= count)
         return list(self.clicks)
+
+
+def as_click(action: CardAction) -> ApprovalClick:
+    """A decision reported as a :class:`CardAction`, in the form tests assert on."""
+    choice = action.verb.choice
+    assert choice is not None, action.verb
+    return ApprovalClick(
+        channel=action.channel,
+        approval_id=action.approval_id,
+        choice=choice,
+        user_id=action.actor.user_id,
+        user_roles=action.actor.roles,
+        replacement_text=action.reply,
+        card=action.card,
+        full_view=action.full_view,
+    )

@@ -24,7 +24,7 @@ from bot.mcp.sanitise import DESCRIPTION_CHARS, SCHEMA_CHARS
 from bot.providers.base import Provider
 from bot.providers.factory import build_provider
 from bot.visible_text import is_invisible
-from tests.fakes.channel import FakeChannel, FakeTerminal
+from tests.fakes.channel import FakeChannel, FakeTerminal, clicked
 from tests.fakes.openai_server import OpenAIFake
 from tests.fakes.scripted_provider import ScriptedProvider, call, reply
 from tests.mcp.conftest import CONSOLE, console_message, output
@@ -173,7 +173,7 @@ async def test_the_approval_card_shows_a_clean_marked_description(tmp_path: Path
         await app.gateway.deliver(slack_message("wipe sdb"))
         posted = await channel.next_card()
         assert channel.host is not None
-        await channel.host.approval_clicked(channel.click(posted, APPROVER))
+        await clicked(channel.host, channel.click(posted, APPROVER))
         await channel.wait_for("Done with the disk.")
     card: ApprovalCard = posted.card
     text = card.render_text()
@@ -196,7 +196,7 @@ async def test_a_huge_description_is_cut_on_the_card(tmp_path: Path) -> None:
         await app.gateway.deliver(slack_message("huge"))
         posted = await channel.next_card()
         assert channel.host is not None
-        await channel.host.approval_clicked(channel.click(posted, APPROVER))
+        await clicked(channel.host, channel.click(posted, APPROVER))
         await channel.wait_for("ok")
     about = posted.card.reason.partition("About the tool: ")[2]
     assert about.startswith(f"{MARK}AAAA")

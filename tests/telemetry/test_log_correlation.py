@@ -14,7 +14,7 @@ from structlog.testing import capture_logs
 
 from bot.channel import ApprovalChoice, ClickVerdict
 from bot.providers.base import CompletionRequest, ProviderReply
-from tests.fakes.channel import FakeChannel
+from tests.fakes.channel import FakeChannel, clicked
 from tests.fakes.openai_server import OpenAIFake
 from tests.fakes.scripted_provider import ScriptedProvider, call, reply
 from tests.telemetry.conftest import (
@@ -43,13 +43,11 @@ async def test_an_approval_clicks_lines_name_the_approval_and_the_turn_it_decide
         approval_id = posted.card.approval_id
         with capture_logs(processors=[merge_contextvars]) as lines:
             # the requester is no approver: refused; then the approver decides
-            own = await channel.host.approval_clicked(channel.click(posted, REQUESTER))
-            verdict = await channel.host.approval_clicked(channel.click(posted, APPROVER))
+            own = await clicked(channel.host, channel.click(posted, REQUESTER))
+            verdict = await clicked(channel.host, channel.click(posted, APPROVER))
             await channel.wait_for(ANSWER)
             await app.gateway.wait_idle()
-        late = await channel.host.approval_clicked(
-            channel.click(posted, APPROVER, ApprovalChoice.DENY)
-        )
+        late = await clicked(channel.host, channel.click(posted, APPROVER, ApprovalChoice.DENY))
         [row] = await app.store.tool_calls.for_call(
             fake.requests[1].body["messages"][-1]["tool_call_id"]
         )

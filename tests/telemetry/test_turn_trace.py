@@ -10,7 +10,7 @@ from pathlib import Path
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tests.fakes.channel import FakeChannel
+from tests.fakes.channel import FakeChannel, clicked
 from tests.fakes.openai_server import OpenAIFake
 from tests.telemetry.conftest import APPROVER, KEY, SLACK, message, running, settings_for, values_of
 
@@ -53,7 +53,7 @@ async def test_a_turn_with_an_approved_tool_is_one_trace_of_ids_and_counts(
         await app.host.deliver(message(QUESTION, "m1"))
         posted = await channel.next_card()
         assert channel.host is not None
-        await channel.host.approval_clicked(channel.click(posted, APPROVER))
+        await clicked(channel.host, channel.click(posted, APPROVER))
         await channel.wait_for(ANSWER)
         [row] = await app.store.tool_calls.for_call(
             fake.requests[2].body["messages"][-1]["tool_call_id"]

@@ -12,12 +12,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.channel import CUT_NOTE, SHOW_FULL_LABEL, ApprovalCard, ApprovalChoice, CardState
+from bot.cards import ButtonCodec
+from bot.channel import CUT_NOTE, SHOW_FULL_LABEL, ApprovalCard, CardState
 from bot.progress import finished_line, started_line, waiting_line
-from channels.telegram.cards import NOT_SHOWN, SHORTENED, card_keyboard, fit_card
-from channels.telegram.full_view import CAPTION_LIMIT, CONTINUED, plan_full_view
+from channels.telegram.cards import (
+    CAPTION_LIMIT,
+    CONTINUED,
+    NOT_SHOWN,
+    SHORTENED,
+    card_keyboard,
+    fit_card,
+)
+from channels.telegram.cards import full_view_messages as plan_full_view
 from channels.telegram.markup import literal_pieces, split_literal, telegram_length, to_html
-from channels.telegram.normalise import ButtonChoice, CallbackCodec
 from tests.fakes.telegram_html import well_formed
 
 APPROVAL = "0123456789abcdef01234567"  # the service's ids: 24 hex digits
@@ -32,7 +39,7 @@ _ESCAPE = re.compile(r"\\(x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|[tr])")
 
 
 def buttons(card: ApprovalCard) -> list[list[str]]:
-    markup = card_keyboard(card, CallbackCodec())
+    markup = card_keyboard(card, ButtonCodec())
     rows = markup.inline_keyboard if markup is not None else ()
     return [[str(b.callback_data) for b in row] for row in rows]
 
@@ -84,7 +91,7 @@ def test_a_decided_card_that_cannot_fit_is_shortened_too() -> None:
     shown = fit_card(card)
     assert telegram_length(shown.html) <= 4096
     assert "By: 2002" in shown.html and CUT_NOTE not in shown.html
-    assert card_keyboard(shown.card, CallbackCodec()) is None
+    assert card_keyboard(shown.card, ButtonCodec()) is None
 
 
 def test_when_no_shortened_line_fits_none_is_shown() -> None:
@@ -99,7 +106,7 @@ def test_keyboards() -> None:
     a = APPROVAL
     assert buttons(CARD) == [[f"ap:{a}:a", f"ap:{a}:d", f"ap:{a}:w"], [f"ap:{a}:r"]]
     cut = ApprovalCard(approval_id=a, tool="t", lines=(), reason="r", requested_by="A", cut=True)
-    markup = card_keyboard(cut, CallbackCodec())
+    markup = card_keyboard(cut, ButtonCodec())
     assert markup is not None and markup.inline_keyboard[0][0].text == SHOW_FULL_LABEL
 
 
@@ -211,30 +218,3 @@ def test_a_cut_prefers_a_line_break() -> None:
 def test_progress_lines_are_literal(line: str, expected: str) -> None:
     """The core sends hints and reasons as code spans (bot.progress.literal)."""
     assert to_html(line) == expected
-
-
-# -- callback data -------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("full_view", [False, True])
-@pytest.mark.parametrize("choice", list(ApprovalChoice))
-def test_decision_buttons_round_trip_without_memory(
-    choice: ApprovalChoice, full_view: bool
-) -> None:
-    data = CallbackCodec().encode(APPROVAL, choice, full_view=full_view)
-    assert len(data.encode()) <= 64
-    # A new codec (a restart) reads it the same.
-    assert CallbackCodec().decode(data) == ButtonChoice(
-        approval_id=APPROVAL, choice=choice, full_view=full_view
-    )
-
-
-def test_show_full_and_reply_buttons_decide_nothing() -> None:
-    codec = CallbackCodec()
-    show, reply = codec.encode_show_full(APPROVAL), codec.encode_reply(APPROVAL)
-    assert (show, reply) == (f"ap:{APPROVAL}:s", f"ap:{APPROVAL}:r")
-    assert codec.decode(show) is None and codec.decode(reply) is None
-    assert CallbackCodec().show_full_request(show) == APPROVAL
-    assert codec.show_full_request(reply) is None
-    markup = card_keyboard(fit_card(full_card("x")).card, codec)
-    assert codec.approval_in(markup) == APPROVAL

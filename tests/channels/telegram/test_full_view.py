@@ -24,6 +24,7 @@ from bot.approval.card import card_for
 from bot.approval.gate import ApprovalDecision, ApprovalRequest
 from bot.approval.service import ApprovalService
 from bot.approval.summary import describe
+from bot.cards import DOCUMENT_NAME
 from bot.channel import CUT_NOTE, SHOW_FULL_LABEL, ApprovalCard, ApprovalChoice, ClickVerdict
 from bot.envelope import IngressEnvelope
 from bot.progress import cut, finished_line, progress_hint, started_line, waiting_line
@@ -33,8 +34,7 @@ from bot.store.audit import Decision
 from bot.turn import TurnIdentity
 from bot.visible_text import visible
 from channels.telegram.adapter import TelegramChannel
-from channels.telegram.card_answers import FULL_VIEW_HINT
-from channels.telegram.full_view import DOCUMENT_NAME
+from channels.telegram.card_surface import FULL_VIEW_HINT
 from tests.approval.service_host import ServiceHost
 from tests.fakes.approval_service import approval_service as service_over
 from tests.fakes.channel_health import serving as running
@@ -347,8 +347,9 @@ async def test_approving_from_the_cut_card_is_refused(tg: FakeTelegram, store: S
         )
     assert [(c.choice, c.full_view) for c in run.host.clicks] == [
         (ApprovalChoice.APPROVE, False),
+        (ApprovalChoice.APPROVE, False),
         (ApprovalChoice.ALWAYS, False),
-    ]  # the reaction was not reported: the card hid part of the request
+    ]  # all reported, and refused by the core: the card hid part of the request
     assert row is not None and row.status is ApprovalStatus.PENDING
     assert still == card  # untouched: still offering Show full, Deny, Reply instead
 

@@ -30,8 +30,7 @@ from bot.store import Store
 from bot.store.approvals import ApprovalRecord
 from bot.turn import TurnIdentity
 from channels.telegram.adapter import TelegramChannel
-from channels.telegram.card_answers import REPLY_HINT
-from channels.telegram.reply_instead import EMPTY_REPLY
+from channels.telegram.card_surface import EMPTY_REPLY, REPLY_HINT
 from tests.approval.service_host import ServiceHost
 from tests.fakes.approval_service import approval_service as service_over
 from tests.fakes.channel_health import serving as running

@@ -15,13 +15,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bot.cards import ButtonCodec
 from bot.channel import CUT_NOTE, SHOW_FULL_LABEL, ApprovalCard, CardState
 from bot.envelope import IngressEnvelope
 from bot.store import Store
 from channels.telegram.adapter import TelegramChannel
 from channels.telegram.cards import card_keyboard, fit_card, full_view_keyboard
 from channels.telegram.markup import render_chunks
-from channels.telegram.normalise import CallbackCodec
 from tests.fakes.channel_health import serving as running
 from tests.fakes.limits import TELEGRAM_TEXT
 from tests.fakes.recording_host import RecordingHost
@@ -205,7 +205,7 @@ def test_every_card_is_a_message_telegram_accepts(
     checks as the fake makes them (:func:`tests.fakes.telegram_rules.refusal`)."""
     card = replace(card_of(arguments, approval_id=approval_id), state=state, decided_by="Bob <&>")
     shown = fit_card(card)
-    codec = CallbackCodec()
+    codec = ButtonCodec()
     keyboard = card_keyboard(shown.card, codec)
     params: JSON = {"chat_id": CHAT, "text": shown.html, "parse_mode": "HTML"}
     if keyboard is not None:

@@ -15,7 +15,7 @@ from bot.store import Store
 from bot.tools.authorization import approval_request
 from bot.tools.spec import ToolSpec
 from tests.approval.conftest import APPROVER, asking, make_envelope
-from tests.fakes.channel import FakeChannel
+from tests.fakes.channel import FakeChannel, clicked
 from tests.tools import harness
 from tests.tools.builtin.conftest import make_context
 from tests.tools.builtin.sandbox_rig import (
@@ -133,6 +133,6 @@ async def test_the_card_says_the_network_is_allowed(layout: DaemonLayout, store:
     request = approval_request(context, spec, call_id="c1", arguments={"command": "curl -sI x"})
     async with asking(service, store, channel, request) as (posted, _task):
         assert posted.card.lines == ("command: curl -sI x", "network: allowed (host)")
-        await service.click(channel.click(posted, APPROVER))
+        await clicked(service, channel.click(posted, APPROVER))
     rows = await store.audit.since()
     assert '"network: allowed (host)"' in rows[-1].summary

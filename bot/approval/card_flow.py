@@ -1,0 +1,315 @@
+"""What an answer on an approval card means: the one place that decides it.
+
+Every answer — a button, a reaction, a reply on a chat card (:class:`~bot.cards.CardAction`,
+through :meth:`bot.channel.ChannelHost.card_action`), a web console answer, a CLI decision —
+is applied here, from the approval row alone: an answer may reach any process long after
+the ask (a late click, a click after a restart, one on another replica). In this order:
+
+1. an unknown approval, or one of another channel alias, is unknown (and, for the web
+   console, one whose call's fingerprint is not the one the page showed);
+2. the approver rules (:func:`~bot.approval.approvers.refusal`): not an approver, or the
+   requester's own call. A refused decision is audited; asking for the full view or the
+   reply form is only answered;
+3. a request no longer open: "expired" (a pending row whose deadline passed is expired now,
+   by the runtime's timeout) or "already decided"; the clicked card is edited to the outcome;
+4. Approve and Always count only from a view that showed everything: the full view, or a
+   card neither the approval service (``cut``) nor the platform
+   (:meth:`~bot.cards.CardSurface.shows_whole`) shortened; Deny always counts;
+5. "show full" gets the request whole, "reply instead" the reply form; a reply is a deny
+   with that text (a blank reply is a plain deny: the model is told nothing it could act
+   on); Always adds a grant; the row is decided once (the store's conditional update),
+   audited, and the waiting turn woken, here or on another replica
+   (:class:`~bot.approval.shared.SharedApprovals`).
+
+The answer is then carried out on the platform's :class:`~bot.cards.CardSurface`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+
+import structlog
+from structlog.contextvars import bound_contextvars
+
+from bot.approval import audit
+from bot.approval.approvers import refusal
+from bot.approval.card import card_for
+from bot.approval.card_desk import CardDesk, PolicyLookup
+from bot.approval.grants import GrantScope, new_grant
+from bot.approval.reasons import AnswerRoute, RuntimeReason
+from bot.approval.shared import SharedApprovals
+from bot.approval.waits import Waits
+from bot.cards import CardAction, CardReply, CardReplyKind, CardSurface, CardVerb, answer_on
+from bot.channel import ApprovalCard, ApprovalChoice, ClickVerdict
+from bot.envelope import ChannelRef
+from bot.scrub import scrub_text
+from bot.store import Store
+from bot.store.approvals import ApprovalRecord, ApprovalStatus, Resolution
+from bot.store.grants import NewGrant
+
+log = structlog.get_logger(__name__)
+
+#: How many approvals' turns are remembered for the log lines of their answers (a late one
+#: too); an answer on an approval asked before a restart names no turn.
+TURNS_KEPT = 1024
+
+
+class CardFlow:
+    """Applies the answers to approval rows. One per daemon."""
+
+    def __init__(
+        self,
+        store: Store,
+        policy_for: PolicyLookup,
+        cards: CardDesk,
+        waits: Waits,
+        shared: SharedApprovals,
+        clock: Callable[[], float],
+    ) -> None:
+        self._store = store
+        self._policy_for = policy_for
+        self._cards = cards
+        self._waits = waits
+        self._shared = shared
+        self._clock = clock
+        #: the turn of each approval asked here, the latest TURNS_KEPT (answer log lines)
+        self._turns: dict[str, str] = {}
+
+    def remember_turn(self, approval_id: str, turn_id: str) -> None:
+        """``approval_id`` was asked by ``turn_id``: its answers' log lines name that turn."""
+        if len(self._turns) >= TURNS_KEPT:
+            del self._turns[next(iter(self._turns))]
+        self._turns[approval_id] = turn_id
+
+    async def answer(self, action: CardAction, surface: CardSurface) -> CardReply:
+        """Decide ``action`` and carry the answer out on ``surface``; returns the answer."""
+        with self._bound(action.approval_id):
+            reply = await self._reply(action, surface)
+            log.info(
+                "approval_card_answer",
+                approval_id=action.approval_id,
+                user_id=action.actor.user_id,
+                verb=action.verb,
+                full_view=action.full_view,
+                answer=reply.kind,
+                verdict=reply.verdict,
+            )
+            await answer_on(surface, reply)
+        return reply
+
+    async def decide(
+        self,
+        action: CardAction,
+        *,
+        route: AnswerRoute = AnswerRoute.CLICK,
+        fingerprint: str | None = None,
+        grant_scope: GrantScope | None = None,
+        surface: CardSurface | None = None,
+    ) -> ClickVerdict:
+        """Apply one decision (steps 1–5 of the module docstring). The web console's answers
+        name their ``route``, the ``fingerprint`` of the call they were shown and a
+        ``grant_scope``; ``surface`` answers whether its card showed everything."""
+        with self._bound(action.approval_id):
+            return await self._decide(action, route, fingerprint, grant_scope, surface)
+
+    def _bound(self, approval_id: str) -> AbstractContextManager[None]:
+        ids = {"approval_id": approval_id}
+        turn_id = self._turns.get(approval_id)
+        if turn_id is not None:
+            ids["turn_id"] = turn_id
+        return bound_contextvars(**ids)
+
+    async def _reply(self, action: CardAction, surface: CardSurface) -> CardReply:
+        opens = action.verb is CardVerb.SHOW_FULL or (
+            action.verb is CardVerb.REPLY and action.reply is None
+        )
+        if not opens:
+            return CardReply.of(await self._decide(action, AnswerRoute.CLICK, None, None, surface))
+        record = await self._record(action.channel, action.approval_id)
+        if record is None:
+            return CardReply.of(ClickVerdict.UNKNOWN)
+        refused = self._refusal(record, action) or _closed(record, self._clock())
+        if refused is not None:
+            return CardReply.of(refused)
+        if action.verb is CardVerb.REPLY:
+            return CardReply(kind=CardReplyKind.OPEN_REPLY_FORM, approval_id=record.id)
+        card = card_for(record, timeout_s=self._policy_for(action.channel).timeout_s)
+        return CardReply(kind=CardReplyKind.SHOW_FULL, approval_id=record.id, card=card)
+
+    async def card(self, *, channel: ChannelRef, approval_id: str) -> ApprovalCard | None:
+        """The card of ``approval_id`` as its row is now; None when unknown to ``channel``.
+        Reads only (the full view of the adapters that still render it themselves)."""
+        record = await self._record(channel, approval_id)
+        if record is None:
+            return None
+        return card_for(record, timeout_s=self._policy_for(channel).timeout_s)
+
+    def _refusal(self, record: ApprovalRecord, action: CardAction) -> ClickVerdict | None:
+        return refusal(
+            self._policy_for(action.channel),
+            user_id=action.actor.user_id,
+            roles=action.actor.roles,
+            requester=record.requester,
+        )
+
+    async def _record(self, channel: ChannelRef, approval_id: str) -> ApprovalRecord | None:
+        """The approval row, unless it does not exist or belongs to another channel alias."""
+        record = await self._store.approvals.get(approval_id)
+        if record is None or record.channel != str(channel):
+            return None
+        return record
+
+    async def _decide(
+        self,
+        action: CardAction,
+        route: AnswerRoute,
+        fingerprint: str | None,
+        grant_scope: GrantScope | None,
+        surface: CardSurface | None,
+    ) -> ClickVerdict:
+        choice = action.verb.choice
+        if choice is None:
+            raise ValueError(f"{action.verb} decides nothing")
+        record = await self._record(action.channel, action.approval_id)
+        if record is None:
+            return ClickVerdict.UNKNOWN
+        if fingerprint is not None and fingerprint != record.fingerprint:
+            log.warning("approval_fingerprint_mismatch", approval_id=record.id, route=route)
+            return ClickVerdict.UNKNOWN
+        refused = self._refusal(record, action)
+        if refused is not None:
+            await self._store.audit.append(
+                audit.entry_for_record(
+                    record,
+                    at=self._clock(),
+                    decision=audit.refused_click(choice),
+                    decided_by=action.actor.user_id,
+                    reason=refused.value,
+                )
+            )
+            log.warning(
+                "approval_click_refused",
+                approval_id=record.id,
+                user_id=action.actor.user_id,
+                verdict=refused,
+            )
+            return refused
+        verdict = await self._apply(record, action, choice, route, grant_scope, surface)
+        if verdict is not ClickVerdict.ACCEPTED and action.card is not None:
+            await self._cards.show_outcome(record.id, action.card)
+        return verdict
+
+    def _shown_whole(
+        self, record: ApprovalRecord, channel: ChannelRef, surface: CardSurface | None
+    ) -> bool:
+        """Whether the card an answer came from showed all of the request."""
+        if record.cut:
+            return False
+        if surface is None:
+            return True
+        return surface.shows_whole(card_for(record, timeout_s=self._policy_for(channel).timeout_s))
+
+    async def _apply(
+        self,
+        record: ApprovalRecord,
+        action: CardAction,
+        choice: ApprovalChoice,
+        route: AnswerRoute,
+        grant_scope: GrantScope | None,
+        surface: CardSurface | None,
+    ) -> ClickVerdict:
+        now = self._clock()
+        closed = _closed(record, now)
+        if closed is not None:
+            if record.status is ApprovalStatus.PENDING:
+                # The deadline passed while the asking side had not yet noticed: the runtime's
+                # timeout is the decision, as it would have been a moment later.
+                await self._waits.expire(record, RuntimeReason.TIMEOUT)
+            return closed
+        approving = choice is not ApprovalChoice.DENY
+        if (
+            approving
+            and not action.full_view
+            and not self._shown_whole(record, action.channel, surface)
+        ):
+            # The card hid part of the request: only a view that showed all of it approves.
+            log.warning("approval_click_needs_full_view", approval_id=record.id)
+            return ClickVerdict.NEEDS_FULL_VIEW
+        policy = self._policy_for(action.channel)
+        status, grant, reply = ApprovalStatus.APPROVED, None, None
+        if choice is ApprovalChoice.DENY:
+            # A blank reply is a plain deny: the model is told nothing it could act on.
+            text = (action.reply or "").strip()
+            reply = scrub_text(text) if text else None
+            status = ApprovalStatus.EDITED if reply else ApprovalStatus.DENIED
+        elif choice is ApprovalChoice.ALWAYS:
+            status = ApprovalStatus.ALWAYS
+            grant = new_grant(
+                tool=record.tool,
+                scope=grant_scope or policy.grant_scope,
+                channel=record.channel,
+                conversation_id=record.conversation_id,
+                granted_by=action.actor.user_id,
+                now=now,
+                ttl_s=policy.grant_ttl_s,
+            )
+        decided = Resolution(
+            status=status, decided_by=action.actor.user_id, reason=route, at=now, reply=reply
+        )
+        if not await self._resolve(record, decided, grant=grant):
+            return ClickVerdict.ALREADY_DECIDED
+        log.info(
+            "approval_clicked",
+            approval_id=record.id,
+            user_id=action.actor.user_id,
+            decision=status,
+            route=route,
+        )
+        return ClickVerdict.ACCEPTED
+
+    async def decide_as_operator(
+        self, approval_id: str, approve: bool, operator: str
+    ) -> ClickVerdict:
+        """A decision from the CLI: the operator is trusted; single use like any other."""
+        record = await self._store.approvals.get(approval_id)
+        if record is None:
+            return ClickVerdict.UNKNOWN
+        if record.status is not ApprovalStatus.PENDING:
+            return _settled(record)
+        status = ApprovalStatus.APPROVED if approve else ApprovalStatus.DENIED
+        decided = Resolution(
+            status=status, decided_by=operator, reason=AnswerRoute.CLI, at=self._clock()
+        )
+        if not await self._resolve(record, decided):
+            return ClickVerdict.ALREADY_DECIDED
+        return ClickVerdict.ACCEPTED
+
+    async def _resolve(
+        self, record: ApprovalRecord, decided: Resolution, *, grant: NewGrant | None = None
+    ) -> bool:
+        """Apply a person's decision to the pending row, audited; when it wins, wake the turn
+        waiting on it, here or on another replica. False if someone decided first."""
+        won = await self._store.approvals.resolve(
+            record.id, decided, audit=audit.entry_for_resolution(record, decided), grant=grant
+        )
+        if won:
+            self._waits.wake(record.id)
+            await self._shared.decided(record)
+        return won
+
+
+def _closed(record: ApprovalRecord, now: float) -> ClickVerdict | None:
+    """Why nobody can decide ``record`` at ``now``; None while it is open. A pending row whose
+    deadline has passed reads as expired, as it will once the runtime expires it."""
+    if record.status is ApprovalStatus.PENDING:
+        return ClickVerdict.UNKNOWN if now >= record.expires_at else None
+    return _settled(record)
+
+
+def _settled(record: ApprovalRecord) -> ClickVerdict:
+    """What a decision on a row that is no longer pending gets: an expired request reads as
+    expired (there is nothing left to decide), anything else as already decided."""
+    if record.status is ApprovalStatus.EXPIRED:
+        return ClickVerdict.UNKNOWN
+    return ClickVerdict.ALREADY_DECIDED

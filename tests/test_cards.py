@@ -1,0 +1,65 @@
+"""The button codec every platform's approval buttons use (:class:`bot.cards.ButtonCodec`)."""
+
+from __future__ import annotations
+
+import secrets
+
+import pytest
+
+from bot.cards import TELEGRAM_BUDGET, Button, ButtonCodec, CardVerb, Unreadable
+
+DRAWN = [
+    Button(approval_id=secrets.token_hex(16), verb=verb, full_view=full_view)
+    for verb in CardVerb
+    for full_view in (False, True)
+    if not (full_view and verb in (CardVerb.REPLY, CardVerb.SHOW_FULL))
+]
+
+
+@pytest.mark.parametrize("button", DRAWN, ids=lambda b: f"{b.verb}-{b.full_view}")
+def test_every_button_round_trips_within_telegrams_budget_without_memory(button: Button) -> None:
+    data = ButtonCodec().pack(button)
+    assert len(data.encode()) <= TELEGRAM_BUDGET
+    # a new codec (a restart, another replica) reads it the same
+    assert ButtonCodec().unpack(data) == button
+
+
+def test_a_32_hex_id_leaves_room_for_a_grant_choice_and_a_quorum_vote() -> None:
+    button = Button(
+        approval_id="f" * 32, verb=CardVerb.ALWAYS, full_view=True, fields=("g" * 12, "v" * 12)
+    )
+    data = ButtonCodec().pack(button)
+    assert len(data.encode()) == TELEGRAM_BUDGET
+    assert ButtonCodec().unpack(data) == button
+
+
+@pytest.mark.parametrize(
+    ("data", "read"),
+    [
+        ("ap:apr-1:a", Button(approval_id="apr-1", verb=CardVerb.APPROVE)),
+        ("ap:apr-1:fw", Button(approval_id="apr-1", verb=CardVerb.ALWAYS, full_view=True)),
+        ("ap:apr-1:s", Button(approval_id="apr-1", verb=CardVerb.SHOW_FULL)),
+        ("ap:apr-1:r", Button(approval_id="apr-1", verb=CardVerb.REPLY)),
+        ("v2:apr-1:a", Unreadable.PAYLOAD),  # a later format version
+        ("v17:anything", Unreadable.PAYLOAD),
+        ("ap:apr-1:zz", Unreadable.PAYLOAD),  # damaged
+        ("ap::a", Unreadable.PAYLOAD),
+        ("poll:yes", None),  # not an approval button
+        ("", None),
+        (None, None),
+    ],
+)
+def test_payloads_of_format_1_are_read_and_anything_else_refused_politely(
+    data: str | None, read: Button | Unreadable | None
+) -> None:
+    assert ButtonCodec().unpack(data) == read
+
+
+def test_an_id_too_long_for_the_budget_travels_as_a_digest_this_process_knows() -> None:
+    long_id = "x" * 80
+    codec = ButtonCodec()
+    data = codec.pack(Button(approval_id=long_id, verb=CardVerb.DENY))
+    assert len(data.encode()) <= TELEGRAM_BUDGET
+    assert codec.unpack(data) == Button(approval_id=long_id, verb=CardVerb.DENY)
+    after_restart = ButtonCodec().unpack(data)
+    assert isinstance(after_restart, Button) and after_restart.approval_id != long_id
