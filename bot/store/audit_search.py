@@ -28,13 +28,16 @@ MAX_PAGE_SIZE = 1000
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AuditFilter:
     """Which rows to show. Text filters match whole values (a tool's name, a person's id,
-    a decision's spelling, a channel ``kind.alias``); ``since`` and ``until`` bound ``at``
+    a decision's spelling, a channel ``kind.alias``; ``person`` a person's id as requester or
+    decider); ``since`` and ``until`` bound ``at``
     (``since <= at < until``, epoch seconds). ``channels`` is the reader's reach: ``None``
     for every channel, else only those (an empty set reaches nothing)."""
 
     tool: str = ""
     requester: str = ""
     approver: str = ""
+    #: A person's id, as requester or as the one who decided.
+    person: str = ""
     decision: str = ""
     channel: str = ""
     since: float | None = None
@@ -81,6 +84,11 @@ def _where(flt: AuditFilter) -> tuple[list[str], list[object]]:
         if value:
             clauses.append(f"{column} = ?")
             params.append(value)
+    if flt.person:
+        # each side walks its own index (requester_at, decided_by_at); a person's rows are
+        # few next to the trail's, so they are sorted for the page
+        clauses.append("(requester = ? OR decided_by = ?)")
+        params += [flt.person, flt.person]
     if flt.since is not None:
         clauses.append("at >= ?")
         params.append(flt.since)

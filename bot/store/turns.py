@@ -154,6 +154,7 @@ def turns_query(
     *,
     before: int | None = None,
     limit: int = TURNS_PAGE,
+    sender_id: str = "",
 ) -> tuple[str, Params]:
     """The statement of :meth:`Turns.for_session` (exposed for plan checks)."""
     reach, params = _reach(channels)
@@ -163,6 +164,9 @@ def turns_query(
         f" WHERE session_key = ? AND turn_id IS NOT NULL{reach}"
     )
     params = [session_key, *params]
+    if sender_id:
+        sql += " AND sender_id = ?"
+        params.append(sender_id)
     if before is not None:
         sql += " AND id < ?"
         params.append(before)
@@ -198,6 +202,30 @@ class Turns:
             for r in rows
         ]
 
+    async def sessions_of_sender(
+        self, sender_id: str, channels: Sequence[str], *, limit: int = SESSIONS_PAGE
+    ) -> list[SessionActivity]:
+        """The sessions where ``sender_id`` wrote on ``channels`` (``kind.alias``, the reader's
+        reach), latest message first: the inbox's ``(channel, sender_id)`` index finds their
+        messages, grouped by session."""
+        if not channels:
+            return []
+        marks = ", ".join("?" * len(channels))
+        rows = await self._db.fetchall(
+            "SELECT session_key, MAX(updated_at) AS updated_at FROM inbox"
+            f" WHERE channel IN ({marks}) AND sender_id = ? GROUP BY session_key"
+            " ORDER BY MAX(updated_at) DESC LIMIT ?",
+            [*channels, sender_id, limit],
+        )
+        return [
+            SessionActivity(
+                session_key=r["session_key"],
+                channel=channel_of(r["session_key"]),
+                updated_at=float(r["updated_at"]),
+            )
+            for r in rows
+        ]
+
     async def for_session(
         self,
         session_key: str,
@@ -205,10 +233,13 @@ class Turns:
         *,
         before: int | None = None,
         limit: int = TURNS_PAGE,
+        sender_id: str = "",
     ) -> TurnPage:
-        """The session's turns, newest first, before entry ``before``; none when the
-        session is out of reach."""
-        sql, params = turns_query(session_key, channels, before=before, limit=limit + 1)
+        """The session's turns (of ``sender_id``'s messages only, when given), newest
+        first, before entry ``before``; none when the session is out of reach."""
+        sql, params = turns_query(
+            session_key, channels, before=before, limit=limit + 1, sender_id=sender_id
+        )
         rows = await self._db.fetchall(sql, params)
         more = len(rows) > limit
         rows = rows[:limit]

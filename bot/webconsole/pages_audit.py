@@ -1,6 +1,13 @@
 """The Audit log page: every approval decision, filtered, a page at a time, and as CSV.
 
-Filters (query parameters, so a filtered page can be bookmarked and shared): ``tool``,
+Each row reads in the chat's words (``denied with a reply``, ``refused: not an approver``:
+:func:`bot.webconsole.outcomes.decision_words`), names people by display name beside their
+id (:mod:`bot.webconsole.people`), and carries the turn and call ids of the call it decided
+(:mod:`bot.webconsole.audit_calls`), linked to the call on the turns page with the
+``hatchway receipts verify`` command that checks it.
+
+Filters (query parameters, so a filtered page can be bookmarked and shared): ``person`` (a
+person's id, as requester or decider), ``tool``,
 ``requester``, ``approver`` (who decided: a person's id, ``runtime``, ``operator:NAME``),
 ``decision`` (a :class:`~bot.store.audit.Decision` spelling), ``channel`` and the dates
 ``from`` and ``to`` (UTC days, both included; or ISO times). Pages are newest first and
@@ -18,19 +25,24 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from aiohttp import web
 
 from bot.store.audit import AuditEntry, Decision
 from bot.store.audit_search import AuditCursor, AuditFilter
+from bot.store.tool_calls import ToolCallRecord
 from bot.webconsole import display
+from bot.webconsole.audit_calls import match_calls
 from bot.webconsole.audit_export import stream_csv
+from bot.webconsole.outcomes import decision_words
 from bot.webconsole.pages import Access, PageRequest, Pages
+from bot.webconsole.pages_turns import SESSION_PATH
+from bot.webconsole.people import People, kind_of
 
 PATH = "/audit"
 EXPORT_PATH = f"{PATH}/export.csv"
-FILTER_KEYS = ("tool", "requester", "approver", "decision", "channel", "from", "to")
+FILTER_KEYS = ("person", "tool", "requester", "approver", "decision", "channel", "from", "to")
 MAX_FILTER_CHARS = 200
 
 
@@ -48,24 +60,45 @@ class AuditRow:
     tool: str
     summary: str
     decision: str
+    decision_class: str
     decided_by: str
     reason: str
     latency: str
+    turn_id: str
+    call_id: str
+    call_href: str
+    verify: str
 
 
-def _row(entry: AuditEntry) -> AuditRow:
+def _row(entry: AuditEntry, call: ToolCallRecord | None, people: People) -> AuditRow:
+    kind = kind_of(entry.channel)
+    words, css = decision_words(entry.decision, entry.reason)
+    refused = css == "outcome-refused"
+    href = verify = ""
+    if call is not None:
+        key = urlencode({"key": call.session_key})
+        href = f"{SESSION_PATH}?{key}#call-{quote(call.call_id, safe='')}"
+        verify = f"hatchway receipts verify --turn {call.turn_id}"
     return AuditRow(
         id=entry.id,
         at=display.when(entry.at),
         channel=display.text(entry.channel),
         conversation=display.text(entry.conversation_id),
-        requester=display.text(entry.requester),
+        requester=people.show(kind, entry.requester),
         tool=display.text(entry.tool),
         summary=display.summary_lines(entry.summary),
-        decision=entry.decision.value,
-        decided_by=display.text(entry.decided_by),
-        reason=display.text(entry.reason, 300),
+        decision=words,
+        decision_class=css,
+        decided_by=people.show(kind, entry.decided_by),
+        # a refused click's reason is in its words; the runtime's too
+        reason=""
+        if refused or entry.decision in (Decision.EXPIRED, Decision.AUTO_DENIED)
+        else display.text(entry.reason, 300),
         latency=display.duration(entry.latency_ms / 1000) if entry.latency_ms else "",
+        turn_id=display.text(call.turn_id, 80) if call else "",
+        call_id=display.text(call.call_id, 80) if call else "",
+        call_href=href,
+        verify=display.text(verify, 200),
     )
 
 
@@ -96,6 +129,7 @@ def parse_filter(query: Any, viewer_reach: frozenset[str] | None) -> AuditFilter
     if decision and decision not in {d.value for d in Decision}:
         raise FilterError(f"decision: {decision!r} is not a decision this log records")
     flt = AuditFilter(
+        person=values["person"],
         tool=values["tool"],
         requester=values["requester"],
         approver=values["approver"],
@@ -138,7 +172,7 @@ async def audit_page(page: PageRequest) -> web.StreamResponse:
     kept = {k: v for k, v in shown.items() if v}
     context: dict[str, Any] = {
         "form": shown,
-        "decisions": [d.value for d in Decision],
+        "decisions": [(d.value, decision_words(d, "")[0]) for d in Decision],
         "channels": _channels(page),
         "path": PATH,
         "rows": [],
@@ -155,7 +189,15 @@ async def audit_page(page: PageRequest) -> web.StreamResponse:
         context["error"] = str(exc)
         return page.render("audit.html", context, status=400)
     found = await page.host.store.audit.page(flt, before=before, after=after)
-    context["rows"] = [_row(e) for e in found.entries]
+    store = page.host.store
+    calls = match_calls(
+        found.entries,
+        await store.tool_calls.for_fingerprints([e.fingerprint for e in found.entries]),
+    )
+    who = [(kind_of(e.channel), e.requester) for e in found.entries]
+    who += [(kind_of(e.channel), e.decided_by) for e in found.entries]
+    people = await People.load(store, who)
+    context["rows"] = [_row(e, calls.get(e.id), people) for e in found.entries]
     if found.older is not None:
         context["older"] = f"{PATH}?{urlencode({**kept, 'before': found.older.token()})}"
     if found.newer is not None:

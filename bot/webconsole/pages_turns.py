@@ -10,6 +10,9 @@ outcome in the chat's words (:mod:`bot.webconsole.outcomes`). A call's receipt i
 its row as stored now, with the key ``agent.receipt_key_env`` names, like
 ``hatchway receipts verify`` (:mod:`bot.tools.receipt`); the key is never shown.
 
+**Search by person**: ``person`` (a user id) lists the conversations where that person wrote
+(on the channels the viewer reads), and a session's page shows only their turns.
+
 An approver sees the sessions of the channels they approve; another channel's session reads
 as empty (the store's queries take the viewer's channels).
 """
@@ -36,6 +39,7 @@ from bot.webconsole.people import People, kind_of
 PATH = "/turns"
 SESSION_PATH = f"{PATH}/session"
 MAX_KEY_CHARS = 512
+MAX_PERSON_CHARS = 200
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -173,10 +177,13 @@ async def sessions_page(page: PageRequest) -> web.StreamResponse:
     query = page.request.query
     configured = [f"{kind}.{alias}" for kind, alias, _ in page.host.settings.channels.all()]
     channel = query.get("channel", "")[:200]
+    person = query.get("person", "").strip()[:MAX_PERSON_CHARS]
+    readable = [c for c in configured if page.viewer.may_read(c)]
     context: dict[str, Any] = {
         "sessions": [],
-        "channels": [c for c in configured if page.viewer.may_read(c)],
+        "channels": readable,
         "channel": channel,
+        "person": person,
         "older": "",
         "error": "",
         "path": PATH,
@@ -191,14 +198,22 @@ async def sessions_page(page: PageRequest) -> web.StreamResponse:
         if not math.isfinite(at):
             return _bad(page, "turns.html", context, "before_at: not a time; start again")
         before = (at, query.get("before_key", "")[:MAX_KEY_CHARS])
-    found = await page.host.store.turns.sessions(
-        display.reach(page.viewer), channel=channel, before=before, limit=SESSIONS_PAGE + 1
-    )
-    more, found = len(found) > SESSIONS_PAGE, found[:SESSIONS_PAGE]
+    if person:
+        # a person's conversations: where they wrote, on the channels the viewer reads
+        found = await page.host.store.turns.sessions_of_sender(
+            person, [c for c in readable if not channel or c == channel]
+        )
+        more = False
+    else:
+        found = await page.host.store.turns.sessions(
+            display.reach(page.viewer), channel=channel, before=before, limit=SESSIONS_PAGE + 1
+        )
+        more, found = len(found) > SESSIONS_PAGE, found[:SESSIONS_PAGE]
+    keep_person = {"person": person} if person else {}
     context["sessions"] = [
         {
             "key": display.text(s.session_key, 300),
-            "href": f"{SESSION_PATH}?{urlencode({'key': s.session_key})}",
+            "href": f"{SESSION_PATH}?{urlencode({'key': s.session_key, **keep_person})}",
             "channel": s.channel,
             "active": display.when(s.updated_at),
         }
@@ -226,8 +241,11 @@ def _people_of(turns: tuple[TurnRecord, ...]) -> list[tuple[str, str]]:
 async def session_page(page: PageRequest) -> web.StreamResponse:
     query = page.request.query
     key = query.get("key", "")[:MAX_KEY_CHARS]
+    person = query.get("person", "").strip()[:MAX_PERSON_CHARS]
     context: dict[str, Any] = {
         "key": display.text(key, 300),
+        "person": display.text(person, 120),
+        "all_href": f"{SESSION_PATH}?{urlencode({'key': key})}",
         "turns": [],
         "older": "",
         "error": "",
@@ -239,11 +257,15 @@ async def session_page(page: PageRequest) -> web.StreamResponse:
     if raw_before and not (raw_before.isdigit() and len(raw_before) <= 18):
         return _bad(page, "session.html", context, "before: not a turn's position; start again")
     found = await page.host.store.turns.for_session(
-        key, display.reach(page.viewer), before=int(raw_before) if raw_before else None
+        key,
+        display.reach(page.viewer),
+        before=int(raw_before) if raw_before else None,
+        sender_id=person,
     )
     receipts = Receipts(page)
     people = await People.load(page.host.store, _people_of(found.turns))
     context["turns"] = [_turn(t, receipts, people) for t in found.turns]
     if found.older is not None:
-        context["older"] = f"{SESSION_PATH}?{urlencode({'key': key, 'before': found.older})}"
+        more = {"key": key, **({"person": person} if person else {}), "before": found.older}
+        context["older"] = f"{SESSION_PATH}?{urlencode(more)}"
     return page.render("session.html", context)
