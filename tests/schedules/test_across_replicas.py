@@ -59,8 +59,13 @@ async def test_a_due_run_is_delivered_and_answered_once_with_two_replicas(
         assert await asyncio.gather(a.app.scheduler.tick(), b.app.scheduler.tick()) == [0, 0]
 
         async def answered(n: int = day + 1) -> bool:
+            """The run's answer sent and its inbox entry settled (marked just after the
+            reply is sent: seeing the answer is not enough)."""
             texts = a.channel.texts + b.channel.texts
-            return len([t for t in texts if t == "answer m5"]) >= n
+            if len([t for t in texts if t == "answer m5"]) < n:
+                return False
+            counts = await a.app.store.inbox.counts()
+            return counts.get(InboxStatus.DONE, 0) >= n
 
         async with asyncio.timeout(WAIT_S):
             while not await answered():  # noqa: ASYNC110
