@@ -169,3 +169,25 @@ async def test_a_mention_mid_thread_pulls_the_thread(slack: FakeSlack, tmp_path:
     assert f"Ann ({REQUESTER}): the migration is done" in second
     assert "only if" not in second
     assert len(slack.calls_of("conversations.replies")) == 1
+
+
+async def test_a_message_both_kept_and_read_back_is_shown_once(
+    slack: FakeSlack, tmp_path: Path
+) -> None:
+    slack.users[STRANGER] = person(STRANGER, "Eve")
+    slack.add_message("C0001", THREAD, user=STRANGER, text="ship on friday?", thread_ts=THREAD)
+    provider = ScriptedProvider([reply("Once.")])
+    options = {"group_messages": 10, "thread_messages": 20}
+    adapter = channel(slack, **options)
+    app = App(settings(slack, tmp_path, **options), provider=provider, channels={str(REF): adapter})
+    async with app:
+        await wait_for_health(adapter, HealthState.CONNECTED)
+        await said(slack, "ship on friday?", user=STRANGER, ts=THREAD)  # kept as it is posted
+        await until(has_kept(app.store, "ship on friday?"))
+        mention = message_event(
+            f"<@{BOT_USER}> thoughts?", kind="app_mention", ts="1700000105.000100", thread_ts=THREAD
+        )
+        await slack.push("events_api", event_callback(mention))
+        await slack.wait_for("chat.postMessage", where=lambda p: "Once." in str(p.get("text")))
+    block = context_of(provider.requests[0].messages[-1].content)
+    assert block.count("ship on friday?") == 1
