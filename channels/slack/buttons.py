@@ -9,7 +9,7 @@ themselves. With ``reactions_for_approval``, :data:`REACTION_CHOICES` map a reac
 to an answer.
 
 Parsing of ``block_actions`` payloads and ``reaction_added`` events is pure and validated;
-anything malformed parses to None. The handling is :mod:`channels.slack.card_answers`';
+anything malformed parses to None. The handling is :mod:`channels.slack.card_surface`';
 nothing here decides anything.
 """
 

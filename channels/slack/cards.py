@@ -9,7 +9,7 @@ blocks) is shown in part and the card then counts as cut, like one the service c
 A card that shows the whole request has Approve / Deny / Always; a cut card has "🔎 Show
 full and decide" and Deny instead, and says why. Both have "✏️ Reply instead". The buttons'
 ids, and the parsing of presses and reactions, are :mod:`channels.slack.buttons`'; answers are
-handled by :mod:`channels.slack.card_answers`.
+handled by :mod:`channels.slack.card_surface`.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ What a listener does happens before the ack, so each does as little as it can:
   lost in a crash shows its sender no outcome, so it is made again.
 - "✏️ Reply instead" and "🔎 Show full and decide" are acknowledged, then open their modal in a
   task of their own beside the worker, since the ``trigger_id`` expires 3 seconds after the
-  press and cannot wait behind the gateway (:mod:`channels.slack.card_answers`). A modal
+  press and cannot wait behind the gateway (:mod:`channels.slack.card_surface`). A modal
   submission is validated before its ack, since the ack is what shows a field error
   (:mod:`channels.slack.reply_instead`), then queued like a click.
 
@@ -56,7 +56,7 @@ from bot.errors import ChannelAuthError, ChannelError, HatchwayError, StorageErr
 from channels.common.card_index import CardIndex
 from channels.slack.api import SlackWebApi
 from channels.slack.buttons import ACTION_PATTERN, REPLY_ACTION_ID, SHOW_FULL_ACTION_ID
-from channels.slack.card_answers import ApprovalClicks
+from channels.slack.card_surface import SlackCardAnswers
 from channels.slack.command_replies import CommandReplies
 from channels.slack.commands import SLASH_PREFIX
 from channels.slack.config import SlackChannelConfig
@@ -132,7 +132,7 @@ class SlackInbound:
         self._handover = Handover(
             ref=ref, config=config, api=api, command_replies=command_replies, app_id=app_id
         )
-        self._clicks = ApprovalClicks(ref=ref, api=api, cards=cards)
+        self._clicks = SlackCardAnswers(ref=ref, api=api, cards=cards)
         self._queue: asyncio.Queue[_Item] = asyncio.Queue(maxsize=queue_size)
         self._arrivals = Arrivals()
         self._reactions = RecentKeys()

@@ -30,7 +30,7 @@ from bot.store import Store
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
 from bot.store.audit import Decision
 from channels.slack.adapter import SlackChannel
-from channels.slack.card_answers import FULL_VIEW_FAILED
+from channels.slack.card_surface import FULL_VIEW_FAILED
 from channels.slack.full_view import OUTCOMES
 from tests.approval.conftest import make_envelope, make_request
 from tests.approval.service_host import ServiceHost

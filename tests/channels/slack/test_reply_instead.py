@@ -25,7 +25,7 @@ from bot.envelope import DeliveryTarget
 from bot.store import Store
 from bot.store.approvals import ApprovalRecord
 from channels.slack.adapter import SlackChannel
-from channels.slack.card_answers import MODAL_FAILED
+from channels.slack.card_surface import MODAL_FAILED
 from channels.slack.reply_instead import EMPTY_REPLY
 from tests.approval.conftest import make_envelope, make_request
 from tests.approval.service_host import ServiceHost
