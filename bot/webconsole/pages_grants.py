@@ -24,6 +24,7 @@ from bot.store.grants import GrantRecord
 from bot.webconsole import display
 from bot.webconsole.notices import done, notice
 from bot.webconsole.pages import Access, PageRequest, Pages
+from bot.webconsole.people import People, kind_of
 from bot.webconsole.sign_in import field
 
 log = structlog.get_logger(__name__)
@@ -58,7 +59,13 @@ class GrantRow:
     live: bool
 
 
-def _row(grant: GrantRecord, now: float) -> GrantRow:
+def _kind(grant: GrantRecord) -> str:
+    """The platform kind the grant's maker is a user of (a channel or conversation grant's
+    scope names it; a global grant's does not, and its maker is shown by id)."""
+    return kind_of(grant.scope_key.partition(":")[0]) if grant.scope_key else ""
+
+
+def _row(grant: GrantRecord, now: float, people: People) -> GrantRow:
     live = grant.active(now)
     if live:
         state = "live"
@@ -71,7 +78,7 @@ def _row(grant: GrantRecord, now: float) -> GrantRow:
         tool=display.text(grant.tool),
         scope=grant.scope,
         where=display.text(grant.scope_key) or "everywhere",
-        granted_by=display.text(grant.granted_by),
+        granted_by=people.show(_kind(grant), grant.granted_by),
         created=display.when(grant.created_at),
         expires=display.when(grant.expires_at),
         state=state,
@@ -94,7 +101,8 @@ async def _render(
 ) -> web.Response:
     now = time.time()
     grants = await page.host.store.grants.list(now=now, include_inactive=True)
-    rows = [_row(g, now) for g in reversed(grants)]
+    people = await People.load(page.host.store, [(_kind(g), g.granted_by) for g in grants])
+    rows = [_row(g, now, people) for g in reversed(grants)]
     context: dict[str, Any] = {
         "live": [r for r in rows if r.live],
         "ended": [r for r in rows if not r.live][:ENDED_SHOWN],

@@ -1,4 +1,6 @@
-"""The Channels and health page: each channel's connection and last error, the provider
+"""The Channels and health page: a readable summary first (decisions today and the median
+wait, requests pending now, errors in the last hour, each channel's state), then each
+channel's connection and last error, the provider
 chain of each agent (and, above all, the warning ``/readyz`` gives when the embedded demo model
 answers a team), the turn queue and the inbox, and the figures ``/metrics`` exports.
 
@@ -10,6 +12,8 @@ credentials, no query string), and the figures from the daemon's Prometheus regi
 buckets left out: their count and sum are shown). The inbox gauge is refreshed first, as the
 ``/metrics`` handler does.
 
+The raw figures (what ``/metrics`` exports) are one link away, on ``/channels/metrics``.
+
 An approver sees their own channels: other channels' health rows, and figures labelled with
 another channel, are left out.
 """
@@ -17,6 +21,7 @@ another channel, are left out.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from aiohttp import web
@@ -25,11 +30,13 @@ from bot.config import Settings
 from bot.config.settings import demo_model_warning
 from bot.metrics import Metrics
 from bot.providers.summary import ProviderSummary, summarise
-from bot.webconsole import display
+from bot.store.console_summary import summary
+from bot.webconsole import display, times
 from bot.webconsole.pages import Access, PageRequest, Pages
 from bot.webconsole.viewer import Viewer
 
 PATH = "/channels"
+METRICS_PATH = f"{PATH}/metrics"
 #: Sample name endings left out: every bucket of a histogram, and the creation times
 #: prometheus_client adds to counters.
 _LEFT_OUT = ("_bucket", "_created")
@@ -92,12 +99,39 @@ def figures(metrics: Metrics, viewer: Viewer) -> list[Figure]:
 
 def register(pages: Pages) -> None:
     pages.add("GET", PATH, health_page, access=Access.SIGNED_IN, nav="Channels and health")
+    pages.add("GET", METRICS_PATH, metrics_page, access=Access.SIGNED_IN)
+
+
+def _median(values: tuple[float, ...]) -> float | None:
+    if not values:
+        return None
+    middle = len(values) // 2
+    if len(values) % 2:
+        return values[middle]
+    return (values[middle - 1] + values[middle]) / 2
+
+
+def _start_of_day(fmt: times.TimeFormat) -> float:
+    """Midnight of today in the console's zone."""
+    now = datetime.fromtimestamp(fmt.now, fmt.zone)
+    return now.replace(hour=0, minute=0, second=0, microsecond=0).timestamp()
+
+
+async def metrics_page(page: PageRequest) -> web.StreamResponse:
+    metrics = page.host.metrics
+    if metrics is not None:
+        metrics.set_inbox_counts(dict(await page.host.store.inbox.counts()))
+    context: dict[str, Any] = {
+        "figures": figures(metrics, page.viewer) if metrics is not None else None,
+        "path": PATH,
+    }
+    return page.render("metrics.html", context)
 
 
 async def health_page(page: PageRequest) -> web.StreamResponse:
     host, viewer = page.host, page.viewer
     health = host.channel_health()
-    channels = [
+    channels: list[dict[str, object]] = [
         {
             "name": name,
             "state": state.state.value,
@@ -111,13 +145,35 @@ async def health_page(page: PageRequest) -> web.StreamResponse:
     metrics = host.metrics
     if metrics is not None:
         metrics.set_inbox_counts(inbox)
+    fmt = times.current()
+    found = await summary(
+        host.store.db,
+        since=_start_of_day(fmt),
+        errors_since=fmt.now - 3600,
+        channels=display.reach(viewer),
+    )
+    median = _median(found.waits_ms)
+    for row in channels:
+        name = str(row["name"])
+        row["failed_turns"] = found.failed_turns.get(name, 0)
+        row["failed_calls"] = found.failed_calls.get(name, 0)
     context: dict[str, Any] = {
+        "summary": {
+            "decisions": found.decisions,
+            "median_wait": display.duration(median / 1000) if median is not None else "—",
+            "pending": found.pending,
+            "failed_turns": sum(found.failed_turns.values()),
+            "failed_calls": sum(found.failed_calls.values()),
+            "channels_up": sum(1 for c in channels if c["state"] == "connected"),
+            "channels": len(channels),
+            "zone": fmt.zone_name,
+        },
+        "metrics_path": METRICS_PATH,
         "channels": channels,
         "running": running,
         "queued": queued,
         "inbox": {status: inbox.get(status, 0) for status in ("received", "processing", "failed")},
         "chains": chains(host.settings),
         "warnings": [w for w in [demo_model_warning(host.settings)] if w is not None],
-        "figures": figures(metrics, viewer) if metrics is not None else None,
     }
     return page.render("health.html", context)

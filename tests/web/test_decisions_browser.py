@@ -45,7 +45,7 @@ async def test_a_decision_leads_to_its_call(rig: ConsoleRig, page: Page) -> None
     assert f"Ann ({REQUESTER})" in text
     assert f"hatchway receipts verify --turn {call.turn_id}" in text
     assert "edited" not in text
-    await rig.screenshot(page, "audit-log")
+    await rig.screenshot(page, "audit-decision")
 
     await row.locator("td.call-ref a").click()
     cell = page.locator(f"tr[id='call-{call.call_id}'] td.outcome")

@@ -90,7 +90,6 @@ async def test_an_admin_reads_every_page(rig: ConsoleRig, page: Page) -> None:
     assert "fetch" in fetch and "CHANGED since signed: observation" in fetch
     assert RECEIPT_KEY not in await page.content()
     await nothing_ran(page)
-    await rig.screenshot(page, "turn")
 
     await nav.locator("a:has-text('Channels and health')").click()
     await page.wait_for_selector("#channel-health")
@@ -98,10 +97,15 @@ async def test_an_admin_reads_every_page(rig: ConsoleRig, page: Page) -> None:
     assert "telegram.main" in health and "connected" in health
     chain = await page.locator("#provider-chains").inner_text()
     assert "gpt-4o-mini" in chain and "default" in chain and "test-key" not in chain
+    summary = await page.locator("#health-summary").inner_text()
+    assert "approval decisions today" in summary and "1 of 1" in summary
+    assert "requests pending now" in summary and "in the last hour" in summary
+    assert await page.locator("#figures").count() == 0  # the raw figures are a link away
+    await rig.screenshot(page, "channels-health")
+    await page.locator("#raw-metrics").click()
     figures = await page.locator("#figures").inner_text()
     assert "hatchway_turns_running" in figures and "hatchway_channel_up" in figures
     assert "hatchway_inbox_entries" in figures
-    await rig.screenshot(page, "channels-health")
 
     await nav.locator("a:has-text('Schedules')").click()
     await page.wait_for_selector("#jobs")
@@ -220,5 +224,6 @@ async def test_an_approver_sees_only_their_channel(rig: ConsoleRig, page: Page) 
     await page.goto(rig.url("/channels"))
     health = await page.locator("#channel-health").inner_text()
     assert "telegram.main" in health
+    await page.goto(rig.url("/channels/metrics"))
     figures = await page.locator("#figures").inner_text()
     assert "channel=slack" not in figures
