@@ -3,7 +3,11 @@
 Messages carry a tag (``t<N>x``; the closing message of each conversation ``b<N>x``), the
 model answers ``answer <tag>``, and a turn's ``shell`` command appends the tag to a file in
 the workspace. From the platform: how often each tag was answered, and how many "Please ask
-again" notices each conversation received. From the store: which messages the outbox says
+again" notices each conversation received. A reply recovery sent again because no check
+could decide whether it had arrived begins with the ledger's ``REPEAT_MARKER``: it is
+counted apart (a marked repeat says what it is; only an unmarked second answer is a
+duplicate), and the store says which replies were undecided (what the daemon's
+``hatchway_replies_undecided`` counts). From the store: which messages the outbox says
 were noticed (the notice carries no tag; the inbox entry it answers does), every inbox
 entry's status, ``PRAGMA integrity_check`` (SQLite). From the workspace (or, with several
 replicas, each replica's workspace): how often each command ran.
@@ -22,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bot.gateway import SHUTDOWN_MESSAGE
+from bot.gateway.ledger import REPEAT_MARKER
 from tests.reliability.platform_drivers import PlatformDriver
 
 TAG = re.compile(r"\b[tb]\d+x\b")
@@ -43,6 +48,12 @@ UNCONFIRMED = (
     " ON i.channel = o.channel AND i.message_id = o.message_id"
     " WHERE o.error LIKE 'unconfirmed%'"
 )
+#: The messages whose reply no check could decide (sent again, marked).
+UNDECIDED = (
+    "SELECT i.payload FROM outbox o JOIN inbox i"
+    " ON i.channel = o.channel AND i.message_id = o.message_id"
+    " WHERE o.error LIKE 'undecided%'"
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -53,6 +64,7 @@ class StoreReadout:
     inbox: dict[str, int]  # status -> entries
     notices: list[tuple[str, str]]  # (inbox payload, outbox error) of each notice sent
     unconfirmed: list[tuple[str]]  # inbox payloads
+    undecided: list[tuple[str]] = field(default_factory=list)  # inbox payloads
 
 
 def read_sqlite(db: Path) -> StoreReadout:
@@ -62,6 +74,7 @@ def read_sqlite(db: Path) -> StoreReadout:
             inbox=dict(conn.execute(INBOX_BY_STATUS)),
             notices=conn.execute(NOTICES_SENT).fetchall(),
             unconfirmed=conn.execute(UNCONFIRMED).fetchall(),
+            undecided=conn.execute(UNDECIDED).fetchall(),
         )
 
 
@@ -74,8 +87,23 @@ def barrier_text(conversation: int) -> str:
 
 
 def answered_tags(driver: PlatformDriver) -> Counter[str]:
-    """How many posts answered each tag."""
-    return Counter(m.group(1) for p in driver.posts() for m in ANSWER.finditer(p.text))
+    """How many posts answered each tag (not counting repeats marked as such)."""
+    return Counter(
+        m.group(1)
+        for p in driver.posts()
+        if not p.text.startswith(REPEAT_MARKER)
+        for m in ANSWER.finditer(p.text)
+    )
+
+
+def marked_tags(driver: PlatformDriver) -> Counter[str]:
+    """How many posts answered each tag again, marked as a possible repeat."""
+    return Counter(
+        m.group(1)
+        for p in driver.posts()
+        if p.text.startswith(REPEAT_MARKER)
+        for m in ANSWER.finditer(p.text)
+    )
 
 
 @dataclass(kw_only=True)
@@ -88,12 +116,18 @@ class Tally:
     elapsed_s: float = 0.0
     settled_in_time: bool = False
     answered: Counter[str] = field(default_factory=Counter)
+    marked: Counter[str] = field(default_factory=Counter)
+    #: Messages whose reply no check could decide (the daemon's undecided count).
+    undecided: set[str] = field(default_factory=set)
     noticed: set[str] = field(default_factory=set)
     #: Messages whose answer or notice was counted as delivered unconfirmed (its send began
     #: before a crash, on a platform that cannot be asked: Telegram's documented policy).
     unconfirmed: set[str] = field(default_factory=set)
     ran: Counter[str] = field(default_factory=Counter)
     notices_unaccounted: int = 0
+    #: Edits that changed a message, made by a process never told its id (a probe's).
+    blind_edits: list[str] = field(default_factory=list)
+    edits: int = 0  # every edit that changed a message
     inbox: dict[str, int] = field(default_factory=dict)
     integrity: str | None = ""  # None: the engine has no integrity check (PostgreSQL)
 
@@ -106,7 +140,9 @@ class Tally:
         arrive, and waiting for it would never end. (An unconfirmed notice that did arrive
         then counts twice, so this may say settled one message early: the barrier that
         follows covers it, a conversation's last message being answered after the others.)"""
-        answered = {tag for tag in answered_tags(driver) if tag.startswith("t")}
+        answered = {
+            tag for tag in answered_tags(driver) + marked_tags(driver) if tag.startswith("t")
+        }
         notices = sum(1 for p in driver.posts() if NOTICE in p.text)
         unsure = set() if store is None else _tags_in(store.unconfirmed) - answered
         return len(answered) + notices + len(unsure) >= len(self.plan)
@@ -126,6 +162,10 @@ class Tally:
         """Read the platform, what was read from the store, and every workspace (all
         read afresh: absorbing again replaces what an earlier call read)."""
         self.answered = answered_tags(driver)
+        self.marked = marked_tags(driver)
+        self.blind_edits = driver.blind_edits_that_changed()
+        self.edits = len(driver.edits_that_changed())
+        self.undecided = _tags_in(store.undecided)
         self.integrity = store.integrity
         self.inbox = dict(store.inbox)
         self.unconfirmed = _tags_in(store.unconfirmed)
@@ -144,18 +184,23 @@ class Tally:
         conversation_of = {f"t{tag}x": conversation for tag, conversation in self.plan}
         on_platform = Counter(p.conversation for p in driver.posts() if NOTICE in p.text)
         by_conversation: dict[int, list[tuple[str, bool]]] = {}
+        repeated: Counter[int] = Counter()  # notices sent again marked, per conversation
         for payload, error in notices:
             found = TAG.search(str(payload))
             if found and found.group(0) in conversation_of:
                 tag = found.group(0)
                 unconfirmed = str(error or "").startswith("unconfirmed")
                 by_conversation.setdefault(conversation_of[tag], []).append((tag, unconfirmed))
+                if str(error or "").startswith("undecided"):
+                    repeated[conversation_of[tag]] += 1
         self.noticed = set()
         self.notices_unaccounted = 0
         for conversation in set(on_platform) | set(by_conversation):
             recorded = by_conversation.get(conversation, [])
             missing = len(recorded) - on_platform[conversation]
             unsure = [tag for tag, unconfirmed in recorded if unconfirmed]
+            if -repeated[conversation] <= missing < 0:
+                missing = 0  # a marked repeat of a notice that had arrived: it says so
             if missing < 0 or missing > len(unsure):
                 self.notices_unaccounted += abs(missing)
                 missing = 0
@@ -165,20 +210,36 @@ class Tally:
     def _tags(self) -> list[str]:
         return [f"t{tag}x" for tag, _ in self.plan]
 
+    def _heard(self, tag: str) -> int:
+        """Answers of ``tag``, marked repeats included."""
+        return self.answered[tag] + self.marked[tag]
+
     def once(self) -> list[str]:
-        return [t for t in self._tags() if self.answered[t] == 1 and t not in self.noticed]
+        return [t for t in self._tags() if self._heard(t) == 1 and t not in self.noticed]
 
     def twice(self) -> list[str]:
+        """Answered twice without a mark: a duplicate nobody was told of."""
         return [t for t in self._tags() if self.answered[t] >= 2]
 
+    def repeated_marked(self) -> list[str]:
+        """Answered, and answered again with the mark of a possible repeat."""
+        return [t for t in self._tags() if self.answered[t] >= 1 and self.marked[t] >= 1]
+
+    def only_marked(self) -> list[str]:
+        """Answered only by a marked repeat (the first copy had not arrived)."""
+        return [t for t in self._tags() if self.answered[t] == 0 and self.marked[t] >= 1]
+
+    def undecided_tags(self) -> list[str]:
+        return [t for t in self._tags() if t in self.undecided]
+
     def only_noticed(self) -> list[str]:
-        return [t for t in self._tags() if self.answered[t] == 0 and t in self.noticed]
+        return [t for t in self._tags() if self._heard(t) == 0 and t in self.noticed]
 
     def both(self) -> list[str]:
-        return [t for t in self._tags() if self.answered[t] >= 1 and t in self.noticed]
+        return [t for t in self._tags() if self._heard(t) >= 1 and t in self.noticed]
 
     def lost(self) -> list[str]:
-        return [t for t in self._tags() if self.answered[t] == 0 and t not in self.noticed]
+        return [t for t in self._tags() if self._heard(t) == 0 and t not in self.noticed]
 
     def lost_unconfirmed(self) -> list[str]:
         """Lost messages whose answer or notice recovery counted as delivered, unconfirmed."""
@@ -194,6 +255,7 @@ class Tally:
             and not self.both()
             and not self.ran_twice()
             and self.notices_unaccounted == 0
+            and not self.blind_edits
             and self.integrity in ("ok", None)
         )
 
@@ -207,6 +269,9 @@ class Tally:
             f" {len(self.rounds)} rounds, {self.elapsed_s:.1f} s",
             row("answered once", self.once()),
             row("answered twice", self.twice()),
+            row("  again, marked", self.repeated_marked()),
+            row("answered marked only", self.only_marked()),
+            row("undecided (metric)", self.undecided_tags()),
             row("noticed", self.only_noticed()),
             row("answered and noticed", self.both()),
             row("lost", self.lost()),
@@ -214,6 +279,8 @@ class Tally:
             row("  sent while down", [t for t in self.lost() if t in self.while_down]),
             row("command ran twice", self.ran_twice()),
             f"  {'notices unaccounted':<22}{self.notices_unaccounted:>5}",
+            f"  {'edits that changed':<22}{self.edits:>5}  by a probe: {len(self.blind_edits)}"
+            + (f"  {self.blind_edits[:3]}" if self.blind_edits else ""),
             f"  inbox {self.inbox}, integrity {self.integrity or 'n/a'},"
             f" settled {'yes' if self.settled_in_time else 'NO'}, last exit {self.final_exit}",
         ]

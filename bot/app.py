@@ -208,6 +208,7 @@ class App:
                 approvals=self._gate(),
                 replica=liveness,
                 context=self.context,
+                reply_undecided=None if self.metrics is None else self.metrics.reply_undecided,
             )
             self.host = AdapterHost(
                 messages=self.gateway,

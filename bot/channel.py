@@ -176,10 +176,11 @@ class ChannelSending(Protocol):
 
 @runtime_checkable
 class DeliveryCheck(Protocol):
-    """What a channel whose platform lets a bot read its own posts offers start-up
+    """What a channel whose platform lets a bot find its own posts offers start-up
     recovery: whether a reply whose send was begun before a crash (and never confirmed)
-    reached the conversation. Telegram bots cannot read history and do not implement it;
-    recovery then follows the policy in docs/reliability.md."""
+    reached the conversation (Slack and Discord read history; Telegram probes with edits,
+    :class:`BackgroundDeliveryCheck`). A channel without one: recovery follows the policy
+    in docs/reliability.md."""
 
     async def find_delivered(
         self,
@@ -193,7 +194,18 @@ class DeliveryCheck(Protocol):
         ``send(..., key=key)``; ``text`` is what was sent, for a platform that keeps no key),
         looking only after the message ``after_message_id`` when given: an empty sequence
         when none is there, None when the platform could not be asked (an error; recovery
-        then treats the reply as unconfirmed)."""
+        then sends it again, marked as a possible repeat)."""
+        ...
+
+
+@runtime_checkable
+class BackgroundDeliveryCheck(DeliveryCheck, Protocol):
+    """A :class:`DeliveryCheck` that asks the platform by writing to it (Telegram's edit
+    probe) and may wait for the platform: recovery runs it after start-up, in the
+    background, never inside the start."""
+
+    def checks_later(self) -> bool:
+        """True: the check runs in the background."""
         ...
 
 

@@ -14,6 +14,10 @@ The points, in the order a turn reaches them (docs/reliability.md):
 * ``after_answer`` — the final answer is in history, its reply not yet recorded or sent;
 * ``after_record`` — a reply is recorded ``sending``, its request not yet made (a reply in
   flight: recovery cannot tell whether it arrived where the platform cannot be asked);
+* ``before_request`` — Telegram only: a message is recorded by the adapter too
+  (:mod:`channels.telegram.send_record`), its request not yet made;
+* ``after_request`` — Telegram only: the request made the message, the adapter has not
+  recorded its id (the message whose id only an edit probe can find);
 * ``after_send`` — the platform took the reply, the ledger does not know it yet;
 * ``after_mark`` — the reply is recorded ``sent`` and the inbox entry ``done``;
 * ``after_persist`` — a Slack event is stored, not yet acknowledged.
@@ -31,6 +35,8 @@ POINTS = (
     "after_tool",
     "after_answer",
     "after_record",
+    "before_request",
+    "after_request",
     "after_send",
     "after_mark",
     "after_persist",

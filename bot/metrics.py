@@ -125,6 +125,13 @@ class Metrics:
             ["provider", "error"],
             registry=r,
         )
+        self.replies_undecided = Counter(
+            "hatchway_replies_undecided",
+            "Replies a crash cut off whose delivery no check could decide, sent again "
+            "marked as a possible repeat, by channel kind.",
+            ["channel"],
+            registry=r,
+        )
         self.reloads = Counter(
             "hatchway_config_reloads",
             "Configuration reloads (SIGHUP), by result.",
@@ -164,6 +171,10 @@ class Metrics:
 
     def turn_finished(self, status: str) -> None:
         self.turns.labels(status=status).inc()
+
+    def reply_undecided(self, channel: str) -> None:
+        """The reply ledger's hook: a reply sent again marked (see bot.gateway.ledger)."""
+        self.replies_undecided.labels(channel=channel).inc()
 
     async def after_tool_call(self, call: HookCall, outcome: ToolOutcome) -> None:
         """An ``after_tool_call`` hook (see :mod:`bot.tools.hooks`), registered by the App

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import structlog
 from structlog.contextvars import bind_contextvars, reset_contextvars
@@ -104,6 +104,7 @@ class Gateway:
         approvals: ApprovalGate | None = None,
         replica: Liveness | None = None,
         context: ConversationContext | None = None,
+        reply_undecided: Callable[[str], None] | None = None,
     ) -> None:
         self._settings = settings
         self._context = context or ConversationContext(store=store, settings=self._current)
@@ -111,7 +112,7 @@ class Gateway:
         self._store = store
         self._replies = Replies(channel_for)
         self._drain = Drain()
-        self._ledger = ReplyLedger(store, self._replies)
+        self._ledger = ReplyLedger(store, self._replies, undecided=reply_undecided)
         self._sessions = Sessions(
             store=store,
             run_turn=run_turn,
@@ -300,6 +301,7 @@ class Gateway:
         if self._handover is not None:
             await self._handover.sweep()
             self._sessions.recovered()
+            self._ledger.open_checks()
             return 0, 0
         return await recover(
             store=self._store,

@@ -12,13 +12,17 @@ At start-up, an entry cut off mid-turn (``processing``) is settled by its replie
 
 * a reply ``sent`` (or ``failed``): the sender heard back (or the platform refused for
   good); the entry is marked and nothing more is sent;
-* a reply still ``sending`` may or may not have reached the platform. Where the platform
-  lets a bot read its own posts (:class:`bot.channel.DeliveryCheck`: Slack, Discord), it is
-  looked for: found, it is settled ``sent``; not there, the recorded text is sent again
-  under the same key. Where it cannot be asked (Telegram, or the check failed), it counts
-  as delivered (``reply_unconfirmed``): its request had left, and a second copy, or an "ask
-  again" beside an answer, is worse than the rare answer lost in that flight
-  (docs/reliability.md);
+* a reply still ``sending`` may or may not have reached the platform. Where the channel
+  can check (:class:`bot.channel.DeliveryCheck`: Slack and Discord read their history,
+  Telegram probes with edits), it is looked for: found, it is settled ``sent``; not there,
+  the recorded text is sent again under the same key; when the check cannot decide, the
+  recorded text is sent again with :data:`REPEAT_MARKER` in front, so a reader who has it
+  already knows this is a repeat (``reply_undecided``, counted by the ``undecided`` hook:
+  the metric ``hatchway_replies_undecided``). Where the channel's check writes to the
+  platform (:class:`bot.channel.BackgroundDeliveryCheck`: Telegram), recovery settles the
+  entry after start-up, in the background (:meth:`ReplyLedger.defer`,
+  :meth:`ReplyLedger.checking`), the entry held meanwhile. Where the channel has no check
+  at all, the reply counts as delivered (``reply_unconfirmed``);
 * no reply, but the run's final answer in history (it was cut off between the two): the
   answer was never sent, and is sent now (:meth:`ReplyLedger.answer_again`);
 * nothing: the turn was cut off before its answer; the caller tells the sender to ask
@@ -37,15 +41,15 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal
 
 import structlog
 from structlog.contextvars import bound_contextvars
 
-from bot.channel import SentMessage
+from bot.channel import BackgroundDeliveryCheck, SentMessage
 from bot.crashpoints import crash_point
-from bot.envelope import IngressEnvelope, target_from_json, target_to_json
+from bot.envelope import DeliveryTarget, IngressEnvelope, target_from_json, target_to_json
 from bot.errors import StorageError, StorageUnavailable
 from bot.gateway.sending import Replies
 from bot.store import (
@@ -66,8 +70,15 @@ log = structlog.get_logger(__name__)
 #: The outbox error of a reply whose send began before a crash and could not be confirmed.
 UNCONFIRMED = "unconfirmed: the send began before a restart"
 SEND_FAILED = "send failed"
+#: The outbox error of a reply no check could decide, sent again marked.
+UNDECIDED = "undecided: sent again marked as a possible repeat"
+#: What a reply sent again after an undecided check begins with.
+REPEAT_MARKER = (
+    "↻ Sent again after a restart: this reply may already be above, once. It is repeated "
+    "in full below."
+)
 
-Settled = Literal["sent", "confirmed", "resent", "unconfirmed", "failed"]
+Settled = Literal["sent", "confirmed", "resent", "undecided", "unconfirmed", "failed"]
 #: How often the settling of replies whose transaction failed is tried again.
 SETTLE_AGAIN_S = 1.0
 #: How many runs of one message may begin under ``agent.on_interrupted = "retry"``.
@@ -83,16 +94,69 @@ def may_run_again(entry: InboxEntry | None) -> bool:
 class ReplyLedger:
     """Sends and settles replies through the outbox ledger (module docstring)."""
 
-    def __init__(self, store: Store, replies: Replies) -> None:
+    def __init__(
+        self,
+        store: Store,
+        replies: Replies,
+        *,
+        undecided: Callable[[str], None] | None = None,
+    ) -> None:
         self._store = store
         self._replies = replies
+        self._undecided = undecided
         #: per inbox entry, the transaction settling a reply that went out, which failed
         #: (tried again by :meth:`settling`)
         self._unsettled: dict[InboxKey, UnitOfWork] = {}
+        #: entries whose replies a background check settles (:meth:`checking`)
+        self._deferred: set[InboxKey] = set()
+        self._later: asyncio.Queue[tuple[InboxKey, Callable[[], Awaitable[object]]]] = (
+            asyncio.Queue()
+        )
+        self._checks_open = asyncio.Event()
 
     def unsettled(self) -> frozenset[InboxKey]:
-        """The entries whose reply went out and whose settling waits to be tried again."""
-        return frozenset(self._unsettled)
+        """The entries whose reply went out and whose settling waits to be tried again, and
+        those a background check is to settle."""
+        return frozenset(self._unsettled) | frozenset(self._deferred)
+
+    def open_checks(self) -> None:
+        """Start-up recovery is over: the deferred work may run (:meth:`checking`)."""
+        self._checks_open.set()
+
+    def checks_later(self, target: DeliveryTarget) -> bool:
+        """Whether replies to ``target`` are checked in the background (the channel's
+        :class:`~bot.channel.BackgroundDeliveryCheck`)."""
+        check = self._replies.check(target)
+        return isinstance(check, BackgroundDeliveryCheck) and check.checks_later()
+
+    def defer(self, key: InboxKey, work: Callable[[], Awaitable[object]]) -> None:
+        """Run ``work`` (recovery's settling of the entry ``key``) after start-up, in the
+        background, the entry held meanwhile (:meth:`unsettled`)."""
+        if key in self._deferred:
+            return
+        self._deferred.add(key)
+        self._later.put_nowait((key, work))
+        log.info("recovery_deferred", channel=key.channel, message_id=key.message_id)
+
+    async def checking(self) -> None:
+        """Run the deferred work, each in a task of its own, once :meth:`open_checks` was
+        called; until cancelled."""
+        await self._checks_open.wait()
+        async with asyncio.TaskGroup() as group:
+            while True:
+                key, work = await self._later.get()
+                group.create_task(self._run_deferred(key, work))
+
+    async def _run_deferred(self, key: InboxKey, work: Callable[[], Awaitable[object]]) -> None:
+        try:
+            await work()
+        except Exception:
+            # Boundary: the entry stays ``processing`` and the next start recovers it.
+            log.exception(
+                "recovery_deferred_failed", channel=key.channel, message_id=key.message_id
+            )
+        finally:
+            self._deferred.discard(key)
 
     async def finish(
         self,
@@ -238,21 +302,44 @@ class ReplyLedger:
                     after_message_id=None if envelope.background else envelope.message_id,
                 )
             except Exception:
-                # Boundary: a failed check leaves the reply unconfirmed, never resent.
+                # Boundary: a failed check is a check that could not decide.
                 log.exception("reply_check_failed")
         if found:
             _settle(work, entry.key, entry.kind, found)
             return "confirmed"
-        if found is None:
+        if found is None and check is None:
             log.warning(
                 "reply_unconfirmed",
                 channel=entry.key.channel,
                 message_id=entry.key.message_id,
                 kind=entry.kind.value,
-                checked=check is not None,
+                checked=False,
             )
             work.settle_reply(entry.key, entry.kind, ReplyStatus.SENT, error=UNCONFIRMED)
             return "unconfirmed"
+        if found is None:
+            # never dropped in silence: sent again, saying it may be a repeat
+            log.warning(
+                "reply_undecided",
+                channel=entry.key.channel,
+                message_id=entry.key.message_id,
+                kind=entry.kind.value,
+            )
+            if self._undecided is not None:
+                self._undecided(target.channel.kind)
+            marked = f"{REPEAT_MARKER}\n\n{entry.body}"
+            again = await self._replies.deliver(target, marked, key=entry.reply_key)
+            if again is None:
+                _settle(work, entry.key, entry.kind, None)
+                return "failed"
+            work.settle_reply(
+                entry.key,
+                entry.kind,
+                ReplyStatus.SENT,
+                sent_ids=[m.message_id for m in again],
+                error=UNDECIDED,
+            )
+            return "undecided"
         sent = await self._replies.deliver(target, entry.body, key=entry.reply_key)
         _settle(work, entry.key, entry.kind, sent)
         return "resent" if sent is not None else "failed"

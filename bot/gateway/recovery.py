@@ -7,7 +7,11 @@ out, or may have, is never followed by a notice); when none was but the run's an
 history, that answer is sent; otherwise its sender is told once to ask again
 (:data:`SHUTDOWN_MESSAGE`, itself recorded first), or, under ``agent.on_interrupted =
 "retry"``, a run in which nothing with side effects ran (read-only tools only) is run again
-once: what it appended to history is removed and the entry queued as new. A message from a
+once: what it appended to history is removed and the entry queued as new. An entry whose
+reply goes to a channel whose delivery check writes to the platform and waits for it
+(:class:`~bot.channel.BackgroundDeliveryCheck`: Telegram's edit probe) is settled by these
+rules after start-up, in the background (:meth:`ReplyLedger.defer`), so that no check
+holds the start, nor one chat's check the others' replies. A message from a
 channel that does not replay (``Capabilities.replay_on_restart`` false: the console, whose
 reader is gone with the process that read it) is marked ``failed`` either way, quietly:
 nobody is asked to repeat it and it is never answered in a later run. Messages queued by
@@ -41,7 +45,7 @@ import enum
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -116,7 +120,6 @@ async def recover(
     and this process's start-up recovery is not over with them. ``cause``: what cut them
     off, which the notice to ask again and the entry's error say (:data:`NOTICES`)."""
     at = time.time() if now is None else now
-    notice, interrupted = NOTICES[cause]
     counts = dict.fromkeys(
         (
             "requeued",
@@ -127,6 +130,7 @@ async def recover(
             "answered",
             "dropped",
             "abandoned",
+            "deferred",
         ),
         0,
     )
@@ -151,34 +155,71 @@ async def recover(
         elif entry.status is InboxStatus.RECEIVED:
             _enqueue(sessions, envelope, entry.session_key)
             counts["requeued"] += 1
-        elif await ledger.recover(entry.key, envelope, interrupted=interrupted) is not None:
-            # its reply went out, or may have: settled, never run or told again
-            counts["settled"] += 1
-        elif await ledger.answer_again(entry, envelope):
-            # cut off between its answer and the reply: the answer goes out now
-            counts["answered"] += 1
-        elif envelope.background:
-            outcome = await _recover_background(store, sessions, entry, envelope, schedules, at)
-            if outcome:
-                counts[outcome] += 1
-        elif on_interrupted is OnInterrupted.RETRY and await _retry(
-            store, sessions, entry, envelope
-        ):
-            counts["retried"] += 1
         else:
-            turn = TurnIdentity(
-                envelope=envelope, session_key=entry.session_key, turn_id=uuid.uuid4().hex
+            cut_off = _CutOff(
+                store=store,
+                sessions=sessions,
+                ledger=ledger,
+                schedules=schedules,
+                on_interrupted=on_interrupted,
+                at=at,
+                cause=cause,
+                entry=entry,
+                envelope=envelope,
             )
-            # its lines name the run that was cut off, when the entry knows it
-            run = entry.turn_id or turn.turn_id
-            with bound_contextvars(turn_id=run, session=entry.session_key):
-                await ledger.notify(turn, notice, error=interrupted)
-            counts["interrupted"] += 1
+            if ledger.checks_later(envelope.reply_target):
+                # its channel's check writes to the platform and waits for it (Telegram):
+                # settled after start-up, in the background, the entry held meanwhile
+                ledger.defer(entry.key, cut_off.settle)
+                counts["deferred"] += 1
+            elif outcome := await cut_off.settle():
+                counts[outcome] += 1
     if entries is None:
         sessions.recovered()
+        ledger.open_checks()
     if any(counts.values()):
         log.info("inbox_recovered", cause=cause, **counts)
     return counts["requeued"] + counts["rerun"] + counts["retried"], counts["interrupted"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _CutOff:
+    """One entry cut off mid-turn, and how recovery settles it (module docstring)."""
+
+    store: Store
+    sessions: Sessions
+    ledger: ReplyLedger
+    schedules: SchedulesConfig
+    on_interrupted: OnInterrupted
+    at: float
+    cause: CutOffBy
+    entry: InboxEntry
+    envelope: IngressEnvelope
+
+    async def settle(self) -> str:
+        """Settle the entry; what it counts as (a key of recovery's counts, or "")."""
+        entry, envelope, ledger = self.entry, self.envelope, self.ledger
+        notice, interrupted = NOTICES[self.cause]
+        if await ledger.recover(entry.key, envelope, interrupted=interrupted) is not None:
+            return "settled"  # its reply went out, or may have: never run or told again
+        if await ledger.answer_again(entry, envelope):
+            return "answered"  # cut off between its answer and the reply: sent now
+        if envelope.background:
+            return await _recover_background(
+                self.store, self.sessions, entry, envelope, self.schedules, self.at
+            )
+        if self.on_interrupted is OnInterrupted.RETRY and await _retry(
+            self.store, self.sessions, entry, envelope
+        ):
+            return "retried"
+        turn = TurnIdentity(
+            envelope=envelope, session_key=entry.session_key, turn_id=uuid.uuid4().hex
+        )
+        # its lines name the run that was cut off, when the entry knows it
+        run = entry.turn_id or turn.turn_id
+        with bound_contextvars(turn_id=run, session=entry.session_key):
+            await ledger.notify(turn, notice, error=interrupted)
+        return "interrupted"
 
 
 async def _retry(

@@ -109,6 +109,7 @@ class Sessions:
         async with asyncio.TaskGroup() as group:
             self._group = group
             group.create_task(self._ledger.settling())
+            group.create_task(self._ledger.checking())
             try:
                 await asyncio.Event().wait()
             finally:

@@ -21,10 +21,13 @@ chat history to notice a message gone. So the adapter never calls
 :meth:`~bot.channel.ChannelHost.deleted`: a message deleted before its turn ran is still
 answered (sent with ``allow_sending_without_reply``, the answer does not need it).
 
-Exactly-once replies: a Telegram bot cannot read history, so the channel does not implement
-:class:`~bot.channel.DeliveryCheck` and ``send(..., key=...)`` posts exactly as without a key
-(the key has nowhere to go); recovery applies the policy for an unconfirmed send
-(docs/reliability.md).
+Exactly-once replies: a Telegram bot cannot read history, but it can edit its own messages.
+Every message is recorded before it is sent, sends to one chat are serialised
+(:mod:`channels.telegram.send_record`), and a send a crash cut off is looked for by an edit
+probe (:mod:`channels.telegram.delivery_check`): the channel is a
+:class:`~bot.channel.DeliveryCheck` whose check runs after start-up, in the background
+(:class:`~bot.channel.BackgroundDeliveryCheck`). The probe waits for the connection; the rows
+a crash left are settled as soon as it is up.
 
 Files: the channel is :class:`~bot.channel.AttachmentDownloads` (a user's file, by its
 ``file_id``, from the Bot API server's own host: :mod:`channels.telegram.downloads`) and
@@ -59,7 +62,7 @@ from pathlib import Path
 
 import httpx
 import structlog
-from telegram import Bot, Update
+from telegram import Bot, Message, Update
 from telegram.error import Conflict, InvalidToken, NetworkError, RetryAfter
 from telegram.ext import Application
 from telegram.request import HTTPXRequest
@@ -77,6 +80,7 @@ from bot.config import ChannelCommon, Settings
 from bot.envelope import Attachment, ChannelRef, DeliveryTarget, IngressEnvelope
 from bot.errors import ChannelAuthError, ChannelError, ConfigError, StorageError
 from bot.scrub import register_secret
+from bot.store.signals import NoSignals
 from channels.common.card_index import CardIndex
 from channels.common.health import HealthRecord
 from channels.common.outbound import SendsThrough
@@ -84,6 +88,7 @@ from channels.telegram.addressing import BotIdentity
 from channels.telegram.card_surface import TelegramCardAnswers
 from channels.telegram.commands import CommandMenu
 from channels.telegram.config import TelegramChannelConfig
+from channels.telegram.delivery_check import TelegramDeliveryCheck
 from channels.telegram.downloads import TelegramDownloads
 from channels.telegram.files import TelegramFiles
 from channels.telegram.inbound import UpdateRouter, allowed_updates
@@ -92,6 +97,7 @@ from channels.telegram.offset import PollingOffset
 from channels.telegram.outbound import TelegramOutbound
 from channels.telegram.poll_request import RenewingRequest
 from channels.telegram.ratelimit import retry_after_seconds
+from channels.telegram.send_record import SendRecord
 from channels.telegram.webhook import WebhookReceiver
 
 log = structlog.get_logger(__name__)
@@ -143,7 +149,17 @@ class TelegramChannel(SendsThrough):
         self._config = config
         self._app = app
         cards = CardIndex(context.store.channel_state, str(ref))
-        self._outbound = TelegramOutbound(ref=ref, config=config, bot=app.bot, cards=cards)
+        self._record = SendRecord(
+            context.store.channel_state,
+            str(ref),
+            shared=not isinstance(context.store.signals, NoSignals),
+        )
+        self._check = TelegramDeliveryCheck(
+            ref=ref, config=config, bot=app.bot, record=self._record
+        )
+        self._outbound = TelegramOutbound(
+            ref=ref, config=config, bot=app.bot, cards=cards, record=self._record
+        )
         self._members = ConversationMembers(ref=ref, bot=app.bot)
         self._downloads = TelegramDownloads(ref=ref, config=config, bot=app.bot, tls=tls_context)
         self._files = TelegramFiles(ref=ref, config=config, bot=app.bot, outbound=self._outbound)
@@ -171,11 +187,22 @@ class TelegramChannel(SendsThrough):
         """Connect, then receive until cancelled."""
         try:
             await self._connect()
+            self._check.connected.set()
             await self._menu.register()
-            if self._config.mode == "webhook":
-                await self._serve_webhook(host)
-            else:
-                await self._poll_while_leading(host)
+            # owned here, and cancelled when receiving ends (which raises what it raised)
+            background = [
+                asyncio.create_task(self._settle_left_behind()),
+                asyncio.create_task(self._record.keep_alive()),
+            ]
+            try:
+                if self._config.mode == "webhook":
+                    await self._serve_webhook(host)
+                else:
+                    await self._poll_while_leading(host)
+            finally:
+                for task in background:
+                    task.cancel()
+                await asyncio.gather(*background, return_exceptions=True)
         finally:
             if self._webhook is not None:
                 await self._webhook.aclose()
@@ -212,6 +239,29 @@ class TelegramChannel(SendsThrough):
         bot = self._app.bot
         self._inbound.me = BotIdentity(id=bot.id, username=bot.username or "")
         log.info("telegram_connected", channel=str(self.ref), bot=bot.username)
+
+    async def _settle_left_behind(self) -> None:
+        """Check the sends a crash cut off (:mod:`channels.telegram.delivery_check`) and
+        forget the parts of replies old enough; a database that fails leaves them to the
+        chats' next sends."""
+        try:
+            await self._record.prune()
+            await self._check.run()
+        except StorageError as exc:
+            log.warning("telegram_delivery_check_paused", channel=str(self.ref), error=str(exc))
+
+    def _saw(self, update: Update) -> None:
+        """Note the ids of the messages an update brings (:meth:`SendRecord.saw`)."""
+        shown: tuple[Message | None, ...] = (
+            update.message,
+            update.edited_message,
+            update.channel_post,
+            update.edited_channel_post,
+        )
+        for message in shown:
+            sender = None if message is None else message.from_user
+            if message is not None and (sender is None or sender.id != self._app.bot.id):
+                self._record.saw(message.chat_id, message.message_id)
 
     async def _reconnect_pause(self, backoff: Backoff, reason: str) -> None:
         self._set_health(HealthState.RECONNECTING, reason)
@@ -265,6 +315,7 @@ class TelegramChannel(SendsThrough):
             self._set_health(HealthState.CONNECTED)
             try:
                 for update in updates:
+                    self._saw(update)
                     await self._inbound.route(update, host)
                     if cancel_requested():
                         # The stop (or the lost role) reached the update on its way in and a
@@ -297,6 +348,7 @@ class TelegramChannel(SendsThrough):
                 # Only Telegram knows the secret; a malformed update will not improve on retry.
                 log.warning("telegram_update_malformed", channel=str(self.ref), error=str(exc))
                 return
+            self._saw(update)
             await self._inbound.route(update, host)
 
         self._webhook = WebhookReceiver(
@@ -310,6 +362,25 @@ class TelegramChannel(SendsThrough):
         )
         self._set_health(HealthState.CONNECTED)
         await asyncio.Event().wait()
+
+    # -- replies cut off by a crash (bot.channel.BackgroundDeliveryCheck) -------------------
+
+    async def find_delivered(
+        self,
+        target: DeliveryTarget,
+        *,
+        key: str,
+        text: str,
+        after_message_id: str | None,
+    ) -> Sequence[SentMessage] | None:
+        """The reply's messages that reached the chat (:mod:`channels.telegram.delivery_check`)."""
+        return await self._check.find_delivered(
+            target, key=key, text=text, after_message_id=after_message_id
+        )
+
+    def checks_later(self) -> bool:
+        """The check edits messages: recovery runs it after start-up, in the background."""
+        return True
 
     # -- who can see a chat (bot.approval.reach.MemberLookup) --------------------------------
 

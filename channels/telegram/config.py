@@ -29,6 +29,11 @@ class TelegramChannelConfig(ChannelCommon, Reconnecting):
     poll_timeout_s: int = Field(default=30, ge=0)
     retry_after_max_s: float = Field(default=60.0, ge=0)
     send_attempts: int = Field(default=3, ge=1, le=10)
+    #: How long a check of a send cut off by a crash waits for newer message ids before it
+    #: gives up (the reply is then sent again, marked; :mod:`channels.telegram.delivery_check`).
+    delivery_check_wait_s: float = Field(default=60.0, ge=0)
+    #: The pause between two edits of one check (Telegram's limit is about 30 calls a second).
+    delivery_check_interval_s: float = Field(default=0.05, ge=0)
     #: The Bot API lets bots download files up to 20 MB and upload up to 50 MB; a local
     #: Bot API server allows more (raise these to match it).
     download_max_bytes: int = Field(default=20 * MB, ge=1)

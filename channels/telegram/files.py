@@ -9,8 +9,10 @@ and a photo Telegram refuses, goes as a document with its name. Files over
 
 The caption is Markdown rendered as Telegram HTML like a message's text (sent again as plain
 text when Telegram cannot parse it). Telegram allows 1,024 characters in a caption: a longer
-caption is cut, and the rest follows in messages of their own, in the same topic. A reply's
-key has nowhere to go on Telegram (a bot cannot read history to look for it), as for text.
+caption is cut, and the rest follows in messages of their own, in the same topic. The file's
+message is recorded before its upload like every message (:mod:`channels.telegram.send_record`),
+as part 1 of the reply ``key`` when it is one; a check cannot compare a file, so one a crash
+cut off is undecided (:mod:`channels.telegram.delivery_check`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from channels.telegram.config import MB, TelegramChannelConfig
 from channels.telegram.markup import TELEGRAM_LIMIT, plain_text, render_chunks
 from channels.telegram.media import human_size
 from channels.telegram.normalise import message_key, parse_message_id
-from channels.telegram.outbound import TelegramOutbound
+from channels.telegram.outbound import TelegramOutbound, may_have_made
 from channels.telegram.ratelimit import with_retry_after
 
 log = structlog.get_logger(__name__)
@@ -137,7 +139,16 @@ class TelegramFiles:
         name = sent_file_name(name) or "file"  # nothing in it can make it read as another
         data, photo = await asyncio.to_thread(_load, path, name, self.upload_limit(target))
         head, rest = caption_parts(caption)
-        message = await self._upload(target, data, name, head, photo=photo)
+        async with self._outbound.record.sending(
+            int(target.conversation_id), key=key, part=1, text=None, parse_mode=None, markup=None
+        ) as slot:
+            try:
+                message = await self._upload(target, data, name, head, photo=photo)
+            except (ChannelError, TelegramError) as exc:
+                if not may_have_made(exc):
+                    await slot.refused()
+                raise
+            await slot.sent(message.message_id)
         sent = [
             SentMessage(target=target, message_id=message_key(message.chat_id, message.message_id))
         ]

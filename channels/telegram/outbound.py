@@ -7,6 +7,14 @@ target's forum topic and, for the first chunk, reply to the target message. Edit
 repeat: an unchanged text is not sent again, and "message is not modified" counts as success.
 Reactions and typing are best effort: a refusal is logged, never raised.
 
+Every message is recorded before its request and sends to one chat wait for each other
+(:class:`~channels.telegram.send_record.SendRecord`, here in :meth:`TelegramOutbound._send_one`,
+the one layer every text, card and full-view page goes through, and for a file's message
+in :mod:`channels.telegram.files`), so a send a crash cut off can be checked
+(:mod:`channels.telegram.delivery_check`). A request Telegram refused made no message and its
+record goes; one that failed otherwise (a timeout, a lost connection, a server error) may
+have made one, and its record stays to be checked before the chat's next send.
+
 Cards and full views are rendered by :mod:`channels.telegram.cards` (literal, fitted to
 one message, cut when they cannot fit; full views paged or sent as a file). Every posted card
 and every full-view message is recorded in the :class:`~channels.common.card_index.CardIndex`. When
@@ -30,10 +38,11 @@ from telegram import (
     ReplyParameters,
 )
 from telegram.constants import ChatAction, ParseMode
-from telegram.error import BadRequest, RetryAfter, TelegramError
+from telegram.error import BadRequest, NetworkError, RetryAfter, TelegramError
 
 from bot.cards import DOCUMENT_NAME, ButtonCodec
 from bot.channel import ApprovalCard, CardState, SentMessage
+from bot.crashpoints import crash_point
 from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelError
 from channels.common.card_index import CardEntry, CardIndex, ViewMessage
@@ -48,6 +57,7 @@ from channels.telegram.config import TelegramChannelConfig
 from channels.telegram.markup import TELEGRAM_LIMIT, plain_text, render_chunks
 from channels.telegram.normalise import message_key, parse_message_id
 from channels.telegram.ratelimit import with_retry_after
+from channels.telegram.send_record import SendRecord, Slot
 
 log = structlog.get_logger(__name__)
 
@@ -76,16 +86,31 @@ def _unparsable(exc: BadRequest) -> bool:
     return "can't parse entities" in exc.message.lower()
 
 
+def may_have_made(exc: BaseException) -> bool:
+    """Whether a send that failed with ``exc`` may have made its message anyway: a timeout,
+    a lost connection or a server error; not a request Telegram refused (a bad request,
+    403, flood control)."""
+    cause = exc if isinstance(exc, TelegramError) else exc.__cause__
+    return isinstance(cause, NetworkError) and not isinstance(cause, BadRequest)
+
+
 class TelegramOutbound:
     """Outbound calls of one bot. Holds the approval keyboard codec and the index of posted
     cards."""
 
     def __init__(
-        self, *, ref: ChannelRef, config: TelegramChannelConfig, bot: Bot, cards: CardIndex
+        self,
+        *,
+        ref: ChannelRef,
+        config: TelegramChannelConfig,
+        bot: Bot,
+        cards: CardIndex,
+        record: SendRecord,
     ) -> None:
         self._ref = ref
         self._config = config
         self._bot = bot
+        self.record = record
         self.codec = ButtonCodec()
         self.cards = cards
         self._last_edit: dict[str, str] = {}
@@ -110,7 +135,11 @@ class TelegramOutbound:
         *,
         reply: bool,
         markup: InlineKeyboardMarkup | None = None,
+        key: str = "",
+        part: int = 0,
     ) -> Message:
+        """Post one message, recorded first (module docstring); ``key`` and ``part`` name
+        it as a part of a reply."""
         chat_id = int(target.conversation_id)
         thread = int(target.thread_id) if target.thread_id else None
         reply_to = (
@@ -135,20 +164,51 @@ class TelegramOutbound:
                 ),
             )
 
+        async with self.record.sending(
+            chat_id,
+            key=key,
+            part=part,
+            text=rendered,
+            parse_mode=ParseMode.HTML,
+            markup=None if markup is None else markup.to_json(),
+        ) as slot:
+            crash_point("before_request")
+            try:
+                message = await self._html_or_plain(send, rendered, slot)
+            except (ChannelError, TelegramError) as exc:
+                if not may_have_made(exc):
+                    await slot.refused()
+                raise
+            crash_point("after_request")
+            await slot.sent(message.message_id)
+        return message
+
+    async def _html_or_plain(
+        self,
+        send: Callable[[str, str | None], Awaitable[Message]],
+        rendered: str,
+        slot: Slot,
+    ) -> Message:
+        """Send ``rendered`` as HTML, and as plain text when Telegram cannot parse it."""
         try:
             return await send(rendered, ParseMode.HTML)
         except BadRequest as exc:
             if not _unparsable(exc):
                 raise ChannelError(f"telegram sendMessage refused: {exc.message}") from exc
             log.warning("telegram_html_refused", channel=str(self._ref), error=exc.message)
-            return await send(plain_text(rendered), None)
+        plain = plain_text(rendered)
+        await slot.retext(plain, None)
+        try:
+            return await send(plain, None)
+        except BadRequest as exc:
+            raise ChannelError(f"telegram sendMessage refused: {exc.message}") from exc
 
     async def send(
         self, target: DeliveryTarget, text: str, *, key: str = ""
     ) -> Sequence[SentMessage]:
         sent: list[SentMessage] = []
         for index, chunk in enumerate(render_chunks(text, TELEGRAM_LIMIT)):
-            message = await self._send_one(target, chunk, reply=index == 0)
+            message = await self._send_one(target, chunk, reply=index == 0, key=key, part=index + 1)
             sent.append(
                 SentMessage(
                     target=target, message_id=message_key(message.chat_id, message.message_id)
@@ -323,21 +383,31 @@ class TelegramOutbound:
             else None
         )
         document = InputFile(plan.document, filename=DOCUMENT_NAME)
-        try:
-            return await self._call(
-                "sendDocument",
-                lambda: self._bot.send_document(
-                    chat_id=int(where.conversation_id),
-                    document=document,
-                    caption=plan.caption,
-                    parse_mode=ParseMode.HTML,
-                    message_thread_id=int(where.thread_id) if where.thread_id else None,
-                    reply_parameters=reply_to,
-                    reply_markup=markup,
-                ),
-            )
-        except BadRequest as exc:
-            raise ChannelError(f"telegram sendDocument refused: {exc.message}") from exc
+        chat_id = int(where.conversation_id)
+        async with self.record.sending(
+            chat_id, key="", part=0, text=None, parse_mode=None, markup=None
+        ) as slot:
+            try:
+                message = await self._call(
+                    "sendDocument",
+                    lambda: self._bot.send_document(
+                        chat_id=chat_id,
+                        document=document,
+                        caption=plan.caption,
+                        parse_mode=ParseMode.HTML,
+                        message_thread_id=int(where.thread_id) if where.thread_id else None,
+                        reply_parameters=reply_to,
+                        reply_markup=markup,
+                    ),
+                )
+            except (ChannelError, TelegramError) as exc:
+                if not may_have_made(exc):
+                    await slot.refused()
+                if isinstance(exc, BadRequest):
+                    raise ChannelError(f"telegram sendDocument refused: {exc.message}") from exc
+                raise
+            await slot.sent(message.message_id)
+        return message
 
     async def _remove_buttons(self, chat_id: int, message_id: int) -> None:
         try:

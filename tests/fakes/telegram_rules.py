@@ -39,6 +39,9 @@ NOT_MODIFIED = (
     "Bad Request: message is not modified: specified new message content and reply markup "
     "are exactly the same as a current content and reply markup of the message"
 )
+TO_EDIT_NOT_FOUND = "Bad Request: message to edit not found"
+CANT_BE_EDITED = "Bad Request: message can't be edited"
+NO_TEXT_TO_EDIT = "Bad Request: there is no text in the message to edit"
 #: Methods that name a chat with ``chat_id``.
 _CHAT_METHODS = frozenset(
     {
@@ -60,6 +63,11 @@ _MESSAGE_METHODS = frozenset(
 _COMMAND_NAME = re.compile(r"[a-z0-9_]+")
 #: Supergroups and channels have ids of the form -100…; other negative ids are groups.
 _SUPERGROUP_PREFIX = "-100"
+
+
+def is_supergroup(chat_id: int) -> bool:
+    """Whether ``chat_id`` is a supergroup's or a channel's (their ids are -100…)."""
+    return str(chat_id).startswith(_SUPERGROUP_PREFIX)
 
 
 def _bad(description: str) -> Refusal:

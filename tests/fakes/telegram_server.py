@@ -10,7 +10,23 @@ Like Telegram, it keeps each message the bot sent as a Message (HTML parsed into
 ``document`` with its ``caption``, a ``sendPhoto`` upload as a ``photo``, the bytes in
 :attr:`FakeTelegram.files`), updates it on ``editMessageText`` and ``editMessageReplyMarkup``
 (an edit without ``reply_markup`` removes the keyboard), and answers an edit that changes
-neither text nor keyboard with "message is not modified". ``getFile``, the file URL and the
+neither text nor keyboard with "message is not modified". Edits follow Telegram's rules to
+the word, the traps of a delivery probe included: an edit of an id that is no message of that
+chat is "message to edit not found", of someone else's message "message can't be edited", of
+a file's message "there is no text in the message to edit", while an edit of **another** of
+the bot's messages with different text succeeds and overwrites it. Every edit that changed a
+message is kept in :attr:`FakeTelegram.changed_by_edit`, marked ``blind`` when the client
+process making it was never told that message's id: each ``getMe`` (a process starting)
+opens a new epoch of its client (:meth:`FakeTelegram.base_url_for` names clients), and an id
+is told in the epoch of the answer or update that carried it. A
+progress line or a card edited by the process that posted it is not blind; an edit probe's
+is, and one that changed a message is the defect a probe must never commit.
+
+Message ids are allocated as Telegram allocates them: one counter per bot account for every
+private chat and basic group, incoming and outgoing alike, and one counter per supergroup or
+channel (:class:`MessageIds`). A message a test pushes with an id of its own moves its counter
+past that id; :meth:`FakeTelegram.next_message_id` gives the id Telegram would give the next
+message of a chat. ``getFile``, the file URL and the
 checks of uploads are :attr:`FakeTelegram.file_store` (:mod:`tests.fakes.telegram_files`).
 :meth:`FakeTelegram.bot_message_now` gives a message's current state, to put into a callback
 query or a ``reply_to_message`` as Telegram would.
@@ -64,7 +80,17 @@ from tests.fakes.loopback import LoopbackServer
 from tests.fakes.telegram_files import TelegramFiles
 from tests.fakes.telegram_members import ChatRoster
 from tests.fakes.telegram_polls import TERMINATED, PollBook
-from tests.fakes.telegram_rules import NOT_MODIFIED, chat_of, chat_problem, formatted, refusal
+from tests.fakes.telegram_rules import (
+    CANT_BE_EDITED,
+    NO_TEXT_TO_EDIT,
+    NOT_MODIFIED,
+    TO_EDIT_NOT_FOUND,
+    chat_of,
+    chat_problem,
+    formatted,
+    is_supergroup,
+    refusal,
+)
 
 BOT_ID = 7000001
 BOT_USERNAME = "hatchbot"
@@ -103,6 +129,41 @@ def _decode(key: str, value: str) -> Any:
         return value
 
 
+class MessageIds:
+    """Telegram's message ids: one counter for the bot account's private chats and basic
+    groups together (incoming and outgoing), one per supergroup or channel."""
+
+    def __init__(self, first: int = 500) -> None:
+        self._first = first
+        self._last: dict[int | None, int] = {}
+
+    @staticmethod
+    def _counter(chat_id: int) -> int | None:
+        return chat_id if is_supergroup(chat_id) else None
+
+    def next(self, chat_id: int) -> int:
+        counter = self._counter(chat_id)
+        number = self._last.get(counter, self._first - 1) + 1
+        self._last[counter] = number
+        return number
+
+    def taken(self, chat_id: int, message_id: int) -> None:
+        """A message with this id exists (pushed by a test): the counter moves past it."""
+        counter = self._counter(chat_id)
+        self._last[counter] = max(self._last.get(counter, self._first - 1), message_id)
+
+
+@dataclass(frozen=True, slots=True)
+class EditChange:
+    """An edit that changed a message: which, by which method, and what it said before."""
+
+    chat_id: int
+    message_id: int
+    method: str
+    before: str
+    blind: bool  # the editing process was never told this message's id
+
+
 @dataclass(slots=True)
 class _Sent:
     """A message the bot sent: what was asked (for "not modified") and what Telegram shows."""
@@ -126,7 +187,13 @@ class FakeTelegram:
         self.allowed_updates: frozenset[str] | None = None
         """The kinds the bot asked for last (``None``: never asked, Telegram's default)."""
         self._update_ids = itertools.count(1000)
-        self._message_ids = itertools.count(500)
+        self._message_ids = MessageIds()
+        self.changed_by_edit: list[EditChange] = []
+        """Every edit that changed a message the bot had sent, in order."""
+        self._epochs: dict[str, int] = {}  # per client: one per getMe (a process starting)
+        #: (client, chat, message) -> the client's last epoch that was told the id
+        self._told: dict[tuple[str, int, int], int] = {}
+        self._caller = ""  # the client of the call being answered (answers hold no await)
         self._chats: dict[int, JSON] = {}
         self._sent: dict[tuple[int, int], _Sent] = {}
         self._seen: set[tuple[int, int]] = set()  # (chat, message) of messages pushed
@@ -189,6 +256,19 @@ class FakeTelegram:
                 self._chats[int(value["chat"]["id"])] = value["chat"]
                 if isinstance(value.get("message_id"), int):
                     self._seen.add((int(value["chat"]["id"]), value["message_id"]))
+        for shown in _messages_in(update):
+            chat_id, message_id = int(shown["chat"]["id"]), int(shown["message_id"])
+            self._message_ids.taken(chat_id, message_id)
+            sender = shown.get("from")
+            if isinstance(sender, dict) and sender.get("id") == BOT_ID:
+                # a message of the bot's that a test shows (on a callback query, a reply):
+                # Telegram has it, as the bot sent it
+                self._sent.setdefault(
+                    (chat_id, message_id),
+                    _Sent(str(shown.get("text", "")), shown.get("reply_markup"), shown),
+                )
+            else:
+                self._seen.add((chat_id, message_id))
         async with self._changed:
             self._updates.append({"update_id": update_id, **update})
             self._changed.notify_all()
@@ -213,6 +293,11 @@ class FakeTelegram:
         """The next ``times`` calls of ``method`` get this error answer."""
         failure = _Failure(status, description, parameters, times)
         self._failures.setdefault(method, []).append(failure)
+
+    def next_message_id(self, chat_id: int) -> int:
+        """The id Telegram gives the next message of ``chat_id`` (for a test's incoming
+        message; taken from the chat's counter)."""
+        return self._message_ids.next(chat_id)
 
     def calls_of(self, method: str) -> list[ApiCall]:
         return [c for c in self.calls if c.method == method]
@@ -284,6 +369,7 @@ class FakeTelegram:
     ) -> web.Response:
         if request.match_info["token"] != self.token:
             return self._error(401, "Unauthorized")
+        self._caller = client
         queued = self._failures.get(method)
         if queued:
             failure = queued[0]
@@ -306,8 +392,9 @@ class FakeTelegram:
         if method in ("getFile", "sendDocument", "sendPhoto"):
             answer = self._file_call(method, params)
             return self._error(*answer) if isinstance(answer, tuple) else self._ok(answer)
-        if method in ("editMessageText", "editMessageReplyMarkup") and self._unchanged(params):
-            return self._error(400, NOT_MODIFIED)
+        editing = method in ("editMessageText", "editMessageReplyMarkup")
+        if editing and (problem := self._edit_problem(method, params)):
+            return self._error(400, problem)
         return self._ok(self._answer(method, params))
 
     def _reply_target_missing(self, params: Mapping[str, Any]) -> bool:
@@ -320,12 +407,26 @@ class FakeTelegram:
         key = (chat_id, reply.get("message_id"))
         return key not in self._seen and key not in self._sent
 
-    def _unchanged(self, params: Mapping[str, Any]) -> bool:
-        sent = self._sent.get((int(params["chat_id"]), int(params["message_id"])))
+    def _edit_problem(self, method: str, params: Mapping[str, Any]) -> str | None:
+        """Telegram's refusal of an edit (module docstring), or None: it changes the
+        message, and is kept in :attr:`changed_by_edit`."""
+        key = (int(params["chat_id"]), int(params["message_id"]))
+        sent = self._sent.get(key)
         if sent is None:
-            return False
+            return CANT_BE_EDITED if key in self._seen else TO_EDIT_NOT_FOUND
+        if method == "editMessageText" and "text" not in sent.message:
+            return NO_TEXT_TO_EDIT
         same_text = str(params.get("text", sent.raw_text)) == sent.raw_text
-        return same_text and bool(params.get("reply_markup") == sent.markup)
+        if same_text and bool(params.get("reply_markup") == sent.markup):
+            return NOT_MODIFIED
+        blind = self._told.get((self._caller, *key), -1) < self._epochs.get(self._caller, 0)
+        self.changed_by_edit.append(EditChange(key[0], key[1], method, sent.raw_text, blind))
+        self._tell(self._caller, key)
+        return None
+
+    def _tell(self, client: str, key: tuple[int, int]) -> None:
+        """``client``'s process now knows the message ``key`` (chat, id)."""
+        self._told[(client, *key)] = self._epochs.get(client, 0)
 
     @staticmethod
     def _ok(result: Any) -> web.Response:
@@ -353,6 +454,8 @@ class FakeTelegram:
         now = time.monotonic()
         for update in updates:
             self.handed_out.setdefault(int(update["update_id"]), now)
+            for shown in _messages_in(update):
+                self._tell(client, (int(shown["chat"]["id"]), int(shown["message_id"])))
         return self._ok(updates)
 
     async def _get_updates(
@@ -405,7 +508,7 @@ class FakeTelegram:
         upload = params[field_name]
         caption = str(params.get("caption", ""))
         caption_text, entities = formatted(caption, params.get("parse_mode"))
-        message_id = next(self._message_ids)
+        message_id = self._message_ids.next(int(params["chat_id"]))
         if method == "sendPhoto":
             sizes = self.file_store.photo(message_id, upload["bytes"])
             if isinstance(sizes, tuple):
@@ -422,10 +525,12 @@ class FakeTelegram:
         message[field_name] = media
         key = (int(params["chat_id"]), message_id)
         self._sent[key] = _Sent(caption, params.get("reply_markup"), message)
+        self._tell(self._caller, key)
         return message
 
     def _answer(self, method: str, params: Mapping[str, Any]) -> Any:
         if method == "getMe":
+            self._epochs[self._caller] = self._epochs.get(self._caller, 0) + 1
             return {
                 "id": BOT_ID,
                 "is_bot": True,
@@ -436,9 +541,10 @@ class FakeTelegram:
                 "supports_inline_queries": False,
             }
         if method == "sendMessage":
-            message = self._message(params, next(self._message_ids))
+            message = self._message(params, self._message_ids.next(int(params["chat_id"])))
             key = (int(params["chat_id"]), message["message_id"])
             self._sent[key] = _Sent(str(params["text"]), params.get("reply_markup"), message)
+            self._tell(self._caller, key)
             return message
         if method == "editMessageText":
             key = (int(params["chat_id"]), int(params["message_id"]))
@@ -479,6 +585,20 @@ def _chats_in(payload: Any) -> list[JSON]:
         return []
     found = [payload["chat"]] if isinstance(payload.get("chat"), dict) else []
     return found + [chat for value in payload.values() for chat in _chats_in(value)]
+
+
+def _messages_in(payload: Any) -> list[JSON]:
+    """Every message object inside ``payload`` (one with a ``chat`` and a ``message_id``)."""
+    if isinstance(payload, list):
+        return [found for item in payload for found in _messages_in(item)]
+    if not isinstance(payload, dict):
+        return []
+    found = (
+        [payload]
+        if isinstance(payload.get("chat"), dict) and isinstance(payload.get("message_id"), int)
+        else []
+    )
+    return found + [m for value in payload.values() for m in _messages_in(value)]
 
 
 def _scope_type(params: Mapping[str, Any]) -> str:

@@ -25,6 +25,10 @@ CHAT = 1001
 JSON = dict[str, Any]
 
 
+#: The id the fake gives the first message of a chat.
+FIRST_ID = 500
+
+
 @pytest.fixture
 async def tg() -> AsyncIterator[FakeTelegram]:
     async with FakeTelegram(TOKEN) as fake:
@@ -117,7 +121,7 @@ CASES: list[tuple[str, JSON, str, JSON]] = [
         "editMessageText",
         {"chat_id": CHAT, "text": "x"},
         "message identifier is not specified",
-        {"chat_id": CHAT, "message_id": 9, "text": "x"},
+        {"chat_id": CHAT, "message_id": FIRST_ID, "text": "x"},
     ),
     (
         "answerCallbackQuery",
@@ -166,6 +170,8 @@ async def test_a_limit_is_refused_with_telegrams_answer(
     assert status == 400
     assert body == {"ok": False, "error_code": 400, "description": f"Bad Request: {description}"}
     if valid:
+        if method.startswith("editMessage"):  # an edit needs a message of the bot's to edit
+            await call(tg, "sendMessage", {"chat_id": CHAT, "text": "before"})
         status, body = await call(tg, method, valid)
         assert (status, body["ok"]) == (200, True), body
 

@@ -30,6 +30,7 @@ from tests.fakes.telegram_server import (
 )
 from tests.fakes.telegram_setup import APPROVER, REQUESTER, started
 from tests.gateway.conftest import echo
+from tests.gateway.test_gateway import until
 
 ANN, BOB = REQUESTER, 4004
 GROUP: dict[str, Any] = {"id": -100500600, "type": "supergroup", "title": "team"}
@@ -167,6 +168,9 @@ async def test_one_forget_waits_at_a_time_per_person(tg: FakeTelegram, tmp_path:
         # once the first is decided, a new request asks again
         await tg.push(callback("q-boss", user(APPROVER), button(card, DENY_LABEL), shown(tg)))
         await tg.wait_for("sendMessage", sent_with("Nothing was deleted"))
+        # the request lets go of its place once its last message's send returned (the send
+        # records the message's id after Telegram answered): wait for that, not a moment
+        await until(lambda: not app.gateway._forget._waiting)
         forget = message(GROUP, user(ANN), "/forget", message_id=10, entities=command("/forget"))
         await tg.push({"message": forget})
         await tg.wait_for("sendMessage", sent_with(ASKING), count=2)

@@ -23,7 +23,7 @@ from bot.envelope import (
     target_to_json,
 )
 from bot.gateway import SHUTDOWN_MESSAGE, Gateway, SessionControl, TurnReply
-from bot.gateway.ledger import UNCONFIRMED
+from bot.gateway.ledger import REPEAT_MARKER, UNCONFIRMED, UNDECIDED
 from bot.gateway.recovery import INTERRUPTED
 from bot.gateway.sending import FAILURE_MESSAGE
 from bot.providers.base import ChatMessage, ToolCallRequest
@@ -55,6 +55,26 @@ class CheckingChannel(FakeChannel):
             return None
         found = self.posted_before.get(key)
         return [] if found is None else [SentMessage(target=target, message_id=found)]
+
+
+class LaterChannel(CheckingChannel):
+    """A channel whose check writes to the platform (``BackgroundDeliveryCheck``): it
+    answers only once :attr:`open` is set, as a check waiting for the connection would."""
+
+    def __init__(self, ref: ChannelRef) -> None:
+        super().__init__(ref)
+        self.open = asyncio.Event()
+
+    async def find_delivered(
+        self, target: DeliveryTarget, *, key: str, text: str, after_message_id: str | None
+    ) -> Sequence[SentMessage] | None:
+        await self.open.wait()
+        return await super().find_delivered(
+            target, key=key, text=text, after_message_id=after_message_id
+        )
+
+    def checks_later(self) -> bool:
+        return True
 
 
 class Runner:
@@ -91,7 +111,7 @@ def rig_for(
     tmp_path: Path,
     *,
     on_interrupted: str = "notify",
-    checks: bool = True,
+    checks: bool | str = True,
     interrupt: tuple[str, ...] = (),
 ) -> _RigContext:
     """A gateway over a channel that can look for its posts (``checks``) or cannot; turns
@@ -101,7 +121,11 @@ def rig_for(
 
 class _RigContext:
     def __init__(
-        self, tmp_path: Path, on_interrupted: str, checks: bool, interrupt: tuple[str, ...]
+        self,
+        tmp_path: Path,
+        on_interrupted: str,
+        checks: bool | str,
+        interrupt: tuple[str, ...],
     ) -> None:
         self.tmp_path, self.on_interrupted, self.checks = tmp_path, on_interrupted, checks
         self.interrupt = interrupt
@@ -109,7 +133,13 @@ class _RigContext:
     async def __aenter__(self) -> Rig:
         self.store = store = await Store.open(self.tmp_path / "h.db")
         runner = Runner(store, self.interrupt)
-        channel = CheckingChannel(REF) if self.checks else FakeChannel(REF)
+        channel = (
+            LaterChannel(REF)
+            if self.checks == "later"
+            else CheckingChannel(REF)
+            if self.checks
+            else FakeChannel(REF)
+        )
         settings = parse_settings(
             {"state_dir": str(self.tmp_path), "agent": {"on_interrupted": self.on_interrupted}},
             require_provider=False,
@@ -344,13 +374,39 @@ async def test_a_send_missing_on_the_platform_is_sent_again_under_its_key(rig: C
     assert await status_of(rig.store, env) == (InboxStatus.DONE, None)
 
 
-async def test_a_check_the_platform_refuses_leaves_the_reply_unconfirmed(rig: CheckingRig) -> None:
+async def test_a_check_that_cannot_decide_sends_the_reply_again_marked(rig: CheckingRig) -> None:
     env = envelope("unsure")
     await cut_off(rig.store, env, answer="answer to unsure")
     rig.channel.check_fails = True
-    assert await rig.gateway.recover() == (0, 0)
-    assert rig.channel.texts == []
-    assert await replies_of(rig.store, env) == [("answer", "sent", UNCONFIRMED)]
+    with capture_logs() as logs:
+        assert await rig.gateway.recover() == (0, 0)
+    assert rig.channel.texts == [f"{REPEAT_MARKER}\n\nanswer to unsure"]
+    assert rig.channel.keys == ["k-old"]
+    assert await replies_of(rig.store, env) == [("answer", "sent", UNDECIDED)]
+    assert await status_of(rig.store, env) == (InboxStatus.DONE, None)
+    assert [e["outcome"] for e in logs if e["event"] == "reply_recovered"] == ["undecided"]
+
+
+async def test_a_check_that_writes_runs_after_start_up_and_holds_its_entry(
+    tmp_path: Path,
+) -> None:
+    async with rig_for(tmp_path, checks="later") as made:
+        channel = made.channel
+        assert isinstance(channel, LaterChannel)
+        env = envelope("later")
+        await cut_off(made.store, env, answer="answer to later")
+        channel.posted_before["k-old"] = "m-9"
+
+        assert await made.gateway.recover() == (0, 0)  # returns without waiting for it
+        held = made.gateway._sessions.in_hand()
+        assert key(env) in held
+        assert await status_of(made.store, env) == (InboxStatus.PROCESSING, None)
+
+        channel.open.set()
+        await until(lambda: key(env) not in made.gateway._sessions.in_hand())
+        assert await replies_of(made.store, env) == [("answer", "sent", None)]
+        assert await status_of(made.store, env) == (InboxStatus.DONE, None)
+        assert channel.texts == []
 
 
 async def test_a_notice_cut_off_while_being_sent_is_not_sent_twice(rig: CheckingRig) -> None:

@@ -42,6 +42,9 @@ SLACK_APP_TOKEN = "xapp-1-A7272-crash-matrix-app-token"
 DISCORD_BOT_ID = "900000000000000001"
 QUICK_RECONNECTS = "reconnect_initial_s = 0.05\nreconnect_max_s = 0.5\n"
 PLATFORMS = ("telegram", "slack", "discord")
+#: How long a Telegram check of a send cut off by a crash waits for newer ids (the
+#: default, a minute, is for a real chat's pace; here the people are quick).
+TELEGRAM_CHECK_WAIT_S = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,12 +103,20 @@ class PlatformDriver(Protocol):
         """Wait until the bot posted a message containing ``needle`` to ``conversation``."""
         ...
 
+    def edits_that_changed(self) -> list[str]:
+        """Every edit of the bot's that changed a message (one line each)."""
+        ...
+
+    def blind_edits_that_changed(self) -> list[str]:
+        """Those made by a process that was never told the message's id (an edit probe's
+        kind of edit: none may change a message)."""
+        ...
+
 
 @dataclass(kw_only=True)
 class TelegramDriver:
     fake: FakeTelegram
     name: str = "telegram"
-    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     @property
     def channel(self) -> str:
@@ -121,6 +132,8 @@ file_base_url = "{self.fake.file_base_url}"
 poll_timeout_s = 1
 allowed_users = ["*"]
 dm_policy = "open"
+delivery_check_wait_s = {TELEGRAM_CHECK_WAIT_S}
+delivery_check_interval_s = 0
 {QUICK_RECONNECTS}"""
 
     def environment(self) -> dict[str, str]:
@@ -141,13 +154,27 @@ dm_policy = "open"
 
     async def send(self, conversation: int, text: str) -> None:
         chat = self.chat(conversation)
-        payload = message(private_chat(chat), user(chat), text, message_id=next(self._ids))
+        number = self.fake.next_message_id(chat)  # Telegram's ids: one counter for every DM
+        payload = message(private_chat(chat), user(chat), text, message_id=number)
         await self.fake.push({"message": payload})
 
     def posts(self) -> list[Post]:
         return [
             Post(int(c.params["chat_id"]) - 5000, str(c.params.get("text", "")))
             for c in self.fake.calls_of("sendMessage")
+        ]
+
+    def edits_that_changed(self) -> list[str]:
+        return [
+            f"{c.method} {c.chat_id}/{c.message_id} (was {c.before!r})"
+            for c in self.fake.changed_by_edit
+        ]
+
+    def blind_edits_that_changed(self) -> list[str]:
+        return [
+            f"{c.method} {c.chat_id}/{c.message_id} (was {c.before!r})"
+            for c in self.fake.changed_by_edit
+            if c.blind
         ]
 
     async def wait_post(self, conversation: int, needle: str, wait_s: float) -> None:
@@ -260,6 +287,12 @@ dm_policy = "open"
             if str(c.params.get("channel", "")).startswith("D")
         ]
 
+    def edits_that_changed(self) -> list[str]:
+        return [f"chat.update {c.params.get('ts')}" for c in self.fake.calls_of("chat.update")]
+
+    def blind_edits_that_changed(self) -> list[str]:
+        return []  # Slack's check reads history: it never edits
+
     async def wait_post(self, conversation: int, needle: str, wait_s: float) -> None:
         dm = self.dm(conversation)
         await self.fake.wait_for(
@@ -339,6 +372,14 @@ require_mention = true
             text = str((call.body or {}).get("content", ""))
             found.append(Post(int(room[1]) - 810000000000000000, text))
         return found
+
+    def edits_that_changed(self) -> list[str]:
+        return [
+            f"PATCH {c.path}" for c in self.fake.calls_to("PATCH", r"/channels/\d+/messages/\d+")
+        ]
+
+    def blind_edits_that_changed(self) -> list[str]:
+        return []  # Discord's check reads history: it never edits
 
     async def wait_post(self, conversation: int, needle: str, wait_s: float) -> None:
         def posted() -> bool:

@@ -36,7 +36,13 @@ from typing import Any
 
 import asyncpg
 
-from bench.crash_tally import INBOX_BY_STATUS, NOTICES_SENT, UNCONFIRMED, StoreReadout
+from bench.crash_tally import (
+    INBOX_BY_STATUS,
+    NOTICES_SENT,
+    UNCONFIRMED,
+    UNDECIDED,
+    StoreReadout,
+)
 from tests.ops.daemon_process import WAIT_S, DaemonProcess, start_daemon
 from tests.reliability.crash_rig import write_config
 from tests.reliability.platform_drivers import PlatformDriver
@@ -324,9 +330,16 @@ class Fleet:
             inbox = {str(r[0]): int(r[1]) for r in await conn.fetch(INBOX_BY_STATUS)}
             notices = [(str(r[0]), str(r[1] or "")) for r in await conn.fetch(NOTICES_SENT)]
             unconfirmed = [(str(r[0]),) for r in await conn.fetch(UNCONFIRMED)]
+            undecided = [(str(r[0]),) for r in await conn.fetch(UNDECIDED)]
         finally:
             await conn.close()
-        return StoreReadout(integrity=None, inbox=inbox, notices=notices, unconfirmed=unconfirmed)
+        return StoreReadout(
+            integrity=None,
+            inbox=inbox,
+            notices=notices,
+            unconfirmed=unconfirmed,
+            undecided=undecided,
+        )
 
     def workspaces(self) -> list[Path]:
         return [r.workspace for r in self.replicas.values()]

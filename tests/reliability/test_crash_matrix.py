@@ -49,6 +49,7 @@ import pytest
 from aiohttp import web
 
 from bot.gateway import SHUTDOWN_MESSAGE
+from bot.gateway.ledger import REPEAT_MARKER
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.openai_server import Reply
 from tests.fakes.slack_server import FakeSlack
@@ -75,6 +76,9 @@ LATER = "ask-omega: and now?"
 LATER_ANSWER = "A-omega: all quiet"
 NOTICE = SHUTDOWN_MESSAGE.split(". ")[-1]  # "Please ask again." survives every renderer
 FAST_POINT = "after_send"
+#: The points after which recovery settles a reply whose send began (its check may run in
+#: the background, after the later message is answered).
+SETTLED_BY_A_CHECK = ("after_record", "before_request", "after_request", "after_send")
 RAN = "ran.txt"  # in the call's folder of the workspace (the shell's sandbox lets it write there)
 
 
@@ -88,6 +92,12 @@ class Case:
     model_calls: int
     on_interrupted: Literal["notify", "retry"] = "notify"
     read_only: bool = False  # the model asks for ``calculator`` instead of ``shell``
+    platforms: tuple[str, ...] = PLATFORMS  # where the point is on a turn's path
+    nth: int = 1  # the time the turn reaches the point that kills it
+
+    @property
+    def crash_at(self) -> str:
+        return self.point if self.nth == 1 else f"{self.point}:{self.nth}"
 
     @property
     def id(self) -> str:
@@ -103,6 +113,29 @@ CASES = (
     Case(point="after_tool", outcome="noticed", shell_runs=1, model_calls=1),
     # the answer is in history, its reply never recorded: recovery sends it
     Case(point="after_answer", outcome="answered", shell_runs=1, model_calls=2),
+    # the reply recorded, its request never made: the check finds nothing, sent again
+    Case(point="after_record", outcome="answered", shell_runs=1, model_calls=2),
+    # Telegram: the answer (the turn's second message: its progress line is the first)
+    # recorded by the adapter too, its request never made: nothing can bound the probe in a
+    # chat with no other traffic, so the reply goes again, marked
+    Case(
+        point="before_request",
+        outcome="answered",
+        shell_runs=1,
+        model_calls=2,
+        platforms=("telegram",),
+        nth=2,
+    ),
+    # Telegram: the answer's request made the message, its id never recorded: the edit
+    # probe finds it
+    Case(
+        point="after_request",
+        outcome="answered",
+        shell_runs=1,
+        model_calls=2,
+        platforms=("telegram",),
+        nth=2,
+    ),
     # the platform took the answer, the ledger never heard: answered, and no notice
     Case(point="after_send", outcome="answered", shell_runs=1, model_calls=2),
     Case(point="after_mark", outcome="answered", shell_runs=1, model_calls=2),
@@ -139,6 +172,7 @@ def matrix() -> list[object]:
         pytest.param(platform, case, id=f"{platform}-{case.id}", marks=marks(platform, case))
         for platform in PLATFORMS
         for case in CASES
+        if platform in case.platforms
     ]
 
 
@@ -225,7 +259,7 @@ async def test_kill_9_at_each_step(
             workspace=workspace,
             on_interrupted=case.on_interrupted,
         )
-        crashing = daemon_env(driver.environment(), crash_at=case.point)
+        crashing = daemon_env(driver.environment(), crash_at=case.crash_at)
         async with start_daemon(config, env=crashing) as first:
             await first.wait_notify("READY", "1")
             await driver.connected()
@@ -252,6 +286,10 @@ async def test_kill_9_at_each_step(
             # whatever the restart did about the first one is done
             await driver.send(0, LATER)
             await expect_post(second, driver, LATER_ANSWER)
+            if case.point in SETTLED_BY_A_CHECK:
+                # a check may run in the background (Telegram's edit probe): its settling
+                # is what the case is about
+                await second.wait_event("reply_recovered")
             second.signal(signal.SIGTERM)
             assert await second.wait_exit() == 0, second.events[-20:]
         recovered = [e.get("outcome") for e in second.events if e.get("event") == "reply_recovered"]
@@ -259,6 +297,8 @@ async def test_kill_9_at_each_step(
             1 for e in second.events if e.get("event") == "answer_sent_after_restart"
         )
         said = texts(driver)
+        changed = driver.edits_that_changed()
+        blind = driver.blind_edits_that_changed()
 
     # -- the sender heard exactly one thing about the first message ------------------------
     answers = sum(ANSWER in t for t in said)
@@ -268,10 +308,18 @@ async def test_kill_9_at_each_step(
     else:
         assert (answers, notices) == (0, 1), said
     assert sum(LATER_ANSWER in t for t in said) == 1, said
+    # no probe changed a message (it edits only to what the message looked for says); the
+    # edits that changed one are the progress line's, by the process that posted it
+    assert blind == [], (blind, changed)
 
     # -- a reply the ledger never heard back about: looked for where the platform allows it
-    if case.point == "after_send":
-        assert recovered == ["unconfirmed" if platform == "telegram" else "confirmed"]
+    if case.point in ("after_send", "after_request"):
+        assert recovered == ["confirmed"]  # after_request: found by the edit probe
+    elif case.point == "after_record":
+        assert recovered == ["resent"]
+    elif case.point == "before_request":
+        assert recovered == ["undecided"]
+        assert sum(t.startswith(REPEAT_MARKER) for t in said) == 1, said
     elif case.point == "after_answer":
         assert answered_after_restart == 1 and recovered == []
     elif case.point == "after_mark":

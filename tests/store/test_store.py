@@ -171,3 +171,35 @@ async def test_one_statement_decisions_win_once(store: Store) -> None:
     assert await store.memory.delete(scope_key="a", note_id=note)
     assert not await store.memory.delete(scope_key="a", note_id=note)
     assert await store.memory.search(scope_key="a", query="answer") == []
+
+
+async def test_a_channel_state_key_is_claimed_once_across_processes(
+    two: tuple[Store, Store],
+) -> None:
+    first, second = two
+    claims = [
+        first.channel_state.claim("telegram.main", "tg-sending:5", "a"),
+        second.channel_state.claim("telegram.main", "tg-sending:5", "b"),
+    ]
+    won = [await claim for claim in claims]
+
+    assert sorted(won) == [False, True]
+    held = await second.channel_state.get("telegram.main", "tg-sending:5")
+    assert held == ("a" if won[0] else "b")
+    assert await first.channel_state.claim("telegram.main", "tg-sending:6", "c")
+
+
+async def test_channel_state_rows_are_set_and_deleted_in_one_write(store: Store) -> None:
+    state = store.channel_state
+    await state.set("telegram.main", "tg-sending:5", "pending")
+
+    await state.write(
+        "telegram.main", put={"tg-last:5": "501", "tg-reply:k:1": "501"}, delete=["tg-sending:5"]
+    )
+
+    assert await state.get("telegram.main", "tg-sending:5") is None
+    assert await state.items("telegram.main", "tg-") == [
+        ("tg-last:5", "501"),
+        ("tg-reply:k:1", "501"),
+    ]
+    assert await state.claim("telegram.main", "tg-sending:5", "next")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.channel import ApprovalCard, CardState, DeliveryCheck, SentMessage
+from bot.channel import ApprovalCard, BackgroundDeliveryCheck, CardState, SentMessage
 from bot.envelope import DeliveryTarget
 from bot.errors import ChannelError
 from bot.store import Store
@@ -71,9 +71,9 @@ async def test_long_answer_is_split_into_valid_chunks(
 async def test_a_keyed_send_posts_exactly_as_an_unkeyed_one(
     tg: FakeTelegram, live: TelegramChannel
 ) -> None:
-    """A bot cannot read chat history, so the channel offers no delivery check and the
-    reply's key changes nothing that is posted."""
-    assert not isinstance(live, DeliveryCheck)
+    """The key names the reply in the channel's own record (a bot cannot read history, so
+    its check is an edit probe run later), and changes nothing that is posted."""
+    assert isinstance(live, BackgroundDeliveryCheck) and live.checks_later()
     text = "Done: **3 files**\n\n" + "line of the answer\n" * 400
     plain = await live.send(TOPIC_TARGET, text)
     unkeyed = [c.params for c in tg.calls_of("sendMessage")]
