@@ -12,7 +12,7 @@ import pytest
 
 from bot.app import App
 from bot.config import Settings
-from tests.context.waiting import context_of, has_kept, until
+from tests.context.waiting import context_of, has_kept, kept_texts, until
 from tests.fakes.scripted_provider import ScriptedProvider, reply
 from tests.fakes.telegram_server import (
     FakeTelegram,
@@ -126,3 +126,19 @@ async def test_the_window_outlives_a_restart(tg: FakeTelegram, tmp_path: Path) -
         await tg.push({"message": asked})
         await tg.wait_for("sendMessage", lambda c: "Noted." in str(c.params["text"]))
     assert "the release is blocked" in context_of(provider.requests[0].messages[-1].content)
+
+
+async def test_an_edit_that_addresses_the_bot_is_answered(tg: FakeTelegram, tmp_path: Path) -> None:
+    provider = ScriptedProvider([reply("On it.")])
+    group = forum_chat()
+    ann = user(REQUESTER, "Ann")
+    async with App(with_context(tg, tmp_path), provider=provider) as app:
+        await started(app)
+        said = message(group, ann, "can someone check the build", message_id=80)
+        await tg.push({"message": said})
+        await until(has_kept(app.store, "can someone check the build"))
+        text = "@hatchbot can someone check the build"
+        await tg.push(edit_of(said, text, entities=mention(text)))
+        await tg.wait_for("sendMessage", lambda c: "On it." in str(c.params["text"]))
+        assert await kept_texts(app.store) == []  # a turn now, no longer context
+    assert provider.requests[0].messages[-1].content == "can someone check the build"
