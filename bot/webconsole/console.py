@@ -46,6 +46,7 @@ PAGE_MODULES: tuple[str, ...] = (
     "bot.webconsole.pages_audit",
     "bot.webconsole.pages_turns",
     "bot.webconsole.pages_health",
+    "bot.webconsole.pages_usage",
     "bot.webconsole.pages_schedules",
     "bot.webconsole.pages_pairing",
 )

@@ -96,6 +96,8 @@ async def test_the_pages_fit_a_phone(rig: ConsoleRig, phone: Page) -> None:
         "/channels",
         "/schedules",
         "/pairing",
+        "/usage",
+        "/channels/metrics",
     ]
     for path in paths:
         await phone.goto(rig.url(path))
