@@ -137,6 +137,7 @@ def stopped_line(tool: str) -> str:
 
 
 STOPPED_LINE = "⏹ stopped"
+STOPPING_LINE = "⏹ stopping…"
 
 
 def waiting_line(tool: str) -> str:
@@ -196,6 +197,7 @@ class ChannelProgress:
         self._last_flush = -math.inf
         self._last_typing = -math.inf
         self._waiting = 0
+        self._stopping = False
         self._closed = False
         self._lock = asyncio.Lock()
         self._wake = asyncio.Event()
@@ -246,6 +248,18 @@ class ChannelProgress:
         self._waiting += 1
         self._running[f"approval:{tool}"] = tool
         self._show(f"approval:{tool}", waiting_line(tool))
+
+    def stopping(self) -> None:
+        """The turn was asked to stop and has not ended yet (a tool being killed, a model
+        that cannot stop before it has read its prompt): "⏹ stopping…" is shown at once,
+        whatever the throttle, where a progress message is shown (and, on a channel that
+        cannot edit, as a line), until :meth:`stopped` closes the message."""
+        if self._closed or self._stopping:
+            return
+        self._stopping = True
+        if not self._caps.can_edit or self._message is not None or self._lines:
+            self._last_flush = -math.inf  # due now
+            self._show("stopped", STOPPING_LINE)
 
     def stopped(self) -> None:
         """The turn was stopped (``/stop``, Ctrl-C): every call still shown as running or

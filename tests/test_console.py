@@ -331,7 +331,10 @@ async def test_the_input_prompt_stays_below_what_is_shown(
         terminal.channel.notice("a notice")  # erases the prompt, shows the line, prompts
         await terminal.wait_for("a notice")
     raw = terminal.raw
-    assert raw.startswith("> hello\r\nfirst answer\r\n> \r\n> \r\x1b[Ka notice\r\n> ")
+    # "… thinking" holds the answer's line while the turn works; the answer clears it
+    assert raw.startswith(
+        "> hello\r\n… thinking\r\x1b[Kfirst answer\r\n> \r\n> \r\x1b[Ka notice\r\n> "
+    )
     assert len(fake.requests) == 1
 
 

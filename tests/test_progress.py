@@ -262,3 +262,30 @@ async def test_a_stop_on_a_channel_without_edits_says_which_call_was_stopped() -
     progress.stopped()
     await progress.aclose()
     assert channel.texts == ["⏳ shell: `sleep 600`", "⏹ shell: stopped"]
+
+
+async def test_stopping_is_shown_at_once_then_closed() -> None:
+    channel, clock = FakeChannel(REF), Clock()
+    progress = ChannelProgress(channel, TARGET, Capabilities(can_edit=True), clock)
+    await progress.tool_started(call_id="1", tool="shell", hint="sleep 600")
+    await progress.pulse()
+    clock.now += 0.1  # within the throttle: stopping is shown all the same
+    progress.stopping()
+    await progress.pulse()
+    assert channel.edited_texts == ["⏳ shell: `sleep 600`\n⏹ stopping…"]
+    progress.stopped()
+    await progress.aclose()
+    assert channel.edited_texts[-1] == "⏹ shell: stopped\n⏹ stopped"
+
+
+async def test_stopping_on_a_channel_without_edits_is_a_line_of_its_own() -> None:
+    channel, clock = FakeChannel(REF), Clock()
+    progress = ChannelProgress(channel, TARGET, Capabilities(can_edit=False), clock)
+    await progress.pulse()
+    progress.stopping()
+    progress.stopping()  # once
+    await progress.pulse()
+    assert channel.texts == ["⏹ stopping…"]
+    progress.stopped()
+    await progress.aclose()
+    assert channel.texts == ["⏹ stopping…"]  # nothing was running: nothing more to say

@@ -41,6 +41,13 @@ PROVIDER_MESSAGE = (
     "⚠️ The language model is not answering right now ({reason}). Please try again later."
 )
 CANCELLED_MESSAGE = "⏹ Stopped."
+#: What a provider says when the answer stopped at the reply's token limit (``max_tokens``):
+#: ``length`` (Chat Completions, llama.cpp), ``max_tokens`` (Anthropic).
+CUT_REASONS = frozenset({"length", "max_tokens"})
+CUT_MESSAGE = (
+    "✂️ (cut: the answer reached the model's reply limit, max_tokens; ask to go on, or raise "
+    "the limit)"
+)
 SHUTDOWN_MESSAGE = (
     "⏹ The bot is shutting down; this request was interrupted and nothing more will run. "
     "Please ask again once it is back."
@@ -212,6 +219,9 @@ async def _answer(
     if not text:
         log.warning("provider_empty_answer", finish_reason=reply.finish_reason)
         return TurnResult(status=TurnStatus.COMPLETED, text=EMPTY_MESSAGE)
+    if reply.finish_reason in CUT_REASONS:
+        # said to the person only: history keeps the answer as the model wrote it
+        return TurnResult(status=TurnStatus.COMPLETED, text=f"{text}\n\n{CUT_MESSAGE}")
     return TurnResult(status=TurnStatus.COMPLETED, text=text)
 
 

@@ -104,6 +104,8 @@ class AgentRunner:
             state.progress = progress
             await progress.start()
         control.on_cancel(state.cancel.cancel)
+        if progress is not None:
+            state.cancel.on_cancel(progress.stopping)  # shown until the turn has ended
         try:
             if envelope.attachments and self._attachments is not None:
                 # downloaded before the turn's first record: a crash meanwhile leaves the

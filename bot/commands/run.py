@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import sys
 from typing import TYPE_CHECKING, Any
@@ -152,3 +153,15 @@ async def _chat(args: argparse.Namespace) -> int:
     finally:
         warming.cancel()
         await asyncio.gather(warming, return_exceptions=True)
+        _drop_typeahead()
+
+
+def _drop_typeahead() -> None:
+    """Discard what was typed at the terminal and not read: keys pressed while the chat was
+    ending (a model finishing the prompt it was reading) were meant for the chat, not for
+    the shell that takes the terminal back."""
+    import termios
+
+    if sys.stdin.isatty():
+        with contextlib.suppress(OSError, termios.error):
+            termios.tcflush(sys.stdin.fileno(), termios.TCIFLUSH)

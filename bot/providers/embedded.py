@@ -19,8 +19,12 @@ How it runs (:mod:`bot.providers.llama_server` has the llama.cpp side):
   event loop, where they can be cancelled. Deltas cross to the loop with
   ``call_soon_threadsafe``.
 * Cancelling a completion stops its generation: the worker's callback tells llama.cpp to
-  stop at the next token, ``CancelledError`` propagates at once, and the slot is free for
-  the next request when the worker has returned.
+  stop at the next token. llama.cpp calls back only once a token is out, so a prompt still
+  being read (prefill: seconds for a long history on a small CPU) runs to its end first.
+  ``CancelledError`` propagates once the worker has returned, not before: until then the
+  model keeps a core busy, and a turn that said it stopped while it did would leave the next
+  message waiting for no visible reason (the progress line says "stopping…" meanwhile,
+  :meth:`bot.progress.ChannelProgress.stopping`). A second cancel does not wait.
 * A history longer than the context (``context_tokens``) is cut from its oldest messages,
   estimated at three characters a token; what still does not fit is a
   :class:`~bot.errors.ProviderError` saying to start over with ``/new``.
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -179,6 +184,10 @@ class EmbeddedProvider:
             await asyncio.shield(running)
         except BaseException:
             generation.stopped.set()  # the worker stops at the next token
+            # the stop is over when the model is free (module docstring); a second cancel
+            # (the app stopping) ends the wait, never the worker
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(running)
             raise
         return self._reply(generation, request)
 
@@ -204,6 +213,7 @@ class EmbeddedProvider:
         raised (re-raised by :meth:`complete` if it is still waiting)."""
         self._running.discard(generation)
         self._slots.release()
+        log.info("embedded_slot_free", stopped=generation.stopped.is_set())
         deltas.put_nowait(None)
         if not done.cancelled():
             done.exception()

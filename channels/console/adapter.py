@@ -47,6 +47,7 @@ log = structlog.get_logger(__name__)
 
 CONVERSATION_ID = "terminal"
 QUITTING_NOTE = "(not sent: quitting; Ctrl-D again to quit now)"
+THINKING = "… thinking"
 
 
 class ConsoleChannel:
@@ -66,6 +67,7 @@ class ConsoleChannel:
         self._user = user or os.environ.get("USER") or "local"
         self._health = HealthRecord(ref)
         shows = is_terminal(self._stdout)
+        self._shows_status = shows
         self._screen = Screen(
             self._stdout, prompting=shows and is_terminal(self._stdin), erasable=shows
         )
@@ -174,6 +176,7 @@ class ConsoleChannel:
             addressed_to_bot=True,
             capabilities=Capabilities(
                 max_message_chars=1_000_000,
+                typing=self._shows_status,  # "… thinking" while the turn works
                 terminal_prompt=True,
                 replay_on_restart=False,
                 commands_in_order=in_order and not self.interactive,
@@ -195,7 +198,9 @@ class ConsoleChannel:
         return None
 
     async def typing(self, target: DeliveryTarget) -> None:
-        return None
+        """While a turn works, a terminal shows "… thinking" on the line the answer will
+        take (replaced by it); piped output gets nothing."""
+        self._screen.status(THINKING)
 
     async def post_approval_card(self, target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
         self._screen.show(card.render_text())

@@ -32,6 +32,7 @@ class Screen:
         self._erasable = erasable or prompting  # out is a terminal
         self._prompt_shown = False  # the cursor sits just after the input prompt
         self._asking = False  # the cursor sits at the end of an approval prompt
+        self._status_shown = False  # the cursor sits after a status line ("thinking…")
         self._held: list[str] = []
 
     def begin(self) -> None:
@@ -44,6 +45,15 @@ class Screen:
             self._held.append(text)
             return
         self._write(self._erase() + terminal_text(text) + "\n" + self._prompt())
+
+    def status(self, text: str) -> None:
+        """A passing line of the program's own (``… thinking``), on a terminal only: it
+        stays on the cursor's line without ending it, and the next message or prompt
+        replaces it. Nothing while an approval prompt is open."""
+        if not self._erasable or self._asking:
+            return
+        self._write(self._erase() + terminal_text(text))
+        self._status_shown = True
 
     def line_read(self, *, blank: bool) -> None:
         """The person pressed Enter: the terminal's echo moved the cursor to a new line. A
@@ -79,7 +89,7 @@ class Screen:
         terminal echoed after it (``^C``), since every message ends its own line. An open
         approval prompt is left alone."""
         if self._erasable and not self._asking:
-            self._prompt_shown = False
+            self._prompt_shown = self._status_shown = False
             self._write(ERASE_LINE)
 
     # -- internals ----------------------------------------------------------------------
@@ -91,9 +101,9 @@ class Screen:
         return INPUT_PROMPT
 
     def _erase(self) -> str:
-        if not self._prompt_shown:
+        if not (self._prompt_shown or self._status_shown):
             return ""
-        self._prompt_shown = False
+        self._prompt_shown = self._status_shown = False
         return ERASE_LINE
 
     def _write(self, text: str) -> None:

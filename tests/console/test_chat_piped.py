@@ -133,6 +133,7 @@ async def test_a_piped_command_takes_effect_after_the_lines_before_it(
     # the banner is on stderr: stdout is the answers alone
     assert "hatchway chat — provider" in chat.errors
     assert "hatchway chat" not in shown and shown.startswith("answer 1")
+    assert "thinking" not in shown  # a terminal's passing line, never in piped output
 
 
 async def test_a_piped_line_left_unanswered_makes_the_exit_status_1(
@@ -174,3 +175,33 @@ async def test_the_state_folder_is_private_whatever_the_umask(
     assert modes["deep/state/hatchway.db"] == 0o600
     loose = {name: oct(mode) for name, mode in modes.items() if mode & 0o077}
     assert loose == {}, loose
+
+
+async def test_an_answer_cut_at_max_tokens_says_so(tmp_path: Path, llm: HeldOpenAI) -> None:
+    llm.queue_json(
+        {
+            "id": "chatcmpl-cut",
+            "object": "chat.completion",
+            "model": "gpt-4o-mini",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": "The three reasons are: first"},
+                    "finish_reason": "length",
+                }
+            ],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+    )
+    llm.queue_text("a whole answer")
+    env = chat_environ(tmp_path / "state", llm_url=llm.base_url)
+    async with start_piped(env, tmp_path, stderr_apart=True) as chat:
+        chat.type("give me three reasons\nand another\n")
+        await chat.close_input()
+        assert await chat.wait_exit() == 0
+    cut = chat.shown.index("The three reasons are: first")
+    notice = chat.shown.index("cut: the answer reached the model's reply limit, max_tokens")
+    assert cut < notice < chat.shown.index("a whole answer")
+    assert chat.shown.count("max_tokens") == 1  # a whole answer says nothing of the kind
+    # the model's history keeps its own words, not the notice
+    assert "cut:" not in json.dumps(llm.requests[-1].body["messages"])

@@ -179,3 +179,22 @@ async def test_ctrl_d_at_an_approval_prompt_answers_no_and_finishes_the_turn(
     assert raw[answer:].startswith("\r\n")  # the prompt's line ended, nothing inside it
     assert "🚫 shell: not approved, not run" in chat.shown
     assert not files_named(workspace, "ran.txt")
+
+
+async def test_a_turn_at_work_shows_thinking_which_its_answer_replaces(
+    tmp_path: Path, llm: HeldOpenAI
+) -> None:
+    llm.queue_text("Here it is.")
+    env = chat_environ(tmp_path / "state", llm_url=llm.base_url)
+    async with start_on_terminal(env, tmp_path) as chat:
+        await chat.wait_for(PROMPT)
+        await slow_turn(chat, llm, "think about it")
+        await chat.wait_for("… thinking")
+        llm.release()
+        await chat.wait_for("Here it is.")
+        chat.type(CTRL_D)
+        assert await chat.wait_exit() == 0
+    raw = chat.raw
+    thinking = raw.index("… thinking")
+    # the answer starts by clearing the line that said "thinking"
+    assert raw.index("\r\x1b[KHere it is.", thinking) > thinking
