@@ -7,6 +7,11 @@
   - **first token**: a streamed answer to "hello" with the embedded system prompt, from the
     request to its first delta; **answer**: to its end;
   - **tokens/s**: a 128-token reply (``--tokens``), output tokens over its generation time;
+  - **stop**: a request with a long prompt (about 500 tokens to read) cancelled 0.3 s after
+    it was sent, as ``/stop`` does: from the cancel to the cancelled call returning, which
+    is when the model is free (llama.cpp cannot drop a prompt it is reading; ``hatchway
+    chat`` says "stopping…" meanwhile), and **after stop**: a "hello" asked then, to its
+    end;
   - **peak RSS** of the process (``ru_maxrss``).
 * ``hatchway chat`` as a subprocess in an empty directory, with no provider in the
   environment and ``hello`` piped in: from spawning it to its **banner**, to the first byte of
@@ -30,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import resource
@@ -44,6 +50,8 @@ from bench.machine import describe_machine
 from bench.smoke import parse_args
 
 HATCHWAY = str(Path(sys.executable).with_name("hatchway"))
+#: About 500 tokens for the model to read before it can be stopped.
+STOPPED_PROMPT = " ".join(["the quick brown fox jumps over the lazy dog"] * 50)
 
 
 # -- in-process -----------------------------------------------------------------------
@@ -85,6 +93,20 @@ async def _in_process(tokens: int) -> dict[str, float]:
     before = time.perf_counter()
     reply = await provider.complete(long)
     generated = time.perf_counter() - before
+
+    reading = CompletionRequest(
+        system=EMBEDDED_SYSTEM_PROMPT,
+        messages=[ChatMessage(role="user", content="Summarise: " + STOPPED_PROMPT)],
+    )
+    stopped = asyncio.create_task(provider.complete(reading))
+    await asyncio.sleep(0.3)  # the prompt is being read
+    cancelled = time.perf_counter()
+    stopped.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await stopped
+    free = time.perf_counter()
+    await provider.complete(hello)
+    after_stop = time.perf_counter() - free
     await provider.aclose()
     if reply.usage is None:
         raise SystemExit("the embedded provider reported no usage: tokens/s cannot be told")
@@ -93,6 +115,8 @@ async def _in_process(tokens: int) -> dict[str, float]:
         "first_token_s": first[0] - asked,
         "answer_s": answered - asked,
         "tokens_per_s": reply.usage.output_tokens / generated,
+        "stop_s": free - cancelled,
+        "after_stop_answer_s": after_stop,
         "output_tokens": reply.usage.output_tokens,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
@@ -140,7 +164,7 @@ def chat_run(stdin: bytes, workdir: str, state_dir: str) -> ChatRun:
         [HATCHWAY, "chat"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,  # the banner: on stderr when stdin is not a terminal
         cwd=workdir,
         env=_environ(state_dir),
     )
@@ -209,6 +233,8 @@ def main() -> None:
         ("first_token_s", "s"),
         ("answer_s", "s"),
         ("tokens_per_s", "tokens/s"),
+        ("stop_s", "s"),
+        ("after_stop_answer_s", "s"),
         ("peak_rss_mb", "MB"),
     ):
         values = [run[key] for run in runs]

