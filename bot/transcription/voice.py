@@ -188,4 +188,9 @@ class VoiceNotes:
 
 
 def _megabytes(size: int) -> str:
-    return f"{size / (1024 * 1024):g} MB"
+    """``25 MB``, ``1.5 MB``, ``11 KB``, ``900 bytes``."""
+    if size >= 1024 * 1024:
+        return f"{round(size / (1024 * 1024), 1):g} MB"
+    if size >= 1024:
+        return f"{round(size / 1024)} KB"
+    return f"{size} bytes"

@@ -175,3 +175,17 @@ async def test_a_voice_note_longer_than_allowed_is_not_sent_anywhere(
     text = user_text(llm)
     assert text.startswith("about this")
     assert "[voice note voice.ogg (3 s) was not transcribed: it is longer than 2 s;" in text
+
+
+async def test_a_turn_whose_budget_is_used_up_pays_for_no_transcription(
+    tg: FakeTelegram, llm: OpenAIFake, whisper: TranscriptionFake, tmp_path: Path
+) -> None:
+    audio = clip("deploy")
+    tg.file_store.add("VOICE5", audio, path="voice/file_5.oga")
+    settings = settings_for(tg, llm, whisper, tmp_path)
+    settings = settings.model_copy(
+        update={"budgets": settings.budgets.model_validate({"per_user": {"daily_cost": 0}})}
+    )
+    await send(tg, settings, {"voice": voice("VOICE5", audio, 3)}, answer="budget is used up")
+    assert whisper.requests == []
+    assert llm.requests == []
