@@ -22,6 +22,7 @@ from bot.config.transcription import TranscriptionProviderConfig
 from bot.providers.base import StreamSink
 from bot.providers.endpoint import shown_url
 from bot.providers.retry import (
+    AttemptFailed,
     Retrier,
     RetryPolicy,
     connection_lost,
@@ -33,6 +34,8 @@ from bot.transcription.base import Clip, Transcript
 
 #: The most of a reply read: a transcript of the longest allowed note is far smaller.
 MAX_REPLY_BYTES = 4 * 1024 * 1024
+#: The most of a transcript the model is given (ten minutes of speech is about 9,000).
+MAX_TRANSCRIPT_CHARS = 30_000
 
 
 class OpenAITranscriber:
@@ -76,7 +79,7 @@ class OpenAITranscriber:
                     aiohttp.ClientSession(timeout=timeout) as session,
                     session.post(self._url, data=form, headers=headers) as response,
                 ):
-                    body = await response.content.read(MAX_REPLY_BYTES)
+                    body = await _read_capped(response, provider)
                     if response.status >= 400:
                         raise self._retrier.status_failure(
                             response.status,
@@ -103,11 +106,21 @@ class OpenAITranscriber:
         if not isinstance(duration, int | float) or isinstance(duration, bool) or duration < 0:
             duration = clip.duration_s or 0.0
         return Transcript(
-            text=data["text"].strip(),
+            text=" ".join(data["text"].split())[:MAX_TRANSCRIPT_CHARS],
             duration_s=float(duration),
             provider=self.name,
             model=self.model,
         )
+
+
+async def _read_capped(response: aiohttp.ClientResponse, provider: str) -> bytes:
+    """The reply's body, read a piece at a time and never past :data:`MAX_REPLY_BYTES`."""
+    body = bytearray()
+    async for piece in response.content.iter_chunked(64 * 1024):
+        body += piece
+        if len(body) > MAX_REPLY_BYTES:
+            raise AttemptFailed(f"{provider} sent a reply larger than allowed", retryable=False)
+    return bytes(body)
 
 
 def _upload_name(clip: Clip) -> str:

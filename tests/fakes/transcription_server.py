@@ -6,6 +6,7 @@ Usage::
         fake.text = "check the deploy status"          # what every request is answered
         fake.queue_error(503)                          # the next request fails so
         fake.broken = True                             # every request gets HTTP 500
+        fake.raw = b"<html>"                           # answered as it is, not JSON
         ...
         fake.requests[0].audio                         # each upload's bytes, model, language
 
@@ -49,6 +50,8 @@ class TranscriptionFake:
         self.key = key
         self.text = "hello from the transcription fake"
         self.broken = False
+        #: answered instead of JSON when set (a proxy's HTML page, a runaway body)
+        self.raw: bytes | None = None
         self.requests: list[Upload] = []
         self.received = asyncio.Event()
         self._errors: deque[int] = deque()
@@ -108,6 +111,8 @@ class TranscriptionFake:
         self.received.set()
         if self._errors:
             return _error(self._errors.popleft(), "queued error")
+        if self.raw is not None:
+            return web.Response(body=self.raw, content_type="text/html")
         if self.broken:
             return _error(500, "The server had an error while processing your request")
         return web.json_response({"text": self.text})

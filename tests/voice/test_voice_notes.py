@@ -107,3 +107,25 @@ def test_a_minute_of_audio_is_priced_by_audio_minute() -> None:
     assert prices.audio_cost("gpt-4o", 90) is None
     with pytest.raises(ValueError, match="needs input and output"):
         ModelPrice.model_validate({"input": 1.0})
+
+
+@pytest.mark.parametrize(
+    ("raw", "said"),
+    [
+        (b"<html><body>Bad gateway</body></html>", "sent a reply that is not valid JSON"),
+        (b"x" * (5 * 1024 * 1024), "sent a reply larger than allowed"),
+        (b'{"words": "no text field"}', "sent a reply we cannot read"),
+    ],
+    ids=["html", "5 MB", "no text"],
+)
+async def test_a_reply_that_is_not_a_transcript_is_one_line(
+    store: Store, tmp_path: Path, raw: bytes, said: str
+) -> None:
+    turn, files = await admitted(store, tmp_path)
+    async with TranscriptionFake() as whisper:
+        whisper.raw = raw
+        config = settings(("w", {"base_url": whisper.base_url, "max_retries": 0}))
+        heard = await VoiceNotes(store=store, settings=lambda: config).hear(turn, files)
+    [failure] = heard.failures
+    assert said in failure
+    assert heard.transcripts == ()
