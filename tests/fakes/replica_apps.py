@@ -156,9 +156,11 @@ class Replicas:
         self._running.append(replica)
         return replica
 
-    async def stop(self, replica: Replica) -> None:
+    async def stop(self, replica: Replica, *, drain_timeout_s: float = 5.0) -> None:
+        """A clean stop: running turns get ``drain_timeout_s`` to end (a test that lets a
+        held turn end during the stop gives it as long as its own waits)."""
         self._running.remove(replica)
-        await replica.app.stop(drain_timeout_s=5.0)
+        await replica.app.stop(drain_timeout_s=drain_timeout_s)
 
     async def crash(self, replica: Replica) -> None:
         """As a kill -9 (module docstring)."""

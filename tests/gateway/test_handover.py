@@ -248,7 +248,9 @@ async def test_a_message_reaching_a_stopping_replica_is_admitted_and_answered_ne
     b = await replicas.start("b")
     await a.deliver(message("m1 first", "1"))
     await reached(a, "m1")
-    stopping = asyncio.create_task(replicas.stop(a))  # a drains: m1 may finish
+    # a drains, and m1 finishes in the drain however long the steps below take (a busy
+    # machine took more than the default five seconds: m1 was cut off and told to ask again)
+    stopping = asyncio.create_task(replicas.stop(a, drain_timeout_s=WAIT_S))
     async with asyncio.timeout(WAIT_S):
         while not a.app.gateway.draining:  # noqa: ASYNC110
             await asyncio.sleep(0.01)
