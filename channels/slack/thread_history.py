@@ -11,7 +11,8 @@ Rate limits: Slack limits ``conversations.replies`` hard for apps distributed ou
 Marketplace (one request a minute, 15 messages each), not for internal ones; a ``ratelimited``
 answer is waited out after its ``Retry-After`` by the Web API client
 (:class:`~channels.slack.api.MethodRateLimiter`), a few times; then the thread is unread
-(None) and the turn goes on without it.
+(None) and the turn goes on without it, or, when its first pages were read, with what they
+held.
 """
 
 from __future__ import annotations
@@ -84,9 +85,16 @@ class SlackThreadHistory:
         found: list[Mapping[str, Any]] = []
         cursor = ""
         for _ in range(MAX_PAGES):
-            page = await self._api.history_page(
-                channel=channel, thread_ts=thread, oldest="", cursor=cursor
-            )
+            try:
+                page = await self._api.history_page(
+                    channel=channel, thread_ts=thread, oldest="", cursor=cursor
+                )
+            except ChannelError as exc:
+                if not cursor:
+                    raise
+                # a later page refused (Slack's limit outlasted its retries): what was read
+                log.info("slack_thread_read_in_part", messages=len(found), error=str(exc))
+                return found
             for message in page.messages:
                 ts = str(message.get("ts") or "")
                 if not ts or _ts(ts) >= _ts(own) or _is_bots(message, bot):

@@ -118,7 +118,7 @@ class FakeSlack:
         self._triggers: dict[str, str] = {}  # trigger_id -> "fresh" | "exchanged" | "expired"
         self._trigger_ids = itertools.count(1)
         self._view_ids = itertools.count(1)
-        self._limits: dict[str, list[int]] = {}
+        self._limits: dict[str, list[int | None]] = {}
         self._ts = itertools.count(1)
         #: False: a client's Close frame goes unanswered (until the client drops the socket)
         self.answer_close = True
@@ -166,8 +166,12 @@ class FakeSlack:
 
     # -- test controls -------------------------------------------------------------------------
 
-    def rate_limit_next(self, method: str, retry_after_s: int, times: int = 1) -> None:
-        self._limits.setdefault(method, []).extend([retry_after_s] * times)
+    def rate_limit_next(
+        self, method: str, retry_after_s: int, times: int = 1, *, after: int = 0
+    ) -> None:
+        """Answer the next ``times`` calls of ``method`` (once ``after`` calls were answered
+        as usual) ``ratelimited``, with ``Retry-After: retry_after_s``."""
+        self._limits.setdefault(method, []).extend([None] * after + [retry_after_s] * times)
 
     def calls_of(self, method: str, status: int = 200) -> list[ApiCall]:
         return [c for c in self.calls if c.method == method and c.status == status]
@@ -411,8 +415,9 @@ class FakeSlack:
         self, method: str, params: JSON, token: str, *, client: str = ""
     ) -> tuple[int, JSON]:
         limits = self._limits.get(method)
-        if limits:
-            return 429, {"ok": False, "error": "ratelimited", "retry_after": limits.pop(0)}
+        retry_after = limits.pop(0) if limits else None
+        if retry_after is not None:
+            return 429, {"ok": False, "error": "ratelimited", "retry_after": retry_after}
         wanted = self.app_token if method == "apps.connections.open" else self.bot_token
         if token != wanted:
             return 200, {"ok": False, "error": "invalid_auth"}

@@ -191,3 +191,29 @@ async def test_a_message_both_kept_and_read_back_is_shown_once(
         await slack.wait_for("chat.postMessage", where=lambda p: "Once." in str(p.get("text")))
     block = context_of(provider.requests[0].messages[-1].content)
     assert block.count("ship on friday?") == 1
+
+
+async def test_a_long_thread_past_the_rate_limit_is_read_in_part(
+    slack: FakeSlack, tmp_path: Path
+) -> None:
+    slack.add_message("C0001", THREAD, user=STRANGER, text="reply 0", thread_ts=THREAD)
+    for n in range(1, 205):
+        ts = f"{1700000100 + n}.000100"
+        slack.add_message("C0001", ts, user=STRANGER, text=f"reply {n}", thread_ts=THREAD)
+    # the first page (200 messages) is read; the second stays refused through every retry
+    slack.rate_limit_next("conversations.replies", 1, times=4, after=1)
+    provider = ScriptedProvider([reply("Read in part.")])
+    options = {"group_messages": 0, "thread_messages": 20}
+    adapter = channel(slack, **options)
+    app = App(settings(slack, tmp_path, **options), provider=provider, channels={str(REF): adapter})
+    async with app:
+        await wait_for_health(adapter, HealthState.CONNECTED)
+        mention = message_event(
+            f"<@{BOT_USER}> summary?", kind="app_mention", ts="1700000900.000100", thread_ts=THREAD
+        )
+        await slack.push("events_api", event_callback(mention))
+        await slack.wait_for("chat.postMessage", where=lambda p: "part." in str(p.get("text")))
+    block = context_of(provider.requests[0].messages[-1].content)
+    assert "reply 199" in block and "reply 180" in block  # the newest 20 of the page read
+    assert "reply 179" not in block and "reply 200" not in block
+    assert len(slack.calls_of("conversations.replies", status=429)) == 4
