@@ -28,6 +28,14 @@ def register(subparsers: Any) -> None:
     ):
         cmd = sub.add_parser(action, help=help_text)
         cmd.add_argument("approval_id", metavar="ID")
+        cmd.add_argument(
+            "--as",
+            dest="as_name",
+            metavar="NAME",
+            default=None,
+            help="the name recorded as the decider (default: $SUDO_USER, else $USER); "
+            "marked unverified unless it is the account running the command",
+        )
         add_config_argument(cmd)
         cmd.set_defaults(handler=_decide, approve=action == "approve")
 
@@ -67,7 +75,9 @@ async def _decide(args: argparse.Namespace) -> int:
     quiet_logging(settings)
     async with await open_existing(settings, location) as store:
         service = ApprovalService(settings, store, lambda _ref: None)
-        verdict = await service.decide_from_cli(args.approval_id, args.approve, operator_name())
+        verdict = await service.decide_from_cli(
+            args.approval_id, args.approve, operator_name(args.as_name)
+        )
     if verdict is ClickVerdict.ACCEPTED:
         decided = ApprovalStatus.APPROVED if args.approve else ApprovalStatus.DENIED
         print(f"{decided} {args.approval_id}")

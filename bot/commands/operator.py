@@ -1,15 +1,16 @@
 """What the ops subcommands share: the operator's identity, the service's database and how
 listings show times.
 
-Ops commands run in their own process next to the daemon; they open the same SQLite file
-(WAL allows it), or the same PostgreSQL database from any host with the URL, and record the
-operator as ``operator:$USER``. They find it where the daemon does (:mod:`bot.ops.state`:
-``--state-dir``, ``HATCHWAY_STATE_DIR``, ``state_dir``, the config's folder) and never make
-one: only ``hatchway run``, ``hatchway chat`` and the target of ``hatchway db migrate-to``
-create state. A database that is not there, or holds no hatchway schema, is a
-:class:`~bot.errors.StorageError` (exit status 1) naming the place looked at and the rule
-that chose it, with nothing created. They never migrate either: a database behind this
-version's schema waits for the daemon, which applies the migrations at its next start.
+Ops commands run in their own process next to the daemon; they open the same SQLite file (WAL
+allows it), or the same PostgreSQL database from any host with the URL, and record the operator
+as ``operator:NAME`` (:func:`operator_name`: ``--as``, ``$SUDO_USER``, ``$USER``). They find it
+where the daemon does (:mod:`bot.ops.state`: ``--state-dir``, ``HATCHWAY_STATE_DIR``,
+``state_dir``, the config's folder) and never make one: only ``hatchway run``, ``hatchway
+chat`` and the target of ``hatchway db migrate-to`` create state. A database that is not there,
+or holds no hatchway schema, is a :class:`~bot.errors.StorageError` (exit status 1) naming the
+place looked at and the rule that chose it, with nothing created. They never migrate either: a
+database behind this version's schema waits for the daemon, which applies the migrations at its
+next start.
 """
 
 from __future__ import annotations
@@ -37,15 +38,52 @@ WHERE_TO_LOOK = (
 )
 
 
-def operator_name() -> str:
-    """``operator:NAME`` from ``$USER`` / ``$LOGNAME`` / the login name."""
-    name = os.environ.get("USER") or os.environ.get("LOGNAME")
-    if not name:
+#: The account the systemd unit runs the daemon as (systemd/hatchway.service).
+SERVICE_USER = "hatchway"
+#: Accounts a person shares, or works through: a name recorded from them is a claim.
+SHARED_ACCOUNTS = frozenset({"root", SERVICE_USER})
+UNVERIFIED = " (unverified)"
+NAME_CHARS = 64
+
+
+def operator_name(claimed: str | None = None) -> str:
+    """``operator:NAME``: ``claimed`` (``--as NAME``), else ``$SUDO_USER``, else ``$USER`` /
+    ``$LOGNAME``, else the account's name, each cleaned of format and control characters as
+    the cards clean names. When the command runs as root or as the service's account, or
+    ``--as`` names someone other than the account, the name is only what was said:
+    `` (unverified)`` is added. A name is never required: ``operator:unknown`` at worst."""
+    from bot.visible_text import visible
+
+    account = _account()
+    candidates = (
+        claimed,
+        os.environ.get("SUDO_USER"),
+        os.environ.get("USER"),
+        os.environ.get("LOGNAME"),
+        account,
+    )
+    name = next(
+        (clean for raw in candidates if raw and (clean := _cleaned(visible(raw)))), "unknown"
+    )
+    vouched = account is not None and account not in SHARED_ACCOUNTS and name == account
+    return f"operator:{name}" + ("" if vouched else UNVERIFIED)
+
+
+def _cleaned(name: str) -> str:
+    return " ".join(name.split())[:NAME_CHARS]
+
+
+def _account() -> str | None:
+    """The name of the account this process runs as (its effective user id)."""
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except (KeyError, ImportError):
         try:
-            name = getpass.getuser()
+            return getpass.getuser()
         except OSError:
-            name = "unknown"
-    return f"operator:{name}"
+            return None
 
 
 def when(ts: float | None) -> str:

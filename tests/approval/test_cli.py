@@ -13,6 +13,7 @@ import csv
 import io
 import json
 import os
+import pwd
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -23,6 +24,7 @@ import pytest
 from bot.approval.grants import new_grant
 from bot.channel import CardState
 from bot.cli import main
+from bot.commands.operator import UNVERIFIED, operator_name
 from bot.config import Settings, load_settings
 from bot.envelope import Sender
 from bot.gateway.pairing import PairingBook
@@ -32,6 +34,7 @@ from tests.approval.conftest import SLACK, make_request, service_for
 from tests.fakes.channel import FakeChannel
 
 ROOT = Path(__file__).resolve().parents[2]
+ACCOUNT = pwd.getpwuid(os.geteuid()).pw_name  # the account the tests run as
 WAIT_S = 15.0  # a decision is noticed within one 50 ms poll; this only bounds a failure
 PROCESS_WAIT_S = 60.0  # a fresh interpreter importing the CLI, on a loaded machine
 
@@ -78,6 +81,7 @@ def hatchway(
 ) -> Hatchway:
     """``hatchway ARGS --config CONFIG`` as operator ``ops``: its exit code and stdout."""
     monkeypatch.setenv("USER", "ops")
+    monkeypatch.delenv("SUDO_USER", raising=False)
     monkeypatch.delenv("HATCHWAY_CONFIG", raising=False)
 
     async def run(*args: str) -> tuple[int, str]:
@@ -139,7 +143,11 @@ async def test_approvals_list_and_approve_resolve_a_waiting_ask(
         code, out = await hatchway("approvals", "approve", approval_id)
         assert (code, out.strip()) == (0, f"approved {approval_id}")
     decision = task.result()
-    assert (decision.verdict, decision.decided_by) == (Decision.APPROVED, "operator:ops")
+    # USER says "ops", which the account running the tests is not: a claim, so marked
+    assert (decision.verdict, decision.decided_by) == (
+        Decision.APPROVED,
+        f"operator:ops{'' if ACCOUNT == 'ops' else UNVERIFIED}",
+    )
     assert channel.edits[-1][1].state is CardState.APPROVED
     code, out = await hatchway("approvals", "list")
     # the empty answer says where it looked
@@ -222,6 +230,41 @@ async def test_audit_list_takes_its_own_options(
     assert await hatchway("audit", "list", "--since", "yesterday") == (2, "")
 
 
+async def test_a_cli_decision_records_the_name_given_with_as(
+    settings: Settings, store: Store, hatchway: Hatchway
+) -> None:
+    channel = FakeChannel(SLACK)
+    service = service_for(settings, store, channel, poll_interval_s=0.05)
+    async with asyncio.TaskGroup() as tg:
+        task = tg.create_task(within(service.ask(make_request())))
+        approval_id = (await within(channel.next_card())).card.approval_id
+        code, _out = await hatchway("approvals", "deny", approval_id, "--as", "Ana\u200b Lee")
+        assert code == 0
+    assert task.result().decided_by == "operator:Ana\\u200b Lee (unverified)"
+
+
+@pytest.mark.parametrize(
+    ("claimed", "environ", "name"),
+    [
+        (None, {"SUDO_USER": "bob", "USER": "root"}, "bob"),  # sudo: who typed it
+        (None, {"USER": "ops"}, "ops"),
+        ("ana", {"SUDO_USER": "bob", "USER": "ops"}, "ana"),  # --as first
+        ("   ", {"USER": "ops"}, "ops"),  # a blank --as is no name
+        (None, {}, ACCOUNT),  # nothing said: the account's own name
+        ("a\nb", {}, "a ⏎ b"),  # never a line of its own in a listing
+    ],
+)
+def test_the_operator_name_and_when_it_is_only_a_claim(
+    monkeypatch: pytest.MonkeyPatch, claimed: str | None, environ: dict[str, str], name: str
+) -> None:
+    for key in ("SUDO_USER", "USER", "LOGNAME"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in environ.items():
+        monkeypatch.setenv(key, value)
+    vouched = name == ACCOUNT and ACCOUNT not in ("root", "hatchway")
+    assert operator_name(claimed) == f"operator:{name}" + ("" if vouched else UNVERIFIED)
+
+
 # -- pairing -----------------------------------------------------------------------------
 
 
@@ -235,7 +278,7 @@ async def test_pairing_list_and_approve(store: Store, hatchway: Hatchway) -> Non
     assert code == 0 and "Paired" in out
     assert await store.pairings.is_paired(str(SLACK), "U_EVE")
     (record,) = await store.pairings.for_user(str(SLACK), "U_EVE")
-    assert record.approved_by == "operator:ops"
+    assert record.approved_by == f"operator:ops{'' if ACCOUNT == 'ops' else UNVERIFIED}"
 
 
 # -- the entry point, as a separate process ----------------------------------------------
@@ -259,5 +302,9 @@ async def test_entry_point_decides_for_a_daemon_from_another_process(
         assert (code, out.strip()) == (0, f"approved {approval_id}")
         assert failed == 1
     decision = asking.result()
-    assert (decision.verdict, decision.decided_by) == (Decision.APPROVED, "operator:ops")
+    # USER says "ops", which the account running the tests is not: a claim, so marked
+    assert (decision.verdict, decision.decided_by) == (
+        Decision.APPROVED,
+        f"operator:ops{'' if ACCOUNT == 'ops' else UNVERIFIED}",
+    )
     assert channel.edits[-1][1].state is CardState.APPROVED
