@@ -47,6 +47,7 @@ PAGE_MODULES: tuple[str, ...] = (
     "bot.webconsole.pages_turns",
     "bot.webconsole.pages_health",
     "bot.webconsole.pages_usage",
+    "bot.webconsole.pages_config",
     "bot.webconsole.pages_schedules",
     "bot.webconsole.pages_pairing",
 )

@@ -98,6 +98,7 @@ async def test_the_pages_fit_a_phone(rig: ConsoleRig, phone: Page) -> None:
         "/pairing",
         "/usage",
         "/channels/metrics",
+        "/configuration",
     ]
     for path in paths:
         await phone.goto(rig.url(path))
