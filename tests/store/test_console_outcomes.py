@@ -9,6 +9,7 @@ import time
 
 from bot.store import Store, ToolCallRecord
 from bot.store.audit import Decision
+from bot.store.console_summary import summary
 from tests.store.records import envelope, session_of, turn
 
 
@@ -82,3 +83,19 @@ async def test_a_sessions_turns_carry_their_replies(store: Store) -> None:
     assert [(r.kind, r.body, r.status) for r in found.replies] == [
         ("answer", "answer to hello", "sent")
     ]
+
+
+async def test_a_persons_sessions_and_the_health_summary(store: Store) -> None:
+    await turn(store, envelope("1001", "1001", "m1", text="mine", direct=True))
+    await turn(store, envelope("2002", "-100", "m2", text="group"))
+    await turn(store, envelope("1001", "-100", "m3", text="mine too"))
+    found = await store.turns.sessions_of_sender("1001", ["telegram.main"])
+    assert sorted(s.session_key for s in found) == ["telegram.main:-100", "telegram.main:1001"]
+    assert await store.turns.sessions_of_sender("1001", []) == []
+    page = await store.turns.for_session("telegram.main:-100", None, sender_id="1001")
+    assert [t.text for t in page.turns] == ["mine too"]
+    await store.tool_calls.record(_call("t9", failed=True, reason="none", created_at=time.time()))
+    figures = await summary(store.db, since=0.0, errors_since=time.time() - 3600, channels=None)
+    assert figures.failed_calls == {"telegram.main": 1} and figures.pending == 0
+    hidden = await summary(store.db, since=0.0, errors_since=0.0, channels=frozenset({"slack.ops"}))
+    assert hidden.failed_calls == {} and hidden.decisions == 0
