@@ -89,8 +89,8 @@ def _ran(record: ToolCallRecord) -> Outcome:
         )
     grant = f" under grant #{record.grant_id}" if record.grant_id is not None else ""
     if record.decision in (Decision.APPROVED, Decision.ALWAYS) and decided:
-        how = " (and granted)" if record.decision == Decision.ALWAYS else ""
-        grant = f", approved by{how}"
+        how = " and granted" if record.decision == Decision.ALWAYS else ""
+        grant = f", approved{how} by"
     elif record.decision == Decision.POLICY_ALLOWED and not grant:
         grant = f", allowed by {record.decision_reason or 'the policy'}"
         decided = ""

@@ -46,6 +46,11 @@ def _call(**fields: object) -> ToolCallRecord:
             "outcome-ok",
         ),
         (
+            {"failed": False, "reason": "none", "decision": "always", "decided_by": "7"},
+            "ran ok, approved and granted by",
+            "outcome-ok",
+        ),
+        (
             {"status": "not_executed", "reason": "policy_denied", "decision": "policy_denied"},
             "denied by the policy",
             "outcome-denied",
