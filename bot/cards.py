@@ -37,7 +37,7 @@ class CardState(enum.StrEnum):
     EDITED = "edited"  # denied with replacement text
 
 
-#: The longest deny-with-a-reply text (:attr:`ApprovalClick.replacement_text`) a reply form
+#: The longest deny-with-a-reply text (:attr:`CardAction.reply`) a reply form
 #: accepts; the model is never told more than this of a reply.
 MAX_REPLY_CHARS = 2000
 #: The button a cut card offers in place of Approve / Always.
@@ -61,7 +61,7 @@ class ApprovalCard:
     :data:`SHOW_FULL_LABEL` instead, which opens a view showing ``full_text`` whole (a modal,
     an ephemeral message, a message or an attached file) with its own Approve / Deny /
     Always; clicks from that view carry ``full_view=True``
-    (:class:`ApprovalClick`). The service refuses an approval of a cut card without it.
+    (:class:`CardAction`). The service refuses an approval of a cut card without it.
     Adapters escape platform markup in everything they render from a card.
     """
 
@@ -109,29 +109,6 @@ class ApprovalCard:
         elif self.decided_by:
             body.append(f"By: {self.decided_by}")
         return "\n".join(body)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ApprovalClick:
-    """A button press, reaction or reply on an approval card, as the adapter saw it.
-
-    ``card`` is the card message the answer came from, when the platform names it. The
-    approval service edits that card to the request's real outcome when the request is no
-    longer open: it may be a copy the service never stored (posted just before a crash) or
-    one a stale client still shows with buttons. Adapters only report; they never close a
-    card themselves.
-    """
-
-    channel: ChannelRef
-    approval_id: str
-    choice: ApprovalChoice
-    user_id: str
-    user_roles: tuple[str, ...] = ()
-    replacement_text: str | None = None  # deny-with-edit
-    card: SentMessage | None = None
-    #: The answer came from a view that showed the whole request (or from a card that was
-    #: not cut). Approving a cut request needs it.
-    full_view: bool = False
 
 
 class ClickVerdict(enum.StrEnum):

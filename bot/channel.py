@@ -19,7 +19,6 @@ from bot.cards import (
     SHOW_FULL_LABEL,
     ApprovalCard,
     ApprovalChoice,
-    ApprovalClick,
     CardAnswers,
     CardState,
     ClickVerdict,
@@ -39,7 +38,6 @@ __all__ = [
     "SHOW_FULL_LABEL",
     "ApprovalCard",
     "ApprovalChoice",
-    "ApprovalClick",
     "AttachmentDownloads",
     "CardState",
     "Channel",
@@ -93,35 +91,6 @@ class ChannelHost(CardAnswers, Protocol):
     async def deleted(self, channel: ChannelRef, message_id: str) -> None:
         """A message was deleted on the platform: a turn for it that has not started is
         skipped (its inbox entry becomes ``failed``); one that started runs on."""
-        ...
-
-    # The three approval_* methods are card_action's older form, kept while the Slack and
-    # Discord adapters still report clicks this way.
-
-    async def approval_clicked(self, click: ApprovalClick) -> ClickVerdict:
-        """Report a click or reaction on an approval card; the verdict says what to tell the
-        clicker. When the request is no longer open, the clicked card has been edited to its
-        outcome by the time this returns."""
-        ...
-
-    async def approval_refusal(
-        self,
-        *,
-        channel: ChannelRef,
-        approval_id: str,
-        user_id: str,
-        user_roles: tuple[str, ...] = (),
-    ) -> ClickVerdict | None:
-        """The verdict a click by this user on this approval would be refused with right now,
-        or None when it would be decided. Adapters ask before offering a way to answer (a
-        reply form, a reply instruction) so a refused user is told at once. It decides,
-        audits and edits nothing; the answer itself is still reported as a click, since the
-        request may change in between."""
-        ...
-
-    async def approval_card(self, *, channel: ChannelRef, approval_id: str) -> ApprovalCard | None:
-        """The card of this approval as its row is now, ``full_text`` included, for a full
-        view; None when the approval is unknown to this channel alias. Reads only."""
         ...
 
     async def lead(

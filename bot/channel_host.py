@@ -15,14 +15,10 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from bot.cards import (
-    Actor,
     CardAction,
     CardReply,
-    CardReplyKind,
     CardSurface,
-    CardVerb,
 )
-from bot.channel import ApprovalCard, ApprovalClick, ClickVerdict
 from bot.envelope import ChannelRef, IngressEnvelope
 from bot.errors import StorageUnavailable
 
@@ -45,10 +41,6 @@ class ApprovalAnswers(Protocol):
     contract is :meth:`bot.cards.CardAnswers.card_action`'s."""
 
     async def card_action(self, action: CardAction, surface: CardSurface) -> CardReply: ...
-
-    async def card(self, *, channel: ChannelRef, approval_id: str) -> ApprovalCard | None:
-        """The card of an approval as its row is now; None when unknown to ``channel``."""
-        ...
 
 
 class Replica(Protocol):
@@ -111,7 +103,6 @@ class AdapterHost:
         self._replica = replica
         self.deleted = messages.deleted
         self.card_action = approvals.card_action
-        self.approval_card = approvals.card
 
     async def deliver(self, envelope: IngressEnvelope) -> None:
         """:meth:`MessageSink.deliver` once one of the ``admitting`` places is free."""
@@ -129,58 +120,7 @@ class AdapterHost:
         """The role ``role`` of ``channel`` is the replica's role ``<kind>.<alias>.<role>``."""
         await self._replica.lead(f"{channel}.{role}", work, standby=standby)
 
-    # -- card_action's older form, while Slack and Discord still use it ----------------------
-
-    async def approval_clicked(self, click: ApprovalClick) -> ClickVerdict:
-        action = CardAction(
-            channel=click.channel,
-            approval_id=click.approval_id,
-            verb=CardVerb(click.choice),
-            actor=Actor(user_id=click.user_id, roles=click.user_roles),
-            full_view=click.full_view,
-            reply=click.replacement_text,
-            card=click.card,
-        )
-        return (await self.card_action(action, _ANSWERED_BY_CALLER)).verdict
-
-    async def approval_refusal(
-        self,
-        *,
-        channel: ChannelRef,
-        approval_id: str,
-        user_id: str,
-        user_roles: tuple[str, ...] = (),
-    ) -> ClickVerdict | None:
-        action = CardAction(
-            channel=channel,
-            approval_id=approval_id,
-            verb=CardVerb.REPLY,
-            actor=Actor(user_id=user_id, roles=user_roles),
-        )
-        reply = await self.card_action(action, _ANSWERED_BY_CALLER)
-        return None if reply.kind is CardReplyKind.OPEN_REPLY_FORM else reply.verdict
-
     def _check_taking_work(self) -> None:
         refusal = self._replica.refusal()
         if refusal is not None:
             raise StorageUnavailable(refusal)
-
-
-class _AnsweredByCaller:
-    """The surface of the older ``approval_*`` methods: their caller answers from the verdict
-    it gets, and checks what its own card shows itself."""
-
-    def shows_whole(self, card: ApprovalCard) -> bool:
-        return True
-
-    async def tell(self, reply: CardReply) -> None:
-        return None
-
-    async def show_full(self, card: ApprovalCard) -> None:
-        return None
-
-    async def open_reply_form(self, approval_id: str) -> None:
-        return None
-
-
-_ANSWERED_BY_CALLER = _AnsweredByCaller()

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.approval.service import ApprovalService
+from bot.cards import Actor, CardAction, CardVerb
 from bot.channel import Channel, ChannelHost, ClickVerdict
 from bot.channel_host import AdapterHost
 from bot.config.replicas import ReplicasConfig
@@ -18,6 +19,7 @@ from bot.errors import StorageUnavailable
 from bot.replicas import LeaseKeeper
 from bot.store import Store
 from tests.approval.conftest import APPROVER, DISCORD, REQUESTER, make_record, make_settings
+from tests.fakes.channel import FakeSurface
 
 
 class Messages:
@@ -47,10 +49,11 @@ class Messages:
         (REQUESTER, ("ops",), ClickVerdict.SELF_APPROVAL),
     ],
 )
-async def test_approval_refusal_is_the_approval_services_answer(
+async def test_card_actions_are_the_approval_services_to_answer(
     tmp_path: Path, user: str, roles: tuple[str, ...], expected: ClickVerdict | None
 ) -> None:
-    """The adapters' question goes to the approval service, and deciding it changes nothing."""
+    """A press asking for the reply form goes to the approval service, which answers on
+    the surface and decides nothing."""
     async with await Store.open(tmp_path / "h.db") as store:
         record = make_record(time.time(), timeout_s=300, channel=DISCORD)
         await store.approvals.create(record)
@@ -59,10 +62,16 @@ async def test_approval_refusal_is_the_approval_services_answer(
         host: ChannelHost = AdapterHost(
             messages=messages, approvals=ApprovalService(approvals, store, {}.get)
         )
-        verdict = await host.approval_refusal(
-            channel=DISCORD, approval_id=record.id, user_id=user, user_roles=roles
+        press = CardAction(
+            channel=DISCORD,
+            approval_id=record.id,
+            verb=CardVerb.REPLY,
+            actor=Actor(user_id=user, roles=roles),
         )
-        assert verdict is expected
+        surface = FakeSurface()
+        reply = await host.card_action(press, surface)
+        assert reply.verdict is (expected or ClickVerdict.ACCEPTED)
+        assert surface.reply_forms == ([] if expected else [record.id])
         assert await store.approvals.get(record.id) == record
         assert await store.audit.since() == []
         assert messages.delivered == []

@@ -6,7 +6,7 @@ progress edits, typing and approval cards. It decides nothing about access or ap
 This module owns the lifecycle and health and composes the parts:
 :mod:`~channels.discord.inbound` (messages and application commands in, the commands synced
 by :mod:`~channels.discord.commands` after login and answered through
-:mod:`~channels.discord.command_replies`), :mod:`~channels.discord.card_answers` (answers on
+:mod:`~channels.discord.command_replies`), :mod:`~channels.discord.card_surface` (answers on
 approval cards and their full views), :mod:`~channels.discord.outbound` (everything posted,
 cards as :mod:`~channels.discord.cards` renders them) and :mod:`~channels.discord.members`
 (whether an approver can see a conversation, asked before a card is posted), sharing one
@@ -67,7 +67,7 @@ from channels.common.card_index import CardIndex
 from channels.common.health import HealthRecord
 from channels.common.outbound import SendsThrough
 from channels.discord.buttons import DYNAMIC_ITEMS
-from channels.discord.card_answers import ApprovalClicks
+from channels.discord.card_surface import DiscordCardAnswers
 from channels.discord.catch_up import CatchUp
 from channels.discord.client import (
     ButtonPress,
@@ -129,7 +129,7 @@ class DiscordChannel(SendsThrough):
             ref, config, self._connection, self._last_seen, self._watermark, self._inbound
         )
         self._replies_found = ReplyFinder(ref, self._connection)
-        self._clicks = ApprovalClicks(
+        self._clicks = DiscordCardAnswers(
             ref, self._connection, cards, reactions_for_approval=reactions
         )
         self._outbound = Outbound(

@@ -15,7 +15,7 @@ The item classes are registered with ``client.add_dynamic_items``, so discord.py
 click by matching the ``custom_id`` against the templates — no in-memory view is needed, and
 cards and full views shown before a restart are still routed after it (the approvals core
 then says whether the request is still pending). The handling is
-:mod:`channels.discord.card_answers`'; nothing here decides anything.
+:mod:`channels.discord.card_surface`'; nothing here decides anything.
 """
 
 from __future__ import annotations

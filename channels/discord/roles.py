@@ -1,6 +1,6 @@
 """Who a Discord user is in a guild, as ``approver_roles`` sees them: their role ids and names.
 
-The same keys are read on an approval card's click (:mod:`channels.discord.card_answers`)
+The same keys are read on an approval card's click (:mod:`channels.discord.card_surface`)
 and off each message and application command (:mod:`channels.discord.normalise`, carried
 in :attr:`bot.envelope.Sender.roles`), so a role holder counts as an approver in the same
 way in both places: for a card, and for the exemptions of ``budget_exempt = ["approvers"]``

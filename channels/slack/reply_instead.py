@@ -8,7 +8,7 @@ needs nothing from memory and survives a restart of the daemon while the modal i
 On ``view_submission`` the adapter answers Slack within its 3 seconds: a reply that is empty
 or only whitespace is refused with ``response_action: errors`` on the field (Slack shows it
 under the field and keeps the modal open); anything else closes the modal and becomes
-``ApprovalClick(choice=DENY, replacement_text=…)`` for the host, which decides whether this
+a reply-instead :class:`~bot.cards.CardAction` for the host, which decides whether this
 person may answer. (The adapter asked the host before opening the modal too, but the request
 may have been decided since.) Parsing is pure and validated; anything malformed parses to None.
 """

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from bot.approval.service import ApprovalService
 from bot.cards import Actor, CardAction, CardReply, CardReplyKind, CardSurface, CardVerb
-from bot.channel import ApprovalCard, ApprovalClick, ClickVerdict
+from bot.channel import ApprovalCard, ClickVerdict
 from bot.envelope import ChannelRef
 from tests.fakes.channel import FakeSurface
-from tests.fakes.recording_host import RecordingHost, as_click
+from tests.fakes.recording_host import ApprovalClick, RecordingHost, as_click
 
 
 class ServiceHost(RecordingHost):

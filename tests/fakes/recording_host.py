@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 
 from bot.cards import (
     CardAction,
@@ -25,9 +26,27 @@ from bot.cards import (
     CardVerb,
     answer_on,
 )
-from bot.channel import ApprovalCard, ApprovalChoice, ApprovalClick, ClickVerdict
+from bot.channel import ApprovalCard, ApprovalChoice, ClickVerdict, SentMessage
 from bot.channel_host import SOLE_PROCESS, Replica
 from bot.envelope import ChannelRef, IngressEnvelope
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalClick:
+    """A decision reported on a card (:class:`~bot.cards.CardAction`), in the form tests
+    record and assert on."""
+
+    channel: ChannelRef
+    approval_id: str
+    choice: ApprovalChoice
+    user_id: str
+    user_roles: tuple[str, ...] = ()
+    replacement_text: str | None = None  # deny-with-edit
+    card: SentMessage | None = None
+    #: The answer came from a view that showed the whole request (or from a card that was
+    #: not cut). Approving a cut request needs it.
+    full_view: bool = False
+
 
 Verdict = Callable[[ApprovalClick], ClickVerdict]
 

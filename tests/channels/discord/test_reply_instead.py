@@ -21,7 +21,7 @@ from bot.store import Store
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
 from bot.store.audit import Decision
 from channels.discord.adapter import DiscordChannel
-from channels.discord.card_answers import EMPTY_REPLY
+from channels.discord.card_surface import EMPTY_REPLY
 from channels.discord.cards import render_card
 from channels.discord.reply_instead import FIELD_ID
 from tests.approval.service_host import ServiceHost

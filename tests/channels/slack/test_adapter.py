@@ -18,7 +18,6 @@ from aiohttp import web
 from structlog.testing import capture_logs
 
 from bot.channel import (
-    ApprovalClick,
     CardState,
     Channel,
     ClickVerdict,
@@ -31,7 +30,7 @@ from bot.store import Store
 from channels.slack.adapter import create
 from tests.fakes.channel_health import serving as running
 from tests.fakes.channel_health import wait_for_health
-from tests.fakes.recording_host import RecordingHost
+from tests.fakes.recording_host import ApprovalClick, RecordingHost
 from tests.fakes.slack_server import (
     BOT_USER,
     FakeSlack,

@@ -17,7 +17,6 @@ import pytest
 from bot.channel import (
     ApprovalCard,
     ApprovalChoice,
-    ApprovalClick,
     ClickVerdict,
     HealthState,
 )
@@ -26,7 +25,7 @@ from bot.errors import ChannelAuthError
 from bot.store import Store
 from tests.fakes.channel_health import serving as running
 from tests.fakes.channel_health import wait_for_health
-from tests.fakes.recording_host import HostCrash, RecordingHost
+from tests.fakes.recording_host import ApprovalClick, HostCrash, RecordingHost
 from tests.fakes.telegram_server import (
     FakeTelegram,
     bot_message,
