@@ -15,8 +15,9 @@ daemon that waited for the login before sending would still get its notice out.
 (Telegram and Slack post over HTTP with nothing to wait for; a Discord reply check waits
 for the login by design, so that login is not held.) Then it
 sends a second message in the same conversation and waits for its answer (turns of one
-conversation run in order, so nothing about the first message is still pending) and stops
-the daemon with SIGTERM.
+conversation run in order), and, where recovery settles a reply whose send began (Telegram
+checks it in the background, after start-up), for that settling; then it stops the daemon
+with SIGTERM.
 
 Then: the first message was answered exactly once, or (a turn cut off mid-way) its sender
 was told once to ask again, never both; the command ran at most once (exactly as the
@@ -29,7 +30,7 @@ Under ``agent.on_interrupted = "retry"``, a turn cut off after its model call as
 a read-only tool (``calculator``) is run again and answered, with no notice; one cut off
 after ``shell`` ran is not run again (notice, the command ran once).
 
-Two daemon starts per case, 24 cases: 25-50 s on a 2-core machine. One case per platform
+Two daemon starts per case, 29 cases. One case per platform
 (``after_send``, the step the issue reports) is in the fast suite, the rest are ``slow``.
 """
 
