@@ -153,6 +153,7 @@ class TelegramChannel(SendsThrough):
             context.store.channel_state,
             str(ref),
             shared=not isinstance(context.store.signals, NoSignals),
+            bound_after_s=config.delivery_check_margin_s,
         )
         self._check = TelegramDeliveryCheck(
             ref=ref, config=config, bot=app.bot, record=self._record

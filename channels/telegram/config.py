@@ -32,6 +32,9 @@ class TelegramChannelConfig(ChannelCommon, Reconnecting):
     #: How long a check of a send cut off by a crash waits for newer message ids before it
     #: gives up (the reply is then sent again, marked; :mod:`channels.telegram.delivery_check`).
     delivery_check_wait_s: float = Field(default=60.0, ge=0)
+    #: A message this process sends bounds that check only when claimed this long after the
+    #: cut-off one (whose request may still be on its way; the clocks of several hosts).
+    delivery_check_margin_s: float = Field(default=5.0, ge=0)
     #: The pause between two edits of one check (Telegram's limit is about 30 calls a second).
     delivery_check_interval_s: float = Field(default=0.05, ge=0)
     #: The Bot API lets bots download files up to 20 MB and upload up to 50 MB; a local

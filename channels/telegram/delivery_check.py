@@ -28,8 +28,10 @@ there walks through the ids of other chats, answered "not found"). The first
 :data:`LOOKAHEAD` ids are tried at once; past them and past the highest id seen in the
 counter there is nothing known to try: the check waits for newer ids (updates, sends) up to
 ``delivery_check_wait_s``. The message is known not delivered once every id below an
-id this process's own sends got in that counter was tried (those were made after any
-request of a process that had died before this one began). A row this process left itself
+id this process's own sends got in that counter was tried, counting only sends claimed at
+least ``delivery_check_margin_s`` after the message's own claim (its request's flight, and
+the clocks of two hosts when another replica made it): Telegram made those after anything
+that request made. A row this process left itself
 (a request that timed out) has no such bound.
 
 Undecided (the check returns None; recovery then sends the reply again marked as a possible
@@ -180,7 +182,7 @@ class TelegramDeliveryCheck:
         deadline = time.monotonic() + self._config.delivery_check_wait_s
         candidate, tried = start, 0
         while True:
-            bound = record.own_after_start(pending.chat) if bounded else None
+            bound = record.bound_for(pending) if bounded else None
             if bound is not None and candidate >= bound:
                 return Verdict.ABSENT, None, tried
             if tried >= MAX_PROBES:

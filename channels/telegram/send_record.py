@@ -35,7 +35,7 @@ import asyncio
 import json
 import time
 import uuid
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, replace
@@ -65,6 +65,8 @@ ALIVE = "tg-alive:"
 #: word (clocks of several hosts differ a little) its rows count as left behind.
 ALIVE_EVERY_S = 2.0
 GONE_AFTER_S = 15.0
+#: The own sends remembered per counter (claim time and id), the latest kept.
+OWN_SENDS = 256
 #: The counters and own ids remembered (the least recently used are forgotten).
 REMEMBERED = 4096
 #: Supergroups and channels have ids of the form -100…; they count their own messages.
@@ -132,9 +134,14 @@ class Slot:
 class SendRecord:
     """The rows of the module docstring, per-chat serialisation, and what was seen."""
 
-    def __init__(self, state: ChannelState, ref: str, *, shared: bool) -> None:
+    def __init__(
+        self, state: ChannelState, ref: str, *, shared: bool, bound_after_s: float = 5.0
+    ) -> None:
         self.state = state
         self.ref = ref
+        #: an own send bounds another process's request only when it was claimed this long
+        #: after that request's claim (its flight, and the clocks of two hosts)
+        self._bound_after_s = bound_after_s
         #: this process (rows it left behind are its own to settle)
         self.owner = uuid.uuid4().hex
         #: several processes over one database: a row of another owner may be in flight
@@ -142,7 +149,7 @@ class SendRecord:
         self._locks: dict[int, asyncio.Lock] = {}
         self._users: dict[int, int] = {}
         self._seen: OrderedDict[int | None, int] = OrderedDict()
-        self._own: OrderedDict[int | None, int] = OrderedDict()
+        self._own: OrderedDict[int | None, deque[tuple[float, int]]] = OrderedDict()
         self._known: OrderedDict[tuple[int | None, int], None] = OrderedDict()
         self._news = asyncio.Event()
         self.settle_left: Settle | None = None
@@ -173,10 +180,13 @@ class SendRecord:
         """The highest id seen in ``chat``'s counter by this process (0: none)."""
         return self._seen.get(counter_of(chat), 0)
 
-    def own_after_start(self, chat: int) -> int | None:
-        """The lowest id of a message this process sent in ``chat``'s counter: every one of
-        them was made after any request of a process that ended before this one began."""
-        return self._own.get(counter_of(chat))
+    def bound_for(self, left: Pending) -> int | None:
+        """The lowest id of a message this process sent in ``left``'s counter and claimed
+        at least ``bound_after_s`` after ``left`` was: Telegram made it after whatever
+        ``left``'s request made (None: no such send yet)."""
+        after = left.at + self._bound_after_s
+        sends = self._own.get(counter_of(left.chat), ())
+        return min((number for at, number in sends if at >= after), default=None)
 
     async def changed(self) -> None:
         """Wait until something new was seen."""
@@ -186,10 +196,12 @@ class SendRecord:
         self._news.set()
         self._news = asyncio.Event()
 
-    def _own_sent(self, chat: int, message_id: int) -> None:
+    def _own_sent(self, chat: int, at: float, message_id: int) -> None:
         counter = counter_of(chat)
-        if message_id < self._own.get(counter, message_id + 1):
-            self._own[counter] = message_id
+        sends = self._own.get(counter)
+        if sends is None:
+            sends = self._own[counter] = deque(maxlen=OWN_SENDS)
+        sends.append((at, message_id))
         self._own.move_to_end(counter)
         while len(self._own) > REMEMBERED:
             self._own.popitem(last=False)
@@ -295,7 +307,7 @@ class SendRecord:
         await self.state.write(self.ref, put=put, delete=[SENDING + str(pending.chat)])
         self.saw(pending.chat, message_id)
         if pending.owner == self.owner:
-            self._own_sent(pending.chat, message_id)
+            self._own_sent(pending.chat, pending.at, message_id)
 
     async def absent(self, pending: Pending) -> None:
         """``pending`` made no message."""

@@ -154,7 +154,7 @@ async def test_a_send_that_never_left_is_absent_below_an_own_send(
     await left_by_the_dead(store, ANN, last=older, floor=older, text="the lost answer")
     await someone_writes(tg, BOB)
 
-    channel = channel_for(tg, store)
+    channel = channel_for(tg, store, delivery_check_margin_s=0)
     async with serving(channel, RecordingHost()):
         await channel.send(target(CARL), "an answer to carl, after the restart")
         assert await ask(channel, ANN) == []
