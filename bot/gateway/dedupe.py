@@ -7,6 +7,8 @@ channel and platform message id) is dropped here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import structlog
 
 from bot.crashpoints import crash_point
@@ -20,8 +22,9 @@ log = structlog.get_logger(__name__)
 class InboxDedupe:
     """Records the message as ``received``; a duplicate goes no further."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, on_admitted: Callable[[str], None]) -> None:
         self._store = store
+        self._on_admitted = on_admitted
 
     async def __call__(self, arrival: Arrival, call_next: Admit) -> None:
         envelope = arrival.envelope
@@ -35,5 +38,9 @@ class InboxDedupe:
         if not admitted:
             log.info("envelope_duplicate", message_id=envelope.message_id)
             return
+        # at once, before any later step awaits: start-up recovery, running beside the
+        # channels, must see the entry as this run's (Sessions.queued_here), not as one left
+        # by the process before
+        self._on_admitted(envelope.envelope_id)
         crash_point("after_admit")
         await call_next(arrival)

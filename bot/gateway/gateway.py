@@ -170,7 +170,7 @@ class Gateway:
                     settings=self._current,
                 ),
                 self._forget,
-                InboxDedupe(store),
+                InboxDedupe(store, on_admitted=self._sessions.admitted),
                 DisplayNameBook(store),
                 self._limits,
             ],

@@ -148,8 +148,16 @@ class Sessions:
         """Whether the message is queued or running in this process."""
         return envelope_id in self._live
 
+    def admitted(self, envelope_id: str) -> None:
+        """This process admitted the message to the inbox: until :meth:`recovered`, recovery
+        leaves it to this run (the admission steps after the inbox may await before the
+        message is queued)."""
+        if self._queued_here is not None:
+            self._queued_here.add(envelope_id)
+
     def queued_here(self, envelope_id: str) -> bool:
-        """Whether this process queued the message (known until :meth:`recovered`)."""
+        """Whether this process admitted or queued the message (known until
+        :meth:`recovered`)."""
         return self._queued_here is not None and envelope_id in self._queued_here
 
     def recovered(self) -> None:
