@@ -137,6 +137,8 @@ def stopped_line(tool: str) -> str:
 
 
 STOPPED_LINE = "⏹ stopped"
+#: The closing line of a turn the daemon's stop cut off (the reply says to ask again).
+SHUTDOWN_LINE = "⏹ interrupted: the bot is shutting down"
 STOPPING_LINE = "⏹ stopping…"
 
 
@@ -261,17 +263,18 @@ class ChannelProgress:
             self._last_flush = -math.inf  # due now
             self._show("stopped", STOPPING_LINE)
 
-    def stopped(self) -> None:
+    def stopped(self, *, shutdown: bool = False) -> None:
         """The turn was stopped (``/stop``, Ctrl-C): every call still shown as running or
         waiting for approval reads "⏹ tool: stopped", and a progress message already shown
-        ends with "⏹ stopped", so that it never stays at ``⏳``. Call it before
-        :meth:`aclose`, which shows the change."""
+        ends with "⏹ stopped", so that it never stays at ``⏳``; ``shutdown``: the daemon's
+        stop cut it off, and the message ends with :data:`SHUTDOWN_LINE` instead (nobody
+        stopped it). Call it before :meth:`aclose`, which shows the change."""
         for key, tool in self._running.items():
             self._show(key, stopped_line(tool))
         self._running.clear()
         self._waiting = 0
         if self._caps.can_edit and (self._message is not None or self._lines):
-            self._show("stopped", STOPPED_LINE)
+            self._show("stopped", SHUTDOWN_LINE if shutdown else STOPPED_LINE)
 
     async def approval_resolved(self, *, tool: str, approved: bool) -> None:
         self._waiting = max(0, self._waiting - 1)

@@ -124,7 +124,8 @@ class AgentRunner:
                 state.context = await unless_cancelled(around, state.cancel) or ()
             result = await run_turn(bundle, state)
             if progress is not None and result.status is TurnStatus.CANCELLED:
-                progress.stopped()  # the message is closed, never left at "⏳"
+                # the message is closed, never left at "⏳"
+                progress.stopped(shutdown=state.cancel.reason is CancelReason.SHUTDOWN)
         finally:
             await state.progress.aclose()
         telemetry.note("hatchway.turn.status", result.status.value)

@@ -113,7 +113,10 @@ async def test_sigterm_expires_a_pending_card_at_once_and_says_why(
         and str(c.params.get("text")).startswith(("⏳", "✅", "❌", "🔐", "🚫"))
     ]
     assert progress[0] == "🔐 waiting for approval: file_write", progress
-    assert progress[-1] == "🚫 file_write: not approved, not run", progress
+    # closed as cut off by the stop, not as stopped by someone
+    assert progress[-1] == (
+        "🚫 file_write: not approved, not run\n⏹ interrupted: the bot is shutting down"
+    ), progress
     assert not files_named(workspace, "out.txt")
 
     with sqlite3.connect(db) as conn:
