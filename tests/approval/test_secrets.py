@@ -10,7 +10,7 @@ import pytest
 import structlog
 
 from bot.channel import ApprovalChoice
-from bot.config import parse_settings
+from bot.config import Settings, parse_settings
 from bot.scrub import register_secret
 from bot.store import Store
 from bot.store.audit import Decision
@@ -34,13 +34,10 @@ ARGUMENTS: dict[str, object] = {
 }
 
 
-async def test_no_secret_in_logs_audit_cards_or_prompts(
-    db_path: Path, store: Store, caplog: pytest.LogCaptureFixture
-) -> None:
-    register_secret(BOT_TOKEN)  # the daemon registers every token it loads
-    settings = parse_settings(
+def settings_with(*, timeout_s: float) -> Settings:
+    return parse_settings(
         {
-            "approval": {"timeout_s": 0.05},
+            "approval": {"timeout_s": timeout_s},
             "channels": {
                 "slack": {
                     "team": {
@@ -54,6 +51,14 @@ async def test_no_secret_in_logs_audit_cards_or_prompts(
         environ={"HATCHWAY_SLACK_BOT_TOKEN": BOT_TOKEN},
         require_provider=False,
     )
+
+
+async def test_no_secret_in_logs_audit_cards_or_prompts(
+    db_path: Path, store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    register_secret(BOT_TOKEN)  # the daemon registers every token it loads
+    settings = settings_with(timeout_s=60.0)  # the clicks come well within it, however busy
+    expiring = settings_with(timeout_s=0.05)  # nobody answers: the request expires
     channel = FakeChannel(SLACK)
     service = service_for(settings, store, channel)
     caplog.set_level(logging.DEBUG)
@@ -65,7 +70,8 @@ async def test_no_secret_in_logs_audit_cards_or_prompts(
             await clicked(service, channel.click(posted, "U_STRANGER"))
             await clicked(service, channel.click(posted, APPROVER, ApprovalChoice.ALWAYS))
         assert task.result().verdict is Decision.ALWAYS
-        timed_out = await service.ask(make_request(arguments=ARGUMENTS, tool="deploy"))
+        unanswered = service_for(expiring, store, channel)
+        timed_out = await unanswered.ask(make_request(arguments=ARGUMENTS, tool="deploy"))
         assert timed_out.verdict is Decision.EXPIRED
         background = make_request(arguments=ARGUMENTS, envelope=make_envelope(background=True))
         await service.ask(background)
