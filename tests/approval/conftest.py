@@ -34,7 +34,7 @@ def make_settings(
     team: dict[str, Any] = {"allowed_users": ["*"], "approvers": [APPROVER]}
     team.update(channel)
     data: dict[str, Any] = {
-        "approval": {"timeout_s": 5.0, **(policy or {})},
+        "approval": {"timeout_s": 60.0, **(policy or {})},  # never reached unless a test says so
         "channels": {kind: {"team": team}},
     }
     return parse_settings(data, environ={}, require_provider=False)

@@ -331,11 +331,12 @@ async def test_a_click_after_the_deadline_expires_the_request_and_shows_it(
     """The click lands as the approval expires, before the waiting ask notices: the runtime's
     timeout decides, and every edit of the card shows it expired (never pending)."""
     now = [1_000.0]
+    settings = make_settings()
     service = ApprovalService(
-        make_settings(), store, {channel.ref: channel}.get, lambda: now[0], poll_interval_s=60
+        settings, store, {channel.ref: channel}.get, lambda: now[0], poll_interval_s=60
     )
     async with asking(service, store, channel) as (posted, task):
-        now[0] += 5.0  # the configured timeout_s: the deadline has come
+        now[0] += settings.approval.timeout_s  # the deadline has come
         assert await clicked(service, channel.click(posted, APPROVER)) is ClickVerdict.UNKNOWN
     decision = task.result()
     assert (decision.verdict, decision.runtime_reason) == (Decision.EXPIRED, RuntimeReason.TIMEOUT)
