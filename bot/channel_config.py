@@ -19,6 +19,8 @@ from bot.envelope import Sender
 #: How much a turn may do without asking (docs/approvals.md): ``[approval] level`` and its
 #: overrides per channel and per agent.
 ApprovalLevel = Literal["readonly", "supervised", "full"]
+#: Where an "Always" grant applies (``[approval] grant_scope``).
+GrantScope = Literal["conversation", "channel", "global"]
 
 
 class ApprovalOverride(ConfigModel):

@@ -36,12 +36,13 @@ from bot.approval import audit
 from bot.approval.approvers import refusal
 from bot.approval.card import card_for
 from bot.approval.card_desk import CardDesk, PolicyLookup
-from bot.approval.grants import GrantScope, new_grant
+from bot.approval.grants import new_grant
 from bot.approval.reasons import AnswerRoute, RuntimeReason
 from bot.approval.shared import SharedApprovals
 from bot.approval.waits import Waits
 from bot.cards import CardAction, CardReply, CardReplyKind, CardSurface, CardVerb, answer_on
 from bot.channel import ApprovalCard, ApprovalChoice, ClickVerdict
+from bot.channel_config import GrantScope
 from bot.envelope import ChannelRef
 from bot.scrub import scrub_text
 from bot.store import Store

@@ -9,13 +9,11 @@ conversation never matches another conversation.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
 
+from bot.channel_config import GrantScope
 from bot.envelope import ChannelRef, IngressEnvelope
 from bot.store import Store
 from bot.store.grants import GrantRecord, NewGrant
-
-GrantScope = Literal["conversation", "channel", "global"]
 
 
 def scope_key(scope: GrantScope, channel: ChannelRef | str, conversation_id: str) -> str:

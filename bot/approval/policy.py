@@ -26,15 +26,15 @@ import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 from bot.approval.gate import ApprovalRequest, Assessment, PolicyResult
 from bot.approval.reasons import PolicyReason
+from bot.channel_config import ApprovalLevel, GrantScope
 from bot.config import DEFAULT_AGENT, AgentApproval, ApprovalConfig, ChannelCommon, Settings
 from bot.envelope import ChannelRef
 from bot.store.grants import GrantRecord
 
-Level = Literal["readonly", "supervised", "full"]
 GrantLookup = Callable[[], Awaitable[GrantRecord | None]]
 _T = TypeVar("_T")
 
@@ -43,13 +43,13 @@ _T = TypeVar("_T")
 class EffectivePolicy:
     """The approval settings that apply on one channel alias (global merged with overrides)."""
 
-    level: Level
+    level: ApprovalLevel
     auto_approve: tuple[str, ...]
     always_ask: tuple[str, ...]
     deny: tuple[str, ...]
     self_approval: bool
     timeout_s: float
-    grant_scope: Literal["conversation", "channel", "global"]
+    grant_scope: GrantScope
     grant_ttl_s: float | None
     dm_approvers: bool
     approvers: tuple[str, ...]

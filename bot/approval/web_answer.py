@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.approval.grants import GrantScope
 from bot.channel import ApprovalChoice
+from bot.channel_config import GrantScope
 from bot.envelope import ChannelRef
 
 #: Grant scopes from the narrowest to the widest.

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
 
-from bot.channel_config import ApprovalLevel
+from bot.channel_config import ApprovalLevel, GrantScope
 from bot.config.agents import (
     DEFAULT_AGENT,
     AgentProfile,
@@ -177,7 +177,7 @@ class ApprovalConfig(ConfigModel):
     deny: list[str] = Field(default_factory=list)
     timeout_s: float = Field(default=300.0, gt=0)
     self_approval: bool = False
-    grant_scope: Literal["conversation", "channel", "global"] = "conversation"
+    grant_scope: GrantScope = "conversation"
     grant_ttl_s: float | None = None
     dm_approvers: bool = False
 

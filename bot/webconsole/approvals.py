@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from bot.approval.card import card_for, parse_channel_ref
-from bot.approval.grants import GrantScope
 from bot.approval.web_answer import WebAnswer, scopes_up_to
 from bot.channel import ApprovalCard, ApprovalChoice, ClickVerdict
+from bot.channel_config import GrantScope
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
 from bot.visible_text import visible
 from bot.webconsole import times

@@ -19,7 +19,8 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from bot.approval.grants import GrantScope, new_grant
+from bot.approval.grants import new_grant
+from bot.channel_config import GrantScope
 from bot.store.grants import GrantRecord
 from bot.webconsole import display
 from bot.webconsole.notices import done, notice
