@@ -175,6 +175,7 @@ class EmbeddedProvider:
             self._slots.release()
             raise ProviderError(f"provider {self.name!r} is closed")
         running = loop.run_in_executor(self._workers, model.run, job, generation)
+        log.info("embedded_generation_started")
         self._running.add(generation)
         running.add_done_callback(lambda done: self._finished(generation, done, deltas))
         try:

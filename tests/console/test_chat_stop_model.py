@@ -6,6 +6,7 @@ chat's log; no time is asserted (``bench/local_model.py`` prints how long the st
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from bot.config import ProviderConfig
 from bot.config.embedded import embedded_problems
 from tests.console.chat_process import (
     CTRL_D,
+    WAIT_S,
     admitted,
     chat_environ,
     settled,
@@ -38,6 +40,15 @@ def events(state: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in log.read_text().splitlines()]
 
 
+async def logged(state: Path, event: str) -> None:
+    """Wait until the chat's log has ``event``."""
+    async with asyncio.timeout(WAIT_S):
+        while True:
+            if any(e["event"] == event for e in events(state)):
+                return
+            await asyncio.sleep(0.05)  # a log file has no event to wait on
+
+
 async def test_stop_says_stopping_until_the_model_is_free_then_the_next_line_is_answered(
     tmp_path: Path,
 ) -> None:
@@ -47,6 +58,8 @@ async def test_stop_says_stopping_until_the_model_is_free_then_the_next_line_is_
         await chat.wait_for(PROMPT)
         chat.type(f"summarise this: {LONG}\n")
         await admitted(state, 1)
+        # the model is reading the prompt (a /stop before that frees no slot to wait for)
+        await logged(state, "embedded_generation_started")
         chat.type("/stop\n")
         await chat.wait_for("⏹ stopping…")
         await chat.wait_for("⏹ Stopped.")
