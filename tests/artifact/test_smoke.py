@@ -216,10 +216,10 @@ def test_chat_answers_a_piped_line_with_the_embedded_model(
     place.config.write_text("", encoding="utf-8")
     done = installed.run(place, ["chat"], stdin="Say hello\n")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "embedded" in done.stdout, done.stdout
-    lines = [line for line in done.stdout.splitlines() if line.strip()]
-    banner_end = next(i for i, line in enumerate(lines) if "Ctrl-D quits" in line)
-    assert lines[banner_end + 1 :], done.stdout  # an answer after the banner
+    # piped input: the banner goes to stderr, the answers alone to stdout
+    assert "embedded" in done.stderr and "Ctrl-D quits" in done.stderr, done.stderr
+    assert "Ctrl-D quits" not in done.stdout, done.stdout
+    assert done.stdout.strip(), done.stderr  # an answer
     assert (place.state / "hatchway.db").is_file()
 
 
