@@ -172,25 +172,17 @@ _CHARGES = (
 )
 
 
-def _spending_sql(scope: UsageScope) -> str:
+def _spending_sql(scope: UsageScope, *, one: bool = False) -> str:
+    """Each group's spending in ``scope`` since the day's and the month's start; ``one``: only
+    the group a further parameter names."""
     key = SCOPE_KEYS[scope]
+    only = f" AND {key} = ?" if one else ""
     return (
         f"SELECT '{scope.value}' AS scope, {key} AS group_key,"
         f" SUM(CASE WHEN at >= ? THEN {_TOKENS} ELSE 0 END) AS day_tokens,"
         " SUM(CASE WHEN at >= ? THEN COALESCE(cost, 0) ELSE 0 END) AS day_cost,"
         f" SUM({_TOKENS}) AS month_tokens, SUM(COALESCE(cost, 0)) AS month_cost"
-        f" FROM usage WHERE at >= ? GROUP BY {key}"
-    )
-
-
-def _spent_of_sql(scope: UsageScope) -> str:
-    key = SCOPE_KEYS[scope]
-    return (
-        f"SELECT '{scope.value}' AS scope, {key} AS group_key,"
-        f" SUM(CASE WHEN at >= ? THEN {_TOKENS} ELSE 0 END) AS day_tokens,"
-        " SUM(CASE WHEN at >= ? THEN COALESCE(cost, 0) ELSE 0 END) AS day_cost,"
-        f" SUM({_TOKENS}) AS month_tokens, SUM(COALESCE(cost, 0)) AS month_cost"
-        f" FROM usage WHERE at >= ? AND {key} = ? GROUP BY {key}"
+        f" FROM usage WHERE at >= ?{only} GROUP BY {key}"
     )
 
 
@@ -322,7 +314,7 @@ class UsageLog:
         if not keys:
             return []
         since = min(day_start, month_start)
-        sql = " UNION ALL ".join(_spent_of_sql(scope) for scope, _ in keys)
+        sql = " UNION ALL ".join(_spending_sql(scope, one=True) for scope, _ in keys)
         params: Params = [v for _, key in keys for v in (day_start, day_start, since, key)]
         return [
             Spent(
