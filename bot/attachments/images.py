@@ -21,21 +21,14 @@ claiming more than :data:`MAX_CLAIMED_PIXELS`. Pillow is never imported by the d
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import json
 import math
-import os
-import sys
 import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
-import structlog
-
 from bot.errors import AttachmentError, AttachmentTooLarge
+from bot.limited_child import ChildWords, ask_child
 from bot.providers.base import ImagePart
-
-log = structlog.get_logger(__name__)
 
 CHILD = Path(__file__).with_name("image_child.py")
 MAX_LONG_SIDE = 1568
@@ -58,6 +51,14 @@ DECODE_CHILDREN = 2
 TIMEOUT_S = 30.0
 #: What the child writes at most: its answer line and an image within MAX_ENCODED_BYTES.
 _MAX_OUTPUT = MAX_ENCODED_BYTES + 64 * 1024
+
+_WORDS = ChildWords(
+    error=AttachmentError,
+    unstartable="the image decoder could not be started",
+    took_too_long="decoding the image took longer than {timeout_s} s, so it was stopped",
+    overran="decoding the image needed more memory or time than is allowed",
+    log_event="image_decoder_failed",
+)
 
 _SIGNATURES = (
     (b"\x89PNG\r\n\x1a\n", "PNG"),
@@ -130,17 +131,11 @@ async def prepare_image(path: Path, *, name: str = "") -> PreparedImage:
     child process (see the module doc). Raises :class:`~bot.errors.AttachmentError`, with a
     sentence the user can be shown, when it is not an image that can be read, is corrupt or
     truncated, or has too many pixels (:class:`~bot.errors.AttachmentTooLarge`)."""
+    args = [str(path), str(MAX_DECODED_PIXELS), str(CHILD_MEMORY_BYTES), str(math.ceil(TIMEOUT_S))]
     async with _slot():
-        out = await _run(path)
-    head, _, data = out.partition(b"\n")
-    try:
-        answer = json.loads(head)
-    except ValueError:
-        answer = None
-    if not isinstance(answer, dict):
-        # killed by its CPU or memory limit before it could answer
-        log.warning("image_decoder_failed", output_bytes=len(out))
-        raise AttachmentError("decoding the image needed more memory or time than is allowed")
+        answer, data = await ask_child(
+            CHILD, args, timeout_s=TIMEOUT_S, words=_WORDS, max_output=_MAX_OUTPUT
+        )
     if "error" in answer:
         raise _refusal(answer, path)
     if len(data) != answer["bytes"]:
@@ -179,56 +174,6 @@ def _slot() -> asyncio.Semaphore:
     if slots is None:
         slots = _SLOTS[loop] = asyncio.Semaphore(DECODE_CHILDREN)
     return slots
-
-
-async def _run(path: Path) -> bytes:
-    """The child's output for ``path``; empty when it could not start or overran."""
-    try:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-I",
-            str(CHILD),
-            str(path),
-            str(MAX_DECODED_PIXELS),
-            str(CHILD_MEMORY_BYTES),
-            str(math.ceil(TIMEOUT_S)),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-            env={"PATH": os.defpath, "LC_ALL": "C.UTF-8"},
-        )
-    except OSError:
-        raise AttachmentError("the image decoder could not be started") from None
-    try:
-        async with asyncio.timeout(TIMEOUT_S):
-            out = await _read_bounded(process)
-            if len(out) >= _MAX_OUTPUT:
-                process.kill()  # more than any answer: not waited for
-            await process.wait()
-    except TimeoutError:
-        raise AttachmentError(
-            f"decoding the image took longer than {TIMEOUT_S:g} s, so it was stopped"
-        ) from None
-    finally:
-        if process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-            await process.wait()
-    return out
-
-
-async def _read_bounded(process: asyncio.subprocess.Process) -> bytes:
-    """The child's stdout to its end, at most :data:`_MAX_OUTPUT` bytes of it."""
-    stream = process.stdout
-    if stream is None:
-        return b""
-    out = bytearray()
-    while len(out) <= _MAX_OUTPUT:
-        chunk = await stream.read(_MAX_OUTPUT + 1 - len(out))
-        if not chunk:
-            break
-        out += chunk
-    return bytes(out[:_MAX_OUTPUT])
 
 
 def _refusal(answer: dict[str, object], path: Path) -> AttachmentError:

@@ -16,24 +16,26 @@ offline machine, not the recommended provider.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib.util
-import json
 import math
 import os
 import shutil
-import sys
 from pathlib import Path
-
-import structlog
 
 from bot.config.transcription import TranscriptionProviderConfig
 from bot.errors import TranscriptionError
+from bot.limited_child import ChildWords, ask_child
 from bot.transcription.base import Clip, Transcript
 
-log = structlog.get_logger(__name__)
-
 CHILD = Path(__file__).with_name("embedded_child.py")
+
+_WORDS = ChildWords(
+    error=TranscriptionError,
+    unstartable="the offline transcriber could not be started",
+    took_too_long="transcribing it took longer than {timeout_s} s, so it was stopped",
+    overran="transcribing it needed more memory or time than is allowed",
+    log_event="embedded_transcriber_failed",
+)
 
 
 def missing_packages() -> list[str]:
@@ -61,16 +63,14 @@ class EmbeddedTranscriber:
         self._one_at_a_time = asyncio.Semaphore(1)
 
     async def transcribe(self, clip: Clip) -> Transcript:
+        env = {"PATH": os.environ.get("PATH", os.defpath), "LC_ALL": "C.UTF-8"}
+        # one thread each: the daemon's other work keeps its cores
+        env |= {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+        args = [str(clip.path), f"{self._max_s:g}", str(math.ceil(self._timeout_s) + 1)]
         async with self._one_at_a_time:
-            out, returncode = await self._run(clip)
-        try:
-            result = json.loads(out)
-        except ValueError:
-            result = None
-        if not isinstance(result, dict):
-            # killed by its CPU or memory limit before it could answer
-            log.warning("embedded_transcriber_failed", returncode=returncode)
-            raise TranscriptionError("transcribing it needed more memory or time than is allowed")
+            result = (
+                await ask_child(CHILD, args, timeout_s=self._timeout_s, words=_WORDS, env=env)
+            ).answer
         if "error" in result:
             raise TranscriptionError(str(result["error"]))
         return Transcript(
@@ -79,36 +79,3 @@ class EmbeddedTranscriber:
             provider=self.name,
             model=self.model,
         )
-
-    async def _run(self, clip: Clip) -> tuple[bytes, int | None]:
-        env = {"PATH": os.environ.get("PATH", os.defpath), "LC_ALL": "C.UTF-8"}
-        # one thread each: the daemon's other work keeps its cores
-        env |= {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
-        try:
-            process = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-I",
-                str(CHILD),
-                str(clip.path),
-                f"{self._max_s:g}",
-                str(math.ceil(self._timeout_s) + 1),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.DEVNULL,
-                env=env,
-            )
-        except OSError:
-            raise TranscriptionError("the offline transcriber could not be started") from None
-        try:
-            async with asyncio.timeout(self._timeout_s):
-                out, _ = await process.communicate()
-        except TimeoutError:
-            raise TranscriptionError(
-                f"transcribing it took longer than {self._timeout_s:g} s, so it was stopped"
-            ) from None
-        finally:
-            if process.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    process.kill()
-                await process.wait()
-        return out, process.returncode
