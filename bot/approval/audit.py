@@ -35,6 +35,8 @@ FIELDS: tuple[str, ...] = (
     "decided_by",
     "reason",
     "latency_ms",
+    "turn_id",
+    "call_id",
 )
 
 
@@ -51,6 +53,8 @@ def entry(
     decided_by: str,
     reason: str,
     latency_ms: float = 0.0,
+    turn_id: str | None,
+    call_id: str | None,
 ) -> AuditEntry:
     return AuditEntry(
         at=at,
@@ -64,6 +68,8 @@ def entry(
         decided_by=scrub_text(decided_by),
         reason=scrub_text(reason),
         latency_ms=round(latency_ms, 3),
+        turn_id=turn_id,
+        call_id=call_id,
     )
 
 
@@ -92,6 +98,8 @@ def entry_for_request(
         decided_by=decided_by,
         reason=reason,
         latency_ms=latency_ms,
+        turn_id=request.turn.turn_id,
+        call_id=request.call_id,
     )
 
 
@@ -110,6 +118,8 @@ def entry_for_record(
         decided_by=decided_by,
         reason=reason,
         latency_ms=max(0.0, (at - record.created_at) * 1000),
+        turn_id=record.turn_id,
+        call_id=record.call_id,
     )
 
 
@@ -172,7 +182,8 @@ def to_csv(entries: Sequence[AuditEntry]) -> str:
     writer = csv.DictWriter(out, fieldnames=list(FIELDS), lineterminator="\n")
     writer.writeheader()
     for e in entries:
-        writer.writerow({k: spreadsheet_cell(v) for k, v in _row(e).items()})
+        # a row from before the turn and call ids has an empty cell, not "None"
+        writer.writerow({k: spreadsheet_cell("" if v is None else v) for k, v in _row(e).items()})
     return out.getvalue()
 
 

@@ -106,6 +106,8 @@ class Backchannel:
             created_at=now,
             expires_at=now + policy.timeout_s,
             replica_id=self._shared.replica_id,
+            turn_id=request.turn.turn_id,
+            call_id=request.call_id,
         )
         await self._store.approvals.create(record)
         wakeup = self._waits.open(record.id)

@@ -84,6 +84,10 @@ class ApprovalRecord:
     decided_at: float | None = None
     #: The replica whose turn waits on the request (None: one process).
     replica_id: str | None = None
+    #: The call asked about: its turn and the model's call id (None: a request from before
+    #: migration 0020), copied into the audit rows its answers write.
+    turn_id: str | None = None
+    call_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -129,6 +133,8 @@ def _record(row: Row) -> ApprovalRecord:
         expires_at=float(row["expires_at"]),
         decided_at=row["decided_at"],
         replica_id=row["replica_id"],
+        turn_id=row["turn_id"],
+        call_id=row["call_id"],
     )
 
 
@@ -142,8 +148,8 @@ class Approvals:
         await self._db.execute(
             "INSERT INTO approvals (id, channel, conversation_id, thread_id, session_key,"
             " requester, requester_name, tool, fingerprint, summary, full_text, cut,"
-            " ask_reason, status, card_refs, created_at, expires_at, replica_id)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " ask_reason, status, card_refs, created_at, expires_at, replica_id, turn_id,"
+            " call_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 rec.id,
                 rec.channel,
@@ -163,6 +169,8 @@ class Approvals:
                 rec.created_at,
                 rec.expires_at,
                 rec.replica_id,
+                rec.turn_id,
+                rec.call_id,
             ),
         )
 

@@ -44,7 +44,9 @@ class Decision(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AuditEntry:
-    """One decision. ``decided_by`` is a person id, ``operator:NAME``, or ``runtime``."""
+    """One decision. ``decided_by`` is a person id, ``operator:NAME``, or ``runtime``.
+    ``turn_id`` and ``call_id`` name the call it is about (migration 0020); ``None`` in rows
+    written before them: not recorded."""
 
     at: float
     channel: str
@@ -57,6 +59,8 @@ class AuditEntry:
     decided_by: str
     reason: str = ""
     latency_ms: float = 0.0
+    turn_id: str | None = None
+    call_id: str | None = None
     id: int = 0
 
 
@@ -77,7 +81,8 @@ def _cursor(entry: AuditEntry) -> AuditCursor:
 
 _INSERT = (
     "INSERT INTO audit (at, channel, conversation_id, requester, tool, summary, fingerprint,"
-    " decision, decided_by, reason, latency_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    " decision, decided_by, reason, latency_ms, turn_id, call_id)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     " RETURNING id"
 )
 
@@ -95,6 +100,8 @@ def _params(entry: AuditEntry) -> tuple[object, ...]:
         entry.decided_by,
         entry.reason,
         entry.latency_ms,
+        entry.turn_id,
+        entry.call_id,
     )
 
 
@@ -112,6 +119,8 @@ def _entry(row: Row) -> AuditEntry:
         decided_by=row["decided_by"],
         reason=row["reason"],
         latency_ms=float(row["latency_ms"]),
+        turn_id=row["turn_id"],
+        call_id=row["call_id"],
     )
 
 

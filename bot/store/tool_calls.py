@@ -157,16 +157,16 @@ class ToolCalls:
         )
         return [tool_call_record(r) for r in rows]
 
-    async def for_fingerprints(self, fingerprints: Sequence[str]) -> list[ToolCallRecord]:
-        """The rows of calls with these fingerprints (an audit row's), oldest first: how an
-        audit row finds the call it decided (``tool_calls_fingerprint``, migration 0019)."""
-        wanted = sorted(set(fingerprints))
+    async def for_turns(self, turn_ids: Sequence[str]) -> list[ToolCallRecord]:
+        """The rows of the calls of these turns, oldest first: an audit page finds the call
+        each of its rows names (``turn_id`` and ``call_id``, migration 0020)."""
+        wanted = sorted(set(turn_ids))
         found: list[ToolCallRecord] = []
         for start in range(0, len(wanted), 200):
             chunk = wanted[start : start + 200]
             marks = ", ".join("?" * len(chunk))
             rows = await self._db.fetchall(
-                f"SELECT * FROM tool_calls WHERE fingerprint IN ({marks}) ORDER BY id", chunk
+                f"SELECT * FROM tool_calls WHERE turn_id IN ({marks}) ORDER BY id", chunk
             )
             found += [tool_call_record(r) for r in rows]
         return found

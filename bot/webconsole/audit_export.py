@@ -46,6 +46,8 @@ def csv_row(entry: AuditEntry) -> list[str]:
         "decided_by": entry.decided_by,
         "reason": entry.reason,
         "latency_ms": entry.latency_ms,
+        "turn_id": entry.turn_id or "",
+        "call_id": entry.call_id or "",
     }
     return [spreadsheet_cell(values[name]) for name in FIELDS]
 

@@ -2,9 +2,10 @@
 
 Each row reads in the chat's words (``denied with a reply``, ``refused: not an approver``:
 :func:`bot.webconsole.outcomes.decision_words`), names people by display name beside their
-id (:mod:`bot.webconsole.people`), and carries the turn and call ids of the call it decided
-(:mod:`bot.webconsole.audit_calls`), linked to the call on the turns page with the
-``hatchway receipts verify`` command that checks it.
+id (:mod:`bot.webconsole.people`), and carries the turn and call ids of the call it is about,
+as the row records them (migration 0020), linked to the call on the turns page once the
+call's row is written, with the ``hatchway receipts verify`` command that checks it. A row
+written before those ids were kept says "not recorded".
 
 Filters (query parameters, so a filtered page can be bookmarked and shared): ``person`` (a
 person's id, as requester or decider), ``tool``,
@@ -33,7 +34,6 @@ from bot.store.audit import AuditEntry, Decision
 from bot.store.audit_search import AuditCursor, AuditFilter
 from bot.store.tool_calls import ToolCallRecord
 from bot.webconsole import display
-from bot.webconsole.audit_calls import match_calls
 from bot.webconsole.audit_export import stream_csv
 from bot.webconsole.outcomes import decision_words
 from bot.webconsole.pages import Access, PageRequest, Pages
@@ -70,15 +70,19 @@ class AuditRow:
     verify: str
 
 
-def _row(entry: AuditEntry, call: ToolCallRecord | None, people: People) -> AuditRow:
+def _row(
+    entry: AuditEntry, calls: dict[tuple[str, str], ToolCallRecord], people: People
+) -> AuditRow:
     kind = kind_of(entry.channel)
     words, css = decision_words(entry.decision, entry.reason)
     refused = css == "outcome-refused"
     href = verify = ""
-    if call is not None:
-        key = urlencode({"key": call.session_key})
-        href = f"{SESSION_PATH}?{key}#call-{quote(call.call_id, safe='')}"
-        verify = f"hatchway receipts verify --turn {call.turn_id}"
+    if entry.turn_id is not None:
+        verify = f"hatchway receipts verify --turn {entry.turn_id}"
+        call = calls.get((entry.turn_id, entry.call_id or ""))
+        if call is not None:
+            key = urlencode({"key": call.session_key})
+            href = f"{SESSION_PATH}?{key}#call-{quote(call.call_id, safe='')}"
     return AuditRow(
         id=entry.id,
         at=display.when(entry.at),
@@ -95,8 +99,8 @@ def _row(entry: AuditEntry, call: ToolCallRecord | None, people: People) -> Audi
         if refused or entry.decision in (Decision.EXPIRED, Decision.AUTO_DENIED)
         else display.text(entry.reason, 300),
         latency=display.duration(entry.latency_ms / 1000) if entry.latency_ms else "",
-        turn_id=display.text(call.turn_id, 80) if call else "",
-        call_id=display.text(call.call_id, 80) if call else "",
+        turn_id=display.text(entry.turn_id or "", 80),
+        call_id=display.text(entry.call_id or "", 80),
         call_href=href,
         verify=display.text(verify, 200),
     )
@@ -190,14 +194,12 @@ async def audit_page(page: PageRequest) -> web.StreamResponse:
         return page.render("audit.html", context, status=400)
     found = await page.host.store.audit.page(flt, before=before, after=after)
     store = page.host.store
-    calls = match_calls(
-        found.entries,
-        await store.tool_calls.for_fingerprints([e.fingerprint for e in found.entries]),
-    )
+    recorded = await store.tool_calls.for_turns([e.turn_id for e in found.entries if e.turn_id])
+    calls = {(c.turn_id, c.call_id): c for c in recorded}
     who = [(kind_of(e.channel), e.requester) for e in found.entries]
     who += [(kind_of(e.channel), e.decided_by) for e in found.entries]
     people = await People.load(store, who)
-    context["rows"] = [_row(e, calls.get(e.id), people) for e in found.entries]
+    context["rows"] = [_row(e, calls, people) for e in found.entries]
     if found.older is not None:
         context["older"] = f"{PATH}?{urlencode({**kept, 'before': found.older.token()})}"
     if found.newer is not None:

@@ -62,6 +62,8 @@ async def test_unauthorised_click_is_refused_and_audited(
         ("click_refused:approve", "U_MALLORY", "not_authorised"),
         ("denied", APPROVER, "click"),
     ]
+    # both rows name the call they are about, as the request recorded it
+    assert {(r.turn_id, r.call_id) for r in rows} == {("turn-1", "call-1")}
 
 
 async def test_approver_role_may_decide(store: Store) -> None:
@@ -251,6 +253,7 @@ async def test_restart_expires_pending_and_edits_cards(
     assert "bot restarted; please ask again" in after_channel.sent[0][1]
     rows = await store.audit.since()
     assert [(r.decision, r.reason) for r in rows] == [("expired", "restart")]
+    assert [(r.turn_id, r.call_id) for r in rows] == [("turn-1", "call-1")]
 
 
 async def test_cli_decision_from_another_store_resolves_waiting_ask(

@@ -316,6 +316,7 @@ async def test_every_audited_policy_reason_is_stored_as_before(
     result = await service_for(make_settings(approval), store).assess(make_request("shell"))
     [row] = await store.audit.since()
     assert (row.decision, row.decided_by, row.reason) == (decision, "runtime", stored)
+    assert (row.turn_id, row.call_id) == ("turn-1", "call-1")  # the call it is about
     assert result.audit_reason == stored
 
 

@@ -99,3 +99,54 @@ async def test_a_persons_sessions_and_the_health_summary(store: Store) -> None:
     assert figures.failed_calls == {"telegram.main": 1} and figures.pending == 0
     hidden = await summary(store.db, since=0.0, errors_since=0.0, channels=frozenset({"slack.ops"}))
     assert hidden.failed_calls == {} and hidden.decisions == 0
+
+
+async def test_audit_rows_and_requests_keep_the_call_they_are_about(store: Store) -> None:
+    """An audit row names its call by turn and call id (migration 0020), and so does an
+    approval request, for the rows its answers write; a row without them reads as None (not
+    recorded), and the turn's calls are found by its id."""
+    from bot.store.approvals import ApprovalRecord
+    from bot.store.audit import AuditEntry
+
+    base = {
+        "channel": "telegram.main",
+        "conversation_id": "1001",
+        "requester": "1001",
+        "tool": "shell",
+        "summary": "[]",
+        "fingerprint": "f" * 64,
+        "decision": Decision.DENIED,
+        "decided_by": "2002",
+    }
+    now = time.time()
+    await store.audit.append(AuditEntry(at=now, turn_id="t1", call_id="call_7", **base))  # type: ignore[arg-type]
+    await store.audit.append(AuditEntry(at=now + 1, **base))  # type: ignore[arg-type]
+    new, old = await store.audit.since(now - 1)
+    assert (new.turn_id, new.call_id) == ("t1", "call_7")
+    assert (old.turn_id, old.call_id) == (None, None)
+    await store.approvals.create(
+        ApprovalRecord(
+            id="a1",
+            channel="telegram.main",
+            conversation_id="1001",
+            thread_id=None,
+            session_key="telegram.main:1001",
+            requester="1001",
+            requester_name="",
+            tool="shell",
+            fingerprint="f" * 64,
+            summary=(),
+            ask_reason="",
+            created_at=now,
+            expires_at=now + 60,
+            turn_id="t1",
+            call_id="call_7",
+        )
+    )
+    record = await store.approvals.get("a1")
+    assert record is not None and (record.turn_id, record.call_id) == ("t1", "call_7")
+    await store.tool_calls.record(_call("t1", call_id="call_7"))
+    await store.tool_calls.record(_call("t3"))
+    assert [(c.turn_id, c.call_id) for c in await store.tool_calls.for_turns(["t1", "t2"])] == [
+        ("t1", "call_7")
+    ]

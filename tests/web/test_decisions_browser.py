@@ -1,11 +1,13 @@
 """From a decision to its call and back, in a real browser: an approver denies a request with a
 reply from the console; the audit log says so in the chat's words with the requester by name
-and id and the turn and call ids of the call (and the ``hatchway receipts verify`` command),
+and id and the turn and call ids its row recorded (and the ``hatchway receipts verify`` command),
 its link leads to that call on the turns page, which says "denied with a reply by" the
 approver; the audit log and the turns page find the request by the requester's id and
 nothing by anyone else's."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 from playwright.async_api import Page
@@ -29,12 +31,10 @@ async def test_a_decision_leads_to_its_call(rig: ConsoleRig, page: Page) -> None
     await card.locator("button[value=reply]").click()
     await page.wait_for_selector("text=Denied with your reply.")
     await rig.tg.wait_for("sendMessage", lambda c: "Not deploying" in str(c.params.get("text")))
-    [call] = [
-        c
-        for c in await rig.app.store.tool_calls.for_fingerprints(
-            [e.fingerprint for e in await rig.app.store.audit.since()]
-        )
-    ]
+    # the audit row names its call by the ids it recorded
+    [entry] = await rig.app.store.audit.since()
+    [call] = await rig.app.store.tool_calls.for_turns([entry.turn_id or ""])
+    assert call.call_id == entry.call_id
     assert call.decision == "edited" and call.decided_by == str(APPROVER)
 
     await page.goto(rig.url("/audit"))
@@ -72,3 +72,11 @@ async def test_a_decision_leads_to_its_call(rig: ConsoleRig, page: Page) -> None
     assert await page.locator("article.turn").count() == 1
     await page.goto(rig.url("/turns?person=31337"))
     await page.wait_for_selector("text=No conversation where 31337 wrote.")
+
+    # a row written before the ids were kept says so, and links nowhere
+    await rig.app.store.audit.append(replace(entry, at=entry.at + 1, turn_id=None, call_id=None))
+    await page.goto(rig.url("/audit"))
+    old = page.locator("#audit-rows tbody tr").first
+    await old.wait_for()
+    assert await old.locator("td.call-ref").inner_text() == "not recorded"
+    assert await old.locator("td.call-ref a").count() == 0
