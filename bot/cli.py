@@ -18,6 +18,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "bot.commands.doctor",
     "bot.commands.approvals",
     "bot.commands.grants",
+    "bot.commands.policy",
     "bot.commands.audit",
     "bot.commands.forget",
     "bot.commands.receipts",

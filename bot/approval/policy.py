@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from bot.approval.gate import ApprovalRequest, Assessment, PolicyResult
 from bot.approval.reasons import PolicyReason
@@ -37,6 +37,12 @@ from bot.store.grants import GrantRecord
 
 GrantLookup = Callable[[], Awaitable[GrantRecord | None]]
 _T = TypeVar("_T")
+#: The tables a setting can come from: ``[approval]``, the channel's ``approval`` table, the
+#: agent's ``[agents.<name>.approval]``.
+Layer = Literal["approval", "channel", "agent"]
+FROM_APPROVAL: Layer = "approval"
+FROM_CHANNEL: Layer = "channel"
+FROM_AGENT: Layer = "agent"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,21 +60,45 @@ class EffectivePolicy:
     dm_approvers: bool
     approvers: tuple[str, ...]
     approver_roles: tuple[str, ...]
+    #: Which table set each of ``level``, ``auto_approve``, ``always_ask``, ``deny`` and
+    #: ``self_approval``: :data:`FROM_APPROVAL`, :data:`FROM_CHANNEL` or :data:`FROM_AGENT`
+    #: (``hatchway policy explain`` names the table).
+    sources: tuple[tuple[str, Layer], ...] = field(default=(), compare=False)
 
     @property
     def has_approvers(self) -> bool:
         return bool(self.approvers or self.approver_roles)
+
+    def source(self, key: str) -> Layer:
+        """The table that set ``key`` (``[approval]`` when no override did)."""
+        return dict(self.sources).get(key, FROM_APPROVAL)
 
 
 @functools.lru_cache(maxsize=4096)
 def matches(tool: str, patterns: tuple[str, ...]) -> bool:
     """Whether ``tool`` is one of ``patterns`` (names or shell-style patterns); asked several
     times per tool call with the same few lists, hence remembered."""
-    return any(tool == p or fnmatchcase(tool, p) for p in patterns)
+    return first_match(tool, patterns) is not None
 
 
-def _pick(override: _T | None, default: _T) -> _T:
-    return default if override is None else override
+def first_match(tool: str, patterns: tuple[str, ...]) -> str | None:
+    """The first of ``patterns`` that ``tool`` matches (None: none does): the entry a
+    decision names."""
+    return next((p for p in patterns if tool == p or fnmatchcase(tool, p)), None)
+
+
+def _pick(
+    key: str, agent: _T | None, channel: _T | None, base: _T, sources: list[tuple[str, Layer]]
+) -> _T:
+    """The narrowest of the three tables that sets ``key``; ``sources`` notes which."""
+    if agent is not None:
+        sources.append((key, FROM_AGENT))
+        return agent
+    if channel is not None:
+        sources.append((key, FROM_CHANNEL))
+        return channel
+    sources.append((key, FROM_APPROVAL))
+    return base
 
 
 def effective_policy(
@@ -78,21 +108,33 @@ def effective_policy(
     those with an agent's."""
     o = channel.approval if channel is not None else None
     a = agent if agent is not None else AgentApproval()
+    sources: list[tuple[str, Layer]] = []
 
     return EffectivePolicy(
-        level=_pick(a.level, _pick(o.level if o else None, base.level)),
+        level=_pick("level", a.level, o.level if o else None, base.level, sources),
         auto_approve=tuple(
-            _pick(a.auto_approve, _pick(o.auto_approve if o else None, base.auto_approve))
+            _pick(
+                "auto_approve",
+                a.auto_approve,
+                o.auto_approve if o else None,
+                base.auto_approve,
+                sources,
+            )
         ),
-        always_ask=tuple(_pick(a.always_ask, _pick(o.always_ask if o else None, base.always_ask))),
-        deny=tuple(_pick(a.deny, _pick(o.deny if o else None, base.deny))),
-        self_approval=_pick(o.self_approval if o else None, base.self_approval),
+        always_ask=tuple(
+            _pick("always_ask", a.always_ask, o.always_ask if o else None, base.always_ask, sources)
+        ),
+        deny=tuple(_pick("deny", a.deny, o.deny if o else None, base.deny, sources)),
+        self_approval=_pick(
+            "self_approval", None, o.self_approval if o else None, base.self_approval, sources
+        ),
         timeout_s=base.timeout_s,
         grant_scope=base.grant_scope,
         grant_ttl_s=base.grant_ttl_s,
         dm_approvers=base.dm_approvers,
         approvers=tuple(channel.approvers) if channel else (),
         approver_roles=tuple(channel.approver_roles) if channel else (),
+        sources=tuple(sources),
     )
 
 

@@ -45,23 +45,40 @@ def eligible_approvers(policy: EffectivePolicy, requester: str) -> tuple[str, ..
     return tuple(a for a in policy.approvers if a != requester or policy.self_approval)
 
 
-async def approvers_here(
+async def approver_reach(
     channel: object, envelope: IngressEnvelope, policy: EffectivePolicy
-) -> bool:
-    """Whether an eligible approver can see the card in the envelope's own conversation."""
+) -> tuple[tuple[str, bool | None], ...]:
+    """Each eligible listed approver with whether they can see the envelope's conversation:
+    True or False when known (a direct message is seen by its requester alone; in a group the
+    platform says), None when the platform cannot tell or is not asked (``channel`` is not a
+    :class:`MemberLookup`: not running, or ``hatchway policy explain`` offline)."""
     requester = envelope.sender.id
     eligible = eligible_approvers(policy, requester)
     if not envelope.is_group:
-        return requester in eligible or bool(policy.approver_roles and policy.self_approval)
-    if policy.approver_roles:
-        return True
+        return tuple((approver, approver == requester) for approver in eligible)
     if not isinstance(channel, MemberLookup):
-        return bool(eligible)
+        return tuple((approver, None) for approver in eligible)
     # asked together: a slow platform answer costs its latency once, not once per approver
     answers = await asyncio.gather(
         *(channel.can_see(envelope.reply_target, approver) for approver in eligible)
     )
-    if any(answer is not False for answer in answers):
+    return tuple(zip(eligible, answers, strict=True))
+
+
+async def approvers_here(
+    channel: object, envelope: IngressEnvelope, policy: EffectivePolicy
+) -> bool:
+    """Whether an eligible approver can see the card in the envelope's own conversation."""
+    if not envelope.is_group:
+        reach = await approver_reach(channel, envelope, policy)
+        return any(seen for _, seen in reach) or bool(
+            policy.approver_roles and policy.self_approval
+        )
+    if policy.approver_roles:
+        return True
+    reach = await approver_reach(channel, envelope, policy)
+    # an approver the platform cannot tell about counts (the platform is the judge)
+    if any(seen is not False for _, seen in reach):
         return True
     log.info("approval_no_approver_in_conversation", conversation=envelope.conversation_id)
     return False

@@ -1,0 +1,176 @@
+"""Why a call would run, be asked about, or be refused: the policy's verdict with its rule.
+
+:func:`explain` evaluates an :class:`~bot.approval.gate.ApprovalRequest` with the very
+:meth:`ApprovalPolicy.evaluate <bot.approval.policy.ApprovalPolicy.evaluate>` the pipeline's
+gate calls (grants looked up the same way, in the same store), then says which entry of which
+table decided (``deny`` pattern ``shell`` in ``channels.slack.team.approval``), who could
+answer a card and whether each can see the conversation (:func:`~bot.approval.reach.
+approver_reach`, the runtime's check; offline a group's answer is unknown), and the lines the
+card would show (:func:`~bot.approval.summary.describe`). Nothing here decides anything the
+policy does not: the verdict *is* the policy's result.
+
+Used by ``hatchway policy explain`` (:mod:`bot.commands.policy`), which builds the request
+from the daemon's tool catalog as the pipeline does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bot.approval.gate import ApprovalRequest, Assessment, PolicyResult
+from bot.approval.grants import GrantBook
+from bot.approval.policy import (
+    FROM_AGENT,
+    FROM_CHANNEL,
+    ApprovalPolicy,
+    EffectivePolicy,
+    Layer,
+    first_match,
+)
+from bot.approval.reach import approver_reach, approvers_here
+from bot.approval.reasons import PolicyReason, RuntimeReason
+from bot.approval.summary import describe
+from bot.envelope import IngressEnvelope
+from bot.store import Store
+from bot.store.grants import GrantRecord
+
+#: How each assessment reads to an operator.
+VERDICT_WORDS = {Assessment.ALLOW: "run", Assessment.ASK: "ask", Assessment.DENY: "refuse"}
+
+#: The policy key each rule reads (the grant and the tool's own flag read none).
+_RULE_KEY = {
+    PolicyReason.DENY_LIST: "deny",
+    PolicyReason.READONLY_LEVEL: "level",
+    PolicyReason.FULL_LEVEL: "level",
+    PolicyReason.ALWAYS_ASK: "always_ask",
+    PolicyReason.AUTO_APPROVE: "auto_approve",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApproverReach:
+    """One listed approver and whether a card in the conversation reaches them."""
+
+    approver: str
+    sees: str  # "yes", "no (…)", "unknown (offline)"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Explanation:
+    """The policy's verdict on one call, and why."""
+
+    result: PolicyResult
+    rule: str  # the rule in words, with the entry and the table that set it
+    level: str  # the level in force and its table
+    approvers: tuple[ApproverReach, ...]
+    not_counted: tuple[str, ...]  # listed approvers whose click would not count, and why
+    approver_roles: tuple[str, ...]
+    card: tuple[str, ...]  # the lines the card would show (masked, escaped, cut)
+    card_cut: bool
+    asked: str  # for an ask: how a person would be asked, or why nobody could be
+
+    @property
+    def verdict(self) -> str:
+        return VERDICT_WORDS[self.result.assessment]
+
+
+def table_name(layer: Layer, envelope: IngressEnvelope) -> str:
+    """The configuration table ``layer`` means for ``envelope``."""
+    if layer == FROM_AGENT:
+        return f"agents.{envelope.agent}.approval"
+    if layer == FROM_CHANNEL:
+        return f"channels.{envelope.channel}.approval"
+    return "approval"
+
+
+def _rule(
+    result: PolicyResult,
+    request: ApprovalRequest,
+    policy: EffectivePolicy,
+    grant: GrantRecord | None,
+) -> str:
+    envelope = request.turn.envelope
+    key = _RULE_KEY.get(result.reason)
+    if key == "level":
+        where = table_name(policy.source("level"), envelope)
+        return f'level "{policy.level}" ({where}.level)'
+    if key is not None:
+        patterns: tuple[str, ...] = getattr(policy, key)
+        entry = first_match(request.tool, patterns)
+        where = table_name(policy.source(key), envelope)
+        return f'{result.reason.value}: entry "{entry}" in {where}.{key}'
+    if result.reason is PolicyReason.GRANT and grant is not None:
+        place = grant.scope_key or "everywhere"
+        expires = "never" if grant.expires_at is None else f"at {grant.expires_at:.0f} (epoch)"
+        return (
+            f"grant #{grant.id} ({grant.scope} {place}, by {grant.granted_by}, expires {expires})"
+        )
+    if result.reason is PolicyReason.READ_ONLY_TOOL:
+        return "read-only: the tool needs no approval for this call"
+    return "side-effecting tool: no deny, always_ask, grant or auto_approve entry matched"
+
+
+async def _asked(envelope: IngressEnvelope, policy: EffectivePolicy) -> str:
+    """How the runtime would ask (:meth:`ApprovalService._handler
+    <bot.approval.service.ApprovalService>`'s order, from what is known offline)."""
+    if envelope.capabilities.terminal_prompt:
+        return "at the terminal (the console asks whoever is there)"
+    if not policy.has_approvers:
+        return f"nobody: refused at once ({RuntimeReason.NO_APPROVER.value})"
+    if await approvers_here(None, envelope, policy):
+        return "a card in the conversation" + (
+            ", and a copy in each approver's direct messages" if policy.dm_approvers else ""
+        )
+    if policy.dm_approvers:
+        return "a copy in each approver's direct messages (nobody here can answer)"
+    return f"nobody: refused at once ({RuntimeReason.NOBODY_REACHABLE.value})"
+
+
+async def _reach(envelope: IngressEnvelope, policy: EffectivePolicy) -> tuple[ApproverReach, ...]:
+    # no running channel here: a group's membership is the platform's to say
+    reach = await approver_reach(None, envelope, policy)
+    words = {True: "yes", False: "no (a direct message is seen by its requester alone)"}
+    return tuple(
+        ApproverReach(approver=who, sees=words[seen] if seen is not None else "unknown (offline)")
+        for who, seen in reach
+    )
+
+
+async def explain(
+    policy: ApprovalPolicy,
+    store: Store,
+    request: ApprovalRequest,
+    *,
+    clock: Callable[[], float],
+) -> Explanation:
+    """The policy's verdict on ``request`` and why (see the module docstring)."""
+    envelope = request.turn.envelope
+    grants = GrantBook(store, clock)
+    found: list[GrantRecord | None] = []
+
+    async def grant() -> GrantRecord | None:
+        found.append(await grants.find(request.tool, envelope))
+        return found[-1]
+
+    result = await policy.evaluate(request, grant)
+    effective = policy.for_channel(envelope.channel, envelope.agent)
+    requester = envelope.sender.id
+    not_counted = tuple(
+        f"{who} (the requester; self_approval is off)"
+        for who in effective.approvers
+        if who == requester and not effective.self_approval
+    )
+    view = describe(request.arguments, notes=request.notes)
+    level_from = table_name(effective.source("level"), envelope)
+    return Explanation(
+        result=result,
+        rule=_rule(result, request, effective, found[-1] if found else None),
+        level=f"{effective.level} ({level_from}.level)",
+        approvers=await _reach(envelope, effective),
+        not_counted=not_counted,
+        approver_roles=effective.approver_roles,
+        card=view.lines,
+        card_cut=view.cut,
+        asked=await _asked(envelope, effective),
+    )
