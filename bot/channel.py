@@ -49,6 +49,8 @@ __all__ = [
     "FileSending",
     "HealthState",
     "SentMessage",
+    "WorkStatus",
+    "work_status",
 ]
 
 
@@ -218,6 +220,31 @@ class RepliedTo(Protocol):
         """The message ``envelope`` replied to, when someone else wrote it and it was seen
         with ``envelope``; None otherwise. Must not block or raise."""
         ...
+
+
+@runtime_checkable
+class WorkStatus(Protocol):
+    """What a channel that shows a status line beside a conversation while the bot works
+    offers the progress sink (Slack's assistant threads: "is thinking…", then the running
+    tool), as its ``work_status`` attribute (:func:`work_status`). The status is shown in
+    addition to progress lines, never instead of them."""
+
+    def shows_status(self, target: DeliveryTarget) -> bool:
+        """Whether a status line can be shown for ``target``. Must not block."""
+        ...
+
+    async def show_status(self, target: DeliveryTarget, *, tool: str | None) -> None:
+        """Show that the bot works on ``target``: running ``tool`` (a tool's name, nothing
+        of its arguments), or thinking when None. Raises only
+        :class:`~bot.errors.ChannelError`; a status that cannot be shown is no failure of
+        the turn."""
+        ...
+
+
+def work_status(channel: object) -> WorkStatus | None:
+    """The channel's status line (its ``work_status`` attribute), when it has one."""
+    found = getattr(channel, "work_status", None)
+    return found if isinstance(found, WorkStatus) else None
 
 
 @runtime_checkable

@@ -22,7 +22,7 @@ import structlog
 
 from bot import telemetry
 from bot.backoff import cancel_requested
-from bot.channel import Channel, SentMessage
+from bot.channel import Channel, SentMessage, work_status
 from bot.envelope import Capabilities, DeliveryTarget
 from bot.errors import ChannelError
 from bot.scrub import scrub_text
@@ -33,6 +33,8 @@ log = structlog.get_logger(__name__)
 HINT_KEYS = ("command", "cmd", "path", "file", "query", "url", "pattern", "name")
 HINT_CHARS = 60
 CLOSE_WAIT_S = 5.0  # how long aclose lets a progress send or edit in flight finish
+#: How often an unchanged status line is shown again (Slack drops one after two minutes).
+STATUS_REFRESH_S = 60.0
 _SPACES = re.compile(r"\s+")
 _BACKTICK_RUN = re.compile(r"`+")
 T = TypeVar("T")
@@ -160,7 +162,10 @@ class ChannelProgress:
     once per ``edit_interval_s``; otherwise new lines are batched and sent at most once per
     ``batch_interval_s``. Pending text is always flushed by :meth:`aclose`. With
     ``capabilities.typing`` the typing indicator is refreshed every ``typing_interval_s``
-    while the turn works and paused while it waits for an approval. One owned background
+    while the turn works and paused while it waits for an approval. Where the channel shows a
+    status line for the target (its :class:`~bot.channel.WorkStatus`), the running tool's name (or
+    thinking) is shown there after each flush, when it changes and every
+    :data:`STATUS_REFRESH_S`, and likewise paused while waiting. One owned background
     task (the ticker) does that: :meth:`start` (or ``async with``) starts it where typing is
     shown, otherwise the first text to show does; :meth:`aclose` ends it.
 
@@ -206,6 +211,10 @@ class ChannelProgress:
         self._timer: asyncio.TimerHandle | None = None  # the ticker's next wake-up
         self._busy = False  # the ticker is in a pulse (perhaps a platform call)
         self._ticker: asyncio.Task[None] | None = None
+        status = work_status(channel)
+        self._status = status if status is not None and status.shows_status(target) else None
+        self._status_shown: tuple[str | None] | None = None  # the tool last shown, if any
+        self._last_status = -math.inf
 
     @property
     def wants_stream(self) -> bool:
@@ -214,7 +223,7 @@ class ChannelProgress:
     async def start(self) -> None:
         """Start showing typing, where the channel shows it; without typing the ticker
         starts with the first text to show."""
-        if self._caps.typing:
+        if self._caps.typing or self._status is not None:
             self._ensure_ticker()
 
     def _ensure_ticker(self) -> None:
@@ -304,6 +313,22 @@ class ChannelProgress:
             self._last_typing = now
             await self._call(self._channel.typing(self._target), "typing")
         await self._flush_if_due()
+        await self._status_if_due(now)
+
+    def _current_tool(self) -> str | None:
+        tools = [tool for key, tool in self._running.items() if not key.startswith("approval:")]
+        return tools[-1] if tools else None
+
+    async def _status_if_due(self, now: float) -> None:
+        """Show the status line after the flush (a message posted clears Slack's) when the
+        running tool changed or the last one is :data:`STATUS_REFRESH_S` old."""
+        if self._status is None or self._waiting or self._closed or self._stopping:
+            return
+        shown = (self._current_tool(),)
+        if shown == self._status_shown and now - self._last_status < STATUS_REFRESH_S:
+            return
+        self._status_shown, self._last_status = shown, now
+        await self._call(self._status.show_status(self._target, tool=shown[0]), "status")
 
     async def aclose(self) -> None:
         """Stop the ticker and show the final text. A send or edit already in flight is
@@ -355,6 +380,8 @@ class ChannelProgress:
         due = self._last_flush + self._interval if self._dirty else math.inf
         if self._caps.typing and not self._waiting:
             due = min(due, self._last_typing + self._typing_interval)
+        if self._status is not None and not self._waiting:
+            due = min(due, self._last_status + STATUS_REFRESH_S)
         if due < math.inf and not self._closed:
             delay = max(0.0, due - self._clock())
             self._timer = asyncio.get_running_loop().call_later(delay, self._wake.set)

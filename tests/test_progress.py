@@ -289,3 +289,55 @@ async def test_stopping_on_a_channel_without_edits_is_a_line_of_its_own() -> Non
     progress.stopped()
     await progress.aclose()
     assert channel.texts == ["⏹ stopping…"]  # nothing was running: nothing more to say
+
+
+class StatusChannel(FakeChannel):
+    """A channel that shows a status line (its ``work_status``, a
+    :class:`~bot.channel.WorkStatus`), recording each status shown with what had been sent
+    by then."""
+
+    def __init__(self, ref: ChannelRef) -> None:
+        super().__init__(ref)
+        self.statuses: list[tuple[str | None, int]] = []
+        self.work_status = self
+
+    def shows_status(self, target: DeliveryTarget) -> bool:
+        return target.thread_id is not None
+
+    async def show_status(self, target: DeliveryTarget, *, tool: str | None) -> None:
+        self.statuses.append((tool, len(self.sent)))
+
+
+async def test_a_status_line_names_the_running_tool_after_each_flush() -> None:
+    channel, clock = StatusChannel(REF), Clock()
+    in_thread = DeliveryTarget(channel=REF, conversation_id="c1", thread_id="t1")
+    progress = ChannelProgress(channel, in_thread, Capabilities(can_edit=True), clock)
+    await progress.pulse()
+    assert channel.statuses == [(None, 0)]  # thinking
+    await progress.tool_started(call_id="1", tool="shell", hint="cat secret.txt")
+    await progress.pulse()
+    # shown after the progress message was posted (a message posted clears Slack's status)
+    assert channel.statuses[-1] == ("shell", 1)
+    clock.now += 5
+    await progress.pulse()
+    assert len(channel.statuses) == 2  # unchanged and recent: not shown again
+    await progress.waiting_for_approval(tool="deploy")
+    clock.now += 120
+    await progress.pulse()
+    assert len(channel.statuses) == 2  # paused while waiting for approval
+    await progress.approval_resolved(tool="deploy", approved=True)
+    await progress.tool_finished(call_id="1", tool="shell", ok=True, duration_s=1.0)
+    clock.now += 2
+    await progress.pulse()
+    assert channel.statuses[-1] == (None, 1)
+    await progress.aclose()
+    assert all("secret" not in str(tool) for tool, _ in channel.statuses)
+
+
+async def test_no_status_line_where_the_channel_shows_none() -> None:
+    channel, clock = StatusChannel(REF), Clock()
+    progress = ChannelProgress(channel, TARGET, Capabilities(can_edit=True), clock)
+    await progress.tool_started(call_id="1", tool="shell", hint="ls")
+    await progress.pulse()
+    await progress.aclose()
+    assert channel.statuses == []

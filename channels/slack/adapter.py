@@ -27,8 +27,9 @@ parsed by :mod:`~channels.slack.buttons`; "✏️ Reply instead" is
 with the bot token; files the bot sends), :mod:`~channels.slack.members` (whether an
 approver is a member of a conversation, asked before a card is posted) and
 :mod:`~channels.slack.delivery_check` (whether a reply cut off by a crash reached Slack, by
-its metadata) and :mod:`~channels.slack.thread_history` (a thread's earlier messages, read on
-a mention for context), sharing one
+its metadata), :mod:`~channels.slack.thread_history` (a thread's earlier messages, read on
+a mention for context) and :mod:`~channels.slack.assistant` (Slack's assistant threads: their
+events, status line, suggested prompts and title), sharing one
 :class:`~channels.slack.api.SlackWebApi` and one
 :class:`~channels.common.card_index.CardIndex`.
 
@@ -71,6 +72,7 @@ from channels.common.card_index import CardIndex
 from channels.common.health import HealthRecord
 from channels.common.outbound import SendsThrough
 from channels.slack.api import DisplayNames, SlackWebApi
+from channels.slack.assistant import SlackAssistant
 from channels.slack.authorize import KnownBot, quiet_token_notice
 from channels.slack.command_replies import CommandReplies
 from channels.slack.commands import app_id_of
@@ -147,6 +149,9 @@ class SlackChannel(SendsThrough):
         state = store.channel_state if store is not None else None
         cards = CardIndex(state, str(ref))
         replies = CommandReplies(ref=ref, api=self._api, api_base_url=config.api_base_url)
+        self._assistant = SlackAssistant(ref=ref, config=config, api=self._api, state=state)
+        #: the status line of an assistant thread (bot.channel.WorkStatus)
+        self.work_status = self._assistant
         self._inbound = SlackInbound(
             ref=ref,
             config=config,
@@ -155,6 +160,7 @@ class SlackChannel(SendsThrough):
             command_replies=replies,
             journal=EventJournal(state, str(ref)),
             app_id=app_id_of(credentials.app_token),
+            assistant=self._assistant,
         )
         self._files = SlackFiles(
             ref=ref,
@@ -223,6 +229,8 @@ class SlackChannel(SendsThrough):
             request_verification_enabled=self._config.mode == "http",
             # the listener runs before the ack: a message event is stored first
             process_before_response=True,
+            # never bolt's default, which writes into the metadata of the bot's replies
+            assistant_thread_context_store=self._assistant.contexts,
         )
         self._inbound.register(app)
         try:

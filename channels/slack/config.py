@@ -12,7 +12,41 @@ from typing import ClassVar, Literal
 from pydantic import Field, model_validator
 
 from bot.channel_config import ChannelCommon
-from bot.config_model import Reconnecting
+from bot.config_model import ConfigModel, Reconnecting
+
+
+class SuggestedPrompt(ConfigModel):
+    """One prompt Slack offers under a new assistant thread: ``title`` is shown, ``message``
+    is what the person sends when they pick it."""
+
+    title: str = Field(min_length=1, max_length=100)
+    message: str = Field(min_length=1, max_length=2000)
+
+
+class SlackAssistantOptions(ConfigModel):
+    """``[channels.slack.<alias>.assistant]``: Slack's assistant surface (docs/channels/slack.md,
+    "Assistant threads"). Off by default; the app needs the AI-apps setting and
+    ``assistant:write``.
+
+    ``status`` is the status line shown while a turn works and no tool runs (a running tool
+    shows "is running <tool>…"); ``prompts`` are the suggested prompts of a new thread by
+    agent name (the channel's ``agent`` picks; at most four, Slack's limit), titled
+    ``prompts_title``; the thread is titled with its first message, cut to ``title_chars``
+    (0: never titled)."""
+
+    enabled: bool = False
+    status: str = Field(default="is thinking…", min_length=1, max_length=100)
+    prompts_title: str = Field(default="Try asking", max_length=100)
+    prompts: dict[str, list[SuggestedPrompt]] = Field(default_factory=dict)
+    title_chars: int = Field(default=60, ge=0, le=255)
+
+    @model_validator(mode="after")
+    def _four_prompts(self) -> SlackAssistantOptions:
+        for agent, prompts in self.prompts.items():
+            if len(prompts) > 4:
+                given = len(prompts)
+                raise ValueError(f"prompts.{agent}: Slack shows at most 4 prompts, {given} given")
+        return self
 
 
 class SlackChannelConfig(ChannelCommon, Reconnecting):
@@ -34,6 +68,8 @@ class SlackChannelConfig(ChannelCommon, Reconnecting):
     download_max_bytes: int = Field(default=1_000_000_000, ge=1, le=1_000_000_000)
     # The largest file send_file posts (Slack takes up to 1 GB; an upload is held in memory).
     upload_max_bytes: int = Field(default=50 * 1024 * 1024, ge=1, le=1_000_000_000)
+    # Slack's assistant surface: status line, suggested prompts, thread titles.
+    assistant: SlackAssistantOptions = Field(default_factory=SlackAssistantOptions)
 
     # One spelling for the backoff keys of every channel and MCP server (until the next
     # release the old name still loads, with a warning).

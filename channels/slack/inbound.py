@@ -11,7 +11,9 @@ What a listener does happens before the ack, so each does as little as it can:
   (``deliver`` returns once the message is in the inbox). :meth:`SlackInbound.run` first hands
   over the rows a crash left behind. So an acknowledged message event is always in the
   journal or in the gateway's inbox, and the ack waits for one write: one trip to the store's
-  thread. The bot's own messages and channel housekeeping are acknowledged unstored.
+  thread. The bot's own messages and channel housekeeping are acknowledged unstored. The
+  assistant surface's events (``assistant_thread_started``,
+  ``assistant_thread_context_changed``) take the same path to :mod:`channels.slack.assistant`.
 - **Clicks, reactions, modal submissions and slash commands** are acknowledged first thing and
   queued in memory only: they act on live state (an open approval, a running turn), and one
   lost in a crash shows its sender no outcome, so it is made again.
@@ -55,6 +57,7 @@ from bot.envelope import ChannelRef
 from bot.errors import ChannelAuthError, ChannelError, HatchwayError, StorageError
 from channels.common.card_index import CardIndex
 from channels.slack.api import SlackWebApi
+from channels.slack.assistant import EVENT_TYPES, SlackAssistant
 from channels.slack.buttons import ACTION_PATTERN, REPLY_ACTION_ID, SHOW_FULL_ACTION_ID
 from channels.slack.card_surface import SlackCardAnswers
 from channels.slack.command_replies import CommandReplies
@@ -124,6 +127,7 @@ class SlackInbound:
         command_replies: CommandReplies,
         journal: EventJournal | None = None,
         app_id: str = "",
+        assistant: SlackAssistant | None = None,
         queue_size: int = 1000,
     ) -> None:
         self._ref = ref
@@ -133,6 +137,7 @@ class SlackInbound:
             ref=ref, config=config, api=api, command_replies=command_replies, app_id=app_id
         )
         self._clicks = SlackCardAnswers(ref=ref, api=api, cards=cards)
+        self._assistant = assistant
         self._queue: asyncio.Queue[_Item] = asyncio.Queue(maxsize=queue_size)
         self._arrivals = Arrivals()
         self._reactions = RecentKeys()
@@ -148,6 +153,8 @@ class SlackInbound:
     def register(self, app: AsyncApp) -> None:
         app.event("message")(self._on_message)
         app.event("app_mention")(self._on_message)
+        for event_type in sorted(EVENT_TYPES):
+            app.event(event_type)(self._on_assistant_event)
         app.event("reaction_added")(self._on_reaction)
         app.action(ACTION_PATTERN)(self._on_action)
         app.action(REPLY_ACTION_ID)(self._on_reply_action)
@@ -176,6 +183,17 @@ class SlackInbound:
                 return
         channel, ts = str(event.get("channel") or ""), str(event.get("ts") or "")
         keys = (str(body.get("event_id") or ""), message_key(channel, ts) if channel else "")
+        await self._take(keys, body)
+
+    async def _on_assistant_event(self, body: dict[str, Any]) -> None:
+        """An assistant thread started or its context changed: stored and queued like a
+        message event, by its ``event_id``."""
+        if self._assistant is None or not self._assistant.enabled:
+            return
+        await self._take((str(body.get("event_id") or ""),), body)
+
+    async def _take(self, keys: tuple[str, ...], body: dict[str, Any]) -> None:
+        """Store an event callback first, then queue it for the worker (module docstring)."""
         key = journal_key(body)
         if not await self._store_first(keys, key, body):
             return
@@ -327,6 +345,15 @@ class SlackInbound:
         if events:
             log.info("slack_events_handed_over_at_stop", channel=str(self._ref), events=len(events))
 
+    async def _message(self, host: ChannelHost, bot: BotIdentity, body: Mapping[str, Any]) -> None:
+        assistant = self._assistant
+        if assistant is not None and assistant.handles(body):
+            await assistant.event(body)
+            return
+        await self._handover.message(host, bot, body)
+        if assistant is not None:
+            await assistant.after_message(body)
+
     async def _handle(self, host: ChannelHost, bot: BotIdentity, item: _Item) -> None:
         try:
             if isinstance(item, ReplySubmission):
@@ -334,7 +361,7 @@ class SlackInbound:
             elif isinstance(item, FullViewClick):
                 await self._clicks.full_view_answer(host, item)
             elif item.kind == "message":
-                await self._handover.message(host, bot, item.body)
+                await self._message(host, bot, item.body)
             elif item.kind == "command":
                 await self._handover.command(host, bot, item.body)
             elif item.kind == "click":

@@ -26,7 +26,8 @@ hash. Message calls are checked as Slack checks them and refused with its errors
 :meth:`FakeSlack.slash` builds one with a fresh trigger and a response URL served here
 (:attr:`FakeSlack.responses`, :mod:`tests.fakes.slack_commands`). Files users share and files
 the bot uploads (the external upload flow) are :attr:`FakeSlack.files`
-(:mod:`tests.fakes.slack_files`).
+(:mod:`tests.fakes.slack_files`). Slack's assistant surface (assistant threads, their status,
+suggested prompts and title) is :attr:`FakeSlack.assistant` (:mod:`tests.fakes.slack_assistant`).
 
 Several apps on one workspace (replicas of one bot, each with a Socket Mode connection of its
 own): a test gives each a base URL of its own (:meth:`FakeSlack.api_base_url_for`); its Web
@@ -58,6 +59,7 @@ from aiohttp import WSMsgType, web
 from slack_sdk.signature import SignatureVerifier
 
 from tests.fakes.loopback import LoopbackServer
+from tests.fakes.slack_assistant import AssistantThreads
 from tests.fakes.slack_commands import ResponseUrls, slash_payload
 from tests.fakes.slack_files import FakeFiles
 from tests.fakes.slack_history import history, replies
@@ -131,6 +133,7 @@ class FakeSlack:
         self._changed = asyncio.Condition()
         self.responses = ResponseUrls(self._changed)
         self.files = FakeFiles(bot_token=bot_token, team=TEAM, bot_user=BOT_USER, bot_id=BOT_ID)
+        self.assistant = AssistantThreads()
         self._server = LoopbackServer()
 
     async def __aenter__(self) -> FakeSlack:
@@ -439,6 +442,10 @@ class FakeSlack:
         answered = self.files.answer(method, params, ts=ts, post=self._post_file_share)
         if answered is not None:
             return answered
+        if (assisted := self.assistant.answer(method, params)) is not None:
+            if assisted.broke_rules:
+                self.rule_refusals.append((method, str(assisted.body["error"])))
+            return 200, assisted.body
         if refused := refusal(method, params):
             self.rule_refusals.append((method, str(refused["error"])))
             return 200, refused
