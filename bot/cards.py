@@ -198,6 +198,14 @@ class CardReplyKind(enum.StrEnum):
     OPEN_REPLY_FORM = "open_reply_form"  # offer the actor a way to reply instead
 
 
+#: What a view an answer was made in says once the answer is recorded, by its verb (Slack's
+#: full view is replaced with it).
+OUTCOME_NOTES = {
+    CardVerb.APPROVE: "✅ You approved this request.",
+    CardVerb.ALWAYS: "♾️ You approved this request, and always for this tool.",
+    CardVerb.DENY: "❌ You denied this request. The tool does not run.",
+}
+
 #: What a button whose payload this process cannot read is answered with (drawn by another
 #: version of hatchway, or damaged).
 UNREADABLE_BUTTON = (
@@ -393,13 +401,21 @@ Splitter = Callable[[str, int], list[str]]
 
 
 def plan_full_view(
-    card: ApprovalCard, *, page_chars: int, max_pages: int, split: Splitter
+    card: ApprovalCard,
+    *,
+    page_chars: int,
+    max_pages: int,
+    split: Splitter,
+    files: bool = True,
 ) -> FullViewPlan:
     """Page ``card``'s full text for a surface: ``split(text, page_chars)`` cuts it (the
     platform's measure and escaping; the pieces together give every character back); more
-    than ``max_pages`` pieces, or no room at all, means a file instead."""
+    than ``max_pages`` pieces, or no room at all, means a file instead. A surface that sends
+    no files (``files=False``) then gets an empty plan: it says the request is too long."""
     body = card.full_text or "\n".join(card.lines)
     pieces = split(body, page_chars) if page_chars > 0 else []
     if pieces and len(pieces) <= max_pages:
         return FullViewPlan(pages=tuple(pieces))
+    if not files:
+        return FullViewPlan()
     return FullViewPlan(document=card.render_full_text().encode("utf-8", "backslashreplace"))

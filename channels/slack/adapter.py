@@ -19,9 +19,7 @@ This module owns the lifecycle, health and the HTTP route, and composes the part
 :mod:`~channels.slack.inbound` (listeners and the worker: messages in, stored first by
 :mod:`~channels.slack.journal`, handed over by :mod:`~channels.slack.handover`; edits and
 deletions read by :mod:`~channels.slack.message_events`),
-:mod:`~channels.slack.card_surface` (clicks, reactions and modal answers on approval cards,
-parsed by :mod:`~channels.slack.buttons`; "✏️ Reply instead" is
-:mod:`~channels.slack.reply_instead`, "🔎 Show full and decide" :mod:`~channels.slack.full_view`),
+:mod:`~channels.slack.card_surface` (presses, reactions and modal answers on approval cards),
 :mod:`~channels.slack.outbound` (everything posted; Block Kit cards from
 :mod:`~channels.slack.cards`), :mod:`~channels.slack.files` (files users share, downloaded
 with the bot token; files the bot sends), :mod:`~channels.slack.members` (whether an

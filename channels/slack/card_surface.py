@@ -1,60 +1,304 @@
-"""Answers on approval cards on Slack: button presses, reactions, reply-instead submissions
-and presses in the full view, reported to the core as :class:`~bot.cards.CardAction` values
-and answered through a :class:`~bot.cards.CardSurface`. Nothing here decides what an answer
-means (:mod:`bot.approval.card_flow` does).
+"""Answers on approval cards on Slack: button presses (on a card or in its full view),
+reactions and reply-instead submissions, read from Slack's payloads, reported to the core as
+:class:`~bot.cards.CardAction` values and answered through a :class:`~bot.cards.CardSurface`.
+Nothing here decides what an answer means (:mod:`bot.approval.card_flow` does).
 
-Refusals are told in an ephemeral message beside the card; an accepted answer shows on the
-card, which the approval service edits. Every answer names the card it came from
-(:attr:`~bot.cards.CardAction.card`), so the core edits it to the outcome of a request that
-is no longer open. A card is drawn whole unless it cannot fit
-(:func:`~channels.slack.cards.approvable_on_card`): Approve and Always from a card that
-could not show everything do not count.
+**Reading.** Payloads are validated (pydantic); anything malformed reads as None and is
+only logged. A button is read from its ``value`` by the core's codec
+(:data:`~channels.slack.cards.CODEC`), checked against its ``action_id``; a ``value`` that
+is a bare approval id is a card drawn before payloads had a format, read by its
+``action_id`` (:func:`read_button`). A payload of another format version, or a button of
+ours this version does not know, gets :data:`~bot.cards.UNREADABLE_BUTTON` privately. A
+press in the full view counts as one from a view that showed everything only when it comes
+from that modal and its approval id is the one the modal's metadata names. With
+``reactions_for_approval``, :data:`REACTION_VERBS` map a reaction's name to a verb.
 
-"✏️ Reply instead" and "🔎 Show full and decide" open their modal right after the ack, since
-the ``trigger_id`` expires 3 seconds after the press (:mod:`channels.slack.inbound` calls
-:meth:`SlackCardAnswers.reply_requested` and :meth:`SlackCardAnswers.full_view_requested`
-from the listener); a presser the core refuses gets the ephemeral refusal instead. A press
-in the full view is answered in the view: it is replaced with the outcome (or the refusal);
-when it cannot be (closed, or a second press changed it), a refusal is told privately.
+**Answering.** Refusals are told in an ephemeral message beside the card; an accepted answer
+shows on the card, which the approval service edits. Every answer names the card it came
+from (:attr:`~bot.cards.CardAction.card`), so the core edits it to the outcome of a request
+that is no longer open. A card is drawn whole unless it cannot fit
+(:func:`~channels.slack.cards.approvable_on_card`). "✏️ Reply instead" and "🔎 Show full and
+decide" open their modal right after the ack, since the ``trigger_id`` expires 3 seconds
+after the press (:mod:`channels.slack.inbound` runs them beside its worker); a presser the
+core refuses gets the ephemeral refusal instead. A press in the full view is answered in the
+view: it is replaced with the outcome (:data:`~bot.cards.OUTCOME_NOTES`) or the refusal; when
+it cannot be (closed, or a second press changed it), a refusal is told privately.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.cards import (
+    OUTCOME_NOTES,
+    UNREADABLE_BUTTON,
     Actor,
     ApprovalCard,
-    ApprovalChoice,
+    Button,
     CardAction,
     CardReply,
     CardReplyKind,
     CardVerb,
+    Unreadable,
 )
 from bot.channel import ChannelHost
 from bot.envelope import ChannelRef, DeliveryTarget, SentMessage
 from bot.errors import ChannelAuthError, ChannelError
 from channels.common.card_index import CardIndex
 from channels.slack.api import SlackWebApi
-from channels.slack.buttons import (
+from channels.slack.cards import (
+    ACTION_IDS,
+    ACTION_PATTERN,
+    CODEC,
+    FULL_VIEW_CALLBACK_ID,
+    INPUT_ACTION_ID,
+    INPUT_BLOCK_ID,
+    REPLY_CALLBACK_ID,
     CardPlace,
-    parse_click,
-    parse_reaction,
-    parse_reply_click,
-    parse_show_full_click,
+    approvable_on_card,
+    full_view,
+    outcome_view,
+    read_metadata,
+    reply_modal,
 )
-from channels.slack.cards import approvable_on_card
-from channels.slack.full_view import OUTCOMES, FullViewClick, full_view, outcome_view
 from channels.slack.normalise import BotIdentity
-from channels.slack.reply_instead import ReplySubmission, reply_modal
 
 log = structlog.get_logger(__name__)
 
 MODAL_FAILED = "The reply form could not be opened. Press ✏️ Reply instead again."
 FULL_VIEW_FAILED = "The full request could not be opened. Press 🔎 Show full and decide again."
+REACTION_VERBS: dict[str, CardVerb] = {
+    "white_check_mark": CardVerb.APPROVE,
+    "heavy_check_mark": CardVerb.APPROVE,
+    "x": CardVerb.DENY,
+    "infinity": CardVerb.ALWAYS,
+}
+_BY_ACTION_ID = {action_id: key for key, action_id in ACTION_IDS.items()}
+_OPENS_MODAL = (CardVerb.REPLY, CardVerb.SHOW_FULL)
+
+
+# -- reading Slack's payloads --------------------------------------------------------------------
+
+
+class _Payload(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class _Id(_Payload):
+    id: str = Field(min_length=1)
+
+
+class _Container(_Payload):
+    message_ts: str | None = None
+    channel_id: str | None = None
+    thread_ts: str | None = None
+
+
+class _Action(_Payload):
+    action_id: str
+    value: str = ""
+
+
+class _Message(_Payload):
+    ts: str | None = None
+    thread_ts: str | None = None
+
+
+class _View(_Payload):
+    id: str = ""
+    hash: str = ""
+    callback_id: str
+    private_metadata: str
+
+
+class _BlockActions(_Payload):
+    user: _Id
+    channel: _Id | None = None
+    trigger_id: str = ""
+    container: _Container = Field(default_factory=_Container)
+    message: _Message = Field(default_factory=_Message)
+    view: _View | None = None
+    actions: list[_Action] = Field(min_length=1)
+
+
+class _Input(_Payload):
+    value: str | None = None
+
+
+class _State(_Payload):
+    values: dict[str, dict[str, _Input]] = Field(default_factory=dict)
+
+
+class _SubmittedView(_View):
+    state: _State = Field(default_factory=_State)
+
+
+class _Submission(_Payload):
+    user: _Id
+    view: _SubmittedView
+
+
+class _ReactionItem(_Payload):
+    type: str
+    channel: str = ""
+    ts: str = ""
+
+
+class _Reaction(_Payload):
+    user: str = Field(min_length=1)
+    reaction: str
+    item: _ReactionItem
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ViewRef:
+    """The full view a press came from: its id, ``hash`` (to replace it only if unchanged)
+    and ``private_metadata`` (kept in the view that replaces it)."""
+
+    id: str
+    hash: str
+    metadata: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Press:
+    """A press of one of our buttons: what it says, who pressed it, where the card is, the
+    ``trigger_id`` (valid for 3 seconds: a modal opens with it), and the full view it was
+    in, if any."""
+
+    button: Button | Unreadable
+    place: CardPlace
+    user_id: str
+    trigger_id: str = ""
+    view: ViewRef | None = None
+
+    @property
+    def opens_modal(self) -> bool:
+        """True for "✏️ Reply instead" and "🔎 Show full and decide" on a card."""
+        return isinstance(self.button, Button) and self.button.verb in _OPENS_MODAL
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplySubmission:
+    """A submitted reply form: who answered, with what text (surrounding whitespace
+    removed), for which approval and card."""
+
+    approval_id: str
+    place: CardPlace
+    user_id: str
+    text: str
+
+
+def read_button(action_id: str, value: str) -> Button | Unreadable | None:
+    """What a pressed button of ours says; :class:`~bot.cards.Unreadable` for one this
+    version cannot read (another format version, or an ``action_id`` it does not know);
+    None when it is not ours or its ``value`` and ``action_id`` disagree."""
+    if not ACTION_PATTERN.match(action_id):
+        return None
+    known = _BY_ACTION_ID.get(action_id)
+    button = CODEC.unpack(value)
+    if button is None and known is not None and value:
+        # Drawn before payloads had a format: the value is the bare approval id.
+        return Button(approval_id=value, verb=known[0], full_view=known[1])
+    if isinstance(button, Button) and known is not None:
+        return button if (button.verb, button.full_view) == known else None
+    return Unreadable.PAYLOAD if known is None or button is Unreadable.PAYLOAD else None
+
+
+def read_press(body: Mapping[str, object]) -> Press | None:
+    """The press ``body`` describes, or None when it is malformed, not one of ours, or a
+    press in the full view whose approval id is not the one the view was opened for."""
+    try:
+        payload = _BlockActions.model_validate(body)
+    except ValidationError:
+        return None
+    action = payload.actions[0]
+    button = read_button(action.action_id, action.value)
+    if button is None:
+        return None
+    view = payload.view
+    in_full_view = view is not None and view.callback_id == FULL_VIEW_CALLBACK_ID
+    if view is not None:
+        shown = read_metadata(view.private_metadata) if in_full_view else None
+        if shown is None or not view.id:
+            return None
+        approval_id, place = shown
+        where = ViewRef(id=view.id, hash=view.hash, metadata=view.private_metadata)
+    else:
+        channel_id = payload.channel.id if payload.channel else payload.container.channel_id
+        if not channel_id:
+            return None
+        place = CardPlace(
+            channel_id=channel_id,
+            message_ts=payload.container.message_ts or payload.message.ts,
+            thread_ts=payload.container.thread_ts or payload.message.thread_ts,
+        )
+        approval_id, where = "", None
+    press = Press(
+        button=button,
+        place=place,
+        user_id=payload.user.id,
+        trigger_id=payload.trigger_id,
+        view=where,
+    )
+    if isinstance(button, Button) and (
+        button.full_view != in_full_view
+        or (in_full_view and button.approval_id != approval_id)
+        or (press.opens_modal and not press.trigger_id)
+    ):
+        return None
+    return press
+
+
+def read_submission(body: Mapping[str, object]) -> ReplySubmission | None:
+    """The submission of a reply form, or None when ``body`` is not a well-formed one."""
+    try:
+        payload = _Submission.model_validate(body)
+    except ValidationError:
+        return None
+    shown = read_metadata(payload.view.private_metadata)
+    if payload.view.callback_id != REPLY_CALLBACK_ID or shown is None:
+        return None
+    field = payload.view.state.values.get(INPUT_BLOCK_ID, {}).get(INPUT_ACTION_ID)
+    return ReplySubmission(
+        approval_id=shown[0],
+        place=shown[1],
+        user_id=payload.user.id,
+        text=((field.value if field else None) or "").strip(),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CardReaction:
+    """A reaction that may answer a card; the card index maps ``message_ts`` to an approval."""
+
+    verb: CardVerb
+    user_id: str
+    channel_id: str
+    message_ts: str
+
+
+def read_reaction(event: Mapping[str, object]) -> CardReaction | None:
+    """The reaction ``event`` describes, if its name is one of :data:`REACTION_VERBS`."""
+    try:
+        payload = _Reaction.model_validate(event)
+    except ValidationError:
+        return None
+    verb = REACTION_VERBS.get(payload.reaction.split("::", 1)[0])
+    item = payload.item
+    if verb is None or item.type != "message" or not item.channel or not item.ts:
+        return None
+    return CardReaction(
+        verb=verb, user_id=payload.user, channel_id=item.channel, message_ts=item.ts
+    )
+
+
+# -- reporting and answering ---------------------------------------------------------------------
 
 
 class SlackCardAnswers:
@@ -65,73 +309,65 @@ class SlackCardAnswers:
         self._api = api
         self._cards = cards
 
-    # -- modal buttons: called from the listener, right after the ack -----------------------
-
-    async def reply_requested(self, host: ChannelHost | None, body: Mapping[str, Any]) -> None:
-        """Open the reply modal for a presser the core would let decide."""
-        click = parse_reply_click(body)
-        if click is None or host is None:
+    async def press(self, host: ChannelHost | None, press: Press) -> None:
+        """Report a press (one that opens a modal, right after the ack) and answer it."""
+        if host is None:
             log.info("slack_click_malformed", channel=str(self._ref))
             return
-        surface = _CardSurface(self._ref, self._api, click.place, click.user_id, click.trigger_id)
-        await self._report(host, click.place, CardVerb.REPLY, click.user_id, surface)
-
-    async def full_view_requested(self, host: ChannelHost | None, body: Mapping[str, Any]) -> None:
-        """Open the full view for a presser the core would let decide, built from the
-        approval as its row is now."""
-        click = parse_show_full_click(body)
-        if click is None or host is None:
-            log.info("slack_click_malformed", channel=str(self._ref))
+        button = press.button
+        if press.view is not None:
+            surface: _CardSurface = _FullViewSurface(self._ref, self._api, press, press.view)
+        else:
+            surface = _CardSurface(
+                self._ref, self._api, press.place, press.user_id, press.trigger_id
+            )
+        if not isinstance(button, Button):
+            log.info("slack_button_unreadable", channel=str(self._ref))
+            await surface.tell(CardReply(kind=CardReplyKind.TELL, note=UNREADABLE_BUTTON))
             return
-        surface = _CardSurface(self._ref, self._api, click.place, click.user_id, click.trigger_id)
-        await self._report(host, click.place, CardVerb.SHOW_FULL, click.user_id, surface)
-
-    # -- answers: called by the inbound worker, in order -------------------------------------
-
-    async def click(self, host: ChannelHost, body: Mapping[str, Any]) -> None:
-        click = parse_click(body)
-        if click is None:
-            log.info("slack_click_malformed", channel=str(self._ref))
-            return
-        surface = _CardSurface(self._ref, self._api, click.place, click.user_id)
-        await self._report(host, click.place, CardVerb(click.choice), click.user_id, surface)
+        await self._report(
+            host,
+            button.approval_id,
+            button.verb,
+            press.user_id,
+            press.place,
+            surface,
+            full_view=button.full_view,
+        )
 
     async def reply(self, host: ChannelHost, reply: ReplySubmission) -> None:
         surface = _CardSurface(self._ref, self._api, reply.place, reply.user_id)
         await self._report(
-            host, reply.place, CardVerb.REPLY, reply.user_id, surface, reply=reply.text
+            host,
+            reply.approval_id,
+            CardVerb.REPLY,
+            reply.user_id,
+            reply.place,
+            surface,
+            reply=reply.text,
         )
 
     async def reaction(self, host: ChannelHost, bot: BotIdentity, event: Mapping[str, Any]) -> None:
-        reaction = parse_reaction(event)
+        reaction = read_reaction(event)
         if reaction is None or reaction.user_id == bot.user_id:
             return
         card = await self._cards.find(reaction.channel_id, reaction.message_ts)
         if card is None or not card.open:
             return
         place = CardPlace(
-            approval_id=card.approval_id,
-            channel_id=reaction.channel_id,
-            message_ts=reaction.message_ts,
-            thread_ts=card.thread_id,
+            channel_id=reaction.channel_id, message_ts=reaction.message_ts, thread_ts=card.thread_id
         )
         surface = _CardSurface(self._ref, self._api, place, reaction.user_id)
-        await self._report(host, place, CardVerb(reaction.choice), reaction.user_id, surface)
-
-    async def full_view_answer(self, host: ChannelHost, click: FullViewClick) -> None:
-        """Report a press in the full view, then show its outcome (or refusal) in the view."""
-        surface = _FullViewSurface(self._ref, self._api, click)
-        await self._report(
-            host, click.place, CardVerb(click.choice), click.user_id, surface, full_view=True
-        )
+        await self._report(host, card.approval_id, reaction.verb, reaction.user_id, place, surface)
 
     async def _report(
         self,
         host: ChannelHost,
-        place: CardPlace,
+        approval_id: str,
         verb: CardVerb,
         user_id: str,
-        surface: _CardSurface | _FullViewSurface,
+        place: CardPlace,
+        surface: _CardSurface,
         *,
         reply: str | None = None,
         full_view: bool = False,
@@ -144,7 +380,7 @@ class SlackCardAnswers:
             card = SentMessage(target=target, message_id=place.message_ts)
         action = CardAction(
             channel=self._ref,
-            approval_id=place.approval_id,
+            approval_id=approval_id,
             verb=verb,
             actor=Actor(user_id=user_id),
             full_view=full_view,
@@ -187,7 +423,7 @@ class _CardSurface:
             await self._ephemeral(reply.text)
 
     async def open_reply_form(self, approval_id: str) -> None:
-        await self._open(reply_modal(self._place), MODAL_FAILED)
+        await self._open(reply_modal(approval_id, self._place), MODAL_FAILED)
 
     async def show_full(self, card: ApprovalCard) -> None:
         await self._open(full_view(card, self._place), FULL_VIEW_FAILED)
@@ -217,18 +453,20 @@ class _CardSurface:
 class _FullViewSurface(_CardSurface):
     """Answers a press in the full view: the view is replaced with the outcome."""
 
-    def __init__(self, ref: ChannelRef, api: SlackWebApi, click: FullViewClick) -> None:
-        super().__init__(ref, api, click.place, click.user_id)
-        self._click = click
+    def __init__(self, ref: ChannelRef, api: SlackWebApi, press: Press, view: ViewRef) -> None:
+        super().__init__(ref, api, press.place, press.user_id)
+        self._view = view
+        verb = press.button.verb if isinstance(press.button, Button) else None
+        self._accepted = OUTCOME_NOTES.get(verb) if verb else None
 
     async def tell(self, reply: CardReply) -> None:
         accepted = reply.kind is CardReplyKind.ACCEPTED
-        text = OUTCOMES[ApprovalChoice(self._click.choice)] if accepted else reply.text
+        text = self._accepted if accepted and self._accepted else reply.text
         try:
             await self._api.update_view(
-                view_id=self._click.view_id,
-                view=outcome_view(text, self._click.place),
-                view_hash=self._click.view_hash,
+                view_id=self._view.id,
+                view=outcome_view(text, self._view.metadata),
+                view_hash=self._view.hash,
             )
         except ChannelAuthError:
             raise

@@ -19,9 +19,9 @@ What a listener does happens before the ack, so each does as little as it can:
   lost in a crash shows its sender no outcome, so it is made again.
 - "✏️ Reply instead" and "🔎 Show full and decide" are acknowledged, then open their modal in a
   task of their own beside the worker, since the ``trigger_id`` expires 3 seconds after the
-  press and cannot wait behind the gateway (:mod:`channels.slack.card_surface`). A modal
-  submission is validated before its ack, since the ack is what shows a field error
-  (:mod:`channels.slack.reply_instead`), then queued like a click.
+  press and cannot wait behind the gateway (:mod:`channels.slack.card_surface`). A reply
+  form's submission is validated before its ack, since the ack is what shows a field error
+  (:func:`channels.slack.cards.reply_error`), then queued like a click.
 
 Deduplication: by ``event_id`` (Slack's retries) and by ``channel:ts`` (the
 ``message``/``app_mention`` pair Slack sends for one mention), in memory and bounded
@@ -58,27 +58,21 @@ from bot.errors import ChannelAuthError, ChannelError, HatchwayError, StorageErr
 from channels.common.card_index import CardIndex
 from channels.slack.api import SlackWebApi
 from channels.slack.assistant import EVENT_TYPES, SlackAssistant
-from channels.slack.buttons import ACTION_PATTERN, REPLY_ACTION_ID, SHOW_FULL_ACTION_ID
-from channels.slack.card_surface import SlackCardAnswers
+from channels.slack.card_surface import (
+    Press,
+    ReplySubmission,
+    SlackCardAnswers,
+    read_press,
+    read_submission,
+)
+from channels.slack.cards import ACTION_PATTERN, INPUT_BLOCK_ID, REPLY_CALLBACK_ID, reply_error
 from channels.slack.command_replies import CommandReplies
 from channels.slack.commands import SLASH_PREFIX
 from channels.slack.config import SlackChannelConfig
-from channels.slack.full_view import (
-    FULL_VIEW_ACTION_PATTERN,
-    FullViewClick,
-    parse_full_view_click,
-)
 from channels.slack.handover import Handover
 from channels.slack.journal import Arrivals, EventJournal, journal_key
 from channels.slack.message_events import Ignored, classify
 from channels.slack.normalise import BotIdentity, message_key
-from channels.slack.reply_instead import (
-    CALLBACK_ID,
-    INPUT_BLOCK_ID,
-    ReplySubmission,
-    parse_submission,
-    reply_error,
-)
 
 log = structlog.get_logger(__name__)
 
@@ -106,12 +100,12 @@ class _Inbound:
     """One acknowledged payload waiting for the worker; ``journal_key`` names the stored row
     of a message event."""
 
-    kind: Literal["message", "click", "reaction", "command"]
+    kind: Literal["message", "reaction", "command"]
     body: Mapping[str, Any]
     journal_key: str = ""
 
 
-_Item = _Inbound | ReplySubmission | FullViewClick
+_Item = _Inbound | Press | ReplySubmission
 
 
 class SlackInbound:
@@ -157,10 +151,7 @@ class SlackInbound:
             app.event(event_type)(self._on_assistant_event)
         app.event("reaction_added")(self._on_reaction)
         app.action(ACTION_PATTERN)(self._on_action)
-        app.action(REPLY_ACTION_ID)(self._on_reply_action)
-        app.view_submission(CALLBACK_ID)(self._on_reply_submitted)
-        app.action(SHOW_FULL_ACTION_ID)(self._on_show_full)
-        app.action(FULL_VIEW_ACTION_PATTERN)(self._on_full_view_action)
+        app.view_submission(REPLY_CALLBACK_ID)(self._on_reply_submitted)
         app.command(self._config.slash_command)(self._on_slash_command)
 
     # -- listeners: they run before the ack, and must stay fast ---------------------------------
@@ -233,17 +224,21 @@ class SlackInbound:
         self._enqueue(_Inbound(kind="reaction", body=event))
 
     async def _on_action(self, ack: AsyncAck, body: dict[str, Any]) -> None:
+        """A press of a card's button or the full view's: one that opens a modal is answered
+        beside the worker, at once; the others are queued."""
         await ack()
-        self._enqueue(_Inbound(kind="click", body=body))
-
-    async def _on_reply_action(self, ack: AsyncAck, body: dict[str, Any]) -> None:
-        await ack()
-        self._beside(self._clicks.reply_requested(self._host, body))
+        press = read_press(body)
+        if press is None:
+            log.info("slack_click_malformed", channel=str(self._ref))
+        elif press.opens_modal:
+            self._beside(self._clicks.press(self._host, press))
+        else:
+            self._enqueue(press)
 
     async def _on_reply_submitted(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         """Refuse an empty reply in the modal (the ack carries the error); otherwise close
         the modal and queue the reply for the host."""
-        submission = parse_submission(body)
+        submission = read_submission(body)
         if submission is None:
             await ack()
             log.info("slack_reply_malformed", channel=str(self._ref))
@@ -254,18 +249,6 @@ class SlackInbound:
             return
         await ack()
         self._enqueue(submission)
-
-    async def _on_show_full(self, ack: AsyncAck, body: dict[str, Any]) -> None:
-        await ack()
-        self._beside(self._clicks.full_view_requested(self._host, body))
-
-    async def _on_full_view_action(self, ack: AsyncAck, body: dict[str, Any]) -> None:
-        await ack()
-        click = parse_full_view_click(body)
-        if click is None:
-            log.info("slack_click_malformed", channel=str(self._ref))
-            return
-        self._enqueue(click)
 
     async def _on_slash_command(self, ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
@@ -358,14 +341,12 @@ class SlackInbound:
         try:
             if isinstance(item, ReplySubmission):
                 await self._clicks.reply(host, item)
-            elif isinstance(item, FullViewClick):
-                await self._clicks.full_view_answer(host, item)
+            elif isinstance(item, Press):
+                await self._clicks.press(host, item)
             elif item.kind == "message":
                 await self._message(host, bot, item.body)
             elif item.kind == "command":
                 await self._handover.command(host, bot, item.body)
-            elif item.kind == "click":
-                await self._clicks.click(host, item.body)
             else:
                 await self._clicks.reaction(host, bot, item.body)
         except ChannelAuthError:

@@ -217,10 +217,10 @@ async def test_card_clicks_reach_the_host_and_refusals_are_ephemeral(
         assert "means no" in context["elements"][0]["text"]
         buttons = {b["action_id"]: b["value"] for b in actions["elements"]}
         assert buttons == {
-            "hatchway_approve": "apr-7f3a",
-            "hatchway_deny": "apr-7f3a",
-            "hatchway_always": "apr-7f3a",
-            "hatchway_reply": "apr-7f3a",
+            "hatchway_approve": "ap:apr-7f3a:a",
+            "hatchway_deny": "ap:apr-7f3a:d",
+            "hatchway_always": "ap:apr-7f3a:w",
+            "hatchway_reply": "ap:apr-7f3a:r",
         }
         labels = [b["text"]["text"] for b in actions["elements"]]
         assert labels == ["Approve", "Deny", "Always", "✏️ Reply instead"]

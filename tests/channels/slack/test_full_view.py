@@ -23,6 +23,7 @@ import pytest
 
 from bot.approval.gate import ApprovalDecision
 from bot.approval.service import ApprovalService
+from bot.cards import OUTCOME_NOTES, CardVerb
 from bot.channel import SHOW_FULL_LABEL, ApprovalChoice, ClickVerdict, SentMessage
 from bot.envelope import Capabilities, DeliveryTarget, Sender
 from bot.progress import ChannelProgress, progress_hint
@@ -31,7 +32,6 @@ from bot.store.approvals import ApprovalRecord, ApprovalStatus
 from bot.store.audit import Decision
 from channels.slack.adapter import SlackChannel
 from channels.slack.card_surface import FULL_VIEW_FAILED
-from channels.slack.full_view import OUTCOMES
 from tests.approval.conftest import make_envelope, make_request
 from tests.approval.service_host import ServiceHost
 from tests.fakes.approval_service import approval_service as service_over
@@ -168,7 +168,7 @@ async def test_show_full_shows_everything_and_approving_there_decides(
     assert update.params["view_id"] == view["id"]
     assert update.params["hash"] == view["hash"]
     outcome = slack.views[view["id"]]
-    assert [b["text"]["text"] for b in outcome["blocks"]] == [OUTCOMES[ApprovalChoice.APPROVE]]
+    assert [b["text"]["text"] for b in outcome["blocks"]] == [OUTCOME_NOTES[CardVerb.APPROVE]]
     assert labels(outcome["blocks"]) == []
     decided = slack.messages[(CONVERSATION, ts)]
     assert decided["text"].startswith("✅ Approved: shell") and not has_buttons(decided)
@@ -384,7 +384,7 @@ async def test_a_second_press_in_the_full_view_is_told_it_was_decided(
     assert [c.params["hash"] for c in slack.calls if c.method == "views.update"] == [
         view["hash"]
     ] * 2
-    assert slack.views[view["id"]]["blocks"][0]["text"]["text"] == OUTCOMES[ApprovalChoice.APPROVE]
+    assert slack.views[view["id"]]["blocks"][0]["text"]["text"] == OUTCOME_NOTES[CardVerb.APPROVE]
 
 
 async def test_an_expired_trigger_is_explained_privately(slack: FakeSlack, store: Store) -> None:

@@ -26,7 +26,7 @@ from bot.store import Store
 from bot.store.approvals import ApprovalRecord
 from channels.slack.adapter import SlackChannel
 from channels.slack.card_surface import MODAL_FAILED
-from channels.slack.reply_instead import EMPTY_REPLY
+from channels.slack.cards import EMPTY_REPLY
 from tests.approval.conftest import make_envelope, make_request
 from tests.approval.service_host import ServiceHost
 from tests.fakes.approval_service import approval_service as service_over
