@@ -25,7 +25,7 @@ WHOLE_CARD = {CardVerb.APPROVE, CardVerb.DENY, CardVerb.ALWAYS, CardVerb.REPLY}
 CUT_CARD = {CardVerb.SHOW_FULL, CardVerb.DENY, CardVerb.REPLY}
 #: Platforms whose buttons are not yet read by the core's codec (issue 38 §1): a payload of a
 #: later format reads there as an approval id. Each leaves this set as it moves to the codec.
-NOT_YET_VERSIONED = {"slack", "discord"}
+NOT_YET_VERSIONED = {"discord"}
 
 
 async def status(cards: CardDriver, card: Asked) -> ApprovalStatus:
