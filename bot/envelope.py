@@ -76,7 +76,9 @@ class Capabilities:
     ``/hatchway `` on Slack, whose client keeps ``/word`` for slash commands); the gateway's
     ``/help`` spells commands with it. ``replay_on_restart`` is false where a message means
     nothing once the process that read it has gone (the console): recovery drops such a
-    message instead of answering it in a later run.
+    message instead of answering it in a later run. ``streams_text``: the channel shows a
+    reply's text as the model writes it, by itself (a terminal:
+    :class:`bot.progress.LiveText`), not in an edited draft.
     """
 
     can_edit: bool = False
@@ -89,6 +91,7 @@ class Capabilities:
     command_prefix: str = "/"
     replay_on_restart: bool = True
     commands_in_order: bool = False
+    streams_text: bool = False
 
 
 def _new_id() -> str:

@@ -16,7 +16,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, runtime_checkable
 
 import structlog
 
@@ -65,6 +65,19 @@ class ProgressSink(Protocol):
     async def stream_text(self, delta: str) -> None: ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class LiveText(Protocol):
+    """A channel that shows a reply's text as the model writes it, where its conversation's
+    capabilities say ``streams_text`` (the terminal of ``hatchway chat``). The deltas of one
+    model call come in order; the turn's answer is still sent whole afterwards, and the
+    channel shows only what its deltas did not (all of it, on a line of its own, when they
+    differ). A progress line sent meanwhile ends the streamed line."""
+
+    async def stream_text(self, target: DeliveryTarget, delta: str) -> None:
+        """Show ``delta`` at once; must not raise but :class:`~bot.errors.ChannelError`."""
+        ...
 
 
 class NullProgress:
@@ -160,14 +173,17 @@ class ChannelProgress:
 
     With ``capabilities.can_edit`` one progress message is sent and then edited, at most
     once per ``edit_interval_s``; otherwise new lines are batched and sent at most once per
-    ``batch_interval_s``. Pending text is always flushed by :meth:`aclose`. With
-    ``capabilities.typing`` the typing indicator is refreshed every ``typing_interval_s``
-    while the turn works and paused while it waits for an approval. Where the channel shows a
-    status line for the target (its :class:`~bot.channel.WorkStatus`), the running tool's name (or
-    thinking) is shown there after each flush, when it changes and every
-    :data:`STATUS_REFRESH_S`, and likewise paused while waiting. One owned background
-    task (the ticker) does that: :meth:`start` (or ``async with``) starts it where typing is
-    shown, otherwise the first text to show does; :meth:`aclose` ends it.
+    ``batch_interval_s``. With ``capabilities.streams_text`` and a channel that is
+    :class:`LiveText`, the reply's text goes to the channel delta by delta, whatever
+    ``stream`` says (a terminal shows it as it comes). Pending text is always flushed by
+    :meth:`aclose`. With ``capabilities.typing`` the typing indicator is refreshed every
+    ``typing_interval_s`` while the turn works and paused while it waits for an approval.
+    Where the channel shows a status line for the target (its
+    :class:`~bot.channel.WorkStatus`), the running tool's name (or thinking) is shown there
+    after each flush, when it changes and every :data:`STATUS_REFRESH_S`, and likewise
+    paused while waiting. One owned background task (the ticker) does that: :meth:`start`
+    (or ``async with``) starts it where typing is shown, otherwise the first text to show
+    does; :meth:`aclose` ends it.
 
     The sink methods never wait for the platform: they update the text and wake the ticker,
     which sends or edits. A turn's tool calls therefore do not queue behind a progress round
@@ -195,6 +211,9 @@ class ChannelProgress:
         self._interval = edit_interval_s if capabilities.can_edit else batch_interval_s
         self._typing_interval = typing_interval_s
         self._stream = stream
+        self._live = (
+            channel if capabilities.streams_text and isinstance(channel, LiveText) else None
+        )
         self._lines: dict[str, str] = {}  # edit mode: key → current line
         self._running: dict[str, str] = {}  # calls started and not finished: key → tool
         self._pending: list[str] = []  # batch mode: lines not yet sent
@@ -218,7 +237,7 @@ class ChannelProgress:
 
     @property
     def wants_stream(self) -> bool:
-        return self._stream and self._caps.can_edit
+        return (self._stream and self._caps.can_edit) or self._live is not None
 
     async def start(self) -> None:
         """Start showing typing, where the channel shows it; without typing the ticker
@@ -297,7 +316,12 @@ class ChannelProgress:
             self._arm()  # typing resumes
 
     async def stream_text(self, delta: str) -> None:
-        if self.wants_stream and delta:
+        if self._live is not None:
+            if delta and not self._closed:
+                if self._dirty:
+                    await self._flush()  # the lines before the text come before it
+                await self._call(self._live.stream_text(self._target, delta), "stream")
+        elif self.wants_stream and delta:
             self._draft += delta
             self._changed()
 

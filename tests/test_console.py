@@ -352,6 +352,7 @@ async def test_piped_input_shows_no_prompt_and_no_escape_sequences(
         screen = await terminal.screen.wait_for("done")
         terminal.close()
     assert "> " not in screen and "\x1b" not in screen
+    assert not any(r.body.get("stream") for r in fake.requests)  # whole answers when piped
     # no echo on a pipe: the prompt's line is ended for it, then the held line is shown
     answer = screen.index("times out in 300s): ") + len("times out in 300s): ")
     assert screen[answer:].startswith("\n")

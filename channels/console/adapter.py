@@ -177,6 +177,7 @@ class ConsoleChannel:
             capabilities=Capabilities(
                 max_message_chars=1_000_000,
                 typing=self._shows_status,  # "… thinking" while the turn works
+                streams_text=self._shows_status,  # the answer as the model writes it
                 terminal_prompt=True,
                 replay_on_restart=False,
                 commands_in_order=in_order and not self.interactive,
@@ -196,6 +197,11 @@ class ConsoleChannel:
 
     async def react(self, target: DeliveryTarget, message_id: str, emoji: str) -> None:
         return None
+
+    async def stream_text(self, target: DeliveryTarget, delta: str) -> None:
+        """At a terminal, the answer shows as the model writes it (``streams_text``); the
+        answer sent afterwards adds only what the deltas did not show."""
+        self._screen.stream(delta)
 
     async def typing(self, target: DeliveryTarget) -> None:
         """While a turn works, a terminal shows "… thinking" on the line the answer will

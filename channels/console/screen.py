@@ -6,6 +6,11 @@ prompt is drawn again below it. An *approval prompt* leaves the cursor on its ow
 it is answered: what arrives meanwhile (progress lines, a draft, another turn's answer) is
 held and shown after the answer, so nothing ever lands inside the prompt's line.
 
+At a terminal an answer is shown as the model writes it (:meth:`Screen.stream`): its deltas
+go on the line where "… thinking" was, and the answer, sent whole once the turn ends, adds
+only what they did not show (all of it, on a line of its own, if it reads otherwise). A
+message that comes between (a progress line, ``⏹ stopping…``) ends the streamed line.
+
 What a message says is shown through :func:`~bot.visible_text.terminal_text`, never obeyed
 by the terminal; the only control sequences written are the screen's own.
 """
@@ -21,6 +26,18 @@ INPUT_PROMPT = "> "
 ERASE_LINE = "\r\x1b[K"
 
 
+def _rest(streamed: str, text: str) -> str | None:
+    """What ``text`` adds to ``streamed``, the part of it already shown (the answer may come
+    without the blank space around what the model wrote); None when it reads otherwise."""
+    shown = streamed.strip()
+    whole = text.lstrip()
+    if not shown or not whole.startswith(shown):
+        return None
+    rest = whole[len(shown) :]
+    written = streamed[len(streamed.rstrip()) :]  # blank space after the text, shown too
+    return rest[len(written) :] if rest.startswith(written) else rest
+
+
 class Screen:
     """Writes the console's output in order. ``prompting`` shows the input prompt (only when
     a person types at a terminal and reads it); ``erasable``: ``out`` is a terminal, whose
@@ -34,23 +51,44 @@ class Screen:
         self._asking = False  # the cursor sits at the end of an approval prompt
         self._status_shown = False  # the cursor sits after a status line ("thinking…")
         self._held: list[str] = []
+        self._streamed = ""  # the cursor sits after this much of an answer being written
+        self._stream_dropped = False  # deltas are dropped until the next message
 
     def begin(self) -> None:
         """Show the input prompt, if there is one."""
         self._write(self._prompt())
 
     def show(self, text: str) -> None:
-        """A message (a reply, a progress line, a notice): its own line or lines."""
+        """A message (a reply, a progress line, a notice): its own line or lines. The answer
+        being streamed ends with the rest of ``text`` when ``text`` continues it."""
         if self._asking:
             self._held.append(text)
             return
-        self._write(self._erase() + terminal_text(text) + "\n" + self._prompt())
+        streamed, self._streamed, self._stream_dropped = self._streamed, "", False
+        rest = _rest(streamed, text) if streamed else None
+        if rest is not None:
+            self._write(terminal_text(rest) + "\n" + self._prompt())
+            return
+        lead = "\n" if streamed else self._erase()
+        self._write(lead + terminal_text(text) + "\n" + self._prompt())
+
+    def stream(self, delta: str) -> None:
+        """A piece of the answer being written, shown at once where "… thinking" was (on a
+        terminal; nothing while an approval prompt is open: the answer then shows whole)."""
+        if not delta or not self._erasable or self._stream_dropped:
+            return
+        if self._asking:
+            self._stream_dropped, self._streamed = True, ""
+            return
+        lead = "" if self._streamed else self._erase()
+        self._streamed += delta
+        self._write(lead + terminal_text(delta))
 
     def status(self, text: str) -> None:
         """A passing line of the program's own (``… thinking``), on a terminal only: it
         stays on the cursor's line without ending it, and the next message or prompt
         replaces it. Nothing while an approval prompt is open."""
-        if not self._erasable or self._asking:
+        if not self._erasable or self._asking or self._streamed:
             return
         self._write(self._erase() + terminal_text(text))
         self._status_shown = True
@@ -59,6 +97,8 @@ class Screen:
         """The person pressed Enter: the terminal's echo moved the cursor to a new line. A
         blank line gets a fresh prompt; a message's prompt comes back with its answer."""
         self._prompt_shown = False
+        if self._streamed:  # typed while an answer was written: its line is ended
+            self._streamed, self._stream_dropped = "", True
         if blank:
             self._write(self._prompt())
 
@@ -90,6 +130,10 @@ class Screen:
         approval prompt is left alone."""
         if self._erasable and not self._asking:
             self._prompt_shown = self._status_shown = False
+            if self._streamed:  # keep the answer written so far; the rest is not shown
+                self._streamed, self._stream_dropped = "", True
+                self._write("\n")
+                return
             self._write(ERASE_LINE)
 
     # -- internals ----------------------------------------------------------------------
