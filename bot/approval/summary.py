@@ -8,6 +8,11 @@ Contract (:func:`describe`):
   ``⚠ contains a masked value`` so a masked command never looks harmless.
 * **Nothing is obeyed**: control, format and line-breaking characters are shown as escapes
   (:mod:`bot.visible_text`), keys included.
+* **Look-alikes are marked** (:mod:`bot.approval.lookalike`): a URL's host in any argument,
+  and a host or name in a shell command, written with mixed scripts or with letters that
+  look like ASCII, gets ``⚠ look-alike: gіthub.com is xn--gthub-n2e.com (…)`` on its
+  line; a summary line shows at most :data:`MAX_LINE_MARKS` of them and counts the rest (the
+  summary is then cut: the full view lists them).
 * **Nothing is cut blind.** The summary (``lines``: paths and commands first, then the other
   keys in name order, at most :data:`MAX_LINES` lines) shows a long value as its head and tail
   with the length and how much is hidden between them. Whenever the summary hides anything,
@@ -25,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from bot.approval.gate import canonical_json
+from bot.approval.lookalike import COMMAND_KEYS, NO_MARKS, Marks, look_alikes
 from bot.scrub import MASK, is_secret_key, scrub_text_noting, scrub_value
 from bot.visible_text import visible, visible_lines
 
@@ -48,6 +54,7 @@ MAX_VALUE_CHARS = 200
 MAX_KEY_CHARS = 80  # a model may invent any key; a card line stays readable
 MAX_LINES = 12
 MASKED_NOTE = "⚠ contains a masked value"
+MAX_LINE_MARKS = 3  # look-alike marks on one summary line; the full view has them all
 _MORE_THAN_A_TOKEN = re.compile(r"[\s;|&$()<>`\\{}\[\]\"']")
 
 
@@ -67,6 +74,7 @@ class _Shown:
     key: str
     text: str  # scrubbed, not yet escaped
     masked: bool  # text inside the value was masked (not a secret key masked whole)
+    marks: Marks = NO_MARKS  # look-alike hosts and names in ``text``
 
 
 def _shown(key: str, value: object) -> _Shown:
@@ -77,9 +85,19 @@ def _shown(key: str, value: object) -> _Shown:
         return _Shown(key, MASK, masked=_MORE_THAN_A_TOKEN.search(text) is not None)
     if isinstance(value, str):
         text, masked = scrub_text_noting(value)
-        return _Shown(key, text, masked)
+        return _Shown(key, text, masked, look_alikes(text, command=key in COMMAND_KEYS))
     scrubbed = scrub_value(value, key=key)
-    return _Shown(key, canonical_json(scrubbed), masked=scrubbed != value)
+    text = canonical_json(scrubbed)
+    return _Shown(key, text, masked=scrubbed != value, marks=look_alikes(text))
+
+
+def _mark_notes(marks: Marks, shown: int) -> tuple[str, bool]:
+    """Up to ``shown`` look-alike marks and a count of the rest; whether any was left out."""
+    notes = [visible(mark.note) for mark in marks.found[:shown]]
+    left = len(marks.found) - len(notes) + marks.more
+    if left:
+        notes.append(f"⚠ {left} more look-alike(s)")
+    return "".join(f"  {note}" for note in notes), left > 0
 
 
 def _cut(text: str, limit: int) -> tuple[str, bool]:
@@ -98,12 +116,14 @@ def _line(shown: _Shown) -> tuple[str, bool]:
     key, key_cut = _cut(shown.key, MAX_KEY_CHARS)
     value, cut = _cut(shown.text, MAX_VALUE_CHARS)
     note = f"  {MASKED_NOTE}" if shown.masked else ""
-    return f"{key}: {value}{note}", cut or key_cut
+    marks, marks_cut = _mark_notes(shown.marks, MAX_LINE_MARKS)
+    return f"{key}: {value}{note}{marks}", cut or key_cut or marks_cut
 
 
 def _full_line(shown: _Shown) -> str:
     note = f"  {MASKED_NOTE}" if shown.masked else ""
-    return f"{visible(shown.key)}: {visible_lines(shown.text)}{note}"
+    marks, _ = _mark_notes(shown.marks, len(shown.marks.found))
+    return f"{visible(shown.key)}: {visible_lines(shown.text)}{note}{marks}"
 
 
 def describe(arguments: Mapping[str, object], *, notes: tuple[str, ...] = ()) -> ArgumentView:
