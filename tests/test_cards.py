@@ -6,7 +6,16 @@ import secrets
 
 import pytest
 
-from bot.cards import TELEGRAM_BUDGET, Button, ButtonCodec, CardVerb, Unreadable
+from bot.cards import (
+    TELEGRAM_BUDGET,
+    ApprovalCard,
+    Button,
+    ButtonCodec,
+    CardVerb,
+    FullViewPlan,
+    Unreadable,
+    plan_full_view,
+)
 
 DRAWN = [
     Button(approval_id=secrets.token_hex(16), verb=verb, full_view=full_view)
@@ -63,3 +72,31 @@ def test_an_id_too_long_for_the_budget_travels_as_a_digest_this_process_knows() 
     assert codec.unpack(data) == Button(approval_id=long_id, verb=CardVerb.DENY)
     after_restart = ButtonCodec().unpack(data)
     assert isinstance(after_restart, Button) and after_restart.approval_id != long_id
+
+
+def _lines(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+@pytest.mark.parametrize(("files", "document"), [(True, True), (False, False)])
+def test_a_full_view_too_long_for_its_pages_is_a_file_or_nothing(
+    files: bool, document: bool
+) -> None:
+    """A surface that sends no files (Slack's modal) gets an empty plan and says the request
+    is too long; the others get the whole full view as a file."""
+    card = ApprovalCard(
+        approval_id="apr-1",
+        tool="shell",
+        lines=("x",),
+        reason="r",
+        requested_by="U1",
+        full_text="y" * 100,
+        cut=True,
+    )
+    fits = plan_full_view(card, page_chars=50, max_pages=2, split=_lines, files=files)
+    assert fits == FullViewPlan(pages=("y" * 50, "y" * 50))
+    too_long = plan_full_view(card, page_chars=10, max_pages=2, split=_lines, files=files)
+    assert too_long.pages == ()
+    assert bool(too_long.document) is document
+    if document:
+        assert too_long.document == card.render_full_text().encode()
