@@ -15,23 +15,21 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
-from bot.approval.gate import ApprovalDecision
-from bot.approval.service import ApprovalService
 from bot.cards import Button, ButtonCodec, CardVerb
-from bot.envelope import IngressEnvelope
+from bot.envelope import SentMessage
 from bot.store import Store
+from channels.discord.adapter import DiscordChannel
 from tests.approval.conftest import until_waiting
 from tests.channels.contract.driver import (
     WAIT_S,
     Answer,
-    AnsweringHost,
     Asked,
-    Clock,
     FullView,
+    OnProcess,
+    Process,
     Shown,
-    approval_service,
-    cancelling,
     shell_request,
+    started,
 )
 from tests.fakes.discord_full_views import readable_text
 from tests.fakes.discord_payloads import (
@@ -68,28 +66,24 @@ def _buttons(message: JSON) -> list[JSON]:
 
 
 @dataclass(kw_only=True)
-class DiscordCards:
+class DiscordCards(OnProcess):
     fake: FakeDiscord
-    store: Store
-    host: AnsweringHost
-    service: ApprovalService
-    clock: Clock
-    envelope: IngressEnvelope
     name: str = "discord"
     requester: str = ALICE["id"]
     approver: str = BOB["id"]
     stranger: str = CAROL["id"]
     tells_reactions: bool = False  # a reaction has no private answer on Discord
     codec: ButtonCodec = field(default_factory=ButtonCodec)
-    asks: list[asyncio.Task[ApprovalDecision]] = field(default_factory=list)
     #: The reply form each person opened last (its custom id), by approval id and user.
     forms: dict[tuple[str, str], JSON] = field(default_factory=dict)
     cards: set[str] = field(default_factory=set)  # the id of every card posted
 
     async def ask(self, arguments: Mapping[str, object]) -> Asked:
         known = {r.id for r in await self.store.approvals.list()}
-        task = asyncio.create_task(self.service.ask(shell_request(self.envelope, arguments)))
-        self.asks.append(task)
+        assert self.process.envelope is not None
+        request = shell_request(self.process.envelope, arguments)
+        task = asyncio.create_task(self.service.ask(request))
+        self.process.asks.append(task)
         await self.fake.wait_until(
             lambda: any(_buttons(m) and i not in self.cards for i, m in self.fake.messages.items()),
             within=WAIT_S,
@@ -101,6 +95,10 @@ class DiscordCards:
         ]
         self.cards.add(card_id)
         return Asked(record=record, shown=copy.deepcopy(self.fake.messages[card_id]), task=task)
+
+    async def shown_as_sent(self, sent: SentMessage) -> JSON:
+        self.cards.add(sent.message_id)
+        return copy.deepcopy(self.fake.messages[sent.message_id])
 
     def shown(self, card: Asked) -> Shown:
         now = self.fake.messages[_shown(card)["id"]]
@@ -269,17 +267,15 @@ async def discord_cards(store: Store) -> AsyncIterator[DiscordCards]:
         fake.add_guild(channels={GENERAL: "general"}, roles={APPROVER_ROLE: "approvers"})
         people = [BOB["id"], ALICE["id"]]
         table = {"allowed_users": ["*"], "approvers": people, "reactions_for_approval": True}
-        channel = make_channel(
-            fake, store, allowed_users=["*"], approvers=people, reactions_for_approval=True
-        )
-        service, clock = approval_service(store, channel, channel.ref, table)
-        host = AnsweringHost(service)
-        async with running(channel, host):
-            await fake.dispatch("MESSAGE_CREATE", said(fake, f"<@{BOT_ID}> go", mentions=[BOT]))
-            [envelope] = await host.wait_envelopes(1, wait_s=WAIT_S)
-            driver = DiscordCards(
-                fake=fake, store=store, host=host, service=service, clock=clock, envelope=envelope
+
+        def build() -> DiscordChannel:
+            return make_channel(
+                fake, store, allowed_users=["*"], approvers=people, reactions_for_approval=True
             )
-            async with cancelling(driver.asks):
-                yield driver
+
+        process = Process(store=store, table=table, build=build, serve=running)
+        async with started(process):
+            await fake.dispatch("MESSAGE_CREATE", said(fake, f"<@{BOT_ID}> go", mentions=[BOT]))
+            [process.envelope] = await process.host.wait_envelopes(1, wait_s=WAIT_S)
+            yield DiscordCards(process=process, fake=fake)
     assert fake.rule_refusals == [], "the adapter sent what Discord refuses"

@@ -23,17 +23,19 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from bot.approval.card import card_for
 from bot.approval.gate import ApprovalDecision, ApprovalRequest
 from bot.approval.service import ApprovalService
+from bot.approval.summary import describe
 from bot.cards import CardAction, CardReply, CardSurface, CardVerb
 from bot.channel import Channel
 from bot.config import parse_settings
-from bot.envelope import ChannelRef, IngressEnvelope
+from bot.envelope import ChannelRef, IngressEnvelope, SentMessage
 from bot.store import Store
 from bot.store.approvals import ApprovalRecord
 from bot.turn import TurnIdentity
@@ -87,14 +89,14 @@ class AnsweringHost(RecordingHost):
 
 
 @asynccontextmanager
-async def cancelling(asks: list[asyncio.Task[ApprovalDecision]]) -> AsyncIterator[None]:
-    """Cancel the asks still waiting when the block ends (before the adapter stops)."""
+async def started(process: Process) -> AsyncIterator[Process]:
+    """``process`` running until the block ends; the asks still waiting are cancelled then,
+    before the adapter stops."""
+    await process.start()
     try:
-        yield
+        yield process
     finally:
-        for task in asks:
-            task.cancel()
-        await asyncio.gather(*asks, return_exceptions=True)
+        await process.stop()
 
 
 def approval_service(
@@ -130,6 +132,83 @@ def shell_request(envelope: IngressEnvelope, arguments: Mapping[str, object]) ->
     )
 
 
+Serve = Callable[[Channel, AnsweringHost], AbstractAsyncContextManager[object]]
+
+
+@dataclass(kw_only=True)
+class Process:
+    """One process of hatchway on the platform: its adapter, running, with the approval
+    service behind it. :meth:`restart` replaces it with a new one on the same database (the
+    old one is gone: nothing of its memory is left)."""
+
+    store: Store
+    #: The channel's ``[channels.KIND.ALIAS]`` table, and how to build its adapter.
+    table: Mapping[str, object]
+    build: Callable[[], Channel]
+    serve: Serve
+    envelope: IngressEnvelope | None = None
+    channel: Channel = field(init=False)
+    service: ApprovalService = field(init=False)
+    clock: Clock = field(init=False)
+    host: AnsweringHost = field(init=False)
+    asks: list[asyncio.Task[ApprovalDecision]] = field(default_factory=list)
+    _running: AsyncExitStack = field(default_factory=AsyncExitStack)
+
+    async def start(self) -> None:
+        self.channel = self.build()
+        self.service, self.clock = approval_service(
+            self.store, self.channel, self.channel.ref, self.table
+        )
+        self.host = AnsweringHost(self.service)
+        self._running = AsyncExitStack()
+        await self._running.enter_async_context(self.serve(self.channel, self.host))
+
+    async def stop(self) -> None:
+        for task in self.asks:
+            task.cancel()
+        await asyncio.gather(*self.asks, return_exceptions=True)
+        await self._running.aclose()
+
+    async def restart(self) -> None:
+        await self._running.aclose()
+        await self.start()
+
+    async def left_pending(
+        self, arguments: Mapping[str, object]
+    ) -> tuple[ApprovalRecord, SentMessage]:
+        """A pending request as a process that died right after posting its card left it:
+        the row, and the card, whose place was never stored."""
+        assert self.envelope is not None
+        request = shell_request(self.envelope, arguments)
+        view = describe(arguments)
+        now = self.clock()
+        record = ApprovalRecord(
+            id=f"{next(_calls):024x}",
+            channel=str(self.channel.ref),
+            conversation_id=self.envelope.conversation_id,
+            thread_id=self.envelope.thread_id,
+            session_key=request.turn.session_key,
+            requester=self.envelope.sender.id,
+            requester_name="Ann",
+            tool="shell",
+            fingerprint=request.fingerprint,
+            summary=view.lines,
+            full_text=view.full,
+            cut=view.cut,
+            ask_reason="it has side effects",
+            created_at=now,
+            expires_at=now + TIMEOUT_S,
+        )
+        await self.store.approvals.create(record)
+        return record, await self.post_copy(record)
+
+    async def post_copy(self, record: ApprovalRecord) -> SentMessage:
+        """Another copy of ``record``'s card, whose place the service never stored."""
+        assert self.envelope is not None
+        card = card_for(record, timeout_s=TIMEOUT_S)
+        return await self.channel.post_approval_card(self.envelope.reply_target, card)
+
+
 @dataclass(kw_only=True)
 class Asked:
     """One request the service asked for, and its card as the platform first showed it."""
@@ -137,14 +216,57 @@ class Asked:
     record: ApprovalRecord
     #: The card as the platform first showed it (the driver's own handle).
     shown: object
-    task: asyncio.Task[ApprovalDecision]
+    #: The ask waiting for an answer; None for a request a process left behind.
+    task: asyncio.Task[ApprovalDecision] | None
 
     @property
     def approval_id(self) -> str:
         return self.record.id
 
     async def decision(self) -> ApprovalDecision:
+        assert self.task is not None, "nobody waits for a request left behind"
         return await asyncio.wait_for(asyncio.shield(self.task), WAIT_S)
+
+    def waiting(self) -> bool:
+        return self.task is not None and not self.task.done()
+
+
+@dataclass(kw_only=True)
+class OnProcess:
+    """What every driver shares: the :class:`Process` it drives, replaced on a restart."""
+
+    process: Process
+
+    @property
+    def store(self) -> Store:
+        return self.process.store
+
+    @property
+    def service(self) -> ApprovalService:
+        return self.process.service
+
+    @property
+    def clock(self) -> Clock:
+        return self.process.clock
+
+    @property
+    def host(self) -> AnsweringHost:
+        return self.process.host
+
+    async def restart(self) -> None:
+        await self.process.restart()
+
+    async def left_pending(self, arguments: Mapping[str, object]) -> Asked:
+        record, sent = await self.process.left_pending(arguments)
+        return Asked(record=record, shown=await self.shown_as_sent(sent), task=None)
+
+    async def copy_of(self, card: Asked) -> Asked:
+        sent = await self.process.post_copy(card.record)
+        return Asked(record=card.record, shown=await self.shown_as_sent(sent), task=card.task)
+
+    async def shown_as_sent(self, sent: SentMessage) -> object:
+        """The card posted as ``sent``, as the platform shows it (the driver's handle)."""
+        raise NotImplementedError
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -181,14 +303,34 @@ class CardDriver(Protocol):
     named by their user id as the core sees it (:attr:`bot.cards.Actor.user_id`)."""
 
     name: str
-    store: Store
-    service: ApprovalService
-    clock: Clock
+    process: Process
     requester: str  # asks; also an approver, so a tap by them is a self-approval
     approver: str
     stranger: str
     #: Whether the platform can tell a person anything in answer to a reaction.
     tells_reactions: bool
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def service(self) -> ApprovalService: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    async def restart(self) -> None:
+        """The process dies and a new one starts on the same database."""
+        ...
+
+    async def left_pending(self, arguments: Mapping[str, object]) -> Asked:
+        """A pending request and its card, as a process that died right after posting the
+        card left them (nobody waits for it; the card's place was never stored)."""
+        ...
+
+    async def copy_of(self, card: Asked) -> Asked:
+        """Another copy of ``card``, posted where the service never stored its place."""
+        ...
 
     async def ask(self, arguments: Mapping[str, object]) -> Asked:
         """The requester's turn asks to run ``shell`` with ``arguments``; returns once the

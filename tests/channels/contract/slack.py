@@ -16,23 +16,21 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 
-from bot.approval.gate import ApprovalDecision
-from bot.approval.service import ApprovalService
 from bot.cards import Button, ButtonCodec, CardVerb
-from bot.envelope import IngressEnvelope, Sender
+from bot.envelope import Sender, SentMessage
 from bot.store import Store
+from channels.slack.adapter import SlackChannel
 from tests.approval.conftest import make_envelope, until_waiting
 from tests.channels.contract.driver import (
     WAIT_S,
     Answer,
-    AnsweringHost,
     Asked,
-    Clock,
     FullView,
+    OnProcess,
+    Process,
     Shown,
-    approval_service,
-    cancelling,
     shell_request,
+    started,
 )
 from tests.fakes.channel_health import serving
 from tests.fakes.slack_server import JSON, ApiCall, FakeSlack, block_actions, event_callback, person
@@ -78,28 +76,24 @@ def _view_code(view: JSON) -> str:
 
 
 @dataclass(kw_only=True)
-class SlackCards:
+class SlackCards(OnProcess):
     fake: FakeSlack
-    store: Store
-    host: AnsweringHost
-    service: ApprovalService
-    clock: Clock
-    envelope: IngressEnvelope
     name: str = "slack"
     requester: str = REQUESTER
     approver: str = APPROVER
     stranger: str = STRANGER
     tells_reactions: bool = True  # ephemerally, like a press
     codec: ButtonCodec = field(default_factory=ButtonCodec)
-    asks: list[asyncio.Task[ApprovalDecision]] = field(default_factory=list)
     #: The reply form each person opened last, by approval id and user.
     forms: dict[tuple[str, str], str] = field(default_factory=dict)
     cards: set[str] = field(default_factory=set)  # the ts of every card posted
 
     async def ask(self, arguments: Mapping[str, object]) -> Asked:
         known = {r.id for r in await self.store.approvals.list()}
-        task = asyncio.create_task(self.service.ask(shell_request(self.envelope, arguments)))
-        self.asks.append(task)
+        assert self.process.envelope is not None
+        request = shell_request(self.process.envelope, arguments)
+        task = asyncio.create_task(self.service.ask(request))
+        self.process.asks.append(task)
         await self.fake.wait_for("chat.postMessage", count=len(known) + 1, wait_s=WAIT_S)
         [record] = [r for r in await self.store.approvals.list() if r.id not in known]
         await until_waiting(self.store, record.id)
@@ -111,6 +105,10 @@ class SlackCards:
         self.cards.add(ts)
         shown = json.loads(json.dumps(self.fake.messages[(CONVERSATION, ts)]))
         return Asked(record=record, shown=shown, task=task)
+
+    async def shown_as_sent(self, sent: SentMessage) -> JSON:
+        self.cards.add(sent.message_id)
+        return json.loads(json.dumps(self.fake.messages[(CONVERSATION, sent.message_id)]))
 
     def shown(self, card: Asked) -> Shown:
         now = self.fake.messages[(CONVERSATION, _shown(card)["ts"])]
@@ -256,15 +254,13 @@ async def slack_cards(store: Store) -> AsyncIterator[SlackCards]:
         slack.users[REQUESTER] = person(REQUESTER, "Ann")
         people = [APPROVER, REQUESTER]
         table = {"allowed_users": ["*"], "approvers": people, "reactions_for_approval": True}
-        channel = channel_for(slack, store, approvers=people, reactions_for_approval=True)
-        service, clock = approval_service(store, channel, REF, table)
-        host = AnsweringHost(service)
+
+        def build() -> SlackChannel:
+            return channel_for(slack, store, approvers=people, reactions_for_approval=True)
+
         envelope = make_envelope(channel=REF, conversation=CONVERSATION, sender=REQUESTER)
         envelope = replace(envelope, sender=Sender(id=REQUESTER, display_name="Ann"))
-        async with serving(channel, host):
-            driver = SlackCards(
-                fake=slack, store=store, host=host, service=service, clock=clock, envelope=envelope
-            )
-            async with cancelling(driver.asks):
-                yield driver
+        process = Process(store=store, table=table, build=build, serve=serving, envelope=envelope)
+        async with started(process):
+            yield SlackCards(process=process, fake=slack)
     assert slack.rule_refusals == [], "the adapter sent what Slack refuses"

@@ -18,23 +18,22 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
-from bot.approval.gate import ApprovalDecision
-from bot.approval.service import ApprovalService
 from bot.cards import Button, ButtonCodec, CardVerb
+from bot.envelope import SentMessage
 from bot.store import Store
+from channels.telegram.adapter import TelegramChannel
 from channels.telegram.card_surface import REPLY_HINT
 from tests.approval.conftest import until_waiting
 from tests.channels.contract.driver import (
     WAIT_S,
     Answer,
-    AnsweringHost,
     Asked,
-    Clock,
     FullView,
+    OnProcess,
+    Process,
     Shown,
-    approval_service,
-    cancelling,
     shell_request,
+    started,
 )
 from tests.fakes.channel_health import serving
 from tests.fakes.telegram_server import (
@@ -72,25 +71,21 @@ def _pre_text(calls: list[ApiCall]) -> str:
 
 
 @dataclass(kw_only=True)
-class TelegramCards:
+class TelegramCards(OnProcess):
     fake: FakeTelegram
-    store: Store
-    host: AnsweringHost
-    service: ApprovalService
-    clock: Clock
     name: str = "telegram"
     requester: str = str(REQUESTER)
     approver: str = str(APPROVER)
     stranger: str = str(STRANGER)
     tells_reactions: bool = True  # only "approve from the full view", as a reply to the card
     codec: ButtonCodec = field(default_factory=ButtonCodec)
-    asks: list[asyncio.Task[ApprovalDecision]] = field(default_factory=list)
 
     async def ask(self, arguments: Mapping[str, object]) -> Asked:
         known = {r.id for r in await self.store.approvals.list()}
-        envelope = self.host.envelopes[0]
-        task = asyncio.create_task(self.service.ask(shell_request(envelope, arguments)))
-        self.asks.append(task)
+        assert self.process.envelope is not None
+        request = shell_request(self.process.envelope, arguments)
+        task = asyncio.create_task(self.service.ask(request))
+        self.process.asks.append(task)
         await self.fake.wait_for(
             "sendMessage",
             lambda c: str(c.params.get("text", "")).startswith("<b>🔐"),
@@ -101,6 +96,10 @@ class TelegramCards:
         await until_waiting(self.store, record.id)
         [card] = [m for m in self.fake.bot_messages(CHAT) if m["text"].startswith("🔐")][-1:]
         return Asked(record=record, shown=card, task=task)
+
+    async def shown_as_sent(self, sent: SentMessage) -> JSON:
+        chat, number = sent.message_id.split(":")
+        return self.fake.bot_message_now(int(chat), int(number))
 
     def shown(self, card: Asked) -> Shown:
         now = self.fake.bot_message_now(CHAT, _shown(card)["message_id"])
@@ -229,13 +228,13 @@ async def telegram_cards(store: Store) -> AsyncIterator[TelegramCards]:
     async with FakeTelegram(TOKEN) as tg:
         people = [str(APPROVER), str(REQUESTER)]
         table = {"allowed_users": ["*"], "approvers": people, "reactions_for_approval": True}
-        channel = channel_for(tg, store, approvers=people, reactions_for_approval=True)
-        service, clock = approval_service(store, channel, channel.ref, table)
-        host = AnsweringHost(service)
-        async with serving(channel, host):
+
+        def build() -> TelegramChannel:
+            return channel_for(tg, store, approvers=people, reactions_for_approval=True)
+
+        process = Process(store=store, table=table, build=build, serve=serving)
+        async with started(process):
             await tg.push(said(REQUESTER, "@hatchbot go", entities=mention("@hatchbot go")))
-            await host.wait_envelopes(1, wait_s=WAIT_S)
-            driver = TelegramCards(fake=tg, store=store, host=host, service=service, clock=clock)
-            async with cancelling(driver.asks):
-                yield driver
+            [process.envelope] = await process.host.wait_envelopes(1, wait_s=WAIT_S)
+            yield TelegramCards(process=process, fake=tg)
     assert tg.rule_refusals == [], "the adapter sent what Telegram refuses"

@@ -37,7 +37,7 @@ async def status(cards: CardDriver, card: Asked) -> ApprovalStatus:
 async def still_pending(cards: CardDriver, card: Asked, before: str) -> None:
     """Nothing was decided: the row is pending and the card shows what it showed."""
     assert await status(cards, card) is ApprovalStatus.PENDING
-    assert not card.task.done()
+    assert card.task is None or not card.task.done()
     assert cards.shown(card).text == before
 
 
@@ -234,15 +234,85 @@ async def test_a_tap_on_an_expired_card_says_it_expired(cards: CardDriver, verb:
     decided_card(cards, card, "Expired")
 
 
-@pytest.mark.parametrize("verb", [CardVerb.APPROVE, CardVerb.DENY, CardVerb.REPLY])
+@pytest.mark.parametrize(
+    "verb", [CardVerb.APPROVE, CardVerb.DENY, CardVerb.REPLY, CardVerb.SHOW_FULL]
+)
 async def test_a_tap_on_a_decided_card_says_so(cards: CardDriver, verb: CardVerb) -> None:
-    card = await cards.ask(SHORT)
+    card = await cards.ask(SHORT if verb is not CardVerb.SHOW_FULL else CUT)
     await cards.press(card, CardVerb.DENY, cards.approver)
     assert (await card.decision()).verdict is Decision.DENIED
     answer = await cards.press(card, verb, cards.approver)  # a client showing it still open
     assert answer.told == (ClickVerdict.ALREADY_DECIDED.message,)
+    assert answer.full_view is None and not answer.form
     assert await status(cards, card) is ApprovalStatus.DENIED
     decided_card(cards, card, "Denied")
+
+
+async def test_a_press_in_a_full_view_once_the_request_was_decided_says_so(
+    cards: CardDriver,
+) -> None:
+    card = await cards.ask(CUT)
+    shown = await cards.press(card, CardVerb.SHOW_FULL, cards.approver)
+    assert shown.full_view is not None
+    await cards.press(card, CardVerb.DENY, cards.approver)
+    assert (await card.decision()).verdict is Decision.DENIED
+    answer = await cards.press_in_full_view(shown.full_view, CardVerb.APPROVE, cards.approver)
+    assert answer.told == (ClickVerdict.ALREADY_DECIDED.message,)
+    assert await status(cards, card) is ApprovalStatus.DENIED
+
+
+async def test_a_late_tap_on_a_copy_shows_the_decision_there(cards: CardDriver) -> None:
+    """A copy of the card whose place the service never stored (so the decision's edit
+    missed it): a tap on it turns it into the decision."""
+    card = await cards.ask(SHORT)
+    copy = await cards.copy_of(card)
+    await cards.press(card, CardVerb.APPROVE, cards.approver)
+    assert (await card.decision()).verdict is Decision.APPROVED
+    assert cards.shown(copy).buttons == WHOLE_CARD  # the decision's edit missed it
+    answer = await cards.press(copy, CardVerb.DENY, cards.approver)
+    assert answer.told == (ClickVerdict.ALREADY_DECIDED.message,)
+    assert cards.shown(copy) == cards.shown(card)
+
+
+# -- a restart ---------------------------------------------------------------------------------
+
+
+async def test_a_card_left_by_a_crash_shows_it_expired_when_tapped(cards: CardDriver) -> None:
+    """The process died right after posting the card: the next one expires the request but
+    cannot edit the card it never heard of. A tap on the card can."""
+    card = await cards.left_pending(SHORT)
+    await cards.restart()
+    assert await cards.service.expire_pending() == 1
+    assert cards.shown(card).buttons == WHOLE_CARD
+    answer = await cards.press(card, CardVerb.APPROVE, cards.approver)
+    assert answer.told == (ClickVerdict.UNKNOWN.message,)
+    assert await status(cards, card) is ApprovalStatus.EXPIRED
+    decided_card(cards, card, "Expired")
+
+
+async def test_a_card_from_before_a_restart_still_opens_its_full_view(cards: CardDriver) -> None:
+    """The full view is built from the row, not from the memory of the process that drew
+    the card; approving there decides."""
+    card = await cards.left_pending(CUT)
+    await cards.restart()
+    answer = await cards.press(card, CardVerb.SHOW_FULL, cards.approver)
+    assert answer.full_view is not None
+    assert LONG_COMMAND in answer.full_view.text.replace("\n", "")
+    await cards.press_in_full_view(answer.full_view, CardVerb.APPROVE, cards.approver)
+    row = await cards.store.approvals.get(card.approval_id)
+    assert row is not None and (row.status, row.decided_by) == (
+        ApprovalStatus.APPROVED,
+        cards.approver,
+    )
+
+
+async def test_a_reply_form_opened_before_a_restart_still_counts(cards: CardDriver) -> None:
+    card = await cards.left_pending(SHORT)
+    assert (await cards.press(card, CardVerb.REPLY, cards.approver)).form
+    await cards.restart()
+    await cards.submit_reply(card, cards.approver, "later, not now")
+    row = await cards.store.approvals.get(card.approval_id)
+    assert row is not None and (row.status, row.reply) == (ApprovalStatus.EDITED, "later, not now")
 
 
 async def test_always_grants_the_tool_in_the_conversation(cards: CardDriver) -> None:
