@@ -36,6 +36,7 @@ __all__ = [
     "CUT_NOTE",
     "MAX_REPLY_CHARS",
     "SHOW_FULL_LABEL",
+    "AnswerStream",
     "ApprovalCard",
     "ApprovalChoice",
     "AttachmentDownloads",
@@ -50,6 +51,7 @@ __all__ = [
     "HealthState",
     "SentMessage",
     "WorkStatus",
+    "answer_stream",
     "work_status",
 ]
 
@@ -239,6 +241,32 @@ class WorkStatus(Protocol):
         :class:`~bot.errors.ChannelError`; a status that cannot be shown is no failure of
         the turn."""
         ...
+
+
+@runtime_checkable
+class AnswerStream(Protocol):
+    """What a channel that streams an answer into a message of its own offers the progress
+    sink (Slack's ``chat.startStream`` in assistant threads), as its ``answer_stream``
+    attribute (:func:`answer_stream`). The streamed message belongs to the turn's reply: the
+    channel's keyed :meth:`ChannelSending.send` to the same target finishes that message with
+    the whole reply (and whatever the channel finds its replies by after a crash) instead of
+    posting a new one, also when recovery sends it after a restart."""
+
+    def streams_to(self, target: DeliveryTarget) -> bool:
+        """Whether an answer to ``target`` can be streamed. Must not block."""
+        ...
+
+    async def append(self, target: DeliveryTarget, text: str) -> None:
+        """Add ``text`` to the answer streamed to ``target``, starting the stream at the
+        first call. Raises :class:`~bot.errors.ChannelError` when it cannot: the sink then
+        shows the rest as before (the progress message's draft)."""
+        ...
+
+
+def answer_stream(channel: object) -> AnswerStream | None:
+    """The channel's answer stream (its ``answer_stream`` attribute), when it has one."""
+    found = getattr(channel, "answer_stream", None)
+    return found if isinstance(found, AnswerStream) else None
 
 
 def work_status(channel: object) -> WorkStatus | None:

@@ -8,6 +8,8 @@ with that name, exactly as ``kill -9`` would at that moment: nothing is flushed,
 The points, in the order a turn reaches them (docs/reliability.md):
 
 * ``after_admit`` — the message is in the inbox, its turn not begun;
+* ``mid_stream`` — Slack only: an answer being streamed into an assistant thread has
+  started (its message exists, its ``ts`` is recorded), the model still writing;
 * ``after_model_call`` — the model answered (a tool call or the final text), nothing of it
   recorded;
 * ``after_tool`` — a tool ran, its result not recorded;
@@ -31,6 +33,7 @@ import signal
 ENV = "HATCHWAY_CRASH_AT"
 POINTS = (
     "after_admit",
+    "mid_stream",
     "after_model_call",
     "after_tool",
     "after_answer",

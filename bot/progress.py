@@ -22,7 +22,7 @@ import structlog
 
 from bot import telemetry
 from bot.backoff import cancel_requested
-from bot.channel import Channel, SentMessage, work_status
+from bot.channel import Channel, SentMessage, answer_stream, work_status
 from bot.envelope import Capabilities, DeliveryTarget
 from bot.errors import ChannelError
 from bot.scrub import scrub_text
@@ -181,9 +181,12 @@ class ChannelProgress:
     Where the channel shows a status line for the target (its
     :class:`~bot.channel.WorkStatus`), the running tool's name (or thinking) is shown there
     after each flush, when it changes and every :data:`STATUS_REFRESH_S`, and likewise
-    paused while waiting. One owned background task (the ticker) does that: :meth:`start`
-    (or ``async with``) starts it where typing is shown, otherwise the first text to show
-    does; :meth:`aclose` ends it.
+    paused while waiting. Where the channel streams answers to the target (its
+    :class:`~bot.channel.AnswerStream`), streamed text goes there under the same throttle
+    instead of into the progress message; if the stream fails, the rest is shown in the
+    progress message as elsewhere. One owned background task (the ticker) does that:
+    :meth:`start` (or ``async with``) starts it where typing is shown, otherwise the first
+    text to show does; :meth:`aclose` ends it.
 
     The sink methods never wait for the platform: they update the text and wake the ticker,
     which sends or edits. A turn's tool calls therefore do not queue behind a progress round
@@ -234,10 +237,14 @@ class ChannelProgress:
         self._status = status if status is not None and status.shows_status(target) else None
         self._status_shown: tuple[str | None] | None = None  # the tool last shown, if any
         self._last_status = -math.inf
+        streams = answer_stream(channel)
+        self._answers = streams if streams is not None and streams.streams_to(target) else None
+        self._streamed = 0  # how much of the draft the answer stream has
 
     @property
     def wants_stream(self) -> bool:
-        return (self._stream and self._caps.can_edit) or self._live is not None
+        streams = self._stream and (self._caps.can_edit or self._answers is not None)
+        return streams or self._live is not None
 
     async def start(self) -> None:
         """Start showing typing, where the channel shows it; without typing the ticker
@@ -431,6 +438,7 @@ class ChannelProgress:
                 return
             self._dirty = False
             self._last_flush = self._clock()
+            await self._stream_answer()
             if not self._caps.can_edit:
                 text = "\n".join(self._pending)
                 self._pending.clear()
@@ -448,9 +456,25 @@ class ChannelProgress:
             else:
                 await self._call(self._channel.edit(self._message, text), "edit")
 
+    async def _stream_answer(self) -> None:
+        """Give the answer stream the draft it does not have yet; when it fails, the draft
+        is shown in the progress message from then on."""
+        if self._answers is None or len(self._draft) <= self._streamed:
+            return
+        pending = self._draft[self._streamed :]
+        try:
+            with telemetry.send(self._target.channel.kind, "progress") as span:
+                span.set("hatchway.send.action", "stream")
+                await self._answers.append(self._target, pending)
+        except ChannelError as exc:
+            log.warning("answer_stream_failed", error=scrub_text(str(exc)))
+            self._answers = None
+            return
+        self._streamed += len(pending)
+
     def _render(self) -> str:
         lines = list(self._lines.values())
-        if self._draft:
+        if self._draft and self._answers is None:
             lines.append(cut(self._draft[-400:], 400))
         limit = max(self._caps.max_message_chars - 2, 100)
         text = "\n".join(lines)

@@ -10,6 +10,7 @@ import pytest
 
 from bot.channel import SentMessage
 from bot.envelope import Capabilities, ChannelRef, DeliveryTarget
+from bot.errors import ChannelError
 from bot.progress import (
     ChannelProgress,
     finished_line,
@@ -341,3 +342,51 @@ async def test_no_status_line_where_the_channel_shows_none() -> None:
     await progress.pulse()
     await progress.aclose()
     assert channel.statuses == []
+
+
+class StreamingChannel(FakeChannel):
+    """A channel that streams answers (its ``answer_stream``, a
+    :class:`~bot.channel.AnswerStream`) until ``fail_after`` pieces were taken."""
+
+    def __init__(self, ref: ChannelRef, *, fail_after: int = 100) -> None:
+        super().__init__(ref)
+        self.streamed: list[str] = []
+        self.fail_after = fail_after
+        self.answer_stream = self
+
+    def streams_to(self, target: DeliveryTarget) -> bool:
+        return True
+
+    async def append(self, target: DeliveryTarget, text: str) -> None:
+        if len(self.streamed) >= self.fail_after:
+            raise ChannelError("message_not_in_streaming_state")
+        self.streamed.append(text)
+
+
+async def test_streamed_text_goes_to_the_answer_stream_not_the_progress_message() -> None:
+    channel, clock = StreamingChannel(REF), Clock()
+    progress = ChannelProgress(channel, TARGET, Capabilities(can_edit=True), clock, stream=True)
+    assert progress.wants_stream
+    await progress.tool_started(call_id="1", tool="shell", hint="ls")
+    await progress.stream_text("It rotates ")
+    await progress.pulse()
+    clock.now += 0.5
+    await progress.stream_text("on Mondays.")
+    await progress.pulse()  # throttled: nothing more yet
+    assert channel.streamed == ["It rotates "]
+    await progress.aclose()
+    assert channel.streamed == ["It rotates ", "on Mondays."]
+    assert all("Mondays" not in text for text in channel.texts + channel.edited_texts)
+
+
+async def test_a_failed_stream_shows_the_draft_in_the_progress_message() -> None:
+    channel, clock = StreamingChannel(REF, fail_after=1), Clock()
+    progress = ChannelProgress(channel, TARGET, Capabilities(can_edit=True), clock, stream=True)
+    await progress.stream_text("It rotates ")
+    await progress.pulse()
+    clock.now += 2
+    await progress.stream_text("on Mondays.")
+    await progress.pulse()
+    await progress.aclose()
+    assert channel.streamed == ["It rotates "]
+    assert (channel.texts + channel.edited_texts)[-1] == "It rotates on Mondays."

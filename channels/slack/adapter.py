@@ -26,8 +26,9 @@ with the bot token; files the bot sends), :mod:`~channels.slack.members` (whethe
 approver is a member of a conversation, asked before a card is posted) and
 :mod:`~channels.slack.delivery_check` (whether a reply cut off by a crash reached Slack, by
 its metadata), :mod:`~channels.slack.thread_history` (a thread's earlier messages, read on
-a mention for context) and :mod:`~channels.slack.assistant` (Slack's assistant threads: their
-events, status line, suggested prompts and title), sharing one
+a mention for context), :mod:`~channels.slack.assistant` (Slack's assistant threads: their
+events, status line, suggested prompts and title) and :mod:`~channels.slack.streaming`
+(answers streamed into them), sharing one
 :class:`~channels.slack.api.SlackWebApi` and one
 :class:`~channels.common.card_index.CardIndex`.
 
@@ -84,6 +85,7 @@ from channels.slack.normalise import BotIdentity
 from channels.slack.outbound import SlackOutbound
 from channels.slack.socket import SocketSession
 from channels.slack.stopping import finish_while_stopping
+from channels.slack.streaming import SlackAnswerStreams
 from channels.slack.thread_history import SlackThreadHistory
 
 if TYPE_CHECKING:
@@ -150,6 +152,14 @@ class SlackChannel(SendsThrough):
         self._assistant = SlackAssistant(ref=ref, config=config, api=self._api, state=state)
         #: the status line of an assistant thread (bot.channel.WorkStatus)
         self.work_status = self._assistant
+        #: answers streamed into an assistant thread (bot.channel.AnswerStream)
+        self.answer_stream = SlackAnswerStreams(
+            ref=ref,
+            api=self._api,
+            assistant=self._assistant,
+            state=state,
+            enabled=config.assistant.stream,
+        )
         self._inbound = SlackInbound(
             ref=ref,
             config=config,
@@ -176,6 +186,7 @@ class SlackChannel(SendsThrough):
             cards=cards,
             command_replies=replies,
             files=self._files,
+            streams=self.answer_stream,
         )
         self._members = ConversationMembers(self._api)
         self._delivery = SlackDeliveryCheck(ref=ref, api=self._api)

@@ -32,13 +32,15 @@ class SlackAssistantOptions(ConfigModel):
     shows "is running <tool>…"); ``prompts`` are the suggested prompts of a new thread by
     agent name (the channel's ``agent`` picks; at most four, Slack's limit), titled
     ``prompts_title``; the thread is titled with its first message, cut to ``title_chars``
-    (0: never titled)."""
+    (0: never titled). ``stream``: where the agent's model streams, its answer is streamed
+    into the thread (Slack's ``chat.startStream``) instead of the progress message's draft."""
 
     enabled: bool = False
     status: str = Field(default="is thinking…", min_length=1, max_length=100)
     prompts_title: str = Field(default="Try asking", max_length=100)
     prompts: dict[str, list[SuggestedPrompt]] = Field(default_factory=dict)
     title_chars: int = Field(default=60, ge=0, le=255)
+    stream: bool = True
 
     @model_validator(mode="after")
     def _four_prompts(self) -> SlackAssistantOptions:

@@ -13,6 +13,9 @@ in the app's DM with them (``D…``): the returned message names that channel, s
 recorded in the :class:`~channels.common.card_index.CardIndex` (a reaction is matched to its
 approval there) and marked closed once the card shows an outcome.
 
+A keyed reply to a thread whose answer was streamed (:mod:`channels.slack.streaming`)
+finishes the streamed message as its first chunk instead of posting one.
+
 A slash command's reply target is answered privately by
 :class:`~channels.slack.command_replies.CommandReplies` (nothing is returned to edit, and
 nothing reacts to a slash command).
@@ -45,6 +48,7 @@ from channels.slack.config import SlackChannelConfig
 from channels.slack.delivery_check import reply_metadata
 from channels.slack.files import SlackFiles
 from channels.slack.markup import render_chunks
+from channels.slack.streaming import SlackAnswerStreams
 
 log = structlog.get_logger(__name__)
 
@@ -88,6 +92,7 @@ class SlackOutbound:
         cards: CardIndex,
         command_replies: CommandReplies,
         files: SlackFiles,
+        streams: SlackAnswerStreams | None = None,
     ) -> None:
         self._ref = ref
         self._config = config
@@ -95,6 +100,7 @@ class SlackOutbound:
         self._cards = cards
         self._command_replies = command_replies
         self._files = files
+        self._streams = streams
         self._last_edit: OrderedDict[tuple[str, str], str] = OrderedDict()
 
     async def send(
@@ -105,7 +111,12 @@ class SlackOutbound:
             await self._command_replies.send(target, chunks)
             return []  # ephemeral: nothing to edit later
         sent: list[SentMessage] = []
+        if key and chunks and self._streams is not None:
+            streamed = await self._streams.finish(target, chunks[0], key=key, parts=len(chunks))
+            sent.extend([streamed] if streamed is not None else [])
         for part, chunk in enumerate(chunks, start=1):
+            if part <= len(sent):
+                continue  # the streamed message is the first chunk
             posted = await self._api.post_message(
                 channel=target.conversation_id,
                 text=chunk,

@@ -2,8 +2,9 @@
 ``assistant.threads.*`` methods, answered as Slack documents them.
 
 A thread is an assistant thread once :meth:`AssistantThreads.start` opened it (what Slack
-does when a person opens the app's assistant pane: it sends ``assistant_thread_started``,
-whose payload ``start`` returns). Then:
+does when a person opens the app's assistant pane: the thread's root message, of subtype
+``assistant_app_thread``, is in the fake's messages, and Slack sends
+``assistant_thread_started``, whose payload ``start`` returns). Then:
 
 - ``assistant.threads.setStatus`` (``channel_id``, ``thread_ts``, ``status``; an empty status
   clears it; ``loading_messages`` at most 10) needs ``assistant:write`` or ``chat:write``; in a
@@ -54,8 +55,11 @@ def _error(word: str, *, broke_rules: bool = False, **extra: Any) -> Answer:
 
 @dataclass
 class AssistantThreads:
-    """The fake's assistant threads and what the app set on them."""
+    """The fake's assistant threads and what the app set on them; ``messages`` are the
+    fake's stored messages (by (channel, ts)), where a thread's root is put."""
 
+    messages: dict[tuple[str, str], JSON]
+    bot_user: str
     scopes: set[str] = field(
         default_factory=lambda: {"assistant:write", "chat:write", "im:history"}
     )
@@ -77,6 +81,14 @@ class AssistantThreads:
         """Open an assistant thread; the ``assistant_thread_started`` event callback Slack
         sends for it."""
         self.threads.add((dm_channel, thread_ts))
+        self.messages[(dm_channel, thread_ts)] = {
+            "type": "message",
+            "subtype": "assistant_app_thread",
+            "ts": thread_ts,
+            "thread_ts": thread_ts,
+            "user": self.bot_user,
+            "text": "",
+        }
         return _callback(
             "assistant_thread_started",
             user=user,

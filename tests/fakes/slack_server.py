@@ -27,7 +27,9 @@ hash. Message calls are checked as Slack checks them and refused with its errors
 (:attr:`FakeSlack.responses`, :mod:`tests.fakes.slack_commands`). Files users share and files
 the bot uploads (the external upload flow) are :attr:`FakeSlack.files`
 (:mod:`tests.fakes.slack_files`). Slack's assistant surface (assistant threads, their status,
-suggested prompts and title) is :attr:`FakeSlack.assistant` (:mod:`tests.fakes.slack_assistant`).
+suggested prompts and title) is :attr:`FakeSlack.assistant` (:mod:`tests.fakes.slack_assistant`),
+native streaming (``chat.startStream`` and the rest) :attr:`FakeSlack.streams`
+(:mod:`tests.fakes.slack_streams`); ``chat.update`` keeps the metadata it is given.
 
 Several apps on one workspace (replicas of one bot, each with a Socket Mode connection of its
 own): a test gives each a base URL of its own (:meth:`FakeSlack.api_base_url_for`); its Web
@@ -65,6 +67,7 @@ from tests.fakes.slack_files import FakeFiles
 from tests.fakes.slack_history import history, replies
 from tests.fakes.slack_members import Conversations
 from tests.fakes.slack_rules import refusal
+from tests.fakes.slack_streams import Streams
 from tests.fakes.slack_views import view_block_actions, view_problems, view_submission
 
 JSON = dict[str, Any]
@@ -133,7 +136,8 @@ class FakeSlack:
         self._changed = asyncio.Condition()
         self.responses = ResponseUrls(self._changed)
         self.files = FakeFiles(bot_token=bot_token, team=TEAM, bot_user=BOT_USER, bot_id=BOT_ID)
-        self.assistant = AssistantThreads()
+        self.assistant = AssistantThreads(self.messages, bot_user=BOT_USER)
+        self.streams = Streams(self.messages, bot_user=BOT_USER, bot_id=BOT_ID)
         self._server = LoopbackServer()
 
     async def __aenter__(self) -> FakeSlack:
@@ -442,6 +446,10 @@ class FakeSlack:
         answered = self.files.answer(method, params, ts=ts, post=self._post_file_share)
         if answered is not None:
             return answered
+        if (streamed := self.streams.answer(method, params, ts=ts)) is not None:
+            if streamed.broke_rules:
+                self.rule_refusals.append((method, str(streamed.body["error"])))
+            return 200, streamed.body
         if (assisted := self.assistant.answer(method, params)) is not None:
             if assisted.broke_rules:
                 self.rule_refusals.append((method, str(assisted.body["error"])))
@@ -506,6 +514,8 @@ class FakeSlack:
         message["text"] = params.get("text", message.get("text", ""))
         if "blocks" in params:  # Slack keeps the old blocks when none are sent
             message["blocks"] = params["blocks"] or []
+        if params.get("metadata") is not None:
+            message["metadata"] = params["metadata"]
         message["edited"] = {"user": BOT_USER, "ts": params.get("ts")}
         return 200, {
             "ok": True,
