@@ -148,6 +148,8 @@ class SlackAnswerStreams:
         """Finish the message streamed to ``target`` as the first of the ``parts`` chunks
         of the reply ``key`` (its text ``text``, with its metadata); None when no stream is
         open there or it cannot be finished (the caller then posts the reply anew)."""
+        if not (self._enabled and self._assistant.enabled):
+            return None  # nothing was streamed: no store read for an ordinary reply
         try:
             await self._load()
         except StorageError as exc:
