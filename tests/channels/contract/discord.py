@@ -73,6 +73,7 @@ class DiscordCards(OnProcess):
     approver: str = BOB["id"]
     stranger: str = CAROL["id"]
     tells_reactions: bool = False  # a reaction has no private answer on Discord
+    fits_any_uncut_card: bool = False  # a message holds 2,000 characters
     codec: ButtonCodec = field(default_factory=ButtonCodec)
     #: The reply form each person opened last (its custom id), by approval id and user.
     forms: dict[tuple[str, str], JSON] = field(default_factory=dict)

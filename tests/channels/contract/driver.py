@@ -309,6 +309,8 @@ class CardDriver(Protocol):
     stranger: str
     #: Whether the platform can tell a person anything in answer to a reaction.
     tells_reactions: bool
+    #: Whether one message holds every card the core did not cut, however escaped.
+    fits_any_uncut_card: bool
 
     @property
     def store(self) -> Store: ...

@@ -83,6 +83,7 @@ class SlackCards(OnProcess):
     approver: str = APPROVER
     stranger: str = STRANGER
     tells_reactions: bool = True  # ephemerally, like a press
+    fits_any_uncut_card: bool = True  # a message holds 50 blocks of 3,000 characters
     codec: ButtonCodec = field(default_factory=ButtonCodec)
     #: The reply form each person opened last, by approval id and user.
     forms: dict[tuple[str, str], str] = field(default_factory=dict)

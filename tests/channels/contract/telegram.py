@@ -78,6 +78,7 @@ class TelegramCards(OnProcess):
     approver: str = str(APPROVER)
     stranger: str = str(STRANGER)
     tells_reactions: bool = True  # only "approve from the full view", as a reply to the card
+    fits_any_uncut_card: bool = False  # a message holds 4,096 characters of HTML
     codec: ButtonCodec = field(default_factory=ButtonCodec)
 
     async def ask(self, arguments: Mapping[str, object]) -> Asked:

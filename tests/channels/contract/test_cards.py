@@ -19,6 +19,9 @@ from tests.channels.contract.driver import LONG_COMMAND, Asked, CardDriver
 
 SHORT = {"command": "ls /tmp"}
 CUT = {"command": LONG_COMMAND}
+#: Within the core's limits (12 lines under 200 characters: not cut), five times longer once
+#: escaped: more than a Telegram or Discord message holds.
+TOO_LONG_ONCE_ESCAPED = {f"k{i:02d}": "<&>" * 65 for i in range(12)}
 #: What a person is never told when their answer counted.
 REFUSALS = {v.message for v in ClickVerdict if v is not ClickVerdict.ACCEPTED}
 WHOLE_CARD = {CardVerb.APPROVE, CardVerb.DENY, CardVerb.ALWAYS, CardVerb.REPLY}
@@ -129,6 +132,30 @@ async def test_show_full_shows_everything_and_approves_from_there(
     assert (decision.verdict, decision.decided_by) == (expected, cards.approver)
     assert not REFUSALS & set(pressed.told)
     decided_card(cards, card, "Approved")
+
+
+async def test_a_card_the_platform_cannot_show_whole_approves_only_from_the_full_view(
+    cards: CardDriver,
+) -> None:
+    """The core did not cut the request; a platform that must shorten its card to fit a
+    message treats it as cut. One whose message holds it draws it whole, Approve included."""
+    card = await cards.ask(TOO_LONG_ONCE_ESCAPED)
+    assert not card.record.cut
+    if cards.fits_any_uncut_card:
+        assert cards.shown(card).buttons == WHOLE_CARD
+        await cards.press(card, CardVerb.APPROVE, cards.approver)
+        assert (await card.decision()).verdict is Decision.APPROVED
+        return
+    assert cards.shown(card).buttons == CUT_CARD
+    before = cards.shown(card).text
+    answer = await cards.press(card, CardVerb.APPROVE, cards.approver)
+    assert answer.told == (ClickVerdict.NEEDS_FULL_VIEW.message,)
+    await still_pending(cards, card, before)
+    shown = await cards.press(card, CardVerb.SHOW_FULL, cards.approver)
+    assert shown.full_view is not None
+    assert shown.full_view.text.replace("\n", "") == card.record.full_text.replace("\n", "")
+    await cards.press_in_full_view(shown.full_view, CardVerb.APPROVE, cards.approver)
+    assert (await card.decision()).verdict is Decision.APPROVED
 
 
 async def test_show_full_by_a_stranger_is_refused_and_shows_nothing(cards: CardDriver) -> None:
