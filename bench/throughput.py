@@ -3,7 +3,8 @@
 Builds the real :class:`bot.app.App` — access policy, persisted inbox, gateway with its
 per-session queues and ``agent.max_concurrent_turns`` slots, the agent loop, the tool
 pipeline with the default approval policy, history and ``tool_calls`` rows on a real SQLite
-file — with the tests' in-process channel (:class:`tests.fakes.channel.FakeChannel`). All
+file — with the tests' in-process channel (:class:`tests.fakes.channel.FakeChannel`, with a
+delivery check as the platforms' channels have: :class:`CheckingChannel`). All
 messages are delivered at once, as a burst of ``--conversations`` users would.
 
 By default the model is what users run: the App builds its OpenAI-compatible provider from
@@ -65,6 +66,7 @@ from bench.model_server import FINAL, ModelServer
 from bench.pipeline import NOOP
 from bench.smoke import parse_args
 from bot.app import App
+from bot.channel import SentMessage
 from bot.config import Settings, parse_settings
 from bot.envelope import (
     ChannelRef,
@@ -92,6 +94,17 @@ def decide(request: CompletionRequest) -> ProviderReply:
 def answer_at_once(request: CompletionRequest) -> ProviderReply:
     """The scripted model without ``--tool``."""
     return reply(FINAL)
+
+
+class CheckingChannel(FakeChannel):
+    """The in-process channel with a delivery check (``bot.channel.DeliveryCheck``), as the
+    Telegram, Slack and Discord channels have: a turn's answer then rides to the ledger
+    with its history, as in the daemon. Recovery never asks it here (no crash)."""
+
+    async def find_delivered(
+        self, target: DeliveryTarget, *, key: str, text: str, after_message_id: str | None
+    ) -> Sequence[SentMessage] | None:
+        return []
 
 
 class Replies:
@@ -333,7 +346,7 @@ async def run(args: argparse.Namespace, *, model: ModelServer | None, base_url: 
         provider = ScriptedProvider([decide if args.tool else answer_at_once] * (2 * total))
         tools = [NOOP]
     replies = Replies()
-    channel = FakeChannel(CHANNEL, on_send=replies.on_send)
+    channel = CheckingChannel(CHANNEL, on_send=replies.on_send)
     with tempfile.TemporaryDirectory() as folder:
         settings = bench_settings(
             Path(folder),

@@ -13,7 +13,8 @@ The points, in the order a turn reaches them (docs/reliability.md):
 * ``after_model_call`` — the model answered (a tool call or the final text), nothing of it
   recorded;
 * ``after_tool`` — a tool ran, its result not recorded;
-* ``after_answer`` — the final answer is in history, its reply not yet recorded or sent;
+* ``after_answer`` — the final answer is in history, its reply recorded with it where the
+  channel can check a delivery (else not yet recorded), not sent;
 * ``after_record`` — a reply is recorded ``sending``, its request not yet made (a reply in
   flight: recovery cannot tell whether it arrived where the platform cannot be asked);
 * ``before_request`` — Telegram only: a message is recorded by the adapter too

@@ -79,6 +79,10 @@ class TurnReply:
     #: The turn was stopped by ``/stop``: its entry is marked ``done`` with
     #: :attr:`CancelReason.STOP` as its error, which the console's turns page reads.
     stopped: bool = False
+    #: ``text`` is already in the outbox ledger as the answer, committed with the answer's
+    #: history (the reply's channel can check a delivery): the gateway sends it without
+    #: recording it again.
+    recorded: bool = False
 
 
 @dataclass(slots=True)

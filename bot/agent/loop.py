@@ -24,9 +24,10 @@ from bot import telemetry
 from bot.agent.context_window import fit_history, with_context
 from bot.agent.turn import AgentBundle, TurnResult, TurnState, TurnStatus
 from bot.crashpoints import crash_point
+from bot.envelope import target_to_json
 from bot.errors import ProviderError
 from bot.providers.base import ChatMessage, CompletionRequest, ProviderReply, ToolDefinition
-from bot.store import UnitOfWork
+from bot.store import ReplyKind, UnitOfWork
 from bot.tools.batch import BatchVerdict
 from bot.tools.cancellation import unless_cancelled
 from bot.tools.pipeline import ToolPipeline
@@ -208,21 +209,24 @@ async def _answer(
     text = reply.text.strip()
     if at_cap:
         log.info("turn_iteration_cap", cap=cap, ignored_calls=len(reply.tool_calls))
-    if text:
-        await _remember(bundle, state, [ChatMessage(role="assistant", content=reply.text)])
-        # the answer is in history, its reply not yet recorded: recovery sends it
-        crash_point("after_answer")
-    if at_cap:
-        return TurnResult(
+        result = TurnResult(
             status=TurnStatus.ITERATION_CAP, text=text or CAP_MESSAGE.format(count=cap)
         )
-    if not text:
+    elif not text:
         log.warning("provider_empty_answer", finish_reason=reply.finish_reason)
-        return TurnResult(status=TurnStatus.COMPLETED, text=EMPTY_MESSAGE)
-    if reply.finish_reason in CUT_REASONS:
+        result = TurnResult(status=TurnStatus.COMPLETED, text=EMPTY_MESSAGE)
+    elif reply.finish_reason in CUT_REASONS:
         # said to the person only: history keeps the answer as the model wrote it
-        return TurnResult(status=TurnStatus.COMPLETED, text=f"{text}\n\n{CUT_MESSAGE}")
-    return TurnResult(status=TurnStatus.COMPLETED, text=text)
+        result = TurnResult(status=TurnStatus.COMPLETED, text=f"{text}\n\n{CUT_MESSAGE}")
+    else:
+        result = TurnResult(status=TurnStatus.COMPLETED, text=text)
+    if text:
+        answer = [ChatMessage(role="assistant", content=reply.text)]
+        await _remember(bundle, state, answer, reply_text=result.text)
+        # the answer is in history; its reply recorded with it where the channel can check
+        # a delivery (recovery looks for it), else not yet recorded (recovery sends it)
+        crash_point("after_answer")
+    return result
 
 
 async def _begin(bundle: AgentBundle, state: TurnState, user: ChatMessage) -> None:
@@ -254,11 +258,27 @@ def _history(state: TurnState) -> list[ChatMessage]:
     return state.history
 
 
-async def _remember(bundle: AgentBundle, state: TurnState, messages: list[ChatMessage]) -> None:
-    """The answer joins history, with the usage of the calls not yet recorded (one trip)."""
+async def _remember(
+    bundle: AgentBundle, state: TurnState, messages: list[ChatMessage], *, reply_text: str
+) -> None:
+    """The answer joins history, with the usage of the calls not yet recorded and, when
+    ``state.record_answer``, the outbox ledger's row of its reply ``reply_text`` (one trip;
+    the gateway then sends it without recording it again: :class:`TurnState`)."""
     turn = state.turn
     work = UnitOfWork().append_history(turn.session_key, turn.turn_id, messages)
+    envelope = turn.envelope
+    recorded = state.record_answer and state.inbox is not None and envelope.announce
+    if state.record_answer and state.inbox is not None and envelope.announce:
+        work.record_reply(
+            state.inbox,
+            ReplyKind.ANSWER,
+            reply_key=turn.reply_key,
+            target=target_to_json(envelope.reply_target),
+            body=reply_text,
+        )
     await bundle.services.store.commit(_with_usage(state, work))
+    if recorded:
+        state.answer_recorded = reply_text
     _usage_committed(state)
     _history(state).extend(messages)
 

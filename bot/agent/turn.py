@@ -128,6 +128,9 @@ class TurnState:
     turn's model calls and budgets. ``context`` is what the conversation said around the
     turn (kept group messages, the thread's earlier messages: :mod:`bot.context`), shown to
     the model as data with the turn's message and never recorded in history.
+    ``record_answer`` (set by the runner when the reply's channel can check a delivery,
+    :class:`bot.channel.DeliveryCheck`): the final answer's outbox ledger row commits with
+    the answer's history, one trip fewer; ``answer_recorded`` is then the text recorded.
     """
 
     turn: TurnIdentity
@@ -140,6 +143,8 @@ class TurnState:
     user: ChatMessage | None = None
     usage: TurnUsage | None = None
     context: tuple[ContextLine, ...] = ()
+    record_answer: bool = False
+    answer_recorded: str | None = None
 
 
 class TurnStatus(enum.StrEnum):

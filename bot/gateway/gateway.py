@@ -224,6 +224,10 @@ class Gateway:
                 return
             queued = self._sessions.replace_queued(key, envelope)
             if await self._store.inbox.replace_payload(key, envelope_to_json(envelope)):
+                if not queued and not self._sessions.is_taken(key):
+                    # admitted, its admission's later steps still to queue it (or left by
+                    # the process before: recovery reads the payload)
+                    self._sessions.edit_when_queued(key, envelope)
                 log.info("edit_applied", queued=queued)
                 return
             entry = await self._store.inbox.get(key)
@@ -235,10 +239,12 @@ class Gateway:
                 return
             # Admitted meanwhile: by the edit itself, or by the original whose inbox write was
             # in flight as the edit came (the edit's own admission is then dropped as a
-            # redelivery). The inbox answers in order, so the original is queued by now, and
-            # the edit applies to it.
+            # redelivery). The original may not be queued yet: the answer to its inbox write
+            # reaches it a loop step after the answer to the read above, and later admission
+            # steps may await; then the edit waits for it in Sessions.
             if not self._sessions.is_taken(key):
-                self._sessions.replace_queued(key, envelope)
+                if not self._sessions.replace_queued(key, envelope):
+                    self._sessions.edit_when_queued(key, envelope)
                 await self._store.inbox.replace_payload(key, envelope_to_json(envelope))
         except Exception:
             # Boundary: one bad edit never takes the adapter down.

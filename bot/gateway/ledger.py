@@ -2,8 +2,13 @@
 and settled after, and a reply whose fate a crash hid is settled at start-up.
 
 Every reply (a turn's answer, the failure line, the notice to ask again) is recorded
-``sending`` in one trip just before it leaves, as late as possible: the window in which a
-crash leaves a reply whose fate is unknown is the request's own flight. After the send, one
+``sending`` before it leaves. A turn's answer to a channel that can check a delivery
+(:class:`bot.channel.DeliveryCheck`: Slack, Discord, Telegram) is recorded with the answer's
+history, in the same trip (:class:`bot.agent.turn.TurnState`): a crash between that record
+and the request is settled by the check, which finds nothing and sends it again. Every other
+reply is recorded in one trip of its own just before it leaves, as late as possible: where
+nothing can look, the window in which a crash leaves a reply whose fate is unknown is the
+request's own flight. After the send, one
 transaction settles the reply (``sent`` with the platform's message ids, or ``failed``) and
 marks the inbox entry, so an entry is ``done`` exactly when its reply's fate is known.
 
@@ -166,14 +171,17 @@ class ReplyLedger:
         *,
         status: InboxStatus,
         error: str | None = None,
+        recorded: bool = False,
     ) -> None:
         """Send ``text`` as ``turn``'s reply (nothing for no text or a silent envelope):
-        recorded ``sending`` first, then settled with the inbox entry marked ``status``, in
-        one transaction. StorageUnavailable from the record: nothing was sent (module
-        docstring); a failed settling is kept to be tried again, and raised."""
+        recorded ``sending`` first (``recorded``: the agent recorded it with the answer's
+        history), then settled with the inbox entry marked ``status``, in one transaction.
+        StorageUnavailable from the record: nothing was sent (module docstring); a failed
+        settling is kept to be tried again, and raised."""
         sends = bool(text) and turn.envelope.announce
-        recorded = sends
-        if sends:
+        recorded = sends and recorded
+        if sends and not recorded:
+            recorded = True
             try:
                 await self._store.outbox.record(
                     turn.inbox,
@@ -188,6 +196,7 @@ class ReplyLedger:
                 # the reply still goes out: unrecorded is better than unsaid
                 log.exception("reply_record_failed")
                 recorded = False
+        if sends:
             crash_point("after_record")
         sent = await self._send(turn, text) if sends else None
         work = UnitOfWork()

@@ -19,7 +19,7 @@ notice later.
 from __future__ import annotations
 
 import asyncio
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, replace
 
@@ -38,6 +38,9 @@ from bot.store import InboxKey, InboxStatus, ReplyKind, Store
 from bot.turn import CancelReason, SessionControl, TurnIdentity, TurnRunner
 
 log = structlog.get_logger(__name__)
+
+#: Edits kept for messages admitted but not queued yet (Sessions.edit_when_queued).
+PENDING_EDITS = 1000
 
 TakeTurn = Callable[[TurnIdentity], Awaitable[TurnIdentity | None]]
 """Takes a queued turn's inbox entry just before it runs: the turn as its entry reads now,
@@ -95,6 +98,8 @@ class Sessions:
         # channels start first, so a message of this run may be in recovery's list and even
         # finished by the time recovery reaches it (None once recovery is over)
         self._queued_here: set[str] | None = set()
+        # edits of messages admitted but not queued yet (edit_when_queued), oldest first
+        self._edits: OrderedDict[InboxKey, IngressEnvelope] = OrderedDict()
         self._idle = asyncio.Event()  # set while _live is empty
         self._idle.set()
         self._settled = asyncio.Event()  # set (and replaced) each time a message is done
@@ -116,7 +121,11 @@ class Sessions:
                 self._group = None
 
     def enqueue(self, turn: TurnIdentity) -> None:
-        """Queue a turn behind its session's others (starting the session's worker)."""
+        """Queue a turn behind its session's others (starting the session's worker), with
+        the text of an edit that came while it was being admitted (:meth:`edit_when_queued`)."""
+        edited = self._edits.pop(turn.inbox, None) if self._edits else None
+        if edited is not None:
+            turn = replace(turn, envelope=edited)
         self._live.add(turn.envelope.envelope_id)
         if self._queued_here is not None:
             self._queued_here.add(turn.envelope.envelope_id)
@@ -192,6 +201,17 @@ class Sessions:
                     self._live.add(envelope.envelope_id)
                     return True
         return False
+
+    def edit_when_queued(self, inbox: InboxKey, envelope: IngressEnvelope) -> None:
+        """Queue the message ``inbox`` names as ``envelope`` says (an edit) when it is queued:
+        it was admitted, and its admission's later steps have not queued it yet (a write's
+        answer reaches its caller a loop step after a read queued behind it is answered).
+        At most :data:`PENDING_EDITS` are kept (one whose message is never queued here, e.g.
+        refused by a rate limit, is forgotten in time)."""
+        self._edits[inbox] = envelope
+        self._edits.move_to_end(inbox)
+        while len(self._edits) > PENDING_EDITS:
+            self._edits.popitem(last=False)
 
     def is_taken(self, inbox: InboxKey) -> bool:
         """Whether the turn of the message ``inbox`` names was taken off its queue and is
@@ -421,6 +441,7 @@ class Sessions:
                     reply.text or "",
                     status=InboxStatus.FAILED if reply.interrupted else InboxStatus.DONE,
                     error=reply.interrupted or (CancelReason.STOP if reply.stopped else None),
+                    recorded=reply.recorded and not reply.interrupted,
                 )
             finally:
                 reset_contextvars(**bound)

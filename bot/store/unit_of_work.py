@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from bot.providers.base import ChatMessage
 from bot.store.history import appending
 from bot.store.inbox import InboxKey, InboxStatus, marking, starting
-from bot.store.outbox import ReplyKind, ReplyStatus, settling_reply
+from bot.store.outbox import ReplyKind, ReplyStatus, recording_reply, settling_reply
 from bot.store.statements import Write
 from bot.store.tool_calls import ToolCallRecord, recording
 from bot.store.usage import UsageRecord
@@ -49,6 +49,16 @@ class UnitOfWork:
         """The inbox entry ``key`` becomes ``processing`` as the run ``turn_id`` begins (the
         turn's first record; the run is counted)."""
         self._writes.append(starting(key, turn_id))
+        return self
+
+    def record_reply(
+        self, key: InboxKey, kind: ReplyKind, *, reply_key: str, target: str, body: str
+    ) -> UnitOfWork:
+        """The reply ``body`` to the entry ``key`` is recorded ``sending`` (before its send;
+        a turn's answer rides with its history where the channel can check a delivery)."""
+        self._writes.append(
+            recording_reply(key, kind, reply_key=reply_key, target=target, body=body)
+        )
         return self
 
     def settle_reply(

@@ -18,7 +18,7 @@ from bot.config import AgentConfig
 from bot.envelope import envelope_to_json
 from bot.errors import StorageIntegrityError
 from bot.providers.base import ChatMessage, CompletionRequest, ProviderReply
-from bot.store import InboxKey, InboxStatus, Store
+from bot.store import InboxKey, InboxStatus, ReplyKind, ReplyStatus, Store
 from bot.tools.services import PipelineServices
 from bot.turn import TurnIdentity
 from tests.fakes.scripted_provider import ScriptedProvider, Step, reply
@@ -104,6 +104,30 @@ async def test_history_not_given_is_read_in_the_same_trip(store: Store) -> None:
     assert [m.content for m in asked.messages] == ["q0", "a0", "q1"]
     assert state.history is not None
     assert [m.content for m in state.history] == ["q0", "a0", "q1", "a1"]
+
+
+@pytest.mark.parametrize("record_answer", [True, False])
+async def test_the_answer_reply_rides_with_its_history_where_the_channel_can_check(
+    store: Store, record_answer: bool
+) -> None:
+    """For a channel that can check a delivery (the runner sets ``record_answer``), the
+    answer's outbox row commits in the answer's own trip: still two trips per turn. For one
+    that cannot, nothing is recorded here (the gateway records it just before the send)."""
+    state = await admitted(store, "m1", "q1")
+    state.record_answer = record_answer
+    assert state.inbox is not None
+    bundle, _ = bundle_for(store, [reply("a1")])
+    trips = store.db.trips
+    result = await run_turn(bundle, state)
+    assert (result.status, result.text) == (TurnStatus.COMPLETED, "a1")
+    assert store.db.trips - trips == 2
+    recorded = [(e.kind, e.status, e.body) for e in await store.outbox.of_entry(state.inbox)]
+    if record_answer:
+        assert recorded == [(ReplyKind.ANSWER, ReplyStatus.SENDING, "a1")]
+        assert state.answer_recorded == "a1"
+    else:
+        assert recorded == []
+        assert state.answer_recorded is None
 
 
 async def test_a_start_that_fails_leaves_the_entry_received_and_no_message(
