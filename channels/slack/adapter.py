@@ -269,6 +269,7 @@ class SlackChannel(SendsThrough):
                 continue
             self._delivery.know(bot)
             self._threads.know(bot)
+            await self._assistant.start()
             return bot
 
     async def _serve(self, app: AsyncApp) -> None:

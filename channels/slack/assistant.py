@@ -16,7 +16,9 @@ the worker) and end here:
   name, nothing of its arguments), through :class:`~bot.channel.WorkStatus`.
 
 The context is kept in hatchway's own store (``assistant:<channel>:<thread_ts>`` rows of the
-channel state, :class:`ThreadContexts`), never in message metadata: slack-bolt's default
+channel state, :class:`ThreadContexts`: the ids of the channel viewed and its workspace, and
+whether the thread was titled; nothing a person wrote), for :data:`KEEP_S` after its last
+change (pruned when the channel starts), never in message metadata: slack-bolt's default
 context store writes it into the metadata of the bot's first reply in the thread, the metadata
 start-up recovery finds the bot's replies by (:mod:`channels.slack.delivery_check`). bolt is
 handed :class:`ThreadContexts` so that nothing of it can reach for that default.
@@ -52,6 +54,9 @@ from channels.slack.config import SlackChannelConfig
 log = structlog.get_logger(__name__)
 
 KEY_PREFIX = "assistant:"
+#: How long a thread's row is kept after its last change (a thread idle longer is not titled
+#: again, and its context is forgotten).
+KEEP_S = 90 * 24 * 3600.0
 #: The events of the assistant surface, handed to :meth:`SlackAssistant.event`.
 EVENT_TYPES = frozenset({"assistant_thread_started", "assistant_thread_context_changed"})
 #: How many threads whose status Slack refused are remembered (not asked again).
@@ -156,6 +161,12 @@ class ThreadContexts(AsyncAssistantThreadContextStore):
         context = row.get("context") if row else None
         return AssistantThreadContext(context) if isinstance(context, dict) and context else None
 
+    async def prune(self) -> int:
+        """Forget the threads idle for :data:`KEEP_S` (of every Slack alias); how many."""
+        if self._state is None:
+            return 0
+        return await self._state.prune(KEY_PREFIX, older_than_s=KEEP_S)
+
     async def untitled(self, channel_id: str, thread_ts: str) -> bool:
         """Whether the thread started as an assistant thread and has no title yet."""
         row = await self._row(channel_id, thread_ts)
@@ -188,6 +199,17 @@ class SlackAssistant:
     @property
     def enabled(self) -> bool:
         return self._options.enabled
+
+    async def start(self) -> None:
+        """The channel starts: forget the threads idle for :data:`KEEP_S`. A store that
+        cannot be written now is no reason not to start."""
+        try:
+            pruned = await self.contexts.prune()
+        except StorageError as exc:
+            log.info("slack_assistant_prune_failed", channel=str(self._ref), error=str(exc))
+            return
+        if pruned:
+            log.info("slack_assistant_threads_pruned", channel=str(self._ref), rows=pruned)
 
     # -- events (the worker) ---------------------------------------------------------------
 

@@ -6,11 +6,13 @@ line is set in an assistant thread and left alone where Slack refuses it; off by
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from bot.envelope import DeliveryTarget
 from bot.store import Store
-from channels.slack.assistant import ThreadContexts, thread_title
+from bot.store.channel_state import ChannelState
+from channels.slack.assistant import KEEP_S, ThreadContexts, thread_title
 from tests.fakes.channel_health import serving
 from tests.fakes.recording_host import RecordingHost
 from tests.fakes.slack_server import FakeSlack, event_callback, message_event, params_match
@@ -155,3 +157,17 @@ async def test_off_by_default(slack: FakeSlack, store: Store) -> None:
         assert not channel.work_status.shows_status(target())
     assert [c for c in slack.calls if c.method.startswith("assistant.")] == []
     assert await store.channel_state.items(str(REF), "assistant:") == []
+
+
+async def test_threads_idle_for_long_are_forgotten_at_start(slack: FakeSlack, store: Store) -> None:
+    long_ago = ChannelState(store.db, clock=lambda: time.time() - KEEP_S - 60)
+    await ThreadContexts(long_ago, str(REF)).save(
+        channel_id=DM, thread_ts="1600000000.000100", context={"channel_id": "C0001"}
+    )
+    await ThreadContexts(store.channel_state, str(REF)).save(
+        channel_id=DM, thread_ts=THREAD, context={"channel_id": "C0002"}
+    )
+    async with serving(channel_for(slack, store, **assistant()), RecordingHost()):
+        pass
+    rows = await store.channel_state.items(str(REF), "assistant:")
+    assert [key for key, _ in rows] == [f"assistant:{DM}:{THREAD}"]
