@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import structlog
@@ -42,6 +42,7 @@ from slack_bolt.context.assistant.thread_context import AssistantThreadContext
 from slack_bolt.context.assistant.thread_context_store.async_store import (
     AsyncAssistantThreadContextStore,
 )
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelAuthError, ChannelError, StorageError
@@ -323,7 +324,12 @@ class SlackAssistant:
             ),
         )
 
-    async def _best_effort(self, method: str, where: tuple[str, str], invoke: Any) -> bool:
+    async def _best_effort(
+        self,
+        method: str,
+        where: tuple[str, str],
+        invoke: Callable[[], Awaitable[AsyncSlackResponse]],
+    ) -> bool:
         """Make one call; whether it was carried out. A refusal is logged, and where Slack
         says the thread has no assistant surface (:data:`NOT_HERE`) the thread is left alone
         from then on; a refused token still ends the channel's run."""
