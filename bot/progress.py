@@ -69,15 +69,22 @@ class ProgressSink(Protocol):
 
 @runtime_checkable
 class LiveText(Protocol):
-    """A channel that shows a reply's text as the model writes it, where its conversation's
+    """What a channel that shows a reply's text as the model writes it offers the progress
+    sink, as its ``live_text`` attribute (:func:`live_text`), used where its conversation's
     capabilities say ``streams_text`` (the terminal of ``hatchway chat``). The deltas of one
     model call come in order; the turn's answer is still sent whole afterwards, and the
     channel shows only what its deltas did not (all of it, on a line of its own, when they
     differ). A progress line sent meanwhile ends the streamed line."""
 
-    async def stream_text(self, target: DeliveryTarget, delta: str) -> None:
-        """Show ``delta`` at once; must not raise but :class:`~bot.errors.ChannelError`."""
+    def stream_text(self, delta: str) -> None:
+        """Show ``delta`` at once. Must not block and must not raise."""
         ...
+
+
+def live_text(channel: object) -> LiveText | None:
+    """The channel's live text (its ``live_text`` attribute), when it has one."""
+    found = getattr(channel, "live_text", None)
+    return found if isinstance(found, LiveText) else None
 
 
 class NullProgress:
@@ -173,7 +180,7 @@ class ChannelProgress:
 
     With ``capabilities.can_edit`` one progress message is sent and then edited, at most
     once per ``edit_interval_s``; otherwise new lines are batched and sent at most once per
-    ``batch_interval_s``. With ``capabilities.streams_text`` and a channel that is
+    ``batch_interval_s``. With ``capabilities.streams_text`` and a channel that has a
     :class:`LiveText`, the reply's text goes to the channel delta by delta, whatever
     ``stream`` says (a terminal shows it as it comes). Pending text is always flushed by
     :meth:`aclose`. With ``capabilities.typing`` the typing indicator is refreshed every
@@ -214,9 +221,7 @@ class ChannelProgress:
         self._interval = edit_interval_s if capabilities.can_edit else batch_interval_s
         self._typing_interval = typing_interval_s
         self._stream = stream
-        self._live = (
-            channel if capabilities.streams_text and isinstance(channel, LiveText) else None
-        )
+        self._live = live_text(channel) if capabilities.streams_text else None
         self._lines: dict[str, str] = {}  # edit mode: key → current line
         self._running: dict[str, str] = {}  # calls started and not finished: key → tool
         self._pending: list[str] = []  # batch mode: lines not yet sent
@@ -327,7 +332,7 @@ class ChannelProgress:
             if delta and not self._closed:
                 if self._dirty:
                     await self._flush()  # the lines before the text come before it
-                await self._call(self._live.stream_text(self._target, delta), "stream")
+                self._live.stream_text(delta)
         elif self.wants_stream and delta:
             self._draft += delta
             self._changed()

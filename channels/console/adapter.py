@@ -71,6 +71,9 @@ class ConsoleChannel:
         self._screen = Screen(
             self._stdout, prompting=shows and is_terminal(self._stdin), erasable=shows
         )
+        #: at a terminal, the answer as the model writes it (``streams_text``): the progress
+        #: sink's :class:`bot.progress.LiveText`
+        self.live_text = self._screen
         self._host: ChannelHost | None = None
         self._answer: asyncio.Future[str | None] | None = None
         self._prompt_lock = asyncio.Lock()
@@ -197,11 +200,6 @@ class ConsoleChannel:
 
     async def react(self, target: DeliveryTarget, message_id: str, emoji: str) -> None:
         return None
-
-    async def stream_text(self, target: DeliveryTarget, delta: str) -> None:
-        """At a terminal, the answer shows as the model writes it (``streams_text``); the
-        answer sent afterwards adds only what the deltas did not show."""
-        self._screen.stream(delta)
 
     async def typing(self, target: DeliveryTarget) -> None:
         """While a turn works, a terminal shows "… thinking" on the line the answer will

@@ -6,10 +6,11 @@ prompt is drawn again below it. An *approval prompt* leaves the cursor on its ow
 it is answered: what arrives meanwhile (progress lines, a draft, another turn's answer) is
 held and shown after the answer, so nothing ever lands inside the prompt's line.
 
-At a terminal an answer is shown as the model writes it (:meth:`Screen.stream`): its deltas
-go on the line where "… thinking" was, and the answer, sent whole once the turn ends, adds
-only what they did not show (all of it, on a line of its own, if it reads otherwise). A
-message that comes between (a progress line, ``⏹ stopping…``) ends the streamed line.
+At a terminal an answer is shown as the model writes it (:meth:`Screen.stream_text`, the
+channel's ``live_text``): its deltas go on the line where "… thinking" was, and the answer,
+sent whole once the turn ends, adds only what they did not show (all of it, on a line of
+its own, if it reads otherwise). A message that comes between (a progress line,
+``⏹ stopping…``) ends the streamed line.
 
 What a message says is shown through :func:`~bot.visible_text.terminal_text`, never obeyed
 by the terminal; the only control sequences written are the screen's own.
@@ -72,7 +73,7 @@ class Screen:
         lead = "\n" if streamed else self._erase()
         self._write(lead + terminal_text(text) + "\n" + self._prompt())
 
-    def stream(self, delta: str) -> None:
+    def stream_text(self, delta: str) -> None:
         """A piece of the answer being written, shown at once where "… thinking" was (on a
         terminal; nothing while an approval prompt is open: the answer then shows whole)."""
         if not delta or not self._erasable or self._stream_dropped:

@@ -34,34 +34,34 @@ def test_a_streamed_answer_is_shown_once(deltas: list[str], answer: str, shown: 
     screen, out = terminal()
     screen.status("… thinking")
     for delta in deltas:
-        screen.stream(delta)
+        screen.stream_text(delta)
     screen.show(answer)
     assert out.getvalue() == f"… thinking{ERASE_LINE}{shown}"
 
 
 def test_thinking_does_not_overwrite_the_answer_being_written() -> None:
     screen, out = terminal()
-    screen.stream("Hel")
+    screen.stream_text("Hel")
     screen.status("… thinking")  # the typing refresh while the answer streams
-    screen.stream("lo")
+    screen.stream_text("lo")
     screen.show("Hello")
     assert out.getvalue() == "Hello\n"
 
 
 def test_a_line_shown_between_ends_the_streamed_line() -> None:
     screen, out = terminal()
-    screen.stream("Let me look.")
+    screen.stream_text("Let me look.")
     screen.show("⏳ shell: `ls`")
-    screen.stream("Found it.")
+    screen.stream_text("Found it.")
     screen.show("Found it.")
     assert out.getvalue() == "Let me look.\n⏳ shell: `ls`\nFound it.\n"
 
 
 def test_ctrl_c_keeps_what_was_written_and_drops_the_rest() -> None:
     screen, out = terminal()
-    screen.stream("The first part")
+    screen.stream_text("The first part")
     screen.clear_line()  # Ctrl-C: the ^C the terminal echoed
-    screen.stream(" and the rest")  # a delta already on its way
+    screen.stream_text(" and the rest")  # a delta already on its way
     screen.show("⏹ stopping…")
     assert out.getvalue() == "The first part\n⏹ stopping…\n"
 
@@ -69,9 +69,9 @@ def test_ctrl_c_keeps_what_was_written_and_drops_the_rest() -> None:
 def test_deltas_while_an_approval_prompt_waits_are_dropped_and_the_answer_shown_whole() -> None:
     screen, out = terminal()
     screen.ask("Approve? ")
-    screen.stream("Hello")
+    screen.stream_text("Hello")
     screen.answered(echoed=True)
-    screen.stream(" world")
+    screen.stream_text(" world")
     screen.show("Hello world")
     assert out.getvalue() == "Approve? Hello world\n"
 
@@ -79,6 +79,6 @@ def test_deltas_while_an_approval_prompt_waits_are_dropped_and_the_answer_shown_
 def test_piped_output_gets_no_deltas() -> None:
     out = io.StringIO()
     screen = Screen(out, prompting=False, erasable=False)
-    screen.stream("Hello")
+    screen.stream_text("Hello")
     screen.show("Hello")
     assert out.getvalue() == "Hello\n"
