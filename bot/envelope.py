@@ -125,6 +125,11 @@ class IngressEnvelope:
     ``guild_id`` is the Discord server the conversation belongs to (None elsewhere). ``agent``
     and ``route`` are filled in by the gateway as the message arrives (:mod:`bot.routing`):
     the agent that answers and why (``agents.ops.routes[0]``, ``channels.slack.work.agent``).
+
+    ``conversation_title`` and ``thread_title`` are what the platform calls the conversation
+    and the thread, where it names them (a Slack channel's name, a Discord channel's and
+    thread's, a Telegram group's title; "" otherwise): kept for the web console to show
+    beside the ids (:mod:`bot.gateway.names`), never matched on.
     """
 
     channel: ChannelRef
@@ -148,6 +153,8 @@ class IngressEnvelope:
     guild_id: str | None = None
     agent: str = "default"
     route: str = ""
+    conversation_title: str = ""
+    thread_title: str = ""
 
 
 def envelope_to_json(envelope: IngressEnvelope) -> str:
@@ -227,6 +234,8 @@ def envelope_from_json(text: str) -> IngressEnvelope:
         guild_id=data.get("guild_id"),
         agent=data.get("agent", "default"),
         route=data.get("route", ""),
+        conversation_title=data.get("conversation_title", ""),
+        thread_title=data.get("thread_title", ""),
     )
 
 

@@ -1,16 +1,20 @@
-"""Admission step: the sender's latest display name, kept for the web console.
+"""Admission step: the sender's latest display name, and the conversation's title, kept for
+the web console.
 
 After the inbox admitted a message (a redelivery never gets here), the name the platform gave
 for its sender is kept by identity (``telegram:12345``,
-:class:`bot.store.display_names.DisplayNames`), so that the console can show people by name
-beside their ids. Names are shown there, never matched on.
+:class:`bot.store.display_names.DisplayNames`), and the title it gave the conversation and
+the thread (where it names them: ``conversation_title``, ``thread_title``) by place
+(``slack.work:C123``, :class:`bot.store.conversation_titles.ConversationTitles`), so that
+the console can show people and conversations by name beside their ids. Names and titles are
+shown there, never matched on.
 
-It costs no database trip per message: the step remembers, per process, which name it last
-wrote for whom and when; it writes only the first time it sees a person, when their name
-changed, or a day after its last write (so that retention, which removes names not seen
-for ``retention.inbox_days``, keeps the names of people who still write). The memory holds
-at most :data:`REMEMBERED` people (the least recently seen are let go). A write that fails
-is logged and the message goes on: a name is never worth a lost message.
+It costs no database trip per message: the step remembers, per process, which name or title
+it last wrote for whom or where and when; it writes only the first time it sees one, when it
+changed, or a day after its last write (so that retention, which removes names and titles not
+seen for ``retention.inbox_days``, keeps those still in use). The memory holds at most
+:data:`REMEMBERED` of them (the least recently seen are let go). A write that fails is
+logged and the message goes on: a name is never worth a lost message.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import structlog
 from bot.errors import StorageError
 from bot.gateway.admission import Admit, Arrival
 from bot.store import Store
+from bot.store.conversation_titles import place
 from bot.store.display_names import identity
 
 log = structlog.get_logger(__name__)
@@ -41,23 +46,36 @@ class DisplayNameBook:
         self._written: OrderedDict[str, tuple[str, float]] = OrderedDict()
 
     async def __call__(self, arrival: Arrival, call_next: Admit) -> None:
-        sender = arrival.envelope.sender
-        if sender.id and sender.display_name and not arrival.envelope.background:
-            await self._note(
-                identity(arrival.envelope.channel.kind, sender.id), sender.display_name
-            )
+        env = arrival.envelope
+        sender = env.sender
+        if not env.background:
+            if sender.id and sender.display_name:
+                await self._note(identity(env.channel.kind, sender.id), sender.display_name)
+            channel = str(env.channel)
+            if env.conversation_title:
+                where = place(channel, env.conversation_id)
+                await self._note(where, env.conversation_title, title=True)
+            if env.thread_title and env.thread_id:
+                where = place(channel, env.conversation_id, env.thread_id)
+                await self._note(where, env.thread_title, title=True)
         await call_next(arrival)
 
-    async def _note(self, who: str, name: str) -> None:
+    async def _note(self, who: str, name: str, *, title: bool = False) -> None:
+        """Keep ``name`` for ``who`` (a person's identity), or, with ``title``, as the title
+        of the place ``who``; the two kinds of key never meet (``kind:`` against
+        ``kind.alias:``)."""
         now = self._clock()
         last = self._written.get(who)
         if last is not None and last[0] == name and now - last[1] < REWRITE_AFTER_S:
             self._written.move_to_end(who)
             return
         try:
-            await self._store.display_names.remember(who, name, now)
+            if title:
+                await self._store.conversation_titles.remember(who, name, now)
+            else:
+                await self._store.display_names.remember(who, name, now)
         except StorageError as exc:
-            log.warning("display_name_not_kept", error=str(exc))
+            log.warning("title_not_kept" if title else "display_name_not_kept", error=str(exc))
             return
         self._written[who] = (name, now)
         self._written.move_to_end(who)

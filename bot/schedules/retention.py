@@ -109,6 +109,9 @@ class RetentionJob:
             run.removed["display_names"] = await store.retention.prune_display_names(
                 cutoff(config.inbox_days)
             )
+            run.removed["conversation_titles"] = await store.retention.prune_conversation_titles(
+                cutoff(config.inbox_days)
+            )
         if config.usage_days:
             rows, notices = await store.retention.prune_usage(cutoff(config.usage_days))
             run.removed["usage"], run.removed["budget_notices"] = rows, notices

@@ -21,6 +21,7 @@ from bot.store.attachments import AttachmentKind, AttachmentRecord, Attachments
 from bot.store.audit import AuditLog
 from bot.store.channel_state import ChannelState
 from bot.store.context_lines import ContextLines
+from bot.store.conversation_titles import ConversationTitles
 from bot.store.display_names import DisplayNames
 from bot.store.engine import Compaction
 from bot.store.engine import Database as Engine
@@ -91,6 +92,7 @@ class Store:
         self.forget = Forgetting(db, self.attachments)
         self.web = WebAccess(db)
         self.display_names = DisplayNames(db)
+        self.conversation_titles = ConversationTitles(db)
         self.session_owners = SessionOwners(db)
         self.context_lines = ContextLines(db)
         #: notifications between the processes of the database (PostgreSQL's LISTEN/NOTIFY;

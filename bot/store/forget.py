@@ -7,7 +7,8 @@ bot keep and every note kept in their direct conversations, the approval request
 their scheduled jobs, the files they sent (rows and files on disk), the group context lines
 they wrote in any conversation (:mod:`bot.store.context_lines`), their usage rows (with
 the budget notices of their direct conversations), their rate-limit bucket, and their web
-console access (sessions, sign-in links, sign-in counters) and the display name the console
+console access (sessions, sign-in links, sign-in counters), the titles kept of their direct
+conversations (:mod:`bot.store.conversation_titles`) and the display name the console
 kept for them (the console names a person by
 platform kind, ``telegram:12345``, so forgetting them on one alias signs them out of the
 console for every alias of that kind). Records that
@@ -15,7 +16,8 @@ must stay keep the row with the person's id replaced by a tombstone (``forgotten
 random token, the same for every row of one run, so rows of one forgotten person still read
 as one person's): audit rows (as requester and as decider), approvals they decided for
 others, grants they made. :meth:`Forgetting.conversation` deletes everything of one
-conversation (its threads included) and keeps its audit rows as they are.
+conversation (its threads included, and the titles kept of them) and keeps its audit rows as
+they are.
 
 Messages still waiting for or in their turn are left alone (counted as in flight): their turn
 records them as it ends. The audit table refuses every other change (migration 0011).
@@ -32,7 +34,7 @@ import secrets
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
-from bot.store import display_names
+from bot.store import conversation_titles, display_names
 from bot.store.attachments import Attachments
 from bot.store.context_lines import forget_conversation, forget_sender
 from bot.store.engine import Database, Transaction
@@ -48,6 +50,8 @@ REMOVED_TABLES = (
     "attachments",
     "budget_notices",
     "context_lines",
+    "conversation_titles",
+    "display_names",
     "inbox",
     "memory",
     "messages",
@@ -199,6 +203,10 @@ class Forgetting:
             for table, removed in (await forget_person(tx, user_id, kind)).items():
                 report.add(table, removed)
             report.add("display_names", await display_names.forget_person(tx, user_id, kind))
+            titles = 0
+            for ch, conv in directs:
+                titles += await conversation_titles.forget_conversation(tx, ch, conv)
+            report.add("conversation_titles", titles)
             if report.dry_run:
                 raise _RolledBack
 
@@ -263,6 +271,10 @@ class Forgetting:
             await self._delete_conversation_usage(tx, channel, conversation_id, report)
             await self._delete_buckets(tx, [f"conversation:{channel}:{conversation_id}"], report)
             report.add("context_lines", await forget_conversation(tx, channel, conversation_id))
+            report.add(
+                "conversation_titles",
+                await conversation_titles.forget_conversation(tx, channel, conversation_id),
+            )
             if report.dry_run:
                 raise _RolledBack
 

@@ -99,6 +99,14 @@ class Retention:
             (cutoff,),
         )
 
+    async def prune_conversation_titles(self, cutoff: float) -> int:
+        """The titles of conversations nobody has written in since ``cutoff``."""
+        return await self._batches(
+            "DELETE FROM conversation_titles WHERE place IN (SELECT place FROM"
+            " conversation_titles WHERE seen_at < ? ORDER BY place LIMIT ?) RETURNING place",
+            (cutoff,),
+        )
+
     async def prune_usage(self, cutoff: float) -> tuple[int, int]:
         """Usage rows, and budget notices; (rows, notices). A budget's window is a day or a
         month, so a window of usage shorter than a month lets a monthly budget forget part

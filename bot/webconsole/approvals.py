@@ -36,6 +36,7 @@ from bot.store.approvals import ApprovalRecord, ApprovalStatus
 from bot.visible_text import visible
 from bot.webconsole import times
 from bot.webconsole.pages import Access, PageRequest, Pages
+from bot.webconsole.places import Places
 from bot.webconsole.sessions import PREFIX
 from bot.webconsole.sign_in import field, see_other
 
@@ -95,11 +96,14 @@ def _clock_time(ts: float) -> str:
     return times.current().absolute(ts)
 
 
-def _conversation(record: ApprovalRecord) -> str:
-    where = f"{record.channel} · {record.conversation_id}"
+def _conversation(record: ApprovalRecord, places: Places) -> str:
+    """``telegram.main · team (-100…) · thread 7``: the conversation (and thread) by title
+    beside the id, where a title is kept."""
+    channel, conversation = record.channel, record.conversation_id
+    where = f"{visible(channel)} · {places.show(channel, conversation)}"
     if record.thread_id:
-        where += f" · thread {record.thread_id}"
-    return visible(where)
+        where += f" · thread {places.show(channel, conversation, record.thread_id)}"
+    return where
 
 
 def register(pages: Pages) -> None:
@@ -113,9 +117,15 @@ async def pending_cards(page: PageRequest) -> list[PendingCard]:
     approvals, viewer = page.host.approvals, page.viewer
     now = time.time()
     cards = []
-    for record in await page.host.store.approvals.list(status=ApprovalStatus.PENDING):
-        if not viewer.may_read(record.channel) or record.expires_at <= now:
-            continue
+    records = [
+        r
+        for r in await page.host.store.approvals.list(status=ApprovalStatus.PENDING)
+        if viewer.may_read(r.channel) and r.expires_at > now
+    ]
+    places = await Places.load(
+        page.host.store, [(r.channel, r.conversation_id, r.thread_id) for r in records]
+    )
+    for record in records:
         policy = approvals.policy_for(parse_channel_ref(record.channel))
         own = record.requester == viewer.identity.user_id and not policy.self_approval
         cards.append(
@@ -123,7 +133,7 @@ async def pending_cards(page: PageRequest) -> list[PendingCard]:
                 id=record.id,
                 channel=record.channel,
                 card=card_for(record, timeout_s=policy.timeout_s),
-                conversation=_conversation(record),
+                conversation=_conversation(record, places),
                 fingerprint=record.fingerprint,
                 created_at=record.created_at,
                 expires_at=record.expires_at,

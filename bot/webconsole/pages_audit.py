@@ -2,7 +2,8 @@
 
 Each row reads in the chat's words (``denied with a reply``, ``refused: not an approver``:
 :func:`bot.webconsole.outcomes.decision_words`), names people by display name beside their
-id (:mod:`bot.webconsole.people`), and carries the turn and call ids of the call it is about,
+id (:mod:`bot.webconsole.people`) and conversations by title beside theirs
+(:mod:`bot.webconsole.places`), and carries the turn and call ids of the call it is about,
 as the row records them (migration 0020), linked to the call on the turns page once the
 call's row is written, with the ``hatchway receipts verify`` command that checks it. A row
 written before those ids were kept says "not recorded".
@@ -39,6 +40,7 @@ from bot.webconsole.outcomes import decision_words
 from bot.webconsole.pages import Access, PageRequest, Pages
 from bot.webconsole.pages_turns import SESSION_PATH
 from bot.webconsole.people import People, kind_of
+from bot.webconsole.places import Places
 
 PATH = "/audit"
 EXPORT_PATH = f"{PATH}/export.csv"
@@ -71,7 +73,10 @@ class AuditRow:
 
 
 def _row(
-    entry: AuditEntry, calls: dict[tuple[str, str], ToolCallRecord], people: People
+    entry: AuditEntry,
+    calls: dict[tuple[str, str], ToolCallRecord],
+    people: People,
+    places: Places,
 ) -> AuditRow:
     kind = kind_of(entry.channel)
     words, css = decision_words(entry.decision, entry.reason)
@@ -87,7 +92,7 @@ def _row(
         id=entry.id,
         at=display.when(entry.at),
         channel=display.text(entry.channel),
-        conversation=display.text(entry.conversation_id),
+        conversation=places.show(entry.channel, entry.conversation_id),
         requester=people.show(kind, entry.requester),
         tool=display.text(entry.tool),
         summary=display.summary_lines(entry.summary),
@@ -199,7 +204,8 @@ async def audit_page(page: PageRequest) -> web.StreamResponse:
     who = [(kind_of(e.channel), e.requester) for e in found.entries]
     who += [(kind_of(e.channel), e.decided_by) for e in found.entries]
     people = await People.load(store, who)
-    context["rows"] = [_row(e, calls, people) for e in found.entries]
+    places = await Places.load(store, [(e.channel, e.conversation_id, None) for e in found.entries])
+    context["rows"] = [_row(e, calls, people, places) for e in found.entries]
     if found.older is not None:
         context["older"] = f"{PATH}?{urlencode({**kept, 'before': found.older.token()})}"
     if found.newer is not None:

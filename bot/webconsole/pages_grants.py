@@ -26,6 +26,7 @@ from bot.webconsole import display
 from bot.webconsole.notices import done, notice
 from bot.webconsole.pages import Access, PageRequest, Pages
 from bot.webconsole.people import People, kind_of
+from bot.webconsole.places import Places
 from bot.webconsole.sign_in import field
 
 log = structlog.get_logger(__name__)
@@ -66,7 +67,29 @@ def _kind(grant: GrantRecord) -> str:
     return kind_of(grant.scope_key.partition(":")[0]) if grant.scope_key else ""
 
 
-def _row(grant: GrantRecord, now: float, people: People) -> GrantRow:
+def _where(grant: GrantRecord, places: Places) -> str:
+    """A conversation grant's conversation by title beside its key; a channel's key; or
+    everywhere."""
+    if not grant.scope_key:
+        return "everywhere"
+    key = display.text(grant.scope_key)
+    if grant.scope != "conversation":
+        return key
+    channel, _, conversation = grant.scope_key.partition(":")
+    title = places.title(channel, conversation)
+    return f"{title} ({key})" if title else key
+
+
+def _places(grants: list[GrantRecord]) -> list[tuple[str, str, str | None]]:
+    found: list[tuple[str, str, str | None]] = []
+    for grant in grants:
+        if grant.scope == "conversation":
+            channel, _, conversation = grant.scope_key.partition(":")
+            found.append((channel, conversation, None))
+    return found
+
+
+def _row(grant: GrantRecord, now: float, people: People, places: Places) -> GrantRow:
     live = grant.active(now)
     if live:
         state = "live"
@@ -78,7 +101,7 @@ def _row(grant: GrantRecord, now: float, people: People) -> GrantRow:
         id=grant.id,
         tool=display.text(grant.tool),
         scope=grant.scope,
-        where=display.text(grant.scope_key) or "everywhere",
+        where=_where(grant, places),
         granted_by=people.show(_kind(grant), grant.granted_by),
         created=display.when(grant.created_at),
         expires=display.when(grant.expires_at),
@@ -103,7 +126,8 @@ async def _render(
     now = time.time()
     grants = await page.host.store.grants.list(now=now, include_inactive=True)
     people = await People.load(page.host.store, [(_kind(g), g.granted_by) for g in grants])
-    rows = [_row(g, now, people) for g in reversed(grants)]
+    places = await Places.load(page.host.store, _places(grants))
+    rows = [_row(g, now, people, places) for g in reversed(grants)]
     context: dict[str, Any] = {
         "live": [r for r in rows if r.live],
         "ended": [r for r in rows if not r.live][:ENDED_SHOWN],

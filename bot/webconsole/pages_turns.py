@@ -2,7 +2,9 @@
 every tool call, its outcome, its duration, who let it run and its receipt check.
 
 ``/turns`` lists sessions (a conversation, or one of its threads or agents) by their latest
-activity; ``/turns/session?key=…`` shows that session's turns, newest first, from
+activity, each under its conversation's title (and its thread's) where the platform gives
+one (:mod:`bot.webconsole.places`); ``/turns/session?key=…`` shows that session's turns,
+newest first, from
 :attr:`bot.store.Store.turns`: the message that started each (sender by name and id, text,
 when, how it ended — ``stopped`` for a turn ``/stop`` ended —, how long it took), the reply
 sent for it (masked like everything else), and the tool calls of its run, each with its
@@ -35,6 +37,7 @@ from bot.webconsole import display
 from bot.webconsole.outcomes import call_outcome
 from bot.webconsole.pages import Access, PageRequest, Pages
 from bot.webconsole.people import People, kind_of
+from bot.webconsole.places import Places, session_places
 
 PATH = "/turns"
 SESSION_PATH = f"{PATH}/session"
@@ -210,9 +213,13 @@ async def sessions_page(page: PageRequest) -> web.StreamResponse:
         )
         more, found = len(found) > SESSIONS_PAGE, found[:SESSIONS_PAGE]
     keep_person = {"person": person} if person else {}
+    places = await Places.load(
+        page.host.store, [(s.channel, *session_places(s.channel, s.session_key)) for s in found]
+    )
     context["sessions"] = [
         {
             "key": display.text(s.session_key, 300),
+            "title": places.session_title(s.channel, s.session_key),
             "href": f"{SESSION_PATH}?{urlencode({'key': s.session_key, **keep_person})}",
             "channel": s.channel,
             "active": display.when(s.updated_at),
@@ -244,6 +251,7 @@ async def session_page(page: PageRequest) -> web.StreamResponse:
     person = query.get("person", "").strip()[:MAX_PERSON_CHARS]
     context: dict[str, Any] = {
         "key": display.text(key, 300),
+        "title": "",
         "person": display.text(person, 120),
         "all_href": f"{SESSION_PATH}?{urlencode({'key': key})}",
         "turns": [],
@@ -264,6 +272,10 @@ async def session_page(page: PageRequest) -> web.StreamResponse:
     )
     receipts = Receipts(page)
     people = await People.load(page.host.store, _people_of(found.turns))
+    if found.turns:
+        channel = found.turns[0].channel
+        places = await Places.load(page.host.store, [(channel, *session_places(channel, key))])
+        context["title"] = places.session_title(channel, key)
     context["turns"] = [_turn(t, receipts, people) for t in found.turns]
     if found.older is not None:
         more = {"key": key, **({"person": person} if person else {}), "before": found.older}

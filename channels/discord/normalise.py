@@ -69,6 +69,8 @@ class MessageFacts:
     bot_role_id: str | None = None  # the bot's managed role in this guild
     replied_to_author_id: str | None = None
     attachments: tuple[Attachment, ...] = ()
+    channel_name: str = ""  # the text channel's name (a thread's parent's), from the cache
+    thread_name: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,6 +111,18 @@ def _attachment(item: discord.Attachment, *, channel_id: str, message_id: str) -
     )
 
 
+def _names(channel: object, in_guild: bool) -> tuple[str, str]:
+    """The names of a server's text channel and thread a message or command came from, as
+    the gateway's cache holds them (a DM has none); ("", "") when unknown."""
+    if not in_guild:
+        return "", ""
+    if isinstance(channel, discord.Thread):
+        parent = channel.parent
+        return (parent.name if parent is not None else ""), channel.name
+    name = getattr(channel, "name", None)
+    return (name if isinstance(name, str) else ""), ""
+
+
 def facts_from_message(
     message: discord.Message, *, bot_threads: Collection[str] = ()
 ) -> MessageFacts:
@@ -119,6 +133,7 @@ def facts_from_message(
     guild = message.guild
     bot_role = guild.self_role if guild is not None else None
     replied = message.reference.resolved if message.reference is not None else None
+    channel_name, thread_name = _names(channel, guild is not None)
     return MessageFacts(
         message_id=str(message.id),
         channel_id=str(channel.id),
@@ -141,6 +156,8 @@ def facts_from_message(
             _attachment(a, channel_id=str(channel.id), message_id=str(message.id))
             for a in message.attachments
         ),
+        channel_name=channel_name,
+        thread_name=thread_name,
     )
 
 
@@ -233,6 +250,8 @@ def envelope_from_facts(facts: MessageFacts, options: NormaliseOptions) -> Ingre
         reply_target=reply_target,
         capabilities=capabilities(options),
         guild_id=facts.guild_id,
+        conversation_title=facts.channel_name,
+        thread_title=facts.thread_name if facts.thread_parent_id is not None else "",
     )
 
 
@@ -261,6 +280,8 @@ class CommandFacts:
     user_name: str = ""
     user_roles: tuple[str, ...] = ()  # role ids and names, from the interaction (role_keys)
     text: str
+    channel_name: str = ""
+    thread_name: str = ""
 
 
 def facts_from_interaction(
@@ -268,6 +289,7 @@ def facts_from_interaction(
 ) -> CommandFacts:
     """Read an application command's interaction into :class:`CommandFacts` (no network)."""
     channel, user = interaction.channel, interaction.user
+    channel_name, thread_name = _names(channel, interaction.guild_id is not None)
     return CommandFacts(
         interaction_id=str(interaction.id),
         channel_id=str(interaction.channel_id),
@@ -277,6 +299,8 @@ def facts_from_interaction(
         user_name=interaction.user.display_name,
         user_roles=role_keys(user if isinstance(user, discord.Member) else None),
         text=f"/{name}",
+        channel_name=channel_name,
+        thread_name=thread_name,
     )
 
 
@@ -307,4 +331,6 @@ def envelope_from_command(facts: CommandFacts, options: NormaliseOptions) -> Ing
         capabilities=capabilities(options),
         private_reply=True,  # answered through the interaction, ephemeral in a server
         guild_id=facts.guild_id,
+        conversation_title=facts.channel_name,
+        thread_title=facts.thread_name,
     )

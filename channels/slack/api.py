@@ -130,6 +130,10 @@ class MethodRateLimiter(AsyncRateLimitErrorRetryHandler):
         await asyncio.sleep(delay + random.uniform(0, min(1.0, delay * 0.1)))
         state.increment_current_attempt()
 
+    def blocked(self, method: str) -> bool:
+        """Whether ``method`` is inside a ``Retry-After`` window now."""
+        return self._blocked_until.get(method, 0.0) > self._clock()
+
     async def wait_for(self, method: str) -> None:
         """Sleep until ``method`` is no longer inside a ``Retry-After`` window."""
         remaining = self._blocked_until.get(method, 0.0) - self._clock()
@@ -320,6 +324,14 @@ class SlackWebApi:
             has_more=bool(data.get("has_more")),
             next_cursor=str(following or ""),
         )
+
+    async def conversation_info(self, channel: str) -> Mapping[str, Any]:
+        """``conversations.info``'s ``channel`` object ({} when Slack gives none)."""
+        data = await self._call(
+            "conversations.info", lambda: self.client.conversations_info(channel=channel)
+        )
+        found = data.get("channel")
+        return found if isinstance(found, dict) else {}
 
     async def user_profile(self, user_id: str) -> Mapping[str, Any]:
         data = await self._call("users.info", lambda: self.client.users_info(user=user_id))

@@ -6,12 +6,14 @@ the message as it reads now (:meth:`~bot.channel.ChannelHost.edited`), a deletio
 ``message_id`` (:meth:`~bot.channel.ChannelHost.deleted`). A slash command is checked to be
 this app's in this workspace, its response URL remembered for its answers
 (:mod:`channels.slack.command_replies`), and delivered as a command. The sender's display
-name is looked up here (``users.info``, cached), off the ack's path.
+name is looked up here (``users.info``, cached), off the ack's path, and so is the
+conversation's name (``conversations.info``, cached: :mod:`channels.slack.channel_names`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import structlog
@@ -19,6 +21,7 @@ import structlog
 from bot.channel import ChannelHost
 from bot.envelope import Capabilities, ChannelRef, IngressEnvelope
 from channels.slack.api import DisplayNames, SlackWebApi
+from channels.slack.channel_names import ChannelNames
 from channels.slack.command_replies import CommandReplies
 from channels.slack.commands import (
     foreign_reason,
@@ -50,6 +53,7 @@ class Handover:
         self._command_replies = command_replies
         self._app_id = app_id
         self._names = DisplayNames(api, ttl_s=config.user_cache_ttl_s)
+        self._channel_names = ChannelNames(api)
 
     def capabilities(self) -> Capabilities:
         config = self._config
@@ -80,7 +84,7 @@ class Handover:
 
     async def _envelope(self, callback: EventCallback, bot: BotIdentity) -> IngressEnvelope:
         user = callback.event.user
-        return build_envelope(
+        envelope = build_envelope(
             callback,
             ref=self._ref,
             bot=bot,
@@ -88,6 +92,14 @@ class Handover:
             capabilities=self.capabilities(),
             dm_replies_in_thread=self._config.dm_replies_in_thread,
         )
+        return await self._titled(envelope)
+
+    async def _titled(self, envelope: IngressEnvelope) -> IngressEnvelope:
+        """``envelope`` with its conversation's name (a DM has none)."""
+        if envelope.is_direct:
+            return envelope
+        title = await self._channel_names.get(envelope.conversation_id)
+        return replace(envelope, conversation_title=title) if title else envelope
 
     async def command(self, host: ChannelHost, bot: BotIdentity, body: Mapping[str, Any]) -> None:
         """Deliver one slash command, unless it is another app's or workspace's."""
@@ -118,4 +130,4 @@ class Handover:
             display_name=await self._names.get(command.user_id),
             capabilities=self.capabilities(),
         )
-        await host.deliver(envelope)
+        await host.deliver(await self._titled(envelope))

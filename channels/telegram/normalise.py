@@ -107,4 +107,6 @@ def normalise_message(
             reply_to_message_id=None if is_direct else str(message.message_id),
         ),
         capabilities=capabilities,
+        # a group's title, as the update gives it (a private chat has none)
+        conversation_title="" if is_direct else (chat.title or ""),
     )

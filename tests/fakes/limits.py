@@ -197,6 +197,7 @@ SLACK_REQUIRED = {
     "chat.update": (("channel", "channel_not_found"), ("ts", "message_not_found")),
     "chat.postEphemeral": (("channel", "channel_not_found"), ("user", "user_not_found")),
     "conversations.history": (("channel", "channel_not_found"),),
+    "conversations.info": (("channel", "channel_not_found"),),
     "conversations.replies": (("channel", "channel_not_found"), ("ts", "thread_not_found")),
     "reactions.add": (
         ("channel", "channel_not_found"),

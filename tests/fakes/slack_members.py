@@ -5,6 +5,10 @@ at a time (``limit``, capped by :attr:`Conversations.page_limit` so tests see se
 with ``response_metadata.next_cursor`` ("" on the last page), and ``channel_not_found`` for a
 conversation it holds no list for. :attr:`Conversations.failing` makes the lists of some
 conversations fail (``fatal_error``), as Slack does when it is having a bad day.
+``conversations.info`` answers a conversation of :attr:`Conversations.names` with its
+``channel`` object and ``name``, an app's DM (``D…``) as an IM without a name, any other
+``channel_not_found``; a failing conversation fails it too. :attr:`Conversations.info_calls`
+counts the calls.
 
 A message posted to a user id lands in the app's DM with that user, whose id
 (:func:`dm_channel_of`) ``chat.postMessage`` answers with; a user in
@@ -35,6 +39,22 @@ class Conversations:
     failing: set[str] = field(default_factory=set)
     closed_dms: set[str] = field(default_factory=set)
     page_limit: int = 1000
+    names: dict[str, str] = field(default_factory=dict)  # conversation -> its name
+    info_calls: int = 0
+
+    def info(self, params: JSON) -> JSON:
+        """The answer to one ``conversations.info`` call."""
+        self.info_calls += 1
+        channel = str(params.get("channel") or "")
+        if channel in self.failing:
+            return {"ok": False, "error": "fatal_error"}
+        if channel in self.names:
+            found: JSON = {"id": channel, "name": self.names[channel], "is_channel": True}
+            return {"ok": True, "channel": found}
+        if channel.startswith("D"):
+            im: JSON = {"id": channel, "is_im": True, "user": "U" + channel[1:]}
+            return {"ok": True, "channel": im}
+        return {"ok": False, "error": "channel_not_found"}
 
     def page(self, params: JSON) -> JSON:
         """The answer to one ``conversations.members`` call."""

@@ -484,6 +484,8 @@ class FakeSlack:
             return 200, history(self.messages, channel, params)
         if method == "conversations.members":
             return 200, self.conversations.page(params)
+        if method == "conversations.info":
+            return 200, self.conversations.info(params)
         if method == "views.open":
             return self._open_view(params)
         if method == "views.update":

@@ -203,6 +203,7 @@ async def test_a_posted_message_is_answered_in_slacks_formats(slack: FakeSlack) 
         "conversations.history",
         "conversations.replies",
         "conversations.members",
+        "conversations.info",
         "reactions.add",
     ],
 )

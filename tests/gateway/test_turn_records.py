@@ -1,7 +1,7 @@
 """What a turn leaves for the web console, through the real daemon and Telegram's fake: a turn
 ``/stop`` ended is recorded as stopped (its entry ``done`` with its error
 :attr:`bot.turn.CancelReason.STOP`), an answered one is not, and each sender's display name
-is kept by identity as messages arrive."""
+is kept by identity as messages arrive, and a group's title by place."""
 
 from __future__ import annotations
 
@@ -48,3 +48,6 @@ async def test_a_stopped_turn_is_recorded_as_stopped(tg: FakeTelegram, tmp_path:
         assert answered.text == "hello" and answered.error is None
         names = await app.store.display_names.of([f"telegram:{ANN}"])
         assert list(names) == [f"telegram:{ANN}"] and names[f"telegram:{ANN}"]
+        # and the group's title, as the updates gave it, by place
+        titles = await app.store.conversation_titles.of([GROUP_SESSION])
+        assert titles == {GROUP_SESSION: "team"}

@@ -18,14 +18,18 @@ from tests.store.records import audit_row, count, envelope, turn
 
 
 async def aged(store: Store, now: float) -> None:
-    """A turn, a usage row, an audit row and a display name 400 days old, and the same a
-    day old."""
+    """A turn, a usage row, an audit row, a display name and a conversation title 400 days
+    old, and the same a day old."""
     for n, age in (("1", 400), ("2", 1)):
         await turn(store, envelope("1001", "-100", n, text=f"{age} days"), at=now - age * DAY_S)
         await audit_row(store, requester="1001", decided_by="2002", at=now - age * DAY_S)
         # the console's name of someone who last wrote then
         await store.display_names.remember(
             f"telegram:{age}", f"seen {age} days ago", now - age * DAY_S
+        )
+        # and the console's title of a group last written in then
+        await store.conversation_titles.remember(
+            f"telegram.main:-{age}", f"group of {age} days ago", now - age * DAY_S
         )
 
 
@@ -61,12 +65,22 @@ async def test_a_run_deletes_past_each_window(tmp_path: Path) -> None:
             "inbox": 1,
             "outbox": 1,
             "display_names": 1,
+            "conversation_titles": 1,
             "usage": 1,
             "budget_notices": 0,
             "audit": 1,
         }
         assert run.compaction is not None and not run.compaction.switched
-        tables = ("messages", "tool_calls", "inbox", "outbox", "display_names", "usage", "audit")
+        tables = (
+            "messages",
+            "tool_calls",
+            "inbox",
+            "outbox",
+            "display_names",
+            "conversation_titles",
+            "usage",
+            "audit",
+        )
         for table in tables:
             assert await count(store, f"SELECT COUNT(*) FROM {table}") > 0, table
         last = await store.retention.last_run()

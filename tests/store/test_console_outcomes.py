@@ -150,3 +150,20 @@ async def test_audit_rows_and_requests_keep_the_call_they_are_about(store: Store
     assert [(c.turn_id, c.call_id) for c in await store.tool_calls.for_turns(["t1", "t2"])] == [
         ("t1", "call_7")
     ]
+
+
+async def test_conversation_titles_are_kept_read_and_pruned(store: Store) -> None:
+    """Titles by place (a conversation, a thread of it), the latest winning, read in bulk
+    and pruned by age; forgetting is in tests/store/test_forget.py."""
+    titles = store.conversation_titles
+    now = time.time()
+    await titles.remember("slack.work:C1", "general", now - 100)
+    await titles.remember("slack.work:C1", "general \u202eB", now)  # renamed: the latest wins
+    await titles.remember("discord.main:42:77", "release thread", now)
+    await titles.remember("telegram.main:-100", "old group", now - 10_000)
+    found = await titles.of(["slack.work:C1", "discord.main:42:77", "slack.work:C2"])
+    assert found == {"slack.work:C1": "general \u202eB", "discord.main:42:77": "release thread"}
+    await titles.remember("slack.work:C3", "x" * 500, now)  # cut, not refused
+    assert len((await titles.of(["slack.work:C3"]))["slack.work:C3"]) == 200
+    assert await store.retention.prune_conversation_titles(now - 1000) == 1
+    assert await titles.of(["telegram.main:-100"]) == {}

@@ -112,6 +112,15 @@ async def people(store: Store, files: Path) -> dict[str, Path]:
     # the names the console shows: Ann's goes with her, Bob's and a longer id's stay
     for who in (f"telegram:{ANN}", f"telegram:{BOB}", f"telegram:{ANN}1"):
         await store.display_names.remember(who, f"name of {who}", now)
+    # the titles the console shows: the group's and a thread of it, Ann's DM (were it
+    # titled), and a longer id's, which stays with every other place
+    for where in (
+        f"{TELEGRAM}:{GROUP}",
+        f"{TELEGRAM}:{GROUP}:7",
+        f"{TELEGRAM}:{ANN_DM}",
+        f"{TELEGRAM}:{GROUP}0",
+    ):
+        await store.conversation_titles.remember(where, f"title of {where}", now)
     return {
         "ann": await saved_file(store, files, ann_group, "ann.txt", at=1.0),
         "bob": await saved_file(store, files, bob_group, "bob.txt", at=1.0),
@@ -143,6 +152,7 @@ async def test_forgetting_a_user_on_a_channel(store: Store, tmp_path: Path) -> N
         "web_rate_counters": 2,
         "web_known_clients": 2,
         "display_names": 1,
+        "conversation_titles": 1,  # her DM's
         "attachments": 1,
     }
     assert report.tombstoned == {"approvals": 1, "audit": 2, "grants": 0}
@@ -201,8 +211,13 @@ async def test_forgetting_a_conversation(store: Store, tmp_path: Path) -> None:
         "budget_notices": 0,
         "rate_limit_buckets": 0,
         "context_lines": 2,
+        "conversation_titles": 2,  # the group's and its thread's
         "attachments": 2,
     }
+    left = await store.conversation_titles.of(
+        [f"{TELEGRAM}:{GROUP}", f"{TELEGRAM}:{ANN_DM}", f"{TELEGRAM}:{GROUP}0"]
+    )
+    assert set(left) == {f"{TELEGRAM}:{ANN_DM}", f"{TELEGRAM}:{GROUP}0"}
     assert not paths["ann"].exists() and not paths["bob"].exists()
     assert await store.history.load(f"{TELEGRAM}:{ANN_DM}") != []
     assert await count(store, "SELECT COUNT(*) FROM audit") == 4

@@ -98,12 +98,17 @@ class CommandRelay:
         """The envelope of a ``/stop`` as it is handed over (JSON), small enough for the
         notification to every owner of ``handed``: the command word without the words after
         it and no attachments (stopping and answering read neither), the sender's display
-        name dropped too if it still does not fit; None when nothing fits (this replica then
-        answers the command itself)."""
+        name and the conversation's titles dropped too if it still does not fit; None when
+        nothing fits (this replica then answers the command itself)."""
         envelope = arrival.envelope
         words = envelope.text.split(maxsplit=1)
         bare = replace(envelope, text=words[0] if words else "", attachments=())
-        nameless = replace(bare, sender=replace(bare.sender, display_name=""))
+        nameless = replace(
+            bare,
+            sender=replace(bare.sender, display_name=""),
+            conversation_title="",
+            thread_title="",
+        )
         for candidate in (bare, nameless):
             command = envelope_to_json(candidate)
             sizes = (

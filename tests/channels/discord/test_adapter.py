@@ -58,6 +58,8 @@ async def test_guild_message_mentioning_the_bot_starts_a_turn(
 
     assert envelope.message_id == message["id"]
     assert (envelope.conversation_id, envelope.thread_id) == (GENERAL, None)
+    # the channel's name, from the gateway's cache, for the console
+    assert (envelope.conversation_title, envelope.thread_title) == ("general", "")
     assert envelope.text == "what time is it?"
     assert envelope.sender.id == ALICE["id"] and envelope.sender.display_name == "alice"
     assert not envelope.sender.is_bot
@@ -129,6 +131,7 @@ async def test_dm_turn_is_direct_and_answered_in_the_dm(fake: FakeDiscord, store
         [call] = await fake.wait_for_call("POST", f"/channels/{DM}/messages")
     assert envelope.is_direct and not envelope.is_group and envelope.addressed_to_bot
     assert (envelope.conversation_id, envelope.text) == (DM, "hello there")
+    assert envelope.conversation_title == ""  # a DM has no name
     assert call.body is not None and call.body["content"] == "Hi! How can I help?"
 
 
@@ -170,6 +173,7 @@ async def test_answers_in_a_thread_go_to_the_thread(fake: FakeDiscord, store: St
         await channel.send(envelope.reply_target, "answer")
         await fake.wait_for_call("POST", f"/channels/{THREAD}/messages")
     assert (envelope.conversation_id, envelope.thread_id) == (GENERAL, THREAD)
+    assert (envelope.conversation_title, envelope.thread_title) == ("general", "thread")
     assert envelope.is_group
 
 

@@ -54,6 +54,7 @@ async def test_dm_becomes_a_complete_envelope(tg: FakeTelegram, store: Store) ->
     assert (env.sender.id, env.sender.display_name, env.sender.is_bot) == ("1001", "Ann", False)
     assert env.text == "hello"
     assert env.is_direct and not env.is_group and env.addressed_to_bot
+    assert env.conversation_title == ""  # a private chat has no title
     assert env.reply_target.conversation_id == str(REQUESTER)
     assert env.reply_target.reply_to_message_id is None
     caps = env.capabilities
@@ -133,6 +134,7 @@ async def test_group_addressing_and_topic(
         [env] = await host.wait_envelopes(1)
         assert env.addressed_to_bot is addressed
         assert env.is_group and not env.is_direct
+        assert env.conversation_title == GROUP["title"]  # from the update, for the console
         assert env.text == expected_text
         assert env.message_id == f"{GROUP['id']}:41"
         assert env.thread_id == str(TOPIC)
