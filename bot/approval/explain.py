@@ -161,7 +161,7 @@ async def explain(
         for who in effective.approvers
         if who == requester and not effective.self_approval
     )
-    view = describe(request.arguments, notes=request.notes)
+    view = describe(request.arguments, notes=request.notes, diff=request.diff)
     level_from = table_name(effective.source("level"), envelope)
     return Explanation(
         result=result,

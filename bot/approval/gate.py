@@ -116,6 +116,12 @@ class ApprovalRequest:
     requires_approval: bool
     about: str = ""
     notes: tuple[str, ...] = ()
+    #: The change the call makes, as its tool shows it (a file's unified diff; raw lines the
+    #: summary masks, escapes and bounds); empty for most calls.
+    diff: tuple[str, ...] = ()
+    #: What the approval binds to besides the arguments (the content hash of the file the
+    #: diff was computed against); part of the fingerprint when set.
+    binding: str = ""
     _fingerprint: str = field(default="", init=False, repr=False, compare=False)
 
     @property
@@ -124,7 +130,8 @@ class ApprovalRequest:
         (read-only, auto-approved) never need it, an asked one needs it several times."""
         if not self._fingerprint:
             # Frozen: the cache is filled the way dataclasses fill frozen fields.
-            object.__setattr__(self, "_fingerprint", call_fingerprint(self.tool, self.arguments))
+            fingerprint = call_fingerprint(self.tool, self.arguments, self.binding)
+            object.__setattr__(self, "_fingerprint", fingerprint)
         return self._fingerprint
 
 
@@ -132,10 +139,19 @@ def canonical_json(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def call_fingerprint(tool: str, arguments: Mapping[str, object]) -> str:
-    """Tool name + canonical arguments, hashed: what an approval is bound to."""
-    digest = hashlib.sha256(f"{tool}\0{canonical_json(dict(arguments))}".encode())
-    return digest.hexdigest()
+#: The fingerprint's version: version 1 (no prefix) hashes the tool and the arguments;
+#: version 2 (``2:``) adds a binding (the content hash of the file a diff was shown for).
+FINGERPRINT_V2 = "2:"
+
+
+def call_fingerprint(tool: str, arguments: Mapping[str, object], binding: str = "") -> str:
+    """Tool name + canonical arguments (+ the binding, when there is one), hashed: what an
+    approval is bound to. A call without a binding keeps version 1's value, so a row written
+    before bindings existed still matches its call."""
+    text = f"{tool}\0{canonical_json(dict(arguments))}"
+    if not binding:
+        return hashlib.sha256(text.encode()).hexdigest()
+    return FINGERPRINT_V2 + hashlib.sha256(f"{text}\0{binding}".encode()).hexdigest()
 
 
 class ApprovalGate(Protocol):

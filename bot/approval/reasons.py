@@ -68,6 +68,7 @@ class RuntimeReason(enum.StrEnum):
     CANCELLED = "cancelled"
     CARD_FAILED = "card not posted"
     ARGUMENTS_CHANGED = "arguments changed"
+    FILE_CHANGED = "file changed"
 
     @property
     def wording(self) -> str:
@@ -124,6 +125,11 @@ _WORDING = {
     RuntimeReason.ARGUMENTS_CHANGED: (
         "The approval did not match this exact call (its arguments changed after the card "
         f"was shown), so the runtime denied it. {_DID_NOT_RUN}"
+    ),
+    RuntimeReason.FILE_CHANGED: (
+        "The file changed after the approver was shown the change (what they approved was a "
+        "diff against its earlier content), so the runtime did not run the approved call. "
+        f"{_DID_NOT_RUN} Read the file again and ask again."
     ),
 }
 

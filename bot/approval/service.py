@@ -129,7 +129,7 @@ class ApprovalService:
             await self._store.audit.append(
                 audit.entry_for_request(
                     request,
-                    describe(request.arguments, notes=request.notes).lines,
+                    describe(request.arguments, notes=request.notes, diff=request.diff).lines,
                     at=self._clock(),
                     decision=Decision.POLICY_ALLOWED if allowed else Decision.POLICY_DENIED,
                     decided_by=reasons.RUNTIME,
@@ -143,9 +143,8 @@ class ApprovalService:
         asked = AskedCall(
             request=request,
             policy=self._policy.for_channel(request.turn.envelope.channel),
-            view=describe(
-                request.arguments, notes=request.notes
-            ),  # once: the card or prompt and the audit row
+            # once: the card or prompt and the audit row
+            view=describe(request.arguments, notes=request.notes, diff=request.diff),
             why=_why(request),
         )
         handler = await self._handler(asked)

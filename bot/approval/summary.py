@@ -13,6 +13,11 @@ Contract (:func:`describe`):
   look like ASCII, gets ``⚠ look-alike: gіthub.com is xn--gthub-n2e.com (…)`` on its
   line; a summary line shows at most :data:`MAX_LINE_MARKS` of them and counts the rest (the
   summary is then cut: the full view lists them).
+* **A change is shown as a diff** (``diff``: a file tool's unified diff against the file as
+  it is, :mod:`bot.tools.builtin.file_diff`), below the arguments: each line masked and
+  escaped like an argument; the summary shows at most :data:`MAX_DIFF_LINES` lines of
+  :data:`MAX_DIFF_LINE_CHARS` characters and says how much more there is (the summary is
+  then cut), the full view every line.
 * **Nothing is cut blind.** The summary (``lines``: paths and commands first, then the other
   keys in name order, at most :data:`MAX_LINES` lines) shows a long value as its head and tail
   with the length and how much is hidden between them. Whenever the summary hides anything,
@@ -55,6 +60,8 @@ MAX_KEY_CHARS = 80  # a model may invent any key; a card line stays readable
 MAX_LINES = 12
 MASKED_NOTE = "⚠ contains a masked value"
 MAX_LINE_MARKS = 3  # look-alike marks on one summary line; the full view has them all
+MAX_DIFF_LINES = 40  # lines of a change's diff on the card; the full view has them all
+MAX_DIFF_LINE_CHARS = 300
 _MORE_THAN_A_TOKEN = re.compile(r"[\s;|&$()<>`\\{}\[\]\"']")
 
 
@@ -126,9 +133,36 @@ def _full_line(shown: _Shown) -> str:
     return f"{visible(shown.key)}: {visible_lines(shown.text)}{note}{marks}"
 
 
-def describe(arguments: Mapping[str, object], *, notes: tuple[str, ...] = ()) -> ArgumentView:
+def _diff(diff: tuple[str, ...]) -> tuple[list[str], list[str], bool]:
+    """The summary's lines of a diff, the full view's, and whether the summary left any out."""
+    summary: list[str] = []
+    full: list[str] = []
+    cut = len(diff) > MAX_DIFF_LINES
+    for index, raw in enumerate(diff):
+        text, masked = scrub_text_noting(raw)
+        note = f"  {MASKED_NOTE}" if masked else ""
+        full.append(f"{visible(text)}{note}")
+        if index < MAX_DIFF_LINES:
+            line, line_cut = _cut(text, MAX_DIFF_LINE_CHARS)
+            summary.append(f"{line}{note}")
+            cut = cut or line_cut
+    if len(diff) > MAX_DIFF_LINES:
+        summary.append(
+            f"…[{len(diff) - MAX_DIFF_LINES:,} more diff line(s): the full view shows the "
+            "whole change]"
+        )
+    return summary, full, cut
+
+
+def describe(
+    arguments: Mapping[str, object],
+    *,
+    notes: tuple[str, ...] = (),
+    diff: tuple[str, ...] = (),
+) -> ArgumentView:
     """The summary and the full view of ``arguments`` (see the module contract), each
-    followed by the tool's ``notes`` (written by this program, shown escaped all the same)."""
+    followed by the change's ``diff`` and the tool's ``notes`` (written by this program,
+    shown escaped all the same)."""
     shown = {str(k): _shown(str(k), v) for k, v in arguments.items()}
     first = [k for k in PRIORITY_KEYS if k in shown]
     keys = first + sorted(k for k in shown if k not in first)
@@ -143,10 +177,11 @@ def describe(arguments: Mapping[str, object], *, notes: tuple[str, ...] = ()) ->
     if not lines:
         lines.append("(no arguments)")
     full = "\n".join(_full_line(shown[key]) for key in keys) or "(no arguments)"
+    diff_lines, diff_full, diff_cut = _diff(diff)
     shown_notes = tuple(visible(note) for note in notes)
-    if shown_notes:
-        full = "\n".join((full, *shown_notes))
-    return ArgumentView(lines=(*lines, *shown_notes), full=full, cut=cut)
+    if diff_full or shown_notes:
+        full = "\n".join((full, *diff_full, *shown_notes))
+    return ArgumentView(lines=(*lines, *diff_lines, *shown_notes), full=full, cut=cut or diff_cut)
 
 
 def summary_json(lines: tuple[str, ...]) -> str:

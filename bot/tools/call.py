@@ -36,6 +36,9 @@ class PreparedCall:
     entry: ToolEntry
     arguments: Mapping[str, object]
     approved_by: str | None = None
+    #: What a person's approval bound the call to besides its arguments (a file's content
+    #: hash, :attr:`~bot.tools.spec.CallPreview.binding`); checked again before it runs.
+    binding: str = ""
 
     @property
     def call_id(self) -> str:

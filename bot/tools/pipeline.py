@@ -26,6 +26,7 @@ stages is a :class:`~bot.tools.batch.Batch`, what it records outside history is 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 
@@ -267,6 +268,21 @@ class ToolPipeline:
             log.warning("turn_aborted_repeated_prompt", tool=spec.name, call_id=call_id)
             batch.abort()
             return not_executed(OutcomeReason.REPEATED_PROMPT, call_id=call_id, tool=spec.name)
+        if spec.approval_preview is not None:
+            shown = await spec.approval_preview(arguments, self._context)
+            if shown.refusal:  # the call cannot run as asked: nobody is asked about it
+                return not_executed(
+                    OutcomeReason.BAD_ARGUMENTS,
+                    call_id=call_id,
+                    tool=spec.name,
+                    detail=shown.refusal,
+                )
+            request = dataclasses.replace(
+                request,
+                notes=(*request.notes, *shown.notes),
+                diff=shown.diff,
+                binding=shown.binding,
+            )
         await self._progress.waiting_for_approval(tool=spec.name)
         with telemetry.tool_stage("approval", spec.name, call_id) as span:
             decision = await unless_cancelled(self._services.gate.ask(request), self._cancel)
@@ -291,7 +307,11 @@ class ToolPipeline:
             self._guard.remember_refusal(key)
             return refusal
         return PreparedCall(
-            call=parsed, entry=entry, arguments=arguments, approved_by=decision.decided_by
+            call=parsed,
+            entry=entry,
+            arguments=arguments,
+            approved_by=decision.decided_by,
+            binding=request.binding,
         )
 
     # -- execution ---------------------------------------------------------------------
@@ -311,7 +331,27 @@ class ToolPipeline:
                 if not paths:
                     return await self._launch(call)
                 async with self._services.locks.hold(paths, base=self._context.workspace):
+                    changed = await self._changed_since_approval(call)
+                    if changed is not None:
+                        return changed
                     return await self._launch(call)
+
+    async def _changed_since_approval(self, call: PreparedCall) -> ToolOutcome | None:
+        """Under the call's path lock: None when what the approval bound the call to (a
+        file's content) is still so, else the call's refusal (``file changed``)."""
+        spec = call.spec
+        if not call.binding or spec.approval_binding is None:
+            return None
+        now = await spec.approval_binding(call.arguments, self._context)
+        if now == call.binding:
+            return None
+        log.info("tool_call_binding_changed", tool=spec.name, call_id=call.call_id)
+        return not_executed(
+            OutcomeReason.AUTO_DENIED,
+            call_id=call.call_id,
+            tool=spec.name,
+            detail=RuntimeReason.FILE_CHANGED.wording,
+        )
 
     async def _launch(self, call: PreparedCall) -> ToolOutcome:
         assert self._batch is not None

@@ -137,6 +137,33 @@ ApprovalNotes = Callable[[Mapping[str, object], ToolContext], tuple[str, ...]]
 arguments do not show (``shell``: that it may reach the network)."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallPreview:
+    """What an approver is shown of a call's effect beyond its arguments, and what the
+    approval binds to besides them (:data:`ApprovalPreview`).
+
+    ``diff``: the lines of a change (a file's unified diff, raw: the card masks and escapes
+    them and decides how many it shows). ``notes``: lines below the arguments. ``binding``:
+    the state the preview was computed from (a file's content hash); the approval's
+    fingerprint includes it and the pipeline compares it with :data:`ApprovalBinding`'s
+    answer under the call's path lock before it runs ("file changed"). ``refusal``: the call
+    cannot run as asked (its path leaves the workspace): it is refused with no card."""
+
+    diff: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    binding: str = ""
+    refusal: str = ""
+
+
+ApprovalPreview = Callable[[Mapping[str, object], ToolContext], Awaitable[CallPreview]]
+"""Computed when a person is about to be asked about a call (never for a call the policy
+decides alone): its diff and what the approval binds to. Must not change anything."""
+
+ApprovalBinding = Callable[[Mapping[str, object], ToolContext], Awaitable[str]]
+"""The :attr:`CallPreview.binding` of a call as things are now (a file's content hash),
+asked again under the call's path lock right before it runs."""
+
+
 def _default_requires_approval() -> bool:
     return True
 
@@ -155,6 +182,9 @@ class ToolSpec:
     ``origin`` names who wrote the name, description and schema when it was not this program
     (``"MCP server docs"``); an approver is shown the description of such a tool.
     ``approval_notes``, when set, gives the lines an approver reads below the arguments.
+    ``approval_preview``, when set, shows an approver what the call changes (a diff) and binds
+    the approval to the state it saw; ``approval_binding`` reads that state again before the
+    call runs.
     """
 
     name: str
@@ -173,3 +203,5 @@ class ToolSpec:
     approval_check: ApprovalCheck | None = None
     origin: str = ""
     approval_notes: ApprovalNotes | None = None
+    approval_preview: ApprovalPreview | None = None
+    approval_binding: ApprovalBinding | None = None

@@ -3,8 +3,11 @@ replace).
 
 Both need approval by default (``requires_approval=True``, kind ``write``), name their path in
 ``path_arguments`` so the pipeline locks it canonically, are confined to the workspace and
-refuse sensitive files. Writes are atomic: a temporary file in the same directory is renamed
-over the target, so a reader never sees half a file.
+refuse sensitive files. An approver is shown the change as a diff against the file as it is
+(:mod:`bot.tools.builtin.file_diff`), and the approval binds to that file's content: if it
+changed before the call runs, the call does not run ("file changed"). Writes are atomic: a
+temporary file in the same directory is renamed over the target, so a reader never sees half
+a file.
 """
 
 from __future__ import annotations
@@ -13,16 +16,17 @@ import asyncio
 import contextlib
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
 from pydantic import Field
 
 from bot.config import FileToolsConfig
+from bot.tools.builtin import file_diff
 from bot.tools.builtin.arguments import ToolArguments, parse_arguments, schema_of
 from bot.tools.builtin.observation import ToolFailed
 from bot.tools.builtin.workspace import Workspace
-from bot.tools.spec import ToolContext, ToolKind, ToolOutput, ToolResult, ToolSpec
+from bot.tools.spec import CallPreview, ToolContext, ToolKind, ToolOutput, ToolResult, ToolSpec
 
 
 class FileWriteArguments(ToolArguments):
@@ -118,6 +122,16 @@ def _edit(file: Path, shown: str, args: FileEditArguments, max_bytes: int) -> st
     return f"replaced {count} occurrence{plural} in {shown}"
 
 
+def _binding(workspace: Workspace) -> Callable[[Mapping[str, object], ToolContext], Awaitable[str]]:
+    """The file's content hash now (:data:`~bot.tools.spec.ApprovalBinding`)."""
+
+    async def binding(arguments: Mapping[str, object], context: ToolContext) -> str:
+        path = str(arguments.get("path", ""))
+        return await asyncio.to_thread(file_diff.current_hash, workspace, context, path)
+
+    return binding
+
+
 def file_write_tool(workspace: Workspace, cfg: FileToolsConfig) -> ToolSpec:
     """``file_write``: create or overwrite a workspace file, making parent directories."""
 
@@ -126,6 +140,10 @@ def file_write_tool(workspace: Workspace, cfg: FileToolsConfig) -> ToolSpec:
         file = workspace.for_call(context).resolve(args.path)
         text = await asyncio.to_thread(_write, file, args.path, args.content, cfg.max_write_bytes)
         return ToolOutput(text=text, paths=(str(file),))
+
+    async def preview(arguments: Mapping[str, object], context: ToolContext) -> CallPreview:
+        args = parse_arguments(FileWriteArguments, arguments)
+        return await file_diff.preview(workspace, context, args.path, args.content)
 
     return ToolSpec(
         name="file_write",
@@ -138,6 +156,8 @@ def file_write_tool(workspace: Workspace, cfg: FileToolsConfig) -> ToolSpec:
         requires_approval=True,
         kind=ToolKind.WRITE,
         path_arguments=("path",),
+        approval_preview=preview,
+        approval_binding=_binding(workspace),
     )
 
 
@@ -151,6 +171,11 @@ def file_edit_tool(workspace: Workspace, cfg: FileToolsConfig) -> ToolSpec:
         text = await asyncio.to_thread(_edit, file, args.path, args, cfg.max_write_bytes)
         return ToolOutput(text=text, paths=(str(file),))
 
+    async def preview(arguments: Mapping[str, object], context: ToolContext) -> CallPreview:
+        args = parse_arguments(FileEditArguments, arguments)
+        change = (args.old_text, args.new_text, args.replace_all)
+        return await file_diff.preview_edit(workspace, context, args.path, change)
+
     return ToolSpec(
         name="file_edit",
         description=(
@@ -162,4 +187,6 @@ def file_edit_tool(workspace: Workspace, cfg: FileToolsConfig) -> ToolSpec:
         requires_approval=True,
         kind=ToolKind.WRITE,
         path_arguments=("path",),
+        approval_preview=preview,
+        approval_binding=_binding(workspace),
     )
