@@ -3,6 +3,16 @@
 An adapter turns platform events into :class:`~bot.envelope.IngressEnvelope` values and
 hands them to its :class:`ChannelHost`; it renders outbound text, progress messages and
 approval cards. It decides nothing: no access policy, no LLM, no storage.
+
+A channel is its lifecycle, its health and its sending (:class:`ChannelSending`); what only
+some platforms can do is a part it exposes as an attribute, None where the platform has no
+such part, the way an httpx client holds its transport: ``files`` (:class:`FileSending`),
+``downloads`` (:class:`AttachmentDownloads`), ``delivery`` (:class:`DeliveryCheck`),
+``members`` (:class:`MemberLookup`), ``history`` (:class:`ThreadHistory`), ``replied``
+(:class:`RepliedTo`), ``work_status`` (:class:`WorkStatus`), ``answer_stream``
+(:class:`AnswerStream`) and ``live_text`` (:class:`LiveText`). A caller tests the
+attribute (``if channel.files is not None``), never the channel's type, and uses the part
+directly.
 """
 
 from __future__ import annotations
@@ -40,6 +50,7 @@ __all__ = [
     "ApprovalCard",
     "ApprovalChoice",
     "AttachmentDownloads",
+    "BackgroundDeliveryCheck",
     "CardState",
     "Channel",
     "ChannelHealth",
@@ -47,12 +58,15 @@ __all__ = [
     "ChannelSending",
     "ClickVerdict",
     "DeliveryCheck",
+    "EarlierMessage",
     "FileSending",
     "HealthState",
+    "LiveText",
+    "MemberLookup",
+    "RepliedTo",
     "SentMessage",
+    "ThreadHistory",
     "WorkStatus",
-    "answer_stream",
-    "work_status",
 ]
 
 
@@ -147,13 +161,12 @@ class ChannelSending(Protocol):
     async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None: ...
 
 
-@runtime_checkable
 class DeliveryCheck(Protocol):
-    """What a channel whose platform lets a bot find its own posts offers start-up
-    recovery: whether a reply whose send was begun before a crash (and never confirmed)
+    """A channel's ``delivery``, where its platform lets a bot find its own posts, offered to
+    start-up recovery: whether a reply whose send was begun before a crash (and never confirmed)
     reached the conversation (Slack and Discord read history; Telegram probes with edits,
-    :class:`BackgroundDeliveryCheck`). A channel without one: recovery follows the policy
-    in docs/reliability.md."""
+    :class:`BackgroundDeliveryCheck`). A channel without one (``delivery`` None): recovery
+    follows the policy in docs/reliability.md."""
 
     async def find_delivered(
         self,
@@ -194,12 +207,12 @@ class EarlierMessage:
     from_this_bot: bool = False
 
 
-@runtime_checkable
 class ThreadHistory(Protocol):
-    """What a channel whose platform lets a bot read a thread back offers a turn: the earlier
+    """A channel's ``history``, where its platform lets a bot read a thread back, offered to
+    a turn: the earlier
     messages of the thread a message was written in (a Slack thread, a Discord thread or
     reply chain), so that a mention in the middle of a discussion is answered knowing it.
-    Telegram bots cannot read history and do not implement it (:class:`RepliedTo`)."""
+    Telegram bots cannot read history (its ``history`` is None, :class:`RepliedTo`)."""
 
     async def earlier_messages(
         self, envelope: IngressEnvelope, *, limit: int, max_chars: int
@@ -212,10 +225,9 @@ class ThreadHistory(Protocol):
         ...
 
 
-@runtime_checkable
 class RepliedTo(Protocol):
-    """What a channel that cannot read history back offers a turn instead of
-    :class:`ThreadHistory`: the one message a message replied to, as the platform sent it
+    """A channel's ``replied``, where it cannot read history back, offered to a turn instead
+    of :class:`ThreadHistory`: the one message a message replied to, as the platform sent it
     with the message (Telegram's ``reply_to_message``). Nothing is fetched."""
 
     def replied_to(self, envelope: IngressEnvelope) -> EarlierMessage | None:
@@ -224,12 +236,11 @@ class RepliedTo(Protocol):
         ...
 
 
-@runtime_checkable
 class WorkStatus(Protocol):
-    """What a channel that shows a status line beside a conversation while the bot works
-    offers the progress sink (Slack's assistant threads: "is thinking…", then the running
-    tool), as its ``work_status`` attribute (:func:`work_status`). The status is shown in
-    addition to progress lines, never instead of them."""
+    """A channel's ``work_status``, where it shows a status line beside a conversation while
+    the bot works, offered to the progress sink (Slack's assistant threads: "is thinking…",
+    then the running tool). The status is shown in addition to progress lines, never instead
+    of them."""
 
     def shows_status(self, target: DeliveryTarget) -> bool:
         """Whether a status line can be shown for ``target``. Must not block."""
@@ -243,14 +254,13 @@ class WorkStatus(Protocol):
         ...
 
 
-@runtime_checkable
 class AnswerStream(Protocol):
-    """What a channel that streams an answer into a message of its own offers the progress
-    sink (Slack's ``chat.startStream`` in assistant threads), as its ``answer_stream``
-    attribute (:func:`answer_stream`). The streamed message belongs to the turn's reply: the
-    channel's keyed :meth:`ChannelSending.send` to the same target finishes that message with
-    the whole reply (and whatever the channel finds its replies by after a crash) instead of
-    posting a new one, also when recovery sends it after a restart."""
+    """A channel's ``answer_stream``, where it streams an answer into a message of its own,
+    offered to the progress sink (Slack's ``chat.startStream`` in assistant threads). The
+    streamed message belongs to the turn's reply: the channel's keyed
+    :meth:`ChannelSending.send` to the same target finishes that message with the whole reply
+    (and whatever the channel finds its replies by after a crash) instead of posting a new
+    one, also when recovery sends it after a restart."""
 
     def streams_to(self, target: DeliveryTarget) -> bool:
         """Whether an answer to ``target`` can be streamed. Must not block."""
@@ -263,24 +273,24 @@ class AnswerStream(Protocol):
         ...
 
 
-def answer_stream(channel: object) -> AnswerStream | None:
-    """The channel's answer stream (its ``answer_stream`` attribute), when it has one."""
-    found = getattr(channel, "answer_stream", None)
-    return found if isinstance(found, AnswerStream) else None
+class LiveText(Protocol):
+    """A channel's ``live_text``, where it shows a reply's text as the model writes it,
+    offered to the progress sink where its conversation's capabilities say ``streams_text``
+    (the terminal of ``hatchway chat``). The deltas of one model call come in order; the
+    turn's answer is still sent whole afterwards, and the channel shows only what its deltas
+    did not (all of it, on a line of its own, when they differ). A progress line sent
+    meanwhile ends the streamed line."""
+
+    def stream_text(self, delta: str) -> None:
+        """Show ``delta`` at once. Must not block and must not raise."""
+        ...
 
 
-def work_status(channel: object) -> WorkStatus | None:
-    """The channel's status line (its ``work_status`` attribute), when it has one."""
-    found = getattr(channel, "work_status", None)
-    return found if isinstance(found, WorkStatus) else None
-
-
-@runtime_checkable
 class AttachmentDownloads(Protocol):
-    """What a channel whose users attach files offers the turn that answers them: the
-    file's bytes, fetched through the platform's own API with the bot's credentials, and
-    only from the platform's own hosts (a redirect is checked at every hop). The core
-    streams them to the state directory under ``attachments.max_bytes``."""
+    """A channel's ``downloads``, where its users attach files, offered to the turn that
+    answers them: the file's bytes, fetched through the platform's own API with the bot's
+    credentials, and only from the platform's own hosts (a redirect is checked at every hop).
+    The core streams them to the state directory under ``attachments.max_bytes``."""
 
     def download_limit(self) -> int:
         """The largest file the platform lets a bot download, in bytes (Telegram's Bot API
@@ -297,10 +307,9 @@ class AttachmentDownloads(Protocol):
         ...
 
 
-@runtime_checkable
 class FileSending(Protocol):
-    """What a channel that can post files offers the ``send_file`` tool and long answers
-    sent as a file."""
+    """A channel's ``files``, where it can post files, offered to the ``send_file`` tool and
+    to long answers sent as a file."""
 
     def upload_limit(self, target: DeliveryTarget) -> int:
         """The largest file the bot may post to ``target``, in bytes."""
@@ -322,17 +331,75 @@ class FileSending(Protocol):
         ...
 
 
+class MemberLookup(Protocol):
+    """A channel's ``members``, where its platform can tell whether a user can see a
+    conversation, offered to the approval service before it posts a card
+    (:mod:`bot.approval.reach`)."""
+
+    async def can_see(self, target: DeliveryTarget, user_id: str) -> bool | None:
+        """True or False when the platform says; None when it cannot tell (an unknown
+        user, a failed request). Must not raise for a platform failure."""
+        ...
+
+
 @runtime_checkable
 class Channel(ChannelSending, Protocol):
     """A platform adapter.
 
     ``run`` connects and lives until cancelled, delivering envelopes to the host; it must set
-    ``health`` honestly. Its sending methods are :class:`ChannelSending`'s.
+    ``health`` honestly. Its sending methods are :class:`ChannelSending`'s. Its optional
+    parts are attributes, each None when the platform has none (the module doc); they exist
+    from construction on and never change.
     """
 
     ref: ChannelRef
 
     @property
     def health(self) -> ChannelHealth: ...
+
+    @property
+    def files(self) -> FileSending | None:
+        """Posting files (the ``send_file`` tool, long answers as a file)."""
+        ...
+
+    @property
+    def downloads(self) -> AttachmentDownloads | None:
+        """The files users attach to their messages."""
+        ...
+
+    @property
+    def delivery(self) -> DeliveryCheck | None:
+        """Whether a reply cut off by a crash reached the conversation."""
+        ...
+
+    @property
+    def members(self) -> MemberLookup | None:
+        """Whether a user can see a conversation."""
+        ...
+
+    @property
+    def history(self) -> ThreadHistory | None:
+        """A thread's earlier messages."""
+        ...
+
+    @property
+    def replied(self) -> RepliedTo | None:
+        """The message a message replied to, where ``history`` is None."""
+        ...
+
+    @property
+    def work_status(self) -> WorkStatus | None:
+        """A status line beside a conversation while the bot works."""
+        ...
+
+    @property
+    def answer_stream(self) -> AnswerStream | None:
+        """An answer streamed into a message of its own as the model writes it."""
+        ...
+
+    @property
+    def live_text(self) -> LiveText | None:
+        """A reply's text shown as the model writes it."""
+        ...
 
     async def run(self, host: ChannelHost) -> None: ...

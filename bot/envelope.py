@@ -78,7 +78,7 @@ class Capabilities:
     nothing once the process that read it has gone (the console): recovery drops such a
     message instead of answering it in a later run. ``streams_text``: the channel shows a
     reply's text as the model writes it, by itself (a terminal:
-    :class:`bot.progress.LiveText`), not in an edited draft.
+    :class:`bot.channel.LiveText`), not in an edited draft.
     """
 
     can_edit: bool = False

@@ -19,8 +19,8 @@ not name its user, so it is allowed only with ``"*"``: name the user (``U…``) 
 users are not on ``allowed_users`` and get no DMs through the outbox: the outbox answers
 from configuration alone. The console's one conversation is the local terminal.
 
-Files go through the target channel's :class:`~bot.channel.FileSending`, under the same
-rules; a channel without it posts no files (:meth:`ChannelOutbox.upload_limit` says so
+Files go through the target channel's ``files`` (:class:`~bot.channel.FileSending`), under
+the same rules; a channel without them posts no files (:meth:`ChannelOutbox.upload_limit` says so
 before anything is read).
 """
 
@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bot.channel import Channel, FileSending
+from bot.channel import Channel
 from bot.config import ChannelCommon, Settings
 from bot.envelope import ChannelRef, DeliveryTarget
 
@@ -135,9 +135,9 @@ class ChannelOutbox:
         """The largest file ``target``'s channel takes there; None when the channel posts
         no files or is not running."""
         channel = self._channel_for(target.channel)
-        if not isinstance(channel, FileSending):
+        if channel is None or channel.files is None:
             return None
-        return channel.upload_limit(target)
+        return channel.files.upload_limit(target)
 
     async def send_file(
         self, target: DeliveryTarget, path: Path, *, name: str, caption: str = ""
@@ -145,6 +145,6 @@ class ChannelOutbox:
         channel = self._channel_for(target.channel)
         if channel is None:
             raise LookupError(f"channel {target.channel} is not running")
-        if not isinstance(channel, FileSending):
+        if channel.files is None:
             raise LookupError(f"channel {target.channel} posts no files")
-        await channel.send_file(target, path, name=name, caption=caption)
+        await channel.files.send_file(target, path, name=name, caption=caption)

@@ -16,13 +16,13 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import Protocol, TypeVar
 
 import structlog
 
 from bot import telemetry
 from bot.backoff import cancel_requested
-from bot.channel import Channel, SentMessage, answer_stream, work_status
+from bot.channel import Channel, SentMessage
 from bot.envelope import Capabilities, DeliveryTarget
 from bot.errors import ChannelError
 from bot.scrub import scrub_text
@@ -65,26 +65,6 @@ class ProgressSink(Protocol):
     async def stream_text(self, delta: str) -> None: ...
 
     async def aclose(self) -> None: ...
-
-
-@runtime_checkable
-class LiveText(Protocol):
-    """What a channel that shows a reply's text as the model writes it offers the progress
-    sink, as its ``live_text`` attribute (:func:`live_text`), used where its conversation's
-    capabilities say ``streams_text`` (the terminal of ``hatchway chat``). The deltas of one
-    model call come in order; the turn's answer is still sent whole afterwards, and the
-    channel shows only what its deltas did not (all of it, on a line of its own, when they
-    differ). A progress line sent meanwhile ends the streamed line."""
-
-    def stream_text(self, delta: str) -> None:
-        """Show ``delta`` at once. Must not block and must not raise."""
-        ...
-
-
-def live_text(channel: object) -> LiveText | None:
-    """The channel's live text (its ``live_text`` attribute), when it has one."""
-    found = getattr(channel, "live_text", None)
-    return found if isinstance(found, LiveText) else None
 
 
 class NullProgress:
@@ -221,7 +201,7 @@ class ChannelProgress:
         self._interval = edit_interval_s if capabilities.can_edit else batch_interval_s
         self._typing_interval = typing_interval_s
         self._stream = stream
-        self._live = live_text(channel) if capabilities.streams_text else None
+        self._live = channel.live_text if capabilities.streams_text else None
         self._lines: dict[str, str] = {}  # edit mode: key → current line
         self._running: dict[str, str] = {}  # calls started and not finished: key → tool
         self._pending: list[str] = []  # batch mode: lines not yet sent
@@ -238,11 +218,11 @@ class ChannelProgress:
         self._timer: asyncio.TimerHandle | None = None  # the ticker's next wake-up
         self._busy = False  # the ticker is in a pulse (perhaps a platform call)
         self._ticker: asyncio.Task[None] | None = None
-        status = work_status(channel)
+        status = channel.work_status
         self._status = status if status is not None and status.shows_status(target) else None
         self._status_shown: tuple[str | None] | None = None  # the tool last shown, if any
         self._last_status = -math.inf
-        streams = answer_stream(channel)
+        streams = channel.answer_stream
         self._answers = streams if streams is not None and streams.streams_to(target) else None
         self._streamed = 0  # how much of the draft the answer stream has
 

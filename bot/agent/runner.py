@@ -30,7 +30,7 @@ from bot.agent.listening import listening
 from bot.agent.loop import run_turn
 from bot.agent.turn import AgentBundle, TurnState, TurnStatus
 from bot.attachments.ingest import AttachmentIngest
-from bot.channel import Channel, DeliveryCheck
+from bot.channel import Channel
 from bot.context import ConversationContext
 from bot.envelope import ChannelRef
 from bot.progress import ChannelProgress
@@ -99,15 +99,14 @@ class AgentRunner:
             else None
         )
         excluded = () if self._excluded_for is None else self._excluded_for(envelope.channel)
+        replying = self._channel_for(envelope.reply_target.channel)
         state = TurnState(
             turn=turn,
             inbox=turn.inbox,
             excluded_tools=tuple(excluded),
             # the answer's ledger row rides with its history where a crash between the two
             # and the send is settled by looking (bot.gateway.ledger): one trip fewer
-            record_answer=isinstance(
-                self._channel_for(envelope.reply_target.channel), DeliveryCheck
-            ),
+            record_answer=replying is not None and replying.delivery is not None,
         )
         if progress is not None:
             state.progress = progress

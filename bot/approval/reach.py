@@ -5,9 +5,10 @@ posted the backchannel asks which eligible approvers (the alias's ``approvers``,
 requester unless ``self_approval`` is on) can see the conversation:
 
 * a direct message is seen by the requester alone;
-* in a group, a channel that implements :class:`MemberLookup` is asked per approver; an
-  approver it says cannot see the conversation does not count, one it cannot tell about
-  does (the platform is the judge of membership, not this module);
+* in a group, the channel's ``members`` (:class:`~bot.channel.MemberLookup`), where it has
+  them, is asked per approver; an approver it says cannot see the conversation does not
+  count, one it cannot tell about does (the platform is the judge of membership, not this
+  module);
 * ``approver_roles`` count for a group (role holders are found by the platform at click
   time), and for a direct message only when the requester may approve their own request.
 
@@ -20,24 +21,14 @@ can close their DMs).
 from __future__ import annotations
 
 import asyncio
-from typing import Protocol, runtime_checkable
 
 import structlog
 
 from bot.approval.policy import EffectivePolicy
-from bot.envelope import DeliveryTarget, IngressEnvelope
+from bot.channel import Channel
+from bot.envelope import IngressEnvelope
 
 log = structlog.get_logger(__name__)
-
-
-@runtime_checkable
-class MemberLookup(Protocol):
-    """A channel that can tell whether a user can see a conversation."""
-
-    async def can_see(self, target: DeliveryTarget, user_id: str) -> bool | None:
-        """True or False when the platform says; None when it cannot tell (an unknown
-        user, a failed request). Must not raise for a platform failure."""
-        ...
 
 
 def eligible_approvers(policy: EffectivePolicy, requester: str) -> tuple[str, ...]:
@@ -46,27 +37,28 @@ def eligible_approvers(policy: EffectivePolicy, requester: str) -> tuple[str, ..
 
 
 async def approver_reach(
-    channel: object, envelope: IngressEnvelope, policy: EffectivePolicy
+    channel: Channel | None, envelope: IngressEnvelope, policy: EffectivePolicy
 ) -> tuple[tuple[str, bool | None], ...]:
     """Each eligible listed approver with whether they can see the envelope's conversation:
     True or False when known (a direct message is seen by its requester alone; in a group the
-    platform says), None when the platform cannot tell or is not asked (``channel`` is not a
-    :class:`MemberLookup`: not running, or ``hatchway policy explain`` offline)."""
+    platform says), None when the platform cannot tell or is not asked (``channel`` has no
+    ``members``, or is None: not running, or ``hatchway policy explain`` offline)."""
     requester = envelope.sender.id
     eligible = eligible_approvers(policy, requester)
     if not envelope.is_group:
         return tuple((approver, approver == requester) for approver in eligible)
-    if not isinstance(channel, MemberLookup):
+    members = channel.members if channel is not None else None
+    if members is None:
         return tuple((approver, None) for approver in eligible)
     # asked together: a slow platform answer costs its latency once, not once per approver
     answers = await asyncio.gather(
-        *(channel.can_see(envelope.reply_target, approver) for approver in eligible)
+        *(members.can_see(envelope.reply_target, approver) for approver in eligible)
     )
     return tuple(zip(eligible, answers, strict=True))
 
 
 async def approvers_here(
-    channel: object, envelope: IngressEnvelope, policy: EffectivePolicy
+    channel: Channel | None, envelope: IngressEnvelope, policy: EffectivePolicy
 ) -> bool:
     """Whether an eligible approver can see the card in the envelope's own conversation."""
     if not envelope.is_group:

@@ -1,13 +1,14 @@
 """A turn's user message with what its attachments hold, built when the turn starts.
 
 :class:`AttachmentIngest` is what the turn runner calls for a message that came with files.
-Through the channel's :class:`~bot.channel.AttachmentDownloads` it downloads each file
-(``attachments.parallel_downloads`` at once) to ``<state_dir>/attachments`` under the
-smaller of ``attachments.max_bytes`` and the platform's own limit, reads it by its content
-(:mod:`bot.attachments.reading`), records a row per saved file (:mod:`bot.store.attachments`)
-and returns the user :class:`~bot.providers.base.ChatMessage`: the user's text, a line per
-file (:mod:`bot.attachments.lines`), and the images to show with it this turn. Nothing the
-user sent is lost on the way: a file that cannot be downloaded, is too large or cannot be
+Through the channel's ``downloads`` (:class:`~bot.channel.AttachmentDownloads`) it
+downloads each file (``attachments.parallel_downloads`` at once) to
+``<state_dir>/attachments`` under the smaller of ``attachments.max_bytes`` and the
+platform's own limit, reads it by its content (:mod:`bot.attachments.reading`), records a
+row per saved file (:mod:`bot.store.attachments`) and returns the user
+:class:`~bot.providers.base.ChatMessage`: the user's text, a line per file
+(:mod:`bot.attachments.lines`), and the images to show with it this turn. Nothing the user
+sent is lost on the way: a file that cannot be downloaded, is too large or cannot be
 read becomes a line saying so, and the turn runs.
 """
 
@@ -28,7 +29,7 @@ from bot.attachments.download import download
 from bot.attachments.lines import ImageSight, Note
 from bot.attachments.naming import new_attachment_id, saved_name
 from bot.attachments.reading import Read, Saved, read_saved
-from bot.channel import AttachmentDownloads
+from bot.channel import AttachmentDownloads, Channel
 from bot.config.attachments import AttachmentsConfig
 from bot.envelope import Attachment
 from bot.errors import AttachmentError, AttachmentRefused, AttachmentTooLarge, StorageError
@@ -99,13 +100,13 @@ class AttachmentIngest:
     async def user_message(
         self,
         turn: TurnIdentity,
-        channel: object,
+        channel: Channel | None,
         sight: ImageSight = SEES_ALL,
         listen: Listen | None = None,
     ) -> ChatMessage:
         """The user message of ``turn``: the envelope's text, a line per attachment, and
         the images to show. ``channel`` is the message's channel (None when it is gone);
-        files are downloaded only when it implements AttachmentDownloads. ``sight`` is what
+        files are downloaded only through its ``downloads``. ``sight`` is what
         the turn's agent can do with an image: its lines promise no more. ``listen``, when
         given, is told of the saved files and its lines join the user's text. Raises
         nothing for what the files are or how they fail."""
@@ -115,7 +116,8 @@ class AttachmentIngest:
         words: Sequence[str] = ()
         if not attachments:
             return ChatMessage(role="user", content=envelope.text)
-        if not config.enabled or not isinstance(channel, AttachmentDownloads):
+        downloads = channel.downloads if channel is not None else None
+        if not config.enabled or downloads is None:
             why = TURNED_OFF if not config.enabled else NO_DOWNLOADS
             notes = [
                 lines.unread(_name(a, i), a.size, why, lines.PASTE)
@@ -123,7 +125,7 @@ class AttachmentIngest:
             ]
         else:
             try:
-                notes, words = await self._read_all(turn, channel, config, sight, listen)
+                notes, words = await self._read_all(turn, downloads, config, sight, listen)
             except Exception:
                 # Boundary: a bug here must not cost the user their message; it is logged
                 # and the model is told each file's name.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from bot.channel import Channel, RepliedTo, ThreadHistory
+from bot.channel import Channel
 from bot.config import ChannelCommon, Settings
 from bot.context.keeping import GroupContextKeeper
 from bot.context.threads import ThreadCache, earlier_line
@@ -89,10 +89,12 @@ class ConversationContext:
             return ()
         options = cfg.context
         lines: list[ContextLine] = []
-        if options.thread_messages and isinstance(channel, ThreadHistory):
-            lines += await self.threads.lines(channel, envelope, cfg)
-        elif options.thread_messages and isinstance(channel, RepliedTo):
-            replied = channel.replied_to(envelope)
+        history = channel.history if channel is not None else None
+        replies = channel.replied if channel is not None else None
+        if options.thread_messages and history is not None:
+            lines += await self.threads.lines(history, envelope, cfg)
+        elif options.thread_messages and replies is not None:
+            replied = replies.replied_to(envelope)
             if replied is not None and len(replied.text) <= options.thread_chars:
                 lines.append(earlier_line(envelope, replied, cfg))
         if options.keeps_in(envelope.conversation_id):

@@ -49,7 +49,7 @@ class Replies:
     def check(self, target: DeliveryTarget) -> DeliveryCheck | None:
         """The target channel's :class:`~bot.channel.DeliveryCheck`, when it has one."""
         channel = self._channel_for(target.channel)
-        return channel if isinstance(channel, DeliveryCheck) else None
+        return channel.delivery if channel is not None else None
 
     async def send(self, envelope: IngressEnvelope, text: str) -> None:
         """Send to the envelope's reply target: nothing at all for a silent scheduled job

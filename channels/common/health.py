@@ -1,6 +1,6 @@
 """An adapter's health, kept in one place and logged when it changes.
 
-Every adapter holds one :class:`HealthRecord` and sets it through its ``_set_health``;
+Every adapter holds one :class:`HealthRecord` and sets it (:meth:`HealthRecord.set`);
 :attr:`HealthRecord.current` is what its ``health`` property returns. A change of state or
 detail is logged once as ``channel_health``; setting the same value again logs nothing.
 """

@@ -1,10 +1,10 @@
 """The sending half of the ``Channel`` protocol, as every platform adapter forwards it.
 
 Each adapter keeps what it sends in its own ``outbound`` module (text, edits, reactions,
-typing, approval cards) and is a :class:`SendsThrough`: the protocol's six sending methods
-are that module's, so they are written once here instead of once per platform. So is the
+typing, approval cards) and is a :class:`SendsThrough`: the protocol's sending methods are
+that module's, so they are written once here instead of once per platform. So is the
 channel's ``delivery.long_answer``: an answer too long for its messages goes as a file
-(:mod:`channels.common.long_answer`) when the adapter can post files.
+(:mod:`channels.common.long_answer`) through the channel's ``files``, when it has them.
 """
 
 from __future__ import annotations
@@ -31,13 +31,14 @@ class SendsThrough:
     """Base of an adapter whose sending methods are its ``_outbound`` module's."""
 
     _outbound: ChannelSending
+    files: FileSending | None
 
     async def send(
         self, target: DeliveryTarget, text: str, *, key: str = ""
     ) -> Sequence[SentMessage]:
-        if key and self._as_file(target, text) and isinstance(self, FileSending):
+        if key and self.files is not None and self._as_file(target, text):
             try:
-                return await send_as_file(self, target, text, key=key)
+                return await send_as_file(self.files, target, text, key=key)
             except ChannelError as exc:
                 log.warning("long_answer_file_refused", channel=str(target.channel), error=str(exc))
         return await self._outbound.send(target, text, key=key)
@@ -55,9 +56,9 @@ class SendsThrough:
         if not isinstance(config, ChannelCommon) or config.delivery.long_answer != "file":
             return False
         outbound = self._outbound
-        if not isinstance(outbound, CountsMessages) or not isinstance(self, FileSending):
+        if not isinstance(outbound, CountsMessages) or self.files is None:
             return False
-        if len(text.encode()) > self.upload_limit(target):
+        if len(text.encode()) > self.files.upload_limit(target):
             return False
         if isinstance(outbound, AnswersPrivately) and outbound.answers_privately(target):
             return False

@@ -72,7 +72,7 @@ class ConsoleChannel:
             self._stdout, prompting=shows and is_terminal(self._stdin), erasable=shows
         )
         #: at a terminal, the answer as the model writes it (``streams_text``): the progress
-        #: sink's :class:`bot.progress.LiveText`
+        #: sink's :class:`bot.channel.LiveText`
         self.live_text = self._screen
         self._host: ChannelHost | None = None
         self._answer: asyncio.Future[str | None] | None = None
@@ -81,13 +81,14 @@ class ConsoleChannel:
         self._ends: asyncio.Queue[None] = asyncio.Queue()
         self._closing = False  # an end of input was read: no new messages
         self._over = False  # and no more input will come
+        # a terminal has none of a Channel's other optional parts
+        self.files = self.downloads = self.delivery = None
+        self.members = self.history = self.replied = None
+        self.work_status = self.answer_stream = None
 
     @property
     def health(self) -> ChannelHealth:
         return self._health.current
-
-    def _set_health(self, state: HealthState, detail: str = "") -> None:
-        self._health.set(state, detail)
 
     @property
     def target(self) -> DeliveryTarget:
@@ -106,7 +107,7 @@ class ConsoleChannel:
         reader = StdinReader(self._stdin)
         self._echoes = reader.echoes
         reader.open()
-        self._set_health(HealthState.CONNECTED, "reading stdin")
+        self._health.set(HealthState.CONNECTED, "reading stdin")
         self._screen.begin()
         try:
             while True:
@@ -128,12 +129,12 @@ class ConsoleChannel:
             reader.close()
             if self._answer is not None and not self._answer.done():
                 self._answer.set_result(None)
-            self._set_health(HealthState.STOPPED, "end of input")
+            self._health.set(HealthState.STOPPED, "end of input")
 
     def _end_of_input(self, *, over: bool) -> None:
         self._closing = True
         self._over = self._over or over
-        self._set_health(HealthState.STOPPED, "end of input")
+        self._health.set(HealthState.STOPPED, "end of input")
         self._screen.stop_prompting()
         if self._answer is not None and not self._answer.done():
             self._answer.set_result(None)

@@ -43,9 +43,6 @@ login, gateway close 4004) or a missing privileged intent (close 4014) → ``FAI
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from pathlib import Path
-
 import aiohttp
 import discord
 import structlog
@@ -54,13 +51,11 @@ from bot.backoff import Backoff, cancel_requested, sleep_before_retry
 from bot.channel import (
     ChannelHealth,
     ChannelHost,
-    EarlierMessage,
     HealthState,
-    SentMessage,
 )
 from bot.channel_registry import ChannelContext
 from bot.config import ChannelCommon, Settings
-from bot.envelope import Attachment, ChannelRef, DeliveryTarget, IngressEnvelope
+from bot.envelope import ChannelRef
 from bot.errors import ChannelAuthError, ChannelError, ConfigError
 from bot.scrub import register_secret
 from channels.common.card_index import CardIndex
@@ -128,24 +123,26 @@ class DiscordChannel(SendsThrough):
         self._catch_up = CatchUp(
             ref, config, self._connection, self._last_seen, self._watermark, self._inbound
         )
-        self._replies_found = ReplyFinder(ref, self._connection)
         self._clicks = DiscordCardAnswers(
             ref, self._connection, cards, reactions_for_approval=reactions
         )
         self._outbound = Outbound(
             ref, self._connection, threads, cards, replies, reactions_for_approval=reactions
         )
-        self._members = ConversationMembers(ref, self._connection)
-        self._downloads = Downloads(ref, self._connection, api_base_url=config.api_base_url)
-        self._files = FileSender(ref, self._connection, self._outbound, replies)
-        self._thread_history = DiscordThreadHistory(self._connection)
+        # the optional parts of a bot.channel.Channel
+        self.files = FileSender(ref, self._connection, self._outbound, replies)
+        self.downloads = Downloads(ref, self._connection, api_base_url=config.api_base_url)
+        self.delivery = ReplyFinder(ref, self._connection, shown_text=self.shown_text)
+        self.members = ConversationMembers(ref, self._connection)
+        self.history = DiscordThreadHistory(self._connection)
+        self.replied = None
+        self.work_status = None
+        self.answer_stream = None
+        self.live_text = None
 
     @property
     def health(self) -> ChannelHealth:
         return self._health.current
-
-    def _set_health(self, state: HealthState, detail: str = "") -> None:
-        self._health.set(state, detail)
 
     # lifecycle -------------------------------------------------------------------------
 
@@ -153,7 +150,7 @@ class DiscordChannel(SendsThrough):
         """Log in, connect and deliver messages until cancelled (then close the client)."""
         token = Settings.secret(self._config.token_env)
         if token is None:
-            self._set_health(HealthState.FAILED, f"no token: {self._config.token_env} is not set")
+            self._health.set(HealthState.FAILED, f"no token: {self._config.token_env} is not set")
             self._connection.login_settled.set()  # nobody waits for a login that never comes
             raise ChannelAuthError(
                 f"{self.ref}: environment variable {self._config.token_env} "
@@ -179,7 +176,7 @@ class DiscordChannel(SendsThrough):
                 self._connection.login_settled.set()
                 if self._config.sync_commands:
                     await sync_commands(client.tree, self.ref)
-                self._set_health(HealthState.STARTING, "logged in; connecting to the gateway")
+                self._health.set(HealthState.STARTING, "logged in; connecting to the gateway")
                 while True:
                     await host.lead(
                         self.ref,
@@ -217,7 +214,7 @@ class DiscordChannel(SendsThrough):
             await self._catch_up.stop()
             await self._last_seen.write()
             if self._health.state is not HealthState.FAILED:
-                self._set_health(HealthState.STOPPED, "stopped")
+                self._health.set(HealthState.STOPPED, "stopped")
 
     async def _gateway_session(self, client: GatewayClient) -> None:
         """The gateway connected while this process holds the gateway role: from the
@@ -225,7 +222,7 @@ class DiscordChannel(SendsThrough):
         until cancelled; then the session is closed, the client (REST) left open."""
         await self._last_seen.load(again=True)
         await self._watermark.load(again=True)
-        self._set_health(HealthState.STARTING, "connecting to the gateway")
+        self._health.set(HealthState.STARTING, "connecting to the gateway")
         try:
             async with self._last_seen.flushing():
                 try:
@@ -238,10 +235,10 @@ class DiscordChannel(SendsThrough):
             self._watermark.disconnected()
 
     def _standby(self, why: str) -> None:
-        self._set_health(HealthState.CONNECTED, f"standby, no gateway session: {why}")
+        self._health.set(HealthState.CONNECTED, f"standby, no gateway session: {why}")
 
     def _fail(self, detail: str) -> None:
-        self._set_health(HealthState.FAILED, detail)
+        self._health.set(HealthState.FAILED, detail)
 
     async def _login(self, client: GatewayClient, token: str) -> None:
         """``client.login`` with retries (jittered backoff) while Discord is unreachable."""
@@ -260,7 +257,7 @@ class DiscordChannel(SendsThrough):
             except (aiohttp.ClientError, OSError) as exc:
                 reason = type(exc).__name__
             wait = backoff.next_delay()
-            self._set_health(
+            self._health.set(
                 HealthState.RECONNECTING,
                 f"cannot reach Discord ({reason}); retrying in {wait:.0f}s",
             )
@@ -283,29 +280,29 @@ class DiscordChannel(SendsThrough):
         client = self._connection.connected()
         if client is None:
             return
-        self._set_health(HealthState.CONNECTED, f"connected as {client.user}")
+        self._health.set(HealthState.CONNECTED, f"connected as {client.user}")
 
     async def gateway_ready(self) -> None:
         client = self._connection.connected()
         if client is None:
             return
-        self._set_health(
+        self._health.set(
             HealthState.CONNECTED, f"connected as {client.user} to {len(client.guilds)} guild(s)"
         )
         # The guilds' channels are known now: fetch what the new session did not see.
         caught_up = await self._catch_up.run()
         if caught_up is not None and self._health.state is HealthState.CONNECTED:
             detail = f"{self._health.current.detail}; {caught_up.describe()}"
-            self._set_health(HealthState.CONNECTED, detail)
+            self._health.set(HealthState.CONNECTED, detail)
 
     async def gateway_resumed(self) -> None:
         self._watermark.connected()  # Discord replays the gap to a resumed session
-        self._set_health(HealthState.CONNECTED, "gateway session resumed")
+        self._health.set(HealthState.CONNECTED, "gateway session resumed")
 
     async def gateway_disconnected(self) -> None:
         self._watermark.disconnected()
         if self._health.state in (HealthState.CONNECTED, HealthState.STARTING):
-            self._set_health(
+            self._health.set(
                 HealthState.RECONNECTING, "gateway connection lost; discord.py is resuming it"
             )
 
@@ -342,76 +339,6 @@ class DiscordChannel(SendsThrough):
         self, interaction: discord.Interaction[discord.Client], name: str
     ) -> None:
         await self._inbound.command_invoked(interaction, name)
-
-    # who can see a conversation (bot.approval.reach.MemberLookup) ----------------------
-
-    async def can_see(self, target: DeliveryTarget, user_id: str) -> bool | None:
-        """Whether ``user_id`` may view the target's channel or thread; None when Discord
-        cannot tell (:mod:`channels.discord.members`)."""
-        return await self._members.can_see(target, user_id)
-
-    # a thread's earlier messages (bot.channel.ThreadHistory) -----------------------------
-
-    async def earlier_messages(
-        self, envelope: IngressEnvelope, *, limit: int, max_chars: int
-    ) -> Sequence[EarlierMessage] | None:
-        """The messages before ``envelope`` in its thread or reply chain
-        (:mod:`channels.discord.thread_history`)."""
-        return await self._thread_history.earlier_messages(
-            envelope, limit=limit, max_chars=max_chars
-        )
-
-    # replies cut off by a crash (bot.channel.DeliveryCheck) ------------------------------
-
-    async def find_delivered(
-        self,
-        target: DeliveryTarget,
-        *,
-        key: str,
-        text: str,
-        after_message_id: str | None,
-    ) -> Sequence[SentMessage] | None:
-        """The bot's messages that are the reply ``key`` (``text``) to ``target``
-        (:mod:`channels.discord.delivery_check`); a long answer sent as a file is found by
-        its caption, or by its text when the file was refused and it went as messages."""
-        shown = self.shown_text(target, text)
-        found = await self._replies_found.find_delivered(
-            target, key=key, text=shown, after_message_id=after_message_id
-        )
-        if found == [] and shown != text:
-            found = await self._replies_found.find_delivered(
-                target, key=key, text=text, after_message_id=after_message_id
-            )
-        return found
-
-    # files users attach (bot.channel.AttachmentDownloads) -------------------------------
-
-    def download_limit(self) -> int:
-        return self._downloads.download_limit()
-
-    def download_attachment(self, attachment: Attachment) -> AsyncIterator[bytes]:
-        """The attachment's bytes from Discord's CDN, its expired link renewed
-        (:mod:`channels.discord.downloads`)."""
-        return self._downloads.download_attachment(attachment)
-
-    # files the bot posts (bot.channel.FileSending) --------------------------------------
-
-    def upload_limit(self, target: DeliveryTarget) -> int:
-        return self._files.upload_limit(target)
-
-    async def send_file(
-        self,
-        target: DeliveryTarget,
-        path: Path,
-        *,
-        name: str,
-        caption: str = "",
-        key: str = "",
-    ) -> Sequence[SentMessage]:
-        """The file as an attachment, replying like an answer (:mod:`channels.discord.files`)."""
-        return await self._files.send_file(target, path, name=name, caption=caption, key=key)
-
-    # outbound (Channel) ----------------------------------------------------------------
 
 
 def create(ref: ChannelRef, config: ChannelCommon, context: ChannelContext) -> DiscordChannel:

@@ -33,7 +33,7 @@ never found.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
 
 import aiohttp
@@ -79,13 +79,39 @@ def first_reply_to(target: DeliveryTarget) -> int | None:
 
 
 class ReplyFinder:
-    """:class:`~bot.channel.DeliveryCheck` for one Discord adapter."""
+    """:class:`~bot.channel.DeliveryCheck` for one Discord adapter (its ``delivery``).
+    ``shown_text`` is what a keyed reply of a text says on Discord (the caption of a long
+    answer sent as a file, :meth:`~channels.common.outbound.SendsThrough.shown_text`)."""
 
-    def __init__(self, ref: ChannelRef, connection: Connection) -> None:
+    def __init__(
+        self,
+        ref: ChannelRef,
+        connection: Connection,
+        *,
+        shown_text: Callable[[DeliveryTarget, str], str],
+    ) -> None:
         self._connection = connection
+        self._shown_text = shown_text
         self._log = log.bind(channel=str(ref))
 
     async def find_delivered(
+        self,
+        target: DeliveryTarget,
+        *,
+        key: str,
+        text: str,
+        after_message_id: str | None,
+    ) -> Sequence[SentMessage] | None:
+        """The bot's messages that are the reply ``key`` (``text``) to ``target``; a long
+        answer sent as a file is found by its caption, or by its text when the file was
+        refused and it went as messages."""
+        shown = self._shown_text(target, text)
+        found = await self._find(target, key=key, text=shown, after_message_id=after_message_id)
+        if found == [] and shown != text:
+            found = await self._find(target, key=key, text=text, after_message_id=after_message_id)
+        return found
+
+    async def _find(
         self,
         target: DeliveryTarget,
         *,

@@ -45,9 +45,7 @@ import hashlib
 import hmac
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -58,12 +56,10 @@ from bot.backoff import Backoff, sleep_before_retry
 from bot.channel import (
     ChannelHealth,
     ChannelHost,
-    EarlierMessage,
     HealthState,
-    SentMessage,
 )
 from bot.config import ChannelCommon, Settings
-from bot.envelope import Attachment, ChannelRef, DeliveryTarget, IngressEnvelope
+from bot.envelope import ChannelRef
 from bot.errors import ChannelAuthError, ChannelError, ConfigError
 from bot.ops.web import header_bytes
 from bot.scrub import register_secrets
@@ -124,8 +120,8 @@ class SlackCredentials:
 
 
 class SlackChannel(SendsThrough):
-    """A Slack workspace as a :class:`~bot.channel.Channel`, with
-    :class:`~bot.channel.AttachmentDownloads` and :class:`~bot.channel.FileSending`."""
+    """A Slack workspace as a :class:`~bot.channel.Channel`, with every optional part but
+    ``replied`` (Slack lets a bot read threads back)."""
 
     _outbound: SlackOutbound
 
@@ -170,7 +166,7 @@ class SlackChannel(SendsThrough):
             app_id=app_id_of(credentials.app_token),
             assistant=self._assistant,
         )
-        self._files = SlackFiles(
+        files = SlackFiles(
             ref=ref,
             api=self._api,
             token=credentials.bot_token,
@@ -185,14 +181,19 @@ class SlackChannel(SendsThrough):
             api=self._api,
             cards=cards,
             command_replies=replies,
-            files=self._files,
+            files=files,
             streams=self.answer_stream,
         )
-        self._members = ConversationMembers(self._api)
-        self._delivery = SlackDeliveryCheck(ref=ref, api=self._api)
-        self._threads = SlackThreadHistory(
+        # the optional parts of a bot.channel.Channel
+        self.files = self._outbound
+        self.downloads = files
+        self.delivery = SlackDeliveryCheck(ref=ref, api=self._api)
+        self.members = ConversationMembers(self._api)
+        self.history = SlackThreadHistory(
             api=self._api, names=DisplayNames(self._api, ttl_s=config.user_cache_ttl_s)
         )
+        self.replied = None
+        self.live_text = None
         self._health = HealthRecord(ref, HealthState.STOPPED, "not started")
         self._app: AsyncApp | None = None
         if config.mode == "http":
@@ -204,25 +205,22 @@ class SlackChannel(SendsThrough):
     def health(self) -> ChannelHealth:
         return self._health.current
 
-    def _set_health(self, state: HealthState, detail: str = "") -> None:
-        self._health.set(state, detail)
-
     # -- lifecycle -------------------------------------------------------------------------
 
     async def run(self, host: ChannelHost) -> None:
         """Check the bot token, then receive events until cancelled."""
-        self._set_health(HealthState.STARTING, "checking the bot token")
+        self._health.set(HealthState.STARTING, "checking the bot token")
         try:
             async with self._api.kept_alive():
                 await self._run(host)
         except* ChannelAuthError as group:
             error = group.exceptions[0]
-            self._set_health(HealthState.FAILED, f"{error}; check the tokens in the environment")
+            self._health.set(HealthState.FAILED, f"{error}; check the tokens in the environment")
             raise error from None
         finally:
             self._app = None
             if self._health.state is not HealthState.FAILED:
-                self._set_health(HealthState.STOPPED, "stopped")
+                self._health.set(HealthState.STOPPED, "stopped")
 
     async def _run(self, host: ChannelHost) -> None:
         bot = await self._authenticate()
@@ -264,11 +262,11 @@ class SlackChannel(SendsThrough):
             except ChannelAuthError:
                 raise
             except ChannelError as exc:
-                self._set_health(HealthState.STARTING, f"{exc}; retrying")
+                self._health.set(HealthState.STARTING, f"{exc}; retrying")
                 await sleep_before_retry(backoff.next_delay())
                 continue
-            self._delivery.know(bot)
-            self._threads.know(bot)
+            self.delivery.know(bot)
+            self.history.know(bot)
             await self._assistant.start()
             return bot
 
@@ -277,7 +275,7 @@ class SlackChannel(SendsThrough):
         Socket Mode connection."""
         if self._config.mode == "http":
             self._app = app
-            self._set_health(HealthState.CONNECTED, f"HTTP events at {self._config.events_path}")
+            self._health.set(HealthState.CONNECTED, f"HTTP events at {self._config.events_path}")
             await asyncio.Event().wait()
             return
         if self._creds.app_token is None:
@@ -286,7 +284,7 @@ class SlackChannel(SendsThrough):
             app=app,
             api=self._api,
             app_token=self._creds.app_token,
-            set_health=self._set_health,
+            set_health=self._health.set,
             backoff=self._config.reconnect_backoff(),
             ping_interval_s=self._config.ping_interval_s,
         )
@@ -299,69 +297,6 @@ class SlackChannel(SendsThrough):
         _check_signature(request, await request.read(), self._creds.signing_secret or "")
         response = await app.async_dispatch(await to_bolt_request(request))
         return await to_aiohttp_response(response)
-
-    # -- who can see a conversation (bot.approval.reach.MemberLookup) ----------------------
-
-    async def can_see(self, target: DeliveryTarget, user_id: str) -> bool | None:
-        """Whether ``user_id`` is a member of the target's conversation
-        (``conversations.members``, cached briefly); None when Slack cannot say."""
-        return await self._members.can_see(target, user_id)
-
-    # -- whether a reply reached Slack (bot.channel.DeliveryCheck) ---------------------------
-
-    async def find_delivered(
-        self,
-        target: DeliveryTarget,
-        *,
-        key: str,
-        text: str,
-        after_message_id: str | None,
-    ) -> Sequence[SentMessage] | None:
-        """The chunks of reply ``key`` this bot posted to ``target`` after the message
-        ``after_message_id``, found by their metadata (:mod:`channels.slack.delivery_check`)."""
-        return await self._delivery.find_delivered(
-            target, key=key, text=text, after_message_id=after_message_id
-        )
-
-    # -- files users attach (bot.channel.AttachmentDownloads) -------------------------------
-
-    # -- a thread's earlier messages (bot.channel.ThreadHistory) ------------------------------
-
-    async def earlier_messages(
-        self, envelope: IngressEnvelope, *, limit: int, max_chars: int
-    ) -> Sequence[EarlierMessage] | None:
-        """The messages before ``envelope`` in its thread (:mod:`channels.slack.thread_history`)."""
-        return await self._threads.earlier_messages(envelope, limit=limit, max_chars=max_chars)
-
-    def download_limit(self) -> int:
-        """``download_max_bytes`` (Slack's own 1 GB by default); ``attachments.max_bytes``
-        applies as well."""
-        return self._files.download_limit()
-
-    def download_attachment(self, attachment: Attachment) -> AsyncIterator[bytes]:
-        """The file's bytes from Slack's file hosts, with the bot token
-        (:mod:`channels.slack.files`)."""
-        return self._files.download(attachment)
-
-    # -- files the bot posts (bot.channel.FileSending) ---------------------------------------
-
-    def upload_limit(self, target: DeliveryTarget) -> int:
-        """``upload_max_bytes`` of the channel's config."""
-        return self._outbound.upload_limit(target)
-
-    async def send_file(
-        self,
-        target: DeliveryTarget,
-        path: Path,
-        *,
-        name: str,
-        caption: str = "",
-        key: str = "",
-    ) -> Sequence[SentMessage]:
-        """Share the file in the target's thread (:mod:`channels.slack.outbound`)."""
-        return await self._outbound.send_file(target, path, name=name, caption=caption, key=key)
-
-    # -- outbound (Channel), delegated --------------------------------------------------------
 
 
 def create(ref: ChannelRef, config: ChannelCommon, context: ChannelContext) -> SlackChannel:

@@ -74,7 +74,8 @@ def _mime(content_type: str) -> str:
 
 class SlackFiles:
     """Downloads and uploads for :class:`~channels.slack.adapter.SlackChannel` (module
-    docstring)."""
+    docstring): the channel's ``downloads``; its ``files`` are its outbound module's, which
+    uploads through :meth:`upload`."""
 
     def __init__(
         self,
@@ -100,7 +101,7 @@ class SlackFiles:
     def download_limit(self) -> int:
         return self._max_download
 
-    async def download(self, attachment: Attachment) -> AsyncIterator[bytes]:
+    async def download_attachment(self, attachment: Attachment) -> AsyncIterator[bytes]:
         """The bytes of ``attachment``, in chunks (module docstring)."""
         if attachment.size is not None and attachment.size > self._max_download:
             raise self._too_large()

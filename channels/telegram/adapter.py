@@ -9,7 +9,7 @@ Updates used: new and edited messages, callback queries (approval buttons) and, 
 ``reactions_for_approval``, message reactions; :mod:`channels.telegram.inbound` routes them
 (a reply to an approval card is a deny-with-edit, :mod:`channels.telegram.card_surface`; an
 edit goes to :meth:`~bot.channel.ChannelHost.edited` under the message's own id).
-Before a card is posted in a group, the approval service asks :meth:`TelegramChannel.can_see`
+Before a card is posted in a group, the approval service asks the channel's ``members``
 whether an approver is in it (:mod:`channels.telegram.members`); a DM copy to a user who never
 started the bot fails with :class:`~bot.errors.ChannelError` like any refused message.
 
@@ -24,15 +24,15 @@ answered (sent with ``allow_sending_without_reply``, the answer does not need it
 Exactly-once replies: a Telegram bot cannot read history, but it can edit its own messages.
 Every message is recorded before it is sent, sends to one chat are serialised
 (:mod:`channels.telegram.send_record`), and a send a crash cut off is looked for by an edit
-probe (:mod:`channels.telegram.delivery_check`): the channel is a
+probe (:mod:`channels.telegram.delivery_check`): the channel's ``delivery`` is a
 :class:`~bot.channel.DeliveryCheck` whose check runs after start-up, in the background
 (:class:`~bot.channel.BackgroundDeliveryCheck`). The probe waits for the connection; the rows
 a crash left are settled as soon as it is up.
 
-Files: the channel is :class:`~bot.channel.AttachmentDownloads` (a user's file, by its
-``file_id``, from the Bot API server's own host: :mod:`channels.telegram.downloads`) and
-:class:`~bot.channel.FileSending` (``sendPhoto`` or ``sendDocument``:
-:mod:`channels.telegram.files`).
+Files: the channel's ``downloads`` (a user's file, by its ``file_id``, from the Bot API
+server's own host: :mod:`channels.telegram.downloads`) and ``files`` (``sendPhoto`` or
+``sendDocument``: :mod:`channels.telegram.files`). A bot cannot read history: ``history``
+is None, and ``replied`` is the message a mention replied to, as the update carried it.
 
 Chat commands: once connected, the channel offers :data:`bot.chat_commands.CHAT_COMMANDS` in
 Telegram's command menu (``setMyCommands``, :mod:`channels.telegram.commands`); a failure
@@ -57,8 +57,7 @@ raises :class:`~bot.errors.ChannelAuthError`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping
 
 import httpx
 import structlog
@@ -71,13 +70,11 @@ from bot.backoff import Backoff, cancel_requested, sleep_before_retry
 from bot.channel import (
     ChannelHealth,
     ChannelHost,
-    EarlierMessage,
     HealthState,
-    SentMessage,
 )
 from bot.channel_registry import ChannelContext
 from bot.config import ChannelCommon, Settings
-from bot.envelope import Attachment, ChannelRef, DeliveryTarget, IngressEnvelope
+from bot.envelope import ChannelRef
 from bot.errors import ChannelAuthError, ChannelError, ConfigError, StorageError
 from bot.scrub import register_secret
 from bot.store.signals import NoSignals
@@ -155,18 +152,23 @@ class TelegramChannel(SendsThrough):
             shared=not isinstance(context.store.signals, NoSignals),
             bound_after_s=config.delivery_check_margin_s,
         )
-        self._check = TelegramDeliveryCheck(
+        self.delivery = TelegramDeliveryCheck(
             ref=ref, config=config, bot=app.bot, record=self._record
         )
         self._outbound = TelegramOutbound(
             ref=ref, config=config, bot=app.bot, cards=cards, record=self._record
         )
-        self._members = ConversationMembers(ref=ref, bot=app.bot)
-        self._downloads = TelegramDownloads(ref=ref, config=config, bot=app.bot, tls=tls_context)
-        self._files = TelegramFiles(ref=ref, config=config, bot=app.bot, outbound=self._outbound)
+        self.members = ConversationMembers(ref=ref, bot=app.bot)
+        self.downloads = TelegramDownloads(ref=ref, config=config, bot=app.bot, tls=tls_context)
+        self.files = TelegramFiles(ref=ref, config=config, bot=app.bot, outbound=self._outbound)
+        self.history = None
+        self.work_status = None
+        self.answer_stream = None
+        self.live_text = None
         self._menu = CommandMenu(ref=ref, bot=app.bot)
         answers = TelegramCardAnswers(ref=ref, config=config, bot=app.bot, outbound=self._outbound)
         self._inbound = UpdateRouter(ref=ref, config=config, cards=answers)
+        self.replied = self._inbound.replied
         self._offset = PollingOffset(context.store.channel_state, str(ref))
         self._webhook_secret = webhook_secret
         self._health = HealthRecord(ref)
@@ -181,14 +183,11 @@ class TelegramChannel(SendsThrough):
         """The port the webhook receiver is bound to (0 when not serving)."""
         return self._webhook.port if self._webhook is not None else 0
 
-    def _set_health(self, state: HealthState, detail: str = "") -> None:
-        self._health.set(state, detail)
-
     async def run(self, host: ChannelHost) -> None:
         """Connect, then receive until cancelled."""
         try:
             await self._connect()
-            self._check.connected.set()
+            self.delivery.connected.set()
             await self._menu.register()
             # owned here, and cancelled when receiving ends (which raises what it raised)
             background = [
@@ -213,7 +212,7 @@ class TelegramChannel(SendsThrough):
             # open; the bot closes them (a no-op after a full shutdown).
             await self._app.bot.shutdown()
             if self._health.state is not HealthState.FAILED:
-                self._set_health(HealthState.STOPPED)
+                self._health.set(HealthState.STOPPED)
 
     async def _connect(self) -> None:
         """``getMe`` until it answers; a refused token is fatal."""
@@ -228,7 +227,7 @@ class TelegramChannel(SendsThrough):
                     "Telegram refused the bot token (getMe answered 401/404); check "
                     f"the {self._config.token_env} environment variable"
                 )
-                self._set_health(HealthState.FAILED, detail)
+                self._health.set(HealthState.FAILED, detail)
                 raise ChannelAuthError(f"{self.ref}: {detail}") from exc.__cause__
             except RetryAfter as exc:
                 await sleep_before_retry(retry_after_seconds(exc))
@@ -247,7 +246,7 @@ class TelegramChannel(SendsThrough):
         chats' next sends."""
         try:
             await self._record.prune()
-            await self._check.run()
+            await self.delivery.run()
         except StorageError as exc:
             log.warning("telegram_delivery_check_paused", channel=str(self.ref), error=str(exc))
 
@@ -265,7 +264,7 @@ class TelegramChannel(SendsThrough):
                 self._record.saw(message.chat_id, message.message_id)
 
     async def _reconnect_pause(self, backoff: Backoff, reason: str) -> None:
-        self._set_health(HealthState.RECONNECTING, reason)
+        self._health.set(HealthState.RECONNECTING, reason)
         delay = backoff.next_delay()
         log.warning(
             "telegram_reconnecting", channel=str(self.ref), reason=reason, delay_s=round(delay, 2)
@@ -282,7 +281,7 @@ class TelegramChannel(SendsThrough):
             log.info("telegram_polling_stopped", channel=str(self.ref), reason="role lost")
 
     def _standby(self, why: str) -> None:
-        self._set_health(HealthState.CONNECTED, f"standby, not polling: {why}")
+        self._health.set(HealthState.CONNECTED, f"standby, not polling: {why}")
 
     async def _poll(self, host: ChannelHost) -> None:
         """The ``getUpdates`` loop, from the offset in the store (another replica may have
@@ -301,7 +300,7 @@ class TelegramChannel(SendsThrough):
                 )
             except InvalidToken as exc:
                 detail = "Telegram refused the bot token while polling"
-                self._set_health(HealthState.FAILED, detail)
+                self._health.set(HealthState.FAILED, detail)
                 raise ChannelAuthError(f"{self.ref}: {detail}") from exc.__cause__
             except RetryAfter as exc:
                 await sleep_before_retry(retry_after_seconds(exc))
@@ -313,7 +312,7 @@ class TelegramChannel(SendsThrough):
                 await self._reconnect_pause(backoff, f"getUpdates failed: {exc}")
                 continue
             backoff.reset()
-            self._set_health(HealthState.CONNECTED)
+            self._health.set(HealthState.CONNECTED)
             try:
                 for update in updates:
                     self._saw(update)
@@ -361,68 +360,8 @@ class TelegramChannel(SendsThrough):
             secret_token=self._webhook_secret,
             allowed_updates=allowed_updates(self._config),
         )
-        self._set_health(HealthState.CONNECTED)
+        self._health.set(HealthState.CONNECTED)
         await asyncio.Event().wait()
-
-    # -- replies cut off by a crash (bot.channel.BackgroundDeliveryCheck) -------------------
-
-    async def find_delivered(
-        self,
-        target: DeliveryTarget,
-        *,
-        key: str,
-        text: str,
-        after_message_id: str | None,
-    ) -> Sequence[SentMessage] | None:
-        """The reply's messages that reached the chat (:mod:`channels.telegram.delivery_check`)."""
-        return await self._check.find_delivered(
-            target, key=key, text=text, after_message_id=after_message_id
-        )
-
-    def checks_later(self) -> bool:
-        """The check edits messages: recovery runs it after start-up, in the background."""
-        return True
-
-    # -- who can see a chat (bot.approval.reach.MemberLookup) --------------------------------
-
-    async def can_see(self, target: DeliveryTarget, user_id: str) -> bool | None:
-        """Whether ``user_id`` is in the target's chat (``getChatMember``); None when
-        Telegram cannot tell (:mod:`channels.telegram.members`)."""
-        return await self._members.can_see(target, user_id)
-
-    # -- outbound, delegated -----------------------------------------------------------------
-
-    # -- the message a mention replies to (bot.channel.RepliedTo) ---------------------------
-
-    def replied_to(self, envelope: IngressEnvelope) -> EarlierMessage | None:
-        """The message ``envelope`` replies to, as Telegram sent it with the update
-        (:mod:`channels.telegram.replied`)."""
-        return self._inbound.replied.replied_to(envelope)
-
-    # -- files (bot.channel.AttachmentDownloads, bot.channel.FileSending) -------------------
-
-    def download_limit(self) -> int:
-        return self._downloads.download_limit()
-
-    def download_attachment(self, attachment: Attachment) -> AsyncIterator[bytes]:
-        """The bytes of a file a user sent (``Attachment.ref`` is its Telegram file id),
-        streamed from the Bot API server (:mod:`channels.telegram.downloads`)."""
-        return self._downloads.download_attachment(attachment)
-
-    def upload_limit(self, target: DeliveryTarget) -> int:
-        return self._files.upload_limit(target)
-
-    async def send_file(
-        self,
-        target: DeliveryTarget,
-        path: Path,
-        *,
-        name: str,
-        caption: str = "",
-        key: str = "",
-    ) -> Sequence[SentMessage]:
-        """Post a file as a photo or a document (:mod:`channels.telegram.files`)."""
-        return await self._files.send_file(target, path, name=name, caption=caption, key=key)
 
 
 def create(ref: ChannelRef, config: ChannelCommon, context: ChannelContext) -> TelegramChannel:

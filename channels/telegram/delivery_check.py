@@ -92,8 +92,9 @@ class _Answer(enum.Enum):
 
 
 class TelegramDeliveryCheck:
-    """:class:`~bot.channel.DeliveryCheck` of one bot, and the settling of the rows sends
-    left behind (the record's ``settle_left``)."""
+    """:class:`~bot.channel.BackgroundDeliveryCheck` of one bot (its channel's
+    ``delivery``), and the settling of the rows sends left behind (the record's
+    ``settle_left``)."""
 
     def __init__(
         self, *, ref: ChannelRef, config: TelegramChannelConfig, bot: Bot, record: SendRecord
@@ -104,6 +105,10 @@ class TelegramDeliveryCheck:
         self._record = record
         self.connected = asyncio.Event()
         record.settle_left = self.settle
+
+    def checks_later(self) -> bool:
+        """The check edits messages: recovery runs it after start-up, in the background."""
+        return True
 
     async def find_delivered(
         self,

@@ -149,7 +149,7 @@ async def test_the_lines_of_images_promise_only_what_the_agent_can_do(
     settings = chain(llm, tmp_path, model)
     if excluded is not None:
         settings = with_exclusion(settings, excluded)
-    refs = [Attachment(kind="image", name=f"{ref}.png", ref=ref) for ref in files.files]
+    refs = [Attachment(kind="image", name=f"{ref}.png", ref=ref) for ref in files.attached]
     async with App(settings, channels={"telegram.main": files}) as app:
         messages = await ask(app, llm, files, message(1, *refs))
     assert len(image_urls(messages)) == shown

@@ -4,10 +4,11 @@ Used wherever a test or a bench needs a channel but not a platform: approval tes
 clicks as any user), schedule and MCP tests (waiting for a reply), progress tests (edits,
 typing, a platform that is down), the throughput bench (timing replies). It records what it
 was asked to send, edit and post, and a test clicks on a card it posted as any user with
-:meth:`FakeChannel.click`. :class:`FakeTerminal` answers
-terminal prompts from a script; :class:`MemberChannel` knows who is in which conversation.
-:class:`FileChannel` serves files users attach; :class:`UploadChannel` takes files the bot
-sends.
+:meth:`FakeChannel.click`. It has none of a channel's optional parts; each subclass that
+has one is its own part (``self.members = self``). :class:`FakeTerminal` answers terminal
+prompts from a script; :class:`MemberChannel` knows who is in which conversation
+(``members``). :class:`FileChannel` serves files users attach (``downloads``);
+:class:`UploadChannel` takes files the bot sends (``files``).
 """
 
 from __future__ import annotations
@@ -21,13 +22,22 @@ from typing import TypeVar
 
 from bot.cards import Actor, CardAction, CardAnswers, CardReply, CardVerb
 from bot.channel import (
+    AnswerStream,
     ApprovalCard,
     ApprovalChoice,
+    AttachmentDownloads,
     ChannelHealth,
     ChannelHost,
     ClickVerdict,
+    DeliveryCheck,
+    FileSending,
     HealthState,
+    LiveText,
+    MemberLookup,
+    RepliedTo,
     SentMessage,
+    ThreadHistory,
+    WorkStatus,
 )
 from bot.envelope import Attachment, ChannelRef, DeliveryTarget
 from bot.errors import AttachmentError, ChannelError
@@ -74,6 +84,16 @@ class FakeChannel:
         self.closed_dms: set[str] = set()
         self._ids = itertools.count(1)
         self._sent_more = asyncio.Event()
+        # the optional parts of a bot.channel.Channel: a subclass sets those it has
+        self.files: FileSending | None = None
+        self.downloads: AttachmentDownloads | None = None
+        self.delivery: DeliveryCheck | None = None
+        self.members: MemberLookup | None = None
+        self.history: ThreadHistory | None = None
+        self.replied: RepliedTo | None = None
+        self.work_status: WorkStatus | None = None
+        self.answer_stream: AnswerStream | None = None
+        self.live_text: LiveText | None = None
 
     @property
     def health(self) -> ChannelHealth:
@@ -235,23 +255,26 @@ class FakeTerminal(FakeChannel):
 
 
 class MemberChannel(FakeChannel):
-    """A fake channel that knows who is in which conversation
-    (:class:`bot.approval.reach.MemberLookup`); ``None`` answers for unknown conversations."""
+    """A fake channel that knows who is in which conversation (its ``members``, a
+    :class:`bot.channel.MemberLookup`, are itself): ``present`` by conversation; ``None``
+    answers for unknown conversations."""
 
-    def __init__(self, ref: ChannelRef, members: dict[str, set[str]]) -> None:
+    def __init__(self, ref: ChannelRef, present: dict[str, set[str]]) -> None:
         super().__init__(ref)
-        self.members = members
+        self.present = present
         self.asked: list[tuple[str, str]] = []
+        self.members = self
 
     async def can_see(self, target: DeliveryTarget, user_id: str) -> bool | None:
         self.asked.append((target.conversation_id, user_id))
-        present = self.members.get(target.conversation_id)
+        present = self.present.get(target.conversation_id)
         return None if present is None else user_id in present
 
 
 class FileChannel(FakeChannel):
-    """A fake channel whose users attach files (:class:`bot.channel.AttachmentDownloads`):
-    it serves the bytes in :attr:`files` (by attachment ref) in chunks of ``chunk_bytes``,
+    """A fake channel whose users attach files (its ``downloads``, a
+    :class:`bot.channel.AttachmentDownloads`, are itself): it serves the bytes in
+    :attr:`attached` (by attachment ref) in chunks of ``chunk_bytes``,
     raises the error in :attr:`failures` for a ref listed there, and says ``limit`` is the
     largest file it lets a bot download. :attr:`served` counts the bytes each ref handed
     out before its download ended, :attr:`closed` the refs whose stream was closed."""
@@ -265,7 +288,8 @@ class FileChannel(FakeChannel):
         chunk_bytes: int = 64 * 1024,
     ) -> None:
         super().__init__(ref)
-        self.files = dict(files or {})
+        self.attached = dict(files or {})
+        self.downloads = self
         self.failures: dict[str, AttachmentError] = {}
         self.limit = limit
         self.chunk_bytes = chunk_bytes
@@ -279,9 +303,9 @@ class FileChannel(FakeChannel):
         ref = attachment.ref
         if ref in self.failures:
             raise self.failures[ref]
-        if ref not in self.files:
+        if ref not in self.attached:
             raise AttachmentError("the file is no longer available")
-        data = self.files[ref]
+        data = self.attached[ref]
         self.served[ref] = 0
         try:
             for start in range(0, len(data), self.chunk_bytes):
@@ -306,7 +330,8 @@ class Upload:
 
 
 class UploadChannel(FileChannel):
-    """A fake channel that posts files (:class:`bot.channel.FileSending`) and, like
+    """A fake channel that posts files (its ``files``, a :class:`bot.channel.FileSending`,
+    are itself) and, like
     :class:`FileChannel`, serves the files its users attach: it reads each file when asked to
     post it and records it in :attr:`uploads`; ``upload_max`` is the largest file it takes
     (in every conversation); while :attr:`refusing` is set, an upload raises
@@ -323,6 +348,7 @@ class UploadChannel(FileChannel):
         self.upload_max = upload_max
         self.uploads: list[Upload] = []
         self.refusing = ""
+        self.files = self
 
     def upload_limit(self, target: DeliveryTarget) -> int:
         return self.upload_max

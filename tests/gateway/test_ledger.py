@@ -37,7 +37,8 @@ SESSION = f"{REF}:c1"
 
 
 class CheckingChannel(FakeChannel):
-    """A channel whose platform lets the bot read its own posts (``DeliveryCheck``): it
+    """A channel whose platform lets the bot read its own posts (its ``delivery``, a
+    ``DeliveryCheck``, is itself): it
     answers from what it holds, ``posted_before`` being what reached it before a crash;
     ``check_fails`` makes the platform refuse the question."""
 
@@ -46,6 +47,7 @@ class CheckingChannel(FakeChannel):
         self.posted_before: dict[str, str] = {}  # key → message id
         self.check_fails = False
         self.checked: list[tuple[str, str | None]] = []
+        self.delivery = self
 
     async def find_delivered(
         self, target: DeliveryTarget, *, key: str, text: str, after_message_id: str | None

@@ -13,7 +13,6 @@ from dataclasses import replace
 
 import pytest
 
-from bot.channel import DeliveryCheck
 from bot.envelope import DeliveryTarget, IngressEnvelope
 from bot.errors import ChannelAuthError
 from bot.store import Store
@@ -74,11 +73,11 @@ async def test_a_posted_reply_is_found_whole(
     fake: FakeDiscord, connected: tuple[DiscordChannel, IngressEnvelope]
 ) -> None:
     channel, envelope = connected
-    assert isinstance(channel, DeliveryCheck)
+    assert channel.delivery is not None
     await channel.send(envelope.reply_target, "⏳ working")  # a progress message first
     sent = await channel.send(envelope.reply_target, LONG, key=KEY)
     await fake.dispatch("MESSAGE_CREATE", said_in(fake, "thanks"))
-    found = await channel.find_delivered(
+    found = await channel.delivery.find_delivered(
         envelope.reply_target, key=KEY, text=LONG, after_message_id=envelope.message_id
     )
     assert found is not None
@@ -95,7 +94,7 @@ async def test_a_reply_cut_off_part_way_is_found_in_part(
     first, *rest = await channel.send(envelope.reply_target, LONG, key=KEY)
     for message in rest:  # as if the process had died after the first message
         await fake.delete_message(message.message_id)
-    found = await channel.find_delivered(
+    found = await channel.delivery.find_delivered(
         envelope.reply_target, key=KEY, text=LONG, after_message_id=envelope.message_id
     )
     assert rest and found is not None
@@ -106,7 +105,7 @@ async def test_nothing_found_when_the_reply_never_left(
     fake: FakeDiscord, connected: tuple[DiscordChannel, IngressEnvelope]
 ) -> None:
     channel, envelope = connected
-    found = await channel.find_delivered(
+    found = await channel.delivery.find_delivered(
         envelope.reply_target, key=KEY, text="The answer.", after_message_id=envelope.message_id
     )
     assert found == []
@@ -120,7 +119,7 @@ async def test_the_same_words_answering_another_message_are_not_this_reply(
     await fake.dispatch("MESSAGE_CREATE", later)
     later_target = replace(envelope.reply_target, reply_to_message_id=later["id"])
     await channel.send(later_target, "Yes.", key="another-turn")
-    found = await channel.find_delivered(
+    found = await channel.delivery.find_delivered(
         envelope.reply_target, key=KEY, text="Yes.", after_message_id=envelope.message_id
     )
     assert found == []
@@ -131,7 +130,7 @@ async def test_a_thread_never_opened_holds_nothing(
 ) -> None:
     channel, envelope = connected
     in_own_thread = replace(envelope.reply_target, thread_id=envelope.message_id)
-    found = await channel.find_delivered(
+    found = await channel.delivery.find_delivered(
         in_own_thread, key=KEY, text="The answer.", after_message_id=envelope.message_id
     )
     assert found == []
@@ -143,7 +142,7 @@ async def test_none_when_discord_cannot_be_asked(
     channel, envelope = connected
     await channel.send(envelope.reply_target, "The answer.", key=KEY)
     fake.failing[rf"/channels/{GENERAL}/messages"] = 503
-    found = await channel.find_delivered(
+    found = await channel.delivery.find_delivered(
         envelope.reply_target, key=KEY, text="The answer.", after_message_id=envelope.message_id
     )
     assert found is None
@@ -154,7 +153,7 @@ async def test_without_the_users_message_the_latest_messages_are_looked_at(
 ) -> None:
     channel, envelope = connected
     sent = await channel.send(envelope.reply_target, "The answer.", key=KEY)
-    found = await channel.find_delivered(
+    found = await channel.delivery.find_delivered(
         envelope.reply_target, key=KEY, text="The answer.", after_message_id=None
     )
     assert found is not None and [m.message_id for m in found] == [sent[0].message_id]
@@ -174,7 +173,7 @@ async def test_asked_as_the_adapter_starts_it_waits_for_the_login(
         sent = await before.send(envelope.reply_target, "The answer.", key=KEY)
     after = make_channel(fake, store)  # a new process
     lookup = asyncio.create_task(
-        after.find_delivered(
+        after.delivery.find_delivered(
             envelope.reply_target, key=KEY, text="The answer.", after_message_id=envelope.message_id
         )
     )
@@ -192,7 +191,7 @@ async def test_none_when_the_adapter_cannot_log_in(
     channel = make_channel(fake, store)
     target = DeliveryTarget(channel=channel.ref, conversation_id=GENERAL)
     lookup = asyncio.create_task(
-        channel.find_delivered(target, key=KEY, text="x", after_message_id=None)
+        channel.delivery.find_delivered(target, key=KEY, text="x", after_message_id=None)
     )
     with pytest.raises(ChannelAuthError):
         await asyncio.wait_for(channel.run(RecordingHost()), 10)

@@ -12,7 +12,6 @@ from dataclasses import replace
 
 import pytest
 
-from bot.channel import AttachmentDownloads
 from bot.envelope import Attachment
 from bot.errors import AttachmentError, AttachmentRefused, AttachmentTooLarge
 from bot.store import Store
@@ -62,7 +61,7 @@ Attach = Callable[[JSON], Awaitable[Attachment]]
 
 
 async def download(channel: DiscordChannel, attachment: Attachment) -> bytes:
-    return b"".join([chunk async for chunk in channel.download_attachment(attachment)])
+    return b"".join([chunk async for chunk in channel.downloads.download_attachment(attachment)])
 
 
 def message_fetches(fake: FakeDiscord) -> int:
@@ -70,8 +69,8 @@ def message_fetches(fake: FakeDiscord) -> int:
 
 
 async def test_the_adapter_offers_downloads(channel: DiscordChannel) -> None:
-    assert isinstance(channel, AttachmentDownloads)
-    assert channel.download_limit() == DOWNLOAD_LIMIT
+    assert channel.downloads is not None
+    assert channel.downloads.download_limit() == DOWNLOAD_LIMIT
 
 
 async def test_a_file_arrives_without_the_bot_token_going_to_the_cdn(
@@ -204,7 +203,7 @@ async def test_a_body_longer_than_its_stated_size_is_cut_off(
     attachment = await attach(item)
     received: list[bytes] = []
     with pytest.raises(AttachmentError, match="more arrived than"):
-        async for chunk in channel.download_attachment(attachment):
+        async for chunk in channel.downloads.download_attachment(attachment):
             received.append(chunk)
     assert sum(map(len, received)) <= 10
 
@@ -214,7 +213,7 @@ async def test_a_reader_may_stop_early(
 ) -> None:
     item = fake.cdn.attachment(GENERAL, "big.log", b"y" * 500_000)
     attachment = await attach(item)
-    stream = channel.download_attachment(attachment)
+    stream = channel.downloads.download_attachment(attachment)
     first = await anext(stream)
     await stream.aclose()  # type: ignore[attr-defined]  # an async generator
     assert 0 < len(first) < 500_000

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from bot.channel import FileSending
 from bot.envelope import IngressEnvelope
 from bot.errors import ChannelError
 from bot.store import Store
@@ -65,8 +64,8 @@ async def test_a_file_arrives_with_its_name_and_bytes_replying_to_the_request(
     fake: FakeDiscord, connected: tuple[DiscordChannel, IngressEnvelope], report: Path
 ) -> None:
     channel, envelope = connected
-    assert isinstance(channel, FileSending)
-    sent = await channel.send_file(
+    assert channel.files is not None
+    sent = await channel.files.send_file(
         envelope.reply_target, report, name="plot.png", caption="Here is **the plot**.", key=KEY
     )
     [post] = fake.calls_to("POST", f"/channels/{GENERAL}/messages")
@@ -87,7 +86,7 @@ async def test_a_file_of_several_megabytes_arrives_whole(
     data = bytes(range(256)) * (3 * MIB // 256)
     path = tmp_path / "dump.bin"
     path.write_bytes(data)
-    await channel.send_file(envelope.reply_target, path, name="dump.bin")
+    await channel.files.send_file(envelope.reply_target, path, name="dump.bin")
     [post] = fake.calls_to("POST", f"/channels/{GENERAL}/messages")
     assert post.files == {"dump.bin": data}
 
@@ -96,7 +95,7 @@ async def test_a_file_without_a_caption_has_no_text(
     fake: FakeDiscord, connected: tuple[DiscordChannel, IngressEnvelope], report: Path
 ) -> None:
     channel, envelope = connected
-    await channel.send_file(envelope.reply_target, report, name="data.bin")
+    await channel.files.send_file(envelope.reply_target, report, name="data.bin")
     [post] = fake.calls_to("POST", f"/channels/{GENERAL}/messages")
     assert post.files == {"data.bin": PNG}
     assert post.body is not None and post.body["content"] is None
@@ -108,7 +107,7 @@ async def test_a_long_caption_goes_with_the_file_first_and_the_rest_after(
     channel, envelope = connected
     caption = "\n\n".join(f"Paragraph {n}: " + "words " * 120 for n in range(6))
     chunks = render_chunks(caption)
-    sent = await channel.send_file(
+    sent = await channel.files.send_file(
         envelope.reply_target, report, name="plot.png", caption=caption, key=KEY
     )
     posts = fake.calls_to("POST", f"/channels/{GENERAL}/messages")
@@ -126,10 +125,10 @@ async def test_a_repeated_send_under_the_same_key_is_not_doubled(
     fake: FakeDiscord, connected: tuple[DiscordChannel, IngressEnvelope], report: Path
 ) -> None:
     channel, envelope = connected
-    first = await channel.send_file(
+    first = await channel.files.send_file(
         envelope.reply_target, report, name="plot.png", caption="the plot", key=KEY
     )
-    again = await channel.send_file(
+    again = await channel.files.send_file(
         envelope.reply_target, report, name="plot.png", caption="the plot", key=KEY
     )
     assert first == again
@@ -142,8 +141,8 @@ async def test_the_delivery_check_finds_a_file_reply_by_its_caption(
 ) -> None:
     channel, envelope = connected
     target = envelope.reply_target
-    sent = await channel.send_file(target, report, name="plot.png", caption=caption, key=KEY)
-    found = await channel.find_delivered(
+    sent = await channel.files.send_file(target, report, name="plot.png", caption=caption, key=KEY)
+    found = await channel.delivery.find_delivered(
         target, key=KEY, text=caption, after_message_id=envelope.message_id
     )
     assert found == sent
@@ -158,7 +157,9 @@ async def test_in_a_thread_opened_for_the_request(
         message = said(fake, f"<@{BOT_ID}> plot it", mentions=[BOT])
         await fake.dispatch("MESSAGE_CREATE", message)
         [envelope] = await host.wait_envelopes(1)
-        await channel.send_file(envelope.reply_target, report, name="plot.png", caption="done")
+        await channel.files.send_file(
+            envelope.reply_target, report, name="plot.png", caption="done"
+        )
     [opened] = fake.calls_to("POST", r"/channels/\d+/messages/\d+/threads")
     assert opened.path == f"/channels/{GENERAL}/messages/{message['id']}/threads"
     [post] = fake.calls_to("POST", f"/channels/{message['id']}/messages")
@@ -174,7 +175,7 @@ async def test_through_an_application_commands_interaction(
     async with running(channel, host):
         interaction_id, _ = await invoke(fake, "help", ALICE, DM)
         [envelope] = await host.wait_envelopes(1)
-        [sent] = await channel.send_file(envelope.reply_target, report, name="plot.png")
+        [sent] = await channel.files.send_file(envelope.reply_target, report, name="plot.png")
     [follow_up] = fake.calls_to("POST", rf"/webhooks/\d+/itoken{interaction_id}")
     assert follow_up.files == {"plot.png": PNG}
     assert [m["id"] for m in fake.follow_ups[interaction_id]] == [sent.message_id]
@@ -193,7 +194,7 @@ async def test_the_upload_limit_is_the_guilds(fake: FakeDiscord, store: Store) -
             "MESSAGE_CREATE", said(fake, "hi", channel_id="800000000000000020", mentions=[BOT])
         )
         general, dm, boosted_one = await host.wait_envelopes(3)
-        limits = [channel.upload_limit(e.reply_target) for e in (general, dm, boosted_one)]
+        limits = [channel.files.upload_limit(e.reply_target) for e in (general, dm, boosted_one)]
     assert limits == [10 * MIB, 10 * MIB, 50 * MIB]
 
 
@@ -205,7 +206,7 @@ async def test_a_file_over_the_limit_is_refused_before_sending(
     with big.open("wb") as out:
         out.truncate(10 * MIB + 1)  # sparse: nothing is written
     with pytest.raises(ChannelError, match=r"big\.bin is larger than 10 MiB"):
-        await channel.send_file(envelope.reply_target, big, name="big.bin")
+        await channel.files.send_file(envelope.reply_target, big, name="big.bin")
     assert fake.calls_to("POST", f"/channels/{GENERAL}/messages") == []
 
 
@@ -214,7 +215,7 @@ async def test_a_missing_file_is_a_plain_error(
 ) -> None:
     channel, envelope = connected
     with pytest.raises(ChannelError, match=r"gone\.txt cannot be read"):
-        await channel.send_file(envelope.reply_target, tmp_path / "gone.txt", name="gone.txt")
+        await channel.files.send_file(envelope.reply_target, tmp_path / "gone.txt", name="gone.txt")
 
 
 async def test_discords_own_refusal_of_a_large_file_is_a_plain_error(
@@ -234,6 +235,6 @@ async def test_discords_own_refusal_of_a_large_file_is_a_plain_error(
         [envelope] = await host.wait_envelopes(1)
         boosted.premium_tier = 0
         with pytest.raises(ChannelError, match=r"Discord refused big\.bin: it is larger"):
-            await channel.send_file(envelope.reply_target, big, name="big.bin")
+            await channel.files.send_file(envelope.reply_target, big, name="big.bin")
     assert len(fake.calls_to("POST", "/channels/800000000000000020/messages")) == 1
     assert not any(m["attachments"] for m in fake.messages.values())

@@ -57,7 +57,7 @@ async def test_a_long_answer_is_one_file_the_delivery_check_finds(
     assert post.files == {ANSWER_NAME: LONG.encode()}
     assert post.body is not None and post.body["content"] == caption_of(LONG)
     assert str(post.body["message_reference"]["message_id"]) == envelope.message_id
-    found = await channel.find_delivered(
+    found = await channel.delivery.find_delivered(
         envelope.reply_target, key=KEY, text=LONG, after_message_id=envelope.message_id
     )
     assert found == sent and len(sent) == 1

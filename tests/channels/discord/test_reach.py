@@ -267,11 +267,11 @@ async def test_the_adapter_answers_for_dms_threads_not_yet_open_and_unknown_plac
 
     async with running(channel, RecordingHost()):
         bob_dm = target("800000000000000041")
-        assert await channel.can_see(bob_dm, BOB["id"]) is True
-        assert await channel.can_see(bob_dm, ALICE["id"]) is False
+        assert await channel.members.can_see(bob_dm, BOB["id"]) is True
+        assert await channel.members.can_see(bob_dm, ALICE["id"]) is False
         # thread_per_request: the thread is named after the message and opened later
         pending = target(GENERAL, "800000000000000099")
-        assert await channel.can_see(pending, BOB["id"]) is True
-        assert await channel.can_see(pending, CAROL["id"]) is False  # not in the guild
-        assert await channel.can_see(target("800000000000000098"), BOB["id"]) is None
-        assert await channel.can_see(target(GENERAL), "U_NOT_A_SNOWFLAKE") is False
+        assert await channel.members.can_see(pending, BOB["id"]) is True
+        assert await channel.members.can_see(pending, CAROL["id"]) is False  # not in the guild
+        assert await channel.members.can_see(target("800000000000000098"), BOB["id"]) is None
+        assert await channel.members.can_see(target(GENERAL), "U_NOT_A_SNOWFLAKE") is False

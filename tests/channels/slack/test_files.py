@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from bot.channel import AttachmentDownloads, FileSending
 from bot.envelope import Attachment, DeliveryTarget, IngressEnvelope
 from bot.errors import AttachmentError, AttachmentRefused, AttachmentTooLarge, ChannelError
 from bot.store import Store
@@ -57,7 +56,7 @@ async def shared(slack: FakeSlack, host: RecordingHost, *files: JSON) -> Ingress
 
 
 async def read_all(channel: SlackChannel, attachment: Attachment) -> bytes:
-    return b"".join([chunk async for chunk in channel.download_attachment(attachment)])
+    return b"".join([chunk async for chunk in channel.downloads.download_attachment(attachment)])
 
 
 def no_secret_logged(logs: Sequence[Mapping[str, Any]], *secrets: str) -> None:
@@ -72,7 +71,7 @@ def no_secret_logged(logs: Sequence[Mapping[str, Any]], *secrets: str) -> None:
 async def test_a_shared_file_is_downloaded_with_the_bot_token(
     slack: FakeSlack, host: RecordingHost, channel: SlackChannel
 ) -> None:
-    assert isinstance(channel, AttachmentDownloads)
+    assert channel.downloads is not None
     envelope = await shared(slack, host, slack.files.share("shot.png", PNG, "image/png"))
     (attachment,) = envelope.attachments
     assert (attachment.kind, attachment.name, attachment.mime_type, attachment.size) == (
@@ -180,10 +179,10 @@ async def test_a_download_stops_over_the_limit(
     file = slack.files.share("big.bin", data, "application/octet-stream", chunked=chunked, size=10)
     (attachment,) = (await shared(slack, host, file)).attachments
     small = channel_for(slack, store, download_max_bytes=100_000)
-    assert small.download_limit() == 100_000
+    assert small.downloads.download_limit() == 100_000
     received: list[bytes] = []
     with pytest.raises(AttachmentTooLarge) as too_large:
-        async for chunk in small.download_attachment(attachment):
+        async for chunk in small.downloads.download_attachment(attachment):
             received.append(chunk)
     assert "0.1 MB" in str(too_large.value)
     assert sum(map(len, received)) <= 100_000
@@ -208,7 +207,7 @@ async def test_a_caller_may_stop_reading_early(
     data = bytes(range(256)) * 2000
     file = slack.files.share("big.bin", data, "application/octet-stream", chunked=True)
     (attachment,) = (await shared(slack, host, file)).attachments
-    chunks = channel.download_attachment(attachment)
+    chunks = channel.downloads.download_attachment(attachment)
     first = await anext(chunks)
     await chunks.aclose()  # type: ignore[attr-defined]
     assert data.startswith(first) and len(first) < len(data)
@@ -220,11 +219,11 @@ async def test_a_caller_may_stop_reading_early(
 async def test_send_file_shares_it_in_the_thread(
     slack: FakeSlack, channel: SlackChannel, tmp_path: Path
 ) -> None:
-    assert isinstance(channel, FileSending)
+    assert channel.files is not None
     path = tmp_path / "report.csv"
     path.write_bytes(CSV)
     target = DeliveryTarget(channel=REF, conversation_id="C0001", thread_id="1700000001.000200")
-    sent = await channel.send_file(target, path, name="q3.csv", caption="The **Q3** numbers")
+    sent = await channel.files.send_file(target, path, name="q3.csv", caption="The **Q3** numbers")
 
     (upload,) = slack.files.uploads
     assert (upload.name, upload.data) == ("q3.csv", CSV)
@@ -244,7 +243,7 @@ async def test_a_top_level_file_with_no_caption(
     path = tmp_path / "shot.png"
     path.write_bytes(PNG)
     target = DeliveryTarget(channel=REF, conversation_id="D0001")
-    await channel.send_file(target, path, name="shot.png")
+    await channel.files.send_file(target, path, name="shot.png")
     (upload,) = slack.files.uploads
     assert (upload.data, upload.thread_ts, upload.initial_comment) == (PNG, None, None)
 
@@ -256,7 +255,7 @@ async def test_a_keyed_file_is_found_again_by_its_caption(
     path.write_bytes(b"# A long answer\n" * 200)
     thread = "1700000001.000200"
     target = DeliveryTarget(channel=REF, conversation_id="C0001", thread_id=thread)
-    sent = await channel.send_file(
+    sent = await channel.files.send_file(
         target, path, name="answer.md", caption="The answer is in the file.", key="reply-7"
     )
 
@@ -268,7 +267,7 @@ async def test_a_keyed_file_is_found_again_by_its_caption(
     assert [m.message_id for m in sent] == [upload.ts, caption_ts(slack, "reply-7")]
 
     slack.add_message("C0001", thread, user="UANN", text="question")
-    found = await channel.find_delivered(
+    found = await channel.delivery.find_delivered(
         target, key="reply-7", text="", after_message_id=f"C0001:{thread}"
     )
     assert found is not None and [m.message_id for m in found] == [caption_ts(slack, "reply-7")]
@@ -290,9 +289,9 @@ async def test_a_file_over_the_upload_limit_is_refused_before_sending(
     path.write_bytes(bytes(2_000))
     channel = channel_for(slack, store, upload_max_bytes=1_000)
     target = DeliveryTarget(channel=REF, conversation_id="C0001")
-    assert channel.upload_limit(target) == 1_000
+    assert channel.files.upload_limit(target) == 1_000
     with pytest.raises(ChannelError) as refused:
-        await channel.send_file(target, path, name="big.bin")
+        await channel.files.send_file(target, path, name="big.bin")
     assert "upload_max_bytes" in str(refused.value)
     assert slack.calls_of("files.getUploadURLExternal") == []
     assert slack.files.uploads == []
@@ -304,11 +303,11 @@ async def test_a_missing_file_and_a_refused_conversation_are_plain_errors(
     target = DeliveryTarget(channel=REF, conversation_id="UGONE")
     slack.conversations.closed_dms.add("UGONE")
     with pytest.raises(ChannelError) as unreadable:
-        await channel.send_file(target, tmp_path / "nope.txt", name="nope.txt")
+        await channel.files.send_file(target, tmp_path / "nope.txt", name="nope.txt")
     assert "cannot be read" in str(unreadable.value)
     path = tmp_path / "note.txt"
     path.write_text("hello")
     with pytest.raises(ChannelError) as refused:
-        await channel.send_file(target, path, name="note.txt")
+        await channel.files.send_file(target, path, name="note.txt")
     assert "conversation" in str(refused.value)
     assert slack.files.uploads == []

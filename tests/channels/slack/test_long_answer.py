@@ -47,7 +47,7 @@ async def test_a_long_answer_is_shared_as_one_file_its_key_finds(
     assert "wave 399" not in texts[0]
 
     slack.add_message("C0001", THREAD, user="UANN", text="how did it go?")
-    found = await channel.find_delivered(
+    found = await channel.delivery.find_delivered(
         TARGET, key="reply-9", text=LONG, after_message_id=f"C0001:{THREAD}"
     )
     assert found is not None

@@ -44,7 +44,7 @@ async def test_a_streamed_answer_is_finished_by_its_reply(slack: FakeSlack, stor
         [row] = await store.channel_state.items(str(REF), "stream:")
         await channel.answer_stream.append(TARGET, "on Mondays.")
         sent = await channel.send(TARGET, "It rotates on **Mondays**.", key=KEY)
-        found = await channel.find_delivered(
+        found = await channel.delivery.find_delivered(
             TARGET, key=KEY, text="It rotates on **Mondays**.", after_message_id=None
         )
     [message] = bot_messages(slack)

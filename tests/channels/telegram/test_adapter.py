@@ -187,7 +187,9 @@ async def test_media_is_attachment_metadata_and_downloads(tg: FakeTelegram, stor
         assert env.attachments == (
             Attachment(kind="file", name="r.txt", mime_type="text/plain", size=11, ref="DOC1"),
         )
-        chunks = [chunk async for chunk in channel.download_attachment(env.attachments[0])]
+        chunks = [
+            chunk async for chunk in channel.downloads.download_attachment(env.attachments[0])
+        ]
         assert b"".join(chunks) == b"report body"
 
 

@@ -98,7 +98,9 @@ async def store(tmp_path: Path) -> AsyncIterator[Store]:
 
 
 async def ask(channel: TelegramChannel, chat: int, key: str = "k1") -> list[str] | None:
-    found = await channel.find_delivered(target(chat), key=key, text="", after_message_id=None)
+    found = await channel.delivery.find_delivered(
+        target(chat), key=key, text="", after_message_id=None
+    )
     return None if found is None else [m.message_id for m in found]
 
 

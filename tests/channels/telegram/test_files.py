@@ -39,7 +39,7 @@ def png(width: int, height: int) -> bytes:
 
 
 async def fetch(channel: TelegramChannel, attachment: Attachment) -> list[bytes]:
-    return [chunk async for chunk in channel.download_attachment(attachment)]
+    return [chunk async for chunk in channel.downloads.download_attachment(attachment)]
 
 
 async def received(tg: FakeTelegram, host: RecordingHost, **media: Any) -> IngressEnvelope:
@@ -149,7 +149,7 @@ async def test_a_document_arrives_in_chunks_byte_for_byte(
     )
     chunks = await fetch(live, file)
     assert len(chunks) > 1 and b"".join(chunks) == body
-    assert live.download_limit() == 20 * 1024 * 1024
+    assert live.downloads.download_limit() == 20 * 1024 * 1024
 
 
 async def test_a_file_over_the_limit_is_refused_before_any_download(
@@ -181,7 +181,9 @@ async def test_a_body_longer_than_announced_is_cut_off(tg: FakeTelegram, store: 
     async with started(tg, store, download_max_bytes=200_000) as channel:
         got: list[bytes] = []
         with pytest.raises(AttachmentTooLarge):
-            async for chunk in channel.download_attachment(Attachment(kind="file", ref="LIE")):
+            async for chunk in channel.downloads.download_attachment(
+                Attachment(kind="file", ref="LIE")
+            ):
                 got.append(chunk)
         assert sum(map(len, got)) <= 200_000
 
@@ -262,7 +264,9 @@ async def test_a_document_arrives_with_its_name_bytes_and_caption(
     body = b"id,total\n1,3\n" * 1000
     path = tmp_path / "out.bin"
     path.write_bytes(body)
-    sent = await live.send_file(TOPIC_TARGET, path, name="totals.csv", caption="The **totals**")
+    sent = await live.files.send_file(
+        TOPIC_TARGET, path, name="totals.csv", caption="The **totals**"
+    )
     [call] = tg.calls_of("sendDocument")
     assert call.params["document"] == {"file_name": "totals.csv", "bytes": body}
     assert call.params["caption"] == "The <b>totals</b>"
@@ -283,7 +287,7 @@ async def test_a_picture_goes_as_a_photo(
     image = png(800, 600)
     path = tmp_path / "chart.png"
     path.write_bytes(image)
-    sent = await live.send_file(TOPIC_TARGET, path, name="chart.png", caption="Q3")
+    sent = await live.files.send_file(TOPIC_TARGET, path, name="chart.png", caption="Q3")
     [call] = tg.calls_of("sendPhoto")
     assert call.params["photo"] == {"file_name": "chart.png", "bytes": image}
     [shown] = tg.bot_messages(CHAT)
@@ -301,7 +305,7 @@ async def test_a_picture_telegram_would_not_show_goes_as_a_document(
     image = png(*size)
     path = tmp_path / "wide.png"
     path.write_bytes(image)
-    await live.send_file(TOPIC_TARGET, path, name="wide.png")
+    await live.files.send_file(TOPIC_TARGET, path, name="wide.png")
     assert not tg.calls_of("sendPhoto")
     [call] = tg.calls_of("sendDocument")
     assert call.params["document"] == {"file_name": "wide.png", "bytes": image}
@@ -314,7 +318,7 @@ async def test_a_photo_telegram_refuses_goes_again_as_a_document(
     path = tmp_path / "p.png"
     path.write_bytes(image)
     tg.fail_next("sendPhoto", 400, "Bad Request: IMAGE_PROCESS_FAILED")
-    await live.send_file(TOPIC_TARGET, path, name="p.png", caption="see")
+    await live.files.send_file(TOPIC_TARGET, path, name="p.png", caption="see")
     [shown] = tg.bot_messages(CHAT)
     assert shown["document"]["file_name"] == "p.png" and shown["caption"] == "see"
     assert len(tg.calls_of("sendPhoto")) == 1
@@ -327,7 +331,7 @@ async def test_a_long_caption_is_cut_and_the_rest_follows(
     caption = " ".join(words)
     path = tmp_path / "notes.txt"
     path.write_text("notes")
-    sent = await live.send_file(TOPIC_TARGET, path, name="notes.txt", caption=caption)
+    sent = await live.files.send_file(TOPIC_TARGET, path, name="notes.txt", caption=caption)
     shown = tg.bot_messages(CHAT)
     assert len(sent) == len(shown) >= 2
     assert len(shown[0]["caption"]) <= 1024
@@ -342,9 +346,9 @@ async def test_a_file_over_the_upload_limit_is_refused_before_sending(
     path = tmp_path / "big.zip"
     path.write_bytes(b"z" * 5000)
     async with started(tg, store, upload_max_bytes=4096) as channel:
-        assert channel.upload_limit(TOPIC_TARGET) == 4096
+        assert channel.files.upload_limit(TOPIC_TARGET) == 4096
         with pytest.raises(ChannelError, match=r"^big\.zip is 5 KB; .* at most 4 KB from a bot\.$"):
-            await channel.send_file(TOPIC_TARGET, path, name="big.zip")
+            await channel.files.send_file(TOPIC_TARGET, path, name="big.zip")
         assert not tg.calls_of("sendDocument")
 
 
@@ -354,6 +358,6 @@ async def test_a_file_goes_to_a_forum_topic_chat(
     await tg.push({"message": message(forum_chat(CHAT), user(REQUESTER), "hi", message_id=99)})
     path = tmp_path / "a.md"
     path.write_text("# A")
-    await live.send_file(TOPIC_TARGET, path, name="a.md")
+    await live.files.send_file(TOPIC_TARGET, path, name="a.md")
     [shown] = tg.bot_messages(CHAT)
     assert shown["chat"]["type"] == "supergroup" and shown["message_thread_id"] == 12

@@ -73,7 +73,7 @@ async def test_a_keyed_send_posts_exactly_as_an_unkeyed_one(
 ) -> None:
     """The key names the reply in the channel's own record (a bot cannot read history, so
     its check is an edit probe run later), and changes nothing that is posted."""
-    assert isinstance(live, BackgroundDeliveryCheck) and live.checks_later()
+    assert isinstance(live.delivery, BackgroundDeliveryCheck) and live.delivery.checks_later()
     text = "Done: **3 files**\n\n" + "line of the answer\n" * 400
     plain = await live.send(TOPIC_TARGET, text)
     unkeyed = [c.params for c in tg.calls_of("sendMessage")]

@@ -221,9 +221,9 @@ async def test_the_adapter_answers_for_private_chats_without_asking(
     async with app:
         channel = await started(app)
         dm = DeliveryTarget(channel=REF, conversation_id=str(REQUESTER))
-        assert await channel.can_see(dm, str(REQUESTER)) is True
-        assert await channel.can_see(dm, str(APPROVER)) is False
-        assert await channel.can_see(dm, "U_NOT_TELEGRAM") is False
+        assert await channel.members.can_see(dm, str(REQUESTER)) is True
+        assert await channel.members.can_see(dm, str(APPROVER)) is False
+        assert await channel.members.can_see(dm, "U_NOT_TELEGRAM") is False
     assert tg.calls_of("getChatMember") == []
 
 
