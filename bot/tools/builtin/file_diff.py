@@ -1,5 +1,6 @@
 """What a file change does, for the approver: a bounded unified diff against the file as it
-is now, and the hash of what that diff was computed against.
+is now, and the hash of what that diff was computed against; and, for a file to be sent, its
+type, size and head (:func:`preview_sent`), bound to its content the same way.
 
 :func:`change_lines` is pure: the old content (None: no file) and the new one give
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import hashlib
+import mimetypes
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,6 +90,10 @@ def _sized(count: int) -> str:
     return f"{count:,} byte{'s' if count != 1 else ''}"
 
 
+def _lines_of(count: int) -> str:
+    return f"{count:,} line{'s' if count != 1 else ''}"
+
+
 def _marked(lines: list[str]) -> list[str]:
     """Diff lines without their newline; a last line that had none says so, as diff does."""
     shown: list[str] = []
@@ -103,7 +109,7 @@ def _head(path: str, new: str, size: int) -> list[str]:
     lines = new.splitlines(keepends=True)
     head = [f"+{line}" for line in lines[:HEAD_LINES]]
     more = len(lines) - len(head)
-    out = [f"new file: {path} ({_sized(size)}, {len(lines):,} lines)", *_marked(head)]
+    out = [f"new file: {path} ({_sized(size)}, {_lines_of(len(lines))})", *_marked(head)]
     if more > 0:
         out.append(f"… and {more:,} more line(s) of the new file")
     return out
@@ -165,10 +171,12 @@ def snapshot(file: Path) -> Snapshot:
 
 
 def current_hash(workspace: Workspace, context: ToolContext, path: str) -> str:
-    """The :func:`content_hash` of ``path`` as it is now (the pipeline's re-check)."""
-    file = workspace.for_call(context).resolve(path)
+    """The content hash of ``path`` as it is now (the pipeline's re-check); a path that no
+    longer resolves or reads answers what went wrong, which matches no hash."""
     try:
-        return snapshot(file).digest
+        return snapshot(workspace.for_call(context).resolve(path)).digest
+    except (ToolRefused, ToolFailed, ToolEnvironmentError) as exc:
+        return f"unresolvable: {exc}"
     except OSError as exc:
         return f"unreadable: {exc.strerror or type(exc).__name__}"
 
@@ -250,3 +258,43 @@ def _edited(
         note = f"old_text {found} in {path}: the edit will fail"
         return CallPreview(notes=(note,), binding=binding)
     return before, text.replace(old_text, new_text).encode("utf-8")
+
+
+#: Lines of a sent text file shown on its card.
+SENT_HEAD_LINES = 10
+
+
+def sent_lines(path: str, before: Snapshot) -> tuple[str, ...]:
+    """What a card about sending the file ``before`` shows of it: its type and size, and for
+    a text file its first :data:`SENT_HEAD_LINES` lines."""
+    guessed = mimetypes.guess_type(path)[0] or "unknown type"
+    if before.data is None:
+        return (f"content: {guessed}, {_sized(before.size)} (too large to show its head)",)
+    text = _text(before.data)
+    if text is None:
+        return (f"content: {guessed}, binary, {_sized(before.size)}",)
+    lines = text.splitlines()
+    head = [f"| {line}" for line in lines[:SENT_HEAD_LINES]]
+    more = len(lines) - len(head)
+    shown = [f"content: {guessed}, text, {_sized(before.size)}, {_lines_of(len(lines))}; its head:"]
+    shown += head
+    if more > 0:
+        shown.append(f"… and {more:,} more line(s)")
+    return tuple(shown)
+
+
+async def preview_sent(workspace: Workspace, context: ToolContext, path: str) -> CallPreview:
+    """What a card about sending ``path`` shows of the file (:func:`sent_lines`), bound to
+    its content; a path the tool would refuse gives a ``refusal`` (no card)."""
+    try:
+        file = workspace.for_call(context).resolve(path)
+    except (ToolRefused, ToolFailed, ToolEnvironmentError) as exc:
+        return CallPreview(refusal=str(exc))
+    try:
+        before = await asyncio.to_thread(snapshot, file)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        return CallPreview(notes=(f"{path} cannot be read ({reason})",))
+    if not before.exists:
+        return CallPreview(notes=(f"{path} does not exist: sending it will fail",))
+    return CallPreview(diff=sent_lines(path, before), binding=before.digest)

@@ -15,6 +15,7 @@ approver's card names the file, its size and where it would go.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
 from collections.abc import Mapping
@@ -28,11 +29,12 @@ from bot.attachments.naming import human_size, sent_file_name
 from bot.envelope import DeliveryTarget
 from bot.errors import ChannelError, HatchwayError
 from bot.scrub import scrub_text
+from bot.tools.builtin import file_diff
 from bot.tools.builtin.arguments import ToolArguments, parse_arguments, schema_of
 from bot.tools.builtin.messaging import is_origin, needs_approval, resolve_target
 from bot.tools.builtin.observation import ToolFailed, ToolRefused, short
 from bot.tools.builtin.workspace import Workspace
-from bot.tools.spec import ToolContext, ToolKind, ToolResult, ToolSpec
+from bot.tools.spec import CallPreview, ToolContext, ToolKind, ToolResult, ToolSpec
 
 log = structlog.get_logger(__name__)
 
@@ -129,6 +131,14 @@ def send_file_tool(outbox: FileOutbox, workspace: Workspace) -> ToolSpec:
             file = f"file: {short(shown_name(args.name, real))}, {human_size(size)}"
         return (file, f"to: {_where(target)}")
 
+    async def preview(arguments: Mapping[str, object], context: ToolContext) -> CallPreview:
+        args = parse_arguments(SendFileArguments, arguments)
+        return await file_diff.preview_sent(workspace, context, args.path)
+
+    async def binding(arguments: Mapping[str, object], context: ToolContext) -> str:
+        args = parse_arguments(SendFileArguments, arguments)
+        return await asyncio.to_thread(file_diff.current_hash, workspace, context, args.path)
+
     async def handler(arguments: Mapping[str, object], context: ToolContext) -> ToolResult:
         args = parse_arguments(SendFileArguments, arguments)
         target = resolve_target(args, context)
@@ -173,4 +183,6 @@ def send_file_tool(outbox: FileOutbox, workspace: Workspace) -> ToolSpec:
         channel_aware=True,
         path_arguments=("path",),
         approval_notes=approval_notes,
+        approval_preview=preview,
+        approval_binding=binding,
     )

@@ -226,3 +226,30 @@ async def test_a_new_file_card_says_so(store: Store, workspace: Workspace) -> No
     await clicked(service, channel.click(posted, APPROVER))
     await task
     assert (workspace.root / "new.txt").read_text(encoding="utf-8") == "hello\nworld\n"
+
+
+# -- a file to be sent ------------------------------------------------------------------------
+
+
+async def test_a_sent_file_shows_its_type_size_and_head(workspace: Workspace) -> None:
+    from bot.tools.builtin.file_diff import SENT_HEAD_LINES, current_hash, preview_sent
+    from tests.tools.harness import make_context
+
+    context = make_context()
+    body = "".join(f"row {i}, token=abcdef{i}\n" for i in range(SENT_HEAD_LINES + 3))
+    (workspace.root / "report.csv").write_text(body, encoding="utf-8")
+    shown = await preview_sent(workspace, context, "report.csv")
+    assert shown.diff[0] == (
+        f"content: text/csv, text, {len(body):,} bytes, {SENT_HEAD_LINES + 3} lines; its head:"
+    )
+    assert shown.diff[1] == "| row 0, token=abcdef0"
+    assert shown.diff[-1] == "… and 3 more line(s)"
+    view = describe({"path": "report.csv"}, diff=shown.diff)
+    assert "abcdef0" not in view.full  # masked on the card like any argument
+    assert shown.binding == current_hash(workspace, context, "report.csv")
+    (workspace.root / "image.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0")
+    assert (await preview_sent(workspace, context, "image.png")).diff == (
+        "content: image/png, binary, 10 bytes",
+    )
+    assert (await preview_sent(workspace, context, "../x")).refusal
+    assert current_hash(workspace, context, "../x").startswith("unresolvable:")
