@@ -13,6 +13,9 @@ waiting for SQLite's worker thread and for other processes on a busy machine).
 
 Targets on a 2-core machine: median < 1 ms, p99 < 5 ms per call.
 
+It prints what an asked 20 KB ``file_edit``'s card costs, without its diff (the view alone)
+and with it (:mod:`bot.tools.builtin.file_diff`'s preview and the view), side by side.
+
 It also prints what masking costs on the approval path: :func:`bot.approval.summary.describe`
 (the card's summary and the full view: secret values masked, invisible characters escaped,
 long values as head and tail) and the ``tool_calls`` row's scrub, for a short command with a
@@ -56,6 +59,8 @@ from bot.providers.base import ChatMessage, ToolCallRequest
 from bot.scrub import scrub_mapping
 from bot.store import Store, ToolCallRecord, UnitOfWork
 from bot.store.audit import Decision
+from bot.tools.builtin.file_diff import preview_edit
+from bot.tools.builtin.workspace import Workspace
 from bot.tools.pipeline import ToolPipeline
 from bot.tools.registry import ToolRegistry
 from bot.tools.services import PipelineServices
@@ -198,6 +203,34 @@ def measure_masking(arguments: Mapping[str, object], runs: int) -> list[float]:
     return samples
 
 
+EDIT_FILE = "".join(f"line {i:05d} of the report, with some text\n" for i in range(460))  # 20 KB
+EDIT = {"path": "report.md", "old_text": "line 00230 of", "new_text": "LINE 00230 OF"}
+
+
+async def measure_edit_view(folder: Path, runs: int, *, with_diff: bool) -> list[float]:
+    """Seconds per asked 20 KB ``file_edit`` for what its card costs: the approval view alone
+    (before diffs), or the preview (path resolved, file read and hashed, diff in a worker
+    thread) and the view with the diff."""
+    root = folder / "workspace"
+    root.mkdir(exist_ok=True)
+    (root / "report.md").write_text(EDIT_FILE, encoding="utf-8")
+    workspace = Workspace(root=root, allow_sensitive_files=False, scope="shared")
+    context = ToolContext(
+        turn=TurnIdentity(turn_id="turn-edit", session_key="console.main:c", envelope=ENVELOPE)
+    )
+    change = (str(EDIT["old_text"]), str(EDIT["new_text"]), False)
+    samples: list[float] = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        if with_diff:
+            shown = await preview_edit(workspace, context, "report.md", change)
+            describe(EDIT, diff=shown.diff)
+        else:
+            describe(EDIT)
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
 def report(label: str, samples: list[float]) -> None:
     ordered = sorted(samples)
     median = statistics.median(ordered) * 1000
@@ -217,6 +250,10 @@ async def main(calls: int) -> None:
                 label = f"{size} call(s)/batch, loop-thread CPU"
                 report(label, await measure(store, calls, size, time.thread_time))
             report("per-step commit alone, wall clock", await measure_commit(store, calls))
+        runs = max(100, calls // 10)
+        for with_diff in (False, True):
+            label = f"asked 20 KB file_edit, {'with' if with_diff else 'no'} diff"
+            report(label, await measure_edit_view(Path(folder), runs, with_diff=with_diff))
     runs = max(100, calls // 10)
     for name, arguments in MASKING_CASES.items():
         report(f"masking: {name}", measure_masking(arguments, runs))
