@@ -113,6 +113,14 @@ def test_a_large_file_is_hashed_whole_and_not_kept(tmp_path: Path) -> None:
     assert snapshot(tmp_path / "none") == Snapshot(exists=False)
 
 
+def test_a_call_without_a_binding_keeps_its_version_1_fingerprint() -> None:
+    """A row written by the previous release still matches its call (a rolling upgrade)."""
+    import hashlib
+
+    expected = hashlib.sha256(b'shell\0{"command":"ls"}').hexdigest()
+    assert call_fingerprint("shell", {"command": "ls"}) == expected
+
+
 def test_a_binding_makes_a_versioned_fingerprint() -> None:
     arguments = {"path": "a", "content": "b"}
     plain = call_fingerprint("file_write", arguments)
