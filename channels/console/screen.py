@@ -104,8 +104,11 @@ class Screen:
             self._write(self._prompt())
 
     def ask(self, prompt: str) -> None:
-        """Show an approval prompt; the cursor stays at its end until :meth:`answered`."""
-        self._write(self._erase() + terminal_text(prompt))
+        """Show an approval prompt (on a line of its own, after an answer being written);
+        the cursor stays at its end until :meth:`answered`."""
+        lead = "\n" if self._streamed else self._erase()
+        self._streamed = ""
+        self._write(lead + terminal_text(prompt))
         self._asking = True
 
     def answered(self, *, echoed: bool) -> None:

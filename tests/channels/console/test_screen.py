@@ -76,6 +76,13 @@ def test_deltas_while_an_approval_prompt_waits_are_dropped_and_the_answer_shown_
     assert out.getvalue() == "Approve? Hello world\n"
 
 
+def test_an_approval_prompt_comes_on_a_line_of_its_own() -> None:
+    screen, out = terminal()
+    screen.stream_text("I will run it.")
+    screen.ask("Approve? ")
+    assert out.getvalue() == "I will run it.\nApprove? "
+
+
 def test_piped_output_gets_no_deltas() -> None:
     out = io.StringIO()
     screen = Screen(out, prompting=False, erasable=False)
