@@ -47,7 +47,7 @@ from bot.channel_registry import ChannelContext
 from bot.config import Settings
 from bot.context import ConversationContext
 from bot.envelope import ChannelRef
-from bot.errors import StorageUnavailable
+from bot.errors import StorageError, StorageUnavailable
 from bot.gateway import Gateway
 from bot.gateway.access import AccessPolicy
 from bot.outbox import ChannelOutbox
@@ -396,8 +396,17 @@ class App:
         """Stop taking messages and let running turns finish (:meth:`Gateway.drain`).
         Pending approvals expire first (reason ``shutdown``): a turn waiting on one ends at
         once instead of holding the drain. True when every turn finished on its own."""
-        await self.approvals.close()
+        await self._close_approvals()
         return await self.gateway.drain(timeout_s)
+
+    async def _close_approvals(self) -> None:
+        """Expire the pending approvals (:meth:`drain`). A database that cannot be read
+        then does not stop the stop: the rows stay pending, and the next start expires them
+        (reason ``restart``)."""
+        try:
+            await self.approvals.close()
+        except StorageError as exc:
+            log.warning("approvals_not_expired_at_stop", error=str(exc))
 
     async def stop(self, *, drain_timeout_s: float = 30.0) -> None:
         if self._stopped:
@@ -405,7 +414,7 @@ class App:
         self._stopped = True
         drained = await self.drain(drain_timeout_s)
         log.info("app_stopping", drained=drained)
-        await self.approvals.close()
+        await self._close_approvals()
         try:
             if self._runner is not None:
                 await stop_parts(self._runner, self._parts)
