@@ -101,6 +101,10 @@ class CheckingChannel(FakeChannel):
     Telegram, Slack and Discord channels have: a turn's answer then rides to the ledger
     with its history, as in the daemon. Recovery never asks it here (no crash)."""
 
+    def __init__(self, ref: ChannelRef, *, on_send: Any = None) -> None:
+        super().__init__(ref, on_send=on_send)
+        self.delivery = self
+
     async def find_delivered(
         self, target: DeliveryTarget, *, key: str, text: str, after_message_id: str | None
     ) -> Sequence[SentMessage] | None:
