@@ -287,7 +287,7 @@ async def answer_on(surface: CardSurface, reply: CardReply) -> None:
 
 # -- the button codec ------------------------------------------------------------------------
 
-#: The payload format written now. Format 1 is ``ap:<approval id>:<code>[:<field>…]``.
+#: The payload format written now. Format 1 is ``ap:<approval id>:<code>[:<field>…][:@<card>]``.
 FORMAT = 1
 #: The tag of each format a payload can start with; a reader keeps every format a pending
 #: card can still carry (docs/approvals.md, "Rolling upgrades").
@@ -316,12 +316,15 @@ _LONG_IDS_KEPT = 4096
 class Button:
     """What a button's payload says: which approval, which verb, whether it sat on a full
     view, and the optional ``fields`` later verbs need (a grant choice, a quorum vote), each
-    a short token without ``:``."""
+    a short token without ``:`` not starting with ``@``. ``card`` names the card message a
+    button that is not on the card belongs to (Discord's full view is an ephemeral message
+    the core cannot edit): a platform message id without ``:``, written last as ``@<card>``."""
 
     approval_id: str
     verb: CardVerb
     full_view: bool = False
     fields: tuple[str, ...] = ()
+    card: str = ""
 
 
 class Unreadable(enum.Enum):
@@ -346,7 +349,10 @@ class ButtonCodec:
         self._long_ids: dict[str, str] = {}
 
     def pack(self, button: Button) -> str:
-        code = ":".join((_CODES[button.verb, button.full_view], *button.fields))
+        if ":" in button.card:
+            raise ValueError(f"a card id cannot hold ':': {button.card!r}")
+        card = (f"@{button.card}",) if button.card else ()
+        code = ":".join((_CODES[button.verb, button.full_view], *button.fields, *card))
         data = f"ap:{button.approval_id}:{code}"
         if len(data.encode()) <= self._budget and ":" not in button.approval_id:
             return data
@@ -369,12 +375,19 @@ class ButtonCodec:
             return Unreadable.PAYLOAD if _later(tag) else None
         approval_id, _, code = rest.partition(":")
         verb_code, *fields = code.split(":")
+        card = fields.pop()[1:] if fields and fields[-1].startswith("@") else ""
         if not approval_id or verb_code not in _VERBS:
             return Unreadable.PAYLOAD
         if approval_id.startswith("#"):
             approval_id = self._long_ids.get(approval_id, approval_id)
         verb, full_view = _VERBS[verb_code]
-        return Button(approval_id=approval_id, verb=verb, full_view=full_view, fields=tuple(fields))
+        return Button(
+            approval_id=approval_id,
+            verb=verb,
+            full_view=full_view,
+            fields=tuple(fields),
+            card=card,
+        )
 
 
 def _later(tag: str) -> bool:

@@ -49,6 +49,12 @@ def test_a_32_hex_id_leaves_room_for_a_grant_choice_and_a_quorum_vote() -> None:
         ("ap:apr-1:fw", Button(approval_id="apr-1", verb=CardVerb.ALWAYS, full_view=True)),
         ("ap:apr-1:s", Button(approval_id="apr-1", verb=CardVerb.SHOW_FULL)),
         ("ap:apr-1:r", Button(approval_id="apr-1", verb=CardVerb.REPLY)),
+        (  # a button not on the card names it (Discord's full view)
+            "ap:apr-1:fd:g1:@950",
+            Button(
+                approval_id="apr-1", verb=CardVerb.DENY, full_view=True, fields=("g1",), card="950"
+            ),
+        ),
         ("v2:apr-1:a", Unreadable.PAYLOAD),  # a later format version
         ("v17:anything", Unreadable.PAYLOAD),
         ("ap:apr-1:zz", Unreadable.PAYLOAD),  # damaged

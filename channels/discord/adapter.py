@@ -61,16 +61,9 @@ from bot.scrub import register_secret
 from channels.common.card_index import CardIndex
 from channels.common.health import HealthRecord
 from channels.common.outbound import SendsThrough
-from channels.discord.buttons import DYNAMIC_ITEMS
 from channels.discord.card_surface import DiscordCardAnswers
 from channels.discord.catch_up import CatchUp
-from channels.discord.client import (
-    ButtonPress,
-    Connection,
-    GatewayClient,
-    endpoint_scope,
-    gateway_intents,
-)
+from channels.discord.client import Connection, GatewayClient, endpoint_scope, gateway_intents
 from channels.discord.command_replies import CommandReplies
 from channels.discord.commands import sync_commands
 from channels.discord.config import DiscordChannelConfig
@@ -123,11 +116,11 @@ class DiscordChannel(SendsThrough):
         self._catch_up = CatchUp(
             ref, config, self._connection, self._last_seen, self._watermark, self._inbound
         )
-        self._clicks = DiscordCardAnswers(
-            ref, self._connection, cards, reactions_for_approval=reactions
-        )
         self._outbound = Outbound(
             ref, self._connection, threads, cards, replies, reactions_for_approval=reactions
+        )
+        self._clicks = DiscordCardAnswers(
+            ref, self._connection, cards, self._outbound.codec, reactions_for_approval=reactions
         )
         # the optional parts of a bot.channel.Channel
         self.files = FileSender(ref, self._connection, self._outbound, replies)
@@ -165,7 +158,6 @@ class DiscordChannel(SendsThrough):
             gateway_url=self._config.gateway_url,
             guild_ready_timeout=self._config.guild_ready_timeout_s,
         )
-        client.add_dynamic_items(*DYNAMIC_ITEMS)
         self._connection.client = client
         self._connection.login_settled.clear()
         try:
@@ -321,19 +313,8 @@ class DiscordChannel(SendsThrough):
     async def reaction_added(self, payload: discord.RawReactionActionEvent) -> None:
         await self._clicks.reaction(payload)
 
-    async def approval_button(self, interaction: discord.Interaction, press: ButtonPress) -> None:
-        await self._clicks.button(interaction, press)
-
-    async def show_full_button(
-        self, interaction: discord.Interaction, approval_id: str, card_message_id: int | None
-    ) -> None:
-        await self._clicks.full_view_requested(interaction, approval_id, card_message_id)
-
-    async def reply_button(self, interaction: discord.Interaction, approval_id: str) -> None:
-        await self._clicks.reply_requested(interaction, approval_id)
-
-    async def modal_submitted(self, interaction: discord.Interaction) -> None:
-        await self._clicks.reply_submitted(interaction)
+    async def card_interaction(self, interaction: discord.Interaction) -> None:
+        await self._clicks.interaction(interaction)
 
     async def command_invoked(
         self, interaction: discord.Interaction[discord.Client], name: str

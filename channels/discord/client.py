@@ -21,7 +21,6 @@ import asyncio
 import contextvars
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import aiohttp
@@ -31,7 +30,7 @@ import yarl
 from discord.http import HTTPClient, Route
 from discord.webhook.async_ import AsyncWebhookAdapter, async_context
 
-from bot.channel import ApprovalChoice, ChannelHost
+from bot.channel import ChannelHost
 from channels.discord.commands import command_tree
 
 log = structlog.get_logger(__name__)
@@ -39,18 +38,6 @@ log = structlog.get_logger(__name__)
 #: Every message the bot sends pings nobody: the client's default, and passed explicitly where
 #: a message shows values from a request (cards, full views).
 NO_MENTIONS = discord.AllowedMentions.none()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ButtonPress:
-    """A press of Approve / Deny / Always: on the card, or in its full view. A full view's
-    buttons name the card they came from (``card_message_id``), since the press arrives on
-    an ephemeral message the approval service cannot edit."""
-
-    approval_id: str
-    choice: ApprovalChoice
-    full_view: bool = False
-    card_message_id: int | None = None
 
 
 class GatewayListener(Protocol):
@@ -74,17 +61,7 @@ class GatewayListener(Protocol):
 
     async def reaction_added(self, payload: discord.RawReactionActionEvent) -> None: ...
 
-    async def approval_button(
-        self, interaction: discord.Interaction, press: ButtonPress
-    ) -> None: ...
-
-    async def show_full_button(
-        self, interaction: discord.Interaction, approval_id: str, card_message_id: int | None
-    ) -> None: ...
-
-    async def reply_button(self, interaction: discord.Interaction, approval_id: str) -> None: ...
-
-    async def modal_submitted(self, interaction: discord.Interaction) -> None: ...
+    async def card_interaction(self, interaction: discord.Interaction) -> None: ...
 
     async def command_invoked(
         self, interaction: discord.Interaction[discord.Client], name: str
@@ -160,6 +137,9 @@ def endpoint_scope(api_base: str | None) -> Iterator[None]:
     finally:
         async_context.reset(token)
 
+
+#: The interactions answers on approval cards arrive as (the command tree takes the others).
+_CARD_INTERACTIONS = (discord.InteractionType.component, discord.InteractionType.modal_submit)
 
 #: How long a send or a reply check made as the adapter starts waits for the login.
 LOGIN_WAIT_S = 15.0
@@ -279,10 +259,10 @@ class GatewayClient(discord.Client):
         await self.listener.reaction_added(payload)
 
     async def on_interaction(self, interaction: discord.Interaction) -> None:
-        # Buttons are routed by their DynamicItems; modal submissions are answered here,
-        # statelessly (see channels.discord.reply_instead).
-        if interaction.type is discord.InteractionType.modal_submit:
-            await self.listener.modal_submitted(interaction)
+        # Button presses and modal submissions are read from their custom_id alone
+        # (channels.discord.card_surface): no view or modal is kept in memory.
+        if interaction.type in _CARD_INTERACTIONS:
+            await self.listener.card_interaction(interaction)
 
     async def on_error(self, event_method: str, /, *args: Any, **kwargs: Any) -> None:
         log.exception("discord_event_failed", event=event_method)

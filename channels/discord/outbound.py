@@ -33,7 +33,7 @@ from bot.channel import ApprovalCard, CardState, SentMessage
 from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelError
 from channels.common.card_index import CardEntry, CardIndex
-from channels.discord.cards import card_reactions, card_view, render_card
+from channels.discord.cards import button_codec, card_reactions, card_view, render_card
 from channels.discord.client import LOGIN_WAIT_S, NO_MENTIONS, Connection, GatewayClient
 from channels.discord.command_replies import CommandReplies
 from channels.discord.delivery_check import first_reply_to, reply_nonce
@@ -80,6 +80,8 @@ class Outbound:
         self._replies = replies
         self._reactions = reactions_for_approval
         self._dm_channels: dict[str, str] = {}  # user id -> the bot's DM channel with them
+        #: The approval buttons' codec, shared with the answers' reader.
+        self.codec = button_codec()
         self._log = log.bind(channel=str(ref))
 
     async def _connected_client(self) -> GatewayClient:
@@ -163,7 +165,7 @@ class Outbound:
 
     async def post_approval_card(self, target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
         shown = render_card(card)
-        view = card_view(card, shown)
+        view = card_view(card, shown, self.codec)
 
         async def post(where: discord.abc.Messageable) -> discord.Message:
             return await where.send(
@@ -218,7 +220,9 @@ class Outbound:
         shown = render_card(card)
         try:
             await partial.edit(
-                content=shown.content, view=card_view(card, shown), allowed_mentions=NO_MENTIONS
+                content=shown.content,
+                view=card_view(card, shown, self.codec),
+                allowed_mentions=NO_MENTIONS,
             )
         except discord.NotFound:
             self._log.warning("discord_card_gone", message_id=message.message_id)

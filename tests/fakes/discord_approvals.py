@@ -13,7 +13,7 @@ from bot.envelope import IngressEnvelope
 from bot.store import Store
 from bot.turn import TurnIdentity
 from channels.discord.adapter import DiscordChannel
-from channels.discord.reply_instead import FIELD_ID
+from channels.discord.cards import FIELD_ID
 from tests.fakes.approval_service import approval_service as service_over
 from tests.fakes.discord_payloads import (
     JSON,
@@ -123,14 +123,16 @@ async def submit_reply(
     *,
     approval_id: str = APPROVAL_ID,
     in_labels: bool = True,
+    custom_id: str | None = None,
 ) -> Call:
     """Submit the "Deny with a reply" modal opened from the card ``message_id`` (Discord sends
-    the card as it is now); return the callback the adapter answered the submission with."""
+    the card as it is now; ``custom_id``, the modal's, is the reply button's unless given);
+    return the callback the adapter answered the submission with."""
     message = fake.messages[message_id]
     interaction_id = fake.new_id()
     payload = modal_submit_interaction(
         id=interaction_id,
-        custom_id=f"hatchway:ap:{approval_id}:e",
+        custom_id=custom_id or f"ap:{approval_id}:r",
         values={FIELD_ID: text},
         user=user,
         channel_id=message["channel_id"],

@@ -8,7 +8,7 @@ import copy
 import re
 from dataclasses import dataclass
 
-from channels.discord.full_view import GOES_ON
+from channels.discord.cards import GOES_ON
 from channels.discord.markup import escape_text
 from tests.fakes.discord_payloads import JSON, component_interaction
 from tests.fakes.discord_server import Call, FakeDiscord
@@ -30,8 +30,8 @@ def buttons(message: JSON) -> list[JSON]:
 
 def button(message: JSON, ending: str) -> JSON:
     """The one button on ``message`` whose custom id matches ``…:<ending>`` (the card's
-    message id, if any, after it)."""
-    pattern = re.compile(rf"hatchway:ap:[^:]+:{ending}(?::\d+)?")
+    message id, if any, after it as ``:@<id>``)."""
+    pattern = re.compile(rf"ap:[^:]+:{ending}(?::@\d+)?")
     [found] = [b for b in buttons(message) if pattern.fullmatch(b["custom_id"])]
     return found
 

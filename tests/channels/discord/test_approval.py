@@ -59,10 +59,10 @@ async def test_card_carries_four_buttons_with_only_the_approval_id(
     message = fake.messages[sent.message_id]
     buttons = [c for row in message["components"] for c in row["components"]]
     assert [(b["label"], b["custom_id"]) for b in buttons] == [
-        ("Approve", f"hatchway:ap:{APPROVAL_ID}:a"),
-        ("Deny", f"hatchway:ap:{APPROVAL_ID}:d"),
-        ("Always", f"hatchway:ap:{APPROVAL_ID}:w"),
-        ("✏️ Reply instead", f"hatchway:ap:{APPROVAL_ID}:e"),
+        ("Approve", f"ap:{APPROVAL_ID}:a"),
+        ("Deny", f"ap:{APPROVAL_ID}:d"),
+        ("Always", f"ap:{APPROVAL_ID}:w"),
+        ("✏️ Reply instead", f"ap:{APPROVAL_ID}:r"),
     ]
     assert message["content"].startswith("**🔐 Approval needed: shell**\n")
     assert "command: rm -rf build" in message["content"]

@@ -19,8 +19,7 @@ from bot.approval.summary import describe
 from bot.channel import ApprovalCard, CardState
 from bot.envelope import DeliveryTarget
 from bot.store import Store
-from channels.discord.cards import render_card
-from channels.discord.full_view import full_view_parts
+from channels.discord.cards import full_view_parts, render_card
 from channels.discord.markup import escape_text
 from tests.fakes.discord_approvals import EPHEMERAL, request_turn
 from tests.fakes.discord_full_views import follow_ups, full_view, press, readable_text
@@ -133,7 +132,7 @@ async def test_card_and_full_view_payloads_are_literal_and_ping_nobody(
     async with running(channel, host):
         envelope = await request_turn(fake, host)
         sent = await channel.post_approval_card(envelope.reply_target, card)
-        shown = await press(fake, fake.messages[sent.message_id], "f", BOB)
+        shown = await press(fake, fake.messages[sent.message_id], "s", BOB)
         await full_view(fake, shown)
     [post] = fake.calls_to("POST", rf"/channels/{GENERAL}/messages")[-1:]
     code = "command: echo **hi** <@1> @everyone `\u200b`\u200b`x`\u200b`\u200b` [a](http://e)"
@@ -161,21 +160,21 @@ async def test_card_and_full_view_payloads_are_literal_and_ping_nobody(
                         "style": 1,
                         "disabled": False,
                         "label": "🔎 Show full and decide",
-                        "custom_id": f"hatchway:ap:{APPROVAL_ID}:f",
+                        "custom_id": f"ap:{APPROVAL_ID}:s",
                     },
                     {
                         "type": 2,
                         "style": 4,
                         "disabled": False,
                         "label": "Deny",
-                        "custom_id": f"hatchway:ap:{APPROVAL_ID}:d",
+                        "custom_id": f"ap:{APPROVAL_ID}:d",
                     },
                     {
                         "type": 2,
                         "style": 2,
                         "disabled": False,
                         "label": "✏️ Reply instead",
-                        "custom_id": f"hatchway:ap:{APPROVAL_ID}:e",
+                        "custom_id": f"ap:{APPROVAL_ID}:r",
                     },
                 ],
             }
@@ -207,7 +206,7 @@ async def test_card_and_full_view_payloads_are_literal_and_ping_nobody(
                         "style": style,
                         "disabled": False,
                         "label": label,
-                        "custom_id": f"hatchway:ap:{APPROVAL_ID}:{code_}:{card_id}",
+                        "custom_id": f"ap:{APPROVAL_ID}:{code_}:@{card_id}",
                     }
                     for style, label, code_ in (
                         (3, "Approve", "fa"),

@@ -95,7 +95,7 @@ async def test_deny_with_a_reply_keeps_the_tool_from_running(
         [card] = [m for m in fake.messages.values() if m["components"]]
         [pending] = await app.store.approvals.list()
 
-        opened = await click(fake, card["id"], "e", BOB)
+        opened = await click(fake, card["id"], "r", BOB)
         assert opened.body is not None and opened.body["type"] == 9
         answer = "Stay on v1 until Monday."
         submitted = await submit_reply(fake, card["id"], answer, BOB, approval_id=pending.id)

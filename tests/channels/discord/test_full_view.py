@@ -19,22 +19,13 @@ import pytest
 
 from bot.approval.service import ApprovalService
 from bot.approval.summary import describe
-from bot.channel import CUT_NOTE, SHOW_FULL_LABEL, ApprovalCard, ApprovalChoice, ClickVerdict
+from bot.channel import CUT_NOTE, SHOW_FULL_LABEL, ApprovalCard, ClickVerdict
 from bot.envelope import IngressEnvelope
 from bot.store import Store
 from bot.store.approvals import ApprovalStatus
 from bot.store.audit import Decision
 from channels.discord.adapter import DiscordChannel
-from channels.discord.buttons import (
-    approval_custom_id,
-    full_view_custom_id,
-    parse_custom_id,
-    parse_full_view_id,
-    parse_reply_id,
-    show_full_custom_id,
-)
 from channels.discord.cards import NOT_ALL_SHOWN
-from channels.discord.client import ButtonPress
 from channels.discord.markup import escape_text
 from tests.approval.service_host import ServiceHost
 from tests.fakes.discord_approvals import (
@@ -95,9 +86,9 @@ def labelled(message: JSON) -> list[tuple[str, str]]:
 
 
 CUT_BUTTONS = [
-    (SHOW_FULL_LABEL, f"hatchway:ap:{APPROVAL_ID}:f"),
-    ("Deny", f"hatchway:ap:{APPROVAL_ID}:d"),
-    ("✏️ Reply instead", f"hatchway:ap:{APPROVAL_ID}:e"),
+    (SHOW_FULL_LABEL, f"ap:{APPROVAL_ID}:s"),
+    ("Deny", f"ap:{APPROVAL_ID}:d"),
+    ("✏️ Reply instead", f"ap:{APPROVAL_ID}:r"),
 ]
 
 
@@ -153,25 +144,6 @@ async def test_a_card_that_fits_keeps_approve_deny_always_and_reply(
     assert CUT_NOTE not in message["content"]
 
 
-# -- button ids ------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("card_message_id", [None, 950000000000000002])
-@pytest.mark.parametrize("choice", list(ApprovalChoice))
-def test_full_view_ids_round_trip_and_are_no_other_buttons_ids(
-    choice: ApprovalChoice, card_message_id: int | None
-) -> None:
-    press_ = ButtonPress(
-        approval_id=APPROVAL_ID, choice=choice, full_view=True, card_message_id=card_message_id
-    )
-    custom_id = full_view_custom_id(press_)
-    assert len(custom_id) <= 100 and parse_full_view_id(custom_id) == press_
-    assert parse_custom_id(custom_id) is None and parse_reply_id(custom_id) is None
-    show = show_full_custom_id(APPROVAL_ID, card_message_id)
-    assert parse_full_view_id(show) is None and parse_custom_id(show) is None
-    assert parse_full_view_id(approval_custom_id(APPROVAL_ID, choice)) is None
-
-
 # -- the full view, adapter level ------------------------------------------------------------
 
 
@@ -185,7 +157,7 @@ async def test_show_full_answers_ephemerally_with_every_character_and_its_own_bu
     async with running(channel, host):
         envelope = await request_turn(fake, host)
         sent = await channel.post_approval_card(envelope.reply_target, card)
-        shown = await press(fake, fake.messages[sent.message_id], "f", BOB)
+        shown = await press(fake, fake.messages[sent.message_id], "s", BOB)
         messages = await full_view(fake, shown)
     # Acknowledged at once (deferred, ephemeral); the view follows as ephemeral follow-ups.
     assert shown.callback.body == {"type": 5, "data": {"flags": EPHEMERAL}}
@@ -198,9 +170,9 @@ async def test_show_full_answers_ephemerally_with_every_character_and_its_own_bu
     assert readable_text(messages) == card.full_text == f"command: {LONG_COMMAND}"
     assert [m["components"] for m in messages[:-1]] == [[], []]
     assert labelled(messages[-1]) == [
-        ("Approve", f"hatchway:ap:{APPROVAL_ID}:fa:{sent.message_id}"),
-        ("Deny", f"hatchway:ap:{APPROVAL_ID}:fd:{sent.message_id}"),
-        ("Always", f"hatchway:ap:{APPROVAL_ID}:fw:{sent.message_id}"),
+        ("Approve", f"ap:{APPROVAL_ID}:fa:@{sent.message_id}"),
+        ("Deny", f"ap:{APPROVAL_ID}:fd:@{sent.message_id}"),
+        ("Always", f"ap:{APPROVAL_ID}:fw:@{sent.message_id}"),
     ]
 
 
@@ -216,7 +188,7 @@ async def test_an_answer_from_the_full_view_carries_full_view_and_names_the_card
         envelope = await request_turn(fake, host)
         sent = await channel.post_approval_card(envelope.reply_target, card)
         messages = await full_view(
-            fake, await press(fake, fake.messages[sent.message_id], "f", BOB)
+            fake, await press(fake, fake.messages[sent.message_id], "s", BOB)
         )
         answered = await press(fake, messages[-1], code, BOB)
     [seen] = host.clicks
@@ -240,7 +212,7 @@ async def test_a_request_too_long_for_messages_comes_as_a_file(
     async with running(channel, host):
         envelope = await request_turn(fake, host)
         sent = await channel.post_approval_card(envelope.reply_target, card)
-        shown = await press(fake, fake.messages[sent.message_id], "f", BOB)
+        shown = await press(fake, fake.messages[sent.message_id], "s", BOB)
         [message] = await full_view(fake, shown)
     [upload] = follow_ups(fake, shown)
     name = f"request-{APPROVAL_ID}.txt"
@@ -276,7 +248,7 @@ async def test_show_full_tells_a_refused_presser_at_once_and_shows_nothing(
     async with running(channel, host):
         envelope = await request_turn(fake, host)
         sent = await channel.post_approval_card(envelope.reply_target, card)
-        shown = await press(fake, fake.messages[sent.message_id], "f", presser, roles)
+        shown = await press(fake, fake.messages[sent.message_id], "s", presser, roles)
     assert ephemeral_text(shown.callback) == told.message
     assert follow_ups(fake, shown) == [] and host.clicks == []
 
@@ -325,7 +297,7 @@ async def test_service_show_full_on_an_expired_request_says_it_expired(
         await _cancelled(ask)  # the turn ended: its request expired
         [row] = await store.approvals.list()
         assert row.status is ApprovalStatus.EXPIRED
-        shown = await press(fake, stale, "f", BOB)
+        shown = await press(fake, stale, "s", BOB)
     assert ephemeral_text(shown.callback) == ClickVerdict.UNKNOWN.message
     assert ClickVerdict.UNKNOWN.message == "This request has expired."
     assert follow_ups(fake, shown) == []
@@ -345,7 +317,7 @@ async def test_service_an_approval_from_the_full_view_decides_a_cut_request(
         ask, card_id, approval_id = await _ask(fake, store, channel, envelope, service, arguments)
         [row] = await store.approvals.list()
         assert row.cut and labelled(fake.messages[card_id])[0][0] == SHOW_FULL_LABEL
-        shown = await press(fake, fake.messages[card_id], "f", BOB)
+        shown = await press(fake, fake.messages[card_id], "s", BOB)
         messages = await full_view(fake, shown)
         answered = await press(fake, messages[-1], "fa", BOB)
         decision = await asyncio.wait_for(ask, 10)
@@ -383,7 +355,7 @@ async def test_service_an_approval_from_a_cut_card_itself_is_refused_and_stays_p
         else:
             # What a client still showing an older card sends: Approve / Always on the card.
             code = "a" if via == "stale-button" else "w"
-            stale = as_once_shown(card, "Approve", f"hatchway:ap:{approval_id}:{code}")
+            stale = as_once_shown(card, "Approve", f"ap:{approval_id}:{code}")
             answer = await press(fake, stale, code, BOB)
         [seen] = host.clicks
         [row] = await store.approvals.list()
@@ -391,7 +363,7 @@ async def test_service_an_approval_from_a_cut_card_itself_is_refused_and_stays_p
         if answer is not None:
             # The refusal comes with the way to the full view; from there it decides.
             [told] = fake.ephemerals[answer.interaction_id]
-            messages = await full_view(fake, await press(fake, told, "f", BOB))
+            messages = await full_view(fake, await press(fake, told, "s", BOB))
             await press(fake, messages[-1], "fa", BOB)
             decision = await asyncio.wait_for(ask, 10)
             assert getattr(decision, "verdict", None) is Decision.APPROVED
@@ -406,7 +378,7 @@ async def test_service_an_approval_from_a_cut_card_itself_is_refused_and_stays_p
         [way] = body["data"]["components"][0]["components"]
         assert (way["label"], way["custom_id"]) == (
             SHOW_FULL_LABEL,
-            f"hatchway:ap:{approval_id}:f:{card_id}",
+            f"ap:{approval_id}:s:@{card_id}",
         )
         assert [c.full_view for c in host.clicks] == [False, True]
         assert host.clicks[-1].card is not None and host.clicks[-1].card.message_id == card_id
@@ -428,13 +400,13 @@ async def test_service_a_card_cut_only_on_discord_is_approved_only_from_the_full
         [row] = await store.approvals.list()
         assert not row.cut
         card = fake.messages[card_id]
-        once = as_once_shown(card, "Approve", f"hatchway:ap:{approval_id}:a")
+        once = as_once_shown(card, "Approve", f"ap:{approval_id}:a")
         stale = await press(fake, once, "a", BOB)
         await react(fake, card_id, "✅", BOB)
         refused = await press(fake, once, "a", CAROL)
         [still] = await store.approvals.list()
         assert still.status is ApprovalStatus.PENDING and not ask.done()
-        messages = await full_view(fake, await press(fake, card, "f", BOB))
+        messages = await full_view(fake, await press(fake, card, "s", BOB))
         await press(fake, messages[-1], "fa", BOB)
         decision = await asyncio.wait_for(ask, 10)
     assert ephemeral_text(stale.callback) == ClickVerdict.NEEDS_FULL_VIEW.message
@@ -467,7 +439,7 @@ async def test_service_a_card_from_before_a_restart_still_opens_its_full_view(
     after = make_channel(fake, store, approvers=[BOB["id"]])
     host = ServiceHost(approval_service(fake, store, after))
     async with running(after, host):
-        shown = await press(fake, card, "f", BOB)
+        shown = await press(fake, card, "s", BOB)
         messages = await full_view(fake, shown)
         await press(fake, messages[-1], "fa", BOB)
         decision = await asyncio.wait_for(ask, 10)
@@ -489,7 +461,7 @@ async def test_service_a_stranger_in_the_full_view_is_refused_and_audited(
         ask, card_id, _ = await _ask(
             fake, store, channel, envelope, service, {"command": LONG_COMMAND}
         )
-        messages = await full_view(fake, await press(fake, fake.messages[card_id], "f", BOB))
+        messages = await full_view(fake, await press(fake, fake.messages[card_id], "s", BOB))
         # Someone else presses Approve in a copy of the view (no client shows them one; a
         # tampered client could send it): the host refuses and audits it.
         refused = await press(fake, messages[-1], "fa", CAROL)

@@ -21,9 +21,7 @@ from bot.store import Store
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
 from bot.store.audit import Decision
 from channels.discord.adapter import DiscordChannel
-from channels.discord.card_surface import EMPTY_REPLY
-from channels.discord.cards import render_card
-from channels.discord.reply_instead import FIELD_ID
+from channels.discord.cards import EMPTY_REPLY, FIELD_ID, render_card
 from tests.approval.service_host import ServiceHost
 from tests.fakes.discord_approvals import (
     APPROVAL_ID,
@@ -69,11 +67,11 @@ async def test_reply_button_opens_the_modal_without_deciding(
     async with running(channel, host):
         envelope = await request_turn(fake, host)
         sent = await channel.post_approval_card(envelope.reply_target, pending_card())
-        callback = await click(fake, sent.message_id, "e", BOB)
+        callback = await click(fake, sent.message_id, "r", BOB)
     assert callback.body == {
         "type": 9,
         "data": {
-            "custom_id": f"hatchway:ap:{APPROVAL_ID}:e",
+            "custom_id": f"ap:{APPROVAL_ID}:r",
             "title": "Deny with a reply",
             "components": [
                 {
@@ -111,7 +109,7 @@ async def test_reply_button_tells_a_refused_presser_at_once(
     async with running(channel, host):
         envelope = await request_turn(fake, host)
         sent = await channel.post_approval_card(envelope.reply_target, pending_card())
-        callback = await click(fake, sent.message_id, "e", presser)
+        callback = await click(fake, sent.message_id, "r", presser)
     assert ephemeral_text(callback) == told
     assert host.clicks == []
 
@@ -125,7 +123,7 @@ async def test_approvers_reply_reaches_the_host_as_a_deny_with_the_text(
     async with running(channel, host):
         envelope = await request_turn(fake, host)
         sent = await channel.post_approval_card(envelope.reply_target, pending_card())
-        await click(fake, sent.message_id, "e", CAROL, [APPROVER_ROLE])
+        await click(fake, sent.message_id, "r", CAROL, [APPROVER_ROLE])
         callback = await submit_reply(
             fake, sent.message_id, REPLY, CAROL, [APPROVER_ROLE], in_labels=in_labels
         )
@@ -173,7 +171,7 @@ async def test_a_dialog_opened_before_a_restart_still_counts_after_it(
     async with running(before, first_host):
         envelope = await request_turn(fake, first_host)
         sent = await before.post_approval_card(envelope.reply_target, pending_card())
-        await click(fake, sent.message_id, "e", BOB)  # the dialog is open when the bot stops
+        await click(fake, sent.message_id, "r", BOB)  # the dialog is open when the bot stops
     after = make_channel(fake, store, approvers=[BOB["id"]])
     host = RecordingHost(approvers=[BOB["id"]], pending=[APPROVAL_ID])
     async with running(after, host):

@@ -1,5 +1,5 @@
-"""Pure parts of the Discord adapter: normalisation from facts, markup and chunking, the
-approval button ids, and reading a submitted reply."""
+"""Pure parts of the Discord adapter: normalisation from facts, markup and chunking (the
+approval cards' payloads are tests/channels/discord/test_card_payloads.py's)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bot.channel import ApprovalChoice
 from bot.envelope import Attachment, ChannelRef
-from bot.errors import ChannelError
-from channels.discord.buttons import (
-    approval_custom_id,
-    parse_custom_id,
-    parse_reply_id,
-    reply_custom_id,
-)
 from channels.discord.markup import render_chunks, render_single, to_discord
 from channels.discord.normalise import (
     MessageFacts,
@@ -26,7 +18,6 @@ from channels.discord.normalise import (
     envelope_from_facts,
     is_addressed,
 )
-from channels.discord.reply_instead import FIELD_ID, ReplySubmission, submitted_reply
 
 BOT = "900"
 REF = ChannelRef(kind="discord", alias="main")
@@ -168,65 +159,3 @@ def test_balanced_input_gives_balanced_chunks() -> None:
     chunks = render_chunks(text)
     assert len(chunks) > 1
     assert all(chunk.count("```") % 2 == 0 for chunk in chunks)
-
-
-@pytest.mark.parametrize("choice", list(ApprovalChoice))
-@pytest.mark.parametrize("approval_id", ["abc123", "Xy_9-abcDEF012345", "a.b"])
-def test_custom_id_round_trip(approval_id: str, choice: ApprovalChoice) -> None:
-    custom_id = approval_custom_id(approval_id, choice)
-    assert len(custom_id) <= 100
-    assert parse_custom_id(custom_id) == (approval_id, choice)
-
-
-@pytest.mark.parametrize("custom_id", ["hatchway:ap::a", "hatchway:ap:x:z", "other:ap:x:a", ""])
-def test_foreign_custom_ids_are_not_ours(custom_id: str) -> None:
-    assert parse_custom_id(custom_id) is None
-
-
-@pytest.mark.parametrize("approval_id", ["has:colon", "x" * 90, "spa ce"])
-def test_uncarriable_approval_ids_fail_loudly(approval_id: str) -> None:
-    with pytest.raises(ChannelError):
-        approval_custom_id(approval_id, ApprovalChoice.APPROVE)
-
-
-@pytest.mark.parametrize("approval_id", ["abc123", "Xy_9-abcDEF012345", "a.b"])
-def test_reply_id_round_trip(approval_id: str) -> None:
-    custom_id = reply_custom_id(approval_id)
-    assert custom_id == f"hatchway:ap:{approval_id}:e"
-    assert parse_reply_id(custom_id) == approval_id
-    assert parse_custom_id(custom_id) is None  # not an Approve / Deny / Always button
-
-
-@pytest.mark.parametrize("custom_id", ["hatchway:ap:x:a", "hatchway:ap::e", "hatchway:ap:x:e:1"])
-def test_other_ids_are_not_reply_ids(custom_id: str) -> None:
-    assert parse_reply_id(custom_id) is None
-
-
-def _text(custom_id: str, value: object) -> dict[str, object]:
-    return {"type": 4, "id": 2, "custom_id": custom_id, "value": value}
-
-
-@pytest.mark.parametrize(
-    ("data", "expected"),
-    [
-        (
-            {"custom_id": "m", "components": [{"type": 18, "component": _text(FIELD_ID, "hi")}]},
-            ReplySubmission(custom_id="m", text="hi"),
-        ),
-        (
-            {"custom_id": "m", "components": [{"type": 1, "components": [_text(FIELD_ID, "x")]}]},
-            ReplySubmission(custom_id="m", text="x"),
-        ),
-        (  # the field is missing: an empty reply, refused by the adapter
-            {"custom_id": "m", "components": [{"type": 18, "component": _text("other", "x")}]},
-            ReplySubmission(custom_id="m", text=""),
-        ),
-        ({"custom_id": "m"}, ReplySubmission(custom_id="m", text="")),
-        ({"custom_id": "", "components": []}, None),
-        ({"components": []}, None),
-        ({"custom_id": "m", "components": [{"type": "label"}]}, None),
-        (None, None),
-    ],
-)
-def test_submitted_reply(data: dict[str, object] | None, expected: ReplySubmission | None) -> None:
-    assert submitted_reply(data) == expected

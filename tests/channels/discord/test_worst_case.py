@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from bot.channel import SHOW_FULL_LABEL, CardState
 from bot.store import Store
-from channels.discord.cards import card_view, render_card
+from channels.discord.cards import button_codec, card_view, render_card
 from tests.fakes.discord_approvals import APPROVAL_ID, request_turn
 from tests.fakes.discord_full_views import buttons, follow_ups, full_view, press
 from tests.fakes.discord_limits import message_problem
@@ -48,7 +48,7 @@ async def test_a_twelve_line_card_of_long_arguments_is_accepted(
     async with running(channel, host):
         envelope = await request_turn(fake, host)
         sent = await channel.post_approval_card(envelope.reply_target, card)
-        shown = await press(fake, fake.messages[sent.message_id], "f", BOB)
+        shown = await press(fake, fake.messages[sent.message_id], "s", BOB)
         messages = await full_view(fake, shown)
 
     assert fake.refused == []
@@ -99,7 +99,7 @@ async def test_a_full_view_of_100_kb_is_accepted_as_a_file(fake: FakeDiscord, st
     async with running(channel, host):
         envelope = await request_turn(fake, host)
         sent = await channel.post_approval_card(envelope.reply_target, card)
-        shown = await press(fake, fake.messages[sent.message_id], "f", BOB)
+        shown = await press(fake, fake.messages[sent.message_id], "s", BOB)
         [message] = await full_view(fake, shown)
 
     assert fake.refused == []
@@ -135,7 +135,7 @@ def test_every_card_is_a_message_discord_accepts(
 
     async def payload() -> JSON:  # discord.py builds a view inside a running loop
         message = render_card(card)
-        view = card_view(card, message)
+        view = card_view(card, message, button_codec())
         return {
             "content": message.content,
             "components": [] if view is None else view.to_components(),
