@@ -6,13 +6,17 @@ post follow-ups for 15 minutes. A command is deferred as soon as it arrives
 by the interaction id — the id the command's envelope carries as ``message_id`` and as its
 reply target's ``reply_to_message_id``. A ``send`` to such a target goes out as the
 interaction's follow-up (the first one takes the place of "thinking…"), and an edit of a
-message sent that way goes through the interaction's webhook too. A reply that cannot use
-the interaction (never deferred, expired, or Discord refused the follow-up) is not taken
-here, and the caller posts it as a normal channel message.
+message sent that way goes through the interaction's webhook too.
 
 Replies to a command are ephemeral (only its user sees them) when :meth:`defer` says so; the
 inbound side asks that for every command in a server (a command may be refused by the rate
-limits, and a refusal is the user's alone), as Slack shows a slash command's answers.
+limits, and a refusal is the user's alone; ``/usage`` and ``/status`` are nobody else's
+business), as Slack shows a slash command's answers. A private reply that cannot use the
+interaction (never deferred, expired, or Discord refused the follow-up) is never posted in
+the channel: it goes to the user's DM with the bot, and when Discord refuses that too (the
+user closed their DMs) it is dropped and logged (``discord_private_reply_dropped``;
+:data:`Undelivered.PRIVATE`). Any other reply that cannot use the interaction (a command in a
+DM, which is private already) is not taken here, and the caller posts it as a normal message.
 
 Once the gateway has handled the command (:meth:`settle`), an interaction nothing was sent
 to — the gateway answers some commands with silence, such as a successful ``/stop``, whose
@@ -22,6 +26,7 @@ it is not left spinning until Discord gives up on it.
 
 from __future__ import annotations
 
+import enum
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -40,6 +45,12 @@ log = structlog.get_logger(__name__)
 #: How long an interaction's token is used: Discord's 15 minutes, less a margin.
 TOKEN_LIFETIME_S = 14 * 60.0
 PENDING_LIMIT = 1024
+
+
+class Undelivered(enum.Enum):
+    """A private reply neither the interaction nor a DM took: not posted anywhere."""
+
+    PRIVATE = "private"
 
 
 @dataclass(slots=True)
@@ -64,6 +75,9 @@ class CommandReplies:
         self._api_base = api_base_url
         self._clock = clock
         self._pending: OrderedDict[str, _Pending] = OrderedDict()
+        #: who asked each private command, by interaction id (the latest PENDING_LIMIT):
+        #: where its replies go once the interaction cannot take them
+        self._private: OrderedDict[str, discord.User | discord.Member] = OrderedDict()
         self._log = log.bind(channel=str(ref))
 
     async def defer(
@@ -71,8 +85,12 @@ class CommandReplies:
     ) -> None:
         """Acknowledge the interaction now and keep it for the reply. A refused deferral
         (Discord no longer knows the interaction) is logged; the reply then goes to the
-        channel."""
+        channel, or to the user's DM when ``ephemeral``."""
         self._prune()
+        if ephemeral:
+            self._private[str(interaction.id)] = interaction.user
+            if len(self._private) > PENDING_LIMIT:
+                self._private.popitem(last=False)
         try:
             with endpoint_scope(self._api_base):
                 await interaction.response.defer(ephemeral=ephemeral, thinking=True)
@@ -94,13 +112,15 @@ class CommandReplies:
         chunk: str,
         *,
         file: Callable[[], discord.File] | None = None,
-    ) -> SentMessage | None:
+    ) -> SentMessage | Undelivered | None:
         """Post ``chunk`` (with the file ``file`` makes attached, when given: made only when
-        the interaction is used) as a follow-up of the interaction ``target`` replies to;
-        None when there is none to use (the caller posts in the channel)."""
+        it is used) as a follow-up of the interaction ``target`` replies to, or, for a private
+        command the interaction cannot answer, in its user's DM; None when ``target`` is no
+        private command's and there is no interaction to use (the caller posts in the
+        channel)."""
         pending = self._live(target.reply_to_message_id)
         if pending is None:
-            return None
+            return await self._direct(target, chunk, file)
         try:
             with endpoint_scope(self._api_base):
                 message = await pending.interaction.followup.send(
@@ -118,10 +138,39 @@ class CommandReplies:
                 code=exc.code,
             )
             self._pending.pop(str(pending.interaction.id), None)
-            return None
+            return await self._direct(target, chunk, file)
         pending.answered = True
         pending.sent.add(str(message.id))
         return SentMessage(target=target, message_id=str(message.id))
+
+    async def _direct(
+        self, target: DeliveryTarget, chunk: str, file: Callable[[], discord.File] | None
+    ) -> SentMessage | Undelivered | None:
+        """A private command's reply in its user's DM with the bot (None: not private)."""
+        interaction_id = target.reply_to_message_id
+        user = self._private.get(interaction_id) if interaction_id is not None else None
+        if user is None:
+            return None
+        try:
+            message = await user.send(
+                chunk or None,  # a file needs no text
+                allowed_mentions=NO_MENTIONS,
+                file=MISSING if file is None else file(),
+            )
+        except discord.HTTPException as exc:
+            self._log.warning(
+                "discord_private_reply_dropped",
+                interaction_id=interaction_id,
+                user_id=str(user.id),
+                status=exc.status,
+                code=exc.code,
+            )
+            return Undelivered.PRIVATE
+        self._log.info(
+            "discord_private_reply_sent_by_dm", interaction_id=interaction_id, user_id=str(user.id)
+        )
+        dm = DeliveryTarget(channel=target.channel, conversation_id=str(message.channel.id))
+        return SentMessage(target=dm, message_id=str(message.id))
 
     async def edit(self, message: SentMessage, content: str) -> bool:
         """Edit a message :meth:`send` posted, through the interaction's webhook; False when

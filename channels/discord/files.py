@@ -98,7 +98,8 @@ class FileSender:
         message = await self._replies.send(target, first, file=lambda: self._file(path, name))
         if message is None:
             message = await self._post(target, path, name=name, content=first, key=key)
-        return [message, *await self._outbound.send_chunks(target, rest, key=key, start=1)]
+        sent = [message] if isinstance(message, SentMessage) else []  # or withheld (private)
+        return [*sent, *await self._outbound.send_chunks(target, rest, key=key, start=1)]
 
     async def _post(
         self, target: DeliveryTarget, path: Path, *, name: str, content: str, key: str

@@ -16,7 +16,8 @@ DMs (403, code 50007) makes that a :class:`~bot.errors.ChannelError`.
 
 A target replying to an application command's interaction is answered through the
 interaction (:class:`~channels.discord.command_replies.CommandReplies`), and a message sent
-that way is edited through it; what the interaction cannot take goes to the channel.
+that way is edited through it; what the interaction cannot take goes to the channel, except
+a private command's reply, which goes to its user's DM or nowhere.
 """
 
 from __future__ import annotations
@@ -120,8 +121,10 @@ class Outbound:
         reference = reply_reference(target) if start == 0 else None
         sent: list[SentMessage] = []
         for index, chunk in enumerate(chunks, start):
-            if (answer := await self._replies.send(target, chunk)) is not None:
+            answer = await self._replies.send(target, chunk)
+            if isinstance(answer, SentMessage):
                 sent.append(answer)
+            if answer is not None:  # sent through the interaction or privately, or withheld
                 continue
             destination = destination or await self.destination(target)
             # discord.py sends every nonce with enforce_nonce; without a key, a random one

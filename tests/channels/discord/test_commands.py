@@ -185,7 +185,7 @@ async def test_a_long_answer_and_its_edits_use_the_interaction(
     assert fake.calls_to("POST", r"/channels/\d+/messages") == []
 
 
-async def test_an_answer_the_interaction_cannot_take_goes_to_the_channel(
+async def test_an_answer_the_interaction_cannot_take_in_a_dm_goes_to_the_dm(
     fake: FakeDiscord, store: Store
 ) -> None:
     fake.failing[r"/webhooks/.*"] = 404  # the interaction is gone (its token expired)
@@ -193,12 +193,50 @@ async def test_an_answer_the_interaction_cannot_take_goes_to_the_channel(
     channel = make_channel(fake, store)
     host.channel = channel
     async with running(channel, host):
-        interaction_id, callback = await invoke(fake, "stop", ALICE, THREAD)
+        interaction_id, callback = await invoke(fake, "stop", ALICE, DM)
         await host.wait_envelopes(1)
-        await fake.wait_for_call("POST", f"/channels/{THREAD}/messages")
-    assert callback.body == {"type": DEFERRED, "data": {"flags": EPHEMERAL}}
-    assert fake.posted(THREAD) == ["answer to /stop"]
+        await fake.wait_for_call("POST", f"/channels/{DM}/messages")
+    assert callback.body == {"type": DEFERRED}
+    assert fake.posted(DM) == ["answer to /stop"]
     assert interaction_id not in fake.follow_ups
+
+
+@pytest.mark.parametrize("dm_open", [True, False], ids=["dm open", "dm closed (50007)"])
+async def test_a_private_answer_the_interaction_cannot_take_is_never_posted_in_the_channel(
+    fake: FakeDiscord, store: Store, dm_open: bool
+) -> None:
+    """A command in a server is answered privately (``/usage``, ``/status``): when the
+    interaction no longer takes the answer, it goes to the user's DM with the bot, or, when
+    they closed their DMs, nowhere (logged) — never in the channel or thread."""
+    fake.failing[r"/webhooks/.*"] = 404  # the interaction is gone (its token expired)
+    if not dm_open:
+        fake.people.closed_dms.add(ALICE["id"])
+    host = AnsweringHost(answered_with_name)
+    channel = make_channel(fake, store)
+    host.channel = channel
+    with capture_logs() as logs:
+        async with running(channel, host):
+            interaction_id, callback = await invoke(fake, "usage", ALICE, THREAD)
+            [envelope] = await host.wait_envelopes(1)
+            sent = await channel.send(envelope.reply_target, "\n\n".join(["y" * 1500] * 2))
+            if dm_open:
+                await channel.edit(sent[0], "⏳ edited")
+    assert callback.body == {"type": DEFERRED, "data": {"flags": EPHEMERAL}}
+    assert interaction_id not in fake.follow_ups
+    assert fake.calls_to("POST", f"/channels/({THREAD}|{GENERAL})/messages") == []
+    dropped = [e for e in logs if e["event"] == "discord_private_reply_dropped"]
+    if dm_open:
+        dm = fake.people.dm_of(ALICE["id"])
+        assert dm is not None
+        assert fake.posted(dm) == ["answer to /usage", "y" * 1500, "y" * 1500]
+        assert [s.target.conversation_id for s in sent] == [dm, dm]
+        [edit] = fake.calls_to("PATCH", rf"/channels/{dm}/messages/\d+")
+        assert edit.path.endswith(f"/messages/{sent[0].message_id}")
+        assert dropped == []
+    else:
+        assert sent == []
+        assert len(dropped) == 3 and {e["interaction_id"] for e in dropped} == {interaction_id}
+        assert all(e["code"] == 50007 and e["log_level"] == "warning" for e in dropped)
 
 
 async def test_a_command_from_a_server_not_served_is_refused_privately(
