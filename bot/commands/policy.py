@@ -124,7 +124,7 @@ async def _explain(args: argparse.Namespace) -> int:
     # the tools and the policy are imported by this command only, not by every ``hatchway``
     from bot.approval.explain import explain
     from bot.approval.policy import ApprovalPolicy
-    from bot.tools.authorization import approval_request, strip_marker
+    from bot.tools.authorization import approval_request, previewed, strip_marker
     from bot.tools.delivery import with_delivery_defaults
     from bot.tools.outcome import OutcomeReason, ToolOutcome
     from bot.tools.spec import ToolContext
@@ -166,7 +166,16 @@ async def _explain(args: argparse.Namespace) -> int:
         request = approval_request(
             ToolContext(turn=turn), spec, call_id="policy-explain", arguments=call
         )
-        answer = await explain(ApprovalPolicy(settings), store, request, clock=time.time)
+        policy = ApprovalPolicy(settings)
+        answer = await explain(policy, store, request, clock=time.time)
+        if answer.verdict == "ask":
+            # what the card would show of the change (a file's diff), as the pipeline asks
+            asked = await previewed(request, spec, call, ToolContext(turn=turn))
+            if isinstance(asked, str):
+                said = visible(asked)
+                print(f"decision:  refuse\nrule:      before any card, the tool says: {said}")
+                return 0
+            answer = await explain(policy, store, asked, clock=time.time)
     print(_report(answer, envelope, spec.name, request.requires_approval))
     return 0
 

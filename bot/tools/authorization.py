@@ -10,6 +10,7 @@ the runtime's) decision become NOT_EXECUTED outcomes when they say no; the opera
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 
 import structlog
@@ -52,6 +53,26 @@ def approval_request(
         requires_approval=needs_approval(spec, arguments, context),
         about=spec.description if spec.origin else "",
         notes=spec.approval_notes(arguments, context) if spec.approval_notes else (),
+    )
+
+
+async def previewed(
+    request: ApprovalRequest,
+    spec: ToolSpec,
+    arguments: Mapping[str, object],
+    context: ToolContext,
+) -> ApprovalRequest | str:
+    """``request`` as a person will be asked about it: with what its tool shows of its effect
+    (``spec.approval_preview``: a file's diff) and binds the approval to; or, when the tool
+    says the call cannot run as asked (a path outside the workspace), that reason: nobody is
+    asked. Called only once the policy said ASK (the pipeline, ``hatchway policy explain``)."""
+    if spec.approval_preview is None:
+        return request
+    shown = await spec.approval_preview(arguments, context)
+    if shown.refusal:
+        return shown.refusal
+    return dataclasses.replace(
+        request, notes=(*request.notes, *shown.notes), diff=shown.diff, binding=shown.binding
     )
 
 

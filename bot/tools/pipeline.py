@@ -26,7 +26,6 @@ stages is a :class:`~bot.tools.batch.Batch`, what it records outside history is 
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 
@@ -47,6 +46,7 @@ from bot.tools.authorization import (
     decision_outcome,
     policy_approver,
     policy_denial,
+    previewed,
     strip_marker,
 )
 from bot.tools.batch import Batch, BatchReport
@@ -268,21 +268,12 @@ class ToolPipeline:
             log.warning("turn_aborted_repeated_prompt", tool=spec.name, call_id=call_id)
             batch.abort()
             return not_executed(OutcomeReason.REPEATED_PROMPT, call_id=call_id, tool=spec.name)
-        if spec.approval_preview is not None:
-            shown = await spec.approval_preview(arguments, self._context)
-            if shown.refusal:  # the call cannot run as asked: nobody is asked about it
-                return not_executed(
-                    OutcomeReason.BAD_ARGUMENTS,
-                    call_id=call_id,
-                    tool=spec.name,
-                    detail=shown.refusal,
-                )
-            request = dataclasses.replace(
-                request,
-                notes=(*request.notes, *shown.notes),
-                diff=shown.diff,
-                binding=shown.binding,
+        asked = await previewed(request, spec, arguments, self._context)
+        if isinstance(asked, str):  # the call cannot run as asked: nobody is asked about it
+            return not_executed(
+                OutcomeReason.BAD_ARGUMENTS, call_id=call_id, tool=spec.name, detail=asked
             )
+        request = asked
         await self._progress.waiting_for_approval(tool=spec.name)
         with telemetry.tool_stage("approval", spec.name, call_id) as span:
             decision = await unless_cancelled(self._services.gate.ask(request), self._cancel)

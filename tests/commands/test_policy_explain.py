@@ -292,6 +292,27 @@ async def test_explain_names_approvers_and_what_the_card_shows(
     assert "asked:     nobody: refused at once (no approver reachable)" in dm.stdout
 
 
+async def test_explain_shows_the_diff_and_refuses_a_path_outside_the_workspace(
+    configured: tuple[Path, Settings],
+) -> None:
+    config, _settings = configured
+    base = ["--channel", "slack.team", "--conversation", "C1", "--user", "U_ALICE"]
+    done = await asyncio.to_thread(
+        explain, config, *base, "file_write", json.dumps({"path": "new.txt", "content": "hi\n"})
+    )
+    assert done.returncode == 0, done.stderr
+    assert "  new file: new.txt (3 bytes, 1 line)" in done.stdout.splitlines()
+    assert "  +hi" in done.stdout.splitlines()
+    done = await asyncio.to_thread(
+        explain, config, *base, "file_write", json.dumps({"path": "../out.txt", "content": "x"})
+    )
+    assert done.stdout.splitlines() == [
+        "decision:  refuse",
+        "rule:      before any card, the tool says: refused by policy: path '../out.txt' is "
+        "outside the workspace",
+    ]
+
+
 @pytest.mark.parametrize(
     ("args", "error"),
     [
