@@ -1,17 +1,16 @@
-"""Cut approval cards and their full view on Discord, with the real discord.py against the fake.
-
-A card whose summary hides part of the request (cut by the core, or too long for one Discord
-message) offers "🔎 Show full and decide", Deny and "✏️ Reply instead", never Approve or
-Always. Show full answers with ephemeral messages holding every character of the request and
-their own buttons, whose answers carry ``full_view=True``; only those approve a cut request.
-Through the real approval service on a SQLite file: what the row says after each answer.
+"""Cut approval cards and their full view on Discord, with the real discord.py against the
+fake: what only Discord has. A cut card offers only the ❌ reaction and says how much it
+shows within 2,000 characters; "Show full and decide" is answered with a deferral, then
+ephemeral follow-ups holding every character (or a file when it is very long) with their own
+buttons, which name the card and take themselves away once answered; approving from the cut
+card itself is refused with a button that leads to the full view. Who may open it and what
+approves from where is in ``tests/channels/contract``, alike on every platform.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import dataclasses
 from collections.abc import Mapping
 
@@ -32,7 +31,6 @@ from tests.fakes.discord_approvals import (
     APPROVAL_ID,
     EPHEMERAL,
     approval_service,
-    ephemeral_text,
     react,
     request_turn,
     shell_request,
@@ -48,9 +46,7 @@ from tests.fakes.discord_full_views import (
 from tests.fakes.discord_payloads import JSON
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.discord_setup import (
-    APPROVER_ROLE,
     BOB,
-    CAROL,
     GENERAL,
     RecordingHost,
     make_channel,
@@ -122,26 +118,6 @@ async def test_a_cut_card_offers_show_full_deny_and_reply_and_no_approve_reactio
     assert post.body is not None and post.body["allowed_mentions"] == {"parse": []}
     if not card.cut:  # cut here, not by the core: the card says so
         assert escape_text(NOT_ALL_SHOWN) in message["content"]
-
-
-async def test_a_card_that_fits_keeps_approve_deny_always_and_reply(
-    fake: FakeDiscord, store: Store
-) -> None:
-    card = card_of({"command": "rm -rf build", "cwd": "/srv/app"})
-    assert not card.cut
-    host = RecordingHost()
-    channel = make_channel(fake, store, approvers=[BOB["id"]])
-    async with running(channel, host):
-        envelope = await request_turn(fake, host)
-        sent = await channel.post_approval_card(envelope.reply_target, card)
-    message = fake.messages[sent.message_id]
-    assert [label for label, _ in labelled(message)] == [
-        "Approve",
-        "Deny",
-        "Always",
-        "✏️ Reply instead",
-    ]
-    assert CUT_NOTE not in message["content"]
 
 
 # -- the full view, adapter level ------------------------------------------------------------
@@ -225,34 +201,6 @@ async def test_a_request_too_long_for_messages_comes_as_a_file(
     assert [b["label"] for b in buttons(message)] == ["Approve", "Deny", "Always"]
 
 
-@pytest.mark.parametrize(
-    ("presser", "roles", "pending", "told"),
-    [
-        (CAROL, [], [APPROVAL_ID], ClickVerdict.NOT_AUTHORISED),
-        (CAROL, [APPROVER_ROLE], [], ClickVerdict.UNKNOWN),
-    ],
-    ids=["stranger", "expired"],
-)
-async def test_show_full_tells_a_refused_presser_at_once_and_shows_nothing(
-    fake: FakeDiscord,
-    store: Store,
-    presser: JSON,
-    roles: list[str],
-    pending: list[str],
-    told: ClickVerdict,
-) -> None:
-    card = card_of({"command": LONG_COMMAND})
-    host = RecordingHost(approver_roles=["approvers"], pending=pending)
-    host.cards[APPROVAL_ID] = card
-    channel = make_channel(fake, store, approver_roles=["approvers"])
-    async with running(channel, host):
-        envelope = await request_turn(fake, host)
-        sent = await channel.post_approval_card(envelope.reply_target, card)
-        shown = await press(fake, fake.messages[sent.message_id], "s", presser, roles)
-    assert ephemeral_text(shown.callback) == told.message
-    assert follow_ups(fake, shown) == [] and host.clicks == []
-
-
 # -- through the real approval service -------------------------------------------------------
 
 
@@ -277,62 +225,6 @@ async def _ask(
     card_id = next(m for m in fake.messages if fake.messages[m]["components"])
     [pending] = await store.approvals.list()
     return ask, card_id, pending.id
-
-
-async def test_service_show_full_on_an_expired_request_says_it_expired(
-    fake: FakeDiscord, store: Store
-) -> None:
-    """In the words Telegram and Slack use, said once for all three by the card flow (the
-    adapter's own check, reached when a request expired between its two reads, called it
-    "already decided")."""
-    channel = make_channel(fake, store, approvers=[BOB["id"]])
-    service = approval_service(fake, store, channel)
-    host = ServiceHost(service)
-    async with running(channel, host):
-        envelope = await request_turn(fake, host)
-        ask, card_id, _ = await _ask(
-            fake, store, channel, envelope, service, {"command": LONG_COMMAND}
-        )
-        stale = copy.deepcopy(fake.messages[card_id])  # a client that still shows the buttons
-        await _cancelled(ask)  # the turn ended: its request expired
-        [row] = await store.approvals.list()
-        assert row.status is ApprovalStatus.EXPIRED
-        shown = await press(fake, stale, "s", BOB)
-    assert ephemeral_text(shown.callback) == ClickVerdict.UNKNOWN.message
-    assert ClickVerdict.UNKNOWN.message == "This request has expired."
-    assert follow_ups(fake, shown) == []
-
-
-@pytest.mark.parametrize(
-    "arguments", [{"command": LONG_COMMAND}, MANY_ARGUMENTS], ids=["long-command", "many-args"]
-)
-async def test_service_an_approval_from_the_full_view_decides_a_cut_request(
-    fake: FakeDiscord, store: Store, arguments: dict[str, object]
-) -> None:
-    channel = make_channel(fake, store, approvers=[BOB["id"]])
-    service = approval_service(fake, store, channel)
-    host = ServiceHost(service)
-    async with running(channel, host):
-        envelope = await request_turn(fake, host)
-        ask, card_id, approval_id = await _ask(fake, store, channel, envelope, service, arguments)
-        [row] = await store.approvals.list()
-        assert row.cut and labelled(fake.messages[card_id])[0][0] == SHOW_FULL_LABEL
-        shown = await press(fake, fake.messages[card_id], "s", BOB)
-        messages = await full_view(fake, shown)
-        answered = await press(fake, messages[-1], "fa", BOB)
-        decision = await asyncio.wait_for(ask, 10)
-        [edit] = await fake.wait_for_call("PATCH", rf"/channels/{GENERAL}/messages/{card_id}")
-    assert readable_text(messages) == describe(arguments).full == row.full_text
-    assert answered.callback.body is not None and answered.callback.body["type"] == 7
-    assert getattr(decision, "verdict", None) is Decision.APPROVED
-    [record] = await store.approvals.list()
-    assert (record.id, record.status, record.decided_by) == (
-        approval_id,
-        ApprovalStatus.APPROVED,
-        BOB["id"],
-    )
-    assert edit.body is not None and edit.body["components"] == []
-    assert "Approved: shell" in edit.body["content"]
 
 
 @pytest.mark.parametrize("via", ["reaction", "stale-button", "always-button"])
@@ -382,92 +274,3 @@ async def test_service_an_approval_from_a_cut_card_itself_is_refused_and_stays_p
         )
         assert [c.full_view for c in host.clicks] == [False, True]
         assert host.clicks[-1].card is not None and host.clicks[-1].card.message_id == card_id
-
-
-async def test_service_a_card_cut_only_on_discord_is_approved_only_from_the_full_view(
-    fake: FakeDiscord, store: Store
-) -> None:
-    """The core did not cut it, so it would take an approval from the card: the adapter
-    refuses that itself, and the full view's approval goes through."""
-    channel = make_channel(fake, store, approvers=[BOB["id"]], reactions_for_approval=True)
-    service = approval_service(fake, store, channel)
-    host = ServiceHost(service)
-    async with running(channel, host):
-        envelope = await request_turn(fake, host)
-        ask, card_id, approval_id = await _ask(
-            fake, store, channel, envelope, service, TOO_LONG_FOR_A_MESSAGE
-        )
-        [row] = await store.approvals.list()
-        assert not row.cut
-        card = fake.messages[card_id]
-        once = as_once_shown(card, "Approve", f"ap:{approval_id}:a")
-        stale = await press(fake, once, "a", BOB)
-        await react(fake, card_id, "✅", BOB)
-        refused = await press(fake, once, "a", CAROL)
-        [still] = await store.approvals.list()
-        assert still.status is ApprovalStatus.PENDING and not ask.done()
-        messages = await full_view(fake, await press(fake, card, "s", BOB))
-        await press(fake, messages[-1], "fa", BOB)
-        decision = await asyncio.wait_for(ask, 10)
-    assert ephemeral_text(stale.callback) == ClickVerdict.NEEDS_FULL_VIEW.message
-    # Someone who may not decide is told so by the host, which audits it.
-    assert ephemeral_text(refused.callback) == ClickVerdict.NOT_AUTHORISED.message
-    # all reported (the reaction in its own time); the core refuses the approvals from the
-    # card it could not show whole
-    assert {(c.user_id, c.full_view) for c in host.clicks} == {
-        (BOB["id"], False),
-        (CAROL["id"], False),
-        (BOB["id"], True),
-    }
-    assert readable_text(messages) == row.full_text
-    assert getattr(decision, "verdict", None) is Decision.APPROVED
-
-
-async def test_service_a_card_from_before_a_restart_still_opens_its_full_view(
-    fake: FakeDiscord, store: Store
-) -> None:
-    before = make_channel(fake, store, approvers=[BOB["id"]])
-    first_service = approval_service(fake, store, before)
-    first_host = ServiceHost(first_service)
-    async with running(before, first_host):
-        envelope = await request_turn(fake, first_host)
-        ask, card_id, approval_id = await _ask(
-            fake, store, before, envelope, first_service, {"command": LONG_COMMAND}
-        )
-        card = copy.deepcopy(fake.messages[card_id])  # what the approver's client shows
-    # A new process on the same store: nothing of the first one is in memory.
-    after = make_channel(fake, store, approvers=[BOB["id"]])
-    host = ServiceHost(approval_service(fake, store, after))
-    async with running(after, host):
-        shown = await press(fake, card, "s", BOB)
-        messages = await full_view(fake, shown)
-        await press(fake, messages[-1], "fa", BOB)
-        decision = await asyncio.wait_for(ask, 10)
-    assert fake.identifies == 2
-    assert readable_text(messages) == f"command: {LONG_COMMAND}"
-    assert getattr(decision, "verdict", None) is Decision.APPROVED
-    [record] = await store.approvals.list()
-    assert (record.id, record.status) == (approval_id, ApprovalStatus.APPROVED)
-
-
-async def test_service_a_stranger_in_the_full_view_is_refused_and_audited(
-    fake: FakeDiscord, store: Store
-) -> None:
-    channel = make_channel(fake, store, approvers=[BOB["id"]])
-    service = approval_service(fake, store, channel)
-    host = ServiceHost(service)
-    async with running(channel, host):
-        envelope = await request_turn(fake, host)
-        ask, card_id, _ = await _ask(
-            fake, store, channel, envelope, service, {"command": LONG_COMMAND}
-        )
-        messages = await full_view(fake, await press(fake, fake.messages[card_id], "s", BOB))
-        # Someone else presses Approve in a copy of the view (no client shows them one; a
-        # tampered client could send it): the host refuses and audits it.
-        refused = await press(fake, messages[-1], "fa", CAROL)
-        [row] = await store.approvals.list()
-        await _cancelled(ask)
-    assert ephemeral_text(refused.callback) == ClickVerdict.NOT_AUTHORISED.message
-    assert row.status is ApprovalStatus.PENDING
-    decisions = [(a.decided_by, a.decision) for a in await store.audit.since(0.0)]
-    assert (CAROL["id"], "click_refused:approve") in decisions
