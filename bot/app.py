@@ -315,6 +315,7 @@ class App:
             if self.keeper is not None:
                 start("replicas", self.keeper.run())
                 start("approvals", self.approvals.watch())
+            start("approval_reminders", self.approvals.remind())
             start("gateway", self.gateway.run())
             start(
                 "retention",

@@ -40,6 +40,8 @@ class CardState(enum.StrEnum):
 #: The longest deny-with-a-reply text (:attr:`CardAction.reply`) a reply form
 #: accepts; the model is never told more than this of a reply.
 MAX_REPLY_CHARS = 2000
+#: How a card says whom it was escalated to (the names follow).
+ESCALATED_PREFIX = "⏫ Escalated to: "
 #: The button a cut card offers in place of Approve / Always.
 SHOW_FULL_LABEL = "🔎 Show full and decide"
 #: What a pending cut card says about it.
@@ -75,6 +77,8 @@ class ApprovalCard:
     timeout_s: float = 300.0
     full_text: str = ""
     cut: bool = False
+    #: Whom the request was escalated to (``approval.escalate_to``), empty when it was not.
+    escalated_to: str = ""
 
     @property
     def approvable_here(self) -> bool:
@@ -101,6 +105,8 @@ class ApprovalCard:
             CardState.EDITED: f"✏️ Denied with a reply: {self.tool}",
         }[self.state]
         body = [head, *self.lines, f"Why: {self.reason}", f"Asked by: {self.requested_by}"]
+        if self.escalated_to:
+            body.append(f"{ESCALATED_PREFIX}{self.escalated_to}")
         if self.state is CardState.PENDING:
             if self.cut:
                 body.append(CUT_NOTE)

@@ -14,17 +14,25 @@ from bot.approval.policy import EffectivePolicy
 from bot.channel import ClickVerdict
 
 
-def is_approver(policy: EffectivePolicy, user_id: str, roles: Sequence[str] = ()) -> bool:
-    if user_id in policy.approvers:
+def is_approver(
+    policy: EffectivePolicy, user_id: str, roles: Sequence[str] = (), also: Sequence[str] = ()
+) -> bool:
+    if user_id in policy.approvers or user_id in also:
         return True
     return any(role in policy.approver_roles for role in roles)
 
 
 def refusal(
-    policy: EffectivePolicy, *, user_id: str, roles: Sequence[str], requester: str
+    policy: EffectivePolicy,
+    *,
+    user_id: str,
+    roles: Sequence[str],
+    requester: str,
+    also: Sequence[str] = (),
 ) -> ClickVerdict | None:
-    """Why ``user_id`` may not decide a request by ``requester``; None when they may."""
-    if not is_approver(policy, user_id, roles):
+    """Why ``user_id`` may not decide a request by ``requester``; None when they may.
+    ``also``: the users the request was escalated to, who may decide it too."""
+    if not is_approver(policy, user_id, roles, also):
         return ClickVerdict.NOT_AUTHORISED
     if user_id == requester and not policy.self_approval:
         return ClickVerdict.SELF_APPROVAL

@@ -108,6 +108,7 @@ class Backchannel:
             replica_id=self._shared.replica_id,
             turn_id=request.turn.turn_id,
             call_id=request.call_id,
+            agent=env.agent,
         )
         await self._store.approvals.create(record)
         wakeup = self._waits.open(record.id)
@@ -188,6 +189,15 @@ class Backchannel:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def desk(self) -> CardDesk:
+        """Posts and edits the cards (reminders and escalation add copies)."""
+        return self._cards
+
+    @property
+    def shared(self) -> SharedApprovals:
+        return self._shared
 
     async def watch(self) -> None:
         """Several replicas: wake on decisions made on other replicas and expire the

@@ -53,6 +53,7 @@ def card_for(record: ApprovalRecord, *, timeout_s: float) -> ApprovalCard:
         timeout_s=timeout_s,
         full_text=record.full_text or "\n".join(record.summary),
         cut=record.cut,
+        escalated_to=visible(", ".join(record.escalated_to)),
     )
 
 

@@ -64,12 +64,22 @@ class CardDesk:
         except CHANNEL_FAILURES as exc:
             log.warning("approval_card_failed", approval_id=record.id, error=scrub_text(str(exc)))
             return []
-        refs = [_ref(sent)]
+        return [_ref(sent), *await self.post_copies(channel, record, dm_to)]
+
+    async def post_copies(
+        self, channel: Channel, record: ApprovalRecord, users: tuple[str, ...] | list[str]
+    ) -> list[CardRef]:
+        """A copy of the card as the row is now in each of ``users``' DMs; returns where they
+        are. A copy that cannot be posted (the user never started the bot, closed their DMs)
+        is logged and left out."""
+        ref = parse_channel_ref(record.channel)
+        card = card_for(record, timeout_s=self._policy_for(ref).timeout_s)
+        refs: list[CardRef] = []
         # Adapters treat a DeliveryTarget whose conversation_id is a user id as that user's DM.
-        for approver in dm_to:
-            dm = DeliveryTarget(channel=target.channel, conversation_id=approver)
+        for approver in users:
+            dm = DeliveryTarget(channel=ref, conversation_id=approver)
             try:
-                with telemetry.send(target.channel.kind, "approval_card"):
+                with telemetry.send(ref.kind, "approval_card"):
                     refs.append(_ref(await channel.post_approval_card(dm, card)))
             except CHANNEL_FAILURES as exc:
                 log.warning(

@@ -152,6 +152,7 @@ class CardFlow:
             user_id=action.actor.user_id,
             roles=action.actor.roles,
             requester=record.requester,
+            also=record.escalated_to,
         )
 
     async def _record(self, channel: ChannelRef, approval_id: str) -> ApprovalRecord | None:

@@ -60,6 +60,14 @@ class EffectivePolicy:
     dm_approvers: bool
     approvers: tuple[str, ...]
     approver_roles: tuple[str, ...]
+    #: Reminders and escalation of an unanswered card (:mod:`bot.approval.reminders`): None
+    #: is off.
+    remind_after_s: float | None = None
+    remind_max: int = 3
+    escalate_after_s: float | None = None
+    escalate_to: tuple[str, ...] = ()
+    #: An approver's time zone by user id (a reminder says the expiry in it).
+    approver_zones: tuple[tuple[str, str], ...] = ()
     #: Which table set each of ``level``, ``auto_approve``, ``always_ask``, ``deny`` and
     #: ``self_approval``: :data:`FROM_APPROVAL`, :data:`FROM_CHANNEL` or :data:`FROM_AGENT`
     #: (``hatchway policy explain`` names the table).
@@ -134,6 +142,13 @@ def effective_policy(
         dm_approvers=base.dm_approvers,
         approvers=tuple(channel.approvers) if channel else (),
         approver_roles=tuple(channel.approver_roles) if channel else (),
+        remind_after_s=a.remind_after_s if a.remind_after_s is not None else base.remind_after_s,
+        remind_max=a.remind_max if a.remind_max is not None else base.remind_max,
+        escalate_after_s=(
+            a.escalate_after_s if a.escalate_after_s is not None else base.escalate_after_s
+        ),
+        escalate_to=tuple(a.escalate_to if a.escalate_to is not None else base.escalate_to),
+        approver_zones=tuple(sorted(base.approver_zones.items())),
         sources=tuple(sources),
     )
 

@@ -42,6 +42,7 @@ from bot.approval.handler import ApprovalHandler, AskedCall
 from bot.approval.policy import ApprovalPolicy, EffectivePolicy
 from bot.approval.reach import approvers_here
 from bot.approval.reasons import AnswerRoute, RuntimeReason
+from bot.approval.reminders import Reminders
 from bot.approval.shared import SharedApprovals
 from bot.approval.summary import describe
 from bot.approval.terminal import TerminalHandler, TerminalPrompter
@@ -99,6 +100,14 @@ class ApprovalService:
             clock,
             poll_interval_s=poll_interval_s,
             shared=SharedApprovals(store, liveness),
+        )
+        self._reminders = Reminders(
+            store,
+            channel_for,
+            self._policy.for_channel,
+            self._backchannel.desk,
+            self._backchannel.shared,
+            clock,
         )
         self._run_notices = RunNotices(channel_for)
         #: :meth:`bot.channel.ChannelHost.card_action`: an answer on a chat card
@@ -212,6 +221,15 @@ class ApprovalService:
         """Several replicas: hear decisions made on other replicas and expire the requests
         of replicas that are gone, until cancelled (:mod:`bot.approval.shared`)."""
         await self._backchannel.watch()
+
+    async def remind(self) -> None:
+        """Send the reminders and escalations that fall due (:mod:`bot.approval.reminders`),
+        until cancelled."""
+        await self._reminders.run()
+
+    async def sweep_reminders(self) -> int:
+        """One sweep of :meth:`remind`: what is due now; returns how many were sent."""
+        return await self._reminders.sweep()
 
     async def close(self) -> int:
         """The daemon starts to stop: pending approvals expire at once (reason

@@ -7,6 +7,7 @@ the card itself.
 from __future__ import annotations
 
 import argparse
+import time
 from typing import Any
 
 from bot.commands.operator import located, open_existing, operator_name, quiet_logging, when
@@ -60,10 +61,28 @@ async def _list(args: argparse.Namespace) -> int:
                 + (f"  decided by {r.decided_by}" if r.decided_by else "")
             )
         )
+        if r.status is ApprovalStatus.PENDING:
+            escalated = ", ".join(r.escalated_to) or "nobody"
+            print(
+                visible(
+                    f"    waiting {_waited(time.time() - r.created_at)}  reminders sent "
+                    f"{r.reminders_sent}  escalated to {escalated}"
+                )
+            )
         # The operator approves from here: every argument in full, never the cut summary.
         for line in (r.full_text or "\n".join(r.summary)).split("\n"):
             print(f"    {line}")
     return 0
+
+
+def _waited(seconds: float) -> str:
+    """``2h 05m``, ``12m 30s``, ``40s``."""
+    whole = max(0, int(seconds))
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    return f"{minutes}m {secs:02d}s" if minutes else f"{secs}s"
 
 
 async def _decide(args: argparse.Namespace) -> int:

@@ -73,6 +73,10 @@ class AgentApproval(ConfigModel):
     auto_approve: list[str] | None = None
     always_ask: list[str] | None = None
     deny: list[str] | None = None
+    remind_after_s: float | None = Field(default=None, gt=0)
+    remind_max: int | None = Field(default=None, ge=1, le=50)
+    escalate_after_s: float | None = Field(default=None, gt=0)
+    escalate_to: list[str] | None = Field(default=None, max_length=50)
 
 
 class RouteConfig(ConfigModel):

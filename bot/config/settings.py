@@ -46,6 +46,7 @@ from bot.config.transcription import TranscriptionConfig
 from bot.config.usage import BudgetsConfig, ModelPrice
 from bot.config.web import WebConfig
 from bot.config_model import ConfigModel
+from bot.timezones import find_zone
 
 
 class OnInterrupted(enum.StrEnum):
@@ -180,6 +181,26 @@ class ApprovalConfig(ConfigModel):
     grant_scope: GrantScope = "conversation"
     grant_ttl_s: float | None = None
     dm_approvers: bool = False
+    #: Reminders and escalation of an unanswered card (docs/approvals.md): off unless set.
+    remind_after_s: float | None = Field(default=None, gt=0)
+    remind_max: int = Field(default=3, ge=1, le=50)
+    escalate_after_s: float | None = Field(default=None, gt=0)
+    escalate_to: list[str] = Field(default_factory=list, max_length=50)
+    #: An approver's IANA time zone (platform user id → zone): a reminder says when the
+    #: request expires in it (UTC for everyone else).
+    approver_zones: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check_reminders(self) -> ApprovalConfig:
+        if self.escalate_after_s is not None and not self.escalate_to:
+            raise ValueError("approval.escalate_after_s needs approval.escalate_to (approver ids)")
+        for user, zone in self.approver_zones.items():
+            if find_zone(zone) is None:
+                raise ValueError(
+                    f"approval.approver_zones.{user}: {zone!r} is not an IANA time zone "
+                    "(e.g. Europe/Paris)"
+                )
+        return self
 
 
 class StorageConfig(ConfigModel):

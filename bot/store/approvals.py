@@ -88,6 +88,15 @@ class ApprovalRecord:
     #: migration 0020), copied into the audit rows its answers write.
     turn_id: str | None = None
     call_id: str | None = None
+    #: The agent whose turn asked (None: the default agent, or a row from before migration
+    #: 0022): its reminder schedule applies.
+    agent: str | None = None
+    #: Reminders sent so far, and when the last was (migration 0022).
+    reminders_sent: int = 0
+    reminded_at: float | None = None
+    #: Whom the card was escalated to, and when (empty: not escalated).
+    escalated_to: tuple[str, ...] = ()
+    escalated_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -135,6 +144,11 @@ def _record(row: Row) -> ApprovalRecord:
         replica_id=row["replica_id"],
         turn_id=row["turn_id"],
         call_id=row["call_id"],
+        agent=row["agent"],
+        reminders_sent=int(row["reminders_sent"]),
+        reminded_at=row["reminded_at"],
+        escalated_to=tuple(filter(None, (row["escalated_to"] or "").split(","))),
+        escalated_at=row["escalated_at"],
     )
 
 
@@ -149,7 +163,8 @@ class Approvals:
             "INSERT INTO approvals (id, channel, conversation_id, thread_id, session_key,"
             " requester, requester_name, tool, fingerprint, summary, full_text, cut,"
             " ask_reason, status, card_refs, created_at, expires_at, replica_id, turn_id,"
-            " call_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " call_id, agent)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 rec.id,
                 rec.channel,
@@ -171,8 +186,42 @@ class Approvals:
                 rec.replica_id,
                 rec.turn_id,
                 rec.call_id,
+                rec.agent,
             ),
         )
+
+    async def claim_reminder(
+        self, approval_id: str, *, sent: int, at: float, audit: AuditEntry
+    ) -> bool:
+        """Count one more reminder on a pending row that has sent ``sent`` so far, and append
+        ``audit``, atomically. False, with nothing written, when the row is no longer pending
+        or another process counted it first (so each reminder is sent once)."""
+        async with self._db.transaction() as tx:
+            claimed = await tx.fetchone(
+                "UPDATE approvals SET reminders_sent = ?, reminded_at = ?"
+                " WHERE id = ? AND status = ? AND reminders_sent = ? RETURNING id",
+                (sent + 1, at, approval_id, ApprovalStatus.PENDING, sent),
+            )
+            if claimed is None:
+                return False
+            await AuditLog.append_in(tx, audit)
+        return True
+
+    async def claim_escalation(
+        self, approval_id: str, to: Sequence[str], *, at: float, audit: AuditEntry
+    ) -> bool:
+        """Mark a pending row escalated to ``to`` and append ``audit``, atomically. False,
+        with nothing written, when it is no longer pending or was escalated already."""
+        async with self._db.transaction() as tx:
+            claimed = await tx.fetchone(
+                "UPDATE approvals SET escalated_to = ?, escalated_at = ?"
+                " WHERE id = ? AND status = ? AND escalated_at IS NULL RETURNING id",
+                (",".join(to), at, approval_id, ApprovalStatus.PENDING),
+            )
+            if claimed is None:
+                return False
+            await AuditLog.append_in(tx, audit)
+        return True
 
     async def set_card_refs(self, approval_id: str, refs: Sequence[CardRef]) -> None:
         payload = json.dumps(

@@ -40,6 +40,10 @@ class Decision(enum.StrEnum):
     CLICK_REFUSED_APPROVE = "click_refused:approve"
     CLICK_REFUSED_DENY = "click_refused:deny"
     CLICK_REFUSED_ALWAYS = "click_refused:always"
+    #: Not a decision: a pending request's card was re-announced, or shown to the further
+    #: approvers of ``approval.escalate_to`` (the reason says to whom).
+    REMINDED = "reminded"
+    ESCALATED = "escalated"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -74,6 +74,9 @@ class PendingCard:
     #: The viewer asked for this call and may not approve it.
     own: bool
     scopes: tuple[GrantScope, ...]
+    #: Reminders sent so far, and whom the request was escalated to (empty: nobody).
+    reminders_sent: int = 0
+    escalated_to: tuple[str, ...] = ()
 
     @property
     def asked(self) -> str:
@@ -140,6 +143,8 @@ async def pending_cards(page: PageRequest) -> list[PendingCard]:
                 may_decide=viewer.may_decide(record.channel) and not own,
                 own=own and viewer.may_decide(record.channel),
                 scopes=scopes_up_to(policy.grant_scope),
+                reminders_sent=record.reminders_sent,
+                escalated_to=tuple(visible(u) for u in record.escalated_to),
             )
         )
     return cards

@@ -37,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.cards import (
     CUT_NOTE,
+    ESCALATED_PREFIX,
     MAX_REPLY_CHARS,
     SHOW_FULL_LABEL,
     ApprovalCard,
@@ -148,7 +149,10 @@ def _pack(parts: list[str], limit: int = SECTION_LIMIT) -> tuple[str, ...]:
 
 
 def _asked(card: ApprovalCard) -> str:
-    return f"*Why:* {escape(card.reason)}\n*Asked by:* {person_mrkdwn(card.requested_by)}"
+    asked = f"*Why:* {escape(card.reason)}\n*Asked by:* {person_mrkdwn(card.requested_by)}"
+    if card.escalated_to:
+        asked += f"\n{escape(ESCALATED_PREFIX + card.escalated_to)}"
+    return asked
 
 
 def _shown(card: ApprovalCard) -> _Shown:

@@ -156,6 +156,49 @@ async def test_approvals_list_and_approve_resolve_a_waiting_ask(
     assert (code, out.strip()) == (1, f"{approval_id} was already decided")
 
 
+async def test_approvals_list_shows_waiting_reminders_and_escalation(
+    store: Store, hatchway: Hatchway
+) -> None:
+    import time
+
+    from bot.approval import audit
+    from bot.store.approvals import ApprovalRecord
+
+    now = time.time()
+    record = ApprovalRecord(
+        id="ab" * 12,
+        channel="slack.main",
+        conversation_id="C1",
+        thread_id=None,
+        session_key="slack.main:C1",
+        requester="U1",
+        requester_name="Ann",
+        tool="shell",
+        fingerprint="f" * 64,
+        summary=("command: ls",),
+        ask_reason="it has side effects",
+        created_at=now - 3700,
+        expires_at=now + 600,
+    )
+    await store.approvals.create(record)
+    code, out = await hatchway("approvals", "list")
+    assert code == 0 and "reminders sent 0  escalated to nobody" in out
+    row = audit.entry_for_record(
+        record, at=now, decision=Decision.REMINDED, decided_by="runtime", reason="reminder 1 of 3"
+    )
+    assert await store.approvals.claim_reminder(record.id, sent=0, at=now, audit=row)
+    assert not await store.approvals.claim_reminder(record.id, sent=0, at=now, audit=row)
+    escalated = audit.entry_for_record(
+        record, at=now, decision=Decision.ESCALATED, decided_by="runtime", reason="escalated"
+    )
+    assert await store.approvals.claim_escalation(record.id, ["U9"], at=now, audit=escalated)
+    assert not await store.approvals.claim_escalation(record.id, ["U8"], at=now, audit=escalated)
+    code, out = await hatchway("approvals", "list")
+    assert code == 0 and "waiting 1h 01m  reminders sent 1  escalated to U9" in out
+    decisions = [e.decision for e in await store.audit.since()]
+    assert decisions == [Decision.REMINDED, Decision.ESCALATED]
+
+
 async def test_approvals_deny_of_an_unknown_id_fails(hatchway: Hatchway, store: Store) -> None:
     code, out = await hatchway("approvals", "deny", "nope")
     assert code == 1 and "no pending request with that id" in out
