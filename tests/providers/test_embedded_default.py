@@ -60,7 +60,7 @@ def _hatchway(
         text=True,
         cwd=cwd,
         env=_environ(tmp_path / "state"),
-        timeout=120,
+        timeout=600,  # a hang's bound: ~40 s alone, minutes on a loaded machine
         check=False,
     )
 
