@@ -13,7 +13,12 @@ that message with discord.py's REST (``history(after=…, oldest_first=True)``),
 *unseen* channel: a text channel or active thread of an allowed guild, in discord.py's
 guild cache, that the bot may read (``read_message_history``), with no last-seen row and a
 cached ``last_message_id`` newer than the watermark — a channel whose first message came
-while the bot was away — from the watermark. Every message goes to the same inbound path
+while the bot was away — from the watermark. "No last-seen row" is read as the gap opened
+(:meth:`~channels.discord.last_seen.LastSeen.watched_before_gap`): a live message (or the
+bot's own answer, posted by another replica) reaching such a channel while the catch-up works
+through the watched ones does not make it watched and skipped, and until the gap closes its
+row claims no more than the gap's start, so what was posted there in the gap is fetched,
+and after a crash still would be. Every message goes to the same inbound path
 as a live one (:meth:`~channels.discord.inbound.InboundMessages.message_created`: the same
 filters and envelope; the gateway decides what is addressed to the bot), oldest first.
 
@@ -110,6 +115,8 @@ class CatchUp:
         if not self.enabled:
             return
         self._gap = self._watermark.open_gap()
+        if self._gap is not None:
+            self._last_seen.open_gap(self._gap.after)
         for conversation, seen in self._last_seen.conversations().items():
             if conversation not in self._pending:
                 self._pending[conversation] = self._last_seen.hold(conversation, seen)
@@ -190,6 +197,7 @@ class CatchUp:
             self._last_seen.release(hold)
         await self._last_seen.write()  # rows for what failed before the gap closes
         self._watermark.close_gap(gap)
+        self._last_seen.close_gap()
         self._gap = None
         return CaughtUp(conversations=len(channels), messages=messages, failed=failed)
 
@@ -198,7 +206,8 @@ class CatchUp:
     ) -> list[discord.TextChannel | discord.Thread]:
         """The cached channels of allowed guilds the bot may read, without a row, whose
         last message is newer than ``after`` (asks Discord nothing)."""
-        watched = self._last_seen.conversations().keys() | self._pending.keys()
+        # not what a live message reached since the gap began: its gap is still unfetched
+        watched = self._last_seen.watched_before_gap() | self._pending.keys()
         allowed = self._config.allowed_guilds
         found: list[discord.TextChannel | discord.Thread] = []
         for guild in client.guilds:

@@ -11,7 +11,9 @@ What a row says must be safe to start from: every message up to it was handed to
 (admitted) or passed over on purpose (the bot's own, a system message). discord.py handles
 events concurrently, so a message still being handed over, and a catch-up still working
 through a conversation, each hold the stored value below them (:class:`Hold`): the row is
-the highest id seen, capped at the lowest hold, and never goes back.
+the highest id seen, capped at the lowest hold, and never goes back. While a new session's
+gap is open (:meth:`LastSeen.open_gap`, until the catch-up of the unseen channels is done),
+a conversation that had no row as it opened is stored no higher than the gap's start.
 
 Rows are written every :data:`WRITE_EVERY_S` while the adapter runs (:meth:`LastSeen.flushing`;
 also as messages arrive, at most that often), after each catch-up, and when the adapter
@@ -71,6 +73,8 @@ class LastSeen:
         self._seen: dict[str, int] = {}
         self._written: dict[str, int] = {}
         self._holds: dict[str, list[Hold]] = {}
+        self._gap_after: int | None = None  # a new session's gap, until its catch-up is done
+        self._gap_watched: frozenset[str] = frozenset()  # the conversations watched as it opened
         self._last_write = clock()
         self._writing = asyncio.Lock()
         self._loaded = False
@@ -98,6 +102,28 @@ class LastSeen:
     def conversations(self) -> dict[str, int]:
         """Every watched conversation and the highest message id seen in it."""
         return dict(self._seen)
+
+    def open_gap(self, after: int) -> None:
+        """A new session whose gap starts at ``after`` (the watermark): until
+        :meth:`close_gap`, a conversation not watched now is stored no higher than ``after``,
+        whatever reaches it live meanwhile (its gap messages are not fetched yet). An earlier
+        gap still open is kept: it starts earlier."""
+        if self._gap_after is None:
+            self._gap_after = after
+            self._gap_watched = frozenset(self._seen)
+
+    def watched_before_gap(self) -> frozenset[str]:
+        """The conversations watched as the open gap began (all of them when none is open):
+        any other one is the catch-up's to fetch from the gap's start, even when a live
+        message has reached it since."""
+        if self._gap_after is None:
+            return frozenset(self._seen)
+        return self._gap_watched
+
+    def close_gap(self) -> None:
+        """The gap's catch-up is done."""
+        self._gap_after = None
+        self._gap_watched = frozenset()
 
     def seen(self, conversation: str, message_id: int) -> None:
         """A message was handed over, or passed over on purpose."""
@@ -137,6 +163,8 @@ class LastSeen:
         value = self._seen.get(conversation, 0)
         for hold in self._holds.get(conversation, ()):
             value = min(value, hold.floor)
+        if self._gap_after is not None and conversation not in self._gap_watched:
+            value = min(value, self._gap_after)
         return value
 
     async def write_if_due(self) -> None:

@@ -428,3 +428,39 @@ async def test_through_the_daemon_a_channel_first_used_while_stopped_is_answered
     asked = [r.messages[-1].content for r in provider.requests]
     assert asked == ["hello", "anyone here?"]
     assert fake.posted(other) == ["answer in other"]
+
+
+class LiveDuringCatchUp(RecordingHost):
+    """Holds the catch-up on ``trigger`` (a fetched message) until ``live`` was dispatched
+    live and delivered: a live message reaching the new session while its catch-up runs."""
+
+    def __init__(self, fake: FakeDiscord, trigger: str, live: JSON) -> None:
+        super().__init__()
+        self._fake, self._trigger, self._live = fake, trigger, live
+
+    async def deliver(self, envelope: Any) -> None:
+        await super().deliver(envelope)
+        if envelope.text == self._trigger:
+            await self._fake.dispatch("MESSAGE_CREATE", self._live)
+            await self.wait_envelopes(len(self.envelopes) + 1)
+
+
+async def test_a_live_message_in_an_unseen_channel_during_the_catch_up_does_not_skip_its_gap(
+    fake: FakeDiscord, store: Store, other: str
+) -> None:
+    """The rolling-restart loss: a channel first posted to while no session was open gets a
+    live message (or the bot's own answer, posted by another replica) before the catch-up
+    reached the unseen channels; what was posted there in the gap is still fetched, and its
+    row never claims more than the gap's start until then."""
+    await seen_once(fake, store, mention(fake, "seen"))
+    mark = await watermark(store)
+    await fake.post(mention(fake, "general while stopped"))
+    await fake.post(mention(fake, "other while stopped", channel_id=other))
+    live = mention(fake, "other live", channel_id=other)
+    host = LiveDuringCatchUp(fake, "general while stopped", live)
+    channel = make_channel(fake, store)
+    async with running(channel, host):
+        await caught_up(channel)
+        texts = [e.text for e in host.envelopes]
+    assert sorted(texts) == ["general while stopped", "other live", "other while stopped"]
+    assert history_calls(fake, other)[0].query["after"] == str(mark)

@@ -102,3 +102,19 @@ async def test_a_forgotten_conversation_loses_its_row(store: Store) -> None:
     await seen.write()
     assert await stored(store) == {"20": 200}
     assert seen.conversations() == {"20": 200}
+
+
+async def test_a_conversation_first_seen_during_an_open_gap_is_stored_no_higher_than_its_start(
+    store: Store,
+) -> None:
+    seen = LastSeen(store.channel_state, CHANNEL)
+    seen.seen("10", 100)
+    seen.open_gap(150)  # a new session: nothing after 150 known to be seen
+    seen.seen("20", 300)  # a live message (or the bot's answer) in a channel without a row
+    seen.seen("10", 310)  # a watched one is held by its catch-up, not by the gap
+    await seen.write()
+    assert await stored(store) == {"10": 310, "20": 150}
+    assert seen.watched_before_gap() == {"10"}  # the catch-up fetches "20" from 150
+    seen.close_gap()
+    await seen.write()
+    assert await stored(store) == {"10": 310, "20": 300}
