@@ -26,7 +26,6 @@ pipeline compares it with the file's hash again under the path lock right before
 from __future__ import annotations
 
 import asyncio
-import difflib
 import hashlib
 import mimetypes
 import time
@@ -137,6 +136,8 @@ def change_lines(
         return (f"{which}: {path}, {sizes} (not shown as a diff)",)
     if max(old_text.count("\n"), new_text.count("\n")) > MAX_DIFF_LINES:
         return (f"too large to diff: {path}, {sizes}",)
+    import difflib  # only when an asked call's card is drawn: not on a plain turn's path
+
     a = old_text.splitlines(keepends=True)
     b = new_text.splitlines(keepends=True)
     out: list[str] = []
