@@ -2,7 +2,8 @@
 gateway and REST fake): channel messages not addressed to the bot are kept, never answered;
 an edit (MESSAGE_UPDATE) rewrites a line, a deletion (MESSAGE_DELETE) drops it; a mention
 brings the rest to the model as other participants' words in an untrusted-data block, a
-stranger's marked; after ``forget --user`` that person's lines are gone."""
+stranger's marked; after ``hatchway forget --user`` (the command, run as
+its own process) that person's lines are gone."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from bot.app import App
 from bot.channel import HealthState
 from bot.config import Settings, parse_settings
 from channels.discord.adapter import DiscordChannel
+from tests.context.forgetting import forget_user
 from tests.context.waiting import context_of, has_kept, until
 from tests.fakes.channel_health import wait_for_health
 from tests.fakes.discord_server import FakeDiscord
@@ -76,8 +78,9 @@ async def test_channel_discussion_then_a_mention(fake: FakeDiscord, tmp_path: Pa
         assert f"bob ({BOB['id']}): we should wait for the fix" in block
         assert "lunch" not in block and "roll back" not in block
 
-        report = await app.store.forget.user(CAROL["id"])
-        assert report.removed["context_lines"] == 1
+        # the operator's command, a process of its own, on the running daemon's database
+        printed = await forget_user(tmp_path, CAROL["id"])
+        assert f"  {'context_lines':<20} 1" in printed.splitlines(), printed
         again = said(fake, f"<@{BOT_ID}> and now?", mentions=[BOT])
         await fake.dispatch("MESSAGE_CREATE", again)
         await fake.wait_until(lambda: "Still waiting." in fake.posted(GENERAL))

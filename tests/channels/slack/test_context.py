@@ -2,7 +2,8 @@
 loopback Slack): channel messages not addressed to the bot are kept, never answered; an edit
 (``message_changed``) rewrites a line, a deletion (``message_deleted``) drops it; a mention
 brings the rest to the model as other participants' words in an untrusted-data block, a
-stranger's marked; after ``forget --user`` that person's lines are gone."""
+stranger's marked; after ``hatchway forget --user`` (the command, run as
+its own process) that person's lines are gone."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from bot.config import Settings, parse_settings
 from channels.slack.adapter import SlackChannel, SlackCredentials
 from channels.slack.config import SlackChannelConfig
 from tests.channels.slack.test_edits import changed, deleted
+from tests.context.forgetting import forget_user
 from tests.context.waiting import context_of, has_kept, until
 from tests.fakes.channel_health import wait_for_health
 from tests.fakes.scripted_provider import ScriptedProvider, reply
@@ -94,8 +96,9 @@ async def test_channel_discussion_then_a_mention(slack: FakeSlack, tmp_path: Pat
         assert f"Ann ({REQUESTER}): we should wait for the fix" in block
         assert "lunch" not in block and "roll back" not in block
 
-        report = await app.store.forget.user(STRANGER, channel=str(REF))
-        assert report.removed["context_lines"] == 1
+        # the operator's command, a process of its own, on the running daemon's database
+        printed = await forget_user(tmp_path, STRANGER)
+        assert f"  {'context_lines':<20} 1" in printed.splitlines(), printed
         again = message_event(f"<@{BOT_USER}> and now?", kind="app_mention", ts="1700000030.000100")
         await slack.push("events_api", event_callback(again))
         await slack.wait_for("chat.postMessage", where=lambda p: "Still" in str(p.get("text")))

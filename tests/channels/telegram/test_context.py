@@ -1,8 +1,8 @@
 """Group context on Telegram, end to end (the daemon's App over python-telegram-bot and the
 loopback Bot API): messages of a group not addressed to the bot are kept, never answered, an
 edit rewrites its line; a mention brings them to the model as other participants' words in
-an untrusted-data block with names and times, a stranger's marked; after ``forget --user``
-that person's lines are gone from the next request."""
+an untrusted-data block with names and times, a stranger's marked; after ``hatchway forget --user``
+(the command, run as its own process) that person's lines are gone from the next request."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 from bot.app import App
 from bot.config import Settings
+from tests.context.forgetting import forget_user
 from tests.context.waiting import context_of, has_kept, kept_texts, until
 from tests.fakes.scripted_provider import ScriptedProvider, reply
 from tests.fakes.telegram_server import (
@@ -65,8 +66,9 @@ async def test_group_discussion_then_a_mention(tg: FakeTelegram, tmp_path: Path)
         history = await app.store.history.load(f"telegram.main:{group['id']}")
         assert [m.content for m in history if m.role == "user"] == ["what do you think?"]
 
-        report = await app.store.forget.user(str(STRANGER))
-        assert report.removed["context_lines"] == 1
+        # the operator's command, a process of its own, on the running daemon's database
+        printed = await forget_user(tmp_path, str(STRANGER))
+        assert f"  {'context_lines':<20} 1" in printed.splitlines(), printed
         again = "@hatchbot and now?"
         await tg.push(
             {"message": message(group, ann, again, message_id=53, entities=mention(again))}
