@@ -9,10 +9,10 @@ some platforms can do is a part it exposes as an attribute, None where the platf
 such part, the way an httpx client holds its transport: ``files`` (:class:`FileSending`),
 ``downloads`` (:class:`AttachmentDownloads`), ``delivery`` (:class:`DeliveryCheck`),
 ``members`` (:class:`MemberLookup`), ``history`` (:class:`ThreadHistory`), ``replied``
-(:class:`RepliedTo`), ``work_status`` (:class:`WorkStatus`), ``answer_stream``
-(:class:`AnswerStream`) and ``live_text`` (:class:`LiveText`). A caller tests the
-attribute (``if channel.files is not None``), never the channel's type, and uses the part
-directly.
+(:class:`RepliedTo`), ``viewing`` (:class:`PlaceViewed`), ``work_status``
+(:class:`WorkStatus`), ``answer_stream`` (:class:`AnswerStream`) and ``live_text``
+(:class:`LiveText`). A caller tests the attribute (``if channel.files is not None``), never
+the channel's type, and uses the part directly.
 """
 
 from __future__ import annotations
@@ -236,6 +236,28 @@ class RepliedTo(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class ViewedPlace:
+    """The conversation a person has open beside the one they ask the bot in (Slack's
+    assistant pane: the channel they were viewing). ``name`` is what the platform's users
+    named it (``""`` when unknown); ``workspace_id`` the workspace it is in."""
+
+    conversation_id: str
+    name: str = ""
+    workspace_id: str = ""
+
+
+class PlaceViewed(Protocol):
+    """A channel's ``viewing``, where the platform says which conversation a person is
+    looking at while they talk to the bot, offered to a turn (:mod:`bot.context`)."""
+
+    async def viewed_place(self, envelope: IngressEnvelope) -> ViewedPlace | None:
+        """The conversation the author of ``envelope`` was viewing when last said; None
+        when the platform said nothing for ``envelope``'s conversation. Must not raise for
+        a platform or storage failure."""
+        ...
+
+
 class WorkStatus(Protocol):
     """A channel's ``work_status``, where it shows a status line beside a conversation while
     the bot works, offered to the progress sink (Slack's assistant threads: "is thinking…",
@@ -385,6 +407,11 @@ class Channel(ChannelSending, Protocol):
     @property
     def replied(self) -> RepliedTo | None:
         """The message a message replied to, where ``history`` is None."""
+        ...
+
+    @property
+    def viewing(self) -> PlaceViewed | None:
+        """The conversation a person was viewing when they asked."""
         ...
 
     @property

@@ -27,7 +27,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from bot.context import context_block
+from bot.channel import ViewedPlace
+from bot.context import context_block, viewing_block
 from bot.providers.base import ChatMessage
 from bot.providers.image_tokens import image_tokens
 from bot.store.context_lines import ContextLine
@@ -89,20 +90,30 @@ def fit_history(messages: Sequence[ChatMessage], max_tokens: int) -> list[ChatMe
 
 
 def with_context(
-    messages: list[ChatMessage], lines: Sequence[ContextLine], max_tokens: int
+    messages: list[ChatMessage],
+    lines: Sequence[ContextLine],
+    max_tokens: int,
+    *,
+    viewing: ViewedPlace | None = None,
 ) -> list[ChatMessage]:
     """``messages`` (already fitted) with the context ``lines`` that fit in what they leave
-    of ``max_tokens``, as a block before the newest user message's text."""
-    if not lines:
+    of ``max_tokens``, as a block before the newest user message's text; before it, when
+    the person has a conversation open beside this one (``viewing``), the block naming it
+    (a line, always shown)."""
+    if not lines and viewing is None:
         return messages
     newest_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=None)
     if newest_user is None:
         return messages
+    blocks = [viewing_block(viewing)] if viewing is not None else []
     left = max_tokens - sum(estimate_tokens(m) for m in messages)
-    block = context_block(lines, left)
-    if not block:
+    left -= sum(len(b) for b in blocks) // CHARS_PER_TOKEN
+    block = context_block(lines, left) if lines else ""
+    if block:
+        blocks.append(block)
+    if not blocks:
         return messages
     asked = messages[newest_user]
     shown = list(messages)
-    shown[newest_user] = replace(asked, content=f"{block}\n\n{asked.content}")
+    shown[newest_user] = replace(asked, content="\n\n".join([*blocks, asked.content]))
     return shown

@@ -140,7 +140,9 @@ async def _iterate(
         fitted = fit_history(_history(state), settings.history_max_tokens)
         request = CompletionRequest(
             system=settings.system_prompt,
-            messages=with_context(fitted, state.context, settings.history_max_tokens),
+            messages=with_context(
+                fitted, state.context, settings.history_max_tokens, viewing=state.viewing
+            ),
             tools=() if at_cap else _offered(bundle, state, definitions),
         )
         started = time.perf_counter()

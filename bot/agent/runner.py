@@ -130,6 +130,8 @@ class AgentRunner:
             if self._context is not None:
                 around = self._context.for_turn(envelope, channel)
                 state.context = await unless_cancelled(around, state.cancel) or ()
+                viewed = self._context.viewed(envelope, channel)
+                state.viewing = await unless_cancelled(viewed, state.cancel)
             result = await run_turn(bundle, state)
             if progress is not None and result.status is TurnStatus.CANCELLED:
                 # the message is closed, never left at "⏳"

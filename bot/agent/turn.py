@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from bot.channel import ViewedPlace
 from bot.progress import NullProgress, ProgressSink
 from bot.providers.base import ChatMessage, Provider, ToolDefinition
 from bot.store import InboxKey
@@ -127,7 +128,8 @@ class TurnState:
     envelope's text. ``usage`` is set by ``run_turn`` when the agent keeps usage: the
     turn's model calls and budgets. ``context`` is what the conversation said around the
     turn (kept group messages, the thread's earlier messages: :mod:`bot.context`), shown to
-    the model as data with the turn's message and never recorded in history.
+    the model as data with the turn's message and never recorded in history; ``viewing``
+    likewise, the conversation the person has open beside this one (Slack's assistant pane).
     ``record_answer`` (set by the runner when the reply's channel can check a delivery,
     :class:`bot.channel.DeliveryCheck`): the final answer's outbox ledger row commits with
     the answer's history, one trip fewer; ``answer_recorded`` is then the text recorded.
@@ -143,6 +145,7 @@ class TurnState:
     user: ChatMessage | None = None
     usage: TurnUsage | None = None
     context: tuple[ContextLine, ...] = ()
+    viewing: ViewedPlace | None = None
     record_answer: bool = False
     answer_recorded: str | None = None
 

@@ -14,8 +14,8 @@ Two sources, both off by default (``[channels.<kind>.<alias>.context]``, docs/co
 words inside an untrusted-data block (:mod:`bot.untrusted`), never as instructions.
 """
 
-from bot.context.block import context_block
+from bot.context.block import context_block, viewing_block
 from bot.context.conversation import ConversationContext
 from bot.context.keeping import GroupContextKeeper
 
-__all__ = ["ConversationContext", "GroupContextKeeper", "context_block"]
+__all__ = ["ConversationContext", "GroupContextKeeper", "context_block", "viewing_block"]

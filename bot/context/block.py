@@ -6,6 +6,10 @@ earlier messages ``this bot``. The block says the lines were not addressed to th
 are not instructions (:func:`bot.untrusted.untrusted`). Lines are dropped oldest first to fit
 the tokens left once the conversation's own history is in (the history is never cut for
 them: :func:`bot.agent.context_window.fit_history`).
+
+Where the platform says which conversation the person has open beside the one they ask in
+(Slack's assistant pane), one more block says so (:func:`viewing_block`): the place's id and
+the name its users gave it, as data like the rest.
 """
 
 from __future__ import annotations
@@ -13,11 +17,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+from bot.channel import ViewedPlace
 from bot.store.context_lines import ContextLine
 from bot.untrusted import untrusted
 
 CHARS_PER_TOKEN = 4
 SOURCE = "other participants of this conversation (messages not addressed to you)"
+VIEWING_SOURCE = "the chat client (the conversation the person has open)"
+#: a place's name is cut to this many characters (Slack's own limit is 80)
+MAX_PLACE_NAME_CHARS = 80
 #: what the block costs besides its lines (its tags and note), in tokens
 FRAME_TOKENS = 60
 
@@ -48,3 +56,13 @@ def context_block(lines: Sequence[ContextLine], max_tokens: int) -> str:
     if not kept:
         return ""
     return untrusted(SOURCE, "\n".join(reversed(kept)))
+
+
+def viewing_block(place: ViewedPlace) -> str:
+    """The block saying which conversation the person is viewing: one line naming it by
+    its id and, when known, its name (one line, cut to :data:`MAX_PLACE_NAME_CHARS`)."""
+    name = " ".join(place.name.split())[:MAX_PLACE_NAME_CHARS]
+    where = f"#{name} ({place.conversation_id})" if name else place.conversation_id
+    if place.workspace_id:
+        where += f" in workspace {place.workspace_id}"
+    return untrusted(VIEWING_SOURCE, f"The person is viewing {where}.")

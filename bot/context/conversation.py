@@ -3,7 +3,9 @@
 :class:`ConversationContext` is shared by the gateway (which keeps unaddressed messages and
 applies edits and deletions) and the agent runner (which asks for a turn's lines before the
 turn starts). A turn in a direct conversation, a background run, or a channel whose
-``context`` is off costs nothing: no database trip, no platform call.
+``context`` is off costs nothing: no database trip, no platform call. Where the channel
+says which conversation the person has open (its ``viewing``, Slack's assistant threads),
+:meth:`ConversationContext.viewed` asks it, in any conversation.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from bot.channel import Channel
+from bot.channel import Channel, ViewedPlace
 from bot.config import ChannelCommon, Settings
 from bot.context.keeping import GroupContextKeeper
 from bot.context.threads import ThreadCache, earlier_line
@@ -109,3 +111,12 @@ class ConversationContext:
             kept = await self._store.context_lines.read(query)
             lines += [line for line in kept if line.message_id not in seen]
         return tuple(lines)
+
+    async def viewed(
+        self, envelope: IngressEnvelope, channel: Channel | None
+    ) -> ViewedPlace | None:
+        """The conversation the author of ``envelope`` has open, where the channel says
+        (its ``viewing``); None elsewhere, and for a background run."""
+        if envelope.background or channel is None or channel.viewing is None:
+            return None
+        return await channel.viewing.viewed_place(envelope)

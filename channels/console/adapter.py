@@ -83,7 +83,7 @@ class ConsoleChannel:
         self._over = False  # and no more input will come
         # a terminal has none of a Channel's other optional parts
         self.files = self.downloads = self.delivery = None
-        self.members = self.history = self.replied = None
+        self.members = self.history = self.replied = self.viewing = None
         self.work_status = self.answer_stream = None
 
     @property

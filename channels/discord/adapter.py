@@ -129,6 +129,7 @@ class DiscordChannel(SendsThrough):
         self.members = ConversationMembers(ref, self._connection)
         self.history = DiscordThreadHistory(self._connection)
         self.replied = None
+        self.viewing = None
         self.work_status = None
         self.answer_stream = None
         self.live_text = None

@@ -193,6 +193,8 @@ class SlackChannel(SendsThrough):
             api=self._api, names=DisplayNames(self._api, ttl_s=config.user_cache_ttl_s)
         )
         self.replied = None
+        #: the channel a person viewed beside an assistant thread (bot.channel.PlaceViewed)
+        self.viewing = self._assistant
         self.live_text = None
         self._health = HealthRecord(ref, HealthState.STOPPED, "not started")
         self._app: AsyncApp | None = None

@@ -11,6 +11,10 @@ the worker) and end here:
   (``assistant.threads.setSuggestedPrompts``), and its context (the channel the person was
   viewing) is kept;
 - the thread's first message titles it (``assistant.threads.setTitle``), once;
+- a turn in the thread is told the channel the person is viewing (the ``viewing`` part of
+  the channel, :class:`bot.channel.PlaceViewed`): its id, its workspace and its name
+  (``conversations.info``, cached: :mod:`channels.slack.channel_names`), which the model
+  reads as data (:func:`bot.context.viewing_block`), never as instructions;
 - while a turn works in it the progress sink shows a status line
   (``assistant.threads.setStatus``: "is thinking…", then "is running <tool>…"; only a tool's
   name, nothing of its arguments), through :class:`~bot.channel.WorkStatus`.
@@ -44,12 +48,14 @@ from slack_bolt.context.assistant.thread_context_store.async_store import (
 )
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
-from bot.envelope import ChannelRef, DeliveryTarget
+from bot.channel import ViewedPlace
+from bot.envelope import ChannelRef, DeliveryTarget, IngressEnvelope
 from bot.errors import ChannelAuthError, ChannelError, StorageError
 from bot.scrub import scrub_text
 from bot.store.channel_state import ChannelState
 from bot.visible_text import visible
 from channels.slack.api import SlackCallFailed, SlackWebApi
+from channels.slack.channel_names import ChannelNames
 from channels.slack.config import SlackChannelConfig
 
 log = structlog.get_logger(__name__)
@@ -157,10 +163,20 @@ class ThreadContexts(AsyncAssistantThreadContextStore):
         row["context"] = {k: str(v) for k, v in context.items() if v}
         await self._write(channel_id, thread_ts, row)
 
-    async def find(self, *, channel_id: str, thread_ts: str) -> AssistantThreadContext | None:
+    async def context_of(self, channel_id: str, thread_ts: str) -> dict[str, str]:
+        """The thread's kept context (``channel_id``, ``team_id``, ``enterprise_id``, those
+        Slack gave); empty when none was kept."""
         row = await self._row(channel_id, thread_ts)
         context = row.get("context") if row else None
-        return AssistantThreadContext(context) if isinstance(context, dict) and context else None
+        if not isinstance(context, dict):
+            return {}
+        return {str(k): v for k, v in context.items() if isinstance(v, str) and v}
+
+    async def find(self, *, channel_id: str, thread_ts: str) -> AssistantThreadContext | None:
+        context = await self.context_of(channel_id, thread_ts)
+        # a context naming no channel (Slack sends one when the pane opens outside a
+        # channel) is none to bolt, whose context object needs the channel
+        return AssistantThreadContext(context) if context.get("channel_id") else None
 
     async def prune(self) -> int:
         """Forget the threads idle for :data:`KEEP_S` (of every Slack alias); how many."""
@@ -195,6 +211,7 @@ class SlackAssistant:
         self._agent = config.agent
         self._api = api
         self.contexts = ThreadContexts(state, str(ref))
+        self._names = ChannelNames(api)
         self._refused: OrderedDict[tuple[str, str], None] = OrderedDict()
 
     @property
@@ -297,6 +314,28 @@ class SlackAssistant:
                 await self.contexts.titled(*where)
             except StorageError as exc:
                 log.info("slack_assistant_title_not_kept", channel=str(self._ref), error=str(exc))
+
+    # -- the channel viewed (bot.channel.PlaceViewed) --------------------------------------
+
+    async def viewed_place(self, envelope: IngressEnvelope) -> ViewedPlace | None:
+        """The channel the person was viewing when they last opened or moved the assistant
+        thread ``envelope`` is in; None outside an assistant thread (no database trip there)
+        or when Slack named no channel. A name that cannot be read leaves only the id."""
+        if not self.enabled or not envelope.is_direct or not envelope.thread_id:
+            return None
+        try:
+            context = await self.contexts.context_of(envelope.conversation_id, envelope.thread_id)
+        except StorageError as exc:
+            log.info("slack_assistant_context_unread", channel=str(self._ref), error=str(exc))
+            return None
+        viewed = context.get("channel_id", "")
+        if not viewed:
+            return None
+        return ViewedPlace(
+            conversation_id=viewed,
+            name=visible(await self._names.get(viewed)),
+            workspace_id=context.get("team_id", ""),
+        )
 
     # -- the status line (bot.channel.WorkStatus) -------------------------------------------
 

@@ -169,6 +169,7 @@ class TelegramChannel(SendsThrough):
         answers = TelegramCardAnswers(ref=ref, config=config, bot=app.bot, outbound=self._outbound)
         self._inbound = UpdateRouter(ref=ref, config=config, cards=answers)
         self.replied = self._inbound.replied
+        self.viewing = None
         self._offset = PollingOffset(context.store.channel_state, str(ref))
         self._webhook_secret = webhook_secret
         self._health = HealthRecord(ref)

@@ -34,6 +34,7 @@ from bot.channel import (
     HealthState,
     LiveText,
     MemberLookup,
+    PlaceViewed,
     RepliedTo,
     SentMessage,
     ThreadHistory,
@@ -91,6 +92,7 @@ class FakeChannel:
         self.members: MemberLookup | None = None
         self.history: ThreadHistory | None = None
         self.replied: RepliedTo | None = None
+        self.viewing: PlaceViewed | None = None
         self.work_status: WorkStatus | None = None
         self.answer_stream: AnswerStream | None = None
         self.live_text: LiveText | None = None
