@@ -198,6 +198,9 @@ class FakeTelegram:
         self._sent: dict[tuple[int, int], _Sent] = {}
         self._seen: set[tuple[int, int]] = set()  # (chat, message) of messages pushed
         self._failures: dict[str, list[_Failure]] = {}
+        #: called with a call's method, parameters and answer once the answer is made and
+        #: before the client has it (a test cuts something off at that very moment)
+        self.answered: Callable[[str, JSON, web.Response], None] | None = None
         self.roster = ChatRoster()
         self.file_store = TelegramFiles(self.files)
         """``getFile``, downloads and uploads (:mod:`tests.fakes.telegram_files`)."""
@@ -360,6 +363,8 @@ class FakeTelegram:
             self.calls.append(ApiCall(method, params, client=client))
             self._changed.notify_all()
         response = await self._answer_call(method, params, client, request)
+        if self.answered is not None:
+            self.answered(method, params, response)
         if response.status >= 400:
             self.refused.append((method, json.loads(cast(bytes, response.body))["description"]))
         return response

@@ -10,17 +10,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bot.app import App
 from bot.envelope import ChannelRef, DeliveryTarget, IngressEnvelope, Sender
 from bot.errors import StorageUnavailable
+from bot.gateway.ledger import REPEAT_MARKER
 from bot.gateway.sending import FAILURE_MESSAGE
 from bot.ops.health import assess_readiness
 from bot.providers.base import CompletionRequest, ProviderReply
+from bot.store import InboxKey, InboxStatus
 from tests.fakes.db_link import DatabaseLink
 from tests.fakes.scripted_provider import ScriptedProvider, reply
 from tests.fakes.telegram_server import FakeTelegram, message, private_chat, user
@@ -34,9 +37,14 @@ def echo(request: CompletionRequest) -> ProviderReply:
     return reply(f"re: {request.messages[-1].content}")
 
 
-async def say(tg: FakeTelegram, text: str, message_id: int) -> None:
+async def say(tg: FakeTelegram, text: str) -> int:
+    """The requester writes ``text``; its id is the next of the account's counter, as
+    Telegram gives it (a fixed smaller id would put the message before the bot's earlier
+    answers, which no chat can show, and out of reach of an edit probe's range)."""
     chat = private_chat(REQUESTER)
-    await tg.push({"message": message(chat, user(REQUESTER), text, message_id=message_id)})
+    number = tg.next_message_id(REQUESTER)
+    await tg.push({"message": message(chat, user(REQUESTER), text, message_id=number)})
+    return number
 
 
 def answers(tg: FakeTelegram, text: str) -> int:
@@ -69,7 +77,7 @@ async def test_a_replica_cut_off_from_the_database_stops_and_the_other_carries_o
         await eventually_async(lambda: ready(a))
         await eventually_async(lambda: ready(b))
 
-        await say(tg, "first", 10)
+        await say(tg, "first")
         await eventually(lambda: answers(tg, "first") == 1)
 
         link.cut()
@@ -77,7 +85,7 @@ async def test_a_replica_cut_off_from_the_database_stops_and_the_other_carries_o
         verdict = await assess_readiness(a)
         assert any("database" in problem for problem in verdict.problems)
         await eventually(lambda: "B" in tg.poll_book.clients())
-        await say(tg, "while A is cut off", 11)
+        await say(tg, "while A is cut off")
         await eventually(lambda: answers(tg, "while A is cut off") == 1)
         assert await ready(b)
 
@@ -86,13 +94,61 @@ async def test_a_replica_cut_off_from_the_database_stops_and_the_other_carries_o
         # back, on standby behind B, and saying so
         detail = "standby, not polling: another replica holds telegram.main.poll"
         await eventually(lambda: a.channels["telegram.main"].health.detail == detail)
-        await say(tg, "after", 12)
+        await say(tg, "after")
         await eventually(lambda: answers(tg, "after") == 1)
 
     for text in ("first", "while A is cut off", "after"):
         assert answers(tg, text) == 1
     assert tg.poll_book.clients() == ["A", "B"]
     assert tg.poll_book.conflicts == []
+
+
+async def test_an_answer_sent_just_before_the_cut_is_found_by_the_other_replica_not_repeated(
+    tg: FakeTelegram, link: DatabaseLink, pg_url: str, tmp_path: Path
+) -> None:
+    """A's answer reaches Telegram and the link goes before A can record its id: A's row
+    for the send is left behind. B takes the session over, its edit probe finds the answer
+    in the chat ("message is not modified" one id above what A had seen), and nothing is
+    sent again; the message sent meanwhile is answered once."""
+
+    def cut_once_answered(method: str, params: Mapping[str, Any], _: object) -> None:
+        if method == "sendMessage" and params.get("text") == "re: first":
+            link.cut()  # Telegram made the message; A has not heard back yet
+
+    tg.answered = cut_once_answered
+    a = App(
+        settings(tg, through(pg_url, link.port), "A", tmp_path / "a"),
+        provider=ScriptedProvider([echo] * 5),
+    )
+    b = App(settings(tg, pg_url, "B", tmp_path / "b"), provider=ScriptedProvider([echo] * 5))
+    async with contextlib.AsyncExitStack() as running:
+        await a.start()
+        running.push_async_callback(a.stop)
+        await eventually(lambda: tg.poll_book.clients() == ["A"])
+        await b.start()
+        running.push_async_callback(b.stop)
+        await eventually(lambda: "standby" in b.channels["telegram.main"].health.detail)
+        await eventually_async(lambda: ready(a))
+
+        first = await say(tg, "first")
+        await eventually(lambda: link.is_cut)
+        await eventually(lambda: "B" in tg.poll_book.clients())
+        key = InboxKey(channel="telegram.main", message_id=f"{REQUESTER}:{first}")
+
+        async def settled() -> bool:
+            entry = await b.store.inbox.get(key)
+            return entry is not None and entry.status is InboxStatus.DONE
+
+        await eventually_async(settled)  # B recovered it: found delivered, or sent again
+        await say(tg, "while A is cut off")
+        await eventually(lambda: answers(tg, "while A is cut off") == 1)
+        link.restore()
+        await eventually_async(lambda: ready(a))
+
+    texts = [str(m["text"]) for m in tg.bot_messages(REQUESTER)]
+    assert texts == ["re: first", "re: while A is cut off"]
+    assert not any(REPEAT_MARKER in text for text in texts)
+    assert tg.changed_by_edit == []  # the probe changed no message
 
 
 async def test_a_replica_whose_database_stops_answering_is_fenced_and_comes_back(
@@ -118,7 +174,7 @@ async def test_a_replica_whose_database_stops_answering_is_fenced_and_comes_back
         await eventually(lambda: a.keeper is not None and a.keeper.refusal() is not None)
         assert await not_ready(a)  # answered at once: readiness reads the heartbeat's state
         await eventually(lambda: "B" in tg.poll_book.clients())
-        await say(tg, "while A hangs", 20)
+        await say(tg, "while A hangs")
         await eventually(lambda: answers(tg, "while A hangs") == 1)
         assert a.keeper is not None and a.keeper.held() == []
 
@@ -186,14 +242,14 @@ async def test_the_database_server_stopping_makes_the_replica_not_ready_until_it
     async with app:
         await eventually(lambda: tg.poll_book.clients() == ["A"])
         await eventually_async(lambda: ready(app))
-        await say(tg, "before", 10)
+        await say(tg, "before")
         await eventually(lambda: answers(tg, "before") == 1)
 
         await asyncio.to_thread(own_server.stop, "fast")
         await eventually_async(lambda: not_ready(app))
         await eventually(lambda: "standby" in app.channels["telegram.main"].health.detail)
         polls = len(tg.poll_book.polls)
-        await say(tg, "while it is down", 11)
+        await say(tg, "while it is down")
 
         await asyncio.to_thread(own_server.start)
         await eventually_async(lambda: ready(app))
