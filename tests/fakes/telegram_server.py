@@ -198,9 +198,9 @@ class FakeTelegram:
         self._sent: dict[tuple[int, int], _Sent] = {}
         self._seen: set[tuple[int, int]] = set()  # (chat, message) of messages pushed
         self._failures: dict[str, list[_Failure]] = {}
-        #: called with a call's method, parameters and answer once the answer is made and
-        #: before the client has it (a test cuts something off at that very moment)
-        self.answered: Callable[[str, JSON, web.Response], None] | None = None
+        #: called with each call (its client named) and its answer once the answer is made
+        #: and before the client has it (a test cuts something off at that very moment)
+        self.answered: Callable[[ApiCall, web.Response], None] | None = None
         self.roster = ChatRoster()
         self.file_store = TelegramFiles(self.files)
         """``getFile``, downloads and uploads (:mod:`tests.fakes.telegram_files`)."""
@@ -359,12 +359,13 @@ class FakeTelegram:
                 if isinstance(value, web.FileField):  # an upload: its name and bytes
                     params[key] = {"file_name": value.filename, "bytes": value.file.read()}
         client = request.match_info.get("client", "")
+        call = ApiCall(method, params, client=client)
         async with self._changed:
-            self.calls.append(ApiCall(method, params, client=client))
+            self.calls.append(call)
             self._changed.notify_all()
         response = await self._answer_call(method, params, client, request)
         if self.answered is not None:
-            self.answered(method, params, response)
+            self.answered(call, response)
         if response.status >= 400:
             self.refused.append((method, json.loads(cast(bytes, response.body))["description"]))
         return response

@@ -27,3 +27,12 @@ async def link(pg_url: str) -> AsyncIterator[DatabaseLink]:
     assert parts.hostname is not None and parts.port is not None
     async with DatabaseLink(parts.hostname, parts.port) as opened:
         yield opened
+
+
+@pytest.fixture
+async def second_link(pg_url: str) -> AsyncIterator[DatabaseLink]:
+    """A link of its own for a second replica."""
+    parts = urlsplit(pg_url)
+    assert parts.hostname is not None and parts.port is not None
+    async with DatabaseLink(parts.hostname, parts.port) as opened:
+        yield opened

@@ -10,9 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -26,7 +25,7 @@ from bot.providers.base import CompletionRequest, ProviderReply
 from bot.store import InboxKey, InboxStatus
 from tests.fakes.db_link import DatabaseLink
 from tests.fakes.scripted_provider import ScriptedProvider, reply
-from tests.fakes.telegram_server import FakeTelegram, message, private_chat, user
+from tests.fakes.telegram_server import ApiCall, FakeTelegram, message, private_chat, user
 from tests.fakes.telegram_setup import REQUESTER
 from tests.pg import PgServer, start_server
 from tests.replicas.telegram_rig import settings, through
@@ -51,6 +50,10 @@ def answers(tg: FakeTelegram, text: str) -> int:
     return sum(1 for m in tg.bot_messages(REQUESTER) if m["text"] == f"re: {text}")
 
 
+def standing_by(app: App) -> bool:
+    return "standby" in app.channels["telegram.main"].health.detail
+
+
 async def ready(app: App) -> bool:
     return (await assess_readiness(app)).ready
 
@@ -73,7 +76,8 @@ async def test_a_replica_cut_off_from_the_database_stops_and_the_other_carries_o
         await eventually(lambda: tg.poll_book.clients() == ["A"])
         await b.start()
         running.push_async_callback(b.stop)
-        await eventually(lambda: "standby" in b.channels["telegram.main"].health.detail)
+        # one polls, the other stands by (a loaded machine may hand the lease to B early)
+        await eventually(lambda: any(standing_by(app) for app in (a, b)))
         await eventually_async(lambda: ready(a))
         await eventually_async(lambda: ready(b))
 
@@ -104,49 +108,54 @@ async def test_a_replica_cut_off_from_the_database_stops_and_the_other_carries_o
 
 
 async def test_an_answer_sent_just_before_the_cut_is_found_by_the_other_replica_not_repeated(
-    tg: FakeTelegram, link: DatabaseLink, pg_url: str, tmp_path: Path
+    tg: FakeTelegram, link: DatabaseLink, second_link: DatabaseLink, pg_url: str, tmp_path: Path
 ) -> None:
-    """A's answer reaches Telegram and the link goes before A can record its id: A's row
-    for the send is left behind. B takes the session over, its edit probe finds the answer
-    in the chat ("message is not modified" one id above what A had seen), and nothing is
-    sent again; the message sent meanwhile is answered once."""
+    """A replica's answer reaches Telegram and its link goes before it can record the id:
+    its row for the send is left behind. The other takes the session over, its edit probe
+    finds the answer in the chat ("message is not modified" one id above what the first
+    had seen), and nothing is sent again; the message sent meanwhile is answered once.
+    Each replica has a link of its own: whichever polls (a loaded machine may hand the
+    lease over early) is the one cut off."""
+    links = {"A": link, "B": second_link}
+    cut: list[str] = []
 
-    def cut_once_answered(method: str, params: Mapping[str, Any], _: object) -> None:
-        if method == "sendMessage" and params.get("text") == "re: first":
-            link.cut()  # Telegram made the message; A has not heard back yet
+    def cut_once_answered(call: ApiCall, _: object) -> None:
+        if call.method == "sendMessage" and call.params.get("text") == "re: first":
+            cut.append(call.client)
+            links[call.client].cut()  # Telegram made the message; no word of it yet
 
     tg.answered = cut_once_answered
-    a = App(
-        settings(tg, through(pg_url, link.port), "A", tmp_path / "a"),
-        provider=ScriptedProvider([echo] * 5),
-    )
-    b = App(settings(tg, pg_url, "B", tmp_path / "b"), provider=ScriptedProvider([echo] * 5))
+    apps = {
+        name: App(
+            settings(tg, through(pg_url, links[name].port), name, tmp_path / name),
+            provider=ScriptedProvider([echo] * 5),
+        )
+        for name in links
+    }
     async with contextlib.AsyncExitStack() as running:
-        await a.start()
-        running.push_async_callback(a.stop)
-        await eventually(lambda: tg.poll_book.clients() == ["A"])
-        await b.start()
-        running.push_async_callback(b.stop)
-        await eventually(lambda: "standby" in b.channels["telegram.main"].health.detail)
-        await eventually_async(lambda: ready(a))
+        for app in apps.values():
+            await app.start()
+            running.push_async_callback(app.stop)
+        for app in apps.values():
+            await eventually_async(lambda app=app: ready(app))
 
         first = await say(tg, "first")
-        await eventually(lambda: link.is_cut)
-        await eventually(lambda: "B" in tg.poll_book.clients())
+        await eventually(lambda: bool(cut))
+        other = "B" if cut[0] == "A" else "A"
         key = InboxKey(channel="telegram.main", message_id=f"{REQUESTER}:{first}")
 
         async def settled() -> bool:
-            entry = await b.store.inbox.get(key)
+            entry = await apps[other].store.inbox.get(key)
             return entry is not None and entry.status is InboxStatus.DONE
 
-        await eventually_async(settled)  # B recovered it: found delivered, or sent again
-        await say(tg, "while A is cut off")
-        await eventually(lambda: answers(tg, "while A is cut off") == 1)
-        link.restore()
-        await eventually_async(lambda: ready(a))
+        await eventually_async(settled)  # taken over: found delivered, or sent again
+        await say(tg, "while cut off")
+        await eventually(lambda: answers(tg, "while cut off") == 1)
+        links[cut[0]].restore()
+        await eventually_async(lambda: ready(apps[cut[0]]))
 
     texts = [str(m["text"]) for m in tg.bot_messages(REQUESTER)]
-    assert texts == ["re: first", "re: while A is cut off"]
+    assert texts == ["re: first", "re: while cut off"]
     assert not any(REPEAT_MARKER in text for text in texts)
     assert tg.changed_by_edit == []  # the probe changed no message
 
