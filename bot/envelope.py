@@ -58,12 +58,19 @@ class Attachment:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DeliveryTarget:
-    """Where answers go: a conversation, optionally a thread, optionally replying to a message."""
+    """Where answers go: a conversation, optionally a thread, optionally replying to a message.
+
+    ``private_to``: the user (platform id) an answer here is for alone (a Discord
+    application command used in a server: ``/usage``, ``/status``, a refusal). It is kept
+    with the target wherever the target is kept (the outbox ledger), so a reply sent again
+    after a restart, when the adapter no longer remembers the command, still goes where that
+    user alone sees it, or nowhere: never in the conversation for everyone."""
 
     channel: ChannelRef
     conversation_id: str
     thread_id: str | None = None
     reply_to_message_id: str | None = None
+    private_to: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -197,6 +204,7 @@ def _target(data: dict[str, Any]) -> DeliveryTarget:
         conversation_id=data["conversation_id"],
         thread_id=data["thread_id"],
         reply_to_message_id=data["reply_to_message_id"],
+        private_to=data.get("private_to"),
     )
 
 

@@ -107,7 +107,7 @@ class DiscordChannel(SendsThrough):
         threads = ThreadBook(str(ref))
         cards = CardIndex(context.store.channel_state, str(ref))
         reactions = config.reactions_for_approval
-        replies = CommandReplies(ref, api_base_url=config.api_base_url)
+        replies = CommandReplies(ref, api_base_url=config.api_base_url, connection=self._connection)
         self._watermark = Watermark(context.store.channel_state, str(ref))
         self._last_seen = LastSeen(context.store.channel_state, str(ref), watermark=self._watermark)
         self._inbound = InboundMessages(

@@ -15,8 +15,13 @@ business), as Slack shows a slash command's answers. A private reply that cannot
 interaction (never deferred, expired, or Discord refused the follow-up) is never posted in
 the channel: it goes to the user's DM with the bot, and when Discord refuses that too (the
 user closed their DMs) it is dropped and logged (``discord_private_reply_dropped``;
-:data:`Undelivered.PRIVATE`). Any other reply that cannot use the interaction (a command in a
-DM, which is private already) is not taken here, and the caller posts it as a normal message.
+:data:`Undelivered.PRIVATE`). Who asked is remembered here while the process lives, and
+carried by the target itself (``DeliveryTarget.private_to``, kept in the outbox ledger): a
+reply start-up recovery sends again after a restart, when nothing here remembers the
+command, goes to that user's DM (``discord_private_reply_sent_by_dm`` with
+``recovered=true``) or is dropped and logged the same way, never posted in the channel. Any
+other reply that cannot use the interaction (a command in a DM, which is private already) is
+not taken here, and the caller posts it as a normal message.
 
 Once the gateway has handled the command (:meth:`settle`), an interaction nothing was sent
 to — the gateway answers some commands with silence, such as a successful ``/stop``, whose
@@ -38,7 +43,7 @@ from discord.utils import MISSING
 
 from bot.channel import SentMessage
 from bot.envelope import ChannelRef, DeliveryTarget
-from channels.discord.client import NO_MENTIONS, endpoint_scope
+from channels.discord.client import NO_MENTIONS, Connection, endpoint_scope
 
 log = structlog.get_logger(__name__)
 
@@ -70,9 +75,11 @@ class CommandReplies:
         ref: ChannelRef,
         *,
         api_base_url: str | None,
+        connection: Connection | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._api_base = api_base_url
+        self._connection = connection
         self._clock = clock
         self._pending: OrderedDict[str, _Pending] = OrderedDict()
         #: who asked each private command, by interaction id (the latest PENDING_LIMIT):
@@ -149,28 +156,44 @@ class CommandReplies:
         """A private command's reply in its user's DM with the bot (None: not private)."""
         interaction_id = target.reply_to_message_id
         user = self._private.get(interaction_id) if interaction_id is not None else None
-        if user is None:
+        user_id = str(user.id) if user is not None else target.private_to
+        if user_id is None:
             return None
+        recovered = user is None  # only the target says it was private (a restart)
         try:
-            message = await user.send(
-                chunk or None,  # a file needs no text
-                allowed_mentions=NO_MENTIONS,
-                file=MISSING if file is None else file(),
-            )
-        except discord.HTTPException as exc:
+            with endpoint_scope(self._api_base):
+                to = user if user is not None else await self._dm_of(user_id)
+                message = await to.send(
+                    chunk or None,  # a file needs no text
+                    allowed_mentions=NO_MENTIONS,
+                    file=MISSING if file is None else file(),
+                )
+        except (discord.HTTPException, LookupError) as exc:
             self._log.warning(
                 "discord_private_reply_dropped",
                 interaction_id=interaction_id,
-                user_id=str(user.id),
-                status=exc.status,
-                code=exc.code,
+                user_id=user_id,
+                status=getattr(exc, "status", None),
+                code=getattr(exc, "code", None),
+                recovered=recovered,
             )
             return Undelivered.PRIVATE
         self._log.info(
-            "discord_private_reply_sent_by_dm", interaction_id=interaction_id, user_id=str(user.id)
+            "discord_private_reply_sent_by_dm",
+            interaction_id=interaction_id,
+            user_id=user_id,
+            recovered=recovered,
         )
         dm = DeliveryTarget(channel=target.channel, conversation_id=str(message.channel.id))
         return SentMessage(target=dm, message_id=str(message.id))
+
+    async def _dm_of(self, user_id: str) -> discord.DMChannel:
+        """The DM channel with a user known only by id (LookupError: no client, or not an
+        id)."""
+        client = self._connection.connected() if self._connection is not None else None
+        if client is None or not user_id.isdigit():
+            raise LookupError(f"no DM with {user_id!r}")
+        return await client.create_dm(discord.Object(int(user_id)))
 
     async def edit(self, message: SentMessage, content: str) -> bool:
         """Edit a message :meth:`send` posted, through the interaction's webhook; False when

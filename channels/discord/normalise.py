@@ -327,6 +327,7 @@ def envelope_from_command(facts: CommandFacts, options: NormaliseOptions) -> Ing
             conversation_id=conversation_id,
             thread_id=thread_id,
             reply_to_message_id=facts.interaction_id,
+            private_to=None if is_direct else facts.user_id,  # ephemeral in a server
         ),
         capabilities=capabilities(options),
         private_reply=True,  # answered through the interaction, ephemeral in a server

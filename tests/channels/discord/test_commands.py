@@ -12,9 +12,16 @@ from structlog.testing import capture_logs
 
 from bot.channel import HealthState
 from bot.chat_commands import CHAT_COMMANDS
-from bot.envelope import DeliveryTarget, IngressEnvelope
+from bot.envelope import (
+    ChannelRef,
+    DeliveryTarget,
+    IngressEnvelope,
+    target_from_json,
+    target_to_json,
+)
 from bot.store import Store
 from channels.discord.inbound import NOT_SERVED_HERE
+from channels.discord.normalise import CommandFacts, NormaliseOptions, envelope_from_command
 from tests.fakes.discord_commands import AnsweringHost, invoke
 from tests.fakes.discord_interactions import EPHEMERAL
 from tests.fakes.discord_payloads import APPLICATION_ID
@@ -124,6 +131,7 @@ async def test_a_command_is_deferred_and_delivered_as_its_text(
         conversation_id=conversation,
         thread_id=thread,
         reply_to_message_id=interaction_id,
+        private_to=ALICE["id"] if ephemeral else None,  # said by the target itself
     )
     # Nothing answered it, so its "thinking…" was removed; nothing went to the channel.
     assert fake.follow_ups == {} and fake.calls_to("POST", r"/channels/\d+/messages") == []
@@ -292,3 +300,47 @@ async def test_text_forms_of_the_commands(
     if text.startswith("/") and where != DM:  # a command opens no thread of its own
         conversation, thread = (GENERAL, THREAD) if where == THREAD else (GENERAL, None)
         assert (envelope.conversation_id, envelope.thread_id) == (conversation, thread)
+
+
+@pytest.mark.parametrize("dm_open", [True, False], ids=["dm open", "dm closed (50007)"])
+async def test_a_private_answer_sent_again_after_a_restart_is_never_posted_in_the_channel(
+    fake: FakeDiscord, store: Store, dm_open: bool
+) -> None:
+    """A reply recorded for a private command and sent again by start-up recovery: the
+    target read back from the outbox ledger says it was private, though the new process
+    remembers nothing of the command, so it goes to the user's DM, or nowhere (logged)."""
+    host = AnsweringHost(lambda envelope: None)  # the daemon dies before it answers
+    channel = make_channel(fake, store)
+    host.channel = channel
+    async with running(channel, host):
+        await invoke(fake, "usage", ALICE, THREAD)
+        [envelope] = await host.wait_envelopes(1)
+    recorded = target_to_json(envelope.reply_target)  # what the ledger keeps
+    if not dm_open:
+        fake.people.closed_dms.add(ALICE["id"])
+    fake.failing[r"/webhooks/.*"] = 404  # the interaction is gone with the process
+    channel = make_channel(fake, store)  # a new process: nothing remembered
+    with capture_logs() as logs:
+        async with running(channel, RecordingHost()):
+            sent = await channel.send(target_from_json(recorded), "your usage")
+    assert fake.calls_to("POST", f"/channels/({THREAD}|{GENERAL})/messages") == []
+    dropped = [e for e in logs if e["event"] == "discord_private_reply_dropped"]
+    by_dm = [e for e in logs if e["event"] == "discord_private_reply_sent_by_dm"]
+    if dm_open:
+        dm = fake.people.dm_of(ALICE["id"])
+        assert dm is not None
+        assert fake.posted(dm) == ["your usage"]
+        assert [s.target.conversation_id for s in sent] == [dm]
+        assert dropped == [] and [e["recovered"] for e in by_dm] == [True]
+    else:
+        assert sent == [] and by_dm == []
+        assert [(e["code"], e["recovered"]) for e in dropped] == [(50007, True)]
+
+
+async def test_a_command_answer_in_a_dm_is_not_marked_private() -> None:
+    """A command used in a DM is answered there as a normal message after a restart too."""
+    envelope = envelope_from_command(
+        CommandFacts(interaction_id="1", channel_id=DM, user_id=ALICE["id"], text="/usage"),
+        NormaliseOptions(channel=ChannelRef(kind="discord", alias="main"), bot_user_id=BOT_ID),
+    )
+    assert envelope.reply_target.private_to is None
