@@ -6,7 +6,8 @@ approval cards. It decides nothing: no access policy, no LLM, no storage.
 
 A channel is its lifecycle, its health and its sending (:class:`ChannelSending`); what only
 some platforms can do is a part it exposes as an attribute, None where the platform has no
-such part, the way an httpx client holds its transport: ``files`` (:class:`FileSending`),
+such part, the way an httpx client holds its transport: ``cards`` (:class:`CardSending`),
+``files`` (:class:`FileSending`),
 ``downloads`` (:class:`AttachmentDownloads`), ``delivery`` (:class:`DeliveryCheck`),
 ``members`` (:class:`MemberLookup`), ``history`` (:class:`ThreadHistory`), ``replied``
 (:class:`RepliedTo`), ``viewing`` (:class:`PlaceViewed`), ``work_status``
@@ -51,6 +52,7 @@ __all__ = [
     "ApprovalChoice",
     "AttachmentDownloads",
     "BackgroundDeliveryCheck",
+    "CardSending",
     "CardState",
     "Channel",
     "ChannelHealth",
@@ -137,7 +139,8 @@ class ChannelHost(CardAnswers, Protocol):
 
 class ChannelSending(Protocol):
     """What a channel sends: markdown-ish text rendered for the platform and split at its
-    limit without breaking code fences, edits, reactions, typing, and approval cards."""
+    limit without breaking code fences, edits, reactions and typing. Approval cards are its
+    ``cards`` (:class:`CardSending`)."""
 
     async def send(
         self, target: DeliveryTarget, text: str, *, key: str = ""
@@ -153,6 +156,14 @@ class ChannelSending(Protocol):
     async def react(self, target: DeliveryTarget, message_id: str, emoji: str) -> None: ...
 
     async def typing(self, target: DeliveryTarget) -> None: ...
+
+
+class CardSending(Protocol):
+    """A channel's ``cards``, where approval cards can be shown, offered to the approval
+    service's card desk: a card posted (to a conversation, or to a user's DM when
+    ``target.conversation_id`` is a user id) and edited to the row's state. Answers on them
+    come back through :meth:`ChannelHost.card_action`. Both raise
+    :class:`~bot.errors.ChannelError` when the platform refuses."""
 
     async def post_approval_card(
         self, target: DeliveryTarget, card: ApprovalCard
@@ -378,6 +389,12 @@ class Channel(ChannelSending, Protocol):
 
     @property
     def health(self) -> ChannelHealth: ...
+
+    @property
+    def cards(self) -> CardSending | None:
+        """Approval cards (posted and edited; without them a request cannot be answered
+        here)."""
+        ...
 
     @property
     def files(self) -> FileSending | None:

@@ -57,10 +57,13 @@ class CardDesk:
         returns where the copies are (the conversation's first), empty when the first could
         not be posted. A DM copy that cannot be posted (the user never started the bot,
         closed their DMs) is logged and left out."""
+        if channel.cards is None:
+            log.warning("approval_card_failed", approval_id=record.id, error="no cards")
+            return []
         card = card_for(record, timeout_s=self._policy_for(target.channel).timeout_s)
         try:
             with telemetry.send(target.channel.kind, "approval_card"):
-                sent = await channel.post_approval_card(target, card)
+                sent = await channel.cards.post_approval_card(target, card)
         except CHANNEL_FAILURES as exc:
             log.warning("approval_card_failed", approval_id=record.id, error=scrub_text(str(exc)))
             return []
@@ -72,6 +75,9 @@ class CardDesk:
         """A copy of the card as the row is now in each of ``users``' DMs; returns where they
         are. A copy that cannot be posted (the user never started the bot, closed their DMs)
         is logged and left out."""
+        cards = channel.cards
+        if cards is None:
+            return []
         ref = parse_channel_ref(record.channel)
         card = card_for(record, timeout_s=self._policy_for(ref).timeout_s)
         refs: list[CardRef] = []
@@ -80,7 +86,7 @@ class CardDesk:
             dm = DeliveryTarget(channel=ref, conversation_id=approver)
             try:
                 with telemetry.send(ref.kind, "approval_card"):
-                    refs.append(_ref(await channel.post_approval_card(dm, card)))
+                    refs.append(_ref(await cards.post_approval_card(dm, card)))
             except CHANNEL_FAILURES as exc:
                 log.warning(
                     "approval_dm_card_failed",
@@ -136,11 +142,11 @@ class CardDesk:
     async def _edit(self, record: ApprovalRecord, message: SentMessage) -> None:
         ref = parse_channel_ref(record.channel)
         channel = self._channel_for(ref)
-        if channel is None:
+        if channel is None or channel.cards is None:
             return
         card = card_for(record, timeout_s=self._policy_for(ref).timeout_s)
         try:
-            await channel.update_approval_card(message, card)
+            await channel.cards.update_approval_card(message, card)
         except CHANNEL_FAILURES as exc:
             log.warning(
                 "approval_card_edit_failed", approval_id=record.id, error=scrub_text(str(exc))

@@ -2,7 +2,8 @@
 
 Each adapter keeps what it sends in its own ``outbound`` module (text, edits, reactions,
 typing, approval cards) and is a :class:`SendsThrough`: the protocol's sending methods are
-that module's, so they are written once here instead of once per platform. So is the
+that module's, so they are written once here instead of once per platform (the module is
+the channel's ``cards`` too). So is the
 channel's ``delivery.long_answer``: an answer too long for its messages goes as a file
 (:mod:`channels.common.long_answer`) through the channel's ``files``, when it has them.
 """
@@ -13,7 +14,7 @@ from collections.abc import Sequence
 
 import structlog
 
-from bot.channel import ApprovalCard, ChannelSending, FileSending, SentMessage
+from bot.channel import ChannelSending, FileSending, SentMessage
 from bot.channel_config import ChannelCommon
 from bot.envelope import DeliveryTarget
 from bot.errors import ChannelError
@@ -72,9 +73,3 @@ class SendsThrough:
 
     async def typing(self, target: DeliveryTarget) -> None:
         await self._outbound.typing(target)
-
-    async def post_approval_card(self, target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
-        return await self._outbound.post_approval_card(target, card)
-
-    async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:
-        await self._outbound.update_approval_card(message, card)

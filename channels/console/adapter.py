@@ -81,6 +81,7 @@ class ConsoleChannel:
         self._ends: asyncio.Queue[None] = asyncio.Queue()
         self._closing = False  # an end of input was read: no new messages
         self._over = False  # and no more input will come
+        self.cards = self  # cards as text (and answered at the prompt, ask_line)
         # a terminal has none of a Channel's other optional parts
         self.files = self.downloads = self.delivery = None
         self.members = self.history = self.replied = self.viewing = None

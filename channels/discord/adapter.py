@@ -116,13 +116,14 @@ class DiscordChannel(SendsThrough):
         self._catch_up = CatchUp(
             ref, config, self._connection, self._last_seen, self._watermark, self._inbound
         )
-        self._outbound = Outbound(
+        self._outbound = outbound = Outbound(
             ref, self._connection, threads, cards, replies, reactions_for_approval=reactions
         )
         self._clicks = DiscordCardAnswers(
             ref, self._connection, cards, self._outbound.codec, reactions_for_approval=reactions
         )
         # the optional parts of a bot.channel.Channel
+        self.cards = outbound
         self.files = FileSender(ref, self._connection, self._outbound, replies)
         self.downloads = Downloads(ref, self._connection, api_base_url=config.api_base_url)
         self.delivery = ReplyFinder(ref, self._connection, shown_text=self.shown_text)

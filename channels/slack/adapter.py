@@ -185,6 +185,7 @@ class SlackChannel(SendsThrough):
             streams=self.answer_stream,
         )
         # the optional parts of a bot.channel.Channel
+        self.cards = self._outbound
         self.files = self._outbound
         self.downloads = files
         self.delivery = SlackDeliveryCheck(ref=ref, api=self._api)

@@ -155,9 +155,11 @@ class TelegramChannel(SendsThrough):
         self.delivery = TelegramDeliveryCheck(
             ref=ref, config=config, bot=app.bot, record=self._record
         )
-        self._outbound = TelegramOutbound(
+        self._outbound = outbound = TelegramOutbound(
             ref=ref, config=config, bot=app.bot, cards=cards, record=self._record
         )
+        # the optional parts of a bot.channel.Channel
+        self.cards = outbound
         self.members = ConversationMembers(ref=ref, bot=app.bot)
         self.downloads = TelegramDownloads(ref=ref, config=config, bot=app.bot, tls=tls_context)
         self.files = TelegramFiles(ref=ref, config=config, bot=app.bot, outbound=self._outbound)

@@ -26,6 +26,7 @@ from bot.channel import (
     ApprovalCard,
     ApprovalChoice,
     AttachmentDownloads,
+    CardSending,
     ChannelHealth,
     ChannelHost,
     ClickVerdict,
@@ -85,7 +86,9 @@ class FakeChannel:
         self.closed_dms: set[str] = set()
         self._ids = itertools.count(1)
         self._sent_more = asyncio.Event()
-        # the optional parts of a bot.channel.Channel: a subclass sets those it has
+        # the optional parts of a bot.channel.Channel: cards (itself); a subclass sets the
+        # others it has
+        self.cards: CardSending | None = self
         self.files: FileSending | None = None
         self.downloads: AttachmentDownloads | None = None
         self.delivery: DeliveryCheck | None = None

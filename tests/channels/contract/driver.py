@@ -206,7 +206,7 @@ class Process:
         """Another copy of ``record``'s card, whose place the service never stored."""
         assert self.envelope is not None
         card = card_for(record, timeout_s=TIMEOUT_S)
-        return await self.channel.post_approval_card(self.envelope.reply_target, card)
+        return await self.channel.cards.post_approval_card(self.envelope.reply_target, card)
 
 
 @dataclass(kw_only=True)

@@ -48,7 +48,7 @@ async def test_card_carries_four_buttons_with_only_the_approval_id(
     channel = make_channel(fake, store, approvers=[BOB["id"]])
     async with running(channel, host):
         envelope = await request_turn(fake, host)
-        sent = await channel.post_approval_card(envelope.reply_target, pending_card())
+        sent = await channel.cards.post_approval_card(envelope.reply_target, pending_card())
     message = fake.messages[sent.message_id]
     buttons = [c for row in message["components"] for c in row["components"]]
     assert [(b["label"], b["custom_id"]) for b in buttons] == [
@@ -78,7 +78,7 @@ async def test_button_click_reaches_the_host_and_is_answered(
     channel = make_channel(fake, store, approvers=[BOB["id"]])
     async with running(channel, host):
         envelope = await request_turn(fake, host)
-        sent = await channel.post_approval_card(envelope.reply_target, pending_card())
+        sent = await channel.cards.post_approval_card(envelope.reply_target, pending_card())
         callback = await click(fake, sent.message_id, choice, user, roles)
     [seen] = host.clicks
     expected = {"a": ApprovalChoice.APPROVE, "d": ApprovalChoice.DENY, "w": ApprovalChoice.ALWAYS}
@@ -103,7 +103,7 @@ async def test_reactions_from_people_reach_the_host_and_the_bots_own_do_not(
     channel = make_channel(fake, store, approvers=[BOB["id"]], reactions_for_approval=True)
     async with running(channel, host):
         envelope = await request_turn(fake, host)
-        sent = await channel.post_approval_card(envelope.reply_target, pending_card())
+        sent = await channel.cards.post_approval_card(envelope.reply_target, pending_card())
         added = await fake.wait_for_call(
             "PUT", rf"/channels/{GENERAL}/messages/{sent.message_id}/reactions/.+/@me", count=3
         )
@@ -126,7 +126,7 @@ async def test_reaction_on_a_card_from_before_a_restart_is_routed(
     first_host = RecordingHost()
     async with running(before, first_host):
         envelope = await request_turn(fake, first_host)
-        sent = await before.post_approval_card(envelope.reply_target, pending_card())
+        sent = await before.cards.post_approval_card(envelope.reply_target, pending_card())
     after = make_channel(fake, store, reactions_for_approval=True)
     host = RecordingHost(approvers=[BOB["id"]], pending=[APPROVAL_ID])
     async with running(after, host):

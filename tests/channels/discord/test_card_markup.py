@@ -131,7 +131,7 @@ async def test_card_and_full_view_payloads_are_literal_and_ping_nobody(
     channel = make_channel(fake, store, approvers=[BOB["id"]])
     async with running(channel, host):
         envelope = await request_turn(fake, host)
-        sent = await channel.post_approval_card(envelope.reply_target, card)
+        sent = await channel.cards.post_approval_card(envelope.reply_target, card)
         shown = await press(fake, fake.messages[sent.message_id], "s", BOB)
         await full_view(fake, shown)
     [post] = fake.calls_to("POST", rf"/channels/{GENERAL}/messages")[-1:]
@@ -230,9 +230,9 @@ async def test_a_decided_card_edit_is_literal_and_pings_nobody(
     channel = make_channel(fake, store)
     async with running(channel, host):
         envelope = await request_turn(fake, host)
-        sent = await channel.post_approval_card(envelope.reply_target, card)
+        sent = await channel.cards.post_approval_card(envelope.reply_target, card)
         decided = dataclasses.replace(card, state=CardState.DENIED, decided_by="@everyone **x**")
-        await channel.update_approval_card(sent, decided)
+        await channel.cards.update_approval_card(sent, decided)
         [edit] = await fake.wait_for_call(
             "PATCH", rf"/channels/{GENERAL}/messages/{sent.message_id}"
         )

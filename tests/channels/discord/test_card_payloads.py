@@ -150,7 +150,7 @@ async def test_a_card_drawn_by_an_earlier_release_still_decides(
     channel = make_channel(fake, store, approvers=[BOB["id"]])
     async with running(channel, host):
         envelope = await request_turn(fake, host)
-        sent = await channel.post_approval_card(envelope.reply_target, pending_card())
+        sent = await channel.cards.post_approval_card(envelope.reply_target, pending_card())
         legacy = f"hatchway:ap:{APPROVAL_ID}:{code}"
         old_card = as_once_shown(fake.messages[sent.message_id], "Old", legacy)
         callback = await _press_id(fake, old_card, legacy, BOB)
@@ -168,7 +168,7 @@ async def test_a_reply_dialog_opened_by_an_earlier_release_still_counts(
     channel = make_channel(fake, store, approvers=[BOB["id"]])
     async with running(channel, host):
         envelope = await request_turn(fake, host)
-        sent = await channel.post_approval_card(envelope.reply_target, pending_card())
+        sent = await channel.cards.post_approval_card(envelope.reply_target, pending_card())
         callback = await submit_reply(
             fake, sent.message_id, "no", BOB, custom_id=f"hatchway:ap:{APPROVAL_ID}:e"
         )
@@ -186,7 +186,7 @@ async def test_a_button_of_another_version_is_refused_politely_and_decides_nothi
     channel = make_channel(fake, store, approvers=[BOB["id"]])
     async with running(channel, host):
         envelope = await request_turn(fake, host)
-        sent = await channel.post_approval_card(envelope.reply_target, pending_card())
+        sent = await channel.cards.post_approval_card(envelope.reply_target, pending_card())
         if via == "button":
             newer = as_once_shown(fake.messages[sent.message_id], "Newer", custom_id)
             callback = await _press_id(fake, newer, custom_id, BOB)

@@ -104,7 +104,7 @@ async def test_a_cut_card_offers_show_full_deny_and_reply_and_no_approve_reactio
     channel = make_channel(fake, store, approvers=[BOB["id"]], reactions_for_approval=True)
     async with running(channel, host):
         envelope = await request_turn(fake, host)
-        sent = await channel.post_approval_card(envelope.reply_target, card)
+        sent = await channel.cards.post_approval_card(envelope.reply_target, card)
         await fake.wait_for_call(
             "PUT", rf"/channels/{GENERAL}/messages/{sent.message_id}/reactions/.+/@me"
         )
@@ -132,7 +132,7 @@ async def test_show_full_answers_ephemerally_with_every_character_and_its_own_bu
     channel = make_channel(fake, store, approvers=[BOB["id"]])
     async with running(channel, host):
         envelope = await request_turn(fake, host)
-        sent = await channel.post_approval_card(envelope.reply_target, card)
+        sent = await channel.cards.post_approval_card(envelope.reply_target, card)
         shown = await press(fake, fake.messages[sent.message_id], "s", BOB)
         messages = await full_view(fake, shown)
     # Acknowledged at once (deferred, ephemeral); the view follows as ephemeral follow-ups.
@@ -162,7 +162,7 @@ async def test_an_answer_from_the_full_view_carries_full_view_and_names_the_card
     channel = make_channel(fake, store, approvers=[BOB["id"]])
     async with running(channel, host):
         envelope = await request_turn(fake, host)
-        sent = await channel.post_approval_card(envelope.reply_target, card)
+        sent = await channel.cards.post_approval_card(envelope.reply_target, card)
         messages = await full_view(
             fake, await press(fake, fake.messages[sent.message_id], "s", BOB)
         )
@@ -187,7 +187,7 @@ async def test_a_request_too_long_for_messages_comes_as_a_file(
     channel = make_channel(fake, store, approvers=[BOB["id"]])
     async with running(channel, host):
         envelope = await request_turn(fake, host)
-        sent = await channel.post_approval_card(envelope.reply_target, card)
+        sent = await channel.cards.post_approval_card(envelope.reply_target, card)
         shown = await press(fake, fake.messages[sent.message_id], "s", BOB)
         [message] = await full_view(fake, shown)
     [upload] = follow_ups(fake, shown)

@@ -46,7 +46,7 @@ async def test_reply_button_opens_the_modal_without_deciding(
     channel = make_channel(fake, store, approvers=[BOB["id"]])
     async with running(channel, host):
         envelope = await request_turn(fake, host)
-        sent = await channel.post_approval_card(envelope.reply_target, pending_card())
+        sent = await channel.cards.post_approval_card(envelope.reply_target, pending_card())
         callback = await click(fake, sent.message_id, "r", BOB)
     assert callback.body == {
         "type": 9,
@@ -80,7 +80,7 @@ async def test_approvers_reply_reaches_the_host_as_a_deny_with_the_text(
     channel = make_channel(fake, store, approver_roles=["approvers"])
     async with running(channel, host):
         envelope = await request_turn(fake, host)
-        sent = await channel.post_approval_card(envelope.reply_target, pending_card())
+        sent = await channel.cards.post_approval_card(envelope.reply_target, pending_card())
         await click(fake, sent.message_id, "r", CAROL, [APPROVER_ROLE])
         callback = await submit_reply(
             fake, sent.message_id, REPLY, CAROL, [APPROVER_ROLE], in_labels=in_labels
@@ -101,7 +101,7 @@ async def test_a_strangers_reply_is_not_authorised(fake: FakeDiscord, store: Sto
     channel = make_channel(fake, store, approvers=[BOB["id"]])
     async with running(channel, host):
         envelope = await request_turn(fake, host)
-        sent = await channel.post_approval_card(envelope.reply_target, pending_card())
+        sent = await channel.cards.post_approval_card(envelope.reply_target, pending_card())
         callback = await submit_reply(fake, sent.message_id, REPLY, CAROL)
     assert [(c.user_id, c.replacement_text) for c in host.clicks] == [(CAROL["id"], REPLY)]
     assert ephemeral_text(callback) == ClickVerdict.NOT_AUTHORISED.message

@@ -47,7 +47,7 @@ async def test_a_twelve_line_card_of_long_arguments_is_accepted(
     channel = make_channel(fake, store, approvers=[BOB["id"]])
     async with running(channel, host):
         envelope = await request_turn(fake, host)
-        sent = await channel.post_approval_card(envelope.reply_target, card)
+        sent = await channel.cards.post_approval_card(envelope.reply_target, card)
         shown = await press(fake, fake.messages[sent.message_id], "s", BOB)
         messages = await full_view(fake, shown)
 
@@ -66,7 +66,7 @@ async def test_a_long_command_card_is_accepted_and_offers_the_full_view(
     channel = make_channel(fake, store, approvers=[BOB["id"]])
     async with running(channel, host):
         envelope = await request_turn(fake, host)
-        sent = await channel.post_approval_card(envelope.reply_target, card)
+        sent = await channel.cards.post_approval_card(envelope.reply_target, card)
 
     assert fake.refused == []
     posted = fake.messages[sent.message_id]
@@ -98,7 +98,7 @@ async def test_a_full_view_of_100_kb_is_accepted_as_a_file(fake: FakeDiscord, st
     channel = make_channel(fake, store, approvers=[BOB["id"]])
     async with running(channel, host):
         envelope = await request_turn(fake, host)
-        sent = await channel.post_approval_card(envelope.reply_target, card)
+        sent = await channel.cards.post_approval_card(envelope.reply_target, card)
         shown = await press(fake, fake.messages[sent.message_id], "s", BOB)
         [message] = await full_view(fake, shown)
 

@@ -206,7 +206,7 @@ async def test_card_clicks_reach_the_host_and_refusals_are_ephemeral(
     channel = channel_for(slack, store)
     target = DeliveryTarget(channel=REF, conversation_id="C0001", thread_id="1700000001.000200")
     async with running(channel, host):
-        posted = await channel.post_approval_card(target, card())
+        posted = await channel.cards.post_approval_card(target, card())
         (post,) = await slack.wait_for("chat.postMessage")
         assert post.params["thread_ts"] == "1700000001.000200"
         section, context, actions = post.params["blocks"]
@@ -250,7 +250,7 @@ async def test_card_clicks_reach_the_host_and_refusals_are_ephemeral(
         )
         assert second.user_id == APPROVER and second.channel == REF
 
-        await channel.update_approval_card(posted, card(CardState.APPROVED, APPROVER))
+        await channel.cards.update_approval_card(posted, card(CardState.APPROVED, APPROVER))
         (update,) = await slack.wait_for("chat.update")
         assert update.params["ts"] == posted.message_id
         assert [b["type"] for b in update.params["blocks"]] == ["section", "context"]
@@ -264,7 +264,7 @@ async def test_reactions_answer_cards_when_enabled(slack: FakeSlack, store: Stor
     channel = channel_for(slack, store, reactions_for_approval=True)
     target = DeliveryTarget(channel=REF, conversation_id="C0001", thread_id="1.5")
     async with running(channel, host):
-        posted = await channel.post_approval_card(target, card())
+        posted = await channel.cards.post_approval_card(target, card())
 
         def reaction(name: str, user: str, ts: str) -> dict[str, Any]:
             item = {"type": "message", "channel": "C0001", "ts": ts}

@@ -26,7 +26,7 @@ async def test_a_burst_is_delivered_without_asking_auth_test_again(
     channel = channel_for(slack, store)
     async with running(channel, host):
         (startup,) = slack.calls_of("auth.test")
-        posted = await channel.post_approval_card(
+        posted = await channel.cards.post_approval_card(
             DeliveryTarget(channel=REF, conversation_id="C0001"), card()
         )
         # every later auth.test is refused at once (Retry-After 0: the client's retries

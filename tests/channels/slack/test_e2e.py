@@ -190,7 +190,9 @@ async def test_a_card_posted_just_before_a_crash_loses_its_buttons_when_clicked(
     async with await Store.open(settings.database_path()) as store:
         await store.approvals.create(record)
     target = DeliveryTarget(channel=REF, conversation_id="C0001", thread_id=MENTION_TS)
-    posted = await slack_channel(slack).post_approval_card(target, card_for(record, timeout_s=30))
+    posted = await slack_channel(slack).cards.post_approval_card(
+        target, card_for(record, timeout_s=30)
+    )
 
     channel = slack_channel(slack)
     app = App(settings, provider=ScriptedProvider(), channels={str(REF): channel}, tools=[])

@@ -206,7 +206,7 @@ async def test_the_full_view_over_the_http_events_api(slack: FakeSlack, store: S
             async with http.post(url, data=body, headers=headers) as response:
                 return response.status
 
-        posted = await channel.post_approval_card(target, card)
+        posted = await channel.cards.post_approval_card(target, card)
         message = slack.messages[(CONVERSATION, posted.message_id)]
         assert labels(message["blocks"]) == [SHOW_FULL_LABEL, "Deny", "✏️ Reply instead"]
         press = slack.press(CONVERSATION, posted.message_id, "hatchway_show_full", user=APPROVER)

@@ -54,7 +54,7 @@ def host_for(*, pending: bool = True, **kwargs: Any) -> RecordingHost:
 
 async def post_card(channel: SlackChannel, thread: str | None = THREAD) -> SentMessage:
     target = DeliveryTarget(channel=REF, conversation_id="C0001", thread_id=thread)
-    return await channel.post_approval_card(target, card())
+    return await channel.cards.post_approval_card(target, card())
 
 
 async def press(slack: FakeSlack, ts: str, action_id: str, user: str) -> None:
@@ -161,7 +161,7 @@ async def test_a_reaction_on_a_decided_card_counts_for_nothing(
     channel = channel_for(slack, store, reactions_for_approval=True)
     async with running(channel, host):
         decided = await post_card(channel)
-        await channel.update_approval_card(decided, card(CardState.DENIED, APPROVER))
+        await channel.cards.update_approval_card(decided, card(CardState.DENIED, APPROVER))
         still_open = await post_card(channel)
         for posted in (decided, still_open):
             item = {"type": "message", "channel": "C0001", "ts": posted.message_id}

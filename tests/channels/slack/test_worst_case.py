@@ -76,7 +76,7 @@ async def test_twelve_line_cards_of_long_arguments_are_accepted_whole(
         card = card_of(arguments, approval_id=f"w0rst0case0card00000000{number}")
         assert len(card.lines) == 12 and not card.cut
         async with connected(slack, store, card) as channel:
-            await channel.post_approval_card(TARGET, card)
+            await channel.cards.post_approval_card(TARGET, card)
 
     assert slack.refused == []
     for (_, ts), message in slack.messages.items():
@@ -93,7 +93,7 @@ async def test_a_long_command_card_is_accepted_and_offers_the_full_view(
     card = card_of(LONG_COMMAND)
     assert card.cut
     async with connected(slack, store, card) as channel:
-        await channel.post_approval_card(TARGET, card)
+        await channel.cards.post_approval_card(TARGET, card)
 
     assert slack.refused == []
     _, message = card_message(slack)
@@ -121,7 +121,7 @@ async def test_a_full_view_of_100_kb_is_accepted(slack: FakeSlack, store: Store)
     card = card_of(FULL_100KB)
     assert card.cut and len(card.full_text) >= 100_000
     async with connected(slack, store, card) as channel:
-        await channel.post_approval_card(TARGET, card)
+        await channel.cards.post_approval_card(TARGET, card)
         ts, _ = card_message(slack)
         press = slack.press(CONVERSATION, ts, "hatchway_show_full", user=APPROVER)
         await slack.wait_ack(await slack.push("interactive", press))

@@ -362,7 +362,7 @@ async def test_callback_taps_reach_the_host_and_get_answers(tg: FakeTelegram, st
     async with running(channel, host):
         await tg.push({"message": message(chat, user(REQUESTER), "clean up", message_id=2)})
         [env] = await host.wait_envelopes(1)
-        sent = await channel.post_approval_card(env.reply_target, CARD)
+        sent = await channel.cards.post_approval_card(env.reply_target, CARD)
         [card_call] = await tg.wait_for("sendMessage")
         rows = card_call.params["reply_markup"]["inline_keyboard"]
         data = {b["text"]: b["callback_data"] for b in rows[0]}
@@ -396,7 +396,7 @@ async def test_reaction_from_an_approver_is_a_click(tg: FakeTelegram, store: Sto
         target = DeliveryTarget(channel=REF, conversation_id=str(target_chat["id"]))
         await tg.push({"message": message(target_chat, user(REQUESTER), "x", message_id=1)})
         await host.wait_envelopes(1)
-        sent = await channel.post_approval_card(target, CARD)
+        sent = await channel.cards.post_approval_card(target, CARD)
         await tg.push(
             reaction(target_chat, int(sent.message_id.split(":")[1]), user(APPROVER, "Boss"), "👍")
         )

@@ -253,7 +253,7 @@ async def test_card_left_with_buttons_by_a_crash_loses_them(
         )
         await app.store.approvals.create(record)
         target = DeliveryTarget(channel=channel.ref, conversation_id=str(APPROVER))
-        await channel.post_approval_card(target, card_for(record, timeout_s=300))
+        await channel.cards.post_approval_card(target, card_for(record, timeout_s=300))
         await tg.wait_for("sendMessage", is_card)
         assert await app.approvals.expire_pending() == 1  # what the restart does
 

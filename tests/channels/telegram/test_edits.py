@@ -153,7 +153,7 @@ async def test_an_edited_reply_to_an_approval_card_is_not_a_question(
         asked = "@hatchbot clean up"
         await tg.push({"message": said(GROUP, asked, 30, entities=mention(asked))})
         [env] = await host.wait_envelopes(1)
-        sent = await channel.post_approval_card(env.reply_target, CARD)
+        sent = await channel.cards.post_approval_card(env.reply_target, CARD)
         card = tg.bot_message_now(int(GROUP["id"]), int(sent.message_id.split(":")[1]))
         reply = message(
             GROUP, user(APPROVER, "Boss"), "use v3", message_id=31, thread_id=TOPIC, reply_to=card

@@ -382,7 +382,7 @@ async def test_a_card_too_long_for_telegram_counts_as_cut(tg: FakeTelegram, stor
     async with running(channel, host):
         await tg.push(said(REQUESTER, "@hatchbot go", entities=mention("@hatchbot go")))
         [envelope] = await host.wait_envelopes(1)
-        await channel.post_approval_card(envelope.reply_target, card)
+        await channel.cards.post_approval_card(envelope.reply_target, card)
         [post] = tg.calls_of("sendMessage")
         [shown] = [m for m in tg.bot_messages(CHAT) if m["text"].startswith("🔐")]
         await tg.push(reaction(GROUP, shown["message_id"], user(APPROVER, "Boss"), "👍"))

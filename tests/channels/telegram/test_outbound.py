@@ -158,7 +158,7 @@ async def test_refused_reaction_is_not_an_error(tg: FakeTelegram, live: Telegram
 async def test_card_is_posted_then_shows_the_outcome(
     tg: FakeTelegram, live: TelegramChannel
 ) -> None:
-    sent = await live.post_approval_card(TOPIC_TARGET, CARD)
+    sent = await live.cards.post_approval_card(TOPIC_TARGET, CARD)
     [post] = tg.calls_of("sendMessage")
     assert post.params["text"].startswith("<b>🔐 Approval needed: shell</b>")
     assert "rm -rf build &lt;tmp&gt;" in post.params["text"]
@@ -168,7 +168,7 @@ async def test_card_is_posted_then_shows_the_outcome(
     assert reply == [{"text": "✏️ Reply instead", "callback_data": "ap:Zx_9-q:r"}]
 
     decided = dataclasses.replace(CARD, state=CardState.APPROVED, decided_by="Boss")
-    await live.update_approval_card(sent, decided)
+    await live.cards.update_approval_card(sent, decided)
     [edit] = tg.calls_of("editMessageText")
     assert edit.params["message_id"] == int(sent.message_id.split(":")[1])
     assert edit.params["text"].startswith("<b>✅ Approved: shell</b>")
@@ -181,7 +181,7 @@ async def test_long_approval_ids_still_fit_callback_data(
 ) -> None:
     long_id = "approval:" + "x" * 80
     card = ApprovalCard(approval_id=long_id, tool="t", lines=(), reason="r", requested_by="A")
-    await live.post_approval_card(DM_TARGET, card)
+    await live.cards.post_approval_card(DM_TARGET, card)
     [post] = tg.calls_of("sendMessage")
     rows = post.params["reply_markup"]["inline_keyboard"]
     datas = [b["callback_data"] for row in rows for b in row]

@@ -239,6 +239,6 @@ async def test_a_card_to_a_user_who_never_started_the_bot_is_a_channel_error(
     channel = channel_for(tg, store)
     async with serving(channel, RecordingHost()):
         with pytest.raises(ChannelError):
-            await channel.post_approval_card(
+            await channel.cards.post_approval_card(
                 DeliveryTarget(channel=REF, conversation_id=str(APPROVER)), CARD
             )

@@ -71,7 +71,7 @@ async def post_card(
     and as Telegram shows it (for replies and taps)."""
     await tg.push(said(REQUESTER, "@hatchbot clean up", entities=mention("@hatchbot clean up")))
     [env] = await host.wait_envelopes(1)
-    sent = await channel.post_approval_card(env.reply_target, CARD)
+    sent = await channel.cards.post_approval_card(env.reply_target, CARD)
     number = int(sent.message_id.split(":")[1])
     return sent, tg.bot_message_now(int(GROUP["id"]), number)
 
@@ -312,7 +312,7 @@ async def test_reactions_count_only_on_open_cards(tg: FakeTelegram, store: Store
     async with running(channel, host):
         await tg.push(said(REQUESTER, "@hatchbot hi", entities=mention("@hatchbot hi")))
         await host.wait_envelopes(1)
-        closed = await channel.post_approval_card(target, CARD)
+        closed = await channel.cards.post_approval_card(target, CARD)
         decided = ApprovalCard(
             approval_id="apr-1",
             tool="shell",
@@ -322,8 +322,8 @@ async def test_reactions_count_only_on_open_cards(tg: FakeTelegram, store: Store
             state=CardState.DENIED,
             decided_by="Boss",
         )
-        await channel.update_approval_card(closed, decided)
-        still_open = await channel.post_approval_card(target, second)
+        await channel.cards.update_approval_card(closed, decided)
+        still_open = await channel.cards.post_approval_card(target, second)
         for sent in (closed, still_open):
             await tg.push(
                 reaction(GROUP, int(sent.message_id.split(":")[1]), user(APPROVER, "Boss"), "👎")

@@ -90,7 +90,7 @@ async def test_a_twelve_line_card_of_long_arguments_is_accepted_whole(
     card = card_of(TWELVE_PLAIN)
     assert len(card.lines) == 12 and not card.cut
     async with connected(tg, store, card) as (channel, envelope):
-        await channel.post_approval_card(envelope.reply_target, card)
+        await channel.cards.post_approval_card(envelope.reply_target, card)
 
     assert tg.refused == []
     [shown] = tg.bot_messages(CHAT)
@@ -106,7 +106,7 @@ async def test_a_twelve_line_card_of_markup_is_shortened_never_refused(
     card = card_of(TWELVE_LONG)
     assert len(card.lines) == 12 and not card.cut
     async with connected(tg, store, card) as (channel, envelope):
-        await channel.post_approval_card(envelope.reply_target, card)
+        await channel.cards.post_approval_card(envelope.reply_target, card)
 
     assert tg.refused == []
     [shown] = tg.bot_messages(CHAT)
@@ -121,7 +121,7 @@ async def test_a_long_command_card_is_accepted_and_offers_the_full_view(
     card = card_of(LONG_COMMAND)
     assert card.cut
     async with connected(tg, store, card) as (channel, envelope):
-        await channel.post_approval_card(envelope.reply_target, card)
+        await channel.cards.post_approval_card(envelope.reply_target, card)
 
     assert tg.refused == []
     [shown] = tg.bot_messages(CHAT)
@@ -148,7 +148,7 @@ async def test_a_full_view_of_100_kb_is_accepted_as_a_file(tg: FakeTelegram, sto
     card = card_of(FULL_100KB)
     assert card.cut and len(card.full_text) >= 100_000
     async with connected(tg, store, card) as (channel, envelope):
-        await channel.post_approval_card(envelope.reply_target, card)
+        await channel.cards.post_approval_card(envelope.reply_target, card)
         [shown] = tg.bot_messages(CHAT)
         data = f"ap:{card.approval_id}:s"
         await tg.push(callback("q-show", user(APPROVER, "Boss"), data, shown))
