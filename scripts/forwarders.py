@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: The most forwarders ``channels/`` may hold: lowered as they go, never raised; the goal is
 #: 20 (issue 38 §2).
-CHANNELS_LIMIT = 43
+CHANNELS_LIMIT = 41
 
 #: The folders of the tree that are counted (the checkout's own code, no virtualenvs).
 TREE = ("bot", "channels", "tests", "bench", "scripts")
