@@ -155,6 +155,8 @@ class DiscordChannel(SendsThrough):
         self._connection.host = host
         client = GatewayClient(
             self,
+            self._inbound,
+            self._clicks,
             intents=gateway_intents(reactions=self._config.reactions_for_approval),
             api_base_url=self._config.api_base_url,
             gateway_url=self._config.gateway_url,
@@ -258,7 +260,8 @@ class DiscordChannel(SendsThrough):
             await client.http.close()
             await sleep_before_retry(wait)
 
-    # gateway events (GatewayListener) --------------------------------------------------
+    # the gateway session's events (GatewayListener; messages go to the inbound part, answers
+    # on cards to the card surface) ------------------------------------------------------
 
     async def gateway_connected(self) -> None:
         # A new session (the gateway's READY; a resume is gateway_resumed): marked for a
@@ -299,29 +302,6 @@ class DiscordChannel(SendsThrough):
             self._health.set(
                 HealthState.RECONNECTING, "gateway connection lost; discord.py is resuming it"
             )
-
-    async def message_created(self, message: discord.Message) -> None:
-        await self._inbound.message_created(message)
-
-    async def message_edited(self, payload: discord.RawMessageUpdateEvent) -> None:
-        await self._inbound.message_edited(payload)
-
-    async def message_deleted(self, payload: discord.RawMessageDeleteEvent) -> None:
-        await self._inbound.message_deleted(payload)
-
-    async def messages_deleted(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
-        await self._inbound.messages_deleted(payload)
-
-    async def reaction_added(self, payload: discord.RawReactionActionEvent) -> None:
-        await self._clicks.reaction(payload)
-
-    async def card_interaction(self, interaction: discord.Interaction) -> None:
-        await self._clicks.interaction(interaction)
-
-    async def command_invoked(
-        self, interaction: discord.Interaction[discord.Client], name: str
-    ) -> None:
-        await self._inbound.command_invoked(interaction, name)
 
 
 def create(ref: ChannelRef, config: ChannelCommon, context: ChannelContext) -> DiscordChannel:

@@ -1,9 +1,10 @@
-"""The discord.py client hatchway runs: intents, configurable endpoints, event forwarding.
+"""The discord.py client hatchway runs: intents, configurable endpoints, event routing.
 
-:class:`GatewayClient` is a ``discord.Client`` that forwards the few gateway events the adapter
-needs to a :class:`GatewayListener` and can talk to a configurable REST base and gateway URL
-(for an egress proxy, or a loopback fake in tests). Its ``tree`` holds the chat commands
-(:mod:`channels.discord.commands`), whose invocations go to the listener too.
+:class:`GatewayClient` is a ``discord.Client`` that hands the few gateway events the adapter
+needs to the part that handles each (the adapter, its inbound part, its card surface) and can
+talk to a configurable REST base and gateway URL (for an egress proxy, or a loopback fake in
+tests). Its ``tree`` holds the chat commands (:mod:`channels.discord.commands`), whose
+invocations go to the inbound part too.
 :class:`Connection` is where the adapter's parts find the running client and host.
 
 Why endpoints are rewritten per client instead of setting ``discord.http.Route.BASE`` and
@@ -41,7 +42,8 @@ NO_MENTIONS = discord.AllowedMentions.none()
 
 
 class GatewayListener(Protocol):
-    """What the adapter handles; called from discord.py's event tasks."""
+    """What the adapter handles of the gateway session itself; called from discord.py's
+    event tasks."""
 
     async def gateway_connected(self) -> None: ...
 
@@ -51,6 +53,10 @@ class GatewayListener(Protocol):
 
     async def gateway_disconnected(self) -> None: ...
 
+
+class MessageEvents(Protocol):
+    """What the adapter's inbound part handles (:mod:`channels.discord.inbound`)."""
+
     async def message_created(self, message: discord.Message) -> None: ...
 
     async def message_edited(self, payload: discord.RawMessageUpdateEvent) -> None: ...
@@ -59,13 +65,17 @@ class GatewayListener(Protocol):
 
     async def messages_deleted(self, payload: discord.RawBulkMessageDeleteEvent) -> None: ...
 
-    async def reaction_added(self, payload: discord.RawReactionActionEvent) -> None: ...
-
-    async def card_interaction(self, interaction: discord.Interaction) -> None: ...
-
     async def command_invoked(
         self, interaction: discord.Interaction[discord.Client], name: str
     ) -> None: ...
+
+
+class CardEvents(Protocol):
+    """What the adapter's card surface handles (:mod:`channels.discord.card_surface`)."""
+
+    async def interaction(self, interaction: discord.Interaction) -> None: ...
+
+    async def reaction(self, payload: discord.RawReactionActionEvent) -> None: ...
 
 
 def gateway_intents(*, reactions: bool) -> discord.Intents:
@@ -177,11 +187,16 @@ class Connection:
 
 
 class GatewayClient(discord.Client):
-    """A ``discord.Client`` forwarding events to one :class:`GatewayListener`."""
+    """A ``discord.Client`` whose events go straight to the part that handles them: the
+    session's own to the adapter (:class:`GatewayListener`), messages and application
+    commands to its inbound part (:class:`MessageEvents`), answers on cards to its card
+    surface (:class:`CardEvents`)."""
 
     def __init__(
         self,
         listener: GatewayListener,
+        messages: MessageEvents,
+        cards: CardEvents,
         *,
         intents: discord.Intents,
         api_base_url: str | None,
@@ -194,8 +209,22 @@ class GatewayClient(discord.Client):
             chunk_guilds_at_startup=False,
             allowed_mentions=NO_MENTIONS,
         )
-        self.listener = listener
-        self.tree = command_tree(self, self._command_invoked)
+        self.cards = cards
+        self.tree = command_tree(self, messages.command_invoked)
+        # discord.py dispatches the gateway event "x" to the client's attribute "on_x" (what
+        # Client.event sets), so each event is bound to its handler here, not restated.
+        # on_connect comes with the gateway's READY (the session is established; messages are
+        # dispatched from then on); on_ready waits guild_ready_timeout longer.
+        self.on_connect = listener.gateway_connected
+        self.on_ready = listener.gateway_ready
+        self.on_resumed = listener.gateway_resumed
+        self.on_disconnect = listener.gateway_disconnected
+        self.on_message = messages.message_created
+        # Raw events: dispatched whether or not the message is in discord.py's cache.
+        self.on_raw_message_edit = messages.message_edited
+        self.on_raw_message_delete = messages.message_deleted
+        self.on_raw_bulk_message_delete = messages.messages_deleted
+        self.on_raw_reaction_add = cards.reaction
         http = self.http
         if type(http) is HTTPClient:
             # Same object, narrower class: only this client's requests are rebased.
@@ -223,46 +252,11 @@ class GatewayClient(discord.Client):
         if ws is not None and not ws.socket.closed:
             await ws.close(code=1000)
 
-    async def _command_invoked(
-        self, interaction: discord.Interaction[discord.Client], name: str
-    ) -> None:
-        await self.listener.command_invoked(interaction, name)
-
-    async def on_connect(self) -> None:
-        # discord.py dispatches this on the gateway's READY (session established) and
-        # dispatches messages from then on; ``on_ready`` waits guild_ready_timeout longer.
-        await self.listener.gateway_connected()
-
-    async def on_ready(self) -> None:
-        await self.listener.gateway_ready()
-
-    async def on_resumed(self) -> None:
-        await self.listener.gateway_resumed()
-
-    async def on_disconnect(self) -> None:
-        await self.listener.gateway_disconnected()
-
-    async def on_message(self, message: discord.Message) -> None:
-        await self.listener.message_created(message)
-
-    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
-        # Raw events: dispatched whether or not the message is in discord.py's cache.
-        await self.listener.message_edited(payload)
-
-    async def on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
-        await self.listener.message_deleted(payload)
-
-    async def on_raw_bulk_message_delete(self, payload: discord.RawBulkMessageDeleteEvent) -> None:
-        await self.listener.messages_deleted(payload)
-
-    async def on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
-        await self.listener.reaction_added(payload)
-
     async def on_interaction(self, interaction: discord.Interaction) -> None:
         # Button presses and modal submissions are read from their custom_id alone
         # (channels.discord.card_surface): no view or modal is kept in memory.
         if interaction.type in _CARD_INTERACTIONS:
-            await self.listener.card_interaction(interaction)
+            await self.cards.interaction(interaction)
 
     async def on_error(self, event_method: str, /, *args: Any, **kwargs: Any) -> None:
         log.exception("discord_event_failed", event=event_method)
