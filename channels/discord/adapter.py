@@ -182,25 +182,34 @@ class DiscordChannel(SendsThrough):
                     )
                     log.info("discord_gateway_left", channel=str(self.ref), reason="role lost")
         except discord.LoginFailure:
-            self._fail("Discord refused the bot token (401 on /users/@me)")
+            self._health.set(
+                HealthState.FAILED, "Discord refused the bot token (401 on /users/@me)"
+            )
             raise ChannelAuthError(f"{self.ref}: Discord refused the bot token") from None
         except discord.PrivilegedIntentsRequired:
-            self._fail(INTENT_HINT)
+            self._health.set(HealthState.FAILED, INTENT_HINT)
             raise ChannelAuthError(f"{self.ref}: {INTENT_HINT}") from None
         except discord.ConnectionClosed as exc:
             if exc.code == 4004:
-                self._fail("the gateway refused the bot token (close code 4004)")
+                self._health.set(
+                    HealthState.FAILED, "the gateway refused the bot token (close code 4004)"
+                )
                 raise ChannelAuthError(f"{self.ref}: the gateway refused the bot token") from None
             if exc.code == SHARDING_REQUIRED:
-                self._fail(SHARDING_DETAIL)
+                self._health.set(HealthState.FAILED, SHARDING_DETAIL)
                 raise ChannelError(f"{self.ref}: {SHARDING_DETAIL}") from None
-            self._fail(f"the gateway closed the connection (code {exc.code}: {exc.reason})")
+            self._health.set(
+                HealthState.FAILED,
+                f"the gateway closed the connection (code {exc.code}: {exc.reason})",
+            )
             raise ChannelError(f"{self.ref}: gateway closed with code {exc.code}") from None
         except Exception as exc:
             # Not swallowed: recorded so health says why the adapter stopped, then re-raised
             # (unless it is the stop itself, turned into an error by the library).
             if not cancel_requested():
-                self._fail(f"stopped by an unexpected error: {type(exc).__name__}")
+                self._health.set(
+                    HealthState.FAILED, f"stopped by an unexpected error: {type(exc).__name__}"
+                )
             raise
         finally:
             self._connection.client = None
@@ -233,9 +242,6 @@ class DiscordChannel(SendsThrough):
     def _standby(self, why: str) -> None:
         self._health.set(HealthState.CONNECTED, f"standby, no gateway session: {why}")
 
-    def _fail(self, detail: str) -> None:
-        self._health.set(HealthState.FAILED, detail)
-
     async def _login(self, client: GatewayClient, token: str) -> None:
         """``client.login`` with retries (jittered backoff) while Discord is unreachable."""
         backoff = Backoff(self._config.reconnect_backoff())
@@ -247,7 +253,7 @@ class DiscordChannel(SendsThrough):
                 raise
             except discord.HTTPException as exc:
                 if exc.status < 500:
-                    self._fail(f"login failed: HTTP {exc.status}")
+                    self._health.set(HealthState.FAILED, f"login failed: HTTP {exc.status}")
                     raise ChannelError(f"{self.ref}: login failed with HTTP {exc.status}") from None
                 reason = f"HTTP {exc.status}"
             except (aiohttp.ClientError, OSError) as exc:
