@@ -40,6 +40,8 @@ class CardState(enum.StrEnum):
 #: The longest deny-with-a-reply text (:attr:`CardAction.reply`) a reply form
 #: accepts; the model is never told more than this of a reply.
 MAX_REPLY_CHARS = 2000
+#: How a copy of a card outside its conversation says where it was asked (the place follows).
+ASKED_IN_PREFIX = "Asked in: "
 #: How a card says whom it was escalated to (the names follow).
 ESCALATED_PREFIX = "⏫ Escalated to: "
 #: The button a cut card offers in place of Approve / Always.
@@ -79,6 +81,9 @@ class ApprovalCard:
     cut: bool = False
     #: Whom the request was escalated to (``approval.escalate_to``), empty when it was not.
     escalated_to: str = ""
+    #: On a copy posted outside the conversation that asked (an approver's DM): which
+    #: conversation that was; empty on the conversation's own card.
+    asked_in: str = ""
 
     @property
     def approvable_here(self) -> bool:
@@ -105,6 +110,8 @@ class ApprovalCard:
             CardState.EDITED: f"✏️ Denied with a reply: {self.tool}",
         }[self.state]
         body = [head, *self.lines, f"Why: {self.reason}", f"Asked by: {self.requested_by}"]
+        if self.asked_in:
+            body.append(f"{ASKED_IN_PREFIX}{self.asked_in}")
         if self.escalated_to:
             body.append(f"{ESCALATED_PREFIX}{self.escalated_to}")
         if self.state is CardState.PENDING:

@@ -128,15 +128,23 @@ class Backchannel:
                 for a in eligible_approvers(policy, env.sender.id)
                 if env.is_group or a != env.sender.id
             )
-            refs = await self._cards.post(
-                channel, record, env.reply_target, dm_to=dm_to if policy.dm_approvers else ()
-            )
+            # the requester's own DM, where nobody else sees a card: a notice, no buttons
+            told_only = policy.dm_approvers and not env.is_group and not approver_here
+            if told_only:
+                await self._cards.tell_waiting(channel, record, env.reply_target)
+                refs = await self._cards.post_copies(channel, record, dm_to)
+            else:
+                refs = await self._cards.post(
+                    channel, record, env.reply_target, dm_to=dm_to if policy.dm_approvers else ()
+                )
             if refs:
                 # Shielded: a cancel landing inside a write must not leave it half done.
                 await asyncio.shield(self._store.approvals.set_card_refs(record.id, refs))
             if not refs:
-                await self.expire(record, RuntimeReason.CARD_FAILED)
-            elif not approver_here and len(refs) == 1:
+                # told only: no approver's copy could be posted
+                failed = RuntimeReason.NOBODY_REACHABLE if told_only else RuntimeReason.CARD_FAILED
+                await self.expire(record, failed)
+            elif not approver_here and not told_only and len(refs) == 1:
                 log.warning("approval_nobody_reachable", approval_id=record.id, tool=record.tool)
                 await self.expire(record, RuntimeReason.NOBODY_REACHABLE)
             elif self._closed:

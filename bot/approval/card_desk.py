@@ -10,6 +10,7 @@ that cannot be edited keeps its last state.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable
 
 import structlog
@@ -19,12 +20,14 @@ from bot.approval import reasons
 from bot.approval.card import card_for, parse_channel_ref
 from bot.approval.policy import EffectivePolicy
 from bot.approval.reasons import RuntimeReason
-from bot.channel import Channel, SentMessage
+from bot.channel import ApprovalCard, Channel, SentMessage
 from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelError
 from bot.scrub import scrub_text
 from bot.store import Store
 from bot.store.approvals import ApprovalRecord, ApprovalStatus, CardRef
+from bot.store.conversation_titles import place
+from bot.visible_text import visible
 
 log = structlog.get_logger(__name__)
 
@@ -79,7 +82,7 @@ class CardDesk:
         if cards is None:
             return []
         ref = parse_channel_ref(record.channel)
-        card = card_for(record, timeout_s=self._policy_for(ref).timeout_s)
+        card = await self._card(record, elsewhere=True)
         refs: list[CardRef] = []
         # Adapters treat a DeliveryTarget whose conversation_id is a user id as that user's DM.
         for approver in users:
@@ -95,6 +98,19 @@ class CardDesk:
                     error=scrub_text(str(exc)),
                 )
         return refs
+
+    async def tell_waiting(
+        self, channel: Channel, record: ApprovalRecord, target: DeliveryTarget
+    ) -> None:
+        """Tell the requester, in a conversation where nobody else can answer the card (their
+        DM with the bot), that the call waits for an approver, instead of showing them a
+        card whose buttons they cannot use."""
+        try:
+            await channel.send(target, waiting_notice(record))
+        except CHANNEL_FAILURES as exc:
+            log.warning(
+                "approval_waiting_notice_failed", approval_id=record.id, error=scrub_text(str(exc))
+            )
 
     async def edit_all(self, approval_id: str) -> ApprovalRecord | None:
         """Edit every stored copy of the card to the row's current state; returns the row."""
@@ -144,13 +160,39 @@ class CardDesk:
         channel = self._channel_for(ref)
         if channel is None or channel.cards is None:
             return
-        card = card_for(record, timeout_s=self._policy_for(ref).timeout_s)
+        elsewhere = message.target.conversation_id != record.conversation_id
+        card = await self._card(record, elsewhere=elsewhere)
         try:
             await channel.cards.update_approval_card(message, card)
         except CHANNEL_FAILURES as exc:
             log.warning(
                 "approval_card_edit_failed", approval_id=record.id, error=scrub_text(str(exc))
             )
+
+    async def _card(self, record: ApprovalRecord, *, elsewhere: bool) -> ApprovalCard:
+        """The card of ``record`` as it is now; a copy ``elsewhere`` (an approver's DM)
+        also says which conversation asked: its title where one is known, and its id."""
+        card = card_for(
+            record, timeout_s=self._policy_for(parse_channel_ref(record.channel)).timeout_s
+        )
+        if not elsewhere:
+            return card
+        where = place(record.channel, record.conversation_id, record.thread_id)
+        titles = await self._store.conversation_titles.of([where])
+        asked_in = f"{record.channel} {record.conversation_id}"
+        if record.thread_id:
+            asked_in += f" (thread {record.thread_id})"
+        if where in titles:
+            asked_in = f"{titles[where]} · {asked_in}"
+        return dataclasses.replace(card, asked_in=visible(asked_in))
+
+
+def waiting_notice(record: ApprovalRecord) -> str:
+    """What the requester reads in their DM while their call waits for an approver."""
+    return (
+        f"🔐 {visible(record.tool)} waits for an approver: the request was sent to the "
+        "approvers. The answer comes here."
+    )
 
 
 def _ref(sent: SentMessage) -> CardRef:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.cards import (
+    ASKED_IN_PREFIX,
     CUT_NOTE,
     ESCALATED_PREFIX,
     MAX_REPLY_CHARS,
@@ -150,6 +151,8 @@ def _pack(parts: list[str], limit: int = SECTION_LIMIT) -> tuple[str, ...]:
 
 def _asked(card: ApprovalCard) -> str:
     asked = f"*Why:* {escape(card.reason)}\n*Asked by:* {person_mrkdwn(card.requested_by)}"
+    if card.asked_in:
+        asked += f"\n{escape(ASKED_IN_PREFIX + card.asked_in)}"
     if card.escalated_to:
         asked += f"\n{escape(ESCALATED_PREFIX + card.escalated_to)}"
     return asked

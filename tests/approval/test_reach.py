@@ -84,8 +84,13 @@ async def test_a_dm_reaches_an_approver_through_their_own_dm(
         copy = await channel.card_to(APPROVER)
         assert await clicked(service, channel.click(copy, APPROVER)) is ClickVerdict.ACCEPTED
     assert task.result().verdict is Decision.APPROVED
-    # the conversation's card, and one copy for the approver (none for the requester)
-    assert [p.target.conversation_id for p in channel.posted] == ["C1", APPROVER]
+    # one copy for the approver, saying where it was asked; the requester's own DM gets a
+    # notice that it waits, never a card whose buttons they cannot use
+    assert [p.target.conversation_id for p in channel.posted] == [APPROVER]
+    assert channel.posted[0].card.asked_in.startswith("slack.team C1")
+    [(where, notice)] = channel.sent
+    assert where.conversation_id == "C1"
+    assert notice.startswith("🔐 shell waits for an approver")
 
 
 async def test_when_no_dm_copy_can_be_posted_the_request_ends_at_once(
@@ -98,11 +103,10 @@ async def test_when_no_dm_copy_can_be_posted_the_request_ends_at_once(
     async with asyncio.timeout(5):
         decision = await service.ask(make_request(envelope=make_envelope(is_group=False)))
     assert decision.runtime_reason is RuntimeReason.NOBODY_REACHABLE
-    (card,) = channel.posted  # the requester's own view of it, now closed
-    row = await store.approvals.get(card.card.approval_id)
-    assert row is not None and row.status is ApprovalStatus.EXPIRED
+    assert channel.posted == []  # no card: the requester was only told it waits
+    [row] = await store.approvals.list()
+    assert row.status is ApprovalStatus.EXPIRED
     assert row.reason == "no approver reachable"
-    assert [c.state.value for _, c in channel.edits] == ["expired"]
 
 
 async def test_a_group_without_any_approver_in_it_is_refused_at_once(store: Store) -> None:

@@ -206,11 +206,11 @@ async def test_a_dm_whose_approver_never_started_the_bot_ends_at_once(
     assert row.reason == RuntimeReason.NOBODY_REACHABLE
     assert NOBODY_SEES in _tool_result(provider)
     tried = [c.params["chat_id"] for c in tg.calls_of("sendMessage") if _is_card(c)]
-    assert tried == [REQUESTER, APPROVER]
-    # the requester's own card, in their DM: closed as expired, without buttons
-    (card,) = [m for m in tg.bot_messages(REQUESTER) if m["text"].startswith("⌛ Expired")]
-    assert "reply_markup" not in card
-    assert "no approver reachable" in card["text"]
+    assert tried == [APPROVER]
+    # the requester's DM: told it waits, never a card with buttons they cannot use
+    texts = [m["text"] for m in tg.bot_messages(REQUESTER)]
+    assert any(t.startswith("🔐 deploy waits for an approver") for t in texts)
+    assert not [m for m in tg.bot_messages(REQUESTER) if "reply_markup" in m]
 
 
 async def test_the_adapter_answers_for_private_chats_without_asking(
