@@ -79,7 +79,7 @@ class CardDesk:
         are. A copy that cannot be posted (the user never started the bot, closed their DMs)
         is logged and left out."""
         cards = channel.cards
-        if cards is None:
+        if cards is None or not users:
             return []
         ref = parse_channel_ref(record.channel)
         card = await self._card(record, elsewhere=True)
