@@ -185,7 +185,8 @@ async def test_kill_9_mid_flight_loses_nothing_and_repeats_nothing(
             await push_text(tg, CHATS["tool"], "q-tool", 4)
             shell_pid = int(await poll(lambda: file_text(ran), "the shell command"))
             await push_text(tg, CHATS["approve"], "q-approve", 5)
-            [card] = await tg.wait_for("sendMessage", is_card(CHATS["approve"]), wait_s=WAIT_S)
+            # the requester's DM gets a line that it waits; the card goes to the approver's DM
+            [card] = await tg.wait_for("sendMessage", is_card(APPROVER), wait_s=WAIT_S)
             await wait_admitted(first, "q-queued")
             card_id = await poll(lambda: card_message_id(db), "the card's reference")
             first.proc.kill()  # SIGKILL: no drain, no cleanup
@@ -214,7 +215,7 @@ async def test_kill_9_mid_flight_loses_nothing_and_repeats_nothing(
             )
             # a tap on the card from before the restart changes nothing
             data = card.params["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
-            chat = private_chat(CHATS["approve"])
+            chat = private_chat(APPROVER)
             await tg.push(
                 callback("q-late", user(APPROVER, "Boss"), data, bot_message(chat, card_id))
             )
