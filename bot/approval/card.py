@@ -33,6 +33,8 @@ def parse_channel_ref(text: str) -> ChannelRef:
 
 def card_for(record: ApprovalRecord, *, timeout_s: float) -> ApprovalCard:
     decided_by = record.decided_by or ""
+    if decided_by and record.decided_by_name and record.decided_by_name != decided_by:
+        decided_by = f"{record.decided_by_name} ({decided_by})"
     if record.status is ApprovalStatus.ALWAYS and decided_by:
         decided_by = f"{decided_by} (always)"
     if record.status is ApprovalStatus.EXPIRED:

@@ -257,7 +257,12 @@ class CardFlow:
                 ttl_s=policy.grant_ttl_s,
             )
         decided = Resolution(
-            status=status, decided_by=action.actor.user_id, reason=route, at=now, reply=reply
+            status=status,
+            decided_by=action.actor.user_id,
+            decided_by_name=_shown_name(action.actor.name),
+            reason=route,
+            at=now,
+            reply=reply,
         )
         if not await self._resolve(record, decided, grant=grant):
             return ClickVerdict.ALREADY_DECIDED
@@ -315,3 +320,15 @@ def _settled(record: ApprovalRecord) -> ClickVerdict:
     if record.status is ApprovalStatus.EXPIRED:
         return ClickVerdict.UNKNOWN
     return ClickVerdict.ALREADY_DECIDED
+
+
+#: The longest display name kept with a decision (as the CLI keeps an operator's name).
+NAME_CHARS = 64
+
+
+def _shown_name(name: str) -> str | None:
+    """A display name to keep with a decision: secrets scrubbed, whitespace folded, at most
+    :data:`NAME_CHARS` characters; None when nothing is left. :func:`card_for` shows it
+    with every invisible character escaped, as it shows the requester's."""
+    cleaned = " ".join(scrub_text(name).split())[:NAME_CHARS]
+    return cleaned or None

@@ -78,6 +78,9 @@ class ApprovalRecord:
     cut: bool = False
     status: ApprovalStatus = ApprovalStatus.PENDING
     decided_by: str | None = None
+    #: The decider's display name as their platform reported it (None: not reported, or a
+    #: row decided before migration 0023); shown on cards, never matched on.
+    decided_by_name: str | None = None
     reason: str | None = None
     reply: str | None = None
     card_refs: tuple[CardRef, ...] = ()
@@ -108,6 +111,8 @@ class Resolution:
     reason: str
     at: float
     reply: str | None = None
+    #: The decider's display name, when their platform reported one.
+    decided_by_name: str | None = None
 
 
 def _record(row: Row) -> ApprovalRecord:
@@ -135,6 +140,7 @@ def _record(row: Row) -> ApprovalRecord:
         ask_reason=row["ask_reason"],
         status=ApprovalStatus(row["status"]),
         decided_by=row["decided_by"],
+        decided_by_name=row["decided_by_name"],
         reason=row["reason"],
         reply=row["reply"],
         card_refs=refs,
@@ -268,11 +274,12 @@ class Approvals:
             # still pending when written: a single statement of another replica (an expiry)
             # may have decided it since the read (PostgreSQL; SQLite holds every writer off)
             moved = await tx.fetchone(
-                "UPDATE approvals SET status = ?, decided_by = ?, reason = ?, reply = ?,"
-                " decided_at = ? WHERE id = ? AND status = ? RETURNING id",
+                "UPDATE approvals SET status = ?, decided_by = ?, decided_by_name = ?,"
+                " reason = ?, reply = ?, decided_at = ? WHERE id = ? AND status = ? RETURNING id",
                 (
                     resolution.status,
                     resolution.decided_by,
+                    resolution.decided_by_name,
                     resolution.reason,
                     resolution.reply,
                     resolution.at,

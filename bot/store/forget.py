@@ -344,7 +344,7 @@ class Forgetting:
         self, tx: Transaction, user_id: str, channel: str | None, report: ForgetReport
     ) -> None:
         """Their decided approval requests go; their id as a decider, in audit rows and
-        grants becomes the tombstone."""
+        grants becomes the tombstone (and the name kept with their decisions goes)."""
         on = "" if channel is None else " AND channel = ?"
         scoped = () if channel is None else (channel,)
         stone = report.tombstone
@@ -361,7 +361,8 @@ class Forgetting:
             "approvals",
             await _count(
                 tx,
-                f"UPDATE approvals SET decided_by = ? WHERE decided_by = ?{on} RETURNING id",
+                f"UPDATE approvals SET decided_by = ?, decided_by_name = NULL"
+                f" WHERE decided_by = ?{on} RETURNING id",
                 (stone, user_id, *scoped),
             ),
         )

@@ -260,7 +260,12 @@ class DiscordCardAnswers:
         if verb is None or entry is None or not entry.open:
             return
         card = self._card(payload.channel_id, str(payload.message_id))
-        actor = Actor(user_id=str(payload.user_id), roles=role_keys(payload.member))
+        member = payload.member  # sent with reactions in a server, not in a DM
+        actor = Actor(
+            user_id=str(payload.user_id),
+            roles=role_keys(member),
+            name=member.display_name if member is not None else "",
+        )
         button = Button(approval_id=entry.approval_id, verb=verb)
         await self._report_as(actor, button, _Reaction(), card=card)
 
@@ -274,7 +279,7 @@ class DiscordCardAnswers:
         reply: str | None = None,
     ) -> None:
         member = user if isinstance(user, discord.Member) else None
-        actor = Actor(user_id=str(user.id), roles=role_keys(member))
+        actor = Actor(user_id=str(user.id), roles=role_keys(member), name=user.display_name)
         await self._report_as(actor, button, surface, card=card, reply=reply)
 
     async def _report_as(

@@ -93,6 +93,18 @@ class _Id(_Payload):
     id: str = Field(min_length=1)
 
 
+class _User(_Id):
+    """The presser as an interaction payload names them: their id, and their username (the
+    payload's ``username``, or its older ``name``), shown beside the id, never matched on."""
+
+    username: str = ""
+    name: str = ""
+
+    @property
+    def shown_name(self) -> str:
+        return self.username or self.name
+
+
 class _Container(_Payload):
     message_ts: str | None = None
     channel_id: str | None = None
@@ -117,7 +129,7 @@ class _View(_Payload):
 
 
 class _BlockActions(_Payload):
-    user: _Id
+    user: _User
     channel: _Id | None = None
     trigger_id: str = ""
     container: _Container = Field(default_factory=_Container)
@@ -139,7 +151,7 @@ class _SubmittedView(_View):
 
 
 class _Submission(_Payload):
-    user: _Id
+    user: _User
     view: _SubmittedView
 
 
@@ -176,6 +188,8 @@ class Press:
     user_id: str
     trigger_id: str = ""
     view: ViewRef | None = None
+    #: The presser's name as the payload gives it (empty: none given).
+    user_name: str = ""
 
     @property
     def opens_modal(self) -> bool:
@@ -192,6 +206,8 @@ class ReplySubmission:
     place: CardPlace
     user_id: str
     text: str
+    #: The person's name as the payload gives it (empty: none given).
+    user_name: str = ""
 
 
 def read_button(action_id: str, value: str) -> Button | Unreadable | None:
@@ -243,6 +259,7 @@ def read_press(body: Mapping[str, object]) -> Press | None:
         button=button,
         place=place,
         user_id=payload.user.id,
+        user_name=payload.user.shown_name,
         trigger_id=payload.trigger_id,
         view=where,
     )
@@ -269,6 +286,7 @@ def read_submission(body: Mapping[str, object]) -> ReplySubmission | None:
         approval_id=shown[0],
         place=shown[1],
         user_id=payload.user.id,
+        user_name=payload.user.shown_name,
         text=((field.value if field else None) or "").strip(),
     )
 
@@ -333,6 +351,7 @@ class SlackCardAnswers:
             press.place,
             surface,
             full_view=button.full_view,
+            user_name=press.user_name,
         )
 
     async def reply(self, host: ChannelHost, reply: ReplySubmission) -> None:
@@ -345,6 +364,7 @@ class SlackCardAnswers:
             reply.place,
             surface,
             reply=reply.text,
+            user_name=reply.user_name,
         )
 
     async def reaction(self, host: ChannelHost, bot: BotIdentity, event: Mapping[str, Any]) -> None:
@@ -371,6 +391,7 @@ class SlackCardAnswers:
         *,
         reply: str | None = None,
         full_view: bool = False,
+        user_name: str = "",
     ) -> None:
         card = None
         if place.message_ts:
@@ -382,7 +403,7 @@ class SlackCardAnswers:
             channel=self._ref,
             approval_id=approval_id,
             verb=verb,
-            actor=Actor(user_id=user_id),
+            actor=Actor(user_id=user_id, name=user_name),
             full_view=full_view,
             reply=reply,
             card=card,

@@ -31,7 +31,14 @@ When approver roles are configured the actor's chat member status (``creator``,
 from __future__ import annotations
 
 import structlog
-from telegram import Bot, CallbackQuery, Message, MessageReactionUpdated, ReactionTypeEmoji
+from telegram import (
+    Bot,
+    CallbackQuery,
+    Message,
+    MessageReactionUpdated,
+    ReactionTypeEmoji,
+    User,
+)
 from telegram.error import TelegramError
 
 from bot.cards import (
@@ -79,6 +86,11 @@ def reaction_verb(update: MessageReactionUpdated) -> CardVerb | None:
     return None
 
 
+def shown_name(user: User) -> str:
+    """How a card names ``user``: their first and last name, else their username."""
+    return user.full_name or user.username or ""
+
+
 class TelegramCardAnswers:
     """Reports taps, reactions and replies on approval cards and answers them."""
 
@@ -95,17 +107,17 @@ class TelegramCardAnswers:
         self._bot = bot
         self._outbound = outbound
 
-    async def _actor(self, chat_id: int, user_id: int) -> Actor:
-        """The actor, with their member status in the chat as their role when approver roles
-        are configured."""
+    async def _actor(self, chat_id: int, user_id: int, name: str) -> Actor:
+        """The actor, named ``name`` (see :func:`shown_name`), with their member status in the
+        chat as their role when approver roles are configured."""
         if not self._config.approver_roles:
-            return Actor(user_id=str(user_id))
+            return Actor(user_id=str(user_id), name=name)
         try:
             member = await self._bot.get_chat_member(chat_id=chat_id, user_id=user_id)
         except TelegramError as exc:
             log.warning("telegram_member_lookup_failed", channel=str(self._ref), error=exc.message)
-            return Actor(user_id=str(user_id))
-        return Actor(user_id=str(user_id), roles=(str(member.status),))
+            return Actor(user_id=str(user_id), name=name)
+        return Actor(user_id=str(user_id), roles=(str(member.status),), name=name)
 
     async def on_callback(self, query: CallbackQuery, host: ChannelHost) -> None:
         surface = _TapSurface(self._ref, self._bot, self._outbound, query)
@@ -121,7 +133,7 @@ class TelegramCardAnswers:
             channel=self._ref,
             approval_id=button.approval_id,
             verb=button.verb,
-            actor=await self._actor(chat_id, query.from_user.id),
+            actor=await self._actor(chat_id, query.from_user.id, shown_name(query.from_user)),
             full_view=button.full_view,
             card=self._tapped_card(query, button.approval_id),
         )
@@ -157,7 +169,7 @@ class TelegramCardAnswers:
             channel=self._ref,
             approval_id=card.approval_id,
             verb=verb,
-            actor=await self._actor(reaction.chat.id, reaction.user.id),
+            actor=await self._actor(reaction.chat.id, reaction.user.id, shown_name(reaction.user)),
             full_view=card.full_view,
             card=self._outbound.card_message(reaction.chat.id, reaction.message_id),
         )
@@ -214,7 +226,9 @@ class TelegramCardAnswers:
             channel=self._ref,
             approval_id=card.approval_id,
             verb=CardVerb.REPLY,
-            actor=await self._actor(message.chat.id, int(envelope.sender.id)),
+            actor=await self._actor(
+                message.chat.id, int(envelope.sender.id), envelope.sender.display_name
+            ),
             reply=text,
             card=self._outbound.card_message(replied.chat.id, replied.message_id),
         )

@@ -18,6 +18,7 @@ from bot.approval.reasons import PolicyReason, RuntimeReason
 from bot.approval.service import ApprovalService
 from bot.cards import Actor, CardAction, CardReplyKind, CardVerb
 from bot.channel import ApprovalChoice, CardState, ClickVerdict
+from bot.commands.operator import operator_name
 from bot.envelope import ChannelRef
 from bot.store import Store
 from bot.store.approvals import ApprovalStatus, Resolution
@@ -57,6 +58,49 @@ async def test_approver_click_approves_and_edits_card(store: Store, channel: Fak
     assert [card.state for _, card in channel.edits] == [CardState.APPROVED]
     rows = await store.audit.since()
     assert [(r.decision, r.decided_by) for r in rows] == [("approved", APPROVER)]
+
+
+async def test_a_decided_card_names_the_approver_by_name_and_id(
+    store: Store, channel: FakeChannel
+) -> None:
+    service = service_for(make_settings(), store, channel)
+    async with asking(service, store, channel) as (posted, _):
+        named = dataclasses.replace(
+            channel.click(posted, APPROVER),
+            actor=Actor(user_id=APPROVER, name="Bea\u202e Smith\n"),
+        )
+        assert await clicked(service, named) is ClickVerdict.ACCEPTED
+    row = await store.approvals.get(posted.card.approval_id)
+    assert row is not None and row.decided_by_name == "Bea\u202e Smith"
+    (_, card), *_ = channel.edits
+    assert f"By: Bea\\u202e Smith ({APPROVER})" in card.render_text()
+
+
+async def test_a_decision_without_a_name_shows_the_id_alone(
+    store: Store, channel: FakeChannel
+) -> None:
+    service = service_for(make_settings(), store, channel)
+    async with asking(service, store, channel) as (posted, _):
+        assert await clicked(service, channel.click(posted, APPROVER)) is ClickVerdict.ACCEPTED
+    (_, card), *_ = channel.edits
+    assert f"By: {APPROVER}\n" in card.render_text() + "\n"
+    row = await store.approvals.get(posted.card.approval_id)
+    assert row is not None and row.decided_by_name is None
+
+
+async def test_a_cli_decision_names_the_operator_on_the_card(
+    store: Store, channel: FakeChannel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SUDO_USER", "alice")
+    operator = operator_name()
+    assert operator.startswith("operator:alice")
+    service = service_for(make_settings(), store, channel)
+    async with asking(service, store, channel) as (posted, task):
+        verdict = await service.decide_from_cli(posted.card.approval_id, True, operator)
+        assert verdict is ClickVerdict.ACCEPTED
+    assert task.result().decided_by == operator
+    (_, card), *_ = channel.edits
+    assert f"By: {operator}" in card.render_text()
 
 
 async def test_unauthorised_click_is_refused_and_audited(

@@ -659,14 +659,17 @@ def block_actions(
     message_ts: str,
     trigger_id: str = "1.2.3",
     message: JSON | None = None,
+    user_name: str = "",
     **extra: Any,
 ) -> JSON:
     """A button press; ``extra`` goes into ``container`` (e.g. ``thread_ts``). Prefer
-    :meth:`FakeSlack.press` for a message the fake holds."""
+    :meth:`FakeSlack.press` for a message the fake holds. ``user_name``, when given, is the
+    presser's ``username`` (and the older ``name``) as Slack sends them in ``user``."""
+    named = {"username": user_name, "name": user_name} if user_name else {}
     return {
         "type": "block_actions",
         "team": {"id": TEAM},
-        "user": {"id": user, "team_id": TEAM},
+        "user": {"id": user, **named, "team_id": TEAM},
         "api_app_id": "A0001",
         "token": "verification",
         "trigger_id": trigger_id,

@@ -51,6 +51,7 @@ async def people(store: Store, files: Path) -> dict[str, Path]:
     await turn(store, other)
     await approval_row(store, "ap-ann", requester=ANN, conversation=GROUP, decided_by=BOB)
     await approval_row(store, "ap-bob", requester=BOB, conversation=GROUP, decided_by=ANN)
+    await store.db.execute("UPDATE approvals SET decided_by_name = 'Ann' WHERE id = 'ap-bob'")
     await approval_row(
         store, "ap-wait", requester=ANN, conversation=GROUP, status="pending", decided_by=None
     )
@@ -164,6 +165,8 @@ async def test_forgetting_a_user_on_a_channel(store: Store, tmp_path: Path) -> N
     assert await column(store, "SELECT sender_id FROM inbox ORDER BY id") == [BOB, ANN, ANN]
     assert await column(store, "SELECT id FROM approvals ORDER BY id") == ["ap-bob", "ap-wait"]
     assert await column(store, "SELECT decided_by FROM approvals WHERE id = 'ap-bob'") == [stone]
+    named = await column(store, "SELECT decided_by_name FROM approvals WHERE id = 'ap-bob'")
+    assert named == [None]
     assert await column(store, "SELECT content FROM memory ORDER BY id") == ["bob's", "elsewhere"]
     assert await column(store, "SELECT id FROM schedules") == ["job-bob"]
     buckets = await column(store, "SELECT bucket FROM rate_limit_buckets")

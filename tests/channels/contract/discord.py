@@ -71,6 +71,7 @@ class DiscordCards(OnProcess):
     name: str = "discord"
     requester: str = ALICE["id"]
     approver: str = BOB["id"]
+    approver_name: str = BOB["global_name"]
     stranger: str = CAROL["id"]
     tells_reactions: bool = False  # a reaction has no private answer on Discord
     fits_any_uncut_card: bool = False  # a message holds 2,000 characters

@@ -306,6 +306,8 @@ class CardDriver(Protocol):
     process: Process
     requester: str  # asks; also an approver, so a tap by them is a self-approval
     approver: str
+    #: The name the platform sends with the approver's answers (their display name).
+    approver_name: str
     stranger: str
     #: Whether the platform can tell a person anything in answer to a reaction.
     tells_reactions: bool

@@ -81,6 +81,7 @@ class SlackCards(OnProcess):
     name: str = "slack"
     requester: str = REQUESTER
     approver: str = APPROVER
+    approver_name: str = "bea"
     stranger: str = STRANGER
     tells_reactions: bool = True  # ephemerally, like a press
     fits_any_uncut_card: bool = True  # a message holds 50 blocks of 3,000 characters
@@ -129,6 +130,7 @@ class SlackCards(OnProcess):
             message_ts=shown["ts"],
             trigger_id=self.fake.issue_trigger(),
             message=shown,
+            user_name=self.approver_name if user == self.approver else "",
             **({"thread_ts": shown["thread_ts"]} if shown.get("thread_ts") else {}),
         )
         await self._reported(payload)

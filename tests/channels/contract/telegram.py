@@ -76,6 +76,7 @@ class TelegramCards(OnProcess):
     name: str = "telegram"
     requester: str = str(REQUESTER)
     approver: str = str(APPROVER)
+    approver_name: str = "Bea"
     stranger: str = str(STRANGER)
     tells_reactions: bool = True  # only "approve from the full view", as a reply to the card
     fits_any_uncut_card: bool = False  # a message holds 4,096 characters of HTML
@@ -131,7 +132,7 @@ class TelegramCards(OnProcess):
     async def react(self, card: Asked, verb: CardVerb, user_id: str) -> Answer:
         mark = len(self.fake.calls)
         number = _shown(card)["message_id"]
-        person = user(int(user_id), "Someone")
+        person = self._person(user_id)
         await self.fake.push(reaction(GROUP, number, person, REACTIONS[verb]))
         await self._answer()
         return Answer(told=self._replies_to(number, self.fake.calls[mark:]))
@@ -159,13 +160,17 @@ class TelegramCards(OnProcess):
     async def _tap(self, shown: JSON, data: str, user_id: str, *, core: bool = True) -> ApiCall:
         query = f"q-{next(_ids)}"
         count = len(self.host.answers)
-        await self.fake.push(callback(query, user(int(user_id), "Someone"), data, shown))
+        await self.fake.push(callback(query, self._person(user_id), data, shown))
         [answer] = await self.fake.wait_for(
             "answerCallbackQuery", lambda c: c.params["callback_query_id"] == query, wait_s=WAIT_S
         )
         if core:
             await self.host.answered(count + 1)
         return answer
+
+    def _person(self, user_id: str) -> JSON:
+        """``user_id`` as Telegram sends the sender of an update: the approver by name."""
+        return user(int(user_id), self.approver_name if user_id == self.approver else "Someone")
 
     @staticmethod
     def _alert(answer: ApiCall) -> tuple[str, ...]:

@@ -63,6 +63,16 @@ async def test_a_tap_by_an_approver_decides(cards: CardDriver, verb: CardVerb) -
     assert [(a.decision, a.decided_by) for a in audit] == [(expected.value, cards.approver)]
 
 
+async def test_a_decided_card_names_the_approver_by_name_and_id(cards: CardDriver) -> None:
+    card = await cards.ask(SHORT)
+    await cards.press(card, CardVerb.APPROVE, cards.approver)
+    await card.decision()
+    decided_card(cards, card, "Approved")
+    assert f"{cards.approver_name} ({cards.approver})" in cards.shown(card).text
+    row = await cards.store.approvals.get(card.approval_id)
+    assert row is not None and row.decided_by_name == cards.approver_name
+
+
 @pytest.mark.parametrize(
     ("who", "verdict"),
     [("requester", ClickVerdict.SELF_APPROVAL), ("stranger", ClickVerdict.NOT_AUTHORISED)],

@@ -152,7 +152,8 @@ async def test_deny_with_a_reply_reaches_the_model_instead_of_the_tool(
         card = slack.messages[("C0001", card_ts)]
         assert not has_buttons(card)
         assert "Denied with a reply" in card["blocks"][0]["text"]["text"]
-        assert f"<@{APPROVER}>" in card["blocks"][-1]["elements"][0]["text"]
+        # the name Slack sent with the submission, and the id
+        assert f"{APPROVER.lower()} ({APPROVER})" in card["blocks"][-1]["elements"][0]["text"]
 
         rows = await app.store.audit.since()
         decisions = {(row.decision, row.decided_by) for row in rows}
