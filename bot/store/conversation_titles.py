@@ -16,10 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from bot.store.engine import Database, Transaction
+from bot.store.keyed_text import text_by_key
 from bot.store.statements import prefix_params, starts_with
 
-#: At most this many places are read per query (a page names far fewer).
-READ_CHUNK = 200
 MAX_TITLE_CHARS = 200
 
 _UPSERT = (
@@ -48,16 +47,9 @@ class ConversationTitles:
 
     async def of(self, places: Iterable[str]) -> dict[str, str]:
         """The titles known for ``places`` (those without one are left out)."""
-        wanted = sorted({p for p in places if p})
-        found: dict[str, str] = {}
-        for start in range(0, len(wanted), READ_CHUNK):
-            chunk = wanted[start : start + READ_CHUNK]
-            marks = ", ".join("?" * len(chunk))
-            rows = await self._db.fetchall(
-                f"SELECT place, title FROM conversation_titles WHERE place IN ({marks})", chunk
-            )
-            found.update({str(r["place"]): str(r["title"]) for r in rows})
-        return found
+        return await text_by_key(
+            self._db, table="conversation_titles", key="place", text="title", keys=places
+        )
 
 
 async def forget_conversation(tx: Transaction, channel: str, conversation_id: str) -> int:

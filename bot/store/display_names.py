@@ -14,9 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from bot.store.engine import Database, Transaction
+from bot.store.keyed_text import text_by_key
 
-#: At most this many identities are read per query (a page names far fewer).
-READ_CHUNK = 200
 MAX_NAME_CHARS = 200
 
 _UPSERT = (
@@ -42,16 +41,9 @@ class DisplayNames:
 
     async def of(self, identities: Iterable[str]) -> dict[str, str]:
         """The names known for ``identities`` (those without one are left out)."""
-        wanted = sorted({i for i in identities if i})
-        found: dict[str, str] = {}
-        for start in range(0, len(wanted), READ_CHUNK):
-            chunk = wanted[start : start + READ_CHUNK]
-            marks = ", ".join("?" * len(chunk))
-            rows = await self._db.fetchall(
-                f"SELECT identity, name FROM display_names WHERE identity IN ({marks})", chunk
-            )
-            found.update({str(r["identity"]): str(r["name"]) for r in rows})
-        return found
+        return await text_by_key(
+            self._db, table="display_names", key="identity", text="name", keys=identities
+        )
 
     async def prune(self, cutoff: float) -> int:
         """Delete the names not seen since ``cutoff``; how many went."""
