@@ -167,6 +167,17 @@ class ApprovalPolicy:
         self._settings = settings
         self._merged = {}
 
+    def schedules_reminders(self) -> bool:
+        """Whether a reminder or an escalation is configured anywhere (``[approval]`` or an
+        agent's): when none is, the reminder sweep has nothing to read."""
+        base = self._settings.approval
+        if base.remind_after_s is not None or base.escalate_after_s is not None:
+            return True
+        return any(
+            p.approval.remind_after_s is not None or p.approval.escalate_after_s is not None
+            for p in self._settings.agents.values()
+        )
+
     def for_channel(self, ref: ChannelRef, agent: str = DEFAULT_AGENT) -> EffectivePolicy:
         merged = self._merged.get((ref, agent))
         if merged is None:

@@ -108,6 +108,7 @@ class ApprovalService:
             self._backchannel.desk,
             self._backchannel.shared,
             clock,
+            scheduled=self._policy.schedules_reminders,
         )
         self._run_notices = RunNotices(channel_for)
         #: :meth:`bot.channel.ChannelHost.card_action`: an answer on a chat card
