@@ -160,7 +160,7 @@ class Metrics:
         self.registry.register(self._live)
 
     def set_inbox_counts(self, counts: Mapping[str, int]) -> None:
-        for status in ("received", "processing", "done", "failed"):
+        for status in ("received", "processing", "parked", "done", "failed"):
             self.inbox.labels(status=status).set(counts.get(status, 0))
 
     def render(self) -> bytes:

@@ -32,6 +32,7 @@ from bot.store.inbox import Inbox, InboxKey, InboxStatus
 from bot.store.memory import MemoryNotes
 from bot.store.outbox import Outbox, OutboxEntry, ReplyKind, ReplyStatus
 from bot.store.pairings import Pairings
+from bot.store.parked import ParkedTurns
 from bot.store.rate_limits import RateLimitBuckets
 from bot.store.replicas import Replicas
 from bot.store.retention import Retention
@@ -80,6 +81,7 @@ class Store:
         self.channel_state = ChannelState(db)
         self.memory = MemoryNotes(db)
         self.approvals = Approvals(db)
+        self.parked = ParkedTurns(db)
         self.grants = Grants(db)
         self.audit = AuditLog(db)
         self.pairings = Pairings(db)

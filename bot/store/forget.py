@@ -56,6 +56,7 @@ REMOVED_TABLES = (
     "memory",
     "messages",
     "outbox",
+    "parked_turns",
     "rate_limit_buckets",
     "schedules",
     "tool_calls",
@@ -137,6 +138,35 @@ async def _count(tx: Transaction, sql: str, params: Sequence[object]) -> int:
     return len(await tx.fetchall(sql, params))
 
 
+#: The inbox error of a parked turn whose person or conversation was forgotten.
+FORGOTTEN_WHILE_PARKED = "forgotten while parked"
+
+
+async def _forget_parked(
+    tx: Transaction, where: str, params: Sequence[object], report: ForgetReport
+) -> None:
+    """Parked turns (:mod:`bot.store.parked`) matching ``where`` go, and their inbox entries
+    become ``failed``: finished, they are forgotten with the rest (their cards, once decided
+    or expired, resume nothing)."""
+    gone = await tx.fetchall(
+        f"DELETE FROM parked_turns WHERE {where} RETURNING channel, message_id", params
+    )
+    if gone:
+        report.add("parked_turns", len(gone))
+    for row in gone:
+        await tx.execute(
+            "UPDATE inbox SET status = ?, error = ? WHERE channel = ? AND message_id = ?"
+            " AND status = ?",
+            (
+                InboxStatus.FAILED,
+                FORGOTTEN_WHILE_PARKED,
+                row["channel"],
+                row["message_id"],
+                InboxStatus.PARKED,
+            ),
+        )
+
+
 class _RolledBack(Exception):
     """Ends a dry run's transaction: what it did is rolled back."""
 
@@ -172,6 +202,10 @@ class Forgetting:
         if channel is not None:
             where, params = ("channel = ? AND sender_id = ?", [channel, user_id])
         async with self._db.transaction() as tx:
+            on = "" if channel is None else " AND channel = ?"
+            await _forget_parked(
+                tx, f"requester = ?{on}", [user_id, *([] if channel is None else [channel])], report
+            )
             rows = [
                 _inbox(r)
                 for r in await tx.fetchall(
@@ -230,6 +264,12 @@ class Forgetting:
         # in an id are themselves)
         inside = prefix_params(exact + ":")
         async with self._db.transaction() as tx:
+            await _forget_parked(
+                tx,
+                f"channel = ? AND (session_key = ? OR {starts_with('session_key')})",
+                [channel, exact, *inside],
+                report,
+            )
             rows = [
                 _inbox(r)
                 for r in await tx.fetchall(

@@ -21,6 +21,10 @@ class InboxStatus(enum.StrEnum):
     PROCESSING = "processing"
     DONE = "done"
     FAILED = "failed"
+    #: The turn waits on an approval card with its coroutine ended (:mod:`bot.store.parked`):
+    #: start-up recovery, the replicas' settlement and ``on_interrupted = "retry"`` leave it
+    #: alone; its resumption finishes it.
+    PARKED = "parked"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -72,6 +72,12 @@ class Retention:
             " RETURNING id",
             (cutoff,),
         )
+        # a parked turn whose card is gone has nothing left to resume
+        await self._db.execute(
+            "DELETE FROM parked_turns WHERE updated_at < ? AND NOT EXISTS"
+            " (SELECT 1 FROM approvals a WHERE a.id = parked_turns.approval_id)",
+            (cutoff,),
+        )
         return calls, approvals
 
     async def prune_inbox(self, cutoff: float) -> tuple[int, int]:

@@ -18,6 +18,7 @@ from bot.providers.base import ChatMessage
 from bot.store.history import appending
 from bot.store.inbox import InboxKey, InboxStatus, marking, starting
 from bot.store.outbox import ReplyKind, ReplyStatus, recording_reply, settling_reply
+from bot.store.parked import parking
 from bot.store.statements import Write
 from bot.store.tool_calls import ToolCallRecord, recording
 from bot.store.usage import UsageRecord
@@ -43,6 +44,14 @@ class UnitOfWork:
         """The inbox entry ``key`` moves to ``status`` (``processing`` commits with the turn's
         first record: after a crash, an entry is ``processing`` exactly when its turn began)."""
         self._writes.append(marking(key, status, error))
+        return self
+
+    def park(
+        self, approval_id: str, inbox: InboxKey, *, at: float, owner: str | None
+    ) -> UnitOfWork:
+        """The turn waiting on ``approval_id`` parks (:func:`bot.store.parked.parking`): its
+        row and its inbox entry ``parked``, with the batch's history added to this unit."""
+        self._writes.extend(parking(approval_id, inbox, at=at, owner=owner))
         return self
 
     def start_inbox(self, key: InboxKey, turn_id: str) -> UnitOfWork:

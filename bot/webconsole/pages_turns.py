@@ -127,7 +127,13 @@ def _call(record: ToolCallRecord, receipts: Receipts, people: People) -> CallRow
 
 #: How a turn ended, as shown: the inbox entry's status, and ``stopped`` for a turn
 #: ``/stop`` ended (its entry is ``done`` with :attr:`bot.turn.CancelReason.STOP` as its error).
-_ENDED = {"done": "answered", "failed": "failed", "processing": "running", "received": "waiting"}
+_ENDED = {
+    "done": "answered",
+    "failed": "failed",
+    "processing": "running",
+    "received": "waiting",
+    "parked": "waiting for approval",
+}
 
 
 def _ending(turn: TurnRecord) -> tuple[str, str, str]:

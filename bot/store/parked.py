@@ -1,0 +1,275 @@
+"""Parked turns: what a turn waiting on an approval card needs to continue in another process.
+
+A turn whose tool call waits on a card records a :class:`ParkRecord` as soon as the card is
+posted (``waiting``: its coroutine still waits in this process), so that neither a stop
+nor a ``kill -9`` loses it. After ``approval.wait_in_turn_s``, or at once on a stop, the turn
+**parks**: its batch joins history with a "waiting for approval" result per call (the
+provider's rule: one result per call id), its inbox entry becomes ``parked`` and the row
+``parked``, all in one transaction (:func:`parking`); its coroutine ends. Once the card is
+decided, one process claims the row (:meth:`ParkedTurns.claim`: ``parked`` → ``resuming``,
+one conditional update, so of two deciders, two replicas or two sweeps exactly one resumes
+it) and continues the turn (:mod:`bot.agent.resume`); the row goes when it is done.
+
+The body is versioned JSON (:data:`VERSION`) and bounded (:data:`MAX_BODY_CHARS`: a batch
+too large to keep is not parked; its card keeps today's rules). It holds the turn's message
+and the batch of tool calls as the model wrote them (what history and the inbox hold too,
+no more), and which calls were asked on which card: the decided ones are those whose card
+is. A body that cannot be read (corrupt, or a version this release does not know) is
+:class:`UnreadableParkRecord`: that turn fails alone.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from bot.envelope import IngressEnvelope, envelope_from_json, envelope_to_json
+from bot.providers.base import ToolCallRequest
+from bot.store.engine import Database
+from bot.store.inbox import InboxKey, InboxStatus
+from bot.store.statements import Row, Write
+
+#: The body's format. Version 1: ``envelope``, ``agent``, ``text``, ``calls``, ``asked``,
+#: ``waiting``, ``since``.
+VERSION = 1
+#: The longest body kept (characters of JSON): a batch larger than this is not parked.
+MAX_BODY_CHARS = 256_000
+
+
+class ParkState(enum.StrEnum):
+    WAITING = "waiting"
+    PARKED = "parked"
+    RESUMING = "resuming"
+
+
+class UnreadableParkRecord(ValueError):
+    """A parked turn's body that this release cannot read (corrupt, or another version)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParkRecord:
+    """One turn waiting on the card ``approval_id``.
+
+    ``calls`` is the batch as the model wrote it; ``asked`` the card of each call a person
+    was asked about (by the call's index; ``waiting`` is the index of the call whose card
+    this row waits on); ``text`` the text the model wrote with the calls; ``since`` when
+    the card was posted (the "waiting for approval since …" results say it)."""
+
+    approval_id: str
+    turn_id: str
+    session_key: str
+    envelope: IngressEnvelope
+    text: str
+    calls: tuple[ToolCallRequest, ...]
+    waiting: int
+    since: float
+    asked: Mapping[int, str] = field(default_factory=dict)
+    state: ParkState = ParkState.WAITING
+    owner: str | None = None
+    parked_at: float | None = None
+
+    @property
+    def inbox(self) -> InboxKey:
+        return InboxKey(channel=str(self.envelope.channel), message_id=self.envelope.message_id)
+
+    @property
+    def agent(self) -> str:
+        return self.envelope.agent
+
+    def body(self) -> str:
+        """The versioned JSON kept in the row."""
+        return json.dumps(
+            {
+                "envelope": envelope_to_json(self.envelope),
+                "text": self.text,
+                "calls": [
+                    {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.calls
+                ],
+                "asked": {str(k): v for k, v in self.asked.items()},
+                "waiting": self.waiting,
+                "since": self.since,
+            },
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+
+
+def _record(row: Row) -> ParkRecord:
+    """The row as a record; :class:`UnreadableParkRecord` when its body cannot be read."""
+    if int(row["version"]) != VERSION:
+        raise UnreadableParkRecord(f"parked turn format version {row['version']} is unknown")
+    try:
+        body = json.loads(row["body"])
+        calls = tuple(
+            ToolCallRequest(id=str(c["id"]), name=str(c["name"]), arguments=str(c["arguments"]))
+            for c in body["calls"]
+        )
+        asked = {int(k): str(v) for k, v in dict(body["asked"]).items()}
+        waiting = int(body["waiting"])
+        record = ParkRecord(
+            approval_id=str(row["approval_id"]),
+            turn_id=str(row["turn_id"]),
+            session_key=str(row["session_key"]),
+            envelope=envelope_from_json(str(body["envelope"])),
+            text=str(body["text"]),
+            calls=calls,
+            waiting=waiting,
+            since=float(body["since"]),
+            asked=asked,
+            state=ParkState(row["state"]),
+            owner=row["owner"],
+            parked_at=row["parked_at"],
+        )
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise UnreadableParkRecord(f"parked turn body unreadable: {type(exc).__name__}") from exc
+    if not 0 <= waiting < len(calls) or any(not 0 <= i < len(calls) for i in asked):
+        raise UnreadableParkRecord("parked turn body names a call outside its batch")
+    return record
+
+
+def parking(approval_id: str, inbox: InboxKey, *, at: float, owner: str | None) -> list[Write]:
+    """The writes that park the turn waiting on ``approval_id`` (with its batch's history,
+    in one unit of work): the row becomes ``parked`` and the inbox entry ``parked``. The
+    row's update is conditional (``waiting`` only), so a row claimed meanwhile stays as is."""
+    return [
+        Write(
+            "UPDATE parked_turns SET state = ?, parked_at = ?, owner = ?, updated_at = ?"
+            " WHERE approval_id = ? AND state = ?",
+            [(ParkState.PARKED, at, owner, at, approval_id, ParkState.WAITING)],
+        ),
+        Write(
+            "UPDATE inbox SET status = ?, updated_at = ? WHERE channel = ? AND message_id = ?",
+            [(InboxStatus.PARKED, at, inbox.channel, inbox.message_id)],
+        ),
+    ]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParkRow:
+    """A row as it is, readable or not (a sweep must see the unreadable ones too)."""
+
+    approval_id: str
+    turn_id: str
+    session_key: str
+    inbox: InboxKey
+    requester: str
+    state: ParkState
+    owner: str | None
+
+
+def _row(row: Row) -> ParkRow:
+    return ParkRow(
+        approval_id=str(row["approval_id"]),
+        turn_id=str(row["turn_id"]),
+        session_key=str(row["session_key"]),
+        inbox=InboxKey(channel=str(row["channel"]), message_id=str(row["message_id"])),
+        requester=str(row["requester"]),
+        state=ParkState(row["state"]),
+        owner=row["owner"],
+    )
+
+
+_ROW_COLUMNS = "approval_id, turn_id, session_key, channel, message_id, requester, state, owner"
+
+
+class ParkedTurns:
+    """Reads and writes the ``parked_turns`` table."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def hold(self, record: ParkRecord) -> bool:
+        """Record ``record`` (``waiting``) as its card is posted. False, with nothing
+        written, when its body is larger than :data:`MAX_BODY_CHARS` (the card then keeps
+        the rules of a turn that cannot park)."""
+        body = record.body()
+        if len(body) > MAX_BODY_CHARS:
+            return False
+        now = time.time()
+        await self._db.execute(
+            "INSERT INTO parked_turns (approval_id, turn_id, session_key, channel, message_id,"
+            " requester, state, version, body, owner, created_at, updated_at)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                record.approval_id,
+                record.turn_id,
+                record.session_key,
+                record.inbox.channel,
+                record.inbox.message_id,
+                record.envelope.sender.id,
+                ParkState.WAITING,
+                VERSION,
+                body,
+                record.owner,
+                now,
+                now,
+            ),
+        )
+        return True
+
+    async def get(self, approval_id: str) -> ParkRecord | None:
+        """The record of ``approval_id`` (None: no turn parks on it);
+        :class:`UnreadableParkRecord` when its body cannot be read."""
+        row = await self._db.fetchone(
+            "SELECT * FROM parked_turns WHERE approval_id = ?", (approval_id,)
+        )
+        return None if row is None else _record(row)
+
+    async def row(self, approval_id: str) -> ParkRow | None:
+        row = await self._db.fetchone(
+            f"SELECT {_ROW_COLUMNS} FROM parked_turns WHERE approval_id = ?", (approval_id,)
+        )
+        return None if row is None else _row(row)
+
+    async def rows(self, *, states: Sequence[ParkState] = tuple(ParkState)) -> list[ParkRow]:
+        """Every row in one of ``states``, oldest first."""
+        marks = ", ".join("?" for _ in states)
+        rows = await self._db.fetchall(
+            f"SELECT {_ROW_COLUMNS} FROM parked_turns WHERE state IN ({marks}) ORDER BY created_at",
+            tuple(states),
+        )
+        return [_row(r) for r in rows]
+
+    async def decided(self) -> list[ParkRow]:
+        """The parked rows whose card is no longer pending (decided, expired, or gone):
+        those a resumption is due for, oldest first. One indexed read."""
+        rows = await self._db.fetchall(
+            f"SELECT {', '.join('p.' + c for c in _ROW_COLUMNS.split(', '))}"
+            " FROM parked_turns p LEFT JOIN approvals a ON a.id = p.approval_id"
+            " WHERE p.state = ? AND (a.id IS NULL OR a.status <> 'pending')"
+            " ORDER BY p.created_at",
+            (ParkState.PARKED,),
+        )
+        return [_row(r) for r in rows]
+
+    async def session_calls(self, session_key: str) -> list[ParkRow]:
+        """The rows of ``session_key`` whose card is still open (the duplicate guard)."""
+        rows = await self._db.fetchall(
+            f"SELECT {_ROW_COLUMNS} FROM parked_turns WHERE session_key = ? AND state <> ?",
+            (session_key, ParkState.RESUMING),
+        )
+        return [_row(r) for r in rows]
+
+    async def claim(
+        self,
+        approval_id: str,
+        owner: str | None,
+        *,
+        states: Sequence[ParkState] = (ParkState.PARKED,),
+    ) -> bool:
+        """Take the row to resume it (→ ``resuming``, ``owner``), only from one of
+        ``states``: one conditional update, so exactly one of several claimants wins."""
+        marks = ", ".join("?" for _ in states)
+        row = await self._db.execute_returning(
+            f"UPDATE parked_turns SET state = ?, owner = ?, updated_at = ?"
+            f" WHERE approval_id = ? AND state IN ({marks}) RETURNING approval_id",
+            (ParkState.RESUMING, owner, time.time(), approval_id, *states),
+        )
+        return row is not None
+
+    async def drop(self, approval_id: str) -> None:
+        """The turn is over (resumed, or failed): the row goes."""
+        await self._db.execute("DELETE FROM parked_turns WHERE approval_id = ?", (approval_id,))
