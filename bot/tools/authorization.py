@@ -11,14 +11,18 @@ the runtime's) decision become NOT_EXECUTED outcomes when they say no; the opera
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Mapping
 
 import structlog
 
-from bot.approval import reasons
+from bot.approval import audit, reasons
 from bot.approval.gate import ApprovalDecision, ApprovalRequest
 from bot.approval.reasons import RuntimeReason
+from bot.approval.summary import describe
+from bot.store import Store
 from bot.store.audit import Decision
+from bot.tools.call import CallDecision, PreparedCall
 from bot.tools.outcome import OutcomeReason, ToolOutcome, edited, not_executed
 from bot.tools.spec import ToolContext, ToolSpec
 
@@ -106,4 +110,32 @@ def decision_outcome(decision: ApprovalDecision, *, call_id: str, tool: str) -> 
         call_id=call_id,
         tool=tool,
         detail=(decision.runtime_reason or RuntimeReason.NO_BACKCHANNEL).wording,
+    )
+
+
+async def binding_refusal(store: Store, context: ToolContext, call: PreparedCall) -> CallDecision:
+    """An approved call whose binding changed before it ran (``file changed``): its audit
+    row (``auto_denied``, decided by the runtime, after the person's ``approved`` row) and
+    the decision its call row keeps. The outcome the model sees is
+    :data:`~bot.tools.outcome.OutcomeReason.FILE_CHANGED`'s."""
+    request = dataclasses.replace(
+        approval_request(context, call.spec, call_id=call.call_id, arguments=call.arguments),
+        binding=call.binding,
+    )
+    reason = RuntimeReason.FILE_CHANGED
+    await store.audit.append(
+        audit.entry_for_request(
+            request,
+            describe(call.arguments, notes=request.notes).lines,
+            at=time.time(),
+            decision=Decision.AUTO_DENIED,
+            decided_by=reasons.RUNTIME,
+            reason=reason.value,
+        )
+    )
+    return CallDecision(
+        decision=Decision.AUTO_DENIED.value,
+        decided_by=reasons.RUNTIME,
+        reason=reason.value,
+        fingerprint=request.fingerprint,
     )

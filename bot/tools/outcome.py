@@ -55,6 +55,9 @@ class OutcomeReason(enum.StrEnum):
     REPEATED_PROMPT = "repeated_prompt"
     BATCH_FULL = "batch_full"
     BUSY = "busy"
+    #: A person approved the call, but what the approval was bound to (the file a diff was
+    #: shown against) changed before it ran.
+    FILE_CHANGED = "file_changed"
     FAILED = "failed"
     ENVIRONMENT = "environment"
     CANCELLED = "cancelled"
@@ -153,6 +156,12 @@ _SENTENCES: dict[OutcomeReason, str] = {
         "Not executed: too many tool calls in this turn (limit {detail}). Retry in a later step."
     ),
     OutcomeReason.BUSY: "Not executed: the tool runner is busy. Retry shortly.",
+    OutcomeReason.FILE_CHANGED: (
+        "Not executed: {tool!r} was approved, but the file changed after the approver was "
+        "shown the change (they approved a diff against its earlier content), so the call did "
+        "not run and the file was left as it is. Read the file again; if the change is still "
+        "wanted, call the tool again and a new card shows the new diff."
+    ),
 }
 
 INTERRUPTED_BEFORE_RESULT = "Interrupted before result."

@@ -43,6 +43,7 @@ from bot.store.audit import Decision
 from bot.tools.admission import TurnAdmission
 from bot.tools.authorization import (
     approval_request,
+    binding_refusal,
     decision_outcome,
     policy_approver,
     policy_denial,
@@ -337,12 +338,10 @@ class ToolPipeline:
         if now == call.binding:
             return None
         log.info("tool_call_binding_changed", tool=spec.name, call_id=call.call_id)
-        return not_executed(
-            OutcomeReason.AUTO_DENIED,
-            call_id=call.call_id,
-            tool=spec.name,
-            detail=RuntimeReason.FILE_CHANGED.wording,
-        )
+        assert self._batch is not None
+        refused = await binding_refusal(self._services.store, self._context, call)
+        self._batch.decisions[call.call.index] = refused
+        return not_executed(OutcomeReason.FILE_CHANGED, call_id=call.call_id, tool=spec.name)
 
     async def _launch(self, call: PreparedCall) -> ToolOutcome:
         assert self._batch is not None

@@ -53,6 +53,7 @@ _NOT_RUN = {
     "repeated_prompt": "not run: already refused in this turn",
     "batch_full": "not run: too many calls in the turn",
     "busy": "not run: tool runner busy",
+    "file_changed": "not run: the file changed after the card showed its diff",
 }
 
 #: The runtime's reasons (bot.approval.reasons.RuntimeReason values) in the chat's words.
@@ -67,6 +68,7 @@ _RUNTIME_WORDS = {
     "no approver reachable": "no approver reachable",
     "background turn": "a scheduled run cannot ask",
     "arguments changed": "the arguments changed",
+    "file changed": "the file changed after the card showed its diff",
 }
 
 

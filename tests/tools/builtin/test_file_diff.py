@@ -10,12 +10,14 @@ from pathlib import Path
 
 import pytest
 
+from bot.approval.audit import to_jsonl
 from bot.approval.gate import call_fingerprint
 from bot.approval.service import ApprovalService
 from bot.approval.summary import MAX_DIFF_LINES, describe
 from bot.config import FileToolsConfig
 from bot.providers.base import ToolCallRequest
 from bot.store import Store
+from bot.store.audit import Decision
 from bot.tools.builtin.file_diff import (
     ABSENT,
     HEAD_LINES,
@@ -28,6 +30,7 @@ from bot.tools.builtin.file_diff import change_lines as diff_of
 from bot.tools.builtin.file_writing import file_edit_tool, file_write_tool
 from bot.tools.builtin.workspace import Workspace
 from bot.tools.outcome import OutcomeReason
+from bot.webconsole.outcomes import call_outcome
 from tests.approval.conftest import APPROVER, make_envelope, make_settings, until_waiting
 from tests.fakes.channel import FakeChannel, clicked
 from tests.tools.harness import Harness
@@ -203,9 +206,23 @@ async def test_a_file_changed_after_the_card_is_not_written(
     assert isinstance(service, ApprovalService)
     await clicked(service, channel.click(posted, APPROVER))
     (outcome,) = (await task).outcomes
-    assert outcome.reason is OutcomeReason.AUTO_DENIED
-    assert "The file changed after the approver was shown the change" in outcome.observation
+    assert outcome.reason is OutcomeReason.FILE_CHANGED
+    assert outcome.observation.startswith(f"Not executed: {tool!r} was approved, but the file")
+    assert "Read the file again" in outcome.observation
     assert target.read_text(encoding="utf-8") == "alpha\nbeta\nsomeone else's line\n"
+    # the audit log has the person's yes and then the runtime's refusal, with its reason
+    approved, refused = (e for e in await store.audit.since() if e.tool == tool)
+    assert (approved.decision, approved.decided_by) == (Decision.APPROVED, APPROVER)
+    assert (refused.decision, refused.decided_by) == (Decision.AUTO_DENIED, "runtime")
+    assert refused.reason == "file changed"
+    assert refused.fingerprint == approved.fingerprint and refused.call_id == "c1"
+    assert refused.turn_id == approved.turn_id
+    # the call's row keeps the refusal, which the console words
+    (row,) = await store.tool_calls.for_turn(harness.turn_id)
+    assert call_outcome(row).label == (
+        "refused by the runtime: the file changed after the card showed its diff"
+    )
+    assert json.loads(to_jsonl([refused]))["reason"] == "file changed"  # hatchway audit
 
 
 async def test_a_path_outside_the_workspace_is_refused_with_no_card(
@@ -261,3 +278,77 @@ async def test_a_sent_file_shows_its_type_size_and_head(workspace: Workspace) ->
     )
     assert (await preview_sent(workspace, context, "../x")).refusal
     assert current_hash(workspace, context, "../x").startswith("unresolvable:")
+
+
+# -- bad input: what a card says of files a diff cannot or should not show -----------------------
+
+_MB = 1024 * 1024
+
+
+@pytest.mark.parametrize(
+    ("before", "call", "expected"),
+    [
+        pytest.param(
+            b"caf\xe9\nline two\n",
+            {"old_text": "line", "new_text": "row"},
+            ("f.txt is not UTF-8 text (14 bytes): no diff",),
+            id="edit-of-invalid-utf8",
+        ),
+        pytest.param(
+            b"caf\xe9\n",
+            {"content": "caf\u00e9\n"},
+            ("binary file: f.txt, 5 bytes → 6 bytes (not shown as a diff)",),
+            id="write-over-invalid-utf8",
+        ),
+        pytest.param(
+            b"one\r\ntwo\r\n",
+            {"old_text": "two", "new_text": "2"},
+            ("@@ -1,2 +1,2 @@", " one\r", "-two\r", "+2\r"),
+            id="edit-keeps-crlf-visible",
+        ),
+        pytest.param(
+            b"one\ntwo",
+            {"old_text": "two", "new_text": "2"},
+            ("-two", "\\ No newline at end of file", "+2", "\\ No newline at end of file"),
+            id="edit-without-final-newline",
+        ),
+        pytest.param(
+            b"x\n" * (3 * _MB),
+            {"content": "y\n" * _MB},
+            (f"too large to diff: f.txt, {6 * _MB:,} bytes → {2 * _MB:,} bytes",),
+            id="write-of-megabytes-over-megabytes",
+        ),
+        pytest.param(
+            b"x\n" * (3 * _MB),
+            {"old_text": "x", "new_text": "y", "replace_all": True},
+            (f"f.txt is too large to diff ({6 * _MB:,} bytes): no diff",),
+            id="edit-of-megabytes",
+        ),
+        pytest.param(
+            b"a\n" * 6_000,
+            {"old_text": "a", "new_text": "b", "replace_all": True},
+            ("too large to diff: f.txt, 12,000 bytes → 12,000 bytes",),
+            id="edit-over-the-line-limit",
+        ),
+    ],
+)
+async def test_a_bad_file_gets_a_clear_line_on_the_card(
+    workspace: Workspace, before: bytes, call: dict[str, object], expected: tuple[str, ...]
+) -> None:
+    """The preview the card gets, from the file on disk: never a crash, never more than the
+    diff limit held, and what it could not diff said in one line with the sizes."""
+    from bot.tools.builtin.file_diff import preview, preview_edit
+    from tests.tools.harness import make_context
+
+    context = make_context()
+    (workspace.root / "f.txt").write_bytes(before)
+    if "content" in call:
+        shown = await preview(workspace, context, "f.txt", str(call["content"]))
+    else:
+        change = (str(call["old_text"]), str(call["new_text"]), bool(call.get("replace_all")))
+        shown = await preview_edit(workspace, context, "f.txt", change)
+    lines = shown.diff or shown.notes
+    assert lines[-len(expected) :] == expected
+    assert shown.binding == content_hash(before)  # bound to the file as it was read
+    view = describe({"path": "f.txt"}, notes=shown.notes, diff=shown.diff)
+    assert "\r" not in view.full and len(view.full) < 10_000  # escaped and bounded
