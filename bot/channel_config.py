@@ -23,7 +23,24 @@ ApprovalLevel = Literal["readonly", "supervised", "full"]
 GrantScope = Literal["conversation", "channel", "global"]
 
 
-class ApprovalOverride(ConfigModel):
+class ReminderOverride(ConfigModel):
+    """The reminder and escalation keys a narrower table may set (a channel's ``approval``
+    table, ``[agents.<name>.approval]``, a tool's entry in either ``tools`` table); unset
+    keys inherit (docs/approvals.md#reminders-and-escalation). ``remind_max = 0`` turns
+    reminders off there, ``escalate_to = []`` escalation."""
+
+    remind_after_s: float | None = Field(default=None, gt=0)
+    remind_max: int | None = Field(default=None, ge=0, le=50)
+    escalate_after_s: float | None = Field(default=None, gt=0)
+    escalate_to: list[str] | None = Field(default=None, max_length=50)
+
+
+class ToolApproval(ReminderOverride):
+    """One entry of ``[approval.tools]`` or ``[agents.<name>.approval.tools]``, keyed by a
+    tool name or a shell-style pattern (``"mcp_github_*"``): that tool's own settings."""
+
+
+class ApprovalOverride(ReminderOverride):
     """Per-channel overrides of the approval policy; unset fields inherit."""
 
     level: ApprovalLevel | None = None

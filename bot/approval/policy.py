@@ -23,14 +23,14 @@ only the tool name and the ``requires_approval`` flag; it never reads arguments,
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Literal, TypeVar
 
 from bot.approval.gate import ApprovalRequest, Assessment, PolicyResult
 from bot.approval.reasons import PolicyReason
-from bot.channel_config import ApprovalLevel, GrantScope
+from bot.channel_config import ApprovalLevel, GrantScope, ReminderOverride, ToolApproval
 from bot.config import DEFAULT_AGENT, AgentApproval, ApprovalConfig, ChannelCommon, Settings
 from bot.envelope import ChannelRef
 from bot.store.grants import GrantRecord
@@ -109,14 +109,64 @@ def _pick(
     return base
 
 
+def tool_entry(tables: Mapping[str, ToolApproval], tool: str | None) -> ToolApproval | None:
+    """The entry of a ``tools`` table that applies to ``tool``: its own name's, else the
+    first pattern (in file order) it matches; None when none does."""
+    if tool is None or not tables:
+        return None
+    if tool in tables:
+        return tables[tool]
+    pattern = first_match(tool, tuple(tables))
+    return None if pattern is None else tables[pattern]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Schedule:
+    remind_after_s: float | None
+    remind_max: int
+    escalate_after_s: float | None
+    escalate_to: tuple[str, ...]
+
+
+def _schedule(
+    base: ApprovalConfig,
+    channel: ReminderOverride | None,
+    agent: AgentApproval,
+    tool: str | None,
+) -> _Schedule:
+    """The reminder schedule of a call of ``tool``: per key, the first table that sets it of
+    the agent's entry for the tool, the agent's table, the channel's, ``[approval]``'s entry
+    for the tool, ``[approval]`` (the narrowest wins, as for the other keys)."""
+    layers: list[ReminderOverride] = [
+        t
+        for t in (tool_entry(agent.tools, tool), agent, channel, tool_entry(base.tools, tool))
+        if t is not None
+    ]
+    return _Schedule(
+        remind_after_s=_first((t.remind_after_s for t in layers), base.remind_after_s),
+        remind_max=_first((t.remind_max for t in layers), base.remind_max),
+        escalate_after_s=_first((t.escalate_after_s for t in layers), base.escalate_after_s),
+        escalate_to=tuple(_first((t.escalate_to for t in layers), base.escalate_to)),
+    )
+
+
+def _first(values: Iterable[_T | None], default: _T) -> _T:
+    """The first of ``values`` that is set, else ``default``."""
+    return next((v for v in values if v is not None), default)
+
+
 def effective_policy(
-    base: ApprovalConfig, channel: ChannelCommon | None, agent: AgentApproval | None = None
+    base: ApprovalConfig,
+    channel: ChannelCommon | None,
+    agent: AgentApproval | None = None,
+    tool: str | None = None,
 ) -> EffectivePolicy:
     """Merge the global ``[approval]`` table with a channel's ``approval`` overrides, and
-    those with an agent's."""
+    those with an agent's; ``tool``: with the reminder schedule of that tool's entries."""
     o = channel.approval if channel is not None else None
     a = agent if agent is not None else AgentApproval()
     sources: list[tuple[str, Layer]] = []
+    schedule = _schedule(base, o, a, tool)
 
     return EffectivePolicy(
         level=_pick("level", a.level, o.level if o else None, base.level, sources),
@@ -142,12 +192,10 @@ def effective_policy(
         dm_approvers=base.dm_approvers,
         approvers=tuple(channel.approvers) if channel else (),
         approver_roles=tuple(channel.approver_roles) if channel else (),
-        remind_after_s=a.remind_after_s if a.remind_after_s is not None else base.remind_after_s,
-        remind_max=a.remind_max if a.remind_max is not None else base.remind_max,
-        escalate_after_s=(
-            a.escalate_after_s if a.escalate_after_s is not None else base.escalate_after_s
-        ),
-        escalate_to=tuple(a.escalate_to if a.escalate_to is not None else base.escalate_to),
+        remind_after_s=schedule.remind_after_s,
+        remind_max=schedule.remind_max,
+        escalate_after_s=schedule.escalate_after_s,
+        escalate_to=schedule.escalate_to,
         approver_zones=tuple(sorted(base.approver_zones.items())),
         sources=tuple(sources),
     )
@@ -160,7 +208,7 @@ class ApprovalPolicy:
         self._settings = settings
         # merged once per channel alias and agent (settings are immutable; a reload starts
         # afresh)
-        self._merged: dict[tuple[ChannelRef, str], EffectivePolicy] = {}
+        self._merged: dict[tuple[ChannelRef, str, str | None], EffectivePolicy] = {}
 
     def update_settings(self, settings: Settings) -> None:
         """Swap in reloaded settings (SIGHUP); later evaluations use them."""
@@ -168,26 +216,34 @@ class ApprovalPolicy:
         self._merged = {}
 
     def schedules_reminders(self) -> bool:
-        """Whether a reminder or an escalation is configured anywhere (``[approval]`` or an
-        agent's): when none is, the reminder sweep has nothing to read."""
+        """Whether a reminder or an escalation is configured anywhere (``[approval]``, a
+        channel's ``approval`` table, an agent's, or a tool's entry in one of them): when none
+        is, the reminder sweep has nothing to read."""
         base = self._settings.approval
+        tables: list[ReminderOverride] = [*base.tools.values()]
+        tables += [c.approval for _, _, c in self._settings.channels.all()]
+        for profile in self._settings.agents.values():
+            tables += [profile.approval, *profile.approval.tools.values()]
         if base.remind_after_s is not None or base.escalate_after_s is not None:
             return True
-        return any(
-            p.approval.remind_after_s is not None or p.approval.escalate_after_s is not None
-            for p in self._settings.agents.values()
-        )
+        return any(t.remind_after_s is not None or t.escalate_after_s is not None for t in tables)
 
-    def for_channel(self, ref: ChannelRef, agent: str = DEFAULT_AGENT) -> EffectivePolicy:
-        merged = self._merged.get((ref, agent))
+    def for_channel(
+        self, ref: ChannelRef, agent: str = DEFAULT_AGENT, tool: str | None = None
+    ) -> EffectivePolicy:
+        """The policy on channel alias ``ref`` for ``agent``; with ``tool``, its reminder
+        schedule is that tool's (the ``tools`` entries of ``[approval]`` and the agent's)."""
+        key = (ref, agent, tool)
+        merged = self._merged.get(key)
         if merged is None:
             profile = self._settings.agents.get(agent)
             merged = effective_policy(
                 self._settings.approval,
                 self._settings.channels.get(ref.kind, ref.alias),
                 None if profile is None else profile.approval,
+                tool,
             )
-            self._merged[(ref, agent)] = merged
+            self._merged[key] = merged
         return merged
 
     async def evaluate(self, request: ApprovalRequest, grant: GrantLookup) -> PolicyResult:

@@ -3,8 +3,9 @@
 Driven from the pending rows and their timestamps, never from the turn that waits: a
 :class:`Reminders` sweep reads every pending row and acts on what is due, so a request
 whose turn waits in another task (or, later, none at all) is reminded the same way. Off
-unless ``approval.remind_after_s`` or ``approval.escalate_after_s`` is set (per agent in
-``[agents.<name>.approval]``; docs/approvals.md has the timeline):
+unless ``approval.remind_after_s`` or ``approval.escalate_after_s`` is set (per channel in
+its ``approval`` table, per agent in ``[agents.<name>.approval]``, per tool in either's
+``tools`` table; docs/approvals.md has the timeline and the precedence):
 
 * **reminder**: ``remind_after_s`` after the card was posted (and as long again after each
   reminder, at most ``remind_max`` times) a short reply goes to every place a copy of the
@@ -49,8 +50,8 @@ from bot.visible_text import visible
 
 log = structlog.get_logger(__name__)
 
-#: The approval policy of a channel alias for an agent.
-AgentPolicyLookup = Callable[[ChannelRef, str], EffectivePolicy]
+#: The approval policy of a channel alias for an agent and a tool (its reminder schedule).
+AgentPolicyLookup = Callable[[ChannelRef, str, str | None], EffectivePolicy]
 #: How often the daemon's sweep looks at the pending rows.
 SWEEP_INTERVAL_S = 5.0
 
@@ -140,7 +141,7 @@ class Reminders:
             if record.replica_id != self._shared.replica_id or record.expires_at <= now:
                 continue
             ref = parse_channel_ref(record.channel)
-            policy = self._policy_for(ref, record.agent or DEFAULT_AGENT)
+            policy = self._policy_for(ref, record.agent or DEFAULT_AGENT, record.tool)
             due = escalation_at(record, policy)
             if due is not None and now >= due and await self._escalate(record, policy, now):
                 done += 1

@@ -22,7 +22,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
-from bot.channel_config import ApprovalLevel
+from bot.channel_config import ApprovalLevel, ReminderOverride, ToolApproval
 from bot.channel_registry import known_kinds
 from bot.config_model import ConfigModel
 from bot.errors import ConfigError
@@ -65,18 +65,16 @@ def exclusive_prompt(data: object) -> object:
     return data
 
 
-class AgentApproval(ConfigModel):
+class AgentApproval(ReminderOverride):
     """An agent's overrides of the approval policy; unset keys keep what ``[approval]`` and
-    the channel's ``approval`` table say (docs/approvals.md)."""
+    the channel's ``approval`` table say (docs/approvals.md). ``tools``: per tool (name or
+    pattern), the agent's own reminder schedule for it."""
 
     level: ApprovalLevel | None = None
     auto_approve: list[str] | None = None
     always_ask: list[str] | None = None
     deny: list[str] | None = None
-    remind_after_s: float | None = Field(default=None, gt=0)
-    remind_max: int | None = Field(default=None, ge=1, le=50)
-    escalate_after_s: float | None = Field(default=None, gt=0)
-    escalate_to: list[str] | None = Field(default=None, max_length=50)
+    tools: dict[str, ToolApproval] = Field(default_factory=dict)
 
 
 class RouteConfig(ConfigModel):

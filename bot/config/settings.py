@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
 
-from bot.channel_config import ApprovalLevel, GrantScope
+from bot.channel_config import ApprovalLevel, GrantScope, ToolApproval
 from bot.config.agents import (
     DEFAULT_AGENT,
     AgentProfile,
@@ -189,6 +189,8 @@ class ApprovalConfig(ConfigModel):
     #: An approver's IANA time zone (platform user id → zone): a reminder says when the
     #: request expires in it (UTC for everyone else).
     approver_zones: dict[str, str] = Field(default_factory=dict)
+    #: Per tool (name or shell-style pattern): its own settings, over the keys above.
+    tools: dict[str, ToolApproval] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _check_reminders(self) -> ApprovalConfig:
