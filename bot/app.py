@@ -148,7 +148,7 @@ class App:
             self.approvals = ApprovalService(
                 settings, self.store, self.channel_for, liveness=liveness
             )
-            for finding in approval_findings(settings):
+            for finding in await approval_findings(settings):
                 log.warning(
                     "approval_config_warning",
                     channel=finding.channel,

@@ -9,8 +9,11 @@ approver_reach`, the runtime's check; offline a group's answer is unknown), and 
 card would show (:func:`~bot.approval.summary.describe`). Nothing here decides anything the
 policy does not: the verdict *is* the policy's result.
 
-Used by ``hatchway policy explain`` (:mod:`bot.commands.policy`), which builds the request
-from the daemon's tool catalog as the pipeline does.
+Used by ``hatchway policy explain``, the console's *Explain* page and ``/why`` through
+:mod:`bot.tools.policy_question` (which builds the request from the tool catalog as the
+pipeline does), and by ``hatchway doctor``'s warnings (:mod:`bot.approval.findings`:
+:attr:`Explanation.refused_at_once` for imagined requests), so none of them can drift from
+the runtime.
 """
 
 from __future__ import annotations
@@ -28,9 +31,10 @@ from bot.approval.policy import (
     Layer,
     first_match,
 )
-from bot.approval.reach import approver_reach, approvers_here
+from bot.approval.reach import approver_reach, approvers_here, eligible_approvers
 from bot.approval.reasons import PolicyReason, RuntimeReason
 from bot.approval.summary import describe
+from bot.channel import Channel
 from bot.envelope import IngressEnvelope
 from bot.store import Store
 from bot.store.grants import GrantRecord
@@ -69,6 +73,9 @@ class Explanation:
     card: tuple[str, ...]  # the lines the card would show (masked, escaped, cut)
     card_cut: bool
     asked: str  # for an ask: how a person would be asked, or why nobody could be
+    #: For an ask nobody could answer: the reason the runtime refuses it at once with
+    #: (``hatchway doctor``'s warnings are these), None when a person would be asked.
+    refused_at_once: RuntimeReason | None = None
 
     @property
     def verdict(self) -> str:
@@ -111,25 +118,45 @@ def _rule(
     return "side-effecting tool: no deny, always_ask, grant or auto_approve entry matched"
 
 
-async def _asked(envelope: IngressEnvelope, policy: EffectivePolicy) -> str:
+async def _asked(
+    channel: Channel | None, envelope: IngressEnvelope, policy: EffectivePolicy
+) -> tuple[str, RuntimeReason | None]:
     """How the runtime would ask (:meth:`ApprovalService._handler
-    <bot.approval.service.ApprovalService>`'s order, from what is known offline)."""
+    <bot.approval.service.ApprovalService>`'s order, then the backchannel's copies), and the
+    reason it would refuse at once when nobody could be asked."""
+    if envelope.background:
+        why = RuntimeReason.BACKGROUND
+        return f"nobody: refused at once ({why.value}: scheduled runs never ask)", why
     if envelope.capabilities.terminal_prompt:
-        return "at the terminal (the console asks whoever is there)"
+        return "at the terminal (the console asks whoever is there)", None
+    if not envelope.capabilities.approval_backchannel:
+        why = RuntimeReason.NO_BACKCHANNEL
+        return f"nobody: refused at once ({why.value})", why
     if not policy.has_approvers:
-        return f"nobody: refused at once ({RuntimeReason.NO_APPROVER.value})"
-    if await approvers_here(None, envelope, policy):
-        return "a card in the conversation" + (
-            ", and a copy in each approver's direct messages" if policy.dm_approvers else ""
+        return f"nobody: refused at once ({RuntimeReason.NO_APPROVER.value})", (
+            RuntimeReason.NO_APPROVER
         )
-    if policy.dm_approvers:
-        return "a copy in each approver's direct messages (nobody here can answer)"
-    return f"nobody: refused at once ({RuntimeReason.NOBODY_REACHABLE.value})"
+    # the backchannel's copies: each eligible approver's DM, but not the requester's own DM
+    dm_to = [
+        a
+        for a in eligible_approvers(policy, envelope.sender.id)
+        if envelope.is_group or a != envelope.sender.id
+    ]
+    if await approvers_here(channel, envelope, policy):
+        copies = ", and a copy in each approver's direct messages"
+        return "a card in the conversation" + (copies if policy.dm_approvers else ""), None
+    if policy.dm_approvers and dm_to:
+        return "a copy in each approver's direct messages (nobody here can answer)", None
+    return f"nobody: refused at once ({RuntimeReason.NOBODY_REACHABLE.value})", (
+        RuntimeReason.NOBODY_REACHABLE
+    )
 
 
-async def _reach(envelope: IngressEnvelope, policy: EffectivePolicy) -> tuple[ApproverReach, ...]:
-    # no running channel here: a group's membership is the platform's to say
-    reach = await approver_reach(None, envelope, policy)
+async def _reach(
+    channel: Channel | None, envelope: IngressEnvelope, policy: EffectivePolicy
+) -> tuple[ApproverReach, ...]:
+    # no running channel (offline): a group's membership is the platform's to say
+    reach = await approver_reach(channel, envelope, policy)
     words = {True: "yes", False: "no (a direct message is seen by its requester alone)"}
     return tuple(
         ApproverReach(approver=who, sees=words[seen] if seen is not None else "unknown (offline)")
@@ -139,18 +166,23 @@ async def _reach(envelope: IngressEnvelope, policy: EffectivePolicy) -> tuple[Ap
 
 async def explain(
     policy: ApprovalPolicy,
-    store: Store,
+    store: Store | None,
     request: ApprovalRequest,
     *,
     clock: Callable[[], float],
+    channel: Channel | None = None,
 ) -> Explanation:
-    """The policy's verdict on ``request`` and why (see the module docstring)."""
+    """The policy's verdict on ``request`` and why (see the module docstring). ``channel``
+    is the running channel of the request's conversation, when there is one (the console,
+    a chat command): its ``members`` then say who can see a group, as at run time. Without
+    ``store`` no grant is looked up (a question about the configuration alone)."""
     envelope = request.turn.envelope
-    grants = GrantBook(store, clock)
+    grants = GrantBook(store, clock) if store is not None else None
     found: list[GrantRecord | None] = []
 
     async def grant() -> GrantRecord | None:
-        found.append(await grants.find(request.tool, envelope))
+        # without a store (``hatchway doctor``'s findings) no grant is considered
+        found.append(await grants.find(request.tool, envelope) if grants is not None else None)
         return found[-1]
 
     result = await policy.evaluate(request, grant)
@@ -163,14 +195,16 @@ async def explain(
     )
     view = describe(request.arguments, notes=request.notes, diff=request.diff)
     level_from = table_name(effective.source("level"), envelope)
+    asked, refused = await _asked(channel, envelope, effective)
     return Explanation(
         result=result,
         rule=_rule(result, request, effective, found[-1] if found else None),
         level=f"{effective.level} ({level_from}.level)",
-        approvers=await _reach(envelope, effective),
+        approvers=await _reach(channel, envelope, effective),
         not_counted=not_counted,
         approver_roles=effective.approver_roles,
         card=view.lines,
         card_cut=view.cut,
-        asked=await _asked(envelope, effective),
+        asked=asked,
+        refused_at_once=refused if result.assessment is Assessment.ASK else None,
     )

@@ -12,13 +12,18 @@ from bot.config import parse_settings
 from bot.errors import ConfigError
 
 
-def findings(channel: dict[str, Any], approval: dict[str, Any] | None = None) -> list[str]:
+async def findings(
+    channel: dict[str, Any],
+    approval: dict[str, Any] | None = None,
+    agents: dict[str, Any] | None = None,
+) -> list[str]:
     data: dict[str, Any] = {
         "approval": approval or {},
         "channels": {"telegram": {"main": {"token_env": "T", **channel}}},
+        **({"agents": agents} if agents else {}),
     }
     settings = parse_settings(data, environ={}, require_provider=False)
-    return [f.problem for f in approval_findings(settings)]
+    return [f.problem for f in await approval_findings(settings)]
 
 
 @pytest.mark.parametrize(
@@ -39,10 +44,10 @@ def findings(channel: dict[str, Any], approval: dict[str, Any] | None = None) ->
         ),
     ],
 )
-def test_a_configuration_that_can_never_approve_is_found(
+async def test_a_configuration_that_can_never_approve_is_found(
     channel: dict[str, Any], approval: dict[str, Any], expected: str
 ) -> None:
-    (problem,) = findings(channel, approval)
+    (problem,) = await findings(channel, approval)
     assert expected in problem
 
 
@@ -67,10 +72,10 @@ def test_a_configuration_that_can_never_approve_is_found(
         pytest.param({"allowed_users": ["1"]}, {"level": "full"}, id="nothing is asked"),
     ],
 )
-def test_a_configuration_that_can_approve_is_quiet(
+async def test_a_configuration_that_can_approve_is_quiet(
     channel: dict[str, Any], approval: dict[str, Any]
 ) -> None:
-    assert findings(channel, approval) == []
+    assert await findings(channel, approval) == []
 
 
 def test_slack_rejects_approver_roles_at_load() -> None:
@@ -84,9 +89,51 @@ def test_a_warning_line_shows_its_fix_and_passes() -> None:
     assert line.render() == "⚠ approvals telegram.main: x\n    fix: y"
 
 
-def test_approval_keys_the_console_ignores_are_named() -> None:
+async def test_approval_keys_the_console_ignores_are_named() -> None:
     data = {"channels": {"console": {"main": {"approvers": ["me"]}}}}
     settings = parse_settings(data, environ={}, require_provider=False)
-    (finding,) = approval_findings(settings)
+    (finding,) = await approval_findings(settings)
     assert finding.channel == "console.main"
     assert finding.problem.startswith("approvers ignored")
+
+
+# Where the checks written beside the policy (before they asked the explain engine) and the
+# runtime disagreed: the channel's table alone was read, never the agent's that answers there;
+# and the approvers' DM copies were assumed to reach someone, but the only user is the only
+# listed approver, who gets no copy of their own DM request (role holders count in a DM only
+# with self_approval).
+@pytest.mark.parametrize(
+    ("channel", "approval", "agents", "expected"),
+    [
+        pytest.param(
+            {"allowed_users": ["1"], "approval": {"level": "full"}, "agent": "ops"},
+            {},
+            {"ops": {"approval": {"level": "supervised"}}},
+            "no approvers: every call",
+            id="the agent asks where the channel does not",
+        ),
+        pytest.param(
+            {"allowed_users": ["1"], "approvers": ["1"], "approver_roles": ["ops"]},
+            {"dm_approvers": True},
+            None,
+            "requests made in direct messages can never be approved",
+            id="a DM copy to the requester alone",
+        ),
+    ],
+)
+async def test_the_findings_follow_the_runtime_where_the_old_checks_did_not(
+    channel: dict[str, Any],
+    approval: dict[str, Any],
+    agents: dict[str, Any] | None,
+    expected: str,
+) -> None:
+    (problem,) = await findings(channel, approval, agents)
+    assert expected in problem
+
+
+async def test_an_agent_that_never_asks_silences_the_channel() -> None:
+    # the channel asks and has nobody to ask, but the only agent there runs everything
+    quiet = await findings(
+        {"allowed_users": ["1"], "agent": "ops"}, {}, {"ops": {"approval": {"level": "full"}}}
+    )
+    assert quiet == []

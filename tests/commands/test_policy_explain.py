@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from bot.approval.grants import new_grant
+from bot.approval.reasons import RuntimeReason
 from bot.approval.service import ApprovalService
 from bot.config import Settings, load_settings
 from bot.envelope import Capabilities, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
@@ -76,6 +77,7 @@ class Case:
     arguments: Mapping[str, object]
     verdict: str  # run / ask / refuse
     rule: str  # what the command's rule line says
+    background: bool = False  # a scheduled job's turn: nobody is ever asked
 
 
 #: Every rule kind of the policy's decision order.
@@ -145,6 +147,24 @@ CASES = [
         "ask",
         "side-effecting tool: no deny, always_ask, grant or auto_approve entry matched",
     ),
+    Case(
+        "slack.team",
+        "C1",
+        "http_fetch",
+        POST,
+        "ask",
+        "side-effecting tool: no deny, always_ask, grant or auto_approve entry matched",
+        background=True,
+    ),
+    Case(
+        "slack.team",
+        "C1",
+        "file_edit",
+        {"path": "a.txt", "old_text": "x", "new_text": "y"},
+        "run",
+        'auto_approve: entry "file_edit" in approval.auto_approve',
+        background=True,
+    ),
 ]
 
 
@@ -194,6 +214,7 @@ def _envelope(settings: Settings, case: Case) -> IngressEnvelope:
         addressed_to_bot=True,
         # nobody can be asked here: an ask ends at once, auto-denied, so the test sees it
         capabilities=Capabilities(),
+        background=case.background,
     )
     return Router(settings).routed(envelope)
 
@@ -223,10 +244,17 @@ async def pipeline_verdict(settings: Settings, store: Store, case: Case) -> str:
     if outcome.reason is OutcomeReason.POLICY_DENIED:
         return "refuse"
     assert outcome.reason is OutcomeReason.AUTO_DENIED, outcome
+    # a scheduled turn is refused for being one, before any way of asking is looked at
+    background = RuntimeReason.BACKGROUND.wording in outcome.observation
+    assert background == case.background, outcome.observation
     return "ask"
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.channel}-{c.tool}-{c.verdict}")
+@pytest.mark.parametrize(
+    "case",
+    CASES,
+    ids=lambda c: f"{c.channel}-{c.tool}-{c.verdict}" + ("-background" if c.background else ""),
+)
 async def test_explain_agrees_with_the_pipeline(
     configured: tuple[Path, Settings], case: Case
 ) -> None:
@@ -240,6 +268,7 @@ async def test_explain_agrees_with_the_pipeline(
         case.conversation,
         "--user",
         "U_ALICE",
+        *(["--background"] if case.background else []),
         case.tool,
         json.dumps(case.arguments),
     )
@@ -247,6 +276,9 @@ async def test_explain_agrees_with_the_pipeline(
     lines = done.stdout.splitlines()
     assert lines[0] == f"decision:  {case.verdict}"
     assert lines[1].startswith(f"rule:      {case.rule}"), lines[1]
+    if case.background and case.verdict == "ask":
+        refused = "asked:     nobody: refused at once (background turn: scheduled runs never ask)"
+        assert refused in lines
     async with await Store.open(settings.database_path()) as store:
         assert await pipeline_verdict(settings, store, case) == case.verdict
 

@@ -157,7 +157,7 @@ async def run_checks(settings: Settings, location: StateLocation) -> list[CheckR
         emit(access)
     from bot.approval.findings import approval_findings
 
-    for finding in approval_findings(settings):
+    for finding in await approval_findings(settings):
         emit(
             CheckResult(
                 name=f"approvals {finding.channel}",
