@@ -50,7 +50,7 @@ import structlog
 from slack_bolt.app.async_app import AsyncApp
 from slack_bolt.context.ack.async_ack import AsyncAck
 
-from bot.backoff import cancel_requested
+from bot.backoff import Backoff, cancel_requested, sleep_before_retry
 from bot.channel import ChannelHost
 from bot.crashpoints import crash_point
 from bot.envelope import ChannelRef
@@ -278,21 +278,38 @@ class SlackInbound:
     async def run(self, host: ChannelHost, bot: BotIdentity, aside: asyncio.TaskGroup) -> None:
         """Hand over the message events a crash left stored, then queued payloads in order,
         until cancelled. ``aside`` runs the modal openings. A failed Slack call is logged and
-        the next payload handled; a refused token ends the run."""
+        the next payload handled; a refused token ends the run.
+
+        A message event the host refuses (this process drains for a stop, or lost its
+        database) stays in the journal and is handed over again after a pause (the channel's
+        reconnect backoff), before what was queued after it. The channel keeps running
+        meanwhile: ending it would close the socket and the HTTP session that the turns still
+        running send their replies through."""
         self._host, self._bot, self._aside = host, bot, aside
+        backoff = Backoff(self._config.reconnect_backoff())
         try:
-            await self._read_back(host, bot)
             while True:
-                item = await self._queue.get()
-                if isinstance(item, _Inbound):
-                    self._queued.discard(item.journal_key)  # read back if its handling fails
-                self._current = item
-                await self._handle(host, bot, item)
-                if self._backlog and self._queue.empty():
-                    self._backlog = False
-                    await self._read_back(host, bot)
+                try:
+                    await self._work(host, bot, backoff)
+                except StorageError as exc:
+                    log.info("slack_event_refused", channel=str(self._ref), error=str(exc))
+                    await sleep_before_retry(backoff.next_delay())
         finally:
             self._aside = None
+
+    async def _work(self, host: ChannelHost, bot: BotIdentity, backoff: Backoff) -> None:
+        """:meth:`run`'s loop, from the stored events on; raises the host's refusal."""
+        await self._read_back(host, bot)
+        backoff.reset()
+        while True:
+            item = await self._queue.get()
+            if isinstance(item, _Inbound):
+                self._queued.discard(item.journal_key)  # read back if its handling fails
+            self._current = item
+            await self._handle(host, bot, item)
+            if self._backlog and self._queue.empty():
+                self._backlog = False
+                await self._read_back(host, bot)
 
     async def _read_back(self, host: ChannelHost, bot: BotIdentity) -> None:
         """Hand over the stored message events that are not queued (a crash's, or those that

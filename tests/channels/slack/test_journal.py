@@ -21,6 +21,8 @@ from structlog.testing import capture_logs
 
 from bot.app import App
 from bot.channel import HealthState
+from bot.envelope import DeliveryTarget, IngressEnvelope
+from bot.errors import StorageUnavailable
 from bot.store import Store
 from channels.slack.journal import KEY_PREFIX, Arrivals
 from tests.fakes.channel_health import serving, wait_for_health
@@ -141,6 +143,55 @@ async def test_a_stop_closes_the_socket_then_hands_over_what_it_received(
     assert channel.health.state is HealthState.STOPPED
     (handed,) = [e for e in logs if e["event"] == "slack_events_handed_over_at_stop"]
     assert handed["events"] == len(texts)
+
+
+class RefusingHost(RecordingHost):
+    """Refuses every message while ``refusing`` is set, as the gateway does while this
+    process drains for a stop or has lost its database."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refusing = True
+        self.refusals = 0
+        self._refused = asyncio.Condition()
+
+    async def deliver(self, envelope: IngressEnvelope) -> None:
+        if self.refusing:
+            async with self._refused:
+                self.refusals += 1
+                self._refused.notify_all()
+            raise StorageUnavailable("this process is stopping: the message is left for later")
+        await super().deliver(envelope)
+
+    async def wait_refusals(self, count: int) -> None:
+        async with asyncio.timeout(10), self._refused:
+            await self._refused.wait_for(lambda: self.refusals >= count)
+
+
+async def test_a_refused_event_stays_stored_and_the_channel_keeps_running(
+    slack: FakeSlack, store: Store
+) -> None:
+    """A refusal by the host leaves the event in the journal, handed over again later, in
+    order; it does not end the channel, whose socket and HTTP session the turns still
+    running (a drain waits for them) need to post their replies."""
+    host = RefusingHost()
+    channel = channel_for(slack, store, reconnect_initial_s=0.01, reconnect_max_s=0.05)
+    async with serving(channel, host):
+        late = event_callback(message_event("late", channel="D0001", ts="4.1"), event_id="Ev41")
+        await slack.wait_ack(await slack.push("events_api", late))
+        await host.wait_refusals(2)  # refused, and tried again after a pause
+        assert list(await journal(store)) == [f"{KEY_PREFIX}Ev41"]
+        assert (slack.connections, slack.disconnections) == (1, 0)
+        assert channel.health.state is HealthState.CONNECTED
+        target = DeliveryTarget(channel=REF, conversation_id="D0001")
+        (sent,) = await channel.send(target, "the running turn's answer")
+        assert sent.message_id
+        after = event_callback(message_event("after", channel="D0001", ts="4.2"))
+        await slack.wait_ack(await slack.push("events_api", after))
+        host.refusing = False
+        await host.wait_envelopes(2)
+        assert [e.text for e in host.envelopes] == ["late", "after"]
+        await until_empty(store)
 
 
 async def test_an_event_stored_before_a_crash_is_handed_over_after_a_restart(
