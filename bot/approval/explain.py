@@ -193,7 +193,9 @@ async def explain(
         for who in effective.approvers
         if who == requester and not effective.self_approval
     )
-    view = describe(request.arguments, notes=request.notes, diff=request.diff)
+    view = describe(
+        request.arguments, notes=request.notes, diff=request.diff, covered=request.covered
+    )
     level_from = table_name(effective.source("level"), envelope)
     asked, refused = await _asked(channel, envelope, effective)
     return Explanation(

@@ -122,6 +122,9 @@ class ApprovalRequest:
     #: What the approval binds to besides the arguments (the content hash of the file the
     #: diff was computed against); part of the fingerprint when set.
     binding: str = ""
+    #: Arguments the tool's preview shows whole in ``diff`` (an ``http_fetch``'s headers
+    #: and body, one a line): the card lists them there instead of as a JSON value.
+    covered: tuple[str, ...] = ()
     _fingerprint: str = field(default="", init=False, repr=False, compare=False)
 
     @property

@@ -139,7 +139,12 @@ class ApprovalService:
             await self._store.audit.append(
                 audit.entry_for_request(
                     request,
-                    describe(request.arguments, notes=request.notes, diff=request.diff).lines,
+                    describe(
+                        request.arguments,
+                        notes=request.notes,
+                        diff=request.diff,
+                        covered=request.covered,
+                    ).lines,
                     at=self._clock(),
                     decision=Decision.POLICY_ALLOWED if allowed else Decision.POLICY_DENIED,
                     decided_by=reasons.RUNTIME,
@@ -154,7 +159,9 @@ class ApprovalService:
             request=request,
             policy=self._policy.for_channel(request.turn.envelope.channel),
             # once: the card or prompt and the audit row
-            view=describe(request.arguments, notes=request.notes, diff=request.diff),
+            view=describe(
+                request.arguments, notes=request.notes, diff=request.diff, covered=request.covered
+            ),
             why=_why(request),
         )
         handler = await self._handler(asked)

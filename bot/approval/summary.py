@@ -141,15 +141,16 @@ def _diff(diff: tuple[str, ...]) -> tuple[list[str], list[str], bool]:
     for index, raw in enumerate(diff):
         text, masked = scrub_text_noting(raw)
         note = f"  {MASKED_NOTE}" if masked else ""
-        full.append(f"{visible(text)}{note}")
+        marks = look_alikes(text)  # a URL in a diff or a request body is marked as anywhere
+        full.append(f"{visible(text)}{note}{_mark_notes(marks, len(marks.found))[0]}")
         if index < MAX_DIFF_LINES:
             line, line_cut = _cut(text, MAX_DIFF_LINE_CHARS)
-            summary.append(f"{line}{note}")
-            cut = cut or line_cut
+            shown_marks, marks_cut = _mark_notes(marks, MAX_LINE_MARKS)
+            summary.append(f"{line}{note}{shown_marks}")
+            cut = cut or line_cut or marks_cut
     if len(diff) > MAX_DIFF_LINES:
         summary.append(
-            f"…[{len(diff) - MAX_DIFF_LINES:,} more diff line(s): the full view shows the "
-            "whole change]"
+            f"…[{len(diff) - MAX_DIFF_LINES:,} more line(s) below: the full view shows them all]"
         )
     return summary, full, cut
 
@@ -159,11 +160,14 @@ def describe(
     *,
     notes: tuple[str, ...] = (),
     diff: tuple[str, ...] = (),
+    covered: tuple[str, ...] = (),
 ) -> ArgumentView:
     """The summary and the full view of ``arguments`` (see the module contract), each
     followed by the change's ``diff`` and the tool's ``notes`` (written by this program,
-    shown escaped all the same)."""
-    shown = {str(k): _shown(str(k), v) for k, v in arguments.items()}
+    shown escaped all the same). ``covered`` names arguments the ``diff`` lines show whole
+    (a request's headers and body): they are not listed again as arguments."""
+    hidden = set(covered) if diff else set()
+    shown = {str(k): _shown(str(k), v) for k, v in arguments.items() if str(k) not in hidden}
     first = [k for k in PRIORITY_KEYS if k in shown]
     keys = first + sorted(k for k in shown if k not in first)
     lines: list[str] = []

@@ -76,7 +76,11 @@ async def previewed(
     if shown.refusal:
         return shown.refusal
     return dataclasses.replace(
-        request, notes=(*request.notes, *shown.notes), diff=shown.diff, binding=shown.binding
+        request,
+        notes=(*request.notes, *shown.notes),
+        diff=shown.diff,
+        binding=shown.binding,
+        covered=shown.covers,
     )
 
 

@@ -153,6 +153,9 @@ class CallPreview:
     notes: tuple[str, ...] = ()
     binding: str = ""
     refusal: str = ""
+    #: Arguments ``diff`` shows whole (one fact a line, masked like any argument): the card
+    #: does not list them again as arguments.
+    covers: tuple[str, ...] = ()
 
 
 ApprovalPreview = Callable[[Mapping[str, object], ToolContext], Awaitable[CallPreview]]

@@ -28,11 +28,13 @@ from yarl import URL
 
 from bot.config import HttpFetchToolConfig
 from bot.scrub import scrub_text
+from bot.tools.builtin import fetch_preview
 from bot.tools.builtin.arguments import ToolArguments, parse_arguments, schema_of
 from bot.tools.builtin.html_text import html_to_text
 from bot.tools.builtin.network_guard import HostResolver, NetworkGuard, PinnedResolver
 from bot.tools.builtin.observation import ToolFailed, ToolRefused, bounded_text
 from bot.tools.spec import (
+    CallPreview,
     FailureKind,
     ToolContext,
     ToolFailure,
@@ -122,7 +124,9 @@ def needs_approval(arguments: Mapping[str, object], context: ToolContext) -> boo
     return str(arguments.get("method", "GET")).upper() != "GET"
 
 
-def _request_headers(args: HttpFetchArguments) -> dict[str, str]:
+def request_headers(args: HttpFetchArguments) -> dict[str, str]:
+    """The headers a fetch sends: the tool's own and the call's; ``ToolFailed`` for a header
+    a call may not set."""
     headers = {"User-Agent": USER_AGENT, "Accept": "text/html, application/json, text/*;q=0.9"}
     for name, value in args.headers.items():
         if name.lower() in FORBIDDEN_HEADERS or "\n" in value or "\r" in value:
@@ -187,7 +191,7 @@ async def fetch(args: HttpFetchArguments, cfg: HttpFetchToolConfig, guard: Netwo
         raise ToolFailed(f"{args.url!r} is not an absolute URL")
     method: str = args.method
     body = args.body if args.method == "POST" else None
-    headers = _request_headers(args)
+    headers = request_headers(args)
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=cfg.timeout_s)
     try:
         async with asyncio.timeout(cfg.timeout_s):
@@ -248,6 +252,16 @@ def http_fetch_tool(cfg: HttpFetchToolConfig, *, resolver: HostResolver | None =
         )
         return ToolOutput(text=page.shown(cfg.max_output_chars), failure=failure)
 
+    async def preview(arguments: Mapping[str, object], context: ToolContext) -> CallPreview:
+        """The request as it will be sent, for the card (:mod:`fetch_preview`); a header
+        the tool refuses refuses the call before any card."""
+        try:
+            args = parse_arguments(HttpFetchArguments, arguments)
+            headers = request_headers(args)
+        except ToolFailed as exc:
+            return CallPreview(refusal=str(exc))
+        return await fetch_preview.preview(args.method, headers, args.body)
+
     return ToolSpec(
         name="http_fetch",
         description=(
@@ -259,6 +273,7 @@ def http_fetch_tool(cfg: HttpFetchToolConfig, *, resolver: HostResolver | None =
         handler=handler,
         requires_approval=True,
         approval_check=needs_approval,
+        approval_preview=preview,
         kind=ToolKind.READ_ONLY,
         concurrency_safe=True,
         timeout_s=cfg.timeout_s + 5.0,

@@ -95,7 +95,7 @@ def test_a_diff_is_masked_escaped_and_bounded_on_the_card() -> None:
     assert "\\u202e" in view.full
     assert view.cut  # more than the card shows: approvable only from the full view
     assert len(view.lines) == 1 + MAX_DIFF_LINES + 1
-    assert view.lines[-1].endswith("more diff line(s): the full view shows the whole change]")
+    assert view.lines[-1].endswith("more line(s) below: the full view shows them all]")
     assert view.full.count("\n+w") == 200
 
 
