@@ -22,7 +22,15 @@ Rounds are interleaved and the order alternates; medians are printed with the ra
 
 nanobot lives in a venv of its own, never the project's: ``--venv`` (default
 ``/tmp/peers-venv``) is created with ``python -m venv`` and ``pip install nanobot-ai`` when
-it has no ``nanobot``; ``--nanobot-spec`` pins a version (``nanobot-ai==0.3.5``).
+it has no ``nanobot`` or another version than ``--nanobot-spec`` pins (``nanobot-ai==0.3.5``
+by default: the anchor docs/performance.md's figures stand beside). The runs need no network:
+both bots talk to the loopback fake only, with no provider keys or proxies in their
+environment. CI runs only ``--smoke``, which needs no nanobot.
+
+Every run's line carries the load average at its start; the summary gives each figure's
+median, the load averages it was measured at, and for the one-shot the ratio of hatchway's
+wall time to nanobot's, per interleaved pair (median, min–max): the figure to read on a
+shared machine, where each pair ran under the same load.
 
     python bench/peers.py [--rounds 3] [--conversations 100] [--oneshot-repeat 5]
                           [--venv /tmp/peers-venv] [--only oneshot|plain|tool]
@@ -80,13 +88,31 @@ def environ(home: Path) -> dict[str, str]:
 
 
 def ensure_venv(venv: Path, spec: str) -> Path:
-    """The venv's python, installing ``spec`` into a new venv first when it has no nanobot."""
+    """The venv's python, installing ``spec`` into a new venv first when it has no nanobot,
+    or into it again when it holds another version than ``spec`` pins."""
     python = venv / "bin" / "python"
     if not (venv / "bin" / "nanobot").exists():
         print(f"creating {venv} and installing {spec} into it (not the project's venv)")
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         subprocess.run([str(python), "-m", "pip", "install", "-q", spec], check=True)
+    elif "==" in spec and nanobot_version(python) != spec.split("==", 1)[1]:
+        print(f"{venv} holds nanobot-ai {nanobot_version(python)}: installing {spec} into it")
+        subprocess.run([str(python), "-m", "pip", "install", "-q", spec], check=True)
     return python
+
+
+def nanobot_version(python: Path) -> str:
+    return subprocess.run(
+        [str(python), "-c", "import importlib.metadata as m; print(m.version('nanobot-ai'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+
+def load_average() -> float:
+    """The 1-minute load average, printed beside each run's figures."""
+    return os.getloadavg()[0]
 
 
 @contextmanager
@@ -149,6 +175,7 @@ def throughput_run(bot: str, python: Path, base_url: str, kind: str, n: int) -> 
             command = [sys.executable, str(BENCH / "peer_hatchway.py"), "--base-url", base_url]
             command += ["--workspace", str(folder)]
         command += ["--conversations", str(n), "--text", TEXTS[kind]]
+        load = load_average()
         done = subprocess.run(
             command,
             capture_output=True,
@@ -164,7 +191,7 @@ def throughput_run(bot: str, python: Path, base_url: str, kind: str, n: int) -> 
     expected = ANSWER if kind == "plain" else "the-note-says-hello"  # the tool really ran
     if figures["turns"] != n or not all(expected in a for a in answers):
         raise SystemExit(f"{bot} {kind}: unexpected answers {answers!r} ({figures})")
-    return {k: float(v) for k, v in figures.items()}
+    return {**{k: float(v) for k, v in figures.items()}, "load": load}
 
 
 # -- one-shot ---------------------------------------------------------------------------
@@ -184,6 +211,7 @@ def oneshot_runner(bot: str, python: Path, folder: Path, base_url: str) -> Calla
 
 def timed(command: list[str], stdin: bytes, folder: Path) -> Figures:
     """Spawn → exit wall time, the child's CPU and peak RSS (from ``wait4``)."""
+    load = load_average()
     started = time.perf_counter()
     proc = subprocess.Popen(
         command,
@@ -206,6 +234,7 @@ def timed(command: list[str], stdin: bytes, folder: Path) -> Figures:
         "wall_s": wall,
         "cpu_s": usage.ru_utime + usage.ru_stime,
         "peak_rss_mb": usage.ru_maxrss / 1024,
+        "load": load,
     }
 
 
@@ -213,8 +242,10 @@ def timed(command: list[str], stdin: bytes, folder: Path) -> Figures:
 
 
 def show(title: str, runs: dict[str, list[Figures]], keys: list[tuple[str, str, bool]]) -> None:
-    """Medians per bot, and hatchway's advantage (>1 = hatchway better) per figure."""
-    print(f"\n{title}")
+    """Medians per bot, and hatchway's advantage (>1 = hatchway better) per figure, with the
+    load averages the runs started at."""
+    loads = [r["load"] for rs in runs.values() for r in rs]
+    print(f"\n{title}, load average {min(loads):.2f}-{max(loads):.2f}")
     if "nanobot" not in runs:
         for key, label, _ in keys:
             h = statistics.median(r[key] for r in runs["hatchway"])
@@ -234,13 +265,7 @@ def main(args: argparse.Namespace) -> None:
         print(f"nanobot: skipped (--smoke installs and runs no peer); hatchway from {ROOT}")
     else:
         python = ensure_venv(Path(args.venv), args.nanobot_spec)
-        version = subprocess.run(
-            [str(python), "-c", "import importlib.metadata as m; print(m.version('nanobot-ai'))"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        print(f"nanobot-ai {version} from {python}; hatchway from {ROOT}")
+        print(f"nanobot-ai {nanobot_version(python)} from {python}; hatchway from {ROOT}")
     subprocess.run(
         [sys.executable, "-m", "compileall", "-q", "bot", "channels", "tests/fakes"],
         check=True,
@@ -256,12 +281,29 @@ def main(args: argparse.Namespace) -> None:
             oneshot: dict[str, list[Figures]] = {b: [] for b in bots}
             for r in range(args.oneshot_repeat):
                 for bot in bots if r % 2 == 0 else bots[::-1]:
-                    oneshot[bot].append(runners[bot]())
+                    figures = runners[bot]()
+                    oneshot[bot].append(figures)
+                    print(
+                        f"  one-shot round {r + 1} {bot:<8} wall {figures['wall_s']:6.3f} s"
+                        f"  CPU {figures['cpu_s']:6.3f} s"
+                        f"  peak RSS {figures['peak_rss_mb']:5.1f} MB"
+                        f"  load average {figures['load']:5.2f}"
+                    )
             show(
                 f"one-shot CLI turn, median of {args.oneshot_repeat}",
                 oneshot,
                 ONESHOT_FIGURES,
             )
+            if "nanobot" in oneshot:
+                pairs = [
+                    h["wall_s"] / n["wall_s"]
+                    for h, n in zip(oneshot["hatchway"], oneshot["nanobot"], strict=True)
+                ]
+                print(
+                    f"  hatchway wall / nanobot wall, per interleaved pair: median "
+                    f"{statistics.median(pairs):.3f} ({min(pairs):.3f}-{max(pairs):.3f})"
+                    f"  [{' '.join(f'{x:.2f}' for x in pairs)}]"
+                )
         for kind in ("plain", "tool"):
             if args.only not in (None, kind):
                 continue
@@ -274,6 +316,7 @@ def main(args: argparse.Namespace) -> None:
                         f"  {kind} round {r + 1} {bot:<8} {figures['turns_per_s']:8.1f} turns/s"
                         f"  CPU {figures['cpu_ms_per_turn']:6.2f} ms/turn"
                         f"  peak RSS {figures['peak_rss_mb']:5.0f} MB"
+                        f"  load average {figures['load']:5.2f}"
                     )
             show(
                 f"throughput, {args.conversations} conversations at once, "
@@ -290,6 +333,6 @@ if __name__ == "__main__":
     parser.add_argument("--conversations", type=int, default=100)
     parser.add_argument("--oneshot-repeat", type=int, default=5)
     parser.add_argument("--venv", default="/tmp/peers-venv")
-    parser.add_argument("--nanobot-spec", default="nanobot-ai")
+    parser.add_argument("--nanobot-spec", default="nanobot-ai==0.3.5")
     parser.add_argument("--only", choices=("oneshot", "plain", "tool"))
     main(parse_args(parser, smoke={"rounds": 1, "conversations": 10, "oneshot_repeat": 1}))
