@@ -289,9 +289,13 @@ class DiscordChannel(SendsThrough):
         client = self._connection.connected()
         if client is None:
             return
-        self._health.set(
-            HealthState.CONNECTED, f"connected as {client.user} to {len(client.guilds)} guild(s)"
-        )
+        # discord.py's "ready" comes guild_ready_timeout_s after the session's READY, even
+        # when the gateway dropped meanwhile: it says connected only if nothing dropped since
+        if self._health.state is HealthState.CONNECTED:
+            self._health.set(
+                HealthState.CONNECTED,
+                f"connected as {client.user} to {len(client.guilds)} guild(s)",
+            )
         # The guilds' channels are known now: fetch what the new session did not see.
         caught_up = await self._catch_up.run()
         if caught_up is not None and self._health.state is HealthState.CONNECTED:

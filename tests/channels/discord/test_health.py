@@ -129,3 +129,20 @@ async def test_dropped_gateway_is_reconnecting_until_resumed(
         [envelope] = await host.wait_envelopes(1)
     assert fake.resumes == 1 and fake.identifies == 1
     assert envelope.text == "after the resume"
+
+
+async def test_discord_pys_late_ready_after_a_drop_does_not_say_connected(
+    fake: FakeDiscord, store: Store
+) -> None:
+    """discord.py dispatches "ready" guild_ready_timeout_s after the session's READY, also
+    when the gateway dropped in between: the channel stays RECONNECTING until the resume."""
+    channel = make_channel(fake, store, guild_ready_timeout_s=60)
+    async with running(channel, RecordingHost()):
+        fake.resume_gate.clear()
+        await fake.drop_connection(4000)
+        await wait_for_health(channel, HealthState.RECONNECTING)
+        await channel.gateway_ready()  # what discord.py's delayed "ready" runs
+        assert channel.health.state is HealthState.RECONNECTING
+        assert "resum" in channel.health.detail
+        fake.resume_gate.set()
+        await wait_for_health(channel, HealthState.CONNECTED)
