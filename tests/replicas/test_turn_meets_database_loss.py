@@ -56,9 +56,13 @@ def texts(tg: FakeTelegram) -> list[str]:
     return [str(m["text"]) for m in tg.bot_messages(REQUESTER)]
 
 
-async def say(tg: FakeTelegram, text: str, message_id: int) -> None:
+async def say(tg: FakeTelegram, text: str) -> int:
+    """The requester writes ``text``; its message id is the next one Telegram gives (one
+    counter for the bot's private chats, the bot's own messages included)."""
     chat = private_chat(REQUESTER)
+    message_id = tg.next_message_id(REQUESTER)
     await tg.push({"message": message(chat, user(REQUESTER), text, message_id=message_id)})
+    return message_id
 
 
 @pytest.mark.parametrize("loss", ["cut", "freeze"])
@@ -80,7 +84,7 @@ async def test_a_turn_that_meets_the_database_gone_is_settled_once_it_is_back(
     async with app:
         await eventually(lambda: tg.poll_book.clients() == ["A"])
         await eventually_async(lambda: _ready(app))
-        await say(tg, "held in flight", 10)
+        held = await say(tg, "held in flight")
         async with asyncio.timeout(30):
             await model.asked.wait()
 
@@ -101,7 +105,7 @@ async def test_a_turn_that_meets_the_database_gone_is_settled_once_it_is_back(
             link.thaw()
         await eventually_async(lambda: _ready(app))
         await eventually(lambda: OUTAGE_MESSAGE in texts(tg))
-        key = InboxKey(channel="telegram.main", message_id=f"{REQUESTER}:10")
+        key = InboxKey(channel="telegram.main", message_id=f"{REQUESTER}:{held}")
 
         async def settled() -> bool:  # marked in the transaction after the notice's send
             entry = await app.store.inbox.get(key)
@@ -112,7 +116,7 @@ async def test_a_turn_that_meets_the_database_gone_is_settled_once_it_is_back(
         assert entry is not None and entry.status is InboxStatus.FAILED
         assert entry.error == INTERRUPTED_BY_OUTAGE
 
-        await say(tg, "after", 11)
+        await say(tg, "after")
         await eventually(lambda: "re: after" in texts(tg))
     said = texts(tg)
     # told of the outage once, and not of a restart that never happened
