@@ -354,6 +354,14 @@ class App:
         """(running turns, messages queued behind them)."""
         return self.gateway.active_turns, self.gateway.queue_depth()
 
+    def tool_specs(self) -> list[ToolSpec]:
+        """The tools a turn could call now: the built-in ones, then the MCP servers' (the
+        console's *Explain* page and ``/why`` judge calls of any of them)."""
+        specs = list(self.tools)
+        names = {spec.name for spec in specs}
+        dynamic = self.mcp.specs() if self.mcp is not None else ()
+        return specs + [spec for spec in dynamic if spec.name not in names]
+
     async def check_database(self) -> None:
         """Return when the database accepts a write transaction; StorageError otherwise.
         With several replicas the heartbeat is such a write, every ``heartbeat_s``: the

@@ -43,6 +43,7 @@ log = structlog.get_logger(__name__)
 PAGE_MODULES: tuple[str, ...] = (
     "bot.webconsole.approvals",
     "bot.webconsole.pages_grants",
+    "bot.webconsole.pages_explain",
     "bot.webconsole.pages_audit",
     "bot.webconsole.pages_turns",
     "bot.webconsole.pages_health",

@@ -7,13 +7,14 @@ seen at the next one: approvers and admins, channel states, queue depth.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from bot.channel import Channel, ChannelHealth
 from bot.config import Settings
 from bot.envelope import ChannelRef
 from bot.store import Store
+from bot.tools.spec import ToolSpec
 
 if TYPE_CHECKING:
     from bot.approval.service import ApprovalService
@@ -48,4 +49,8 @@ class ConsoleHost(Protocol):
 
     def turn_load(self) -> tuple[int, int]:
         """(running turns, messages queued behind them)."""
+        ...
+
+    def tool_specs(self) -> Sequence[ToolSpec]:
+        """The tools a turn could call now, MCP servers' included (the *Explain* page)."""
         ...
