@@ -42,6 +42,8 @@ class CardState(enum.StrEnum):
 MAX_REPLY_CHARS = 2000
 #: How a copy of a card outside its conversation says where it was asked (the place follows).
 ASKED_IN_PREFIX = "Asked in: "
+#: How a pending card names who can approve it (``approval.name_approvers``; names follow).
+APPROVERS_PREFIX = "Can approve: "
 #: How a card says whom it was escalated to (the names follow).
 ESCALATED_PREFIX = "⏫ Escalated to: "
 #: The button a cut card offers in place of Approve / Always.
@@ -84,6 +86,9 @@ class ApprovalCard:
     #: On a copy posted outside the conversation that asked (an approver's DM): which
     #: conversation that was; empty on the conversation's own card.
     asked_in: str = ""
+    #: Who can approve it, as far as ``approval.name_approvers`` allows naming them (empty:
+    #: nobody is named); shown while it is pending.
+    approvers: str = ""
 
     @property
     def approvable_here(self) -> bool:
@@ -114,6 +119,8 @@ class ApprovalCard:
             body.append(f"{ASKED_IN_PREFIX}{self.asked_in}")
         if self.escalated_to:
             body.append(f"{ESCALATED_PREFIX}{self.escalated_to}")
+        if self.approvers and self.state is CardState.PENDING:
+            body.append(f"{APPROVERS_PREFIX}{self.approvers}")
         if self.state is CardState.PENDING:
             if self.cut:
                 body.append(CUT_NOTE)

@@ -19,6 +19,10 @@ from bot.envelope import Sender
 #: How much a turn may do without asking (docs/approvals.md): ``[approval] level`` and its
 #: overrides per channel and per agent.
 ApprovalLevel = Literal["readonly", "supervised", "full"]
+#: Whom a card and the requester's waiting notice name as able to approve
+#: (``[approval] name_approvers``): nobody, the approvers who can see the conversation
+#: (and the roles, in a group), or every eligible approver and role.
+NameApprovers = Literal["none", "members", "all"]
 #: Where an "Always" grant applies (``[approval] grant_scope``).
 GrantScope = Literal["conversation", "channel", "global"]
 
@@ -27,12 +31,13 @@ class ReminderOverride(ConfigModel):
     """The reminder and escalation keys a narrower table may set (a channel's ``approval``
     table, ``[agents.<name>.approval]``, a tool's entry in either ``tools`` table); unset
     keys inherit (docs/approvals.md#reminders-and-escalation). ``remind_max = 0`` turns
-    reminders off there, ``escalate_to = []`` escalation."""
+    reminders off there, ``escalate_to = []`` and ``escalate_to_roles = []`` escalation."""
 
     remind_after_s: float | None = Field(default=None, gt=0)
     remind_max: int | None = Field(default=None, ge=0, le=50)
     escalate_after_s: float | None = Field(default=None, gt=0)
     escalate_to: list[str] | None = Field(default=None, max_length=50)
+    escalate_to_roles: list[str] | None = Field(default=None, max_length=50)
 
 
 class ToolApproval(ReminderOverride):

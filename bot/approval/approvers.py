@@ -15,11 +15,15 @@ from bot.channel import ClickVerdict
 
 
 def is_approver(
-    policy: EffectivePolicy, user_id: str, roles: Sequence[str] = (), also: Sequence[str] = ()
+    policy: EffectivePolicy,
+    user_id: str,
+    roles: Sequence[str] = (),
+    also: Sequence[str] = (),
+    also_roles: Sequence[str] = (),
 ) -> bool:
     if user_id in policy.approvers or user_id in also:
         return True
-    return any(role in policy.approver_roles for role in roles)
+    return any(role in policy.approver_roles or role in also_roles for role in roles)
 
 
 def refusal(
@@ -29,10 +33,12 @@ def refusal(
     roles: Sequence[str],
     requester: str,
     also: Sequence[str] = (),
+    also_roles: Sequence[str] = (),
 ) -> ClickVerdict | None:
     """Why ``user_id`` may not decide a request by ``requester``; None when they may.
-    ``also``: the users the request was escalated to, who may decide it too."""
-    if not is_approver(policy, user_id, roles, also):
+    ``also`` and ``also_roles``: the users and roles the request was escalated to, who may
+    decide it too."""
+    if not is_approver(policy, user_id, roles, also, also_roles):
         return ClickVerdict.NOT_AUTHORISED
     if user_id == requester and not policy.self_approval:
         return ClickVerdict.SELF_APPROVAL

@@ -44,7 +44,7 @@ from bot.approval.card_desk import CardDesk, ChannelLookup, PolicyLookup
 from bot.approval.card_flow import CardFlow
 from bot.approval.gate import ApprovalDecision
 from bot.approval.handler import AskedCall
-from bot.approval.reach import eligible_approvers
+from bot.approval.reach import eligible_approvers, named_approvers
 from bot.approval.reasons import RuntimeReason
 from bot.approval.shared import SharedApprovals
 from bot.approval.waits import Waits
@@ -86,6 +86,7 @@ class Backchannel:
         approver can see the conversation's card (:func:`bot.approval.reach.approvers_here`)."""
         request, policy, view = asked.request, asked.policy, asked.view
         env = request.turn.envelope
+        named = await named_approvers(channel, env, policy)
         now = self._clock()
         record = ApprovalRecord(
             # Hex, not urlsafe base64: an id starting with "-" reads as an option to
@@ -109,6 +110,7 @@ class Backchannel:
             turn_id=request.turn.turn_id,
             call_id=request.call_id,
             agent=env.agent,
+            approvers_named=named,
         )
         await self._store.approvals.create(record)
         wakeup = self._waits.open(record.id)

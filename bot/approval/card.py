@@ -31,6 +31,12 @@ def parse_channel_ref(text: str) -> ChannelRef:
     return ChannelRef(kind=kind, alias=alias)
 
 
+def escalated_names(users: tuple[str, ...], roles: tuple[str, ...]) -> str:
+    """Whom a request was escalated to, as cards, replies and the audit say it:
+    ``U0LEAD, role sre``."""
+    return ", ".join([*users, *(f"role {r}" for r in roles)])
+
+
 def card_for(record: ApprovalRecord, *, timeout_s: float) -> ApprovalCard:
     decided_by = record.decided_by or ""
     if decided_by and record.decided_by_name and record.decided_by_name != decided_by:
@@ -55,7 +61,7 @@ def card_for(record: ApprovalRecord, *, timeout_s: float) -> ApprovalCard:
         timeout_s=timeout_s,
         full_text=record.full_text or "\n".join(record.summary),
         cut=record.cut,
-        escalated_to=visible(", ".join(record.escalated_to)),
+        escalated_to=visible(escalated_names(record.escalated_to, record.escalated_roles)),
     )
 
 

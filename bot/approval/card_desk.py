@@ -19,7 +19,9 @@ from bot import telemetry
 from bot.approval import reasons
 from bot.approval.card import card_for, parse_channel_ref
 from bot.approval.policy import EffectivePolicy
+from bot.approval.reach import ROLE_ENTRY
 from bot.approval.reasons import RuntimeReason
+from bot.cards import APPROVERS_PREFIX
 from bot.channel import ApprovalCard, Channel, SentMessage
 from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelError
@@ -27,6 +29,7 @@ from bot.scrub import scrub_text
 from bot.store import Store
 from bot.store.approvals import ApprovalRecord, ApprovalStatus, CardRef
 from bot.store.conversation_titles import place
+from bot.store.display_names import identity
 from bot.visible_text import visible
 
 log = structlog.get_logger(__name__)
@@ -63,7 +66,7 @@ class CardDesk:
         if channel.cards is None:
             log.warning("approval_card_failed", approval_id=record.id, error="no cards")
             return []
-        card = card_for(record, timeout_s=self._policy_for(target.channel).timeout_s)
+        card = await self._card(record, elsewhere=False)
         try:
             with telemetry.send(target.channel.kind, "approval_card"):
                 sent = await channel.cards.post_approval_card(target, card)
@@ -106,11 +109,24 @@ class CardDesk:
         DM with the bot), that the call waits for an approver, instead of showing them a
         card whose buttons they cannot use."""
         try:
-            await channel.send(target, waiting_notice(record))
+            await channel.send(target, waiting_notice(record, await self.approver_names(record)))
         except CHANNEL_FAILURES as exc:
             log.warning(
                 "approval_waiting_notice_failed", approval_id=record.id, error=scrub_text(str(exc))
             )
+
+    async def approver_names(self, record: ApprovalRecord) -> str:
+        """Whom ``record`` names as able to approve it (:func:`bot.approval.reach.named_approvers`),
+        as a card shows them: ``Ann (U012), role sre`` (the display name where the person
+        wrote to the bot, the id alone otherwise); made visible."""
+        users = [u for u in record.approvers_named if not u.startswith(ROLE_ENTRY)]
+        roles = [u.removeprefix(ROLE_ENTRY) for u in record.approvers_named if u not in users]
+        kind = parse_channel_ref(record.channel).kind
+        names = await self._store.display_names.of(identity(kind, u) for u in users)
+        shown = [
+            f"{names[identity(kind, u)]} ({u})" if identity(kind, u) in names else u for u in users
+        ]
+        return visible(", ".join([*shown, *(f"role {r}" for r in roles)]))
 
     async def edit_all(self, approval_id: str) -> ApprovalRecord | None:
         """Edit every stored copy of the card to the row's current state; returns the row."""
@@ -175,6 +191,8 @@ class CardDesk:
         card = card_for(
             record, timeout_s=self._policy_for(parse_channel_ref(record.channel)).timeout_s
         )
+        if record.approvers_named and record.status is ApprovalStatus.PENDING:
+            card = dataclasses.replace(card, approvers=await self.approver_names(record))
         if not elsewhere:
             return card
         where = place(record.channel, record.conversation_id, record.thread_id)
@@ -187,10 +205,12 @@ class CardDesk:
         return dataclasses.replace(card, asked_in=visible(asked_in))
 
 
-def waiting_notice(record: ApprovalRecord) -> str:
-    """What the requester reads in their DM while their call waits for an approver."""
+def waiting_notice(record: ApprovalRecord, approvers: str = "") -> str:
+    """What the requester reads in their DM while their call waits for an approver;
+    ``approvers``: who can approve it, where they may be named."""
+    who = f" ({APPROVERS_PREFIX.lower()}{approvers})" if approvers else ""
     return (
-        f"🔐 {visible(record.tool)} waits for an approver: the request was sent to the "
+        f"🔐 {visible(record.tool)} waits for an approver{who}: the request was sent to the "
         "approvers. The answer comes here."
     )
 

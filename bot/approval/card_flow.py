@@ -153,6 +153,7 @@ class CardFlow:
             roles=action.actor.roles,
             requester=record.requester,
             also=record.escalated_to,
+            also_roles=record.escalated_roles,
         )
 
     async def _record(self, channel: ChannelRef, approval_id: str) -> ApprovalRecord | None:

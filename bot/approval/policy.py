@@ -30,7 +30,13 @@ from typing import Literal, TypeVar
 
 from bot.approval.gate import ApprovalRequest, Assessment, PolicyResult
 from bot.approval.reasons import PolicyReason
-from bot.channel_config import ApprovalLevel, GrantScope, ReminderOverride, ToolApproval
+from bot.channel_config import (
+    ApprovalLevel,
+    GrantScope,
+    NameApprovers,
+    ReminderOverride,
+    ToolApproval,
+)
 from bot.config import DEFAULT_AGENT, AgentApproval, ApprovalConfig, ChannelCommon, Settings
 from bot.envelope import ChannelRef
 from bot.store.grants import GrantRecord
@@ -66,6 +72,9 @@ class EffectivePolicy:
     remind_max: int = 3
     escalate_after_s: float | None = None
     escalate_to: tuple[str, ...] = ()
+    escalate_to_roles: tuple[str, ...] = ()
+    #: Whom a card names as able to approve (``approval.name_approvers``).
+    name_approvers: NameApprovers = "members"
     #: An approver's time zone by user id (a reminder says the expiry in it).
     approver_zones: tuple[tuple[str, str], ...] = ()
     #: Which table set each of ``level``, ``auto_approve``, ``always_ask``, ``deny`` and
@@ -126,6 +135,7 @@ class _Schedule:
     remind_max: int
     escalate_after_s: float | None
     escalate_to: tuple[str, ...]
+    escalate_to_roles: tuple[str, ...]
 
 
 def _schedule(
@@ -147,6 +157,9 @@ def _schedule(
         remind_max=_first((t.remind_max for t in layers), base.remind_max),
         escalate_after_s=_first((t.escalate_after_s for t in layers), base.escalate_after_s),
         escalate_to=tuple(_first((t.escalate_to for t in layers), base.escalate_to)),
+        escalate_to_roles=tuple(
+            _first((t.escalate_to_roles for t in layers), base.escalate_to_roles)
+        ),
     )
 
 
@@ -196,6 +209,8 @@ def effective_policy(
         remind_max=schedule.remind_max,
         escalate_after_s=schedule.escalate_after_s,
         escalate_to=schedule.escalate_to,
+        escalate_to_roles=schedule.escalate_to_roles,
+        name_approvers=base.name_approvers,
         approver_zones=tuple(sorted(base.approver_zones.items())),
         sources=tuple(sources),
     )

@@ -12,6 +12,12 @@ requester unless ``self_approval`` is on) can see the conversation:
 * ``approver_roles`` count for a group (role holders are found by the platform at click
   time), and for a direct message only when the requester may approve their own request.
 
+Whom a card may *name* as able to approve (:func:`named_approvers`,
+``approval.name_approvers``) is a separate, narrower question: never someone the requester
+could not already know of. ``members`` (the default) names, in a group, the eligible
+approvers the platform says can see the conversation, and the ``approver_roles``; in a
+direct message nobody. ``all`` names every eligible approver and role; ``none`` nobody.
+
 When nobody is left here, the approvers' direct messages (``dm_approvers``) are the last way
 to reach someone; the backchannel refuses the call at once when none of those copies could
 be posted either (a Telegram bot cannot message a user who never started it, Discord users
@@ -74,3 +80,25 @@ async def approvers_here(
         return True
     log.info("approval_no_approver_in_conversation", conversation=envelope.conversation_id)
     return False
+
+
+#: How a role is kept among the named approvers of a row (user ids never hold a colon).
+ROLE_ENTRY = "role:"
+
+
+async def named_approvers(
+    channel: Channel | None, envelope: IngressEnvelope, policy: EffectivePolicy
+) -> tuple[str, ...]:
+    """Whom the card of a request in ``envelope`` names as able to approve it: user ids and
+    ``role:NAME`` entries, as ``policy.name_approvers`` allows (the module docstring)."""
+    mode = policy.name_approvers
+    if mode == "none":
+        return ()
+    roles = tuple(f"{ROLE_ENTRY}{r}" for r in policy.approver_roles)
+    if mode == "all":
+        return (*eligible_approvers(policy, envelope.sender.id), *roles)
+    if not envelope.is_group:
+        return ()
+    reach = await approver_reach(channel, envelope, policy)
+    # only those the platform says can see it: one it cannot tell about may be a stranger
+    return (*(a for a, seen in reach if seen is True), *roles)

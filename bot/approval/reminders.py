@@ -34,7 +34,7 @@ import structlog
 
 from bot import telemetry
 from bot.approval import audit, reasons
-from bot.approval.card import parse_channel_ref
+from bot.approval.card import escalated_names, parse_channel_ref
 from bot.approval.card_desk import CHANNEL_FAILURES, CardDesk, ChannelLookup
 from bot.approval.policy import EffectivePolicy
 from bot.approval.reach import eligible_approvers
@@ -69,7 +69,9 @@ def next_reminder_at(record: ApprovalRecord, policy: EffectivePolicy) -> float |
 
 def escalation_at(record: ApprovalRecord, policy: EffectivePolicy) -> float | None:
     """When ``record`` is escalated (None: never, or already)."""
-    if policy.escalate_after_s is None or not policy.escalate_to or record.escalated_at:
+    if policy.escalate_after_s is None or record.escalated_at:
+        return None
+    if not (policy.escalate_to or policy.escalate_to_roles):
         return None
     return record.created_at + policy.escalate_after_s
 
@@ -86,9 +88,15 @@ def expiry_text(expires_at: float, zones: list[str]) -> str:
     return f"{text} ({', '.join(local)})" if local else text
 
 
-def reminder_text(record: ApprovalRecord, policy: EffectivePolicy, *, number: int) -> str:
-    """The reminder: the tool, who asked, how long it waits, when it expires."""
+def reminder_text(
+    record: ApprovalRecord, policy: EffectivePolicy, *, number: int, reader: str | None = None
+) -> str:
+    """The reminder: the tool, who asked, how long it waits, when it expires. ``reader``:
+    the approver whose DM it goes to (the expiry in their zone alone); None: a conversation,
+    where it is said in the zone of each approver who may read it."""
     readers = (*eligible_approvers(policy, record.requester), *record.escalated_to)
+    if reader is not None:
+        readers = (reader,)
     zones = dict(policy.approver_zones)
     wanted = sorted({zones[a] for a in readers if a in zones})
     asked_by = visible(record.requester_name or record.requester)
@@ -165,27 +173,35 @@ class Reminders:
         )
         if not claimed:
             return False
-        text = reminder_text(record, policy, number=number)
         places = {(c.conversation_id, c.thread_id) for c in record.card_refs}
         if not places:
             places = {(record.conversation_id, record.thread_id)}
         for conversation_id, thread_id in sorted(places, key=str):
+            # a copy in an approver's DM: its conversation id is theirs
+            dm = conversation_id != record.conversation_id
+            text = reminder_text(
+                record, policy, number=number, reader=conversation_id if dm else None
+            )
             await self._say(record, conversation_id, thread_id, text)
         log.info("approval_reminded", approval_id=record.id, tool=record.tool, number=number)
         return True
 
     async def _escalate(self, record: ApprovalRecord, policy: EffectivePolicy, now: float) -> bool:
         to = tuple(u for u in policy.escalate_to if u != record.requester or policy.self_approval)
-        if not to:
+        roles = policy.escalate_to_roles
+        if not (to or roles):
             return False
         entry = audit.entry_for_record(
             record,
             at=now,
             decision=Decision.ESCALATED,
             decided_by=reasons.RUNTIME,
-            reason=f"escalated to {', '.join(to)}",
+            reason=f"escalated to {escalated_names(to, roles)}",
         )
-        if not await self._store.approvals.claim_escalation(record.id, to, at=now, audit=entry):
+        claimed = await self._store.approvals.claim_escalation(
+            record.id, to, at=now, audit=entry, roles=roles
+        )
+        if not claimed:
             return False
         ref = parse_channel_ref(record.channel)
         channel = self._channel_for(ref)
@@ -203,14 +219,18 @@ class Reminders:
             refs = list(escalated.card_refs)
             refs += await self._cards.post_copies(channel, escalated, away)
             await self._store.approvals.set_card_refs(record.id, refs)
-            if seen:
+            # role holders are found by the platform at click time, in the conversation: named
+            # there when it holds a copy of the card (not in a requester's DM told only)
+            here_card = any(c.conversation_id == record.conversation_id for c in refs)
+            named = escalated_names(tuple(seen), roles if here_card else ())
+            if seen or (roles and here_card):
                 text = (
-                    f"⏫ Escalated to {', '.join(seen)}: {visible(record.tool)} still waits for "
-                    "an approver. Answer on its card."
+                    f"⏫ Escalated to {visible(named)}: {visible(record.tool)} still waits "
+                    "for an approver. Answer on its card."
                 )
                 await self._say(record, record.conversation_id, record.thread_id, text)
         await self._cards.edit_all(record.id)
-        log.info("approval_escalated", approval_id=record.id, tool=record.tool, to=to)
+        log.info("approval_escalated", approval_id=record.id, tool=record.tool, to=to, roles=roles)
         return True
 
     async def _say(

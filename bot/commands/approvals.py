@@ -42,6 +42,7 @@ def register(subparsers: Any) -> None:
 
 
 async def _list(args: argparse.Namespace) -> int:
+    from bot.approval.card import escalated_names
     from bot.store.approvals import ApprovalStatus
 
     settings, location = located(args)
@@ -62,7 +63,7 @@ async def _list(args: argparse.Namespace) -> int:
             )
         )
         if r.status is ApprovalStatus.PENDING:
-            escalated = ", ".join(r.escalated_to) or "nobody"
+            escalated = escalated_names(r.escalated_to, r.escalated_roles) or "nobody"
             print(
                 visible(
                     f"    waiting {_waited(time.time() - r.created_at)}  reminders sent "

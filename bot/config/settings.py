@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
 
-from bot.channel_config import ApprovalLevel, GrantScope, ToolApproval
+from bot.channel_config import ApprovalLevel, GrantScope, NameApprovers, ToolApproval
 from bot.config.agents import (
     DEFAULT_AGENT,
     AgentProfile,
@@ -186,6 +186,9 @@ class ApprovalConfig(ConfigModel):
     remind_max: int = Field(default=3, ge=1, le=50)
     escalate_after_s: float | None = Field(default=None, gt=0)
     escalate_to: list[str] = Field(default_factory=list, max_length=50)
+    #: Roles (as ``approver_roles``) whose holders may decide an escalated card too.
+    escalate_to_roles: list[str] = Field(default_factory=list, max_length=50)
+    name_approvers: NameApprovers = "members"
     #: An approver's IANA time zone (platform user id → zone): a reminder says when the
     #: request expires in it (UTC for everyone else).
     approver_zones: dict[str, str] = Field(default_factory=dict)
@@ -194,8 +197,11 @@ class ApprovalConfig(ConfigModel):
 
     @model_validator(mode="after")
     def _check_reminders(self) -> ApprovalConfig:
-        if self.escalate_after_s is not None and not self.escalate_to:
-            raise ValueError("approval.escalate_after_s needs approval.escalate_to (approver ids)")
+        if self.escalate_after_s is not None and not (self.escalate_to or self.escalate_to_roles):
+            raise ValueError(
+                "approval.escalate_after_s needs approval.escalate_to (approver ids) or "
+                "approval.escalate_to_roles"
+            )
         for user, zone in self.approver_zones.items():
             if find_zone(zone) is None:
                 raise ValueError(

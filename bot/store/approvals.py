@@ -100,6 +100,11 @@ class ApprovalRecord:
     #: Whom the card was escalated to, and when (empty: not escalated).
     escalated_to: tuple[str, ...] = ()
     escalated_at: float | None = None
+    #: The roles whose holders may decide it since it was escalated (migration 0025).
+    escalated_roles: tuple[str, ...] = ()
+    #: Whom the card names as able to approve it: user ids and ``role:NAME`` entries, chosen
+    #: when it was asked (``approval.name_approvers``; empty: nobody is named).
+    approvers_named: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -155,7 +160,14 @@ def _record(row: Row) -> ApprovalRecord:
         reminded_at=row["reminded_at"],
         escalated_to=tuple(filter(None, (row["escalated_to"] or "").split(","))),
         escalated_at=row["escalated_at"],
+        escalated_roles=_strings(row["escalated_roles"]),
+        approvers_named=_strings(row["approvers_named"]),
     )
+
+
+def _strings(stored: str | None) -> tuple[str, ...]:
+    """A JSON list of strings column (NULL: none)."""
+    return tuple(str(s) for s in json.loads(stored)) if stored else ()
 
 
 class Approvals:
@@ -169,8 +181,8 @@ class Approvals:
             "INSERT INTO approvals (id, channel, conversation_id, thread_id, session_key,"
             " requester, requester_name, tool, fingerprint, summary, full_text, cut,"
             " ask_reason, status, card_refs, created_at, expires_at, replica_id, turn_id,"
-            " call_id, agent)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " call_id, agent, approvers_named)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 rec.id,
                 rec.channel,
@@ -193,6 +205,7 @@ class Approvals:
                 rec.turn_id,
                 rec.call_id,
                 rec.agent,
+                json.dumps(list(rec.approvers_named)) if rec.approvers_named else None,
             ),
         )
 
@@ -214,15 +227,28 @@ class Approvals:
         return True
 
     async def claim_escalation(
-        self, approval_id: str, to: Sequence[str], *, at: float, audit: AuditEntry
+        self,
+        approval_id: str,
+        to: Sequence[str],
+        *,
+        at: float,
+        audit: AuditEntry,
+        roles: Sequence[str] = (),
     ) -> bool:
-        """Mark a pending row escalated to ``to`` and append ``audit``, atomically. False,
-        with nothing written, when it is no longer pending or was escalated already."""
+        """Mark a pending row escalated to ``to`` (and the holders of ``roles``) and append
+        ``audit``, atomically. False, with nothing written, when it is no longer pending or
+        was escalated already."""
         async with self._db.transaction() as tx:
             claimed = await tx.fetchone(
-                "UPDATE approvals SET escalated_to = ?, escalated_at = ?"
+                "UPDATE approvals SET escalated_to = ?, escalated_at = ?, escalated_roles = ?"
                 " WHERE id = ? AND status = ? AND escalated_at IS NULL RETURNING id",
-                (",".join(to), at, approval_id, ApprovalStatus.PENDING),
+                (
+                    ",".join(to),
+                    at,
+                    json.dumps(list(roles)) if roles else None,
+                    approval_id,
+                    ApprovalStatus.PENDING,
+                ),
             )
             if claimed is None:
                 return False

@@ -144,7 +144,10 @@ async def pending_cards(page: PageRequest) -> list[PendingCard]:
                 own=own and viewer.may_decide(record.channel),
                 scopes=scopes_up_to(policy.grant_scope),
                 reminders_sent=record.reminders_sent,
-                escalated_to=tuple(visible(u) for u in record.escalated_to),
+                escalated_to=tuple(
+                    visible(u)
+                    for u in (*record.escalated_to, *(f"role {r}" for r in record.escalated_roles))
+                ),
             )
         )
     return cards

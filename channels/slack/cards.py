@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from bot.cards import (
+    APPROVERS_PREFIX,
     ASKED_IN_PREFIX,
     CUT_NOTE,
     ESCALATED_PREFIX,
@@ -155,6 +156,8 @@ def _asked(card: ApprovalCard) -> str:
         asked += f"\n{escape(ASKED_IN_PREFIX + card.asked_in)}"
     if card.escalated_to:
         asked += f"\n{escape(ESCALATED_PREFIX + card.escalated_to)}"
+    if card.approvers and card.state is CardState.PENDING:
+        asked += f"\n{escape(APPROVERS_PREFIX + card.approvers)}"
     return asked
 
 
