@@ -56,6 +56,15 @@ CUT_NOTE = (
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class GrantOption:
+    """One grant choice a card offers (:mod:`bot.approval.grant_choices`): the ``key`` its
+    button's payload carries and the ``label`` the approver reads ("for 1 h")."""
+
+    key: str
+    label: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ApprovalCard:
     """What an approval card shows. Built by the approval service, already scrubbed and with
     every invisible character escaped (:mod:`bot.visible_text`).
@@ -89,6 +98,10 @@ class ApprovalCard:
     #: Who can approve it, as far as ``approval.name_approvers`` allows naming them (empty:
     #: nobody is named); shown while it is pending.
     approvers: str = ""
+    #: The sizes of yes offered besides Always ("for 1 h", …): shown where Always is (a
+    #: card that is approvable here, a full view), as the platform draws a choice (a
+    #: select, an overflow menu, a row of buttons); a pick is a :attr:`CardVerb.GRANT`.
+    grant_choices: tuple[GrantOption, ...] = ()
 
     @property
     def approvable_here(self) -> bool:
@@ -140,6 +153,9 @@ class ClickVerdict(enum.StrEnum):
     ALREADY_DECIDED = "already_decided"
     UNKNOWN = "unknown"  # expired, from before a restart, or never existed
     NEEDS_FULL_VIEW = "needs_full_view"  # approving a cut card from the card itself
+    #: a grant choice the card did not offer, or the policy no longer allows (tampered,
+    #: unknown, malformed): nothing decided
+    CHOICE_NOT_OFFERED = "choice_not_offered"
 
     @property
     def message(self) -> str:
@@ -152,6 +168,10 @@ class ClickVerdict(enum.StrEnum):
             ClickVerdict.NEEDS_FULL_VIEW: (
                 "Part of this request is not shown on the card. Press “Show full and "
                 "decide” and approve from the full text."
+            ),
+            ClickVerdict.CHOICE_NOT_OFFERED: (
+                "That grant choice was not offered on this card, or is no longer allowed "
+                "here. Nothing was decided: pick one the card shows, or use Approve."
             ),
         }[self]
 
@@ -167,6 +187,9 @@ class CardVerb(enum.StrEnum):
     REPLY = "reply"
     #: "🔎 Show full and decide": a request for the full view; decides nothing.
     SHOW_FULL = "show_full"
+    #: A grant choice ("for 1 h"): approves with a grant of that size
+    #: (:attr:`CardAction.grant_choice` names it).
+    GRANT = "grant"
 
     @property
     def choice(self) -> ApprovalChoice | None:
@@ -179,6 +202,7 @@ _CHOICES = {
     CardVerb.DENY: ApprovalChoice.DENY,
     CardVerb.ALWAYS: ApprovalChoice.ALWAYS,
     CardVerb.REPLY: ApprovalChoice.DENY,
+    CardVerb.GRANT: ApprovalChoice.ALWAYS,
 }
 
 
@@ -212,6 +236,9 @@ class CardAction:
     full_view: bool = False
     reply: str | None = None
     card: SentMessage | None = None
+    #: With :attr:`CardVerb.GRANT`: the key of the grant choice picked, as the payload
+    #: carried it (checked against what the card offered; never trusted).
+    grant_choice: str = ""
 
 
 class CardReplyKind(enum.StrEnum):
@@ -227,6 +254,7 @@ OUTCOME_NOTES = {
     CardVerb.APPROVE: "✅ You approved this request.",
     CardVerb.ALWAYS: "♾️ You approved this request, and always for this tool.",
     CardVerb.DENY: "❌ You denied this request. The tool does not run.",
+    CardVerb.GRANT: "♾️ You approved this request, with a grant of the size you picked.",
 }
 
 #: What a button whose payload this process cannot read is answered with (drawn by another
@@ -329,6 +357,10 @@ _CODES = {
     (CardVerb.ALWAYS, True): "fw",
     (CardVerb.SHOW_FULL, False): "s",
     (CardVerb.REPLY, False): "r",
+    # a grant choice, its key the one field (a reader without these codes answers the
+    # press with UNREADABLE_BUTTON and decides nothing)
+    (CardVerb.GRANT, False): "g",
+    (CardVerb.GRANT, True): "fg",
 }
 _VERBS = {code: key for key, code in _CODES.items()}
 #: Long ids carried as a digest known to this process only (a bounded table).
@@ -348,6 +380,25 @@ class Button:
     full_view: bool = False
     fields: tuple[str, ...] = ()
     card: str = ""
+
+    @property
+    def grant_choice(self) -> str:
+        """The grant choice key of a :attr:`CardVerb.GRANT` button ("" otherwise, or when
+        the payload carried none: the core refuses that as not offered)."""
+        return self.fields[0] if self.verb is CardVerb.GRANT and self.fields else ""
+
+    @classmethod
+    def grant(
+        cls, approval_id: str, key: str, *, full_view: bool = False, card: str = ""
+    ) -> Button:
+        """The button of grant choice ``key``."""
+        return cls(
+            approval_id=approval_id,
+            verb=CardVerb.GRANT,
+            full_view=full_view,
+            fields=(key,),
+            card=card,
+        )
 
 
 class Unreadable(enum.Enum):

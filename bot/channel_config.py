@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from bot.config_model import ConfigModel
 from bot.envelope import Sender
@@ -25,6 +25,45 @@ ApprovalLevel = Literal["readonly", "supervised", "full"]
 NameApprovers = Literal["none", "members", "all"]
 #: Where an "Always" grant applies (``[approval] grant_scope``).
 GrantScope = Literal["conversation", "channel", "global"]
+#: The most grant choices a card offers (Telegram's row and Slack's overflow fit five).
+MAX_GRANT_CHOICES = 5
+
+
+class GrantChoice(ConfigModel):
+    """One ``[[approval.grant_choices]]`` entry: a size of yes an approver may pick on a
+    card (docs/approvals.md, "Grants chosen at click time"). ``key`` travels in the button's
+    payload; ``label`` is what the approver reads. The grant covers ``scope`` for ``ttl_s``
+    seconds (None: as long as ``grant_ttl_s`` allows), only the call's exact arguments when
+    ``exact``, and is offered only for tools matching ``tools``."""
+
+    key: str = Field(pattern=r"^[a-z0-9_-]{1,8}$")
+    label: str = Field(min_length=1, max_length=40)
+    scope: GrantScope = "conversation"
+    ttl_s: float | None = Field(default=None, gt=0)
+    exact: bool = False
+    tools: list[str] = Field(default_factory=lambda: ["*"], min_length=1)
+
+
+def default_grant_choices() -> list[GrantChoice]:
+    """ "for 1 h", "for this conversation", "for this exact command"."""
+    return [
+        GrantChoice(key="1h", label="for 1 h", ttl_s=3600),
+        GrantChoice(key="conv", label="for this conversation"),
+        GrantChoice(key="exact", label="for this exact command", exact=True),
+    ]
+
+
+def check_grant_choices(choices: list[GrantChoice] | None) -> list[GrantChoice] | None:
+    """At most :data:`MAX_GRANT_CHOICES`, keys and labels unique."""
+    if choices is None:
+        return None
+    if len(choices) > MAX_GRANT_CHOICES:
+        raise ValueError(f"at most {MAX_GRANT_CHOICES} grant_choices")
+    for name in ("key", "label"):
+        values = [getattr(c, name) for c in choices]
+        if len(set(values)) != len(values):
+            raise ValueError(f"grant_choices: each {name} must be unique")
+    return choices
 
 
 class ReminderOverride(ConfigModel):
@@ -53,6 +92,9 @@ class ApprovalOverride(ReminderOverride):
     always_ask: list[str] | None = None
     deny: list[str] | None = None
     self_approval: bool | None = None
+    grant_choices: list[GrantChoice] | None = None
+
+    _grant_choices = field_validator("grant_choices")(check_grant_choices)
 
 
 class DeliveryOptions(ConfigModel):

@@ -111,6 +111,7 @@ class Backchannel:
             call_id=request.call_id,
             agent=env.agent,
             approvers_named=named,
+            grant_choices=asked.grant_choices,
         )
         await self._store.approvals.create(record)
         wakeup = self._waits.open(record.id)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from bot.approval import reasons
 from bot.approval.gate import ApprovalDecision
 from bot.approval.reasons import RuntimeReason
+from bot.cards import GrantOption
 from bot.channel import ApprovalCard, CardState
 from bot.envelope import ChannelRef
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
@@ -62,6 +63,9 @@ def card_for(record: ApprovalRecord, *, timeout_s: float) -> ApprovalCard:
         full_text=record.full_text or "\n".join(record.summary),
         cut=record.cut,
         escalated_to=visible(escalated_names(record.escalated_to, record.escalated_roles)),
+        grant_choices=tuple(
+            GrantOption(key=c.key, label=visible(c.label)) for c in record.grant_choices
+        ),
     )
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from typing import cast
 
 import structlog
 from structlog.contextvars import bound_contextvars
@@ -36,7 +37,8 @@ from bot.approval import audit
 from bot.approval.approvers import refusal
 from bot.approval.card import card_for
 from bot.approval.card_desk import CardDesk, PolicyLookup
-from bot.approval.grants import new_grant
+from bot.approval.grant_choices import picked
+from bot.approval.grants import ALWAYS_SIZE, new_grant
 from bot.approval.reasons import AnswerRoute, RuntimeReason
 from bot.approval.shared import SharedApprovals
 from bot.approval.waits import Waits
@@ -241,7 +243,12 @@ class CardFlow:
             return ClickVerdict.NEEDS_FULL_VIEW
         policy = self._policy_for(action.channel)
         status, grant, reply = ApprovalStatus.APPROVED, None, None
-        if choice is ApprovalChoice.DENY:
+        if action.verb is CardVerb.GRANT:
+            sized = await self._sized_grant(record, action, now)
+            if sized is None:
+                return ClickVerdict.CHOICE_NOT_OFFERED
+            status, grant = ApprovalStatus.ALWAYS, sized
+        elif choice is ApprovalChoice.DENY:
             # A blank reply is a plain deny: the model is told nothing it could act on.
             text = (action.reply or "").strip()
             reply = scrub_text(text) if text else None
@@ -256,6 +263,7 @@ class CardFlow:
                 granted_by=action.actor.user_id,
                 now=now,
                 ttl_s=policy.grant_ttl_s,
+                size=ALWAYS_SIZE,
             )
         decided = Resolution(
             status=status,
@@ -275,6 +283,43 @@ class CardFlow:
             route=route,
         )
         return ClickVerdict.ACCEPTED
+
+    async def _sized_grant(
+        self, record: ApprovalRecord, action: CardAction, now: float
+    ) -> NewGrant | None:
+        """The grant of the choice ``action`` picked (:mod:`bot.approval.grant_choices`);
+        None, audited as a refused click, when the card did not offer it or the policy no
+        longer allows it (a tampered, unknown or malformed payload): nothing is decided."""
+        policy = self._policy_for(action.channel)
+        pick = picked(policy, tool=record.tool, shown=record.grant_choices, key=action.grant_choice)
+        if pick is None:
+            await self._store.audit.append(
+                audit.entry_for_record(
+                    record,
+                    at=now,
+                    decision=audit.refused_click(ApprovalChoice.ALWAYS),
+                    decided_by=action.actor.user_id,
+                    reason=ClickVerdict.CHOICE_NOT_OFFERED.value,
+                )
+            )
+            log.warning(
+                "approval_grant_choice_refused",
+                approval_id=record.id,
+                user_id=action.actor.user_id,
+                choice=action.grant_choice[:16],
+            )
+            return None
+        return new_grant(
+            tool=record.tool,
+            scope=cast(GrantScope, pick.scope),
+            channel=record.channel,
+            conversation_id=record.conversation_id,
+            granted_by=action.actor.user_id,
+            now=now,
+            ttl_s=pick.ttl_s,
+            size=pick.label,
+            arguments_hash=record.fingerprint if pick.exact else None,
+        )
 
     async def decide_as_operator(
         self, approval_id: str, approve: bool, operator: str

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bot.approval.gate import ApprovalRequest, Assessment, PolicyResult
-from bot.approval.grants import GrantBook
+from bot.approval.grants import GrantBook, size_of
 from bot.approval.policy import (
     FROM_AGENT,
     FROM_CHANNEL,
@@ -111,7 +111,8 @@ def _rule(
         place = grant.scope_key or "everywhere"
         expires = "never" if grant.expires_at is None else f"at {grant.expires_at:.0f} (epoch)"
         return (
-            f"grant #{grant.id} ({grant.scope} {place}, by {grant.granted_by}, expires {expires})"
+            f"grant #{grant.id} ({grant.scope} {place}, by {grant.granted_by}, expires {expires},"
+            f" size: {size_of(grant)})"
         )
     if result.reason is PolicyReason.READ_ONLY_TOOL:
         return "read-only: the tool needs no approval for this call"
@@ -182,7 +183,11 @@ async def explain(
 
     async def grant() -> GrantRecord | None:
         # without a store (``hatchway doctor``'s findings) no grant is considered
-        found.append(await grants.find(request.tool, envelope) if grants is not None else None)
+        found.append(
+            await grants.find(request.tool, envelope, request.fingerprint)
+            if grants is not None
+            else None
+        )
         return found[-1]
 
     result = await policy.evaluate(request, grant)

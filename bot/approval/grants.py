@@ -39,6 +39,8 @@ def new_grant(
     granted_by: str,
     now: float,
     ttl_s: float | None,
+    size: str | None = None,
+    arguments_hash: str | None = None,
 ) -> NewGrant:
     return NewGrant(
         tool=tool,
@@ -47,6 +49,8 @@ def new_grant(
         granted_by=granted_by,
         created_at=now,
         expires_at=None if ttl_s is None else now + ttl_s,
+        size=size,
+        arguments_hash=arguments_hash,
     )
 
 
@@ -57,5 +61,24 @@ class GrantBook:
         self._store = store
         self._clock = clock
 
-    async def find(self, tool: str, envelope: IngressEnvelope) -> GrantRecord | None:
-        return await self._store.grants.find_active(tool, scopes_for(envelope), self._clock())
+    async def find(
+        self, tool: str, envelope: IngressEnvelope, fingerprint: str | None = None
+    ) -> GrantRecord | None:
+        """The grant that lets ``tool`` run for ``envelope``'s request; an exact-arguments
+        grant only for the call whose ``fingerprint`` it keeps."""
+        return await self._store.grants.find_active(
+            tool, scopes_for(envelope), self._clock(), arguments_hash=fingerprint
+        )
+
+
+#: The size an "Always" answer's grant keeps (the alias's ``grant_scope`` and ``grant_ttl_s``).
+ALWAYS_SIZE = "always"
+
+
+def size_of(grant: GrantRecord) -> str:
+    """What a grant's size reads as: the choice its approver picked, ``always``, or, for a
+    grant made before sizes were kept (migration 0025), that it is an "always" grant of
+    unrecorded size."""
+    if grant.size is None:
+        return "always (size not recorded)"
+    return grant.size

@@ -17,6 +17,7 @@ from typing import Protocol
 from bot.approval.gate import ApprovalDecision, ApprovalRequest
 from bot.approval.policy import EffectivePolicy
 from bot.approval.summary import ArgumentView
+from bot.store.grants import OfferedGrant
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -28,6 +29,9 @@ class AskedCall:
     policy: EffectivePolicy
     view: ArgumentView
     why: str
+    #: The grant choices a card offers for this call
+    #: (:func:`bot.approval.grant_choices.offered`).
+    grant_choices: tuple[OfferedGrant, ...] = ()
 
 
 class ApprovalHandler(Protocol):

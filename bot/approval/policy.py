@@ -32,6 +32,7 @@ from bot.approval.gate import ApprovalRequest, Assessment, PolicyResult
 from bot.approval.reasons import PolicyReason
 from bot.channel_config import (
     ApprovalLevel,
+    GrantChoice,
     GrantScope,
     NameApprovers,
     ReminderOverride,
@@ -77,6 +78,9 @@ class EffectivePolicy:
     name_approvers: NameApprovers = "members"
     #: An approver's time zone by user id (a reminder says the expiry in it).
     approver_zones: tuple[tuple[str, str], ...] = ()
+    #: The sizes of yes a card may offer (``grant_choices``, the narrowest table's; each
+    #: still bounded per tool: :mod:`bot.approval.grant_choices`).
+    grant_choices: tuple[GrantChoice, ...] = ()
     #: Which table set each of ``level``, ``auto_approve``, ``always_ask``, ``deny`` and
     #: ``self_approval``: :data:`FROM_APPROVAL`, :data:`FROM_CHANNEL` or :data:`FROM_AGENT`
     #: (``hatchway policy explain`` names the table).
@@ -212,6 +216,15 @@ def effective_policy(
         escalate_to_roles=schedule.escalate_to_roles,
         name_approvers=base.name_approvers,
         approver_zones=tuple(sorted(base.approver_zones.items())),
+        grant_choices=tuple(
+            _pick(
+                "grant_choices",
+                a.grant_choices,
+                o.grant_choices if o else None,
+                base.grant_choices,
+                sources,
+            )
+        ),
         sources=tuple(sources),
     )
 

@@ -37,6 +37,7 @@ from bot.approval.auto_deny import AutoDeny, RunNotices
 from bot.approval.backchannel import Backchannel, CardHandler
 from bot.approval.card_desk import ChannelLookup
 from bot.approval.gate import ApprovalDecision, ApprovalRequest, Assessment, PolicyResult
+from bot.approval.grant_choices import offered
 from bot.approval.grants import GrantBook
 from bot.approval.handler import ApprovalHandler, AskedCall
 from bot.approval.policy import ApprovalPolicy, EffectivePolicy
@@ -53,6 +54,7 @@ from bot.config import Settings
 from bot.envelope import ChannelRef
 from bot.store import Store
 from bot.store.audit import Decision
+from bot.store.grants import OfferedGrant
 from bot.store.liveness import Liveness
 from bot.visible_text import visible
 
@@ -124,7 +126,8 @@ class ApprovalService:
     async def assess(self, request: ApprovalRequest) -> PolicyResult:
         """Policy only. DENY results and ALLOWs of side-effecting calls are audited."""
         result = await self._policy.evaluate(
-            request, lambda: self._grants.find(request.tool, request.turn.envelope)
+            request,
+            lambda: self._grants.find(request.tool, request.turn.envelope, request.fingerprint),
         )
         log.debug(
             "approval_assessed",
@@ -163,9 +166,16 @@ class ApprovalService:
                 request.arguments, notes=request.notes, diff=request.diff, covered=request.covered
             ),
             why=_why(request),
+            grant_choices=self._grant_choices(request),
         )
         handler = await self._handler(asked)
         return await handler.decide(asked)
+
+    def _grant_choices(self, request: ApprovalRequest) -> tuple[OfferedGrant, ...]:
+        """The grant choices a card for ``request`` offers, under the policy of its channel
+        alias and agent."""
+        env = request.turn.envelope
+        return offered(self._policy.for_channel(env.channel, env.agent), request)
 
     async def _handler(self, asked: AskedCall) -> ApprovalHandler:
         """The handler for ``asked``, in the order of the module docstring."""

@@ -22,7 +22,13 @@ from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
-from bot.channel_config import ApprovalLevel, ReminderOverride, ToolApproval
+from bot.channel_config import (
+    ApprovalLevel,
+    GrantChoice,
+    ReminderOverride,
+    ToolApproval,
+    check_grant_choices,
+)
 from bot.channel_registry import known_kinds
 from bot.config_model import ConfigModel
 from bot.errors import ConfigError
@@ -75,6 +81,9 @@ class AgentApproval(ReminderOverride):
     always_ask: list[str] | None = None
     deny: list[str] | None = None
     tools: dict[str, ToolApproval] = Field(default_factory=dict)
+    grant_choices: list[GrantChoice] | None = None
+
+    _grant_choices = field_validator("grant_choices")(check_grant_choices)
 
 
 class RouteConfig(ConfigModel):

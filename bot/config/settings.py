@@ -17,9 +17,17 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from bot.channel_config import ApprovalLevel, GrantScope, NameApprovers, ToolApproval
+from bot.channel_config import (
+    ApprovalLevel,
+    GrantChoice,
+    GrantScope,
+    NameApprovers,
+    ToolApproval,
+    check_grant_choices,
+    default_grant_choices,
+)
 from bot.config.agents import (
     DEFAULT_AGENT,
     AgentProfile,
@@ -180,6 +188,8 @@ class ApprovalConfig(ConfigModel):
     self_approval: bool = False
     grant_scope: GrantScope = "conversation"
     grant_ttl_s: float | None = None
+    #: The sizes of yes a card offers besides Always (docs/approvals.md).
+    grant_choices: list[GrantChoice] = Field(default_factory=default_grant_choices)
     dm_approvers: bool = False
     #: Reminders and escalation of an unanswered card (docs/approvals.md): off unless set.
     remind_after_s: float | None = Field(default=None, gt=0)
@@ -194,6 +204,8 @@ class ApprovalConfig(ConfigModel):
     approver_zones: dict[str, str] = Field(default_factory=dict)
     #: Per tool (name or shell-style pattern): its own settings, over the keys above.
     tools: dict[str, ToolApproval] = Field(default_factory=dict)
+
+    _grant_choices = field_validator("grant_choices")(check_grant_choices)
 
     @model_validator(mode="after")
     def _check_reminders(self) -> ApprovalConfig:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from bot.store.audit import AuditEntry, AuditLog, Decision
 from bot.store.engine import Database
-from bot.store.grants import Grants, NewGrant
+from bot.store.grants import Grants, NewGrant, OfferedGrant
 from bot.store.statements import Row
 
 
@@ -105,6 +105,9 @@ class ApprovalRecord:
     #: Whom the card names as able to approve it: user ids and ``role:NAME`` entries, chosen
     #: when it was asked (``approval.name_approvers``; empty: nobody is named).
     approvers_named: tuple[str, ...] = ()
+    #: The grant choices the card offers (empty: none, or a row asked before migration
+    #: 0025): :mod:`bot.approval.grant_choices`.
+    grant_choices: tuple[OfferedGrant, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -162,12 +165,21 @@ def _record(row: Row) -> ApprovalRecord:
         escalated_at=row["escalated_at"],
         escalated_roles=_strings(row["escalated_roles"]),
         approvers_named=_strings(row["approvers_named"]),
+        grant_choices=_choices(row["grant_choices"]),
     )
 
 
 def _strings(stored: str | None) -> tuple[str, ...]:
     """A JSON list of strings column (NULL: none)."""
     return tuple(str(s) for s in json.loads(stored)) if stored else ()
+
+
+def _choices(text: str | None) -> tuple[OfferedGrant, ...]:
+    """The stored grant choices; a damaged value offers none rather than failing the row."""
+    try:
+        return tuple(OfferedGrant.from_json(c) for c in json.loads(text)) if text else ()
+    except (ValueError, TypeError, KeyError):
+        return ()
 
 
 class Approvals:
@@ -181,8 +193,8 @@ class Approvals:
             "INSERT INTO approvals (id, channel, conversation_id, thread_id, session_key,"
             " requester, requester_name, tool, fingerprint, summary, full_text, cut,"
             " ask_reason, status, card_refs, created_at, expires_at, replica_id, turn_id,"
-            " call_id, agent, approvers_named)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " call_id, agent, approvers_named, grant_choices)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 rec.id,
                 rec.channel,
@@ -206,6 +218,7 @@ class Approvals:
                 rec.call_id,
                 rec.agent,
                 json.dumps(list(rec.approvers_named)) if rec.approvers_named else None,
+                json.dumps([c.to_json() for c in rec.grant_choices]) if rec.grant_choices else None,
             ),
         )
 

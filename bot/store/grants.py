@@ -16,6 +16,42 @@ from bot.store.statements import Row
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class OfferedGrant:
+    """A grant choice as an approval row keeps it: what its card offered, so a pick grants
+    what was shown (``scope`` for ``ttl_s`` seconds, None: no end; only the call's
+    arguments when ``exact``) whatever the configuration says by the time of the click."""
+
+    key: str
+    label: str
+    scope: str
+    ttl_s: float | None = None
+    exact: bool = False
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "key": self.key,
+            "label": self.label,
+            "scope": self.scope,
+            "ttl_s": self.ttl_s,
+            "exact": self.exact,
+        }
+
+    @classmethod
+    def from_json(cls, value: object) -> OfferedGrant:
+        """One stored choice; ValueError for anything not written by :meth:`to_json`."""
+        if not isinstance(value, dict):
+            raise ValueError("not a grant choice")
+        ttl = value.get("ttl_s")
+        return cls(
+            key=str(value["key"]),
+            label=str(value["label"]),
+            scope=str(value["scope"]),
+            ttl_s=None if ttl is None else float(ttl),
+            exact=bool(value.get("exact", False)),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class NewGrant:
     tool: str
     scope: str
@@ -23,6 +59,10 @@ class NewGrant:
     granted_by: str
     created_at: float
     expires_at: float | None = None
+    #: The size the approver picked (a grant choice's label); None: "Always".
+    size: str | None = None
+    #: An exact-arguments grant: the fingerprint of the one call it covers.
+    arguments_hash: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -35,14 +75,16 @@ class GrantRecord:
     created_at: float
     expires_at: float | None
     revoked_at: float | None
+    size: str | None = None
+    arguments_hash: str | None = None
 
     def active(self, now: float) -> bool:
         return self.revoked_at is None and (self.expires_at is None or self.expires_at > now)
 
 
 _INSERT = (
-    "INSERT INTO grants (tool, scope, scope_key, granted_by, created_at, expires_at)"
-    " VALUES (?, ?, ?, ?, ?, ?) RETURNING id"
+    "INSERT INTO grants (tool, scope, scope_key, granted_by, created_at, expires_at, size,"
+    " arguments_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
 )
 
 
@@ -54,6 +96,8 @@ def _params(grant: NewGrant) -> tuple[object, ...]:
         grant.granted_by,
         grant.created_at,
         grant.expires_at,
+        grant.size,
+        grant.arguments_hash,
     )
 
 
@@ -73,6 +117,8 @@ def _record(row: Row) -> GrantRecord:
         created_at=float(row["created_at"]),
         expires_at=row["expires_at"],
         revoked_at=row["revoked_at"],
+        size=row["size"],
+        arguments_hash=row["arguments_hash"],
     )
 
 
@@ -93,19 +139,27 @@ class Grants:
         return _id(await tx.fetchone(_INSERT, _params(grant)))
 
     async def find_active(
-        self, tool: str, scopes: Sequence[tuple[str, str]], now: float
+        self,
+        tool: str,
+        scopes: Sequence[tuple[str, str]],
+        now: float,
+        *,
+        arguments_hash: str | None = None,
     ) -> GrantRecord | None:
-        """The newest active grant for ``tool`` in any of ``scopes`` ((scope, key) pairs)."""
+        """The newest active grant for ``tool`` in any of ``scopes`` ((scope, key) pairs):
+        one for any arguments, or an exact-arguments grant for ``arguments_hash`` (the
+        call's fingerprint; None matches no exact grant)."""
         if not scopes:
             return None
         clause = " OR ".join("(scope = ? AND scope_key = ?)" for _ in scopes)
         params: list[object] = [tool]
         for scope, key in scopes:
             params += [scope, key]
-        params.append(now)
+        params += [now, arguments_hash or ""]
         row = await self._db.fetchone(
             f"SELECT * FROM grants WHERE tool = ? AND ({clause}) AND revoked_at IS NULL"
-            " AND (expires_at IS NULL OR expires_at > ?) ORDER BY id DESC LIMIT 1",
+            " AND (expires_at IS NULL OR expires_at > ?)"
+            " AND (arguments_hash IS NULL OR arguments_hash = ?) ORDER BY id DESC LIMIT 1",
             params,
         )
         return _record(row) if row else None
