@@ -77,7 +77,7 @@ ALWAYS_SIZE = "always"
 
 def size_of(grant: GrantRecord) -> str:
     """What a grant's size reads as: the choice its approver picked, ``always``, or, for a
-    grant made before sizes were kept (migration 0025), that it is an "always" grant of
+    grant made before sizes were kept (migration 0026), that it is an "always" grant of
     unrecorded size."""
     if grant.size is None:
         return "always (size not recorded)"

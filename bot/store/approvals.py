@@ -106,7 +106,7 @@ class ApprovalRecord:
     #: when it was asked (``approval.name_approvers``; empty: nobody is named).
     approvers_named: tuple[str, ...] = ()
     #: The grant choices the card offers (empty: none, or a row asked before migration
-    #: 0025): :mod:`bot.approval.grant_choices`.
+    #: 0026): :mod:`bot.approval.grant_choices`.
     grant_choices: tuple[OfferedGrant, ...] = ()
 
 
