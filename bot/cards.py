@@ -46,6 +46,8 @@ ASKED_IN_PREFIX = "Asked in: "
 APPROVERS_PREFIX = "Can approve: "
 #: How a card says whom it was escalated to (the names follow).
 ESCALATED_PREFIX = "⏫ Escalated to: "
+#: How a card that needs several approvers says how far it has come.
+QUORUM_PREFIX = "🔑 "
 #: The button a cut card offers in place of Approve / Always.
 SHOW_FULL_LABEL = "🔎 Show full and decide"
 #: What a pending cut card says about it.
@@ -102,6 +104,9 @@ class ApprovalCard:
     #: card that is approvable here, a full view), as the platform draws a choice (a
     #: select, an overflow menu, a row of buttons); a pick is a :attr:`CardVerb.GRANT`.
     grant_choices: tuple[GrantOption, ...] = ()
+    #: A request that needs several approvers: how far it has come and who else may
+    #: approve (``🔑 1 of 2 approvals: Alex ✓ · may approve: …``); empty otherwise.
+    quorum: str = ""
 
     @property
     def approvable_here(self) -> bool:
@@ -134,6 +139,8 @@ class ApprovalCard:
             body.append(f"{ESCALATED_PREFIX}{self.escalated_to}")
         if self.approvers and self.state is CardState.PENDING:
             body.append(f"{APPROVERS_PREFIX}{self.approvers}")
+        if self.quorum:
+            body.append(f"{QUORUM_PREFIX}{self.quorum}")
         if self.state is CardState.PENDING:
             if self.cut:
                 body.append(CUT_NOTE)
@@ -156,6 +163,11 @@ class ClickVerdict(enum.StrEnum):
     #: a grant choice the card did not offer, or the policy no longer allows (tampered,
     #: unknown, malformed): nothing decided
     CHOICE_NOT_OFFERED = "choice_not_offered"
+    #: One approval of several counted; the request waits for more (the reply's note says
+    #: how many).
+    COUNTED = "counted"
+    #: This approver's approval was counted already: a second one counts nothing.
+    ALREADY_COUNTED = "already_counted"
 
     @property
     def message(self) -> str:
@@ -172,6 +184,12 @@ class ClickVerdict(enum.StrEnum):
             ClickVerdict.CHOICE_NOT_OFFERED: (
                 "That grant choice was not offered on this card, or is no longer allowed "
                 "here. Nothing was decided: pick one the card shows, or use Approve."
+            ),
+            ClickVerdict.COUNTED: (
+                "Your approval is recorded. This request needs another approver too."
+            ),
+            ClickVerdict.ALREADY_COUNTED: (
+                "Your approval was already counted; this request needs another approver."
             ),
         }[self]
 

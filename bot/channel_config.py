@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from bot.config_model import ConfigModel
 from bot.envelope import Sender
@@ -84,6 +84,55 @@ class ToolApproval(ReminderOverride):
     tool name or a shell-style pattern (``"mcp_github_*"``): that tool's own settings."""
 
 
+#: The longest pattern a quorum rule may hold, and how many ``*`` it may use: matching stays
+#: linear (``fnmatch`` compiles to atomic groups) and a rule stays readable.
+QUORUM_PATTERN_CHARS = 200
+QUORUM_PATTERN_STARS = 10
+
+
+def _check_pattern(where: str, pattern: str) -> str:
+    if not pattern.strip():
+        raise ValueError(f"{where}: an empty pattern matches nothing; remove it")
+    if len(pattern) > QUORUM_PATTERN_CHARS:
+        raise ValueError(f"{where}: a pattern is at most {QUORUM_PATTERN_CHARS} characters")
+    if pattern.count("*") > QUORUM_PATTERN_STARS:
+        raise ValueError(f"{where}: a pattern has at most {QUORUM_PATTERN_STARS} '*'")
+    return pattern
+
+
+class QuorumRule(ConfigModel):
+    """One ``[[approval.quorum.rules]]`` entry: a call of one of ``tools`` (names or
+    shell-style patterns, as everywhere in the policy) whose ``arguments`` all match needs
+    ``approvals`` distinct approvers. ``arguments`` maps an argument name to shell-style
+    patterns matched against the whole value, whitespace folded (docs/approvals.md,
+    "Two keys"); no ``arguments``: every call of the tools."""
+
+    tools: list[str] = Field(min_length=1, max_length=50)
+    arguments: dict[str, list[str]] = Field(default_factory=dict, max_length=10)
+    approvals: int = Field(ge=2, le=10)
+
+    @model_validator(mode="after")
+    def _check_patterns(self) -> QuorumRule:
+        for tool in self.tools:
+            _check_pattern("quorum rule tools", tool)
+        for name, patterns in self.arguments.items():
+            if not patterns:
+                raise ValueError(f"quorum rule arguments.{name}: list at least one pattern")
+            if len(patterns) > 50:
+                raise ValueError(f"quorum rule arguments.{name}: at most 50 patterns")
+            for pattern in patterns:
+                _check_pattern(f"quorum rule arguments.{name}", pattern)
+        return self
+
+
+class QuorumConfig(ConfigModel):
+    """``[approval.quorum]``: the calls that need several approvers. ``grants_satisfy``:
+    whether an "Always" grant lets such a call run without them (off: never)."""
+
+    rules: list[QuorumRule] = Field(default_factory=list, max_length=50)
+    grants_satisfy: bool = False
+
+
 class ApprovalOverride(ReminderOverride):
     """Per-channel overrides of the approval policy; unset fields inherit."""
 
@@ -95,6 +144,8 @@ class ApprovalOverride(ReminderOverride):
     grant_choices: list[GrantChoice] | None = None
 
     _grant_choices = field_validator("grant_choices")(check_grant_choices)
+    #: Replaces ``[approval.quorum]`` whole on this channel alias.
+    quorum: QuorumConfig | None = None
 
 
 class DeliveryOptions(ConfigModel):

@@ -112,6 +112,7 @@ class Backchannel:
             agent=env.agent,
             approvers_named=named,
             grant_choices=asked.grant_choices,
+            quorum=asked.quorum,
         )
         await self._store.approvals.create(record)
         wakeup = self._waits.open(record.id)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from bot.approval import reasons
 from bot.approval.gate import ApprovalDecision
+from bot.approval.policy import EffectivePolicy
+from bot.approval.quorum import progress_line
 from bot.approval.reasons import RuntimeReason
 from bot.cards import GrantOption
 from bot.channel import ApprovalCard, CardState
@@ -38,7 +40,27 @@ def escalated_names(users: tuple[str, ...], roles: tuple[str, ...]) -> str:
     return ", ".join([*users, *(f"role {r}" for r in roles)])
 
 
-def card_for(record: ApprovalRecord, *, timeout_s: float) -> ApprovalCard:
+def quorum_progress(record: ApprovalRecord, policy: EffectivePolicy | None) -> str:
+    """The quorum line of ``record``'s card (empty for an ordinary request): the approvals
+    counted, by name (else id), and, while it is pending, who else may approve under
+    ``policy`` (the listed approvers and those it was escalated to, never the requester or
+    someone already counted; and the approver roles)."""
+    if record.quorum <= 1:
+        return ""
+    voters = tuple((v.voter_name or v.voter) for v in record.votes)
+    others: tuple[str, ...] = ()
+    roles: tuple[str, ...] = ()
+    if policy is not None and record.status is ApprovalStatus.PENDING:
+        counted = {v.voter for v in record.votes} | {record.requester}
+        listed = dict.fromkeys((*policy.approvers, *record.escalated_to))
+        others = tuple(a for a in listed if a not in counted)
+        roles = policy.approver_roles
+    return progress_line(record.quorum, voters, others, roles)
+
+
+def card_for(
+    record: ApprovalRecord, *, timeout_s: float, policy: EffectivePolicy | None = None
+) -> ApprovalCard:
     decided_by = record.decided_by or ""
     if decided_by and record.decided_by_name and record.decided_by_name != decided_by:
         decided_by = f"{record.decided_by_name} ({decided_by})"
@@ -66,6 +88,7 @@ def card_for(record: ApprovalRecord, *, timeout_s: float) -> ApprovalCard:
         grant_choices=tuple(
             GrantOption(key=c.key, label=visible(c.label)) for c in record.grant_choices
         ),
+        quorum=quorum_progress(record, policy),
     )
 
 

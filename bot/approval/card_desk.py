@@ -188,9 +188,8 @@ class CardDesk:
     async def _card(self, record: ApprovalRecord, *, elsewhere: bool) -> ApprovalCard:
         """The card of ``record`` as it is now; a copy ``elsewhere`` (an approver's DM)
         also says which conversation asked: its title where one is known, and its id."""
-        card = card_for(
-            record, timeout_s=self._policy_for(parse_channel_ref(record.channel)).timeout_s
-        )
+        policy = self._policy_for(parse_channel_ref(record.channel))
+        card = card_for(record, timeout_s=policy.timeout_s, policy=policy)
         if record.approvers_named and record.status is ApprovalStatus.PENDING:
             card = dataclasses.replace(card, approvers=await self.approver_names(record))
         if not elsewhere:

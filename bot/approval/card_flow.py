@@ -9,7 +9,9 @@ the ask (a late click, a click after a restart, one on another replica). In this
    console, one whose call's fingerprint is not the one the page showed);
 2. the approver rules (:func:`~bot.approval.approvers.refusal`): not an approver, or the
    requester's own call. A refused decision is audited; asking for the full view or the
-   reply form is only answered;
+   reply form is only answered. A request that needs several approvers
+   (:mod:`bot.approval.quorum`) is never the requester's to decide, whatever
+   ``self_approval`` says;
 3. a request no longer open: "expired" (a pending row whose deadline passed is expired now,
    by the runtime's timeout) or "already decided"; the clicked card is edited to the outcome;
 4. Approve and Always count only from a view that showed everything: the full view, or a
@@ -19,13 +21,18 @@ the ask (a late click, a click after a restart, one on another replica). In this
    with that text (a blank reply is a plain deny: the model is told nothing it could act
    on); Always adds a grant; the row is decided once (the store's conditional update),
    audited, and the waiting turn woken, here or on another replica
-   (:class:`~bot.approval.shared.SharedApprovals`).
+   (:class:`~bot.approval.shared.SharedApprovals`). On a request that needs several
+   approvers an approval is a vote (:meth:`~bot.store.approvals.Approvals.vote`): counted
+   once per person, audited, every copy of the card edited to show it; the one that
+   completes the quorum decides the row. Always creates its grant only when the quorum's
+   ``grants_satisfy`` is on, and only from the approval that completes it; any deny denies.
 
 The answer is then carried out on the platform's :class:`~bot.cards.CardSurface`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import cast
@@ -39,6 +46,7 @@ from bot.approval.card import card_for
 from bot.approval.card_desk import CardDesk, PolicyLookup
 from bot.approval.grant_choices import picked
 from bot.approval.grants import ALWAYS_SIZE, new_grant
+from bot.approval.quorum import waiting_for
 from bot.approval.reasons import AnswerRoute, RuntimeReason
 from bot.approval.shared import SharedApprovals
 from bot.approval.waits import Waits
@@ -48,7 +56,14 @@ from bot.channel_config import GrantScope
 from bot.envelope import ChannelRef
 from bot.scrub import scrub_text
 from bot.store import Store
-from bot.store.approvals import ApprovalRecord, ApprovalStatus, Resolution
+from bot.store.approvals import (
+    ApprovalRecord,
+    ApprovalStatus,
+    ApprovalVote,
+    Resolution,
+    VoteOutcome,
+)
+from bot.store.audit import AuditEntry, Decision
 from bot.store.grants import NewGrant
 
 log = structlog.get_logger(__name__)
@@ -89,6 +104,8 @@ class CardFlow:
         """Decide ``action`` and carry the answer out on ``surface``; returns the answer."""
         with self._bound(action.approval_id):
             reply = await self._reply(action, surface)
+            if reply.verdict in (ClickVerdict.COUNTED, ClickVerdict.ALREADY_COUNTED):
+                reply = await self._counted_reply(reply, action)
             log.info(
                 "approval_card_answer",
                 approval_id=action.approval_id,
@@ -137,8 +154,20 @@ class CardFlow:
             return CardReply.of(refused)
         if action.verb is CardVerb.REPLY:
             return CardReply(kind=CardReplyKind.OPEN_REPLY_FORM, approval_id=record.id)
-        card = card_for(record, timeout_s=self._policy_for(action.channel).timeout_s)
+        policy = self._policy_for(action.channel)
+        card = card_for(record, timeout_s=policy.timeout_s, policy=policy)
         return CardReply(kind=CardReplyKind.SHOW_FULL, approval_id=record.id, card=card)
+
+    async def _counted_reply(self, reply: CardReply, action: CardAction) -> CardReply:
+        """A counted approval's reply, with its place in the count (``approval 1 of 2
+        recorded; waiting for one more``)."""
+        record = await self._record(action.channel, action.approval_id)
+        words = counted_words(record, action.actor.user_id) if record is not None else ""
+        if not words:
+            return reply
+        if reply.verdict is ClickVerdict.ALREADY_COUNTED:
+            words = f"your {words} (counted once)"
+        return dataclasses.replace(reply, note=f"{words[0].upper()}{words[1:]}.")
 
     async def card(self, *, channel: ChannelRef, approval_id: str) -> ApprovalCard | None:
         """The card of ``approval_id`` as its row is now; None when unknown to ``channel``.
@@ -146,10 +175,11 @@ class CardFlow:
         record = await self._record(channel, approval_id)
         if record is None:
             return None
-        return card_for(record, timeout_s=self._policy_for(channel).timeout_s)
+        policy = self._policy_for(channel)
+        return card_for(record, timeout_s=policy.timeout_s, policy=policy)
 
     def _refusal(self, record: ApprovalRecord, action: CardAction) -> ClickVerdict | None:
-        return refusal(
+        refused = refusal(
             self._policy_for(action.channel),
             user_id=action.actor.user_id,
             roles=action.actor.roles,
@@ -157,6 +187,10 @@ class CardFlow:
             also=record.escalated_to,
             also_roles=record.escalated_roles,
         )
+        if refused is None and record.quorum > 1 and action.actor.user_id == record.requester:
+            # the requester never counts toward a quorum, self_approval or not
+            return ClickVerdict.SELF_APPROVAL
+        return refused
 
     async def _record(self, channel: ChannelRef, approval_id: str) -> ApprovalRecord | None:
         """The approval row, unless it does not exist or belongs to another channel alias."""
@@ -213,7 +247,8 @@ class CardFlow:
             return False
         if surface is None:
             return True
-        return surface.shows_whole(card_for(record, timeout_s=self._policy_for(channel).timeout_s))
+        policy = self._policy_for(channel)
+        return surface.shows_whole(card_for(record, timeout_s=policy.timeout_s, policy=policy))
 
     async def _apply(
         self,
@@ -242,6 +277,8 @@ class CardFlow:
             log.warning("approval_click_needs_full_view", approval_id=record.id)
             return ClickVerdict.NEEDS_FULL_VIEW
         policy = self._policy_for(action.channel)
+        if record.quorum > 1 and approving:
+            return await self._vote(record, action, choice, route, grant_scope, now)
         status, grant, reply = ApprovalStatus.APPROVED, None, None
         if action.verb is CardVerb.GRANT:
             sized = await self._sized_grant(record, action, now)
@@ -321,15 +358,131 @@ class CardFlow:
             arguments_hash=record.fingerprint if pick.exact else None,
         )
 
+    async def _vote(
+        self,
+        record: ApprovalRecord,
+        action: CardAction,
+        choice: ApprovalChoice,
+        route: AnswerRoute,
+        grant_scope: GrantScope | None,
+        now: float,
+    ) -> ClickVerdict:
+        """Count one approval toward ``record``'s quorum (the module docstring, step 5)."""
+        policy = self._policy_for(action.channel)
+        voter = action.actor.user_id
+        name = _shown_name(action.actor.name)
+        grant = None
+        status = ApprovalStatus.APPROVED
+        if choice is ApprovalChoice.ALWAYS and policy.quorum.grants_satisfy:
+            status = ApprovalStatus.ALWAYS
+            if action.verb is CardVerb.GRANT:
+                grant = await self._sized_grant(record, action, now)
+                if grant is None:
+                    return ClickVerdict.CHOICE_NOT_OFFERED
+            else:
+                grant = new_grant(
+                    tool=record.tool,
+                    scope=grant_scope or policy.grant_scope,
+                    channel=record.channel,
+                    conversation_id=record.conversation_id,
+                    granted_by=voter,
+                    now=now,
+                    ttl_s=policy.grant_ttl_s,
+                    size=ALWAYS_SIZE,
+                )
+        return await self._count(
+            record,
+            ApprovalVote(
+                voter=voter,
+                voter_name=name,
+                position=0,
+                choice=str(choice),
+                route=route,
+                at=now,
+            ),
+            Resolution(status=status, decided_by=voter, decided_by_name=name, reason=route, at=now),
+            grant,
+        )
+
+    async def _count(
+        self,
+        record: ApprovalRecord,
+        vote: ApprovalVote,
+        decided: Resolution,
+        grant: NewGrant | None,
+    ) -> ClickVerdict:
+        """Record ``vote``; the one that completes the quorum decides as ``decided``."""
+
+        def vote_row(given: int, needed: int) -> AuditEntry:
+            return audit.entry_for_record(
+                record,
+                at=vote.at,
+                decision=Decision.VOTED,
+                decided_by=vote.voter,
+                reason=f"{vote.route}: approval {given} of {needed}",
+            )
+
+        result = await self._store.approvals.vote(
+            record.id,
+            vote,
+            audit=vote_row,
+            decided=decided,
+            decided_audit=audit.entry_for_resolution(record, decided),
+            grant=grant,
+        )
+        log.info(
+            "approval_vote",
+            approval_id=record.id,
+            user_id=vote.voter,
+            outcome=result.outcome,
+            given=result.given,
+            needed=result.needed,
+        )
+        match result.outcome:
+            case VoteOutcome.CLOSED:
+                return ClickVerdict.ALREADY_DECIDED
+            case VoteOutcome.REPEATED:
+                return ClickVerdict.ALREADY_COUNTED
+            case VoteOutcome.COUNTED:
+                # every copy shows the count; the waiting turn goes on waiting
+                await self._cards.edit_all(record.id)
+                return ClickVerdict.COUNTED
+        self._waits.wake(record.id)
+        await self._shared.decided(record)
+        return ClickVerdict.ACCEPTED
+
     async def decide_as_operator(
         self, approval_id: str, approve: bool, operator: str
     ) -> ClickVerdict:
-        """A decision from the CLI: the operator is trusted; single use like any other."""
+        """A decision from the CLI: the operator is trusted; single use like any other. On
+        a request that needs several approvers an approval is one vote, the operator's
+        (``operator:NAME``, ``(unverified)`` or not: the same name counts once)."""
         record = await self._store.approvals.get(approval_id)
         if record is None:
             return ClickVerdict.UNKNOWN
         if record.status is not ApprovalStatus.PENDING:
             return _settled(record)
+        if approve and record.quorum > 1:
+            now = self._clock()
+            voter = operator_key(operator)
+            return await self._count(
+                record,
+                ApprovalVote(
+                    voter=voter,
+                    voter_name=None,
+                    position=0,
+                    choice=str(ApprovalChoice.APPROVE),
+                    route=AnswerRoute.CLI,
+                    at=now,
+                ),
+                Resolution(
+                    status=ApprovalStatus.APPROVED,
+                    decided_by=operator,
+                    reason=AnswerRoute.CLI,
+                    at=now,
+                ),
+                None,
+            )
         status = ApprovalStatus.APPROVED if approve else ApprovalStatus.DENIED
         decided = Resolution(
             status=status, decided_by=operator, reason=AnswerRoute.CLI, at=self._clock()
@@ -366,6 +519,25 @@ def _settled(record: ApprovalRecord) -> ClickVerdict:
     if record.status is ApprovalStatus.EXPIRED:
         return ClickVerdict.UNKNOWN
     return ClickVerdict.ALREADY_DECIDED
+
+
+#: What the CLI adds to an operator's name it cannot vouch for (bot.commands.operator).
+_UNVERIFIED = " (unverified)"
+
+
+def operator_key(operator: str) -> str:
+    """Who an operator's vote counts as: ``operator:NAME`` whether the CLI could vouch for
+    the name or not, so that the same name counts once."""
+    return operator.removesuffix(_UNVERIFIED)
+
+
+def counted_words(record: ApprovalRecord, voter: str) -> str:
+    """``approval 1 of 2 recorded; waiting for one more``: where ``voter``'s approval of
+    ``record`` stands (empty when it holds none)."""
+    mine = next((v for v in record.votes if v.voter == voter), None)
+    if mine is None:
+        return ""
+    return waiting_for(record.quorum, mine.position, len(record.votes))
 
 
 #: The longest display name kept with a decision (as the CLI keeps an operator's name).

@@ -40,10 +40,15 @@ class PolicyResult:
     assessment: Assessment
     reason: PolicyReason
     grant_id: int | None = None
+    #: How many distinct approvers an ask needs (more than 1 only for
+    #: :attr:`PolicyReason.QUORUM`).
+    quorum: int = 1
 
     def __post_init__(self) -> None:
         if (self.reason is PolicyReason.GRANT) != (self.grant_id is not None):
             raise ValueError(f"{self.reason!r} with grant id {self.grant_id!r}")
+        if (self.reason is PolicyReason.QUORUM) != (self.quorum > 1):
+            raise ValueError(f"{self.reason!r} with quorum {self.quorum!r}")
 
     @property
     def text(self) -> str:

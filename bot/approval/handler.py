@@ -23,7 +23,8 @@ from bot.store.grants import OfferedGrant
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AskedCall:
     """One call put to a handler: the request, the policy of its channel alias, its
-    arguments as a person sees them, and why it needs a person (shown with them)."""
+    arguments as a person sees them, why it needs a person (shown with them), and how many
+    distinct people."""
 
     request: ApprovalRequest
     policy: EffectivePolicy
@@ -32,6 +33,8 @@ class AskedCall:
     #: The grant choices a card offers for this call
     #: (:func:`bot.approval.grant_choices.offered`).
     grant_choices: tuple[OfferedGrant, ...] = ()
+    #: How many distinct approvers must say yes (:mod:`bot.approval.quorum`).
+    quorum: int = 1
 
 
 class ApprovalHandler(Protocol):

@@ -5,19 +5,23 @@ overrides (``[approval]``, then the channel's ``approval`` table, then the agent
 ``[agents.<name>.approval]``: the agent is chosen per conversation, the narrowest of the three):
 
 1. ``deny`` list → DENY (even under ``full``)
-2. level: ``readonly`` → DENY for a side-effecting call; ``full`` → ALLOW
-3. ``always_ask`` → ASK (beats grants and ``auto_approve``)
-4. an active grant for the tool in this conversation / channel / globally → ALLOW
-5. ``auto_approve`` → ALLOW
-6. a call whose tool does not require approval (read-only) → ALLOW
-7. otherwise → ASK
+2. level ``readonly`` → DENY for a side-effecting call
+3. a ``quorum`` rule (:mod:`bot.approval.quorum`) → ASK N distinct approvers (even under
+   ``full``; beats ``always_ask``, grants unless ``grants_satisfy``, ``auto_approve``)
+4. level ``full`` → ALLOW
+5. ``always_ask`` → ASK (beats grants and ``auto_approve``)
+6. an active grant for the tool in this conversation / channel / globally → ALLOW
+7. ``auto_approve`` → ALLOW
+8. a call whose tool does not require approval (read-only) → ALLOW
+9. otherwise → ASK
 
 Grants are looked up (a database read) only when they can change the outcome: a call that
-step 5 or 6 allows anyway is allowed with that reason without reading them.
+step 7 or 8 allows anyway is allowed with that reason without reading them.
 
-List entries are tool names or shell-style patterns (``mcp_github_*``). The policy reads
-only the tool name and the ``requires_approval`` flag; it never reads arguments, so an
-``approved`` argument the model writes changes nothing.
+List entries are tool names or shell-style patterns (``mcp_github_*``). The policy reads the
+tool name, the ``requires_approval`` flag, and only for a quorum rule's argument patterns the
+arguments (already stripped of any ``approved`` marker the model wrote, which therefore
+changes nothing).
 """
 
 from __future__ import annotations
@@ -29,12 +33,14 @@ from fnmatch import fnmatchcase
 from typing import Literal, TypeVar
 
 from bot.approval.gate import ApprovalRequest, Assessment, PolicyResult
+from bot.approval.quorum import quorum_for
 from bot.approval.reasons import PolicyReason
 from bot.channel_config import (
     ApprovalLevel,
     GrantChoice,
     GrantScope,
     NameApprovers,
+    QuorumConfig,
     ReminderOverride,
     ToolApproval,
 )
@@ -81,8 +87,11 @@ class EffectivePolicy:
     #: The sizes of yes a card may offer (``grant_choices``, the narrowest table's; each
     #: still bounded per tool: :mod:`bot.approval.grant_choices`).
     grant_choices: tuple[GrantChoice, ...] = ()
-    #: Which table set each of ``level``, ``auto_approve``, ``always_ask``, ``deny`` and
-    #: ``self_approval``: :data:`FROM_APPROVAL`, :data:`FROM_CHANNEL` or :data:`FROM_AGENT`
+    #: The calls that need several approvers (``[approval.quorum]`` or an override's).
+    quorum: QuorumConfig = field(default_factory=QuorumConfig)
+    #: Which table set each of ``level``, ``auto_approve``, ``always_ask``, ``deny``,
+    #: ``self_approval`` and ``quorum``: :data:`FROM_APPROVAL`, :data:`FROM_CHANNEL` or
+    #: :data:`FROM_AGENT`
     #: (``hatchway policy explain`` names the table).
     sources: tuple[tuple[str, Layer], ...] = field(default=(), compare=False)
 
@@ -225,6 +234,7 @@ def effective_policy(
                 sources,
             )
         ),
+        quorum=_pick("quorum", a.quorum, o.quorum if o else None, base.quorum, sources),
         sources=tuple(sources),
     )
 
@@ -275,8 +285,9 @@ class ApprovalPolicy:
         return merged
 
     async def evaluate(self, request: ApprovalRequest, grant: GrantLookup) -> PolicyResult:
-        """Apply the decision order. ``grant`` is awaited only when step 4 is reached and
-        steps 5 and 6 would not allow the call anyway."""
+        """Apply the decision order. ``grant`` is awaited only when step 6 is reached and
+        steps 7 and 8 would not allow the call anyway, or for a quorum rule whose
+        ``grants_satisfy`` is on."""
         envelope = request.turn.envelope
         policy = self.for_channel(envelope.channel, envelope.agent)
         tool = request.tool
@@ -284,6 +295,17 @@ class ApprovalPolicy:
             return PolicyResult(assessment=Assessment.DENY, reason=PolicyReason.DENY_LIST)
         if policy.level == "readonly" and request.requires_approval:
             return PolicyResult(assessment=Assessment.DENY, reason=PolicyReason.READONLY_LEVEL)
+        if policy.quorum.rules:
+            need = quorum_for(policy.quorum, tool, request.arguments)
+            if need is not None:
+                found = await grant() if policy.quorum.grants_satisfy else None
+                if found is not None:
+                    return PolicyResult(
+                        assessment=Assessment.ALLOW, reason=PolicyReason.GRANT, grant_id=found.id
+                    )
+                return PolicyResult(
+                    assessment=Assessment.ASK, reason=PolicyReason.QUORUM, quorum=need.approvals
+                )
         if policy.level == "full":
             return PolicyResult(assessment=Assessment.ALLOW, reason=PolicyReason.FULL_LEVEL)
         if matches(tool, policy.always_ask):

@@ -44,6 +44,8 @@ class PolicyReason(enum.StrEnum):
     AUTO_APPROVE = "auto_approve"
     READ_ONLY_TOOL = "read-only tool"
     SIDE_EFFECTS = "side-effecting tool"
+    #: A rule of ``[approval.quorum]``: several distinct approvers must say yes.
+    QUORUM = "quorum"
 
 
 POLICY_PREFIX = "policy: "
@@ -69,6 +71,9 @@ class RuntimeReason(enum.StrEnum):
     CARD_FAILED = "card not posted"
     ARGUMENTS_CHANGED = "arguments changed"
     FILE_CHANGED = "file changed"
+    #: The call needs more distinct approvers than could ever answer here (the terminal,
+    #: or fewer listed approvers besides the requester than the quorum, and no roles).
+    QUORUM_UNREACHABLE = "quorum unreachable"
 
     @property
     def wording(self) -> str:
@@ -130,6 +135,11 @@ _WORDING = {
         "The file changed after the approver was shown the change (what they approved was a "
         "diff against its earlier content), so the runtime did not run the approved call. "
         f"{_DID_NOT_RUN} Read the file again and ask again."
+    ),
+    RuntimeReason.QUORUM_UNREACHABLE: (
+        "This call needs the approval of several different approvers, and not that many "
+        "can answer here (the requester never counts), so the runtime denied it at once. "
+        f"{_DID_NOT_RUN}"
     ),
 }
 

@@ -41,6 +41,7 @@ from bot.approval.grant_choices import offered
 from bot.approval.grants import GrantBook
 from bot.approval.handler import ApprovalHandler, AskedCall
 from bot.approval.policy import ApprovalPolicy, EffectivePolicy
+from bot.approval.quorum import SINGLE, QuorumNeed, quorum_for
 from bot.approval.reach import approvers_here
 from bot.approval.reasons import AnswerRoute, RuntimeReason
 from bot.approval.reminders import Reminders
@@ -65,16 +66,31 @@ log = structlog.get_logger(__name__)
 ABOUT_CHARS = 300
 
 
-def _why(request: ApprovalRequest) -> str:
+def _why(request: ApprovalRequest, need: QuorumNeed | None = None) -> str:
     """Why a person is asked, with what a third-party tool says it does (it is not what
     runs: the arguments are, and they are shown in full)."""
     why = "it has side effects" if request.requires_approval else "the policy asks for it"
+    if need is not None:
+        why = f"{why}; it needs {need.approvals} different approvers"
     if not request.about:
         return why
     about = request.about
     if len(about) > ABOUT_CHARS:
         about = about[: ABOUT_CHARS - 1] + "…"
     return f"{why}. About the tool: {visible(about)}"
+
+
+def _quorum_possible(asked: AskedCall, policy: EffectivePolicy) -> bool:
+    """Whether ``asked.quorum`` distinct approvers besides the requester could ever answer
+    a card: never at a terminal (whoever is there is one person); with approver roles, the
+    platform knows how many hold them; else the listed approvers and the escalation's."""
+    env = asked.request.turn.envelope
+    if env.capabilities.terminal_prompt:
+        return False
+    if policy.approver_roles:
+        return True
+    others = {*policy.approvers, *policy.escalate_to} - {env.sender.id}
+    return len(others) >= asked.quorum
 
 
 class ApprovalService:
@@ -158,15 +174,22 @@ class ApprovalService:
 
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
         """Ask the person the envelope allows (terminal or card) or auto-deny at once."""
+        env = request.turn.envelope
+        quorum_policy = self._policy.for_channel(env.channel, env.agent).quorum
+        need = quorum_for(quorum_policy, request.tool, request.arguments)
         asked = AskedCall(
             request=request,
-            policy=self._policy.for_channel(request.turn.envelope.channel),
+            policy=self._policy.for_channel(env.channel),
             # once: the card or prompt and the audit row
             view=describe(
                 request.arguments, notes=request.notes, diff=request.diff, covered=request.covered
             ),
-            why=_why(request),
-            grant_choices=self._grant_choices(request),
+            why=_why(request, need),
+            # a quorum card offers no sizes of yes unless a grant may satisfy its quorum
+            grant_choices=(
+                self._grant_choices(request) if need is None or quorum_policy.grants_satisfy else ()
+            ),
+            quorum=need.approvals if need is not None else SINGLE,
         )
         handler = await self._handler(asked)
         return await handler.decide(asked)
@@ -194,6 +217,13 @@ class ApprovalService:
                 notices=self._run_notices,
             )
         channel = self._channel_for(env.channel)
+        if asked.quorum > 1 and not _quorum_possible(asked, policy):
+            return self._auto_deny(
+                RuntimeReason.QUORUM_UNREACHABLE,
+                hint=f"{request.tool!r} needs {asked.quorum} approvers besides the requester; "
+                f"list more in {alias}.approvers (or approver_roles), or change the "
+                "approval.quorum rule",
+            )
         if env.capabilities.terminal_prompt and isinstance(channel, TerminalPrompter):
             return TerminalHandler(
                 prompter=channel,

@@ -70,6 +70,9 @@ async def _list(args: argparse.Namespace) -> int:
                     f"{r.reminders_sent}  escalated to {escalated}"
                 )
             )
+        if r.quorum > 1:
+            given = ", ".join(v.voter_name or v.voter for v in r.votes) or "none yet"
+            print(visible(f"    needs {r.quorum} approvers: {len(r.votes)} approved ({given})"))
         # The operator approves from here: every argument in full, never the cut summary.
         for line in (r.full_text or "\n".join(r.summary)).split("\n"):
             print(f"    {line}")
@@ -87,17 +90,26 @@ def _waited(seconds: float) -> str:
 
 
 async def _decide(args: argparse.Namespace) -> int:
+    from bot.approval.card_flow import counted_words, operator_key
     from bot.approval.service import ApprovalService
     from bot.channel import ClickVerdict
     from bot.store.approvals import ApprovalStatus
 
     settings, location = located(args)
     quiet_logging(settings)
+    operator = operator_name(args.as_name)
     async with await open_existing(settings, location) as store:
         service = ApprovalService(settings, store, lambda _ref: None)
-        verdict = await service.decide_from_cli(
-            args.approval_id, args.approve, operator_name(args.as_name)
+        verdict = await service.decide_from_cli(args.approval_id, args.approve, operator)
+        counted = await store.approvals.get(args.approval_id)
+    if verdict in (ClickVerdict.COUNTED, ClickVerdict.ALREADY_COUNTED) and counted:
+        # one approval of several: which one, and how many more the request waits for
+        words = counted_words(counted, operator_key(operator))
+        again = (
+            " (already counted: it counts once)" if verdict is ClickVerdict.ALREADY_COUNTED else ""
         )
+        print(f"{args.approval_id}: {words}{again}")
+        return 0
     if verdict is ClickVerdict.ACCEPTED:
         decided = ApprovalStatus.APPROVED if args.approve else ApprovalStatus.DENIED
         print(f"{decided} {args.approval_id}")

@@ -25,6 +25,7 @@ from pydantic import Field, field_validator, model_validator
 from bot.channel_config import (
     ApprovalLevel,
     GrantChoice,
+    QuorumConfig,
     ReminderOverride,
     ToolApproval,
     check_grant_choices,
@@ -84,6 +85,8 @@ class AgentApproval(ReminderOverride):
     grant_choices: list[GrantChoice] | None = None
 
     _grant_choices = field_validator("grant_choices")(check_grant_choices)
+    #: Replaces ``[approval.quorum]`` (or the channel's) whole for this agent.
+    quorum: QuorumConfig | None = None
 
 
 class RouteConfig(ConfigModel):

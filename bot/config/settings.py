@@ -24,6 +24,7 @@ from bot.channel_config import (
     GrantChoice,
     GrantScope,
     NameApprovers,
+    QuorumConfig,
     ToolApproval,
     check_grant_choices,
     default_grant_choices,
@@ -204,6 +205,8 @@ class ApprovalConfig(ConfigModel):
     approver_zones: dict[str, str] = Field(default_factory=dict)
     #: Per tool (name or shell-style pattern): its own settings, over the keys above.
     tools: dict[str, ToolApproval] = Field(default_factory=dict)
+    #: The calls that need several approvers (docs/approvals.md, "Two keys").
+    quorum: QuorumConfig = Field(default_factory=QuorumConfig)
 
     _grant_choices = field_validator("grant_choices")(check_grant_choices)
 

@@ -7,10 +7,11 @@ winner's audit row and grant commit in the same transaction as the status change
 
 from __future__ import annotations
 
+import builtins
 import enum
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 from bot.store.audit import AuditEntry, AuditLog, Decision
 from bot.store.engine import Database
@@ -52,6 +53,37 @@ class CardRef:
     conversation_id: str
     thread_id: str | None
     message_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalVote:
+    """One approval counted toward a request's quorum (migration 0027): who gave it (a user
+    id or ``operator:NAME``), the name their platform sent (None: none, or forgotten), what
+    they chose (``approve`` or ``always``), how it came (``click``, ``web``, ``cli``)."""
+
+    voter: str
+    voter_name: str | None
+    #: Its place in the count: 1 for the first approval (set by :meth:`Approvals.vote`).
+    position: int
+    choice: str
+    route: str
+    at: float
+
+
+class VoteOutcome(enum.StrEnum):
+    """What :meth:`Approvals.vote` did."""
+
+    COUNTED = "counted"  # recorded; the request waits for more
+    DECIDED = "decided"  # recorded, and it completed the quorum: the row is approved
+    REPEATED = "repeated"  # this voter's approval was counted already: nothing written
+    CLOSED = "closed"  # the row is not pending (or does not exist): nothing written
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VoteResult:
+    outcome: VoteOutcome
+    given: int = 0  # approvals counted, this one included
+    needed: int = 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,6 +140,10 @@ class ApprovalRecord:
     #: The grant choices the card offers (empty: none, or a row asked before migration
     #: 0026): :mod:`bot.approval.grant_choices`.
     grant_choices: tuple[OfferedGrant, ...] = ()
+    #: How many distinct approvers it needs (1: an ordinary request, and every row written
+    #: before migration 0027), and the approvals counted so far, oldest first.
+    quorum: int = 1
+    votes: tuple[ApprovalVote, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -166,6 +202,7 @@ def _record(row: Row) -> ApprovalRecord:
         escalated_roles=_strings(row["escalated_roles"]),
         approvers_named=_strings(row["approvers_named"]),
         grant_choices=_choices(row["grant_choices"]),
+        quorum=int(row["quorum"]),
     )
 
 
@@ -182,8 +219,24 @@ def _choices(text: str | None) -> tuple[OfferedGrant, ...]:
         return ()
 
 
+def _vote(row: Row) -> ApprovalVote:
+    return ApprovalVote(
+        voter=row["voter"],
+        voter_name=row["voter_name"],
+        position=int(row["position"]),
+        choice=row["choice"],
+        route=row["route"],
+        at=float(row["at"]),
+    )
+
+
+#: Approval ids per statement reading votes (well under SQLite's limit on variables).
+_VOTE_IDS = 400
+
+
 class Approvals:
-    """Reads and writes the ``approvals`` table."""
+    """Reads and writes the ``approvals`` table, and the quorum votes of its rows
+    (``approval_votes``)."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -193,8 +246,8 @@ class Approvals:
             "INSERT INTO approvals (id, channel, conversation_id, thread_id, session_key,"
             " requester, requester_name, tool, fingerprint, summary, full_text, cut,"
             " ask_reason, status, card_refs, created_at, expires_at, replica_id, turn_id,"
-            " call_id, agent, approvers_named, grant_choices)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " call_id, agent, approvers_named, grant_choices, quorum)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 rec.id,
                 rec.channel,
@@ -219,6 +272,7 @@ class Approvals:
                 rec.agent,
                 json.dumps(list(rec.approvers_named)) if rec.approvers_named else None,
                 json.dumps([c.to_json() for c in rec.grant_choices]) if rec.grant_choices else None,
+                rec.quorum,
             ),
         )
 
@@ -285,7 +339,9 @@ class Approvals:
 
     async def get(self, approval_id: str) -> ApprovalRecord | None:
         row = await self._db.fetchone("SELECT * FROM approvals WHERE id = ?", (approval_id,))
-        return _record(row) if row else None
+        if row is None:
+            return None
+        return (await self._with_votes([_record(row)]))[0]
 
     async def list(self, *, status: ApprovalStatus | None = None) -> list[ApprovalRecord]:
         if status is None:
@@ -294,7 +350,98 @@ class Approvals:
             rows = await self._db.fetchall(
                 "SELECT * FROM approvals WHERE status = ? ORDER BY created_at", (status,)
             )
-        return [_record(r) for r in rows]
+        return await self._with_votes([_record(r) for r in rows])
+
+    async def _with_votes(
+        self, records: builtins.list[ApprovalRecord]
+    ) -> builtins.list[ApprovalRecord]:
+        """``records`` with the votes of those that need a quorum (no read for the rest)."""
+        ids = [r.id for r in records if r.quorum > 1]
+        if not ids:
+            return records
+        votes: dict[str, builtins.list[ApprovalVote]] = {}
+        for start in range(0, len(ids), _VOTE_IDS):
+            chunk = ids[start : start + _VOTE_IDS]
+            rows = await self._db.fetchall(
+                f"SELECT * FROM approval_votes WHERE approval_id IN ({', '.join('?' * len(chunk))})"
+                " ORDER BY position",
+                tuple(chunk),
+            )
+            for row in rows:
+                votes.setdefault(row["approval_id"], []).append(_vote(row))
+        return [
+            replace(r, votes=tuple(votes.get(r.id, ()))) if r.quorum > 1 else r for r in records
+        ]
+
+    async def vote(
+        self,
+        approval_id: str,
+        vote: ApprovalVote,
+        *,
+        audit: Callable[[int, int], AuditEntry],
+        decided: Resolution,
+        decided_audit: AuditEntry,
+        grant: NewGrant | None = None,
+    ) -> VoteResult:
+        """Count ``vote`` (its ``position`` is set here) toward the pending row's quorum,
+        atomically: its own audit row
+        (``audit(given, needed)``), and when it is the quorum's last, the row moved to
+        ``decided`` with ``decided_audit`` (and ``grant``). One vote per voter: a second
+        one of the same voter writes nothing (:attr:`VoteOutcome.REPEATED`)."""
+        async with self._db.transaction() as tx:
+            # Touching the row takes its lock (PostgreSQL): an expiry or a deny of another
+            # connection waits for this transaction, and then finds it no longer pending if
+            # this vote decided it. Interactive transactions already run one at a time.
+            row = await tx.fetchone(
+                "UPDATE approvals SET quorum = quorum WHERE id = ? AND status = ? RETURNING quorum",
+                (approval_id, ApprovalStatus.PENDING),
+            )
+            if row is None:
+                return VoteResult(outcome=VoteOutcome.CLOSED)
+            needed = int(row["quorum"])
+            counted = await tx.fetchone(
+                "SELECT COUNT(*) AS n FROM approval_votes WHERE approval_id = ?", (approval_id,)
+            )
+            given = (int(counted["n"]) if counted else 0) + 1
+            added = await tx.fetchone(
+                "INSERT INTO approval_votes (approval_id, voter, voter_name, position, choice,"
+                " route, at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (approval_id, voter) DO NOTHING RETURNING voter",
+                (
+                    approval_id,
+                    vote.voter,
+                    vote.voter_name,
+                    given,
+                    vote.choice,
+                    vote.route,
+                    vote.at,
+                ),
+            )
+            if added is None:
+                return VoteResult(outcome=VoteOutcome.REPEATED, given=given - 1, needed=needed)
+            await AuditLog.append_in(tx, audit(given, needed))
+            if given < needed:
+                return VoteResult(outcome=VoteOutcome.COUNTED, given=given, needed=needed)
+            moved = await tx.fetchone(
+                "UPDATE approvals SET status = ?, decided_by = ?, decided_by_name = ?,"
+                " reason = ?, reply = ?, decided_at = ? WHERE id = ? AND status = ? RETURNING id",
+                (
+                    decided.status,
+                    decided.decided_by,
+                    decided.decided_by_name,
+                    decided.reason,
+                    decided.reply,
+                    decided.at,
+                    approval_id,
+                    ApprovalStatus.PENDING,
+                ),
+            )
+            if moved is None:  # cannot happen while the row is locked; never decide twice
+                raise RuntimeError(f"approval {approval_id} was decided under its lock")
+            await AuditLog.append_in(tx, decided_audit)
+            if grant is not None:
+                await Grants.create_in(tx, grant)
+        return VoteResult(outcome=VoteOutcome.DECIDED, given=given, needed=needed)
 
     async def resolve(
         self,

@@ -44,6 +44,10 @@ class Decision(enum.StrEnum):
     #: approvers of ``approval.escalate_to`` (the reason says to whom).
     REMINDED = "reminded"
     ESCALATED = "escalated"
+    #: Not a decision: one approval counted toward a request that needs several approvers
+    #: (the reason says how it came and which: ``click: approval 1 of 2``); the approval that
+    #: completes the quorum is followed by the ``approved`` row.
+    VOTED = "voted"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

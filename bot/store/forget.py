@@ -15,9 +15,9 @@ console for every alias of that kind). Records that
 must stay keep the row with the person's id replaced by a tombstone (``forgotten:`` and a
 random token, the same for every row of one run, so rows of one forgotten person still read
 as one person's): audit rows (as requester and as decider), approvals they decided for
-others, grants they made. :meth:`Forgetting.conversation` deletes everything of one
-conversation (its threads included, and the titles kept of them) and keeps its audit rows as
-they are.
+others and their approvals toward others' quorums, grants they made.
+:meth:`Forgetting.conversation` deletes everything of one conversation (its threads
+included, and the titles kept of them) and keeps its audit rows as they are.
 
 Messages still waiting for or in their turn are left alone (counted as in flight): their turn
 records them as it ends. The audit table refuses every other change (migration 0011).
@@ -130,6 +130,13 @@ def _inbox(row: Row) -> _Inbox:
         finished=row["status"] in _FINISHED,
         direct=direct,
         conversation_id=conversation,
+    )
+
+
+async def _delete_orphan_votes(tx: Transaction) -> None:
+    """The quorum votes of approval requests that are gone go with them."""
+    await tx.execute(
+        "DELETE FROM approval_votes WHERE approval_id NOT IN (SELECT id FROM approvals)", ()
     )
 
 
@@ -299,6 +306,7 @@ class Forgetting:
                     (channel, conversation_id),
                 ),
             )
+            await _delete_orphan_votes(tx)
             report.add(
                 "memory",
                 await _count(
@@ -403,6 +411,22 @@ class Forgetting:
                 tx,
                 f"UPDATE approvals SET decided_by = ?, decided_by_name = NULL"
                 f" WHERE decided_by = ?{on} RETURNING id",
+                (stone, user_id, *scoped),
+            ),
+        )
+        await _delete_orphan_votes(tx)
+        # their approvals toward others' quorums (counted with the approvals)
+        votes_on = (
+            ""
+            if channel is None
+            else " AND approval_id IN (SELECT id FROM approvals WHERE channel = ?)"
+        )
+        report.replaced(
+            "approvals",
+            await _count(
+                tx,
+                f"UPDATE approval_votes SET voter = ?, voter_name = NULL WHERE voter = ?{votes_on}"
+                " RETURNING voter",
                 (stone, user_id, *scoped),
             ),
         )

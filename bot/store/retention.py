@@ -6,7 +6,7 @@ lock short: messages arriving meanwhile wait for one batch, never for the whole 
 
 - history: whole turns, by the age of the turn's oldest row (a tool call is never left
   without its result, nor a result without its call);
-- tool calls, and approval requests no longer pending;
+- tool calls, and approval requests no longer pending (with their quorum votes);
 - inbox entries whose turn finished (``done``/``failed``; one still to be answered stays,
   whatever its age) and the replies recorded for entries that are gone or finished;
 - the display names kept for the console, by when the person last wrote (with the inbox's
@@ -77,6 +77,10 @@ class Retention:
             "DELETE FROM parked_turns WHERE updated_at < ? AND NOT EXISTS"
             " (SELECT 1 FROM approvals a WHERE a.id = parked_turns.approval_id)",
             (cutoff,),
+        )
+        # their quorum votes go with them (counted with the requests)
+        await self._db.execute(
+            "DELETE FROM approval_votes WHERE approval_id NOT IN (SELECT id FROM approvals)"
         )
         return calls, approvals
 

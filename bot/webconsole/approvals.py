@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from bot.approval.card import card_for, parse_channel_ref
+from bot.approval.card_flow import counted_words
 from bot.approval.web_answer import WebAnswer, scopes_up_to
 from bot.channel import ApprovalCard, ApprovalChoice, ClickVerdict
 from bot.channel_config import GrantScope
@@ -130,12 +131,15 @@ async def pending_cards(page: PageRequest) -> list[PendingCard]:
     )
     for record in records:
         policy = approvals.policy_for(parse_channel_ref(record.channel))
-        own = record.requester == viewer.identity.user_id and not policy.self_approval
+        # the requester never counts toward a quorum, self_approval or not
+        own = record.requester == viewer.identity.user_id and (
+            not policy.self_approval or record.quorum > 1
+        )
         cards.append(
             PendingCard(
                 id=record.id,
                 channel=record.channel,
-                card=card_for(record, timeout_s=policy.timeout_s),
+                card=card_for(record, timeout_s=policy.timeout_s, policy=policy),
                 conversation=_conversation(record, places),
                 fingerprint=record.fingerprint,
                 created_at=record.created_at,
@@ -217,4 +221,10 @@ async def decide(page: PageRequest) -> web.StreamResponse:
     )
     if verdict is ClickVerdict.ACCEPTED:
         return see_other(f"{PREFIX}{PATH}?done={action}")
+    if verdict in (ClickVerdict.COUNTED, ClickVerdict.ALREADY_COUNTED):
+        # one approval of several: say which, and how many more the request waits for
+        counted = await page.host.store.approvals.get(record.id)
+        words = counted_words(counted, viewer.identity.user_id) if counted else ""
+        message = f"{words[0].upper()}{words[1:]}." if words else verdict.message
+        return page.render("approval_result.html", {"message": message, "path": PATH})
     return _refused(page, verdict.message, _STATUS.get(verdict, 409))

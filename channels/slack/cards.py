@@ -41,6 +41,7 @@ from bot.cards import (
     CUT_NOTE,
     ESCALATED_PREFIX,
     MAX_REPLY_CHARS,
+    QUORUM_PREFIX,
     SHOW_FULL_LABEL,
     ApprovalCard,
     Button,
@@ -158,6 +159,8 @@ def _asked(card: ApprovalCard) -> str:
         asked += f"\n{escape(ESCALATED_PREFIX + card.escalated_to)}"
     if card.approvers and card.state is CardState.PENDING:
         asked += f"\n{escape(APPROVERS_PREFIX + card.approvers)}"
+    if card.quorum:
+        asked += f"\n{escape(QUORUM_PREFIX + card.quorum)}"
     return asked
 
 

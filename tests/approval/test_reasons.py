@@ -17,6 +17,7 @@ WORDS = {
     PolicyReason.AUTO_APPROVE: "auto_approve",
     PolicyReason.READ_ONLY_TOOL: "read-only tool",
     PolicyReason.SIDE_EFFECTS: "side-effecting tool",
+    PolicyReason.QUORUM: "quorum",
 }
 
 
@@ -27,7 +28,10 @@ def test_every_reason_has_its_words() -> None:
 @pytest.mark.parametrize(("reason", "words"), WORDS.items(), ids=[r.name for r in WORDS])
 def test_words_and_stored_reason(reason: PolicyReason, words: str) -> None:
     grant_id = 12 if reason is PolicyReason.GRANT else None
-    result = PolicyResult(assessment=Assessment.ALLOW, reason=reason, grant_id=grant_id)
+    quorum = 2 if reason is PolicyReason.QUORUM else 1
+    result = PolicyResult(
+        assessment=Assessment.ALLOW, reason=reason, grant_id=grant_id, quorum=quorum
+    )
     assert policy_text(reason, grant_id) == result.text == words
     assert result.audit_reason == f"policy: {words}"
 
