@@ -209,6 +209,7 @@ class App:
                 replica=liveness,
                 context=self.context,
                 reply_undecided=None if self.metrics is None else self.metrics.reply_undecided,
+                tools=self.tool_specs,
             )
             self.host = AdapterHost(
                 messages=self.gateway,

@@ -50,6 +50,9 @@ class ChatCommandSpec:
     summary: str
     access: CommandAccess
     limit: CommandLimit = CommandLimit.MESSAGES
+    #: What the command reads after its name, for a platform that asks for it in a field
+    #: (a Discord application command's text option); empty: nothing.
+    takes: str = ""
 
     def __post_init__(self) -> None:
         if (self.access is CommandAccess.ANYONE) != (self.limit is CommandLimit.OPEN):
@@ -82,6 +85,12 @@ CHAT_COMMANDS: tuple[ChatCommandSpec, ...] = (
         name="status",
         summary="Which agent and model answer here, whether approvals work here, grants",
         access=CommandAccess.MEMBER,
+    ),
+    ChatCommandSpec(
+        name="why",
+        summary="Approvers: why a tool call would run, be asked about or be refused here",
+        access=CommandAccess.MEMBER,
+        takes="TOOL {JSON arguments}",
     ),
     ChatCommandSpec(
         name="id",

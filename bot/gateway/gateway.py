@@ -78,6 +78,7 @@ from bot.gateway.retry import StorageRetry
 from bot.gateway.sending import ChannelLookup, Replies
 from bot.gateway.sessions import Sessions, session_key_for
 from bot.gateway.status_commands import StatusCommands
+from bot.gateway.why_command import ToolCatalog, WhyCommand
 from bot.routing import Router
 from bot.store import InboxKey, InboxStatus, Store
 from bot.store.inbox import InboxEntry
@@ -105,6 +106,7 @@ class Gateway:
         replica: Liveness | None = None,
         context: ConversationContext | None = None,
         reply_undecided: Callable[[str], None] | None = None,
+        tools: ToolCatalog | None = None,
     ) -> None:
         self._settings = settings
         self._context = context or ConversationContext(store=store, settings=self._current)
@@ -168,6 +170,13 @@ class Gateway:
                     replies=self._replies,
                     channel_for=channel_for,
                     settings=self._current,
+                ),
+                WhyCommand(
+                    store=store,
+                    replies=self._replies,
+                    channel_for=channel_for,
+                    settings=self._current,
+                    tools=tools or (lambda: ()),
                 ),
                 self._forget,
                 InboxDedupe(store, on_admitted=self._sessions.admitted),

@@ -1,13 +1,13 @@
 """Admission step: ``/usage`` and ``/status``, for members, after the command limits.
 
 ``/usage`` answers one person with their own model usage and what is left of their
-budgets (:mod:`bot.usage.standing`), privately: in a direct message, or where the platform
-shows the answer to its sender alone (``IngressEnvelope.private_reply``: a Slack slash
-command, a Discord application command), it is answered in place; anywhere else the answer
-goes to the sender's direct message with the bot, and the conversation is told only that it
-went there (or, when the platform refused the direct message — a Telegram user who never
-started the bot, closed Discord DMs — how to ask privately). Nothing of it is said in a
-group.
+budgets (:mod:`bot.usage.standing`), privately (:mod:`bot.gateway.private_answer`): in a
+direct message, or where the platform shows the answer to its sender alone
+(``IngressEnvelope.private_reply``: a Slack slash command, a Discord application command), it
+is answered in place; anywhere else the answer goes to the sender's direct message with the
+bot, and the conversation is told only that it went there (or, when the platform refused the
+direct message — a Telegram user who never started the bot, closed Discord DMs — how to ask
+privately). Nothing of it is said in a group.
 
 ``/status`` answers in the conversation, since it says nothing about one person: the agent
 and model that serve it (and the route that chose the agent), whether an approval can be
@@ -28,9 +28,9 @@ from bot.approval.policy import EffectivePolicy, effective_policy
 from bot.approval.reach import approvers_here
 from bot.chat_commands import command_of
 from bot.config import Settings
-from bot.envelope import DeliveryTarget, IngressEnvelope
-from bot.errors import ChannelError
+from bot.envelope import IngressEnvelope
 from bot.gateway.admission import Admit, Arrival
+from bot.gateway.private_answer import answer_privately
 from bot.gateway.sending import ChannelLookup, Replies
 from bot.store import Store
 from bot.store.grants import GrantRecord
@@ -44,7 +44,6 @@ NOT_SENT = (
     "I could not send you a direct message, and your usage is not shown here: "
     "open a direct chat with me and send {prefix}usage there."
 )
-_SEND_FAILURES = (ChannelError, OSError, TimeoutError)
 
 
 class StatusCommands:
@@ -79,21 +78,15 @@ class StatusCommands:
         turn = TurnIdentity(turn_id="usage", session_key=arrival.session_key, envelope=envelope)
         text = usage_text(await standing(self._settings(), self._store, turn, now=self._clock()))
         log.info("command_answered", command="usage", user_id=envelope.sender.id)
-        if envelope.is_direct or envelope.private_reply:
-            await self._replies.send(envelope, text)
-            return
-        dm = DeliveryTarget(channel=envelope.channel, conversation_id=envelope.sender.id)
-        channel = self._channel_for(envelope.channel)
-        sent = False
-        if channel is not None:
-            try:
-                await channel.send(dm, text)
-                sent = True
-            except _SEND_FAILURES as exc:
-                log.warning("usage_dm_failed", user_id=envelope.sender.id, error=str(exc))
         prefix = envelope.capabilities.command_prefix
-        told = SENT_PRIVATELY if sent else NOT_SENT.format(prefix=prefix)
-        await self._replies.send(envelope, told)
+        await answer_privately(
+            self._replies,
+            self._channel_for,
+            envelope,
+            text,
+            sent=SENT_PRIVATELY,
+            not_sent=NOT_SENT.format(prefix=prefix),
+        )
 
     async def _status(self, arrival: Arrival) -> None:
         envelope = arrival.envelope

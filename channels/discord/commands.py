@@ -11,7 +11,10 @@ registration alone), and clients may need a while, or a reload, to show a change
 sync is logged and the start goes on: commands registered by an earlier start keep working.
 
 An invoked command is handed to the ``on_command`` callback with its name; the adapter turns
-it into an envelope whose text is ``/<name>`` (:mod:`channels.discord.inbound`).
+it into an envelope whose text is ``/<name>`` (:mod:`channels.discord.inbound`). A command
+that reads text after its name (:attr:`~bot.chat_commands.ChatCommandSpec.takes`: ``/why
+TOOL {JSON}``) has one required string option, ``text``, and its envelope's text is
+``/<name> <text>``.
 
 Reading text (:func:`typed_command`): ``/new`` typed as a plain message (in a DM, where
 Discord's client sends it as text) is a command with its name lower-cased; in a server a
@@ -41,7 +44,8 @@ SYNC_TIMEOUT_S = 10.0
 MAX_DESCRIPTION = 100  # Discord's limit for a command's description
 
 CommandCallback = Callable[[discord.Interaction[discord.Client], str], Awaitable[None]]
-"""Called with the interaction and the command's name, from discord.py's invoker task."""
+"""Called with the interaction and the command's name (followed by a space and its text
+for a command that takes one, such as ``why``), from discord.py's invoker task."""
 
 _COMMAND = re.compile(r"/(?P<name>[A-Za-z0-9_-]+)(?:\s+(?P<args>.*))?", re.DOTALL)
 _LEADING_MENTION = re.compile(r"\s*<@(?P<kind>[!&]?)(?P<id>\d+)>\s*(?P<rest>.*)", re.DOTALL)
@@ -64,8 +68,26 @@ def command_tree(client: discord.Client, on_command: CommandCallback) -> app_com
 def _command(
     spec: ChatCommandSpec, on_command: CommandCallback
 ) -> app_commands.Command[Any, ..., None]:
+    if spec.takes:
+        return _command_with_text(spec, on_command)
+
     async def invoked(interaction: discord.Interaction[discord.Client]) -> None:
         await on_command(interaction, spec.name)
+
+    return app_commands.Command(
+        name=spec.name, description=spec.summary[:MAX_DESCRIPTION], callback=invoked
+    )
+
+
+def _command_with_text(
+    spec: ChatCommandSpec, on_command: CommandCallback
+) -> app_commands.Command[Any, ..., None]:
+    """A command that reads what follows its name (``/why``): one required string option,
+    ``text``, described by :attr:`ChatCommandSpec.takes`; handed on as ``name text``."""
+
+    @app_commands.describe(text=spec.takes[:MAX_DESCRIPTION])
+    async def invoked(interaction: discord.Interaction[discord.Client], text: str) -> None:
+        await on_command(interaction, f"{spec.name} {text.strip()}".strip())
 
     return app_commands.Command(
         name=spec.name, description=spec.summary[:MAX_DESCRIPTION], callback=invoked

@@ -195,7 +195,7 @@ class InboundMessages:
         envelope = envelope_from_command(facts, self._options(str(client.user.id)))
         self._log.info(
             "discord_command_received",
-            command=name,
+            command=name.partition(" ")[0],  # never its text (arguments may hold anything)
             interaction_id=envelope.message_id,
             conversation_id=envelope.conversation_id,
             thread_id=envelope.thread_id,

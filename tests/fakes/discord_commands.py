@@ -28,12 +28,20 @@ def channel_object(fake: FakeDiscord, channel_id: str) -> JSON:
 
 
 async def invoke(
-    fake: FakeDiscord, name: str, user: JSON, channel_id: str, roles: list[str] | None = None
+    fake: FakeDiscord,
+    name: str,
+    user: JSON,
+    channel_id: str,
+    roles: list[str] | None = None,
+    options: dict[str, str] | None = None,
 ) -> tuple[str, Call]:
     """``user`` runs the registered global command ``/name`` in ``channel_id`` (in a guild,
-    as a member holding ``roles``); returns the interaction id and the adapter's callback
-    (its answer or deferral)."""
+    as a member holding ``roles``) with string ``options`` (each must be one the command
+    registered); returns the interaction id and the adapter's callback (its answer or
+    deferral)."""
     [command] = [c for c in fake.commands[None] if c["name"] == name]
+    registered = {o["name"] for o in command.get("options", [])}
+    assert set(options or {}) <= registered, f"/{name} registered no option {options}"
     interaction_id = fake.new_id()
     payload = command_interaction(
         id=interaction_id,
@@ -43,6 +51,7 @@ async def invoke(
         channel=channel_object(fake, channel_id),
         guild_id=None if channel_id == DM else fake.guild_of(channel_id),
         roles=roles,
+        options=options,
     )
     await fake.dispatch("INTERACTION_CREATE", payload)
     [call] = await fake.wait_for_call("POST", rf"/interactions/{interaction_id}/[^/]+/callback")

@@ -333,11 +333,14 @@ def command_interaction(
     guild_id: str | None = None,
     roles: list[str] | None = None,
     application_id: str = APPLICATION_ID,
+    options: dict[str, str] | None = None,
 ) -> JSON:
-    """An INTERACTION_CREATE payload for a chat-input application command (type 2) with no
-    options, used in ``channel`` (the partial channel object Discord sends: a thread's
-    carries its parent). A global command's data names no guild."""
-    data: JSON = {"id": command_id, "name": name, "type": 1, "options": []}
+    """An INTERACTION_CREATE payload for a chat-input application command (type 2), used in
+    ``channel`` (the partial channel object Discord sends: a thread's carries its parent),
+    with ``options`` as string options (type 3) by name. A global command's data names no
+    guild."""
+    given = [{"name": k, "type": 3, "value": v} for k, v in (options or {}).items()]
+    data: JSON = {"id": command_id, "name": name, "type": 1, "options": given}
     return _interaction(
         id=id,
         kind=2,

@@ -64,7 +64,16 @@ async def test_start_registers_the_chat_commands_globally(fake: FakeDiscord, sto
     assert [(c["name"], c["description"]) for c in registered] == [
         (spec.name, spec.summary) for spec in CHAT_COMMANDS
     ]
-    assert all(c["type"] == 1 and c["options"] == [] for c in registered)
+    assert all(c["type"] == 1 for c in registered)
+    # a command that reads text after its name takes it as one required string option
+    options = {c["name"]: c["options"] for c in registered}
+    for spec in CHAT_COMMANDS:
+        if spec.takes:
+            [text] = options[spec.name]
+            assert (text["name"], text["type"], text["required"]) == ("text", 3, True)
+            assert text["description"] == spec.takes
+        else:
+            assert options[spec.name] == []
     assert all(c["contexts"] == [0, 1] for c in registered)  # servers and the bot's DMs
     assert list(fake.commands) == [None]  # no per-guild copies
 
