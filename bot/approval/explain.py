@@ -31,6 +31,7 @@ from bot.approval.policy import (
     Layer,
     first_match,
 )
+from bot.approval.quorum import quorum_for, quorum_possible
 from bot.approval.reach import approver_reach, approvers_here, eligible_approvers
 from bot.approval.reasons import PolicyReason, RuntimeReason
 from bot.approval.summary import describe
@@ -81,6 +82,14 @@ class Explanation:
     def verdict(self) -> str:
         return VERDICT_WORDS[self.result.assessment]
 
+    @property
+    def decision(self) -> str:
+        """The verdict as the command prints it: ``quorum N`` for an ask that needs N
+        distinct approvers, else :attr:`verdict`."""
+        if self.result.reason is PolicyReason.QUORUM:
+            return f"quorum {self.result.quorum}"
+        return self.verdict
+
 
 def table_name(layer: Layer, envelope: IngressEnvelope) -> str:
     """The configuration table ``layer`` means for ``envelope``."""
@@ -114,6 +123,14 @@ def _rule(
             f"grant #{grant.id} ({grant.scope} {place}, by {grant.granted_by}, expires {expires},"
             f" size: {size_of(grant)})"
         )
+    if result.reason is PolicyReason.QUORUM:
+        need = quorum_for(policy.quorum, request.tool, request.arguments)
+        where = table_name(policy.source("quorum"), envelope)
+        if need is not None:
+            return (
+                f"quorum {need.approvals}: rule {need.index + 1} ({need.entry}) in "
+                f"{where}.quorum.rules"
+            )
     if result.reason is PolicyReason.READ_ONLY_TOOL:
         return "read-only: the tool needs no approval for this call"
     return "side-effecting tool: no deny, always_ask, grant or auto_approve entry matched"
@@ -193,16 +210,28 @@ async def explain(
     result = await policy.evaluate(request, grant)
     effective = policy.for_channel(envelope.channel, envelope.agent)
     requester = envelope.sender.id
+    needs_quorum = result.reason is PolicyReason.QUORUM
     not_counted = tuple(
-        f"{who} (the requester; self_approval is off)"
+        f"{who} (the requester; "
+        + ("never counts toward a quorum)" if needs_quorum else "self_approval is off)")
         for who in effective.approvers
-        if who == requester and not effective.self_approval
+        if who == requester and (needs_quorum or not effective.self_approval)
     )
     view = describe(
         request.arguments, notes=request.notes, diff=request.diff, covered=request.covered
     )
     level_from = table_name(effective.source("level"), envelope)
     asked, refused = await _asked(channel, envelope, effective)
+    if needs_quorum and not quorum_possible(
+        result.quorum,
+        requester=requester,
+        approvers=effective.approvers,
+        escalate_to=effective.escalate_to,
+        roles=effective.approver_roles,
+        terminal=envelope.capabilities.terminal_prompt,
+    ):
+        why = RuntimeReason.QUORUM_UNREACHABLE
+        asked, refused = f"nobody: refused at once ({why.value})", why
     return Explanation(
         result=result,
         rule=_rule(result, request, effective, found[-1] if found else None),

@@ -110,3 +110,22 @@ def waiting_for(needed: int, position: int, given: int) -> str:
         return f"approval {position} of {needed} recorded; complete"
     more = "one more" if left == 1 else f"{left} more"
     return f"approval {position} of {needed} recorded; waiting for {more}"
+
+
+def quorum_possible(
+    needed: int,
+    *,
+    requester: str,
+    approvers: tuple[str, ...],
+    escalate_to: tuple[str, ...],
+    roles: tuple[str, ...],
+    terminal: bool,
+) -> bool:
+    """Whether ``needed`` distinct approvers besides ``requester`` could ever answer a card:
+    never at a terminal (whoever is there is one person); with approver ``roles``, the
+    platform knows how many hold them; else the listed approvers and the escalation's."""
+    if terminal:
+        return False
+    if roles:
+        return True
+    return len({*approvers, *escalate_to} - {requester}) >= needed

@@ -41,7 +41,7 @@ from bot.approval.grant_choices import offered
 from bot.approval.grants import GrantBook
 from bot.approval.handler import ApprovalHandler, AskedCall
 from bot.approval.policy import ApprovalPolicy, EffectivePolicy
-from bot.approval.quorum import SINGLE, QuorumNeed, quorum_for
+from bot.approval.quorum import SINGLE, QuorumNeed, quorum_for, quorum_possible
 from bot.approval.reach import approvers_here
 from bot.approval.reasons import AnswerRoute, RuntimeReason
 from bot.approval.reminders import Reminders
@@ -81,16 +81,15 @@ def _why(request: ApprovalRequest, need: QuorumNeed | None = None) -> str:
 
 
 def _quorum_possible(asked: AskedCall, policy: EffectivePolicy) -> bool:
-    """Whether ``asked.quorum`` distinct approvers besides the requester could ever answer
-    a card: never at a terminal (whoever is there is one person); with approver roles, the
-    platform knows how many hold them; else the listed approvers and the escalation's."""
     env = asked.request.turn.envelope
-    if env.capabilities.terminal_prompt:
-        return False
-    if policy.approver_roles:
-        return True
-    others = {*policy.approvers, *policy.escalate_to} - {env.sender.id}
-    return len(others) >= asked.quorum
+    return quorum_possible(
+        asked.quorum,
+        requester=env.sender.id,
+        approvers=policy.approvers,
+        escalate_to=policy.escalate_to,
+        roles=policy.approver_roles,
+        terminal=env.capabilities.terminal_prompt,
+    )
 
 
 class ApprovalService:

@@ -156,7 +156,7 @@ def report(answer: PolicyAnswer) -> str:
     route = envelope.route or "the default"
     needs = "needs approval" if answer.side_effects else "read-only"
     lines = [
-        f"decision:  {found.verdict}",
+        f"decision:  {found.decision}",
         f"rule:      {found.rule}",
         f"tool:      {answer.tool} ({needs} for this call)",
         f"channel:   {envelope.channel}, conversation {visible(envelope.conversation_id)}"

@@ -116,7 +116,7 @@ def _shown(answer: PolicyAnswer) -> Shown:
     found = answer.explanation
     needs = "needs approval" if answer.side_effects else "read-only"
     return Shown(
-        decision=found.verdict,
+        decision=found.decision,
         rule=display.text(found.rule, 400),
         tool=f"{display.text(answer.tool)} ({needs} for this call)",
         where=where,

@@ -40,6 +40,9 @@ state_dir = "{state}"
 always_ask = ["file_write"]
 auto_approve = ["current_time", "file_read", "file_edit"]
 
+[approval.quorum]
+rules = [{{ tools = ["shell"], arguments = {{ command = ["*kubectl delete*"] }}, approvals = 2 }}]
+
 [channels.slack.team]
 allowed_users = ["*"]
 approvers = ["U_ADMIN", "U_ALICE"]
@@ -59,8 +62,14 @@ approval = {{ level = "readonly" }}
 allowed_users = ["*"]
 approvers = ["U_ADMIN"]
 
+[channels.slack.keys]
+allowed_users = ["*"]
+approvers = ["U_ADMIN", "U_BOB", "U_ALICE"]
+approval = {{ self_approval = true }}
+
 [agents.ops.approval]
 always_ask = ["file_edit"]
+quorum = {{ rules = [{{ tools = ["shell"], approvals = 3 }}] }}
 
 [[agents.ops.routes]]
 channel = "slack.ops"
@@ -75,13 +84,45 @@ class Case:
     conversation: str
     tool: str
     arguments: Mapping[str, object]
-    verdict: str  # run / ask / refuse
+    verdict: str  # run / ask / refuse / quorum N (an ask of N distinct approvers)
     rule: str  # what the command's rule line says
     background: bool = False  # a scheduled job's turn: nobody is ever asked
 
 
 #: Every rule kind of the policy's decision order.
 CASES = [
+    Case(
+        "slack.keys",
+        "C1",
+        "shell",
+        {"command": "kubectl  delete pod web-1"},
+        "quorum 2",
+        'quorum 2: rule 1 (tool "shell", command "*kubectl delete*") in approval.quorum.rules',
+    ),
+    Case(
+        "slack.open",
+        "C1",
+        "shell",
+        {"command": "cd /srv && kubectl delete ns x"},
+        "quorum 2",
+        'quorum 2: rule 1 (tool "shell", command "*kubectl delete*") in approval.quorum.rules',
+    ),
+    Case(
+        "slack.keys",
+        "C1",
+        "shell",
+        {"command": "kubectl get pods"},
+        "ask",
+        "side-effecting tool: no deny, always_ask, grant or auto_approve entry matched",
+    ),
+    Case(
+        "slack.ops",
+        "C1",
+        "shell",
+        {"command": "ls"},
+        "quorum 3",
+        'quorum 3: rule 1 (tool "shell") in agents.ops.approval.quorum.rules',
+    ),
     Case(
         "slack.team",
         "C1",
@@ -276,11 +317,15 @@ async def test_explain_agrees_with_the_pipeline(
     lines = done.stdout.splitlines()
     assert lines[0] == f"decision:  {case.verdict}"
     assert lines[1].startswith(f"rule:      {case.rule}"), lines[1]
+    if case.verdict == "quorum 3":  # one listed approver besides the requester: never enough
+        assert "asked:     nobody: refused at once (quorum unreachable)" in lines
     if case.background and case.verdict == "ask":
         refused = "asked:     nobody: refused at once (background turn: scheduled runs never ask)"
         assert refused in lines
     async with await Store.open(settings.database_path()) as store:
-        assert await pipeline_verdict(settings, store, case) == case.verdict
+        # a quorum is an ask the pipeline puts to several approvers
+        expected = "ask" if case.verdict.startswith("quorum") else case.verdict
+        assert await pipeline_verdict(settings, store, case) == expected
 
 
 async def test_explain_names_approvers_and_what_the_card_shows(
