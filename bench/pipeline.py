@@ -14,7 +14,11 @@ waiting for SQLite's worker thread and for other processes on a busy machine).
 Targets on a 2-core machine: median < 1 ms, p99 < 5 ms per call.
 
 It prints what an asked 20 KB ``file_edit``'s card costs, without its diff (the view alone)
-and with it (:mod:`bot.tools.builtin.file_diff`'s preview and the view), side by side.
+and with it (:mod:`bot.tools.builtin.file_diff`'s preview and the view), side by side; and the
+whole call through the pipeline (asked, approved at once by the gate, the file written, the
+row committed), before diffs (the tool without ``approval_preview`` / ``approval_binding``)
+and after (the preview, the binding in the fingerprint, the file hashed again under the path
+lock), interleaved run by run so both see the same load.
 
 It also prints what masking costs on the approval path: :func:`bot.approval.summary.describe`
 (the card's summary and the full view: secret values masked, invisible characters escaped,
@@ -31,6 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import argparse
 import asyncio
+import dataclasses
+import json
 import logging
 import statistics
 import tempfile
@@ -45,7 +51,7 @@ from bot.agent.turn import CancelToken
 from bot.approval.gate import ApprovalDecision, ApprovalRequest, Assessment, PolicyResult
 from bot.approval.reasons import PolicyReason
 from bot.approval.summary import describe
-from bot.config import AgentConfig
+from bot.config import AgentConfig, FileToolsConfig
 from bot.envelope import (
     Capabilities,
     ChannelRef,
@@ -60,6 +66,7 @@ from bot.scrub import scrub_mapping
 from bot.store import Store, ToolCallRecord, UnitOfWork
 from bot.store.audit import Decision
 from bot.tools.builtin.file_diff import preview_edit
+from bot.tools.builtin.file_writing import file_edit_tool
 from bot.tools.builtin.workspace import Workspace
 from bot.tools.pipeline import ToolPipeline
 from bot.tools.registry import ToolRegistry
@@ -231,6 +238,56 @@ async def measure_edit_view(folder: Path, runs: int, *, with_diff: bool) -> list
     return samples
 
 
+class AskAndApprove:
+    """A policy that asks about every side-effecting call, and a person who approves at once:
+    the pipeline's approval path without the wait."""
+
+    async def assess(self, request: ApprovalRequest) -> PolicyResult:
+        return PolicyResult(assessment=Assessment.ASK, reason=PolicyReason.SIDE_EFFECTS)
+
+    async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
+        describe(request.arguments, notes=request.notes, diff=request.diff)  # the card's view
+        return ApprovalDecision(verdict=Decision.APPROVED, decided_by="bench")
+
+
+async def measure_edit_calls(store: Store, folder: Path, runs: int) -> dict[bool, list[float]]:
+    """Seconds per asked 20 KB ``file_edit`` through the whole pipeline, by whether the tool
+    previews its diff (``True``: after) or not (``False``: before diffs); the two alternate
+    run by run. The file is put back before each call, outside the timing."""
+    root = folder / "workspace-calls"
+    root.mkdir(exist_ok=True)
+    workspace = Workspace(root=root, allow_sensitive_files=False, scope="shared")
+    after = file_edit_tool(workspace, FileToolsConfig())
+    before = dataclasses.replace(after, approval_preview=None, approval_binding=None)
+    services = PipelineServices(
+        store=store, gate=AskAndApprove(), settings=AgentConfig(), observer=LoggingObserver()
+    )
+    arguments = json.dumps(EDIT)
+    samples: dict[bool, list[float]] = {False: [], True: []}
+    for run in range(runs):
+        for with_diff in (run % 2 == 0, run % 2 == 1):
+            (root / "report.md").write_text(EDIT_FILE, encoding="utf-8")
+            pipeline = ToolPipeline(
+                services=services,
+                executor=ToolRegistry([after if with_diff else before]).executor(),
+                context=ToolContext(
+                    turn=TurnIdentity(
+                        turn_id=f"turn-edit-{run}-{with_diff}",
+                        session_key="console.main:c",
+                        envelope=ENVELOPE,
+                    )
+                ),
+                progress=NullProgress(),
+                cancel=CancelToken(),
+            )
+            call = ToolCallRequest(id=f"e{run}", name="file_edit", arguments=arguments)
+            started = time.perf_counter()
+            report = await pipeline.run_batch("", [call])
+            samples[with_diff].append(time.perf_counter() - started)
+            assert report.outcomes[0].ok, report.outcomes[0].observation
+    return samples
+
+
 def report(label: str, samples: list[float]) -> None:
     ordered = sorted(samples)
     median = statistics.median(ordered) * 1000
@@ -254,6 +311,12 @@ async def main(calls: int) -> None:
         for with_diff in (False, True):
             label = f"asked 20 KB file_edit, {'with' if with_diff else 'no'} diff"
             report(label, await measure_edit_view(Path(folder), runs, with_diff=with_diff))
+        async with await Store.open(Path(folder) / "bench-edit.db") as store:
+            await measure_edit_calls(store, Path(folder), 20)  # warm-up
+            calls_by = await measure_edit_calls(store, Path(folder), runs)
+            for with_diff in (False, True):
+                label = f"asked 20 KB file_edit call, {'after' if with_diff else 'before'}"
+                report(label, calls_by[with_diff])
     runs = max(100, calls // 10)
     for name, arguments in MASKING_CASES.items():
         report(f"masking: {name}", measure_masking(arguments, runs))

@@ -107,6 +107,9 @@ class ApprovalCard:
     #: A request that needs several approvers: how far it has come and who else may
     #: approve (``🔑 1 of 2 approvals: Alex ✓ · may approve: …``); empty otherwise.
     quorum: str = ""
+    #: A unified diff longer than the card shows, as ``full_text`` shows it (its lines
+    #: there): a full view may send it as a ``.diff`` file (:func:`plan_full_view`).
+    diff: str = ""
 
     @property
     def approvable_here(self) -> bool:
@@ -496,10 +499,32 @@ DOCUMENT_NAME = "full-request.txt"
 class FullViewPlan:
     """How a full view is shown: ``pages``, the request's full text in pieces of at most a
     page each (the platform frames each page), or, when it would take more pages than the
-    surface allows, ``document``: the whole full view as one UTF-8 text file."""
+    surface allows, ``document``: the whole full view as one UTF-8 text file. With pages, a
+    long diff may go as ``diff_file`` named ``diff_name`` (the pages then say so where the
+    diff's lines would be); the view shows all of the request only with that file."""
 
     pages: tuple[str, ...] = ()
     document: bytes = b""
+    diff_file: bytes = b""
+    diff_name: str = ""
+
+
+def diff_file_name(approval_id: str) -> str:
+    """The name a full view's ``.diff`` file is sent under."""
+    return f"change-{approval_id}.diff"
+
+
+def _without_diff(card: ApprovalCard, body: str, name: str) -> str | None:
+    """``body`` with the card's long diff replaced by a line naming the file that carries it,
+    or None when it has none (or the text does not hold it)."""
+    if not card.diff:
+        return None
+    at = body.rfind(card.diff)
+    if at < 0:
+        return None
+    lines = card.diff.count("\n") + 1
+    note = f"[the change: {lines:,} diff lines, every one of them in the attached file {name}]"
+    return body[:at] + note + body[at + len(card.diff) :]
 
 
 Splitter = Callable[[str, int], list[str]]
@@ -516,8 +541,17 @@ def plan_full_view(
     """Page ``card``'s full text for a surface: ``split(text, page_chars)`` cuts it (the
     platform's measure and escaping; the pieces together give every character back); more
     than ``max_pages`` pieces, or no room at all, means a file instead. A surface that sends
-    no files (``files=False``) then gets an empty plan: it says the request is too long."""
+    no files (``files=False``) then gets an empty plan: it says the request is too long.
+    A card with a long ``diff`` on a surface that sends files gets it as a ``.diff`` file
+    beside pages of the rest (when the rest fits them); elsewhere the pages hold the diff."""
     body = card.full_text or "\n".join(card.lines)
+    name = diff_file_name(card.approval_id)
+    shorter = _without_diff(card, body, name) if files else None
+    if shorter is not None and page_chars > 0:
+        pieces = split(shorter, page_chars)
+        if pieces and len(pieces) <= max_pages:
+            diff = (card.diff + "\n").encode("utf-8", "backslashreplace")
+            return FullViewPlan(pages=tuple(pieces), diff_file=diff, diff_name=name)
     pieces = split(body, page_chars) if page_chars > 0 else []
     if pieces and len(pieces) <= max_pages:
         return FullViewPlan(pages=tuple(pieces))

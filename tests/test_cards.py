@@ -106,3 +106,45 @@ def test_a_full_view_too_long_for_its_pages_is_a_file_or_nothing(
     assert bool(too_long.document) is document
     if document:
         assert too_long.document == card.render_full_text().encode()
+
+
+def _diff_card(lines: int) -> tuple[ApprovalCard, str]:
+    from bot.approval.summary import describe
+
+    diff = ("--- f (now)", "+++ f (after)", "@@ -1 +1 @@", *(f"-old {n}" for n in range(lines)))
+    view = describe({"path": "f"}, diff=diff)
+    card = ApprovalCard(
+        approval_id="A1",
+        tool="file_write",
+        lines=view.lines,
+        reason="r",
+        requested_by="u",
+        full_text=view.full,
+        cut=view.cut,
+        diff=view.diff_text,
+    )
+    return card, view.full
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    return [text[at : at + size] for at in range(0, len(text), size)]
+
+
+def test_a_long_diff_goes_as_a_file_only_where_the_surface_sends_files() -> None:
+    card, full = _diff_card(100)
+    sent = plan_full_view(card, page_chars=3000, max_pages=10, split=_pieces)
+    assert sent.diff_name == "change-A1.diff"
+    assert sent.diff_file.decode() == card.diff + "\n" and "-old 99" in card.diff
+    paged = "".join(sent.pages)
+    assert "-old 0" not in paged and paged.startswith("path: f\n")
+    assert paged.endswith("every one of them in the attached file change-A1.diff]")
+    # a surface without files (Slack's modal) pages the whole diff instead
+    modal = plan_full_view(card, page_chars=3000, max_pages=10, split=_pieces, files=False)
+    assert not modal.diff_file and "".join(modal.pages) == full
+
+
+def test_a_short_diff_stays_in_the_pages() -> None:
+    card, full = _diff_card(10)
+    assert card.diff == ""  # the card shows it all
+    plan = plan_full_view(card, page_chars=3000, max_pages=10, split=_pieces)
+    assert not plan.diff_file and "".join(plan.pages) == full

@@ -103,6 +103,7 @@ class Backchannel:
             summary=view.lines,
             full_text=view.full,
             cut=view.cut,
+            diff_text=view.diff_text,
             ask_reason=asked.why,
             created_at=now,
             expires_at=now + policy.timeout_s,

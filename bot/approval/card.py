@@ -89,6 +89,7 @@ def card_for(
             GrantOption(key=c.key, label=visible(c.label)) for c in record.grant_choices
         ),
         quorum=quorum_progress(record, policy),
+        diff=record.diff_text,
     )
 
 

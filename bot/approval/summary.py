@@ -74,6 +74,9 @@ class ArgumentView:
     lines: tuple[str, ...]
     full: str
     cut: bool
+    #: A unified diff longer than the summary shows, as ``full`` shows it (its lines there,
+    #: joined): a full view may send it as a ``.diff`` file. Empty otherwise.
+    diff_text: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,7 +188,13 @@ def describe(
     shown_notes = tuple(visible(note) for note in notes)
     if diff_full or shown_notes:
         full = "\n".join((full, *diff_full, *shown_notes))
-    return ArgumentView(lines=(*lines, *diff_lines, *shown_notes), full=full, cut=cut or diff_cut)
+    long_diff = len(diff) > MAX_DIFF_LINES and diff[0].startswith("--- ")
+    return ArgumentView(
+        lines=(*lines, *diff_lines, *shown_notes),
+        full=full,
+        cut=cut or diff_cut,
+        diff_text="\n".join(diff_full) if long_diff else "",
+    )
 
 
 def summary_json(lines: tuple[str, ...]) -> str:

@@ -108,6 +108,9 @@ class ApprovalRecord:
     full_text: str = ""
     #: The summary hides part of ``full_text``: approve only from a full view.
     cut: bool = False
+    #: A diff longer than the card shows, as ``full_text`` shows it (migration 0028; empty:
+    #: none, or a row from before): a full view may send it as a ``.diff`` file.
+    diff_text: str = ""
     status: ApprovalStatus = ApprovalStatus.PENDING
     decided_by: str | None = None
     #: The decider's display name as their platform reported it (None: not reported, or a
@@ -181,6 +184,7 @@ def _record(row: Row) -> ApprovalRecord:
         summary=tuple(json.loads(row["summary"])),
         full_text=row["full_text"],
         cut=bool(row["cut"]),
+        diff_text=row["diff_text"],
         ask_reason=row["ask_reason"],
         status=ApprovalStatus(row["status"]),
         decided_by=row["decided_by"],
@@ -246,8 +250,8 @@ class Approvals:
             "INSERT INTO approvals (id, channel, conversation_id, thread_id, session_key,"
             " requester, requester_name, tool, fingerprint, summary, full_text, cut,"
             " ask_reason, status, card_refs, created_at, expires_at, replica_id, turn_id,"
-            " call_id, agent, approvers_named, grant_choices, quorum)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " call_id, agent, approvers_named, grant_choices, quorum, diff_text)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 rec.id,
                 rec.channel,
@@ -273,6 +277,7 @@ class Approvals:
                 json.dumps(list(rec.approvers_named)) if rec.approvers_named else None,
                 json.dumps([c.to_json() for c in rec.grant_choices]) if rec.grant_choices else None,
                 rec.quorum,
+                rec.diff_text,
             ),
         )
 

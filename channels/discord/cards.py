@@ -247,13 +247,18 @@ def full_view_parts(card: ApprovalCard) -> tuple[FullViewPart, ...]:
     if not plan.pages:
         return (_attached(card, plan.document, tail),)
     parts: list[FullViewPart] = []
+    diff_file = {"file_name": plan.diff_name, "file_text": plan.diff_file.decode()}
     for number, page in enumerate(plan.pages, start=1):
         last = number == len(plan.pages)
         goes_on = not last and not page.endswith("\n")
         after = tail if last else escape_text(GOES_ON) if goes_on else ""
         code = page if last else page.removesuffix("\n")
         body = [_head(card, number, len(plan.pages)), fenced(code), after]
-        parts.append(FullViewPart(content="\n".join(line for line in body if line)))
+        content = "\n".join(line for line in body if line)
+        if number == 1 and plan.diff_file:  # the long diff, attached to the first message
+            parts.append(FullViewPart(content=content, **diff_file))
+        else:
+            parts.append(FullViewPart(content=content))
     return tuple(parts)
 
 

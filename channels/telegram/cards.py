@@ -195,6 +195,9 @@ class FullViewMessages:
     pages: tuple[str, ...] = ()
     document: bytes = b""
     caption: str = ""
+    #: A long diff sent as its own document before the pages (which say so where it was).
+    diff_file: bytes = b""
+    diff_name: str = ""
 
 
 def _full_parts(card: ApprovalCard) -> tuple[str, str, list[str]]:
@@ -223,7 +226,9 @@ def full_view_messages(
             part = f" (part {index} of {len(plan.pages)})" if len(plan.pages) > 1 else ""
             footer = closing_html if index == len(plan.pages) else CONTINUED
             pages.append(f"<b>{_escape(head)}</b>{part}\n<pre>{piece}</pre>\n{footer}")
-        return FullViewMessages(pages=tuple(pages))
+        return FullViewMessages(
+            pages=tuple(pages), diff_file=plan.diff_file, diff_name=plan.diff_name
+        )
     note = (
         f"The request is {len(body):,} characters long: every character of it is in the "
         f"attached file {DOCUMENT_NAME}."

@@ -47,7 +47,6 @@ from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelError
 from channels.common.card_index import CardEntry, CardIndex, ViewMessage
 from channels.telegram.cards import (
-    FullViewMessages,
     card_keyboard,
     fit_card,
     full_view_keyboard,
@@ -347,8 +346,19 @@ class TelegramOutbound:
         plan = full_view_messages(card)
         keyboard = full_view_keyboard(card.approval_id, self.codec)
         views: list[ViewMessage] = []
+        if plan.diff_file:
+            lines = plan.diff_file.count(b"\n")
+            caption = f"The change, {lines:,} diff lines: every one of them is in this file."
+            sent = await self._send_document(where, plan.diff_file, plan.diff_name, caption)
+            views.append(
+                ViewMessage(
+                    conversation=str(sent.chat_id), message=str(sent.message_id), buttons=False
+                )
+            )
         if plan.document:
-            sent = await self._send_document(where, plan, keyboard)
+            sent = await self._send_document(
+                where, plan.document, DOCUMENT_NAME, plan.caption, keyboard
+            )
             views.append(
                 ViewMessage(
                     conversation=str(sent.chat_id), message=str(sent.message_id), buttons=True
@@ -372,7 +382,12 @@ class TelegramOutbound:
         )
 
     async def _send_document(
-        self, where: DeliveryTarget, plan: FullViewMessages, markup: InlineKeyboardMarkup
+        self,
+        where: DeliveryTarget,
+        data: bytes,
+        name: str,
+        caption: str,
+        markup: InlineKeyboardMarkup | None = None,
     ) -> Message:
         reply_to = (
             ReplyParameters(
@@ -382,7 +397,7 @@ class TelegramOutbound:
             if where.reply_to_message_id
             else None
         )
-        document = InputFile(plan.document, filename=DOCUMENT_NAME)
+        document = InputFile(data, filename=name)
         chat_id = int(where.conversation_id)
         async with self.record.sending(
             chat_id, key="", part=0, text=None, parse_mode=None, markup=None
@@ -393,7 +408,7 @@ class TelegramOutbound:
                     lambda: self._bot.send_document(
                         chat_id=chat_id,
                         document=document,
-                        caption=plan.caption,
+                        caption=caption,
                         parse_mode=ParseMode.HTML,
                         message_thread_id=int(where.thread_id) if where.thread_id else None,
                         reply_parameters=reply_to,

@@ -274,3 +274,49 @@ async def test_service_an_approval_from_a_cut_card_itself_is_refused_and_stays_p
         )
         assert [c.full_view for c in host.clicks] == [False, True]
         assert host.clicks[-1].card is not None and host.clicks[-1].card.message_id == card_id
+
+
+LONG_DIFF = (
+    "--- notes.txt (now)",
+    "+++ notes.txt (after)",
+    "@@ -1,60 +1,60 @@",
+    *(f"-old line {n}" for n in range(60)),
+    *(f"+new line {n} `x` @everyone" for n in range(60)),
+)
+
+
+async def test_a_long_diff_is_attached_as_a_diff_file_beside_the_pages(
+    fake: FakeDiscord, store: Store
+) -> None:
+    view = describe({"path": "notes.txt"}, diff=LONG_DIFF)
+    assert view.cut and view.diff_text
+    card = ApprovalCard(
+        approval_id=APPROVAL_ID,
+        tool="file_edit",
+        lines=view.lines,
+        reason="it has side effects",
+        requested_by="alice",
+        full_text=view.full,
+        cut=view.cut,
+        diff=view.diff_text,
+    )
+    host = RecordingHost(approvers=[BOB["id"]], pending=[APPROVAL_ID])
+    host.cards[APPROVAL_ID] = card
+    channel = make_channel(fake, store, approvers=[BOB["id"]])
+    async with running(channel, host):
+        envelope = await request_turn(fake, host)
+        sent = await channel.cards.post_approval_card(envelope.reply_target, card)
+        shown = await press(fake, fake.messages[sent.message_id], "s", BOB)
+        messages = await full_view(fake, shown)
+    name = f"change-{APPROVAL_ID}.diff"
+    first, *_ = follow_ups(fake, shown)
+    assert first.body is not None and first.body["flags"] & EPHEMERAL
+    assert first.body["attachments"] == [{"id": 0, "filename": name}]
+    assert first.files[name].decode() == "\n".join(LONG_DIFF) + "\n"  # every line, as sent
+    shown_text = readable_text(messages)
+    assert "-old line 0" not in shown_text  # not paged again: the file has it
+    assert f"[the change: 123 diff lines, every one of them in the attached file {name}]" in (
+        shown_text
+    )
+    assert "path: notes.txt" in shown_text
+    assert [b["label"] for b in buttons(messages[-1])] == ["Approve", "Deny", "Always"]

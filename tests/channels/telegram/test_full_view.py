@@ -10,6 +10,7 @@ is in ``tests/channels/contract``, alike on every platform.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import html
 import re
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -82,10 +83,14 @@ class Live:
     envelope: IngressEnvelope
     asks: list[asyncio.Task[ApprovalDecision]] = field(default_factory=list)
 
-    async def ask(self, arguments: Mapping[str, object]) -> tuple[ApprovalRecord, JSON]:
-        """Ask for ``arguments``; the pending row and its card as Telegram shows it."""
+    async def ask(
+        self, arguments: Mapping[str, object], diff: tuple[str, ...] = ()
+    ) -> tuple[ApprovalRecord, JSON]:
+        """Ask for ``arguments`` (a tool's ``diff`` below them); the pending row and its card
+        as Telegram shows it."""
         known = {r.id for r in await self.store.approvals.list()}
-        self.asks.append(asyncio.create_task(self.service.ask(request(self.envelope, arguments))))
+        asked = dataclasses.replace(request(self.envelope, arguments), diff=diff)
+        self.asks.append(asyncio.create_task(self.service.ask(asked)))
         await self.tg.wait_for("sendMessage", is_card, count=len(known) + 1)
         [record] = [r for r in await self.store.approvals.list() if r.id not in known]
         [card] = [m for m in self.tg.bot_messages(CHAT) if m["text"].startswith("🔐")][-1:]
@@ -150,7 +155,7 @@ async def full_view_of(tg: FakeTelegram, card: JSON) -> tuple[list[ApiCall], JSO
     shown = [
         m
         for m in tg.bot_messages(CHAT)
-        if m["text"].startswith("🔎 Full request") and m["message_id"] > card["message_id"]
+        if m.get("text", "").startswith("🔎 Full request") and m["message_id"] > card["message_id"]
     ]
     return pages_for(tg, card), shown[-1]
 
@@ -268,6 +273,39 @@ async def test_a_very_long_request_comes_as_a_file(tg: FakeTelegram, store: Stor
     assert keyboard(upload.params)[0][0] == ("✅ Approve", f"ap:{record.id}:fa")
     assert decision.verdict is Decision.APPROVED
     assert "reply_markup" not in tg.bot_message_now(CHAT, document["message_id"])
+
+
+LONG_DIFF = (
+    "--- notes.txt (now)",
+    "+++ notes.txt (after)",
+    "@@ -1,60 +1,60 @@",
+    *(f"-old line {n}" for n in range(60)),
+    *(f"+new line {n} <b>&amp;</b>" for n in range(60)),
+)
+
+
+async def test_a_long_diff_comes_as_a_diff_file_before_the_pages(
+    tg: FakeTelegram, store: Store
+) -> None:
+    async with live(tg, store) as run:
+        record, card = await run.ask({"path": "notes.txt"}, diff=LONG_DIFF)
+        await show_full(tg, card)
+        pages, last = await full_view_of(tg, card)
+        [upload] = tg.calls_of("sendDocument")
+        await tap(tg, last, f"ap:{record.id}:fa")
+        decision = await run.decision()
+    assert record.cut and record.diff_text
+    name = f"change-{record.id}.diff"
+    assert upload.params["document"]["file_name"] == name
+    assert upload.params["document"]["bytes"].decode() == "\n".join(LONG_DIFF) + "\n"
+    assert upload.params["reply_parameters"]["message_id"] == card["message_id"]
+    assert upload.params["message_thread_id"] == TOPIC
+    assert "123 diff lines" in upload.params["caption"]
+    assert "reply_markup" not in upload.params  # the buttons are on the last page
+    shown = pre_text(pages)
+    assert "-old line 0" not in shown and "path: notes.txt" in shown
+    assert f"[the change: 123 diff lines, every one of them in the attached file {name}]" in shown
+    assert decision.verdict is Decision.APPROVED
 
 
 async def test_a_decision_from_the_card_closes_its_full_views(
