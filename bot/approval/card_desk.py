@@ -92,7 +92,8 @@ class CardDesk:
             dm = DeliveryTarget(channel=ref, conversation_id=approver)
             try:
                 with telemetry.send(ref.kind, "approval_card"):
-                    refs.append(_ref(await cards.post_approval_card(dm, card)))
+                    sent = await cards.post_approval_card(dm, card)
+                refs.append(dataclasses.replace(_ref(sent), for_user=approver))
             except CHANNEL_FAILURES as exc:
                 log.warning(
                     "approval_dm_card_failed",

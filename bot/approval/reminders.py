@@ -173,15 +173,13 @@ class Reminders:
         )
         if not claimed:
             return False
-        places = {(c.conversation_id, c.thread_id) for c in record.card_refs}
+        # each place once: the conversation's own card, and each copy in a user's DM, whose
+        # reminder gives the expiry in that user's zone
+        places = {(c.conversation_id, c.thread_id, c.for_user) for c in record.card_refs}
         if not places:
-            places = {(record.conversation_id, record.thread_id)}
-        for conversation_id, thread_id in sorted(places, key=str):
-            # a copy in an approver's DM: its conversation id is theirs
-            dm = conversation_id != record.conversation_id
-            text = reminder_text(
-                record, policy, number=number, reader=conversation_id if dm else None
-            )
+            places = {(record.conversation_id, record.thread_id, None)}
+        for conversation_id, thread_id, user in sorted(places, key=str):
+            text = reminder_text(record, policy, number=number, reader=user)
             await self._say(record, conversation_id, thread_id, text)
         log.info("approval_reminded", approval_id=record.id, tool=record.tool, number=number)
         return True

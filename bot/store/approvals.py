@@ -53,6 +53,9 @@ class CardRef:
     conversation_id: str
     thread_id: str | None
     message_id: str
+    #: A copy in a user's DM: that user (the DM's conversation id is the platform's, not
+    #: always the user id); None for the conversation's own card.
+    for_user: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -168,6 +171,7 @@ def _record(row: Row) -> ApprovalRecord:
             conversation_id=str(r["conversation_id"]),
             thread_id=r.get("thread_id"),
             message_id=str(r["message_id"]),
+            for_user=r.get("for_user"),
         )
         for r in json.loads(row["card_refs"])
     )
@@ -334,6 +338,7 @@ class Approvals:
                     "conversation_id": r.conversation_id,
                     "thread_id": r.thread_id,
                     "message_id": r.message_id,
+                    **({"for_user": r.for_user} if r.for_user is not None else {}),
                 }
                 for r in refs
             ]

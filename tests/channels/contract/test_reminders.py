@@ -39,8 +39,16 @@ def _bot_texts(cards: CardDriver) -> list[str]:
 
         return [str(m.get("text", "")) for m in fake.bot_messages(CHAT)]
     if cards.name == "slack":
-        return [str(c.params.get("text", "")) for c in fake.calls_of("chat.postMessage")]
+        # the text, then the blocks the card is drawn with (escaped as Slack shows them)
+        return [
+            str(c.params.get("text", "")) + "\n" + _unescape(str(c.params.get("blocks", "")))
+            for c in fake.calls_of("chat.postMessage")
+        ]
     return [str(m.get("content", "")) for m in fake.messages.values()]
+
+
+def _unescape(sent: str) -> str:
+    return sent.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
 def _reminders(cards: CardDriver) -> list[str]:
@@ -110,3 +118,43 @@ async def test_escalation_lets_the_further_approver_decide_and_says_so(cards: Ca
     # a decided request is neither reminded nor escalated
     cards.clock.offset += 5
     assert await sweeper.sweep_reminders() == 0
+
+
+async def test_a_tools_own_schedule_reminds_as_the_platform_receives_it(cards: CardDriver) -> None:
+    # [approval] schedules nothing; its entry for shell does
+    sweeper = _service(cards, {"tools": {"shell": {"remind_after_s": 30, "remind_max": 1}}})
+    card = await cards.ask(ARGS)
+    cards.clock.offset += 29
+    assert await sweeper.sweep_reminders() == 0
+    cards.clock.offset += 1
+    assert await sweeper.sweep_reminders() == 1
+    cards.clock.offset += 60
+    assert await sweeper.sweep_reminders() == 0
+    [reminder] = _reminders(cards)
+    assert "Reminder 1/1" in reminder and "UTC" in reminder
+    await cards.press(card, CardVerb.APPROVE, cards.approver)
+    assert (await card.decision()).allowed
+
+
+async def test_the_escalated_user_is_shown_the_card_where_they_can_see_it(
+    cards: CardDriver,
+) -> None:
+    """Told in the conversation when the platform says they are in it, else a copy of the
+    card in their DM, never both: the fake received one or the other."""
+    sweeper = _service(cards, {"escalate_after_s": 20, "escalate_to": [cards.stranger]})
+    card = await cards.ask(ARGS)
+    told_before = len(_bot_texts(cards))
+    cards.clock.offset += 20
+    assert await sweeper.sweep_reminders() == 1
+    told = [t for t in _bot_texts(cards)[told_before:] if "Escalated to" in t]
+    row = await cards.store.approvals.get(card.approval_id)
+    assert row is not None
+    copies = [c for c in row.card_refs if c.for_user == cards.stranger]
+    in_conversation = [t for t in told if t.startswith(f"⏫ Escalated to {cards.stranger}:")]
+    assert (len(in_conversation), len(copies)) in ((1, 0), (0, 1)), (told, copies)
+    if copies:  # the copy as the platform received it says where it was asked and escalated
+        assert any("Asked in:" in t and f"Escalated to: {cards.stranger}" in t for t in told)
+    # every copy of the card says it was escalated
+    assert f"Escalated to: {cards.stranger}" in cards.shown(card).text
+    await cards.press(card, CardVerb.APPROVE, cards.stranger)
+    assert (await card.decision()).decided_by == cards.stranger
