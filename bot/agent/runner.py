@@ -129,9 +129,11 @@ class AgentRunner:
                     return TurnReply(text=instead)
             if self._context is not None:
                 around = self._context.for_turn(envelope, channel)
-                state.context = await unless_cancelled(around, state.cancel) or ()
+                if around is not None:  # None: nothing to show (a DM, context off)
+                    state.context = await unless_cancelled(around, state.cancel) or ()
                 viewed = self._context.viewed(envelope, channel)
-                state.viewing = await unless_cancelled(viewed, state.cancel)
+                if viewed is not None:
+                    state.viewing = await unless_cancelled(viewed, state.cancel)
             result = await run_turn(bundle, state)
             if progress is not None and result.status is TurnStatus.CANCELLED:
                 # the message is closed, never left at "⏳"

@@ -11,7 +11,7 @@ says which conversation the person has open (its ``viewing``, Slack's assistant 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 
 from bot.channel import Channel, ViewedPlace
 from bot.config import ChannelCommon, Settings
@@ -78,17 +78,27 @@ class ConversationContext:
         self.threads.dropped(str(ref), message_id)
         await self.keeper.dropped(ref, message_id)
 
-    async def for_turn(
+    def for_turn(
         self, envelope: IngressEnvelope, channel: Channel | None
-    ) -> tuple[ContextLine, ...]:
+    ) -> Coroutine[object, object, tuple[ContextLine, ...]] | None:
         """The lines a turn answering ``envelope`` is shown, oldest first: the thread's
         earlier messages (or, where the platform keeps no history for bots, the message it
-        replied to), then the kept group context (a message in both, once)."""
+        replied to), then the kept group context (a message in both, once). None, with
+        nothing to await, where it can be shown none: a direct conversation, a background
+        run, a channel whose context is off (most turns: no coroutine, no cancel hook)."""
         if envelope.is_direct or envelope.background:
-            return ()
+            return None
         cfg = self._channel(envelope.channel)
         if cfg is None:
-            return ()
+            return None
+        options = cfg.context
+        if not options.thread_messages and not options.keeps_in(envelope.conversation_id):
+            return None
+        return self._lines(envelope, channel, cfg)
+
+    async def _lines(
+        self, envelope: IngressEnvelope, channel: Channel | None, cfg: ChannelCommon
+    ) -> tuple[ContextLine, ...]:
         options = cfg.context
         lines: list[ContextLine] = []
         history = channel.history if channel is not None else None
@@ -112,11 +122,12 @@ class ConversationContext:
             lines += [line for line in kept if line.message_id not in seen]
         return tuple(lines)
 
-    async def viewed(
+    def viewed(
         self, envelope: IngressEnvelope, channel: Channel | None
-    ) -> ViewedPlace | None:
-        """The conversation the author of ``envelope`` has open, where the channel says
-        (its ``viewing``); None elsewhere, and for a background run."""
+    ) -> Coroutine[object, object, ViewedPlace | None] | None:
+        """What finds the conversation the author of ``envelope`` has open, where the
+        channel says (its ``viewing``); None, with nothing to await, elsewhere and for a
+        background run."""
         if envelope.background or channel is None or channel.viewing is None:
             return None
-        return await channel.viewing.viewed_place(envelope)
+        return channel.viewing.viewed_place(envelope)
