@@ -61,6 +61,7 @@ class Shown:
     asked: str
     card: tuple[str, ...]
     card_cut: bool
+    asks: bool = False  # a person would be asked (one approver, or a quorum of them)
 
 
 def register(pages: Pages) -> None:
@@ -126,6 +127,7 @@ def _shown(answer: PolicyAnswer) -> Shown:
         if found.verdict == "ask"
         else (),
         asked=display.text(found.asked) if found.verdict == "ask" else "",
+        asks=found.verdict == "ask",
         # already masked, escaped and cut as the card shows them
         card=found.card,
         card_cut=found.card_cut,
