@@ -74,8 +74,10 @@ class LeaseKeeper:
         return self.identity.id
 
     def held(self) -> list[str]:
-        """The leases this replica holds now, by name."""
-        return sorted(self._tenures)
+        """The leases this replica holds now, by name: not one whose tenure is fenced (its
+        work was told to stop, and may still be winding down, e.g. waiting on a database
+        that stopped answering)."""
+        return sorted(name for name, tenure in self._tenures.items() if not tenure.fenced)
 
     # -- lifecycle --------------------------------------------------------------------------
 

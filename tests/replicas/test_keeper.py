@@ -174,6 +174,33 @@ async def test_a_holder_whose_heartbeats_fail_stops_before_the_other_starts(
     assert b.keeper.refusal() is None
 
 
+async def test_a_fenced_lease_is_not_held_while_its_work_winds_down(
+    replicas: tuple[Replica, Replica],
+) -> None:
+    """The fence tells the work to stop; work still finishing (waiting on a database that
+    stopped answering) does not make the lease the replica's any more."""
+    a, _ = replicas
+    winding_down, finish = asyncio.Event(), asyncio.Event()
+
+    async def slow_to_stop() -> None:
+        a.events.append("A starts")
+        try:
+            await asyncio.Event().wait()
+        finally:
+            winding_down.set()
+            await asyncio.shield(finish.wait())
+
+    leading = asyncio.create_task(a.keeper.lead(ROLE, slow_to_stop))
+    await eventually(lambda: a.events == ["A starts"])
+    assert a.keeper.held() == [ROLE]
+    await a.store.aclose()  # its heartbeats fail from now on: the fence fires on its timer
+    await asyncio.wait_for(winding_down.wait(), 30)
+    assert a.keeper.held() == []
+    finish.set()
+    await leading
+    assert a.keeper.held() == []
+
+
 async def test_work_that_ends_releases_the_role_to_the_other_at_once(
     replicas: tuple[Replica, Replica],
 ) -> None:
