@@ -153,3 +153,44 @@ async def test_a_request_whose_replica_died_is_closed_by_another_replica(
     # a click that comes too late runs nothing
     assert await clicked(b.app.approvals, b.channel.click(card, APPROVER)) is ClickVerdict.UNKNOWN
     assert replicas.deployed == []
+
+
+#: ``deploy`` needs two approvers, both listed on the channel on every replica.
+TWO_KEYS = {
+    "approval": {"timeout_s": 60.0, "quorum": {"rules": [{"tools": ["deploy"], "approvals": 2}]}},
+    "channels": {
+        "slack": {"team": {"allowed_users": ["*"], "approvers": [APPROVER, "U_BEA", "U_CAL"]}}
+    },
+}
+
+
+async def test_two_approvals_racing_on_two_replicas_decide_a_quorum_once(
+    replicas: Replicas,
+) -> None:
+    a = await replicas.start("a", extra=TWO_KEYS)
+    b = await replicas.start("b", extra=TWO_KEYS)
+    await a.deliver(message("m1 deploy please", "1"))
+    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
+    # the first approver's click replayed on both replicas counts once
+    first = [b.channel.click(card, APPROVER), a.channel.click(card, APPROVER)]
+    verdicts = await asyncio.gather(
+        *(clicked(r.app.approvals, c) for r, c in zip((b, a), first, strict=True))
+    )
+    assert sorted(verdicts) == sorted([ClickVerdict.COUNTED, ClickVerdict.ALREADY_COUNTED])
+    # two more approvers at once, one on each replica: exactly one of them decides
+    second = await asyncio.gather(
+        clicked(a.app.approvals, a.channel.click(card, "U_BEA")),
+        clicked(b.app.approvals, b.channel.click(card, "U_CAL")),
+    )
+    assert sorted(second) == sorted([ClickVerdict.ACCEPTED, ClickVerdict.ALREADY_DECIDED])
+    await a.channel.wait_for("done: deployed v2", within_s=WAIT_S)
+    assert replicas.deployed == [("a", {"version": "2"})]
+    audit = await b.app.store.audit.since()
+    rows = [(r.decision.value, r.reason) for r in audit if r.tool == "deploy"]
+    assert [r for r in rows if r[0] == "voted"] == [
+        ("voted", "click: approval 1 of 2"),
+        ("voted", "click: approval 2 of 2"),
+    ]
+    assert [r[0] for r in rows if r[0] != "voted"] == ["approved"]
+    record = await b.app.store.approvals.get(card.card.approval_id)
+    assert record is not None and len(record.votes) == 2
