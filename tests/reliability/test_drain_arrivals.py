@@ -27,7 +27,8 @@ from tests.reliability.crash_rig import daemon_env, write_config
 from tests.reliability.platform_drivers import PlatformDriver, redeliver
 from tests.reliability.test_crash_matrix import platform_driver
 
-pytestmark = pytest.mark.slow
+# two daemon processes per platform, stopped and started again: .ci/run's second stage
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 FIRST, FIRST_ANSWER = "ask-first: a slow one", "A-first: done slowly"
 LATE, LATE_ANSWER = "ask-late: sent while it stops", "A-late: answered after the restart"

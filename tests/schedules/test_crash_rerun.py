@@ -35,7 +35,8 @@ from tests.fakes.telegram_server import FakeTelegram, message, private_chat, use
 from tests.ops.daemon_process import WAIT_S, DaemonProcess, start_daemon
 from tests.reliability.routed_llm import RoutedOpenAI
 
-pytestmark = pytest.mark.slow
+# up to three daemon processes per test, killed and started again: .ci/run's second stage
+pytestmark = [pytest.mark.slow, pytest.mark.long]
 
 TOKEN = "717171:AAschedule-crash-token-for-the-fake-bot-api"
 LLM_KEY = "schedule-crash-model-key-4f1e"
