@@ -27,6 +27,11 @@ there, as the runtime counts one the platform cannot tell about (:mod:`bot.appro
 decides per message). The console channel asks whoever is at the terminal: its findings are
 the approval keys it ignores (``approvers``, ``approver_roles``, ``reactions_for_approval``).
 Slack's ``approver_roles`` is refused when the config is loaded.
+
+An escalation that can never happen is a finding too (:func:`_escalations`): an
+``escalate_after_s`` that applies (for any tool, per the schedule's precedence) with nobody in
+``escalate_to`` or ``escalate_to_roles``, or ``escalate_to_roles`` on Slack, whose clicks
+carry no roles.
 """
 
 from __future__ import annotations
@@ -39,8 +44,8 @@ from bot.approval.gate import ApprovalRequest
 from bot.approval.policy import ApprovalPolicy
 from bot.approval.question import CALL_ID, agents_on, imagined_envelope
 from bot.approval.reasons import RuntimeReason
-from bot.config import ChannelCommon, Settings
-from bot.envelope import IngressEnvelope
+from bot.config import DEFAULT_AGENT, ChannelCommon, Settings
+from bot.envelope import ChannelRef, IngressEnvelope
 from bot.turn import TurnIdentity
 
 #: The call imagined: a tool with side effects that no list names.
@@ -70,6 +75,35 @@ async def approval_findings(settings: Settings) -> list[Finding]:
             finding = await _finding(settings, policy, kind, alias, cfg, agent)
             if finding is not None:
                 found.append(finding)
+            found += _escalations(settings, policy, kind, alias, agent)
+    return found
+
+
+def _escalations(
+    settings: Settings, policy: ApprovalPolicy, kind: str, alias: str, agent: str
+) -> list[Finding]:
+    """The reminder schedules on this alias for ``agent`` (its own and each tool entry's)
+    whose escalation can never reach anyone."""
+    profile = settings.agents.get(agent)
+    tools = [*settings.approval.tools, *(profile.approval.tools if profile else {})]
+    ref = ChannelRef(kind=kind, alias=alias)
+    found: list[Finding] = []
+    for tool in dict.fromkeys([None, *tools]):
+        schedule = policy.for_channel(ref, agent, tool)
+        if schedule.escalate_after_s is None:
+            continue
+        where = f"{kind}.{alias}" + (f" (agent {agent})" if agent != DEFAULT_AGENT else "")
+        which = f" for {tool}" if tool else ""
+        if not (schedule.escalate_to or schedule.escalate_to_roles):
+            problem = f"escalate_after_s is set{which} but escalate_to names nobody"
+            fix = "set escalate_to (user ids) or escalate_to_roles beside escalate_after_s"
+        elif kind == "slack" and schedule.escalate_to_roles:
+            problem = f"escalate_to_roles{which} never match on Slack (a click carries no roles)"
+            fix = "escalate to Slack user ids (escalate_to) instead"
+        else:
+            continue
+        if all(f.problem != problem for f in found):
+            found.append(Finding(channel=where, problem=problem, fix=fix))
     return found
 
 

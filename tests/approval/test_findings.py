@@ -137,3 +137,55 @@ async def test_an_agent_that_never_asks_silences_the_channel() -> None:
         {"allowed_users": ["1"], "agent": "ops"}, {}, {"ops": {"approval": {"level": "full"}}}
     )
     assert quiet == []
+
+
+@pytest.mark.parametrize(
+    ("kind", "channel", "agents", "expected"),
+    [
+        pytest.param(
+            "telegram",
+            {"approval": {"escalate_after_s": 60}},
+            None,
+            ["escalate_after_s is set but escalate_to names nobody"],
+            id="channel escalates to nobody",
+        ),
+        pytest.param(
+            "telegram",
+            {},
+            {"ops": {"approval": {"tools": {"shell": {"escalate_after_s": 60}}}}},
+            ["escalate_after_s is set for shell but escalate_to names nobody"],
+            id="an agent's tool entry escalates to nobody",
+        ),
+        pytest.param(
+            "slack",
+            {"approval": {"escalate_after_s": 60, "escalate_to_roles": ["sre"]}},
+            None,
+            ["escalate_to_roles never match on Slack (a click carries no roles)"],
+            id="roles on slack",
+        ),
+        pytest.param(
+            "telegram",
+            {"approval": {"escalate_after_s": 60, "escalate_to_roles": ["administrator"]}},
+            None,
+            [],
+            id="roles on telegram",
+        ),
+    ],
+)
+async def test_an_escalation_that_can_never_reach_anyone_is_found(
+    kind: str, channel: dict[str, Any], agents: dict[str, Any] | None, expected: list[str]
+) -> None:
+    table = {"allowed_users": ["1", "2"], "approvers": ["1"], **channel}
+    if kind == "telegram":
+        table["token_env"] = "T"
+    else:
+        table |= {"bot_token_env": "B", "app_token_env": "A"}
+    data: dict[str, Any] = {"channels": {kind: {"main": table}}}
+    if agents:
+        data["agents"] = {
+            name: {**agent, "routes": [{"channel": f"{kind}.main"}]}
+            for name, agent in agents.items()
+        }
+    settings = parse_settings(data, environ={}, require_provider=False)
+    found = [f.problem for f in await approval_findings(settings)]
+    assert [p for p in found if "escalat" in p] == expected
