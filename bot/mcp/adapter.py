@@ -17,6 +17,9 @@ or an attached file: the tool's output in one block named by the wrapped tool na
 embedded text resource in a block of its own named by its URI. A result flagged ``isError``
 is a failed execution whose first line, written here, says so; the server's message follows,
 marked the same way.
+
+On an approval card an argument that is an object or a list is laid out one member a line
+(:func:`nested_preview`, :mod:`bot.tools.laid_out`) instead of one line of compact JSON.
 """
 
 from __future__ import annotations
@@ -35,22 +38,49 @@ from mcp_types import (
     TextResourceContents,
 )
 
+from bot.approval.summary import MASKED_NOTE
 from bot.config import McpServerConfig
 from bot.mcp.connection import McpCallFailed, McpConnection, RemoteTool
 from bot.mcp.sanitise import Refusal, clean_schema, marked, usable_name, wrapped_name
-from bot.tools.spec import ToolContext, ToolKind, ToolResult, ToolSpec
+from bot.scrub import is_secret_key
+from bot.tools.laid_out import json_lines
+from bot.tools.spec import CallPreview, ToolContext, ToolKind, ToolResult, ToolSpec
 from bot.untrusted import untrusted
 from bot.visible_text import visible
 
 __all__ = [
     "error_text",
     "needs_approval",
+    "nested_preview",
     "output_source",
     "resource_source",
     "result_text",
     "tool_spec",
     "wrapped_name",
 ]
+
+
+def nested_lines(arguments: Mapping[str, object]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The card's lines for the arguments that are a non-empty object or list (each one's
+    ``NAME (laid out):`` line, then its members a line each after ``| ``), and their names.
+    The masked marker follows a line whose value hid a secret."""
+    lines: list[str] = []
+    covered: list[str] = []
+    for name in sorted(arguments):
+        value = arguments[name]
+        if not isinstance(value, Mapping | list) or not value or is_secret_key(name):
+            continue  # plain values stay argument lines; a secret key's value is masked whole
+        shown, masked = json_lines(value)
+        note = f"  {MASKED_NOTE}" if masked else ""
+        lines += [f"{name} (laid out, {len(shown):,} lines):{note}", *(f"| {s}" for s in shown)]
+        covered.append(name)
+    return tuple(lines), tuple(covered)
+
+
+async def nested_preview(arguments: Mapping[str, object], context: ToolContext) -> CallPreview:
+    """What an MCP tool's card shows of its nested arguments (:func:`nested_lines`)."""
+    lines, covered = nested_lines(arguments)
+    return CallPreview(diff=lines, covers=covered)
 
 
 def needs_approval(config: McpServerConfig, server: str, tool: str) -> bool:
@@ -149,4 +179,5 @@ def tool_spec(
         kind=ToolKind.READ_ONLY if tool.read_only else ToolKind.EXECUTE,
         timeout_s=timeout_s if timeout_s is not None else config.call_timeout_s,
         origin=f"MCP server {server}",
+        approval_preview=nested_preview,
     )

@@ -89,3 +89,37 @@ def test_a_resource_is_named_by_its_uri_as_a_person_would_see_it() -> None:
     assert label.endswith("… from MCP server docs")
     assert len(label) == len("resource ") + URI_CHARS + len(" from MCP server docs")
     assert "\u202e" not in text
+
+
+async def test_a_nested_argument_is_laid_out_on_the_card_not_a_json_blob() -> None:
+    from bot.approval.summary import MASKED_NOTE, describe
+    from bot.mcp.adapter import nested_preview
+    from tests.tools.harness import make_context
+
+    arguments: dict[str, object] = {
+        "query": "deploy",
+        "options": {"dry_run": False, "api_key": "sk-abcdefghijklmnopqrstuv", "n": 3},
+        "tags": ["a", "b"],
+        "empty": {},
+        "password": {"x": 1},
+    }
+    shown = await nested_preview(arguments, make_context())
+    assert shown.covers == ("options", "tags")
+    view = describe(arguments, diff=shown.diff, covered=shown.covers)
+    assert view.lines == (
+        "empty: {}",
+        f"password: ***  {MASKED_NOTE}",
+        "query: deploy",
+        f"options (laid out, 5 lines):  {MASKED_NOTE}",
+        "| {",
+        '|   "dry_run": false,',
+        '|   "api_key": "***",',
+        '|   "n": 3',
+        "| }",
+        "tags (laid out, 4 lines):",
+        "| [",
+        '|   "a",',
+        '|   "b"',
+        "| ]",
+    )
+    assert "abcdefghijklmnop" not in view.full

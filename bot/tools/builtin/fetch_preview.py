@@ -22,11 +22,11 @@ card, as running it would.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Mapping
 
 from bot.approval.summary import MASKED_NOTE
-from bot.scrub import MASK, is_secret_key, scrub_text_noting
+from bot.scrub import MASK, is_secret_key
+from bot.tools.laid_out import json_lines, parsed_json
 from bot.tools.spec import CallPreview
 
 #: The arguments the lines show whole: the card does not list them again.
@@ -34,62 +34,6 @@ COVERS = ("body", "content_type", "headers")
 BODY_PREFIX = "| "
 #: Headers whose value is a credential whatever their name's words say.
 SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie"})
-
-
-class _Literal(str):
-    """A JSON number or constant, kept as written."""
-
-
-class _Pairs(list[tuple[str, object]]):
-    """A JSON object's members in the order written, repeats kept."""
-
-
-def _parsed(text: str) -> object | None:
-    try:
-        parsed: object = json.loads(
-            text,
-            object_pairs_hook=_Pairs,
-            parse_float=_Literal,
-            parse_int=_Literal,
-            parse_constant=_Literal,
-        )
-    except (ValueError, RecursionError):
-        return None
-    return parsed
-
-
-def _empty(value: object) -> bool:
-    return value is None or (isinstance(value, str | list) and not value)
-
-
-def _json_lines(value: object, depth: int, key: str = "") -> tuple[list[str], bool]:
-    """``value`` laid out: its first line without indentation, the others indented for
-    ``depth``; and whether anything was masked."""
-    if key and is_secret_key(key) and not _empty(value):
-        return [json.dumps(MASK)], True
-    pad, close = "  " * (depth + 1), "  " * depth
-    if isinstance(value, _Pairs | list):
-        is_object = isinstance(value, _Pairs)
-        start, end = ("{", "}") if is_object else ("[", "]")
-        if not value:
-            return [start + end], False
-        lines, masked = [start], False
-        for index, item in enumerate(value):
-            name, inner = item if is_object else ("", item)
-            shown, item_masked = _json_lines(inner, depth + 1, str(name))
-            masked = masked or item_masked
-            label = f"{json.dumps(name, ensure_ascii=False)}: " if is_object else ""
-            shown[0] = f"{pad}{label}{shown[0]}"
-            if index < len(value) - 1:
-                shown[-1] += ","
-            lines += shown
-        return [*lines, close + end], masked
-    if isinstance(value, _Literal):
-        return [str(value)], False
-    if value is None or isinstance(value, bool):
-        return [json.dumps(value)], False
-    text, masked = scrub_text_noting(str(value))
-    return [json.dumps(text, ensure_ascii=False)], masked
 
 
 def _count(count: int, word: str) -> str:
@@ -101,12 +45,12 @@ def body_lines(body: str | None, content_type: str) -> list[str]:
     if body is None:
         return ["body: none"]
     size = _count(len(body.encode("utf-8", "surrogatepass")), "byte")
-    parsed = _parsed(body) if "json" in content_type.lower() else None
+    parsed = parsed_json(body) if "json" in content_type.lower() else None
     if parsed is None:
         lines = body.split("\n")  # only at line feeds: a CR or U+2028 stays visible
         head = f"body: {content_type}, {size}, {_count(len(lines), 'line')}:"
         return [head, *(BODY_PREFIX + line for line in lines)]
-    laid_out, masked = _json_lines(parsed, 0)
+    laid_out, masked = json_lines(parsed)
     note = f"  {MASKED_NOTE}" if masked else ""
     head = f"body: {content_type}, {size} as sent, laid out in {_count(len(laid_out), 'line')}:"
     return [head + note, *(BODY_PREFIX + line for line in laid_out)]
