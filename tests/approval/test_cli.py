@@ -191,10 +191,12 @@ async def test_approvals_list_shows_waiting_reminders_and_escalation(
     escalated = audit.entry_for_record(
         record, at=now, decision=Decision.ESCALATED, decided_by="runtime", reason="escalated"
     )
-    assert await store.approvals.claim_escalation(record.id, ["U9"], at=now, audit=escalated)
+    assert await store.approvals.claim_escalation(
+        record.id, ["U9"], at=now, audit=escalated, roles=["sre"]
+    )
     assert not await store.approvals.claim_escalation(record.id, ["U8"], at=now, audit=escalated)
     code, out = await hatchway("approvals", "list")
-    assert code == 0 and "waiting 1h 01m  reminders sent 1  escalated to U9" in out
+    assert code == 0 and "waiting 1h 01m  reminders sent 1  escalated to U9, role sre" in out
     decisions = [e.decision for e in await store.audit.since()]
     assert decisions == [Decision.REMINDED, Decision.ESCALATED]
 

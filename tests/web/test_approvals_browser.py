@@ -7,6 +7,9 @@ from __future__ import annotations
 import pytest
 from playwright.async_api import Browser, Page
 
+from bot.approval import audit
+from bot.store.approvals import ApprovalStatus
+from bot.store.audit import Decision
 from tests.web.harness import APPROVER, REQUESTER, ConsoleRig
 
 pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="module")]
@@ -136,3 +139,32 @@ async def test_without_javascript(rig: ConsoleRig, browser: Browser) -> None:
         assert rig.ran == [{"version": "v6"}]
     finally:
         await context.close()
+
+
+async def test_the_page_shows_reminders_and_escalation(rig: ConsoleRig, page: Page) -> None:
+    await rig.sign_in(page, APPROVER)
+    await page.goto(rig.url("/approvals"))
+    await rig.deploy_asked("v7")
+    card = page.locator("article.approval")
+    await card.wait_for()
+    assert await card.locator(".reminders").inner_text() == "0"
+    assert await card.locator(".escalated").inner_text() == "nobody"
+    [row] = await rig.app.store.approvals.list(status=ApprovalStatus.PENDING)
+    # what the reminder sweep records, as it records it
+    now = row.created_at + 60
+    reminded = audit.entry_for_record(
+        row, at=now, decision=Decision.REMINDED, decided_by="runtime", reason="reminder 1 of 3"
+    )
+    assert await rig.app.store.approvals.claim_reminder(row.id, sent=0, at=now, audit=reminded)
+    escalated = audit.entry_for_record(
+        row, at=now, decision=Decision.ESCALATED, decided_by="runtime", reason="escalated"
+    )
+    assert await rig.app.store.approvals.claim_escalation(
+        row.id, ["U9"], at=now, audit=escalated, roles=["sre"]
+    )
+    # the page polls: no reload
+    await page.wait_for_selector("article.approval .reminders:text-is('1')")
+    assert await card.locator(".escalated").inner_text() == "U9, role sre"
+    assert (await card.locator(".age").inner_text()).strip()  # how long it has waited
+    await rig.app.approvals.decide_from_cli(row.id, False, "operator:ops")
+    await card.wait_for(state="detached")

@@ -77,6 +77,16 @@
       if (!current) {
         current = document.importNode(el, true);
         list.insertBefore(current, previous ? previous.nextSibling : list.firstChild);
+      } else {
+        // a card already shown keeps what was typed in it; only the counts the reminder
+        // sweep moves (reminders sent, escalated to) are brought up to date
+        for (const field of [".reminders", ".escalated"]) {
+          const now = el.querySelector(field);
+          const shown = current.querySelector(field);
+          if (now && shown && shown.textContent !== now.textContent) {
+            shown.textContent = now.textContent;
+          }
+        }
       }
       previous = current;
     }
