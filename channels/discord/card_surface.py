@@ -114,6 +114,23 @@ def read_custom_id(codec: ButtonCodec, custom_id: str | None) -> Button | Unread
     return Button(approval_id=approval_id, verb=verb, full_view=True, card=card)
 
 
+def picked_button(codec: ButtonCodec, select: Button, values: object) -> Button:
+    """The grant choice picked in the select menu ``select`` (component type 3): its one
+    value is the whole payload of the choice. A value that is missing, not ours, or names
+    another approval or view gives a pick without a choice, which the core refuses as not
+    offered."""
+    value = values[0] if isinstance(values, list) and len(values) == 1 else None
+    picked = codec.unpack(value) if isinstance(value, str) else None
+    if (
+        isinstance(picked, Button)
+        and picked.verb is CardVerb.GRANT
+        and (picked.approval_id, picked.full_view, picked.card)
+        == (select.approval_id, select.full_view, select.card)
+    ):
+        return picked
+    return select
+
+
 # -- reading a modal submission --------------------------------------------------------------
 
 
@@ -207,6 +224,8 @@ class DiscordCardAnswers:
         if isinstance(button, Unreadable):
             await self._unreadable(interaction)
             return
+        if button.verb is CardVerb.GRANT:
+            button = picked_button(self._codec, button, data.get("values"))
         message = interaction.message
         shown_on = str(message.id) if message is not None else ""
         if button.verb in (CardVerb.SHOW_FULL, CardVerb.REPLY):
@@ -302,6 +321,7 @@ class DiscordCardAnswers:
             full_view=button.full_view,
             reply=reply,
             card=card,
+            grant_choice=button.grant_choice,
         )
         answered = await host.card_action(action, surface)
         self._log.info(
@@ -367,7 +387,7 @@ class _Interaction:
         # Several messages may follow: acknowledge within Discord's 3 s first.
         await interaction.response.defer(ephemeral=True, thinking=True)
         parts = full_view_parts(card)
-        buttons = full_view_buttons(card.approval_id, self._card, self._codec)
+        buttons = full_view_buttons(card.approval_id, self._card, self._codec, card.grant_choices)
         try:
             for number, part in enumerate(parts, start=1):
                 last = number == len(parts)

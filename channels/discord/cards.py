@@ -46,6 +46,7 @@ from bot.cards import (
     ButtonCodec,
     CardState,
     CardVerb,
+    GrantOption,
     plan_full_view,
 )
 from bot.visible_text import visible
@@ -78,12 +79,49 @@ def button_codec() -> ButtonCodec:
     return ButtonCodec(MAX_CUSTOM_ID)
 
 
-def _view(codec: ButtonCodec, buttons: list[Button]) -> discord.ui.View:
-    """A stopped view of ``buttons``: discord.py keeps nothing; a press is read from its id."""
+#: What the grant choices' select menu reads before a pick.
+CHOICE_PLACEHOLDER = "♾️ Approve with a grant…"
+
+
+def _view(
+    codec: ButtonCodec, buttons: list[Button], choices: tuple[GrantOption, ...] = ()
+) -> discord.ui.View:
+    """A stopped view of ``buttons``, and a select menu of the grant ``choices`` when there
+    are any: discord.py keeps nothing; a press is read from its id. The select's
+    ``custom_id`` is a :attr:`CardVerb.GRANT` payload without a choice; each option's value
+    the whole payload of its choice (:func:`~channels.discord.card_surface.picked_button`)."""
     view = discord.ui.View(timeout=None)
     for button in buttons:
         label, style = _STYLES[button.verb]
         view.add_item(discord.ui.Button(label=label, style=style, custom_id=codec.pack(button)))
+    if choices and buttons:
+        first = buttons[0]
+        pick = Button(
+            approval_id=first.approval_id,
+            verb=CardVerb.GRANT,
+            full_view=first.full_view,
+            card=first.card,
+        )
+        options = [
+            discord.SelectOption(
+                label=choice.label,
+                value=codec.pack(
+                    Button.grant(
+                        first.approval_id, choice.key, full_view=first.full_view, card=first.card
+                    )
+                ),
+            )
+            for choice in choices
+        ]
+        view.add_item(
+            discord.ui.Select[discord.ui.View](
+                custom_id=codec.pack(pick),
+                placeholder=CHOICE_PLACEHOLDER,
+                options=options,
+                min_values=1,
+                max_values=1,
+            )
+        )
     view.stop()
     return view
 
@@ -157,7 +195,7 @@ def card_view(
     verbs = CHOICES if message.approvable(card) else (CardVerb.SHOW_FULL, CardVerb.DENY)
     buttons = [Button(approval_id=card.approval_id, verb=verb) for verb in verbs]
     buttons.append(Button(approval_id=card.approval_id, verb=CardVerb.REPLY))
-    return _view(codec, buttons)
+    return _view(codec, buttons, card.grant_choices if message.approvable(card) else ())
 
 
 def card_reactions(card: ApprovalCard, message: CardMessage) -> tuple[str, ...]:
@@ -273,15 +311,20 @@ def _attached(card: ApprovalCard, document: bytes, tail: str) -> FullViewPart:
 
 
 def full_view_buttons(
-    approval_id: str, card_message_id: str, codec: ButtonCodec
+    approval_id: str,
+    card_message_id: str,
+    codec: ButtonCodec,
+    choices: tuple[GrantOption, ...] = (),
 ) -> discord.ui.View:
-    """Approve / Deny / Always for the full view of the card ``card_message_id``."""
+    """Approve / Deny / Always, and the grant ``choices``, for the full view of the card
+    ``card_message_id``."""
     return _view(
         codec,
         [
             Button(approval_id=approval_id, verb=verb, full_view=True, card=card_message_id)
             for verb in CHOICES
         ],
+        choices,
     )
 
 

@@ -111,9 +111,21 @@ class _Container(_Payload):
     thread_ts: str | None = None
 
 
+class _Option(_Payload):
+    value: str = ""
+
+
 class _Action(_Payload):
+    """A pressed button (its ``value``) or a pick in a ``static_select``
+    (``selected_option``'s value)."""
+
     action_id: str
     value: str = ""
+    selected_option: _Option | None = None
+
+    @property
+    def payload(self) -> str:
+        return self.selected_option.value if self.selected_option is not None else self.value
 
 
 class _Message(_Payload):
@@ -234,7 +246,7 @@ def read_press(body: Mapping[str, object]) -> Press | None:
     except ValidationError:
         return None
     action = payload.actions[0]
-    button = read_button(action.action_id, action.value)
+    button = read_button(action.action_id, action.payload)
     if button is None:
         return None
     view = payload.view
@@ -352,6 +364,7 @@ class SlackCardAnswers:
             surface,
             full_view=button.full_view,
             user_name=press.user_name,
+            grant_choice=button.grant_choice,
         )
 
     async def reply(self, host: ChannelHost, reply: ReplySubmission) -> None:
@@ -392,6 +405,7 @@ class SlackCardAnswers:
         reply: str | None = None,
         full_view: bool = False,
         user_name: str = "",
+        grant_choice: str = "",
     ) -> None:
         card = None
         if place.message_ts:
@@ -407,6 +421,7 @@ class SlackCardAnswers:
             full_view=full_view,
             reply=reply,
             card=card,
+            grant_choice=grant_choice,
         )
         answered = await host.card_action(action, surface)
         log.info(

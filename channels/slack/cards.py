@@ -48,6 +48,7 @@ from bot.cards import (
     ButtonCodec,
     CardState,
     CardVerb,
+    GrantOption,
     plan_full_view,
 )
 from channels.slack.markup import SECTION_LIMIT, code_blocks, code_span, escape
@@ -67,6 +68,9 @@ ACTION_IDS: dict[tuple[CardVerb, bool], str] = {
     (CardVerb.APPROVE, True): "hatchway_full_approve",
     (CardVerb.ALWAYS, True): "hatchway_full_always",
     (CardVerb.DENY, True): "hatchway_full_deny",
+    # the grant choices' static_select: each option's value is its choice's payload
+    (CardVerb.GRANT, False): "hatchway_grant",
+    (CardVerb.GRANT, True): "hatchway_full_grant",
 }
 #: Every button of ours, for the listener (any version's: an unknown one is refused politely).
 ACTION_PATTERN = re.compile(r"^hatchway_")
@@ -129,6 +133,34 @@ def _button(label: str, button: Button, style: str = "") -> Block:
     return block
 
 
+#: What the grant choices' select reads before a pick.
+CHOICE_PLACEHOLDER = "♾️ Approve with a grant…"
+
+
+def _choice_select(
+    approval_id: str, choices: tuple[GrantOption, ...], *, full_view: bool
+) -> list[Block]:
+    """The grant choices as one ``static_select`` (none when there are none): each option's
+    ``value`` is the codec's payload of its choice, the ``action_id`` routes the pick."""
+    if not choices:
+        return []
+    options = [
+        {
+            "text": _plain(choice.label),
+            "value": CODEC.pack(Button.grant(approval_id, choice.key, full_view=full_view)),
+        }
+        for choice in choices
+    ]
+    return [
+        {
+            "type": "static_select",
+            "action_id": ACTION_IDS[CardVerb.GRANT, full_view],
+            "placeholder": _plain(CHOICE_PLACEHOLDER),
+            "options": options,
+        }
+    ]
+
+
 # -- the card ----------------------------------------------------------------------------------
 
 
@@ -188,7 +220,9 @@ def card_text(card: ApprovalCard) -> str:
     return escape(card.render_text().split("\n", 1)[0])
 
 
-def _buttons(approval_id: str, *, approvable: bool) -> list[Block]:
+def _buttons(
+    approval_id: str, *, approvable: bool, choices: tuple[GrantOption, ...] = ()
+) -> list[Block]:
     def button(label: str, verb: CardVerb, style: str = "") -> Block:
         return _button(label, Button(approval_id=approval_id, verb=verb), style)
 
@@ -197,7 +231,8 @@ def _buttons(approval_id: str, *, approvable: bool) -> list[Block]:
     if not approvable:
         return [button(SHOW_FULL_LABEL, CardVerb.SHOW_FULL, "primary"), deny, reply]
     approve = button("Approve", CardVerb.APPROVE, "primary")
-    return [approve, deny, button("Always", CardVerb.ALWAYS), reply]
+    choice = _choice_select(approval_id, choices, full_view=False)
+    return [approve, deny, button("Always", CardVerb.ALWAYS), *choice, reply]
 
 
 def _note(card: ApprovalCard, *, approvable: bool, reactions: bool) -> str:
@@ -226,7 +261,9 @@ def card_blocks(card: ApprovalCard, *, reactions: bool = False) -> list[Block]:
             {
                 "type": "actions",
                 "block_id": f"hatchway_approval:{card.approval_id}"[:255],
-                "elements": _buttons(card.approval_id, approvable=approvable),
+                "elements": _buttons(
+                    card.approval_id, approvable=approvable, choices=card.grant_choices
+                ),
             }
         )
     elif card.decided_by:
@@ -332,6 +369,7 @@ def full_view(card: ApprovalCard, place: CardPlace) -> Block:
             button("Approve", CardVerb.APPROVE, "primary"),
             button("Always", CardVerb.ALWAYS),
             deny,
+            *_choice_select(card.approval_id, card.grant_choices, full_view=True),
         ]
     else:
         chars = len(card.full_text or "\n".join(card.lines))

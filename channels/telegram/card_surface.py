@@ -136,6 +136,7 @@ class TelegramCardAnswers:
             actor=await self._actor(chat_id, query.from_user.id, shown_name(query.from_user)),
             full_view=button.full_view,
             card=self._tapped_card(query, button.approval_id),
+            grant_choice=button.grant_choice,
         )
         reply = await host.card_action(action, surface)
         log.info(

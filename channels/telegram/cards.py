@@ -13,9 +13,11 @@ offers "🔎 Show full and decide" instead of Approve / Always and says so
 (:data:`~bot.channel.CUT_NOTE`), and the card index records it as cut, so an approve reaction
 on it does not count either.
 
-Keyboards: a pending card that is not cut offers Approve / Deny / Always, then "✏️ Reply
-instead"; a pending cut card "🔎 Show full and decide", then Deny and "✏️ Reply instead"; a
-full view Approve / Deny / Always marked as chosen on the full view. A decided card has none.
+Keyboards: a pending card that is not cut offers Approve / Deny / Always, then its grant
+choices ("♾️ for 1 h", …; :attr:`~bot.cards.ApprovalCard.grant_choices`) as a second row,
+then "✏️ Reply instead"; a pending cut card "🔎 Show full and decide", then Deny and
+"✏️ Reply instead"; a full view Approve / Deny / Always and the grant choices, marked as
+chosen on the full view. A decided card has none.
 The buttons' callback data is the core's (:class:`bot.cards.ButtonCodec`).
 
 **The full view** (:func:`full_view_messages`) shows every character of the request, paged
@@ -45,6 +47,7 @@ from bot.cards import (
     ButtonCodec,
     CardState,
     CardVerb,
+    GrantOption,
     plan_full_view,
 )
 from channels.telegram.markup import (
@@ -151,11 +154,34 @@ def card_keyboard(card: ApprovalCard, codec: ButtonCodec) -> InlineKeyboardMarku
     if card.cut:
         return InlineKeyboardMarkup([[button(SHOW_FULL_LABEL, CardVerb.SHOW_FULL)], [deny, reply]])
     approve, always = button(APPROVE_LABEL, CardVerb.APPROVE), button(ALWAYS_LABEL, CardVerb.ALWAYS)
-    return InlineKeyboardMarkup([[approve, deny, always], [reply]])
+    choices = _choice_row(card.approval_id, card.grant_choices, codec, full_view=False)
+    return InlineKeyboardMarkup([[approve, deny, always], *choices, [reply]])
 
 
-def full_view_keyboard(approval_id: str, codec: ButtonCodec) -> InlineKeyboardMarkup:
-    """Approve / Deny / Always of a full view: taps on them carry ``full_view``."""
+#: How a grant choice's button reads: the choice's label after the Always sign.
+CHOICE_PREFIX = "♾️ "
+
+
+def _choice_row(
+    approval_id: str, choices: tuple[GrantOption, ...], codec: ButtonCodec, *, full_view: bool
+) -> list[list[InlineKeyboardButton]]:
+    """The grant choices as one keyboard row (none when there are none)."""
+    row = [
+        _button(
+            CHOICE_PREFIX + choice.label,
+            codec,
+            Button.grant(approval_id, choice.key, full_view=full_view),
+        )
+        for choice in choices
+    ]
+    return [row] if row else []
+
+
+def full_view_keyboard(
+    approval_id: str, codec: ButtonCodec, choices: tuple[GrantOption, ...] = ()
+) -> InlineKeyboardMarkup:
+    """Approve / Deny / Always of a full view, then its grant choices: taps on them carry
+    ``full_view``."""
     buttons = [
         _button(label, codec, Button(approval_id=approval_id, verb=verb, full_view=True))
         for label, verb in (
@@ -164,7 +190,9 @@ def full_view_keyboard(approval_id: str, codec: ButtonCodec) -> InlineKeyboardMa
             (ALWAYS_LABEL, CardVerb.ALWAYS),
         )
     ]
-    return InlineKeyboardMarkup([buttons])
+    return InlineKeyboardMarkup(
+        [buttons, *_choice_row(approval_id, choices, codec, full_view=True)]
+    )
 
 
 def approval_in(markup: InlineKeyboardMarkup | None, codec: ButtonCodec) -> str | None:

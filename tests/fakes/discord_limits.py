@@ -212,6 +212,11 @@ def components_problem(rows: object, *, flags: int = 0) -> FormError | None:
             )
         if problem := _count(f"{at}.components", row.get("components"), DISCORD_ROW_COMPONENTS):
             return problem
+        kinds = [c.get("type") for c in row["components"] if isinstance(c, dict)]
+        if 3 in kinds and len(kinds) > 1:  # a select menu fills its action row alone
+            return FormError(
+                f"{at}.components", "COMPONENT_LAYOUT_WIDTH_EXCEEDED", "Component width exceeded"
+            )
         for number, child in enumerate(row["components"]):
             problem = _component_problem(f"{at}.components.{number}", child, seen)
             if problem:
@@ -223,6 +228,8 @@ def _component_problem(at: str, child: object, seen: set[str]) -> FormError | No
     if not isinstance(child, dict):
         return FormError(at, "DICT_TYPE_CONVERT", "Only dictionaries may be used in a DictType")
     custom_id = child.get("custom_id")
+    if child.get("type") == 3 and (problem := _select_problem(at, child)):
+        return problem
     if child.get("type") == 2:
         style = child.get("style")
         if style is None:
@@ -254,6 +261,26 @@ def _component_problem(at: str, child: object, seen: set[str]) -> FormError | No
             "Component custom id cannot be duplicated",
         )
     seen.add(str(custom_id))
+    return None
+
+
+def _select_problem(at: str, select: JSON) -> FormError | None:
+    """A string select (type 3): 1-25 options, each a label and a value of at most 100
+    characters (Discord's documented limits)."""
+    options = select.get("options")
+    if not isinstance(options, list) or not 1 <= len(options) <= 25:
+        return FormError(
+            f"{at}.options", "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 25 in length."
+        )
+    for index, option in enumerate(options):
+        for key in ("label", "value"):
+            text = option.get(key) if isinstance(option, dict) else None
+            if not isinstance(text, str) or not 1 <= len(text) <= 100:
+                return FormError(
+                    f"{at}.options.{index}.{key}",
+                    "BASE_TYPE_BAD_LENGTH",
+                    "Must be between 1 and 100 in length.",
+                )
     return None
 
 

@@ -287,6 +287,32 @@ def component_interaction(
     )
 
 
+def select_interaction(
+    *,
+    id: str,
+    message: JSON,
+    custom_id: str,
+    values: list[str],
+    user: JSON,
+    guild_id: str | None = None,
+    application_id: str = APPLICATION_ID,
+) -> JSON:
+    """An INTERACTION_CREATE payload for a pick in a string select menu on ``message``
+    (type 3, component_type 3, the picked options' ``values``)."""
+    data: JSON = {"custom_id": custom_id, "component_type": 3, "values": values}
+    return _interaction(
+        id=id,
+        kind=3,
+        channel_id=message["channel_id"],
+        message=message,
+        data=data,
+        user=user,
+        guild_id=guild_id,
+        roles=None,
+        application_id=application_id,
+    )
+
+
 def modal_submit_interaction(
     *,
     id: str,

@@ -175,6 +175,11 @@ SLACK_ACTIONS_ELEMENTS = Limit(
 )
 SLACK_BUTTON_TEXT = Limit(what="button text", least=1, most=75, source=SLACK_BLOCK_KIT)
 SLACK_BUTTON_VALUE = Limit(what="button value", most=2000, source=SLACK_BLOCK_KIT)
+SLACK_SELECT_OPTIONS = Limit(
+    what="static_select options", least=1, most=100, unit="options", source=SLACK_BLOCK_KIT
+)
+SLACK_OPTION_TEXT = Limit(what="option text (plain_text)", least=1, most=75, source=SLACK_BLOCK_KIT)
+SLACK_OPTION_VALUE = Limit(what="option value", least=1, most=150, source=SLACK_BLOCK_KIT)
 SLACK_BLOCK_ID = Limit(
     what="block_id (unique in a message or view)", least=1, most=255, source=SLACK_BLOCK_KIT
 )

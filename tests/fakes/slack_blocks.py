@@ -23,9 +23,12 @@ from tests.fakes.limits import (
     SLACK_CONTEXT_ELEMENTS,
     SLACK_HEADER_TEXT,
     SLACK_MESSAGE_BLOCKS,
+    SLACK_OPTION_TEXT,
+    SLACK_OPTION_VALUE,
     SLACK_SECTION_FIELD_TEXT,
     SLACK_SECTION_FIELDS,
     SLACK_SECTION_TEXT,
+    SLACK_SELECT_OPTIONS,
     Limit,
 )
 
@@ -83,6 +86,25 @@ class _Check:
                     f"must be less than {SLACK_BUTTON_VALUE.most + 1} characters",
                     f"{pointer}/value",
                 )
+        elif element.get("type") == "static_select":
+            self._static_select(element, pointer)
+
+    def _static_select(self, element: JSON, pointer: str) -> None:
+        """A ``static_select``: 1-100 options, each a plain_text label and a value."""
+        options = element.get("options")
+        if not isinstance(options, list) or not SLACK_SELECT_OPTIONS.holds(len(options)):
+            most = SLACK_SELECT_OPTIONS.most
+            self.add(f"must have 1-{most} items", f"{pointer}/options")
+            return
+        for index, option in enumerate(options):
+            at = f"{pointer}/options/{index}"
+            if not isinstance(option, dict):
+                self.add("must be an object", at)
+                continue
+            self.text(option.get("text"), f"{at}/text", SLACK_OPTION_TEXT, plain=True)
+            if not SLACK_OPTION_VALUE.holds(len(str(option.get("value", "")))):
+                most = SLACK_OPTION_VALUE.most
+                self.add(f"must be 1-{most} characters", f"{at}/value")
 
     def block(self, block: Any, pointer: str) -> None:
         if not isinstance(block, dict) or block.get("type") not in _KNOWN:

@@ -300,6 +300,27 @@ class FakeSlack:
             **extra,
         )
 
+    def select(self, channel: str, ts: str, action_id: str, value: str, *, user: str) -> JSON:
+        """The ``block_actions`` payload of ``user`` picking the option whose value is
+        ``value`` in the ``static_select`` ``action_id`` on the stored message at ``ts``: as
+        Slack sends it, with ``selected_option`` and no ``value``. The option need not be one
+        the message offers (a forged payload)."""
+        message = self.messages[(channel, ts)]
+        payload = block_actions(
+            action_id,
+            "",
+            user=user,
+            channel=channel,
+            message_ts=ts,
+            trigger_id=self.issue_trigger(),
+            message=json.loads(json.dumps(message)),
+        )
+        (action,) = payload["actions"]
+        del action["value"]
+        action["type"] = "static_select"
+        action["selected_option"] = {"text": {"type": "plain_text", "text": "…"}, "value": value}
+        return payload
+
     def view_submission(self, view_id: str, *, user: str, text: str) -> JSON:
         """What Slack sends when ``user`` types ``text`` into the view's text input and
         presses Submit (see :func:`tests.fakes.slack_views.view_submission`)."""

@@ -37,6 +37,7 @@ from tests.fakes.discord_payloads import (
     component_interaction,
     modal_submit_interaction,
     reaction_add,
+    select_interaction,
 )
 from tests.fakes.discord_server import Call, FakeDiscord
 from tests.fakes.discord_setup import (
@@ -105,7 +106,28 @@ class DiscordCards(OnProcess):
     def shown(self, card: Asked) -> Shown:
         now = self.fake.messages[_shown(card)["id"]]
         verbs = {self._verb(b["custom_id"]) for b in _buttons(now)}
-        return Shown(text=now["content"], buttons=frozenset(verbs))
+        choices = tuple(o["label"] for o in _options(now))
+        return Shown(text=now["content"], buttons=frozenset(verbs), choices=choices)
+
+    async def pick(self, card: Asked, label: str, user: str, *, forged_key: str = "") -> Answer:
+        shown = _shown(card)
+        [select] = [c for c in _buttons(shown) if c["type"] == 3]
+        [value] = [o["value"] for o in select["options"] if o["label"] == label]
+        if forged_key:
+            value = self.codec.pack(Button.grant(card.approval_id, forged_key))
+        interaction_id = self.fake.new_id()
+        payload = select_interaction(
+            id=interaction_id,
+            message=shown,
+            custom_id=select["custom_id"],
+            values=[value],
+            user=PEOPLE[user],
+            guild_id=self.fake.guild_of(shown["channel_id"]),
+        )
+        count = len(self.host.answers)
+        callback = await self._dispatch(interaction_id, payload)
+        await self.host.answered(count + 1)
+        return Answer(told=_told(callback))
 
     async def press(self, card: Asked, verb: CardVerb, user: str) -> Answer:
         shown = _shown(card)
@@ -219,6 +241,11 @@ class DiscordCards(OnProcess):
             return None  # the core's answer came after the deferral: nothing was shown
         last = [m for m in messages if m["components"]][-1]
         return FullView(text=readable_text(messages), handle=last)
+
+
+def _options(message: JSON) -> list[JSON]:
+    """The options of the grant choices' select menu."""
+    return [o for c in _buttons(message) if c["type"] == 3 for o in c["options"]]
 
 
 def _prefix(shown: JSON) -> str:

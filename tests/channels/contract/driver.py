@@ -296,6 +296,8 @@ class Shown:
 
     text: str
     buttons: frozenset[CardVerb] = field(default_factory=frozenset)
+    #: The labels of the grant choices it offers, in order.
+    choices: tuple[str, ...] = ()
 
 
 class CardDriver(Protocol):
@@ -351,6 +353,12 @@ class CardDriver(Protocol):
 
     async def press_in_full_view(self, view: FullView, verb: CardVerb, user: str) -> Answer:
         """``user`` presses Approve / Deny / Always in a full view they were shown."""
+        ...
+
+    async def pick(self, card: Asked, label: str, user: str, *, forged_key: str = "") -> Answer:
+        """``user`` picks the grant choice ``label`` on the card as first shown (a Slack
+        select's option, a Discord select menu's value, a Telegram button of the choices'
+        row); with ``forged_key``, the payload is changed to carry that key first."""
         ...
 
     async def react(self, card: Asked, verb: CardVerb, user: str) -> Answer:

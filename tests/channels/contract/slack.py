@@ -52,6 +52,7 @@ ACTIONS = {
     "hatchway_always": CardVerb.ALWAYS,
     "hatchway_show_full": CardVerb.SHOW_FULL,
     "hatchway_reply": CardVerb.REPLY,
+    "hatchway_grant": CardVerb.GRANT,
 }
 REACTIONS = {CardVerb.APPROVE: "white_check_mark", CardVerb.DENY: "x"}
 FULL_VIEW = "hatchway_full_view"  # the modals' callback ids
@@ -116,7 +117,20 @@ class SlackCards(OnProcess):
         now = self.fake.messages[(CONVERSATION, _shown(card)["ts"])]
         blocks = now.get("blocks") or []
         verbs = {v for b in _buttons(blocks) if (v := _verb_of(b)) is not None}
-        return Shown(text=now["text"] + "\n" + json.dumps(blocks), buttons=frozenset(verbs))
+        choices = tuple(o["text"]["text"] for o in _options(blocks))
+        return Shown(
+            text=now["text"] + "\n" + json.dumps(blocks), buttons=frozenset(verbs), choices=choices
+        )
+
+    async def pick(self, card: Asked, label: str, user: str, *, forged_key: str = "") -> Answer:
+        shown = _shown(card)
+        [value] = [o["value"] for o in _options(shown["blocks"]) if o["text"]["text"] == label]
+        if forged_key:
+            value = self.codec.pack(Button.grant(card.approval_id, forged_key))
+        mark = len(self.fake.calls)
+        payload = self.fake.select(CONVERSATION, shown["ts"], "hatchway_grant", value, user=user)
+        await self._reported(payload)
+        return Answer(told=self._ephemerals(user, self.fake.calls[mark:]))
 
     async def press(self, card: Asked, verb: CardVerb, user: str) -> Answer:
         shown = _shown(card)
@@ -234,6 +248,11 @@ class SlackCards(OnProcess):
             for c in calls
             if c.method == "chat.postEphemeral" and c.params.get("user") == user
         )
+
+
+def _options(blocks: list[JSON]) -> list[JSON]:
+    """The options of the grant choices' select."""
+    return [o for e in _buttons(blocks) if e.get("type") == "static_select" for o in e["options"]]
 
 
 def _verb_of(button: JSON) -> CardVerb | None:

@@ -23,6 +23,7 @@ from bot.envelope import SentMessage
 from bot.store import Store
 from channels.telegram.adapter import TelegramChannel
 from channels.telegram.card_surface import REPLY_HINT
+from channels.telegram.cards import CHOICE_PREFIX
 from tests.approval.conftest import until_waiting
 from tests.channels.contract.driver import (
     WAIT_S,
@@ -105,7 +106,24 @@ class TelegramCards(OnProcess):
 
     def shown(self, card: Asked) -> Shown:
         now = self.fake.bot_message_now(CHAT, _shown(card)["message_id"])
-        return Shown(text=now["text"], buttons=frozenset(self._verbs(now)))
+        choices = tuple(text.removeprefix(CHOICE_PREFIX) for text, _ in self._choices(now))
+        return Shown(text=now["text"], buttons=frozenset(self._verbs(now)), choices=choices)
+
+    def _choices(self, shown: JSON) -> list[tuple[str, str]]:
+        """The grant choices' buttons: their text and callback data."""
+        rows = shown.get("reply_markup", {}).get("inline_keyboard", [])
+        keys = [(b["text"], b["callback_data"]) for row in rows for b in row]
+        return [
+            (text, data)
+            for text, data in keys
+            if isinstance(b := self.codec.unpack(data), Button) and b.verb is CardVerb.GRANT
+        ]
+
+    async def pick(self, card: Asked, label: str, user_id: str, *, forged_key: str = "") -> Answer:
+        [data] = [d for t, d in self._choices(_shown(card)) if t == CHOICE_PREFIX + label]
+        if forged_key:
+            data = self.codec.pack(Button.grant(card.approval_id, forged_key))
+        return Answer(told=self._alert(await self._tap(_shown(card), data, user_id)))
 
     def _verbs(self, shown: JSON) -> list[CardVerb]:
         rows = shown.get("reply_markup", {}).get("inline_keyboard", [])

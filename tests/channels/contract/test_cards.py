@@ -24,7 +24,10 @@ CUT = {"command": LONG_COMMAND}
 TOO_LONG_ONCE_ESCAPED = {f"k{i:02d}": "<&>" * 65 for i in range(12)}
 #: What a person is never told when their answer counted.
 REFUSALS = {v.message for v in ClickVerdict if v is not ClickVerdict.ACCEPTED}
-WHOLE_CARD = {CardVerb.APPROVE, CardVerb.DENY, CardVerb.ALWAYS, CardVerb.REPLY}
+#: A card that shows everything offers the default grant choices too (as a select menu, an
+#: overflow or a second row of buttons).
+WHOLE_CARD = {CardVerb.APPROVE, CardVerb.DENY, CardVerb.ALWAYS, CardVerb.GRANT, CardVerb.REPLY}
+DEFAULT_CHOICES = ("for 1 h", "for this conversation", "for this exact command")
 CUT_CARD = {CardVerb.SHOW_FULL, CardVerb.DENY, CardVerb.REPLY}
 
 
@@ -369,3 +372,42 @@ async def test_a_button_of_a_later_format_is_answered_politely(cards: CardDriver
     answer = await cards.press_unreadable(card, cards.approver)
     assert answer.told == (UNREADABLE_BUTTON,)
     await still_pending(cards, card, before)
+
+
+# -- grants chosen at click time ---------------------------------------------------------------
+
+
+async def test_a_pick_of_for_1_h_approves_with_an_hour_long_grant(cards: CardDriver) -> None:
+    card = await cards.ask(SHORT)
+    assert cards.shown(card).choices == DEFAULT_CHOICES
+    answer = await cards.pick(card, "for 1 h", cards.approver)
+    decision = await card.decision()
+    assert (decision.verdict, decision.decided_by) == (Decision.ALWAYS, cards.approver)
+    assert not set(answer.told) & REFUSALS
+    (grant,) = await cards.store.grants.list(now=cards.clock())
+    assert (grant.tool, grant.size, grant.granted_by) == ("shell", "for 1 h", cards.approver)
+    assert grant.expires_at is not None and grant.expires_at - grant.created_at == 3600
+    assert cards.shown(card).buttons == set()
+
+
+@pytest.mark.parametrize("forged", ["zz", "chan", ""])
+async def test_a_forged_grant_choice_is_refused_privately(cards: CardDriver, forged: str) -> None:
+    card = await cards.ask(SHORT)
+    before = cards.shown(card).text
+    answer = await cards.pick(card, "for 1 h", cards.approver, forged_key=forged or "x" * 8)
+    assert ClickVerdict.CHOICE_NOT_OFFERED.message in answer.told
+    await still_pending(cards, card, before)
+    assert await cards.store.grants.list(now=cards.clock(), include_inactive=True) == []
+
+
+async def test_a_stranger_picking_a_grant_choice_is_refused(cards: CardDriver) -> None:
+    card = await cards.ask(SHORT)
+    before = cards.shown(card).text
+    answer = await cards.pick(card, "for this conversation", cards.stranger)
+    assert ClickVerdict.NOT_AUTHORISED.message in answer.told
+    await still_pending(cards, card, before)
+
+
+async def test_a_cut_card_offers_no_grant_choice_on_the_card(cards: CardDriver) -> None:
+    card = await cards.ask(CUT)
+    assert cards.shown(card).choices == ()
