@@ -15,6 +15,7 @@ import math
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime
 from types import TracebackType
 from typing import Protocol, TypeVar
 
@@ -56,6 +57,11 @@ class ProgressSink(Protocol):
 
     async def waiting_for_approval(self, *, tool: str) -> None: ...
 
+    async def ran_under_grant(self, *, call_id: str, line: str) -> None:
+        """The call ``call_id`` runs without a card because a grant covers it: ``line``
+        (:func:`grant_line`) says which, so nobody wonders why no card came."""
+        ...
+
     async def approval_resolved(self, *, tool: str, approved: bool) -> None:
         """The wait is over: an approved call goes on to run (and shows its own line); a
         refused one replaces the waiting line with :func:`not_approved_line`, so the
@@ -83,6 +89,9 @@ class NullProgress:
         return None
 
     async def waiting_for_approval(self, *, tool: str) -> None:
+        return None
+
+    async def ran_under_grant(self, *, call_id: str, line: str) -> None:
         return None
 
     async def approval_resolved(self, *, tool: str, approved: bool) -> None:
@@ -150,6 +159,16 @@ def waiting_line(tool: str) -> str:
 
 def not_approved_line(tool: str) -> str:
     return f"🚫 {tool}: not approved, not run"
+
+
+def grant_line(tool: str, *, grant_id: int, granted_by: str, expires_at: float | None) -> str:
+    """``🔓 shell: ran under grant #3 by U01, expires 2026-12-06 16:45 UTC`` (or ``never``)."""
+    expires = "never" if expires_at is None else when_utc(expires_at)
+    return f"🔓 {tool}: ran under grant #{grant_id} by {visible(granted_by)}, expires {expires}"
+
+
+def when_utc(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 # -- channel sink ------------------------------------------------------------------------
@@ -265,6 +284,9 @@ class ChannelProgress:
     ) -> None:
         self._running.pop(call_id, None)
         self._show(call_id, finished_line(tool, ok=ok, duration_s=duration_s, reason=reason))
+
+    async def ran_under_grant(self, *, call_id: str, line: str) -> None:
+        self._show(f"grant:{call_id}", line)
 
     async def waiting_for_approval(self, *, tool: str) -> None:
         self._waiting += 1

@@ -36,7 +36,7 @@ from bot.approval.gate import Assessment, canonical_json
 from bot.approval.reasons import RUNTIME, RuntimeReason
 from bot.config import OnInterrupted
 from bot.crashpoints import crash_point
-from bot.progress import ProgressSink, progress_hint
+from bot.progress import ProgressSink, grant_line, progress_hint
 from bot.providers.base import ToolCallRequest
 from bot.store import UnitOfWork
 from bot.store.audit import Decision
@@ -261,6 +261,8 @@ class ToolPipeline:
         if duplicate:
             return not_executed(OutcomeReason.DUPLICATE, call_id=call_id, tool=spec.name)
         if assessment is Assessment.ALLOW:
+            if policy.grant_id is not None:
+                await self._say_grant(spec.name, call_id, policy.grant_id)
             return PreparedCall(
                 call=parsed, entry=entry, arguments=arguments, approved_by=policy_approver(request)
             )
@@ -305,6 +307,15 @@ class ToolPipeline:
             approved_by=decision.decided_by,
             binding=request.binding,
         )
+
+    async def _say_grant(self, tool: str, call_id: str, grant_id: int) -> None:
+        """The progress line of a call a grant lets run without a card."""
+        grant = await self._services.store.grants.get(grant_id)
+        if grant is not None:
+            line = grant_line(
+                tool, grant_id=grant.id, granted_by=grant.granted_by, expires_at=grant.expires_at
+            )
+            await self._progress.ran_under_grant(call_id=call_id, line=line)
 
     # -- execution ---------------------------------------------------------------------
 

@@ -145,6 +145,9 @@ class RecordingProgress:
     async def waiting_for_approval(self, *, tool: str) -> None:
         self.events.append(("waiting", tool))
 
+    async def ran_under_grant(self, *, call_id: str, line: str) -> None:
+        self.events.append(("grant", line))
+
     async def approval_resolved(self, *, tool: str, approved: bool) -> None:
         self.events.append(("resolved", tool))
 
