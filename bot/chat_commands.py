@@ -87,6 +87,12 @@ CHAT_COMMANDS: tuple[ChatCommandSpec, ...] = (
         access=CommandAccess.MEMBER,
     ),
     ChatCommandSpec(
+        name="grants",
+        summary="The grants that let tools run here without asking; approvers: grants revoke N",
+        access=CommandAccess.MEMBER,
+        takes="revoke N (approvers)",
+    ),
+    ChatCommandSpec(
         name="why",
         summary="Approvers: why a tool call would run, be asked about or be refused here",
         access=CommandAccess.MEMBER,

@@ -6,6 +6,7 @@ import argparse
 import time
 from typing import Any
 
+from bot.approval.grants import size_of
 from bot.commands.operator import located, open_existing, operator_store, quiet_logging, when
 
 
@@ -38,7 +39,7 @@ async def _list(args: argparse.Namespace) -> int:
         where = g.scope_key or "everywhere"
         print(
             f"{g.id}  {state:<7}  {g.tool}  {g.scope}:{where}  by {g.granted_by}  "
-            f"created {when(g.created_at)}  expires {when(g.expires_at)}"
+            f"size {size_of(g)}  created {when(g.created_at)}  expires {when(g.expires_at)}"
         )
     return 0
 

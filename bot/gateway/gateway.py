@@ -68,6 +68,7 @@ from bot.gateway.commands import MemberCommands, OpenCommands
 from bot.gateway.dedupe import InboxDedupe
 from bot.gateway.drain import Drain
 from bot.gateway.forget import ForgetCommand
+from bot.gateway.grant_commands import GrantCommands
 from bot.gateway.group_context import GroupContextStep
 from bot.gateway.handover import Handover
 from bot.gateway.ledger import ReplyLedger
@@ -178,6 +179,7 @@ class Gateway:
                     settings=self._current,
                     tools=tools or (lambda: ()),
                 ),
+                GrantCommands(store=store, replies=self._replies, settings=self._current),
                 self._forget,
                 InboxDedupe(store, on_admitted=self._sessions.admitted),
                 DisplayNameBook(store),
