@@ -320,7 +320,8 @@ async def test_a_card_left_by_a_crash_shows_it_expired_when_tapped(cards: CardDr
     card = await cards.left_pending(SHORT)
     await cards.restart()
     assert await cards.service.expire_pending() == 1
-    assert cards.shown(card).buttons == WHOLE_CARD
+    # a row the dead process stored by hand, not through an ask: it offers no grant choice
+    assert cards.shown(card).buttons == WHOLE_CARD - {CardVerb.GRANT}
     answer = await cards.press(card, CardVerb.APPROVE, cards.approver)
     assert answer.told == (ClickVerdict.UNKNOWN.message,)
     assert await status(cards, card) is ApprovalStatus.EXPIRED

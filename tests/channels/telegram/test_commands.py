@@ -55,6 +55,7 @@ async def test_commands_are_offered_at_start(tg: FakeTelegram, store: Store) -> 
         "forget",
         "usage",
         "status",
+        "grants",
         "why",
         "help",
         "id",

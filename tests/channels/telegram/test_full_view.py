@@ -220,7 +220,12 @@ async def test_show_full_posts_every_character_and_approves_from_there(
             ("✅ Approve", f"ap:{record.id}:fa"),
             ("❌ Deny", f"ap:{record.id}:fd"),
             ("♾️ Always", f"ap:{record.id}:fw"),
-        ]
+        ],
+        [  # the grant choices, as on a card that shows everything
+            ("♾️ for 1 h", f"ap:{record.id}:fg:1h"),
+            ("♾️ for this conversation", f"ap:{record.id}:fg:conv"),
+            ("♾️ for this exact command", f"ap:{record.id}:fg:exact"),
+        ],
     ]
     assert str(pages[0].params["text"]).startswith("<b>🔎 Full request: shell</b> (part 1 of 2)")
     assert accepted.params.get("show_alert") in (None, False)
