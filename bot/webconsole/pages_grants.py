@@ -19,7 +19,7 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from bot.approval.grants import new_grant
+from bot.approval.grants import new_grant, size_of
 from bot.channel_config import GrantScope
 from bot.store.grants import GrantRecord
 from bot.webconsole import display
@@ -37,6 +37,8 @@ SCOPES: tuple[GrantScope, ...] = ("conversation", "channel", "global")
 #: ``hatchway grants list --all``.
 ENDED_SHOWN = 100
 MAX_TTL_HOURS = 24 * 366
+#: The size a grant created on this page keeps (its lifetime is the form's).
+CONSOLE_SIZE = "console"
 #: A tool's name as the registry spells it (built-ins, ``server__tool`` of MCP servers).
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,127}$")
 _DONE = {
@@ -52,6 +54,8 @@ class GrantRow:
 
     id: int
     tool: str
+    #: The size its approver picked ("for 1 h", "always"; :func:`size_of`).
+    size: str
     scope: str
     where: str
     granted_by: str
@@ -100,6 +104,7 @@ def _row(grant: GrantRecord, now: float, people: People, places: Places) -> Gran
     return GrantRow(
         id=grant.id,
         tool=display.text(grant.tool),
+        size=display.text(size_of(grant)),
         scope=grant.scope,
         where=_where(grant, places),
         granted_by=people.show(_kind(grant), grant.granted_by),
@@ -188,6 +193,7 @@ async def create_grant(page: PageRequest) -> web.StreamResponse:
             granted_by=granted_by,
             now=now,
             ttl_s=ttl_s,
+            size=CONSOLE_SIZE,
         )
     )
     log.info(

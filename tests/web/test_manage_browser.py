@@ -51,6 +51,11 @@ async def test_an_admin_revokes_and_creates_grants(rig: ConsoleRig, page: Page) 
     assert (created.scope, created.scope_key) == ("conversation", f"telegram.main:{REQUESTER}")
     assert created.granted_by == f"telegram:{ADMIN}"
     assert created.expires_at is not None and created.expires_at - created.created_at == 7200
+    assert created.size == "console"
+    row = await page.locator(f"#live-grants #grant-{created.id}").inner_text()
+    assert "console" in row
+    old = await page.locator(f"#live-grants #grant-{kept}").inner_text()
+    assert "always (size not recorded)" in old  # made before sizes were kept
 
     # the grant is live: the requester's next deploy runs without a card
     await rig.deploy_asked("v3")
