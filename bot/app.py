@@ -53,7 +53,6 @@ from bot.gateway.access import AccessPolicy
 from bot.outbox import ChannelOutbox
 from bot.providers.base import Provider
 from bot.providers.factory import build_provider
-from bot.replicas import LeaseKeeper
 from bot.schedules.book import ScheduleBook
 from bot.schedules.retention import RetentionJob
 from bot.schedules.runner import ScheduleRunner
@@ -77,6 +76,7 @@ if TYPE_CHECKING:
 
     from bot.approval.gate import ApprovalGate
     from bot.metrics import Metrics
+    from bot.replicas import LeaseKeeper
     from bot.webconsole import Console
 
 log = structlog.get_logger(__name__)

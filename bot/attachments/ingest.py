@@ -21,14 +21,13 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import structlog
 
 from bot.attachments import lines
-from bot.attachments.download import download
 from bot.attachments.lines import ImageSight, Note
 from bot.attachments.naming import new_attachment_id, saved_name
-from bot.attachments.reading import Read, Saved, read_saved
 from bot.channel import AttachmentDownloads, Channel
 from bot.config.attachments import AttachmentsConfig
 from bot.envelope import Attachment
@@ -38,6 +37,9 @@ from bot.store import Store
 from bot.store.attachments import AttachmentRecord
 from bot.turn import TurnIdentity
 from bot.visible_text import is_invisible
+
+if TYPE_CHECKING:
+    from bot.attachments.reading import Read, Saved
 
 log = structlog.get_logger(__name__)
 
@@ -210,6 +212,11 @@ class AttachmentIngest:
         slots: asyncio.Semaphore,
         sight: ImageSight,
     ) -> tuple[tuple[Saved, Read] | None, Note]:
+        # the readers (PDF, images, text sniffing) with a message's first file: a plain
+        # text turn has no use for them
+        from bot.attachments.download import download
+        from bot.attachments.reading import Saved, read_saved
+
         attachment_id = new_attachment_id()
         path = self.folder / saved_name(attachment_id, name)
         async with slots:

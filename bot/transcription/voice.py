@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -27,9 +28,11 @@ from bot.store import Store
 from bot.transcription import lines
 from bot.transcription.audio import sniff
 from bot.transcription.base import Clip, Transcript
-from bot.transcription.chain import TranscriberChain
 from bot.transcription.kept import keep_transcripts, kept_transcripts
 from bot.turn import TurnIdentity
+
+if TYPE_CHECKING:
+    from bot.transcription.chain import TranscriberChain
 
 log = structlog.get_logger(__name__)
 
@@ -103,6 +106,10 @@ class VoiceNotes:
     def chain(self) -> TranscriberChain:
         config = self._config()
         if self._built is None or self._built[0] is not config:
+            # the providers' modules (aiohttp, the embedded model's child) at the first
+            # voice note only: a text turn has no use for them
+            from bot.transcription.chain import TranscriberChain
+
             self._built = (config, TranscriberChain.configured(config))
         return self._built[1]
 

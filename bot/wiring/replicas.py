@@ -8,11 +8,14 @@ them, and the parts that settle what a gone replica left treat every row as this
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from bot.config import Settings
-from bot.replicas import LeaseKeeper
 from bot.store import Store
 from bot.store.liveness import Liveness
+
+if TYPE_CHECKING:
+    from bot.replicas import LeaseKeeper
 
 
 async def join_replicas(
@@ -23,6 +26,8 @@ async def join_replicas(
     (roles are this process's at once, and nothing is written for them)."""
     if not settings.storage.url:
         return None
+    from bot.replicas import LeaseKeeper  # PostgreSQL only
+
     keeper = LeaseKeeper(store.replicas, settings.replicas, clock=clock)
     await keeper.join()
     return keeper

@@ -123,6 +123,11 @@ NOT_IN_A_CHAT = {
     "slack_sdk": "the Slack channel, a daemon's",
     "discord": "the Discord channel (discord.py), a daemon's",
     "httpx": "python-telegram-bot's HTTP client, a daemon's",
+    # the project's own parts a text turn never reaches, each imported at its first use
+    "bot.transcription.chain": "transcribing a voice note, at the first one (voice.py)",
+    "bot.attachments.reading": "reading a message's files, at its first file (ingest.py)",
+    "bot.attachments.download": "downloading a message's files, at its first file (ingest.py)",
+    "bot.replicas": "the replicas' leases, only with a postgresql:// database (wiring/replicas.py)",
 }
 
 
