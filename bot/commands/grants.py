@@ -6,7 +6,6 @@ import argparse
 import time
 from typing import Any
 
-from bot.approval.grants import size_of
 from bot.commands.operator import located, open_existing, operator_store, quiet_logging, when
 
 
@@ -26,6 +25,9 @@ def register(subparsers: Any) -> None:
 
 
 async def _list(args: argparse.Namespace) -> int:
+    # with the handler, not the parser: it brings the store and the config models
+    from bot.approval.grants import size_of
+
     now = time.time()
     settings, location = located(args)
     quiet_logging(settings)
