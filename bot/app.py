@@ -50,6 +50,7 @@ from bot.envelope import ChannelRef
 from bot.errors import StorageError, StorageUnavailable
 from bot.gateway import Gateway
 from bot.gateway.access import AccessPolicy
+from bot.gateway.resumption import Resumptions, settle_at_start
 from bot.outbox import ChannelOutbox
 from bot.providers.base import Provider
 from bot.providers.factory import build_provider
@@ -180,6 +181,7 @@ class App:
                 tools=self.tools,
                 dynamic=self.mcp,
                 usage=self.usage,
+                replica_id=None if liveness is None else liveness.replica_id,
             )
             self._providers = ProviderPool(settings, given=self.provider, wrap=self._metered)
             self.attachments = AttachmentIngest(
@@ -210,7 +212,17 @@ class App:
                 context=self.context,
                 reply_undecided=None if self.metrics is None else self.metrics.reply_undecided,
                 tools=self.tool_specs,
+                close_parked=self.approvals.close_parked,
             )
+            self.resumptions = Resumptions(
+                store=self.store,
+                enqueue=self.gateway.resume,
+                expire_due=self.approvals.expire_parked_due,
+                show_outcome=self.approvals.show_outcome,
+                owner=None if liveness is None else liveness.replica_id,
+                live=None if liveness is None else liveness.live_replicas,
+            )
+            self.approvals.on_unwaited(self.resumptions.nudge)
             self.host = AdapterHost(
                 messages=self.gateway,
                 approvals=self.approvals,
@@ -233,6 +245,12 @@ class App:
         self._runner = asyncio.create_task(self._supervise(), name="hatchway-app")
         try:
             await asyncio.sleep(0)  # let the gateway's task group open before recovery
+            # parked turns keep their cards open across the restart (bot.gateway.resumption)
+            await settle_at_start(
+                self.store,
+                owner=None if liveness is None else liveness.replica_id,
+                live=None if liveness is None else frozenset(await liveness.live_replicas()),
+            )
             await self.approvals.expire_pending(RuntimeReason.RESTART)
             pruned = await self.store.channel_state.prune("card:", older_than_s=CARD_INDEX_KEEP_S)
             if pruned:
@@ -317,6 +335,7 @@ class App:
                 start("replicas", self.keeper.run())
                 start("approvals", self.approvals.watch())
             start("approval_reminders", self.approvals.remind())
+            start("parked_turns", self.resumptions.run())
             start("gateway", self.gateway.run())
             start(
                 "retention",

@@ -47,6 +47,9 @@ class TurnIdentity:
     session_key: str
     envelope: IngressEnvelope
     trace: TurnTrace = field(default=NO_TRACE, compare=False, repr=False)
+    #: This run resumes the parked turn waiting on the card of this approval id (its message
+    #: is ``envelope``, its batch in :mod:`bot.store.parked`); None for a message's own run.
+    resume: str | None = None
 
     @property
     def channel(self) -> str:
@@ -83,6 +86,9 @@ class TurnReply:
     #: history (the reply's channel can check a delivery): the gateway sends it without
     #: recording it again.
     recorded: bool = False
+    #: The turn parked on an approval card (its entry is ``parked``): nothing is sent or
+    #: marked now; its resumption finishes the entry.
+    parked: bool = False
 
 
 @dataclass(slots=True)

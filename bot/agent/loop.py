@@ -28,6 +28,7 @@ from bot.envelope import target_to_json
 from bot.errors import ProviderError
 from bot.providers.base import ChatMessage, CompletionRequest, ProviderReply, ToolDefinition
 from bot.store import ReplyKind, UnitOfWork
+from bot.store.parked import UnreadableParkRecord
 from bot.tools.batch import BatchVerdict
 from bot.tools.cancellation import unless_cancelled
 from bot.tools.pipeline import ToolPipeline
@@ -58,6 +59,10 @@ LOOP_MESSAGE = "⚠️ I stopped because I kept repeating the same step without 
 ABORTED_MESSAGE = (
     "⚠️ I stopped: I tried an action again that needs an approval that was already refused."
 )
+UNREADABLE_MESSAGE = (
+    "⚠️ This request waited for an approval, and what was kept of it could not be read "
+    "back; nothing more of it will run. Please ask again."
+)
 CAP_MESSAGE = "⚠️ I reached the limit of {count} tool steps for one message without an answer."
 
 
@@ -72,6 +77,110 @@ async def run_turn(bundle: AgentBundle, state: TurnState) -> TurnResult:
     makes no model call and records nothing (its inbox entry stays ``received`` until the
     gateway marks it); each model call's usage is recorded with the turn's next record.
     """
+    settings = bundle.services.settings
+    envelope = state.turn.envelope
+    pipeline, definitions = _pipeline(bundle, state)
+    if bundle.usage is not None:
+        state.usage = bundle.usage.turn(
+            state.turn, agent=bundle.name, provider=bundle.provider.name
+        )
+        refused = await state.usage.refusal()
+        if refused is not None:  # a budget is used up: no model call, no record of the turn
+            return TurnResult(status=TurnStatus.BUDGET_SPENT, text=refused)
+    await _begin(bundle, state, state.user or ChatMessage(role="user", content=envelope.text))
+    try:
+        async with asyncio.timeout(settings.turn_timeout_s) as budget:
+            return await _iterate(bundle, state, pipeline, definitions)
+    except TimeoutError:
+        if not budget.expired():
+            raise
+        log.warning("turn_budget_exceeded", budget_s=settings.turn_timeout_s)
+        await _salvage(bundle, state, pipeline)
+        return TurnResult(status=TurnStatus.BUDGET_EXCEEDED, text=BUDGET_MESSAGE)
+    except asyncio.CancelledError:
+        await _salvage(bundle, state, pipeline)
+        raise
+    finally:
+        if bundle.dynamic is not None:
+            bundle.dynamic.finish_turn(state.turn.turn_id)
+        if state.usage is not None:
+            state.usage.finish()
+
+
+async def resume_turn(bundle: AgentBundle, state: TurnState, approval_id: str) -> TurnResult:
+    """Continue the turn parked on the card ``approval_id`` once it is decided
+    (:mod:`bot.tools.parking`): a fresh turn budget; the entry ``processing`` again with this
+    run; the batch run under the configuration in force now (an approved call runs even
+    when a usage budget was spent meanwhile; the answer is then the budget notice), its
+    outcomes appended as a new message, and the model called again. The parked row goes
+    once the run is over. A row that cannot be read fails this turn alone: one log line,
+    and :data:`UNREADABLE_MESSAGE` for the requester."""
+    settings, store = bundle.services.settings, bundle.services.store
+    try:
+        record = await store.parked.get(approval_id)
+    except UnreadableParkRecord as exc:
+        log.error("parked_turn_unreadable", approval_id=approval_id, error=str(exc))
+        await store.parked.drop(approval_id)
+        return TurnResult(status=TurnStatus.RESUME_FAILED, text=UNREADABLE_MESSAGE)
+    if record is None:  # forgotten meanwhile: nothing to continue
+        return TurnResult(status=TurnStatus.RESUME_FAILED, text="")
+    pipeline, definitions = _pipeline(bundle, state)
+    if bundle.usage is not None:
+        state.usage = bundle.usage.turn(
+            state.turn, agent=bundle.name, provider=bundle.provider.name
+        )
+    turn = state.turn
+    work = UnitOfWork()
+    if state.inbox is not None:
+        work.start_inbox(state.inbox, turn.turn_id)
+    state.history = await store.commit(work, then=store.history.loading(turn.session_key))
+    log.info("turn_resuming", approval_id=approval_id, parked_turn=record.turn_id)
+    try:
+        async with asyncio.timeout(settings.turn_timeout_s) as budget:
+            report = await pipeline.resume_batch(record.text, record.calls, record.asked)
+            _history(state).extend(report.messages)
+            if report.verdict is BatchVerdict.PARKED:
+                return TurnResult(status=TurnStatus.PARKED, text="")
+            stopped = _stopping(report.verdict, "")
+            if stopped is not None:
+                return stopped
+            if state.cancel.cancelled:
+                return _cancelled(state)
+            return await _iterate(bundle, state, pipeline, definitions, iterations=1)
+    except TimeoutError:
+        if not budget.expired():
+            raise
+        log.warning("turn_budget_exceeded", budget_s=settings.turn_timeout_s)
+        await _salvage(bundle, state, pipeline)
+        return TurnResult(status=TurnStatus.BUDGET_EXCEEDED, text=BUDGET_MESSAGE)
+    except asyncio.CancelledError:
+        await _salvage(bundle, state, pipeline)
+        raise
+    finally:
+        await store.parked.drop(approval_id)
+        if bundle.dynamic is not None:
+            bundle.dynamic.finish_turn(state.turn.turn_id)
+        if state.usage is not None:
+            state.usage.finish()
+
+
+def _stopping(verdict: BatchVerdict, text: str) -> TurnResult | None:
+    """The result of a batch whose verdict ends the turn; None when the turn goes on."""
+    if verdict is BatchVerdict.ABORTED:
+        return TurnResult(status=TurnStatus.ABORTED, text=ABORTED_MESSAGE)
+    if verdict is BatchVerdict.LOOP_STOPPED:
+        return TurnResult(status=TurnStatus.LOOP_STOPPED, text=LOOP_MESSAGE)
+    if verdict is BatchVerdict.COMPLETED_RUN:
+        return TurnResult(status=TurnStatus.COMPLETED, text=text)
+    if verdict is BatchVerdict.PARKED:
+        return TurnResult(status=TurnStatus.PARKED, text="")
+    return None
+
+
+def _pipeline(
+    bundle: AgentBundle, state: TurnState
+) -> tuple[ToolPipeline, Sequence[ToolDefinition]]:
+    """The turn's tool pipeline and the definitions of the tools its scope offers."""
     settings = bundle.services.settings
     envelope = state.turn.envelope
     scope = ToolScope.for_turn(
@@ -93,31 +202,7 @@ async def run_turn(bundle: AgentBundle, state: TurnState) -> TurnResult:
         progress=state.progress,
         cancel=state.cancel,
     )
-    if bundle.usage is not None:
-        state.usage = bundle.usage.turn(
-            state.turn, agent=bundle.name, provider=bundle.provider.name
-        )
-        refused = await state.usage.refusal()
-        if refused is not None:  # a budget is used up: no model call, no record of the turn
-            return TurnResult(status=TurnStatus.BUDGET_SPENT, text=refused)
-    await _begin(bundle, state, state.user or ChatMessage(role="user", content=envelope.text))
-    try:
-        async with asyncio.timeout(settings.turn_timeout_s) as budget:
-            return await _iterate(bundle, state, pipeline, registry.definitions())
-    except TimeoutError:
-        if not budget.expired():
-            raise
-        log.warning("turn_budget_exceeded", budget_s=settings.turn_timeout_s)
-        await _salvage(bundle, state, pipeline)
-        return TurnResult(status=TurnStatus.BUDGET_EXCEEDED, text=BUDGET_MESSAGE)
-    except asyncio.CancelledError:
-        await _salvage(bundle, state, pipeline)
-        raise
-    finally:
-        if bundle.dynamic is not None:
-            bundle.dynamic.finish_turn(state.turn.turn_id)
-        if state.usage is not None:
-            state.usage.finish()
+    return pipeline, registry.definitions()
 
 
 async def _iterate(
@@ -125,10 +210,11 @@ async def _iterate(
     state: TurnState,
     pipeline: ToolPipeline,
     definitions: Sequence[ToolDefinition],
+    *,
+    iterations: int = 0,
 ) -> TurnResult:
     settings = bundle.services.settings
     cap = settings.max_tool_iterations
-    iterations = 0
     said: list[str] = []  # the text that came with tool calls (a budget may end the turn)
     while True:
         at_cap = iterations >= cap
@@ -176,12 +262,9 @@ async def _iterate(
         _history(state).extend(report.messages)
         if reply.text.strip():
             said.append(reply.text.strip())
-        if report.verdict is BatchVerdict.ABORTED:
-            return TurnResult(status=TurnStatus.ABORTED, text=ABORTED_MESSAGE)
-        if report.verdict is BatchVerdict.LOOP_STOPPED:
-            return TurnResult(status=TurnStatus.LOOP_STOPPED, text=LOOP_MESSAGE)
-        if report.verdict is BatchVerdict.COMPLETED_RUN:
-            return TurnResult(status=TurnStatus.COMPLETED, text=reply.text.strip())
+        stopped = _stopping(report.verdict, reply.text.strip())
+        if stopped is not None:
+            return stopped
         if state.cancel.cancelled:
             return _cancelled(state)
 

@@ -27,7 +27,7 @@ import structlog
 from bot import telemetry
 from bot.agent.bundles import image_sight
 from bot.agent.listening import listening
-from bot.agent.loop import run_turn
+from bot.agent.loop import resume_turn, run_turn
 from bot.agent.turn import AgentBundle, TurnState, TurnStatus
 from bot.attachments.ingest import AttachmentIngest
 from bot.channel import Channel
@@ -115,7 +115,9 @@ class AgentRunner:
         if progress is not None:
             state.cancel.on_cancel(progress.stopping)  # shown until the turn has ended
         try:
-            if envelope.attachments and self._attachments is not None:
+            if turn.resume is not None:
+                result = await resume_turn(bundle, state, turn.resume)
+            elif envelope.attachments and self._attachments is not None:
                 # downloaded before the turn's first record: a crash meanwhile leaves the
                 # message to recovery, which runs it again from the start
                 sight = image_sight(bundle, excluded)
@@ -127,14 +129,15 @@ class AgentRunner:
                 if instead is not None:
                     # nothing to answer: the voice note could not be transcribed
                     return TurnReply(text=instead)
-            if self._context is not None:
+            if turn.resume is None and self._context is not None:
                 around = self._context.for_turn(envelope, channel)
                 if around is not None:  # None: nothing to show (a DM, context off)
                     state.context = await unless_cancelled(around, state.cancel) or ()
                 viewed = self._context.viewed(envelope, channel)
                 if viewed is not None:
                     state.viewing = await unless_cancelled(viewed, state.cancel)
-            result = await run_turn(bundle, state)
+            if turn.resume is None:
+                result = await run_turn(bundle, state)
             if progress is not None and result.status is TurnStatus.CANCELLED:
                 # the message is closed, never left at "⏳"
                 progress.stopped(shutdown=state.cancel.reason is CancelReason.SHUTDOWN)
@@ -143,6 +146,9 @@ class AgentRunner:
         telemetry.note("hatchway.turn.status", result.status.value)
         if self._turn_finished is not None:
             self._turn_finished(result.status.value)
+        if result.status is TurnStatus.PARKED:
+            # the entry is parked: its resumption answers, once the card is decided
+            return TurnReply(text=None, parked=True)
         shutdown = (
             result.status is TurnStatus.CANCELLED and state.cancel.reason is CancelReason.SHUTDOWN
         )

@@ -159,6 +159,8 @@ class TurnStatus(enum.StrEnum):
     ITERATION_CAP = "iteration_cap"
     ABORTED = "aborted"  # e.g. a repeated prompt-requiring call
     BUDGET_SPENT = "budget_spent"  # a usage budget ([budgets]) is used up
+    PARKED = "parked"  # waits on an approval card with its coroutine ended
+    RESUME_FAILED = "resume_failed"  # a parked turn that could not be resumed
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -42,7 +42,7 @@ from bot import telemetry
 from bot.approval.card import decision_for
 from bot.approval.card_desk import CardDesk, ChannelLookup, PolicyLookup
 from bot.approval.card_flow import CardFlow
-from bot.approval.gate import ApprovalDecision
+from bot.approval.gate import ApprovalDecision, ApprovalParked
 from bot.approval.handler import AskedCall
 from bot.approval.reach import eligible_approvers, named_approvers
 from bot.approval.reasons import RuntimeReason
@@ -52,8 +52,13 @@ from bot.channel import Channel
 from bot.scrub import scrub_text
 from bot.store import Store
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
+from bot.store.inbox import InboxStatus
+from bot.store.parked import ParkState
 
 log = structlog.get_logger(__name__)
+
+#: The inbox error of a parked turn ``/stop`` or ``/new`` ended.
+CANCELLED_WHILE_PARKED = "cancelled while parked"
 
 
 class Backchannel:
@@ -117,6 +122,12 @@ class Backchannel:
         )
         await self._store.approvals.create(record)
         wakeup = self._waits.open(record.id)
+        # a turn that can park records itself before the card is out: a stop, or a kill,
+        # from here on leaves a turn that can continue once the card is decided
+        ticket = request.park if policy.park and not self._closed else None
+        parkable = ticket is not None and await ticket.hold(record.id, now)
+        if parkable:
+            self._waits.parkable(record.id)
         self.flow.remember_turn(record.id, request.turn.turn_id)
         telemetry.note("hatchway.approval_id", record.id)
         log.info(
@@ -152,16 +163,24 @@ class Backchannel:
             elif not approver_here and not told_only and len(refs) == 1:
                 log.warning("approval_nobody_reachable", approval_id=record.id, tool=record.tool)
                 await self.expire(record, RuntimeReason.NOBODY_REACHABLE)
-            elif self._closed:
+            elif self._closed and not parkable:
                 await self.expire(record, RuntimeReason.SHUTDOWN)
-            else:
-                await self._waits.until_decided(record, wakeup)
+            elif self._closed or await self._waits.until_decided(
+                record, wakeup, park_at=now + policy.wait_in_turn_s if parkable else None
+            ):
+                # the card stays open; the turn ends here and resumes once it is decided
+                log.info("approval_parked", approval_id=record.id, tool=record.tool)
+                raise ApprovalParked(record.id, now)
         except asyncio.CancelledError:
             await self.expire(record, RuntimeReason.CANCELLED)
             await self._cards.edit_all(record.id)
+            if ticket is not None and parkable:
+                await asyncio.shield(ticket.release(record.id))
             raise
         finally:
             self._waits.release(record.id)
+        if ticket is not None and parkable:
+            await ticket.release(record.id)  # decided in its turn: nothing to resume
         final = await self._cards.edit_all(record.id)
         decision = decision_for(final or record, request.fingerprint)
         log.info(
@@ -184,6 +203,10 @@ class Backchannel:
         is told here to ask again. Returns how many were expired."""
         count = 0
         pending = await self._store.approvals.list(status=ApprovalStatus.PENDING)
+        if pending:
+            # a parked turn's card stays open across stops and starts (bot.approval.parking)
+            held = {r.approval_id for r in await self._store.parked.rows()}
+            pending = [r for r in pending if r.id not in held and not self._waits.may_park(r.id)]
         for record in await self._shared.expirable(pending, why):
             if not await self.expire(record, why):
                 continue
@@ -193,15 +216,52 @@ class Backchannel:
                 await self._cards.notify_expired(record, why)
         return count
 
+    async def expire_parked_due(self) -> int:
+        """Expire the cards of parked turns whose ``expires_at`` has passed (reason
+        ``timeout``) and edit them; their turns then resume to tell the model. Returns
+        how many were expired."""
+        count = 0
+        for approval_id in await self._store.parked.due(self._clock()):
+            record = await self._store.approvals.get(approval_id)
+            if record is not None and await self.expire(record, RuntimeReason.TIMEOUT):
+                count += 1
+                await self._cards.edit_all(approval_id)
+        return count
+
+    async def close_parked(self, session_key: str) -> int:
+        """End the parked turns of ``session_key`` (``/stop``, ``/new``): each card still
+        open expires (reason ``cancelled``) and is edited, the row goes and the inbox entry
+        is ``failed`` (:data:`CANCELLED_WHILE_PARKED`); nothing resumes. Returns how many."""
+        count = 0
+        for row in await self._store.parked.session_calls(session_key):
+            if row.state is not ParkState.PARKED:
+                continue  # its turn still waits in its process: /stop cancels it there
+            record = await self._store.approvals.get(row.approval_id)
+            if record is not None and await self.expire(record, RuntimeReason.CANCELLED):
+                await self._cards.edit_all(record.id)
+            await self._store.parked.drop(row.approval_id)
+            await self._store.inbox.mark(row.inbox, InboxStatus.FAILED, CANCELLED_WHILE_PARKED)
+            log.info("parked_turn_cancelled", approval_id=row.approval_id)
+            count += 1
+        return count
+
     async def close(self) -> int:
         """Shutdown: refuse new requests and expire every pending one at once, so no turn
         holds the drain waiting for an answer. Returns how many were expired."""
         self._closed = True
+        parked = self._waits.park_all()
+        if parked:
+            log.info("approvals_parking_at_stop", count=parked)
         return await self.expire_pending(RuntimeReason.SHUTDOWN)
 
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def waits(self) -> Waits:
+        """The turns of this process that wait on a row (parking hooks into it)."""
+        return self._waits
 
     @property
     def desk(self) -> CardDesk:

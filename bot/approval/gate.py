@@ -130,6 +130,8 @@ class ApprovalRequest:
     #: Arguments the tool's preview shows whole in ``diff`` (an ``http_fetch``'s headers
     #: and body, one a line): the card lists them there instead of as a JSON value.
     covered: tuple[str, ...] = ()
+    #: Lets the ask park (None: the turn cannot, e.g. the terminal console's).
+    park: ParkTicket | None = field(default=None, compare=False, repr=False)
     _fingerprint: str = field(default="", init=False, repr=False, compare=False)
 
     @property
@@ -160,6 +162,32 @@ def call_fingerprint(tool: str, arguments: Mapping[str, object], binding: str = 
     if not binding:
         return hashlib.sha256(text.encode()).hexdigest()
     return FINGERPRINT_V2 + hashlib.sha256(f"{text}\0{binding}".encode()).hexdigest()
+
+
+class ApprovalParked(Exception):
+    """The ask parked (docs/approvals.md, "Parking and resumption"): the card stays open
+    for its whole ``approval.timeout_s`` and the turn's coroutine ends; the turn resumes,
+    possibly in another process, once the card is decided."""
+
+    def __init__(self, approval_id: str, since: float) -> None:
+        super().__init__(approval_id)
+        self.approval_id = approval_id
+        #: when the card was posted
+        self.since = since
+
+
+class ParkTicket(Protocol):
+    """What lets an ask park: given with an :class:`ApprovalRequest` by a turn that can
+    continue in another process (:mod:`bot.tools.parking`)."""
+
+    async def hold(self, approval_id: str, since: float) -> bool:
+        """The card ``approval_id`` was created: record what the turn needs to continue.
+        False when it cannot park (the ask then keeps the rules of a turn that cannot)."""
+        ...
+
+    async def release(self, approval_id: str) -> None:
+        """The ask ended in its turn: what :meth:`hold` recorded goes."""
+        ...
 
 
 class ApprovalGate(Protocol):

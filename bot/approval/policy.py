@@ -89,6 +89,10 @@ class EffectivePolicy:
     grant_choices: tuple[GrantChoice, ...] = ()
     #: The calls that need several approvers (``[approval.quorum]`` or an override's).
     quorum: QuorumConfig = field(default_factory=QuorumConfig)
+    #: How long a turn waits on a card before it parks (at most ``timeout_s``), and whether
+    #: it parks at all (docs/approvals.md, "Parking and resumption").
+    wait_in_turn_s: float = 300.0
+    park: bool = True
     #: Which table set each of ``level``, ``auto_approve``, ``always_ask``, ``deny``,
     #: ``self_approval`` and ``quorum``: :data:`FROM_APPROVAL`, :data:`FROM_CHANNEL` or
     #: :data:`FROM_AGENT`
@@ -235,6 +239,8 @@ def effective_policy(
             )
         ),
         quorum=_pick("quorum", a.quorum, o.quorum if o else None, base.quorum, sources),
+        wait_in_turn_s=min(base.wait_in_turn_s, base.timeout_s),
+        park=base.park,
         sources=tuple(sources),
     )
 

@@ -264,6 +264,25 @@ class ApprovalService:
             log.info("approvals_expired_pending", count=count, reason=reason)
         return count
 
+    async def expire_parked_due(self) -> int:
+        """Expire the parked turns' cards whose life is over (:mod:`bot.gateway.resumption`)."""
+        return await self._backchannel.expire_parked_due()
+
+    async def show_outcome(self, approval_id: str) -> None:
+        """Edit every copy of a decided card to its outcome (a parked turn's card, which no
+        waiting turn edits): through the platforms' message-edit calls, hours later too."""
+        await self._backchannel.desk.edit_all(approval_id)
+
+    async def close_parked(self, session_key: str) -> int:
+        """``/stop`` or ``/new``: the session's parked turns end, their cards closed as
+        cancelled (:meth:`Backchannel.close_parked`). Returns how many."""
+        return await self._backchannel.close_parked(session_key)
+
+    def on_unwaited(self, callback: Callable[[str], None]) -> None:
+        """``callback`` is told the id of each card decided here that no turn of this
+        process waits on (a parked turn's: its resumption is due)."""
+        self._backchannel.waits.unwaited = callback
+
     async def watch(self) -> None:
         """Several replicas: hear decisions made on other replicas and expire the requests
         of replicas that are gone, until cancelled (:mod:`bot.approval.shared`)."""

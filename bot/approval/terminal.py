@@ -2,7 +2,8 @@
 
 Used when the envelope says a terminal prompt exists and the channel implements
 :class:`TerminalPrompter`. Empty input, EOF (``None``) or anything unrecognised means no;
-no answer within ``timeout_s`` is the runtime's ``expired`` (``timeout``).
+no answer within ``wait_in_turn_s`` (the console cannot park: its prompt is the process; at most
+``timeout_s``) is the runtime's ``expired`` (``timeout``).
 """
 
 from __future__ import annotations
@@ -93,10 +94,10 @@ class TerminalHandler:
             tool=request.tool,
             full_text=asked.view.full,
             reason=asked.why,
-            timeout_s=policy.timeout_s,
+            timeout_s=policy.wait_in_turn_s,
         )
         try:
-            async with asyncio.timeout(policy.timeout_s):
+            async with asyncio.timeout(policy.wait_in_turn_s):
                 answer = parse_answer(await self.prompter.ask_line(prompt))
         except TimeoutError:
             expired = ApprovalDecision.by_runtime(RuntimeReason.TIMEOUT, Decision.EXPIRED)

@@ -33,6 +33,13 @@ class Waits:
         self._clock = clock
         self._poll_s = poll_interval_s
         self._wakeups: dict[str, asyncio.Event] = {}
+        #: the waits that may park (their turn recorded a parked turn), and those told to
+        #: park now (a stop: :meth:`park_all`)
+        self._parkable: set[str] = set()
+        self._park_now: set[str] = set()
+        #: told the id of a row decided here that no turn of this process waits on (a
+        #: parked turn's resumption: :mod:`bot.approval.parking`)
+        self.unwaited: Callable[[str], None] | None = None
 
     def open(self, approval_id: str) -> asyncio.Event:
         """Start waiting on ``approval_id``: the event a decision made here sets."""
@@ -42,6 +49,23 @@ class Waits:
     def release(self, approval_id: str) -> None:
         """Stop waiting on ``approval_id`` (the ask is over, whatever its outcome)."""
         self._wakeups.pop(approval_id, None)
+        self._parkable.discard(approval_id)
+        self._park_now.discard(approval_id)
+
+    def parkable(self, approval_id: str) -> None:
+        """The wait on ``approval_id`` may park: a stop parks it instead of expiring it."""
+        self._parkable.add(approval_id)
+
+    def may_park(self, approval_id: str) -> bool:
+        return approval_id in self._parkable
+
+    def park_all(self) -> int:
+        """A stop: every wait that may park parks now. Returns how many."""
+        waiting = [a for a in self._parkable if a in self._wakeups]
+        for approval_id in waiting:
+            self._park_now.add(approval_id)
+            self._wakeups[approval_id].set()
+        return len(waiting)
 
     def waiting(self, approval_id: str) -> bool:
         """Whether a turn of this process waits on ``approval_id`` (and will tell its
@@ -53,19 +77,29 @@ class Waits:
         event = self._wakeups.get(approval_id)
         if event is not None:
             event.set()
+        elif self.unwaited is not None:
+            self.unwaited(approval_id)
 
-    async def until_decided(self, record: ApprovalRecord, wakeup: asyncio.Event) -> None:
+    async def until_decided(
+        self, record: ApprovalRecord, wakeup: asyncio.Event, *, park_at: float | None = None
+    ) -> bool:
         """Until the row is decided, or its ``expires_at`` passes on the service's clock (the
-        same clock a late click is judged by), then expire it."""
+        same clock a late click is judged by), then expire it. With ``park_at`` (a wait that
+        may park), until that time or a stop instead: True then, the row still pending."""
         while True:
             wakeup.clear()  # before reading, so a click landing after the read still wakes us
             current = await self._store.approvals.get(record.id)
             if current is None or current.status is not ApprovalStatus.PENDING:
-                return
-            remaining = record.expires_at - self._clock()
+                return False
+            now = self._clock()
+            remaining = record.expires_at - now
             if remaining <= 0:
                 await self.expire(current, RuntimeReason.TIMEOUT)
-                return
+                return False
+            if park_at is not None:
+                if record.id in self._park_now or now >= park_at:
+                    return True
+                remaining = min(remaining, park_at - now)
             try:
                 async with asyncio.timeout(min(self._poll_s, remaining)):
                     await wakeup.wait()

@@ -185,7 +185,13 @@ class ApprovalConfig(ConfigModel):
     )
     always_ask: list[str] = Field(default_factory=list)
     deny: list[str] = Field(default_factory=list)
-    timeout_s: float = Field(default=300.0, gt=0)
+    #: The card's life (docs/approvals.md); a day since parking (an upgrade note says so).
+    timeout_s: float = Field(default=86_400.0, gt=0)
+    #: How long a turn waits on a card in its coroutine before it parks; never longer than
+    #: ``timeout_s`` (when both are set, a larger one is refused).
+    wait_in_turn_s: float = Field(default=300.0, gt=0)
+    #: Park turns that wait on a card (false: today's rules, a stop expires the card).
+    park: bool = True
     self_approval: bool = False
     grant_scope: GrantScope = "conversation"
     grant_ttl_s: float | None = None
@@ -212,6 +218,13 @@ class ApprovalConfig(ConfigModel):
 
     @model_validator(mode="after")
     def _check_reminders(self) -> ApprovalConfig:
+        if {"timeout_s", "wait_in_turn_s"} <= self.model_fields_set and (
+            self.wait_in_turn_s > self.timeout_s
+        ):
+            raise ValueError(
+                f"approval.wait_in_turn_s ({self.wait_in_turn_s:g}) is longer than the card's "
+                f"life, approval.timeout_s ({self.timeout_s:g})"
+            )
         if self.escalate_after_s is not None and not (self.escalate_to or self.escalate_to_roles):
             raise ValueError(
                 "approval.escalate_after_s needs approval.escalate_to (approver ids) or "

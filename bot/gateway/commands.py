@@ -47,6 +47,9 @@ NOTHING_RUNNING = "Nothing is running."
 STILL_STOPPING = "⏹ Already stopping: the turn is finishing what it was doing."
 NOTHING_OF_YOURS = "Nothing you started is running here."
 NEW_SESSION = "🆕 New session started; earlier messages are forgotten."
+#: The answer of a ``/stop`` that found nothing running but a parked turn, whose card it
+#: closed (docs/approvals.md, "Parking and resumption").
+PARKED_CANCELLED = "⏹ Stopped: the request waiting for approval was cancelled."
 
 CommandHandler = Callable[[Arrival], Awaitable[None]]
 StopElsewhere = Callable[[Arrival, bool], Awaitable[bool]]
@@ -148,7 +151,9 @@ class MemberCommands:
         store: Store,
         replies: Replies,
         elsewhere: StopElsewhere | None = None,
+        close_parked: Callable[[str], Awaitable[int]] | None = None,
     ) -> None:
+        self._close_parked = close_parked
         self._sessions = sessions
         self._store = store
         self._replies = replies
@@ -183,8 +188,13 @@ class MemberCommands:
             return
         stopped, dropped = self._sessions.stop(arrival.session_key, CancelReason.STOP)
         await self._mark_dropped(dropped)
+        closed = await self._closing_parked(arrival.session_key)
         log.info("session_stop", session=arrival.session_key, stopped=stopped, dropped=len(dropped))
         if stopped or dropped:
+            return
+        if closed:
+            if not arrival.quiet and answer:
+                await self._replies.send(envelope, PARKED_CANCELLED)
             return
         if self._sessions.winding_down(arrival.session_key):
             if not arrival.quiet and answer:
@@ -229,7 +239,13 @@ class MemberCommands:
         for turn in dropped:
             await self._store.inbox.mark(turn.inbox, InboxStatus.FAILED, error="cancelled by /stop")
 
+    async def _closing_parked(self, session_key: str) -> int:
+        """Close the cards of the session's parked turns as cancelled (``/stop``,
+        ``/new``); how many."""
+        return 0 if self._close_parked is None else await self._close_parked(session_key)
+
     async def _new(self, arrival: Arrival) -> None:
+        await self._closing_parked(arrival.session_key)
         await self._store.history.reset(arrival.session_key)
         log.info("session_new", session=arrival.session_key)
         if not arrival.quiet:

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import structlog
 from structlog.contextvars import bind_contextvars, reset_contextvars
@@ -108,6 +108,7 @@ class Gateway:
         context: ConversationContext | None = None,
         reply_undecided: Callable[[str], None] | None = None,
         tools: ToolCatalog | None = None,
+        close_parked: Callable[[str], Awaitable[int]] | None = None,
     ) -> None:
         self._settings = settings
         self._context = context or ConversationContext(store=store, settings=self._current)
@@ -136,6 +137,7 @@ class Gateway:
             store=store,
             replies=self._replies,
             elsewhere=None if self._handover is None else self._handover.forward_stop,
+            close_parked=close_parked,
         )
         if self._handover is not None:
             self._handover.run_commands_with(self._members.forwarded)
@@ -308,6 +310,11 @@ class Gateway:
             self._sessions.enqueue(turn)
         else:
             await self._handover.admitted(turn)
+
+    def resume(self, turn: TurnIdentity) -> None:
+        """Queue the resumption of a parked turn (:mod:`bot.gateway.resumption`) into its
+        session's queue, like a message."""
+        self._sessions.enqueue(turn)
 
     async def recover(self, now: float | None = None) -> tuple[int, int]:
         """After a restart: re-queue messages that never started, tell the senders of

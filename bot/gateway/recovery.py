@@ -58,6 +58,7 @@ from bot.gateway.ledger import ReplyLedger, may_run_again
 from bot.gateway.sessions import Sessions
 from bot.store import InboxKey, InboxStatus, Store
 from bot.store.inbox import InboxEntry
+from bot.store.parked import ParkState
 from bot.turn import TurnIdentity
 
 log = structlog.get_logger(__name__)
@@ -134,12 +135,16 @@ async def recover(
         ),
         0,
     )
-    for entry in await store.inbox.unfinished() if entries is None else entries:
+    unfinished = await store.inbox.unfinished() if entries is None else entries
+    # a turn killed while it waited on a card is parked, not cut off (bot.store.parked)
+    waiting = {r.inbox for r in await store.parked.rows(states=(ParkState.WAITING,))}
+    for entry in unfinished:
         # a message of this run (the channels start before recovery) is this run's to finish
         if (
             not entry.payload
             or sessions.is_live(entry.envelope_id)
             or sessions.queued_here(entry.envelope_id)
+            or (entry.status is InboxStatus.PROCESSING and entry.key in waiting)
         ):
             continue
         envelope = envelope_from_json(entry.payload)

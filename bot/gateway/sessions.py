@@ -339,7 +339,12 @@ class Sessions:
                         session.queue.clear()
                         break
                     try:
-                        taken = turn if self._take is None else await self._taken(turn, session)
+                        # a resumption's entry is parked, claimed with its parked row
+                        taken = (
+                            turn
+                            if self._take is None or turn.resume is not None
+                            else await self._taken(turn, session)
+                        )
                         if taken is not None:
                             await self._process(taken, session)
                     except StorageUnavailable as exc:
@@ -422,6 +427,10 @@ class Sessions:
                         status=InboxStatus.FAILED,
                         error=type(exc).__name__,
                     )
+                    return
+                if reply.parked:
+                    # the entry is parked (bot.store.parked): its resumption finishes it
+                    log.info("turn_left_parked")
                     return
                 if reply.interrupted and envelope.background:
                     # a scheduled run cut off by the shutdown stays unfinished: start-up

@@ -253,6 +253,16 @@ class ParkedTurns:
         )
         return [_row(r) for r in rows]
 
+    async def open_fingerprints(self, session_key: str, *, excluding: str) -> set[str]:
+        """The fingerprints of the calls whose cards still wait for turns of
+        ``session_key`` other than ``excluding`` (the duplicate guard covers parked calls)."""
+        rows = await self._db.fetchall(
+            "SELECT a.fingerprint FROM parked_turns p JOIN approvals a ON a.id = p.approval_id"
+            " WHERE p.session_key = ? AND p.turn_id <> ? AND p.state <> ? AND a.status = 'pending'",
+            (session_key, excluding, ParkState.RESUMING),
+        )
+        return {str(r["fingerprint"]) for r in rows}
+
     async def claim(
         self,
         approval_id: str,
@@ -269,6 +279,23 @@ class ParkedTurns:
             (ParkState.RESUMING, owner, time.time(), approval_id, *states),
         )
         return row is not None
+
+    async def due(self, now: float) -> list[str]:
+        """The cards of parked turns still pending whose life is over at ``now``."""
+        rows = await self._db.fetchall(
+            "SELECT p.approval_id FROM parked_turns p JOIN approvals a ON a.id = p.approval_id"
+            " WHERE p.state = ? AND a.status = 'pending' AND a.expires_at <= ?",
+            (ParkState.PARKED, now),
+        )
+        return [str(r["approval_id"]) for r in rows]
+
+    async def unclaim(self, approval_id: str, *, at: float) -> None:
+        """Give back a claim whose resumption never began (a stop came first)."""
+        await self._db.execute(
+            "UPDATE parked_turns SET state = ?, owner = NULL, updated_at = ?"
+            " WHERE approval_id = ? AND state = ?",
+            (ParkState.PARKED, at, approval_id, ParkState.RESUMING),
+        )
 
     async def drop(self, approval_id: str) -> None:
         """The turn is over (resumed, or failed): the row goes."""

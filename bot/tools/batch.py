@@ -21,10 +21,12 @@ import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from bot.approval.gate import ApprovalParked
 from bot.providers.base import ChatMessage, ToolCallRequest
 from bot.store import ToolCallRecord
 from bot.tools.call import CallDecision, PreparedCall
 from bot.tools.outcome import ToolOutcome, interrupted
+from bot.tools.parking import BatchTicket
 from bot.tools.slots import ResultSlots
 
 
@@ -33,6 +35,7 @@ class BatchVerdict(enum.StrEnum):
     COMPLETED_RUN = "completed_run"  # a completes_run tool succeeded
     LOOP_STOPPED = "loop_stopped"  # the loop detector stopped the turn
     ABORTED = "aborted"  # a refused prompt-requiring call was repeated
+    PARKED = "parked"  # a call waits on an approval card with the turn parked
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -50,13 +53,17 @@ class Batch:
     __slots__ = (
         "arguments",
         "asked",
+        "cards",
         "decisions",
         "final",
         "keys",
+        "parked",
         "prepared",
+        "resumed",
         "rows",
         "slots",
         "text",
+        "ticket",
         "verdict",
     )
 
@@ -71,6 +78,13 @@ class Batch:
         self.rows: list[ToolCallRecord] = []
         self.asked = False  # a call of this batch needed a prompt: it runs sequentially
         self.verdict = BatchVerdict.CONTINUE
+        #: parking (bot.tools.parking): the card of each call asked so far, by index; the
+        #: cards whose decisions a resumed batch takes instead of asking; the park that
+        #: ended the batch and the ticket that recorded it
+        self.cards: dict[int, str] = {}
+        self.resumed: Mapping[int, str] | None = None
+        self.parked: ApprovalParked | None = None
+        self.ticket: BatchTicket | None = None
 
     def fill_interrupted(self) -> None:
         """Fill every open slot with INTERRUPTED: "before launch" unless the call was

@@ -61,6 +61,8 @@ class OutcomeReason(enum.StrEnum):
     FAILED = "failed"
     ENVIRONMENT = "environment"
     CANCELLED = "cancelled"
+    #: The call waits on an approval card with its turn parked (:mod:`bot.tools.parking`).
+    WAITING_FOR_APPROVAL = "waiting_for_approval"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,6 +113,10 @@ class ToolOutcome:
 
 
 _SENTENCES: dict[OutcomeReason, str] = {
+    OutcomeReason.WAITING_FOR_APPROVAL: (
+        "Not executed yet: {detail} The outcome will come in a later message once an approver "
+        "decides; until then do not say that it ran, and do not call it again."
+    ),
     OutcomeReason.UNKNOWN_TOOL: "Not executed: there is no tool named {tool!r}.",
     OutcomeReason.EXCLUDED_TOOL: "Not executed: the tool {tool!r} is not available here.",
     OutcomeReason.BAD_ARGUMENTS: (

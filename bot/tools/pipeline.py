@@ -26,13 +26,21 @@ stages is a :class:`~bot.tools.batch.Batch`, what it records outside history is 
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 
 import structlog
 
 from bot import telemetry
-from bot.approval.gate import Assessment, canonical_json
+from bot.approval.card import decision_for
+from bot.approval.gate import (
+    ApprovalDecision,
+    ApprovalParked,
+    ApprovalRequest,
+    Assessment,
+    canonical_json,
+)
 from bot.approval.reasons import RUNTIME, RuntimeReason
 from bot.config import OnInterrupted
 from bot.crashpoints import crash_point
@@ -50,7 +58,7 @@ from bot.tools.authorization import (
     previewed,
     strip_marker,
 )
-from bot.tools.batch import Batch, BatchReport
+from bot.tools.batch import Batch, BatchReport, BatchVerdict
 from bot.tools.call import CallDecision, ParsedCall, PreparedCall
 from bot.tools.call_record import finished_event, started_event, tool_call_row
 from bot.tools.cancellation import CancelSignal, unless_cancelled
@@ -67,6 +75,7 @@ from bot.tools.outcome import (
     not_executed,
     progress_reason,
 )
+from bot.tools.parking import BatchTicket, parked_outcomes, parking_work, resumed_message
 from bot.tools.parsing import normalise_ids, parse_call
 from bot.tools.registry import ToolEntry, ToolExecutor
 from bot.tools.repetition import LOOP_WARNING, LoopDetector, Repetition
@@ -120,10 +129,27 @@ class ToolPipeline:
         ``with_batch`` is what the caller records with the batch (the model call's usage):
         committed in the batch's own transaction, salvaged or not."""
         batch = self._batch = Batch(text, normalise_ids(requests))
+        return await self._run(batch, with_batch)
+
+    async def resume_batch(
+        self, text: str, requests: Sequence[ToolCallRequest], cards: Mapping[int, str]
+    ) -> BatchReport:
+        """Run a parked batch once its card is decided (:mod:`bot.agent.resume`): every call
+        is prepared again under the configuration in force now, a call asked on one of
+        ``cards`` (by index) takes that card's decision instead of asking (the fingerprint
+        must still match: a file whose content changed does not run), and the outcomes join
+        history as one new message (the parked results are there already). A later call of
+        the batch may ask, and park, again."""
+        batch = self._batch = Batch(text, requests)
+        batch.resumed = cards
+        batch.cards.update(cards)
+        return await self._run(batch, None)
+
+    async def _run(self, batch: Batch, with_batch: UnitOfWork | None) -> BatchReport:
         self._with_batch = with_batch
         self._guard.new_iteration()
         for index, request in enumerate(batch.slots.requests):
-            if batch.aborted or self._cancel.cancelled:
+            if batch.aborted or batch.parked is not None or self._cancel.cancelled:
                 break
             with telemetry.tool_stage("prepare", request.name, request.id):
                 prepared = await self._prepare(batch, index, request)
@@ -131,6 +157,8 @@ class ToolPipeline:
                 batch.prepared[index] = prepared
             else:
                 batch.slots.fill(index, prepared)
+        if batch.parked is not None:
+            return await self._park(batch)
         runnable = [] if batch.aborted else list(batch.prepared.values())
         parallel = runs_in_parallel(
             runnable,
@@ -169,6 +197,9 @@ class ToolPipeline:
             assistant_message(batch.text, batch.slots.requests),
             *result_messages(outcomes),
         ]
+        if batch.resumed is not None:
+            # the parked results are in history already: the real ones come as a new message
+            messages = [resumed_message(outcomes)]
         self._batch = None
         # the batch's rows and its history messages commit together: all or none
         work, self._with_batch = self._with_batch or UnitOfWork(), None
@@ -178,6 +209,48 @@ class ToolPipeline:
         return BatchReport(
             outcomes=tuple(outcomes), messages=tuple(messages), verdict=batch.verdict
         )
+
+    async def _park(self, batch: Batch) -> BatchReport:
+        """The batch waits on a card with the turn parked (:mod:`bot.tools.parking`): history
+        gets the calls with one "waiting" result each (not again for a resumed batch, whose
+        calls are there already), the row and the inbox entry become ``parked``."""
+        assert batch.parked is not None and batch.ticket is not None
+        record = batch.ticket.record
+        assert record is not None
+        filled = batch.slots.filled()
+        filled.pop(record.waiting, None)
+        outcomes = parked_outcomes(record.calls, record.waiting, record.since, filled)
+        work = self._with_batch or UnitOfWork()
+        self._batch, self._with_batch = None, None
+        at = time.time()
+        if batch.resumed is None:
+            work = parking_work(record, outcomes, at=at, owner=self._services.replica_id, work=work)
+        else:
+            work.park(record.approval_id, record.inbox, at=at, owner=self._services.replica_id)
+        await self._services.store.commit(work)
+        log.info(
+            "turn_parked", approval_id=record.approval_id, tool=record.calls[record.waiting].name
+        )
+        messages = (
+            ()
+            if batch.resumed is not None
+            else tuple([assistant_message(record.text, record.calls), *result_messages(outcomes)])
+        )
+        return BatchReport(outcomes=tuple(outcomes), messages=messages, verdict=BatchVerdict.PARKED)
+
+    async def _waits_elsewhere(self, fingerprint: str) -> bool:
+        """Whether the same call already waits on a card of a parked turn of this session
+        (the duplicate guard covers parked calls)."""
+        return fingerprint in await self._services.store.parked.open_fingerprints(
+            self._turn.session_key, excluding=self._turn.turn_id
+        )
+
+    async def _decided(self, approval_id: str, request: ApprovalRequest) -> ApprovalDecision:
+        """A resumed call's decision: its card's, for the call as it is now."""
+        record = await self._services.store.approvals.get(approval_id)
+        if record is None:
+            return ApprovalDecision.by_runtime(RuntimeReason.RESTART, Decision.EXPIRED)
+        return decision_for(record, request.fingerprint)
 
     # -- preparation -------------------------------------------------------------------
 
@@ -277,14 +350,49 @@ class ToolPipeline:
                 OutcomeReason.BAD_ARGUMENTS, call_id=call_id, tool=spec.name, detail=asked
             )
         request = asked
-        await self._progress.waiting_for_approval(tool=spec.name)
-        with telemetry.tool_stage("approval", spec.name, call_id) as span:
-            decision = await unless_cancelled(self._services.gate.ask(request), self._cancel)
-            if decision is not None:
-                span.set("hatchway.approval.verdict", decision.verdict.value)
-        await self._progress.approval_resolved(
-            tool=spec.name, approved=decision is not None and decision.allowed
-        )
+        card = None if batch.resumed is None else batch.resumed.get(parsed.index)
+        # the terminal console's prompt is the process: it cannot park (nor be parked on)
+        parks = not self._turn.envelope.capabilities.terminal_prompt
+        if parks and card is None and await self._waits_elsewhere(request.fingerprint):
+            return not_executed(
+                OutcomeReason.WAITING_FOR_APPROVAL,
+                call_id=call_id,
+                tool=spec.name,
+                detail="the same call already waits for approval (asked earlier).",
+            )
+        if card is not None:
+            decision: ApprovalDecision | None = await self._decided(card, request)
+        else:
+            if parks:
+                batch.ticket = BatchTicket(
+                    self._services.store,
+                    self._turn,
+                    text=batch.text,
+                    calls=batch.slots.requests,
+                    index=parsed.index,
+                    cards=batch.cards,
+                    owner=self._services.replica_id,
+                )
+                request = dataclasses.replace(request, park=batch.ticket)
+            await self._progress.waiting_for_approval(tool=spec.name)
+            with telemetry.tool_stage("approval", spec.name, call_id) as span:
+                try:
+                    decision = await unless_cancelled(
+                        self._services.gate.ask(request), self._cancel
+                    )
+                except ApprovalParked as parked:
+                    batch.parked = parked
+                    return not_executed(
+                        OutcomeReason.WAITING_FOR_APPROVAL,
+                        call_id=call_id,
+                        tool=spec.name,
+                        detail="this call is waiting for approval.",
+                    )
+                if decision is not None:
+                    span.set("hatchway.approval.verdict", decision.verdict.value)
+            await self._progress.approval_resolved(
+                tool=spec.name, approved=decision is not None and decision.allowed
+            )
         if decision is None:  # cancelled while waiting: the slot is filled as interrupted
             return interrupted(call_id=call_id, tool=spec.name, before_launch=True)
         batch.decisions[parsed.index] = CallDecision(

@@ -37,3 +37,5 @@ class PipelineServices:
     locks: PathLocks = field(default_factory=PathLocks)
     signer: ReceiptSigner | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    #: The replica a parked turn's row names (None: one process).
+    replica_id: str | None = None

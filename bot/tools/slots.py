@@ -39,6 +39,10 @@ class ResultSlots:
     def open_indexes(self) -> list[int]:
         return [i for i, o in enumerate(self._outcomes) if o is None]
 
+    def filled(self) -> dict[int, ToolOutcome]:
+        """The outcomes known so far, by index."""
+        return {i: o for i, o in enumerate(self._outcomes) if o is not None}
+
     def outcomes(self) -> list[ToolOutcome]:
         """Every outcome in the model's order; raises if a slot is still open."""
         missing = self.open_indexes()

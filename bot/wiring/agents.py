@@ -39,6 +39,7 @@ def shared_bundle(
     tools: Sequence[ToolSpec],
     dynamic: DynamicTools | None,
     usage: UsageMeter,
+    replica_id: str | None = None,
 ) -> AgentBundle:
     """The bundle every agent's own is built from (:func:`bot.agent.bundles.build_bundles`)."""
     return AgentBundle(
@@ -49,6 +50,7 @@ def shared_bundle(
             gate=gate,
             hooks=hooks,
             signer=ReceiptSigner.from_settings(settings.agent),
+            replica_id=replica_id,
         ),
         tools=tools,
         dynamic=dynamic,

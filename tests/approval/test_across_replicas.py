@@ -135,8 +135,10 @@ async def test_a_start_expires_only_the_pending_approvals_of_gone_replicas(
 async def test_a_request_whose_replica_died_is_closed_by_another_replica(
     replicas: Replicas,
 ) -> None:
-    a = await replicas.start("a")
-    b = await replicas.start("b")
+    # without parking (tests/approval/test_parking.py has the parked turn's resumption)
+    no_park = {"approval": {"timeout_s": 60.0, "park": False}}
+    a = await replicas.start("a", extra=no_park)
+    b = await replicas.start("b", extra=no_park)
     await a.deliver(message("m1 deploy please", "1"))
     card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
     approval_id = card.card.approval_id

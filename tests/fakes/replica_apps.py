@@ -27,6 +27,7 @@ from bot.app import App
 from bot.config import Settings, parse_settings
 from bot.envelope import Capabilities, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
 from bot.providers.base import CompletionRequest, ProviderReply, StreamSink, ToolCallRequest
+from bot.tools.parking import RESUMED_HEAD
 from tests.fakes.channel import FakeChannel
 from tests.fakes.recording_tool import deploy_tool
 
@@ -89,6 +90,10 @@ class ReplicaModel:
         last = request.messages[-1]
         if last.role == "tool":
             return ProviderReply(text=f"done: {last.content}", finish_reason="stop")
+        if last.content.startswith(RESUMED_HEAD):
+            # a parked turn's real results (bot.tools.parking): "- call ID (tool): result"
+            result = last.content.splitlines()[-1].split("): ", 1)[-1]
+            return ProviderReply(text=f"done: {result}", finish_reason="stop")
         users = [m for m in request.messages if m.role == "user"]
         found = _TAG.search(users[-1].content) if users else None
         tag = found.group(1) if found else "?"

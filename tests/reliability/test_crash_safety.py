@@ -76,6 +76,7 @@ timeout_s = 600
 
 [approval]
 timeout_s = 600
+park = false
 auto_approve = ["shell"]
 # the requests come from DMs the approver is not in: a copy of the card reaches them
 dm_approvers = true

@@ -1,4 +1,5 @@
-"""SIGTERM while an approval card is pending, against the real daemon process.
+"""SIGTERM while an approval card is pending, against the real daemon process, with parking
+off (``approval.park = false``; parked turns: tests/approval/test_parking.py).
 
 The card must not hold the drain: it is expired at once with the documented reason
 ``shutdown`` (approvals row, audit row, inbox row), its card is closed, the conversation is
@@ -54,6 +55,7 @@ max_retries = 0
 [approval]
 timeout_s = 900
 self_approval = true
+park = false
 
 [tools.workspace]
 path = "{workspace}"

@@ -1,0 +1,146 @@
+"""Resumptions: a parked turn continues once its card is decided (docs/approvals.md,
+"Parking and resumption").
+
+A decision may be made anywhere: a click on this process, the web console, ``hatchway
+approvals approve`` in another process, a replica, the card's own expiry. Whatever made
+it, :class:`Resumptions` finds the parked rows whose card is no longer pending (at once
+when the decision was made here, :meth:`Resumptions.nudge`; otherwise within its poll),
+claims each (:meth:`~bot.store.parked.ParkedTurns.claim`: one conditional update, so a card
+decided twice, or seen by two sweeps, resumes once), has the card show its outcome, and
+queues the resumption into the session's queue like a message
+(:attr:`~bot.turn.TurnIdentity.resume`): it never runs beside another turn of that session,
+takes a turn slot, and answers the original message through the outbox. A parked card whose
+``approval.timeout_s`` passes is expired here (reason ``timeout``), and its turn resumed so
+that the model is told. At a start (and, with several replicas, at every sweep, for the
+replicas that are gone), :func:`settle_at_start` parks the turns a stop or a kill left
+waiting and gives back the claims of resumptions that never began.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+
+import structlog
+
+from bot.envelope import IngressEnvelope, envelope_from_json
+from bot.errors import StorageError
+from bot.store import InboxStatus, Store
+from bot.store.parked import ParkState
+from bot.tools.parking import adopt_waiting
+from bot.turn import TurnIdentity
+
+log = structlog.get_logger(__name__)
+
+Enqueue = Callable[[TurnIdentity], None]
+
+
+class Resumptions:
+    """Finds decided parked turns and queues their resumptions. One per daemon."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        enqueue: Enqueue,
+        expire_due: Callable[[], Awaitable[int]],
+        show_outcome: Callable[[str], Awaitable[None]],
+        owner: str | None = None,
+        poll_s: float = 1.0,
+        live: Callable[[], Awaitable[frozenset[str]]] | None = None,
+    ) -> None:
+        self._store = store
+        self._enqueue = enqueue
+        self._expire_due = expire_due
+        self._show_outcome = show_outcome
+        self._owner = owner
+        self._poll_s = poll_s
+        self._live = live
+        self._nudged = asyncio.Event()
+
+    def nudge(self, approval_id: str = "") -> None:
+        """A card was decided here that no turn of this process waits on: look now."""
+        self._nudged.set()
+
+    async def run(self) -> None:
+        """Sweep every ``poll_s`` (or at once when nudged), until cancelled."""
+        while True:
+            self._nudged.clear()
+            try:
+                await self.sweep()
+            except StorageError as exc:
+                log.warning("parked_turn_sweep_failed", error=str(exc))
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._poll_s):
+                    await self._nudged.wait()
+
+    async def sweep(self) -> int:
+        """Expire the parked cards whose life is over, then queue a resumption for every
+        parked turn whose card is decided and that this process claims. Returns how many
+        were queued."""
+        if self._live is not None:
+            # several replicas: the turns a replica that died left waiting are parked here
+            await settle_at_start(self._store, owner=self._owner, live=await self._live())
+        await self._expire_due()
+        queued = 0
+        for row in await self._store.parked.decided():
+            if not await self._store.parked.claim(row.approval_id, self._owner):
+                continue  # resumed by another sweep or replica
+            entry = await self._store.inbox.get(row.inbox)
+            envelope = _envelope(entry.payload) if entry is not None else None
+            if entry is None or entry.status is not InboxStatus.PARKED or envelope is None:
+                log.warning("parked_turn_without_entry", approval_id=row.approval_id)
+                await self._store.parked.drop(row.approval_id)
+                continue
+            await self._show_outcome(row.approval_id)
+            turn = TurnIdentity(
+                turn_id=uuid.uuid4().hex,
+                session_key=row.session_key,
+                envelope=envelope,
+                resume=row.approval_id,
+            )
+            log.info(
+                "parked_turn_resumption_queued",
+                approval_id=row.approval_id,
+                session=row.session_key,
+                turn_id=turn.turn_id,
+            )
+            self._enqueue(turn)
+            queued += 1
+        return queued
+
+
+def _envelope(payload: str) -> IngressEnvelope | None:
+    try:
+        return envelope_from_json(payload)
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+async def settle_at_start(
+    store: Store, *, owner: str | None, live: frozenset[str] | None = None
+) -> None:
+    """At a start, before recovery and before pending cards are expired: park the turns
+    that a stop or a kill left ``waiting`` (:func:`~bot.tools.parking.adopt_waiting`), and
+    give back the claims of resumptions that were queued but never began (their entry still
+    ``parked``); a resumption that began and was cut off leaves its entry ``processing``,
+    for recovery to settle, and its row goes. ``live``: the replicas alive (their rows are
+    theirs); None for one process."""
+    gone = None
+    rows = await store.parked.rows(states=(ParkState.WAITING, ParkState.RESUMING))
+    if live is not None:
+        gone = frozenset(r.owner for r in rows if r.owner is not None and r.owner not in live)
+    await adopt_waiting(store, owner=owner, gone=gone)
+    for row in rows:
+        if row.state is not ParkState.RESUMING:
+            continue
+        if live is not None and row.owner in live:
+            continue
+        entry = await store.inbox.get(row.inbox)
+        if entry is not None and entry.status is InboxStatus.PARKED:
+            await store.parked.unclaim(row.approval_id, at=time.time())
+        else:
+            await store.parked.drop(row.approval_id)

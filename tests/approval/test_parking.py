@@ -1,0 +1,167 @@
+"""Parking (docs/approvals.md, "Parking and resumption"), with Apps over one real PostgreSQL
+database and the in-process channel: a turn whose call waits on a card parks when its
+process stops (cleanly, or killed) or after ``approval.wait_in_turn_s``; the card stays open;
+answered on the original card, or with ``hatchway approvals approve``, on whatever process
+runs then, the tool runs once and the answer arrives once, in the original conversation.
+With ``approval.park = false`` a stop expires the card, as before."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from bot.approval.reasons import RuntimeReason
+from bot.channel import CardState, ClickVerdict
+from bot.store import InboxKey, InboxStatus, Store
+from bot.store.approvals import ApprovalStatus
+from bot.store.parked import ParkState
+from tests.fakes.channel import clicked
+from tests.fakes.replica_apps import APPROVER, SLACK, Replicas, message
+
+WAIT_S = 60.0
+KEY = InboxKey(channel=str(SLACK), message_id="1")
+
+
+@pytest.fixture
+async def replicas(pg_url: str, tmp_path: Path) -> AsyncIterator[Replicas]:
+    started = Replicas(pg_url, tmp_path)
+    try:
+        yield started
+    finally:
+        await started.aclose()
+
+
+async def status_of(store: Store, approval_id: str) -> tuple[ApprovalStatus, str | None]:
+    record = await store.approvals.get(approval_id)
+    assert record is not None
+    return record.status, record.reason
+
+
+async def inbox_status(store: Store) -> InboxStatus:
+    entry = await store.inbox.get(KEY)
+    assert entry is not None
+    return entry.status
+
+
+async def until_parked(store: Store, approval_id: str) -> None:
+    async with asyncio.timeout(WAIT_S):
+        while True:
+            row = await store.parked.row(approval_id)
+            if row is not None and row.state is ParkState.PARKED:
+                return
+            await asyncio.sleep(0.05)
+
+
+def answers(texts: list[str]) -> list[str]:
+    return [t for t in texts if t.startswith("done:")]
+
+
+async def test_a_stop_parks_and_a_click_on_the_original_card_resumes_after_the_restart(
+    replicas: Replicas,
+) -> None:
+    a = await replicas.start("a")
+    await a.deliver(message("m1 deploy please", "1"))
+    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
+    approval_id = card.card.approval_id
+    await replicas.stop(a)
+
+    b = await replicas.start("b")
+    store = b.app.store
+    assert await status_of(store, approval_id) == (ApprovalStatus.PENDING, None)
+    assert await inbox_status(store) is InboxStatus.PARKED
+    # nobody was told to ask again, and the card was not closed
+    assert not [t for t in a.channel.texts + b.channel.texts if "ask again" in t]
+    assert all(c.state is not CardState.EXPIRED for _, c in a.channel.edits)
+    history = await store.history.load(f"{SLACK}:C1")
+    assert "waiting for approval since" in history[-1].content
+
+    assert await clicked(b.app.approvals, b.channel.click(card, APPROVER)) is ClickVerdict.ACCEPTED
+    await b.channel.wait_for("done: deployed v2", within_s=WAIT_S)
+    assert replicas.deployed == [("b", {"version": "2"})]
+    assert answers(b.channel.texts) == ["done: deployed v2"]
+    assert await status_of(store, approval_id) == (ApprovalStatus.APPROVED, "click")
+    async with asyncio.timeout(WAIT_S):
+        while await inbox_status(store) is not InboxStatus.DONE:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+    assert await store.parked.rows() == []
+    # the original card shows the outcome (an edit of its message)
+    assert [(mid, c.state) for mid, c in b.channel.edits] == [(card.message_id, CardState.APPROVED)]
+    # a second click decides nothing and resumes nothing
+    assert await clicked(b.app.approvals, b.channel.click(card, APPROVER)) is (
+        ClickVerdict.ALREADY_DECIDED
+    )
+    assert replicas.deployed == [("b", {"version": "2"})]
+
+
+async def test_a_killed_turn_is_parked_at_the_next_start_and_the_cli_resumes_it(
+    replicas: Replicas,
+) -> None:
+    a = await replicas.start("a")
+    await a.deliver(message("m1 deploy please", "1"))
+    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
+    approval_id = card.card.approval_id
+    await replicas.crash(a)
+
+    b = await replicas.start("b")
+    store = b.app.store
+    await until_parked(store, approval_id)
+    assert await inbox_status(store) is InboxStatus.PARKED
+    assert await status_of(store, approval_id) == (ApprovalStatus.PENDING, None)
+    verdict = await b.app.approvals.decide_from_cli(approval_id, True, "operator:root")
+    assert verdict is ClickVerdict.ACCEPTED
+    await b.channel.wait_for("done: deployed v2", within_s=WAIT_S)
+    assert replicas.deployed == [("b", {"version": "2"})]
+    assert answers(b.channel.texts) == ["done: deployed v2"]
+    assert not [t for t in b.channel.texts if "ask again" in t]
+
+
+async def test_a_turn_parks_after_wait_in_turn_and_its_denial_reaches_the_model(
+    replicas: Replicas,
+) -> None:
+    a = await replicas.start("a", extra={"approval": {"timeout_s": 60.0, "wait_in_turn_s": 0.2}})
+    await a.deliver(message("m1 deploy please", "1"))
+    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
+    approval_id = card.card.approval_id
+    # no stop: the turn parks by itself once it has waited wait_in_turn_s
+    await until_parked(a.app.store, approval_id)
+    assert await inbox_status(a.app.store) is InboxStatus.PARKED
+    verdict = await a.app.approvals.decide_from_cli(approval_id, False, "operator:root")
+    assert verdict is ClickVerdict.ACCEPTED
+    await a.channel.wait_for("done: Not executed", within_s=WAIT_S)
+    assert replicas.deployed == []
+
+
+async def test_without_parking_a_stop_expires_the_card_as_before(replicas: Replicas) -> None:
+    no_park = {"approval": {"timeout_s": 60.0, "park": False}}
+    a = await replicas.start("a", extra=no_park)
+    await a.deliver(message("m1 deploy please", "1"))
+    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
+    approval_id = card.card.approval_id
+    await replicas.stop(a)
+    b = await replicas.start("b", extra=no_park)
+    assert await status_of(b.app.store, approval_id) == (
+        ApprovalStatus.EXPIRED,
+        RuntimeReason.SHUTDOWN,
+    )
+    assert await b.app.store.parked.rows() == []
+
+
+async def test_stop_closes_a_parked_card_as_cancelled(replicas: Replicas) -> None:
+    a = await replicas.start("a", extra={"approval": {"timeout_s": 60.0, "wait_in_turn_s": 0.2}})
+    await a.deliver(message("m1 deploy please", "1"))
+    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
+    approval_id = card.card.approval_id
+    await until_parked(a.app.store, approval_id)
+    await a.deliver(message("/stop", "2"))
+    await a.channel.wait_for("request waiting for approval was cancelled", within_s=WAIT_S)
+    store = a.app.store
+    assert await status_of(store, approval_id) == (ApprovalStatus.EXPIRED, RuntimeReason.CANCELLED)
+    assert await inbox_status(store) is InboxStatus.FAILED
+    assert await store.parked.rows() == []
+    # the card says so, and a late click runs nothing
+    assert [(mid, c.state) for mid, c in a.channel.edits] == [(card.message_id, CardState.EXPIRED)]
+    assert await clicked(a.app.approvals, a.channel.click(card, APPROVER)) is ClickVerdict.UNKNOWN
+    assert replicas.deployed == []
