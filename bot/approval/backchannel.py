@@ -44,7 +44,7 @@ from bot.approval.card_desk import CardDesk, ChannelLookup, PolicyLookup
 from bot.approval.card_flow import CardFlow
 from bot.approval.gate import ApprovalDecision, ApprovalParked
 from bot.approval.handler import AskedCall
-from bot.approval.reach import eligible_approvers, named_approvers
+from bot.approval.reach import ReachCheck, eligible_approvers, named_approvers
 from bot.approval.reasons import RuntimeReason
 from bot.approval.shared import SharedApprovals
 from bot.approval.waits import Waits
@@ -84,14 +84,19 @@ class Backchannel:
         self._closed = False
 
     async def ask(
-        self, asked: AskedCall, channel: Channel, *, approver_here: bool
+        self,
+        asked: AskedCall,
+        channel: Channel,
+        *,
+        approver_here: bool,
+        reach: ReachCheck | None = None,
     ) -> ApprovalDecision:
         """Post the card (in the conversation, and to eligible approvers' DMs when
         configured) and wait for one decision. ``approver_here`` says whether an eligible
         approver can see the conversation's card (:func:`bot.approval.reach.approvers_here`)."""
         request, policy, view = asked.request, asked.policy, asked.view
         env = request.turn.envelope
-        named = await named_approvers(channel, env, policy)
+        named = await named_approvers(channel, env, policy, check=reach)
         now = self._clock()
         record = ApprovalRecord(
             # Hex, not urlsafe base64: an id starting with "-" reads as an option to
@@ -293,6 +298,10 @@ class CardHandler:
     channel: Channel
     #: An eligible approver can see the conversation's own card.
     approver_here: bool
+    #: The platform's answers behind ``approver_here``, read again to name approvers.
+    reach: ReachCheck | None = None
 
     async def decide(self, asked: AskedCall) -> ApprovalDecision:
-        return await self.backchannel.ask(asked, self.channel, approver_here=self.approver_here)
+        return await self.backchannel.ask(
+            asked, self.channel, approver_here=self.approver_here, reach=self.reach
+        )

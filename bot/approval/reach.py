@@ -42,9 +42,13 @@ def eligible_approvers(policy: EffectivePolicy, requester: str) -> tuple[str, ..
     return tuple(a for a in policy.approvers if a != requester or policy.self_approval)
 
 
+#: Each eligible approver with whether they can see the conversation (None: unknown).
+Reach = tuple[tuple[str, bool | None], ...]
+
+
 async def approver_reach(
     channel: Channel | None, envelope: IngressEnvelope, policy: EffectivePolicy
-) -> tuple[tuple[str, bool | None], ...]:
+) -> Reach:
     """Each eligible listed approver with whether they can see the envelope's conversation:
     True or False when known (a direct message is seen by its requester alone; in a group the
     platform says), None when the platform cannot tell or is not asked (``channel`` has no
@@ -63,18 +67,39 @@ async def approver_reach(
     return tuple(zip(eligible, answers, strict=True))
 
 
+class ReachCheck:
+    """One request's :func:`approver_reach`, asked of the platform at most once: whether
+    the card can be answered here and whom it names read the same answers."""
+
+    def __init__(
+        self, channel: Channel | None, envelope: IngressEnvelope, policy: EffectivePolicy
+    ) -> None:
+        self._channel, self._envelope, self._policy = channel, envelope, policy
+        self._answers: Reach | None = None
+
+    async def answers(self) -> Reach:
+        if self._answers is None:
+            self._answers = await approver_reach(self._channel, self._envelope, self._policy)
+        return self._answers
+
+
 async def approvers_here(
-    channel: Channel | None, envelope: IngressEnvelope, policy: EffectivePolicy
+    channel: Channel | None,
+    envelope: IngressEnvelope,
+    policy: EffectivePolicy,
+    *,
+    check: ReachCheck | None = None,
 ) -> bool:
     """Whether an eligible approver can see the card in the envelope's own conversation."""
+    check = check or ReachCheck(channel, envelope, policy)
     if not envelope.is_group:
-        reach = await approver_reach(channel, envelope, policy)
+        reach = await check.answers()
         return any(seen for _, seen in reach) or bool(
             policy.approver_roles and policy.self_approval
         )
     if policy.approver_roles:
         return True
-    reach = await approver_reach(channel, envelope, policy)
+    reach = await check.answers()
     # an approver the platform cannot tell about counts (the platform is the judge)
     if any(seen is not False for _, seen in reach):
         return True
@@ -87,7 +112,11 @@ ROLE_ENTRY = "role:"
 
 
 async def named_approvers(
-    channel: Channel | None, envelope: IngressEnvelope, policy: EffectivePolicy
+    channel: Channel | None,
+    envelope: IngressEnvelope,
+    policy: EffectivePolicy,
+    *,
+    check: ReachCheck | None = None,
 ) -> tuple[str, ...]:
     """Whom the card of a request in ``envelope`` names as able to approve it: user ids and
     ``role:NAME`` entries, as ``policy.name_approvers`` allows (the module docstring)."""
@@ -99,6 +128,6 @@ async def named_approvers(
         return (*eligible_approvers(policy, envelope.sender.id), *roles)
     if not envelope.is_group:
         return ()
-    reach = await approver_reach(channel, envelope, policy)
+    reach = await (check or ReachCheck(channel, envelope, policy)).answers()
     # only those the platform says can see it: one it cannot tell about may be a stranger
     return (*(a for a, seen in reach if seen is True), *roles)

@@ -42,7 +42,7 @@ from bot.approval.grants import GrantBook
 from bot.approval.handler import ApprovalHandler, AskedCall
 from bot.approval.policy import ApprovalPolicy, EffectivePolicy
 from bot.approval.quorum import SINGLE, QuorumNeed, quorum_for, quorum_possible
-from bot.approval.reach import approvers_here
+from bot.approval.reach import ReachCheck, approvers_here
 from bot.approval.reasons import AnswerRoute, RuntimeReason
 from bot.approval.reminders import Reminders
 from bot.approval.shared import SharedApprovals
@@ -241,7 +241,8 @@ class ApprovalService:
                 RuntimeReason.NO_APPROVER,
                 hint=f"set {alias}.approvers, or add {request.tool!r} to approval.auto_approve",
             )
-        here = await approvers_here(channel, env, policy)
+        reach = ReachCheck(channel, env, policy)
+        here = await approvers_here(channel, env, policy, check=reach)
         if not here and not policy.dm_approvers:
             return self._auto_deny(
                 RuntimeReason.NOBODY_REACHABLE,
@@ -250,7 +251,9 @@ class ApprovalService:
                 "approval.dm_approvers = true, or (for a single-person setup) "
                 f"{alias}.approval.self_approval = true",
             )
-        return CardHandler(backchannel=self._backchannel, channel=channel, approver_here=here)
+        return CardHandler(
+            backchannel=self._backchannel, channel=channel, approver_here=here, reach=reach
+        )
 
     def _auto_deny(self, why: RuntimeReason, *, hint: str) -> AutoDeny:
         return AutoDeny(why=why, hint=hint, audit_log=self._store.audit, clock=self._clock)

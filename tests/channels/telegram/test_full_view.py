@@ -349,6 +349,11 @@ def escaped(text: str) -> str:
     return html.escape(text, quote=False)
 
 
+#: The approver the group's card names (``name_approvers = "members"``: the platform says
+#: they can see the conversation).
+NAMED = "\nCan approve: 2002"
+
+
 async def test_hostile_values_render_literally_on_the_card_and_the_full_view(
     tg: FakeTelegram, store: Store
 ) -> None:
@@ -362,13 +367,15 @@ async def test_hostile_values_render_literally_on_the_card_and_the_full_view(
     assert short_call.params["parse_mode"] == "HTML"
     assert short_call.params["text"] == (
         "<b>🔐 Approval needed: shell</b>\n"
-        f"<pre>command: {escaped(HOSTILE)}</pre>" + CLOSING + "\nNo answer within 1 min means no."
+        f"<pre>command: {escaped(HOSTILE)}</pre>"
+        + CLOSING
+        + f"{NAMED}\nNo answer within 1 min means no."
     )
     assert long_call.params["text"] == (
         "<b>🔐 Approval needed: shell</b>\n"
         f"<pre>{escaped(long.summary[0])}</pre>"
         + CLOSING
-        + f"\n{escaped(CUT_NOTE)}\nNo answer within 1 min means no."
+        + f"{NAMED}\n{escaped(CUT_NOTE)}\nNo answer within 1 min means no."
     )
     assert page.params["parse_mode"] == "HTML"
     assert page.params["text"] == (
