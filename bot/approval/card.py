@@ -10,6 +10,7 @@ from bot.approval import reasons
 from bot.approval.gate import ApprovalDecision
 from bot.approval.policy import EffectivePolicy
 from bot.approval.quorum import progress_line
+from bot.approval.reach import ROLE_ENTRY
 from bot.approval.reasons import RuntimeReason
 from bot.cards import GrantOption
 from bot.channel import ApprovalCard, CardState
@@ -42,9 +43,10 @@ def escalated_names(users: tuple[str, ...], roles: tuple[str, ...]) -> str:
 
 def quorum_progress(record: ApprovalRecord, policy: EffectivePolicy | None) -> str:
     """The quorum line of ``record``'s card (empty for an ordinary request): the approvals
-    counted, by name (else id), and, while it is pending, who else may approve under
-    ``policy`` (the listed approvers and those it was escalated to, never the requester or
-    someone already counted; and the approver roles)."""
+    counted, by name (else id), and, while it is pending, who else may approve: those the
+    request names (``approval.name_approvers`` decided whom, when it was asked) and those it
+    was escalated to (people and roles), never the requester or someone already counted.
+    ``policy`` is None where the settings are not at hand (the line then names nobody)."""
     if record.quorum <= 1:
         return ""
     voters = tuple((v.voter_name or v.voter) for v in record.votes)
@@ -52,9 +54,13 @@ def quorum_progress(record: ApprovalRecord, policy: EffectivePolicy | None) -> s
     roles: tuple[str, ...] = ()
     if policy is not None and record.status is ApprovalStatus.PENDING:
         counted = {v.voter for v in record.votes} | {record.requester}
-        listed = dict.fromkeys((*policy.approvers, *record.escalated_to))
+        users = [u for u in record.approvers_named if not u.startswith(ROLE_ENTRY)]
+        listed = dict.fromkeys((*users, *record.escalated_to))
         others = tuple(a for a in listed if a not in counted)
-        roles = policy.approver_roles
+        named_roles = (
+            u.removeprefix(ROLE_ENTRY) for u in record.approvers_named if u.startswith(ROLE_ENTRY)
+        )
+        roles = tuple(dict.fromkeys((*named_roles, *record.escalated_roles)))
     return progress_line(record.quorum, voters, others, roles)
 
 

@@ -191,7 +191,12 @@ class CardDesk:
         also says which conversation asked: its title where one is known, and its id."""
         policy = self._policy_for(parse_channel_ref(record.channel))
         card = card_for(record, timeout_s=policy.timeout_s, policy=policy)
-        if record.approvers_named and record.status is ApprovalStatus.PENDING:
+        # a quorum card's progress line already says who else may approve
+        if (
+            record.approvers_named
+            and record.status is ApprovalStatus.PENDING
+            and record.quorum <= 1
+        ):
             card = dataclasses.replace(card, approvers=await self.approver_names(record))
         if not elsewhere:
             return card

@@ -144,7 +144,9 @@ async def test_a_grant_satisfies_a_quorum_only_when_the_policy_says_so(
 async def test_two_distinct_approvers_decide_and_each_is_audited(
     store: Store, channel: FakeChannel
 ) -> None:
-    service = service_for(quorum_settings(), store, channel)
+    # "all": the fake channel cannot say who sees the conversation, and "members" (the
+    # default) names only those the platform confirms
+    service = service_for(quorum_settings(name_approvers="all"), store, channel)
     async with asking(service, store, channel, kubectl()) as (posted, task):
         assert "0 of 2 approvals" in posted.card.render_text()
         first = channel.click(posted, APPROVER)
@@ -158,6 +160,7 @@ async def test_two_distinct_approvers_decide_and_each_is_audited(
         shown = edited.render_text()
         assert f"1 of 2 approvals: {APPROVER} ✓" in shown
         assert f"may approve: {SECOND}, {THIRD}" in shown  # never the requester
+        assert "Can approve:" not in shown  # named once, on the quorum line
         assert not task.done()
         assert await clicked(service, channel.click(posted, SECOND)) is ClickVerdict.ACCEPTED
     decision = task.result()
@@ -279,3 +282,20 @@ async def test_a_named_vote_shows_its_name(store: Store, channel: FakeChannel) -
         (_, edited), *_ = channel.edits
         assert "1 of 2 approvals: Alex ✓" in edited.render_text()
         await clicked(service, channel.click(posted, SECOND, ApprovalChoice.DENY))
+
+
+async def test_a_quorum_card_names_nobody_the_platform_does_not_confirm(
+    store: Store, channel: FakeChannel
+) -> None:
+    """``name_approvers = "members"`` (the default) holds on a quorum card too: the fake
+    channel cannot say who sees the conversation, so the progress line names nobody."""
+    service = service_for(quorum_settings(), store, channel)
+    async with asking(service, store, channel, kubectl()) as (posted, task):
+        first = channel.click(posted, APPROVER)
+        assert await clicked(service, first, FakeSurface()) is ClickVerdict.COUNTED
+        (_, edited), *_ = channel.edits
+        shown = edited.render_text()
+        assert f"1 of 2 approvals: {APPROVER} ✓" in shown
+        for hidden in (SECOND, THIRD, REQUESTER):
+            assert hidden not in shown.split("approvals:", 1)[1]
+        task.cancel()
