@@ -29,10 +29,17 @@ COMMAND_MODULES: tuple[str, ...] = (
     "bot.commands.db",
 )
 
+#: A command whose module is known before any is imported: ``hatchway chat`` (a one-shot
+#: chat starts with it) builds its own module's commands only, not every command's (about 45
+#: modules, the doctor's checks among them, that it has no use for).
+SOLE_MODULE_OF: dict[str, str] = {"chat": "bot.commands.run"}
+
 Handler = Callable[[argparse.Namespace], Coroutine[Any, Any, int]]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; for a ``command`` of :data:`SOLE_MODULE_OF`, only the commands
+    of its module (its help and errors read the same)."""
     parser = argparse.ArgumentParser(
         prog="hatchway",
         description="A chat-channel bot daemon: Slack, Discord and Telegram in front of one "
@@ -40,7 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"hatchway {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    sole = SOLE_MODULE_OF.get(command or "")
+    for name in COMMAND_MODULES if sole is None else (sole,):
         module = importlib.import_module(name)
         module.register(subparsers)
     return parser
@@ -74,8 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     when its handler returns; run as the process's command (``argv`` None: the ``hatchway``
     script, ``python -m bot.cli``), the process then ends at once with that status instead of
     returning, skipping the interpreter's teardown (:mod:`bot.ops.process_exit`)."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(words[0] if words else None)
+    args = parser.parse_args(words)
     handler = cast(Handler | None, getattr(args, "handler", None))
     if handler is None:
         parser.print_help()

@@ -51,6 +51,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
 import structlog
 from structlog.contextvars import bind_contextvars, reset_contextvars
@@ -70,7 +71,6 @@ from bot.gateway.drain import Drain
 from bot.gateway.forget import ForgetCommand
 from bot.gateway.grant_commands import GrantCommands
 from bot.gateway.group_context import GroupContextStep
-from bot.gateway.handover import Handover
 from bot.gateway.ledger import ReplyLedger
 from bot.gateway.names import DisplayNameBook
 from bot.gateway.ratelimit import RateLimits
@@ -85,6 +85,9 @@ from bot.store import InboxKey, InboxStatus, Store
 from bot.store.inbox import InboxEntry
 from bot.store.liveness import Liveness
 from bot.turn import TurnIdentity, TurnRunner
+
+if TYPE_CHECKING:
+    from bot.gateway.handover import Handover
 
 log = structlog.get_logger(__name__)
 
@@ -128,6 +131,8 @@ class Gateway:
         #: several replicas over one database: a session's turns run on its owner
         self._handover: Handover | None = None
         if replica is not None:
+            from bot.gateway.handover import Handover  # PostgreSQL only
+
             self._handover = Handover(
                 store=store, sessions=self._sessions, replica=replica, recover=self._recover
             )

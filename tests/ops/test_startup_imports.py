@@ -98,6 +98,33 @@ def test_the_command_line_is_built_without_the_config_models_or_the_tools() -> N
     assert done.stdout.strip() == "[]"
 
 
+def test_the_chat_command_line_is_built_from_its_own_module_alone() -> None:
+    """``hatchway chat`` builds the commands of ``bot.commands.run`` only (none of the
+    others' modules, the doctor's checks among them), and its help reads the same as in the
+    whole command line."""
+    probe = textwrap.dedent(
+        """
+        import contextlib, io, sys
+        import bot.cli
+
+        def chat_help(parser):
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+                parser.parse_args(["chat", "--help"])
+            return out.getvalue()
+
+        sole = chat_help(bot.cli.build_parser("chat"))
+        loaded = sorted(m for m in sys.modules if m.startswith("bot.commands."))
+        print(loaded)
+        print(sole == chat_help(bot.cli.build_parser()), "usage: hatchway chat" in sole)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert done.stdout.splitlines() == ["['bot.commands.run']", "True True"]
+
+
 #: Packages a plain text turn has no use for, with where each one belongs.
 HEAVY = {
     "PIL": "Pillow: decoding an image, in its own child process (bot/attachments/image_child.py)",
@@ -128,6 +155,8 @@ NOT_IN_A_CHAT = {
     "bot.attachments.reading": "reading a message's files, at its first file (ingest.py)",
     "bot.attachments.download": "downloading a message's files, at its first file (ingest.py)",
     "bot.replicas": "the replicas' leases, only with a postgresql:// database (wiring/replicas.py)",
+    "bot.gateway.handover": "a session's turns among replicas, only with a postgresql:// database",
+    "bot.commands.doctor": "hatchway doctor's checks: the chat's command line is built without",
 }
 
 
