@@ -235,7 +235,11 @@ class CardFlow:
             )
             return refused
         verdict = await self._apply(record, action, choice, route, grant_scope, surface)
-        if verdict is not ClickVerdict.ACCEPTED and action.card is not None:
+        if action.card is not None and (
+            verdict is not ClickVerdict.ACCEPTED or not self._waits.waiting(record.id)
+        ):
+            # no turn of this process waits to edit it (a parked turn's card, whose copy
+            # may never have been stored): the card answered shows the outcome
             await self._cards.show_outcome(record.id, action.card)
         return verdict
 
