@@ -236,12 +236,18 @@ class CardFlow:
             return refused
         verdict = await self._apply(record, action, choice, route, grant_scope, surface)
         if action.card is not None and (
-            verdict is not ClickVerdict.ACCEPTED or not self._waits.waiting(record.id)
+            verdict is not ClickVerdict.ACCEPTED or await self._unrecorded_parked(record, action)
         ):
-            # no turn of this process waits to edit it (a parked turn's card, whose copy
-            # may never have been stored): the card answered shows the outcome
             await self._cards.show_outcome(record.id, action.card)
         return verdict
+
+    async def _unrecorded_parked(self, record: ApprovalRecord, action: CardAction) -> bool:
+        """Whether ``action`` came from a copy of a parked turn's card whose place was never
+        stored (a kill right after posting it): nobody else will edit that copy."""
+        card = action.card
+        if card is None or any(r.message_id == card.message_id for r in record.card_refs):
+            return False
+        return await self._store.parked.row(record.id) is not None
 
     def _shown_whole(
         self, record: ApprovalRecord, channel: ChannelRef, surface: CardSurface | None
