@@ -23,6 +23,7 @@ from bot.approval.reach import ROLE_ENTRY
 from bot.approval.reasons import RuntimeReason
 from bot.cards import APPROVERS_PREFIX
 from bot.channel import ApprovalCard, Channel, SentMessage
+from bot.config import DEFAULT_AGENT
 from bot.envelope import ChannelRef, DeliveryTarget
 from bot.errors import ChannelError
 from bot.scrub import scrub_text
@@ -35,7 +36,16 @@ from bot.visible_text import visible
 log = structlog.get_logger(__name__)
 
 ChannelLookup = Callable[[ChannelRef], Channel | None]
-PolicyLookup = Callable[[ChannelRef], EffectivePolicy]
+#: The approval settings in force for a channel alias and the agent that asked.
+PolicyLookup = Callable[[ChannelRef, str], EffectivePolicy]
+
+
+def policy_of(policy_for: PolicyLookup, record: ApprovalRecord) -> EffectivePolicy:
+    """The settings in force for ``record``: its channel alias's, under the agent whose turn
+    asked (a row from before the agent was stored: the default agent's)."""
+    return policy_for(parse_channel_ref(record.channel), record.agent or DEFAULT_AGENT)
+
+
 #: What a failing adapter may raise while posting or editing a card.
 CHANNEL_FAILURES = (ChannelError, OSError, TimeoutError)
 #: How long editing the clicked card may take: the clicker is still waiting for their answer
@@ -189,7 +199,7 @@ class CardDesk:
     async def _card(self, record: ApprovalRecord, *, elsewhere: bool) -> ApprovalCard:
         """The card of ``record`` as it is now; a copy ``elsewhere`` (an approver's DM)
         also says which conversation asked: its title where one is known, and its id."""
-        policy = self._policy_for(parse_channel_ref(record.channel))
+        policy = policy_of(self._policy_for, record)
         card = card_for(record, timeout_s=policy.timeout_s, policy=policy)
         # a quorum card's progress line already says who else may approve
         if (

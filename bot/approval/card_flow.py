@@ -43,7 +43,7 @@ from structlog.contextvars import bound_contextvars
 from bot.approval import audit
 from bot.approval.approvers import refusal
 from bot.approval.card import card_for
-from bot.approval.card_desk import CardDesk, PolicyLookup
+from bot.approval.card_desk import CardDesk, PolicyLookup, policy_of
 from bot.approval.grant_choices import picked
 from bot.approval.grants import ALWAYS_SIZE, new_grant
 from bot.approval.quorum import waiting_for
@@ -154,7 +154,7 @@ class CardFlow:
             return CardReply.of(refused)
         if action.verb is CardVerb.REPLY:
             return CardReply(kind=CardReplyKind.OPEN_REPLY_FORM, approval_id=record.id)
-        policy = self._policy_for(action.channel)
+        policy = policy_of(self._policy_for, record)
         card = card_for(record, timeout_s=policy.timeout_s, policy=policy)
         return CardReply(kind=CardReplyKind.SHOW_FULL, approval_id=record.id, card=card)
 
@@ -175,12 +175,12 @@ class CardFlow:
         record = await self._record(channel, approval_id)
         if record is None:
             return None
-        policy = self._policy_for(channel)
+        policy = policy_of(self._policy_for, record)
         return card_for(record, timeout_s=policy.timeout_s, policy=policy)
 
     def _refusal(self, record: ApprovalRecord, action: CardAction) -> ClickVerdict | None:
         refused = refusal(
-            self._policy_for(action.channel),
+            policy_of(self._policy_for, record),
             user_id=action.actor.user_id,
             roles=action.actor.roles,
             requester=record.requester,
@@ -257,7 +257,7 @@ class CardFlow:
             return False
         if surface is None:
             return True
-        policy = self._policy_for(channel)
+        policy = policy_of(self._policy_for, record)
         return surface.shows_whole(card_for(record, timeout_s=policy.timeout_s, policy=policy))
 
     async def _apply(
@@ -286,7 +286,7 @@ class CardFlow:
             # The card hid part of the request: only a view that showed all of it approves.
             log.warning("approval_click_needs_full_view", approval_id=record.id)
             return ClickVerdict.NEEDS_FULL_VIEW
-        policy = self._policy_for(action.channel)
+        policy = policy_of(self._policy_for, record)
         if record.quorum > 1 and approving:
             return await self._vote(record, action, choice, route, grant_scope, now)
         status, grant, reply = ApprovalStatus.APPROVED, None, None
@@ -337,7 +337,7 @@ class CardFlow:
         """The grant of the choice ``action`` picked (:mod:`bot.approval.grant_choices`);
         None, audited as a refused click, when the card did not offer it or the policy no
         longer allows it (a tampered, unknown or malformed payload): nothing is decided."""
-        policy = self._policy_for(action.channel)
+        policy = policy_of(self._policy_for, record)
         pick = picked(policy, tool=record.tool, shown=record.grant_choices, key=action.grant_choice)
         if pick is None:
             await self._store.audit.append(
@@ -378,7 +378,7 @@ class CardFlow:
         now: float,
     ) -> ClickVerdict:
         """Count one approval toward ``record``'s quorum (the module docstring, step 5)."""
-        policy = self._policy_for(action.channel)
+        policy = policy_of(self._policy_for, record)
         voter = action.actor.user_id
         name = _shown_name(action.actor.name)
         grant = None

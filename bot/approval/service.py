@@ -51,7 +51,7 @@ from bot.approval.terminal import TerminalHandler, TerminalPrompter
 from bot.approval.web_answer import WebAnswer, scopes_up_to
 from bot.cards import Actor, CardAction, CardVerb
 from bot.channel import ClickVerdict
-from bot.config import Settings
+from bot.config import DEFAULT_AGENT, Settings
 from bot.envelope import ChannelRef
 from bot.store import Store
 from bot.store.audit import Decision
@@ -309,9 +309,10 @@ class ApprovalService:
             log.info("approvals_expired_pending", count=count, reason=RuntimeReason.SHUTDOWN)
         return count
 
-    def policy_for(self, channel: ChannelRef) -> EffectivePolicy:
-        """The approval settings in force on ``channel`` (approvers, timeout, grant scope)."""
-        return self._policy.for_channel(channel)
+    def policy_for(self, channel: ChannelRef, agent: str | None = None) -> EffectivePolicy:
+        """The approval settings in force on ``channel`` (approvers, timeout, grant scope),
+        under ``agent`` (None: the default agent's)."""
+        return self._policy.for_channel(channel, agent or DEFAULT_AGENT)
 
     async def decide_from_web(self, answer: WebAnswer) -> ClickVerdict:
         """A decision from the web console: the same rules as a click on a full view

@@ -130,7 +130,7 @@ async def pending_cards(page: PageRequest) -> list[PendingCard]:
         page.host.store, [(r.channel, r.conversation_id, r.thread_id) for r in records]
     )
     for record in records:
-        policy = approvals.policy_for(parse_channel_ref(record.channel))
+        policy = approvals.policy_for(parse_channel_ref(record.channel), record.agent)
         # the requester never counts toward a quorum, self_approval or not
         own = record.requester == viewer.identity.user_id and (
             not policy.self_approval or record.quorum > 1

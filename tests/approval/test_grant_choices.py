@@ -14,6 +14,7 @@ from bot.approval.grants import size_of
 from bot.approval.reasons import PolicyReason
 from bot.cards import Button, ButtonCodec, CardAction, CardVerb, ClickVerdict, GrantOption
 from bot.channel import ApprovalChoice
+from bot.config import parse_settings
 from bot.store import Store
 from bot.store.approvals import ApprovalStatus
 from bot.store.audit import Decision
@@ -226,3 +227,30 @@ async def test_rows_from_before_read_honestly(store: Store) -> None:
     )
     damaged = await store.approvals.get(record.id)
     assert damaged is not None and damaged.grant_choices == ()
+
+
+async def test_an_agents_approval_table_decides_the_choices_and_the_pick(
+    store: Store, channel: FakeChannel
+) -> None:
+    """The card of an agent's turn offers what that agent's table allows, and the pick is
+    checked against the same table: here the channel asks every time for ``shell`` (no
+    grant possible), the ``ops`` agent does not, so its card offers choices and a pick
+    grants; the default agent's card in the same conversation offers none."""
+    team = {"allowed_users": ["*"], "approvers": [APPROVER], "approval": {"always_ask": ["shell"]}}
+    data = {
+        "approval": {"timeout_s": 60.0},
+        "channels": {"slack": {"team": team}},
+        "agents": {"ops": {"approval": {"always_ask": []}}},
+    }
+    settings = parse_settings(data, environ={}, require_provider=False)
+    service, clock = clocked_service(settings, store, channel)
+    ops = dataclasses.replace(make_envelope(), agent="ops")
+    async with asking(service, store, channel, make_request(envelope=ops)) as (posted, task):
+        assert posted.card.grant_choices == DEFAULT_CHOICES
+        assert await clicked(service, pick(channel, posted, "1h")) is ClickVerdict.ACCEPTED
+    assert task.result().verdict is Decision.ALWAYS
+    (grant,) = await store.grants.list(now=clock.now)
+    assert grant.size == "for 1 h"
+    async with asking(service, store, channel, make_request(call_id="call-2")) as (posted, task):
+        assert posted.card.grant_choices == ()
+        task.cancel()
