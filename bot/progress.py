@@ -14,7 +14,7 @@ import asyncio
 import math
 import re
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Protocol, TypeVar
@@ -272,6 +272,28 @@ class ChannelProgress:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+    def shown(self) -> tuple[str, list[tuple[str, str]]] | None:
+        """The progress message shown and its lines (key, line), where one message is
+        edited and it was sent: a parked turn keeps them, for its resumption to
+        :meth:`continue_from`. None otherwise."""
+        if not self._caps.can_edit or self._message is None:
+            return None
+        return self._message.message_id, list(self._lines.items())
+
+    def continue_from(self, message_id: str, lines: Sequence[tuple[str, str]]) -> None:
+        """Go on in the message ``message_id`` of this target, which showed ``lines`` (a
+        parked turn's, resumed): it is edited, no new one is sent. A line still waiting for
+        approval counts as waiting, so :meth:`approval_resolved` closes it. Call it before
+        anything is shown; a channel that cannot edit ignores it."""
+        if not self._caps.can_edit or self._message is not None or self._lines:
+            return
+        self._message = SentMessage(target=self._target, message_id=message_id)
+        for key, line in lines:
+            self._lines[key] = line
+            if key.startswith("approval:"):
+                self._running[key] = key.removeprefix("approval:")
+                self._waiting += 1
 
     # -- sink --------------------------------------------------------------------------
 

@@ -33,7 +33,9 @@ from bot.attachments.ingest import AttachmentIngest
 from bot.channel import Channel
 from bot.context import ConversationContext
 from bot.envelope import ChannelRef
+from bot.errors import StorageError
 from bot.progress import ChannelProgress
+from bot.store.parked import ProgressRef, UnreadableParkRecord
 from bot.tools.cancellation import unless_cancelled
 from bot.transcription.voice import VoiceNotes
 from bot.turn import CancelReason, SessionControl, TurnIdentity, TurnReply
@@ -109,6 +111,8 @@ class AgentRunner:
             record_answer=replying is not None and replying.delivery is not None,
         )
         if progress is not None:
+            if turn.resume is not None:
+                await _continue_progress(bundle, turn.resume, progress)
             state.progress = progress
             await progress.start()
         control.on_cancel(state.cancel.cancel)
@@ -143,6 +147,8 @@ class AgentRunner:
                 progress.stopped(shutdown=state.cancel.reason is CancelReason.SHUTDOWN)
         finally:
             await state.progress.aclose()
+        if progress is not None and result.status is TurnStatus.PARKED:
+            await _keep_progress(bundle, turn, progress)
         telemetry.note("hatchway.turn.status", result.status.value)
         if self._turn_finished is not None:
             self._turn_finished(result.status.value)
@@ -163,3 +169,29 @@ class AgentRunner:
             stopped=stopped,
             recorded=state.answer_recorded is not None and state.answer_recorded == result.text,
         )
+
+
+async def _keep_progress(
+    bundle: AgentBundle, turn: TurnIdentity, progress: ChannelProgress
+) -> None:
+    """A parked turn keeps its progress message with its park record, for its resumption
+    to close it (:func:`_continue_progress`) rather than leave it waiting."""
+    shown = progress.shown()
+    if shown is None:
+        return
+    try:
+        await bundle.services.store.parked.note_progress(turn.turn_id, ProgressRef.bounded(*shown))
+    except StorageError as exc:
+        log.warning("parked_progress_not_kept", turn_id=turn.turn_id, error=str(exc))
+
+
+async def _continue_progress(
+    bundle: AgentBundle, approval_id: str, progress: ChannelProgress
+) -> None:
+    """A resumed turn goes on in the progress message its parked turn showed, if kept."""
+    try:
+        record = await bundle.services.store.parked.get(approval_id)
+    except (StorageError, UnreadableParkRecord):
+        return  # the resumption itself says so
+    if record is not None and record.progress is not None:
+        progress.continue_from(record.progress.message_id, record.progress.lines)

@@ -20,6 +20,7 @@ is. A body that cannot be read (corrupt, or a version this release does not know
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import json
 import time
@@ -33,16 +34,59 @@ from bot.store.inbox import InboxKey, InboxStatus
 from bot.store.statements import Row, Write
 
 #: The body's format. Version 1: ``envelope``, ``agent``, ``text``, ``calls``, ``asked``,
-#: ``waiting``, ``since``.
+#: ``waiting``, ``since``, and, optional (a release that does not know it ignores it, and a
+#: body without it resumes with a new progress message), ``progress``: the turn's progress
+#: message, ``{"message_id": …, "lines": [[key, line], …]}``.
 VERSION = 1
 #: The longest body kept (characters of JSON): a batch larger than this is not parked.
 MAX_BODY_CHARS = 256_000
+#: The most lines, and the longest line, of a progress message kept with a parked turn.
+MAX_PROGRESS_LINES = 40
+MAX_PROGRESS_LINE_CHARS = 400
 
 
 class ParkState(enum.StrEnum):
     WAITING = "waiting"
     PARKED = "parked"
     RESUMING = "resuming"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProgressRef:
+    """The progress message a parked turn showed (sent to its envelope's reply target):
+    its resumption edits it, from ``lines`` (key, line) as they were, instead of sending a
+    new one."""
+
+    message_id: str
+    lines: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def bounded(cls, message_id: str, lines: Sequence[tuple[str, str]]) -> ProgressRef:
+        """The last :data:`MAX_PROGRESS_LINES` lines, each cut to
+        :data:`MAX_PROGRESS_LINE_CHARS`."""
+        kept = tuple(
+            (key[:MAX_PROGRESS_LINE_CHARS], line[:MAX_PROGRESS_LINE_CHARS])
+            for key, line in lines[-MAX_PROGRESS_LINES:]
+        )
+        return cls(message_id=message_id[:MAX_PROGRESS_LINE_CHARS], lines=kept)
+
+    def to_json(self) -> dict[str, object]:
+        return {"message_id": self.message_id, "lines": [list(pair) for pair in self.lines]}
+
+    @classmethod
+    def from_json(cls, data: object) -> ProgressRef | None:
+        """None for a body without one, or one that cannot be read (it is only a nicety)."""
+        if not isinstance(data, dict):
+            return None
+        message_id, lines = data.get("message_id"), data.get("lines")
+        if not isinstance(message_id, str) or not message_id or not isinstance(lines, list):
+            return None
+        pairs = [
+            (str(pair[0]), str(pair[1]))
+            for pair in lines
+            if isinstance(pair, list) and len(pair) == 2
+        ]
+        return cls.bounded(message_id, pairs)
 
 
 class UnreadableParkRecord(ValueError):
@@ -70,6 +114,7 @@ class ParkRecord:
     state: ParkState = ParkState.WAITING
     owner: str | None = None
     parked_at: float | None = None
+    progress: ProgressRef | None = None
 
     @property
     def inbox(self) -> InboxKey:
@@ -81,17 +126,18 @@ class ParkRecord:
 
     def body(self) -> str:
         """The versioned JSON kept in the row."""
+        body: dict[str, object] = {
+            "envelope": envelope_to_json(self.envelope),
+            "text": self.text,
+            "calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.calls],
+            "asked": {str(k): v for k, v in self.asked.items()},
+            "waiting": self.waiting,
+            "since": self.since,
+        }
+        if self.progress is not None:
+            body["progress"] = self.progress.to_json()
         return json.dumps(
-            {
-                "envelope": envelope_to_json(self.envelope),
-                "text": self.text,
-                "calls": [
-                    {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.calls
-                ],
-                "asked": {str(k): v for k, v in self.asked.items()},
-                "waiting": self.waiting,
-                "since": self.since,
-            },
+            body,
             ensure_ascii=False,
             separators=(",", ":"),
         )
@@ -122,6 +168,7 @@ def _record(row: Row) -> ParkRecord:
             state=ParkState(row["state"]),
             owner=row["owner"],
             parked_at=row["parked_at"],
+            progress=ProgressRef.from_json(body.get("progress")),
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise UnreadableParkRecord(f"parked turn body unreadable: {type(exc).__name__}") from exc
@@ -288,6 +335,37 @@ class ParkedTurns:
             (ParkState.PARKED, now),
         )
         return [str(r["approval_id"]) for r in rows]
+
+    async def note_progress(self, turn_id: str, progress: ProgressRef) -> int:
+        """Keep ``progress`` with the rows of the turn ``turn_id`` not yet claimed (its
+        resumption edits that message). A row claimed meanwhile is left as is (its
+        resumption sends a new one). Returns how many rows took it."""
+        rows = await self._db.fetchall(
+            "SELECT * FROM parked_turns WHERE turn_id = ? AND state IN (?, ?)",
+            (turn_id, ParkState.WAITING, ParkState.PARKED),
+        )
+        noted = 0
+        for row in rows:
+            try:
+                record = _record(row)
+            except UnreadableParkRecord:
+                continue
+            body = dataclasses.replace(record, progress=progress).body()
+            if len(body) > MAX_BODY_CHARS:
+                continue
+            done = await self._db.execute_returning(
+                "UPDATE parked_turns SET body = ?, updated_at = ?"
+                " WHERE approval_id = ? AND state IN (?, ?) RETURNING approval_id",
+                (
+                    body,
+                    time.time(),
+                    record.approval_id,
+                    ParkState.WAITING,
+                    ParkState.PARKED,
+                ),
+            )
+            noted += done is not None
+        return noted
 
     async def unclaim(self, approval_id: str, *, at: float) -> None:
         """Give back a claim whose resumption never began (a stop came first)."""

@@ -362,6 +362,10 @@ class ToolPipeline:
             )
         if card is not None:
             decision: ApprovalDecision | None = await self._decided(card, request)
+            # a resumed turn's progress message still shows the card's wait: close it
+            await self._progress.approval_resolved(
+                tool=spec.name, approved=decision is not None and decision.allowed
+            )
         else:
             if parks:
                 batch.ticket = BatchTicket(
