@@ -1,11 +1,19 @@
 """A pending approval outlives the daemon (docs/approvals.md, "Parking and resumption"),
-against the real daemon process and the Telegram fake.
+against the real daemon process and each platform's fake (Telegram; Slack and Discord through
+their client libraries, slack-bolt and discord.py).
 
 A card is posted; the daemon is stopped with SIGTERM (in another case killed with
 ``kill -9``) and started again; the approver taps Approve on the **original** card (in the
 other case, ``hatchway approvals approve ID`` runs in a process of its own): the tool runs
 once, the answer arrives once, as the reply to the original message, and nobody is told to
 ask again.
+
+On Slack the tap after the restart is a ``block_actions`` envelope on the new process's
+socket; on Discord an ``INTERACTION_CREATE`` on the new gateway session. The answer goes to
+the original place: the Slack thread of the message (``thread_ts``; the DM answers in threads
+here), the Discord reply to the message (``message_reference``). The card's edit after the
+restart is ``chat.update`` / ``PATCH`` of its message: nothing the stopped process held (a
+``response_url``, an interaction token) is used.
 """
 
 from __future__ import annotations
@@ -16,13 +24,27 @@ import signal
 import sqlite3
 import sys
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 
 from bot.gateway.recovery import SHUTDOWN_MESSAGE
+from tests.fakes.discord_full_views import press
+from tests.fakes.discord_payloads import user_payload
+from tests.fakes.discord_server import FakeDiscord
+from tests.fakes.openai_server import Reply
+from tests.fakes.slack_server import FakeSlack
 from tests.fakes.telegram_server import FakeTelegram, callback, message, private_chat, user
-from tests.ops.daemon_process import WAIT_S, start_daemon
+from tests.ops.daemon_process import WAIT_S, DaemonProcess, start_daemon
+from tests.reliability.crash_rig import daemon_env
+from tests.reliability.crash_rig import write_config as write_platform_config
+from tests.reliability.platform_drivers import (
+    SLACK_APP_TOKEN,
+    SLACK_BOT_TOKEN,
+    DiscordDriver,
+    SlackDriver,
+)
 from tests.reliability.routed_llm import RoutedOpenAI
 from tests.tools.workspace_files import files_named
 
@@ -201,3 +223,242 @@ async def test_the_cli_approves_a_parked_card_after_a_kill(
         daemon.signal(signal.SIGTERM)
         assert await daemon.wait_exit() == 0
     check_once(tg, workspace, db)
+
+
+# Slack and Discord ------------------------------------------------------------------------
+
+ANSWER = "written after the approval"
+#: The person writing (conversation 1 of each driver), also the only approver.
+REQUESTER = {"slack": "U000001", "discord": "100000000000000001"}
+Driver = SlackDriver | DiscordDriver
+
+
+@asynccontextmanager
+async def platform(name: str) -> AsyncIterator[Driver]:
+    if name == "slack":
+        async with FakeSlack(SLACK_BOT_TOKEN, SLACK_APP_TOKEN) as slack:
+            yield SlackDriver(fake=slack)
+    else:
+        async with FakeDiscord() as fake:
+            yield DiscordDriver(fake=fake, conversations=2)
+
+
+def platform_config(tmp_path: Path, driver: Driver, llm: RoutedOpenAI) -> Path:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    table = driver.channel_table() + f'approvers = ["{REQUESTER[driver.name]}"]\n'
+    if isinstance(driver, SlackDriver):
+        table += "dm_replies_in_thread = true\n"  # the answer has a thread to go to
+    table += f"[channels.{driver.channel}.approval]\nself_approval = true\n"
+    return write_platform_config(
+        tmp_path / "hatchway.toml",
+        llm_url=llm.base_url,
+        tables=[table],
+        workspace=workspace,
+        auto_approve=(),
+    )
+
+
+def slack_card(driver: SlackDriver) -> tuple[str, str]:
+    """The card's place in the fake (channel, ts)."""
+    [place] = [
+        place
+        for place, m in driver.fake.messages.items()
+        if place[0] == driver.dm(1)
+        and any(b.get("type") == "actions" for b in m.get("blocks") or [])
+    ]
+    return place
+
+
+def discord_card(driver: DiscordDriver) -> dict[str, object]:
+    [card] = [m for m in driver.fake.messages.values() if m["components"]]
+    return card
+
+
+def card_stored(db: Path) -> bool:
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT card_refs FROM approvals").fetchall()
+    return bool(rows) and all(r[0] not in ("", "[]") for r in rows)
+
+
+async def until_card_stored(db: Path) -> None:
+    async with asyncio.timeout(WAIT_S):
+        while not card_stored(db):  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+
+
+async def park_on(
+    tmp_path: Path, driver: Driver, llm: RoutedOpenAI, *, kill: bool
+) -> tuple[Path, str]:
+    """A daemon posts a card for a file write in conversation 1, then stops (SIGTERM, or
+    SIGKILL with ``kill``). Returns the config and the id of the person's message."""
+    config = platform_config(tmp_path, driver, llm)
+    llm.answer(
+        "q-park",
+        Reply(tool_calls=(("file_write", {"path": "out.txt", "content": "parked"}),)),
+        Reply(text=ANSWER),
+    )
+    async with start_daemon(config, env=daemon_env(driver.environment())) as daemon:
+        await daemon.wait_notify("READY", "1")
+        await driver.connected()
+        await driver.send(1, "q-park: write it")
+        if isinstance(driver, SlackDriver):
+            await driver.fake.wait_for(
+                "chat.postMessage",
+                where=lambda p: p.get("channel") == driver.dm(1) and "blocks" in p,
+                wait_s=WAIT_S,
+            )
+        else:
+            fake = driver.fake
+            await fake.wait_until(
+                lambda: any(m["components"] for m in fake.messages.values()), within=WAIT_S
+            )
+        # the card's place is stored before the stop (killed between the post and that
+        # write, the card is still decided by a tap, but nothing else can edit it)
+        await until_card_stored(tmp_path / "hatchway.db")
+        daemon.signal(signal.SIGKILL if kill else signal.SIGTERM)
+        assert await daemon.wait_exit() == (-signal.SIGKILL if kill else 0)
+    driver.went_down()
+    if isinstance(driver, SlackDriver):
+        [asked] = [p.event for p in driver.pushed]
+        request = str(asked["event"]["ts"])  # type: ignore[index]
+        slack_card(driver)  # still open: nothing expired it
+    else:
+        [asked] = [
+            m
+            for m in driver.fake.messages.values()
+            if str(m["content"]).endswith("q-park: write it")
+        ]
+        request = str(asked["id"])
+        discord_card(driver)
+    return config, request
+
+
+@asynccontextmanager
+async def restarted(config: Path, driver: Driver) -> AsyncIterator[DaemonProcess]:
+    async with start_daemon(config, env=daemon_env(driver.environment())) as daemon:
+        await daemon.wait_notify("READY", "1")
+        await driver.connected()
+        yield daemon
+        daemon.signal(signal.SIGTERM)
+        assert await daemon.wait_exit() == 0, daemon.events[-20:]
+
+
+async def tap_approve(driver: Driver) -> None:
+    """The approver taps Approve on the original card, as the platform sends it to the
+    process now running."""
+    if isinstance(driver, SlackDriver):
+        channel, ts = slack_card(driver)
+        pressed = driver.fake.press(channel, ts, "hatchway_approve", user=REQUESTER["slack"])
+        await driver.fake.wait_ack(await driver.fake.push("interactive", pressed))
+    else:
+        card = discord_card(driver)
+        await press(driver.fake, card, "a", user_payload(REQUESTER["discord"], "u1"))
+
+
+async def until_card_approved(driver: Driver, card: object) -> None:
+    """The original card was edited in place (``chat.update`` / ``PATCH`` of its message) to
+    show the approval."""
+    if isinstance(driver, SlackDriver):
+        channel, ts = card  # type: ignore[misc]
+        await driver.fake.wait_for(
+            "chat.update",
+            where=lambda p: (
+                p.get("channel") == channel and p.get("ts") == ts and "Approved" in str(p)
+            ),
+            wait_s=WAIT_S,
+        )
+    else:
+        assert isinstance(card, dict)
+        path = f"/channels/{card['channel_id']}/messages/{card['id']}"
+        fake = driver.fake
+
+        def edited() -> bool:
+            return any(
+                c.path == path and "Approved" in str(c.body)
+                for c in fake.calls_to("PATCH", r"/channels/\d+/messages/\d+")
+            )
+
+        await fake.wait_until(edited, within=WAIT_S)
+
+
+def check_once_on(driver: Driver, tmp_path: Path, request: str) -> None:
+    """The tool ran once; the answer arrived once, in the original thread / as the reply to
+    the original message; nobody was told to ask again."""
+    if isinstance(driver, SlackDriver):
+        posted = [c.params for c in driver.fake.calls_of("chat.postMessage")]
+        [answer] = [p for p in posted if ANSWER in str(p.get("text"))]
+        assert answer["channel"] == driver.dm(1)
+        assert answer.get("thread_ts") == request
+        texts = [str(p.get("text")) for p in posted]
+        assert not [c for c in driver.fake.calls_of("chat.update") if "ask again" in str(c.params)]
+    else:
+        sent = driver.fake.calls_to("POST", r"/channels/\d+/messages")
+        [answer_call] = [c for c in sent if ANSWER in str((c.body or {}).get("content"))]
+        assert answer_call.path == f"/channels/{driver.room(1)}/messages"
+        reference = (answer_call.body or {}).get("message_reference")
+        assert isinstance(reference, dict)
+        assert str(reference["message_id"]) == request
+        texts = [str((c.body or {}).get("content")) for c in sent]
+    assert SHUTDOWN_MESSAGE not in texts
+    assert not [t for t in texts if "ask again" in t]
+    [written] = files_named(tmp_path / "workspace", "out.txt")
+    assert written.read_text(encoding="utf-8") == "parked"
+    with sqlite3.connect(tmp_path / "hatchway.db") as conn:
+        inbox = conn.execute("SELECT status FROM inbox").fetchall()
+        parked = conn.execute("SELECT COUNT(*) FROM parked_turns").fetchone()
+        calls = conn.execute(
+            "SELECT COUNT(*) FROM tool_calls WHERE tool = 'file_write' AND status = 'executed'"
+        ).fetchone()
+    assert inbox == [("done",)]
+    assert parked == (0,)
+    assert calls == (1,)  # the tool ran once
+
+
+@pytest.mark.parametrize("kill", [False, True], ids=["sigterm", "kill-9"])
+@pytest.mark.parametrize("name", ["slack", "discord"])
+async def test_a_tap_on_the_original_card_after_a_restart_on(
+    tmp_path: Path, llm: RoutedOpenAI, name: str, kill: bool
+) -> None:
+    async with platform(name) as driver:
+        config, request = await park_on(tmp_path, driver, llm, kill=kill)
+        card = slack_card(driver) if isinstance(driver, SlackDriver) else discord_card(driver)
+        async with restarted(config, driver):
+            await tap_approve(driver)
+            await driver.wait_post(1, ANSWER, WAIT_S)
+            await until_card_approved(driver, card)
+        check_once_on(driver, tmp_path, request)
+
+
+@pytest.mark.parametrize("name", ["slack", "discord"])
+async def test_the_cli_approves_a_parked_card_after_a_kill_on(
+    tmp_path: Path, llm: RoutedOpenAI, name: str
+) -> None:
+    async with platform(name) as driver:
+        config, request = await park_on(tmp_path, driver, llm, kill=True)
+        card = slack_card(driver) if isinstance(driver, SlackDriver) else discord_card(driver)
+        async with restarted(config, driver):
+            [approval_id] = approval_ids(tmp_path / "hatchway.db")
+            cli = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "bot.cli",
+                "approvals",
+                "approve",
+                approval_id,
+                "--config",
+                str(config),
+                stdout=asyncio.subprocess.PIPE,
+                env={
+                    **os.environ,
+                    **daemon_env(driver.environment()),
+                    "USER": "ops",
+                    "PYTHONPATH": str(ROOT),
+                },
+                cwd=str(tmp_path),
+            )
+            out, _ = await cli.communicate()
+            assert cli.returncode == 0, out
+            await driver.wait_post(1, ANSWER, WAIT_S)
+            await until_card_approved(driver, card)
+        check_once_on(driver, tmp_path, request)
