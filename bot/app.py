@@ -221,6 +221,9 @@ class App:
                 show_outcome=self.approvals.show_outcome,
                 owner=None if liveness is None else liveness.replica_id,
                 live=None if liveness is None else liveness.live_replicas,
+                expire_removed=lambda tools, agents: self.approvals.expire_parked_removed(
+                    tools=tools, agents=agents
+                ),
             )
             self.approvals.on_unwaited(self.resumptions.nudge)
             self.host = AdapterHost(
@@ -409,6 +412,8 @@ class App:
         tools = self._build_tools(settings)
         shared = reloaded_bundle(self._shared_bundle, settings, tools)
         bundles = build_bundles(settings, shared, self._providers)
+        removed_tools = frozenset(s.name for s in self.tools) - {s.name for s in tools}
+        removed_agents = frozenset(self.agent.bundles) - set(bundles)
         self.settings = settings
         self.tools = tools
         self._shared_bundle = shared
@@ -420,6 +425,8 @@ class App:
             self.mcp.update_settings(settings.mcp)
         self.scheduler.update_settings(settings.schedules)
         self.usage.update(settings)
+        # a parked turn's card that needs a tool or an agent now gone expires, naming it
+        self.resumptions.removed(tools=removed_tools, agents=removed_agents)
 
     async def drain(self, timeout_s: float) -> bool:
         """Stop taking messages and let running turns finish (:meth:`Gateway.drain`).

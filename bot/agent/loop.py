@@ -59,6 +59,10 @@ LOOP_MESSAGE = "⚠️ I stopped because I kept repeating the same step without 
 ABORTED_MESSAGE = (
     "⚠️ I stopped: I tried an action again that needs an approval that was already refused."
 )
+AGENT_REMOVED_MESSAGE = (
+    "⚠️ This request waited for an approval, and the agent that was handling it has been "
+    "removed from the configuration since; nothing more of it will run. Please ask again."
+)
 UNREADABLE_MESSAGE = (
     "⚠️ This request waited for an approval, and what was kept of it could not be read "
     "back; nothing more of it will run. Please ask again."
@@ -105,6 +109,16 @@ async def run_turn(bundle: AgentBundle, state: TurnState) -> TurnResult:
             bundle.dynamic.finish_turn(state.turn.turn_id)
         if state.usage is not None:
             state.usage.finish()
+
+
+async def agent_removed(bundle: AgentBundle, approval_id: str, agent: str) -> TurnResult:
+    """The parked turn on ``approval_id`` belonged to ``agent``, which a reload removed:
+    nothing of it runs (its card expired, reason ``agent removed by reload``, or was decided
+    before the reload); the row goes and the requester is told
+    (:data:`AGENT_REMOVED_MESSAGE`)."""
+    log.warning("parked_turn_agent_removed", approval_id=approval_id, agent=agent)
+    await bundle.services.store.parked.drop(approval_id)
+    return TurnResult(status=TurnStatus.RESUME_FAILED, text=AGENT_REMOVED_MESSAGE)
 
 
 async def resume_turn(bundle: AgentBundle, state: TurnState, approval_id: str) -> TurnResult:

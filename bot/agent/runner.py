@@ -27,7 +27,7 @@ import structlog
 from bot import telemetry
 from bot.agent.bundles import image_sight
 from bot.agent.listening import listening
-from bot.agent.loop import resume_turn, run_turn
+from bot.agent.loop import agent_removed, resume_turn, run_turn
 from bot.agent.turn import AgentBundle, TurnState, TurnStatus
 from bot.attachments.ingest import AttachmentIngest
 from bot.channel import Channel
@@ -119,7 +119,10 @@ class AgentRunner:
         if progress is not None:
             state.cancel.on_cancel(progress.stopping)  # shown until the turn has ended
         try:
-            if turn.resume is not None:
+            if turn.resume is not None and bundle.name != envelope.agent:
+                # its agent was removed by a reload: another agent does not take it over
+                result = await agent_removed(bundle, turn.resume, envelope.agent)
+            elif turn.resume is not None:
                 result = await resume_turn(bundle, state, turn.resume)
             elif envelope.attachments and self._attachments is not None:
                 # downloaded before the turn's first record: a crash meanwhile leaves the

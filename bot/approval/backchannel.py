@@ -53,7 +53,7 @@ from bot.scrub import scrub_text
 from bot.store import Store
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
 from bot.store.inbox import InboxStatus
-from bot.store.parked import ParkState
+from bot.store.parked import ParkState, UnreadableParkRecord
 
 log = structlog.get_logger(__name__)
 
@@ -231,6 +231,33 @@ class Backchannel:
             if record is not None and await self.expire(record, RuntimeReason.TIMEOUT):
                 count += 1
                 await self._cards.edit_all(approval_id)
+        return count
+
+    async def expire_parked_removed(self, *, tools: frozenset[str], agents: frozenset[str]) -> int:
+        """A reload removed ``tools`` or ``agents``: the still-open card of each parked turn
+        of such an agent (reason ``agent removed by reload``) or asking for such a tool
+        (``tool removed by reload``) expires and is edited; nothing of it runs (its
+        resumption edits the card and tells the model, or, its agent gone, the requester).
+        Returns how many."""
+        count = 0
+        for row in await self._store.parked.rows(states=(ParkState.PARKED,)):
+            record = await self._store.approvals.get(row.approval_id)
+            if record is None or record.status is not ApprovalStatus.PENDING:
+                continue
+            try:
+                parked = await self._store.parked.get(row.approval_id)
+            except UnreadableParkRecord:
+                continue  # its resumption fails it with a notice
+            if parked is not None and parked.agent in agents:
+                why = RuntimeReason.AGENT_REMOVED
+            elif record.tool in tools:
+                why = RuntimeReason.TOOL_REMOVED
+            else:
+                continue
+            if await self.expire(record, why):
+                # the card is edited by whoever resumes the turn (it shows the outcome)
+                log.info("parked_card_expired_by_reload", approval_id=record.id, reason=why)
+                count += 1
         return count
 
     async def close_parked(self, session_key: str) -> int:

@@ -74,6 +74,9 @@ class RuntimeReason(enum.StrEnum):
     #: The call needs more distinct approvers than could ever answer here (the terminal,
     #: or fewer listed approvers besides the requester than the quorum, and no roles).
     QUORUM_UNREACHABLE = "quorum unreachable"
+    #: A reload removed the tool, or the agent, of a parked turn's card: nothing runs.
+    TOOL_REMOVED = "tool removed by reload"
+    AGENT_REMOVED = "agent removed by reload"
 
     @property
     def wording(self) -> str:
@@ -140,6 +143,14 @@ _WORDING = {
         "This call needs the approval of several different approvers, and not that many "
         "can answer here (the requester never counts), so the runtime denied it at once. "
         f"{_DID_NOT_RUN}"
+    ),
+    RuntimeReason.TOOL_REMOVED: (
+        "The configuration was reloaded while this call waited for approval, and the tool "
+        f"is no longer configured, so the request expired. {_DID_NOT_RUN}"
+    ),
+    RuntimeReason.AGENT_REMOVED: (
+        "The configuration was reloaded while this call waited for approval, and the agent "
+        f"that asked is no longer configured, so the request expired. {_DID_NOT_RUN}"
     ),
 }
 

@@ -276,6 +276,11 @@ class ApprovalService:
         waiting turn edits): through the platforms' message-edit calls, hours later too."""
         await self._backchannel.desk.edit_all(approval_id)
 
+    async def expire_parked_removed(self, *, tools: frozenset[str], agents: frozenset[str]) -> int:
+        """A reload removed ``tools`` or ``agents``: the parked turns' cards that need them
+        expire, naming the change (:meth:`Backchannel.expire_parked_removed`)."""
+        return await self._backchannel.expire_parked_removed(tools=tools, agents=agents)
+
     async def close_parked(self, session_key: str) -> int:
         """``/stop`` or ``/new``: the session's parked turns end, their cards closed as
         cancelled (:meth:`Backchannel.close_parked`). Returns how many."""

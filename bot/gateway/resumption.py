@@ -36,6 +36,8 @@ from bot.turn import TurnIdentity
 log = structlog.get_logger(__name__)
 
 Enqueue = Callable[[TurnIdentity], None]
+#: Expires the parked turns' cards that need the given removed tools or agents.
+ExpireRemoved = Callable[[frozenset[str], frozenset[str]], Awaitable[int]]
 
 
 class Resumptions:
@@ -51,6 +53,7 @@ class Resumptions:
         owner: str | None = None,
         poll_s: float = 1.0,
         live: Callable[[], Awaitable[frozenset[str]]] | None = None,
+        expire_removed: ExpireRemoved | None = None,
     ) -> None:
         self._store = store
         self._enqueue = enqueue
@@ -60,10 +63,22 @@ class Resumptions:
         self._poll_s = poll_s
         self._live = live
         self._nudged = asyncio.Event()
+        self._expire_removed = expire_removed
+        self._removed_tools: frozenset[str] = frozenset()
+        self._removed_agents: frozenset[str] = frozenset()
 
     def nudge(self, approval_id: str = "") -> None:
         """A card was decided here that no turn of this process waits on: look now."""
         self._nudged.set()
+
+    def removed(self, *, tools: frozenset[str], agents: frozenset[str]) -> None:
+        """A reload removed ``tools`` or ``agents``: the next sweep expires the parked
+        turns' cards that need them (reason ``tool removed by reload`` or ``agent removed
+        by reload``), and then resumes their turns, which run nothing."""
+        if tools or agents:
+            self._removed_tools |= tools
+            self._removed_agents |= agents
+            self._nudged.set()
 
     async def run(self) -> None:
         """Sweep every ``poll_s`` (or at once when nudged), until cancelled."""
@@ -84,6 +99,12 @@ class Resumptions:
         if self._live is not None:
             # several replicas: the turns a replica that died left waiting are parked here
             await settle_at_start(self._store, owner=self._owner, live=await self._live())
+        if self._expire_removed is not None and (self._removed_tools or self._removed_agents):
+            tools, agents = self._removed_tools, self._removed_agents
+            await self._expire_removed(tools, agents)
+            # cleared once done: a failed sweep tries again
+            self._removed_tools -= tools
+            self._removed_agents -= agents
         await self._expire_due()
         queued = 0
         for row in await self._store.parked.decided():
