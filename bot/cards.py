@@ -29,6 +29,19 @@ class ApprovalChoice(enum.StrEnum):
     ALWAYS = "always"
 
 
+def answer_window(timeout_s: float) -> str:
+    """How long a card waits, as its last line says it: whole minutes under two hours
+    (``5 min``, at least 1), whole hours under two days (``24 h``), else days (``3 days``);
+    rounded to the nearest unit, since the exact deadline is the card's own."""
+    minutes = max(1, round(timeout_s / 60))
+    if minutes < 120:
+        return f"{minutes} min"
+    hours = round(timeout_s / 3600)
+    if hours < 48:
+        return f"{hours} h"
+    return f"{round(timeout_s / 86400)} days"
+
+
 class CardState(enum.StrEnum):
     PENDING = "pending"
     APPROVED = "approved"
@@ -147,8 +160,7 @@ class ApprovalCard:
         if self.state is CardState.PENDING:
             if self.cut:
                 body.append(CUT_NOTE)
-            minutes = max(1, round(self.timeout_s / 60))
-            body.append(f"No answer within {minutes} min means no.")
+            body.append(f"No answer within {answer_window(self.timeout_s)} means no.")
         elif self.decided_by:
             body.append(f"By: {self.decided_by}")
         return "\n".join(body)

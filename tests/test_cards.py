@@ -14,6 +14,7 @@ from bot.cards import (
     CardVerb,
     FullViewPlan,
     Unreadable,
+    answer_window,
     plan_full_view,
 )
 
@@ -148,3 +149,22 @@ def test_a_short_diff_stays_in_the_pages() -> None:
     assert card.diff == ""  # the card shows it all
     plan = plan_full_view(card, page_chars=3000, max_pages=10, split=_pieces)
     assert not plan.diff_file and "".join(plan.pages) == full
+
+
+@pytest.mark.parametrize(
+    ("timeout_s", "said"),
+    [
+        (10, "1 min"),
+        (300, "5 min"),
+        (7_140, "119 min"),
+        (7_200, "2 h"),
+        (86_400, "24 h"),
+        (169_200, "47 h"),
+        (172_800, "2 days"),
+        (604_800, "7 days"),
+    ],
+)
+def test_a_card_says_how_long_it_waits_in_the_unit_that_reads(timeout_s: float, said: str) -> None:
+    """Parked cards wait hours or days (approval.timeout_s defaults to a day): their last
+    line says "24 h", not "1440 min"."""
+    assert answer_window(timeout_s) == said

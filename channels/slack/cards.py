@@ -49,6 +49,7 @@ from bot.cards import (
     CardState,
     CardVerb,
     GrantOption,
+    answer_window,
     plan_full_view,
 )
 from channels.slack.markup import SECTION_LIMIT, code_blocks, code_span, escape
@@ -236,8 +237,7 @@ def _buttons(
 
 
 def _note(card: ApprovalCard, *, approvable: bool, reactions: bool) -> str:
-    minutes = max(1, round(card.timeout_s / 60))
-    note = f"No answer within {minutes} min means no."
+    note = f"No answer within {answer_window(card.timeout_s)} means no."
     if reactions:
         if approvable:
             note += " Approvers may also react with :white_check_mark: or :x:."
@@ -361,9 +361,9 @@ def full_view(card: ApprovalCard, place: CardPlace) -> Block:
     deny = button("Deny", CardVerb.DENY, "danger")
     if plan.pages:
         body = [mrkdwn_section(piece) for piece in plan.pages]
-        minutes = max(1, round(card.timeout_s / 60))
         note = (
-            f"This is everything the call will run with. No answer within {minutes} min means no."
+            "This is everything the call will run with. "
+            f"No answer within {answer_window(card.timeout_s)} means no."
         )
         buttons = [
             button("Approve", CardVerb.APPROVE, "primary"),
