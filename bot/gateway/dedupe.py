@@ -28,6 +28,13 @@ class InboxDedupe:
 
     async def __call__(self, arrival: Arrival, call_next: Admit) -> None:
         envelope = arrival.envelope
+        # Before the write, not after it: start-up recovery, running beside the channels,
+        # must never see this run's entry as one the process before left. Marked after the
+        # write, recovery's read of the unfinished entries could return between the commit
+        # and this coroutine's wake-up (the store answers from its own thread) and queue the
+        # message a second time: two turns, two answers. The id is this delivery's own (an
+        # adapter's fresh envelope), so a duplicate refused below marks no earlier entry.
+        self._on_admitted(envelope.envelope_id)
         admitted = await self._store.inbox.admit(
             InboxKey(channel=str(envelope.channel), message_id=envelope.message_id),
             envelope_id=envelope.envelope_id,
@@ -38,9 +45,5 @@ class InboxDedupe:
         if not admitted:
             log.info("envelope_duplicate", message_id=envelope.message_id)
             return
-        # at once, before any later step awaits: start-up recovery, running beside the
-        # channels, must see the entry as this run's (Sessions.queued_here), not as one left
-        # by the process before
-        self._on_admitted(envelope.envelope_id)
         crash_point("after_admit")
         await call_next(arrival)
