@@ -17,9 +17,10 @@ from bot.channel import Channel
 from bot.config import Settings, parse_settings
 from bot.envelope import Capabilities, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
 from bot.store import Store
-from bot.store.approvals import ApprovalRecord
+from bot.store.approvals import ApprovalRecord, ApprovalStatus
 from bot.turn import TurnIdentity
 from tests.fakes.channel import FakeChannel, PostedCard
+from tests.fakes.replica_apps import Replicas
 
 SLACK = ChannelRef(kind="slack", alias="team")
 #: For approver_roles, which Slack does not have.
@@ -179,3 +180,20 @@ async def until_waiting(store: Store, approval_id: str) -> None:
         # the row is the only signal there is
         while not (row := await store.approvals.get(approval_id)) or not row.card_refs:  # noqa: ASYNC110
             await asyncio.sleep(0.01)
+
+
+@pytest.fixture
+async def replicas(pg_url: str, tmp_path: Path) -> AsyncIterator[Replicas]:
+    """Replicas in one process over one PostgreSQL database (:mod:`tests.fakes.replica_apps`)."""
+    started = Replicas(pg_url, tmp_path)
+    try:
+        yield started
+    finally:
+        await started.aclose()
+
+
+async def status_of(store: Store, approval_id: str) -> tuple[ApprovalStatus, str | None]:
+    """The row's status and reason (it must exist)."""
+    record = await store.approvals.get(approval_id)
+    assert record is not None
+    return record.status, record.reason

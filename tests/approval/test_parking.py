@@ -8,36 +8,18 @@ With ``approval.park = false`` a stop expires the card, as before."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
 
 from bot.approval.reasons import RuntimeReason
 from bot.channel import CardState, ClickVerdict
 from bot.store import InboxKey, InboxStatus, Store
 from bot.store.approvals import ApprovalStatus
 from bot.store.parked import ParkState
+from tests.approval.conftest import status_of
 from tests.fakes.channel import clicked
 from tests.fakes.replica_apps import APPROVER, SLACK, Replicas, message
 
 WAIT_S = 60.0
 KEY = InboxKey(channel=str(SLACK), message_id="1")
-
-
-@pytest.fixture
-async def replicas(pg_url: str, tmp_path: Path) -> AsyncIterator[Replicas]:
-    started = Replicas(pg_url, tmp_path)
-    try:
-        yield started
-    finally:
-        await started.aclose()
-
-
-async def status_of(store: Store, approval_id: str) -> tuple[ApprovalStatus, str | None]:
-    record = await store.approvals.get(approval_id)
-    assert record is not None
-    return record.status, record.reason
 
 
 async def inbox_status(store: Store) -> InboxStatus:

@@ -8,10 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
 
 from bot.channel import ApprovalChoice, ClickVerdict
 from bot.envelope import IngressEnvelope
@@ -23,15 +19,6 @@ from tests.fakes.replica_apps import APPROVER, Replica, Replicas, message
 
 WAIT_S = 60.0
 PARK_SOON = {"approval": {"timeout_s": 60.0, "wait_in_turn_s": 0.2}}
-
-
-@pytest.fixture
-async def replicas(pg_url: str, tmp_path: Path) -> AsyncIterator[Replicas]:
-    started = Replicas(pg_url, tmp_path)
-    try:
-        yield started
-    finally:
-        await started.aclose()
 
 
 def editable(text: str, message_id: str) -> IngressEnvelope:

@@ -6,11 +6,7 @@ once: one resumption, one tool run, one answer."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from bot.channel import ClickVerdict
 from bot.providers.base import CompletionRequest, ProviderReply, StreamSink
@@ -24,15 +20,6 @@ WAIT_S = 60.0
 KEY = InboxKey(channel=str(SLACK), message_id="1")
 #: The turn parks by itself after 0.2 s, so both replicas stay up while it is parked.
 PARK_SOON = {"approval": {"timeout_s": 60.0, "wait_in_turn_s": 0.2}}
-
-
-@pytest.fixture
-async def replicas(pg_url: str, tmp_path: Path) -> AsyncIterator[Replicas]:
-    started = Replicas(pg_url, tmp_path)
-    try:
-        yield started
-    finally:
-        await started.aclose()
 
 
 async def until_state(store: Store, approval_id: str, state: ParkState) -> None:

@@ -5,11 +5,8 @@ with a reason naming the change and is edited so, and nothing of the turn runs."
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from bot.agent.loop import AGENT_REMOVED_MESSAGE
 from bot.approval.reasons import RuntimeReason
@@ -24,15 +21,6 @@ WAIT_S = 60.0
 PARK_SOON: dict[str, Any] = {"approval": {"timeout_s": 60.0, "wait_in_turn_s": 0.2}}
 #: The conversation C1 is answered by the agent ``ops``.
 OPS: dict[str, Any] = {**PARK_SOON, "agents": {"ops": {"routes": [{"conversation": "C1"}]}}}
-
-
-@pytest.fixture
-async def replicas(pg_url: str, tmp_path: Path) -> AsyncIterator[Replicas]:
-    started = Replicas(pg_url, tmp_path)
-    try:
-        yield started
-    finally:
-        await started.aclose()
 
 
 async def until_parked(store: Store, approval_id: str) -> None:
