@@ -16,7 +16,8 @@ accepts each trigger once (``invalid_trigger_id`` / ``exchanged_trigger_id`` /
 :meth:`FakeSlack.submit_view` then does what Slack's client does on "Submit" (refuses an empty
 required field or an over-long one, like the client) and pushes the ``view_submission``; an ack
 without ``response_action: errors`` closes the view. :meth:`FakeSlack.press_in_view` presses a
-button inside an open view; ``views.update`` replaces an open view (``not_found`` once it is
+button inside an open view (:meth:`FakeSlack.select_in_view` picks an option of a select in
+it); ``views.update`` replaces an open view (``not_found`` once it is
 closed, ``hash_conflict`` when the hash given is not the view's current one) and gives it a new
 hash. Message calls are checked as Slack checks them and refused with its errors
 (:mod:`tests.fakes.slack_rules`: ``channel_not_found``, ``msg_too_long``, ``no_text``,
@@ -68,7 +69,12 @@ from tests.fakes.slack_history import history, replies
 from tests.fakes.slack_members import Conversations
 from tests.fakes.slack_rules import refusal
 from tests.fakes.slack_streams import Streams
-from tests.fakes.slack_views import view_block_actions, view_problems, view_submission
+from tests.fakes.slack_views import (
+    view_block_actions,
+    view_problems,
+    view_select_actions,
+    view_submission,
+)
 
 JSON = dict[str, Any]
 BOT_USER = "UBOT"
@@ -348,6 +354,15 @@ class FakeSlack:
         assert view_id not in self.closed_views, "the view is closed"
         payload = view_block_actions(
             self.views[view_id], action_id, user=user, trigger_id=self.issue_trigger()
+        )
+        return await self.wait_ack(await self.push("interactive", payload))
+
+    async def select_in_view(self, view_id: str, action_id: str, value: str, *, user: str) -> JSON:
+        """``user`` picks the option ``value`` in the view's ``static_select`` ``action_id``
+        (see :func:`tests.fakes.slack_views.view_select_actions`); returns the ack."""
+        assert view_id not in self.closed_views, "the view is closed"
+        payload = view_select_actions(
+            self.views[view_id], action_id, value, user=user, trigger_id=self.issue_trigger()
         )
         return await self.wait_ack(await self.push("interactive", payload))
 

@@ -9,7 +9,8 @@ and ``plain_text_input.max_length``), from :mod:`tests.fakes.limits`.
 :func:`view_submission` builds the ``view_submission`` payload Slack sends when a person
 presses Submit, and refuses what Slack's client refuses (an empty required field, text over
 ``max_length``); :func:`view_block_actions` builds the ``block_actions`` payload of a button
-pressed inside a view.
+pressed inside a view, :func:`view_select_actions` that of an option picked in a
+``static_select`` inside a view.
 """
 
 from __future__ import annotations
@@ -27,7 +28,13 @@ from tests.fakes.limits import (
 )
 from tests.fakes.slack_blocks import block_problems
 
-__all__ = ["block_problems", "view_block_actions", "view_problems", "view_submission"]
+__all__ = [
+    "block_problems",
+    "view_block_actions",
+    "view_problems",
+    "view_select_actions",
+    "view_submission",
+]
 
 JSON = dict[str, Any]
 TEAM = "T0001"
@@ -132,6 +139,46 @@ def view_block_actions(view: JSON, action_id: str, *, user: str, trigger_id: str
                 "block_id": block.get("block_id", "b"),
                 "text": button.get("text"),
                 "value": button.get("value"),
+                "action_ts": "1700000200.1",
+            }
+        ],
+        "is_enterprise_install": False,
+    }
+
+
+def view_select_actions(
+    view: JSON, action_id: str, value: str, *, user: str, trigger_id: str
+) -> JSON:
+    """The payload of ``user`` picking the option whose value is ``value`` in the
+    ``static_select`` ``action_id`` inside ``view``: as Slack sends a pick, with
+    ``selected_option`` (its text and value) and no ``value``. An option the select does not
+    hold is sent as given (a forged payload), its text then ``…``."""
+    selects = [
+        (block, element)
+        for block in view.get("blocks") or []
+        if block.get("type") == "actions"
+        for element in block.get("elements") or []
+        if element.get("type") == "static_select"
+    ]
+    ((block, select),) = [(b, e) for b, e in selects if e.get("action_id") == action_id]
+    shown = [o["text"] for o in select.get("options") or [] if o.get("value") == value]
+    text = shown[0] if shown else {"type": "plain_text", "text": "…"}
+    return {
+        "type": "block_actions",
+        "team": {"id": TEAM, "domain": "fake"},
+        "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": TEAM},
+        "api_app_id": "A0001",
+        "token": "verification",
+        "container": {"type": "view", "view_id": view["id"]},
+        "trigger_id": trigger_id,
+        "view": json.loads(json.dumps(view)),
+        "actions": [
+            {
+                "type": "static_select",
+                "action_id": action_id,
+                "block_id": block.get("block_id", "b"),
+                "selected_option": {"text": text, "value": value},
+                "placeholder": select.get("placeholder"),
                 "action_ts": "1700000200.1",
             }
         ],

@@ -2,8 +2,9 @@
 the loopback fake and the real approval service: what only Slack has. The full view is a
 modal (``views.open`` within the trigger's 3 seconds: an expired trigger is explained
 privately), replaced with the outcome by the press that decides (a second press, its view
-gone, is told privately), too long for a modal it only denies; over the HTTP Events API
-too; values render literally and ping nobody. Who may open it and what approves from where
+gone, is told privately), too long for a modal it only denies; a grant choice picked in its
+select (a forged one refused in the view); over the HTTP Events API too; values render
+literally and ping nobody. Who may open it and what approves from where
 is in ``tests/channels/contract``, alike on every platform.
 """
 
@@ -52,7 +53,7 @@ from tests.fakes.slack_setup import (
     http_channel,
 )
 from tests.fakes.slack_setup import card as setup_card
-from tests.fakes.slack_views import view_block_actions
+from tests.fakes.slack_views import view_block_actions, view_select_actions
 
 CONVERSATION = "C0001"
 THREAD = "T1"  # the thread of make_envelope()
@@ -171,6 +172,79 @@ async def test_a_second_press_in_the_full_view_is_told_it_was_decided(
         view["hash"]
     ] * 2
     assert slack.views[view["id"]]["blocks"][0]["text"]["text"] == OUTCOME_NOTES[CardVerb.APPROVE]
+
+
+def choice_values(view: JSON) -> dict[str, str]:
+    """The full view's grant choices: each option's label and its value (the payload)."""
+    (select,) = [
+        e
+        for b in view["blocks"]
+        if b["type"] == "actions"
+        for e in b["elements"]
+        if e["type"] == "static_select"
+    ]
+    assert select["action_id"] == "hatchway_full_grant"
+    return {o["text"]["text"]: o["value"] for o in select["options"]}
+
+
+async def test_a_grant_picked_in_the_full_view_approves_with_that_grant(
+    slack: FakeSlack, store: Store
+) -> None:
+    """A cut card offers no choice on the card; its full view does. A forged pick there (a
+    key the card never offered) is refused in the view and decides nothing; "for 1 h" picked
+    in the view approves, and the grant is an hour long in this conversation."""
+    channel = channel_for(slack, store)
+    service = approval_service(store, channel)
+    async with running(channel, ServiceHost(service)), asking(service, MANY_ARGUMENTS) as ask:
+        ts, record = await posted_card(slack, store)
+        card_message = slack.messages[(CONVERSATION, ts)]
+        assert not [
+            e for b in card_message["blocks"] for e in b.get("elements", []) if "options" in e
+        ]
+        await show_full(slack, ts)
+        view = await slack.wait_view()
+        values = choice_values(view)
+        assert list(values) == ["for 1 h", "for this conversation", "for this exact command"]
+        forged = values["for 1 h"].replace(":fg:1h", ":fg:forever")
+        await push(
+            slack,
+            view_select_actions(
+                view,
+                "hatchway_full_grant",
+                forged,
+                user=APPROVER,
+                trigger_id=slack.issue_trigger(),
+            ),
+        )
+        await slack.wait_for("views.update")
+        refused = slack.views[view["id"]]["blocks"][0]["text"]["text"]
+        assert refused == ClickVerdict.CHOICE_NOT_OFFERED.message
+        assert not ask.done()
+        assert await store.grants.list(now=record.created_at) == []
+
+        # the refusal replaced the view: the approver opens it again and picks for real
+        await show_full(slack, ts)
+        view = await slack.wait_view(count=2)
+        await slack.select_in_view(
+            view["id"], "hatchway_full_grant", choice_values(view)["for 1 h"], user=APPROVER
+        )
+        decision = await asyncio.wait_for(ask, 10)
+    assert (decision.verdict, decision.decided_by) == (Decision.ALWAYS, APPROVER)
+    (grant,) = await store.grants.list(now=record.created_at)
+    assert (grant.size, grant.scope, grant.scope_key, grant.granted_by) == (
+        "for 1 h",
+        "conversation",
+        f"{REF}:{CONVERSATION}",
+        APPROVER,
+    )
+    assert grant.expires_at is not None
+    assert 3600 <= grant.expires_at - record.created_at < 3600 + 30
+    assert slack.views[view["id"]]["blocks"][0]["text"]["text"] == OUTCOME_NOTES[CardVerb.GRANT]
+    rows = [r for r in await store.audit.since() if r.fingerprint == record.fingerprint]
+    assert [(r.decision, r.reason) for r in rows][-2:] == [
+        (Decision.CLICK_REFUSED_ALWAYS, "choice_not_offered"),
+        (Decision.ALWAYS, "click"),
+    ]
 
 
 async def test_an_expired_trigger_is_explained_privately(slack: FakeSlack, store: Store) -> None:
