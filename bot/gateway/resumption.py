@@ -14,6 +14,16 @@ takes a turn slot, and answers the original message through the outbox. A parked
 that the model is told. At a start (and, with several replicas, at every sweep, for the
 replicas that are gone), :func:`settle_at_start` parks the turns a stop or a kill left
 waiting and gives back the claims of resumptions that never began.
+
+**The idle gate.** Nothing is parked most of the time, and a sweep reads two to four
+statements. So the sweep runs only while the table may hold a row: from the start until a
+sweep finds it empty, and again once a turn of this process records a row
+(:attr:`~bot.store.parked.ParkedTurns.held` moves), a decision is made here
+(:meth:`Resumptions.nudge`), a reload removes something, or another replica says it
+recorded one (the :data:`PARKED` signal). An idle process reads nothing, but for one
+``SELECT … LIMIT 1`` every :data:`IDLE_CHECK_S`, which finds a row written by a process
+whose signal was lost. A decision made in another process (``hatchway approvals approve``)
+is seen by the next sweep: its row exists, so the sweep runs.
 """
 
 from __future__ import annotations
@@ -29,11 +39,14 @@ import structlog
 from bot.envelope import IngressEnvelope, envelope_from_json
 from bot.errors import StorageError
 from bot.store import InboxStatus, Store
-from bot.store.parked import ParkState
+from bot.store.parked import PARKED, ParkState
 from bot.tools.parking import adopt_waiting
 from bot.turn import TurnIdentity
 
 log = structlog.get_logger(__name__)
+
+#: How often an idle process checks, with one statement, for a row it was not told of.
+IDLE_CHECK_S = 30.0
 
 Enqueue = Callable[[TurnIdentity], None]
 #: Expires the parked turns' cards that need the given removed tools or agents.
@@ -54,6 +67,8 @@ class Resumptions:
         poll_s: float = 1.0,
         live: Callable[[], Awaitable[frozenset[str]]] | None = None,
         expire_removed: ExpireRemoved | None = None,
+        idle_check_s: float = IDLE_CHECK_S,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._store = store
         self._enqueue = enqueue
@@ -66,31 +81,82 @@ class Resumptions:
         self._expire_removed = expire_removed
         self._removed_tools: frozenset[str] = frozenset()
         self._removed_agents: frozenset[str] = frozenset()
+        # the idle gate (module docstring): armed from the start until a sweep finds no row
+        self._idle_check_s = idle_check_s
+        self._clock = clock
+        self._armed = True
+        self._wakes = 0
+        self._held = store.parked.held
+        self._check_at = 0.0
+
+    @property
+    def idle(self) -> bool:
+        """Whether the sweep is gated off (no row was there at the last look)."""
+        return not self._armed
+
+    def _wake(self) -> None:
+        self._wakes += 1
+        self._armed = True
 
     def nudge(self, approval_id: str = "") -> None:
         """A card was decided here that no turn of this process waits on: look now."""
+        self._wake()
         self._nudged.set()
+
+    def heard(self, approval_id: str) -> None:
+        """Another replica recorded a parked row (the :data:`PARKED` signal)."""
+        self._wake()
 
     def removed(self, *, tools: frozenset[str], agents: frozenset[str]) -> None:
         """A reload removed ``tools`` or ``agents``: the next sweep expires the parked
         turns' cards that need them (reason ``tool removed by reload`` or ``agent removed
         by reload``), and then resumes their turns, which run nothing."""
         if tools or agents:
+            self._wake()
             self._removed_tools |= tools
             self._removed_agents |= agents
             self._nudged.set()
 
     async def run(self) -> None:
-        """Sweep every ``poll_s`` (or at once when nudged), until cancelled."""
-        while True:
-            self._nudged.clear()
-            try:
-                await self.sweep()
-            except StorageError as exc:
-                log.warning("parked_turn_sweep_failed", error=str(exc))
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self._poll_s):
-                    await self._nudged.wait()
+        """Sweep every ``poll_s`` (or at once when nudged) while the gate is open, until
+        cancelled."""
+        await self._store.signals.listen(PARKED, self.heard)
+        try:
+            while True:
+                self._nudged.clear()
+                try:
+                    await self.tick()
+                except StorageError as exc:
+                    log.warning("parked_turn_sweep_failed", error=str(exc))
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self._poll_s):
+                        await self._nudged.wait()
+        finally:
+            await self._store.signals.unlisten(PARKED, self.heard)
+
+    async def tick(self) -> int:
+        """One turn of :meth:`run`: a :meth:`sweep` when the gate is open (module
+        docstring), nothing otherwise; once every ``idle_check_s``, an idle process looks
+        whether a row is there with one statement. Returns how many were queued."""
+        held = self._store.parked.held
+        if not self._armed:
+            if held != self._held:
+                self._armed = True
+            elif self._clock() >= self._check_at:
+                self._check_at = self._clock() + self._idle_check_s
+                self._armed = await self._store.parked.any()
+            if not self._armed:
+                return 0
+        wakes = self._wakes
+        queued = await self.sweep()
+        if queued or await self._store.parked.any():
+            return queued
+        # closed only when nothing was recorded here, or woke it, meanwhile
+        if wakes == self._wakes and held == self._store.parked.held:
+            self._armed = False
+            self._held = held
+            self._check_at = self._clock() + self._idle_check_s
+        return queued
 
     async def sweep(self) -> int:
         """Expire the parked cards whose life is over, then queue a resumption for every

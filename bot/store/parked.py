@@ -38,6 +38,9 @@ from bot.store.statements import Row, Write
 #: body without it resumes with a new progress message), ``progress``: the turn's progress
 #: message, ``{"message_id": …, "lines": [[key, line], …]}``.
 VERSION = 1
+#: The signal a replica sends when one of its turns records a row: the other replicas'
+#: resumption sweeps open their idle gate (:mod:`bot.gateway.resumption`).
+PARKED = "hatchway_parked"
 #: The longest body kept (characters of JSON): a batch larger than this is not parked.
 MAX_BODY_CHARS = 256_000
 #: The most lines, and the longest line, of a progress message kept with a parked turn.
@@ -227,6 +230,13 @@ class ParkedTurns:
 
     def __init__(self, db: Database) -> None:
         self._db = db
+        #: How many rows this process recorded (:meth:`hold`): the resumption sweep's idle
+        #: gate opens when it moves (:mod:`bot.gateway.resumption`).
+        self.held = 0
+
+    async def any(self) -> bool:
+        """Whether any row is there, in one statement (the sweep's idle gate)."""
+        return await self._db.fetchone("SELECT 1 FROM parked_turns LIMIT 1") is not None
 
     async def hold(self, record: ParkRecord) -> bool:
         """Record ``record`` (``waiting``) as its card is posted. False, with nothing
@@ -255,6 +265,8 @@ class ParkedTurns:
                 now,
             ),
         )
+        # after the write: a sweep that looked before it sees the count move at its next turn
+        self.held += 1
         return True
 
     async def get(self, approval_id: str) -> ParkRecord | None:

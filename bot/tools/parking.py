@@ -20,9 +20,10 @@ from datetime import UTC, datetime
 
 import structlog
 
+from bot.errors import StorageError
 from bot.providers.base import ChatMessage, ToolCallRequest
 from bot.store import Store, UnitOfWork
-from bot.store.parked import ParkRecord, ParkState, UnreadableParkRecord
+from bot.store.parked import PARKED, ParkRecord, ParkState, UnreadableParkRecord
 from bot.tools.outcome import OutcomeReason, ToolOutcome, not_executed
 from bot.tools.transcript import assistant_message, result_messages
 from bot.turn import TurnIdentity
@@ -116,10 +117,20 @@ class BatchTicket:
             log.warning("approval_not_parkable", approval_id=approval_id, reason="batch too large")
             return False
         self.record = record
+        await _announce(self._store, approval_id)
         return True
 
     async def release(self, approval_id: str) -> None:
         await self._store.parked.drop(approval_id)
+
+
+async def _announce(store: Store, approval_id: str) -> None:
+    """Wake the other replicas' resumption sweeps (their idle gate): a row is there. A lost
+    signal costs them up to their idle check (:data:`bot.gateway.resumption.IDLE_CHECK_S`)."""
+    try:
+        await store.signals.notify(PARKED, approval_id)
+    except StorageError as exc:
+        log.warning("parked_signal_failed", approval_id=approval_id, error=str(exc))
 
 
 async def adopt_waiting(store: Store, *, owner: str | None, gone: frozenset[str] | None) -> int:
