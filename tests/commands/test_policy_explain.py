@@ -1,7 +1,11 @@
 """``hatchway policy explain`` against the tool pipeline: one table of calls, each judged
-twice, by the command run as a subprocess over a real configuration and database, and by the
-real :class:`~bot.tools.pipeline.ToolPipeline` with the real approval service over the same
-database. The verdicts must agree, and the command must name the rule that decided."""
+twice, by the command over a real configuration and database, and by the real
+:class:`~bot.tools.pipeline.ToolPipeline` with the real approval service over the same
+database. The verdicts must agree, and the command must name the rule that decided.
+
+The command runs through its real parser and handler (:func:`bot.cli.main`, on a thread of
+its own with its own event loop, as a separate process would run it); one test runs it as
+the process ``python -m bot.cli`` too, exit status and streams as a shell sees them."""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +25,7 @@ import pytest
 from bot.approval.grants import new_grant
 from bot.approval.reasons import RuntimeReason
 from bot.approval.service import ApprovalService
+from bot.cli import main
 from bot.config import Settings, load_settings
 from bot.envelope import Capabilities, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
 from bot.outbox import ChannelOutbox
@@ -229,7 +234,7 @@ async def configured(tmp_path: Path) -> tuple[Path, Settings]:
     return path, settings
 
 
-def explain(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def explain_process(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HATCHWAY_CONFIG": str(config)}
     return subprocess.run(
         [sys.executable, "-m", "bot.cli", "policy", "explain", *args],
@@ -239,6 +244,24 @@ def explain(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=False,
     )
+
+
+Explain = Callable[..., Awaitable[subprocess.CompletedProcess[str]]]
+
+
+@pytest.fixture
+def explain(capsys: pytest.CaptureFixture[str], kept_logging: None) -> Explain:
+    """``hatchway policy explain ARGS --config CONFIG`` in this process: its exit status and
+    what it printed."""
+
+    async def run(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+        argv = ["policy", "explain", *args, "--config", str(config)]
+        capsys.readouterr()
+        code = await asyncio.to_thread(main, argv)
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(argv, code, out, err)
+
+    return run
 
 
 def _envelope(settings: Settings, case: Case) -> IngressEnvelope:
@@ -297,11 +320,10 @@ async def pipeline_verdict(settings: Settings, store: Store, case: Case) -> str:
     ids=lambda c: f"{c.channel}-{c.tool}-{c.verdict}" + ("-background" if c.background else ""),
 )
 async def test_explain_agrees_with_the_pipeline(
-    configured: tuple[Path, Settings], case: Case
+    configured: tuple[Path, Settings], explain: Explain, case: Case
 ) -> None:
     config, settings = configured
-    done = await asyncio.to_thread(
-        explain,
+    done = await explain(
         config,
         "--channel",
         case.channel,
@@ -329,11 +351,10 @@ async def test_explain_agrees_with_the_pipeline(
 
 
 async def test_explain_names_approvers_and_what_the_card_shows(
-    configured: tuple[Path, Settings],
+    configured: tuple[Path, Settings], explain: Explain
 ) -> None:
     config, _settings = configured
-    done = await asyncio.to_thread(
-        explain,
+    done = await explain(
         config,
         "--channel",
         "slack.team",
@@ -351,8 +372,7 @@ async def test_explain_names_approvers_and_what_the_card_shows(
     assert "asked:     a card in the conversation" in out
     assert "url: https://example.com/hook" in out
     assert "abcdefghijklmnop" not in out  # the card's masking applies
-    dm = await asyncio.to_thread(
-        explain,
+    dm = await explain(
         config,
         "--channel",
         "slack.team",
@@ -370,18 +390,18 @@ async def test_explain_names_approvers_and_what_the_card_shows(
 
 
 async def test_explain_shows_the_diff_and_refuses_a_path_outside_the_workspace(
-    configured: tuple[Path, Settings],
+    configured: tuple[Path, Settings], explain: Explain
 ) -> None:
     config, _settings = configured
     base = ["--channel", "slack.team", "--conversation", "C1", "--user", "U_ALICE"]
-    done = await asyncio.to_thread(
-        explain, config, *base, "file_write", json.dumps({"path": "new.txt", "content": "hi\n"})
+    done = await explain(
+        config, *base, "file_write", json.dumps({"path": "new.txt", "content": "hi\n"})
     )
     assert done.returncode == 0, done.stderr
     assert "  new file: new.txt (3 bytes, 1 line)" in done.stdout.splitlines()
     assert "  +hi" in done.stdout.splitlines()
-    done = await asyncio.to_thread(
-        explain, config, *base, "file_write", json.dumps({"path": "../out.txt", "content": "x"})
+    done = await explain(
+        config, *base, "file_write", json.dumps({"path": "../out.txt", "content": "x"})
     )
     assert done.stdout.splitlines() == [
         "decision:  refuse",
@@ -414,10 +434,31 @@ async def test_explain_shows_the_diff_and_refuses_a_path_outside_the_workspace(
     ],
 )
 async def test_a_bad_question_gets_a_clear_answer(
-    configured: tuple[Path, Settings], args: list[str], error: str
+    configured: tuple[Path, Settings], explain: Explain, args: list[str], error: str
 ) -> None:
     config, _settings = configured
-    done = await asyncio.to_thread(explain, config, *args)
+    done = await explain(config, *args)
     assert done.returncode == 2
     assert error in done.stdout
+    assert "Traceback" not in done.stderr
+
+
+async def test_the_command_as_a_process(configured: tuple[Path, Settings]) -> None:
+    """``python -m bot.cli policy explain``, its configuration from ``HATCHWAY_CONFIG``: an
+    answer on stdout with status 0, a bad question answered with status 2, no traceback."""
+    config, _settings = configured
+    base = ["--channel", "slack.keys", "--conversation", "C1", "--user", "U_ALICE"]
+    done = await asyncio.to_thread(
+        explain_process, config, *base, "shell", json.dumps({"command": "kubectl delete pod x"})
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[:2] == [
+        "decision:  quorum 2",
+        'rule:      quorum 2: rule 1 (tool "shell", command "*kubectl delete*") in '
+        "approval.quorum.rules",
+    ]
+    assert "Traceback" not in done.stderr
+    done = await asyncio.to_thread(explain_process, config, *base, "shell", "{x")
+    assert done.returncode == 2
+    assert "the arguments are not JSON" in done.stdout
     assert "Traceback" not in done.stderr
