@@ -108,7 +108,7 @@ class QuorumRule(ConfigModel):
     "Two keys"); no ``arguments``: every call of the tools."""
 
     tools: list[str] = Field(min_length=1, max_length=50)
-    arguments: dict[str, list[str]] = Field(default_factory=dict, max_length=10)
+    arguments: dict[str, list[str]] = Field(default={}, max_length=10)
     approvals: int = Field(ge=2, le=10)
 
     @model_validator(mode="after")
@@ -129,7 +129,7 @@ class QuorumConfig(ConfigModel):
     """``[approval.quorum]``: the calls that need several approvers. ``grants_satisfy``:
     whether an "Always" grant lets such a call run without them (off: never)."""
 
-    rules: list[QuorumRule] = Field(default_factory=list, max_length=50)
+    rules: list[QuorumRule] = Field(default=[], max_length=50)
     grants_satisfy: bool = False
 
 
@@ -172,7 +172,7 @@ class ContextOptions(ConfigModel):
 
     group_messages: int = Field(default=0, ge=0, le=500)
     group_minutes: int = Field(default=60, ge=1, le=10_080)
-    off_in: list[str] = Field(default_factory=list)
+    off_in: list[str] = Field(default=[])
     thread_messages: int = Field(default=0, ge=0, le=200)
     thread_chars: int = Field(default=8000, ge=500, le=100_000)
 
@@ -185,18 +185,18 @@ class ChannelCommon(ConfigModel):
     """The keys every channel kind shares (see docs/configuration.md)."""
 
     enabled: bool = True
-    allowed_users: list[str] = Field(default_factory=list)
-    approvers: list[str] = Field(default_factory=list)
-    approver_roles: list[str] = Field(default_factory=list)
+    allowed_users: list[str] = Field(default=[])
+    approvers: list[str] = Field(default=[])
+    approver_roles: list[str] = Field(default=[])
     dm_policy: Literal["allowlist", "pairing", "open", "disabled"] = "allowlist"
     group_policy: Literal["allowlist", "open", "disabled"] = "open"
-    allowed_conversations: list[str] = Field(default_factory=list)
+    allowed_conversations: list[str] = Field(default=[])
     require_mention: bool = True
     thread_counts_as_mention: bool = True
     session_per_user_in_groups: bool = False
     ignore_other_bots: bool = True
     reactions_for_approval: bool = False
-    excluded_tools: list[str] = Field(default_factory=list)
+    excluded_tools: list[str] = Field(default=[])
     #: ``shell``'s network in this channel (``none`` or ``host``); unset: tools.shell.network.
     shell_network: Literal["none", "host"] | None = None
     approval: ApprovalOverride = Field(default_factory=ApprovalOverride)

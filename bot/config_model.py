@@ -2,7 +2,11 @@
 
 Every table of ``hatchway.toml`` is a :class:`ConfigModel`: unknown keys are errors (named
 with their dotted path by :mod:`bot.config`), values are frozen, and schemas are built on
-first validation. The platform models in ``channels/<kind>/config.py`` build on it through
+first validation. An empty list or table defaults to ``Field(default=[])`` (``{}``), not
+``default_factory=list``: pydantic copies a mutable default for each instance all the same,
+and a builtin factory costs a parse of its text signature each time a schema holding it is
+built (about a quarter of ``Settings``' first validation, which every start pays). The
+platform models in ``channels/<kind>/config.py`` build on it through
 :class:`bot.channel_config.ChannelCommon`.
 
 A key that was renamed keeps working for one release: the model lists it in

@@ -81,7 +81,7 @@ class AgentApproval(ReminderOverride):
     auto_approve: list[str] | None = None
     always_ask: list[str] | None = None
     deny: list[str] | None = None
-    tools: dict[str, ToolApproval] = Field(default_factory=dict)
+    tools: dict[str, ToolApproval] = Field(default={})
     grant_choices: list[GrantChoice] | None = None
 
     _grant_choices = field_validator("grant_choices")(check_grant_choices)
@@ -174,7 +174,7 @@ class AgentProfile(ConfigModel):
     history_max_tokens: HistoryTokens | None = None
     transcription_language: Language | None = None
     approval: AgentApproval = Field(default_factory=AgentApproval)
-    routes: list[RouteConfig] = Field(default_factory=list)
+    routes: list[RouteConfig] = Field(default=[])
 
     @model_validator(mode="before")
     @classmethod

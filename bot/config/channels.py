@@ -57,7 +57,7 @@ class _ChannelSections(ConfigModel):
 
 def _channels_model() -> type[_ChannelSections]:
     sections: dict[str, Any] = {
-        kind: (GenericAlias(dict, (str, model)), Field(default_factory=dict))
+        kind: (GenericAlias(dict, (str, model)), Field(default={}))
         for kind, model in _CHANNEL_MODELS.items()
     }
     return create_model(

@@ -18,14 +18,14 @@ class McpServerConfig(Reconnecting):
     the daemon's environment variable that holds its (secret) value. ``headers_from`` does
     the same for HTTP headers. Secret values are never logged."""
 
-    command: list[str] = Field(default_factory=list)
+    command: list[str] = Field(default=[])
     url: str | None = None
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default={})
     requires_approval: bool = True
-    auto_approve: list[str] = Field(default_factory=list)
+    auto_approve: list[str] = Field(default=[])
     enabled: bool = True
-    env_from: dict[str, str] = Field(default_factory=dict)
-    headers_from: dict[str, str] = Field(default_factory=dict)
+    env_from: dict[str, str] = Field(default={})
+    headers_from: dict[str, str] = Field(default={})
     cwd: str | None = None
     call_timeout_s: float = Field(default=60.0, gt=0)
     ping_interval_s: float = Field(default=15.0, gt=0)
@@ -54,14 +54,14 @@ class McpToolFilterGroup(ConfigModel):
     when a ``keyword`` appears in the message (``mode = "keyword"``)."""
 
     mode: Literal["always", "keyword"] = "always"
-    tools: list[str] = Field(default_factory=list)
-    keywords: list[str] = Field(default_factory=list)
+    tools: list[str] = Field(default=[])
+    keywords: list[str] = Field(default=[])
 
 
 class McpConfig(ConfigModel):
-    servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    servers: dict[str, McpServerConfig] = Field(default={})
     deferred_threshold: int = Field(default=20, ge=0)
-    tool_filter_groups: list[McpToolFilterGroup] = Field(default_factory=list)
+    tool_filter_groups: list[McpToolFilterGroup] = Field(default=[])
     search_limit: int = Field(default=5, ge=1, le=50)
 
     @model_validator(mode="before")

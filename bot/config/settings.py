@@ -74,7 +74,7 @@ class AgentConfig(ConfigModel):
     patterns and ``mcp:<server>`` (see :mod:`bot.agent.tool_filter`)."""
 
     provider: str = "default"
-    fallback: list[str] = Field(default_factory=list)
+    fallback: list[str] = Field(default=[])
     system_prompt: str = "You are the team's assistant. Be brief and accurate."
     system_prompt_file: str | None = None
     temperature: Temperature | None = None
@@ -86,7 +86,7 @@ class AgentConfig(ConfigModel):
     turn_timeout_s: Seconds = 300.0
     max_concurrent_turns: int = Field(default=32, ge=1)
     history_max_tokens: HistoryTokens = 24_000
-    excluded_tools: list[str] = Field(default_factory=list)
+    excluded_tools: list[str] = Field(default=[])
     hide_unapprovable_tools: bool = False
     tool_timeout_s: Seconds = 120.0
     receipts: bool = False
@@ -183,8 +183,8 @@ class ApprovalConfig(ConfigModel):
             "memory_recall",
         ]
     )
-    always_ask: list[str] = Field(default_factory=list)
-    deny: list[str] = Field(default_factory=list)
+    always_ask: list[str] = Field(default=[])
+    deny: list[str] = Field(default=[])
     #: The card's life (docs/approvals.md); a day since parking (an upgrade note says so).
     timeout_s: float = Field(default=86_400.0, gt=0)
     #: How long a turn waits on a card in its coroutine before it parks; never longer than
@@ -202,15 +202,15 @@ class ApprovalConfig(ConfigModel):
     remind_after_s: float | None = Field(default=None, gt=0)
     remind_max: int = Field(default=3, ge=1, le=50)
     escalate_after_s: float | None = Field(default=None, gt=0)
-    escalate_to: list[str] = Field(default_factory=list, max_length=50)
+    escalate_to: list[str] = Field(default=[], max_length=50)
     #: Roles (as ``approver_roles``) whose holders may decide an escalated card too.
-    escalate_to_roles: list[str] = Field(default_factory=list, max_length=50)
+    escalate_to_roles: list[str] = Field(default=[], max_length=50)
     name_approvers: NameApprovers = "members"
     #: An approver's IANA time zone (platform user id → zone): a reminder says when the
     #: request expires in it (UTC for everyone else).
-    approver_zones: dict[str, str] = Field(default_factory=dict)
+    approver_zones: dict[str, str] = Field(default={})
     #: Per tool (name or shell-style pattern): its own settings, over the keys above.
-    tools: dict[str, ToolApproval] = Field(default_factory=dict)
+    tools: dict[str, ToolApproval] = Field(default={})
     #: The calls that need several approvers (docs/approvals.md, "Two keys").
     quorum: QuorumConfig = Field(default_factory=QuorumConfig)
 
@@ -322,8 +322,8 @@ class Settings(ConfigModel):
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
     web: WebConfig = Field(default_factory=WebConfig)
     replicas: ReplicasConfig = Field(default_factory=ReplicasConfig)
-    agents: dict[str, AgentProfile] = Field(default_factory=dict)
-    pricing: dict[str, ModelPrice] = Field(default_factory=dict)
+    agents: dict[str, AgentProfile] = Field(default={})
+    pricing: dict[str, ModelPrice] = Field(default={})
     budgets: BudgetsConfig = Field(default_factory=BudgetsConfig)
     state_dir: str = "."
 

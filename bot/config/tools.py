@@ -50,8 +50,8 @@ class ShellToolConfig(ConfigModel):
     enabled: bool = True
     timeout_s: float = Field(default=60.0, gt=0)
     max_output_chars: int = Field(default=20_000, ge=100)
-    deny_patterns: list[str] = Field(default_factory=list)
-    env_passthrough: list[str] = Field(default_factory=list)
+    deny_patterns: list[str] = Field(default=[])
+    env_passthrough: list[str] = Field(default=[])
     sandbox: ShellSandbox = "auto"
     network: ShellNetwork = "none"
     hidden_paths: list[str] = Field(default_factory=lambda: ["/etc/hatchway"])
@@ -82,7 +82,7 @@ class HttpFetchToolConfig(ConfigModel):
     enabled: bool = True
     timeout_s: float = Field(default=20.0, gt=0)
     max_bytes: int = Field(default=2_000_000, ge=1000)
-    allow_hosts: list[str] = Field(default_factory=list)
+    allow_hosts: list[str] = Field(default=[])
     max_output_chars: int = Field(default=20_000, ge=100)
 
 

@@ -52,8 +52,8 @@ class TranscriptionConfig(ConfigModel):
     channel's or the agent's ``transcription_language`` says otherwise."""
 
     provider: str | None = None
-    fallback: list[str] = Field(default_factory=list)
-    providers: dict[str, TranscriptionProviderConfig] = Field(default_factory=dict)
+    fallback: list[str] = Field(default=[])
+    providers: dict[str, TranscriptionProviderConfig] = Field(default={})
     echo: bool = False
     max_duration_s: float = Field(default=600.0, gt=0)
     max_bytes: int = Field(default=25 * MB, ge=1)

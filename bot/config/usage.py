@@ -74,12 +74,12 @@ class BudgetsConfig(ConfigModel):
     other replicas wrote (its own calls it counts as they happen)."""
 
     time_zone: str = "UTC"
-    budget_exempt: list[str] = Field(default_factory=list)
+    budget_exempt: list[str] = Field(default=[])
     refresh_s: float = Field(default=30.0, gt=0)
     per_user: BudgetLimits = Field(default_factory=BudgetLimits)
     per_conversation: BudgetLimits = Field(default_factory=BudgetLimits)
-    agents: dict[str, BudgetLimits] = Field(default_factory=dict)
-    channels: dict[str, BudgetLimits] = Field(default_factory=dict)
+    agents: dict[str, BudgetLimits] = Field(default={})
+    channels: dict[str, BudgetLimits] = Field(default={})
 
     @field_validator("time_zone")
     @classmethod

@@ -49,8 +49,8 @@ class WebConfig(ConfigModel):
     """``[web]``; see the module docstring and docs/console.md."""
 
     enabled: bool = False
-    admins: list[str] = Field(default_factory=list)
-    names: dict[str, str] = Field(default_factory=dict)
+    admins: list[str] = Field(default=[])
+    names: dict[str, str] = Field(default={})
     public_url: str = ""
     #: A session ends after this long without a request, and at the latest after
     #: ``session_max_s``.

@@ -26,7 +26,7 @@ class DiscordChannelConfig(ChannelCommon, Reconnecting):
     token_env: str = "HATCHWAY_DISCORD_TOKEN"
     api_base_url: str | None = None
     gateway_url: str | None = None
-    allowed_guilds: list[str] = Field(default_factory=list)
+    allowed_guilds: list[str] = Field(default=[])
     thread_per_request: bool = False
     guild_ready_timeout_s: float = Field(default=2.0, gt=0)
     sync_commands: bool = True

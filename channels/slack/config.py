@@ -38,7 +38,7 @@ class SlackAssistantOptions(ConfigModel):
     enabled: bool = False
     status: str = Field(default="is thinking…", min_length=1, max_length=100)
     prompts_title: str = Field(default="Try asking", max_length=100)
-    prompts: dict[str, list[SuggestedPrompt]] = Field(default_factory=dict)
+    prompts: dict[str, list[SuggestedPrompt]] = Field(default={})
     title_chars: int = Field(default=60, ge=0, le=255)
     stream: bool = True
 
