@@ -25,6 +25,7 @@ running hatchway is made of and in which order.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
@@ -50,6 +51,7 @@ from bot.envelope import ChannelRef
 from bot.errors import StorageError, StorageUnavailable
 from bot.gateway import Gateway
 from bot.gateway.access import AccessPolicy
+from bot.gateway.parked_config import ENDS_THE_TURN, ParkedConfigCheck
 from bot.gateway.resumption import Resumptions, settle_at_start
 from bot.outbox import ChannelOutbox
 from bot.providers.base import Provider
@@ -221,9 +223,7 @@ class App:
                 show_outcome=self.approvals.show_outcome,
                 owner=None if liveness is None else liveness.replica_id,
                 live=None if liveness is None else liveness.live_replicas,
-                expire_removed=lambda tools, agents: self.approvals.expire_parked_removed(
-                    tools=tools, agents=agents
-                ),
+                expire_changed=lambda: self._expire_parked_changed(at_start=False),
             )
             self.approvals.on_unwaited(self.resumptions.nudge)
             self.host = AdapterHost(
@@ -254,6 +254,8 @@ class App:
                 owner=None if liveness is None else liveness.replica_id,
                 live=None if liveness is None else frozenset(await liveness.live_replicas()),
             )
+            # a parked turn whose tool, agent or channel was removed while stopped expires
+            await self._expire_parked_changed(at_start=True)
             await self.approvals.expire_pending(RuntimeReason.RESTART)
             pruned = await self.store.channel_state.prune("card:", older_than_s=CARD_INDEX_KEEP_S)
             if pruned:
@@ -324,6 +326,18 @@ class App:
         to the next turn)."""
         config = self.settings.channels.get(ref.kind, ref.alias)
         return () if config is None else config.excluded_tools
+
+    async def _expire_parked_changed(self, *, at_start: bool) -> int:
+        """Expire the cards of the parked turns that no longer fit the configuration in
+        force (:mod:`bot.gateway.parked_config`)."""
+        check = ParkedConfigCheck(
+            settings=lambda: self.settings,
+            bundles=lambda: self.agent.bundles,
+            is_member=self.access.is_member,
+        )
+        return await self.approvals.expire_parked_changed(
+            functools.partial(check.reason, at_start=at_start), ends=ENDS_THE_TURN
+        )
 
     def channel_for(self, ref: ChannelRef) -> Channel | None:
         return self.channels.get(str(ref))
@@ -412,8 +426,6 @@ class App:
         tools = self._build_tools(settings)
         shared = reloaded_bundle(self._shared_bundle, settings, tools)
         bundles = build_bundles(settings, shared, self._providers)
-        removed_tools = frozenset(s.name for s in self.tools) - {s.name for s in tools}
-        removed_agents = frozenset(self.agent.bundles) - set(bundles)
         self.settings = settings
         self.tools = tools
         self._shared_bundle = shared
@@ -425,8 +437,8 @@ class App:
             self.mcp.update_settings(settings.mcp)
         self.scheduler.update_settings(settings.schedules)
         self.usage.update(settings)
-        # a parked turn's card that needs a tool or an agent now gone expires, naming it
-        self.resumptions.removed(tools=removed_tools, agents=removed_agents)
+        # a parked turn's card that needs a tool, agent or channel now gone expires, naming it
+        self.resumptions.reloaded()
 
     async def drain(self, timeout_s: float) -> bool:
         """Stop taking messages and let running turns finish (:meth:`Gateway.drain`).

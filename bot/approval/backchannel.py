@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 
 import structlog
@@ -53,7 +53,7 @@ from bot.scrub import scrub_text
 from bot.store import Store
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
 from bot.store.inbox import InboxStatus
-from bot.store.parked import ParkState, UnreadableParkRecord
+from bot.store.parked import ParkRecord, ParkState, UnreadableParkRecord
 
 log = structlog.get_logger(__name__)
 
@@ -233,12 +233,19 @@ class Backchannel:
                 await self._cards.edit_all(approval_id)
         return count
 
-    async def expire_parked_removed(self, *, tools: frozenset[str], agents: frozenset[str]) -> int:
-        """A reload removed ``tools`` or ``agents``: the still-open card of each parked turn
-        of such an agent (reason ``agent removed by reload``) or asking for such a tool
-        (``tool removed by reload``) expires and is edited; nothing of it runs (its
-        resumption edits the card and tells the model, or, its agent gone, the requester).
-        Returns how many."""
+    async def expire_parked_changed(
+        self,
+        reason: Callable[[ParkRecord], Awaitable[RuntimeReason | None]],
+        *,
+        ends: Collection[RuntimeReason] = (),
+    ) -> int:
+        """The configuration changed (a reload, or a start after the file was edited): the
+        still-open card of each parked turn that no longer fits it (``reason`` names what
+        changed: its tool, agent, channel or the requester's access) expires and is edited
+        once the turn resumes (which then tells the model, or, its agent gone, the
+        requester); nothing of it runs. A turn whose reason is in ``ends`` (its channel, or
+        the requester's access, is gone) does not resume at all: its card is edited here,
+        its row goes and its entry is ``failed`` with the reason. Returns how many."""
         count = 0
         for row in await self._store.parked.rows(states=(ParkState.PARKED,)):
             record = await self._store.approvals.get(row.approval_id)
@@ -248,16 +255,25 @@ class Backchannel:
                 parked = await self._store.parked.get(row.approval_id)
             except UnreadableParkRecord:
                 continue  # its resumption fails it with a notice
-            if parked is not None and parked.agent in agents:
-                why = RuntimeReason.AGENT_REMOVED
-            elif record.tool in tools:
-                why = RuntimeReason.TOOL_REMOVED
-            else:
+            why = None if parked is None else await reason(parked)
+            if why is None:
                 continue
-            if await self.expire(record, why):
-                # the card is edited by whoever resumes the turn (it shows the outcome)
-                log.info("parked_card_expired_by_reload", approval_id=record.id, reason=why)
-                count += 1
+            if why not in ends:
+                if await self.expire(record, why):
+                    log.info("parked_card_expired_by_config", approval_id=record.id, reason=why)
+                    count += 1
+                continue
+            # taken first, so that no sweep resumes it between the expiry and the end
+            if not await self._store.parked.claim(row.approval_id, None):
+                continue
+            if not await self.expire(record, why):
+                await self._store.parked.unclaim(row.approval_id, at=self._clock())
+                continue
+            log.info("parked_card_expired_by_config", approval_id=record.id, reason=why)
+            count += 1
+            await self._cards.edit_all(record.id)
+            await self._store.parked.drop(row.approval_id)
+            await self._store.inbox.mark(row.inbox, InboxStatus.FAILED, str(why))
         return count
 
     async def close_parked(self, session_key: str) -> int:

@@ -74,9 +74,17 @@ class RuntimeReason(enum.StrEnum):
     #: The call needs more distinct approvers than could ever answer here (the terminal,
     #: or fewer listed approvers besides the requester than the quorum, and no roles).
     QUORUM_UNREACHABLE = "quorum unreachable"
-    #: A reload removed the tool, or the agent, of a parked turn's card: nothing runs.
+    #: A reload removed the tool, the agent, or the channel of a parked turn's card, or
+    #: the requester's access to the channel: nothing runs.
     TOOL_REMOVED = "tool removed by reload"
     AGENT_REMOVED = "agent removed by reload"
+    CHANNEL_REMOVED = "channel removed by reload"
+    ACCESS_REMOVED = "access removed by reload"
+    #: The same, changed in the configuration while the daemon was stopped (met at its start).
+    TOOL_GONE = "tool removed while stopped"
+    AGENT_GONE = "agent removed while stopped"
+    CHANNEL_GONE = "channel removed while stopped"
+    ACCESS_GONE = "access removed while stopped"
 
     @property
     def wording(self) -> str:
@@ -151,6 +159,33 @@ _WORDING = {
     RuntimeReason.AGENT_REMOVED: (
         "The configuration was reloaded while this call waited for approval, and the agent "
         f"that asked is no longer configured, so the request expired. {_DID_NOT_RUN}"
+    ),
+    RuntimeReason.CHANNEL_REMOVED: (
+        "The configuration was reloaded while this call waited for approval, and the chat "
+        f"channel it was asked in is no longer configured, so the request expired. {_DID_NOT_RUN}"
+    ),
+    RuntimeReason.ACCESS_REMOVED: (
+        "The configuration was reloaded while this call waited for approval, and the person "
+        f"who asked may no longer use the bot here, so the request expired. {_DID_NOT_RUN}"
+    ),
+    RuntimeReason.TOOL_GONE: (
+        "The configuration changed while the bot was stopped and this call waited for "
+        f"approval: the tool is no longer configured, so the request expired. {_DID_NOT_RUN}"
+    ),
+    RuntimeReason.AGENT_GONE: (
+        "The configuration changed while the bot was stopped and this call waited for "
+        "approval: the agent that asked is no longer configured, so the request expired. "
+        f"{_DID_NOT_RUN}"
+    ),
+    RuntimeReason.CHANNEL_GONE: (
+        "The configuration changed while the bot was stopped and this call waited for "
+        "approval: the chat channel it was asked in is no longer configured, so the request "
+        f"expired. {_DID_NOT_RUN}"
+    ),
+    RuntimeReason.ACCESS_GONE: (
+        "The configuration changed while the bot was stopped and this call waited for "
+        "approval: the person who asked may no longer use the bot here, so the request "
+        f"expired. {_DID_NOT_RUN}"
     ),
 }
 

@@ -28,7 +28,7 @@ daemon also runs :meth:`watch` (:mod:`bot.approval.shared`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Collection
 
 import structlog
 
@@ -57,6 +57,7 @@ from bot.store import Store
 from bot.store.audit import Decision
 from bot.store.grants import OfferedGrant
 from bot.store.liveness import Liveness
+from bot.store.parked import ParkRecord
 from bot.visible_text import visible
 
 log = structlog.get_logger(__name__)
@@ -276,10 +277,15 @@ class ApprovalService:
         waiting turn edits): through the platforms' message-edit calls, hours later too."""
         await self._backchannel.desk.edit_all(approval_id)
 
-    async def expire_parked_removed(self, *, tools: frozenset[str], agents: frozenset[str]) -> int:
-        """A reload removed ``tools`` or ``agents``: the parked turns' cards that need them
-        expire, naming the change (:meth:`Backchannel.expire_parked_removed`)."""
-        return await self._backchannel.expire_parked_removed(tools=tools, agents=agents)
+    async def expire_parked_changed(
+        self,
+        reason: Callable[[ParkRecord], Awaitable[RuntimeReason | None]],
+        *,
+        ends: Collection[RuntimeReason] = (),
+    ) -> int:
+        """The configuration changed: the parked turns' cards that no longer fit it expire,
+        naming the change (:meth:`Backchannel.expire_parked_changed`)."""
+        return await self._backchannel.expire_parked_changed(reason, ends=ends)
 
     async def close_parked(self, session_key: str) -> int:
         """``/stop`` or ``/new``: the session's parked turns end, their cards closed as

@@ -49,8 +49,8 @@ log = structlog.get_logger(__name__)
 IDLE_CHECK_S = 30.0
 
 Enqueue = Callable[[TurnIdentity], None]
-#: Expires the parked turns' cards that need the given removed tools or agents.
-ExpireRemoved = Callable[[frozenset[str], frozenset[str]], Awaitable[int]]
+#: Expires the parked turns' cards that no longer fit the configuration (a reload's).
+ExpireChanged = Callable[[], Awaitable[int]]
 
 
 class Resumptions:
@@ -66,7 +66,7 @@ class Resumptions:
         owner: str | None = None,
         poll_s: float = 1.0,
         live: Callable[[], Awaitable[frozenset[str]]] | None = None,
-        expire_removed: ExpireRemoved | None = None,
+        expire_changed: ExpireChanged | None = None,
         idle_check_s: float = IDLE_CHECK_S,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -78,9 +78,8 @@ class Resumptions:
         self._poll_s = poll_s
         self._live = live
         self._nudged = asyncio.Event()
-        self._expire_removed = expire_removed
-        self._removed_tools: frozenset[str] = frozenset()
-        self._removed_agents: frozenset[str] = frozenset()
+        self._expire_changed = expire_changed
+        self._changed = False
         # the idle gate (module docstring): armed from the start until a sweep finds no row
         self._idle_check_s = idle_check_s
         self._clock = clock
@@ -107,15 +106,13 @@ class Resumptions:
         """Another replica recorded a parked row (the :data:`PARKED` signal)."""
         self._wake()
 
-    def removed(self, *, tools: frozenset[str], agents: frozenset[str]) -> None:
-        """A reload removed ``tools`` or ``agents``: the next sweep expires the parked
-        turns' cards that need them (reason ``tool removed by reload`` or ``agent removed
-        by reload``), and then resumes their turns, which run nothing."""
-        if tools or agents:
-            self._wake()
-            self._removed_tools |= tools
-            self._removed_agents |= agents
-            self._nudged.set()
+    def reloaded(self) -> None:
+        """The configuration was reloaded: the next sweep expires the cards of the parked
+        turns that no longer fit it (:mod:`bot.gateway.parked_config`: reason ``tool
+        removed by reload`` and the like), and then resumes their turns, which run nothing."""
+        self._wake()
+        self._changed = True
+        self._nudged.set()
 
     async def run(self) -> None:
         """Sweep every ``poll_s`` (or at once when nudged) while the gate is open, until
@@ -165,12 +162,13 @@ class Resumptions:
         if self._live is not None:
             # several replicas: the turns a replica that died left waiting are parked here
             await settle_at_start(self._store, owner=self._owner, live=await self._live())
-        if self._expire_removed is not None and (self._removed_tools or self._removed_agents):
-            tools, agents = self._removed_tools, self._removed_agents
-            await self._expire_removed(tools, agents)
-            # cleared once done: a failed sweep tries again
-            self._removed_tools -= tools
-            self._removed_agents -= agents
+        if self._expire_changed is not None and self._changed:
+            self._changed = False
+            try:
+                await self._expire_changed()
+            except BaseException:
+                self._changed = True  # a failed sweep tries again
+                raise
         await self._expire_due()
         queued = 0
         for row in await self._store.parked.decided():

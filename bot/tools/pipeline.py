@@ -47,6 +47,7 @@ from bot.crashpoints import crash_point
 from bot.progress import ProgressSink, grant_line, progress_hint
 from bot.providers.base import ToolCallRequest
 from bot.store import UnitOfWork
+from bot.store.approvals import ApprovalStatus
 from bot.store.audit import Decision
 from bot.tools.admission import TurnAdmission
 from bot.tools.authorization import (
@@ -252,6 +253,19 @@ class ToolPipeline:
             return ApprovalDecision.by_runtime(RuntimeReason.RESTART, Decision.EXPIRED)
         return decision_for(record, request.fingerprint)
 
+    async def _expired_card(
+        self, batch: Batch, index: int, call_id: str, tool: str
+    ) -> ToolOutcome | None:
+        """A resumed call whose tool is gone: the outcome of its card if it expired (which
+        names the removal, :mod:`bot.gateway.parked_config`), instead of "no tool named"."""
+        card = None if batch.resumed is None else batch.resumed.get(index)
+        record = None if card is None else await self._services.store.approvals.get(card)
+        if record is None or record.status is not ApprovalStatus.EXPIRED:
+            return None
+        why = RuntimeReason.parse(record.reason)
+        decision = ApprovalDecision.by_runtime(why, Decision.EXPIRED)
+        return decision_outcome(decision, call_id=call_id, tool=tool)
+
     # -- preparation -------------------------------------------------------------------
 
     async def _prepare(
@@ -272,7 +286,7 @@ class ToolPipeline:
             )
         found = resolve(self._executor, call_id=call_id, name=name, arguments=parsed.arguments)
         if isinstance(found, ToolOutcome):
-            return found
+            return await self._expired_card(batch, parsed.index, call_id, name) or found
         entry, arguments, require = found, parsed.arguments, Assessment.ALLOW
         if self._services.hooks.before:
             hooked = await run_before_hooks(
