@@ -34,6 +34,8 @@ CITY = {
     "required": ["city", "country"],
     "additionalProperties": False,
 }
+#: More tokens than the longest reply ``CITY``'s grammar allows (see its test).
+MOST_CITY_TOKENS = 320
 #: A reply the grammar forces to be ~5,000 characters (a token or two per "tick "): it cannot
 #: end on its own before ``LONG_REPLY_TOKENS``, so a generation that ends sooner was stopped.
 ENDLESS = {"const": "tick " * 1000}
@@ -83,9 +85,16 @@ async def test_a_streamed_answer_is_the_sum_of_its_deltas(
 
 
 async def test_a_json_reply_is_valid_against_its_schema(provider: EmbeddedProvider) -> None:
+    # Sampling is random (the default temperature), so the room must hold the longest reply
+    # the grammar allows, not a typical one: two 40-character strings, two keys, and
+    # llama.cpp's whitespace rule (at most 2 newlines and 20 blanks per gap) come to under
+    # 300 characters, and a token is at least one. With 80 a run of one-digit tokens was cut
+    # mid-string and the reply was no JSON at all.
     reply = await provider.complete(
-        ask("Name a city and its country.", max_tokens=80, response_schema=CITY)
+        ask("Name a city and its country.", max_tokens=MOST_CITY_TOKENS, response_schema=CITY)
     )
+
+    assert reply.finish_reason == "stop"
 
     answer = json.loads(reply.text)
     jsonschema.validate(answer, CITY)
