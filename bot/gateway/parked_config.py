@@ -12,13 +12,25 @@ not have listed its tools yet at a start, so its tools count as present.
 from __future__ import annotations
 
 import enum
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from typing import Protocol
 
-from bot.agent.turn import AgentBundle
 from bot.approval.reasons import RuntimeReason
 from bot.config import Settings
 from bot.envelope import IngressEnvelope
 from bot.store.parked import ParkRecord
+from bot.tools.spec import ToolSpec
+
+
+class AgentTools(Protocol):
+    """What an agent's bundle offers (:class:`bot.agent.turn.AgentBundle`): its built-in
+    tools, and its MCP catalog if any."""
+
+    @property
+    def tools(self) -> Sequence[ToolSpec]: ...
+
+    @property
+    def dynamic(self) -> object | None: ...
 
 
 class Change(enum.Enum):
@@ -64,7 +76,7 @@ class ParkedConfigCheck:
         self,
         *,
         settings: Callable[[], Settings],
-        bundles: Callable[[], Mapping[str, AgentBundle]],
+        bundles: Callable[[], Mapping[str, AgentTools]],
         is_member: Callable[[IngressEnvelope], Awaitable[bool]],
     ) -> None:
         self._settings = settings
@@ -103,7 +115,7 @@ class ParkedConfigCheck:
         return None if change is None else reason_for(change, at_start=at_start)
 
 
-def _offers(bundle: AgentBundle, tool: str, servers: Collection[str]) -> bool:
+def _offers(bundle: AgentTools, tool: str, servers: Collection[str]) -> bool:
     if any(spec.name == tool for spec in bundle.tools):
         return True
     server, sep, _ = tool.partition("__")
