@@ -123,6 +123,11 @@ class ApprovalCard:
     #: A unified diff longer than the card shows, as ``full_text`` shows it (its lines
     #: there): a full view may send it as a ``.diff`` file (:func:`plan_full_view`).
     diff: str = ""
+    #: Whether Always and the grant choices are offered (where Approve is): False on a
+    #: request that needs several approvers unless the approval pressed would complete it
+    #: and its quorum lets grants count (:func:`bot.approval.card.offers_grants`): there an
+    #: Always would make no grant. A pending card then shows Approve / Deny only.
+    always: bool = True
 
     @property
     def approvable_here(self) -> bool:
@@ -183,6 +188,9 @@ class ClickVerdict(enum.StrEnum):
     COUNTED = "counted"
     #: This approver's approval was counted already: a second one counts nothing.
     ALREADY_COUNTED = "already_counted"
+    #: Always or a grant choice on a request that needs several approvers where it would
+    #: make no grant (a card drawn before they were withdrawn there): nothing decided
+    NO_GRANT_HERE = "no_grant_here"
 
     @property
     def message(self) -> str:
@@ -205,6 +213,10 @@ class ClickVerdict(enum.StrEnum):
             ),
             ClickVerdict.ALREADY_COUNTED: (
                 "Your approval was already counted; this request needs another approver."
+            ),
+            ClickVerdict.NO_GRANT_HERE: (
+                "This request needs several approvers: Always and grant choices make no grant "
+                "on it. Nothing was decided: press Approve to give your approval."
             ),
         }[self]
 

@@ -64,6 +64,22 @@ def quorum_progress(record: ApprovalRecord, policy: EffectivePolicy | None) -> s
     return progress_line(record.quorum, voters, others, roles)
 
 
+def offers_grants(record: ApprovalRecord, policy: EffectivePolicy | None) -> bool:
+    """Whether Always and the grant choices on ``record``'s card would make a grant: on an
+    ordinary request, yes; on one that needs several approvers only the approval that
+    completes the quorum makes its grant, and only with ``grants_satisfy`` (a grant that
+    could never let such a call run is not offered): so only while one approval is missing,
+    under that setting. Anywhere else they would count as a plain approval, so they are not
+    offered (``policy`` None, where the settings are not at hand: not offered either)."""
+    if record.quorum <= 1:
+        return True
+    return (
+        policy is not None
+        and policy.quorum.grants_satisfy
+        and len(record.votes) + 1 >= record.quorum
+    )
+
+
 def card_for(
     record: ApprovalRecord, *, timeout_s: float, policy: EffectivePolicy | None = None
 ) -> ApprovalCard:
@@ -77,6 +93,7 @@ def card_for(
     requested_by = record.requester_name or record.requester
     if record.requester_name and record.requester_name != record.requester:
         requested_by = f"{record.requester_name} ({record.requester})"
+    always = offers_grants(record, policy)
     # names come from the platform (a display name is whatever its owner typed): shown, not
     # obeyed, like the arguments
     return ApprovalCard(
@@ -92,10 +109,12 @@ def card_for(
         cut=record.cut,
         escalated_to=visible(escalated_names(record.escalated_to, record.escalated_roles)),
         grant_choices=tuple(
-            GrantOption(key=c.key, label=visible(c.label)) for c in record.grant_choices
+            GrantOption(key=c.key, label=visible(c.label))
+            for c in (record.grant_choices if always else ())
         ),
         quorum=quorum_progress(record, policy),
         diff=record.diff_text,
+        always=always,
     )
 
 

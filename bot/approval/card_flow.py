@@ -24,8 +24,11 @@ the ask (a late click, a click after a restart, one on another replica). In this
    (:class:`~bot.approval.shared.SharedApprovals`). On a request that needs several
    approvers an approval is a vote (:meth:`~bot.store.approvals.Approvals.vote`): counted
    once per person, audited, every copy of the card edited to show it; the one that
-   completes the quorum decides the row. Always creates its grant only when the quorum's
-   ``grants_satisfy`` is on, and only from the approval that completes it; any deny denies.
+   completes the quorum decides the row. Always (or a grant choice) counts there only when
+   the quorum's ``grants_satisfy`` is on and it is the approval that completes it, which
+   then creates its grant (:func:`~bot.approval.card.offers_grants`: the card offers it only
+   then); anywhere else it is refused and audited, never counted as a plain approval. Any
+   deny denies.
 
 The answer is then carried out on the platform's :class:`~bot.cards.CardSurface`.
 """
@@ -42,7 +45,7 @@ from structlog.contextvars import bound_contextvars
 
 from bot.approval import audit
 from bot.approval.approvers import refusal
-from bot.approval.card import card_for
+from bot.approval.card import card_for, offers_grants
 from bot.approval.card_desk import CardDesk, PolicyLookup, policy_of
 from bot.approval.grant_choices import picked
 from bot.approval.grants import ALWAYS_SIZE, new_grant
@@ -340,21 +343,7 @@ class CardFlow:
         policy = policy_of(self._policy_for, record)
         pick = picked(policy, tool=record.tool, shown=record.grant_choices, key=action.grant_choice)
         if pick is None:
-            await self._store.audit.append(
-                audit.entry_for_record(
-                    record,
-                    at=now,
-                    decision=audit.refused_click(ApprovalChoice.ALWAYS),
-                    decided_by=action.actor.user_id,
-                    reason=ClickVerdict.CHOICE_NOT_OFFERED.value,
-                )
-            )
-            log.warning(
-                "approval_grant_choice_refused",
-                approval_id=record.id,
-                user_id=action.actor.user_id,
-                choice=action.grant_choice[:16],
-            )
+            await self._refused_choice(record, action, now, ClickVerdict.CHOICE_NOT_OFFERED)
             return None
         return new_grant(
             tool=record.tool,
@@ -366,6 +355,28 @@ class CardFlow:
             ttl_s=pick.ttl_s,
             size=pick.label,
             arguments_hash=record.fingerprint if pick.exact else None,
+        )
+
+    async def _refused_choice(
+        self, record: ApprovalRecord, action: CardAction, now: float, verdict: ClickVerdict
+    ) -> None:
+        """Audit a refused Always or grant pick (``click_refused:always``, the verdict as
+        its reason)."""
+        await self._store.audit.append(
+            audit.entry_for_record(
+                record,
+                at=now,
+                decision=audit.refused_click(ApprovalChoice.ALWAYS),
+                decided_by=action.actor.user_id,
+                reason=verdict.value,
+            )
+        )
+        log.warning(
+            "approval_grant_choice_refused",
+            approval_id=record.id,
+            user_id=action.actor.user_id,
+            choice=(action.grant_choice or action.verb)[:16],
+            verdict=verdict,
         )
 
     async def _vote(
@@ -383,7 +394,12 @@ class CardFlow:
         name = _shown_name(action.actor.name)
         grant = None
         status = ApprovalStatus.APPROVED
-        if choice is ApprovalChoice.ALWAYS and policy.quorum.grants_satisfy:
+        if choice is ApprovalChoice.ALWAYS and not offers_grants(record, policy):
+            # Always or a grant choice where it would make no grant (a card drawn before
+            # they were withdrawn, a replayed payload): refused, never a plain approval
+            await self._refused_choice(record, action, now, ClickVerdict.NO_GRANT_HERE)
+            return ClickVerdict.NO_GRANT_HERE
+        if choice is ApprovalChoice.ALWAYS:
             status = ApprovalStatus.ALWAYS
             if action.verb is CardVerb.GRANT:
                 grant = await self._sized_grant(record, action, now)

@@ -387,7 +387,9 @@ class _Interaction:
         # Several messages may follow: acknowledge within Discord's 3 s first.
         await interaction.response.defer(ephemeral=True, thinking=True)
         parts = full_view_parts(card)
-        buttons = full_view_buttons(card.approval_id, self._card, self._codec, card.grant_choices)
+        buttons = full_view_buttons(
+            card.approval_id, self._card, self._codec, card.grant_choices, always=card.always
+        )
         try:
             for number, part in enumerate(parts, start=1):
                 last = number == len(parts)

@@ -192,7 +192,9 @@ def card_view(
     """Buttons while the card is pending; None (buttons removed) once it is decided."""
     if card.state is not CardState.PENDING:
         return None
-    verbs = CHOICES if message.approvable(card) else (CardVerb.SHOW_FULL, CardVerb.DENY)
+    verbs = (
+        _choices(card.always) if message.approvable(card) else (CardVerb.SHOW_FULL, CardVerb.DENY)
+    )
     buttons = [Button(approval_id=card.approval_id, verb=verb) for verb in verbs]
     buttons.append(Button(approval_id=card.approval_id, verb=CardVerb.REPLY))
     return _view(codec, buttons, card.grant_choices if message.approvable(card) else ())
@@ -202,7 +204,15 @@ def card_reactions(card: ApprovalCard, message: CardMessage) -> tuple[str, ...]:
     """The reactions the bot adds to a pending card (only ❌ on one that may not approve)."""
     if card.state is not CardState.PENDING:
         return ()
-    return CARD_REACTIONS if message.approvable(card) else CUT_CARD_REACTIONS
+    if not message.approvable(card):
+        return CUT_CARD_REACTIONS
+    return CARD_REACTIONS if card.always else tuple(r for r in CARD_REACTIONS if r != "♾️")
+
+
+def _choices(always: bool) -> tuple[CardVerb, ...]:
+    """The decisions offered: Always only where it would make a grant
+    (:attr:`~bot.cards.ApprovalCard.always`)."""
+    return CHOICES if always else tuple(v for v in CHOICES if v is not CardVerb.ALWAYS)
 
 
 def show_full_view(approval_id: str, card_message_id: str, codec: ButtonCodec) -> discord.ui.View:
@@ -315,14 +325,16 @@ def full_view_buttons(
     card_message_id: str,
     codec: ButtonCodec,
     choices: tuple[GrantOption, ...] = (),
+    *,
+    always: bool = True,
 ) -> discord.ui.View:
-    """Approve / Deny / Always, and the grant ``choices``, for the full view of the card
-    ``card_message_id``."""
+    """Approve / Deny / Always (no Always where it would make no grant), and the grant
+    ``choices``, for the full view of the card ``card_message_id``."""
     return _view(
         codec,
         [
             Button(approval_id=approval_id, verb=verb, full_view=True, card=card_message_id)
-            for verb in CHOICES
+            for verb in _choices(always)
         ],
         choices,
     )

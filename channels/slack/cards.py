@@ -5,7 +5,8 @@ asked, and, while pending, that no answer means no. The summary is shown literal
 blocks (:func:`channels.slack.markup.code_blocks`), split over as many sections as it needs
 and never cut; a summary too long for one message (more than :data:`MAX_CARD_CODE_BLOCKS`
 blocks) is shown in part and the card then counts as cut, like one the service cut. A card
-that shows the whole request has Approve / Deny / Always; a cut card "🔎 Show full and
+that shows the whole request has Approve / Deny / Always (Approve / Deny where Always would
+make no grant: :attr:`~bot.cards.ApprovalCard.always`); a cut card "🔎 Show full and
 decide" and Deny instead, and says why. Both have "✏️ Reply instead".
 
 **Buttons.** A button's ``value`` is the core's payload (:class:`bot.cards.ButtonCodec`,
@@ -222,7 +223,11 @@ def card_text(card: ApprovalCard) -> str:
 
 
 def _buttons(
-    approval_id: str, *, approvable: bool, choices: tuple[GrantOption, ...] = ()
+    approval_id: str,
+    *,
+    approvable: bool,
+    choices: tuple[GrantOption, ...] = (),
+    always: bool = True,
 ) -> list[Block]:
     def button(label: str, verb: CardVerb, style: str = "") -> Block:
         return _button(label, Button(approval_id=approval_id, verb=verb), style)
@@ -232,6 +237,8 @@ def _buttons(
     if not approvable:
         return [button(SHOW_FULL_LABEL, CardVerb.SHOW_FULL, "primary"), deny, reply]
     approve = button("Approve", CardVerb.APPROVE, "primary")
+    if not always:  # a grant would not be made here (a quorum's approval)
+        return [approve, deny, reply]
     choice = _choice_select(approval_id, choices, full_view=False)
     return [approve, deny, button("Always", CardVerb.ALWAYS), *choice, reply]
 
@@ -262,7 +269,10 @@ def card_blocks(card: ApprovalCard, *, reactions: bool = False) -> list[Block]:
                 "type": "actions",
                 "block_id": f"hatchway_approval:{card.approval_id}"[:255],
                 "elements": _buttons(
-                    card.approval_id, approvable=approvable, choices=card.grant_choices
+                    card.approval_id,
+                    approvable=approvable,
+                    choices=card.grant_choices,
+                    always=card.always,
                 ),
             }
         )
@@ -365,9 +375,10 @@ def full_view(card: ApprovalCard, place: CardPlace) -> Block:
             "This is everything the call will run with. "
             f"No answer within {answer_window(card.timeout_s)} means no."
         )
+        always = [button("Always", CardVerb.ALWAYS)] if card.always else []
         buttons = [
             button("Approve", CardVerb.APPROVE, "primary"),
-            button("Always", CardVerb.ALWAYS),
+            *always,
             deny,
             *_choice_select(card.approval_id, card.grant_choices, full_view=True),
         ]

@@ -154,6 +154,8 @@ def card_keyboard(card: ApprovalCard, codec: ButtonCodec) -> InlineKeyboardMarku
     if card.cut:
         return InlineKeyboardMarkup([[button(SHOW_FULL_LABEL, CardVerb.SHOW_FULL)], [deny, reply]])
     approve, always = button(APPROVE_LABEL, CardVerb.APPROVE), button(ALWAYS_LABEL, CardVerb.ALWAYS)
+    if not card.always:  # a grant would not be made here (a quorum's approval)
+        return InlineKeyboardMarkup([[approve, deny], [reply]])
     choices = _choice_row(card.approval_id, card.grant_choices, codec, full_view=False)
     return InlineKeyboardMarkup([[approve, deny, always], *choices, [reply]])
 
@@ -178,17 +180,20 @@ def _choice_row(
 
 
 def full_view_keyboard(
-    approval_id: str, codec: ButtonCodec, choices: tuple[GrantOption, ...] = ()
+    approval_id: str,
+    codec: ButtonCodec,
+    choices: tuple[GrantOption, ...] = (),
+    *,
+    always: bool = True,
 ) -> InlineKeyboardMarkup:
-    """Approve / Deny / Always of a full view, then its grant choices: taps on them carry
-    ``full_view``."""
+    """Approve / Deny / Always of a full view (no Always where it would make no grant),
+    then its grant choices: taps on them carry ``full_view``."""
+    verbs = [(APPROVE_LABEL, CardVerb.APPROVE), (DENY_LABEL, CardVerb.DENY)]
+    if always:
+        verbs.append((ALWAYS_LABEL, CardVerb.ALWAYS))
     buttons = [
         _button(label, codec, Button(approval_id=approval_id, verb=verb, full_view=True))
-        for label, verb in (
-            (APPROVE_LABEL, CardVerb.APPROVE),
-            (DENY_LABEL, CardVerb.DENY),
-            (ALWAYS_LABEL, CardVerb.ALWAYS),
-        )
+        for label, verb in verbs
     ]
     return InlineKeyboardMarkup(
         [buttons, *_choice_row(approval_id, choices, codec, full_view=True)]

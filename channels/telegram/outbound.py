@@ -344,7 +344,9 @@ class TelegramOutbound:
         ``where.reply_to_message_id`` (the card), the last one with Approve / Deny / Always
         marked as chosen on the full view."""
         plan = full_view_messages(card)
-        keyboard = full_view_keyboard(card.approval_id, self.codec, card.grant_choices)
+        keyboard = full_view_keyboard(
+            card.approval_id, self.codec, card.grant_choices, always=card.always
+        )
         views: list[ViewMessage] = []
         if plan.diff_file:
             lines = plan.diff_file.count(b"\n")

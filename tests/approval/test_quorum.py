@@ -2,12 +2,15 @@
 channel: a call a quorum rule matches needs that many distinct approvers; the requester's
 tap never counts (``self_approval`` or not); the same person twice counts once, from a card
 or the CLI; any deny denies; a grant does not let it skip the quorum unless
-``grants_satisfy``; each approval is its own audit row and every card copy shows the count.
+``grants_satisfy``, and Always or a grant choice counts only where it makes a grant (the
+approval that completes the quorum, with ``grants_satisfy``), else is refused; each approval
+is its own audit row and every card copy shows the count.
 The rules' matching is checked here too; ``tests/commands/test_policy_explain.py`` compares
 the verdict with ``hatchway policy explain``."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -16,7 +19,7 @@ from pydantic import ValidationError
 from bot.approval.gate import Assessment
 from bot.approval.quorum import quorum_for
 from bot.approval.reasons import PolicyReason, RuntimeReason
-from bot.cards import Actor, CardReplyKind
+from bot.cards import Actor, CardAction, CardReplyKind, CardVerb
 from bot.channel import ApprovalChoice, CardState, ClickVerdict
 from bot.channel_config import QuorumConfig
 from bot.store import Store
@@ -199,13 +202,11 @@ async def test_the_same_person_twice_counts_once(store: Store, channel: FakeChan
         tap = channel.click(posted, APPROVER)
         assert await clicked(service, tap) is ClickVerdict.COUNTED
         surface = FakeSurface()
-        # a replayed click, an Always after an Approve, the console: still one person
+        # a replayed click, the console: still one person
         assert await clicked(service, tap, surface) is ClickVerdict.ALREADY_COUNTED
         assert surface.told[0].text == (
             "Your approval 1 of 2 recorded; waiting for one more (counted once)."
         )
-        always = channel.click(posted, APPROVER, ApprovalChoice.ALWAYS)
-        assert await clicked(service, always) is ClickVerdict.ALREADY_COUNTED
         row = await store.approvals.get(posted.card.approval_id)
         assert row is not None and row.status is ApprovalStatus.PENDING and len(row.votes) == 1
         assert await clicked(service, channel.click(posted, SECOND)) is ClickVerdict.ACCEPTED
@@ -241,21 +242,78 @@ async def test_any_deny_denies(store: Store, channel: FakeChannel) -> None:
     assert task.result().verdict is Decision.DENIED
 
 
-@pytest.mark.parametrize("grants_satisfy", [False, True])
-async def test_always_makes_a_grant_only_when_grants_satisfy_the_quorum(
-    store: Store, channel: FakeChannel, grants_satisfy: bool
+def grant_pick(channel: FakeChannel, posted: Any, user_id: str, key: str) -> CardAction:
+    """``user_id`` picks grant choice ``key`` on ``posted`` (a payload any card may carry)."""
+    click = channel.click(posted, user_id, ApprovalChoice.ALWAYS)
+    return dataclasses.replace(click, verb=CardVerb.GRANT, grant_choice=key)
+
+
+async def refusals(store: Store) -> list[tuple[str, str, str]]:
+    return [
+        (r.decision, r.decided_by, r.reason)
+        for r in await store.audit.since()
+        if r.decision.startswith("click_refused")
+    ]
+
+
+async def test_a_quorum_card_offers_no_always_and_refuses_one_from_an_old_card(
+    store: Store, channel: FakeChannel
 ) -> None:
-    service = service_for(quorum_settings(grants_satisfy=grants_satisfy), store, channel)
+    """Without ``grants_satisfy`` a quorum card never offers Always nor a grant choice (it
+    would make no grant); one pressed anyway (a card drawn before, a replayed payload) is
+    refused, audited, and counts nothing: not even as a plain approval."""
+    service = service_for(quorum_settings(), store, channel)
     async with asking(service, store, channel, kubectl()) as (posted, task):
-        first = channel.click(posted, APPROVER, ApprovalChoice.ALWAYS)
-        assert await clicked(service, first) is ClickVerdict.COUNTED
-        assert await store.grants.list(now=0.0) == []
+        assert (posted.card.always, posted.card.grant_choices) == (False, ())
+        surface = FakeSurface()
+        always = channel.click(posted, APPROVER, ApprovalChoice.ALWAYS)
+        assert await clicked(service, always, surface) is ClickVerdict.NO_GRANT_HERE
+        assert surface.told[0].text == ClickVerdict.NO_GRANT_HERE.message
+        pick = grant_pick(channel, posted, APPROVER, "1h")
+        assert await clicked(service, pick) is ClickVerdict.NO_GRANT_HERE
+        row = await store.approvals.get(posted.card.approval_id)
+        assert row is not None and row.votes == () and row.status is ApprovalStatus.PENDING
+        assert await clicked(service, channel.click(posted, APPROVER)) is ClickVerdict.COUNTED
+        # one approval missing: still nothing to offer, still refused
+        (_, edited) = channel.edits[-1]
+        assert (edited.always, edited.grant_choices) == (False, ())
         last = channel.click(posted, SECOND, ApprovalChoice.ALWAYS)
+        assert await clicked(service, last) is ClickVerdict.NO_GRANT_HERE
+        assert await clicked(service, channel.click(posted, SECOND)) is ClickVerdict.ACCEPTED
+    assert task.result().verdict is Decision.APPROVED
+    assert await store.grants.list(now=0.0) == []
+    assert await refusals(store) == [
+        (Decision.CLICK_REFUSED_ALWAYS, APPROVER, "no_grant_here"),
+        (Decision.CLICK_REFUSED_ALWAYS, APPROVER, "no_grant_here"),
+        (Decision.CLICK_REFUSED_ALWAYS, SECOND, "no_grant_here"),
+    ]
+
+
+@pytest.mark.parametrize("how", ["always", "for 1 h"])
+async def test_with_grants_satisfy_only_the_approval_that_completes_offers_a_grant(
+    store: Store, channel: FakeChannel, how: str
+) -> None:
+    """With ``grants_satisfy`` the approval that completes the quorum makes its grant: the
+    card offers Always and the choices only once one approval is missing; before that an
+    Always is refused as anywhere it would make no grant."""
+    service = service_for(quorum_settings(grants_satisfy=True), store, channel)
+    async with asking(service, store, channel, kubectl()) as (posted, task):
+        assert (posted.card.always, posted.card.grant_choices) == (False, ())
+        early = channel.click(posted, APPROVER, ApprovalChoice.ALWAYS)
+        assert await clicked(service, early) is ClickVerdict.NO_GRANT_HERE
+        assert await clicked(service, channel.click(posted, APPROVER)) is ClickVerdict.COUNTED
+        (_, edited) = channel.edits[-1]
+        assert edited.always
+        assert [o.key for o in edited.grant_choices] == ["1h", "conv", "exact"]
+        if how == "always":
+            last = channel.click(posted, SECOND, ApprovalChoice.ALWAYS)
+        else:
+            last = grant_pick(channel, posted, SECOND, "1h")
         assert await clicked(service, last) is ClickVerdict.ACCEPTED
-    grants = await store.grants.list(now=0.0)
-    assert len(grants) == (1 if grants_satisfy else 0)
-    expected = Decision.ALWAYS if grants_satisfy else Decision.APPROVED
-    assert task.result().verdict is expected
+    assert task.result().verdict is Decision.ALWAYS
+    (grant,) = await store.grants.list(now=0.0)
+    assert (grant.granted_by, grant.size) == (SECOND, "always" if how == "always" else how)
+    assert await refusals(store) == [(Decision.CLICK_REFUSED_ALWAYS, APPROVER, "no_grant_here")]
 
 
 async def test_a_quorum_nobody_could_reach_is_refused_at_once(store: Store) -> None:

@@ -63,3 +63,33 @@ async def test_any_deny_denies_a_quorum(cards: CardDriver) -> None:
     await cards.press(card, CardVerb.APPROVE, cards.approver)
     await cards.press(card, CardVerb.DENY, cards.stranger)
     assert (await card.decision()).verdict is Decision.DENIED
+
+
+async def test_a_quorum_card_offers_no_always_and_an_old_one_counts_nothing(
+    cards: CardDriver,
+) -> None:
+    """Always (or a grant choice) would make no grant on a quorum card: none is drawn, on
+    the card as first posted nor after an approval; the Always a card drawn before carried
+    is refused privately, audited, and counts nothing, not even as an approval."""
+    await two_keys(cards)
+    card = await cards.ask(KUBECTL)
+    shown = cards.shown(card)
+    assert {CardVerb.APPROVE, CardVerb.DENY} <= shown.buttons
+    assert CardVerb.ALWAYS not in shown.buttons and shown.choices == ()
+    old = await cards.press(card, CardVerb.ALWAYS, cards.approver)
+    assert old.told == (ClickVerdict.NO_GRANT_HERE.message,)
+    row = await cards.store.approvals.get(card.approval_id)
+    assert row is not None and row.status is ApprovalStatus.PENDING and row.votes == ()
+    await cards.press(card, CardVerb.APPROVE, cards.approver)
+    after = cards.shown(card)
+    assert CardVerb.ALWAYS not in after.buttons and after.choices == ()
+    await cards.press(card, CardVerb.APPROVE, cards.stranger)
+    assert (await card.decision()).verdict is Decision.APPROVED
+    assert await cards.store.grants.list(now=cards.clock()) == []
+    audit = [(a.decision, a.decided_by, a.reason) for a in await cards.store.audit.since()]
+    assert audit[0] == ("click_refused:always", cards.approver, "no_grant_here")
+    assert [a[:2] for a in audit[1:]] == [
+        ("voted", cards.approver),
+        ("voted", cards.stranger),
+        ("approved", cards.stranger),
+    ]
