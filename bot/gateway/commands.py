@@ -190,11 +190,11 @@ class MemberCommands:
         await self._mark_dropped(dropped)
         closed = await self._closing_parked(arrival.session_key)
         log.info("session_stop", session=arrival.session_key, stopped=stopped, dropped=len(dropped))
-        if stopped or dropped:
-            return
-        if closed:
-            if not arrival.quiet and answer:
-                await self._replies.send(envelope, PARKED_CANCELLED)
+        if closed and not arrival.quiet and answer:
+            # said even when a turn was stopped too: that turn may be the parked one, its
+            # park committed and its task not yet ended, which says nothing more
+            await self._replies.send(envelope, PARKED_CANCELLED)
+        if stopped or dropped or closed:
             return
         if self._sessions.winding_down(arrival.session_key):
             if not arrival.quiet and answer:

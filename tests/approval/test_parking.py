@@ -8,6 +8,7 @@ With ``approval.park = false`` a stop expires the card, as before."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from bot.approval.reasons import RuntimeReason
 from bot.channel import CardState, ClickVerdict
@@ -146,4 +147,38 @@ async def test_stop_closes_a_parked_card_as_cancelled(replicas: Replicas) -> Non
     # the card says so, and a late click runs nothing
     assert [(mid, c.state) for mid, c in a.channel.edits] == [(card.message_id, CardState.EXPIRED)]
     assert await clicked(a.app.approvals, a.channel.click(card, APPROVER)) is ClickVerdict.UNKNOWN
+    assert replicas.deployed == []
+
+
+async def test_a_stop_while_the_parked_turn_is_still_ending_says_the_card_was_cancelled(
+    replicas: Replicas,
+) -> None:
+    """The turn's park is committed but its task has not ended yet (a busy machine can hold
+    it there): ``/stop`` finds it "running" and closes its card, and still says so."""
+    a = await replicas.start("a", extra={"approval": {"timeout_s": 60.0, "wait_in_turn_s": 0.2}})
+    store = a.app.store
+    committed, let_go = asyncio.Event(), asyncio.Event()
+    commit = store.commit
+
+    async def holding_after_the_park(work: Any, **kwargs: Any) -> Any:
+        result = await commit(work, **kwargs)
+        if not committed.is_set() and await store.parked.rows(states=(ParkState.PARKED,)):
+            committed.set()  # the park's own commit: the only write of a parked row
+            await let_go.wait()
+        return result
+
+    store.commit = holding_after_the_park  # type: ignore[method-assign]
+    await a.deliver(message("m1 deploy please", "1"))
+    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
+    await asyncio.wait_for(committed.wait(), WAIT_S)
+    await a.deliver(message("/stop", "2"))
+    try:
+        await a.channel.wait_for("request waiting for approval was cancelled", within_s=WAIT_S)
+    finally:
+        let_go.set()
+    assert await status_of(store, card.card.approval_id) == (
+        ApprovalStatus.EXPIRED,
+        RuntimeReason.CANCELLED,
+    )
+    assert [(mid, c.state) for mid, c in a.channel.edits] == [(card.message_id, CardState.EXPIRED)]
     assert replicas.deployed == []
