@@ -6,13 +6,19 @@ passes it on with ``await call_next(arrival)``. A step may also wrap the rest of
 (the storage retry runs it again). :func:`compose` puts the steps in front of the endpoint
 that queues the turn; :class:`bot.gateway.gateway.Gateway` calls it once, with the one list
 that orders them.
+
+A step that acts on some chat commands only says which in ``commands`` (the names without
+their ``/``); a message invoking none of them passes it by without the step being called.
+The chain holds no frame of its own between two steps: a step's ``call_next`` returns the
+next step's coroutine, so a turn's admission suspends and resumes through the steps alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from bot.chat_commands import command_of
 from bot.envelope import IngressEnvelope
 
 
@@ -25,6 +31,12 @@ class Arrival:
     envelope: IngressEnvelope
     session_key: str
     quiet: bool = False
+    #: the chat command the message invokes (:func:`~bot.chat_commands.command_of`), read
+    #: once for every step
+    command: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "command", command_of(self.envelope.text))
 
 
 Admit = Callable[[Arrival], Awaitable[None]]
@@ -44,7 +56,19 @@ def compose(steps: Sequence[AdmissionStep], endpoint: Admit) -> Admit:
 
 
 def _chained(step: AdmissionStep, call_next: Admit) -> Admit:
-    async def admit(arrival: Arrival) -> None:
-        await step(arrival, call_next)
+    # plain functions handing on the step's own coroutine: a wrapper coroutine per link
+    # would be one more frame to suspend and resume at every await of the rest of the chain
+    only: frozenset[str] | None = getattr(step, "commands", None)
+    if only is None:
 
-    return admit
+        def admit(arrival: Arrival) -> Awaitable[None]:
+            return step(arrival, call_next)
+
+        return admit
+
+    def admit_commands(arrival: Arrival) -> Awaitable[None]:
+        if arrival.command in only:
+            return step(arrival, call_next)
+        return call_next(arrival)
+
+    return admit_commands

@@ -36,7 +36,7 @@ from dataclasses import replace
 
 import structlog
 
-from bot.chat_commands import CommandLimit, command_of, command_spec
+from bot.chat_commands import CHAT_COMMANDS, CommandLimit, command_of, command_spec
 from bot.config.limits import RateLimit
 from bot.envelope import IngressEnvelope
 from bot.gateway.admission import Admit, Arrival
@@ -95,6 +95,9 @@ class AnswerAllowance:
 
 class CommandLimits:
     """The admission step (see the module docstring)."""
+
+    #: what this step acts on; any other message passes it by (admission.compose)
+    commands = frozenset(spec.name for spec in CHAT_COMMANDS)
 
     def __init__(
         self,

@@ -114,6 +114,10 @@ class OpenCommands:
             "id": id_text,
             "help": help_text,
         }
+        #: what this step answers; any other message passes it by (admission.compose)
+        self.commands = frozenset(
+            name for name in self._handlers if _spec_access(name) is CommandAccess.ANYONE
+        )
 
     async def __call__(self, arrival: Arrival, call_next: Admit) -> None:
         envelope = arrival.envelope
@@ -159,6 +163,10 @@ class MemberCommands:
         self._replies = replies
         self._elsewhere = elsewhere
         self._handlers: Mapping[str, CommandHandler] = {"stop": self._stop, "new": self._new}
+        #: what this step does; any other message passes it by (admission.compose)
+        self.commands = frozenset(
+            name for name in self._handlers if _spec_access(name) is CommandAccess.MEMBER
+        )
 
     async def forwarded(self, arrival: Arrival, answer: bool) -> None:
         """A ``/stop`` another replica handed over (several replicas): done here as if it

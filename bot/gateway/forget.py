@@ -124,6 +124,9 @@ def summary(report: ForgetReport, workspace_files: int) -> str:
 class ForgetCommand:
     """The ``/forget`` admission step, after the access policy (see the module docstring)."""
 
+    #: what this step acts on; any other message passes it by (admission.compose)
+    commands = frozenset({FORGET_TOOL})
+
     def __init__(
         self,
         *,

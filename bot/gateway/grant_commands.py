@@ -54,6 +54,9 @@ def grant_row(grant: GrantRecord) -> str:
 class GrantCommands:
     """``/grants`` and ``/grants revoke N`` (see the module doc)."""
 
+    #: what this step acts on; any other message passes it by (admission.compose)
+    commands = frozenset({"grants"})
+
     def __init__(
         self,
         *,

@@ -49,6 +49,9 @@ NOT_SENT = (
 class StatusCommands:
     """``/usage`` and ``/status`` (see the module doc)."""
 
+    #: what this step acts on; any other message passes it by (admission.compose)
+    commands = frozenset({"usage", "status"})
+
     def __init__(
         self,
         *,

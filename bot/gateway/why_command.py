@@ -56,6 +56,9 @@ ToolCatalog = Callable[[], Sequence[ToolSpec]]
 class WhyCommand:
     """``/why`` (see the module doc)."""
 
+    #: what this step acts on; any other message passes it by (admission.compose)
+    commands = frozenset({"why"})
+
     def __init__(
         self,
         *,
