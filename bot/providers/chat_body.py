@@ -4,9 +4,10 @@ A turn offers the model the same tools on every request (a registry's definition
 tuple for the daemon's lifetime), and their JSON schemas are most of a request's size: about
 10 KB for the built-in tools against a few hundred bytes of history in a new conversation.
 :class:`ToolSchemas` encodes each :class:`~bot.providers.base.ToolDefinition` once and each
-tuple of them once, and :func:`request_body` splices those bytes into the JSON of the rest
-of the body, which is encoded per request. A definition's ``parameters`` must not change
-after it was first sent (registries and the MCP catalog build new definitions instead).
+tuple of them once, to JSON and to UTF-8, and :func:`request_body` splices those bytes into
+the JSON of the rest of the body, which is encoded per request. A definition's
+``parameters`` must not change after it was first sent (registries and the MCP catalog build
+new definitions instead).
 
 The JSON is the OpenAI SDK's: compact separators, non-ASCII characters as they are, no NaN.
 Text that UTF-8 cannot encode (a lone surrogate) is sent as ``\\u`` escapes instead of
@@ -165,6 +166,19 @@ class ToolSchemas:
     def __init__(self) -> None:
         self._tuples: dict[int, tuple[Sequence[ToolDefinition], str]] = {}
         self._each: dict[int, tuple[ToolDefinition, str]] = {}
+        self._utf8: dict[int, tuple[Sequence[ToolDefinition], bytes]] = {}
+
+    def array_utf8(self, tools: Sequence[ToolDefinition]) -> bytes:
+        """:meth:`array` encoded to UTF-8 (a tuple's once: the text is most of a request)."""
+        cached = self._utf8.get(id(tools))
+        if cached is not None and cached[0] is tools:
+            return cached[1]
+        data = _utf8(self.array(tools))
+        if isinstance(tools, tuple):
+            if len(self._utf8) >= MAX_CACHED:
+                self._utf8.clear()
+            self._utf8[id(tools)] = (tools, data)
+        return data
 
     def array(self, tools: Sequence[ToolDefinition]) -> str:
         """The JSON text of the ``tools`` array for ``tools``."""
@@ -203,11 +217,11 @@ def request_body(
     params["stream"] = stream
     if stream:
         params["stream_options"] = {"include_usage": True}
-    text = _encode(params)
+    data = _utf8(_encode(params))
     if request.tools:
-        # ``text`` is one JSON object: the tools go in before its closing brace
-        text = f'{text[:-1]},"tools":{schemas.array(request.tools)}}}'
-    return _utf8(text)
+        # one JSON object: the tools go in before its closing brace (one byte in UTF-8)
+        data = b"".join((data[:-1], b',"tools":', schemas.array_utf8(request.tools), b"}"))
+    return data
 
 
 def _encode(value: object) -> str:

@@ -62,3 +62,32 @@ def test_a_lone_surrogate_in_the_history_is_sent_as_an_escape() -> None:
     body = request_body(CONFIG, request, stream=False, schemas=ToolSchemas())
     assert b"\\ud83d" in body
     assert json.loads(body)["messages"] == [{"role": "user", "content": "a\ud83d"}]
+
+
+def test_the_tools_are_spliced_in_as_utf8_once_per_tuple() -> None:
+    schemas = ToolSchemas()
+    tools = (READ, CLOCK)
+    request = CompletionRequest(system="S", messages=HISTORY, tools=tools)
+    first = request_body(CONFIG, request, stream=False, schemas=schemas)
+    assert schemas.array_utf8(tools) is schemas.array_utf8(tools)
+    assert schemas.array_utf8(tools) == schemas.array(tools).encode()
+    assert request_body(CONFIG, request, stream=False, schemas=schemas) == first
+    # the bytes are those of the whole body's text, encoded at once, tools last
+    params = completion_params(CONFIG, request)
+    offered = params.pop("tools")
+    text = json.dumps(
+        {**params, "stream": False, "tools": offered},
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    assert first == text.encode()
+    assert json.loads(first) == {**completion_params(CONFIG, request), "stream": False}
+
+
+def test_a_lone_surrogate_beside_tools_is_sent_as_an_escape() -> None:
+    request = CompletionRequest(
+        system="", messages=[ChatMessage(role="user", content="a\ud83d")], tools=(READ,)
+    )
+    body = request_body(CONFIG, request, stream=False, schemas=ToolSchemas())
+    assert b"\\ud83d" in body
+    assert json.loads(body)["tools"] == completion_params(CONFIG, request)["tools"]
