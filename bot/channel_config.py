@@ -67,11 +67,14 @@ def check_grant_choices(choices: list[GrantChoice] | None) -> list[GrantChoice] 
 
 
 class ReminderOverride(ConfigModel):
-    """The reminder and escalation keys a narrower table may set (a channel's ``approval``
-    table, ``[agents.<name>.approval]``, a tool's entry in either ``tools`` table); unset
-    keys inherit (docs/approvals.md#reminders-and-escalation). ``remind_max = 0`` turns
-    reminders off there, ``escalate_to = []`` and ``escalate_to_roles = []`` escalation."""
+    """The keys of a card's life a narrower table may set (a channel's ``approval`` table,
+    ``[agents.<name>.approval]``, a tool's entry in either ``tools`` table): the life itself
+    (``timeout_s``), reminders and escalation; unset keys inherit
+    (docs/approvals.md#reminders-and-escalation). ``remind_max = 0`` turns reminders off
+    there, ``escalate_to = []`` and ``escalate_to_roles = []`` escalation."""
 
+    #: The card's life there; ``approval.wait_in_turn_s`` is cut to it.
+    timeout_s: float | None = Field(default=None, gt=0)
     remind_after_s: float | None = Field(default=None, gt=0)
     remind_max: int | None = Field(default=None, ge=0, le=50)
     escalate_after_s: float | None = Field(default=None, gt=0)

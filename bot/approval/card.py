@@ -80,6 +80,11 @@ def offers_grants(record: ApprovalRecord, policy: EffectivePolicy | None) -> boo
     )
 
 
+def _life(record: ApprovalRecord, fallback: float) -> float:
+    life = record.expires_at - record.created_at
+    return life if life > 0 else fallback
+
+
 def card_for(
     record: ApprovalRecord, *, timeout_s: float, policy: EffectivePolicy | None = None
 ) -> ApprovalCard:
@@ -104,7 +109,8 @@ def card_for(
         requested_by=visible(requested_by),
         state=_CARD_STATE[record.status],
         decided_by=visible(decided_by),
-        timeout_s=timeout_s,
+        # the life the card was given when asked (its tool's and agent's, before any reload)
+        timeout_s=_life(record, timeout_s),
         full_text=record.full_text or "\n".join(record.summary),
         cut=record.cut,
         escalated_to=visible(escalated_names(record.escalated_to, record.escalated_roles)),

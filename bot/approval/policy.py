@@ -148,6 +148,7 @@ def tool_entry(tables: Mapping[str, ToolApproval], tool: str | None) -> ToolAppr
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Schedule:
+    timeout_s: float
     remind_after_s: float | None
     remind_max: int
     escalate_after_s: float | None
@@ -161,15 +162,17 @@ def _schedule(
     agent: AgentApproval,
     tool: str | None,
 ) -> _Schedule:
-    """The reminder schedule of a call of ``tool``: per key, the first table that sets it of
-    the agent's entry for the tool, the agent's table, the channel's, ``[approval]``'s entry
-    for the tool, ``[approval]`` (the narrowest wins, as for the other keys)."""
+    """The card's life and reminder schedule of a call of ``tool``: per key, the first table
+    that sets it of the agent's entry for the tool, the agent's table, the channel's,
+    ``[approval]``'s entry for the tool, ``[approval]`` (the narrowest wins, as for the other
+    keys)."""
     layers: list[ReminderOverride] = [
         t
         for t in (tool_entry(agent.tools, tool), agent, channel, tool_entry(base.tools, tool))
         if t is not None
     ]
     return _Schedule(
+        timeout_s=_first((t.timeout_s for t in layers), base.timeout_s),
         remind_after_s=_first((t.remind_after_s for t in layers), base.remind_after_s),
         remind_max=_first((t.remind_max for t in layers), base.remind_max),
         escalate_after_s=_first((t.escalate_after_s for t in layers), base.escalate_after_s),
@@ -192,7 +195,8 @@ def effective_policy(
     tool: str | None = None,
 ) -> EffectivePolicy:
     """Merge the global ``[approval]`` table with a channel's ``approval`` overrides, and
-    those with an agent's; ``tool``: with the reminder schedule of that tool's entries."""
+    those with an agent's; ``tool``: with the card's life and reminder schedule of that
+    tool's entries."""
     o = channel.approval if channel is not None else None
     a = agent if agent is not None else AgentApproval()
     sources: list[tuple[str, Layer]] = []
@@ -216,7 +220,7 @@ def effective_policy(
         self_approval=_pick(
             "self_approval", None, o.self_approval if o else None, base.self_approval, sources
         ),
-        timeout_s=base.timeout_s,
+        timeout_s=schedule.timeout_s,
         grant_scope=base.grant_scope,
         grant_ttl_s=base.grant_ttl_s,
         dm_approvers=base.dm_approvers,
@@ -239,7 +243,7 @@ def effective_policy(
             )
         ),
         quorum=_pick("quorum", a.quorum, o.quorum if o else None, base.quorum, sources),
-        wait_in_turn_s=min(base.wait_in_turn_s, base.timeout_s),
+        wait_in_turn_s=min(base.wait_in_turn_s, schedule.timeout_s),
         park=base.park,
         sources=tuple(sources),
     )
@@ -275,8 +279,9 @@ class ApprovalPolicy:
     def for_channel(
         self, ref: ChannelRef, agent: str = DEFAULT_AGENT, tool: str | None = None
     ) -> EffectivePolicy:
-        """The policy on channel alias ``ref`` for ``agent``; with ``tool``, its reminder
-        schedule is that tool's (the ``tools`` entries of ``[approval]`` and the agent's)."""
+        """The policy on channel alias ``ref`` for ``agent``; with ``tool``, its card's life
+        and reminder schedule are that tool's (the ``tools`` entries of ``[approval]`` and
+        the agent's)."""
         key = (ref, agent, tool)
         merged = self._merged.get(key)
         if merged is None:

@@ -179,7 +179,8 @@ class ApprovalService:
         need = quorum_for(quorum_policy, request.tool, request.arguments)
         asked = AskedCall(
             request=request,
-            policy=self._policy.for_channel(env.channel),
+            # the card's life is the tool's and the agent's (their tables' timeout_s)
+            policy=self._policy.for_channel(env.channel, env.agent, request.tool),
             # once: the card or prompt and the audit row
             view=describe(
                 request.arguments, notes=request.notes, diff=request.diff, covered=request.covered
