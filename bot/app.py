@@ -224,6 +224,7 @@ class App:
                 owner=None if liveness is None else liveness.replica_id,
                 live=None if liveness is None else liveness.live_replicas,
                 expire_changed=lambda: self._expire_parked_changed(at_start=False),
+                owns=None if liveness is None else self.gateway.owns,
             )
             self.approvals.on_unwaited(self.resumptions.nudge)
             self.host = AdapterHost(
@@ -253,6 +254,7 @@ class App:
                 self.store,
                 owner=None if liveness is None else liveness.replica_id,
                 live=None if liveness is None else frozenset(await liveness.live_replicas()),
+                owns=None if liveness is None else self.gateway.owns,
             )
             # a parked turn whose tool, agent or channel was removed while stopped expires
             await self._expire_parked_changed(at_start=True)

@@ -321,6 +321,12 @@ class Gateway:
         session's queue, like a message."""
         self._sessions.enqueue(turn)
 
+    async def owns(self, session_key: str) -> bool:
+        """Whether this process runs ``session_key``'s turns now: always for one process;
+        with several replicas, whether it owns the session, taking it first when nobody
+        does or its owner is gone (:meth:`~bot.gateway.handover.Handover.own`)."""
+        return self._handover is None or await self._handover.own(session_key)
+
     async def recover(self, now: float | None = None) -> tuple[int, int]:
         """After a restart: re-queue messages that never started, tell the senders of
         messages whose turn was interrupted to ask again, and re-run cut-off scheduled runs

@@ -9,7 +9,11 @@ claims each (:meth:`~bot.store.parked.ParkedTurns.claim`: one conditional update
 decided twice, or seen by two sweeps, resumes once), has the card show its outcome, and
 queues the resumption into the session's queue like a message
 (:attr:`~bot.turn.TurnIdentity.resume`): it never runs beside another turn of that session,
-takes a turn slot, and answers the original message through the outbox. A parked card whose
+takes a turn slot, and answers the original message through the outbox. With several
+replicas only the replica that owns the session claims it (``owns``, which takes a session
+whose owner is gone first), so the resumption joins the queue of the session's other turns;
+the parked turns of a replica that died are adopted by the replica that takes their session
+over (:func:`settle_at_start`). A parked card whose
 ``approval.timeout_s`` passes is expired here (reason ``timeout``), and its turn resumed so
 that the model is told. At a start (and, with several replicas, at every sweep, for the
 replicas that are gone), :func:`settle_at_start` parks the turns a stop or a kill left
@@ -38,7 +42,7 @@ import structlog
 
 from bot.envelope import IngressEnvelope, envelope_from_json
 from bot.errors import StorageError
-from bot.store import InboxStatus, Store
+from bot.store import InboxStatus, Store, UnitOfWork
 from bot.store.parked import PARKED, ParkState
 from bot.tools.parking import adopt_waiting
 from bot.turn import TurnIdentity
@@ -51,6 +55,8 @@ IDLE_CHECK_S = 30.0
 Enqueue = Callable[[TurnIdentity], None]
 #: Expires the parked turns' cards that no longer fit the configuration (a reload's).
 ExpireChanged = Callable[[], Awaitable[int]]
+#: Whether this process runs a session's turns now (taking it over when its owner is gone).
+Owns = Callable[[str], Awaitable[bool]]
 
 
 class Resumptions:
@@ -69,6 +75,7 @@ class Resumptions:
         expire_changed: ExpireChanged | None = None,
         idle_check_s: float = IDLE_CHECK_S,
         clock: Callable[[], float] = time.monotonic,
+        owns: Owns | None = None,
     ) -> None:
         self._store = store
         self._enqueue = enqueue
@@ -77,6 +84,9 @@ class Resumptions:
         self._owner = owner
         self._poll_s = poll_s
         self._live = live
+        self._owns = owns
+        #: the replicas alive when the rows of gone ones were last adopted (None: never)
+        self._adopted_for: frozenset[str] | None = None
         self._nudged = asyncio.Event()
         self._expire_changed = expire_changed
         self._changed = False
@@ -160,8 +170,13 @@ class Resumptions:
         parked turn whose card is decided and that this process claims. Returns how many
         were queued."""
         if self._live is not None:
-            # several replicas: the turns a replica that died left waiting are parked here
-            await settle_at_start(self._store, owner=self._owner, live=await self._live())
+            # several replicas: the parked turns a replica that died left are adopted by
+            # the replica that runs their session now; looked for when one has gone
+            live = await self._live()
+            if live != self._adopted_for and await settle_at_start(
+                self._store, owner=self._owner, live=live, owns=self._owns
+            ):
+                self._adopted_for = live
         if self._expire_changed is not None and self._changed:
             self._changed = False
             try:
@@ -172,6 +187,8 @@ class Resumptions:
         await self._expire_due()
         queued = 0
         for row in await self._store.parked.decided():
+            if self._owns is not None and not await self._owns(row.session_key):
+                continue  # another live replica runs its session: resumed there
             if not await self._store.parked.claim(row.approval_id, self._owner):
                 continue  # resumed by another sweep or replica
             entry = await self._store.inbox.get(row.inbox)
@@ -206,26 +223,58 @@ def _envelope(payload: str) -> IngressEnvelope | None:
 
 
 async def settle_at_start(
-    store: Store, *, owner: str | None, live: frozenset[str] | None = None
-) -> None:
-    """At a start, before recovery and before pending cards are expired: park the turns
-    that a stop or a kill left ``waiting`` (:func:`~bot.tools.parking.adopt_waiting`), and
-    give back the claims of resumptions that were queued but never began (their entry still
-    ``parked``); a resumption that began and was cut off leaves its entry ``processing``,
-    for recovery to settle, and its row goes. ``live``: the replicas alive (their rows are
-    theirs); None for one process."""
-    gone = None
-    rows = await store.parked.rows(states=(ParkState.WAITING, ParkState.RESUMING))
-    if live is not None:
-        gone = frozenset(r.owner for r in rows if r.owner is not None and r.owner not in live)
-    await adopt_waiting(store, owner=owner, gone=gone)
+    store: Store,
+    *,
+    owner: str | None,
+    live: frozenset[str] | None = None,
+    owns: Owns | None = None,
+) -> bool:
+    """At a start: park the turns that a stop or a kill left ``waiting``
+    (:func:`~bot.tools.parking.adopt_waiting`), and give back the claims of resumptions
+    that were queued but never began (their entry still ``parked``); a resumption that
+    began and was cut off leaves its entry ``processing``, for recovery to settle, and its
+    row goes. ``live``: the replicas alive (their rows are theirs; None for one process):
+    then only the rows of replicas gone are touched, each by the replica that runs its
+    session now (``owns``, which takes the session over when its owner is gone), which
+    adopts them: the rows and their cards name it from then on (its reminder sweep sends
+    their reminders). Whether every such row was seen to (False: some session is another
+    live replica's, which adopts its rows: look again later)."""
+    mine: dict[str, bool] = {}
+
+    async def is_mine(session_key: str) -> bool:
+        if owns is None:
+            return True
+        if session_key not in mine:
+            mine[session_key] = await owns(session_key)
+        return mine[session_key]
+
+    if live is None:
+        rows = await store.parked.rows(states=(ParkState.WAITING, ParkState.RESUMING))
+        await adopt_waiting(store, owner=owner, gone=None)
+    else:
+        rows = await store.parked.of_gone(live)
+        if not rows:
+            return True
+        gone = frozenset(r.owner for r in rows if r.owner is not None)
+        await adopt_waiting(store, owner=owner, gone=gone, owns=is_mine)
     for row in rows:
-        if row.state is not ParkState.RESUMING:
+        if row.state is ParkState.WAITING:
+            continue  # parked above
+        if live is not None and not await is_mine(row.session_key):
+            continue  # another live replica runs its session: that one adopts it
+        now = time.time()
+        if row.state is ParkState.PARKED:
+            if live is not None and owner is not None:
+                await store.commit(UnitOfWork().adopt_parked(row.approval_id, owner=owner, at=now))
+                log.info("parked_turn_adopted", approval_id=row.approval_id, was=row.owner)
             continue
-        if live is not None and row.owner in live:
+        if row.state is not ParkState.RESUMING:
             continue
         entry = await store.inbox.get(row.inbox)
         if entry is not None and entry.status is InboxStatus.PARKED:
-            await store.parked.unclaim(row.approval_id, at=time.time())
+            await store.parked.unclaim(row.approval_id, at=now)
+            if live is not None and owner is not None:
+                await store.commit(UnitOfWork().adopt_parked(row.approval_id, owner=owner, at=now))
         else:
             await store.parked.drop(row.approval_id)
+    return all(mine.values())

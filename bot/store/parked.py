@@ -24,7 +24,7 @@ import dataclasses
 import enum
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bot.envelope import IngressEnvelope, envelope_from_json, envelope_to_json
@@ -197,6 +197,24 @@ def parking(approval_id: str, inbox: InboxKey, *, at: float, owner: str | None) 
     ]
 
 
+def adopting(approval_id: str, *, owner: str, at: float) -> list[Write]:
+    """The writes that make the replica ``owner`` the one of the turn parked (or waiting)
+    on ``approval_id``, whose replica is gone (for a unit of work): the row's owner, and
+    the card's ``replica_id`` while it is pending, for its reminders and escalations are
+    the sweep of the replica its row names (:mod:`bot.approval.reminders`)."""
+    return [
+        Write(
+            "UPDATE parked_turns SET owner = ?, updated_at = ?"
+            " WHERE approval_id = ? AND state IN (?, ?)",
+            [(owner, at, approval_id, ParkState.WAITING, ParkState.PARKED)],
+        ),
+        Write(
+            "UPDATE approvals SET replica_id = ? WHERE id = ? AND status = 'pending'",
+            [(owner, approval_id)],
+        ),
+    ]
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ParkRow:
     """A row as it is, readable or not (a sweep must see the unreadable ones too)."""
@@ -289,6 +307,17 @@ class ParkedTurns:
         rows = await self._db.fetchall(
             f"SELECT {_ROW_COLUMNS} FROM parked_turns WHERE state IN ({marks}) ORDER BY created_at",
             tuple(states),
+        )
+        return [_row(r) for r in rows]
+
+    async def of_gone(self, live: Collection[str]) -> list[ParkRow]:
+        """The rows held by a replica not among ``live`` (gone), any state, oldest first:
+        what the replicas that take over their sessions adopt."""
+        marks = ", ".join("?" for _ in live)
+        rows = await self._db.fetchall(
+            f"SELECT {_ROW_COLUMNS} FROM parked_turns WHERE owner IS NOT NULL"
+            f" AND owner NOT IN ({marks}) ORDER BY created_at",
+            tuple(live),
         )
         return [_row(r) for r in rows]
 

@@ -18,7 +18,7 @@ from bot.providers.base import ChatMessage
 from bot.store.history import appending
 from bot.store.inbox import InboxKey, InboxStatus, marking, starting
 from bot.store.outbox import ReplyKind, ReplyStatus, recording_reply, settling_reply
-from bot.store.parked import parking
+from bot.store.parked import adopting, parking
 from bot.store.statements import Write
 from bot.store.tool_calls import ToolCallRecord, recording
 from bot.store.usage import UsageRecord
@@ -52,6 +52,12 @@ class UnitOfWork:
         """The turn waiting on ``approval_id`` parks (:func:`bot.store.parked.parking`): its
         row and its inbox entry ``parked``, with the batch's history added to this unit."""
         self._writes.extend(parking(approval_id, inbox, at=at, owner=owner))
+        return self
+
+    def adopt_parked(self, approval_id: str, *, owner: str, at: float) -> UnitOfWork:
+        """The turn parked on ``approval_id`` becomes the replica ``owner``'s, its card's
+        ``replica_id`` with it (:func:`bot.store.parked.adopting`)."""
+        self._writes.extend(adopting(approval_id, owner=owner, at=at))
         return self
 
     def start_inbox(self, key: InboxKey, turn_id: str) -> UnitOfWork:

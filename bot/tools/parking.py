@@ -15,7 +15,7 @@ appends its real outcomes as one new message (:func:`resumed_message`).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 
 import structlog
@@ -133,27 +133,40 @@ async def _announce(store: Store, approval_id: str) -> None:
         log.warning("parked_signal_failed", approval_id=approval_id, error=str(exc))
 
 
-async def adopt_waiting(store: Store, *, owner: str | None, gone: frozenset[str] | None) -> int:
+async def adopt_waiting(
+    store: Store,
+    *,
+    owner: str | None,
+    gone: frozenset[str] | None,
+    owns: Callable[[str], Awaitable[bool]] | None = None,
+) -> int:
     """At a start: park the turns a stop or a kill left ``waiting`` (their batch was never
     written to history), so that start-up recovery leaves their entries alone and their
     cards stay open. ``gone``: only the rows of these replicas (None: every row, one
-    process). A row whose body cannot be read is parked as it is: its resumption fails it
-    with a notice. Returns how many were parked."""
+    process), and of those only the ones whose session ``owns`` says is this replica's
+    (the replica that takes a session over adopts its parked turns: their rows and cards
+    name it from then on, :func:`~bot.store.parked.adopting`). A row whose body cannot be
+    read is parked as it is: its resumption fails it with a notice. Returns how many were
+    parked."""
     count = 0
     for row in await store.parked.rows(states=(ParkState.WAITING,)):
         if gone is not None and row.owner not in gone:
             continue
+        if owns is not None and not await owns(row.session_key):
+            continue  # another live replica runs its session: that one adopts it
         now = time.time()
         try:
             record = await store.parked.get(row.approval_id)
         except UnreadableParkRecord:
-            await store.commit(UnitOfWork().park(row.approval_id, row.inbox, at=now, owner=owner))
-            count += 1
-            continue
-        if record is None:
-            continue
-        outcomes = parked_outcomes(record.calls, record.waiting, record.since, {})
-        await store.commit(parking_work(record, outcomes, at=now, owner=owner))
+            work = UnitOfWork().park(row.approval_id, row.inbox, at=now, owner=owner)
+        else:
+            if record is None:
+                continue
+            outcomes = parked_outcomes(record.calls, record.waiting, record.since, {})
+            work = parking_work(record, outcomes, at=now, owner=owner)
+        if gone is not None and owner is not None:
+            work.adopt_parked(row.approval_id, owner=owner, at=now)
+        await store.commit(work)
         count += 1
     if count:
         log.info("parked_turns_adopted", count=count)

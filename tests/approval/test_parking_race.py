@@ -105,8 +105,9 @@ async def test_a_parked_card_decided_again_while_it_resumes_on_another_replica_r
         ClickVerdict.ACCEPTED
     )
     await asyncio.wait_for(held.wait(), WAIT_S)
-    resumer = a if holding == ["a"] else b
-    other = b if resumer is a else a
+    # resumed on the session's owner, whichever replica's sweep saw the decision first
+    assert holding == ["a"]
+    resumer, other = a, b
     row = await other.app.store.parked.row(approval_id)
     assert row is not None and row.state is ParkState.RESUMING
     assert row.owner == resumer.app.keeper.replica_id  # type: ignore[union-attr]

@@ -160,6 +160,18 @@ class Handover:
         except StorageError as exc:
             log.warning("handover_deferred", session=key, error=str(exc))
 
+    async def own(self, key: str) -> bool:
+        """Whether this replica owns ``key`` now, taking it first when nobody owns it or
+        its owner is gone (settling what the gone owner left, as an admission would):
+        what a parked turn's resumption, or its adoption, asks before it is queued here
+        (:mod:`bot.gateway.resumption`). False while draining, and when another live
+        replica owns it."""
+        if self._draining:
+            return False
+        # a fresh read of the live replicas: the one kept may still count a gone owner
+        await self._ownership.live()
+        return await self._owner_for(key) == self._me and not self._draining
+
     async def _leave_to_next_owner(self, key: str) -> None:
         """This replica is stopping: wake the session's owner when it is another live one;
         otherwise the entry waits for whichever replica takes the session once this one has
