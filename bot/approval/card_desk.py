@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Callable
+from typing import Protocol
 
 import structlog
 
@@ -36,14 +37,35 @@ from bot.visible_text import visible
 log = structlog.get_logger(__name__)
 
 ChannelLookup = Callable[[ChannelRef], Channel | None]
+
+
 #: The approval settings in force for a channel alias and the agent that asked.
-PolicyLookup = Callable[[ChannelRef, str], EffectivePolicy]
+class PolicyLookup(Protocol):
+    """The policy in force on a channel alias under an agent; with a tool, its reminder
+    schedule (and escalation) is that tool's
+    (:meth:`bot.approval.policy.ApprovalPolicy.for_channel`)."""
+
+    def __call__(
+        self, ref: ChannelRef, agent: str, tool: str | None = None, /
+    ) -> EffectivePolicy: ...
 
 
 def policy_of(policy_for: PolicyLookup, record: ApprovalRecord) -> EffectivePolicy:
     """The settings in force for ``record``: its channel alias's, under the agent whose turn
     asked (a row from before the agent was stored: the default agent's)."""
     return policy_for(parse_channel_ref(record.channel), record.agent or DEFAULT_AGENT)
+
+
+def escalated_now(policy_for: PolicyLookup, record: ApprovalRecord) -> tuple[list[str], list[str]]:
+    """The users and roles ``record`` was escalated to that the configuration in force still
+    escalates its tool to: one taken out of ``escalate_to`` (or ``escalate_to_roles``) by a
+    reload, or while the daemon was stopped, may no longer decide it."""
+    policy = policy_for(
+        parse_channel_ref(record.channel), record.agent or DEFAULT_AGENT, record.tool
+    )
+    users = [u for u in record.escalated_to if u in policy.escalate_to]
+    roles = [r for r in record.escalated_roles if r in policy.escalate_to_roles]
+    return users, roles
 
 
 #: What a failing adapter may raise while posting or editing a card.

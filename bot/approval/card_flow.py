@@ -46,7 +46,7 @@ from structlog.contextvars import bound_contextvars
 from bot.approval import audit
 from bot.approval.approvers import refusal
 from bot.approval.card import card_for, offers_grants
-from bot.approval.card_desk import CardDesk, PolicyLookup, policy_of
+from bot.approval.card_desk import CardDesk, PolicyLookup, escalated_now, policy_of
 from bot.approval.grant_choices import picked
 from bot.approval.grants import ALWAYS_SIZE, new_grant
 from bot.approval.quorum import waiting_for
@@ -182,13 +182,16 @@ class CardFlow:
         return card_for(record, timeout_s=policy.timeout_s, policy=policy)
 
     def _refusal(self, record: ApprovalRecord, action: CardAction) -> ClickVerdict | None:
+        # the configuration in force now decides (a reload, or a restart, may have taken an
+        # approver, a role or an escalation away while the card waited)
+        also, also_roles = escalated_now(self._policy_for, record)
         refused = refusal(
             policy_of(self._policy_for, record),
             user_id=action.actor.user_id,
             roles=action.actor.roles,
             requester=record.requester,
-            also=record.escalated_to,
-            also_roles=record.escalated_roles,
+            also=also,
+            also_roles=also_roles,
         )
         if refused is None and record.quorum > 1 and action.actor.user_id == record.requester:
             # the requester never counts toward a quorum, self_approval or not

@@ -35,7 +35,7 @@ import structlog
 from bot.approval import audit, reasons
 from bot.approval.auto_deny import AutoDeny, RunNotices
 from bot.approval.backchannel import Backchannel, CardHandler
-from bot.approval.card_desk import ChannelLookup
+from bot.approval.card_desk import ChannelLookup, escalated_now
 from bot.approval.gate import ApprovalDecision, ApprovalRequest, Assessment, PolicyResult
 from bot.approval.grant_choices import offered
 from bot.approval.grants import GrantBook
@@ -54,6 +54,7 @@ from bot.channel import ClickVerdict
 from bot.config import DEFAULT_AGENT, Settings
 from bot.envelope import ChannelRef
 from bot.store import Store
+from bot.store.approvals import ApprovalRecord
 from bot.store.audit import Decision
 from bot.store.grants import OfferedGrant
 from bot.store.liveness import Liveness
@@ -325,6 +326,11 @@ class ApprovalService:
         """The approval settings in force on ``channel`` (approvers, timeout, grant scope),
         under ``agent`` (None: the default agent's)."""
         return self._policy.for_channel(channel, agent or DEFAULT_AGENT)
+
+    def escalated_now(self, record: ApprovalRecord) -> list[str]:
+        """The users ``record`` was escalated to whom the configuration in force still
+        escalates it to: they may decide it (in chat and in the console)."""
+        return escalated_now(self._policy.for_channel, record)[0]
 
     async def decide_from_web(self, answer: WebAnswer) -> ClickVerdict:
         """A decision from the web console: the same rules as a click on a full view

@@ -124,7 +124,8 @@ async def pending_cards(page: PageRequest) -> list[PendingCard]:
     records = [
         r
         for r in await page.host.store.approvals.list(status=ApprovalStatus.PENDING)
-        if viewer.may_read(r.channel) and r.expires_at > now
+        if r.expires_at > now
+        and (viewer.may_read(r.channel) or viewer.may_decide(r.channel, escalated(page, r)))
     ]
     places = await Places.load(
         page.host.store, [(r.channel, r.conversation_id, r.thread_id) for r in records]
@@ -132,6 +133,7 @@ async def pending_cards(page: PageRequest) -> list[PendingCard]:
     for record in records:
         policy = approvals.policy_for(parse_channel_ref(record.channel), record.agent)
         # the requester never counts toward a quorum, self_approval or not
+        deciding = viewer.may_decide(record.channel, escalated(page, record))
         own = record.requester == viewer.identity.user_id and (
             not policy.self_approval or record.quorum > 1
         )
@@ -144,8 +146,8 @@ async def pending_cards(page: PageRequest) -> list[PendingCard]:
                 fingerprint=record.fingerprint,
                 created_at=record.created_at,
                 expires_at=record.expires_at,
-                may_decide=viewer.may_decide(record.channel) and not own,
-                own=own and viewer.may_decide(record.channel),
+                may_decide=deciding and not own,
+                own=own and deciding,
                 scopes=scopes_up_to(policy.grant_scope),
                 reminders_sent=record.reminders_sent,
                 escalated_to=tuple(
@@ -172,6 +174,12 @@ async def approval_cards(page: PageRequest) -> web.StreamResponse:
     return response
 
 
+def escalated(page: PageRequest, record: ApprovalRecord) -> list[str]:
+    """Whom ``record`` was escalated to and the configuration in force still escalates it
+    to: they may see and decide it here too, as on the card in chat."""
+    return page.host.approvals.escalated_now(record)
+
+
 def _refused(page: PageRequest, message: str, status: int) -> web.StreamResponse:
     return page.render("approval_result.html", {"message": message, "path": PATH}, status=status)
 
@@ -181,7 +189,10 @@ async def decide(page: PageRequest) -> web.StreamResponse:
     approval_id = request.match_info["approval_id"]
     form = await request.post()
     record = await page.host.store.approvals.get(approval_id)
-    if record is None or not viewer.may_read(record.channel):
+    if record is None or not (
+        viewer.may_read(record.channel)
+        or viewer.may_decide(record.channel, escalated(page, record))
+    ):
         return _refused(page, ClickVerdict.UNKNOWN.message, 410)
     ref = parse_channel_ref(record.channel)
     if ref.kind != viewer.identity.kind:

@@ -157,3 +157,23 @@ async def test_a_parked_turn_that_still_fits_is_left_alone_at_a_start(replicas: 
     assert await status_of(b.app.store, approval_id) == (ApprovalStatus.PENDING, None)
     assert await clicked(b.app.approvals, b.channel.click(card, APPROVER)) is ClickVerdict.ACCEPTED
     await b.channel.wait_for("done: deployed v2", within_s=WAIT_S)
+
+
+async def test_an_approver_removed_while_stopped_is_refused_on_the_parked_card(
+    replicas: Replicas,
+) -> None:
+    a = await replicas.start("a", extra=with_team(approvers=[APPROVER, "U_FAR"]))
+    await a.deliver(message("m1 deploy please", "1"))
+    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
+    approval_id = card.card.approval_id
+    await until_parked(a.app.store, approval_id)
+    await replicas.stop(a)
+
+    b = await replicas.start("b", extra=with_team(approvers=[APPROVER]))
+    verdict = await clicked(b.app.approvals, b.channel.click(card, "U_FAR"))
+    assert verdict is ClickVerdict.NOT_AUTHORISED
+    assert await status_of(b.app.store, approval_id) == (ApprovalStatus.PENDING, None)
+    assert replicas.deployed == []
+    assert await clicked(b.app.approvals, b.channel.click(card, APPROVER)) is ClickVerdict.ACCEPTED
+    await b.channel.wait_for("done: deployed v2", within_s=WAIT_S)
+    assert replicas.deployed == [("b", {"version": "2"})]

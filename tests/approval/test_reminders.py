@@ -206,3 +206,31 @@ async def test_the_requesters_dm_names_approvers_only_when_told_to(
     assert told.startswith(notice)
     # the approver's own copy names the same people, never more
     assert (APPROVERS_PREFIX in posted.card.render_text()) is (name_approvers == "all")
+
+
+async def test_a_reload_that_takes_an_escalation_or_an_approver_away_refuses_their_click(
+    store: Store,
+) -> None:
+    channel = FakeChannel(DISCORD)
+    approval = {"escalate_after_s": 900, "escalate_to": [LEAD], "escalate_to_roles": ["sre"]}
+    service, clock = _service(channel, store, approval, approvers=[APPROVER, FAR])
+    request = make_request(envelope=make_envelope(channel=DISCORD))
+    async with asking(service, store, channel, request) as (posted, task):
+        clock.now += 900
+        assert await service.sweep_reminders() == 1
+        # the file is edited and reloaded while the card waits: LEAD, the role sre and the
+        # approver FAR are gone from it; the decision follows the configuration in force
+        service.update_settings(
+            make_settings(
+                {"timeout_s": 3600, "escalate_after_s": 900, "escalate_to": ["U_OTHER"]},
+                kind="discord",
+                approvers=[APPROVER],
+            )
+        )
+        assert await clicked(service, channel.click(posted, LEAD)) is ClickVerdict.NOT_AUTHORISED
+        holder = channel.click(posted, "U_SRE", roles=("sre",))
+        assert await clicked(service, holder) is ClickVerdict.NOT_AUTHORISED
+        assert await clicked(service, channel.click(posted, FAR)) is ClickVerdict.NOT_AUTHORISED
+        assert not task.done()
+        assert await clicked(service, channel.click(posted, APPROVER)) is ClickVerdict.ACCEPTED
+    assert task.result().decided_by == APPROVER
