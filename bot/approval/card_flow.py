@@ -127,14 +127,14 @@ class CardFlow:
         *,
         route: AnswerRoute = AnswerRoute.CLICK,
         fingerprint: str | None = None,
-        grant_scope: GrantScope | None = None,
         surface: CardSurface | None = None,
     ) -> ClickVerdict:
         """Apply one decision (steps 1–5 of the module docstring). The web console's answers
-        name their ``route``, the ``fingerprint`` of the call they were shown and a
-        ``grant_scope``; ``surface`` answers whether its card showed everything."""
+        name their ``route`` and the ``fingerprint`` of the call they were shown (a grant
+        choice travels in the action, as a card's does); ``surface`` answers whether its
+        card showed everything."""
         with self._bound(action.approval_id):
-            return await self._decide(action, route, fingerprint, grant_scope, surface)
+            return await self._decide(action, route, fingerprint, surface)
 
     def _bound(self, approval_id: str) -> AbstractContextManager[None]:
         ids = {"approval_id": approval_id}
@@ -148,7 +148,7 @@ class CardFlow:
             action.verb is CardVerb.REPLY and action.reply is None
         )
         if not opens:
-            return CardReply.of(await self._decide(action, AnswerRoute.CLICK, None, None, surface))
+            return CardReply.of(await self._decide(action, AnswerRoute.CLICK, None, surface))
         record = await self._record(action.channel, action.approval_id)
         if record is None:
             return CardReply.of(ClickVerdict.UNKNOWN)
@@ -210,7 +210,6 @@ class CardFlow:
         action: CardAction,
         route: AnswerRoute,
         fingerprint: str | None,
-        grant_scope: GrantScope | None,
         surface: CardSurface | None,
     ) -> ClickVerdict:
         choice = action.verb.choice
@@ -240,7 +239,7 @@ class CardFlow:
                 verdict=refused,
             )
             return refused
-        verdict = await self._apply(record, action, choice, route, grant_scope, surface)
+        verdict = await self._apply(record, action, choice, route, surface)
         if action.card is not None and (
             verdict is not ClickVerdict.ACCEPTED or await self._unrecorded_parked(record, action)
         ):
@@ -272,7 +271,6 @@ class CardFlow:
         action: CardAction,
         choice: ApprovalChoice,
         route: AnswerRoute,
-        grant_scope: GrantScope | None,
         surface: CardSurface | None,
     ) -> ClickVerdict:
         now = self._clock()
@@ -294,7 +292,7 @@ class CardFlow:
             return ClickVerdict.NEEDS_FULL_VIEW
         policy = policy_of(self._policy_for, record)
         if record.quorum > 1 and approving:
-            return await self._vote(record, action, choice, route, grant_scope, now)
+            return await self._vote(record, action, choice, route, now)
         status, grant, reply = ApprovalStatus.APPROVED, None, None
         if action.verb is CardVerb.GRANT:
             sized = await self._sized_grant(record, action, now)
@@ -310,7 +308,7 @@ class CardFlow:
             status = ApprovalStatus.ALWAYS
             grant = new_grant(
                 tool=record.tool,
-                scope=grant_scope or policy.grant_scope,
+                scope=policy.grant_scope,
                 channel=record.channel,
                 conversation_id=record.conversation_id,
                 granted_by=action.actor.user_id,
@@ -388,7 +386,6 @@ class CardFlow:
         action: CardAction,
         choice: ApprovalChoice,
         route: AnswerRoute,
-        grant_scope: GrantScope | None,
         now: float,
     ) -> ClickVerdict:
         """Count one approval toward ``record``'s quorum (the module docstring, step 5)."""
@@ -411,7 +408,7 @@ class CardFlow:
             else:
                 grant = new_grant(
                     tool=record.tool,
-                    scope=grant_scope or policy.grant_scope,
+                    scope=policy.grant_scope,
                     channel=record.channel,
                     conversation_id=record.conversation_id,
                     granted_by=voter,

@@ -48,7 +48,7 @@ from bot.approval.reminders import Reminders
 from bot.approval.shared import SharedApprovals
 from bot.approval.summary import describe
 from bot.approval.terminal import TerminalHandler, TerminalPrompter
-from bot.approval.web_answer import WebAnswer, scopes_up_to
+from bot.approval.web_answer import WebAnswer
 from bot.cards import Actor, CardAction, CardVerb
 from bot.channel import ClickVerdict
 from bot.config import DEFAULT_AGENT, Settings
@@ -338,23 +338,19 @@ class ApprovalService:
         only for the call whose fingerprint the page showed); the waiting turn wakes and
         edits the chat's cards. Refusals are audited like refused clicks; the decision's
         rows record the route ``web``."""
-        if answer.grant_scope is not None:
-            allowed = scopes_up_to(self._policy.for_channel(answer.channel).grant_scope)
-            if answer.grant_scope not in allowed:
-                raise ValueError(f"grant scope {answer.grant_scope!r} is wider than {allowed}")
         action = CardAction(
             channel=answer.channel,
             approval_id=answer.approval_id,
-            verb=CardVerb(answer.choice),
+            verb=CardVerb.GRANT if answer.grant_choice else CardVerb(answer.choice),
             actor=Actor(user_id=answer.user_id),
             reply=answer.reply,
             full_view=True,
+            grant_choice=answer.grant_choice,
         )
         return await self._backchannel.flow.decide(
             action,
             route=AnswerRoute.WEB,
             fingerprint=answer.fingerprint,
-            grant_scope=answer.grant_scope,
         )
 
     async def decide_from_cli(self, approval_id: str, approve: bool, operator: str) -> ClickVerdict:

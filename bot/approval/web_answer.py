@@ -2,9 +2,10 @@
 
 The console (:mod:`bot.webconsole`) shows every argument in full, so its answers count as
 coming from a full view. Beyond a card's click it carries the call's fingerprint as the page
-showed it (a decision applies to exactly that call: another fingerprint decides nothing) and,
-for "approve with a grant", the grant's scope, which may be narrower than the alias's
-``grant_scope`` but never wider (:func:`scopes_up_to`). Its rows record ``web`` as the route
+showed it (a decision applies to exactly that call: another fingerprint decides nothing).
+Always and the grant choices are the card's (:mod:`bot.approval.grant_choices`): a choice
+travels by its key and the card flow grants only one the request offered, within the policy,
+as for a pick on a chat card. Its rows record ``web`` as the route
 (:attr:`~bot.approval.reasons.AnswerRoute.WEB`): the audit row's ``reason``, which says how
 a person's answer came.
 """
@@ -38,5 +39,6 @@ class WebAnswer:
     user_id: str
     #: Deny with a reply: the text the model gets instead of the tool's result.
     reply: str | None = None
-    #: With :attr:`ApprovalChoice.ALWAYS`: the grant's scope (None: the alias's).
-    grant_scope: GrantScope | None = None
+    #: A grant choice picked ("approve with a grant"): its key, as a card's payload carries
+    #: it (checked against what the request offered; never trusted). Empty: none.
+    grant_choice: str = ""

@@ -5,8 +5,10 @@ function (:func:`bot.approval.card.card_for`): the tool, every argument in full 
 masked and nothing else, control and invisible characters as escapes, see
 :mod:`bot.approval.summary`), why a person is asked, the requester, the conversation, the age
 and the deadline. Approvers of the request's channel alias get Approve, Deny, Deny with a
-reply and Approve with a grant (of a scope up to the alias's ``grant_scope``); admins who are
-not approvers of it see it without them.
+reply, and where the card offers them (:attr:`~bot.channel.ApprovalCard.always`), Always and
+"Approve with a grant" of one of the card's grant choices: the ones the chat's card offers
+(``approval.grant_choices``, bounded by the policy: :mod:`bot.approval.grant_choices`),
+decided by the same card flow. Admins who are not approvers of it see it without them.
 
 Live: ``GET /approvals/cards`` answers the list alone, and ``static/live.js`` fetches it every
 second, adding new cards and removing closed ones without touching the rest (a reply being
@@ -30,9 +32,8 @@ from aiohttp import web
 
 from bot.approval.card import card_for, parse_channel_ref
 from bot.approval.card_flow import counted_words
-from bot.approval.web_answer import WebAnswer, scopes_up_to
+from bot.approval.web_answer import WebAnswer
 from bot.channel import ApprovalCard, ApprovalChoice, ClickVerdict
-from bot.channel_config import GrantScope
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
 from bot.visible_text import visible
 from bot.webconsole import times
@@ -51,10 +52,13 @@ _STATUS = {
     ClickVerdict.ALREADY_DECIDED: 409,
     ClickVerdict.NEEDS_FULL_VIEW: 409,
     ClickVerdict.UNKNOWN: 410,
+    ClickVerdict.CHOICE_NOT_OFFERED: 400,
+    ClickVerdict.NO_GRANT_HERE: 400,
 }
 _DONE = {
     "approve": "Approved. The call runs now.",
     "always": "Approved, and a grant was made. The call runs now.",
+    "grant": "Approved, with a grant of the size you picked. The call runs now.",
     "deny": "Denied. The call does not run.",
     "reply": "Denied with your reply. The call does not run; the model gets the reply.",
 }
@@ -74,7 +78,6 @@ class PendingCard:
     may_decide: bool
     #: The viewer asked for this call and may not approve it.
     own: bool
-    scopes: tuple[GrantScope, ...]
     #: Reminders sent so far, and whom the request was escalated to (empty: nobody).
     reminders_sent: int = 0
     escalated_to: tuple[str, ...] = ()
@@ -148,7 +151,6 @@ async def pending_cards(page: PageRequest) -> list[PendingCard]:
                 expires_at=record.expires_at,
                 may_decide=deciding and not own,
                 own=own and deciding,
-                scopes=scopes_up_to(policy.grant_scope),
                 reminders_sent=record.reminders_sent,
                 escalated_to=tuple(
                     visible(u)
@@ -200,7 +202,7 @@ async def decide(page: PageRequest) -> web.StreamResponse:
         return _refused(page, ClickVerdict.NOT_AUTHORISED.message, 403)
     action = field(form, "choice")
     reply: str | None = None
-    scope: GrantScope | None = None
+    grant_choice = ""
     if action == "reply":
         reply = field(form, "reply", limit=MAX_REPLY + 1)
         if not reply or len(reply) > MAX_REPLY:
@@ -208,17 +210,16 @@ async def decide(page: PageRequest) -> web.StreamResponse:
                 page, f"Type a reply of 1 to {MAX_REPLY:,} characters to deny with it.", 400
             )
         choice = ApprovalChoice.DENY
+    elif action == "grant":
+        # a choice the card offered, by its key: the card flow checks it against the row
+        grant_choice = field(form, "grant")
+        if not grant_choice:
+            return _refused(page, "Pick a grant to approve with.", 400)
+        choice = ApprovalChoice.ALWAYS
     elif action in ("approve", "deny", "always"):
         choice = ApprovalChoice(action)
     else:
         return _refused(page, "Unknown action.", 400)
-    if choice is ApprovalChoice.ALWAYS:
-        allowed = scopes_up_to(page.host.approvals.policy_for(ref).grant_scope)
-        chosen = field(form, "scope") or allowed[-1]
-        matched = [s for s in allowed if s == chosen]
-        if not matched:
-            return _refused(page, f"A grant's scope is one of {', '.join(allowed)}.", 400)
-        scope = matched[0]
     verdict = await page.host.approvals.decide_from_web(
         WebAnswer(
             channel=ref,
@@ -227,7 +228,7 @@ async def decide(page: PageRequest) -> web.StreamResponse:
             choice=choice,
             user_id=viewer.identity.user_id,
             reply=reply,
-            grant_scope=scope,
+            grant_choice=grant_choice,
         )
     )
     if verdict is ClickVerdict.ACCEPTED:

@@ -3,7 +3,7 @@
 A grant lets one tool run without asking in a scope: a conversation, a channel alias, or
 everywhere (:mod:`bot.approval.grants`). The page lists the live ones and the latest ended
 ones (expired or revoked, kept for the record), revokes a live one, and creates one the way
-an "Approve and grant" click does (:func:`bot.approval.grants.new_grant`), with the admin's
+an "Always" click does (:func:`bot.approval.grants.new_grant`), with the admin's
 identity as ``granted_by`` and an optional lifetime. Every change is a POST answered with a
 redirect back here (:mod:`bot.webconsole.notices`).
 """

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,11 +59,15 @@ def console_settings(
     llm: OpenAIFake,
     state: Path,
     storage: Mapping[str, Any] | None = None,
+    *,
+    approval: Mapping[str, Any] | None = None,
+    approvers: Sequence[int] = (APPROVER, REQUESTER),
     **web: Any,
 ) -> Settings:
-    """One Telegram channel (:data:`REQUESTER` talks; :data:`APPROVER` and the requester
-    approve, by DM too), the model fake as the provider, and the console on; ``storage``:
-    a ``[storage]`` table (a PostgreSQL ``url``) instead of the SQLite file."""
+    """One Telegram channel (:data:`REQUESTER` talks; ``approvers``, by default
+    :data:`APPROVER` and the requester, approve, by DM too), the model fake as the provider,
+    and the console on; ``storage``: a ``[storage]`` table (a PostgreSQL ``url``) instead of
+    the SQLite file; ``approval``: more ``[approval]`` keys."""
     return parse_settings(
         {
             "state_dir": str(state),
@@ -77,7 +81,7 @@ def console_settings(
                     "max_retries": 0,
                 }
             },
-            "approval": {"timeout_s": 120, "dm_approvers": True},
+            "approval": {"timeout_s": 120, "dm_approvers": True, **(approval or {})},
             "channels": {
                 "telegram": {
                     "main": {
@@ -87,7 +91,7 @@ def console_settings(
                         "reconnect_initial_s": 0.01,
                         "reconnect_max_s": 0.05,
                         "allowed_users": [str(REQUESTER), str(APPROVER)],
-                        "approvers": [str(APPROVER), str(REQUESTER)],
+                        "approvers": [str(a) for a in approvers],
                     }
                 }
             },
@@ -131,6 +135,16 @@ class ConsoleRig:
         self.llm.queue_tool_calls([("deploy", {"version": version})])
         self.llm.queue_text(f"Deployed {version}.")
         await self.ask(f"deploy {version}", sender=sender)
+
+    async def card_text(self, chat_id: int) -> str:
+        """The text of the approval card in ``chat_id`` as Telegram shows it now (waits for
+        it to be posted)."""
+        await self.tg.wait_for(
+            "sendMessage",
+            lambda c: "reply_markup" in c.params and str(c.params.get("chat_id")) == str(chat_id),
+        )
+        [card] = [m for m in self.tg.bot_messages(chat_id) if "reply_markup" in m]
+        return str(card["text"])
 
     def messages_to(self, user_id: int) -> list[ApiCall]:
         return [c for c in self.tg.calls_of("sendMessage") if c.params.get("chat_id") == user_id]
@@ -186,13 +200,18 @@ async def console_rig(
     *,
     metrics: Metrics | None = None,
     storage: Mapping[str, Any] | None = None,
+    approval: Mapping[str, Any] | None = None,
+    approvers: Sequence[int] = (APPROVER, REQUESTER),
     **web: Any,
 ) -> AsyncIterator[ConsoleRig]:
     """Everything in the module docstring, running for the block; ``web``: more ``[web]``
     keys; ``metrics``: the daemon's figures, kept as ``hatchway run`` keeps them;
-    ``storage``: a ``[storage]`` table (a PostgreSQL ``url``) instead of the SQLite file."""
+    ``storage``: a ``[storage]`` table (a PostgreSQL ``url``) instead of the SQLite file;
+    ``approval`` and ``approvers`` as :func:`console_settings` takes them."""
     async with FakeTelegram(TOKEN) as tg, OpenAIFake(model="gpt-4o-mini") as llm:
-        settings = console_settings(tg, llm, state, storage, **web)
+        settings = console_settings(
+            tg, llm, state, storage, approval=approval, approvers=approvers, **web
+        )
         server = HttpServer(ServerConfig(host="127.0.0.1", port=0))
         ran: list[Mapping[str, object]] = []
         app = App(settings, web_app=server.app, tools=[deploy_tool(ran)], metrics=metrics)

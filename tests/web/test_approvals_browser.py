@@ -1,8 +1,11 @@
 """Pending approvals in a real browser: sign in through the link the bot sent to the
 approver's Telegram DM, watch a request appear without a reload, approve it; the tool runs
-once and the chat's cards show the outcome."""
+once and the chat's cards show the outcome. The grant choices are the chat card's, and a
+card that needs two keys offers none."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from playwright.async_api import Browser, Page
@@ -10,7 +13,16 @@ from playwright.async_api import Browser, Page
 from bot.approval import audit
 from bot.store.approvals import ApprovalStatus
 from bot.store.audit import Decision
-from tests.web.harness import APPROVER, REQUESTER, ConsoleRig
+from channels.telegram.cards import CHOICE_PREFIX
+from tests.fakes.telegram_setup import TOKEN
+from tests.web.harness import (
+    ADMIN,
+    APPROVER,
+    LLM_KEY_ENV,
+    REQUESTER,
+    ConsoleRig,
+    console_rig,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="module")]
 
@@ -65,26 +77,88 @@ async def test_deny_with_a_reply(rig: ConsoleRig, page: Page) -> None:
     assert (row.status, row.decided_by, row.reason) == ("edited", str(APPROVER), "web")
 
 
-async def test_approve_with_a_grant_of_the_scope_chosen(rig: ConsoleRig, page: Page) -> None:
+def chat_card_choices(rig: ConsoleRig, chat_id: int) -> list[str]:
+    """The grant choices of the chat's card in ``chat_id``, as Telegram shows them (its
+    second keyboard row, ``♾️ LABEL``)."""
+    [card] = [m for m in rig.tg.bot_messages(chat_id) if "reply_markup" in m]
+    return [
+        b["text"].removeprefix(CHOICE_PREFIX)
+        for row in card["reply_markup"]["inline_keyboard"][1:-1]
+        for b in row
+    ]
+
+
+async def test_approve_with_a_grant_the_chat_card_offers(rig: ConsoleRig, page: Page) -> None:
+    """The console offers the chat card's grant choices (``approval.grant_choices`` bounded
+    by the policy) beside Always, and decides a pick through the same card flow: a key the
+    card never offered, edited into the form, is refused and decides nothing; "for 1 h"
+    approves with an hour-long grant."""
     await rig.sign_in(page, APPROVER)
     await page.goto(rig.url("/approvals"))
     await rig.deploy_asked("v4")
     card = page.locator("article.approval")
     await card.wait_for()
-    # the alias's grant_scope is "conversation": nothing wider is offered
-    options = await card.locator("select[name=scope] option").all_inner_texts()
-    assert options == ["conversation"]
-    await card.locator("button[value=always]").click()
-    await page.wait_for_selector("text=Approved, and a grant was made.")
+    options = await card.locator("select[name=grant] option").all_inner_texts()
+    await rig.tg.wait_for("sendMessage", lambda c: "reply_markup" in c.params)
+    assert options == chat_card_choices(rig, APPROVER)
+    assert options == ["for 1 h", "for this conversation", "for this exact command"]
+    assert await card.locator("button[value=always]").count() == 1
+    assert await card.locator("select[name=scope]").count() == 0
+
+    # a choice the card never offered, written into the form by hand
+    await card.locator("select[name=grant] option").first.evaluate("o => o.value = 'forever'")
+    await card.locator("button[value=grant]").click()
+    await page.wait_for_selector("text=That grant choice was not offered on this card")
+    [row] = await rig.app.store.approvals.list()
+    assert row.status is ApprovalStatus.PENDING and rig.ran == []
+
+    await page.goto(rig.url("/approvals"))
+    card = page.locator("article.approval")
+    await card.locator("select[name=grant]").select_option(label="for 1 h")
+    await card.locator("button[value=grant]").click()
+    await page.wait_for_selector("text=Approved, with a grant of the size you picked.")
     await rig.tg.wait_for("sendMessage", lambda c: "Deployed v4." in str(c.params.get("text")))
     assert rig.ran == [{"version": "v4"}]
     [grant] = await rig.app.store.grants.list(now=0, include_inactive=True)
-    assert (grant.tool, grant.scope, grant.scope_key, grant.granted_by) == (
+    assert (grant.tool, grant.size, grant.scope, grant.scope_key, grant.granted_by) == (
         "deploy",
+        "for 1 h",
         "conversation",
         f"telegram.main:{REQUESTER}",
         str(APPROVER),
     )
+    assert grant.expires_at == pytest.approx(grant.created_at + 3600)
+    rows = [(r.decision, r.reason) for r in await rig.app.store.audit.since()]
+    assert rows[-2:] == [
+        (Decision.CLICK_REFUSED_ALWAYS, "choice_not_offered"),
+        (Decision.ALWAYS, "web"),
+    ]
+
+
+async def test_a_quorum_card_offers_no_grant_on_the_console(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, page: Page
+) -> None:
+    """A card that needs two keys offers Approve and Deny, no Always and no grant choice,
+    as on the chat's card; the console's approval is one of the two."""
+    monkeypatch.setenv("HATCHWAY_TELEGRAM_TOKEN", TOKEN)
+    monkeypatch.setenv(LLM_KEY_ENV, "test-key")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    quorum = {"rules": [{"tools": ["deploy"], "approvals": 2}]}
+    async with console_rig(
+        tmp_path, approval={"quorum": quorum}, approvers=(APPROVER, ADMIN, REQUESTER)
+    ) as rig:
+        await rig.sign_in(page, APPROVER)
+        await page.goto(rig.url("/approvals"))
+        await rig.deploy_asked("v9")
+        card = page.locator("article.approval")
+        await card.wait_for()
+        assert "0 of 2 approvals" in await rig.card_text(APPROVER)
+        assert await card.locator("button[value=approve]").count() == 1
+        assert await card.locator("button[value=always], select[name=grant]").count() == 0
+        assert chat_card_choices(rig, APPROVER) == []
+        await card.locator("button[value=approve]").click()
+        await page.wait_for_selector("text=Approval 1 of 2 recorded; waiting for one more.")
+        assert rig.ran == []
 
 
 async def test_hostile_arguments_are_shown_not_obeyed(rig: ConsoleRig, page: Page) -> None:
