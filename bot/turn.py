@@ -15,8 +15,10 @@ both import this module.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import enum
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 
 from bot.envelope import IngressEnvelope
@@ -25,6 +27,30 @@ from bot.telemetry import NO_TRACE, TurnTrace
 
 #: How long a reply key is: a Discord nonce holds at most 25 characters.
 REPLY_KEY_CHARS = 24
+
+#: The loop time by which a turn waiting on an approval card parks, just before its budget
+#: (``turn_timeout_s``) runs out: a wait that may park is never cancelled by the budget
+#: (docs/approvals.md, "Parking and resumption"). None outside a turn's budget.
+PARK_BY: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "hatchway_park_by", default=None
+)
+#: How long before the budget runs out a waiting turn parks: room for the parking writes
+#: (at most a twentieth of the budget).
+PARK_MARGIN_S = 5.0
+
+
+@contextlib.contextmanager
+def parks_before(deadline: float | None, budget_s: float) -> Iterator[None]:
+    """Within the block, a wait on a card parks before the loop time ``deadline`` (the
+    turn budget's end; None: no budget)."""
+    if deadline is None:
+        yield
+        return
+    token = PARK_BY.set(deadline - min(PARK_MARGIN_S, budget_s / 20))
+    try:
+        yield
+    finally:
+        PARK_BY.reset(token)
 
 
 class CancelReason(enum.StrEnum):

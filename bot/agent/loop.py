@@ -34,7 +34,7 @@ from bot.tools.cancellation import unless_cancelled
 from bot.tools.pipeline import ToolPipeline
 from bot.tools.registry import ToolScope
 from bot.tools.spec import ToolContext
-from bot.turn import CancelReason
+from bot.turn import CancelReason, parks_before
 
 log = structlog.get_logger(__name__)
 
@@ -94,7 +94,8 @@ async def run_turn(bundle: AgentBundle, state: TurnState) -> TurnResult:
     await _begin(bundle, state, state.user or ChatMessage(role="user", content=envelope.text))
     try:
         async with asyncio.timeout(settings.turn_timeout_s) as budget:
-            return await _iterate(bundle, state, pipeline, definitions)
+            with parks_before(budget.when(), settings.turn_timeout_s):
+                return await _iterate(bundle, state, pipeline, definitions)
     except TimeoutError:
         if not budget.expired():
             raise
@@ -151,16 +152,17 @@ async def resume_turn(bundle: AgentBundle, state: TurnState, approval_id: str) -
     log.info("turn_resuming", approval_id=approval_id, parked_turn=record.turn_id)
     try:
         async with asyncio.timeout(settings.turn_timeout_s) as budget:
-            report = await pipeline.resume_batch(record.text, record.calls, record.asked)
-            _history(state).extend(report.messages)
-            if report.verdict is BatchVerdict.PARKED:
-                return TurnResult(status=TurnStatus.PARKED, text="")
-            stopped = _stopping(report.verdict, "")
-            if stopped is not None:
-                return stopped
-            if state.cancel.cancelled:
-                return _cancelled(state)
-            return await _iterate(bundle, state, pipeline, definitions, iterations=1)
+            with parks_before(budget.when(), settings.turn_timeout_s):
+                report = await pipeline.resume_batch(record.text, record.calls, record.asked)
+                _history(state).extend(report.messages)
+                if report.verdict is BatchVerdict.PARKED:
+                    return TurnResult(status=TurnStatus.PARKED, text="")
+                stopped = _stopping(report.verdict, "")
+                if stopped is not None:
+                    return stopped
+                if state.cancel.cancelled:
+                    return _cancelled(state)
+                return await _iterate(bundle, state, pipeline, definitions, iterations=1)
     except TimeoutError:
         if not budget.expired():
             raise

@@ -54,6 +54,7 @@ from bot.store import Store
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
 from bot.store.inbox import InboxStatus
 from bot.store.parked import ParkRecord, ParkState, UnreadableParkRecord
+from bot.turn import PARK_BY
 
 log = structlog.get_logger(__name__)
 
@@ -171,7 +172,10 @@ class Backchannel:
             elif self._closed and not parkable:
                 await self.expire(record, RuntimeReason.SHUTDOWN)
             elif self._closed or await self._waits.until_decided(
-                record, wakeup, park_at=now + policy.wait_in_turn_s if parkable else None
+                record,
+                wakeup,
+                park_at=now + policy.wait_in_turn_s if parkable else None,
+                park_by=PARK_BY.get(),
             ):
                 # the card stays open; the turn ends here and resumes once it is decided
                 log.info("approval_parked", approval_id=record.id, tool=record.tool)

@@ -81,11 +81,20 @@ class Waits:
             self.unwaited(approval_id)
 
     async def until_decided(
-        self, record: ApprovalRecord, wakeup: asyncio.Event, *, park_at: float | None = None
+        self,
+        record: ApprovalRecord,
+        wakeup: asyncio.Event,
+        *,
+        park_at: float | None = None,
+        park_by: float | None = None,
     ) -> bool:
         """Until the row is decided, or its ``expires_at`` passes on the service's clock (the
         same clock a late click is judged by), then expire it. With ``park_at`` (a wait that
-        may park), until that time or a stop instead: True then, the row still pending."""
+        may park), until that time or a stop instead: True then, the row still pending; and
+        also, with ``park_by``, until that loop time (the turn's budget is about to run out:
+        :data:`bot.turn.PARK_BY`), so that the budget parks the wait instead of cancelling
+        it."""
+        loop = asyncio.get_running_loop()
         while True:
             wakeup.clear()  # before reading, so a click landing after the read still wakes us
             current = await self._store.approvals.get(record.id)
@@ -100,6 +109,12 @@ class Waits:
                 if record.id in self._park_now or now >= park_at:
                     return True
                 remaining = min(remaining, park_at - now)
+                if park_by is not None:
+                    left = park_by - loop.time()
+                    if left <= 0:
+                        log.info("approval_parks_before_turn_budget", approval_id=record.id)
+                        return True
+                    remaining = min(remaining, left)
             try:
                 async with asyncio.timeout(min(self._poll_s, remaining)):
                     await wakeup.wait()
