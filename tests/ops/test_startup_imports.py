@@ -157,6 +157,7 @@ NOT_IN_A_CHAT = {
     "bot.replicas": "the replicas' leases, only with a postgresql:// database (wiring/replicas.py)",
     "bot.gateway.handover": "a session's turns among replicas, only with a postgresql:// database",
     "bot.commands.doctor": "hatchway doctor's checks: the chat's command line is built without",
+    "html.parser": "a fetched page reduced to text, at http_fetch's first HTML page (html_text.py)",
 }
 
 

@@ -30,7 +30,6 @@ from bot.config import HttpFetchToolConfig
 from bot.scrub import scrub_text
 from bot.tools.builtin import fetch_preview
 from bot.tools.builtin.arguments import ToolArguments, parse_arguments, schema_of
-from bot.tools.builtin.html_text import html_to_text
 from bot.tools.builtin.network_guard import HostResolver, NetworkGuard, PinnedResolver
 from bot.tools.builtin.observation import ToolFailed, ToolRefused, bounded_text
 from bot.tools.spec import (
@@ -175,6 +174,9 @@ def _render(response: aiohttp.ClientResponse, data: bytes, truncated: bool, limi
     except LookupError:
         text = data.decode("utf-8", errors="replace")
     if mime in ("text/html", "application/xhtml+xml") or (not mime and "<html" in text[:1000]):
+        # at the first page: html.parser and its entity table (~0.4 MB) are no start-up's
+        from bot.tools.builtin.html_text import html_to_text
+
         text = html_to_text(text)
     return Page(
         head="\n".join(lines), body=text, source=shown_source(response.url), status=response.status
