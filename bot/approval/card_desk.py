@@ -50,6 +50,22 @@ class PolicyLookup(Protocol):
     ) -> EffectivePolicy: ...
 
 
+def outcome_notice(record: ApprovalRecord) -> str:
+    """The outcome of a decided request in one line, for a conversation whose card could
+    not be edited (:meth:`CardDesk.tell_outcome`)."""
+    who = visible(record.decided_by_name or record.decided_by or "")
+    if record.status is ApprovalStatus.EXPIRED:
+        what = f"expired ({visible(record.reason or 'timeout')})"
+    elif record.status is ApprovalStatus.DENIED:
+        what = f"denied by {who}"
+    elif record.status is ApprovalStatus.EDITED:
+        what = f"answered with a reply by {who}"
+    else:
+        what = f"approved by {who}"
+    tool = visible(record.tool)
+    return f"🔐 The approval request for {tool} was {what}. (Its card could not be updated.)"
+
+
 def policy_of(policy_for: PolicyLookup, record: ApprovalRecord) -> EffectivePolicy:
     """The settings in force for ``record``: its channel alias's, under the agent whose turn
     asked (a row from before the agent was stored: the default agent's)."""
@@ -185,6 +201,32 @@ class CardDesk:
                 await self._edit(record, message)
         except TimeoutError:
             log.warning("approval_card_edit_slow", approval_id=approval_id)
+
+    async def tell_outcome(self, record: ApprovalRecord) -> bool:
+        """A decided card whose place was never stored (a kill between posting it and
+        storing its message id): no platform lets the bot find that message again for
+        certain (Telegram has no history for bots), so the conversation is told the outcome
+        in a new message instead, once its resumption shows it. True when sent."""
+        if record.card_refs or record.status is ApprovalStatus.PENDING:
+            return False
+        if record.reason == reasons.AnswerRoute.CLICK:
+            return False  # the click edited the card it came from (CardFlow)
+        ref = parse_channel_ref(record.channel)
+        channel = self._channel_for(ref)
+        if channel is None:
+            return False
+        target = DeliveryTarget(
+            channel=ref, conversation_id=record.conversation_id, thread_id=record.thread_id
+        )
+        try:
+            await channel.send(target, outcome_notice(record))
+        except CHANNEL_FAILURES as exc:
+            log.warning(
+                "approval_outcome_notice_failed", approval_id=record.id, error=scrub_text(str(exc))
+            )
+            return False
+        log.info("approval_outcome_told", approval_id=record.id, status=record.status)
+        return True
 
     async def notify_expired(self, record: ApprovalRecord, why: RuntimeReason) -> None:
         """Tell the request's conversation that it expired at a restart or shutdown and must

@@ -277,7 +277,10 @@ class ApprovalService:
     async def show_outcome(self, approval_id: str) -> None:
         """Edit every copy of a decided card to its outcome (a parked turn's card, which no
         waiting turn edits): through the platforms' message-edit calls, hours later too."""
-        await self._backchannel.desk.edit_all(approval_id)
+        final = await self._backchannel.desk.edit_all(approval_id)
+        if final is not None:
+            # a copy whose place a kill left unstored cannot be edited: say it in a message
+            await self._backchannel.desk.tell_outcome(final)
 
     async def expire_parked_changed(
         self,
