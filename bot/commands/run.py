@@ -134,6 +134,9 @@ async def _chat_session(args: argparse.Namespace) -> int:
     gc.freeze()
     gc.enable()
     from bot.config import resolve_config_path
+    from bot.tools.builtin.sandbox_probe import probe_ahead
+
+    probe_ahead(settings.tools.shell)  # shell's sandbox, ready when the tools are built
 
     # the config file is hidden from shell's sandbox, --config's included
     unanswered: list[str] = []  # the statuses of turns that did not complete

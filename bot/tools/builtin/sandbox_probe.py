@@ -21,6 +21,7 @@ import functools
 import os
 import shutil
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,7 +65,22 @@ def bwrap_status(program: str = "bwrap") -> BwrapStatus:
     found = shutil.which(program)
     if found is None:
         return BwrapStatus(program=program, problem=f"{program} is not installed", installed=False)
-    return _probe(found)
+    with _probing:  # a probe started ahead (probe_ahead) is waited for, not run again
+        return _probe(found)
+
+
+_probing = threading.Lock()
+
+
+def probe_ahead(cfg: ShellToolConfig, bwrap: str = "bwrap") -> None:
+    """Start the probe that :func:`choose_sandbox` will ask for on a worker thread, so its
+    answer is ready when ``shell`` is built: running bubblewrap twice is waiting, not CPU,
+    and ``hatchway chat`` loads and starts the app meanwhile. Nothing when ``shell`` is off
+    or ``sandbox = "none"`` (which never probes)."""
+    if cfg.enabled and cfg.sandbox != "none":
+        threading.Thread(
+            target=bwrap_status, args=(bwrap,), name="bwrap-probe", daemon=True
+        ).start()
 
 
 @functools.cache

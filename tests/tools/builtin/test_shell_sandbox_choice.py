@@ -16,6 +16,7 @@ from bot.app import App
 from bot.commands.doctor.sandbox import sandbox_check
 from bot.config import ShellToolConfig, ToolsConfig
 from bot.errors import ConfigError
+from bot.tools.builtin.sandbox_probe import bwrap_status, probe_ahead
 from bot.tools.builtin.shell import shell_tool
 from bot.tools.builtin.workspace import Workspace
 from tests.fakes.openai_server import OpenAIFake
@@ -167,3 +168,23 @@ def test_doctor_with_bwrap() -> None:
 def test_hidden_paths_must_be_absolute_and_not_the_root(entry: str) -> None:
     with pytest.raises(ValidationError, match=r"hidden_paths\[0\]"):
         ShellToolConfig.model_validate({"hidden_paths": [entry]})
+
+
+def test_a_probe_started_ahead_is_the_one_the_shell_gets(tmp_path: Path) -> None:
+    """``hatchway chat`` starts the probe before the app (``probe_ahead``): building
+    ``shell`` then waits for that probe's answer instead of running bubblewrap again, and
+    ``sandbox = "none"`` starts nothing."""
+    runs = tmp_path / "runs"
+    program = tmp_path / "bwrap"
+    program.write_text(f"#!/bin/sh\necho \"$1\" >> '{runs}'\necho '{REFUSED}' >&2\nexit 1\n")
+    program.chmod(0o755)
+    probe_ahead(ShellToolConfig(sandbox="none"), bwrap=str(program))
+    probe_ahead(ShellToolConfig(enabled=False), bwrap=str(program))
+    assert not runs.exists()
+
+    probe_ahead(ShellToolConfig(), bwrap=str(program))
+    status = bwrap_status(str(program))  # waits for the probe started ahead
+    assert REFUSED in status.problem
+    assert bwrap_status(str(program)) is status
+    lines = runs.read_text().splitlines()
+    assert len(lines) == 2 and lines[1] == "--version"  # one probe: the sandbox, the version
