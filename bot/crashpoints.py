@@ -13,6 +13,8 @@ The points, in the order a turn reaches them (docs/reliability.md):
 * ``after_model_call`` — the model answered (a tool call or the final text), nothing of it
   recorded;
 * ``after_tool`` — a tool ran, its result not recorded;
+* ``after_card_post`` — an approval card is posted, where it is (its message id) not yet
+  stored;
 * ``after_answer`` — the final answer is in history, its reply recorded with it where the
   channel can check a delivery (else not yet recorded), not sent;
 * ``after_record`` — a reply is recorded ``sending``, its request not yet made (a reply in
@@ -37,6 +39,7 @@ POINTS = (
     "mid_stream",
     "after_model_call",
     "after_tool",
+    "after_card_post",
     "after_answer",
     "after_record",
     "before_request",

@@ -49,6 +49,7 @@ from bot.approval.reasons import RuntimeReason
 from bot.approval.shared import SharedApprovals
 from bot.approval.waits import Waits
 from bot.channel import Channel
+from bot.crashpoints import crash_point
 from bot.scrub import scrub_text
 from bot.store import Store
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
@@ -159,6 +160,7 @@ class Backchannel:
                 refs = await self._cards.post(
                     channel, record, env.reply_target, dm_to=dm_to if policy.dm_approvers else ()
                 )
+            crash_point("after_card_post")
             if refs:
                 # Shielded: a cancel landing inside a write must not leave it half done.
                 await asyncio.shield(self._store.approvals.set_card_refs(record.id, refs))
