@@ -131,7 +131,15 @@ class Backchannel:
         wakeup = self._waits.open(record.id)
         # a turn that can park records itself before the card is out: a stop, or a kill,
         # from here on leaves a turn that can continue once the card is decided
-        ticket = request.park if policy.park and not self._closed else None
+        # (with several replicas, only while every live one parks: a rolling upgrade)
+        ticket = (
+            request.park
+            if request.park is not None
+            and policy.park
+            and not self._closed
+            and await self._shared.can_park()
+            else None
+        )
         parkable = ticket is not None and await ticket.hold(record.id, now)
         if parkable:
             self._waits.parkable(record.id)

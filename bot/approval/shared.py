@@ -13,7 +13,10 @@ replicas share the database (PostgreSQL, :class:`~bot.store.liveness.Liveness` g
   the lease TTL), never a live one's; so does the watch, every :data:`SWEEP_S`, so a request
   whose replica died is expired, its cards edited and its conversation told, without waiting
   for another start;
-* a stop expires only this replica's own pending requests.
+* a stop expires only this replica's own pending requests;
+* a turn parks only while every live replica advertises parking (:meth:`SharedApprovals.
+  can_park`): during a rolling upgrade from a release that does not park, a card waits in its
+  turn and a stop expires it, as with ``approval.park = false``.
 
 One process (SQLite, no liveness) keeps its rules: a start or a stop expires every pending
 request.
@@ -32,6 +35,7 @@ from bot.store import Store
 from bot.store.approvals import ApprovalRecord
 from bot.store.liveness import Liveness
 from bot.store.outage import repeat
+from bot.store.replicas import PARK
 
 log = structlog.get_logger(__name__)
 
@@ -48,6 +52,36 @@ class SharedApprovals:
     def __init__(self, store: Store, liveness: Liveness | None = None) -> None:
         self._store = store
         self._liveness = liveness
+        #: the replicas that kept parking off at the last look (logged when it changes)
+        self._without_parking: frozenset[str] = frozenset()
+
+    async def can_park(self) -> bool:
+        """Whether a turn may park now: always for one process; with several replicas,
+        only while every live one advertises parking (a replica of a release that does not
+        park would expire a parked turn's card, or tell its conversation to ask again).
+        Says so once in the log when that changes. One read, as a card is posted."""
+        if self._liveness is None:
+            return True
+        try:
+            lacking = await self._liveness.lacking(PARK)
+        except StorageError as exc:
+            log.warning("parking_check_failed", error=str(exc))
+            return False
+        ids = frozenset(r.id for r in lacking)
+        if ids != self._without_parking:
+            if ids:
+                log.warning(
+                    "parking_off_during_upgrade",
+                    replicas=sorted(ids),
+                    hosts=sorted({f"{r.host}:{r.pid}" for r in lacking}),
+                    hint="a live replica runs a release that does not park: cards wait in "
+                    "their turns and a stop expires them (as with approval.park = false) until "
+                    "it is upgraded or gone",
+                )
+            else:
+                log.info("parking_on", replicas_upgraded=sorted(self._without_parking))
+            self._without_parking = ids
+        return not ids
 
     @property
     def replica_id(self) -> str | None:

@@ -14,7 +14,7 @@ import socket
 import time
 from dataclasses import dataclass
 
-from bot.store.replicas import ReplicaRecord
+from bot.store.replicas import CAPABILITIES, ReplicaRecord
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -25,6 +25,8 @@ class ReplicaIdentity:
     host: str
     pid: int
     started_at: float
+    #: What this release can do (the row's ``capabilities``).
+    capabilities: frozenset[str] = CAPABILITIES
 
     @classmethod
     def of_this_process(cls, *, now: float | None = None) -> ReplicaIdentity:
@@ -45,4 +47,5 @@ class ReplicaIdentity:
             pid=self.pid,
             started_at=self.started_at,
             heartbeat_at=heartbeat_at,
+            capabilities=self.capabilities,
         )

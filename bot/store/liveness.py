@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from bot.store.replicas import Replicas
+from bot.store.replicas import ReplicaRecord, Replicas
 
 Outage = Callable[[], "tuple[float, float | None] | None"]
 """This replica's last outage, wall clock: (began, ended; None while it lasts), or None."""
@@ -53,13 +53,22 @@ class Liveness:
         """The ids of the replicas whose heartbeat is within the lease TTL, this one
         always among them (it is running this); around an outage of this replica's own, those
         alive when it began (module docstring)."""
+        rows = await self._replicas.live(since=self._since())
+        return frozenset(r.id for r in rows) | {self._id}
+
+    async def lacking(self, capability: str) -> list[ReplicaRecord]:
+        """The live replicas (as :meth:`live_replicas` counts them) whose row does not
+        advertise ``capability``: a release that cannot do it (a rolling upgrade)."""
+        rows = await self._replicas.live(since=self._since())
+        return [r for r in rows if capability not in r.capabilities and r.id != self._id]
+
+    def _since(self) -> float:
         now = self._clock()
         since = now - self._ttl_s
         last = None if self._outage is None else self._outage()
         if last is not None and not self._past(last, now):
             since = min(since, last[0] - self._ttl_s)
-        rows = await self._replicas.live(since=since)
-        return frozenset(r.id for r in rows) | {self._id}
+        return since
 
     def steady(self) -> bool:
         """Whether this replica's last outage ended more than the TTL ago (or there was

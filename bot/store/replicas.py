@@ -19,6 +19,11 @@ Times are wall-clock epoch seconds chosen by the caller: a replica's clock decid
 own tenure ends, and its holder stops early enough to cover the skew the configuration
 allows (``[replicas] max_clock_skew_s``).
 
+A replica's row says what its release can do (``capabilities``, :data:`CAPABILITIES`),
+written when the row is: a rolling upgrade mixes releases, and a behaviour every replica
+must know (parking, docs/approvals.md) is on only while every live replica advertises it. A
+row of a release from before the column advertises nothing.
+
 Rows of ``leases`` are never deleted: a release sets ``expires_at`` to 0, so ``generation``,
 the fencing token, only grows (each new tenure of a role gets the next number).
 """
@@ -31,16 +36,23 @@ from dataclasses import dataclass
 from bot.store.engine import Database
 from bot.store.statements import Read, Row, Write
 
+#: Parks turns waiting on an approval card, and leaves parked ones alone.
+PARK = "park"
+#: What this release advertises in its row.
+CAPABILITIES: frozenset[str] = frozenset({PARK})
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReplicaRecord:
-    """One process over the database: who it is, and its last heartbeat (wall clock)."""
+    """One process over the database: who it is, its last heartbeat (wall clock), and what
+    its release can do (empty for a release from before ``capabilities``)."""
 
     id: str
     host: str
     pid: int
     started_at: float
     heartbeat_at: float
+    capabilities: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,6 +73,7 @@ def _replica(row: Row) -> ReplicaRecord:
         pid=int(row["pid"]),
         started_at=float(row["started_at"]),
         heartbeat_at=float(row["heartbeat_at"]),
+        capabilities=frozenset(str(row["capabilities"] or "").split()),
     )
 
 
@@ -73,8 +86,11 @@ def _lease(row: Row) -> LeaseRecord:
     )
 
 
+# A replica's capabilities are its release's: written with the row, never changed by a
+# heartbeat.
 _REGISTER = (
-    "INSERT INTO replicas (id, host, pid, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?)"
+    "INSERT INTO replicas (id, host, pid, started_at, heartbeat_at, capabilities)"
+    " VALUES (?, ?, ?, ?, ?, ?)"
     " ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at"
 )
 # Taken when free or expired (a new tenure: the next generation), or already the caller's
@@ -91,7 +107,18 @@ _ACQUIRE = (
     " RETURNING name, holder, expires_at, generation"
 )
 _LEASE_COLUMNS = "name, holder, expires_at, generation"
-_REPLICA_COLUMNS = "id, host, pid, started_at, heartbeat_at"
+_REPLICA_COLUMNS = "id, host, pid, started_at, heartbeat_at, capabilities"
+
+
+def _register_row(replica: ReplicaRecord, heartbeat_at: float) -> tuple[object, ...]:
+    return (
+        replica.id,
+        replica.host,
+        replica.pid,
+        replica.started_at,
+        heartbeat_at,
+        " ".join(sorted(replica.capabilities)),
+    )
 
 
 def _renewal(names: Sequence[str]) -> str:
@@ -113,10 +140,7 @@ class Replicas:
 
     async def register(self, replica: ReplicaRecord) -> None:
         """Write this process's row (again: an existing row gets the new heartbeat)."""
-        await self._db.execute(
-            _REGISTER,
-            (replica.id, replica.host, replica.pid, replica.started_at, replica.heartbeat_at),
-        )
+        await self._db.execute(_REGISTER, _register_row(replica, replica.heartbeat_at))
 
     async def heartbeat(
         self, replica: ReplicaRecord, holding: Sequence[str], *, now: float, expires_at: float
@@ -127,7 +151,7 @@ class Replicas:
         the leases renewed; one the replica thought it held and that is missing was lost (it
         expired, and another replica may hold it now). A lease of the replica not named
         (its release failed) is left to lapse."""
-        row = (replica.id, replica.host, replica.pid, replica.started_at, now)
+        row = _register_row(replica, now)
         names = sorted(set(holding))
         if not names:
             await self._db.commit([Write(_REGISTER, [row])])

@@ -24,7 +24,9 @@ from tests.approval.conftest import make_envelope, make_settings
 from tests.fakes.replica_apps import Replica, Replicas, message
 
 WAIT_S = 60.0
-PARK_SOON = {"approval": {"timeout_s": 60.0, "wait_in_turn_s": 0.2}}
+#: Leases long enough that a loaded machine's slow heartbeat never has a replica refuse work.
+STEADY = {"heartbeat_s": 1.0, "lease_ttl_s": 10.0, "max_clock_skew_s": 1.0}
+PARK_SOON = {"approval": {"timeout_s": 60.0, "wait_in_turn_s": 0.2}, "replicas": STEADY}
 
 
 class Clock:

@@ -59,7 +59,7 @@ from bot.commands.doctor.credentials import channel_check
 from bot.commands.doctor.database import database_check
 from bot.commands.doctor.endpoint import open_session
 from bot.commands.doctor.group_context import telegram_group_context
-from bot.commands.doctor.postgres import postgres_check
+from bot.commands.doctor.postgres import postgres_check, replicas_check
 from bot.commands.doctor.provider import provider_check
 from bot.commands.doctor.report import CheckResult, Outcome
 from bot.commands.doctor.routing import routing_findings
@@ -138,6 +138,9 @@ async def run_checks(settings: Settings, location: StateLocation) -> list[CheckR
                 emit(line)
     if settings.storage.url:
         emit(await _guard("database", postgres_check(settings), "storage.url"))
+        replicas = await _optional(replicas_check(settings))
+        if replicas is not None:
+            emit(replicas)
     else:
         database = database_check(settings, location)
         emit(await _guard("database", database, "storage.path"))

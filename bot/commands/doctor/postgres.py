@@ -7,6 +7,10 @@ migrations are a ``⚠`` line (take a ``pg_dump`` first; the daemon applies them
 start, one replica at a time under an advisory lock), and a schema newer than this version's
 last migration fails. The URL is shown without credentials, and the password never appears:
 a failed sign-in names ``storage.password_env`` and the variable it names.
+
+:func:`replicas_check` lists the live replicas and says whether parking is on: it is off
+while one of them runs a release that does not advertise it (a rolling upgrade,
+docs/operations.md "Several replicas").
 """
 
 from __future__ import annotations
@@ -81,3 +85,51 @@ async def postgres_check(settings: Settings) -> CheckResult:
 
 def _failed(detail: str, fix: str) -> CheckResult:
     return CheckResult(name=NAME, ok=False, detail=detail, fix=fix)
+
+
+async def replicas_check(settings: Settings) -> CheckResult | None:
+    """The live replicas of the database and whether they all park (None: the database
+    cannot be read, or is not migrated to where replicas say what they can do; the
+    database check says why)."""
+    import time
+
+    from bot.store.postgres import Database, migrations
+    from bot.store.replicas import PARK, Replicas
+
+    storage = settings.storage
+    latest = max((number for number, _, _ in migrations()), default=0)
+    try:
+        db = await Database.open(
+            storage.url or "",
+            password=settings.secret(storage.password_env),
+            migrate=False,
+            pool_size=1,
+        )
+    except StorageError:
+        return None
+    ttl = settings.replicas.lease_ttl_s + settings.replicas.max_clock_skew_s
+    async with db:
+        try:
+            if await db.schema_version() != latest:
+                return None
+            live = await Replicas(db).live(since=time.time() - ttl)
+        except StorageError:
+            return None
+    if not live:
+        return CheckResult(name="replicas", ok=True, detail="none running")
+    lacking = [r for r in live if PARK not in r.capabilities]
+    names = ", ".join(f"{r.host}:{r.pid}" for r in live)
+    if not lacking:
+        return CheckResult(
+            name="replicas", ok=True, detail=f"{len(live)} live ({names}); all park approvals"
+        )
+    old = ", ".join(f"{r.host}:{r.pid} ({r.id})" for r in lacking)
+    return CheckResult(
+        name="replicas",
+        ok=True,
+        warning=True,
+        detail=f"{len(live)} live ({names}); parking is off: {old} runs a release that does "
+        "not park, so cards wait in their turns and a stop expires them",
+        fix="upgrade that replica (or stop it): parking comes back on by itself once every "
+        "live replica parks (docs/operations.md, Several replicas)",
+    )

@@ -1,0 +1,95 @@
+"""Rolling upgrades (issue 39: parking is on only while every live replica advertises it),
+with Apps over one real PostgreSQL database: a replica whose row advertises nothing stands
+for a live replica of a release from before parking (its row as that release writes it,
+``capabilities`` left at the column's default). While it lives, the other replica's cards
+wait in their turns and a stop expires them, as with ``approval.park = false``, and it says
+so once in its log; once every live replica parks again, cards park again. ``hatchway
+doctor`` names the replica that keeps parking off."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+from structlog.testing import capture_logs
+
+from bot.approval.reasons import RuntimeReason
+from bot.commands.doctor.postgres import replicas_check
+from bot.store.approvals import ApprovalStatus
+from tests.approval.conftest import status_of
+from tests.fakes.replica_apps import Replica, Replicas, message
+
+WAIT_S = 60.0
+#: No replica fails over here: leases long enough that a loaded machine's slow heartbeat
+#: never has a replica refuse work (the default quick ones fence after 0.7 s).
+STEADY = {"heartbeat_s": 1.0, "lease_ttl_s": 10.0, "max_clock_skew_s": 1.0}
+PARK_SOON = {"approval": {"timeout_s": 60.0, "wait_in_turn_s": 0.2}, "replicas": STEADY}
+
+
+async def advertise(replica: Replica, by: Replica, capabilities: str) -> None:
+    """Set ``replica``'s row as a release advertising ``capabilities`` writes it (a
+    heartbeat never changes it)."""
+    keeper = replica.app.keeper
+    assert keeper is not None
+    await by.app.store.db.execute(
+        "UPDATE replicas SET capabilities = ? WHERE id = ?", (capabilities, keeper.replica_id)
+    )
+
+
+async def card_in(replica: Replica, tag: str, conversation: str) -> str:
+    await replica.deliver(message(f"{tag} deploy please", tag, conversation=conversation))
+    posted = await asyncio.wait_for(replica.channel.next_card(), WAIT_S)
+    return posted.card.approval_id
+
+
+async def test_a_live_replica_that_does_not_park_keeps_parking_off(replicas: Replicas) -> None:
+    a = await replicas.start("a", extra=PARK_SOON)
+    b = await replicas.start("b", extra=PARK_SOON)
+    settings = a.app.settings
+    doctor = await replicas_check(settings)
+    assert doctor is not None and not doctor.warning
+    assert "2 live" in doctor.detail and "all park approvals" in doctor.detail
+
+    await advertise(b, a, "")  # b: a release from before parking
+    b_id = b.app.keeper.replica_id if b.app.keeper else ""
+    doctor = await replicas_check(settings)
+    assert doctor is not None and doctor.ok and doctor.warning
+    assert b_id in doctor.detail and "parking is off" in doctor.detail
+
+    with capture_logs() as logs:
+        first = await card_in(a, "m1", "C1")
+        second = await card_in(a, "m2", "C2")
+        # no park record: the turns wait in their coroutines (the record is written before
+        # the card is posted, when a turn can park)
+        assert await a.app.store.parked.row(first) is None
+        assert await a.app.store.parked.row(second) is None
+        off = [e for e in logs if e["event"] == "parking_off_during_upgrade"]
+        assert len(off) == 1  # said once, not per card
+        assert off[0]["replicas"] == [b_id]
+
+        # b upgraded (its row advertises parking): the next card parks again
+        await advertise(b, a, "park")
+        third = await card_in(a, "m3", "C3")
+        assert await a.app.store.parked.row(third) is not None
+        assert [e["event"] for e in logs if e["event"] == "parking_on"] == ["parking_on"]
+    doctor = await replicas_check(settings)
+    assert doctor is not None and not doctor.warning
+
+    # a stops: the cards asked while b did not park expire as with park = false; the one
+    # asked once every replica parked stays open, its turn parked
+    await replicas.stop(a)
+    store = b.app.store
+    assert await status_of(store, first) == (ApprovalStatus.EXPIRED, RuntimeReason.SHUTDOWN)
+    assert await status_of(store, second) == (ApprovalStatus.EXPIRED, RuntimeReason.SHUTDOWN)
+    assert await status_of(store, third) == (ApprovalStatus.PENDING, None)
+    assert await store.parked.row(third) is not None
+
+
+async def test_a_replica_row_says_what_its_release_can_do(replicas: Replicas) -> None:
+    a = await replicas.start("a", extra={"replicas": STEADY})
+    rows = await a.app.store.replicas.all()
+    assert [r.capabilities for r in rows] == [frozenset({"park"})]
+    # a heartbeat keeps the row's capabilities as written (an older release writes none)
+    record = dataclasses.replace(rows[0], capabilities=frozenset())
+    await a.app.store.replicas.register(record)
+    assert [r.capabilities for r in await a.app.store.replicas.all()] == [frozenset({"park"})]
