@@ -149,11 +149,22 @@ async def resume_turn(bundle: AgentBundle, state: TurnState, approval_id: str) -
     if state.inbox is not None:
         work.start_inbox(state.inbox, turn.turn_id)
     state.history = await store.commit(work, then=store.history.loading(turn.session_key))
-    log.info("turn_resuming", approval_id=approval_id, parked_turn=record.turn_id)
+    log.info(
+        "turn_resuming",
+        approval_id=approval_id,
+        parked_turn=record.turn_id,
+        cut_off=record.cut_off,
+    )
     try:
         async with asyncio.timeout(settings.turn_timeout_s) as budget:
             with parks_before(budget.when(), settings.turn_timeout_s):
-                report = await pipeline.resume_batch(record.text, record.calls, record.asked)
+                report = await pipeline.resume_batch(
+                    record.text,
+                    record.calls,
+                    record.asked,
+                    parked=approval_id,
+                    cut_off=record.cut_off,
+                )
                 _history(state).extend(report.messages)
                 if report.verdict is BatchVerdict.PARKED:
                     return TurnResult(status=TurnStatus.PARKED, text="")

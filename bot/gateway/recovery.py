@@ -56,9 +56,9 @@ from bot.config import OnInterrupted, SchedulesConfig
 from bot.envelope import IngressEnvelope, envelope_from_json, envelope_to_json
 from bot.gateway.ledger import ReplyLedger, may_run_again
 from bot.gateway.sessions import Sessions
-from bot.store import InboxKey, InboxStatus, Store
+from bot.store import InboxKey, InboxStatus, Store, UnitOfWork
 from bot.store.inbox import InboxEntry
-from bot.store.parked import ParkState
+from bot.store.parked import ParkState, UnreadableParkRecord
 from bot.turn import TurnIdentity
 
 log = structlog.get_logger(__name__)
@@ -132,12 +132,17 @@ async def recover(
             "dropped",
             "abandoned",
             "deferred",
+            "reparked",
         ),
         0,
     )
     unfinished = await store.inbox.unfinished() if entries is None else entries
     # a turn killed while it waited on a card is parked, not cut off (bot.store.parked)
     waiting = {r.inbox for r in await store.parked.rows(states=(ParkState.WAITING,))}
+    # a resumption cut off before its batch's outcomes were recorded parks again
+    resuming = {
+        r.inbox: r.approval_id for r in await store.parked.rows(states=(ParkState.RESUMING,))
+    }
     for entry in unfinished:
         # a message of this run (the channels start before recovery) is this run's to finish
         if (
@@ -160,6 +165,8 @@ async def recover(
         elif entry.status is InboxStatus.RECEIVED:
             _enqueue(sessions, envelope, entry.session_key)
             counts["requeued"] += 1
+        elif entry.key in resuming and await _repark(store, resuming[entry.key], at):
+            counts["reparked"] += 1
         else:
             cut_off = _CutOff(
                 store=store,
@@ -225,6 +232,25 @@ class _CutOff:
         with bound_contextvars(turn_id=run, session=entry.session_key):
             await ledger.notify(turn, notice, error=interrupted)
         return "interrupted"
+
+
+async def _repark(store: Store, approval_id: str, at: float) -> bool:
+    """Park again the turn whose resumption (on ``approval_id``) was cut off before its
+    batch's outcomes were recorded, marked ``cut_off`` (:func:`bot.store.parked.reparking`):
+    its card is decided, so the next sweep resumes it, and a call of the batch that is not
+    ``retry_safe`` is not run again (its result is unknown: it may have run). False when
+    its row cannot be read (it goes; the entry is settled as any cut-off one)."""
+    try:
+        record = await store.parked.get(approval_id)
+    except UnreadableParkRecord as exc:
+        log.error("parked_turn_unreadable", approval_id=approval_id, error=str(exc))
+        record = None
+    if record is None or record.state is not ParkState.RESUMING:
+        await store.parked.drop(approval_id)
+        return False
+    await store.commit(UnitOfWork().repark_cut_off(record, at=at))
+    log.warning("parked_turn_resumption_cut_off", approval_id=approval_id)
+    return True
 
 
 async def _retry(

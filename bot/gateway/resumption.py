@@ -232,13 +232,15 @@ async def settle_at_start(
     """At a start: park the turns that a stop or a kill left ``waiting``
     (:func:`~bot.tools.parking.adopt_waiting`), and give back the claims of resumptions
     that were queued but never began (their entry still ``parked``); a resumption that
-    began and was cut off leaves its entry ``processing``, for recovery to settle, and its
-    row goes. ``live``: the replicas alive (their rows are theirs; None for one process):
-    then only the rows of replicas gone are touched, each by the replica that runs its
-    session now (``owns``, which takes the session over when its owner is gone), which
-    adopts them: the rows and their cards name it from then on (its reminder sweep sends
-    their reminders). Whether every such row was seen to (False: some session is another
-    live replica's, which adopts its rows: look again later)."""
+    began and was cut off leaves its entry ``processing`` and its row ``resuming`` for
+    recovery, which parks it again marked cut off (its batch's outcomes were not recorded:
+    they are recorded with the row's removal). ``live``: the replicas alive (their rows
+    are theirs; None for one process): then only the rows of replicas gone are touched,
+    each by the replica that runs its session now (``owns``, which takes the session over
+    when its owner is gone), which adopts them: the rows and their cards name it from then
+    on (its reminder sweep sends their reminders). Whether every such row was seen to
+    (False: some session is another live replica's, which adopts its rows: look again
+    later)."""
     mine: dict[str, bool] = {}
 
     async def is_mine(session_key: str) -> bool:
@@ -275,6 +277,8 @@ async def settle_at_start(
             await store.parked.unclaim(row.approval_id, at=now)
             if live is not None and owner is not None:
                 await store.commit(UnitOfWork().adopt_parked(row.approval_id, owner=owner, at=now))
-        else:
+        elif entry is None or entry.status is not InboxStatus.PROCESSING:
             await store.parked.drop(row.approval_id)
+        # else: the resumption began and was cut off before its batch's outcomes were
+        # recorded: recovery parks it again, marked cut off (bot.gateway.recovery)
     return all(mine.values())

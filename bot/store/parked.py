@@ -36,7 +36,9 @@ from bot.store.statements import Row, Write
 #: The body's format. Version 1: ``envelope``, ``agent``, ``text``, ``calls``, ``asked``,
 #: ``waiting``, ``since``, and, optional (a release that does not know it ignores it, and a
 #: body without it resumes with a new progress message), ``progress``: the turn's progress
-#: message, ``{"message_id": …, "lines": [[key, line], …]}``.
+#: message, ``{"message_id": …, "lines": [[key, line], …]}``; ``cut_off``: ``true`` once a
+#: resumption of it was cut off before its batch's outcomes were recorded (a release that does
+#: not know it would run the batch again).
 VERSION = 1
 #: The signal a replica sends when one of its turns records a row: the other replicas'
 #: resumption sweeps open their idle gate (:mod:`bot.gateway.resumption`).
@@ -118,6 +120,9 @@ class ParkRecord:
     owner: str | None = None
     parked_at: float | None = None
     progress: ProgressRef | None = None
+    #: a resumption of it was cut off before its batch's outcomes were recorded: a call of
+    #: the batch may have run, and only a ``retry_safe`` tool is run again
+    cut_off: bool = False
 
     @property
     def inbox(self) -> InboxKey:
@@ -139,6 +144,8 @@ class ParkRecord:
         }
         if self.progress is not None:
             body["progress"] = self.progress.to_json()
+        if self.cut_off:
+            body["cut_off"] = True
         return json.dumps(
             body,
             ensure_ascii=False,
@@ -172,6 +179,7 @@ def _record(row: Row) -> ParkRecord:
             owner=row["owner"],
             parked_at=row["parked_at"],
             progress=ProgressRef.from_json(body.get("progress")),
+            cut_off=body.get("cut_off") is True,
         )
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise UnreadableParkRecord(f"parked turn body unreadable: {type(exc).__name__}") from exc
@@ -213,6 +221,40 @@ def adopting(approval_id: str, *, owner: str, at: float) -> list[Write]:
             [(owner, approval_id)],
         ),
     ]
+
+
+def reparking(record: ParkRecord, *, at: float) -> list[Write]:
+    """The writes that park again a turn whose resumption was cut off (a kill, a database
+    outage) before its batch's outcomes were recorded, marked ``cut_off``: the row
+    ``parked`` again (from ``resuming`` only), the inbox entry ``parked`` (from
+    ``processing`` only); its card is decided, so the next sweep resumes it again."""
+    body = dataclasses.replace(record, cut_off=True).body()
+    return [
+        Write(
+            "UPDATE parked_turns SET state = ?, body = ?, updated_at = ?"
+            " WHERE approval_id = ? AND state = ?",
+            [(ParkState.PARKED, body, at, record.approval_id, ParkState.RESUMING)],
+        ),
+        Write(
+            "UPDATE inbox SET status = ?, updated_at = ? WHERE channel = ? AND message_id = ?"
+            " AND status = ?",
+            [
+                (
+                    InboxStatus.PARKED,
+                    at,
+                    record.inbox.channel,
+                    record.inbox.message_id,
+                    InboxStatus.PROCESSING,
+                )
+            ],
+        ),
+    ]
+
+
+def dropping(approval_id: str) -> Write:
+    """The write that drops the row of ``approval_id`` (for a unit of work: a resumed
+    batch's outcomes are recorded with it)."""
+    return Write("DELETE FROM parked_turns WHERE approval_id = ?", [(approval_id,)])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

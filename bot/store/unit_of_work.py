@@ -18,7 +18,7 @@ from bot.providers.base import ChatMessage
 from bot.store.history import appending
 from bot.store.inbox import InboxKey, InboxStatus, marking, starting
 from bot.store.outbox import ReplyKind, ReplyStatus, recording_reply, settling_reply
-from bot.store.parked import adopting, parking
+from bot.store.parked import ParkRecord, adopting, dropping, parking, reparking
 from bot.store.statements import Write
 from bot.store.tool_calls import ToolCallRecord, recording
 from bot.store.usage import UsageRecord
@@ -58,6 +58,17 @@ class UnitOfWork:
         """The turn parked on ``approval_id`` becomes the replica ``owner``'s, its card's
         ``replica_id`` with it (:func:`bot.store.parked.adopting`)."""
         self._writes.extend(adopting(approval_id, owner=owner, at=at))
+        return self
+
+    def repark_cut_off(self, record: ParkRecord, *, at: float) -> UnitOfWork:
+        """The turn whose resumption was cut off parks again, marked ``cut_off``
+        (:func:`bot.store.parked.reparking`)."""
+        self._writes.extend(reparking(record, at=at))
+        return self
+
+    def drop_parked(self, approval_id: str) -> UnitOfWork:
+        """The parked row of ``approval_id`` goes (its resumed batch is recorded here)."""
+        self._writes.append(dropping(approval_id))
         return self
 
     def start_inbox(self, key: InboxKey, turn_id: str) -> UnitOfWork:

@@ -207,6 +207,27 @@ def edited(*, call_id: str, tool: str, replacement: str) -> ToolOutcome:
     )
 
 
+#: A call of a resumed batch whose earlier resumption was cut off (bot.store.parked's
+#: ``cut_off``) and whose tool is not ``retry_safe``: it may have run, and is not run again.
+RESULT_UNKNOWN = (
+    "Result unknown: the process running {tool!r} stopped before its result was recorded, "
+    "so it may or may not have run. It was not run again, because {tool!r} is not safe to "
+    "repeat; say so, and have its effect checked before it is asked for again."
+)
+
+
+def result_unknown(*, call_id: str, tool: str) -> ToolOutcome:
+    """The outcome of a call that may have run once already and must not run twice."""
+    return ToolOutcome(
+        call_id=call_id,
+        tool=tool,
+        status=OutcomeStatus.INTERRUPTED,
+        observation=RESULT_UNKNOWN.format(tool=tool),
+        synthetic=True,
+        reason=OutcomeReason.CANCELLED,
+    )
+
+
 def interrupted(*, call_id: str, tool: str, before_launch: bool) -> ToolOutcome:
     return ToolOutcome(
         call_id=call_id,

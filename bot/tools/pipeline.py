@@ -75,6 +75,7 @@ from bot.tools.outcome import (
     interrupted,
     not_executed,
     progress_reason,
+    result_unknown,
 )
 from bot.tools.parking import BatchTicket, parked_outcomes, parking_work, resumed_message
 from bot.tools.parsing import normalise_ids, parse_call
@@ -117,6 +118,9 @@ class ToolPipeline:
         self._turn_gate = TurnGate()
         self._batch: Batch | None = None
         self._with_batch: UnitOfWork | None = None
+        #: a resumed batch's parked row, and whether an earlier resumption was cut off
+        self._resuming: str | None = None
+        self._cut_off = False
 
     # -- batch -------------------------------------------------------------------------
 
@@ -133,17 +137,27 @@ class ToolPipeline:
         return await self._run(batch, with_batch)
 
     async def resume_batch(
-        self, text: str, requests: Sequence[ToolCallRequest], cards: Mapping[int, str]
+        self,
+        text: str,
+        requests: Sequence[ToolCallRequest],
+        cards: Mapping[int, str],
+        *,
+        parked: str | None = None,
+        cut_off: bool = False,
     ) -> BatchReport:
         """Run a parked batch once its card is decided (:mod:`bot.agent.resume`): every call
         is prepared again under the configuration in force now, a call asked on one of
         ``cards`` (by index) takes that card's decision instead of asking (the fingerprint
         must still match: a file whose content changed does not run), and the outcomes join
         history as one new message (the parked results are there already). A later call of
-        the batch may ask, and park, again."""
+        the batch may ask, and park, again. ``parked``: the row resumed, dropped with the
+        outcomes (so a row still ``resuming`` after a kill means none was recorded);
+        ``cut_off``: an earlier resumption of it was cut off before that, so a call whose
+        tool is not ``retry_safe`` may have run: it is not run again, its result unknown."""
         batch = self._batch = Batch(text, requests)
         batch.resumed = cards
         batch.cards.update(cards)
+        self._resuming, self._cut_off = parked, cut_off
         return await self._run(batch, None)
 
     async def _run(self, batch: Batch, with_batch: UnitOfWork | None) -> BatchReport:
@@ -160,6 +174,13 @@ class ToolPipeline:
                 batch.slots.fill(index, prepared)
         if batch.parked is not None:
             return await self._park(batch)
+        if self._cut_off:
+            for index, call in list(batch.prepared.items()):
+                if not call.spec.retry_safe:
+                    tool = call.spec.name
+                    log.warning("resumed_call_not_repeated", tool=tool, call_id=call.call_id)
+                    batch.slots.fill(index, result_unknown(call_id=call.call_id, tool=tool))
+                    del batch.prepared[index]
         runnable = [] if batch.aborted else list(batch.prepared.values())
         parallel = runs_in_parallel(
             runnable,
@@ -204,6 +225,8 @@ class ToolPipeline:
         self._batch = None
         # the batch's rows and its history messages commit together: all or none
         work, self._with_batch = self._with_batch or UnitOfWork(), None
+        if batch.resumed is not None and self._resuming is not None:
+            work.drop_parked(self._resuming)
         work.record_tool_calls(batch.rows)
         work.append_history(self._turn.session_key, self._turn.turn_id, messages)
         await self._services.store.commit(work)
@@ -228,6 +251,8 @@ class ToolPipeline:
             work = parking_work(record, outcomes, at=at, owner=self._services.replica_id, work=work)
         else:
             work.park(record.approval_id, record.inbox, at=at, owner=self._services.replica_id)
+            if self._resuming is not None:
+                work.drop_parked(self._resuming)
         await self._services.store.commit(work)
         log.info(
             "turn_parked", approval_id=record.approval_id, tool=record.calls[record.waiting].name

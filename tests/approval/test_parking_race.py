@@ -108,9 +108,8 @@ async def test_a_parked_card_decided_again_while_it_resumes_on_another_replica_r
     # resumed on the session's owner, whichever replica's sweep saw the decision first
     assert holding == ["a"]
     resumer, other = a, b
-    row = await other.app.store.parked.row(approval_id)
-    assert row is not None and row.state is ParkState.RESUMING
-    assert row.owner == resumer.app.keeper.replica_id  # type: ignore[union-attr]
+    # the batch's outcomes were recorded, and the row went with them
+    assert await other.app.store.parked.row(approval_id) is None
     assert [args for _, args in replicas.deployed] == [{"version": "2"}]
 
     # decided again, on the other replica, while the turn is being resumed

@@ -7,8 +7,9 @@ from collections.abc import Mapping
 from bot.tools.spec import ToolContext, ToolSpec
 
 
-def deploy_tool(ran: list[Mapping[str, object]]) -> ToolSpec:
-    """``deploy(version)``: appends its arguments to ``ran`` and answers "deployed v2"."""
+def deploy_tool(ran: list[Mapping[str, object]], *, retry_safe: bool = False) -> ToolSpec:
+    """``deploy(version)``: appends its arguments to ``ran`` and answers "deployed v2"
+    (``retry_safe``: declared safe to run again)."""
 
     async def deploy(arguments: Mapping[str, object], context: ToolContext) -> str:
         ran.append(dict(arguments))
@@ -23,4 +24,5 @@ def deploy_tool(ran: list[Mapping[str, object]]) -> ToolSpec:
             "required": ["version"],
         },
         handler=deploy,
+        retry_safe=retry_safe,
     )

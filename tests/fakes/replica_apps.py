@@ -142,6 +142,7 @@ class Replicas:
         holds: Mapping[str, asyncio.Event] | None = None,
         extra: Mapping[str, Any] | None = None,
         clock: Any = None,
+        retry_safe: bool = False,
     ) -> Replica:
         model = ReplicaModel(replica=name, log=self.log, holds=dict(holds or {}))
         channel = FakeChannel(SLACK)
@@ -151,7 +152,7 @@ class Replicas:
             replica_settings(self._url, self._root / name, extra=extra),
             provider=model,
             channels={str(SLACK): channel},
-            tools=[deploy_tool(ran)],
+            tools=[deploy_tool(ran, retry_safe=retry_safe)],
             **options,
         )
         await app.start()
