@@ -1,0 +1,118 @@
+"""A card posted by one replica that is then killed is approved through the other: the tool
+runs once and the answer arrives once, in the right thread (docs/approvals.md, "Parking and
+resumption" and "Several replicas").
+
+Two real daemons (``hatchway run``) over one PostgreSQL database, each with a Socket Mode
+connection of its own to the Slack fake (which tells their sockets and Web API calls apart);
+``shell`` needs an approval. A mention in a channel reaches the first replica; its turn asks
+for ``shell`` (``bench.crash_load.echo_model``) and posts the card, then the replica is
+killed with ``kill -9`` while the turn waits on it. The approver's tap on that card reaches
+the other replica's socket: it decides the card, adopts the dead replica's waiting turn once
+its lease has run out (taking its session over), resumes it there, runs the command once and
+answers once, in the mention's thread. Nobody is told to ask again.
+
+Marked ``long``: not in the default run (``python -m pytest -q -m long``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from bench.crash_load import RAN, echo_model
+from bot.store import Store
+from tests.fakes.slack_server import BOT_USER, FakeSlack, event_callback, message_event
+from tests.ops.daemon_process import WAIT_S
+from tests.reliability.crash_rig import daemon_env, lines
+from tests.reliability.platform_drivers import SLACK_APP_TOKEN, SLACK_BOT_TOKEN
+from tests.reliability.replica_load import SpreadSlackDriver
+from tests.reliability.replica_rig import Fleet
+
+pytestmark = pytest.mark.long
+
+APPROVER = "UADMIN"
+ROOM = "C0100"
+MENTION_TS = "1600000000.000100"
+
+
+async def until_card_stored(pg_url: str) -> None:
+    """Until the replica that posted the card stored where it is (a person taps it once it
+    shows; killed before that write, the tap still decides, but nothing could edit it)."""
+    store = await Store.open_postgres(pg_url, migrate=False, pool_size=1)
+    try:
+        async with asyncio.timeout(WAIT_S):
+            while True:
+                rows = await store.approvals.list()
+                if rows and all(r.card_refs for r in rows):
+                    return
+                await asyncio.sleep(0.05)
+    finally:
+        await store.aclose()
+
+
+async def test_a_card_whose_replica_was_killed_is_approved_through_the_other(
+    tmp_path: Path, pg_url: str
+) -> None:
+    async with FakeSlack(SLACK_BOT_TOKEN, SLACK_APP_TOKEN) as slack, echo_model() as llm:
+        driver = SpreadSlackDriver(fake=slack)
+        async with Fleet(
+            tmp_path,
+            url=pg_url,
+            llm_url=llm.base_url,
+            driver=driver,
+            env=daemon_env(driver.environment()),
+            auto_approve=(),
+            channel_extra=f'approvers = ["{APPROVER}"]\n',
+        ) as fleet:
+            for name in ("r1", "r2"):
+                await fleet.start(name)
+                await driver.wait_client(name, WAIT_S)
+
+            mention = message_event(
+                f"<@{BOT_USER}> load t1x", kind="app_mention", channel=ROOM, ts=MENTION_TS
+            )
+            await slack.wait_ack(await slack.push("events_api", event_callback(mention), to="r1"))
+            (card,) = await slack.wait_for(
+                "chat.postMessage", where=lambda p: "blocks" in p, wait_s=WAIT_S
+            )
+            assert card.client == "r1"
+            (card_ts,) = [ts for (room, ts), m in slack.messages.items() if m.get("blocks")]
+            await until_card_stored(pg_url)
+
+            # the replica that posted the card dies while its turn waits on it
+            assert await fleet.kill("r1") < 0
+            pressed = slack.press(ROOM, card_ts, "hatchway_approve", user=APPROVER)
+            await slack.wait_ack(await slack.push("interactive", pressed, to="r2"))
+            (answer,) = await slack.wait_for(
+                "chat.postMessage",
+                where=lambda p: str(p.get("text")).startswith("answer "),
+                wait_s=WAIT_S,
+            )
+            # the original card shows the approval (chat.update of its message, by r2)
+            await slack.wait_for(
+                "chat.update",
+                where=lambda p: p.get("ts") == card_ts and "Approved" in str(p),
+                wait_s=WAIT_S,
+            )
+            assert await fleet.stop("r2") == 0, fleet.replicas["r2"].tail()
+
+            # answered once, by the replica that was tapped, in the mention's thread
+            assert answer.client == "r2"
+            assert answer.params["channel"] == ROOM
+            assert answer.params.get("thread_ts") == MENTION_TS == card.params.get("thread_ts")
+            answers = [
+                c
+                for c in slack.calls_of("chat.postMessage")
+                if str(c.params.get("text")).startswith("answer ")
+            ]
+            assert answers == [answer]
+            texts = [str(c.params) for c in slack.calls_of("chat.postMessage")]
+            assert not [t for t in texts if "ask again" in t]
+            # the command ran once, on the replica that resumed the turn
+            assert lines(fleet.replicas["r1"].workspace, RAN) == []
+            assert lines(fleet.replicas["r2"].workspace, RAN) == ["t1x"]
+            events = [e.get("event") for e in fleet.events("r2")]
+            assert "parked_turns_adopted" in events
+            assert "turn_resuming" in events
