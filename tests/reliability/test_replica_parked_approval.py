@@ -24,11 +24,17 @@ import pytest
 from bench.crash_load import RAN, echo_model
 from bot.store import Store
 from tests.fakes.slack_server import BOT_USER, FakeSlack, event_callback, message_event
+from tests.fakes.telegram_server import FakeTelegram, callback, user
 from tests.ops.daemon_process import WAIT_S
 from tests.reliability.crash_rig import daemon_env, lines
-from tests.reliability.platform_drivers import SLACK_APP_TOKEN, SLACK_BOT_TOKEN
+from tests.reliability.platform_drivers import (
+    SLACK_APP_TOKEN,
+    SLACK_BOT_TOKEN,
+    TELEGRAM_TOKEN,
+    TelegramDriver,
+)
 from tests.reliability.replica_load import SpreadSlackDriver
-from tests.reliability.replica_rig import Fleet
+from tests.reliability.replica_rig import TELEGRAM_POLL, Fleet
 
 pytestmark = pytest.mark.long
 
@@ -52,7 +58,7 @@ async def until_card_stored(pg_url: str) -> None:
         await store.aclose()
 
 
-async def test_a_card_whose_replica_was_killed_is_approved_through_the_other(
+async def test_a_slack_card_whose_replica_was_killed_is_approved_through_the_other(
     tmp_path: Path, pg_url: str
 ) -> None:
     async with FakeSlack(SLACK_BOT_TOKEN, SLACK_APP_TOKEN) as slack, echo_model() as llm:
@@ -114,5 +120,76 @@ async def test_a_card_whose_replica_was_killed_is_approved_through_the_other(
             assert lines(fleet.replicas["r1"].workspace, RAN) == []
             assert lines(fleet.replicas["r2"].workspace, RAN) == ["t1x"]
             events = [e.get("event") for e in fleet.events("r2")]
+            assert "parked_turns_adopted" in events
+            assert "turn_resuming" in events
+
+
+async def test_a_telegram_card_whose_replica_was_killed_is_approved_through_the_other(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """Telegram: the replica holding the poll lease admits the message and posts the card,
+    and is killed; the other takes the poll lease over and receives the tap."""
+    async with FakeTelegram(TELEGRAM_TOKEN) as tg, echo_model() as llm:
+        driver = TelegramDriver(fake=tg)
+        person = driver.chat(1)
+        async with Fleet(
+            tmp_path,
+            url=pg_url,
+            llm_url=llm.base_url,
+            driver=driver,
+            env=daemon_env(driver.environment()),
+            auto_approve=(),
+            channel_extra=(
+                f'approvers = ["{person}"]\n[channels.telegram.main.approval]\n'
+                "self_approval = true\n"
+            ),
+        ) as fleet:
+            await asyncio.gather(fleet.start("r1"), fleet.start("r2"))
+            poller = await fleet.wait_holder(TELEGRAM_POLL)
+            await driver.send(1, "load t1x")
+            (card,) = await tg.wait_for(
+                "sendMessage",
+                lambda c: c.params.get("chat_id") == person and "reply_markup" in c.params,
+                wait_s=WAIT_S,
+            )
+            assert card.client == poller.name
+            await until_card_stored(pg_url)
+            [shown] = [
+                m for m in tg.bot_messages(person) if str(m["text"]).startswith("🔐 Approval")
+            ]
+
+            assert await fleet.kill(poller.name) < 0
+            survivor = await fleet.wait_holder(TELEGRAM_POLL)
+            assert survivor.name != poller.name
+            approve = shown["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
+            await tg.push(callback("q-tap", user(person, "Owner"), approve, shown))
+            (answer,) = await tg.wait_for(
+                "sendMessage",
+                lambda c: str(c.params.get("text")).startswith("answer "),
+                wait_s=WAIT_S,
+            )
+            await tg.wait_for(
+                "editMessageText",
+                lambda c: (
+                    c.params.get("message_id") == shown["message_id"]
+                    and "Approved" in str(c.params.get("text"))
+                ),
+                wait_s=WAIT_S,
+            )
+            assert await fleet.stop(survivor.name) == 0, survivor.tail()
+
+            assert answer.client == survivor.name
+            assert answer.params["chat_id"] == person
+            answers = [
+                c
+                for c in tg.calls_of("sendMessage")
+                if str(c.params.get("text")).startswith("answer ")
+            ]
+            assert answers == [answer]
+            texts = [str(c.params.get("text")) for c in tg.calls_of("sendMessage")]
+            assert not [t for t in texts if "ask again" in t]
+            assert lines(fleet.replicas[poller.name].workspace, RAN) == []
+            assert lines(survivor.workspace, RAN) == ["t1x"]
+            events = [e.get("event") for e in fleet.events(survivor.name)]
             assert "parked_turns_adopted" in events
             assert "turn_resuming" in events
