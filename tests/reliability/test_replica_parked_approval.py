@@ -1,15 +1,17 @@
-"""A card posted by one replica that is then killed is approved through the other: the tool
-runs once and the answer arrives once, in the right thread (docs/approvals.md, "Parking and
-resumption" and "Several replicas").
+"""A card posted by one replica that is then killed is approved through the other, on each
+platform: the tool runs once and the answer arrives once, in the right thread (docs/
+approvals.md, "Parking and resumption" and "Several replicas").
 
-Two real daemons (``hatchway run``) over one PostgreSQL database, each with a Socket Mode
-connection of its own to the Slack fake (which tells their sockets and Web API calls apart);
+Two real daemons (``hatchway run``) over one PostgreSQL database. On Slack each has a Socket
+Mode connection of its own to the fake (which tells their sockets and Web API calls apart);
 ``shell`` needs an approval. A mention in a channel reaches the first replica; its turn asks
 for ``shell`` (``bench.crash_load.echo_model``) and posts the card, then the replica is
 killed with ``kill -9`` while the turn waits on it. The approver's tap on that card reaches
 the other replica's socket: it decides the card, adopts the dead replica's waiting turn once
 its lease has run out (taking its session over), resumes it there, runs the command once and
-answers once, in the mention's thread. Nobody is told to ask again.
+answers once, in the mention's thread. Nobody is told to ask again. Telegram and Discord
+deliver to the replica holding the poll or gateway lease: that one posts the card and is
+killed, and the tap reaches the replica that takes the lease over.
 
 Marked ``long``: not in the default run (``python -m pytest -q -m long``).
 """
@@ -23,6 +25,9 @@ import pytest
 
 from bench.crash_load import RAN, echo_model
 from bot.store import Store
+from tests.fakes.discord_full_views import press
+from tests.fakes.discord_payloads import user_payload
+from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_server import BOT_USER, FakeSlack, event_callback, message_event
 from tests.fakes.telegram_server import FakeTelegram, callback, user
 from tests.ops.daemon_process import WAIT_S
@@ -31,10 +36,13 @@ from tests.reliability.platform_drivers import (
     SLACK_APP_TOKEN,
     SLACK_BOT_TOKEN,
     TELEGRAM_TOKEN,
+    DiscordDriver,
     TelegramDriver,
 )
 from tests.reliability.replica_load import SpreadSlackDriver
 from tests.reliability.replica_rig import TELEGRAM_POLL, Fleet
+
+DISCORD_GATEWAY = "discord.main.gateway"
 
 pytestmark = pytest.mark.long
 
@@ -189,6 +197,78 @@ async def test_a_telegram_card_whose_replica_was_killed_is_approved_through_the_
             texts = [str(c.params.get("text")) for c in tg.calls_of("sendMessage")]
             assert not [t for t in texts if "ask again" in t]
             assert lines(fleet.replicas[poller.name].workspace, RAN) == []
+            assert lines(survivor.workspace, RAN) == ["t1x"]
+            events = [e.get("event") for e in fleet.events(survivor.name)]
+            assert "parked_turns_adopted" in events
+            assert "turn_resuming" in events
+
+
+async def test_a_discord_card_whose_replica_was_killed_is_approved_through_the_other(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """Discord: the replica holding the gateway lease receives the mention and posts the
+    card, and is killed; the other takes the gateway over (a new session) and receives the
+    tap's interaction."""
+    async with FakeDiscord() as fake, echo_model() as llm:
+        driver = DiscordDriver(fake=fake, conversations=2)
+        person = "100000000000000001"
+        async with Fleet(
+            tmp_path,
+            url=pg_url,
+            llm_url=llm.base_url,
+            driver=driver,
+            env=daemon_env(driver.environment()),
+            auto_approve=(),
+            channel_extra=(
+                f'approvers = ["{person}"]\n[channels.discord.main.approval]\n'
+                "self_approval = true\n"
+            ),
+        ) as fleet:
+            await asyncio.gather(fleet.start("r1"), fleet.start("r2"))
+            await driver.connected()
+            gateway = await fleet.wait_holder(DISCORD_GATEWAY)
+            await driver.send(1, "load t1x")
+            await fake.wait_until(
+                lambda: any(m["components"] for m in fake.messages.values()), within=WAIT_S
+            )
+            [card] = [m for m in fake.messages.values() if m["components"]]
+            [asked] = [m for m in fake.messages.values() if str(m["content"]).endswith("load t1x")]
+            await until_card_stored(pg_url)
+
+            driver.went_down()
+            assert await fleet.kill(gateway.name) < 0
+            survivor = await fleet.wait_holder(DISCORD_GATEWAY)
+            assert survivor.name != gateway.name
+            await driver.connected()
+            await press(fake, card, "a", user_payload(person, "u1"))
+
+            def answers() -> list[dict[str, object]]:
+                return [
+                    {"path": c.path, **(c.body or {})}
+                    for c in fake.calls_to("POST", r"/channels/\d+/messages")
+                    if str((c.body or {}).get("content")).startswith("answer ")
+                ]
+
+            await fake.wait_until(lambda: bool(answers()), within=WAIT_S)
+            path = f"/channels/{card['channel_id']}/messages/{card['id']}"
+            await fake.wait_until(
+                lambda: any(
+                    c.path == path and "Approved" in str(c.body)
+                    for c in fake.calls_to("PATCH", r"/channels/\d+/messages/\d+")
+                ),
+                within=WAIT_S,
+            )
+            assert await fleet.stop(survivor.name) == 0, survivor.tail()
+
+            # answered once, as the reply to the person's message in its channel
+            [answer] = answers()
+            assert answer["path"] == f"/channels/{driver.room(1)}/messages"
+            reference = answer.get("message_reference")
+            assert isinstance(reference, dict)
+            assert str(reference["message_id"]) == str(asked["id"])
+            texts = [p.text for p in driver.posts()]
+            assert not [t for t in texts if "ask again" in t]
+            assert lines(fleet.replicas[gateway.name].workspace, RAN) == []
             assert lines(survivor.workspace, RAN) == ["t1x"]
             events = [e.get("event") for e in fleet.events(survivor.name)]
             assert "parked_turns_adopted" in events
