@@ -26,6 +26,7 @@ from typing import Any
 from bot.app import App
 from bot.config import Settings, parse_settings
 from bot.envelope import Capabilities, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
+from bot.errors import StorageUnavailable
 from bot.providers.base import CompletionRequest, ProviderReply, StreamSink, ToolCallRequest
 from bot.tools.parking import RESUMED_HEAD
 from tests.fakes.channel import FakeChannel
@@ -35,8 +36,16 @@ SLACK = ChannelRef(kind="slack", alias="team")
 APPROVER = "U_ADMIN"
 REQUESTER = "U_ALICE"
 CONVERSATION = "C1"
-#: Short leases, with room for a loaded machine (as the lease keeper's own tests).
-QUICK_REPLICAS = {"heartbeat_s": 0.1, "lease_ttl_s": 1.0, "max_clock_skew_s": 0.3}
+#: Short leases, so that a test that kills a replica (:meth:`Replicas.crash`) sees it taken
+#: for gone soon (``lease_ttl_s + max_clock_skew_s`` after its last heartbeat), with room for
+#: a loaded machine: the fence was 0.7 s, and at a load of 22-30 a heartbeat took longer (a
+#: delivery was refused with "no answer within 0.7s"). A stall longer than the fence
+#: (``lease_ttl_s - max_clock_skew_s``) still makes a replica refuse work for a moment, which
+#: :meth:`Replica.deliver` rides out as the platform does, by delivering again.
+QUICK_REPLICAS = {"heartbeat_s": 0.1, "lease_ttl_s": 3.0, "max_clock_skew_s": 0.5}
+
+#: How long a refused delivery is tried again (Replica.deliver).
+REDELIVERY_S = 60.0
 
 _TAG = re.compile(r"\b(m\d+)\b")
 
@@ -118,10 +127,22 @@ class Replica:
     model: ReplicaModel
 
     async def deliver(self, envelope: IngressEnvelope) -> None:
-        """The message reaches this replica's connection to the platform."""
+        """The message reaches this replica's connection to the platform. A replica whose
+        heartbeat is late refuses it (StorageUnavailable) and the platform delivers it again,
+        as Slack redelivers an event that was not acknowledged: here once the replica takes
+        work again (within :data:`REDELIVERY_S`)."""
         host = self.channel.host
         assert host is not None
-        await host.deliver(envelope)
+        async with asyncio.timeout(REDELIVERY_S):
+            while True:
+                try:
+                    await host.deliver(envelope)
+                    return
+                except StorageUnavailable as exc:
+                    if self.app.keeper is None or "cannot reach its database" not in str(exc):
+                        raise
+                    while self.app.keeper.refusal() is not None:  # noqa: ASYNC110
+                        await asyncio.sleep(0.05)
 
 
 class Replicas:
