@@ -538,16 +538,22 @@ def diff_file_name(approval_id: str) -> str:
     return f"change-{approval_id}.diff"
 
 
-def _without_diff(card: ApprovalCard, body: str, name: str) -> str | None:
-    """``body`` with the card's long diff replaced by a line naming the file that carries it,
-    or None when it has none (or the text does not hold it)."""
+#: Where a full view's pages say the long diff is (``{name}``: the file's name).
+DIFF_ATTACHED = "in the attached file {name}"
+
+
+def _without_diff(card: ApprovalCard, body: str, name: str, where: str) -> str | None:
+    """``body`` with the card's long diff replaced by a line naming the file that carries it
+    (``where``, as :data:`DIFF_ATTACHED`), or None when it has none (or the text does not
+    hold it)."""
     if not card.diff:
         return None
     at = body.rfind(card.diff)
     if at < 0:
         return None
     lines = card.diff.count("\n") + 1
-    note = f"[the change: {lines:,} diff lines, every one of them in the attached file {name}]"
+    place = where.format(name=name)
+    note = f"[the change: {lines:,} diff lines, every one of them {place}]"
     return body[:at] + note + body[at + len(card.diff) :]
 
 
@@ -560,17 +566,17 @@ def plan_full_view(
     page_chars: int,
     max_pages: int,
     split: Splitter,
-    files: bool = True,
+    diff_where: str = DIFF_ATTACHED,
 ) -> FullViewPlan:
     """Page ``card``'s full text for a surface: ``split(text, page_chars)`` cuts it (the
     platform's measure and escaping; the pieces together give every character back); more
-    than ``max_pages`` pieces, or no room at all, means a file instead. A surface that sends
-    no files (``files=False``) then gets an empty plan: it says the request is too long.
-    A card with a long ``diff`` on a surface that sends files gets it as a ``.diff`` file
-    beside pages of the rest (when the rest fits them); elsewhere the pages hold the diff."""
+    than ``max_pages`` pieces, or no room at all, means a file instead (a surface that
+    cannot send that one says the request is too long). A card with a long ``diff`` gets it
+    as a ``.diff`` file beside pages of the rest (when the rest fits them), the pages saying
+    where it is (``diff_where``); otherwise the pages hold the diff."""
     body = card.full_text or "\n".join(card.lines)
     name = diff_file_name(card.approval_id)
-    shorter = _without_diff(card, body, name) if files else None
+    shorter = _without_diff(card, body, name, diff_where)
     if shorter is not None and page_chars > 0:
         pieces = split(shorter, page_chars)
         if pieces and len(pieces) <= max_pages:
@@ -579,6 +585,4 @@ def plan_full_view(
     pieces = split(body, page_chars) if page_chars > 0 else []
     if pieces and len(pieces) <= max_pages:
         return FullViewPlan(pages=tuple(pieces))
-    if not files:
-        return FullViewPlan()
     return FullViewPlan(document=card.render_full_text().encode("utf-8", "backslashreplace"))

@@ -85,12 +85,9 @@ def _lines(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-@pytest.mark.parametrize(("files", "document"), [(True, True), (False, False)])
-def test_a_full_view_too_long_for_its_pages_is_a_file_or_nothing(
-    files: bool, document: bool
-) -> None:
-    """A surface that sends no files (Slack's modal) gets an empty plan and says the request
-    is too long; the others get the whole full view as a file."""
+def test_a_full_view_too_long_for_its_pages_is_a_file() -> None:
+    """Too many pages: the whole full view as a file (Slack's modal, which cannot post that
+    one, says the request is too long: tests/channels/slack)."""
     card = ApprovalCard(
         approval_id="apr-1",
         tool="shell",
@@ -100,13 +97,11 @@ def test_a_full_view_too_long_for_its_pages_is_a_file_or_nothing(
         full_text="y" * 100,
         cut=True,
     )
-    fits = plan_full_view(card, page_chars=50, max_pages=2, split=_lines, files=files)
+    fits = plan_full_view(card, page_chars=50, max_pages=2, split=_lines)
     assert fits == FullViewPlan(pages=("y" * 50, "y" * 50))
-    too_long = plan_full_view(card, page_chars=10, max_pages=2, split=_lines, files=files)
+    too_long = plan_full_view(card, page_chars=10, max_pages=2, split=_lines)
     assert too_long.pages == ()
-    assert bool(too_long.document) is document
-    if document:
-        assert too_long.document == card.render_full_text().encode()
+    assert too_long.document == card.render_full_text().encode()
 
 
 def _diff_card(lines: int) -> tuple[ApprovalCard, str]:
@@ -131,17 +126,22 @@ def _pieces(text: str, size: int) -> list[str]:
     return [text[at : at + size] for at in range(0, len(text), size)]
 
 
-def test_a_long_diff_goes_as_a_file_only_where_the_surface_sends_files() -> None:
-    card, full = _diff_card(100)
+def test_a_long_diff_goes_as_a_file_and_the_pages_say_where() -> None:
+    card, _ = _diff_card(100)
     sent = plan_full_view(card, page_chars=3000, max_pages=10, split=_pieces)
     assert sent.diff_name == "change-A1.diff"
     assert sent.diff_file.decode() == card.diff + "\n" and "-old 99" in card.diff
     paged = "".join(sent.pages)
     assert "-old 0" not in paged and paged.startswith("path: f\n")
     assert paged.endswith("every one of them in the attached file change-A1.diff]")
-    # a surface without files (Slack's modal) pages the whole diff instead
-    modal = plan_full_view(card, page_chars=3000, max_pages=10, split=_pieces, files=False)
-    assert not modal.diff_file and "".join(modal.pages) == full
+    # a surface that posts the file elsewhere (Slack: the card's thread) says where
+    thread = "in the file {name} posted in the card's thread"
+    modal = plan_full_view(card, page_chars=3000, max_pages=10, split=_pieces, diff_where=thread)
+    assert modal.diff_file == sent.diff_file
+    assert "".join(modal.pages).endswith("in the file change-A1.diff posted in the card's thread]")
+    # pages too few for the rest: the diff stays in them, or all of it goes as one file
+    tight = plan_full_view(card, page_chars=3000, max_pages=0, split=_pieces)
+    assert not tight.diff_file and not tight.pages and tight.document
 
 
 def test_a_short_diff_stays_in_the_pages() -> None:

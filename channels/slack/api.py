@@ -23,7 +23,7 @@ from typing import Any
 
 import aiohttp
 import structlog
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackRequestError
 from slack_sdk.http_retry.async_handler import AsyncRetryHandler
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
@@ -64,6 +64,15 @@ class PostedMessage:
 
 #: Messages asked for per ``conversations.history`` / ``conversations.replies`` page.
 HISTORY_PAGE_SIZE = 200
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OpenedView:
+    """A modal ``views.open`` opened: its ``id`` and ``hash`` (``views.update`` with that
+    hash replaces it only while nobody changed it)."""
+
+    id: str
+    hash: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -248,12 +257,41 @@ class SlackWebApi:
             params["thread_ts"] = thread_ts
         await self._call("chat.postEphemeral", lambda: self.client.chat_postEphemeral(**params))
 
-    async def open_view(self, *, trigger_id: str, view: Mapping[str, object]) -> None:
-        """Open a modal for the person whose interaction gave ``trigger_id`` (valid 3 s)."""
-        await self._call(
+    async def open_view(self, *, trigger_id: str, view: Mapping[str, object]) -> OpenedView:
+        """Open a modal for the person whose interaction gave ``trigger_id`` (valid 3 s);
+        the view as Slack names it (``id`` and ``hash``, empty when it names none)."""
+        data = await self._call(
             "views.open",
             lambda: self.client.views_open(trigger_id=trigger_id, view=dict(view)),
         )
+        opened = data.get("view")
+        opened = opened if isinstance(opened, Mapping) else {}
+        return OpenedView(id=str(opened.get("id") or ""), hash=str(opened.get("hash") or ""))
+
+    async def share_file(
+        self, *, channel: str, thread_ts: str | None, name: str, data: bytes, comment: str
+    ) -> None:
+        """Share ``data`` as the file ``name`` in ``channel`` (in the thread ``thread_ts``)
+        with ``comment`` (mrkdwn) under it, through slack_sdk's ``files_upload_v2``
+        (``files.getUploadURLExternal``, the bytes, ``files.completeUploadExternal``).
+        Raises :class:`SlackCallFailed` (``upload_failed``: the upload URL refused the
+        bytes)."""
+        params: dict[str, Any] = {
+            "file": data,
+            "filename": name,
+            "title": name,
+            "channel": channel,
+            "initial_comment": comment,
+        }
+        if thread_ts:
+            params["thread_ts"] = thread_ts
+        try:
+            await self._call(
+                "files.completeUploadExternal", lambda: self.client.files_upload_v2(**params)
+            )
+        except SlackRequestError:
+            # slack_sdk's message names the upload URL: not passed on
+            raise SlackCallFailed("files.completeUploadExternal", "upload_failed") from None
 
     async def update_view(
         self, *, view_id: str, view: Mapping[str, object], view_hash: str = ""

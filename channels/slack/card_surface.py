@@ -20,7 +20,10 @@ that is no longer open. A card is drawn whole unless it cannot fit
 (:func:`~channels.slack.cards.approvable_on_card`). "✏️ Reply instead" and "🔎 Show full and
 decide" open their modal right after the ack, since the ``trigger_id`` expires 3 seconds
 after the press (:mod:`channels.slack.inbound` runs them beside its worker); a presser the
-core refuses gets the ephemeral refusal instead. A press in the full view is answered in the
+core refuses gets the ephemeral refusal instead. A full view with a long diff opens offering
+Deny only, posts the diff as ``change-ID.diff`` in the card's thread (``files_upload_v2``),
+then replaces itself (unless it changed meanwhile) with the view that decides, or, when
+Slack refused the file, one that still offers Deny only. A press in the full view is answered in the
 view: it is replaced with the outcome (:data:`~bot.cards.OUTCOME_NOTES`) or the refusal; when
 it cannot be (closed, or a second press changed it), a refusal is told privately.
 """
@@ -50,7 +53,7 @@ from bot.channel import ChannelHost
 from bot.envelope import ChannelRef, DeliveryTarget, SentMessage
 from bot.errors import ChannelAuthError, ChannelError
 from channels.common.card_index import CardIndex
-from channels.slack.api import SlackWebApi
+from channels.slack.api import OpenedView, SlackWebApi
 from channels.slack.cards import (
     ACTION_IDS,
     ACTION_PATTERN,
@@ -60,12 +63,15 @@ from channels.slack.cards import (
     INPUT_BLOCK_ID,
     REPLY_CALLBACK_ID,
     CardPlace,
+    DiffFile,
     approvable_on_card,
     full_view,
+    full_view_plan,
     outcome_view,
     read_metadata,
     reply_modal,
 )
+from channels.slack.markup import code_span
 from channels.slack.normalise import BotIdentity
 
 log = structlog.get_logger(__name__)
@@ -462,14 +468,59 @@ class _CardSurface:
         await self._open(reply_modal(approval_id, self._place), MODAL_FAILED)
 
     async def show_full(self, card: ApprovalCard) -> None:
-        await self._open(full_view(card, self._place), FULL_VIEW_FAILED)
-
-    async def _open(self, view: dict[str, object], failed: str) -> None:
+        plan = full_view_plan(card)
+        if not plan.diff_file:
+            await self._open(full_view(card, self._place), FULL_VIEW_FAILED)
+            return
+        # the modal first (the trigger lasts 3 seconds), offering Deny only; then the diff in
+        # the card's thread, and the modal decides once it is there
+        opened = await self._open(
+            full_view(card, self._place, diff=DiffFile.POSTING), FULL_VIEW_FAILED
+        )
+        if opened is None or not opened.id:
+            return
+        posted = await self._post_diff(card, plan.diff_name, plan.diff_file)
         try:
-            await self._api.open_view(trigger_id=self._trigger_id, view=view)
+            await self._api.update_view(
+                view_id=opened.id,
+                view=full_view(card, self._place, diff=posted),
+                view_hash=opened.hash,
+            )
+        except ChannelAuthError:
+            raise
+        except ChannelError as exc:  # closed, or answered while the file went up
+            log.info("slack_full_view_update_failed", channel=str(self._ref), error=str(exc))
+
+    async def _post_diff(self, card: ApprovalCard, name: str, data: bytes) -> DiffFile:
+        """Post a full view's long diff as the file ``name`` in the card's thread."""
+        lines = data.count(b"\n")
+        comment = (
+            f"🔎 The change {code_span(card.tool)} would make ({lines:,} diff lines), for the "
+            "full view of its approval card."
+        )
+        try:
+            await self._api.share_file(
+                channel=self._place.channel_id,
+                thread_ts=self._place.thread_ts or self._place.message_ts,
+                name=name,
+                data=data,
+                comment=comment,
+            )
+        except ChannelAuthError:
+            raise
+        except ChannelError as exc:
+            log.warning("slack_diff_file_failed", channel=str(self._ref), error=str(exc))
+            return DiffFile.FAILED
+        log.info("slack_diff_file_posted", channel=str(self._ref), bytes=len(data))
+        return DiffFile.POSTED
+
+    async def _open(self, view: dict[str, object], failed: str) -> OpenedView | None:
+        try:
+            return await self._api.open_view(trigger_id=self._trigger_id, view=view)
         except ChannelError as exc:
             log.warning("slack_modal_failed", channel=str(self._ref), error=str(exc))
             await self._ephemeral(failed)
+            return None
 
     async def _ephemeral(self, text: str) -> None:
         """An ephemeral note to the actor beside the card; a failure is only logged."""

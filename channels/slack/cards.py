@@ -19,9 +19,12 @@ Cards drawn before the payload had a format carry the bare approval id as ``valu
 showing the tool, the card's ``full_text`` whole as literal code blocks paged by the core's
 planner (:func:`bot.cards.plan_full_view`: sections of at most 3,000 characters, nothing
 dropped), why and who asked, and Approve / Always / Deny whose payloads say ``full_view``.
-A modal holds at most 100 blocks: when the full text needs more, the view says so, offers
-Deny only, and points to ``hatchway approvals list`` / ``hatchway approvals approve ID``.
-After a press the view is replaced with the outcome (:func:`outcome_view`).
+A long diff (:attr:`~bot.cards.ApprovalCard.diff`) is not paged: it is posted as the file
+``change-ID.diff`` in the card's thread (:class:`DiffFile`; the view offers Deny only until
+it is there, and for good if Slack refuses it). A modal holds at most 100 blocks: when the
+full text needs more even so, the view says so, offers Deny only, and points to ``hatchway
+approvals list`` / ``hatchway approvals approve ID``. After a press the view is replaced with
+the outcome (:func:`outcome_view`).
 
 **The reply form** (:func:`reply_modal`, opened by "✏️ Reply instead") has one required
 multi-line field. Both modals carry in ``private_metadata`` the approval id and where the
@@ -31,6 +34,7 @@ survives a restart while the modal is open.
 
 from __future__ import annotations
 
+import enum
 import re
 from dataclasses import dataclass
 
@@ -49,6 +53,7 @@ from bot.cards import (
     ButtonCodec,
     CardState,
     CardVerb,
+    FullViewPlan,
     GrantOption,
     answer_window,
     plan_full_view,
@@ -352,16 +357,52 @@ def _modal(callback_id: str, title: str, metadata: str, blocks: list[Block]) -> 
     }
 
 
-def full_view(card: ApprovalCard, place: CardPlace) -> Block:
-    """The modal for ``views.open``: every character of ``card.full_text`` and the buttons
-    that decide it, or (when it needs more blocks than a modal holds) a note and Deny."""
+class DiffFile(enum.Enum):
+    """Where the long diff of a full view stands (:func:`full_view`): it goes as a file in
+    the card's thread, and only a view whose diff is there approves."""
+
+    #: Being posted: the view offers Deny only, and says so.
+    POSTING = "posting"
+    #: Posted: the view decides.
+    POSTED = "posted"
+    #: Slack refused it: Deny only, and the CLI for all of it.
+    FAILED = "failed"
+
+
+#: Where the full view's pages say a long diff is (``{name}``: the file's name).
+DIFF_IN_THREAD = "in the file {name} posted in the card's thread"
+DIFF_POSTING = (
+    "The change is being posted as the file {name} in the card's thread; Approve is offered "
+    "here once it is there."
+)
+DIFF_NOT_POSTED = (
+    "⚠ The change could not be posted as the file {name} in the card's thread, so this "
+    "request cannot be approved here. An operator can read all of it with `hatchway "
+    "approvals list` and decide with `hatchway approvals approve {approval_id}`. You can "
+    "deny it here."
+)
+
+
+def full_view_plan(card: ApprovalCard) -> FullViewPlan:
+    """How the full view shows ``card``: its full text in sections of at most 3,000
+    characters, a long diff as a ``.diff`` file for the card's thread (the pages say so
+    where it was); no pages when even that needs more blocks than a modal holds."""
     plan = plan_full_view(
         card,
         page_chars=SECTION_LIMIT,
         max_pages=MAX_VIEW_BLOCKS - _FRAME_BLOCKS,
         split=code_blocks,
-        files=False,
+        diff_where=DIFF_IN_THREAD,
     )
+    return plan if plan.pages else FullViewPlan()
+
+
+def full_view(card: ApprovalCard, place: CardPlace, *, diff: DiffFile = DiffFile.POSTING) -> Block:
+    """The modal for ``views.open``: every character of ``card.full_text`` and the buttons
+    that decide it, or (when it needs more blocks than a modal holds) a note and Deny. With
+    a long diff (:func:`full_view_plan`) the pages point to its file, and only ``diff``
+    :attr:`DiffFile.POSTED` decides: before, and when it could not be posted, Deny only."""
+    plan = full_view_plan(card)
 
     def button(label: str, verb: CardVerb, style: str = "") -> Block:
         return _button(
@@ -369,12 +410,17 @@ def full_view(card: ApprovalCard, place: CardPlace) -> Block:
         )
 
     deny = button("Deny", CardVerb.DENY, "danger")
-    if plan.pages:
+    window = f"No answer within {answer_window(card.timeout_s)} means no."
+    if plan.pages and plan.diff_file and diff is not DiffFile.POSTED:
         body = [mrkdwn_section(piece) for piece in plan.pages]
-        note = (
-            "This is everything the call will run with. "
-            f"No answer within {answer_window(card.timeout_s)} means no."
-        )
+        waiting = DIFF_POSTING if diff is DiffFile.POSTING else DIFF_NOT_POSTED
+        note = f"{escape(waiting.format(name=plan.diff_name, approval_id=card.approval_id))} "
+        note += window
+        buttons = [deny]
+    elif plan.pages:
+        body = [mrkdwn_section(piece) for piece in plan.pages]
+        with_file = f", with the change in the file {plan.diff_name}" if plan.diff_file else ""
+        note = f"This is everything the call will run with{escape(with_file)}. {window}"
         always = [button("Always", CardVerb.ALWAYS)] if card.always else []
         buttons = [
             button("Approve", CardVerb.APPROVE, "primary"),

@@ -13,7 +13,8 @@ an event carries) and serves them as Slack does:
   ``Content-Length``. Every request for a file is recorded (:attr:`FakeFiles.requests`), with
   the ``Authorization`` header it carried.
 - ``files.info`` answers with the file (``missing_scope`` without ``files:read``).
-- ``files.getUploadURLExternal`` (``filename``, ``length``) hands out an upload URL served
+- ``files.getUploadURLExternal`` (``filename``, ``length``; ``missing_scope`` while the
+  app lacks ``files:write``, :attr:`FakeFiles.write_scope` False) hands out an upload URL served
   here (``POST /upload/{id}``, the raw bytes, answered ``OK - <length>``);
   ``files.completeUploadExternal`` (``files`` as JSON, ``channel_id``, ``thread_ts``,
   ``initial_comment``) shares each uploaded file: it is recorded in :attr:`FakeFiles.uploads`
@@ -80,6 +81,8 @@ class FakeFiles:
 
     def __init__(self, *, bot_token: str, team: str, bot_user: str, bot_id: str) -> None:
         self.read_scope = True
+        #: Whether the app has ``files:write`` (without it no upload URL is handed out).
+        self.write_scope = True
         self.requests: list[FileRequest] = []
         self.foreign_requests: list[FileRequest] = []
         self.uploads: list[Upload] = []
@@ -183,6 +186,8 @@ class FakeFiles:
         return {"ok": True, "file": self._file_object(shared)}
 
     def _upload_url(self, params: JSON) -> JSON:
+        if not self.write_scope:
+            return {"ok": False, "error": "missing_scope", "needed": "files:write"}
         filename = str(params.get("filename") or "")
         try:
             length = int(params.get("length") or 0)

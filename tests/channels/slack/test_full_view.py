@@ -121,7 +121,12 @@ def view_code(view: JSON) -> str:
 
 
 def labels(blocks: list[dict[str, Any]]) -> list[str]:
-    return [e["text"]["text"] for b in blocks if b["type"] == "actions" for e in b["elements"]]
+    return [
+        (e.get("text") or e["placeholder"])["text"]
+        for b in blocks
+        if b["type"] == "actions"
+        for e in b["elements"]
+    ]
 
 
 async def test_a_request_too_long_for_a_modal_is_only_denied_there(
@@ -172,6 +177,104 @@ async def test_a_second_press_in_the_full_view_is_told_it_was_decided(
         view["hash"]
     ] * 2
     assert slack.views[view["id"]]["blocks"][0]["text"]["text"] == OUTCOME_NOTES[CardVerb.APPROVE]
+
+
+LONG_DIFF = (
+    "--- notes.txt (now)",
+    "+++ notes.txt (after)",
+    "@@ -1,60 +1,60 @@",
+    *(f"-old line {n}" for n in range(60)),
+    *(f"+new line {n} <b>&amp;</b> *x*" for n in range(60)),
+)
+
+
+def ask_diff(service: ApprovalService) -> asyncio.Task[ApprovalDecision]:
+    """A ``file_edit`` of notes.txt whose diff is longer than a card shows."""
+    envelope = make_envelope(channel=REF, conversation=CONVERSATION, sender=REQUESTER)
+    request = make_request("file_edit", {"path": "notes.txt"}, envelope=envelope)
+    return asyncio.create_task(service.ask(replace(request, diff=LONG_DIFF)))
+
+
+def index_of(slack: FakeSlack, method: str) -> int:
+    return next(i for i, c in enumerate(slack.calls) if c.method == method)
+
+
+def view_note(view: JSON) -> str:
+    (context,) = [b for b in view["blocks"] if b["type"] == "context"]
+    return str(context["elements"][0]["text"])
+
+
+async def test_a_long_diff_goes_as_a_file_in_the_cards_thread(
+    slack: FakeSlack, store: Store
+) -> None:
+    """The full view of a long diff posts it as ``change-ID.diff`` in the card's thread
+    (files.getUploadURLExternal, the bytes, files.completeUploadExternal), as Telegram and
+    Discord send theirs; the modal opens first (the trigger lasts 3 seconds) offering Deny
+    only, and decides once the file is there."""
+    channel = channel_for(slack, store)
+    service = approval_service(store, channel)
+    async with running(channel, ServiceHost(service)):
+        ask = ask_diff(service)
+        ts, record = await posted_card(slack, store)
+        await show_full(slack, ts)
+        await slack.wait_for("views.update")
+        view = slack.views[(await slack.wait_view())["id"]]
+        await slack.press_in_view(view["id"], "hatchway_full_approve", user=APPROVER)
+        decision = await asyncio.wait_for(ask, 10)
+    assert record.cut and record.diff_text
+    name = f"change-{record.id}.diff"
+    [upload] = slack.files.uploads
+    assert (upload.name, upload.channel, upload.thread_ts) == (name, CONVERSATION, THREAD)
+    assert upload.data.decode() == "\n".join(LONG_DIFF) + "\n"
+    assert upload.initial_comment is not None and "123 diff lines" in upload.initial_comment
+    # the modal, then the file, then the modal that decides
+    [opened] = slack.calls_of("views.open")
+    first: JSON = opened.params["view"]
+    first = json.loads(first) if isinstance(first, str) else first
+    assert labels(first["blocks"]) == ["Deny"]
+    assert f"being posted as the file {name}" in view_note(first)
+    assert (
+        index_of(slack, "views.open")
+        < index_of(slack, "files.getUploadURLExternal")
+        < index_of(slack, "files.completeUploadExternal")
+        < index_of(slack, "views.update")
+    )
+    update, _outcome = slack.calls_of("views.update")
+    assert update.params["view_id"] == view["id"] and update.params["hash"]
+    code = view_code(view)
+    assert "-old line 0" not in code and "path: notes.txt" in code
+    assert (
+        f"[the change: 123 diff lines, every one of them in the file {name} posted in the "
+        "card's thread]"
+    ) in code
+    assert f"with the change in the file {name}" in view_note(view)
+    assert labels(view["blocks"]) == ["Approve", "Always", "Deny", "♾️ Approve with a grant…"]
+    assert decision.verdict is Decision.APPROVED
+
+
+async def test_a_diff_slack_refuses_leaves_the_full_view_to_deny(
+    slack: FakeSlack, store: Store
+) -> None:
+    """Without ``files:write`` Slack hands out no upload URL: the view says the change could
+    not be posted, points to the CLI and still offers Deny only; an approval from it (a
+    stale payload) is refused."""
+    slack.files.write_scope = False
+    channel = channel_for(slack, store)
+    service = approval_service(store, channel)
+    async with running(channel, ServiceHost(service)):
+        ask = ask_diff(service)
+        ts, record = await posted_card(slack, store)
+        await show_full(slack, ts)
+        await slack.wait_for("views.update")
+        view = slack.views[(await slack.wait_view())["id"]]
+        assert slack.refused[-1] == ("files.getUploadURLExternal", "missing_scope")
+        assert labels(view["blocks"]) == ["Deny"]
+        note = view_note(view)
+        assert "could not be posted as the file" in note
+        assert f"`hatchway approvals approve {record.id}`" in note
+        assert slack.files.uploads == []
+        await slack.press_in_view(view["id"], "hatchway_full_deny", user=APPROVER)
+        assert (await asyncio.wait_for(ask, 10)).verdict is Decision.DENIED
 
 
 def choice_values(view: JSON) -> dict[str, str]:
