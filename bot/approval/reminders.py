@@ -21,7 +21,8 @@ Each step is claimed with one conditional update of the row (:meth:`Approvals.cl
 :meth:`Approvals.claim_escalation`) which also appends its audit row (``reminded``,
 ``escalated``), so two sweeps — two replicas, or a sweep racing a decision — never send one
 twice; a sweep acts only on the rows of its own replica (``replica_id``), as the turn waiting
-on them is its.
+on them is its (the replica that adopts a dead one's parked turn rewrites the row's
+``replica_id``: :func:`bot.gateway.resumption.settle_at_start`).
 """
 
 from __future__ import annotations
