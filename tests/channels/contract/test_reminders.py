@@ -18,7 +18,9 @@ ARGS = {"command": "echo ok"}
 
 def _service(cards: CardDriver, approval: Mapping[str, object]) -> ApprovalService:
     """A second service on the same database, channel and clock, with ``approval`` set: the
-    one whose sweep reminds (the driver's own answers the presses)."""
+    one whose sweep reminds. The driver's own, which answers the presses, is given the same
+    settings: who may decide is read from the configuration in force (an escalation
+    included), and a daemon has one."""
     channel = cards.process.channel
     settings = parse_settings(
         {
@@ -28,6 +30,7 @@ def _service(cards: CardDriver, approval: Mapping[str, object]) -> ApprovalServi
         environ={},
         require_provider=False,
     )
+    cards.process.service.update_settings(settings)
     return ApprovalService(settings, cards.store, {channel.ref: channel}.get, cards.clock)
 
 
