@@ -10,9 +10,9 @@ them, private thread members, and the bot's DMs with users.
 * ``GET /channels/{id}``: a guild channel, thread or DM channel, or 404 Unknown Channel
   (10003);
 * ``POST /users/@me/channels`` opens (or reuses) the bot's DM channel with a user;
-* ``POST /channels/{id}/messages`` to a *user's* id (one in :attr:`People.users`) is 404
-  Unknown Channel, and to the DM of a user in :attr:`People.closed_dms` 403 "Cannot send
-  messages to this user" (50007).
+* ``POST /channels/{id}/messages`` to an id that is no channel (a user's id, say: the bot
+  must open a DM first) is 404 Unknown Channel, and to the DM of a user in
+  :attr:`People.closed_dms` 403 "Cannot send messages to this user" (50007).
 
 Answers are ``(status, body)``; None leaves the request to the rest of the fake.
 """
@@ -59,8 +59,8 @@ class People:
         if (method, path) == ("POST", "/users/@me/channels"):
             return self._open_dm(str(body.get("recipient_id") or ""))
         if (m := re.fullmatch(r"/channels/(\d+)/messages", path)) and method == "POST":
-            if m[1] in self.users:
-                return UNKNOWN_CHANNEL
+            if m[1] not in self.dm_channels and not _in_a_guild(m[1], guilds):
+                return UNKNOWN_CHANNEL  # a user's id, or any id that is no channel
             if self.dm_channels.get(m[1]) in self.closed_dms:
                 return CLOSED_DM
             return None
@@ -113,3 +113,7 @@ class People:
                 joined = {"id": thread_id, "user_id": user_id, "join_timestamp": TIMESTAMP}
                 return 200, {**joined, "flags": 0}
         return None
+
+
+def _in_a_guild(channel_id: str, guilds: Sequence[FakeGuild]) -> bool:
+    return any(channel_id in g.channels or channel_id in g.threads for g in guilds)

@@ -243,7 +243,8 @@ class FakeDiscord:
     async def dispatch(self, event: str, data: JSON) -> None:
         """Send one DISPATCH (op 0) event to the connected client (waiting for one). A
         MESSAGE_CREATE's message is kept in its channel's history too. A message Discord
-        never sends (ids not snowflake strings, no author) is a ``ValueError``."""
+        never sends (ids not snowflake strings, no author) is a ``ValueError``. An interaction
+        outside a guild makes its channel the bot's DM with its user, as a message there does."""
         if event in ("MESSAGE_CREATE", "MESSAGE_UPDATE") and (problem := unsent_problem(data)):
             raise ValueError(f"Discord never sends this {event}: {problem}")
         if event == "MESSAGE_CREATE":
@@ -252,6 +253,10 @@ class FakeDiscord:
         assert self._ws is not None
         if event == "INTERACTION_CREATE":
             self.interactions.dispatched(data)
+            if "guild_id" not in data and (channel := data.get("channel_id")):
+                # used in the bot's DM with the user: that DM channel exists
+                user = data.get("user") or {}
+                self.people.dm_channels.setdefault(str(channel), str(user.get("id", "")))
         frame = {"op": 0, "s": next(self._seq), "t": event, "d": data}
         await self._ws.send_str(json.dumps(frame))
 
