@@ -24,7 +24,7 @@ import dataclasses
 import enum
 import json
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bot.envelope import IngressEnvelope, envelope_from_json, envelope_to_json
@@ -270,6 +270,15 @@ class ParkRow:
     owner: str | None
 
 
+_STATES = frozenset(ParkState)
+
+
+def _rows(rows: Iterable[Row]) -> list[ParkRow]:
+    """The rows this release can read: one in a state a later release added (a rolling
+    upgrade gone back) is that release's to settle, so it is passed by, not misread."""
+    return [_row(r) for r in rows if r["state"] in _STATES]
+
+
 def _row(row: Row) -> ParkRow:
     return ParkRow(
         approval_id=str(row["approval_id"]),
@@ -341,7 +350,7 @@ class ParkedTurns:
         row = await self._db.fetchone(
             f"SELECT {_ROW_COLUMNS} FROM parked_turns WHERE approval_id = ?", (approval_id,)
         )
-        return None if row is None else _row(row)
+        return None if row is None or row["state"] not in _STATES else _row(row)
 
     async def rows(self, *, states: Sequence[ParkState] = tuple(ParkState)) -> list[ParkRow]:
         """Every row in one of ``states``, oldest first."""
@@ -350,7 +359,7 @@ class ParkedTurns:
             f"SELECT {_ROW_COLUMNS} FROM parked_turns WHERE state IN ({marks}) ORDER BY created_at",
             tuple(states),
         )
-        return [_row(r) for r in rows]
+        return _rows(rows)
 
     async def of_gone(self, live: Collection[str]) -> list[ParkRow]:
         """The rows held by a replica not among ``live`` (gone), any state, oldest first:
@@ -361,7 +370,7 @@ class ParkedTurns:
             f" AND owner NOT IN ({marks}) ORDER BY created_at",
             tuple(live),
         )
-        return [_row(r) for r in rows]
+        return _rows(rows)
 
     async def decided(self) -> list[ParkRow]:
         """The parked rows whose card is no longer pending (decided, expired, or gone):
@@ -373,7 +382,7 @@ class ParkedTurns:
             " ORDER BY p.created_at",
             (ParkState.PARKED,),
         )
-        return [_row(r) for r in rows]
+        return _rows(rows)
 
     async def session_calls(self, session_key: str) -> list[ParkRow]:
         """The rows of ``session_key`` whose card is still open (the duplicate guard)."""
@@ -381,7 +390,7 @@ class ParkedTurns:
             f"SELECT {_ROW_COLUMNS} FROM parked_turns WHERE session_key = ? AND state <> ?",
             (session_key, ParkState.RESUMING),
         )
-        return [_row(r) for r in rows]
+        return _rows(rows)
 
     async def open_fingerprints(self, session_key: str, *, excluding: str) -> set[str]:
         """The fingerprints of the calls whose cards still wait for turns of

@@ -134,6 +134,21 @@ async def test_an_unreadable_body_fails_its_row_alone(store: Store) -> None:
     assert {r.approval_id for r in await store.parked.rows()} == {"bad", "future", "good"}
 
 
+async def test_a_row_in_a_state_of_a_later_release_is_passed_by(store: Store) -> None:
+    """A rolling upgrade gone back leaves a row this release has no name for: the duplicate
+    guard, /stop and the sweeps read past it instead of failing for the whole session."""
+    for approval_id in ("later", "ours"):
+        record = _record(approval_id)
+        await _admitted(store, record)
+        await store.parked.hold(record)
+    await store.db.execute("UPDATE parked_turns SET state = 'frozen' WHERE approval_id = 'later'")
+    session = _record("ours").session_key
+    assert [r.approval_id for r in await store.parked.session_calls(session)] == ["ours"]
+    assert [r.approval_id for r in await store.parked.rows()] == ["ours"]
+    assert await store.parked.row("later") is None
+    assert await store.parked.row("ours") is not None
+
+
 async def test_a_batch_too_large_is_not_kept(store: Store) -> None:
     record = _record(arguments='{"x": "' + "a" * MAX_BODY_CHARS + '"}')
     assert not await store.parked.hold(record)
