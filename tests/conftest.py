@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import logging
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 
 import pytest
 import structlog
@@ -16,6 +17,23 @@ from tests.pg import pg_empty_url, pg_server, pg_store, pg_template, pg_url  # n
 # generating them can trip its too_slow health check. The other health checks stay on.
 settings.register_profile("hatchway", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("hatchway")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
+    """Collecting imports every test module, with all of ``bot`` and its libraries: about
+    half a million objects that live for the whole session. The cyclic collector is off
+    while they are built (its full passes over a growing heap cost each worker seconds of
+    CPU), then one pass frees collection's garbage and ``gc.freeze()`` keeps what is left
+    out of every later pass, as ``hatchway run`` does after its start (bot/ops/daemon.py).
+    What the tests allocate is collected as usual."""
+    gc.disable()
+    try:
+        return (yield)
+    finally:
+        gc.collect()
+        gc.freeze()
+        gc.enable()
 
 
 @pytest.fixture
