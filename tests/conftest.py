@@ -11,6 +11,7 @@ import structlog
 from hypothesis import HealthCheck, settings
 
 from tests.pg import pg_empty_url, pg_server, pg_store, pg_template, pg_url  # noqa: F401
+from tests.sqlite_template import migrated_sqlite  # noqa: F401
 
 # Property tests judge what the code does, not how fast this machine is: under load (two suites
 # at once on two cores) an example can take longer than hypothesis' 200 ms deadline, and

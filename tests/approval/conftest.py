@@ -21,6 +21,7 @@ from bot.store.approvals import ApprovalRecord, ApprovalStatus
 from bot.turn import TurnIdentity
 from tests.fakes.channel import FakeChannel, PostedCard
 from tests.fakes.replica_apps import Replicas
+from tests.sqlite_template import copy_migrated
 
 SLACK = ChannelRef(kind="slack", alias="team")
 #: For approver_roles, which Slack does not have.
@@ -111,8 +112,8 @@ def db_path(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-async def store(db_path: Path) -> AsyncIterator[Store]:
-    async with await Store.open(db_path) as opened:
+async def store(db_path: Path, migrated_sqlite: Path) -> AsyncIterator[Store]:
+    async with await Store.open(copy_migrated(migrated_sqlite, db_path)) as opened:
         yield opened
 
 

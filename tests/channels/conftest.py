@@ -20,13 +20,14 @@ from tests.fakes.discord_server import BOT_TOKEN as DISCORD_TOKEN
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_server import FakeSlack, person
 from tests.fakes.telegram_server import FakeTelegram
+from tests.sqlite_template import copy_migrated
 
 LOOPBACK = "127.0.0.1,localhost"
 
 
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[Store]:
-    async with await Store.open(tmp_path / "state.db") as opened:
+async def store(tmp_path: Path, migrated_sqlite: Path) -> AsyncIterator[Store]:
+    async with await Store.open(copy_migrated(migrated_sqlite, tmp_path / "state.db")) as opened:
         yield opened
 
 
