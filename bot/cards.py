@@ -215,8 +215,9 @@ class ClickVerdict(enum.StrEnum):
                 "Your approval was already counted; this request needs another approver."
             ),
             ClickVerdict.NO_GRANT_HERE: (
-                "This request needs several approvers: Always and grant choices make no grant "
-                "on it. Nothing was decided: press Approve to give your approval."
+                "Always and grant choices make no grant on this request: it needs several "
+                "approvers, or its tool always asks. Nothing was decided: press Approve to "
+                "give your approval."
             ),
         }[self]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from bot.approval import reasons
 from bot.approval.gate import ApprovalDecision
+from bot.approval.grant_choices import grants_possible
 from bot.approval.policy import EffectivePolicy
 from bot.approval.quorum import progress_line
 from bot.approval.reach import ROLE_ENTRY
@@ -70,7 +71,13 @@ def offers_grants(record: ApprovalRecord, policy: EffectivePolicy | None) -> boo
     completes the quorum makes its grant, and only with ``grants_satisfy`` (a grant that
     could never let such a call run is not offered): so only while one approval is missing,
     under that setting. Anywhere else they would count as a plain approval, so they are not
-    offered (``policy`` None, where the settings are not at hand: not offered either)."""
+    offered (``policy`` None, where the settings are not at hand: not offered either).
+
+    A tool no grant could ever let run (``always_ask``, ``deny``, outside the
+    ``supervised`` level) is offered neither: Always there would promise what it cannot do.
+    """
+    if policy is not None and not grants_possible(policy, record.tool):
+        return False
     if record.quorum <= 1:
         return True
     return (

@@ -294,6 +294,12 @@ class CardFlow:
         if record.quorum > 1 and approving:
             return await self._vote(record, action, choice, route, now)
         status, grant, reply = ApprovalStatus.APPROVED, None, None
+        always = action.verb is not CardVerb.GRANT and choice is ApprovalChoice.ALWAYS
+        if always and not offers_grants(record, policy):
+            # Always where no grant could ever let the call run (always_ask, deny, a level
+            # other than supervised): refused, never a grant that cannot apply
+            await self._refused_choice(record, action, now, ClickVerdict.NO_GRANT_HERE)
+            return ClickVerdict.NO_GRANT_HERE
         if action.verb is CardVerb.GRANT:
             sized = await self._sized_grant(record, action, now)
             if sized is None:

@@ -27,7 +27,7 @@ from bot.channel_config import GrantChoice
 from bot.store.grants import OfferedGrant
 
 
-def _grants_possible(policy: EffectivePolicy, tool: str) -> bool:
+def grants_possible(policy: EffectivePolicy, tool: str) -> bool:
     """Whether a grant could ever let ``tool`` run under ``policy``."""
     return (
         policy.level == "supervised"
@@ -52,7 +52,7 @@ def _offer(choice: GrantChoice, policy: EffectivePolicy) -> OfferedGrant:
 
 def offered(policy: EffectivePolicy, request: ApprovalRequest) -> tuple[OfferedGrant, ...]:
     """The choices a card for ``request`` offers under ``policy`` (the module docstring)."""
-    if not _grants_possible(policy, request.tool):
+    if not grants_possible(policy, request.tool):
         return ()
     binds_more = request.fingerprint.startswith(FINGERPRINT_V2)
     choices = (
@@ -69,6 +69,6 @@ def picked(
     """The choice ``key`` grants: one the card showed (``shown``, the row's), still within
     ``policy``; None otherwise (nothing is granted)."""
     choice = next((c for c in shown if c.key == key), None)
-    if choice is None or not _grants_possible(policy, tool):
+    if choice is None or not grants_possible(policy, tool):
         return None
     return choice if _within(policy, choice.scope, choice.ttl_s) else None

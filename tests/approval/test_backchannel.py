@@ -17,6 +17,7 @@ from bot.channel import ApprovalChoice, CardState, ClickVerdict
 from bot.store import Store
 from bot.store.approvals import ApprovalStatus
 from bot.store.audit import Decision
+from bot.store.grants import NewGrant
 from tests.approval.conftest import (
     APPROVER,
     REQUESTER,
@@ -55,12 +56,30 @@ async def test_approval_ids_can_be_typed_as_a_cli_argument(
     assert re.fullmatch(r"[0-9a-f]{24}", posted.card.approval_id)
 
 
-async def test_always_ask_beats_grant(store: Store, channel: FakeChannel) -> None:
+async def test_always_ask_beats_grant_so_its_card_offers_none(
+    store: Store, channel: FakeChannel
+) -> None:
+    """A grant never lets an ``always_ask`` tool run, so its card offers no Always (a grant it
+    would make could never apply), one pressed anyway is refused and makes none, and a grant
+    that exists still leaves the next call asking."""
     service = service_for(make_settings({"always_ask": ["shell"]}), store, channel)
     async with asking(service, store, channel) as (posted, task):
-        await clicked(service, channel.click(posted, APPROVER, ApprovalChoice.ALWAYS))
-    assert task.result().verdict is Decision.ALWAYS
-    assert len(await store.grants.list(now=0)) == 1
+        assert (posted.card.always, posted.card.grant_choices) == (False, ())
+        always = channel.click(posted, APPROVER, ApprovalChoice.ALWAYS)
+        assert await clicked(service, always) is ClickVerdict.NO_GRANT_HERE
+        await clicked(service, channel.click(posted, APPROVER))
+    assert task.result().verdict is Decision.APPROVED
+    assert await store.grants.list(now=0) == []
+    await store.grants.create(
+        NewGrant(
+            tool="shell",
+            scope="conversation",
+            scope_key="slack.team:C1",
+            granted_by=APPROVER,
+            created_at=0.0,
+            expires_at=None,
+        )
+    )
     result = await service.assess(make_request(call_id="call-2"))
     assert (result.assessment, result.reason) == (Assessment.ASK, PolicyReason.ALWAYS_ASK)
 
