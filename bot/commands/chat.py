@@ -90,14 +90,22 @@ class Conversation:
     """Decides, from ends of input, signals and whether turns are running, when the chat
     ends (the rules in the module docstring)."""
 
-    def __init__(self, gateway: Gateway, console: ChatConsole) -> None:
+    def __init__(
+        self,
+        gateway: Gateway,
+        console: ChatConsole,
+        signals: asyncio.Queue[signal.Signals],
+    ) -> None:
         self._gateway = gateway
         self._console = console
-        self._signals: asyncio.Queue[signal.Signals] = asyncio.Queue()
+        # filled by caught_signals(), from before the app starts: a Ctrl-C pressed while it
+        # starts (the console already reads, a first line may already be queued) is this
+        # conversation's too, never asyncio's default (which cancelled the start, and the
+        # queued turn was cut off as at a shutdown)
+        self._signals = signals
 
     async def run(self) -> Ending:
-        with self._signal_handlers():
-            ending = await self._converse()
+        ending = await self._converse()
         self._console.quitting()
         return ending
 
@@ -151,17 +159,21 @@ class Conversation:
                 return index
         return caught.result()
 
-    @contextlib.contextmanager
-    def _signal_handlers(self) -> Iterator[None]:
-        loop = asyncio.get_running_loop()
-        watched = (signal.SIGINT, signal.SIGTERM)
+
+@contextlib.contextmanager
+def caught_signals() -> Iterator[asyncio.Queue[signal.Signals]]:
+    """SIGINT and SIGTERM, queued for the :class:`Conversation` for the block (entered
+    before the app starts, so that none is lost to the default handlers meanwhile)."""
+    loop = asyncio.get_running_loop()
+    caught: asyncio.Queue[signal.Signals] = asyncio.Queue()
+    watched = (signal.SIGINT, signal.SIGTERM)
+    for sig in watched:
+        loop.add_signal_handler(sig, caught.put_nowait, sig)
+    try:
+        yield caught
+    finally:
         for sig in watched:
-            loop.add_signal_handler(sig, self._signals.put_nowait, sig)
-        try:
-            yield
-        finally:
-            for sig in watched:
-                loop.remove_signal_handler(sig)
+            loop.remove_signal_handler(sig)
 
 
 def log_file(settings: Settings) -> Path:

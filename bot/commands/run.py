@@ -92,7 +92,14 @@ async def _chat(args: argparse.Namespace) -> int:
 
 
 async def _chat_session(args: argparse.Namespace) -> int:
-    from bot.commands.chat import UNANSWERED, ChatConsole, Conversation, banner, log_file
+    from bot.commands.chat import (
+        UNANSWERED,
+        ChatConsole,
+        Conversation,
+        banner,
+        caught_signals,
+        log_file,
+    )
     from bot.config import ChannelsConfig
     from bot.ops.logs import configure_logging, open_log_file
     from bot.providers.factory import defer_provider
@@ -155,19 +162,26 @@ async def _chat_session(args: argparse.Namespace) -> int:
     )
     warming = asyncio.create_task(provider.warm(), name="provider-warm")
     drain_s = 0.0
+    started = False
     try:
-        await app.start()
         try:
-            console = app.channels.get("console.main")
-            if not isinstance(console, ChatConsole):
-                raise RuntimeError("hatchway chat needs the console channel")
-            ending = await Conversation(app.gateway, console).run()
+            # Ctrl-C is the conversation's from before the start (the console reads as
+            # soon as it starts), and the default's again while the app stops: a second
+            # Ctrl-C then cuts a drain short
+            with caught_signals() as signals:
+                await app.start()
+                started = True
+                console = app.channels.get("console.main")
+                if not isinstance(console, ChatConsole):
+                    raise RuntimeError("hatchway chat needs the console channel")
+                ending = await Conversation(app.gateway, console, signals).run()
             drain_s = ending.drain_s
             if piped and ending.code == 0 and unanswered:
                 return UNANSWERED  # a script's caller learns that a line got no answer
             return ending.code
         finally:
-            await app.stop(drain_timeout_s=drain_s)
+            if started:
+                await app.stop(drain_timeout_s=drain_s)
     finally:
         warming.cancel()
         await asyncio.gather(warming, return_exceptions=True)
