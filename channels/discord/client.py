@@ -111,6 +111,10 @@ class _RebasingHTTPClient(HTTPClient):
 
     hatchway_api_base: str | None = None
     hatchway_gateway_url: str | None = None
+    #: the gateway socket opened last: discord.py keeps it as ``client.ws`` only once its
+    #: handshake (HELLO, IDENTIFY or RESUME) is through, so a session stopped before then
+    #: would leave it open (:meth:`GatewayClient.close_gateway` closes it)
+    hatchway_socket: aiohttp.ClientWebSocketResponse | None = None
 
     async def request(self, route: Route, **kwargs: Any) -> Any:
         route.url = rebase_api_url(route.url, self.hatchway_api_base)
@@ -118,7 +122,9 @@ class _RebasingHTTPClient(HTTPClient):
 
     async def ws_connect(self, url: str, *, compress: int = 0) -> aiohttp.ClientWebSocketResponse:
         rebased = rebase_gateway_url(url, self.hatchway_gateway_url)
-        return await super().ws_connect(rebased, compress=compress)
+        socket = await super().ws_connect(rebased, compress=compress)
+        self.hatchway_socket = socket
+        return socket
 
 
 class _RebasingWebhookAdapter(AsyncWebhookAdapter):
@@ -244,13 +250,19 @@ class GatewayClient(discord.Client):
     async def close_gateway(self) -> None:
         """Close the gateway session alone (another replica takes the gateway over), with
         code 1000 so that Discord ends it rather than keeping it for a resume; REST goes on.
-        A later :meth:`connect` identifies anew."""
+        A later :meth:`connect` identifies anew. The socket opened last is closed too when
+        discord.py has not made it ``self.ws`` yet (the session was stopped during its
+        handshake): else it would stay open beside the next holder's."""
         ready_wait = self._connection._ready_task  # as in close(): no "ready" afterwards
         if ready_wait is not None:
             ready_wait.cancel()
         ws = self.ws
         if ws is not None and not ws.socket.closed:
             await ws.close(code=1000)
+        http = self.http
+        socket = http.hatchway_socket if isinstance(http, _RebasingHTTPClient) else None
+        if socket is not None and not socket.closed:
+            await socket.close(code=1000)
 
     async def on_interaction(self, interaction: discord.Interaction) -> None:
         # Button presses and modal submissions are read from their custom_id alone

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 
 from bot.config.replicas import ReplicasConfig
 from bot.envelope import DeliveryTarget
@@ -28,6 +29,7 @@ from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.discord_setup import BOT, BOT_ID, GENERAL, make_channel, said
 from tests.fakes.recording_host import RecordingHost
 from tests.replicas.waiting import eventually, eventually_async
+from tests.sqlite_template import copy_migrated
 
 pytestmark = pytest.mark.usefixtures("discord_env")
 
@@ -176,3 +178,56 @@ async def test_a_holder_that_cannot_renew_closes_its_session_before_the_other_co
     target = DeliveryTarget(channel=leader.channel.ref, conversation_id=GENERAL)
     await leader.channel.send(target, "still sending")
     assert "still sending" in fake.posted(GENERAL)
+
+
+async def test_a_session_stopped_during_its_handshake_leaves_no_socket_open(
+    fake: FakeDiscord, tmp_path: Path, migrated_sqlite: Path
+) -> None:
+    """The lease is lost while the new session waits for the gateway's HELLO: discord.py
+    has not kept the socket as the client's yet, and the session's close must still close
+    it, or it stays open beside the next holder's (two sessions Discord would send every
+    event to). A gateway of the test's own that never says HELLO holds the handshake."""
+    opened = asyncio.Event()
+    closed = asyncio.Event()
+    codes: list[int | None] = []
+
+    async def silent(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        opened.set()
+        async for _ in ws:
+            pass
+        codes.append(ws.close_code)
+        closed.set()
+        return ws
+
+    app = web.Application()
+    app.router.add_get("/", silent)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    store = await Store.open(copy_migrated(migrated_sqlite, tmp_path / "state.db"))
+    keeper_store = await Store.open(tmp_path / "state.db")
+    keeper = LeaseKeeper(keeper_store.replicas, QUICK)
+    replica = DiscordReplica(
+        "A",
+        store,
+        keeper_store,
+        keeper,
+        make_channel(fake, store, gateway_url=f"ws://127.0.0.1:{port}/"),
+        RecordingHost(replica=keeper),
+    )
+    try:
+        await replica.start()
+        await opened.wait()  # the lease taken, the socket open, HELLO awaited
+        await keeper_store.aclose()  # no renewal from now on: the tenure is fenced
+        await eventually(lambda: replica.on_standby())
+        await eventually(closed.is_set)  # the socket closed by the fenced session
+        assert codes == [1000]  # closed by it, not dropped (Discord would keep the session)
+    finally:
+        await replica.stop_tasks()
+        await store.aclose()
+        await keeper_store.aclose()
+        await runner.cleanup()
