@@ -49,9 +49,19 @@ def said_ago(fake: FakeDiscord, text: str, seconds: float, **fields: Any) -> JSO
     return payload
 
 
+#: How long a wait for what the adapter does next may take before the test fails: generous,
+#: since a loaded machine runs the fake and the client slowly; nothing here times anything.
+WAIT_S = 30.0
+
+#: discord.py sleeps 5 s before every IDENTIFY of a client but its first
+#: (``Client.before_identify_hook``, after Discord's identify rate limit): a session
+#: Discord will not resume is replaced no sooner, so a wait across it allows that too.
+IDENTIFY_AGAIN_S = 5.0
+
+
 async def caught_up(channel: DiscordChannel, says: str = "caught up") -> str:
     """Wait until the session's catch-up has finished; the health detail saying so."""
-    async with asyncio.timeout(10):
+    async with asyncio.timeout(WAIT_S):
         while says not in channel.health.detail:  # noqa: ASYNC110 (no notification)
             await asyncio.sleep(0.005)
     return channel.health.detail
@@ -121,7 +131,7 @@ async def test_a_session_discord_will_not_resume_is_caught_up(
         for message in [*gap, said(fake, "a first DM", channel_id=DM)]:
             await fake.post(message)  # not to any session: lost to the gateway
         fake.resume_gate.set()
-        await host.wait_envelopes(3)
+        await host.wait_envelopes(3, wait_s=IDENTIFY_AGAIN_S + WAIT_S)
         await fake.dispatch("MESSAGE_CREATE", mention(fake, "after"))
         envelopes = await host.wait_envelopes(4)
     assert fake.invalid_sessions == 1 and fake.identifies == 2
