@@ -15,12 +15,11 @@ the agent (both may import it), above the configuration.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bot.config import DEFAULT_AGENT, RouteConfig, Settings
-from bot.envelope import IngressEnvelope
+from bot.envelope import IngressEnvelope, with_route
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -101,4 +100,4 @@ class Router:
         agent, why = self.route(envelope)
         if envelope.agent == agent and envelope.route == why:
             return envelope
-        return dataclasses.replace(envelope, agent=agent, route=why)
+        return with_route(envelope, agent, why)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import fields
 from datetime import UTC, datetime
+
+import pytest
 
 from bot.envelope import (
     Attachment,
@@ -15,6 +18,9 @@ from bot.envelope import (
     Sender,
     envelope_from_json,
     envelope_to_json,
+    target_from_json,
+    target_to_json,
+    with_route,
 )
 
 SLACK = ChannelRef(kind="slack", alias="work")
@@ -80,3 +86,31 @@ def test_roles_come_back_as_a_tuple_of_strings() -> None:
     data = json.loads(envelope_to_json(FULL))
     assert data["sender"]["roles"] == ["7001", "Ops ✓"]
     assert envelope_from_json(envelope_to_json(FULL)).sender.roles == ("7001", "Ops ✓")
+
+
+def walked(value: object) -> object:
+    """Every dataclass as an object of its fields, in field order, walked field by field."""
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: walked(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, tuple):
+        return [walked(v) for v in value]
+    return value
+
+
+def test_the_text_is_the_field_by_field_form_rows_already_hold() -> None:
+    # the inbox and the outbox ledger keep rows written before the encoding was unrolled
+    for envelope in (FULL, dataclasses.replace(FULL, attachments=())):
+        assert envelope_to_json(envelope) == json.dumps(walked(envelope), ensure_ascii=False)
+    target = DeliveryTarget(channel=SLACK, conversation_id="C1", private_to="U9")
+    assert target_to_json(target) == json.dumps(walked(target), ensure_ascii=False)
+    assert target_from_json(target_to_json(target)) == target
+
+
+def test_the_routed_copy_keeps_every_other_field() -> None:
+    routed = with_route(FULL, "ops", "agents.ops.routes[0]")
+    assert routed == dataclasses.replace(FULL, agent="ops", route="agents.ops.routes[0]")
+    assert (FULL.agent, FULL.route) == ("default", "")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        routed.agent = "x"  # type: ignore[misc]

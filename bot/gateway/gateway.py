@@ -72,6 +72,7 @@ from bot.gateway.forget import ForgetCommand
 from bot.gateway.grant_commands import GrantCommands
 from bot.gateway.group_context import GroupContextStep
 from bot.gateway.ledger import ReplyLedger
+from bot.gateway.log_fields import LogFields
 from bot.gateway.names import DisplayNameBook
 from bot.gateway.ratelimit import RateLimits
 from bot.gateway.recovery import CutOffBy, recover
@@ -90,6 +91,9 @@ if TYPE_CHECKING:
     from bot.gateway.handover import Handover
 
 log = structlog.get_logger(__name__)
+
+#: What every log line of a message's admission says of it
+ADMISSION_FIELDS = LogFields("envelope_id", "channel")
 
 #: The inbox error of a message deleted on its platform before its turn began.
 DELETED = "deleted before its turn began"
@@ -213,7 +217,7 @@ class Gateway:
         :class:`~bot.errors.StorageUnavailable` when the database server cannot be reached
         (PostgreSQL): the adapter then leaves the platform's event unconfirmed, to come
         again here or on another replica."""
-        bound = bind_contextvars(envelope_id=envelope.envelope_id, channel=str(envelope.channel))
+        bound = ADMISSION_FIELDS.bind(envelope.envelope_id, str(envelope.channel))
         try:
             with telemetry.admission(envelope):
                 await self._admit(self._arrival(envelope))
@@ -223,7 +227,7 @@ class Gateway:
             # Boundary: one bad envelope never takes the adapter down.
             log.exception("envelope_failed")
         finally:
-            reset_contextvars(**bound)
+            ADMISSION_FIELDS.reset(bound)
 
     async def edited(self, envelope: IngressEnvelope) -> None:
         """A message was edited (``ChannelHost.edited``): the text of a message still queued

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, replace
 
 import structlog
-from structlog.contextvars import bind_contextvars, clear_contextvars, reset_contextvars
+from structlog.contextvars import clear_contextvars
 
 from bot import telemetry
 from bot.backoff import cancel_requested
@@ -33,11 +33,15 @@ from bot.envelope import IngressEnvelope
 from bot.errors import StorageUnavailable
 from bot.gateway.drain import Drain
 from bot.gateway.ledger import ReplyLedger, may_run_again
+from bot.gateway.log_fields import LogFields
 from bot.gateway.sending import FAILURE_MESSAGE
 from bot.store import InboxKey, InboxStatus, ReplyKind, Store
 from bot.turn import CancelReason, SessionControl, TurnIdentity, TurnRunner
 
 log = structlog.get_logger(__name__)
+
+#: What every log line of a turn says of it
+TURN_FIELDS = LogFields("envelope_id", "channel", "session", "turn_id", "agent", "route")
 
 #: Edits kept for messages admitted but not queued yet (Sessions.edit_when_queued).
 PENDING_EDITS = 1000
@@ -400,13 +404,13 @@ class Sessions:
         control = SessionControl()
         session.control = control
         with self._drain.turn(), telemetry.turn(turn):
-            bound = bind_contextvars(
-                envelope_id=envelope.envelope_id,
-                channel=turn.channel,
-                session=turn.session_key,
-                turn_id=turn.turn_id,
-                agent=envelope.agent,
-                route=envelope.route,
+            bound = TURN_FIELDS.bind(
+                envelope.envelope_id,
+                turn.channel,
+                turn.session_key,
+                turn.turn_id,
+                envelope.agent,
+                envelope.route,
             )
             try:
                 # the runner marks the entry "processing" with its first record (TurnRunner)
@@ -453,7 +457,7 @@ class Sessions:
                     recorded=reply.recorded and not reply.interrupted,
                 )
             finally:
-                reset_contextvars(**bound)
+                TURN_FIELDS.reset(bound)
                 session.control = None
                 session.running = None
                 self._forget(envelope.envelope_id)

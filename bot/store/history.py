@@ -14,6 +14,9 @@ from bot.providers.base import ChatMessage, ToolCallRequest
 from bot.store.engine import Database
 from bot.store.statements import Read, Row, Write
 
+#: ``json.dumps(body, ensure_ascii=False)`` without building an encoder for every message
+_ENCODE = json.JSONEncoder(ensure_ascii=False).encode
+
 
 def encode_message(message: ChatMessage) -> str:
     body: dict[str, object] = {"role": message.role, "content": message.content}
@@ -25,7 +28,7 @@ def encode_message(message: ChatMessage) -> str:
         body["tool_call_id"] = message.tool_call_id
     if message.name is not None:
         body["name"] = message.name
-    return json.dumps(body, ensure_ascii=False)
+    return _ENCODE(body)
 
 
 def decode_message(text: str) -> ChatMessage:
