@@ -161,35 +161,51 @@ async def test_an_answer_sent_just_before_the_cut_is_found_by_the_other_replica_
 
 
 async def test_a_replica_whose_database_stops_answering_is_fenced_and_comes_back(
-    tg: FakeTelegram, link: DatabaseLink, pg_url: str, tmp_path: Path
+    tg: FakeTelegram, link: DatabaseLink, second_link: DatabaseLink, pg_url: str, tmp_path: Path
 ) -> None:
-    """Nothing is closed, nothing answers (packets silently dropped): A's heartbeat hangs.
-    A stops polling on its own timer and reports not-ready; B takes over; when the link
-    carries again, what hung completes and A is ready again."""
-    a = App(
-        settings(tg, through(pg_url, link.port), "A", tmp_path / "a"),
-        provider=ScriptedProvider([echo] * 5),
-    )
-    b = App(settings(tg, pg_url, "B", tmp_path / "b"), provider=ScriptedProvider([echo] * 5))
+    """Nothing is closed, nothing answers (packets silently dropped): the polling replica's
+    heartbeat hangs. It stops polling on its own timer and reports not-ready; the other
+    takes over; when the link carries again, what hung completes and it is ready again.
+    Each replica has a link of its own: whichever polls when the link goes (a loaded
+    machine may hand the lease to B before then) is the one frozen."""
+    links = {"A": link, "B": second_link}
+    apps = {
+        name: App(
+            settings(tg, through(pg_url, links[name].port), name, tmp_path / name),
+            provider=ScriptedProvider([echo] * 5),
+        )
+        for name in links
+    }
+    role = "telegram.main.poll"
+
+    def holder() -> str | None:
+        names = [n for n, app in apps.items() if app.keeper and app.keeper.held() == [role]]
+        return names[0] if len(names) == 1 else None
+
     async with contextlib.AsyncExitStack() as running:
-        await a.start()
-        running.push_async_callback(a.stop)
+        await apps["A"].start()
+        running.push_async_callback(apps["A"].stop)
         await eventually(lambda: tg.poll_book.clients() == ["A"])
-        await b.start()
-        running.push_async_callback(b.stop)
-        await eventually(lambda: "standby" in b.channels["telegram.main"].health.detail)
+        await apps["B"].start()
+        running.push_async_callback(apps["B"].stop)
+        await eventually(lambda: any(standing_by(app) for app in apps.values()))
+        await eventually(lambda: holder() is not None)
 
-        link.freeze()
-        await eventually(lambda: a.keeper is not None and a.keeper.refusal() is not None)
-        assert await not_ready(a)  # answered at once: readiness reads the heartbeat's state
-        await eventually(lambda: "B" in tg.poll_book.clients())
-        await say(tg, "while A hangs")
-        await eventually(lambda: answers(tg, "while A hangs") == 1)
-        assert a.keeper is not None and a.keeper.held() == []
+        frozen = holder()
+        assert frozen is not None
+        other = "B" if frozen == "A" else "A"
+        hung = apps[frozen]
+        links[frozen].freeze()
+        await eventually(lambda: hung.keeper is not None and hung.keeper.refusal() is not None)
+        assert await not_ready(hung)  # answered at once: readiness reads the heartbeat's state
+        await eventually(lambda: holder() == other)
+        await say(tg, "while one hangs")
+        await eventually(lambda: answers(tg, "while one hangs") == 1)
+        assert hung.keeper is not None and hung.keeper.held() == []
 
-        link.thaw()
-        await eventually_async(lambda: ready(a))
-    assert answers(tg, "while A hangs") == 1
+        links[frozen].thaw()
+        await eventually_async(lambda: ready(hung))
+    assert answers(tg, "while one hangs") == 1
     assert tg.poll_book.conflicts == []
 
 
