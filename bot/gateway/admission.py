@@ -3,7 +3,11 @@
 A step is a coroutine ``step(arrival, call_next)``, like a starlette middleware: it handles
 the message itself (refuses it, answers a chat command, drops a redelivery) and returns, or
 passes it on with ``await call_next(arrival)``. A step may also wrap the rest of the chain
-(the storage retry runs it again). :func:`compose` puts the steps in front of the endpoint
+(the storage retry runs it again). A step that most messages pass untouched (the drain, group
+context, the display names, the rate limits when none is set) is a plain function that
+returns ``call_next(arrival)`` itself for them, and a coroutine of its own only for a message
+it acts on: no frame of its own to make, nor to pass through at every suspension of the
+steps after it. :func:`compose` puts the steps in front of the endpoint
 that queues the turn; :class:`bot.gateway.gateway.Gateway` calls it once, with the one list
 that orders them.
 
@@ -44,7 +48,8 @@ Admit = Callable[[Arrival], Awaitable[None]]
 
 AdmissionStep = Callable[[Arrival, Admit], Awaitable[None]]
 """One step: ``await step(arrival, call_next)``. It must not keep the arrival past its
-return, and it passes the arrival on at most once unless it is retrying the whole rest."""
+return, and it passes the arrival on at most once unless it is retrying the whole rest; a
+plain function returning ``call_next(arrival)`` passes it on."""
 
 
 def compose(steps: Sequence[AdmissionStep], endpoint: Admit) -> Admit:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 import structlog
 
@@ -40,7 +40,7 @@ class Drain:
         """Shutdown began: no new message is taken (with several replicas: none runs here)."""
         return not self._accepting
 
-    async def refuse_new(self, arrival: Arrival, call_next: Admit) -> None:
+    def refuse_new(self, arrival: Arrival, call_next: Admit) -> Awaitable[None]:
         """Admission step (one process): once draining began, a message is not taken. It
         is refused as when the database cannot be reached
         (:class:`~bot.errors.StorageUnavailable`), so the adapter leaves the platform's
@@ -50,7 +50,7 @@ class Drain:
         if not self._accepting:
             log.info("envelope_refused_shutting_down")
             raise StorageUnavailable("this process is stopping: the message is left for later")
-        await call_next(arrival)
+        return call_next(arrival)
 
     @contextlib.contextmanager
     def turn(self) -> Iterator[None]:

@@ -424,7 +424,7 @@ class Gateway:
         return drained
 
 
-async def _admit_while_draining(arrival: Arrival, call_next: Admit) -> None:
+def _admit_while_draining(arrival: Arrival, call_next: Admit) -> Awaitable[None]:
     """The drain step with several replicas: a message is admitted while this replica stops
     (the handover runs no new turn here: the session's next owner does)."""
-    await call_next(arrival)
+    return call_next(arrival)

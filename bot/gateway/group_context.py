@@ -8,6 +8,8 @@ answered and starts no turn.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from bot.context import ConversationContext
 from bot.gateway.admission import Admit, Arrival
 
@@ -18,9 +20,8 @@ class GroupContextStep:
     def __init__(self, context: ConversationContext) -> None:
         self._context = context
 
-    async def __call__(self, arrival: Arrival, call_next: Admit) -> None:
+    def __call__(self, arrival: Arrival, call_next: Admit) -> Awaitable[None]:
         cfg = self._context.keeps(arrival.envelope)
         if cfg is None:
-            await call_next(arrival)
-            return
-        await self._context.keep(arrival.envelope, cfg)
+            return call_next(arrival)
+        return self._context.keep(arrival.envelope, cfg)

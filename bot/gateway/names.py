@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import structlog
 
+from bot.envelope import IngressEnvelope
 from bot.errors import StorageError
 from bot.gateway.admission import Admit, Arrival
 from bot.store import Store
@@ -45,19 +46,53 @@ class DisplayNameBook:
         self._clock = clock
         self._written: OrderedDict[str, tuple[str, float]] = OrderedDict()
 
-    async def __call__(self, arrival: Arrival, call_next: Admit) -> None:
-        env = arrival.envelope
+    def __call__(self, arrival: Arrival, call_next: Admit) -> Awaitable[None]:
+        due = self._due(arrival.envelope)
+        if not due:  # nothing new: passed on without a coroutine of this step's own
+            return call_next(arrival)
+        return self._noting(due, arrival, call_next)
+
+    def _due(self, env: IngressEnvelope) -> list[tuple[str, str, bool]]:
+        """The (who, name, is a title) of ``env`` to write: seen for the first time,
+        changed, or written a day ago or more; those written lately count as seen now."""
+        if env.background:
+            return []
+        now = self._clock()
+        due: list[tuple[str, str, bool]] = []
         sender = env.sender
-        if not env.background:
-            if sender.id and sender.display_name:
-                await self._note(identity(env.channel.kind, sender.id), sender.display_name)
+        if sender.id and sender.display_name:
+            self._check(due, identity(env.channel.kind, sender.id), sender.display_name, now)
+        if env.conversation_title or (env.thread_title and env.thread_id):
             channel = str(env.channel)
             if env.conversation_title:
                 where = place(channel, env.conversation_id)
-                await self._note(where, env.conversation_title, title=True)
+                self._check(due, where, env.conversation_title, now, title=True)
             if env.thread_title and env.thread_id:
                 where = place(channel, env.conversation_id, env.thread_id)
-                await self._note(where, env.thread_title, title=True)
+                self._check(due, where, env.thread_title, now, title=True)
+        return due
+
+    def _check(
+        self,
+        due: list[tuple[str, str, bool]],
+        who: str,
+        name: str,
+        now: float,
+        *,
+        title: bool = False,
+    ) -> None:
+        """Add ``who``'s ``name`` to ``due`` unless it was written lately."""
+        last = self._written.get(who)
+        if last is not None and last[0] == name and now - last[1] < REWRITE_AFTER_S:
+            self._written.move_to_end(who)
+            return
+        due.append((who, name, title))
+
+    async def _noting(
+        self, due: list[tuple[str, str, bool]], arrival: Arrival, call_next: Admit
+    ) -> None:
+        for who, name, title in due:
+            await self._note(who, name, title=title)
         await call_next(arrival)
 
     async def _note(self, who: str, name: str, *, title: bool = False) -> None:
@@ -65,10 +100,6 @@ class DisplayNameBook:
         of the place ``who``; the two kinds of key never meet (``kind:`` against
         ``kind.alias:``)."""
         now = self._clock()
-        last = self._written.get(who)
-        if last is not None and last[0] == name and now - last[1] < REWRITE_AFTER_S:
-            self._written.move_to_end(who)
-            return
         try:
             if title:
                 await self._store.conversation_titles.remember(who, name, now)

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -103,8 +103,13 @@ class RateLimits:
         """Swap in reloaded limits (SIGHUP); the buckets keep their counts."""
         self._config = config
 
-    async def __call__(self, arrival: Arrival, call_next: Admit) -> None:
-        if await self.admits(arrival.envelope, recorded=True):
+    def __call__(self, arrival: Arrival, call_next: Admit) -> Awaitable[None]:
+        if self._passes(arrival.envelope):  # no coroutine of this step's own
+            return call_next(arrival)
+        return self._limited(arrival, call_next)
+
+    async def _limited(self, arrival: Arrival, call_next: Admit) -> None:
+        if await self._takes(arrival.envelope, recorded=True):
             await call_next(arrival)
 
     async def admits(self, envelope: IngressEnvelope, *, recorded: bool) -> bool:
@@ -112,8 +117,14 @@ class RateLimits:
         and then the refusal is counted, logged and its notice sent when due. ``recorded``:
         the message has an inbox entry, which a refusal marks; a chat command has none
         (:mod:`bot.gateway.command_limits` asks with False)."""
-        if not self._config.active or envelope.background or self._exempt(envelope):
-            return True
+        return self._passes(envelope) or await self._takes(envelope, recorded=recorded)
+
+    def _passes(self, envelope: IngressEnvelope) -> bool:
+        """No bucket applies: no limit set, a scheduled run, or an exempt approver."""
+        return not self._config.active or envelope.background or self._exempt(envelope)
+
+    async def _takes(self, envelope: IngressEnvelope, *, recorded: bool) -> bool:
+        """:meth:`admits` for a message the limits apply to."""
         await self._book.load()
         refusal = self._take(envelope, self._clock())
         if refusal is None:
