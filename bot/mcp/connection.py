@@ -3,9 +3,10 @@
 :meth:`McpConnection.run` owns the client session for the life of the daemon (the ``mcp``
 SDK's client is entered and left in that one task): it connects over stdio (``command``) or
 streamable HTTP (``url``), lists the server's tools, then watches the connection — a call that
-finds it closed, or a failed tool listing every ``ping_interval_s``, ends the session — and
-reconnects with jittered exponential backoff (:mod:`bot.backoff`: ``reconnect_initial_s``
-doubling up to ``reconnect_max_s``; reset after a session that stayed up for a while).
+finds it closed, or a failed tool listing once it has been idle ``ping_interval_s``, ends the
+session — and reconnects with jittered exponential backoff (:mod:`bot.backoff`:
+``reconnect_initial_s`` doubling up to ``reconnect_max_s``; reset after a session that stayed up
+for a while).
 Cancelling :meth:`~McpConnection.run` stops the server (``mcp_server_stopped``, state
 ``stopped``) within :data:`STOP_GRACE_S`, whatever the server does; a stop is never taken for
 a failure, so nothing is restarted once the daemon is stopping.
@@ -124,6 +125,10 @@ class McpConnection:
         self._broken = asyncio.Event()
         self._changed = asyncio.Condition()
         self.restarts = 0
+        #: calls in flight, calls begun so far, and when the last one ended (monotonic)
+        self._calls = 0
+        self._calls_begun = 0
+        self._last_call_end = 0.0
 
     @property
     def state(self) -> ServerState:
@@ -232,16 +237,34 @@ class McpConnection:
             await self._watch(client)
 
     async def _watch(self, client: Client) -> None:
+        """Wait for a call to find the connection closed; meanwhile check an idle connection
+        every ``ping_interval_s`` with a fresh listing (ping is deprecated in newer protocol
+        revisions), picking up a changed listing on the way.
+
+        Only an idle connection is checked: a server working on a call (a large result, a
+        tool that holds its event loop) may answer nothing else until it is done, and on a
+        slow machine that took longer than the check allows, so the session was ended and
+        the running call cut off with it. A call needs no check: one whose server dies
+        fails with the closed connection, one whose server hangs ends at its own timeout
+        (``call_timeout_s``), and the next idle check then finds the server. For the same
+        reason a listing that is late because a call began while it waited does not count."""
         interval = self.config.ping_interval_s
         while True:
             try:
                 async with asyncio.timeout(interval):
                     await self._broken.wait()
             except TimeoutError:
-                # liveness probe: a fresh listing (ping is deprecated in newer protocol
-                # revisions); a changed listing is picked up on the way
-                async with asyncio.timeout(min(interval, 10.0)):
-                    tools = await _list_tools(client, refresh=True)
+                if self._calls or time.monotonic() - self._last_call_end < interval:
+                    continue
+                begun = self._calls_begun
+                try:
+                    async with asyncio.timeout(min(interval, 10.0)):
+                        tools = await _list_tools(client, refresh=True)
+                except TimeoutError:
+                    if self._calls_begun == begun:
+                        raise
+                    log.info("mcp_server_check_late_while_busy", server=self.name)
+                    continue
                 if tools != self._tools:
                     self._tools = tools
                     if self._on_tools is not None:
@@ -313,6 +336,8 @@ class McpConnection:
                     else "it is being restarted, try again later"
                 )
             )
+        self._calls += 1
+        self._calls_begun += 1
         try:
             return await client.call_tool(tool, dict(arguments))
         except MCPError as exc:
@@ -327,6 +352,9 @@ class McpConnection:
             raise ToolEnvironmentError(
                 f"MCP server {self.name!r} connection closed during the call; it is being restarted"
             ) from None
+        finally:
+            self._calls -= 1
+            self._last_call_end = time.monotonic()
 
     def _refusal(self, exc: MCPError) -> str:
         """A protocol error as the model reads it: the SDK's and the reply cap's own words

@@ -1,8 +1,10 @@
 """An MCP server whose results can be huge, run as a real process (``python huge_server.py``).
 
 Tools: ``huge`` (a text result of ``size`` bytes, made of lines that contain quotes and
-newlines, so the JSON line carrying it is escaped like a real one), ``add`` and ``notify_huge``
-(logs a message of ``size`` bytes to the client before a small result). With ``--http FD``
+newlines, so the JSON line carrying it is escaped like a real one), ``add``, ``notify_huge``
+(logs a message of ``size`` bytes to the client before a small result) and ``busy`` (holds the
+server's event loop for ``seconds``, as building and sending a huge result does on a slow
+machine, so nothing else is answered meanwhile). With ``--http FD``
 it serves streamable HTTP on the listening socket it inherits (``tests/mcp/http_process.py``;
 server-sent events, or with ``--json`` plain JSON replies).
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import socket
 import sys
+import time
 
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
@@ -37,6 +40,13 @@ def add(a: int, b: int) -> str:
 async def notify_huge(size: int, ctx: Context) -> str:
     """Send a log notification of ``size`` bytes, then answer ``done``."""
     await ctx.info("y" * size)
+    return "done"
+
+
+@server.tool()
+async def busy(seconds: float) -> str:
+    """Answer ``done`` after ``seconds`` in which the server answers nothing else."""
+    time.sleep(seconds)  # noqa: ASYNC251 - in the event loop, on purpose
     return "done"
 
 

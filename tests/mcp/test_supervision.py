@@ -10,6 +10,7 @@ import contextlib
 import gc
 import os
 import signal
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,10 @@ from bot.mcp.connection import McpConnection, ServerState
 from bot.tools.spec import ToolEnvironmentError
 from tests.fakes.scripted_provider import ScriptedProvider, call, reply
 from tests.mcp.conftest import DEMO_SERVER, AppFactory, console_message, demo_config, output
+from tests.mcp.http_process import http_process
 from tests.mcp.stop_marks import WAIT_S, Marks, alive, reaped, stop_server_command
+
+HUGE_SERVER = [sys.executable, str(Path(__file__).with_name("huge_server.py"))]
 
 
 async def test_server_killed_mid_call_is_env_error_and_restarted(
@@ -76,6 +80,32 @@ async def test_server_that_cannot_start_keeps_restarting() -> None:
     assert connection.state is ServerState.STOPPED
     with pytest.raises(ToolEnvironmentError, match="stopping"):
         await connection.call("anything", {})
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_call_that_keeps_the_server_busy_is_not_cut_off_by_the_idle_check(
+    transport: str,
+) -> None:
+    """The server answers nothing else for 2 s while the call runs, ten times the check's
+    interval: the check waits for the call, which answers, and nothing is restarted. The
+    check ended the session (and the call with it) when it waited 0.2 s for a listing during
+    a call; so it did at the default 15 s / 10 s for a 40 MB reply on a loaded machine."""
+    async with contextlib.AsyncExitStack() as stack:
+        if transport == "stdio":
+            table: dict[str, object] = {"command": HUGE_SERVER}
+        else:
+            table = {"url": await stack.enter_async_context(http_process(HUGE_SERVER))}
+        connection = McpConnection("busy", McpServerConfig(**table, ping_interval_s=0.2))
+        async with asyncio.TaskGroup() as group:
+            task = group.create_task(connection.run())
+            async with asyncio.timeout(60):  # failure guard
+                await connection.wait_ready()
+                result = await connection.call("busy", {"seconds": 2.0})
+                after = await connection.call("add", {"a": 40, "b": 2})
+            task.cancel()
+    assert [getattr(b, "text", None) for b in result.content] == ["done"]
+    assert [getattr(b, "text", None) for b in after.content] == ["42"]
+    assert connection.restarts == 0
 
 
 # -- stopping: a cancellation is never a server failure ----------------------------------------
