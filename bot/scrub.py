@@ -148,13 +148,17 @@ def scrub_text_noting(text: str, *, greedy: bool = False) -> tuple[str, bool]:
         if secret in masked:
             masked = masked.replace(secret, MASK)
     for needles, pattern in _SECRET_PATTERNS:
-        if any(needle in masked for needle in needles):
-            masked = pattern.sub(_mask_whole, masked)
+        for needle in needles:  # a loop, not any(): no generator per pattern and text
+            if needle in masked:
+                masked = pattern.sub(_mask_whole, masked)
+                break
     if "PRIVATE KEY-----" in masked:
         masked = _PEM.sub(_mask_pem_block if greedy else _mask_pem_words, masked)
     lower = masked.lower()
-    if any(needle in lower for needle in _KEY_NEEDLES):
-        masked = (_KEY_VALUE_GREEDY if greedy else _KEY_VALUE).sub(_mask_value, masked)
+    for needle in _KEY_NEEDLES:
+        if needle in lower:
+            masked = (_KEY_VALUE_GREEDY if greedy else _KEY_VALUE).sub(_mask_value, masked)
+            break
     if "://" in masked:
         masked = _URL_PASSWORD.sub(_mask_url_password, masked)
     return masked, masked != text
