@@ -15,10 +15,9 @@ both import this module.
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import enum
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from bot.envelope import IngressEnvelope
@@ -39,18 +38,30 @@ PARK_BY: contextvars.ContextVar[float | None] = contextvars.ContextVar(
 PARK_MARGIN_S = 5.0
 
 
-@contextlib.contextmanager
-def parks_before(deadline: float | None, budget_s: float) -> Iterator[None]:
+def parks_before(deadline: float | None, budget_s: float) -> ParksBy:
     """Within the block, a wait on a card parks before the loop time ``deadline`` (the
     turn budget's end; None: no budget)."""
-    if deadline is None:
-        yield
-        return
-    token = PARK_BY.set(deadline - min(PARK_MARGIN_S, budget_s / 20))
-    try:
-        yield
-    finally:
-        PARK_BY.reset(token)
+    return ParksBy(None if deadline is None else deadline - min(PARK_MARGIN_S, budget_s / 20))
+
+
+class ParksBy:
+    """The block of :func:`parks_before`: :data:`PARK_BY` is ``at`` within it (None: left
+    as it is). A class, not a generator's context manager: every turn enters one."""
+
+    __slots__ = ("_at", "_token")
+
+    def __init__(self, at: float | None) -> None:
+        self._at = at
+        self._token: contextvars.Token[float | None] | None = None
+
+    def __enter__(self) -> None:
+        if self._at is not None:
+            self._token = PARK_BY.set(self._at)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._token is not None:
+            PARK_BY.reset(self._token)
+            self._token = None
 
 
 class CancelReason(enum.StrEnum):

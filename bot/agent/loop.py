@@ -88,7 +88,7 @@ async def run_turn(bundle: AgentBundle, state: TurnState) -> TurnResult:
         state.usage = bundle.usage.turn(
             state.turn, agent=bundle.name, provider=bundle.provider.name
         )
-        refused = await state.usage.refusal()
+        refused = await state.usage.refusal() if state.usage.budgeted else None
         if refused is not None:  # a budget is used up: no model call, no record of the turn
             return TurnResult(status=TurnStatus.BUDGET_SPENT, text=refused)
     await _begin(bundle, state, state.user or ChatMessage(role="user", content=envelope.text))
@@ -245,7 +245,7 @@ async def _iterate(
     said: list[str] = []  # the text that came with tool calls (a budget may end the turn)
     while True:
         at_cap = iterations >= cap
-        if iterations and state.usage is not None:
+        if iterations and state.usage is not None and state.usage.budgeted:
             # a step that used up a budget was finished; no further model call
             notice = await state.usage.cut_short()
             if notice is not None:

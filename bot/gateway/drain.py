@@ -7,8 +7,7 @@ step :meth:`Drain.refuse_new` turns every new message away.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 
 import structlog
 
@@ -52,17 +51,19 @@ class Drain:
             raise StorageUnavailable("this process is stopping: the message is left for later")
         return call_next(arrival)
 
-    @contextlib.contextmanager
-    def turn(self) -> Iterator[None]:
-        """Counts one running turn for as long as the block runs."""
+    def turn(self) -> Drain:
+        """Counts one running turn for as long as the block runs (``with drain.turn():``;
+        the drain is its own context manager: no generator per turn)."""
+        return self
+
+    def __enter__(self) -> None:
         self._active += 1
         self._idle.clear()
-        try:
-            yield
-        finally:
-            self._active -= 1
-            if self._active == 0:
-                self._idle.set()
+
+    def __exit__(self, *exc: object) -> None:
+        self._active -= 1
+        if self._active == 0:
+            self._idle.set()
 
     async def drain(self, timeout_s: float, cancel_running: Callable[[CancelReason], None]) -> bool:
         """Stop accepting; wait up to ``timeout_s`` for running turns, then cancel them

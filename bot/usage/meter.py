@@ -202,6 +202,12 @@ class TurnUsage:
         self._channel = turn.channel
         self._pending: list[UsageRecord] = []
 
+    @property
+    def budgeted(self) -> bool:
+        """Whether a budget holds this turn: with none, :meth:`refusal` and
+        :meth:`cut_short` answer None and need not be awaited."""
+        return bool(self._held) and self._meter.ledger is not None
+
     async def refusal(self) -> str | None:
         """Before the turn's first call: ``None`` when no budget of the turn is used up;
         otherwise what to answer instead of calling the model: the notice, or ``""`` when
