@@ -55,25 +55,42 @@ plain function returning ``call_next(arrival)`` passes it on."""
 def compose(steps: Sequence[AdmissionStep], endpoint: Admit) -> Admit:
     """``steps`` in order, then ``endpoint``, as one callable."""
     admit = endpoint
+    #: the first link after the run of command steps being composed, and the commands
+    #: that run's later steps name
+    past, later = endpoint, frozenset[str]()
     for step in reversed(steps):
-        admit = _chained(step, admit)
+        only: frozenset[str] | None = getattr(step, "commands", None)
+        if only is None:
+            admit = past = _chained(step, admit)
+            later = frozenset()
+        else:
+            admit = _for_commands(step, only, admit, past, later)
+            later |= only
     return admit
 
 
 def _chained(step: AdmissionStep, call_next: Admit) -> Admit:
     # plain functions handing on the step's own coroutine: a wrapper coroutine per link
     # would be one more frame to suspend and resume at every await of the rest of the chain
-    only: frozenset[str] | None = getattr(step, "commands", None)
-    if only is None:
+    def admit(arrival: Arrival) -> Awaitable[None]:
+        return step(arrival, call_next)
 
-        def admit(arrival: Arrival) -> Awaitable[None]:
-            return step(arrival, call_next)
+    return admit
 
-        return admit
+
+def _for_commands(
+    step: AdmissionStep, only: frozenset[str], call_next: Admit, past: Admit, later: frozenset[str]
+) -> Admit:
+    """The link of a step acting on the commands ``only``: a message naming none of them,
+    nor any of ``later`` (those of the command steps right after it), goes on to ``past``,
+    the first link after those steps."""
 
     def admit_commands(arrival: Arrival) -> Awaitable[None]:
-        if arrival.command in only:
+        command = arrival.command
+        if command in only:
             return step(arrival, call_next)
-        return call_next(arrival)
+        if command in later:
+            return call_next(arrival)
+        return past(arrival)
 
     return admit_commands

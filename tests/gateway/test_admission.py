@@ -4,6 +4,7 @@ caller through the steps before it."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from dataclasses import replace
 
 import pytest
@@ -78,6 +79,52 @@ async def test_a_step_naming_its_commands_sees_those_only() -> None:
         "last:/usage please",
     ]
     assert queued == ["hello", "/status", "/stop", "/usage please"]
+
+
+async def test_a_run_of_command_steps_is_passed_by_at_once_and_each_sees_its_own() -> None:
+    seen: list[str] = []
+    queued: list[str] = []
+
+    async def endpoint(arrival: Arrival) -> None:
+        queued.append(arrival.envelope.text)
+
+    class Stop(Step):
+        commands = frozenset({"stop"})
+
+    class Usage(Step):
+        commands = frozenset({"usage"})
+
+    class Passing(Step):
+        """A plain function passing every message on, as the names step does."""
+
+        def __call__(self, arrival: Arrival, call_next: Admit) -> Awaitable[None]:  # type: ignore[override]
+            self.seen.append(f"{self.name}:{arrival.envelope.text}")
+            return call_next(arrival)
+
+    admit = compose(
+        [
+            Stop("stop", seen),
+            CommandStep("status", seen),
+            Usage("usage", seen),
+            Passing("names", seen),
+            Stop("stop again", seen),
+        ],
+        endpoint,
+    )
+    for text in ["hello", "/usage", "/stop", "/status"]:
+        await admit(arrival(text))
+    assert seen == [
+        "names:hello",
+        "status:/usage",
+        "usage:/usage",
+        "names:/usage",
+        "stop:/stop",
+        "names:/stop",
+        "stop again:/stop",
+        "status:/status",
+        "names:/status",
+    ]
+    assert queued == ["hello", "/usage", "/stop", "/status"]
 
 
 async def test_a_step_that_answers_ends_the_chain() -> None:
