@@ -256,8 +256,8 @@ _CHOICES = {
 class Actor:
     """Who answered: the platform's user id and the roles the platform reports for them
     (Discord roles, a Telegram member status); empty when roles are not configured. ``name``
-    is the display name the platform sent with the answer (empty when it sent none): shown
-    on the decided card beside the id, never matched on."""
+    is the name the platform shows for them (empty when it will not say): shown on the
+    decided card beside the id, never matched on."""
 
     user_id: str
     roles: tuple[str, ...] = ()

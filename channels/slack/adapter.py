@@ -156,10 +156,12 @@ class SlackChannel(SendsThrough):
             state=state,
             enabled=config.assistant.stream,
         )
+        names = DisplayNames(self._api, ttl_s=config.user_cache_ttl_s)
         self._inbound = SlackInbound(
             ref=ref,
             config=config,
             api=self._api,
+            names=names,
             cards=cards,
             command_replies=replies,
             journal=EventJournal(state, str(ref)),
@@ -190,9 +192,7 @@ class SlackChannel(SendsThrough):
         self.downloads = files
         self.delivery = SlackDeliveryCheck(ref=ref, api=self._api)
         self.members = ConversationMembers(self._api)
-        self.history = SlackThreadHistory(
-            api=self._api, names=DisplayNames(self._api, ttl_s=config.user_cache_ttl_s)
-        )
+        self.history = SlackThreadHistory(api=self._api, names=names)
         self.replied = None
         #: the channel a person viewed beside an assistant thread (bot.channel.PlaceViewed)
         self.viewing = self._assistant

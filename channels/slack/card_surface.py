@@ -53,7 +53,7 @@ from bot.channel import ChannelHost
 from bot.envelope import ChannelRef, DeliveryTarget, SentMessage
 from bot.errors import ChannelAuthError, ChannelError
 from channels.common.card_index import CardIndex
-from channels.slack.api import OpenedView, SlackWebApi
+from channels.slack.api import DisplayNames, OpenedView, SlackWebApi
 from channels.slack.cards import (
     ACTION_IDS,
     ACTION_PATTERN,
@@ -100,8 +100,9 @@ class _Id(_Payload):
 
 
 class _User(_Id):
-    """The presser as an interaction payload names them: their id, and their username (the
-    payload's ``username``, or its older ``name``), shown beside the id, never matched on."""
+    """The presser as an interaction payload names them: their id, and their handle (the
+    payload's ``username``, or its older ``name``, which holds the same handle). The handle
+    is not the name Slack shows for them (:class:`~channels.slack.api.DisplayNames`)."""
 
     username: str = ""
     name: str = ""
@@ -206,7 +207,7 @@ class Press:
     user_id: str
     trigger_id: str = ""
     view: ViewRef | None = None
-    #: The presser's name as the payload gives it (empty: none given).
+    #: The presser's handle as the payload gives it (empty: none given).
     user_name: str = ""
 
     @property
@@ -224,7 +225,7 @@ class ReplySubmission:
     place: CardPlace
     user_id: str
     text: str
-    #: The person's name as the payload gives it (empty: none given).
+    #: The person's handle as the payload gives it (empty: none given).
     user_name: str = ""
 
 
@@ -338,12 +339,18 @@ def read_reaction(event: Mapping[str, object]) -> CardReaction | None:
 
 
 class SlackCardAnswers:
-    """Reports answers on approval cards to the host and answers them on Slack."""
+    """Reports answers on approval cards to the host and answers them on Slack. An answer
+    that may decide names its person as Slack shows them (their display name from
+    ``users.info``, cached by ``names``), else by the handle the payload carries; a press
+    that opens a modal asks nothing first, as its trigger lasts 3 seconds."""
 
-    def __init__(self, *, ref: ChannelRef, api: SlackWebApi, cards: CardIndex) -> None:
+    def __init__(
+        self, *, ref: ChannelRef, api: SlackWebApi, cards: CardIndex, names: DisplayNames
+    ) -> None:
         self._ref = ref
         self._api = api
         self._cards = cards
+        self._names = names
 
     async def press(self, host: ChannelHost | None, press: Press) -> None:
         """Report a press (one that opens a modal, right after the ack) and answer it."""
@@ -413,6 +420,8 @@ class SlackCardAnswers:
         user_name: str = "",
         grant_choice: str = "",
     ) -> None:
+        if reply is not None or verb not in _OPENS_MODAL:
+            user_name = await self._names.get(user_id) or user_name
         card = None
         if place.message_ts:
             target = DeliveryTarget(

@@ -45,6 +45,7 @@ class Handover:
         ref: ChannelRef,
         config: SlackChannelConfig,
         api: SlackWebApi,
+        names: DisplayNames,
         command_replies: CommandReplies,
         app_id: str = "",
     ) -> None:
@@ -52,7 +53,7 @@ class Handover:
         self._config = config
         self._command_replies = command_replies
         self._app_id = app_id
-        self._names = DisplayNames(api, ttl_s=config.user_cache_ttl_s)
+        self._names = names
         self._channel_names = ChannelNames(api)
 
     def capabilities(self) -> Capabilities:

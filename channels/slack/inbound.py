@@ -56,7 +56,7 @@ from bot.crashpoints import crash_point
 from bot.envelope import ChannelRef
 from bot.errors import ChannelAuthError, ChannelError, HatchwayError, StorageError
 from channels.common.card_index import CardIndex
-from channels.slack.api import SlackWebApi
+from channels.slack.api import DisplayNames, SlackWebApi
 from channels.slack.assistant import EVENT_TYPES, SlackAssistant
 from channels.slack.card_surface import (
     Press,
@@ -117,6 +117,7 @@ class SlackInbound:
         ref: ChannelRef,
         config: SlackChannelConfig,
         api: SlackWebApi,
+        names: DisplayNames,
         cards: CardIndex,
         command_replies: CommandReplies,
         journal: EventJournal | None = None,
@@ -128,9 +129,14 @@ class SlackInbound:
         self._config = config
         self._journal = journal or EventJournal(None, str(ref))
         self._handover = Handover(
-            ref=ref, config=config, api=api, command_replies=command_replies, app_id=app_id
+            ref=ref,
+            config=config,
+            api=api,
+            names=names,
+            command_replies=command_replies,
+            app_id=app_id,
         )
-        self._clicks = SlackCardAnswers(ref=ref, api=api, cards=cards)
+        self._clicks = SlackCardAnswers(ref=ref, api=api, cards=cards, names=names)
         self._assistant = assistant
         self._queue: asyncio.Queue[_Item] = asyncio.Queue(maxsize=queue_size)
         self._arrivals = Arrivals()

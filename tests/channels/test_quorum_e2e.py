@@ -169,7 +169,6 @@ async def _press(driver: PlatformDriver, who: int) -> str:
         ]
         told = len(slack.calls_of("chat.postEphemeral"))
         pressed = slack.press(dm, ts, "hatchway_approve", user=presser)
-        pressed["user"] |= {"username": NAMES[who], "name": NAMES[who]}  # as Slack sends it
         await slack.wait_ack(await slack.push("interactive", pressed), wait_s=WAIT_S)
         if who == 2:  # the deciding press: the card's edit is the answer
             return ""

@@ -96,6 +96,8 @@ class RecordingHost:
         self.crash_on = crash_on
         self.envelopes: list[IngressEnvelope] = []
         self.clicks: list[ApprovalClick] = []
+        #: Every answer on a card as reported (decisions are also :attr:`clicks`).
+        self.actions: list[CardAction] = []
         #: Messages reported edited (as they read now) and deleted (channel, message id).
         self.edits: list[IngressEnvelope] = []
         self.deletions: list[tuple[ChannelRef, str]] = []
@@ -137,6 +139,9 @@ class RecordingHost:
     async def card_action(self, action: CardAction, surface: CardSurface) -> CardReply:
         reply = await self._reply(action, surface)
         await answer_on(surface, reply)
+        async with self._changed:
+            self.actions.append(action)
+            self._changed.notify_all()
         return reply
 
     async def _reply(self, action: CardAction, surface: CardSurface) -> CardReply:
@@ -214,6 +219,11 @@ class RecordingHost:
         async with asyncio.timeout(wait_s), self._changed:
             await self._changed.wait_for(lambda: len(self.envelopes) >= count)
         return list(self.envelopes)
+
+    async def wait_actions(self, count: int, wait_s: float = 10.0) -> list[CardAction]:
+        async with asyncio.timeout(wait_s), self._changed:
+            await self._changed.wait_for(lambda: len(self.actions) >= count)
+        return list(self.actions)
 
     async def wait_clicks(self, count: int, wait_s: float = 10.0) -> list[ApprovalClick]:
         async with asyncio.timeout(wait_s), self._changed:

@@ -89,11 +89,14 @@ def slash_payload(
     response_url: str,
     trigger_id: str,
     channel_name: str = "",
+    handle: str = "",
     command: str = "/hatchway",
     team_id: str = "T0001",
     api_app_id: str = "A0001",
 ) -> JSON:
-    """What Slack sends when ``user`` types ``{command} {text}`` in ``channel``."""
+    """What Slack sends when ``user`` types ``{command} {text}`` in ``channel``; its
+    ``user_name`` is their handle (``handle``, else the id in lower case), not the name Slack
+    shows for them."""
     if not channel_name:
         channel_name = {"D": "directmessage", "G": "privategroup"}.get(channel[:1], "general")
     return {
@@ -103,7 +106,7 @@ def slash_payload(
         "channel_id": channel,
         "channel_name": channel_name,
         "user_id": user,
-        "user_name": user.lower(),
+        "user_name": handle or user.lower(),
         "command": command,
         "text": text,
         "api_app_id": api_app_id,

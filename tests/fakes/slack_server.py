@@ -44,7 +44,10 @@ to :meth:`FakeSlack.send_after_client_close` are sent in between (Slack had them
 as the client closed), and with :attr:`FakeSlack.answer_close` off the Close goes unanswered
 until the client drops the connection.
 
-Also here: payload builders for events and clicks, and request signing for HTTP mode.
+Also here: payload builders for events, and request signing for HTTP mode; the payloads of
+presses, picks and submissions are :mod:`tests.fakes.slack_interactions` (re-exported:
+:func:`block_actions`), each naming its person by the handle :meth:`FakeSlack.handle_of`
+gives, as Slack does.
 """
 
 from __future__ import annotations
@@ -66,15 +69,17 @@ from tests.fakes.slack_assistant import AssistantThreads
 from tests.fakes.slack_commands import ResponseUrls, slash_payload
 from tests.fakes.slack_files import FakeFiles
 from tests.fakes.slack_history import history, replies
+from tests.fakes.slack_interactions import (
+    block_actions,
+    element_action,
+    find_element,
+    view_actions,
+    view_submission,
+)
 from tests.fakes.slack_members import Conversations
 from tests.fakes.slack_rules import refusal
 from tests.fakes.slack_streams import Streams
-from tests.fakes.slack_views import (
-    view_block_actions,
-    view_problems,
-    view_select_actions,
-    view_submission,
-)
+from tests.fakes.slack_views import view_problems
 
 JSON = dict[str, Any]
 BOT_USER = "UBOT"
@@ -261,7 +266,13 @@ class FakeSlack:
         url = self._server.url(f"/commands/{self.responses.issue()}")
         trigger = self.issue_trigger()
         return slash_payload(
-            text, user=user, channel=channel, response_url=url, trigger_id=trigger, **extra
+            text,
+            user=user,
+            handle=self.handle_of(user),
+            channel=channel,
+            response_url=url,
+            trigger_id=trigger,
+            **extra,
         )
 
     async def wait_responses(
@@ -283,56 +294,50 @@ class FakeSlack:
             if state == "fresh":
                 self._triggers[trigger_id] = "expired"
 
+    def handle_of(self, user: str) -> str:
+        """The handle interaction payloads carry for ``user``: the ``name`` of the person
+        :attr:`users` holds, else the id in lower case."""
+        return str(self.users.get(user, {}).get("name") or user.lower())
+
     def press(self, channel: str, ts: str, action_id: str, *, user: str) -> JSON:
         """The ``block_actions`` payload of ``user`` pressing the button ``action_id`` on the
         stored message at ``ts``, with the message as Slack holds it and a fresh trigger."""
-        message = self.messages[(channel, ts)]
-        buttons = [
-            element
-            for block in message.get("blocks") or []
-            if block.get("type") == "actions"
-            for element in block.get("elements") or []
-        ]
-        (button,) = [b for b in buttons if b.get("action_id") == action_id]
-        extra = {"thread_ts": message["thread_ts"]} if message.get("thread_ts") else {}
-        return block_actions(
-            action_id,
-            str(button.get("value")),
-            user=user,
-            channel=channel,
-            message_ts=ts,
-            trigger_id=self.issue_trigger(),
-            message=json.loads(json.dumps(message)),
-            **extra,
-        )
+        return self._act(channel, ts, action_id, None, user)
 
     def select(self, channel: str, ts: str, action_id: str, value: str, *, user: str) -> JSON:
         """The ``block_actions`` payload of ``user`` picking the option whose value is
         ``value`` in the ``static_select`` ``action_id`` on the stored message at ``ts``: as
         Slack sends it, with ``selected_option`` and no ``value``. The option need not be one
         the message offers (a forged payload)."""
-        message = self.messages[(channel, ts)]
-        payload = block_actions(
+        return self._act(channel, ts, action_id, value, user)
+
+    def _act(self, channel: str, ts: str, action_id: str, value: str | None, user: str) -> JSON:
+        message = json.loads(json.dumps(self.messages[(channel, ts)]))
+        block, element = find_element(message.get("blocks") or [], action_id)
+        extra = {"thread_ts": message["thread_ts"]} if message.get("thread_ts") else {}
+        return block_actions(
             action_id,
             "",
             user=user,
+            handle=self.handle_of(user),
             channel=channel,
             message_ts=ts,
             trigger_id=self.issue_trigger(),
-            message=json.loads(json.dumps(message)),
+            message=message,
+            action=element_action(block, element, value),
+            **extra,
         )
-        (action,) = payload["actions"]
-        del action["value"]
-        action["type"] = "static_select"
-        action["selected_option"] = {"text": {"type": "plain_text", "text": "…"}, "value": value}
-        return payload
 
     def view_submission(self, view_id: str, *, user: str, text: str) -> JSON:
         """What Slack sends when ``user`` types ``text`` into the view's text input and
         presses Submit (see :func:`tests.fakes.slack_views.view_submission`)."""
         assert view_id not in self.closed_views, "the view is closed"
         return view_submission(
-            self.views[view_id], user=user, text=text, trigger_id=self.issue_trigger()
+            self.views[view_id],
+            user=user,
+            handle=self.handle_of(user),
+            text=text,
+            trigger_id=self.issue_trigger(),
         )
 
     async def submit_view(self, view_id: str, *, user: str, text: str) -> JSON:
@@ -351,18 +356,24 @@ class FakeSlack:
 
     async def press_in_view(self, view_id: str, action_id: str, *, user: str) -> JSON:
         """``user`` presses the button ``action_id`` in the open view; returns the ack."""
-        assert view_id not in self.closed_views, "the view is closed"
-        payload = view_block_actions(
-            self.views[view_id], action_id, user=user, trigger_id=self.issue_trigger()
-        )
-        return await self.wait_ack(await self.push("interactive", payload))
+        return await self._act_in_view(view_id, action_id, None, user)
 
     async def select_in_view(self, view_id: str, action_id: str, value: str, *, user: str) -> JSON:
         """``user`` picks the option ``value`` in the view's ``static_select`` ``action_id``
-        (see :func:`tests.fakes.slack_views.view_select_actions`); returns the ack."""
+        (see :func:`tests.fakes.slack_interactions.element_action`); returns the ack."""
+        return await self._act_in_view(view_id, action_id, value, user)
+
+    async def _act_in_view(
+        self, view_id: str, action_id: str, value: str | None, user: str
+    ) -> JSON:
         assert view_id not in self.closed_views, "the view is closed"
-        payload = view_select_actions(
-            self.views[view_id], action_id, value, user=user, trigger_id=self.issue_trigger()
+        payload = view_actions(
+            self.views[view_id],
+            action_id,
+            value=value,
+            user=user,
+            handle=self.handle_of(user),
+            trigger_id=self.issue_trigger(),
         )
         return await self.wait_ack(await self.push("interactive", payload))
 
@@ -684,45 +695,6 @@ def message_event(
         event["channel_type"] = {"D": "im", "G": "group"}.get(channel[:1], "channel")
     event.update(extra)
     return event
-
-
-def block_actions(
-    action_id: str,
-    approval_id: str,
-    *,
-    user: str,
-    channel: str,
-    message_ts: str,
-    trigger_id: str = "1.2.3",
-    message: JSON | None = None,
-    user_name: str = "",
-    **extra: Any,
-) -> JSON:
-    """A button press; ``extra`` goes into ``container`` (e.g. ``thread_ts``). Prefer
-    :meth:`FakeSlack.press` for a message the fake holds. ``user_name``, when given, is the
-    presser's ``username`` (and the older ``name``) as Slack sends them in ``user``."""
-    named = {"username": user_name, "name": user_name} if user_name else {}
-    return {
-        "type": "block_actions",
-        "team": {"id": TEAM},
-        "user": {"id": user, **named, "team_id": TEAM},
-        "api_app_id": "A0001",
-        "token": "verification",
-        "trigger_id": trigger_id,
-        "container": {"type": "message", "message_ts": message_ts, "channel_id": channel, **extra},
-        "channel": {"id": channel},
-        "message": message or {"ts": message_ts, "type": "message", "text": "card"},
-        "response_url": "https://hooks.invalid/actions",
-        "actions": [
-            {
-                "type": "button",
-                "action_id": action_id,
-                "block_id": "hatchway_approval",
-                "value": approval_id,
-                "action_ts": "1700000100.1",
-            }
-        ],
-    }
 
 
 def signed_headers(

@@ -82,7 +82,7 @@ class SlackCards(OnProcess):
     name: str = "slack"
     requester: str = REQUESTER
     approver: str = APPROVER
-    approver_name: str = "bea"
+    approver_name: str = "Bea"  # the display name; the payload carries the handle "bea"
     stranger: str = STRANGER
     tells_reactions: bool = True  # ephemerally, like a press
     fits_any_uncut_card: bool = True  # a message holds 50 blocks of 3,000 characters
@@ -144,7 +144,7 @@ class SlackCards(OnProcess):
             message_ts=shown["ts"],
             trigger_id=self.fake.issue_trigger(),
             message=shown,
-            user_name=self.approver_name if user == self.approver else "",
+            handle=self.fake.handle_of(user),
             **({"thread_ts": shown["thread_ts"]} if shown.get("thread_ts") else {}),
         )
         await self._reported(payload)
@@ -274,6 +274,7 @@ async def slack_cards(store: Store) -> AsyncIterator[SlackCards]:
     requester writes in a thread of #C0001."""
     async with FakeSlack(BOT_TOKEN, APP_TOKEN) as slack:
         slack.users[REQUESTER] = person(REQUESTER, "Ann")
+        slack.users[APPROVER] = person(APPROVER, "Bea")
         people = [APPROVER, REQUESTER]
         table = {"allowed_users": ["*"], "approvers": people, "reactions_for_approval": True}
 

@@ -32,7 +32,8 @@ from channels.slack.cards import (
     full_view,
 )
 from channels.slack.markup import code_blocks, code_span, literal, split_literal
-from tests.fakes.slack_views import block_problems, view_block_actions, view_problems
+from tests.fakes.slack_interactions import view_actions
+from tests.fakes.slack_views import block_problems, view_problems
 
 ZWSP = "\u200b"
 INJECTION = (
@@ -270,7 +271,7 @@ def test_a_request_too_long_for_a_modal_cannot_be_approved_there() -> None:
 
 def test_a_press_in_the_full_view_parses_only_from_that_view() -> None:
     view: Any = {**full_view(card_of(MANY_ARGUMENTS), PLACE), "id": "V1", "hash": "h1"}
-    body = view_block_actions(view, "hatchway_full_always", user="UAPPROVER", trigger_id="t")
+    body = view_actions(view, "hatchway_full_always", user="UAPPROVER", trigger_id="t")
     click = read_press(body)
     assert click is not None and click.view is not None
     assert (click.button, click.user_id, click.view.id, click.view.hash) == (

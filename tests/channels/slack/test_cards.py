@@ -22,8 +22,8 @@ from channels.slack.cards import (
 )
 from tests.fakes.channel_health import serving as running
 from tests.fakes.recording_host import RecordingHost, approver_verdict
-from tests.fakes.slack_server import FakeSlack, block_actions
-from tests.fakes.slack_setup import APPROVER, CARD_APPROVAL_ID, REF, channel_for
+from tests.fakes.slack_server import FakeSlack, block_actions, person
+from tests.fakes.slack_setup import APPROVER, CARD_APPROVAL_ID, REF, STRANGER, channel_for
 
 
 def card(**overrides: Any) -> ApprovalCard:
@@ -266,3 +266,40 @@ async def test_a_card_of_the_previous_format_decides_and_another_format_is_refus
         REF,
     )
     assert click.card is not None and click.card.message_id == "5.5"
+
+
+async def test_an_answer_names_its_person_as_slack_shows_them(
+    slack: FakeSlack, store: Store
+) -> None:
+    """Slack's payload carries the presser's handle (``username``, ``name``), not the name
+    Slack shows: a press that may decide names them by their display name (``users.info``),
+    else, for a person ``users.info`` cannot tell, by the handle. A press that opens the reply
+    form asks nothing first: its trigger lasts 3 seconds."""
+    slack.users[APPROVER] = person(APPROVER, "Bea Smith")
+    host = RecordingHost(approver_verdict(approvers=[APPROVER], pending=[CARD_APPROVAL_ID]))
+    channel = channel_for(slack, store)
+    async with running(channel, host):
+        presses = [
+            ("hatchway_reply", APPROVER),
+            ("hatchway_approve", APPROVER),
+            ("hatchway_deny", STRANGER),
+        ]
+        for count, (action_id, user) in enumerate(presses, start=1):
+            payload = block_actions(
+                action_id,
+                CARD_APPROVAL_ID,
+                user=user,
+                handle=slack.handle_of(user),
+                channel="C0001",
+                message_ts="5.5",
+                trigger_id=slack.issue_trigger(),
+            )
+            await slack.wait_ack(await slack.push("interactive", payload))
+            actions = await host.wait_actions(count)
+            if count == 1:
+                assert not [c for c in slack.calls if c.method == "users.info"]
+    assert [(a.verb, a.actor.name) for a in actions] == [
+        (CardVerb.REPLY, "bea smith"),
+        (CardVerb.APPROVE, "Bea Smith"),
+        (CardVerb.DENY, STRANGER.lower()),
+    ]

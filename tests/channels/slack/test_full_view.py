@@ -38,6 +38,7 @@ from tests.approval.service_host import ServiceHost
 from tests.fakes.approval_service import approval_service as service_over
 from tests.fakes.channel_health import serving as running
 from tests.fakes.recording_host import RecordingHost, approver_verdict
+from tests.fakes.slack_interactions import view_actions
 from tests.fakes.slack_server import (
     JSON,
     FakeSlack,
@@ -53,7 +54,6 @@ from tests.fakes.slack_setup import (
     http_channel,
 )
 from tests.fakes.slack_setup import card as setup_card
-from tests.fakes.slack_views import view_block_actions, view_select_actions
 
 CONVERSATION = "C0001"
 THREAD = "T1"  # the thread of make_envelope()
@@ -165,7 +165,7 @@ async def test_a_second_press_in_the_full_view_is_told_it_was_decided(
         await show_full(slack, ts)
         view = await slack.wait_view()
         presses = [
-            view_block_actions(view, action, user=APPROVER, trigger_id=slack.issue_trigger())
+            view_actions(view, action, user=APPROVER, trigger_id=slack.issue_trigger())
             for action in ("hatchway_full_approve", "hatchway_full_deny")
         ]
         for payload in presses:
@@ -311,10 +311,10 @@ async def test_a_grant_picked_in_the_full_view_approves_with_that_grant(
         forged = values["for 1 h"].replace(":fg:1h", ":fg:forever")
         await push(
             slack,
-            view_select_actions(
+            view_actions(
                 view,
                 "hatchway_full_grant",
-                forged,
+                value=forged,
                 user=APPROVER,
                 trigger_id=slack.issue_trigger(),
             ),
@@ -390,7 +390,7 @@ async def test_the_full_view_over_the_http_events_api(slack: FakeSlack, store: S
         assert await interact(press) == 200
         view = await slack.wait_view()
         assert view_code(view).replace("\n", "") == f"command: {LONG_COMMAND}"
-        always = view_block_actions(
+        always = view_actions(
             view, "hatchway_full_always", user=APPROVER, trigger_id=slack.issue_trigger()
         )
         assert await interact(always) == 200
