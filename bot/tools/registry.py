@@ -14,6 +14,7 @@ is immutable, and a daemon sees few distinct scopes (they come from its configur
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -186,9 +187,7 @@ class RegistryCache:
 
     def registry(self, specs: Sequence[ToolSpec]) -> ToolRegistry:
         """The registry of ``specs``; raises :class:`RegistryError` as the constructor does."""
-        same = len(specs) == len(self._specs) and all(
-            new is old for new, old in zip(specs, self._specs, strict=True)
-        )
+        same = len(specs) == len(self._specs) and all(map(operator.is_, specs, self._specs))
         if self._registry is None or not same:
             self._registry = ToolRegistry(specs)
             self._specs = tuple(specs)
