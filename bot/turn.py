@@ -87,17 +87,17 @@ class TurnIdentity:
     #: This run resumes the parked turn waiting on the card of this approval id (its message
     #: is ``envelope``, its batch in :mod:`bot.store.parked`); None for a message's own run.
     resume: str | None = None
+    #: The configured channel the message came from, as events and rows name it
+    #: (``telegram.main``); made once with the turn (a turn reads it several times).
+    channel: str = field(init=False, repr=False, compare=False)
+    #: The message's inbox entry (made once, as ``channel``).
+    inbox: InboxKey = field(init=False, repr=False, compare=False)
 
-    @property
-    def channel(self) -> str:
-        """The configured channel the message came from, as events and rows name it
-        (``telegram.main``)."""
-        return str(self.envelope.channel)
-
-    @property
-    def inbox(self) -> InboxKey:
-        """The message's inbox entry."""
-        return InboxKey(channel=self.channel, message_id=self.envelope.message_id)
+    def __post_init__(self) -> None:
+        envelope = self.envelope
+        channel = str(envelope.channel)
+        object.__setattr__(self, "channel", channel)
+        object.__setattr__(self, "inbox", InboxKey(channel=channel, message_id=envelope.message_id))
 
     @property
     def reply_key(self) -> str:
