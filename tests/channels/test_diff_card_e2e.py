@@ -20,29 +20,20 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 
-from tests.fakes.discord_full_views import press
-from tests.fakes.discord_payloads import user_payload
-from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.openai_server import Reply
-from tests.fakes.slack_server import FakeSlack
-from tests.fakes.telegram_server import FakeTelegram, callback, user
 from tests.ops.daemon_process import WAIT_S, DaemonProcess, start_daemon
-from tests.reliability.crash_rig import daemon_env, write_config
+from tests.reliability.crash_rig import approval_table, daemon_env, write_config
 from tests.reliability.platform_drivers import (
     PLATFORMS,
-    SLACK_APP_TOKEN,
-    SLACK_BOT_TOKEN,
-    TELEGRAM_TOKEN,
     DiscordDriver,
     PlatformDriver,
     SlackDriver,
     TelegramDriver,
+    driven,
 )
 from tests.reliability.routed_llm import RoutedOpenAI
 
@@ -61,26 +52,11 @@ DIFF = (
     "+BETA",
     " gamma",
 )
-#: The person writing (conversation 1 of each driver), also the approver.
-REQUESTER = {"telegram": "5001", "slack": "U000001", "discord": "100000000000000001"}
 
 
-@asynccontextmanager
-async def platform(name: str) -> AsyncIterator[PlatformDriver]:
-    if name == "telegram":
-        async with FakeTelegram(TELEGRAM_TOKEN) as tg:
-            yield TelegramDriver(fake=tg)
-    elif name == "slack":
-        async with FakeSlack(SLACK_BOT_TOKEN, SLACK_APP_TOKEN) as slack:
-            yield SlackDriver(fake=slack)
-    else:
-        async with FakeDiscord() as fake:
-            yield DiscordDriver(fake=fake, conversations=2)
-
-
-def _normalised(text: str, name: str) -> str:
+def _normalised(text: str, requester: str) -> str:
     text = re.sub(r"\b[0-9a-f]{24}\b", "APPROVAL_ID", text)
-    return text.replace(REQUESTER[name], "USER_ID")
+    return text.replace(requester, "USER_ID")
 
 
 async def _card(driver: PlatformDriver) -> str:
@@ -111,27 +87,6 @@ async def _card(driver: PlatformDriver) -> str:
     return str(card["content"])
 
 
-async def _approve(driver: PlatformDriver) -> None:
-    """The requester (an approver, self_approval on) presses Approve on the card."""
-    if isinstance(driver, TelegramDriver):
-        chat = driver.chat(1)
-        [card] = [m for m in driver.fake.bot_messages(chat) if "reply_markup" in m]
-        data = card["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
-        await driver.fake.push(callback("q-approve", user(chat), data, card))
-        return
-    if isinstance(driver, SlackDriver):
-        dm = driver.dm(1)
-        [ts] = [
-            ts for (room, ts), m in driver.fake.messages.items() if room == dm and m.get("blocks")
-        ]
-        pressed = driver.fake.press(dm, ts, "hatchway_approve", user=REQUESTER["slack"])
-        await driver.fake.wait_ack(await driver.fake.push("interactive", pressed))
-        return
-    assert isinstance(driver, DiscordDriver)
-    [card] = [m for m in driver.fake.messages.values() if m["components"]]
-    await press(driver.fake, card, "a", user_payload(REQUESTER["discord"], "u1"))
-
-
 def doc_block(name: str) -> str:
     """The code block after ``<!-- diff card: NAME -->`` in docs/approvals.md."""
     found = re.search(
@@ -158,17 +113,12 @@ async def test_a_diff_card_and_a_file_changed_after_it(tmp_path: Path, name: str
     workspace.mkdir()
     target = workspace / "notes.txt"
     target.write_text(BEFORE, encoding="utf-8")
-    async with platform(name) as driver, RoutedOpenAI() as llm:
+    async with driven(name) as driver, RoutedOpenAI() as llm:
         llm.answer("q-edit", Reply(tool_calls=(("file_edit", EDIT),)), Reply(text="edit-answered"))
-        table = (
-            driver.channel_table()
-            + f'approvers = ["{REQUESTER[name]}"]\n'
-            + f"[channels.{driver.channel}.approval]\nself_approval = true\n"
-        )
         config = write_config(
             tmp_path / "hatchway.toml",
             llm_url=llm.base_url,
-            tables=[table],
+            tables=[approval_table(driver, [driver.person(1)])],
             workspace=workspace,
             auto_approve=(),
         )
@@ -183,7 +133,7 @@ async def test_a_diff_card_and_a_file_changed_after_it(tmp_path: Path, name: str
                 assert _escaped(line, name) in shown, (line, shown)
             # someone else changes the file while the card waits
             target.write_text(SOMEONE_ELSE, encoding="utf-8")
-            await _approve(driver)
+            await driver.approve(1)
             told = await _answered(daemon, llm)
             await driver.wait_post(1, "edit-answered", WAIT_S)
     assert told.startswith("Not executed: 'file_edit' was approved, but the file changed")
@@ -193,10 +143,11 @@ async def test_a_diff_card_and_a_file_changed_after_it(tmp_path: Path, name: str
             "SELECT decision, decided_by, reason FROM audit WHERE tool = 'file_edit' ORDER BY id"
         ).fetchall()
     assert rows == [
-        ("approved", REQUESTER[name], rows[0][2]),
+        ("approved", driver.person(1), rows[0][2]),
         ("auto_denied", "runtime", "file changed"),
     ]
-    assert _normalised(shown, name) == doc_block(name), _normalised(shown, name)
+    shown = _normalised(shown, driver.person(1))
+    assert shown == doc_block(name), shown
 
 
 def _escaped(line: str, name: str) -> str:

@@ -16,49 +16,28 @@ Marked ``long``: not in the default run (``python -m pytest -q -m long``).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
 
 from tests.fakes.discord_payloads import select_interaction, user_payload
-from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.openai_server import Reply
-from tests.fakes.slack_server import FakeSlack
-from tests.fakes.telegram_server import FakeTelegram, callback, user
+from tests.fakes.telegram_server import callback, user
 from tests.ops.daemon_process import WAIT_S, start_daemon
-from tests.reliability.crash_rig import daemon_env, write_config
+from tests.reliability.crash_rig import approval_table, daemon_env, write_config
 from tests.reliability.platform_drivers import (
     PLATFORMS,
-    SLACK_APP_TOKEN,
-    SLACK_BOT_TOKEN,
-    TELEGRAM_TOKEN,
     DiscordDriver,
     PlatformDriver,
     SlackDriver,
     TelegramDriver,
+    driven,
 )
 from tests.reliability.routed_llm import RoutedOpenAI
 
 pytestmark = pytest.mark.long
 
 CALL = ("shell", {"command": "echo granted"})
-#: The person writing (conversation 1 of each driver), also the approver.
-REQUESTER = {"telegram": "5001", "slack": "U000001", "discord": "100000000000000001"}
-
-
-@asynccontextmanager
-async def platform(name: str) -> AsyncIterator[PlatformDriver]:
-    if name == "telegram":
-        async with FakeTelegram(TELEGRAM_TOKEN) as tg:
-            yield TelegramDriver(fake=tg)
-    elif name == "slack":
-        async with FakeSlack(SLACK_BOT_TOKEN, SLACK_APP_TOKEN) as slack:
-            yield SlackDriver(fake=slack)
-    else:
-        async with FakeDiscord() as fake:
-            yield DiscordDriver(fake=fake, conversations=2)
 
 
 def cards_posted(driver: PlatformDriver) -> int:
@@ -75,7 +54,7 @@ async def pick_one_hour(driver: PlatformDriver) -> None:
     """The requester picks "for 1 h" on the card, as the platform sends such a pick."""
     if isinstance(driver, TelegramDriver):
         chat = driver.chat(1)
-        [card] = [m for m in driver.fake.bot_messages(chat) if "reply_markup" in m]
+        card = driver.card(1)
         [data] = [
             b["callback_data"]
             for row in card["reply_markup"]["inline_keyboard"]
@@ -85,12 +64,8 @@ async def pick_one_hour(driver: PlatformDriver) -> None:
         await driver.fake.push(callback("q-pick", user(chat), data, card))
         return
     if isinstance(driver, SlackDriver):
-        dm = driver.dm(1)
-        [(ts, card)] = [
-            (ts, m)
-            for (room, ts), m in driver.fake.messages.items()
-            if room == dm and m.get("blocks")
-        ]
+        dm, ts = driver.card(1)
+        card = driver.fake.messages[dm, ts]
         [value] = [
             option["value"]
             for block in card["blocks"]
@@ -100,12 +75,12 @@ async def pick_one_hour(driver: PlatformDriver) -> None:
             for option in element["options"]
             if option["text"]["text"] == "for 1 h"
         ]
-        picked = driver.fake.select(dm, ts, "hatchway_grant", value, user=REQUESTER["slack"])
+        picked = driver.fake.select(dm, ts, "hatchway_grant", value, user=driver.person(1))
         await driver.fake.wait_ack(await driver.fake.push("interactive", picked))
         return
     assert isinstance(driver, DiscordDriver)
     fake = driver.fake
-    [card] = [m for m in fake.messages.values() if m["components"]]
+    card = driver.card(1)
     [select] = [c for row in card["components"] for c in row["components"] if c["type"] == 3]
     [value] = [o["value"] for o in select["options"] if o["label"] == "for 1 h"]
     interaction_id = fake.new_id()
@@ -114,26 +89,11 @@ async def pick_one_hour(driver: PlatformDriver) -> None:
         message=card,
         custom_id=select["custom_id"],
         values=[value],
-        user=user_payload(REQUESTER["discord"], "u1"),
+        user=user_payload(driver.person(1), "u1"),
         guild_id=fake.guild_of(card["channel_id"]),
     )
     await fake.dispatch("INTERACTION_CREATE", payload)
     await fake.wait_for_call("POST", rf"/interactions/{interaction_id}/[^/]+/callback")
-
-
-async def card_posted(driver: PlatformDriver) -> None:
-    if isinstance(driver, TelegramDriver):
-        await driver.fake.wait_for(
-            "sendMessage", lambda c: "reply_markup" in c.params, wait_s=WAIT_S
-        )
-    elif isinstance(driver, SlackDriver):
-        await driver.fake.wait_for("chat.postMessage", where=lambda p: "blocks" in p, wait_s=WAIT_S)
-    else:
-        assert isinstance(driver, DiscordDriver)
-        fake = driver.fake
-        await fake.wait_until(
-            lambda: any(m["components"] for m in fake.messages.values()), within=WAIT_S
-        )
 
 
 @pytest.mark.parametrize("name", PLATFORMS)
@@ -142,14 +102,10 @@ async def test_for_one_hour_lets_the_next_identical_call_run_without_a_card(
 ) -> None:
     workspace = tmp_path / "workspace"
     workspace.mkdir()
-    async with platform(name) as driver, RoutedOpenAI() as llm:
+    async with driven(name) as driver, RoutedOpenAI() as llm:
         llm.answer("q-first", Reply(tool_calls=(CALL,)), Reply(text="first-answered"))
         llm.answer("q-again", Reply(tool_calls=(CALL,)), Reply(text="again-answered"))
-        table = (
-            driver.channel_table()
-            + f'approvers = ["{REQUESTER[name]}"]\n'
-            + f"[channels.{driver.channel}.approval]\nself_approval = true\n"
-        )
+        table = approval_table(driver, [driver.person(1)])
         config = write_config(
             tmp_path / "hatchway.toml",
             llm_url=llm.base_url,
@@ -161,7 +117,7 @@ async def test_for_one_hour_lets_the_next_identical_call_run_without_a_card(
             await daemon.wait_notify("READY", "1")
             await driver.connected()
             await driver.send(1, "q-first: run it")
-            await card_posted(driver)
+            await driver.wait_card(1, WAIT_S)
             await pick_one_hour(driver)
             await driver.wait_post(1, "first-answered", WAIT_S)
             cards = cards_posted(driver)
@@ -176,6 +132,6 @@ async def test_for_one_hour_lets_the_next_identical_call_run_without_a_card(
     [(grant_id, size, lasts)] = grants
     assert (size, lasts) == ("for 1 h", 3600)
     assert rows == [
-        ("always", REQUESTER[name], "click"),
+        ("always", driver.person(1), "click"),
         ("policy_allowed", "runtime", f"policy: grant #{grant_id}"),
     ]

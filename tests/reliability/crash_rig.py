@@ -5,7 +5,8 @@ store says after the daemon stopped (inbox, outbox, history, integrity).
 The daemon runs as a real process (:func:`tests.ops.daemon_process.start_daemon`); the only
 tool with side effects the model calls is ``shell``, allowed without approval
 (``auto_approve``), so a turn runs unattended and each run of the command appends one line
-to a file in the workspace (:func:`lines` counts them).
+to a file in the workspace (:func:`lines` counts them). Tests where it asks first name the
+approvers in the channel's table (:func:`approval_table`).
 """
 
 from __future__ import annotations
@@ -15,8 +16,12 @@ import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bot.crashpoints import ENV as CRASH_ENV
+
+if TYPE_CHECKING:
+    from tests.reliability.platform_drivers import PlatformDriver
 
 LLM_KEY = "crash-matrix-model-key-5c2e"
 LLM_KEY_ENV = "CRASH_LLM_KEY"
@@ -68,6 +73,18 @@ format = "json"
         encoding="utf-8",
     )
     return path
+
+
+def approval_table(driver: PlatformDriver, approvers: Sequence[str], extra: str = "") -> str:
+    """The driver's channel table (with the keys in ``extra``) where ``approvers`` decide
+    and may approve their own requests (``self_approval``)."""
+    listed = ", ".join(f'"{who}"' for who in approvers)
+    return (
+        driver.channel_table()
+        + f"approvers = [{listed}]\n"
+        + extra
+        + f"[channels.{driver.channel}.approval]\nself_approval = true\n"
+    )
 
 
 def daemon_env(platform_env: Mapping[str, str], crash_at: str | None = None) -> dict[str, str]:

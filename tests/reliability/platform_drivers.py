@@ -4,7 +4,9 @@ A :class:`PlatformDriver` stands for the people on one platform: conversation ``
 person writing to the bot (a Telegram DM, a Slack DM, a Discord guild channel where the bot is
 mentioned), through the loopback fake, exactly as the platform would deliver it. It also
 gives the daemon's channel table for that fake, the tokens the table names, and reads back
-what the bot posted, by conversation.
+what the bot posted, by conversation; it waits for an approval card in a conversation and has
+its person tap Approve, as the platform sends the tap (each driver's ``card`` is the card as
+its fake holds it). :func:`driven` runs a platform's fake with its driver.
 
 What each fake does while the daemon is down, as the platform would:
 
@@ -27,14 +29,16 @@ from __future__ import annotations
 import contextlib
 import itertools
 import re
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
+from tests.fakes.discord_full_views import press
 from tests.fakes.discord_payloads import message_payload, user_payload
 from tests.fakes.discord_server import BOT_TOKEN as DISCORD_TOKEN
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_server import FakeSlack, event_callback, message_event
-from tests.fakes.telegram_server import FakeTelegram, message, private_chat, user
+from tests.fakes.telegram_server import FakeTelegram, callback, message, private_chat, user
 
 TELEGRAM_TOKEN = "727272:AAcrash-matrix-token-for-the-fake-bot-api-q"
 SLACK_BOT_TOKEN = "xoxb-7272-7272-crash-matrix-bot-token"
@@ -45,6 +49,7 @@ PLATFORMS = ("telegram", "slack", "discord")
 #: How long a Telegram check of a send cut off by a crash waits for newer ids (the
 #: default, a minute, is for a real chat's pace; here the people are quick).
 TELEGRAM_CHECK_WAIT_S = 10
+JSON = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +115,19 @@ class PlatformDriver(Protocol):
     def blind_edits_that_changed(self) -> list[str]:
         """Those made by a process that was never told the message's id (an edit probe's
         kind of edit: none may change a message)."""
+        ...
+
+    def person(self, conversation: int) -> str:
+        """The platform's id of the person writing in ``conversation``."""
+        ...
+
+    async def wait_card(self, conversation: int, wait_s: float) -> None:
+        """Wait until the bot posted an approval card (a message with buttons) to
+        ``conversation``."""
+        ...
+
+    async def approve(self, conversation: int) -> None:
+        """The person of ``conversation`` taps Approve on the card there."""
         ...
 
 
@@ -185,6 +203,28 @@ delivery_check_interval_s = 0
             wait_s=wait_s,
         )
 
+    def person(self, conversation: int) -> str:
+        return str(self.chat(conversation))
+
+    def card(self, conversation: int) -> JSON:
+        """The open card in ``conversation``, as the chat shows it."""
+        [card] = [m for m in self.fake.bot_messages(self.chat(conversation)) if "reply_markup" in m]
+        return card
+
+    async def wait_card(self, conversation: int, wait_s: float) -> None:
+        chat = self.chat(conversation)
+        await self.fake.wait_for(
+            "sendMessage",
+            lambda c: c.params.get("chat_id") == chat and "reply_markup" in c.params,
+            wait_s=wait_s,
+        )
+
+    async def approve(self, conversation: int) -> None:
+        card = self.card(conversation)
+        data = card["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
+        query = f"q-approve-{card['message_id']}"
+        await self.fake.push(callback(query, user(self.chat(conversation)), data, card))
+
 
 @dataclass(frozen=True, slots=True)
 class _Pushed:
@@ -245,7 +285,9 @@ dm_policy = "open"
         # ts below every ts the fake gives the bot's posts: a reply is always "after" it
         ts = f"1600000000.{next(self._ids):06d}"
         event = event_callback(
-            message_event(text, user=f"U{conversation:06d}", channel=self.dm(conversation), ts=ts)
+            message_event(
+                text, user=self.person(conversation), channel=self.dm(conversation), ts=ts
+            )
         )
         if not self.online:
             self.held.append(event)
@@ -301,6 +343,33 @@ dm_policy = "open"
             wait_s=wait_s,
         )
 
+    @staticmethod
+    def person(conversation: int) -> str:
+        return f"U{conversation:06d}"
+
+    def card(self, conversation: int) -> tuple[str, str]:
+        """Where the card in ``conversation`` is: its channel and ``ts``."""
+        [place] = [
+            place
+            for place, m in self.fake.messages.items()
+            if place[0] == self.dm(conversation)
+            and any(b.get("type") == "actions" for b in m.get("blocks") or [])
+        ]
+        return place
+
+    async def wait_card(self, conversation: int, wait_s: float) -> None:
+        dm = self.dm(conversation)
+        await self.fake.wait_for(
+            "chat.postMessage",
+            where=lambda p: p.get("channel") == dm and "blocks" in p,
+            wait_s=wait_s,
+        )
+
+    async def approve(self, conversation: int) -> None:
+        channel, ts = self.card(conversation)
+        pressed = self.fake.press(channel, ts, "hatchway_approve", user=self.person(conversation))
+        await self.fake.wait_ack(await self.fake.push("interactive", pressed))
+
 
 @dataclass(kw_only=True)
 class DiscordDriver:
@@ -354,7 +423,7 @@ require_mention = true
         payload = message_payload(
             id=self.fake.new_id(),
             channel_id=room,
-            author=user_payload(str(100000000000000000 + conversation), f"u{conversation}"),
+            author=user_payload(self.person(conversation), f"u{conversation}"),
             content=f"<@{DISCORD_BOT_ID}> {text}",
             guild_id=self.fake.guild_of(room),
             mentions=[bot],
@@ -387,8 +456,48 @@ require_mention = true
 
         await self.fake.wait_until(posted, within=wait_s)
 
+    @staticmethod
+    def person(conversation: int) -> str:
+        return str(100000000000000000 + conversation)
+
+    def card(self, conversation: int) -> JSON:
+        """The open card in ``conversation``'s room, as the fake holds it."""
+        room = self.room(conversation)
+        [card] = [
+            m for m in self.fake.messages.values() if m["components"] and m["channel_id"] == room
+        ]
+        return card
+
+    async def wait_card(self, conversation: int, wait_s: float) -> None:
+        room = self.room(conversation)
+        await self.fake.wait_until(
+            lambda: any(
+                m["components"] and m["channel_id"] == room for m in self.fake.messages.values()
+            ),
+            within=wait_s,
+        )
+
+    async def approve(self, conversation: int) -> None:
+        who = user_payload(self.person(conversation), f"u{conversation}")
+        await press(self.fake, self.card(conversation), "a", who)
+
 
 async def redeliver(driver: PlatformDriver) -> None:
     """After a restart, what the platform delivers again on its own (Slack's retries)."""
     if isinstance(driver, SlackDriver):
         await driver.redeliver()
+
+
+@contextlib.asynccontextmanager
+async def driven(name: str) -> AsyncIterator[TelegramDriver | SlackDriver | DiscordDriver]:
+    """The fake of the platform ``name`` (one of :data:`PLATFORMS`) running, and its driver
+    (Discord: conversations 0 and 1)."""
+    if name == "telegram":
+        async with FakeTelegram(TELEGRAM_TOKEN) as tg:
+            yield TelegramDriver(fake=tg)
+    elif name == "slack":
+        async with FakeSlack(SLACK_BOT_TOKEN, SLACK_APP_TOKEN) as slack:
+            yield SlackDriver(fake=slack)
+    else:
+        async with FakeDiscord() as fake:
+            yield DiscordDriver(fake=fake, conversations=2)

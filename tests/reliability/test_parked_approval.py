@@ -30,20 +30,17 @@ from pathlib import Path
 import pytest
 
 from bot.gateway.recovery import SHUTDOWN_MESSAGE
-from tests.fakes.discord_full_views import press
-from tests.fakes.discord_payloads import user_payload
-from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.openai_server import Reply
-from tests.fakes.slack_server import FakeSlack
 from tests.fakes.telegram_server import FakeTelegram, callback, message, private_chat, user
 from tests.ops.daemon_process import WAIT_S, DaemonProcess, start_daemon
-from tests.reliability.crash_rig import daemon_env
+from tests.reliability.crash_rig import approval_table, daemon_env
 from tests.reliability.crash_rig import write_config as write_platform_config
 from tests.reliability.platform_drivers import (
-    SLACK_APP_TOKEN,
-    SLACK_BOT_TOKEN,
     DiscordDriver,
+    PlatformDriver,
     SlackDriver,
+    TelegramDriver,
+    driven,
 )
 from tests.reliability.routed_llm import RoutedOpenAI
 from tests.tools.workspace_files import files_named
@@ -228,51 +225,22 @@ async def test_the_cli_approves_a_parked_card_after_a_kill(
 # Slack and Discord ------------------------------------------------------------------------
 
 ANSWER = "written after the approval"
-#: The person writing (conversation 1 of each driver), also the only approver.
-REQUESTER = {"slack": "U000001", "discord": "100000000000000001"}
 Driver = SlackDriver | DiscordDriver
 
 
-@asynccontextmanager
-async def platform(name: str) -> AsyncIterator[Driver]:
-    if name == "slack":
-        async with FakeSlack(SLACK_BOT_TOKEN, SLACK_APP_TOKEN) as slack:
-            yield SlackDriver(fake=slack)
-    else:
-        async with FakeDiscord() as fake:
-            yield DiscordDriver(fake=fake, conversations=2)
-
-
-def platform_config(tmp_path: Path, driver: Driver, llm: RoutedOpenAI) -> Path:
+def platform_config(tmp_path: Path, driver: PlatformDriver, llm: RoutedOpenAI) -> Path:
+    """The daemon's config where the person of conversation 1 is the only approver."""
     workspace = tmp_path / "workspace"
     workspace.mkdir()
-    table = driver.channel_table() + f'approvers = ["{REQUESTER[driver.name]}"]\n'
-    if isinstance(driver, SlackDriver):
-        table += "dm_replies_in_thread = true\n"  # the answer has a thread to go to
-    table += f"[channels.{driver.channel}.approval]\nself_approval = true\n"
+    # on Slack, the answer has a thread to go to
+    extra = "dm_replies_in_thread = true\n" if isinstance(driver, SlackDriver) else ""
     return write_platform_config(
         tmp_path / "hatchway.toml",
         llm_url=llm.base_url,
-        tables=[table],
+        tables=[approval_table(driver, [driver.person(1)], extra)],
         workspace=workspace,
         auto_approve=(),
     )
-
-
-def slack_card(driver: SlackDriver) -> tuple[str, str]:
-    """The card's place in the fake (channel, ts)."""
-    [place] = [
-        place
-        for place, m in driver.fake.messages.items()
-        if place[0] == driver.dm(1)
-        and any(b.get("type") == "actions" for b in m.get("blocks") or [])
-    ]
-    return place
-
-
-def discord_card(driver: DiscordDriver) -> dict[str, object]:
-    [card] = [m for m in driver.fake.messages.values() if m["components"]]
-    return card
 
 
 def card_stored(db: Path) -> bool:
@@ -302,17 +270,7 @@ async def park_on(
         await daemon.wait_notify("READY", "1")
         await driver.connected()
         await driver.send(1, "q-park: write it")
-        if isinstance(driver, SlackDriver):
-            await driver.fake.wait_for(
-                "chat.postMessage",
-                where=lambda p: p.get("channel") == driver.dm(1) and "blocks" in p,
-                wait_s=WAIT_S,
-            )
-        else:
-            fake = driver.fake
-            await fake.wait_until(
-                lambda: any(m["components"] for m in fake.messages.values()), within=WAIT_S
-            )
+        await driver.wait_card(1, WAIT_S)
         # the card's place is stored before the stop (killed between the post and that
         # write, the card is still decided by a tap, but nothing else can edit it)
         await until_card_stored(tmp_path / "hatchway.db")
@@ -322,7 +280,6 @@ async def park_on(
     if isinstance(driver, SlackDriver):
         [asked] = [p.event for p in driver.pushed]
         request = str(asked["event"]["ts"])  # type: ignore[index]
-        slack_card(driver)  # still open: nothing expired it
     else:
         [asked] = [
             m
@@ -330,7 +287,7 @@ async def park_on(
             if str(m["content"]).endswith("q-park: write it")
         ]
         request = str(asked["id"])
-        discord_card(driver)
+    driver.card(1)  # still open: nothing expired it
     return config, request
 
 
@@ -342,18 +299,6 @@ async def restarted(config: Path, driver: Driver) -> AsyncIterator[DaemonProcess
         yield daemon
         daemon.signal(signal.SIGTERM)
         assert await daemon.wait_exit() == 0, daemon.events[-20:]
-
-
-async def tap_approve(driver: Driver) -> None:
-    """The approver taps Approve on the original card, as the platform sends it to the
-    process now running."""
-    if isinstance(driver, SlackDriver):
-        channel, ts = slack_card(driver)
-        pressed = driver.fake.press(channel, ts, "hatchway_approve", user=REQUESTER["slack"])
-        await driver.fake.wait_ack(await driver.fake.push("interactive", pressed))
-    else:
-        card = discord_card(driver)
-        await press(driver.fake, card, "a", user_payload(REQUESTER["discord"], "u1"))
 
 
 async def until_card_approved(driver: Driver, card: object) -> None:
@@ -420,11 +365,12 @@ def check_once_on(driver: Driver, tmp_path: Path, request: str) -> None:
 async def test_a_tap_on_the_original_card_after_a_restart_on(
     tmp_path: Path, llm: RoutedOpenAI, name: str, kill: bool
 ) -> None:
-    async with platform(name) as driver:
+    async with driven(name) as driver:
+        assert not isinstance(driver, TelegramDriver)
         config, request = await park_on(tmp_path, driver, llm, kill=kill)
-        card = slack_card(driver) if isinstance(driver, SlackDriver) else discord_card(driver)
+        card = driver.card(1)
         async with restarted(config, driver):
-            await tap_approve(driver)
+            await driver.approve(1)
             await driver.wait_post(1, ANSWER, WAIT_S)
             await until_card_approved(driver, card)
         check_once_on(driver, tmp_path, request)
@@ -434,9 +380,10 @@ async def test_a_tap_on_the_original_card_after_a_restart_on(
 async def test_the_cli_approves_a_parked_card_after_a_kill_on(
     tmp_path: Path, llm: RoutedOpenAI, name: str
 ) -> None:
-    async with platform(name) as driver:
+    async with driven(name) as driver:
+        assert not isinstance(driver, TelegramDriver)
         config, request = await park_on(tmp_path, driver, llm, kill=True)
-        card = slack_card(driver) if isinstance(driver, SlackDriver) else discord_card(driver)
+        card = driver.card(1)
         async with restarted(config, driver):
             [approval_id] = approval_ids(tmp_path / "hatchway.db")
             cli = await asyncio.create_subprocess_exec(
