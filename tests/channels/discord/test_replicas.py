@@ -118,13 +118,25 @@ def mention(fake: FakeDiscord, text: str) -> JSON:
 
 
 async def connected(fake: FakeDiscord, pair: list[DiscordReplica]) -> DiscordReplica:
-    """The replica with the gateway session, once it has one and the other is on standby."""
-    await eventually(lambda: len(fake.identified_by) == 1)
-    [first] = fake.identified_by
-    leader = next(r for r in pair if r.name == first)
-    other = next(r for r in pair if r is not leader)
-    await eventually(lambda: other.on_standby() and "connected as" in leader.channel.health.detail)
-    return leader
+    """The replica with the gateway session, once it has one and the other is on standby.
+    Not necessarily the first to identify: a loaded start may miss its renewals for the
+    fence (0.7 s) and hand the lease to the other, which is what fencing is for."""
+    found: list[DiscordReplica] = []
+
+    def settled() -> bool:
+        for leader in pair:
+            other = next(r for r in pair if r is not leader)
+            if (
+                fake.identified_by[-1:] == [leader.name]
+                and "connected as" in leader.channel.health.detail
+                and other.on_standby()
+            ):
+                found[:] = [leader]
+                return True
+        return False
+
+    await eventually(settled)
+    return found[0]
 
 
 async def test_one_gateway_session_and_a_dead_holder_replaced_with_a_catch_up(
@@ -142,8 +154,11 @@ async def test_one_gateway_session_and_a_dead_holder_replaced_with_a_catch_up(
     assert "from the standby" in fake.posted(GENERAL)
 
     async def row_written() -> bool:
+        # at the live message or past it: a catch-up that ran after the standby's post (a
+        # session begun again, when a loaded start lost the lease once) passes over the
+        # bot's own message, and the row says so
         value = await follower.store.channel_state.get("discord.main", f"last_seen:{GENERAL}")
-        return value == seen["id"]
+        return value is not None and int(value) >= int(seen["id"])
 
     await eventually_async(row_written)  # what the next holder will start from
     await leader.die()
@@ -154,7 +169,7 @@ async def test_one_gateway_session_and_a_dead_holder_replaced_with_a_catch_up(
 
     assert leader.texts() == ["live"]
     assert follower.texts() == ["while nobody listens", "chatter"]
-    assert fake.identified_by == [leader.name, follower.name]
+    assert fake.identified_by[-2:] == [leader.name, follower.name]
     assert fake.most_sockets_at_once == 1
     assert follower.keeper.held() == [ROLE]
 
@@ -164,13 +179,14 @@ async def test_a_holder_that_cannot_renew_closes_its_session_before_the_other_co
 ) -> None:
     leader = await connected(fake, pair)
     follower = next(r for r in pair if r is not leader)
+    identified = len(fake.identified_by)
     await leader.keeper_store.aclose()  # its heartbeats fail from now on; the adapter runs on
-    await eventually(lambda: len(fake.identified_by) == 2)
+    await eventually(lambda: len(fake.identified_by) == identified + 1)
     await eventually(lambda: "connected as" in follower.channel.health.detail)
     await fake.dispatch("MESSAGE_CREATE", mention(fake, "after the move"))
     await follower.host.wait_envelopes(1)
 
-    assert fake.identified_by == [leader.name, follower.name]
+    assert fake.identified_by[-2:] == [leader.name, follower.name]
     assert fake.most_sockets_at_once == 1
     assert leader.host.envelopes == []
     assert leader.on_standby() and "cannot reach its database" in leader.channel.health.detail
