@@ -26,22 +26,19 @@ import pytest
 
 from tests.fakes.discord_full_views import press
 from tests.fakes.discord_payloads import user_payload
-from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.openai_server import Reply
 from tests.fakes.slack_members import dm_channel_of
-from tests.fakes.slack_server import FakeSlack, person
-from tests.fakes.telegram_server import FakeTelegram, callback, user
+from tests.fakes.slack_server import person
+from tests.fakes.telegram_server import callback, user
 from tests.ops.daemon_process import WAIT_S, start_daemon
 from tests.reliability.crash_rig import daemon_env, write_config
 from tests.reliability.platform_drivers import (
     PLATFORMS,
-    SLACK_APP_TOKEN,
-    SLACK_BOT_TOKEN,
-    TELEGRAM_TOKEN,
     DiscordDriver,
     PlatformDriver,
     SlackDriver,
     TelegramDriver,
+    driven,
 )
 from tests.reliability.routed_llm import RoutedOpenAI
 
@@ -64,19 +61,14 @@ MARKER = "two-keys-ran"  # what the command prints: the call ran once if the mod
 
 @asynccontextmanager
 async def platform(name: str) -> AsyncIterator[PlatformDriver]:
-    if name == "telegram":
-        async with FakeTelegram(TELEGRAM_TOKEN) as tg:
-            yield TelegramDriver(fake=tg)
-    elif name == "slack":
-        async with FakeSlack(SLACK_BOT_TOKEN, SLACK_APP_TOKEN) as slack:
-            for who, shown in zip(PEOPLE["slack"], NAMES, strict=True):
-                slack.users[who] = person(who, shown)
-            yield SlackDriver(fake=slack)
-    else:
-        async with FakeDiscord() as fake:
-            for who, shown in zip(PEOPLE["discord"], NAMES, strict=True):
-                fake.people.users[who] = user_payload(who, shown)  # a user id is no channel
-            yield DiscordDriver(fake=fake, conversations=2)
+    """The platform's fake and driver, the fake knowing :data:`PEOPLE` by :data:`NAMES`."""
+    async with driven(name) as driver:
+        for who, shown in zip(PEOPLE[name], NAMES, strict=True):
+            if isinstance(driver, SlackDriver):
+                driver.fake.users[who] = person(who, shown)
+            elif isinstance(driver, DiscordDriver):  # a user id is no channel
+                driver.fake.people.users[who] = user_payload(who, shown)
+        yield driver
 
 
 def _copies(driver: PlatformDriver) -> dict[str, str]:

@@ -489,15 +489,18 @@ async def redeliver(driver: PlatformDriver) -> None:
 
 
 @contextlib.asynccontextmanager
-async def driven(name: str) -> AsyncIterator[TelegramDriver | SlackDriver | DiscordDriver]:
+async def driven(
+    name: str, *, conversations: int = 2, slack: type[SlackDriver] | None = None
+) -> AsyncIterator[TelegramDriver | SlackDriver | DiscordDriver]:
     """The fake of the platform ``name`` (one of :data:`PLATFORMS`) running, and its driver
-    (Discord: conversations 0 and 1)."""
+    (Discord: rooms for ``conversations`` conversations; Slack: a ``slack`` driver, by
+    default :class:`SlackDriver`)."""
     if name == "telegram":
         async with FakeTelegram(TELEGRAM_TOKEN) as tg:
             yield TelegramDriver(fake=tg)
     elif name == "slack":
-        async with FakeSlack(SLACK_BOT_TOKEN, SLACK_APP_TOKEN) as slack:
-            yield SlackDriver(fake=slack)
+        async with FakeSlack(SLACK_BOT_TOKEN, SLACK_APP_TOKEN) as fake:
+            yield (slack or SlackDriver)(fake=fake)
     else:
-        async with FakeDiscord() as fake:
-            yield DiscordDriver(fake=fake, conversations=2)
+        async with FakeDiscord() as discord:
+            yield DiscordDriver(fake=discord, conversations=conversations)

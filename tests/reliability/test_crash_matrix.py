@@ -51,21 +51,13 @@ from aiohttp import web
 
 from bot.gateway import SHUTDOWN_MESSAGE
 from bot.gateway.ledger import REPEAT_MARKER
-from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.openai_server import Reply
-from tests.fakes.slack_server import FakeSlack
-from tests.fakes.telegram_server import FakeTelegram
 from tests.ops.daemon_process import WAIT_S, DaemonProcess, start_daemon
 from tests.reliability.crash_rig import daemon_env, lines, read_state, write_config
 from tests.reliability.platform_drivers import (
     PLATFORMS,
-    SLACK_APP_TOKEN,
-    SLACK_BOT_TOKEN,
-    TELEGRAM_TOKEN,
-    DiscordDriver,
     PlatformDriver,
-    SlackDriver,
-    TelegramDriver,
+    driven,
     redeliver,
 )
 from tests.reliability.routed_llm import RoutedOpenAI
@@ -205,19 +197,6 @@ async def llm() -> AsyncIterator[HeldOpenAI]:
         yield fake
 
 
-@contextlib.asynccontextmanager
-async def platform_driver(platform: str) -> AsyncIterator[PlatformDriver]:
-    if platform == "telegram":
-        async with FakeTelegram(TELEGRAM_TOKEN) as tg:
-            yield TelegramDriver(fake=tg)
-    elif platform == "slack":
-        async with FakeSlack(SLACK_BOT_TOKEN, SLACK_APP_TOKEN) as slack:
-            yield SlackDriver(fake=slack)
-    else:
-        async with FakeDiscord() as discord_fake:
-            yield DiscordDriver(fake=discord_fake, conversations=1)
-
-
 def script(llm: RoutedOpenAI, case: Case) -> None:
     if case.read_only:
         calc = Reply(tool_calls=(("calculator", {"expression": "6 * 7"}),))
@@ -260,7 +239,7 @@ async def test_kill_9_at_each_step(
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     script(llm, case)
-    async with platform_driver(platform) as driver:
+    async with driven(platform, conversations=1) as driver:
         config = write_config(
             tmp_path / "hatchway.toml",
             llm_url=llm.base_url,

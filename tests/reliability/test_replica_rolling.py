@@ -31,26 +31,19 @@ Marked ``long``: not in the default run (``python -m pytest -q -m long``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from bench.crash_load import RAN, echo_model
 from bench.crash_tally import Tally
-from tests.fakes.discord_server import FakeDiscord
-from tests.fakes.slack_server import FakeSlack
-from tests.fakes.telegram_server import FakeTelegram
 from tests.ops.daemon_process import WAIT_S
 from tests.reliability.crash_rig import daemon_env
 from tests.reliability.platform_drivers import (
-    SLACK_APP_TOKEN,
-    SLACK_BOT_TOKEN,
-    TELEGRAM_TOKEN,
     DiscordDriver,
     PlatformDriver,
     TelegramDriver,
+    driven,
 )
 from tests.reliability.replica_load import Load, SpreadSlackDriver
 from tests.reliability.replica_rig import TELEGRAM_POLL, Fleet
@@ -62,19 +55,6 @@ CONVERSATIONS = 30
 MESSAGES = 3
 
 
-@contextlib.asynccontextmanager
-async def platform(name: str) -> AsyncIterator[PlatformDriver]:
-    if name == "telegram":
-        async with FakeTelegram(TELEGRAM_TOKEN) as tg:
-            yield TelegramDriver(fake=tg)
-    elif name == "discord":
-        async with FakeDiscord() as discord:
-            yield DiscordDriver(fake=discord, conversations=CONVERSATIONS)
-    else:
-        async with FakeSlack(SLACK_BOT_TOKEN, SLACK_APP_TOKEN) as slack:
-            yield SpreadSlackDriver(fake=slack)
-
-
 async def started(fleet: Fleet, driver: PlatformDriver, name: str) -> None:
     await fleet.start(name)
     if isinstance(driver, SpreadSlackDriver):
@@ -83,7 +63,10 @@ async def started(fleet: Fleet, driver: PlatformDriver, name: str) -> None:
 
 @pytest.mark.parametrize("platform_name", ["telegram", "slack", "discord"])
 async def test_rolling_restart_under_load(tmp_path: Path, pg_url: str, platform_name: str) -> None:
-    async with platform(platform_name) as driver, echo_model() as llm:
+    async with (
+        driven(platform_name, conversations=CONVERSATIONS, slack=SpreadSlackDriver) as driver,
+        echo_model() as llm,
+    ):
         load = Load(driver, conversations=CONVERSATIONS, messages=MESSAGES)
         tally = Tally(platform=platform_name, plan=load.plan)
         env = daemon_env(driver.environment())

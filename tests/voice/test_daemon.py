@@ -7,8 +7,6 @@ message has no text, so it is addressed as a reply to the bot's own message."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -16,22 +14,19 @@ import pytest
 
 from tests.fakes.discord_files import VOICE_MESSAGE_FLAG
 from tests.fakes.discord_payloads import message_payload, user_payload
-from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.openai_server import OpenAIFake, Reply
-from tests.fakes.slack_server import FakeSlack, event_callback, message_event
-from tests.fakes.telegram_server import FakeTelegram, message, private_chat, user
+from tests.fakes.slack_server import event_callback, message_event
+from tests.fakes.telegram_server import message, private_chat, user
 from tests.fakes.transcription_server import TranscriptionFake
 from tests.ops.daemon_process import start_daemon
 from tests.reliability.platform_drivers import (
     DISCORD_BOT_ID,
     PLATFORMS,
-    SLACK_APP_TOKEN,
-    SLACK_BOT_TOKEN,
-    TELEGRAM_TOKEN,
     DiscordDriver,
     PlatformDriver,
     SlackDriver,
     TelegramDriver,
+    driven,
 )
 from tests.voice.spoken import clip
 
@@ -39,19 +34,6 @@ pytestmark = pytest.mark.long
 
 SPOKEN = "please check the deploy status of the billing service"
 LINE = "I couldn't transcribe that voice note: transcription provider whisper had a server error"
-
-
-@contextlib.asynccontextmanager
-async def platform_driver(platform: str) -> AsyncIterator[PlatformDriver]:
-    if platform == "telegram":
-        async with FakeTelegram(TELEGRAM_TOKEN) as tg:
-            yield TelegramDriver(fake=tg)
-    elif platform == "slack":
-        async with FakeSlack(SLACK_BOT_TOKEN, SLACK_APP_TOKEN) as slack:
-            yield SlackDriver(fake=slack)
-    else:
-        async with FakeDiscord() as discord_fake:
-            yield DiscordDriver(fake=discord_fake, conversations=3)
 
 
 async def send_voice(driver: PlatformDriver, conversation: int, audio: bytes) -> None:
@@ -146,7 +128,7 @@ async def test_a_voice_note_is_answered_echoed_and_a_broken_server_gives_the_lin
     platform: str, tmp_path: Path
 ) -> None:
     async with (
-        platform_driver(platform) as driver,
+        driven(platform, conversations=3) as driver,
         OpenAIFake() as llm,
         TranscriptionFake(key="whisper-e2e-key") as whisper,
     ):
