@@ -76,12 +76,16 @@ format = "json"
 
 
 def approval_table(driver: PlatformDriver, approvers: Sequence[str], extra: str = "") -> str:
-    """The driver's channel table (with the keys in ``extra``) where ``approvers`` decide
-    and may approve their own requests (``self_approval``)."""
+    """The driver's channel table with :func:`approval_keys`."""
+    return driver.channel_table() + approval_keys(driver, approvers, extra)
+
+
+def approval_keys(driver: PlatformDriver, approvers: Sequence[str], extra: str = "") -> str:
+    """The keys of a channel table (and those in ``extra``) where ``approvers`` decide and
+    may approve their own requests (``self_approval``)."""
     listed = ", ".join(f'"{who}"' for who in approvers)
     return (
-        driver.channel_table()
-        + f"approvers = [{listed}]\n"
+        f"approvers = [{listed}]\n"
         + extra
         + f"[channels.{driver.channel}.approval]\nself_approval = true\n"
     )

@@ -25,13 +25,11 @@ import pytest
 
 from bench.crash_load import RAN, echo_model
 from bot.store import Store
-from tests.fakes.discord_full_views import press
-from tests.fakes.discord_payloads import user_payload
 from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_server import BOT_USER, FakeSlack, event_callback, message_event
-from tests.fakes.telegram_server import FakeTelegram, callback, user
+from tests.fakes.telegram_server import FakeTelegram
 from tests.ops.daemon_process import WAIT_S
-from tests.reliability.crash_rig import daemon_env, lines
+from tests.reliability.crash_rig import approval_keys, daemon_env, lines
 from tests.reliability.platform_drivers import (
     SLACK_APP_TOKEN,
     SLACK_BOT_TOKEN,
@@ -147,10 +145,7 @@ async def test_a_telegram_card_whose_replica_was_killed_is_approved_through_the_
             driver=driver,
             env=daemon_env(driver.environment()),
             auto_approve=(),
-            channel_extra=(
-                f'approvers = ["{person}"]\n[channels.telegram.main.approval]\n'
-                "self_approval = true\n"
-            ),
+            channel_extra=approval_keys(driver, [person]),
         ) as fleet:
             await asyncio.gather(fleet.start("r1"), fleet.start("r2"))
             poller = await fleet.wait_holder(TELEGRAM_POLL)
@@ -162,15 +157,12 @@ async def test_a_telegram_card_whose_replica_was_killed_is_approved_through_the_
             )
             assert card.client == poller.name
             await until_card_stored(pg_url)
-            [shown] = [
-                m for m in tg.bot_messages(person) if str(m["text"]).startswith("🔐 Approval")
-            ]
+            shown = driver.card(1)
 
             assert await fleet.kill(poller.name) < 0
             survivor = await fleet.wait_holder(TELEGRAM_POLL)
             assert survivor.name != poller.name
-            approve = shown["reply_markup"]["inline_keyboard"][0][0]["callback_data"]
-            await tg.push(callback("q-tap", user(person, "Owner"), approve, shown))
+            await driver.approve(1)
             (answer,) = await tg.wait_for(
                 "sendMessage",
                 lambda c: str(c.params.get("text")).startswith("answer "),
@@ -211,7 +203,7 @@ async def test_a_discord_card_whose_replica_was_killed_is_approved_through_the_o
     tap's interaction."""
     async with FakeDiscord() as fake, echo_model() as llm:
         driver = DiscordDriver(fake=fake, conversations=2)
-        person = "100000000000000001"
+        person = driver.person(1)
         async with Fleet(
             tmp_path,
             url=pg_url,
@@ -219,19 +211,14 @@ async def test_a_discord_card_whose_replica_was_killed_is_approved_through_the_o
             driver=driver,
             env=daemon_env(driver.environment()),
             auto_approve=(),
-            channel_extra=(
-                f'approvers = ["{person}"]\n[channels.discord.main.approval]\n'
-                "self_approval = true\n"
-            ),
+            channel_extra=approval_keys(driver, [person]),
         ) as fleet:
             await asyncio.gather(fleet.start("r1"), fleet.start("r2"))
             await driver.connected()
             gateway = await fleet.wait_holder(DISCORD_GATEWAY)
             await driver.send(1, "load t1x")
-            await fake.wait_until(
-                lambda: any(m["components"] for m in fake.messages.values()), within=WAIT_S
-            )
-            [card] = [m for m in fake.messages.values() if m["components"]]
+            await driver.wait_card(1, WAIT_S)
+            card = driver.card(1)
             [asked] = [m for m in fake.messages.values() if str(m["content"]).endswith("load t1x")]
             await until_card_stored(pg_url)
 
@@ -240,7 +227,7 @@ async def test_a_discord_card_whose_replica_was_killed_is_approved_through_the_o
             survivor = await fleet.wait_holder(DISCORD_GATEWAY)
             assert survivor.name != gateway.name
             await driver.connected()
-            await press(fake, card, "a", user_payload(person, "u1"))
+            await driver.approve(1)
 
             def answers() -> list[dict[str, object]]:
                 return [
