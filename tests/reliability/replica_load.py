@@ -24,6 +24,7 @@ from bench.crash_tally import (
     barrier_text,
     message_text,
 )
+from tests.fakes.slack_server import BOT_USER, ApiCall, event_callback, message_event
 from tests.reliability.platform_drivers import PlatformDriver, SlackDriver, _Pushed, redeliver
 from tests.reliability.replica_rig import until
 
@@ -123,6 +124,20 @@ class SpreadSlackDriver(SlackDriver):
         """Wait until the replica ``name`` has its socket open."""
         if not await until(lambda: name in self.fake.connected_clients(), wait_s):
             raise AssertionError(f"{name} did not connect its socket")
+
+    async def mention_for_card(
+        self, text: str, *, to: str, channel: str, ts: str, wait_s: float
+    ) -> tuple[ApiCall, str]:
+        """A mention of the bot saying ``text`` in ``channel`` at ``ts``, sent over the
+        socket of ``to``, whose turn posts an approval card: the card's post, and its ``ts``
+        once the fake holds it."""
+        mention = message_event(f"<@{BOT_USER}> {text}", kind="app_mention", channel=channel, ts=ts)
+        await self.fake.wait_ack(await self.fake.push("events_api", event_callback(mention), to=to))
+        (card,) = await self.fake.wait_for(
+            "chat.postMessage", where=lambda p: "blocks" in p, wait_s=wait_s
+        )
+        (card_ts,) = [ts for (_, ts), m in self.fake.messages.items() if m.get("blocks")]
+        return card, card_ts
 
     async def send(self, conversation: int, text: str) -> None:
         await self.retry_overdue()

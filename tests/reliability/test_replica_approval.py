@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from bench.crash_load import RAN, echo_model
-from tests.fakes.slack_server import BOT_USER, FakeSlack, event_callback, message_event
+from tests.fakes.slack_server import FakeSlack
 from tests.ops.daemon_process import WAIT_S
 from tests.reliability.crash_rig import daemon_env, lines
 from tests.reliability.platform_drivers import SLACK_APP_TOKEN, SLACK_BOT_TOKEN
@@ -52,15 +52,10 @@ async def test_a_card_posted_by_one_replica_is_decided_through_the_other(
                 await fleet.start(name)
                 await driver.wait_client(name, WAIT_S)
 
-            mention = message_event(
-                f"<@{BOT_USER}> load t1x", kind="app_mention", channel=ROOM, ts=MENTION_TS
-            )
-            await slack.wait_ack(await slack.push("events_api", event_callback(mention), to="r1"))
-            (card,) = await slack.wait_for(
-                "chat.postMessage", where=lambda p: "blocks" in p, wait_s=WAIT_S
+            card, card_ts = await driver.mention_for_card(
+                "load t1x", to="r1", channel=ROOM, ts=MENTION_TS, wait_s=WAIT_S
             )
             assert card.client == "r1"
-            (card_ts,) = [ts for (room, ts), m in slack.messages.items() if m.get("blocks")]
 
             pressed = slack.press(ROOM, card_ts, "hatchway_approve", user=APPROVER)
             # a second click on the card as it was shown (a client that had not refreshed)

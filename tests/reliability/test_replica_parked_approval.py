@@ -26,7 +26,7 @@ import pytest
 from bench.crash_load import RAN, echo_model
 from bot.store import Store
 from tests.fakes.discord_server import FakeDiscord
-from tests.fakes.slack_server import BOT_USER, FakeSlack, event_callback, message_event
+from tests.fakes.slack_server import FakeSlack
 from tests.fakes.telegram_server import FakeTelegram
 from tests.ops.daemon_process import WAIT_S
 from tests.reliability.crash_rig import approval_keys, daemon_env, lines
@@ -82,15 +82,10 @@ async def test_a_slack_card_whose_replica_was_killed_is_approved_through_the_oth
                 await fleet.start(name)
                 await driver.wait_client(name, WAIT_S)
 
-            mention = message_event(
-                f"<@{BOT_USER}> load t1x", kind="app_mention", channel=ROOM, ts=MENTION_TS
-            )
-            await slack.wait_ack(await slack.push("events_api", event_callback(mention), to="r1"))
-            (card,) = await slack.wait_for(
-                "chat.postMessage", where=lambda p: "blocks" in p, wait_s=WAIT_S
+            card, card_ts = await driver.mention_for_card(
+                "load t1x", to="r1", channel=ROOM, ts=MENTION_TS, wait_s=WAIT_S
             )
             assert card.client == "r1"
-            (card_ts,) = [ts for (room, ts), m in slack.messages.items() if m.get("blocks")]
             await until_card_stored(pg_url)
 
             # the replica that posted the card dies while its turn waits on it
