@@ -42,6 +42,19 @@ def interaction_user(user: str, handle: str = "") -> JSON:
     return {"id": user, "username": handle, "name": handle, "team_id": TEAM}
 
 
+def _payload(kind: str, user: str, handle: str, **fields: Any) -> JSON:
+    """An interaction payload of type ``kind`` from ``user``, with ``fields``."""
+    return {
+        "type": kind,
+        "team": {"id": TEAM, "domain": "fake"},
+        "user": interaction_user(user, handle),
+        "api_app_id": APP,
+        "token": "verification",
+        **fields,
+        "is_enterprise_install": False,
+    }
+
+
 def find_element(blocks: list[JSON], action_id: str) -> tuple[JSON, JSON]:
     """The actions block holding the one element ``action_id``, and the element."""
     ((block, element),) = [
@@ -96,20 +109,17 @@ def block_actions(
     if action is None:
         button = {"type": "button", "action_id": action_id}
         action = element_action({"block_id": "hatchway_approval"}, button, approval_id)
-    return {
-        "type": "block_actions",
-        "team": {"id": TEAM, "domain": "fake"},
-        "user": interaction_user(user, handle),
-        "api_app_id": APP,
-        "token": "verification",
-        "trigger_id": trigger_id,
-        "container": {"type": "message", "message_ts": message_ts, "channel_id": channel, **extra},
-        "channel": {"id": channel},
-        "message": message or {"ts": message_ts, "type": "message", "text": "card"},
-        "response_url": "https://hooks.invalid/actions",
-        "actions": [action],
-        "is_enterprise_install": False,
-    }
+    return _payload(
+        "block_actions",
+        user,
+        handle,
+        trigger_id=trigger_id,
+        container={"type": "message", "message_ts": message_ts, "channel_id": channel, **extra},
+        channel={"id": channel},
+        message=message or {"ts": message_ts, "type": "message", "text": "card"},
+        response_url="https://hooks.invalid/actions",
+        actions=[action],
+    )
 
 
 def view_actions(
@@ -124,18 +134,15 @@ def view_actions(
     """``user`` pressing the button ``action_id`` inside ``view``, or picking the option
     ``value`` in its ``static_select`` ``action_id``."""
     block, element = find_element(view.get("blocks") or [], action_id)
-    return {
-        "type": "block_actions",
-        "team": {"id": TEAM, "domain": "fake"},
-        "user": interaction_user(user, handle),
-        "api_app_id": APP,
-        "token": "verification",
-        "container": {"type": "view", "view_id": view["id"]},
-        "trigger_id": trigger_id,
-        "view": json.loads(json.dumps(view)),
-        "actions": [element_action(block, element, value)],
-        "is_enterprise_install": False,
-    }
+    return _payload(
+        "block_actions",
+        user,
+        handle,
+        container={"type": "view", "view_id": view["id"]},
+        trigger_id=trigger_id,
+        view=json.loads(json.dumps(view)),
+        actions=[element_action(block, element, value)],
+    )
 
 
 def view_submission(view: JSON, *, user: str, text: str, trigger_id: str, handle: str = "") -> JSON:
@@ -155,15 +162,12 @@ def view_submission(view: JSON, *, user: str, text: str, trigger_id: str, handle
             element["action_id"]: {"type": "plain_text_input", "value": text or None}
         }
     submitted["state"] = {"values": values}
-    return {
-        "type": "view_submission",
-        "team": {"id": TEAM, "domain": "fake"},
-        "user": interaction_user(user, handle),
-        "api_app_id": APP,
-        "token": "verification",
-        "trigger_id": trigger_id,
-        "view": submitted,
-        "response_urls": [],
-        "is_enterprise_install": False,
-        "enterprise": None,
-    }
+    return _payload(
+        "view_submission",
+        user,
+        handle,
+        trigger_id=trigger_id,
+        view=submitted,
+        response_urls=[],
+        enterprise=None,
+    )

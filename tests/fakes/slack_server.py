@@ -573,6 +573,19 @@ class FakeSlack:
             "text": message["text"],
         }
 
+    def _refuse_view(self, view: object) -> JSON | None:
+        """Slack's answer refusing ``view`` for breaking the view reference, if it does."""
+        problems = view_problems(view)
+        if not problems:
+            return None
+        self.rule_refusals.append(("views", "invalid_arguments"))
+        messages = [f"[ERROR] {p}" for p in problems]
+        return {
+            "ok": False,
+            "error": "invalid_arguments",
+            "response_metadata": {"messages": messages},
+        }
+
     def _update_view(self, params: JSON) -> tuple[int, JSON]:
         view_id = str(params.get("view_id") or "")
         stored = self.views.get(view_id)
@@ -583,15 +596,10 @@ class FakeSlack:
         view = (
             _decode(params["view"]) if isinstance(params.get("view"), str) else params.get("view")
         )
-        problems = view_problems(view)
-        if problems or not isinstance(view, dict):
-            messages = [f"[ERROR] {p}" for p in problems]
-            self.rule_refusals.append(("views", "invalid_arguments"))
-            return 200, {
-                "ok": False,
-                "error": "invalid_arguments",
-                "response_metadata": {"messages": messages},
-            }
+        refused = self._refuse_view(view)
+        if refused is not None:
+            return 200, refused
+        assert isinstance(view, dict)  # view_problems refuses anything else
         updated: JSON = {
             **{k: v for k, v in stored.items() if k in ("id", "team_id", "app_id", "bot_id")},
             "hash": f"{int(time.time())}.{uuid.uuid4().hex[:8]}",
@@ -618,15 +626,10 @@ class FakeSlack:
         view = params.get("view")
         if isinstance(view, str):
             view = _decode(view)
-        problems = view_problems(view)
-        if problems or not isinstance(view, dict):
-            messages = [f"[ERROR] {p}" for p in problems]
-            self.rule_refusals.append(("views", "invalid_arguments"))
-            return 200, {
-                "ok": False,
-                "error": "invalid_arguments",
-                "response_metadata": {"messages": messages},
-            }
+        refused = self._refuse_view(view)
+        if refused is not None:
+            return 200, refused
+        assert isinstance(view, dict)  # view_problems refuses anything else
         view_id = f"V{next(self._view_ids):08d}"
         stored: JSON = {
             "id": view_id,
