@@ -23,7 +23,7 @@ import os
 import signal
 import sqlite3
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -95,6 +95,28 @@ format = "json"
         encoding="utf-8",
     )
     return path
+
+
+async def approve_from_the_host(
+    config: Path, approval_id: str, cwd: Path, env: Mapping[str, str] | None = None
+) -> None:
+    """``hatchway approvals approve ID`` in a process of its own, as the operator ``ops``,
+    with the daemon's variables ``env``."""
+    cli = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bot.cli",
+        "approvals",
+        "approve",
+        approval_id,
+        "--config",
+        str(config),
+        stdout=asyncio.subprocess.PIPE,
+        env={**os.environ, **(env or {}), "USER": "ops", "PYTHONPATH": str(ROOT)},
+        cwd=str(cwd),
+    )
+    out, _ = await cli.communicate()
+    assert cli.returncode == 0, out
 
 
 def approval_ids(db: Path) -> list[str]:
@@ -201,21 +223,7 @@ async def test_the_cli_approves_a_parked_card_after_a_kill(
     async with start_daemon(config) as daemon:
         await daemon.wait_notify("READY", "1")
         [approval_id] = approval_ids(db)
-        cli = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "bot.cli",
-            "approvals",
-            "approve",
-            approval_id,
-            "--config",
-            str(config),
-            stdout=asyncio.subprocess.PIPE,
-            env={**os.environ, "USER": "ops", "PYTHONPATH": str(ROOT)},
-            cwd=str(tmp_path),
-        )
-        out, _ = await cli.communicate()
-        assert cli.returncode == 0, out
+        await approve_from_the_host(config, approval_id, tmp_path)
         await until_answered(tg)
         daemon.signal(signal.SIGTERM)
         assert await daemon.wait_exit() == 0
@@ -386,26 +394,9 @@ async def test_the_cli_approves_a_parked_card_after_a_kill_on(
         card = driver.card(1)
         async with restarted(config, driver):
             [approval_id] = approval_ids(tmp_path / "hatchway.db")
-            cli = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "bot.cli",
-                "approvals",
-                "approve",
-                approval_id,
-                "--config",
-                str(config),
-                stdout=asyncio.subprocess.PIPE,
-                env={
-                    **os.environ,
-                    **daemon_env(driver.environment()),
-                    "USER": "ops",
-                    "PYTHONPATH": str(ROOT),
-                },
-                cwd=str(tmp_path),
+            await approve_from_the_host(
+                config, approval_id, tmp_path, daemon_env(driver.environment())
             )
-            out, _ = await cli.communicate()
-            assert cli.returncode == 0, out
             await driver.wait_post(1, ANSWER, WAIT_S)
             await until_card_approved(driver, card)
         check_once_on(driver, tmp_path, request)

@@ -6,10 +6,7 @@ message, the tool runs once and the answer arrives once (docs/approvals.md)."""
 
 from __future__ import annotations
 
-import asyncio
-import os
 import signal
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,10 +18,10 @@ from tests.reliability.routed_llm import RoutedOpenAI
 from tests.reliability.test_parked_approval import (
     LLM_KEY,
     OWNER,
-    ROOT,
     TOKEN,
     answers,
     approval_ids,
+    approve_from_the_host,
     check_once,
     llm,
     tg,
@@ -60,21 +57,7 @@ async def test_a_card_whose_place_a_kill_lost_is_told_its_outcome_in_a_new_messa
     async with start_daemon(config) as daemon:
         await daemon.wait_notify("READY", "1")
         [approval_id] = approval_ids(db)
-        cli = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "bot.cli",
-            "approvals",
-            "approve",
-            approval_id,
-            "--config",
-            str(config),
-            stdout=asyncio.subprocess.PIPE,
-            env={**os.environ, "USER": "ops", "PYTHONPATH": str(ROOT)},
-            cwd=str(tmp_path),
-        )
-        out, _ = await cli.communicate()
-        assert cli.returncode == 0, out
+        await approve_from_the_host(config, approval_id, tmp_path)
         await until_answered(tg)
         [told] = await tg.wait_for(
             "sendMessage", lambda c: str(c.params.get("text")).startswith(NOTICE), wait_s=WAIT_S
