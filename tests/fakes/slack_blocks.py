@@ -119,24 +119,22 @@ class _Check:
         elif kind == "header":
             self.text(block.get("text"), f"{pointer}/text", SLACK_HEADER_TEXT, plain=True)
         elif kind == "context":
-            elements = block.get("elements")
-            if not isinstance(elements, list) or not SLACK_CONTEXT_ELEMENTS.holds(len(elements)):
-                most = SLACK_CONTEXT_ELEMENTS.most
-                self.add(f"must have 1-{most} items", f"{pointer}/elements")
-                return
-            for index, element in enumerate(elements):
+            for index, element in enumerate(self._elements(block, pointer, SLACK_CONTEXT_ELEMENTS)):
                 if not (isinstance(element, dict) and element.get("type") == "image"):
                     self.text(element, f"{pointer}/elements/{index}", SLACK_SECTION_TEXT)
         elif kind == "actions":
-            elements = block.get("elements")
-            if not isinstance(elements, list) or not SLACK_ACTIONS_ELEMENTS.holds(len(elements)):
-                most = SLACK_ACTIONS_ELEMENTS.most
-                self.add(f"must have 1-{most} items", f"{pointer}/elements")
-                return
-            for index, element in enumerate(elements):
+            for index, element in enumerate(self._elements(block, pointer, SLACK_ACTIONS_ELEMENTS)):
                 self.element(element, f"{pointer}/elements/{index}")
         elif kind == "input":
             self.element(block.get("element"), f"{pointer}/element")
+
+    def _elements(self, block: JSON, pointer: str, limit: Limit) -> list[Any]:
+        """The block's ``elements``; none (refused) when their count breaks ``limit``."""
+        elements = block.get("elements")
+        if not isinstance(elements, list) or not limit.holds(len(elements)):
+            self.add(f"must have 1-{limit.most} items", f"{pointer}/elements")
+            return []
+        return elements
 
     def _section(self, block: JSON, pointer: str) -> None:
         fields = block.get("fields")

@@ -13,6 +13,7 @@ import pytest
 
 from tests.fakes.limits import (
     SLACK_ACTION_ID,
+    SLACK_ACTIONS_ELEMENTS,
     SLACK_BLOCK_ID,
     SLACK_CONTEXT_ELEMENTS,
     SLACK_HEADER_TEXT,
@@ -63,6 +64,10 @@ def button(action_id: str) -> JSON:
 
 def context(count: int) -> JSON:
     return {"type": "context", "elements": [{"type": "mrkdwn", "text": "x"}] * count}
+
+
+def actions(count: int) -> JSON:
+    return {"type": "actions", "elements": [button(f"a{i}") for i in range(count)]}
 
 
 def post(**fields: Any) -> JSON:
@@ -140,6 +145,12 @@ CASES: list[tuple[str, JSON, str, JSON]] = [
         post(blocks=[{"type": "actions", "elements": [button("a" * (SLACK_ACTION_ID.most + 1))]}]),
         "invalid_blocks",
         post(blocks=[{"type": "actions", "elements": [button("a" * SLACK_ACTION_ID.most)]}]),
+    ),
+    (
+        "chat.postMessage",
+        post(blocks=[actions(SLACK_ACTIONS_ELEMENTS.most + 1)]),
+        "invalid_blocks",
+        post(blocks=[actions(SLACK_ACTIONS_ELEMENTS.most)]),
     ),
     (
         "chat.postMessage",
