@@ -44,7 +44,7 @@ from bench.crash_tally import (
     StoreReadout,
 )
 from tests.ops.daemon_process import WAIT_S, DaemonProcess, start_daemon
-from tests.reliability.crash_rig import write_config
+from tests.reliability.crash_rig import approval_keys, daemon_env, write_config
 from tests.reliability.platform_drivers import PlatformDriver
 
 #: Leases short enough for a takeover within a few seconds on a loaded machine, long enough
@@ -343,3 +343,19 @@ class Fleet:
 
     def workspaces(self) -> list[Path]:
         return [r.workspace for r in self.replicas.values()]
+
+
+def approval_fleet(
+    root: Path, *, url: str, llm_url: str, driver: PlatformDriver, approvers: Sequence[str]
+) -> Fleet:
+    """Replicas whose ``shell`` calls ask ``approvers`` on the driver's platform
+    (:func:`~tests.reliability.crash_rig.approval_keys`), with the driver's variables."""
+    return Fleet(
+        root,
+        url=url,
+        llm_url=llm_url,
+        driver=driver,
+        env=daemon_env(driver.environment()),
+        auto_approve=(),
+        channel_extra=approval_keys(driver, approvers),
+    )

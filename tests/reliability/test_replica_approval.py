@@ -22,10 +22,10 @@ import pytest
 from bench.crash_load import RAN, echo_model
 from tests.fakes.slack_server import FakeSlack
 from tests.ops.daemon_process import WAIT_S
-from tests.reliability.crash_rig import daemon_env, lines
+from tests.reliability.crash_rig import lines
 from tests.reliability.platform_drivers import SLACK_APP_TOKEN, SLACK_BOT_TOKEN
 from tests.reliability.replica_load import SpreadSlackDriver
-from tests.reliability.replica_rig import Fleet
+from tests.reliability.replica_rig import approval_fleet
 
 pytestmark = pytest.mark.long
 
@@ -39,14 +39,8 @@ async def test_a_card_posted_by_one_replica_is_decided_through_the_other(
 ) -> None:
     async with FakeSlack(SLACK_BOT_TOKEN, SLACK_APP_TOKEN) as slack, echo_model() as llm:
         driver = SpreadSlackDriver(fake=slack)
-        async with Fleet(
-            tmp_path,
-            url=pg_url,
-            llm_url=llm.base_url,
-            driver=driver,
-            env=daemon_env(driver.environment()),
-            auto_approve=(),
-            channel_extra=f'approvers = ["{APPROVER}"]\n',
+        async with approval_fleet(
+            tmp_path, url=pg_url, llm_url=llm.base_url, driver=driver, approvers=[APPROVER]
         ) as fleet:
             for name in ("r1", "r2"):
                 await fleet.start(name)

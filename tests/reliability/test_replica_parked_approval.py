@@ -29,7 +29,7 @@ from tests.fakes.discord_server import FakeDiscord
 from tests.fakes.slack_server import FakeSlack
 from tests.fakes.telegram_server import FakeTelegram
 from tests.ops.daemon_process import WAIT_S
-from tests.reliability.crash_rig import approval_keys, daemon_env, lines
+from tests.reliability.crash_rig import lines
 from tests.reliability.platform_drivers import (
     SLACK_APP_TOKEN,
     SLACK_BOT_TOKEN,
@@ -38,7 +38,7 @@ from tests.reliability.platform_drivers import (
     TelegramDriver,
 )
 from tests.reliability.replica_load import SpreadSlackDriver
-from tests.reliability.replica_rig import TELEGRAM_POLL, Fleet
+from tests.reliability.replica_rig import TELEGRAM_POLL, approval_fleet
 
 DISCORD_GATEWAY = "discord.main.gateway"
 
@@ -69,14 +69,8 @@ async def test_a_slack_card_whose_replica_was_killed_is_approved_through_the_oth
 ) -> None:
     async with FakeSlack(SLACK_BOT_TOKEN, SLACK_APP_TOKEN) as slack, echo_model() as llm:
         driver = SpreadSlackDriver(fake=slack)
-        async with Fleet(
-            tmp_path,
-            url=pg_url,
-            llm_url=llm.base_url,
-            driver=driver,
-            env=daemon_env(driver.environment()),
-            auto_approve=(),
-            channel_extra=f'approvers = ["{APPROVER}"]\n',
+        async with approval_fleet(
+            tmp_path, url=pg_url, llm_url=llm.base_url, driver=driver, approvers=[APPROVER]
         ) as fleet:
             for name in ("r1", "r2"):
                 await fleet.start(name)
@@ -133,14 +127,8 @@ async def test_a_telegram_card_whose_replica_was_killed_is_approved_through_the_
     async with FakeTelegram(TELEGRAM_TOKEN) as tg, echo_model() as llm:
         driver = TelegramDriver(fake=tg)
         person = driver.chat(1)
-        async with Fleet(
-            tmp_path,
-            url=pg_url,
-            llm_url=llm.base_url,
-            driver=driver,
-            env=daemon_env(driver.environment()),
-            auto_approve=(),
-            channel_extra=approval_keys(driver, [person]),
+        async with approval_fleet(
+            tmp_path, url=pg_url, llm_url=llm.base_url, driver=driver, approvers=[person]
         ) as fleet:
             await asyncio.gather(fleet.start("r1"), fleet.start("r2"))
             poller = await fleet.wait_holder(TELEGRAM_POLL)
@@ -199,14 +187,8 @@ async def test_a_discord_card_whose_replica_was_killed_is_approved_through_the_o
     async with FakeDiscord() as fake, echo_model() as llm:
         driver = DiscordDriver(fake=fake, conversations=2)
         person = driver.person(1)
-        async with Fleet(
-            tmp_path,
-            url=pg_url,
-            llm_url=llm.base_url,
-            driver=driver,
-            env=daemon_env(driver.environment()),
-            auto_approve=(),
-            channel_extra=approval_keys(driver, [person]),
+        async with approval_fleet(
+            tmp_path, url=pg_url, llm_url=llm.base_url, driver=driver, approvers=[person]
         ) as fleet:
             await asyncio.gather(fleet.start("r1"), fleet.start("r2"))
             await driver.connected()
