@@ -113,35 +113,47 @@ def thread_messages(slack: FakeSlack) -> list[dict[str, Any]]:
     ]
 
 
+async def crash_in_the_thread(path: Path, driver: SlackDriver, crash_at: str) -> None:
+    """An assistant thread starts and the person asks :data:`QUESTION` there; the daemon
+    dies at the crash point ``crash_at`` (``kill -9``)."""
+    slack = driver.fake
+    started = slack.assistant.start(user=USER, dm_channel=DM, thread_ts=THREAD)
+    crashing = daemon_env(driver.environment(), crash_at=crash_at)
+    async with start_daemon(path, env=crashing) as first:
+        await first.wait_notify("READY", "1")
+        await driver.connected()
+        await slack.wait_ack(await slack.push("events_api", started))
+        await ask(slack, QUESTION, "1600000000.000200")
+        assert await first.wait_exit() == -signal.SIGKILL, first.events[-20:]
+        driver.went_down()
+
+
+async def ask_later(path: Path, driver: SlackDriver) -> list[dict[str, Any]]:
+    """The next daemon answers :data:`LATER` in the thread, then stops; its events."""
+    slack = driver.fake
+    async with start_daemon(path, env=daemon_env(driver.environment())) as second:
+        await second.wait_notify("READY", "1")
+        await driver.connected()
+        await ask(slack, LATER, "1600000000.000300")
+        await slack.wait_for(
+            "chat.update", where=lambda p: LATER_ANSWER in str(p.get("text")), wait_s=WAIT_S
+        )
+        second.signal(signal.SIGTERM)
+        assert await second.wait_exit() == 0, second.events[-20:]
+    return list(second.events)
+
+
 async def test_kill_9_mid_stream(tmp_path: Path, llm: RoutedOpenAI) -> None:
     llm.answer("ask-alpha", Endless())
     llm.route_text("ask-omega", LATER_ANSWER)
     async with FakeSlack(SLACK_BOT_TOKEN, SLACK_APP_TOKEN) as slack:
         driver = SlackDriver(fake=slack)
         path = config(tmp_path, llm, driver)
-        started = slack.assistant.start(user=USER, dm_channel=DM, thread_ts=THREAD)
-        crashing = daemon_env(driver.environment(), crash_at="mid_stream")
-        async with start_daemon(path, env=crashing) as first:
-            await first.wait_notify("READY", "1")
-            await driver.connected()
-            await slack.wait_ack(await slack.push("events_api", started))
-            await ask(slack, QUESTION, "1600000000.000200")
-            assert await first.wait_exit() == -signal.SIGKILL, first.events[-20:]
-            driver.went_down()
+        await crash_in_the_thread(path, driver, "mid_stream")
         [cut] = thread_messages(slack)
         assert cut["streaming"], cut  # Slack still shows the half-written answer
 
-        async with start_daemon(path, env=daemon_env(driver.environment())) as second:
-            await second.wait_notify("READY", "1")
-            await driver.connected()
-            await ask(slack, LATER, "1600000000.000300")
-            await slack.wait_for(
-                "chat.update",
-                where=lambda p: LATER_ANSWER in str(p.get("text")),
-                wait_s=WAIT_S,
-            )
-            second.signal(signal.SIGTERM)
-            assert await second.wait_exit() == 0, second.events[-20:]
+        await ask_later(path, driver)
 
     messages = thread_messages(slack)
     texts = [str(m.get("text")) for m in messages]
@@ -167,31 +179,13 @@ async def test_kill_9_after_a_streamed_answer(tmp_path: Path, llm: HeldStream) -
         llm.hold = lambda: slack.wait_for("chat.startStream", wait_s=WAIT_S)
         driver = SlackDriver(fake=slack)
         path = config(tmp_path, llm, driver)
-        started = slack.assistant.start(user=USER, dm_channel=DM, thread_ts=THREAD)
-        crashing = daemon_env(driver.environment(), crash_at="after_answer")
-        async with start_daemon(path, env=crashing) as first:
-            await first.wait_notify("READY", "1")
-            await driver.connected()
-            await slack.wait_ack(await slack.push("events_api", started))
-            await ask(slack, QUESTION, "1600000000.000200")
-            assert await first.wait_exit() == -signal.SIGKILL, first.events[-20:]
-            driver.went_down()
+        await crash_in_the_thread(path, driver, "after_answer")
         [cut] = thread_messages(slack)
         assert cut["streaming"] and ANSWER.startswith(cut["text"]), cut
 
         llm.hold = None
-        async with start_daemon(path, env=daemon_env(driver.environment())) as second:
-            await second.wait_notify("READY", "1")
-            await driver.connected()
-            await ask(slack, LATER, "1600000000.000300")
-            await slack.wait_for(
-                "chat.update",
-                where=lambda p: LATER_ANSWER in str(p.get("text")),
-                wait_s=WAIT_S,
-            )
-            second.signal(signal.SIGTERM)
-            assert await second.wait_exit() == 0, second.events[-20:]
-        recovered = [e.get("outcome") for e in second.events if e.get("event") == "reply_recovered"]
+        second = await ask_later(path, driver)
+        recovered = [e.get("outcome") for e in second if e.get("event") == "reply_recovered"]
 
     messages = thread_messages(slack)
     texts = [str(m.get("text")) for m in messages]
