@@ -23,7 +23,8 @@ meanwhile are admitted at once and their turns wait for it.
 off: start-up only allocates, mostly objects that live as long as the process, and the
 collector would walk them a few hundred times for nothing (about a fifth of the CPU before
 READY). After warm-up one collection frees start-up's garbage, ``gc.freeze()`` takes the rest
-out of later collections, and the collector is switched back on.
+out of later collections, and the collector is switched back on, collecting the youngest
+generation every 5,000 net new objects instead of 700 (:data:`YOUNG_GENERATION_THRESHOLD`).
 
 **Drain.** New messages are refused at once; running turns get ``drain_timeout_s`` to finish,
 then they are cancelled as interrupted; pending approvals are expired; the database is
@@ -367,13 +368,26 @@ async def _warm_up(provider: DeferredProvider) -> None:
         gc.enable()
 
 
+#: The youngest generation's threshold once start-up is over (Python's default: 700). The
+#: collector runs when the tracked objects allocated, less those freed, pass it: a burst of
+#: conversations, each holding its tasks, coroutines and futures until its reply, passed 700
+#: over a hundred times per 1,000 turns, each collection walking the turns in flight, about
+#: a tenth of the event loop's CPU (docs/performance.md). Objects that die young are freed by
+#: their reference counts, not by the collector; what this delays is only the freeing of
+#: reference cycles, at most this many objects' worth.
+YOUNG_GENERATION_THRESHOLD = 5_000
+
+
 def settle_memory() -> None:
     """One full collection, then ``gc.freeze()``: what start-up left alive (modules,
-    settings, SDK types, caches) is kept out of every later collection. The daemon calls it
-    once warm-up is done; ``bench/throughput.py`` calls it after its warm-up round to
-    measure the same steady state."""
+    settings, SDK types, caches) is kept out of every later collection; and from then on the
+    youngest generation is collected every :data:`YOUNG_GENERATION_THRESHOLD` objects. The
+    daemon calls it once warm-up is done; ``bench/throughput.py`` calls it after its warm-up
+    round to measure the same steady state."""
     gc.collect()
     gc.freeze()
+    _, older, oldest = gc.get_threshold()
+    gc.set_threshold(YOUNG_GENERATION_THRESHOLD, older, oldest)
 
 
 async def run_daemon(options: DaemonOptions) -> int:

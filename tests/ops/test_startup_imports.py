@@ -33,6 +33,7 @@ PROBE = textwrap.dedent(
     })
     asyncio.run(bot.ops.daemon._warm_up(defer_provider(settings, environ={})))
     print("after", [m for m in late if m in sys.modules], gc.isenabled(), gc.get_freeze_count() > 0)
+    print("young", gc.get_threshold())  # collected every 5,000 net new objects from then on
     print("sdk", [m for m in ("openai", "httpx2") if m in sys.modules])  # not on the turn's path
 
     async def stopped_during_warm_up():
@@ -60,11 +61,12 @@ def test_turn_libraries_load_after_ready_and_the_collector_comes_back_on() -> No
     lines = [
         line
         for line in done.stdout.splitlines()
-        if line.startswith(("before", "after", "sdk", "stopped"))
+        if line.startswith(("before", "after", "young", "sdk", "stopped"))
     ]
     assert lines == [
         "before [] False",
         "after ['jsonschema', 'bot.providers.openai_compat'] True True",
+        "young (5000, 10, 10)",
         "sdk []",
         "stopped True",
     ]
