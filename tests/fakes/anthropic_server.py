@@ -38,10 +38,6 @@ class AnthropicFake(ScriptedServer):
         self.usage: JsonObject = dict(USAGE)
         self._call_counter = 0
 
-    async def __aenter__(self) -> AnthropicFake:
-        await super().__aenter__()
-        return self
-
     @property
     def base_url(self) -> str:
         return self.origin

@@ -4,7 +4,8 @@ The platform fakes (:mod:`tests.fakes.telegram_server`, :mod:`~tests.fakes.slack
 :mod:`~tests.fakes.discord_server`), the LLM fakes (:mod:`~tests.fakes.openai_server`, and
 through it :mod:`~tests.fakes.anthropic_server`), an adapter's own HTTP input in a test and
 the benches that drive them all start here, so they bind and stop the same way. A fake keeps
-a :class:`LoopbackServer` for its lifetime; a test serving an app for one block uses
+a :class:`LoopbackServer` for its lifetime (a fake that serves nothing else but one app for an
+``async with`` block is a :class:`LoopbackFake`); a test serving an app for one block uses
 :func:`serve_loopback`.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Self
 
 from aiohttp import web
 
@@ -82,3 +84,21 @@ async def serve_loopback(
         yield server
     finally:
         await server.aclose()
+
+
+class LoopbackFake:
+    """A fake serving :meth:`app` on its :class:`LoopbackServer` (``_server``, set by the
+    subclass) from ``async with`` until the block ends."""
+
+    _server: LoopbackServer
+
+    def app(self) -> web.Application:
+        """The app to serve, made anew at each start."""
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        await self._server.start(self.app())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._server.aclose()

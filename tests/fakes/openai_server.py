@@ -32,12 +32,11 @@ import json
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any
 
 from aiohttp import web
 
-from tests.fakes.loopback import LoopbackServer
+from tests.fakes.loopback import LoopbackFake, LoopbackServer
 
 JsonObject = dict[str, Any]
 
@@ -102,7 +101,7 @@ Rule = Callable[[JsonObject], ScriptItem]
 """Decides the reply to a request from its JSON body (see :meth:`ScriptedServer.answer_with`)."""
 
 
-class ScriptedServer:
+class ScriptedServer(LoopbackFake):
     """An aiohttp app on 127.0.0.1 (port 0) answering one POST route from a queue.
 
     Subclasses set ``route`` and implement :meth:`render_json`, :meth:`render_stream` and
@@ -128,20 +127,14 @@ class ScriptedServer:
         """Queued items not yet consumed."""
         return len(self._script)
 
-    async def __aenter__(self) -> ScriptedServer:
+    def app(self) -> web.Application:
         app = web.Application()
         app.router.add_post(self.route, self._handle)
-        await self._server.start(app)
-        return self
+        return app
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         self._closing.set()
-        await self._server.aclose()
+        await super().__aexit__(*exc)
 
     def queue(self, item: ScriptItem) -> None:
         self._script.append(item)
@@ -320,10 +313,6 @@ class OpenAIFake(ScriptedServer):
         self.model = model
         self.usage: JsonObject | None = dict(USAGE)
         self._call_counter = 0
-
-    async def __aenter__(self) -> OpenAIFake:
-        await super().__aenter__()
-        return self
 
     @property
     def base_url(self) -> str:

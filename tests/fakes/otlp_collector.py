@@ -15,11 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import TracebackType
 
 from aiohttp import web
 
-from tests.fakes.loopback import LoopbackServer
+from tests.fakes.loopback import LoopbackFake, LoopbackServer
 
 PATH = "/v1/traces"
 
@@ -31,7 +30,7 @@ class Export:
     body: bytes
 
 
-class OtlpCollector:
+class OtlpCollector(LoopbackFake):
     """See the module docstring."""
 
     def __init__(self, *, required: Mapping[str, str] | None = None) -> None:
@@ -44,19 +43,10 @@ class OtlpCollector:
     def endpoint(self) -> str:
         return self._server.url(PATH)
 
-    async def __aenter__(self) -> OtlpCollector:
+    def app(self) -> web.Application:
         app = web.Application()
         app.router.add_post(PATH, self._export)
-        await self._server.start(app)
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self._server.aclose()
+        return app
 
     async def _export(self, request: web.Request) -> web.Response:
         if any(request.headers.get(k) != v for k, v in self.required.items()):

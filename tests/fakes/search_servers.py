@@ -30,12 +30,12 @@ import asyncio
 import json
 import uuid
 from dataclasses import dataclass
-from typing import Any, Literal, Self
+from typing import Any, Literal
 from urllib.parse import urlparse
 
 from aiohttp import web
 
-from tests.fakes.loopback import LoopbackServer
+from tests.fakes.loopback import LoopbackFake, LoopbackServer
 
 Misbehaviour = Literal["hang", "html", "huge"] | None
 HUGE_BYTES = 10 * 1024 * 1024
@@ -66,7 +66,7 @@ DEFAULT_HITS = (
 )
 
 
-class SearchFake:
+class SearchFake(LoopbackFake):
     """The shared part: a loopback server, the hits to give, the requests seen."""
 
     def __init__(self) -> None:
@@ -82,14 +82,10 @@ class SearchFake:
     def routes(self, app: web.Application) -> None:
         raise NotImplementedError
 
-    async def __aenter__(self) -> Self:
+    def app(self) -> web.Application:
         app = web.Application()
         self.routes(app)
-        await self._server.start(app)
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self._server.aclose()
+        return app
 
     async def record(self, request: web.Request) -> Asked:
         params = dict(request.query)

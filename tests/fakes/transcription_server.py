@@ -22,11 +22,10 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from dataclasses import dataclass
-from types import TracebackType
 
 from aiohttp import web
 
-from tests.fakes.loopback import LoopbackServer
+from tests.fakes.loopback import LoopbackFake, LoopbackServer
 
 MAX_BYTES = 25 * 1024 * 1024
 FORMATS = frozenset({"flac", "mp3", "mp4", "mpeg", "mpga", "m4a", "ogg", "wav", "webm"})
@@ -45,7 +44,7 @@ class Upload:
     authorization: str | None
 
 
-class TranscriptionFake:
+class TranscriptionFake(LoopbackFake):
     def __init__(self, *, key: str | None = None) -> None:
         self.key = key
         self.text = "hello from the transcription fake"
@@ -64,19 +63,10 @@ class TranscriptionFake:
     def queue_error(self, status: int) -> None:
         self._errors.append(status)
 
-    async def __aenter__(self) -> TranscriptionFake:
+    def app(self) -> web.Application:
         app = web.Application(client_max_size=MAX_BYTES + 1024 * 1024)
         app.router.add_post("/v1/audio/transcriptions", self._transcribe)
-        await self._server.start(app)
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self._server.aclose()
+        return app
 
     async def _transcribe(self, request: web.Request) -> web.Response:
         authorization = request.headers.get("Authorization")
