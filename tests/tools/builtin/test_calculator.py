@@ -12,7 +12,12 @@ from hypothesis import strategies as st
 
 from bot.providers.base import ToolCallRequest
 from bot.store import Store
-from bot.tools.builtin.calculator import calculate, calculator_tool
+from bot.tools.builtin.calculator import (
+    MAX_INT_DIGITS,
+    calculate,
+    calculator_tool,
+    format_number,
+)
 from bot.tools.builtin.observation import ToolFailed
 from bot.tools.outcome import OutcomeReason, OutcomeStatus
 from bot.tools.schema import validator_for
@@ -112,7 +117,16 @@ def test_any_text_is_a_number_or_a_tool_failure(expression: str) -> None:
     except ToolFailed:
         return
     assert isinstance(value, int | float) and not isinstance(value, bool)
-    assert math.isfinite(value)
+    if isinstance(value, int):  # exact, however large, within the digit bound
+        assert len(str(abs(value))) <= MAX_INT_DIGITS
+    else:
+        assert math.isfinite(value)
+
+
+def test_a_large_power_is_exact() -> None:
+    # larger than any float: the answer is the exact integer, not an overflow
+    assert calculate("3**700") == 3**700
+    assert format_number(calculate("3**700")) == str(3**700)
 
 
 async def test_handler_formats_whole_floats_as_integers() -> None:
