@@ -128,7 +128,8 @@ async def resume_turn(bundle: AgentBundle, state: TurnState, approval_id: str) -
     run; the batch run under the configuration in force now (an approved call runs even
     when a usage budget was spent meanwhile; the answer is then the budget notice), its
     outcomes appended as a new message, and the model called again. The parked row goes
-    once the run is over. A row that cannot be read fails this turn alone: one log line,
+    with the batch's outcomes, in their transaction (or, when they were never recorded, once
+    the run is over). A row that cannot be read fails this turn alone: one log line,
     and :data:`UNREADABLE_MESSAGE` for the requester."""
     settings, store = bundle.services.settings, bundle.services.store
     try:
@@ -184,7 +185,10 @@ async def resume_turn(bundle: AgentBundle, state: TurnState, approval_id: str) -
         await _salvage(bundle, state, pipeline)
         raise
     finally:
-        await store.parked.drop(approval_id)
+        if not pipeline.resumed_dropped:
+            # the batch's outcomes were never recorded (an error the turn does not salvage):
+            # the row goes all the same, as its entry ends. Otherwise it went with them
+            await store.parked.drop(approval_id)
         if bundle.dynamic is not None:
             bundle.dynamic.finish_turn(state.turn.turn_id)
         if state.usage is not None:

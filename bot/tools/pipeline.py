@@ -121,6 +121,8 @@ class ToolPipeline:
         #: a resumed batch's parked row, and whether an earlier resumption was cut off
         self._resuming: str | None = None
         self._cut_off = False
+        #: whether the resumed row went, with the batch's outcomes or its parking again
+        self._resumed_dropped = False
 
     # -- batch -------------------------------------------------------------------------
 
@@ -159,6 +161,12 @@ class ToolPipeline:
         batch.cards.update(cards)
         self._resuming, self._cut_off = parked, cut_off
         return await self._run(batch, None)
+
+    @property
+    def resumed_dropped(self) -> bool:
+        """Whether the row of the batch resumed (:meth:`resume_batch`'s ``parked``) went,
+        in the transaction that recorded its outcomes (or parked the turn again)."""
+        return self._resumed_dropped
 
     async def _run(self, batch: Batch, with_batch: UnitOfWork | None) -> BatchReport:
         self._with_batch = with_batch
@@ -225,11 +233,14 @@ class ToolPipeline:
         self._batch = None
         # the batch's rows and its history messages commit together: all or none
         work, self._with_batch = self._with_batch or UnitOfWork(), None
-        if batch.resumed is not None and self._resuming is not None:
-            work.drop_parked(self._resuming)
+        resumed = self._resuming if batch.resumed is not None else None
+        if resumed is not None:
+            work.drop_parked(resumed)
         work.record_tool_calls(batch.rows)
         work.append_history(self._turn.session_key, self._turn.turn_id, messages)
         await self._services.store.commit(work)
+        if resumed is not None:
+            self._resumed_dropped = True
         return BatchReport(
             outcomes=tuple(outcomes), messages=tuple(messages), verdict=batch.verdict
         )
@@ -254,6 +265,8 @@ class ToolPipeline:
             if self._resuming is not None:
                 work.drop_parked(self._resuming)
         await self._services.store.commit(work)
+        if batch.resumed is not None and self._resuming is not None:
+            self._resumed_dropped = True
         log.info(
             "turn_parked", approval_id=record.approval_id, tool=record.calls[record.waiting].name
         )
