@@ -1,5 +1,8 @@
 """Fixtures for approval tests: a real SQLite store, settings, the fake channel, and an ask
-running while a test clicks on its card."""
+running while a test clicks on its card; for the parking tests (test_parking_*.py), a card
+whose turn has parked on a running daemon (:func:`parked_card`), the waits on what the
+daemon then does by itself, and the check that nothing of a turn ran
+(:func:`assert_nothing_ran`)."""
 
 from __future__ import annotations
 
@@ -7,20 +10,23 @@ import asyncio
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
+from bot.app import App
 from bot.approval.gate import ApprovalDecision, ApprovalRequest
 from bot.approval.service import ApprovalService
-from bot.channel import Channel
+from bot.channel import Channel, ClickVerdict
 from bot.config import Settings, parse_settings
 from bot.envelope import Capabilities, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
-from bot.store import Store
+from bot.store import InboxKey, InboxStatus, Store
 from bot.store.approvals import ApprovalRecord, ApprovalStatus
+from bot.store.parked import ParkState
 from bot.turn import TurnIdentity
-from tests.fakes.channel import FakeChannel, PostedCard
-from tests.fakes.replica_apps import Replicas
+from tests.approval.file_daemon import Daemons
+from tests.fakes.channel import FakeChannel, PostedCard, clicked
+from tests.fakes.replica_apps import Replicas, message
 from tests.sqlite_template import copy_migrated
 
 SLACK = ChannelRef(kind="slack", alias="team")
@@ -198,3 +204,122 @@ async def status_of(store: Store, approval_id: str) -> tuple[ApprovalStatus, str
     record = await store.approvals.get(approval_id)
     assert record is not None
     return record.status, record.reason
+
+
+@pytest.fixture
+async def daemons(tmp_path: Path) -> AsyncIterator[Daemons]:
+    """Daemons started one at a time on one ``hatchway.toml`` and its SQLite file
+    (:mod:`tests.approval.file_daemon`)."""
+    started = Daemons(tmp_path)
+    try:
+        yield started
+    finally:
+        await started.aclose()
+
+
+# -- parked turns on running daemons -------------------------------------------------------
+
+#: How long a parking test waits for what a daemon does by itself.
+WAIT_S = 60.0
+#: The turn parks by itself once its card has waited 0.2 s (``approval.wait_in_turn_s``).
+PARK_SOON: dict[str, Any] = {"approval": {"timeout_s": 60.0, "wait_in_turn_s": 0.2}}
+#: The inbox entry of :func:`parked_card`'s default message.
+KEY = InboxKey(channel=str(SLACK), message_id="1")
+
+
+class Running(Protocol):
+    """A started daemon: a replica (:class:`tests.fakes.replica_apps.Replica`) or one on a
+    configuration file (:class:`tests.approval.file_daemon.Daemon`)."""
+
+    @property
+    def app(self) -> App: ...
+
+    @property
+    def channel(self) -> FakeChannel: ...
+
+    async def deliver(self, envelope: IngressEnvelope) -> None: ...
+
+
+class Runs(Protocol):
+    """What the daemons of a test ran (:class:`~tests.fakes.replica_apps.Replicas`,
+    :class:`~tests.approval.file_daemon.Daemons`)."""
+
+    @property
+    def log(self) -> list[tuple[str, str]]: ...
+
+    @property
+    def deployed(self) -> list[tuple[str, Mapping[str, object]]]: ...
+
+
+async def parked_card(
+    running: Running,
+    text: str = "m1 deploy please",
+    message_id: str = "1",
+    *,
+    conversation: str = "C1",
+    state: ParkState = ParkState.PARKED,
+) -> PostedCard:
+    """``running`` gets the message (``deploy`` asks for a card), posts the card, and the
+    turn's parked row reaches ``state`` (the daemon must park soon: :data:`PARK_SOON`)."""
+    await running.deliver(message(text, message_id, conversation=conversation))
+    card = await asyncio.wait_for(running.channel.next_card(), WAIT_S)
+    await until_state(running.app.store, card.card.approval_id, state)
+    return card
+
+
+async def until_state(store: Store, approval_id: str, state: ParkState = ParkState.PARKED) -> None:
+    async with asyncio.timeout(WAIT_S):
+        while True:
+            row = await store.parked.row(approval_id)
+            if row is not None and row.state is state:
+                return
+            await asyncio.sleep(0.05)
+
+
+async def until_closed(store: Store, approval_id: str) -> tuple[ApprovalStatus, str | None]:
+    """The card is decided and the parked turn is over (its row gone)."""
+    async with asyncio.timeout(WAIT_S):
+        while True:
+            record = await store.approvals.get(approval_id)
+            assert record is not None
+            gone = await store.parked.row(approval_id) is None
+            if record.status is not ApprovalStatus.PENDING and gone:
+                return record.status, record.reason
+            await asyncio.sleep(0.05)
+
+
+async def until_inbox(store: Store, *statuses: InboxStatus, key: InboxKey = KEY) -> InboxStatus:
+    """Until the entry of ``key`` has one of ``statuses``; which."""
+    async with asyncio.timeout(WAIT_S):
+        while True:
+            entry = await store.inbox.get(key)
+            if entry is not None and entry.status in statuses:
+                return entry.status
+            await asyncio.sleep(0.05)
+
+
+def answers(*running: Running) -> list[str]:
+    """The answers the model gave (``done: …``, the replica tests' model), on every channel
+    of ``running``."""
+    return [t for r in running for t in r.channel.texts if t.startswith("done:")]
+
+
+async def assert_nothing_ran(
+    runs: Runs,
+    on: Running | None = None,
+    card: PostedCard | None = None,
+    *,
+    answered: bool = False,
+) -> None:
+    """Nothing of the parked turn ran: no ``deploy``, no model call but the one on ``a`` that
+    asked for it (a resumption's adds none to the log), no answer on ``on`` unless
+    ``answered`` (the model was told why the call did not run); and a late click on ``card``
+    on ``on`` is not accepted and runs nothing either."""
+    assert runs.deployed == []
+    assert runs.log == [("a", "m1")]
+    if on is not None and not answered:
+        assert answers(on) == []
+    if on is not None and card is not None:
+        verdict = await clicked(on.app.approvals, on.channel.click(card, APPROVER))
+        assert verdict is not ClickVerdict.ACCEPTED
+        assert runs.deployed == []

@@ -52,17 +52,22 @@ class Trace:
         taken, self.statements = self.statements, []
         return taken
 
-
-@pytest.fixture
-async def traced(tmp_path: Path) -> AsyncIterator[tuple[Store, Trace]]:
-    trace = Trace()
-    async with await Store.open(tmp_path / "hatchway.db") as store:
+    @classmethod
+    async def installed(cls, store: Store) -> Trace:
+        """A trace of ``store``'s connection (a SQLite one), off until :attr:`on`."""
+        trace = cls()
 
         def install(conn: sqlite3.Connection) -> None:
             conn.set_trace_callback(trace)
 
         await store.db._worker.submit(install)  # type: ignore[attr-defined]
-        yield store, trace
+        return trace
+
+
+@pytest.fixture
+async def traced(tmp_path: Path) -> AsyncIterator[tuple[Store, Trace]]:
+    async with await Store.open(tmp_path / "hatchway.db") as store:
+        yield store, await Trace.installed(store)
 
 
 def record(approval_id: str) -> ParkRecord:
