@@ -298,6 +298,12 @@ async def until_inbox(store: Store, *statuses: InboxStatus, key: InboxKey = KEY)
             await asyncio.sleep(0.05)
 
 
+async def until_done(store: Store, approval_id: str, key: InboxKey = KEY) -> None:
+    """The resumption is over: its inbox entry is done and the parked row gone."""
+    await until_inbox(store, InboxStatus.DONE, key=key)
+    await until_closed(store, approval_id)
+
+
 def answers(*running: Running) -> list[str]:
     """The answers the model gave (``done: …``, the replica tests' model), on every channel
     of ``running``."""

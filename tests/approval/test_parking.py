@@ -12,34 +12,28 @@ from typing import Any
 
 from bot.approval.reasons import RuntimeReason
 from bot.channel import CardState, ClickVerdict
-from bot.store import InboxKey, InboxStatus, Store
+from bot.store import InboxStatus, Store
 from bot.store.approvals import ApprovalStatus
 from bot.store.parked import ParkState
-from tests.approval.conftest import status_of
+from tests.approval.conftest import (
+    KEY,
+    PARK_SOON,
+    WAIT_S,
+    answers,
+    assert_nothing_ran,
+    parked_card,
+    status_of,
+    until_inbox,
+    until_state,
+)
 from tests.fakes.channel import clicked
 from tests.fakes.replica_apps import APPROVER, SLACK, Replicas, message
-
-WAIT_S = 60.0
-KEY = InboxKey(channel=str(SLACK), message_id="1")
 
 
 async def inbox_status(store: Store) -> InboxStatus:
     entry = await store.inbox.get(KEY)
     assert entry is not None
     return entry.status
-
-
-async def until_parked(store: Store, approval_id: str) -> None:
-    async with asyncio.timeout(WAIT_S):
-        while True:
-            row = await store.parked.row(approval_id)
-            if row is not None and row.state is ParkState.PARKED:
-                return
-            await asyncio.sleep(0.05)
-
-
-def answers(texts: list[str]) -> list[str]:
-    return [t for t in texts if t.startswith("done:")]
 
 
 async def test_a_stop_parks_and_a_click_on_the_original_card_resumes_after_the_restart(
@@ -64,11 +58,9 @@ async def test_a_stop_parks_and_a_click_on_the_original_card_resumes_after_the_r
     assert await clicked(b.app.approvals, b.channel.click(card, APPROVER)) is ClickVerdict.ACCEPTED
     await b.channel.wait_for("done: deployed v2", within_s=WAIT_S)
     assert replicas.deployed == [("b", {"version": "2"})]
-    assert answers(b.channel.texts) == ["done: deployed v2"]
+    assert answers(b) == ["done: deployed v2"]
     assert await status_of(store, approval_id) == (ApprovalStatus.APPROVED, "click")
-    async with asyncio.timeout(WAIT_S):
-        while await inbox_status(store) is not InboxStatus.DONE:  # noqa: ASYNC110
-            await asyncio.sleep(0.05)
+    await until_inbox(store, InboxStatus.DONE)
     assert await store.parked.rows() == []
     # the original card shows the outcome (an edit of its message)
     assert [(mid, c.state) for mid, c in b.channel.edits] == [(card.message_id, CardState.APPROVED)]
@@ -90,26 +82,24 @@ async def test_a_killed_turn_is_parked_at_the_next_start_and_the_cli_resumes_it(
 
     b = await replicas.start("b")
     store = b.app.store
-    await until_parked(store, approval_id)
+    await until_state(store, approval_id)
     assert await inbox_status(store) is InboxStatus.PARKED
     assert await status_of(store, approval_id) == (ApprovalStatus.PENDING, None)
     verdict = await b.app.approvals.decide_from_cli(approval_id, True, "operator:root")
     assert verdict is ClickVerdict.ACCEPTED
     await b.channel.wait_for("done: deployed v2", within_s=WAIT_S)
     assert replicas.deployed == [("b", {"version": "2"})]
-    assert answers(b.channel.texts) == ["done: deployed v2"]
+    assert answers(b) == ["done: deployed v2"]
     assert not [t for t in b.channel.texts if "ask again" in t]
 
 
 async def test_a_turn_parks_after_wait_in_turn_and_its_denial_reaches_the_model(
     replicas: Replicas,
 ) -> None:
-    a = await replicas.start("a", extra={"approval": {"timeout_s": 60.0, "wait_in_turn_s": 0.2}})
-    await a.deliver(message("m1 deploy please", "1"))
-    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
-    approval_id = card.card.approval_id
+    a = await replicas.start("a", extra=PARK_SOON)
     # no stop: the turn parks by itself once it has waited wait_in_turn_s
-    await until_parked(a.app.store, approval_id)
+    card = await parked_card(a)
+    approval_id = card.card.approval_id
     assert await inbox_status(a.app.store) is InboxStatus.PARKED
     verdict = await a.app.approvals.decide_from_cli(approval_id, False, "operator:root")
     assert verdict is ClickVerdict.ACCEPTED
@@ -133,11 +123,9 @@ async def test_without_parking_a_stop_expires_the_card_as_before(replicas: Repli
 
 
 async def test_stop_closes_a_parked_card_as_cancelled(replicas: Replicas) -> None:
-    a = await replicas.start("a", extra={"approval": {"timeout_s": 60.0, "wait_in_turn_s": 0.2}})
-    await a.deliver(message("m1 deploy please", "1"))
-    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
+    a = await replicas.start("a", extra=PARK_SOON)
+    card = await parked_card(a)
     approval_id = card.card.approval_id
-    await until_parked(a.app.store, approval_id)
     await a.deliver(message("/stop", "2"))
     await a.channel.wait_for("request waiting for approval was cancelled", within_s=WAIT_S)
     store = a.app.store
@@ -147,7 +135,7 @@ async def test_stop_closes_a_parked_card_as_cancelled(replicas: Replicas) -> Non
     # the card says so, and a late click runs nothing
     assert [(mid, c.state) for mid, c in a.channel.edits] == [(card.message_id, CardState.EXPIRED)]
     assert await clicked(a.app.approvals, a.channel.click(card, APPROVER)) is ClickVerdict.UNKNOWN
-    assert replicas.deployed == []
+    await assert_nothing_ran(replicas, a, card)
 
 
 async def test_a_stop_while_the_parked_turn_is_still_ending_says_the_card_was_cancelled(
@@ -155,7 +143,7 @@ async def test_a_stop_while_the_parked_turn_is_still_ending_says_the_card_was_ca
 ) -> None:
     """The turn's park is committed but its task has not ended yet (a busy machine can hold
     it there): ``/stop`` finds it "running" and closes its card, and still says so."""
-    a = await replicas.start("a", extra={"approval": {"timeout_s": 60.0, "wait_in_turn_s": 0.2}})
+    a = await replicas.start("a", extra=PARK_SOON)
     store = a.app.store
     committed, let_go = asyncio.Event(), asyncio.Event()
     commit = store.commit

@@ -5,16 +5,13 @@ PostgreSQL database and the in-process channel."""
 
 from __future__ import annotations
 
-import asyncio
-
 from bot.agent.loop import BUDGET_MESSAGE
 from bot.channel import ClickVerdict
-from bot.store import InboxKey, InboxStatus
+from bot.store import InboxStatus
 from bot.store.approvals import ApprovalStatus
-from tests.approval.conftest import status_of
-from tests.approval.test_parking_reload import WAIT_S, until_parked
+from tests.approval.conftest import KEY, WAIT_S, answers, parked_card, status_of
 from tests.fakes.channel import clicked
-from tests.fakes.replica_apps import APPROVER, SLACK, Replicas, message
+from tests.fakes.replica_apps import APPROVER, Replicas
 
 #: The card outlives the in-turn wait, which outlives the turn's budget: the budget comes
 #: first. Long enough for a loaded machine to reach the card within it.
@@ -28,14 +25,12 @@ async def test_a_turn_whose_budget_runs_out_while_its_card_waits_parks(
     replicas: Replicas,
 ) -> None:
     a = await replicas.start("a", extra=BUDGET_FIRST)
-    await a.deliver(message("m1 deploy please", "1"))
-    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
+    card = await parked_card(a)
     approval_id = card.card.approval_id
     store = a.app.store
-    await until_parked(store, approval_id)
     # parked, not cancelled: the card is still open, nobody was told the budget ran out
     assert await status_of(store, approval_id) == (ApprovalStatus.PENDING, None)
-    entry = await store.inbox.get(InboxKey(channel=str(SLACK), message_id="1"))
+    entry = await store.inbox.get(KEY)
     assert entry is not None and entry.status is InboxStatus.PARKED
     assert BUDGET_MESSAGE not in a.channel.texts
 
@@ -43,7 +38,7 @@ async def test_a_turn_whose_budget_runs_out_while_its_card_waits_parks(
     assert await clicked(a.app.approvals, a.channel.click(card, APPROVER)) is ClickVerdict.ACCEPTED
     await a.channel.wait_for("done: deployed v2", within_s=WAIT_S)
     assert replicas.deployed == [("a", {"version": "2"})]
-    assert [t for t in a.channel.texts if t.startswith("done:")] == ["done: deployed v2"]
+    assert answers(a) == ["done: deployed v2"]
     assert BUDGET_MESSAGE not in a.channel.texts
 
 
@@ -56,13 +51,11 @@ async def test_a_resumed_turn_whose_usage_budget_was_spent_runs_the_call_and_ans
         "budgets": {"per_user": {"daily_tokens": 1}},
     }
     a = await replicas.start("a", extra=spent_soon)
-    await a.deliver(message("m1 deploy please", "1"))
-    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
-    await until_parked(a.app.store, card.card.approval_id)
+    card = await parked_card(a)
 
     assert await clicked(a.app.approvals, a.channel.click(card, APPROVER)) is ClickVerdict.ACCEPTED
     await a.channel.wait_for("daily budget is used up", within_s=WAIT_S)
     # the approved call ran, once; the model was not called again for the answer
     assert replicas.deployed == [("a", {"version": "2"})]
     assert replicas.log == [("a", "m1")]
-    assert not [t for t in a.channel.texts if t.startswith("done:")]
+    assert answers(a) == []

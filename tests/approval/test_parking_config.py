@@ -6,28 +6,29 @@ turn runs."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 from bot.agent.loop import AGENT_REMOVED_MESSAGE
 from bot.approval.reasons import RuntimeReason
 from bot.channel import CardState, ClickVerdict
-from bot.store import InboxKey, InboxStatus, Store
+from bot.store import InboxStatus
 from bot.store.approvals import ApprovalStatus
-from tests.approval.conftest import status_of
-from tests.approval.test_parking_reload import OPS, PARK_SOON, WAIT_S, until_closed, until_parked
-from tests.fakes.channel import clicked
-from tests.fakes.replica_apps import (
-    APPROVER,
-    QUICK_REPLICAS,
-    SLACK,
-    Replicas,
-    message,
-    replica_settings,
+from tests.approval.conftest import (
+    KEY,
+    PARK_SOON,
+    WAIT_S,
+    answers,
+    assert_nothing_ran,
+    parked_card,
+    status_of,
+    until_closed,
+    until_inbox,
 )
+from tests.approval.test_parking_reload import OPS
+from tests.fakes.channel import clicked
+from tests.fakes.replica_apps import APPROVER, QUICK_REPLICAS, Replicas, replica_settings
 
-KEY = InboxKey(channel=str(SLACK), message_id="1")
 TEAM: dict[str, Any] = {"allowed_users": ["*"], "approvers": [APPROVER]}
 
 
@@ -35,23 +36,12 @@ def with_team(**changes: Any) -> dict[str, Any]:
     return {**PARK_SOON, "channels": {"slack": {"team": {**TEAM, **changes}}}}
 
 
-async def until_inbox(store: Store, status: InboxStatus) -> None:
-    async with asyncio.timeout(WAIT_S):
-        while True:
-            entry = await store.inbox.get(KEY)
-            if entry is not None and entry.status is status:
-                return
-            await asyncio.sleep(0.05)
-
-
 async def test_a_reload_that_disables_the_channel_of_a_parked_turn_expires_it_and_ends_it(
     replicas: Replicas, pg_url: str, tmp_path: Path
 ) -> None:
     a = await replicas.start("a", extra=PARK_SOON)
-    await a.deliver(message("m1 deploy please", "1"))
-    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
+    card = await parked_card(a)
     approval_id = card.card.approval_id
-    await until_parked(a.app.store, approval_id)
 
     a.app.reload(replica_settings(pg_url, tmp_path / "a", extra=with_team(enabled=False)))
     assert await until_closed(a.app.store, approval_id) == (
@@ -63,23 +53,15 @@ async def test_a_reload_that_disables_the_channel_of_a_parked_turn_expires_it_an
     assert entry is not None and entry.error == RuntimeReason.CHANNEL_REMOVED
     # the card says so where the adapter still runs; nothing ran, the model was not called
     assert [(mid, c.state) for mid, c in a.channel.edits] == [(card.message_id, CardState.EXPIRED)]
-    assert replicas.deployed == []
-    assert replicas.log == [("a", "m1")]
-    assert not [t for t in a.channel.texts if t.startswith("done:")]
-    assert await clicked(a.app.approvals, a.channel.click(card, APPROVER)) is not (
-        ClickVerdict.ACCEPTED
-    )
-    assert replicas.deployed == []
+    await assert_nothing_ran(replicas, a, card)
 
 
 async def test_a_reload_that_takes_the_requesters_access_away_expires_the_parked_card(
     replicas: Replicas, pg_url: str, tmp_path: Path
 ) -> None:
     a = await replicas.start("a", extra=PARK_SOON)
-    await a.deliver(message("m1 deploy please", "1"))
-    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
+    card = await parked_card(a)
     approval_id = card.card.approval_id
-    await until_parked(a.app.store, approval_id)
 
     # an unrelated reload changes nothing for it
     a.app.reload(replica_settings(pg_url, tmp_path / "a", extra=with_team(max_message_chars=9000)))
@@ -91,18 +73,15 @@ async def test_a_reload_that_takes_the_requesters_access_away_expires_the_parked
         RuntimeReason.ACCESS_REMOVED,
     )
     await until_inbox(a.app.store, InboxStatus.FAILED)
-    assert replicas.deployed == []
-    assert replicas.log == [("a", "m1")]
+    await assert_nothing_ran(replicas, a, card)
 
 
 async def test_a_tool_removed_while_the_daemon_was_stopped_expires_the_card_at_the_start(
     replicas: Replicas,
 ) -> None:
     a = await replicas.start("a", extra=PARK_SOON)
-    await a.deliver(message("m1 deploy please", "1"))
-    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
+    card = await parked_card(a)
     approval_id = card.card.approval_id
-    await until_parked(a.app.store, approval_id)
     await replicas.stop(a)
 
     # the file was edited meanwhile: the agent no longer has the tool
@@ -116,12 +95,9 @@ async def test_a_tool_removed_while_the_daemon_was_stopped_expires_the_card_at_t
     await b.channel.wait_for("done: Not executed", within_s=WAIT_S)
     await until_closed(b.app.store, approval_id)
     assert [(mid, c.state) for mid, c in b.channel.edits] == [(card.message_id, CardState.EXPIRED)]
-    assert await clicked(b.app.approvals, b.channel.click(card, APPROVER)) is not (
-        ClickVerdict.ACCEPTED
-    )
-    assert replicas.deployed == []
+    await assert_nothing_ran(replicas, b, card, answered=True)
     # the model is told why, not that the tool does not exist
-    told = [t for t in b.channel.texts if t.startswith("done:")]
+    told = answers(b)
     assert len(told) == 1 and "the tool is no longer configured" in told[0], told
 
 
@@ -129,10 +105,8 @@ async def test_an_agent_removed_while_the_daemon_was_stopped_expires_the_card_at
     replicas: Replicas,
 ) -> None:
     a = await replicas.start("a", extra=OPS)
-    await a.deliver(message("m1 deploy please", "1"))
-    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
+    card = await parked_card(a)
     approval_id = card.card.approval_id
-    await until_parked(a.app.store, approval_id)
     await replicas.stop(a)
 
     b = await replicas.start("b", extra=PARK_SOON)  # no ops any more
@@ -142,16 +116,13 @@ async def test_an_agent_removed_while_the_daemon_was_stopped_expires_the_card_at
     )
     await b.channel.wait_for(AGENT_REMOVED_MESSAGE, within_s=WAIT_S)
     await until_closed(b.app.store, approval_id)
-    assert replicas.deployed == []
-    assert replicas.log == [("a", "m1")]
+    await assert_nothing_ran(replicas, b, card)
 
 
 async def test_a_parked_turn_that_still_fits_is_left_alone_at_a_start(replicas: Replicas) -> None:
     a = await replicas.start("a", extra=PARK_SOON)
-    await a.deliver(message("m1 deploy please", "1"))
-    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
+    card = await parked_card(a)
     approval_id = card.card.approval_id
-    await until_parked(a.app.store, approval_id)
     await replicas.stop(a)
     b = await replicas.start("b", extra={**PARK_SOON, "replicas": dict(QUICK_REPLICAS)})
     assert await status_of(b.app.store, approval_id) == (ApprovalStatus.PENDING, None)
@@ -163,10 +134,8 @@ async def test_an_approver_removed_while_stopped_is_refused_on_the_parked_card(
     replicas: Replicas,
 ) -> None:
     a = await replicas.start("a", extra=with_team(approvers=[APPROVER, "U_FAR"]))
-    await a.deliver(message("m1 deploy please", "1"))
-    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
+    card = await parked_card(a)
     approval_id = card.card.approval_id
-    await until_parked(a.app.store, approval_id)
     await replicas.stop(a)
 
     b = await replicas.start("b", extra=with_team(approvers=[APPROVER]))

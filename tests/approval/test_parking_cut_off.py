@@ -8,24 +8,13 @@ test_parked_resumer_kill.py."""
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
-from bot.store import InboxStatus, Store
+from bot.store import InboxStatus
 from bot.store.parked import ParkState
 from bot.tools.outcome import RESULT_UNKNOWN
-from tests.approval.test_parking_race import KEY, PARK_SOON, WAIT_S, answers, until_state
-from tests.fakes.replica_apps import APPROVER, Replicas, message
-
-
-async def until_done(store: Store) -> None:
-    async with asyncio.timeout(WAIT_S):
-        while True:
-            entry = await store.inbox.get(KEY)
-            if entry is not None and entry.status is InboxStatus.DONE:
-                return
-            await asyncio.sleep(0.05)
+from tests.approval.conftest import KEY, PARK_SOON, answers, parked_card, until_inbox
+from tests.fakes.replica_apps import APPROVER, Replicas
 
 
 @pytest.mark.parametrize("retry_safe", [False, True], ids=["not-retry-safe", "retry-safe"])
@@ -33,10 +22,8 @@ async def test_a_resumption_cut_off_on_a_dead_replica_resumes_once_more(
     replicas: Replicas, retry_safe: bool
 ) -> None:
     a = await replicas.start("a", extra=PARK_SOON, retry_safe=retry_safe)
-    await a.deliver(message("m1 deploy please", "1"))
-    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
+    card = await parked_card(a)
     approval_id = card.card.approval_id
-    await until_state(a.app.store, approval_id, ParkState.PARKED)
     keeper = a.app.keeper
     assert keeper is not None
     db = a.app.store.db
@@ -61,7 +48,7 @@ async def test_a_resumption_cut_off_on_a_dead_replica_resumes_once_more(
 
     b = await replicas.start("b", extra=PARK_SOON, retry_safe=retry_safe)
     store = b.app.store
-    await until_done(store)
+    await until_inbox(store, InboxStatus.DONE)
     assert await store.parked.rows() == []
     runs = [("a", {"version": "2"})] + ([("b", {"version": "2"})] if retry_safe else [])
     assert replicas.deployed == runs

@@ -18,12 +18,11 @@ from bot.channel import ClickVerdict
 from bot.gateway.resumption import Resumptions
 from bot.providers.base import ToolCallRequest
 from bot.store import Store
-from bot.store.parked import ParkRecord, ParkState
+from bot.store.parked import ParkRecord
 from bot.turn import TurnIdentity
-from tests.approval.conftest import make_envelope, make_settings
-from tests.fakes.replica_apps import Replica, Replicas, message
+from tests.approval.conftest import WAIT_S, make_envelope, make_settings, until_state
+from tests.fakes.replica_apps import Replicas, message
 
-WAIT_S = 60.0
 #: Leases long enough that a loaded machine's slow heartbeat never has a replica refuse work.
 STEADY = {"heartbeat_s": 1.0, "lease_ttl_s": 10.0, "max_clock_skew_s": 1.0}
 PARK_SOON = {"approval": {"timeout_s": 60.0, "wait_in_turn_s": 0.2}, "replicas": STEADY}
@@ -169,15 +168,6 @@ async def until(condition: Callable[[], bool]) -> None:
             await asyncio.sleep(0.02)
 
 
-async def until_parked(replica: Replica, approval_id: str) -> None:
-    async with asyncio.timeout(WAIT_S):
-        while True:
-            row = await replica.app.store.parked.row(approval_id)
-            if row is not None and row.state is ParkState.PARKED:
-                return
-            await asyncio.sleep(0.05)
-
-
 async def test_the_gate_closes_in_a_daemon_and_a_cli_decision_still_resumes(
     replicas: Replicas, pg_url: str
 ) -> None:
@@ -190,7 +180,7 @@ async def test_the_gate_closes_in_a_daemon_and_a_cli_decision_still_resumes(
     approval_id = card.card.approval_id
     # b was told (the signal) that a row is there
     await until(lambda: not b.app.resumptions.idle)
-    await until_parked(a, approval_id)
+    await until_state(a.app.store, approval_id)
 
     # decided as hatchway approvals approve does: another store, another service
     cli = await Store.open_postgres(pg_url)

@@ -12,7 +12,14 @@ import asyncio
 from bot.channel import ClickVerdict
 from bot.store import Store
 from bot.store.parked import ParkState
-from tests.approval.test_parking_race import PARK_SOON, WAIT_S, answers, until_done, until_state
+from tests.approval.conftest import (
+    PARK_SOON,
+    WAIT_S,
+    answers,
+    parked_card,
+    until_done,
+    until_state,
+)
 from tests.fakes.channel import clicked
 from tests.fakes.replica_apps import APPROVER, Replica, Replicas, message
 
@@ -42,10 +49,8 @@ async def test_a_decision_on_another_replica_resumes_on_the_owner_behind_its_run
     m2 = asyncio.Event()
     a = await replicas.start("a", extra=PARK_SOON, holds={"m2": m2})
     b = await replicas.start("b", extra=PARK_SOON)
-    await a.deliver(message("m1 deploy please", "1"))
-    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
+    card = await parked_card(a)
     approval_id = card.card.approval_id
-    await until_state(a.app.store, approval_id, ParkState.PARKED)
     # a newer message of the same session runs on a (its owner) and is held at the model
     await a.deliver(message("m2 hello", "2"))
     await asyncio.wait_for(a.model.reached.setdefault("m2", asyncio.Event()).wait(), WAIT_S)
@@ -77,10 +82,8 @@ async def test_a_dead_owners_parked_turn_is_adopted_with_its_reminders_and_resum
     # but only the cards whose row names b: the card a posted reaches b's sweep only once
     # b has adopted it
     a = await replicas.start("a", extra=PARK_SOON)
-    await a.deliver(message("m1 deploy please", "1"))
-    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
+    card = await parked_card(a)
     approval_id = card.card.approval_id
-    await until_state(a.app.store, approval_id, ParkState.PARKED)
     await replicas.crash(a)
 
     reminding = {"approval": {**PARK_SOON["approval"], "remind_after_s": 0.5, "remind_max": 1}}
@@ -103,10 +106,8 @@ async def test_only_the_replica_that_takes_the_session_over_adopts_and_resumes(
     replicas: Replicas,
 ) -> None:
     a = await replicas.start("a", extra=PARK_SOON)
-    await a.deliver(message("m1 deploy please", "1"))
-    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
+    card = await parked_card(a)
     approval_id = card.card.approval_id
-    await until_state(a.app.store, approval_id, ParkState.PARKED)
     await replicas.crash(a)
 
     b = await replicas.start("b", extra=PARK_SOON)

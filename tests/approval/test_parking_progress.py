@@ -14,11 +14,9 @@ from bot.envelope import IngressEnvelope
 from bot.progress import not_approved_line, waiting_line
 from bot.store import Store
 from bot.store.parked import ParkRecord, ParkState, ProgressRef
+from tests.approval.conftest import PARK_SOON, WAIT_S
 from tests.fakes.channel import PostedCard, clicked
 from tests.fakes.replica_apps import APPROVER, Replica, Replicas, message
-
-WAIT_S = 60.0
-PARK_SOON = {"approval": {"timeout_s": 60.0, "wait_in_turn_s": 0.2}}
 
 
 def editable(text: str, message_id: str) -> IngressEnvelope:

@@ -6,44 +6,13 @@ once: one resumption, one tool run, one answer."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from bot.channel import ClickVerdict
 from bot.providers.base import CompletionRequest, ProviderReply, StreamSink
-from bot.store import InboxKey, InboxStatus, Store
-from bot.store.parked import ParkState
 from bot.tools.parking import RESUMED_HEAD
-from tests.fakes.channel import clicked
-from tests.fakes.replica_apps import APPROVER, SLACK, Replica, Replicas, message
-
-WAIT_S = 60.0
-KEY = InboxKey(channel=str(SLACK), message_id="1")
-#: The turn parks by itself after 0.2 s, so both replicas stay up while it is parked.
-PARK_SOON = {"approval": {"timeout_s": 60.0, "wait_in_turn_s": 0.2}}
-
-
-async def until_state(store: Store, approval_id: str, state: ParkState) -> None:
-    async with asyncio.timeout(WAIT_S):
-        while True:
-            row = await store.parked.row(approval_id)
-            if row is not None and row.state is state:
-                return
-            await asyncio.sleep(0.05)
-
-
-async def until_done(store: Store, approval_id: str) -> None:
-    """The resumption is over: the inbox entry is done and the row gone."""
-    async with asyncio.timeout(WAIT_S):
-        while True:
-            entry = await store.inbox.get(KEY)
-            assert entry is not None
-            if entry.status is InboxStatus.DONE and await store.parked.row(approval_id) is None:
-                return
-            await asyncio.sleep(0.05)
-
-
-def answers(*replicas: Replica) -> list[str]:
-    return [t for r in replicas for t in r.channel.texts if t.startswith("done:")]
+from tests.approval.conftest import PARK_SOON, WAIT_S, answers, parked_card, until_done
+from tests.fakes.channel import PostedCard, clicked
+from tests.fakes.replica_apps import APPROVER, Replica, Replicas
 
 
 def resumed_calls(replicas: Replicas) -> list[tuple[str, str]]:
@@ -51,20 +20,19 @@ def resumed_calls(replicas: Replicas) -> list[tuple[str, str]]:
     return [entry for entry in replicas.log if entry[1] == "m1"]
 
 
-async def parked_card(replicas: Replicas) -> tuple[Replica, Replica, str, Any]:
+async def parked_on_a(replicas: Replicas) -> tuple[Replica, Replica, str, PostedCard]:
+    """Replicas ``a`` and ``b`` (both stay up: the turn parks by itself), and a card of
+    ``a``'s whose turn has parked."""
     a = await replicas.start("a", extra=PARK_SOON)
     b = await replicas.start("b", extra=PARK_SOON)
-    await a.deliver(message("m1 deploy please", "1"))
-    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
-    approval_id = card.card.approval_id
-    await until_state(a.app.store, approval_id, ParkState.PARKED)
-    return a, b, approval_id, card
+    card = await parked_card(a)
+    return a, b, card.card.approval_id, card
 
 
 async def test_a_parked_card_decided_at_once_on_two_replicas_resumes_once(
     replicas: Replicas,
 ) -> None:
-    a, b, approval_id, card = await parked_card(replicas)
+    a, b, approval_id, card = await parked_on_a(replicas)
     # the same card answered on both replicas' connections and from the CLI, all at once;
     # each decision nudges its replica's sweep, and both sweeps race for the claim
     verdicts = await asyncio.gather(
@@ -92,7 +60,7 @@ async def test_a_parked_card_decided_at_once_on_two_replicas_resumes_once(
 async def test_a_parked_card_decided_again_while_it_resumes_on_another_replica_resumes_once(
     replicas: Replicas,
 ) -> None:
-    a, b, approval_id, card = await parked_card(replicas)
+    a, b, approval_id, card = await parked_on_a(replicas)
     # the resumed turn is held on whichever replica resumes it, after its tool ran and
     # before the model answers, while the other replica is asked to decide it again
     gate = asyncio.Event()

@@ -5,14 +5,11 @@ in-process channel; the reminder sweep runs as the daemon runs it."""
 
 from __future__ import annotations
 
-import asyncio
-
 from bot.channel import ClickVerdict
 from bot.store.approvals import ApprovalStatus
-from tests.approval.conftest import status_of
-from tests.approval.test_parking_reload import WAIT_S, until_parked
+from tests.approval.conftest import WAIT_S, parked_card, status_of
 from tests.fakes.channel import clicked
-from tests.fakes.replica_apps import APPROVER, Replicas, message
+from tests.fakes.replica_apps import APPROVER, Replicas
 
 REMINDING = {
     "approval": {
@@ -28,10 +25,8 @@ async def test_a_parked_cards_reminders_reach_its_conversation_before_and_after_
     replicas: Replicas,
 ) -> None:
     a = await replicas.start("a", extra=REMINDING)
-    await a.deliver(message("m1 deploy please", "1"))
-    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
+    card = await parked_card(a)
     approval_id = card.card.approval_id
-    await until_parked(a.app.store, approval_id)
     # the turn has parked: the next reminder still reaches the card's conversation
     earlier = len([t for t in a.channel.texts if t.startswith("⏰ Reminder")])
     target = await a.channel.wait_for(f"⏰ Reminder {earlier + 1}/", within_s=WAIT_S)

@@ -6,17 +6,15 @@ in-process channel."""
 
 from __future__ import annotations
 
-import asyncio
-
 from structlog.testing import capture_logs
 
 from bot.agent.loop import UNREADABLE_MESSAGE
 from bot.channel import ClickVerdict
-from bot.store import InboxKey, InboxStatus, Store
+from bot.store import InboxKey, InboxStatus
 from bot.store.parked import VERSION
-from tests.approval.test_parking_reload import PARK_SOON, WAIT_S, until_parked
+from tests.approval.conftest import PARK_SOON, WAIT_S, answers, parked_card, until_inbox
 from tests.fakes.channel import PostedCard
-from tests.fakes.replica_apps import SLACK, Replicas, message
+from tests.fakes.replica_apps import SLACK, Replicas
 
 #: conversation → how its record is spoilt (None: left as it is)
 SPOILT: dict[str, str | None] = {
@@ -27,24 +25,14 @@ SPOILT: dict[str, str | None] = {
 }
 
 
-async def until_finished(store: Store, key: InboxKey) -> InboxStatus:
-    async with asyncio.timeout(WAIT_S):
-        while True:
-            entry = await store.inbox.get(key)
-            if entry is not None and entry.status in (InboxStatus.DONE, InboxStatus.FAILED):
-                return entry.status
-            await asyncio.sleep(0.05)
-
-
 async def test_an_unreadable_parked_record_fails_its_turn_alone(replicas: Replicas) -> None:
     a = await replicas.start("a", extra=PARK_SOON)
     store = a.app.store
     cards: dict[str, PostedCard] = {}
     for n, conversation in enumerate(SPOILT, start=1):
-        await a.deliver(message(f"m{n} deploy please", str(n), conversation=conversation))
-        card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
-        await until_parked(store, card.card.approval_id)
-        cards[conversation] = card
+        cards[conversation] = await parked_card(
+            a, f"m{n} deploy please", str(n), conversation=conversation
+        )
     for conversation, spoil in SPOILT.items():
         if spoil is not None:
             await store.db.execute(spoil, (cards[conversation].card.approval_id,))
@@ -57,11 +45,12 @@ async def test_an_unreadable_parked_record_fails_its_turn_alone(replicas: Replic
             assert verdict is ClickVerdict.ACCEPTED
         await a.channel.wait_for("done: deployed v2", within_s=WAIT_S)
         for n in range(1, len(SPOILT) + 1):
-            await until_finished(store, InboxKey(channel=str(SLACK), message_id=str(n)))
+            key = InboxKey(channel=str(SLACK), message_id=str(n))
+            await until_inbox(store, InboxStatus.DONE, InboxStatus.FAILED, key=key)
 
     # the readable one resumed: its call ran once, its answer came once
     assert replicas.deployed == [("a", {"version": "2"})]
-    assert [t for t in a.channel.texts if t.startswith("done:")] == ["done: deployed v2"]
+    assert answers(a) == ["done: deployed v2"]
     # each unreadable one: one notice in its own conversation, one log line, nothing run
     told = [target.conversation_id for target, text in a.channel.sent if text == UNREADABLE_MESSAGE]
     assert sorted(told) == ["C2", "C3", "C4"]

@@ -7,12 +7,10 @@ no card places, as a kill leaves it."""
 
 from __future__ import annotations
 
-import asyncio
-
 from bot.channel import ClickVerdict
-from tests.approval.test_parking_reload import PARK_SOON, WAIT_S, until_closed, until_parked
+from tests.approval.conftest import PARK_SOON, WAIT_S, parked_card, until_closed
 from tests.fakes.channel import clicked
-from tests.fakes.replica_apps import APPROVER, Replicas, message
+from tests.fakes.replica_apps import APPROVER, Replicas
 
 NOTICE = "🔐 The approval request for deploy was"
 
@@ -21,11 +19,9 @@ async def test_a_cli_decision_on_a_card_whose_place_was_lost_is_told_in_a_new_me
     replicas: Replicas,
 ) -> None:
     a = await replicas.start("a", extra=PARK_SOON)
-    await a.deliver(message("m1 deploy please", "1"))
-    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
+    card = await parked_card(a)
     approval_id = card.card.approval_id
     store = a.app.store
-    await until_parked(store, approval_id)
     await store.db.execute("UPDATE approvals SET card_refs = '[]' WHERE id = ?", (approval_id,))
 
     verdict = await a.app.approvals.decide_from_cli(approval_id, True, "operator:root")
@@ -44,11 +40,9 @@ async def test_a_cli_decision_on_a_card_whose_place_was_lost_is_told_in_a_new_me
 
 async def test_a_click_on_such_a_card_edits_it_and_needs_no_message(replicas: Replicas) -> None:
     a = await replicas.start("a", extra=PARK_SOON)
-    await a.deliver(message("m1 deploy please", "1"))
-    card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
+    card = await parked_card(a)
     approval_id = card.card.approval_id
     store = a.app.store
-    await until_parked(store, approval_id)
     await store.db.execute("UPDATE approvals SET card_refs = '[]' WHERE id = ?", (approval_id,))
 
     assert await clicked(a.app.approvals, a.channel.click(card, APPROVER)) is ClickVerdict.ACCEPTED

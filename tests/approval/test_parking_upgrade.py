@@ -16,10 +16,9 @@ from structlog.testing import capture_logs
 from bot.approval.reasons import RuntimeReason
 from bot.commands.doctor.postgres import replicas_check
 from bot.store.approvals import ApprovalStatus
-from tests.approval.conftest import status_of
+from tests.approval.conftest import WAIT_S, status_of
 from tests.fakes.replica_apps import Replica, Replicas, message
 
-WAIT_S = 60.0
 #: No replica fails over here: leases long enough that a loaded machine's slow heartbeat
 #: never has a replica refuse work (the default quick ones fence after 0.7 s).
 STEADY = {"heartbeat_s": 1.0, "lease_ttl_s": 10.0, "max_clock_skew_s": 1.0}
