@@ -187,9 +187,23 @@ class Backchannel:
                 park_at=now + policy.wait_in_turn_s if parkable else None,
                 park_by=PARK_BY.get(),
             ):
-                # the card stays open; the turn ends here and resumes once it is decided
-                log.info("approval_parked", approval_id=record.id, tool=record.tool)
-                raise ApprovalParked(record.id, now)
+                # asked again as the turn parks: a replica of a release that does not park
+                # may have joined since the card was posted (a rolling upgrade)
+                if await self._shared.can_park():
+                    # the card stays open; the turn ends here and resumes once it is decided
+                    log.info("approval_parked", approval_id=record.id, tool=record.tool)
+                    raise ApprovalParked(record.id, now)
+                # as with park = false from here on: a stop expires the card, otherwise the
+                # turn goes on waiting for it
+                assert ticket is not None
+                self._waits.unparkable(record.id)
+                parkable = False
+                await ticket.release(record.id)
+                log.info("approval_not_parked", approval_id=record.id, tool=record.tool)
+                if self._closed:
+                    await self.expire(record, RuntimeReason.SHUTDOWN)
+                else:
+                    await self._waits.until_decided(record, wakeup)
         except asyncio.CancelledError:
             await self.expire(record, RuntimeReason.CANCELLED)
             await self._cards.edit_all(record.id)

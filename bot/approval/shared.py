@@ -15,8 +15,9 @@ replicas share the database (PostgreSQL, :class:`~bot.store.liveness.Liveness` g
   for another start;
 * a stop expires only this replica's own pending requests;
 * a turn parks only while every live replica advertises parking (:meth:`SharedApprovals.
-  can_park`): during a rolling upgrade from a release that does not park, a card waits in its
-  turn and a stop expires it, as with ``approval.park = false``.
+  can_park`, asked as the card is posted and again as its turn would park): during a
+  rolling upgrade from a release that does not park, a card waits in its turn and a stop
+  expires it, as with ``approval.park = false``.
 
 One process (SQLite, no liveness) keeps its rules: a start or a stop expires every pending
 request.
@@ -59,7 +60,8 @@ class SharedApprovals:
         """Whether a turn may park now: always for one process; with several replicas,
         only while every live one advertises parking (a replica of a release that does not
         park would expire a parked turn's card, or tell its conversation to ask again).
-        Says so once in the log when that changes. One read, as a card is posted."""
+        Says so once in the log when that changes. One read, as a card is posted and again
+        as its turn would park (a replica that does not park may have come up meanwhile)."""
         if self._liveness is None:
             return True
         try:

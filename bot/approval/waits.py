@@ -56,6 +56,12 @@ class Waits:
         """The wait on ``approval_id`` may park: a stop parks it instead of expiring it."""
         self._parkable.add(approval_id)
 
+    def unparkable(self, approval_id: str) -> None:
+        """The wait on ``approval_id`` may not park after all: it waits in its turn, and a
+        stop expires it."""
+        self._parkable.discard(approval_id)
+        self._park_now.discard(approval_id)
+
     def may_park(self, approval_id: str) -> bool:
         return approval_id in self._parkable
 

@@ -16,6 +16,7 @@ from structlog.testing import capture_logs
 from bot.approval.reasons import RuntimeReason
 from bot.commands.doctor.postgres import replicas_check
 from bot.store.approvals import ApprovalStatus
+from bot.store.parked import ParkState
 from tests.approval.conftest import WAIT_S, status_of
 from tests.fakes.replica_apps import Replica, Replicas, message
 
@@ -82,6 +83,31 @@ async def test_a_live_replica_that_does_not_park_keeps_parking_off(replicas: Rep
     assert await status_of(store, second) == (ApprovalStatus.EXPIRED, RuntimeReason.SHUTDOWN)
     assert await status_of(store, third) == (ApprovalStatus.PENDING, None)
     assert await store.parked.row(third) is not None
+
+
+async def test_a_replica_that_does_not_park_joining_after_the_card_keeps_the_turn_from_parking(
+    replicas: Replicas,
+) -> None:
+    # the card waits in its turn until the stop, which is when the turn would park
+    waiting = {"approval": {"timeout_s": 60.0, "wait_in_turn_s": 60.0}, "replicas": STEADY}
+    a = await replicas.start("a", extra=waiting)
+    b = await replicas.start("b", extra=waiting)
+    approval_id = await card_in(a, "m1", "C1")
+    # posted while every live replica parked: the turn recorded itself to park
+    row = await a.app.store.parked.row(approval_id)
+    assert row is not None and row.state is ParkState.WAITING
+
+    # b now stands for a live replica of a release that does not park (a rolling upgrade
+    # started, or was rolled back, while the card waited): asked again as the turn parks
+    await advertise(b, a, "")
+    with capture_logs() as logs:
+        await replicas.stop(a)
+    # as with park = false: the stop expired the card; nothing was left parked
+    store = b.app.store
+    assert await status_of(store, approval_id) == (ApprovalStatus.EXPIRED, RuntimeReason.SHUTDOWN)
+    assert await store.parked.row(approval_id) is None
+    events = [e["event"] for e in logs]
+    assert "approval_not_parked" in events and "approval_parked" not in events
 
 
 async def test_a_replica_row_says_what_its_release_can_do(replicas: Replicas) -> None:
