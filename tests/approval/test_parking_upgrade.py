@@ -14,11 +14,14 @@ import dataclasses
 from structlog.testing import capture_logs
 
 from bot.approval.reasons import RuntimeReason
+from bot.channel import ApprovalCard, ClickVerdict, SentMessage
 from bot.commands.doctor.postgres import replicas_check
+from bot.envelope import DeliveryTarget
 from bot.store.approvals import ApprovalStatus
 from bot.store.parked import ParkState
-from tests.approval.conftest import WAIT_S, status_of
-from tests.fakes.replica_apps import Replica, Replicas, message
+from tests.approval.conftest import WAIT_S, answers, status_of
+from tests.fakes.channel import clicked
+from tests.fakes.replica_apps import APPROVER, Replica, Replicas, message
 
 #: No replica fails over here: leases long enough that a loaded machine's slow heartbeat
 #: never has a replica refuse work (the default quick ones fence after 0.7 s).
@@ -108,6 +111,50 @@ async def test_a_replica_that_does_not_park_joining_after_the_card_keeps_the_tur
     assert await store.parked.row(approval_id) is None
     events = [e["event"] for e in logs]
     assert "approval_not_parked" in events and "approval_parked" not in events
+
+
+async def test_a_card_whose_turn_may_not_park_any_more_waits_in_its_turn(
+    replicas: Replicas,
+) -> None:
+    a = await replicas.start("a", extra=PARK_SOON)
+    b = await replicas.start("b", extra=PARK_SOON)
+    # the card's post is held on the platform until b stands for a release that does not
+    # park: the turn recorded itself to park before the post, and would park as soon as
+    # the post returns (or 0.2 s after the card was asked, whichever is later)
+    posting, let_post = asyncio.Event(), asyncio.Event()
+    asked: list[str] = []
+    post = a.channel.post_approval_card
+
+    async def held_post(target: DeliveryTarget, card: ApprovalCard) -> SentMessage:
+        asked.append(card.approval_id)
+        posting.set()
+        await let_post.wait()
+        return await post(target, card)
+
+    a.channel.post_approval_card = held_post  # type: ignore[method-assign]
+    await a.deliver(message("m1 deploy please", "1"))
+    await asyncio.wait_for(posting.wait(), WAIT_S)
+    [approval_id] = asked
+    row = await a.app.store.parked.row(approval_id)
+    assert row is not None and row.state is ParkState.WAITING
+
+    with capture_logs() as logs:
+        await advertise(b, a, "")
+        let_post.set()
+        card = await asyncio.wait_for(a.channel.next_card(), WAIT_S)
+        async with asyncio.timeout(WAIT_S):
+            while not any(e["event"] == "approval_not_parked" for e in logs):  # noqa: ASYNC110
+                await asyncio.sleep(0.05)
+    # not parked: its record went, the card is still open and the turn waits on it
+    assert await a.app.store.parked.row(approval_id) is None
+    assert await status_of(a.app.store, approval_id) == (ApprovalStatus.PENDING, None)
+    assert not any(e["event"] == "approval_parked" for e in logs)
+    # answered, it runs in that same turn: one run, one answer
+    click = a.channel.click(card, APPROVER)
+    assert await clicked(a.app.approvals, click) is ClickVerdict.ACCEPTED
+    await a.channel.wait_for("done: deployed v2", within_s=WAIT_S)
+    assert replicas.deployed == [("a", {"version": "2"})]
+    assert answers(a, b) == ["done: deployed v2"]
 
 
 async def test_a_replica_row_says_what_its_release_can_do(replicas: Replicas) -> None:
