@@ -152,6 +152,8 @@ NOT_IN_A_CHAT = {
     "slack_sdk": "the Slack channel, a daemon's",
     "discord": "the Discord channel (discord.py), a daemon's",
     "httpx": "python-telegram-bot's HTTP client, a daemon's",
+    "aiohttp": "the provider's HTTP client for https:// or through a proxy (aiohttp_exchange.py; "
+    "a plain http:// endpoint gets http1.py) and http_fetch's first fetch (page_fetch.py)",
     # the project's own parts a text turn never reaches, each imported at its first use
     "bot.transcription.chain": "transcribing a voice note, at the first one (voice.py)",
     "bot.attachments.reading": "reading a message's files, at its first file (ingest.py)",

@@ -28,10 +28,12 @@ STREAMED = b'{"model":"fake-model","messages":[{"role":"user","content":"hi"}],"
 ClientFactory = Callable[..., ChatCompletionsClient]
 
 
-@pytest.fixture
+@pytest.fixture(params=[True, False], ids=["http1", "aiohttp"])
 async def make_client(
-    openai_fake: OpenAIFake, sleep: RecordedSleep
+    openai_fake: OpenAIFake, sleep: RecordedSleep, request: pytest.FixtureRequest
 ) -> AsyncIterator[ClientFactory]:
+    """Clients of the fake, each test run with both exchanges: HTTP/1.1 of the client's
+    own (what a plain ``http://`` endpoint gets) and aiohttp (``https://`` or a proxy)."""
     made: list[ChatCompletionsClient] = []
 
     def make(**overrides: Any) -> ChatCompletionsClient:
@@ -40,6 +42,7 @@ async def make_client(
             "api_key": TEST_KEY,
             "timeout_s": 10.0,
             "environ": {},
+            "http1": request.param,
         }
         fields.update(overrides)
         config = ProviderConfig(base_url=fields["base_url"], model="fake-model")

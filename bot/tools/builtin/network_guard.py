@@ -7,8 +7,9 @@ otherwise not globally routable, the fetch is refused, unless the host name or t
 in ``tools.http_fetch.allow_hosts`` (host names, IP addresses or CIDR networks). IPv4 addresses
 embedded in IPv6 (mapped, 6to4, Teredo) are checked as IPv4.
 
-The connection is then pinned: :class:`PinnedResolver` hands aiohttp only the vetted
-addresses, so a second DNS answer (rebinding) can never redirect the socket elsewhere.
+The connection is then pinned: :class:`bot.tools.builtin.page_fetch.PinnedResolver` hands
+aiohttp only the vetted addresses, so a second DNS answer (rebinding) can never redirect the
+socket elsewhere.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import socket
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
-from aiohttp.abc import AbstractResolver, ResolveResult
 from yarl import URL
 
 from bot.tools.builtin.observation import ToolFailed, ToolRefused
@@ -161,33 +161,3 @@ class NetworkGuard:
                     "not fetched unless listed in tools.http_fetch.allow_hosts"
                 )
         return VettedTarget(host=host, port=port, addresses=tuple(addresses))
-
-
-class PinnedResolver(AbstractResolver):
-    """An aiohttp resolver that answers only for one vetted host, with its vetted addresses."""
-
-    def __init__(self, target: VettedTarget) -> None:
-        self._target = target
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        if host.rstrip(".").lower() != self._target.host.rstrip(".").lower():
-            raise OSError(f"{host} was not vetted for this connection")
-        results: list[ResolveResult] = []
-        for address in self._target.addresses:
-            ip = ipaddress.ip_address(address)
-            results.append(
-                ResolveResult(
-                    hostname=host,
-                    host=address,
-                    port=port,
-                    family=socket.AF_INET if ip.version == 4 else socket.AF_INET6,
-                    proto=0,
-                    flags=socket.AI_NUMERICHOST,
-                )
-            )
-        return results
-
-    async def close(self) -> None:
-        return None
