@@ -5,7 +5,7 @@ without a proxy (a model server on this host or the local network).
 It does what :mod:`bot.providers.chat_client` needs and no more: no TLS, no proxy, no
 redirects, no compression, no cookies. So a ``hatchway chat`` against such an endpoint does
 not import aiohttp, which makes two TLS contexts at import (each loading the system's CA
-bundle): about a quarter of a one-shot's CPU and 7 MB of its peak RSS (``bench/oneshot.py``,
+bundle): about a sixth of a one-shot's CPU and 7 MB of its peak RSS (``bench/oneshot.py``,
 docs/performance.md). An ``https://`` endpoint, or one the environment sends through a
 proxy, goes through aiohttp (:mod:`bot.providers.aiohttp_exchange`).
 
