@@ -247,14 +247,27 @@ class Http1Pool:
         return _Connection(reader, writer)
 
     async def _reply(self, connection: _Connection) -> Http1Reply:
-        status_line = await self.line(connection.reader)
+        """The final reply's status and headers: an informational one (1xx, such as
+        ``103 Early Hints``) before it is read and passed by."""
+        while True:
+            version, status, headers = await self._status_and_headers(connection.reader)
+            if not 100 <= status < 200:
+                break
+        closing = "close" in headers.get("connection", "").lower() or version == b"HTTP/1.0"
+        return Http1Reply(self, connection, status, headers, reusable=not closing)
+
+    async def _status_and_headers(
+        self, reader: asyncio.StreamReader
+    ) -> tuple[bytes, int, dict[str, str]]:
+        """A status line and its header lines (names lower-cased, repeated ones joined)."""
+        status_line = await self.line(reader)
         version, _, rest = status_line.partition(b" ")
         code = rest[:3]
         if not version.startswith(b"HTTP/1.") or not code.isdigit():
             raise ConnectionCut(f"not an HTTP/1.1 reply: {status_line[:40]!r}")
         headers: dict[str, str] = {}
         for _ in range(MAX_HEADERS + 1):
-            line = await self.line(connection.reader)
+            line = await self.line(reader)
             if not line:
                 break
             name, colon, value = line.decode("latin-1").partition(":")
@@ -265,5 +278,4 @@ class Http1Pool:
             headers[key] = f"{headers[key]}, {value}" if key in headers else value
         else:
             raise ConnectionCut(f"more than {MAX_HEADERS} header lines")
-        closing = "close" in headers.get("connection", "").lower() or version == b"HTTP/1.0"
-        return Http1Reply(self, connection, int(code), headers, reusable=not closing)
+        return version, int(code), headers

@@ -103,6 +103,22 @@ async def test_a_chunked_reply_is_joined_and_its_connection_kept(
     assert request.endswith(b'Content-Length: 7\r\n\r\n{"a":1}')
 
 
+async def test_an_informational_reply_before_the_answer_is_passed_by(
+    closing: list[Http1Pool],
+) -> None:
+    early = b"HTTP/1.1 103 Early Hints\r\nLink: </a>; rel=preload\r\n\r\n"
+    async with ScriptedServer([early + LENGTH]) as server:
+        client = pool(server.port)
+        closing.append(client)
+        answer = await client.post(b"{}")
+        assert (answer.status, "link" in answer.headers, await answer.read()) == (
+            200,
+            False,
+            b"abc",
+        )
+        answer.release()
+
+
 @pytest.mark.parametrize(
     "reply",
     [
