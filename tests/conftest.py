@@ -10,14 +10,28 @@ import pytest
 import structlog
 from hypothesis import HealthCheck, settings
 
+from tests import sqlite_template as template
 from tests.pg import pg_empty_url, pg_server, pg_store, pg_template, pg_url  # noqa: F401
-from tests.sqlite_template import migrated_sqlite  # noqa: F401
+from tests.sqlite_template import migrated_sqlite, sqlite_template  # noqa: F401
 
 # Property tests judge what the code does, not how fast this machine is: under load (two suites
 # at once on two cores) an example can take longer than hypothesis' 200 ms deadline, and
 # generating them can trip its too_slow health check. The other health checks stay on.
 settings.register_profile("hatchway", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("hatchway")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{template.MARKER}: opens new SQLite files by migrating them, not as copies of the "
+        "session's migrated template (tests/sqlite_template.py); for tests about migrating",
+    )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    template.fresh_only = item.get_closest_marker(template.MARKER) is not None
 
 
 @pytest.hookimpl(wrapper=True)

@@ -18,6 +18,7 @@ from bot.store.pairings import PairingRecord
 from tests.store.conftest import StorePlace
 
 
+@pytest.mark.fresh_sqlite
 async def test_migrations_apply_once(place: StorePlace) -> None:
     async with await place.open() as store:
         version = await store.schema_version()
@@ -28,6 +29,7 @@ async def test_migrations_apply_once(place: StorePlace) -> None:
         await store.check_writable()
 
 
+@pytest.mark.fresh_sqlite
 async def test_a_sqlite_file_is_in_wal_mode(tmp_path: Path) -> None:
     path = tmp_path / "h.db"
     async with await Store.open(path):
