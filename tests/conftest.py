@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import sys
 from collections.abc import Generator, Iterator
 
 import pytest
@@ -49,6 +50,21 @@ def pytest_collection(session: pytest.Session) -> Generator[None, object, object
         gc.collect()
         gc.freeze()
         gc.enable()
+
+
+KEPT_OUT_OF_COLLECTION = ("anthropic",)
+"""Libraries that cost seconds of CPU to import and that few tests use: every pytest-xdist
+worker collects every test module, so a module-level import is paid by each worker; the
+tests that use them import them inside (``tests/providers``, ``test_lone_surrogates.py``)."""
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    imported = [name for name in KEPT_OUT_OF_COLLECTION if name in sys.modules]
+    if imported:
+        raise pytest.UsageError(
+            f"collecting the tests imported {', '.join(imported)}: import it inside the tests "
+            "that use it (KEPT_OUT_OF_COLLECTION in tests/conftest.py)"
+        )
 
 
 @pytest.fixture

@@ -8,14 +8,13 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import pytest
 
 from bot.agent.loop import run_turn
 from bot.agent.turn import AgentBundle, TurnState, TurnStatus
 from bot.config import AgentConfig, ProviderConfig
-from bot.providers.anthropic import AnthropicProvider
 from bot.providers.base import Provider
 from bot.providers.openai_compat import OpenAICompatProvider
 from bot.providers.retry import Retrier, RetryPolicy
@@ -27,6 +26,9 @@ from tests.fakes.openai_server import OpenAIFake, ScriptedServer
 from tests.tools.gates import PolicyGate
 from tests.tools.harness import Recorder, RecordingProgress, make_envelope, spec
 from tests.tools.transcript_check import well_formed
+
+if TYPE_CHECKING:  # the SDK costs about a second of CPU to import: only the tests that use it
+    from bot.providers.anthropic import AnthropicProvider
 
 Kind = Literal["openai", "anthropic"]
 SESSION = "console.main:c1"
@@ -61,6 +63,8 @@ async def served() -> AsyncIterator[Callable[[Kind], Awaitable[tuple[ScriptedSer
         if kind == "openai":
             provider = OpenAICompatProvider(config, name=kind, api_key="k", retrier=retrier)
         else:
+            from bot.providers.anthropic import AnthropicProvider
+
             provider = AnthropicProvider(config, name=kind, api_key="k", retrier=retrier)
         providers.append(provider)
         return fake, provider

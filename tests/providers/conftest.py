@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from bot.backoff import BackoffPolicy
 from bot.config import ProviderConfig
-from bot.providers.anthropic import AnthropicProvider
 from bot.providers.openai_compat import OpenAICompatProvider
 from bot.providers.retry import Retrier, RetryPolicy
 from tests.fakes.anthropic_server import AnthropicFake
 from tests.fakes.openai_server import OpenAIFake
 from tests.providers.recorders import TEST_KEY, RecordedSleep, SinkRecorder
+
+if TYPE_CHECKING:  # the SDK costs about a second of CPU to import: only the tests that use it
+    from bot.providers.anthropic import AnthropicProvider
 
 BASE_DELAY_S = 0.25
 
@@ -50,7 +52,7 @@ def make_retrier(name: str, config: ProviderConfig, sleep: RecordedSleep, **kw: 
 
 
 OpenAIFactory = Callable[..., OpenAICompatProvider]
-AnthropicFactory = Callable[..., AnthropicProvider]
+AnthropicFactory = Callable[..., "AnthropicProvider"]
 
 
 @pytest.fixture
@@ -88,6 +90,8 @@ async def make_anthropic(
     anthropic_fake: AnthropicFake, sleep: RecordedSleep
 ) -> AsyncIterator[AnthropicFactory]:
     """Builds Anthropic providers pointed at ``anthropic_fake``; closes them after."""
+    from bot.providers.anthropic import AnthropicProvider
+
     made: list[AnthropicProvider] = []
 
     def make(*, name: str = "claude", **overrides: Any) -> AnthropicProvider:

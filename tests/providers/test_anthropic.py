@@ -7,7 +7,6 @@ import json
 import pytest
 
 from bot.errors import ProviderError
-from bot.providers.anthropic import HISTORY_TRIMMED, to_anthropic_request
 from bot.providers.base import ChatMessage, CompletionRequest, ToolCallRequest, ToolDefinition
 from tests.fakes.anthropic_server import AnthropicFake
 from tests.providers.conftest import AnthropicFactory
@@ -95,6 +94,8 @@ def test_history_mapping_merges_tool_results_and_places_system() -> None:
         ),
         ChatMessage(role="tool", tool_call_id="t3", content="bad arguments"),
     ]
+    from bot.providers.anthropic import to_anthropic_request
+
     system, messages = to_anthropic_request("Be brief.", history)
 
     assert system == "Be brief.\n\nEarlier summary."
@@ -130,6 +131,8 @@ def test_history_mapping_merges_tool_results_and_places_system() -> None:
 
 
 def test_history_starting_with_the_assistant_gets_a_placeholder_user_turn() -> None:
+    from bot.providers.anthropic import HISTORY_TRIMMED, to_anthropic_request
+
     _, messages = to_anthropic_request(
         "", [ChatMessage(role="assistant", content="Hi!"), ChatMessage(role="user", content="yo")]
     )

@@ -9,7 +9,6 @@ import pytest
 
 from bot.config import AgentConfig, ProviderConfig, Settings, parse_settings
 from bot.errors import ConfigError
-from bot.providers.anthropic import AnthropicProvider
 from bot.providers.base import ChatMessage, CompletionRequest, Provider, ToolDefinition
 from bot.providers.embedded import EMBEDDED_SYSTEM_PROMPT
 from bot.providers.factory import (
@@ -116,6 +115,8 @@ async def test_chain_with_tool_modes_and_registered_keys() -> None:
         fallback=["cloud", "claude"],
     )
     provider = build_provider(settings, environ={"OPENROUTER_API_KEY": key, "AK": "ak-123456789"})
+    from bot.providers.anthropic import AnthropicProvider  # imported by build_provider
+
     try:
         assert isinstance(provider, FallbackProvider)
         kinds: list[type[Provider]] = [type(p) for p in provider.providers]
