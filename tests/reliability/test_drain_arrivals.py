@@ -24,8 +24,7 @@ import pytest
 from tests.ops.conftest import HeldOpenAI
 from tests.ops.daemon_process import WAIT_S, start_daemon
 from tests.reliability.crash_rig import daemon_env, write_config
-from tests.reliability.platform_drivers import PlatformDriver, redeliver
-from tests.reliability.test_crash_matrix import platform_driver
+from tests.reliability.platform_drivers import PlatformDriver, driven, redeliver
 
 # two daemon processes per platform, stopped and started again: .ci/run's second stage
 pytestmark = [pytest.mark.slow, pytest.mark.long]
@@ -59,7 +58,7 @@ async def test_a_message_arriving_during_the_drain_is_answered_after_the_restart
     workspace.mkdir()
     llm.queue_text(FIRST_ANSWER)
     llm.queue_text(LATE_ANSWER)
-    async with platform_driver(platform) as driver:
+    async with driven(platform, conversations=1) as driver:
         config = write_config(
             tmp_path / "hatchway.toml",
             llm_url=llm.base_url,
