@@ -29,6 +29,7 @@ from typing import TypeVar
 LINE_LIMIT = 65_536
 MAX_HEADERS = 100
 READ_SIZE = 65_536
+HEX_DIGITS = b"0123456789abcdefABCDEF"
 
 T = TypeVar("T")
 
@@ -77,7 +78,7 @@ class Http1Reply:
         if self._chunked:
             self._left = 0
         elif length is not None:
-            if not length.isdigit():
+            if not (length.isascii() and length.isdigit()):
                 raise ConnectionCut(f"a Content-Length of {length!r}")
             self._left = int(length)
             self._done = self._left == 0
@@ -125,10 +126,9 @@ class Http1Reply:
         if self._left == 0:
             size_line = await self._pool.line(reader)
             size = size_line.split(b";", 1)[0].strip()
-            try:
-                self._left = int(size, 16)
-            except ValueError:
-                raise ConnectionCut(f"a chunk size of {size[:20]!r}") from None
+            if not size or size.strip(HEX_DIGITS):  # int() would take a sign or "0x"
+                raise ConnectionCut(f"a chunk size of {size[:20]!r}")
+            self._left = int(size, 16)
             if self._left == 0:  # the last chunk: trailers, then an empty line
                 while await self._pool.line(reader):
                     pass

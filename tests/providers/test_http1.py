@@ -165,9 +165,19 @@ async def test_a_reply_released_half_read_closes_its_connection(
         b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n",
         b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n",
         b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n-5\r\nhello\r\n0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Length: \xc2\xb2\r\n\r\n",
         b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\nConnection: close\r\n\r\nshort",
     ],
-    ids=["not-http", "header-without-colon", "bad-length", "bad-chunk-size", "cut-body"],
+    ids=[
+        "not-http",
+        "header-without-colon",
+        "bad-length",
+        "bad-chunk-size",
+        "negative-chunk-size",
+        "superscript-length",
+        "cut-body",
+    ],
 )
 async def test_a_reply_that_is_not_http_1_1_is_a_cut_connection(
     closing: list[Http1Pool], reply: bytes
