@@ -128,7 +128,7 @@ class McpConnection:
         #: calls in flight, calls begun so far, and when the last one ended (monotonic)
         self._calls = 0
         self._calls_begun = 0
-        self._last_call_end = 0.0
+        self._last_call_end = float("-inf")
 
     @property
     def state(self) -> ServerState:

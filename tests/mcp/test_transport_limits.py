@@ -34,6 +34,10 @@ RAW = [sys.executable, str(HERE / "huge_raw_server.py")]
 CAP = 1_048_576
 CAPPED = f"exceeded {CAP} bytes (max_result_bytes) and was not read"
 MIB = 1024 * 1024
+#: Failure guards only (and the calls' time limit). At a load average of 28 the 40 MB call
+#: over events took 36 s, past the fake channel's default 30 s wait, and a whole
+#: peak-memory run 93 s.
+WAIT_S = 300.0
 
 pytestmark = pytest.mark.slow
 
@@ -42,11 +46,13 @@ pytestmark = pytest.mark.slow
 async def served(request: pytest.FixtureRequest) -> AsyncIterator[tuple[str, dict[str, Any]]]:
     """The transport, and the server's table in ``[mcp.servers]``."""
     transport: str = request.param
+    # the call's own time limit is not what these tests are about
+    common = {"requires_approval": False, "call_timeout_s": WAIT_S}
     if transport == "stdio":
-        yield transport, {"command": HUGE, "requires_approval": False}
+        yield transport, {"command": HUGE, **common}
         return
     async with http_process(HUGE, *(["--json"] if transport == "json" else [])) as url:
-        yield transport, {"url": url, "requires_approval": False}
+        yield transport, {"url": url, **common}
 
 
 @pytest.mark.parametrize("size", [5_000_000, 40_000_000])
@@ -59,10 +65,10 @@ async def test_a_huge_result_is_a_failed_call_that_names_the_cap(
     app, terminal = await start_app({"servers": {"huge": served[1]}})
     provider.add(reply("", call("huge__huge", {"size": size})), reply("that was too much"))
     await app.gateway.deliver(console_message("fetch everything", "m1"))
-    await terminal.wait_for("that was too much")
+    await terminal.wait_for("that was too much", within_s=WAIT_S)
     provider.add(reply("", call("huge__add", {"a": 2, "b": 3})), reply("sum: 5"))
     await app.gateway.deliver(console_message("add 2 and 3", "m2"))
-    await terminal.wait_for("sum: 5")
+    await terminal.wait_for("sum: 5", within_s=WAIT_S)
 
     rows = await app.store.db.fetchall(
         "SELECT tool, status, observation FROM tool_calls ORDER BY id"
@@ -91,7 +97,7 @@ async def test_peak_memory_stays_bounded_for_a_40_mb_reply(transport: str) -> No
         stderr=asyncio.subprocess.DEVNULL,
         env={**os.environ, "NO_PROXY": "127.0.0.1"},
     )
-    async with asyncio.timeout(180):
+    async with asyncio.timeout(WAIT_S):
         out, _ = await process.communicate()
     assert process.returncode == 0
     report = json.loads(out.decode().strip().splitlines()[-1])
@@ -110,7 +116,7 @@ async def test_a_result_under_the_cap_is_read_whole(served: tuple[str, dict[str,
     connection = McpConnection("huge", config)
     async with asyncio.TaskGroup() as group:
         task = group.create_task(connection.run())
-        async with asyncio.timeout(60):
+        async with asyncio.timeout(WAIT_S):
             await connection.wait_ready()
             result = await connection.call("huge", {"size": MIB})
             with pytest.raises(McpCallFailed, match=f"exceeded {3 * MIB} bytes"):
@@ -136,7 +142,7 @@ async def test_an_oversized_notification_is_dropped_and_the_call_answers(
         connection = McpConnection("huge", McpServerConfig(**table))
         async with asyncio.TaskGroup() as group:
             task = group.create_task(connection.run())
-            async with asyncio.timeout(60):
+            async with asyncio.timeout(WAIT_S):
                 await connection.wait_ready()
                 result = await connection.call("notify_huge", {"size": 5_000_000})
             task.cancel()
@@ -166,7 +172,7 @@ async def test_an_oversized_reply_with_its_id_at_the_end() -> None:
     connection = McpConnection("raw", McpServerConfig(command=RAW, ping_interval_s=3600))
     async with asyncio.TaskGroup() as group:
         task = group.create_task(connection.run())
-        async with asyncio.timeout(60):
+        async with asyncio.timeout(WAIT_S):
             await connection.wait_ready()
             with pytest.raises(McpCallFailed, match=re.escape(CAPPED)):
                 await connection.call("huge_id_last", {"size": 5_000_000})
@@ -193,7 +199,7 @@ async def test_an_oversized_reply_that_names_no_id_ends_every_waiting_call() -> 
     )
     async with asyncio.TaskGroup() as group:
         task = group.create_task(connection.run())
-        async with asyncio.timeout(60):
+        async with asyncio.timeout(WAIT_S):
             await connection.wait_ready()
             both = await together(connection, {"size": 5_000_000, "together": 2, "id_inside": True})
             await connection.wait_until(lambda c: c.restarts == 1 and c.state is ServerState.READY)
