@@ -57,6 +57,8 @@ raises :class:`~bot.errors.ChannelAuthError`.
 from __future__ import annotations
 
 import asyncio
+import functools
+import ssl
 from collections.abc import Mapping
 
 import httpx
@@ -105,6 +107,17 @@ API_POOL = 256
 #: The role only one replica plays per alias (:meth:`bot.channel.ChannelHost.lead`).
 POLL_ROLE = "poll"
 
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The TLS context of every Telegram HTTP client in this process: httpx's default (the CA
+    bundle, or what ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` name when it is first made), made
+    once. Loading the CA bundle costs ~20 ms of CPU; each channel has PTB's two httpx clients
+    (Bot API calls, getUpdates) and its file downloads, and a context is made to be shared
+    by many connections, so all of them, of every channel, use this one."""
+    return httpx.create_ssl_context()
+
+
 CONFLICT_DETAIL = (
     "409 Conflict from getUpdates: another process is polling this bot token (or a webhook "
     "is set). Only one poller may run per token; stop the other one."
@@ -125,11 +138,9 @@ class TelegramChannel(SendsThrough):
     ) -> None:
         register_secret(token)
         register_secret(webhook_secret)
-        # PTB builds two httpx clients (Bot API calls, getUpdates), and each would load the
-        # CA bundle into a TLS context of its own: ~60 ms of CPU apiece at start-up, so they
-        # share one (httpx's own default, which honours SSL_CERT_FILE / SSL_CERT_DIR).
-        tls_context = httpx.create_ssl_context()
-        tls = {"verify": tls_context}
+        # PTB builds two httpx clients (Bot API calls, getUpdates); each would load the CA
+        # bundle into a TLS context of its own, so they share the process's one
+        tls = {"verify": tls_context()}
         app = (
             Application.builder()
             .token(token)
@@ -161,7 +172,7 @@ class TelegramChannel(SendsThrough):
         # the optional parts of a bot.channel.Channel
         self.cards = outbound
         self.members = ConversationMembers(ref=ref, bot=app.bot)
-        self.downloads = TelegramDownloads(ref=ref, config=config, bot=app.bot, tls=tls_context)
+        self.downloads = TelegramDownloads(ref=ref, config=config, bot=app.bot, tls=tls_context())
         self.files = TelegramFiles(ref=ref, config=config, bot=app.bot, outbound=self._outbound)
         self.history = None
         self.work_status = None
