@@ -35,6 +35,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterator
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -53,14 +54,25 @@ fresh_only = False
 
 
 def migrations_digest() -> str:
-    """The migrations on disk, as a short hash of their names and SQL."""
+    """The migrations on disk, as a short hash of their names and SQL; hashed again only
+    when a file of the folder is added, removed, or written (its size or mtime changes)."""
+    folder = Path(str(resources.files("bot.store.sqlite") / "migrations"))
+    signature = tuple(
+        sorted((e.name, e.stat().st_mtime_ns, e.stat().st_size) for e in os.scandir(folder))
+    )
+    if (known := _digests.get(signature)) is not None:
+        return known
     digest = hashlib.sha256()
     for _number, name, sql in migrations():
         digest.update(name.encode())
         digest.update(b"\0")
         digest.update(sql.encode())
         digest.update(b"\0")
-    return digest.hexdigest()[:16]
+    _digests[signature] = found = digest.hexdigest()[:16]
+    return found
+
+
+_digests: dict[tuple[tuple[str, int, int], ...], str] = {}
 
 
 async def _migrate(path: Path) -> None:
@@ -87,13 +99,15 @@ def copy_migrated(template: Path, path: Path) -> Path:
     return path
 
 
+def _is_new(path: Path) -> bool:
+    return not (path.exists() or path.is_symlink() or Path(f"{path}-wal").exists())
+
+
 def _copy_if_new(template: Path, path: Path) -> None:
     """Put a copy of ``template`` at ``path`` if nothing is there: written beside it under
     another name, then linked into place, so no opener ever sees half a file and one that
     got there first keeps its own. Any failure leaves ``path`` to ``Database.open`` (which
     reports it as it would have)."""
-    if path.exists() or path.is_symlink() or Path(f"{path}-wal").exists():
-        return
     partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}.template")
     try:
         private_folder(path.parent)
@@ -123,8 +137,10 @@ def sqlite_template(migrated_sqlite: Path) -> Iterator[Path]:
     async def open_from_template(
         cls: type[Database], path: str | Path, *, migrate: bool = True, create: bool = True
     ) -> Any:
-        if create and migrate and not fresh_only and migrations_digest() == digest:
-            _copy_if_new(migrated_sqlite, Path(path))
+        file = Path(path)
+        new = create and migrate and not fresh_only and _is_new(file)
+        if new and migrations_digest() == digest:
+            _copy_if_new(migrated_sqlite, file)
         return await opener(cls, path, migrate=migrate, create=create)
 
     with pytest.MonkeyPatch.context() as patch:
