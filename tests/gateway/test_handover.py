@@ -46,6 +46,24 @@ async def reached(replica: Replica, tag: str) -> None:
     replica.model.reached[tag].clear()
 
 
+async def took(tag: str, *pair: Replica) -> tuple[Replica, Replica]:
+    """The replica whose model was asked about ``tag`` (the owner of its session), and the
+    other. The replica a conversation's first message reaches usually takes its session,
+    but the other's sweep (every second) may take it first: between the admission's inbox
+    write and its take of the session, the sweep sees a waiting entry of a session nobody
+    owns (what a replica that died there would leave), takes it and runs the turn; the
+    admitting replica then hands the message over. Either way it is answered once."""
+    async with asyncio.timeout(WAIT_S):
+        while True:
+            for replica in pair:
+                event = replica.model.reached.get(tag)
+                if event is not None and event.is_set():
+                    event.clear()
+                    other = next(r for r in pair if r is not replica)
+                    return replica, other
+            await asyncio.sleep(0.02)
+
+
 async def until(check: Callable[[], Awaitable[bool]]) -> None:
     """Wait until ``check()`` holds (the store moves on its own)."""
     async with asyncio.timeout(WAIT_S):
@@ -76,24 +94,24 @@ async def test_messages_of_one_conversation_on_two_replicas_are_answered_once_in
 ) -> None:
     first = asyncio.Event()
     a = await replicas.start("a", holds={"m1": first})
-    b = await replicas.start("b")
+    b = await replicas.start("b", holds={"m1": first})
 
-    await a.deliver(message("m1 first", "1"))  # a takes the session
-    await reached(a, "m1")
-    await b.deliver(message("m2 second", "2"))  # handed over to a, behind m1
-    await b.deliver(message("m3 third", "3"))
-    await a.deliver(message("m2 second", "2"))  # the same event on a's connection too
-    await b.deliver(message("m1 first", "1"))
+    await a.deliver(message("m1 first", "1"))  # a takes the session (or b's sweep: took)
+    owner, other = await took("m1", a, b)
+    await other.deliver(message("m2 second", "2"))  # handed over to the owner, behind m1
+    await other.deliver(message("m3 third", "3"))
+    await owner.deliver(message("m2 second", "2"))  # the same event on its connection too
+    await other.deliver(message("m1 first", "1"))
     first.set()
-    await a.channel.wait_for("answer m3", within_s=WAIT_S)
+    await owner.channel.wait_for("answer m3", within_s=WAIT_S)
 
-    assert answers(a) == ["answer m1", "answer m2", "answer m3"]
-    assert b.channel.sent == []
-    assert replicas.log == [("a", "m1"), ("a", "m2"), ("a", "m3")]
-    store = a.app.store
+    assert answers(owner) == ["answer m1", "answer m2", "answer m3"]
+    assert other.channel.sent == []
+    assert replicas.log == [(owner.name, "m1"), (owner.name, "m2"), (owner.name, "m3")]
+    store = owner.app.store
     await settled(store, "1", "2", "3")
     assert await statuses(store, "1", "2", "3") == [InboxStatus.DONE] * 3
-    assert await store.session_owners.owner(SESSION) == a.app.keeper.replica_id  # type: ignore[union-attr]
+    assert await store.session_owners.owner(SESSION) == owner.app.keeper.replica_id  # type: ignore[union-attr]
     # the second turn saw the first one's answer: one history, in order
     history = await store.history.load(SESSION)
     said = [m.content for m in history if m.role == "assistant"]
@@ -118,27 +136,27 @@ async def test_an_edit_or_a_deletion_reaching_another_replica_applies_to_the_que
 ) -> None:
     first = asyncio.Event()
     a = await replicas.start("a", holds={"m1": first})
-    b = await replicas.start("b")
+    b = await replicas.start("b", holds={"m1": first})
     await a.deliver(message("m1 first", "1"))
-    await reached(a, "m1")
-    await b.deliver(message("m2 draft", "2"))  # queued on a, behind m1
-    await b.deliver(message("m3 unwanted", "3"))
-    store = b.app.store
+    owner, other = await took("m1", a, b)
+    await other.deliver(message("m2 draft", "2"))  # queued on the owner, behind m1
+    await other.deliver(message("m3 unwanted", "3"))
+    store = other.app.store
 
-    async def queued_on_a() -> bool:
+    async def queued_on_owner() -> bool:
         rows = await store.session_owners.unsettled(SESSION)
         return len([r for r in rows if r.replica_id is not None]) == 3
 
-    await until(queued_on_a)
-    # the platform reports the edit and the deletion on b's connection
-    await b.app.gateway.edited(message("m4 edited instead", "2"))
-    await b.app.gateway.deleted(SLACK, "3")
+    await until(queued_on_owner)
+    # the platform reports the edit and the deletion on the other replica's connection
+    await other.app.gateway.edited(message("m4 edited instead", "2"))
+    await other.app.gateway.deleted(SLACK, "3")
     first.set()
-    await a.channel.wait_for("answer m4", within_s=WAIT_S)
+    await owner.channel.wait_for("answer m4", within_s=WAIT_S)
     await settled(store, "1", "2", "3")
-    assert replicas.log == [("a", "m1"), ("a", "m4")]
-    assert answers(a) == ["answer m1", "answer m4"]
-    assert b.channel.sent == []
+    assert replicas.log == [(owner.name, "m1"), (owner.name, "m4")]
+    assert answers(owner) == ["answer m1", "answer m4"]
+    assert other.channel.sent == []
     assert await statuses(store, "1", "2", "3") == [
         InboxStatus.DONE,
         InboxStatus.DONE,
