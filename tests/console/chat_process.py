@@ -6,7 +6,8 @@ variables). On a terminal (:func:`start_on_terminal`) the child is the session l
 new pseudo-terminal, which is its controlling terminal, so typing ``^C`` sends it SIGINT and
 ``^D`` at the start of a line is an end of input, exactly as at a real terminal; stdout and
 stderr both go to that terminal, as they would for a person. Everything the terminal shows
-is collected; waits take generous timeouts as failure guards only.
+is collected; waits take generous timeouts as failure guards only (:func:`guard`: the time
+the processes spent waiting for a CPU is not counted).
 """
 
 from __future__ import annotations
@@ -51,12 +52,12 @@ def chat_environ(
     return env
 
 
-async def settled(state_dir: Path) -> None:
+async def settled(state_dir: Path, *pids: int) -> None:
     """Wait until the chat's inbox has no message left unanswered. An answer is on the
     screen a moment before its turn is marked done; a key pressed in between still finds
     the turn running. The inbox (read from the SQLite file) says when it is not."""
     unfinished = "SELECT COUNT(*) FROM inbox WHERE status IN ('received', 'processing')"
-    async with asyncio.timeout(WAIT_S):
+    async with guard(*pids):
         while True:
             with contextlib.closing(sqlite3.connect(state_dir / "hatchway.db")) as db:
                 if db.execute(unfinished).fetchone() == (0,):
@@ -64,16 +65,57 @@ async def settled(state_dir: Path) -> None:
             await asyncio.sleep(0.05)
 
 
-async def admitted(state_dir: Path, count: int) -> None:
+async def admitted(state_dir: Path, count: int, *pids: int) -> None:
     """Wait until the chat's inbox holds ``count`` messages. Piped lines are admitted one
     after the other while the first one's turn already runs: its request can reach the
     model before the last line is in the inbox."""
-    async with asyncio.timeout(WAIT_S):
+    async with guard(*pids):
         while True:
             with contextlib.closing(sqlite3.connect(state_dir / "hatchway.db")) as db:
                 if db.execute("SELECT COUNT(*) FROM inbox").fetchone() == (count,):
                     return
             await asyncio.sleep(0.05)
+
+
+def _cpu_wait_s(pid: int) -> float | None:
+    """Seconds the main thread of ``pid`` has spent runnable but waiting for a CPU (the
+    second field of Linux's ``/proc/PID/schedstat``); None when it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/schedstat", encoding="ascii") as stats:
+            return int(stats.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+@contextlib.asynccontextmanager
+async def guard(*pids: int) -> AsyncIterator[None]:
+    """A failure guard: ``asyncio.timeout(WAIT_S)`` for the block, moved on by the time these
+    processes or this one (which serves the fake model) spent runnable and waiting for a
+    CPU, up to ten times ``WAIT_S`` in all. A child that hangs or spins still fails after
+    ``WAIT_S``; one that only did not get a CPU is waited for. (On a loaded machine a chat's
+    start, about 1.7 s of CPU, got 0.62 s in 125 s: the guard ran out, nothing was wrong.)"""
+    loop = asyncio.get_running_loop()
+    watched = (os.getpid(), *pids)
+    began = loop.time()
+    base = {pid: _cpu_wait_s(pid) for pid in watched}
+    waited = dict.fromkeys(watched, 0.0)
+    async with asyncio.timeout(WAIT_S) as scope:
+
+        async def extend() -> None:
+            while True:
+                await asyncio.sleep(1.0)
+                for pid in watched:
+                    now, start = _cpu_wait_s(pid), base[pid]
+                    if now is not None and start is not None:
+                        waited[pid] = max(waited[pid], now - start)
+                starved = min(max(waited.values()), 9 * WAIT_S)
+                scope.reschedule(began + WAIT_S + starved)
+
+        extending = asyncio.create_task(extend())
+        try:
+            yield
+        finally:
+            extending.cancel()
 
 
 def _take_terminal() -> None:
@@ -124,7 +166,7 @@ class ChatProcess:
     async def wait_for(self, needle: str, *, count: int = 1) -> str:
         """Wait until ``needle`` was shown ``count`` times; returns what was shown."""
         try:
-            async with asyncio.timeout(WAIT_S), self._changed:
+            async with self.guard(), self._changed:
                 await self._changed.wait_for(lambda: self.shown.count(needle) >= count)
         except TimeoutError:
             raise AssertionError(
@@ -145,9 +187,13 @@ class ChatProcess:
         await self.proc.stdin.drain()
         self.proc.stdin.close()
 
+    def guard(self) -> contextlib.AbstractAsyncContextManager[None]:
+        """The failure guard (:func:`guard`) of a wait on this process."""
+        return guard(self.proc.pid)
+
     async def wait_exit(self) -> int:
         try:
-            async with asyncio.timeout(WAIT_S):
+            async with self.guard():
                 return await self.proc.wait()
         except TimeoutError:
             raise AssertionError(f"hatchway chat did not exit; shown:\n{self.shown}") from None

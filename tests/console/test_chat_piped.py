@@ -3,7 +3,6 @@ every line answered in order before it exits, and nothing of one run replayed in
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
@@ -14,7 +13,7 @@ import pytest
 
 from bot.config import ProviderConfig
 from bot.config.embedded import embedded_problems
-from tests.console.chat_process import WAIT_S, admitted, chat_environ, start_piped
+from tests.console.chat_process import admitted, chat_environ, start_piped
 from tests.ops.conftest import HeldOpenAI
 
 INTERRUPTED_NOTICE = "this request was interrupted"
@@ -60,9 +59,9 @@ async def test_input_left_by_a_killed_run_is_not_replayed(tmp_path: Path, llm: H
     async with start_piped(env, tmp_path) as chat:
         chat.type("one\ntwo\nthree\n")
         await chat.close_input()
-        async with asyncio.timeout(WAIT_S):
+        async with chat.guard():
             await llm.arrived.wait()  # "one" is being answered, the others wait
-        await admitted(tmp_path / "state", 3)
+        await admitted(tmp_path / "state", 3, chat.proc.pid)
         chat.proc.send_signal(signal.SIGKILL)
         await chat.wait_exit()
     llm.queue_text("answer to four")
@@ -115,7 +114,7 @@ async def test_a_piped_command_takes_effect_after_the_lines_before_it(
     async with start_piped(env, tmp_path, stderr_apart=True) as chat:
         chat.type("one\ntwo\n/new\nthree\n")
         await chat.close_input()
-        async with asyncio.timeout(WAIT_S):
+        async with chat.guard():
             await llm.arrived.wait()
         llm.release()
         assert await chat.wait_exit() == 0
