@@ -123,12 +123,13 @@ async def test_a_conversation_first_reached_on_another_replica_is_owned_there(
 ) -> None:
     a = await replicas.start("a")
     b = await replicas.start("b")
-    await b.deliver(message("m1 hello", "1", conversation="C7"))
-    await b.channel.wait_for("answer m1", within_s=WAIT_S)
-    await a.deliver(message("m2 again", "2", conversation="C7"))
-    await b.channel.wait_for("answer m2", within_s=WAIT_S)
-    assert a.channel.sent == []
-    assert replicas.log == [("b", "m1"), ("b", "m2")]
+    await b.deliver(message("m1 hello", "1", conversation="C7"))  # b takes it (or a's sweep)
+    owner, other = await took("m1", b, a)
+    await owner.channel.wait_for("answer m1", within_s=WAIT_S)
+    await other.deliver(message("m2 again", "2", conversation="C7"))
+    await owner.channel.wait_for("answer m2", within_s=WAIT_S)
+    assert other.channel.sent == []
+    assert replicas.log == [(owner.name, "m1"), (owner.name, "m2")]
 
 
 async def test_an_edit_or_a_deletion_reaching_another_replica_applies_to_the_queued_turn(
@@ -170,9 +171,9 @@ async def test_a_stop_reaching_another_replica_stops_the_turn_where_it_runs(
     never = asyncio.Event()
     # m4 is held too: the slash command below must find it running
     a = await replicas.start("a", holds={"m1": never, "m4": never})
-    b = await replicas.start("b")
+    b = await replicas.start("b", holds={"m1": never, "m4": never})
     await a.deliver(message("m1 first", "1"))
-    await reached(a, "m1")
+    a, b = await took("m1", a, b)  # a: the owner, whichever replica took the session
     await a.deliver(message("m2 second", "2"))  # queued behind m1
     await b.deliver(message("/stop", "3"))  # nothing runs on b: its owner stops it
     await a.channel.wait_for("Stopped", within_s=WAIT_S)
@@ -180,7 +181,7 @@ async def test_a_stop_reaching_another_replica_stops_the_turn_where_it_runs(
     # the stopped turn answered that it stopped; the one queued behind it was dropped
     assert await statuses(a.app.store, "1", "2") == [InboxStatus.DONE, InboxStatus.FAILED]
     assert b.channel.sent == []
-    assert replicas.log == [("a", "m1")]
+    assert replicas.log == [(a.name, "m1")]
 
     # a slash command names no thread: it stops what the sender started in the conversation
     await a.deliver(message("m4 again", "4"))
@@ -219,9 +220,9 @@ async def test_when_the_owner_dies_another_replica_settles_its_turn_and_runs_the
 ) -> None:
     never = asyncio.Event()
     a = await replicas.start("a", holds={"m1": never})
-    b = await replicas.start("b")
+    b = await replicas.start("b", holds={"m1": never})
     await a.deliver(message("m1 first", "1"))
-    await reached(a, "m1")
+    a, b = await took("m1", a, b)  # a: the owner, whichever replica took the session
     await b.deliver(message("m2 second", "2"))  # handed over: a claims it behind m1
     await b.deliver(message("m3 third", "3"))
     store = b.app.store
@@ -241,7 +242,7 @@ async def test_when_the_owner_dies_another_replica_settles_its_turn_and_runs_the
     await b.channel.wait_for("answer m3", within_s=WAIT_S)
     # the cut-off turn told to ask again first, then the queue in order, each once
     assert answers(b) == [SHUTDOWN_MESSAGE, "answer m2", "answer m3"]
-    assert replicas.log == [("a", "m1"), ("b", "m2"), ("b", "m3")]
+    assert replicas.log == [(a.name, "m1"), (b.name, "m2"), (b.name, "m3")]
     await settled(store, "1", "2", "3")
     assert await statuses(store, "1", "2", "3") == [
         InboxStatus.FAILED,
@@ -255,7 +256,7 @@ async def test_when_the_owner_dies_another_replica_settles_its_turn_and_runs_the
     # the session stays with b: the next message is answered there
     await b.deliver(message("m4 later", "4"))
     await b.channel.wait_for("answer m4", within_s=WAIT_S)
-    assert replicas.log[-1] == ("b", "m4")
+    assert replicas.log[-1] == (b.name, "m4")
 
 
 async def test_a_message_reaching_a_stopping_replica_is_admitted_and_answered_next_in_order(
@@ -263,9 +264,9 @@ async def test_a_message_reaching_a_stopping_replica_is_admitted_and_answered_ne
 ) -> None:
     first = asyncio.Event()
     a = await replicas.start("a", holds={"m1": first})
-    b = await replicas.start("b")
+    b = await replicas.start("b", holds={"m1": first})
     await a.deliver(message("m1 first", "1"))
-    await reached(a, "m1")
+    a, b = await took("m1", a, b)  # a: the owner, whichever replica took the session
     # a drains, and m1 finishes in the drain however long the steps below take (a busy
     # machine took more than the default five seconds: m1 was cut off and told to ask again)
     stopping = asyncio.create_task(replicas.stop(a, drain_timeout_s=WAIT_S))
