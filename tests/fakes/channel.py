@@ -48,6 +48,11 @@ from bot.errors import AttachmentError, ChannelError
 SendHook = Callable[[DeliveryTarget, str], None]
 T = TypeVar("T")
 
+#: How long a wait for what the bot sends may take before the test fails. The wait ends at the
+#: event; the bound is a failure guard, long enough for a loaded machine (at load 23 a wait
+#: that needs 3 s took ~30 s), and only a broken test ever waits it out.
+GUARD_S = 120.0
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PostedCard:
@@ -155,7 +160,7 @@ class FakeChannel:
     async def update_approval_card(self, message: SentMessage, card: ApprovalCard) -> None:
         self.edits.append((message.message_id, card))
 
-    async def wait_for(self, needle: str, *, within_s: float = 30.0) -> DeliveryTarget:
+    async def wait_for(self, needle: str, *, within_s: float = GUARD_S) -> DeliveryTarget:
         """Wait until a sent text contains ``needle``; returns where it was sent."""
 
         def found() -> DeliveryTarget | None:
@@ -163,7 +168,7 @@ class FakeChannel:
 
         return await _until(found, self._sent_more, within_s)
 
-    async def card_to(self, conversation_id: str, *, within_s: float = 30.0) -> PostedCard:
+    async def card_to(self, conversation_id: str, *, within_s: float = GUARD_S) -> PostedCard:
         """Wait until a card is posted to ``conversation_id`` (a user id: that user's DM);
         returns the first such card."""
 

@@ -14,7 +14,7 @@ import pytest
 from bot.app import App
 from bot.config import Settings, parse_settings
 from bot.envelope import Capabilities, ChannelRef, DeliveryTarget, IngressEnvelope, Sender
-from tests.fakes.channel import FakeChannel
+from tests.fakes.channel import GUARD_S, FakeChannel
 from tests.fakes.scripted_provider import ScriptedProvider
 
 TELEGRAM = ChannelRef(kind="telegram", alias="main")
@@ -35,7 +35,7 @@ class Clock:
         self.now = when.timestamp()
 
 
-async def wait_until(check: Callable[[], Awaitable[bool]], *, within_s: float = 20.0) -> None:
+async def wait_until(check: Callable[[], Awaitable[bool]], *, within_s: float = GUARD_S) -> None:
     """Wait for a condition the system reaches on its own (never a timing assertion)."""
     async with asyncio.timeout(within_s):
         # e.g. an inbox row: a turn that posts nothing gives no other signal

@@ -14,6 +14,7 @@ from bot.schedules.book import ScheduleBook
 from bot.schedules.job import JobSpec, StoredTarget
 from bot.schedules.runner import CLAIM_S, ScheduleRunner, job_message_id
 from bot.store import Store
+from tests.fakes.channel import GUARD_S
 from tests.schedules.conftest import Clock
 
 ORIGIN = StoredTarget(channel="slack.team", conversation_id="C1")
@@ -65,7 +66,7 @@ async def test_a_replica_whose_claim_ran_out_does_not_rewind_the_next_run(
 
     clock.now = first + 1
     stalled = asyncio.create_task(a.tick())
-    async with asyncio.timeout(30):
+    async with asyncio.timeout(GUARD_S):
         await slow.reached.wait()  # a claimed the run and is delivering it
     # a stays stalled past its claim: b takes the run over, then the next one comes due
     clock.now = first + 1 + CLAIM_S + 1
@@ -76,7 +77,7 @@ async def test_a_replica_whose_claim_ran_out_does_not_rewind_the_next_run(
     assert recorded is not None and recorded.next_run_at == first + 120
 
     slow.held.set()  # a wakes up and records the run it delivered long ago
-    async with asyncio.timeout(30):
+    async with asyncio.timeout(GUARD_S):
         await stalled
     after = await book.get(job.id)
     assert after is not None and after.next_run_at == first + 120
