@@ -312,6 +312,12 @@ class Backchannel:
         for row in await self._store.parked.session_calls(session_key):
             if row.state is not ParkState.PARKED:
                 continue  # its turn still waits in its process: /stop cancels it there
+            # claimed as a resumption claims it, before its card expires: a sweep that then
+            # sees the card decided leaves the row (it would edit the card a second time and
+            # queue a resumption of the turn ended here); a crash before the row goes gives
+            # the claim back at the next start (settle_at_start)
+            if not await self._store.parked.claim(row.approval_id, row.owner):
+                continue  # decided before the stop: its resumption has it
             record = await self._store.approvals.get(row.approval_id)
             if record is not None and await self.expire(record, RuntimeReason.CANCELLED):
                 await self._cards.edit_all(record.id)

@@ -138,6 +138,42 @@ async def test_stop_closes_a_parked_card_as_cancelled(replicas: Replicas) -> Non
     await assert_nothing_ran(replicas, a, card)
 
 
+async def test_a_sweep_while_a_stop_closes_the_card_leaves_the_turn_to_the_stop(
+    replicas: Replicas,
+) -> None:
+    """``/stop`` expires a parked card, then edits it: a resumption sweep in between (its
+    expiry nudges one) finds the row taken and neither edits the card again nor resumes the
+    turn the stop ended."""
+    a = await replicas.start("a", extra=PARK_SOON)
+    card = await parked_card(a)
+    store = a.app.store
+    editing, let_go = asyncio.Event(), asyncio.Event()
+    update = a.channel.update_approval_card
+
+    async def held_update(sent: Any, shown: Any) -> None:
+        editing.set()
+        await let_go.wait()
+        await update(sent, shown)
+
+    a.channel.update_approval_card = held_update  # type: ignore[method-assign]
+    stopping = asyncio.create_task(a.deliver(message("/stop", "2")))
+    try:
+        await asyncio.wait_for(editing.wait(), WAIT_S)  # expired, its edit under way
+        assert await status_of(store, card.card.approval_id) == (
+            ApprovalStatus.EXPIRED,
+            RuntimeReason.CANCELLED,
+        )
+        assert await asyncio.wait_for(a.app.resumptions.sweep(), WAIT_S) == 0
+    finally:
+        let_go.set()
+    await a.channel.wait_for("request waiting for approval was cancelled", within_s=WAIT_S)
+    await stopping
+    assert [(mid, c.state) for mid, c in a.channel.edits] == [(card.message_id, CardState.EXPIRED)]
+    assert await store.parked.rows() == []
+    assert await inbox_status(store) is InboxStatus.FAILED
+    await assert_nothing_ran(replicas, a, card)
+
+
 async def test_a_stop_while_the_parked_turn_is_still_ending_says_the_card_was_cancelled(
     replicas: Replicas,
 ) -> None:
