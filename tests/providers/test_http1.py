@@ -5,11 +5,11 @@ and what a reply that is not HTTP/1.1 becomes."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 
-from bot.providers.http1 import ConnectionCut, Http1Pool, Unreachable
+from bot.providers.http1 import ConnectionCut, Http1Pool, Http1Reply, Unreachable
 from tests.providers.test_retry import closed_port
 
 
@@ -76,6 +76,35 @@ async def closing() -> AsyncIterator[list[Http1Pool]]:
         await each.aclose()
 
 
+async def whole(reply: Http1Reply) -> bytes:
+    return await reply.read()
+
+
+async def piece(reply: Http1Reply) -> bytes:
+    return await reply.readany()
+
+
+async def two_posts(
+    closing: list[Http1Pool],
+    replies: list[bytes],
+    *,
+    read_first: Callable[[Http1Reply], Awaitable[bytes]],
+) -> tuple[bytes, bytes, int]:
+    """Two posts through one pool to a server answering ``replies``: what ``read_first``
+    read of the first reply before it was released, the second reply's body, and how many
+    connections the server accepted."""
+    async with ScriptedServer(replies) as server:
+        client = pool(server.port)
+        closing.append(client)
+        first = await client.post(b"{}")
+        read = await read_first(first)
+        first.release()
+        second = await client.post(b"{}")
+        body = await second.read()
+        second.release()
+    return read, body, server.connections
+
+
 CHUNKED = (
     b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
     b"5;ext=1\r\nhello\r\n6\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n"
@@ -131,31 +160,13 @@ async def test_an_informational_reply_before_the_answer_is_passed_by(
 async def test_a_reply_that_ends_its_connection_is_not_kept(
     closing: list[Http1Pool], reply: bytes
 ) -> None:
-    async with ScriptedServer([reply, LENGTH]) as server:
-        client = pool(server.port)
-        closing.append(client)
-        first = await client.post(b"{}")
-        assert await first.read() == b"abc"
-        first.release()
-        second = await client.post(b"{}")
-        assert await second.read() == b"abc"
-        second.release()
-    assert server.connections == 2
+    assert await two_posts(closing, [reply, LENGTH], read_first=whole) == (b"abc", b"abc", 2)
 
 
 async def test_a_reply_released_half_read_closes_its_connection(
     closing: list[Http1Pool],
 ) -> None:
-    async with ScriptedServer([CHUNKED, LENGTH]) as server:
-        client = pool(server.port)
-        closing.append(client)
-        first = await client.post(b"{}")
-        assert await first.readany() == b"hello"
-        first.release()
-        second = await client.post(b"{}")
-        assert await second.read() == b"abc"
-        second.release()
-    assert server.connections == 2
+    assert await two_posts(closing, [CHUNKED, LENGTH], read_first=piece) == (b"hello", b"abc", 2)
 
 
 @pytest.mark.parametrize(

@@ -147,4 +147,5 @@ def test_the_exchange_reads_a_reply_as_h11_does(reply: Reply) -> None:
     if ours is not None:
         assert ours == oracle
     if reply.well_formed:
-        assert ours == oracle is not None
+        assert oracle is not None
+        assert ours == oracle
